@@ -1,0 +1,65 @@
+#include "commands.hpp"
+
+#include <cstdio>
+
+#include "fabric.hpp"
+
+namespace rooftop {
+
+std::vector<OptSpec> client_common_options() {
+  return {
+      {"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
+      {"domain", OptKind::Str, "", "libfabric domain / network interface; default: the interface that routes to the server", ""},
+      {"group-dir", OptKind::Str, "", "directory holding the servers' <rank>.addr files (required)", ""},
+      {"timeout", OptKind::Seconds, "10", "give up on a missing address file or a silent server after this long", ""},
+      {"progress", OptKind::Choice, "busy", "completion progress: busy, block, adaptive, spindown[:MS]", "busy|block|adaptive|spindown*"},
+  };
+}
+
+int run_command(Options& o, const char* role, int argc, char** argv,
+                const std::function<int(Report&)>& body) {
+  try {
+    if (!o.parse(argc, argv)) return kExitOk;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "rooftop-engine %s: %s\n", role, e.what());
+    return kExitUsage;
+  }
+  Report rep;
+  rep.role = role;
+  rep.options = &o;
+  rep.cpuset = affinity_cpus();
+  rep.binding = "inherited";
+  install_signal_handlers();
+  int rc;
+  try {
+    if (!o.str("cpus").empty()) {
+      std::vector<int> cpus;
+      try {
+        cpus = parse_cpu_list(o.str("cpus"));
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--cpus: ") + e.what());
+      }
+      std::string err = set_affinity(cpus);
+      if (!err.empty()) throw UsageError("--cpus: " + err);
+      rep.binding = "--cpus " + cpu_list_string(cpus);
+      rep.cpuset = affinity_cpus();
+    }
+    rep.cores.sample();
+    rc = body(rep);
+  } catch (const UsageError& e) {
+    rep.errors.push_back(e.what());
+    rc = kExitUsage;
+  } catch (const EngineError& e) {
+    rep.errors.push_back(e.what());
+    rc = e.code;
+  } catch (const std::exception& e) {
+    rep.errors.push_back(std::string("internal error: ") + e.what());
+    rc = kExitFailure;
+  }
+  for (auto& e : rep.errors) std::fprintf(stderr, "rooftop-engine %s: %s\n", role, e.c_str());
+  rep.cores.sample();
+  if (!rep.emit(o.str("output")) && rc == kExitOk) rc = kExitFailure;
+  return rc;
+}
+
+}  // namespace rooftop

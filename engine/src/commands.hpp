@@ -1,0 +1,26 @@
+// Subcommands of rooftop-engine and the wrapper that turns their outcome
+// into an exit code and one JSON document.
+#pragma once
+#include <functional>
+
+#include "options.hpp"
+#include "report.hpp"
+
+namespace rooftop {
+
+int cmd_serve(int argc, char** argv);
+int cmd_load(int argc, char** argv);
+int cmd_ping(int argc, char** argv);
+int cmd_stat(int argc, char** argv);
+int cmd_shutdown(int argc, char** argv);
+int cmd_providers(int argc, char** argv);
+
+// Parses options (exit 2 on bad usage, 0 after --help), applies --cpus,
+// runs body, and emits the report whatever happened.
+int run_command(Options& o, const char* role, int argc, char** argv,
+                const std::function<int(Report&)>& body);
+
+// Options every client-side command shares.
+std::vector<OptSpec> client_common_options();
+
+}  // namespace rooftop

@@ -1,0 +1,138 @@
+// Small client commands: ping (is a server up?), stat (its counters),
+// shutdown (token-protected), providers (what libfabric offers here).
+#include <cstdio>
+#include <fstream>
+
+#include "client_core.hpp"
+#include "commands.hpp"
+#include "report.hpp"
+
+namespace rooftop {
+
+namespace {
+
+std::vector<OptSpec> target_options(std::vector<OptSpec> extra) {
+  auto o = client_common_options();
+  o.push_back({"rank", OptKind::Int, "0", "server rank to talk to", ""});
+  o.insert(o.end(), extra.begin(), extra.end());
+  o.push_back({"cpus", OptKind::Str, "", "bind this process to these cpus", ""});
+  o.push_back({"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""});
+  return o;
+}
+
+// Resolves and connects to the one server a control command names.
+struct Connection {
+  std::unique_ptr<ClientCore> core;
+  Target target;
+  Connection(const Options& o, Report& rep) {
+    const std::string dir = o.str("group-dir");
+    if (dir.empty()) throw UsageError("--group-dir is required");
+    int r = static_cast<int>(o.integer("rank"));
+    if (r < 0) throw UsageError("--rank must be >= 0");
+    auto addrs = resolve_servers(dir, {r}, o.str("fabric"), o.seconds("timeout"));
+    core = std::make_unique<ClientCore>(o, addrs[0], 4, 4096);
+    rep.capture(core->ep());
+    target = core->connect(addrs[0], 0);
+  }
+};
+
+}  // namespace
+
+int cmd_ping(int argc, char** argv) {
+  Options o("ping",
+            "Check that server <rank> of a group answers: handshake plus --count\n"
+            "noop round trips. Exit 0 if it does, 3 if it is missing or silent.",
+            target_options({{"count", OptKind::Int, "3", "noop round trips after the handshake", ""}}));
+  return run_command(o, "ping", argc, argv, [&](Report& rep) {
+    int64_t count = o.integer("count");
+    if (count < 0 || count > 1000000) throw UsageError("--count must be 0..1000000");
+    int64_t t = now_ns();
+    Connection c(o, rep);
+    double hello_us = (now_ns() - t) / 1e3;
+    double best = 0, sum = 0;
+    for (int64_t i = 0; i < count; i++) {
+      int64_t s = now_ns();
+      c.core->call(c.target, "ping", [&](uint8_t* b, size_t cap, uint64_t req) {
+        return wire::encode_noop_req(b, cap, req, c.target.conn, 0, 0);
+      });
+      double us = (now_ns() - s) / 1e3;
+      best = i == 0 ? us : std::min(best, us);
+      sum += us;
+    }
+    JsonWriter w;
+    w.begin_object().kv("rank", c.target.addr.rank).kv("address", c.target.addr.text);
+    w.kv("host", c.target.addr.host).kv("handshake_us", hello_us).kv("count", count);
+    w.kv("rtt_min_us", best).kv("rtt_mean_us", count ? sum / count : 0.0).end_object();
+    rep.result_json = w.str();
+    rep.complete = true;
+    return kExitOk;
+  });
+}
+
+int cmd_stat(int argc, char** argv) {
+  Options o("stat", "Ask server <rank> for its counters: ops served, bytes, CPU time.",
+            target_options({}));
+  return run_command(o, "stat", argc, argv, [&](Report& rep) {
+    Connection c(o, rep);
+    wire::Message m = c.core->call(c.target, "stat", [&](uint8_t* b, size_t cap, uint64_t req) {
+      return wire::encode_stat_req(b, cap, req, c.target.conn);
+    });
+    JsonWriter w;
+    w.begin_object().kv("rank", c.target.addr.rank).kv("ops", m.ops).kv("noop", m.noops);
+    w.kv("bulk", m.bulks).kv("bytes", m.bytes).kv("dropped", m.dropped);
+    w.kv("elapsed_s", m.wall_s);
+    w.key("cpu").begin_object().kv("user_s", m.user_s).kv("sys_s", m.sys_s);
+    w.kv("utilization", m.wall_s > 0 ? (m.user_s + m.sys_s) / m.wall_s : 0.0).end_object();
+    w.end_object();
+    rep.result_json = w.str();
+    rep.complete = true;
+    return kExitOk;
+  });
+}
+
+int cmd_shutdown(int argc, char** argv) {
+  Options o("shutdown",
+            "Ask server <rank> to shut down. It accepts only the token it was\n"
+            "started with (--token or --token-file); exit 1 if refused.",
+            target_options({{"token", OptKind::Str, "", "the campaign's shutdown token", ""},
+                            {"token-file", OptKind::Str, "", "read the token from this file", ""}}));
+  return run_command(o, "shutdown", argc, argv, [&](Report& rep) {
+    std::string token = o.str("token");
+    if (!o.str("token-file").empty()) {
+      std::ifstream f(o.str("token-file"));
+      if (!f) throw UsageError("--token-file " + o.str("token-file") + ": cannot read it");
+      std::getline(f, token);
+    }
+    Connection c(o, rep);
+    wire::Message m = c.core->call(c.target, "shutdown", [&](uint8_t* b, size_t cap, uint64_t req) {
+      return wire::encode_shutdown_req(b, cap, req, c.target.conn, token);
+    });
+    JsonWriter w;
+    w.begin_object().kv("rank", c.target.addr.rank).kv("status", wire::status_name(m.status)).end_object();
+    rep.result_json = w.str();
+    rep.complete = m.status == wire::Status::Ok;
+    if (!rep.complete) {
+      rep.errors.push_back("server rank " + std::to_string(c.target.addr.rank) + " refused: wrong token");
+      return kExitFailure;
+    }
+    return kExitOk;
+  });
+}
+
+int cmd_providers(int argc, char** argv) {
+  Options o("providers", "List the libfabric providers available on this machine (JSON).",
+            {{"cpus", OptKind::Str, "", "unused; accepted for symmetry", ""},
+             {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""}});
+  return run_command(o, "providers", argc, argv, [&](Report& rep) {
+    JsonWriter w;
+    w.begin_object().kv("libfabric_version", Endpoint::libfabric_version());
+    w.key("providers").begin_array();
+    for (auto& p : available_providers()) w.value(p);
+    w.end_array().end_object();
+    rep.result_json = w.str();
+    rep.complete = true;
+    return kExitOk;
+  });
+}
+
+}  // namespace rooftop

@@ -1,0 +1,523 @@
+#include "fabric.hpp"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "options.hpp"
+
+namespace rooftop {
+
+namespace {
+constexpr uint32_t kApiVersion = FI_VERSION(1, 9);
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void check(int rc, const std::string& what) {
+  if (rc != 0) throw EngineError(kExitFailure, what + " failed: " + fi_error_text(rc));
+}
+
+std::string sockaddr_ip(const sockaddr* sa) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
+  return buf;
+}
+}  // namespace
+
+std::string fi_error_text(int err) {
+  if (err < 0) err = -err;
+  return std::string(fi_strerror(err)) + " (" + std::to_string(err) + ")";
+}
+
+FabricSpec parse_fabric_spec(const std::string& spec) {
+  std::string s = lower(spec);
+  if (s.rfind("ofi+", 0) == 0) s = s.substr(4);
+  if (s.empty()) throw UsageError("--fabric '" + spec + "': no provider named (e.g. ofi+tcp)");
+  // "tcp" matches "tcp;ofi_rxm" on libfabric 1.17 and native tcp RDM later;
+  // an explicit "tcp;ofi_rxm" is passed through as given.
+  FabricSpec f;
+  f.spec = spec;
+  f.provider = s;
+  return f;
+}
+
+std::vector<std::string> available_providers() {
+  fi_info* list = nullptr;
+  std::set<std::string> names;
+  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, nullptr, &list) == 0) {
+    for (fi_info* i = list; i; i = i->next)
+      if (i->fabric_attr && i->fabric_attr->prov_name) names.insert(i->fabric_attr->prov_name);
+    fi_freeinfo(list);
+  }
+  return {names.begin(), names.end()};
+}
+
+bool sockaddr_provider(const std::string& prov) {
+  std::string p = lower(prov);
+  return p.find("tcp") != std::string::npos || p.find("sockets") != std::string::npos ||
+         p.find("udp") != std::string::npos || p.find("verbs") != std::string::npos;
+}
+
+std::string ProgressSpec::text() const {
+  switch (mode) {
+    case ProgressMode::Busy: return "busy";
+    case ProgressMode::Block: return "block";
+    case ProgressMode::Adaptive: return "adaptive";
+    case ProgressMode::Spindown: return "spindown:" + std::to_string(spindown_ns / 1000000);
+  }
+  return "?";
+}
+
+ProgressSpec parse_progress(const std::string& s) {
+  ProgressSpec p;
+  if (s == "busy") p.mode = ProgressMode::Busy;
+  else if (s == "block") p.mode = ProgressMode::Block;
+  else if (s == "adaptive") p.mode = ProgressMode::Adaptive;
+  else if (s.rfind("spindown", 0) == 0) {
+    p.mode = ProgressMode::Spindown;
+    if (s.size() > 8) {
+      if (s[8] != ':') throw UsageError("--progress '" + s + "': use spindown or spindown:MS");
+      std::string ms = s.substr(9);
+      size_t used = 0;
+      long v = -1;
+      try {
+        v = std::stol(ms, &used);
+      } catch (...) {
+      }
+      if (used != ms.size() || v < 0)
+        throw UsageError("--progress '" + s + "': spindown time must be whole milliseconds >= 0");
+      p.spindown_ns = v * 1000000LL;
+    }
+  } else {
+    throw UsageError("--progress '" + s + "': must be busy, block, adaptive or spindown[:MS]");
+  }
+  return p;
+}
+
+std::string interface_with_address(const std::string& ip) {
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return "";
+  std::string found;
+  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    if (sockaddr_ip(i->ifa_addr) == ip) {
+      found = i->ifa_name;
+      break;
+    }
+  }
+  freeifaddrs(ifs);
+  return found;
+}
+
+std::string address_of_interface(const std::string& ifname) {
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return "";
+  std::string v4, v6;
+  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+    if (!i->ifa_addr || ifname != i->ifa_name) continue;
+    if (i->ifa_addr->sa_family == AF_INET && v4.empty()) v4 = sockaddr_ip(i->ifa_addr);
+    if (i->ifa_addr->sa_family == AF_INET6 && v6.empty()) {
+      auto* s6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
+      if (!IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) v6 = sockaddr_ip(i->ifa_addr);
+    }
+  }
+  freeifaddrs(ifs);
+  return v4.empty() ? v6 : v4;
+}
+
+std::string interface_towards(const std::string& ip, std::string* source_ip) {
+  // A connected UDP socket sends nothing but makes the kernel pick the
+  // route, whose source address names the interface traffic would use.
+  sockaddr_storage ss{};
+  socklen_t len;
+  int fam;
+  if (ip.find(':') != std::string::npos) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(9);
+    if (inet_pton(AF_INET6, ip.c_str(), &s6->sin6_addr) != 1) return "";
+    len = sizeof *s6;
+    fam = AF_INET6;
+  } else {
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(9);
+    if (inet_pton(AF_INET, ip.c_str(), &s4->sin_addr) != 1) return "";
+    len = sizeof *s4;
+    fam = AF_INET;
+  }
+  int fd = socket(fam, SOCK_DGRAM, 0);
+  if (fd < 0) return "";
+  std::string result;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0) {
+    sockaddr_storage local{};
+    socklen_t ll = sizeof local;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) == 0) {
+      std::string src = sockaddr_ip(reinterpret_cast<sockaddr*>(&local));
+      result = interface_with_address(src);
+      if (source_ip) *source_ip = src;
+    }
+  }
+  close(fd);
+  // The kernel routes to a local address through "lo" whatever interface
+  // carries it; a local peer address is served by the interface holding it.
+  if (result == "lo") {
+    std::string holder = interface_with_address(ip);
+    if (!holder.empty()) {
+      result = holder;
+      if (source_ip) *source_ip = ip;
+    }
+  }
+  return result;
+}
+
+std::string verbs_device_for_interface(const std::string& ifname) {
+  std::string dir = "/sys/class/net/" + ifname + "/device/infiniband";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return "";
+  std::string dev;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') dev = e->d_name;
+  closedir(d);
+  return dev;
+}
+
+Endpoint::Endpoint(const EndpointOptions& o) : progress_(o.progress), spec_(o.fabric.spec) {
+  // Decide the domain (for sockaddr providers, the network interface).
+  std::string domain = o.domain;
+  std::string node;
+  const std::string prov = o.fabric.provider;
+  const bool ip_prov = sockaddr_provider(prov);
+  if (!domain.empty()) {
+    domain_reason_ = "given with --domain";
+  }
+  if (ip_prov) {
+    if (o.server) {
+      if (!o.bind_address.empty()) {
+        node = o.bind_address;
+        if (domain.empty()) {
+          std::string ifn = interface_with_address(o.bind_address);
+          if (ifn.empty())
+            throw EngineError(kExitUsage, "--address " + o.bind_address +
+                                              ": no local interface carries this address");
+          domain = ifn;
+          domain_reason_ = "interface carrying --address " + o.bind_address;
+        }
+      } else if (domain.empty()) {
+        domain = "lo";
+        node = "127.0.0.1";
+        domain_reason_ =
+            "default: loopback (pass --address or --domain to serve other nodes)";
+      }
+    } else if (domain.empty() && !o.peer_ip.empty()) {
+      std::string src;
+      std::string ifn = interface_towards(o.peer_ip, &src);
+      if (!ifn.empty()) {
+        domain = ifn;
+        node = src;
+        domain_reason_ = "interface routing to the server's address " + o.peer_ip;
+      }
+    }
+    // The tcp provider ignores a bare domain-name hint: bind the domain's
+    // own address (FI_SOURCE) so the endpoint really uses that interface.
+    if (!domain.empty() && node.empty()) node = address_of_interface(domain);
+    if (!domain.empty() && lower(prov).find("verbs") != std::string::npos) {
+      std::string dev = verbs_device_for_interface(domain);
+      if (!dev.empty()) {
+        domain_reason_ += " (verbs device " + dev + " of interface " + domain + ")";
+        domain = dev;
+      }
+    }
+  }
+  if (domain_reason_.empty()) domain_reason_ = "provider's first choice";
+
+  fi_info* hints = fi_allocinfo();
+  if (!hints) throw EngineError(kExitFailure, "fi_allocinfo failed");
+  hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->domain_attr->mr_mode =
+      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_ENDPOINT;
+  hints->domain_attr->threading = o.thread_safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+  hints->fabric_attr->prov_name = strdup(prov.c_str());
+  if (!domain.empty()) hints->domain_attr->name = strdup(domain.c_str());
+  int rc = fi_getinfo(kApiVersion, node.empty() ? nullptr : node.c_str(), nullptr,
+                      node.empty() ? 0 : FI_SOURCE, hints, &info_);
+  fi_freeinfo(hints);
+  if (rc != 0 || !info_) {
+    std::string msg = "no usable libfabric endpoint for --fabric " + o.fabric.spec +
+                      " (provider '" + prov + "'";
+    if (!domain.empty()) msg += ", domain '" + domain + "'";
+    if (!node.empty()) msg += ", address " + node;
+    msg += "): " + fi_error_text(rc);
+    auto provs = available_providers();
+    bool known = false;
+    for (auto& p : provs)
+      if (lower(p) == lower(prov) || lower(p).rfind(lower(prov) + ";", 0) == 0) known = true;
+    if (!known) {
+      std::string list;
+      for (auto& p : provs) list += (list.empty() ? "" : ", ") + p;
+      throw EngineError(kExitUsage, "unknown or unavailable provider '" + o.fabric.spec +
+                                        "'; providers available here: " + list);
+    }
+    throw EngineError(kExitUsage, msg);
+  }
+  mr_mode_ = info_->domain_attr->mr_mode;
+
+  check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
+  check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
+
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_MSG;
+  cq_attr.size = 0;
+  if (progress_.mode != ProgressMode::Busy) {
+    // Preferred: an fd we poll() after fi_trywait; else sleep-polling.
+    cq_attr.wait_obj = FI_WAIT_FD;
+    rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
+    if (rc == 0) {
+      rc = fi_control(&cq_->fid, FI_GETWAIT, &cq_fd_);
+      if (rc != 0) {
+        fi_close(&cq_->fid);
+        cq_ = nullptr;
+        cq_fd_ = -1;
+      }
+    }
+    if (!cq_) {
+      // shm's own wait object spins on sched_yield and ignores the
+      // timeout of fi_cq_sread, so no provider wait object is used.
+      progress_note_ = "provider " + provider() + " has no fd wait object (" + fi_error_text(rc) +
+                       "): blocking falls back to sleep-polling (20 us doubling to 1 ms while idle)";
+    }
+  }
+  if (!cq_) {
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    check(fi_cq_open(domain_, &cq_attr, &cq_, nullptr), "fi_cq_open");
+  }
+
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_UNSPEC;
+  check(fi_av_open(domain_, &av_attr, &av_, nullptr), "fi_av_open");
+  check(fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint");
+  check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)");
+  check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  check(fi_enable(ep_), "fi_enable");
+}
+
+Endpoint::~Endpoint() {
+  if (ep_) fi_close(&ep_->fid);
+  if (av_) fi_close(&av_->fid);
+  if (cq_) fi_close(&cq_->fid);
+  if (domain_) fi_close(&domain_->fid);
+  if (fabric_) fi_close(&fabric_->fid);
+  if (info_) fi_freeinfo(info_);
+}
+
+std::string Endpoint::provider() const { return info_->fabric_attr->prov_name; }
+std::string Endpoint::fabric_name() const {
+  return info_->fabric_attr->name ? info_->fabric_attr->name : "";
+}
+std::string Endpoint::domain_name() const {
+  return info_->domain_attr->name ? info_->domain_attr->name : "";
+}
+uint32_t Endpoint::addr_format() const { return info_->addr_format; }
+size_t Endpoint::max_msg_size() const { return info_->ep_attr->max_msg_size; }
+
+std::string Endpoint::local_address() const {
+  std::string buf(256, '\0');
+  size_t len = buf.size();
+  int rc = fi_getname(&ep_->fid, buf.data(), &len);
+  if (rc == -FI_ETOOSMALL) {
+    buf.resize(len);
+    rc = fi_getname(&ep_->fid, buf.data(), &len);
+  }
+  check(rc, "fi_getname");
+  buf.resize(len);
+  return buf;
+}
+
+std::string Endpoint::address_string(const std::string& raw) const {
+  char buf[512] = {};
+  size_t len = sizeof buf;
+  fi_av_straddr(av_, raw.data(), buf, &len);
+  return buf;
+}
+
+std::vector<std::string> Endpoint::mr_mode_names() const {
+  std::vector<std::string> r;
+  const std::pair<uint64_t, const char*> bits[] = {
+      {FI_MR_LOCAL, "FI_MR_LOCAL"},         {FI_MR_RAW, "FI_MR_RAW"},
+      {FI_MR_VIRT_ADDR, "FI_MR_VIRT_ADDR"}, {FI_MR_ALLOCATED, "FI_MR_ALLOCATED"},
+      {FI_MR_PROV_KEY, "FI_MR_PROV_KEY"},   {FI_MR_MMU_NOTIFY, "FI_MR_MMU_NOTIFY"},
+      {FI_MR_RMA_EVENT, "FI_MR_RMA_EVENT"}, {FI_MR_ENDPOINT, "FI_MR_ENDPOINT"},
+      {FI_MR_HMEM, "FI_MR_HMEM"}};
+  for (auto& [b, n] : bits)
+    if (mr_mode_ & b) r.push_back(n);
+  return r;
+}
+
+fi_addr_t Endpoint::insert(const std::string& raw) {
+  fi_addr_t a = FI_ADDR_NOTAVAIL;
+  int n = fi_av_insert(av_, raw.data(), 1, &a, 0, nullptr);
+  if (n != 1 || a == FI_ADDR_NOTAVAIL)
+    throw EngineError(kExitFailure, "fi_av_insert failed for " + address_string(raw));
+  return a;
+}
+
+void Endpoint::remove(fi_addr_t a) { fi_av_remove(av_, &a, 1, 0); }
+
+MemRegion Endpoint::register_memory(uint8_t* buf, size_t len, bool remote) {
+  MemRegion r;
+  r.base = buf;
+  r.len = len;
+  r.virt_addr = (mr_mode_ & FI_MR_VIRT_ADDR) != 0;
+  uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+  if (remote) access |= FI_REMOTE_READ | FI_REMOTE_WRITE;
+  uint64_t requested_key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_++;
+  int rc = fi_mr_reg(domain_, buf, len, access, 0, requested_key, 0, &r.mr, nullptr);
+  if (rc != 0)
+    throw EngineError(kExitFailure, "memory registration of " + std::to_string(len) +
+                                        " bytes failed: " + fi_error_text(rc));
+  if (mr_mode_ & FI_MR_ENDPOINT) {
+    check(fi_mr_bind(r.mr, &ep_->fid, 0), "fi_mr_bind");
+    check(fi_mr_enable(r.mr), "fi_mr_enable");
+  }
+  r.desc = fi_mr_desc(r.mr);
+  r.key = fi_mr_key(r.mr);
+  if (r.key == FI_KEY_NOTAVAIL)
+    throw EngineError(kExitFailure, "memory registration gave no usable key (FI_MR_RAW keys are not supported)");
+  return r;
+}
+
+void Endpoint::deregister(MemRegion& r) {
+  if (r.mr) fi_close(&r.mr->fid);
+  r.mr = nullptr;
+}
+
+size_t Endpoint::convert(fi_cq_msg_entry* e, ssize_t n, CqEvent* out) {
+  for (ssize_t i = 0; i < n; i++) {
+    out[i].ctx = static_cast<OpContext*>(e[i].op_context);
+    out[i].flags = e[i].flags;
+    out[i].len = e[i].len;
+    out[i].err = 0;
+    out[i].err_text.clear();
+  }
+  return static_cast<size_t>(n);
+}
+
+size_t Endpoint::read_error(CqEvent* out) {
+  fi_cq_err_entry err{};
+  ssize_t r = fi_cq_readerr(cq_, &err, 0);
+  if (r < 0) return 0;
+  out[0].ctx = static_cast<OpContext*>(err.op_context);
+  out[0].flags = err.flags;
+  out[0].len = err.len;
+  out[0].err = err.err ? err.err : FI_EOTHER;
+  char buf[256] = {};
+  const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, buf, sizeof buf);
+  out[0].err_text = fi_error_text(out[0].err) + (detail && *detail ? std::string(": ") + detail : "");
+  return 1;
+}
+
+size_t Endpoint::poll(CqEvent* out, size_t max) {
+  fi_cq_msg_entry e[32];
+  ssize_t n = fi_cq_read(cq_, e, std::min<size_t>(max, 32));
+  if (n > 0) {
+    backoff_us_ = kMinBackoffUs;
+    return convert(e, n, out);
+  }
+  if (n == -FI_EAGAIN) return 0;
+  if (n == -FI_EAVAIL) return read_error(out);
+  throw EngineError(kExitFailure, "fi_cq_read failed: " + fi_error_text(static_cast<int>(n)));
+}
+
+void Endpoint::wait(int timeout_ms) {
+  if (cq_fd_ < 0) {
+    // Sleep-poll: short sleeps right after activity, longer when idle.
+    int us = std::min(backoff_us_, timeout_ms * 1000);
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+    backoff_us_ = std::min(backoff_us_ * 2, kMaxBackoffUs);
+    return;
+  }
+  fid* f = &cq_->fid;
+  if (fi_trywait(fabric_, &f, 1) != FI_SUCCESS) return;  // events pending: poll again
+  pollfd p{cq_fd_, POLLIN, 0};
+  ::poll(&p, 1, timeout_ms);
+}
+
+void Endpoint::idle(bool outstanding, int64_t now, int64_t last_activity, int max_block_ms) {
+  switch (progress_.mode) {
+    case ProgressMode::Busy: return;
+    case ProgressMode::Block: wait(max_block_ms); return;
+    case ProgressMode::Adaptive:
+      if (!outstanding) wait(max_block_ms);
+      return;
+    case ProgressMode::Spindown:
+      if (!outstanding && now - last_activity >= progress_.spindown_ns) wait(max_block_ms);
+      return;
+  }
+}
+
+std::string Endpoint::progress_effective() const {
+  if (progress_.mode == ProgressMode::Busy) return "busy";
+  return progress_.text() + (cq_fd_ >= 0 ? "" : " (sleep-poll fallback)");
+}
+
+ssize_t Endpoint::post_recv(uint8_t* buf, size_t len, void* desc, OpContext* ctx) {
+  return fi_recv(ep_, buf, len, desc, FI_ADDR_UNSPEC, ctx);
+}
+ssize_t Endpoint::post_send(const uint8_t* buf, size_t len, void* desc, fi_addr_t dest,
+                            OpContext* ctx) {
+  return fi_send(ep_, buf, len, desc, dest, ctx);
+}
+ssize_t Endpoint::post_write(const uint8_t* buf, size_t len, void* desc, fi_addr_t dest,
+                             uint64_t raddr, uint64_t rkey, OpContext* ctx) {
+  return fi_write(ep_, buf, len, desc, dest, raddr, rkey, ctx);
+}
+ssize_t Endpoint::post_read(uint8_t* buf, size_t len, void* desc, fi_addr_t src, uint64_t raddr,
+                            uint64_t rkey, OpContext* ctx) {
+  return fi_read(ep_, buf, len, desc, src, raddr, rkey, ctx);
+}
+
+std::string Endpoint::libfabric_version() {
+  uint32_t v = fi_version();
+  return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
+}
+
+void Endpoint::describe(JsonWriter& w) const {
+  w.kv("fabric_spec", spec_);
+  w.kv("provider", provider());
+  w.kv("fabric", fabric_name());
+  w.kv("domain", domain_name());
+  w.kv("domain_choice", domain_reason_);
+  w.kv("local_address", address_string(local_address()));
+  w.key("mr_mode").begin_array();
+  for (auto& n : mr_mode_names()) w.value(n);
+  w.end_array();
+  w.kv("max_msg_size", static_cast<uint64_t>(max_msg_size()));
+  w.key("progress").begin_object();
+  w.kv("requested", progress_.text());
+  w.kv("effective", progress_effective());
+  w.kv("wait_object", cq_fd_ >= 0 ? "fd" : "none");
+  if (progress_note_.empty()) w.key("fallback").null();
+  else w.kv("fallback", progress_note_);
+  w.end_object();
+}
+
+}  // namespace rooftop

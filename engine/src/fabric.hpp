@@ -1,0 +1,160 @@
+// libfabric RDM endpoint: provider selection from a fabric spec, interface
+// (domain) choice, memory registration honouring mr_mode, completion-queue
+// reads and the progress modes (busy, block, adaptive, spindown).
+#pragma once
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+
+namespace rooftop {
+
+// A runtime failure with the process exit code that reports it.
+struct EngineError : std::runtime_error {
+  int code;
+  EngineError(int c, const std::string& m) : std::runtime_error(m), code(c) {}
+};
+enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitUnreachable = 3 };
+
+// "ofi+tcp" -> provider filter "tcp" (tcp;ofi_rxm on libfabric 1.17).
+struct FabricSpec {
+  std::string spec;      // as given
+  std::string provider;  // fi_getinfo prov_name filter
+};
+FabricSpec parse_fabric_spec(const std::string& spec);  // throws UsageError
+std::vector<std::string> available_providers();         // every provider here
+bool sockaddr_provider(const std::string& prov);        // addresses are IP sockaddrs
+
+enum class ProgressMode { Busy, Block, Adaptive, Spindown };
+struct ProgressSpec {
+  ProgressMode mode = ProgressMode::Busy;
+  int64_t spindown_ns = 10'000'000;
+  std::string text() const;
+};
+ProgressSpec parse_progress(const std::string& s);  // throws UsageError
+
+// Interface helpers for sockaddr providers.
+std::string interface_with_address(const std::string& ip);  // "" if none
+std::string interface_towards(const std::string& ip,        // route source's interface
+                              std::string* source_ip = nullptr);
+std::string address_of_interface(const std::string& ifname);  // first IPv4 (else IPv6), or ""
+std::string verbs_device_for_interface(const std::string& ifname);
+
+struct EndpointOptions {
+  FabricSpec fabric;
+  std::string domain;        // explicit --domain, or ""
+  std::string bind_address;  // server: address to serve on, or ""
+  std::string peer_ip;       // client: an address the peer serves on, or ""
+  bool server = false;
+  ProgressSpec progress;
+  bool thread_safe = false;
+};
+
+// Contexts handed to libfabric: fi_context2 first, then our tag.
+enum class CtxKind : uint8_t { Rx, Tx, Rma };
+struct OpContext {
+  fi_context2 fi;
+  CtxKind kind;
+};
+
+struct MemRegion {
+  fid_mr* mr = nullptr;
+  void* desc = nullptr;
+  uint64_t key = 0;
+  uint8_t* base = nullptr;
+  size_t len = 0;
+  bool virt_addr = true;
+  // Address a peer uses for RMA into `p` (virtual address or offset).
+  uint64_t remote_addr(const uint8_t* p) const {
+    return virt_addr ? reinterpret_cast<uint64_t>(p) : static_cast<uint64_t>(p - base);
+  }
+};
+
+struct CqEvent {
+  OpContext* ctx;
+  uint64_t flags;
+  size_t len;
+  int err;  // 0, or a positive fi_errno for an error completion
+  std::string err_text;
+};
+
+class Endpoint {
+ public:
+  explicit Endpoint(const EndpointOptions& o);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  std::string provider() const;
+  std::string fabric_name() const;
+  std::string domain_name() const;
+  const std::string& domain_reason() const { return domain_reason_; }
+  std::string local_address() const;  // raw bytes
+  std::string address_string(const std::string& raw) const;
+  uint32_t addr_format() const;
+  size_t max_msg_size() const;
+  uint64_t mr_mode() const { return mr_mode_; }
+  std::vector<std::string> mr_mode_names() const;
+
+  fi_addr_t insert(const std::string& raw);  // throws EngineError
+  void remove(fi_addr_t a);
+  MemRegion register_memory(uint8_t* buf, size_t len, bool remote);  // throws
+  void deregister(MemRegion& r);
+
+  // Reads up to `max` events (0 if none ready). Error completions are
+  // returned as events with err set.
+  size_t poll(CqEvent* out, size_t max);
+  // Blocks on the CQ (fi_trywait + poll on its fd) for at most timeout_ms.
+  // With no fd wait object, sleeps briefly instead.
+  void wait(int timeout_ms);
+  // Called when poll() found nothing: waits or not per progress mode.
+  void idle(bool outstanding, int64_t now, int64_t last_activity, int max_block_ms);
+  bool can_block() const { return cq_fd_ >= 0; }
+  const ProgressSpec& progress() const { return progress_; }
+  std::string progress_effective() const;
+  const std::string& progress_note() const { return progress_note_; }
+
+  ssize_t post_recv(uint8_t* buf, size_t len, void* desc, OpContext* ctx);
+  ssize_t post_send(const uint8_t* buf, size_t len, void* desc, fi_addr_t dest, OpContext* ctx);
+  ssize_t post_write(const uint8_t* buf, size_t len, void* desc, fi_addr_t dest, uint64_t raddr,
+                     uint64_t rkey, OpContext* ctx);
+  ssize_t post_read(uint8_t* buf, size_t len, void* desc, fi_addr_t src, uint64_t raddr,
+                    uint64_t rkey, OpContext* ctx);
+
+  void describe(JsonWriter& w) const;  // the "engine" section's fabric facts
+  static std::string libfabric_version();
+
+ private:
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  int cq_fd_ = -1;
+  static constexpr int kMinBackoffUs = 20, kMaxBackoffUs = 1000;
+  int backoff_us_ = kMinBackoffUs;  // sleep-poll fallback (no fd)
+  size_t convert(fi_cq_msg_entry* e, ssize_t n, CqEvent* out);
+  size_t read_error(CqEvent* out);
+  uint64_t mr_mode_ = 0;
+  uint64_t next_key_ = 1;
+  ProgressSpec progress_;
+  std::string progress_note_;
+  std::string domain_reason_;
+  std::string spec_;
+  std::vector<std::string> notes_;
+};
+
+std::string fi_error_text(int err);  // err positive or negative
+
+}  // namespace rooftop

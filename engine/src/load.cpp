@@ -1,0 +1,511 @@
+// rooftop-engine load: one client process running one workload (noop, bulk
+// read or bulk write) against one or more servers for a measured duration
+// after a time-based warmup, with K operations outstanding.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <sstream>
+
+#include "client_core.hpp"
+#include "commands.hpp"
+#include "histogram.hpp"
+#include "report.hpp"
+
+namespace rooftop {
+
+namespace {
+
+struct Slot {
+  OpContext ctx;  // the send's context
+  uint32_t idx;
+  uint8_t* txbuf;
+  bool busy = false, tx_done = false, resp_done = false;
+  uint64_t req_id = 0;
+  int64_t t_issue = 0, t_resp = 0;
+  size_t target = 0;
+  uint8_t* data = nullptr;
+  wire::Status status = wire::Status::Ok;
+};
+
+enum class Phase { Warmup, Measure, Drain, Done };
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::Warmup: return "warmup";
+    case Phase::Measure: return "measure";
+    case Phase::Drain: return "drain";
+    case Phase::Done: return "done";
+  }
+  return "?";
+}
+
+struct Interval {
+  double t_s;
+  const char* phase;
+  uint64_t ops, bytes;
+  double cpu_util;
+};
+
+class Load {
+ public:
+  Load(const Options& o, Report& rep) : o_(o), rep_(rep) {}
+  int run();
+
+ private:
+  void issue(Slot& s);
+  void post(Slot& s);
+  void complete(Slot& s);
+  void on_event(const CqEvent& ev, int64_t now);
+  void error(const std::string& e) {
+    if (rep_.errors.size() < 100) rep_.errors.push_back(e);
+  }
+  std::string result_json() const;
+
+  const Options& o_;
+  Report& rep_;
+  std::unique_ptr<ClientCore> core_;
+  std::vector<Target> targets_;
+  std::vector<Slot> slots_;
+  std::vector<uint8_t> tx_mem_;
+  MemRegion tx_mr_{}, data_mr_{};
+  uint8_t* data_mem_ = nullptr;
+  size_t data_len_ = 0;
+  size_t stream_off_ = 0;
+  std::deque<Slot*> to_post_;
+  // workload
+  enum class Op { Noop, Read, Write } op_ = Op::Noop;
+  uint64_t size_ = 0;
+  size_t req_size_ = 0;
+  uint32_t resp_size_ = 0;
+  bool verify_ = false, stream_ = false;
+  size_t next_target_ = 0;
+  uint64_t seq_ = 0;
+  // state
+  Phase phase_ = Phase::Warmup;
+  int64_t t_start_ = 0, t0_ = 0, t_end_ = 0, t_last_ = 0;
+  CpuTimes cpu0_, cpu_end_;
+  size_t busy_ = 0;
+  uint64_t ops_ = 0, bytes_ = 0, warm_ops_ = 0, verify_checked_ = 0, verify_failed_ = 0;
+  std::map<std::string, uint64_t> status_errors_;
+  uint64_t dropped_ = 0;
+  Histogram hist_;
+  std::vector<Interval> intervals_;
+  FILE* trace_ = nullptr;
+  std::string end_reason_ = "done";
+  bool fatal_ = false;
+  int fatal_code_ = 0;
+};
+
+void Load::post(Slot& s) {
+  const Target& t = targets_[s.target];
+  size_t len;
+  if (op_ == Op::Noop) {
+    len = wire::encode_noop_req(s.txbuf, core_->rx_size(), s.req_id, t.conn, req_size_, resp_size_);
+  } else {
+    len = wire::encode_bulk_req(s.txbuf, core_->rx_size(), s.req_id, t.conn,
+                                op_ == Op::Read ? wire::BulkOp::Read : wire::BulkOp::Write, size_,
+                                data_mr_.remote_addr(s.data), data_mr_.key, verify_, req_size_,
+                                resp_size_);
+  }
+  s.t_issue = now_ns();
+  ssize_t rc = core_->ep().post_send(s.txbuf, len, tx_mr_.desc, t.fa, &s.ctx);
+  if (rc == -FI_EAGAIN) {
+    to_post_.push_back(&s);
+    return;
+  }
+  if (rc != 0) {
+    error("send to server rank " + std::to_string(t.addr.rank) + " failed: " + fi_error_text(static_cast<int>(rc)));
+    fatal_ = true;
+    fatal_code_ = kExitUnreachable;
+  }
+}
+
+void Load::issue(Slot& s) {
+  s.busy = true;
+  s.tx_done = s.resp_done = false;
+  s.req_id = (++seq_ << 16) | s.idx;
+  s.target = next_target_;
+  next_target_ = (next_target_ + 1) % targets_.size();
+  if (op_ != Op::Noop) {
+    if (stream_) {
+      if (stream_off_ + size_ > data_len_) stream_off_ = 0;
+      s.data = data_mem_ + stream_off_;
+      stream_off_ += size_;
+    } else {
+      s.data = data_mem_ + static_cast<size_t>(s.idx) * size_;
+    }
+    if (op_ == Op::Write && verify_) wire::fill_pattern(s.data, size_, s.req_id);
+  }
+  busy_++;
+  post(s);
+}
+
+void Load::complete(Slot& s) {
+  s.busy = false;
+  busy_--;
+  const int64_t lat = s.t_resp - s.t_issue;
+  bool ok = s.status == wire::Status::Ok;
+  if (!ok) {
+    std::string name = wire::status_name(s.status);
+    if (status_errors_[name]++ == 0)
+      error("server rank " + std::to_string(targets_[s.target].addr.rank) + " answered " + name);
+  } else if (verify_ && op_ == Op::Read) {
+    verify_checked_++;
+    size_t bad = wire::check_pattern(s.data, size_, s.req_id);
+    if (bad != size_) {
+      if (verify_failed_++ == 0)
+        error("verify: read data differs from the pattern at byte " + std::to_string(bad));
+    }
+  } else if (verify_ && op_ == Op::Write) {
+    verify_checked_++;  // the server checked it; a mismatch comes back as verify_failed
+  }
+  if (s.status == wire::Status::VerifyFailed) verify_failed_++;
+  if (phase_ != Phase::Warmup && s.t_resp >= t0_) {
+    if (ok) {
+      ops_++;
+      if (op_ != Op::Noop) bytes_ += size_;
+      targets_[s.target].ops++;
+      hist_.record(static_cast<uint64_t>(lat));
+      if (trace_)
+        std::fprintf(trace_, "%lld,%lld,%d,%llu\n", static_cast<long long>(s.t_issue - t0_),
+                     static_cast<long long>(lat), targets_[s.target].addr.rank,
+                     static_cast<unsigned long long>(op_ == Op::Noop ? 0 : size_));
+    }
+    t_last_ = std::max(t_last_, s.t_resp);
+  } else {
+    warm_ops_++;
+  }
+  if ((phase_ == Phase::Warmup || phase_ == Phase::Measure) && !fatal_) issue(s);
+}
+
+void Load::on_event(const CqEvent& ev, int64_t now) {
+  OpContext* c = ev.ctx;
+  if (!c) return;
+  if (c->kind == CtxKind::Tx) {
+    Slot& s = *reinterpret_cast<Slot*>(c);
+    if (ev.err) {
+      error("request to server rank " + std::to_string(targets_[s.target].addr.rank) +
+            " failed: " + ev.err_text);
+      fatal_ = true;
+      fatal_code_ = kExitUnreachable;
+      return;
+    }
+    s.tx_done = true;
+    if (s.resp_done) complete(s);
+    return;
+  }
+  if (c->kind != CtxKind::Rx) return;
+  auto* rx = reinterpret_cast<ClientRx*>(c);
+  if (ev.err) {
+    if (ev.err != FI_ECANCELED) error("receive failed: " + ev.err_text);
+    core_->repost(rx);
+    return;
+  }
+  wire::Message m;
+  wire::DecodeError de = wire::decode(rx->buf, ev.len, m);
+  Slot* s = nullptr;
+  if (de == wire::DecodeError::None && m.response) {
+    uint64_t idx = m.h.req_id & 0xffff;
+    if (idx < slots_.size() && slots_[idx].busy && slots_[idx].req_id == m.h.req_id &&
+        !slots_[idx].resp_done)
+      s = &slots_[idx];
+  }
+  if (!s) {
+    dropped_++;
+    core_->repost(rx);
+    return;
+  }
+  s->t_resp = now;
+  s->resp_done = true;
+  s->status = m.status;
+  if (m.type == wire::Type::Bulk && m.status == wire::Status::Ok && m.bytes != size_) {
+    s->status = wire::Status::BadRequest;
+  }
+  core_->repost(rx);
+  if (s->tx_done) complete(*s);
+}
+
+std::string Load::result_json() const {
+  JsonWriter w;
+  double elapsed = t0_ && t_end_ > t0_ ? (t_end_ - t0_) / 1e9 : 0.0;
+  w.begin_object();
+  w.kv("ops", ops_);
+  w.kv("bytes", bytes_);
+  w.kv("elapsed_s", elapsed);
+  w.kv("ops_per_sec", elapsed > 0 ? ops_ / elapsed : 0.0);
+  w.kv("bytes_per_sec", elapsed > 0 ? bytes_ / elapsed : 0.0);
+  w.key("latency_us").begin_object();
+  w.kv("count", hist_.count());
+  w.kv("min", hist_.min() / 1e3).kv("mean", hist_.mean() / 1e3);
+  w.kv("p50", hist_.quantile(0.5) / 1e3).kv("p90", hist_.quantile(0.9) / 1e3);
+  w.kv("p99", hist_.quantile(0.99) / 1e3).kv("max", hist_.max() / 1e3);
+  w.end_object();
+  double cu = cpu_end_.user_s - cpu0_.user_s, cs = cpu_end_.sys_s - cpu0_.sys_s;
+  w.key("cpu").begin_object();
+  w.kv("user_s", cu).kv("sys_s", cs).kv("utilization", elapsed > 0 ? (cu + cs) / elapsed : 0.0);
+  w.end_object();
+  w.key("warmup").begin_object();
+  w.kv("ops", warm_ops_).kv("elapsed_s", t0_ ? (t0_ - t_start_) / 1e9 : (now_ns() - t_start_) / 1e9);
+  w.end_object();
+  w.key("servers").begin_array();
+  for (auto& t : targets_) {
+    w.begin_object().kv("rank", t.addr.rank).kv("address", t.addr.text).kv("host", t.addr.host);
+    w.kv("ops", t.ops).end_object();
+  }
+  w.end_array();
+  w.key("verify").begin_object();
+  w.kv("enabled", verify_).kv("checked", verify_checked_).kv("failures", verify_failed_);
+  w.end_object();
+  w.key("status_errors").begin_object();
+  for (auto& [k, v] : status_errors_) w.kv(k, v);
+  w.end_object();
+  w.kv("dropped_messages", dropped_ + (core_ ? core_->dropped : 0));
+  w.kv("interval_s", o_.seconds("interval"));
+  w.key("intervals").begin_array();
+  for (auto& i : intervals_) {
+    w.begin_object().kv("t_s", i.t_s).kv("phase", i.phase).kv("ops", i.ops).kv("bytes", i.bytes);
+    w.kv("cpu_utilization", i.cpu_util).end_object();
+  }
+  w.end_array();
+  w.kv("end", end_reason_);
+  w.end_object();
+  return w.str();
+}
+
+int Load::run() {
+  const std::string dir = o_.str("group-dir");
+  if (dir.empty()) throw UsageError("--group-dir is required");
+  const std::string& ops = o_.str("op");
+  op_ = ops == "noop" ? Op::Noop : ops == "read" ? Op::Read : Op::Write;
+  size_ = op_ == Op::Noop ? 0 : o_.size("size");
+  if (op_ != Op::Noop && size_ == 0) throw UsageError("--size must be at least 1 byte for bulk ops");
+  int64_t k = o_.integer("concurrency");
+  if (k < 1 || k > 4096) throw UsageError("--concurrency must be 1..4096");
+  double duration = o_.seconds("duration"), warmup = o_.seconds("warmup");
+  if (duration <= 0) throw UsageError("--duration must be > 0");
+  double interval = o_.seconds("interval");
+  if (interval < 0.001) throw UsageError("--interval must be at least 1ms");
+  verify_ = o_.flag("verify");
+  stream_ = o_.str("buffer") == "stream";
+  req_size_ = o_.size("req-size");
+  if (o_.size("resp-size") > (64u << 20)) throw UsageError("--resp-size must be <= 64MiB");
+  resp_size_ = static_cast<uint32_t>(o_.size("resp-size"));
+  int rank = static_cast<int>(o_.integer("rank"));
+  if (rank < 0) throw UsageError("--rank must be >= 0");
+
+  // Memory for bulk data, checked before anything starts.
+  if (op_ != Op::Noop) {
+    data_len_ = stream_ ? o_.size("stream-size") : size_ * static_cast<uint64_t>(k);
+    if (stream_ && data_len_ < size_ * static_cast<uint64_t>(k))
+      throw UsageError("--stream-size " + o_.str("stream-size") + " is smaller than --size x --concurrency");
+    uint64_t avail = mem_available_bytes();
+    if (avail && data_len_ > avail * 9 / 10)
+      throw UsageError("the client buffer needs " + std::to_string(data_len_ >> 20) + " MiB but only " +
+                       std::to_string(avail >> 20) + " MiB of memory are available (--size/--stream-size)");
+  }
+
+  // Which servers: --server R | R,S,... | all; default rank % nservers.
+  int64_t nservers = o_.integer("nservers");
+  double timeout = o_.seconds("timeout");
+  std::vector<int> ranks;
+  const std::string& sv = o_.str("server");
+  std::vector<int> known;
+  if (nservers > 0) {
+    for (int r = 0; r < nservers; r++) known.push_back(r);
+  } else {
+    wait_address(dir, 0, timeout);  // at least one server must be up
+    known = list_ranks(dir);
+  }
+  if (sv.empty()) {
+    ranks.push_back(known[static_cast<size_t>(rank) % known.size()]);
+  } else if (sv == "all") {
+    ranks = known;
+  } else {
+    std::stringstream ss(sv);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+      size_t used = 0;
+      int r = -1;
+      try {
+        r = std::stoi(part, &used);
+      } catch (...) {
+      }
+      if (used != part.size() || r < 0) throw UsageError("--server '" + sv + "': expected R, R,S,... or all");
+      ranks.push_back(r);
+    }
+  }
+  auto addrs = resolve_servers(dir, ranks, o_.str("fabric"), timeout);
+
+  size_t msg = std::max<size_t>({req_size_, resp_size_, wire::kHeaderSize + 64});
+  core_ = std::make_unique<ClientCore>(o_, addrs[0], static_cast<size_t>(k) + 8, msg);
+  rep_.capture(core_->ep());
+  for (auto& a : addrs) targets_.push_back(core_->connect(a, static_cast<uint32_t>(rank)));
+  for (auto& t : targets_) {
+    if (op_ != Op::Noop && size_ > t.max_bulk)
+      throw UsageError("--size " + o_.str("size") + " exceeds what server rank " + std::to_string(t.addr.rank) +
+                       " registered (" + std::to_string(t.max_bulk) + " bytes; its --max-size)");
+    if (std::max<size_t>(req_size_, resp_size_) > t.max_msg)
+      throw UsageError("--req-size/--resp-size exceed server rank " + std::to_string(t.addr.rank) +
+                       "'s largest message (" + std::to_string(t.max_msg) + " bytes; its --max-msg)");
+  }
+  if (op_ != Op::Noop && size_ > core_->ep().max_msg_size())
+    throw UsageError("--size exceeds the provider's largest transfer (" +
+                     std::to_string(core_->ep().max_msg_size()) + " bytes)");
+
+  tx_mem_.assign(static_cast<size_t>(k) * core_->rx_size(), 0);
+  tx_mr_ = core_->ep().register_memory(tx_mem_.data(), tx_mem_.size(), false);
+  if (op_ != Op::Noop) {
+    if (posix_memalign(reinterpret_cast<void**>(&data_mem_), 4096, data_len_) != 0)
+      throw EngineError(kExitFailure, "cannot allocate " + std::to_string(data_len_) + " bytes");
+    std::memset(data_mem_, 0, data_len_);  // resident before measuring
+    data_mr_ = core_->ep().register_memory(data_mem_, data_len_, true);
+  }
+  slots_.resize(static_cast<size_t>(k));
+  for (size_t i = 0; i < slots_.size(); i++) {
+    slots_[i].ctx.kind = CtxKind::Tx;
+    slots_[i].idx = static_cast<uint32_t>(i);
+    slots_[i].txbuf = tx_mem_.data() + i * core_->rx_size();
+  }
+  if (!o_.str("trace").empty()) {
+    trace_ = std::fopen(o_.str("trace").c_str(), "w");
+    if (!trace_) throw UsageError("--trace " + o_.str("trace") + ": cannot open for writing");
+    std::fputs("t_issue_ns,latency_ns,server_rank,bytes\n", trace_);
+  }
+
+  // Run: warmup, measure, drain.
+  const int64_t interval_ns = static_cast<int64_t>(interval * 1e9);
+  const int64_t timeout_ns = static_cast<int64_t>(timeout * 1e9);
+  t_start_ = now_ns();
+  int64_t warm_end = t_start_ + static_cast<int64_t>(warmup * 1e9);
+  int64_t measure_end = 0;
+  if (warmup <= 0) {
+    phase_ = Phase::Measure;
+    t0_ = t_start_;
+    cpu0_ = process_cpu();
+    measure_end = t0_ + static_cast<int64_t>(duration * 1e9);
+  }
+  int64_t next_tick = t_start_ + interval_ns, tick_start = t_start_;
+  uint64_t tick_ops = 0, tick_bytes = 0;
+  CpuTimes tick_cpu = process_cpu();
+  for (auto& s : slots_) issue(s);
+  CqEvent ev[32];
+  uint32_t spins = 0;
+  int64_t last_activity = t_start_;
+  while (phase_ != Phase::Done && !fatal_) {
+    size_t n = core_->ep().poll(ev, 32);
+    int64_t now = now_ns();
+    for (size_t i = 0; i < n; i++) on_event(ev[i], now);
+    while (!to_post_.empty()) {
+      Slot* s = to_post_.front();
+      to_post_.pop_front();
+      size_t before = to_post_.size();
+      post(*s);
+      if (to_post_.size() > before) break;  // still EAGAIN
+    }
+    if (n) last_activity = now;
+    // Phase changes.
+    if (phase_ == Phase::Warmup && now >= warm_end) {
+      phase_ = Phase::Measure;
+      t0_ = now;
+      cpu0_ = process_cpu();
+      measure_end = t0_ + static_cast<int64_t>(duration * 1e9);
+    }
+    if (phase_ == Phase::Measure && now >= measure_end) phase_ = Phase::Drain;
+    if (phase_ == Phase::Drain && busy_ == 0) {
+      phase_ = Phase::Done;
+      // Measured, not configured: up to the last counted completion.
+      t_end_ = ops_ > 0 ? t_last_ : now;
+      cpu_end_ = process_cpu();
+    }
+    if ((++spins & 255) == 0 || now >= next_tick) {
+      rep_.cores.sample();
+      if (int sig = g_signal.load()) {
+        end_reason_ = sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM";
+        fatal_ = true;
+        fatal_code_ = 128 + sig;
+      }
+      // A silent server: the oldest outstanding operation is too old.
+      for (auto& s : slots_)
+        if (s.busy && now - s.t_issue > timeout_ns) {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%g", timeout);
+          error("no response from server rank " + std::to_string(targets_[s.target].addr.rank) +
+                " within " + buf + " s (see --timeout)");
+          end_reason_ = "timeout";
+          fatal_ = true;
+          fatal_code_ = kExitUnreachable;
+          break;
+        }
+      if (now >= next_tick) {
+        CpuTimes c = process_cpu();
+        uint64_t all_ops = ops_ + warm_ops_;
+        double dt = (now - tick_start) / 1e9;
+        intervals_.push_back({(now - t_start_) / 1e9, phase_name(phase_), all_ops - tick_ops,
+                              bytes_ - tick_bytes,
+                              dt > 0 ? (c.user_s - tick_cpu.user_s + c.sys_s - tick_cpu.sys_s) / dt : 0});
+        if (intervals_.size() > 100000) intervals_.erase(intervals_.begin());
+        tick_ops = all_ops;
+        tick_bytes = bytes_;
+        tick_cpu = c;
+        tick_start = now;
+        next_tick = now + interval_ns;
+      }
+    }
+    if (n == 0 && !fatal_) core_->ep().idle(busy_ > 0, now, last_activity, 100);
+  }
+  if (trace_) std::fclose(trace_);
+  if (fatal_) {
+    // Partial result: what was measured up to now.
+    int64_t now = now_ns();
+    if (t0_) {
+      t_end_ = ops_ ? std::max(t_last_, t0_) : now;
+      cpu_end_ = process_cpu();
+    }
+    if (end_reason_ == "done") end_reason_ = "error";
+    rep_.result_json = result_json();
+    rep_.complete = false;
+    return fatal_code_ ? fatal_code_ : kExitFailure;
+  }
+  rep_.result_json = result_json();
+  rep_.complete = verify_failed_ == 0 && status_errors_.empty();
+  if (verify_failed_) return kExitFailure;
+  return status_errors_.empty() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+int cmd_load(int argc, char** argv) {
+  auto opts = client_common_options();
+  std::vector<OptSpec> more = {
+      {"rank", OptKind::Int, "0", "this client's rank; picks server rank % nservers by default", ""},
+      {"server", OptKind::Str, "", "server(s) to load: R, R,S,... or all (round-robin); default rank % nservers", ""},
+      {"nservers", OptKind::Int, "0", "number of servers in the group (0: count the address files)", ""},
+      {"op", OptKind::Choice, "noop", "noop RPC; read: server RMA-writes into our buffer; write: server RMA-reads from it", "noop|read|write"},
+      {"size", OptKind::Size, "4MiB", "bytes per bulk operation (read/write)", ""},
+      {"concurrency", OptKind::Int, "1", "operations outstanding at once (1: sequential, synchronous)", ""},
+      {"duration", OptKind::Seconds, "5", "measured time", ""},
+      {"warmup", OptKind::Seconds, "1", "time run before measuring (not counted)", ""},
+      {"buffer", OptKind::Choice, "stream", "reuse: one buffer per outstanding op (as osu_bw); stream: walk through --stream-size (as a data service)", "reuse|stream"},
+      {"stream-size", OptKind::Size, "1GiB", "client buffer walked by --buffer stream", ""},
+      {"verify", OptKind::Bool, "false", "check a data pattern end to end on every bulk op", ""},
+      {"req-size", OptKind::Size, "0", "pad each request to this many bytes (Quintain req_buffer_size; 0: minimal)", ""},
+      {"resp-size", OptKind::Size, "0", "ask for responses padded to this many bytes (resp_buffer_size)", ""},
+      {"interval", OptKind::Seconds, "100ms", "period of the ops/bytes/CPU series in the result", ""},
+      {"trace", OptKind::Str, "", "write one CSV line per measured op to this file", ""},
+      {"cpus", OptKind::Str, "", "bind this process to these cpus (e.g. 1 or 2-3); default: inherited", ""},
+      {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""},
+  };
+  opts.insert(opts.end(), more.begin(), more.end());
+  Options o("load",
+            "Run one client process: a workload against one or more servers for\n"
+            "--duration after --warmup, with --concurrency operations outstanding.\n"
+            "Rates come from the measured time. Prints one JSON document; on\n"
+            "SIGINT/SIGTERM the partial result is written with complete=false.",
+            opts);
+  return run_command(o, "client", argc, argv, [&](Report& rep) { return Load(o, rep).run(); });
+}
+
+}  // namespace rooftop

@@ -1,0 +1,40 @@
+// Process and machine facts recorded with every result: host, cpuset, the
+// cores actually run on, CPU time, clocks.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace rooftop {
+
+int64_t now_ns();  // CLOCK_MONOTONIC
+std::string utc_timestamp();
+
+struct CpuTimes {
+  double user_s = 0, sys_s = 0;
+};
+CpuTimes process_cpu();
+
+std::string hostname();
+std::string kernel_release();
+std::vector<int> affinity_cpus();
+std::string cpu_list_string(const std::vector<int>& cpus);  // "0-3,6"
+// Parses "0-3,6" into a list; throws std::invalid_argument with a reason.
+std::vector<int> parse_cpu_list(const std::string& s);
+// Pins the calling process to the given cpus; returns an error text or "".
+std::string set_affinity(const std::vector<int>& cpus);
+
+// Records which cores the process was seen running on.
+class CoreSampler {
+ public:
+  void sample();
+  std::vector<int> cores() const { return {seen_.begin(), seen_.end()}; }
+
+ private:
+  std::set<int> seen_;
+};
+
+uint64_t mem_available_bytes();  // from /proc/meminfo; 0 if unknown
+
+}  // namespace rooftop
