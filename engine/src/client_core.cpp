@@ -129,6 +129,30 @@ wire::Message ClientCore::call(const Target& t, const std::string& what,
   return resp;
 }
 
+void ClientCore::send_raw(const Target& t, const uint8_t* bytes, size_t len) {
+  len = std::min(len, tx_mem_.size());
+  std::memcpy(tx_mem_.data(), bytes, len);
+  OpContext tx_ctx{};
+  tx_ctx.kind = CtxKind::Tx;
+  int64_t deadline = now_ns() + static_cast<int64_t>(timeout_ * 1e9);
+  ssize_t rc;
+  while ((rc = ep_->post_send(tx_mem_.data(), len, tx_mr_.desc, t.fa, &tx_ctx)) == -FI_EAGAIN)
+    if (now_ns() > deadline) throw EngineError(kExitUnreachable, "send_raw: timed out");
+  if (rc != 0) throw EngineError(kExitUnreachable, "send failed: " + fi_error_text(static_cast<int>(rc)));
+  CqEvent ev[8];
+  for (bool done = false; !done;) {
+    size_t n = ep_->poll(ev, 8);
+    for (size_t i = 0; i < n; i++) {
+      if (ev[i].ctx == &tx_ctx) done = true;
+      else if (ev[i].ctx && ev[i].ctx->kind == CtxKind::Rx) {
+        dropped++;
+        repost(reinterpret_cast<ClientRx*>(ev[i].ctx));
+      }
+    }
+    if (!done && now_ns() > deadline) throw EngineError(kExitUnreachable, "send_raw: no completion");
+  }
+}
+
 Target ClientCore::connect(const ServerAddress& a, uint32_t client_rank) {
   Target t;
   t.addr = a;

@@ -42,6 +42,8 @@ class ClientCore {
   // for its response. Other responses arriving meanwhile are dropped.
   wire::Message call(const Target& t, const std::string& what,
                      const std::function<size_t(uint8_t*, size_t, uint64_t)>& encode);
+  // Sends bytes as they are (no response expected) and waits for the send.
+  void send_raw(const Target& t, const uint8_t* bytes, size_t len);
   void repost(ClientRx* rx);
   size_t rx_size() const { return rx_size_; }
   const MemRegion& rx_mr() const { return rx_mr_; }

@@ -42,13 +42,30 @@ int cmd_ping(int argc, char** argv) {
   Options o("ping",
             "Check that server <rank> of a group answers: handshake plus --count\n"
             "noop round trips. Exit 0 if it does, 3 if it is missing or silent.",
-            target_options({{"count", OptKind::Int, "3", "noop round trips after the handshake", ""}}));
+            target_options({{"count", OptKind::Int, "3", "noop round trips after the handshake", ""},
+                            {"send-malformed", OptKind::Int, "0",
+                             "robustness probe: first send N malformed messages (truncated, bad magic/version/type/length, unknown connection) the server must drop", ""}}));
   return run_command(o, "ping", argc, argv, [&](Report& rep) {
     int64_t count = o.integer("count");
     if (count < 0 || count > 1000000) throw UsageError("--count must be 0..1000000");
     int64_t t = now_ns();
     Connection c(o, rep);
-    double hello_us = (now_ns() - t) / 1e3;
+    double connect_us = (now_ns() - t) / 1e3;  // resolve + open endpoint + handshake
+    int64_t nbad = o.integer("send-malformed");
+    if (nbad < 0 || nbad > 100000) throw UsageError("--send-malformed must be 0..100000");
+    for (int64_t i = 0; i < nbad; i++) {
+      uint8_t b[256];
+      size_t len = wire::encode_noop_req(b, sizeof b, 1, c.target.conn, 64, 0);
+      switch (i % 6) {
+        case 0: len = 10; break;                                  // truncated header
+        case 1: b[0] ^= 0xff; break;                              // bad magic
+        case 2: b[4] = 99; break;                                 // bad version
+        case 3: b[6] = 0x7f; break;                               // bad type
+        case 4: b[8] = 200; break;                                // body longer than total
+        case 5: for (int k = 32; k < 40; k++) b[k] = 0xee; break; // unknown connection
+      }
+      c.core->send_raw(c.target, b, len);
+    }
     double best = 0, sum = 0;
     for (int64_t i = 0; i < count; i++) {
       int64_t s = now_ns();
@@ -61,8 +78,8 @@ int cmd_ping(int argc, char** argv) {
     }
     JsonWriter w;
     w.begin_object().kv("rank", c.target.addr.rank).kv("address", c.target.addr.text);
-    w.kv("host", c.target.addr.host).kv("handshake_us", hello_us).kv("count", count);
-    w.kv("rtt_min_us", best).kv("rtt_mean_us", count ? sum / count : 0.0).end_object();
+    w.kv("host", c.target.addr.host).kv("connect_us", connect_us).kv("count", count);
+    w.kv("malformed_sent", nbad).kv("rtt_min_us", best).kv("rtt_mean_us", count ? sum / count : 0.0).end_object();
     rep.result_json = w.str();
     rep.complete = true;
     return kExitOk;

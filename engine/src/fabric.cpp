@@ -469,6 +469,9 @@ void Endpoint::idle(bool outstanding, int64_t now, int64_t last_activity, int ma
       if (!outstanding) wait(max_block_ms);
       return;
     case ProgressMode::Spindown:
+      // Note: on a machine with few cores, unpinned server and client can
+      // land on one core when the server wakes (wake-affine placement) and
+      // then time-slice while both spin: pin them (--cpus) to measure.
       if (!outstanding && now - last_activity >= progress_.spindown_ns) wait(max_block_ms);
       return;
   }
