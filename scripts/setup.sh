@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Sets up rooftop on this machine; safe to re-run.
+#   bash scripts/setup.sh          build + runtime dependencies, venv, package
+#   bash scripts/setup.sh --test   also what the tests need
+#   bash scripts/setup.sh --bench  also the reference tools of benchmarks/
+# System packages come from Debian (apt) when running as root; otherwise the
+# missing ones are listed. Python packages go into ./.venv. On a cluster use
+# your site's libfabric instead (see README: "On a cluster").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=0 want_bench=0
+for a in "$@"; do
+  case "$a" in
+    --test) want_test=1 ;;
+    --bench) want_bench=1 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+pkgs=(g++ cmake ninja-build pkg-config libfabric-dev libfabric-bin python3-venv)
+if [ "$want_test" = 1 ]; then pkgs+=(libgtest-dev clang); fi
+if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils); fi
+
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  # libFuzzer's runtime ships in the versioned libclang-rt-N-dev package.
+  if [ "$want_test" = 1 ] && command -v clang >/dev/null 2>&1; then
+    v=$(clang --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+    rt="libclang-rt-${v}-dev"
+    if [ -n "$v" ] && ! dpkg-query -W -f='${Status}' "$rt" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$rt")
+    fi
+  fi
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+    if [ "$want_test" = 1 ] && ! command -v clang >/dev/null 2>&1; then :; fi
+    if [ "$want_test" = 1 ]; then
+      v=$(clang --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+      dpkg-query -W -f='${Status}' "libclang-rt-${v}-dev" 2>/dev/null | grep -q "install ok installed" \
+        || apt-get install -y -qq "libclang-rt-${v}-dev" >/dev/null
+    fi
+  else
+    echo "setup.sh: missing system packages: ${missing[*]}" >&2
+    echo "  install them (sudo apt-get install ${missing[*]}) or load your site's modules" >&2
+    echo "  (see README: On a cluster), then re-run." >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  python3 -m venv .venv
+fi
+extras=""
+[ "$want_test" = 1 ] && extras="[test]"
+say "building the engine and installing rooftop into .venv (first time: ~1 min)"
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q ".${extras}"
+say "ready: $(.venv/bin/rooftop --version), $(.venv/bin/rooftop-engine version)"

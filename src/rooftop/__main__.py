@@ -1,0 +1,3 @@
+from rooftop.cli import main
+
+raise SystemExit(main())
