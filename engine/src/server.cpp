@@ -9,6 +9,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -80,6 +83,8 @@ class Server {
     dropped_total_++;
   }
   std::string result_json(double elapsed, CpuTimes cpu) const;
+  void handler_loop();
+  void dispatch(const CqEvent& ev);
 
   const Options& o_;
   Report& rep_;
@@ -101,8 +106,18 @@ class Server {
   uint64_t max_bulk_ = 0;
   int rank_ = 0;
   std::string token_;
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
   std::string stop_reason_;
+  // --handler-threads: the progress thread polls the CQ and queues decoded
+  // receives; handler threads take them and run the RPC handlers. Server
+  // state is guarded by mu_ (the single-threaded default takes no lock).
+  int nthreads_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<RxBuf*, CqEvent>> work_;
+  std::atomic<size_t> queued_{0};
+  std::vector<std::thread> handlers_;
+  bool quit_ = false;
   // counters
   uint64_t n_hello_ = 0, n_noop_ = 0, n_bulk_read_ = 0, n_bulk_write_ = 0, n_stat_ = 0,
            n_shutdown_ = 0, n_shutdown_denied_ = 0, bytes_ = 0, n_verify_fail_ = 0,
@@ -377,6 +392,36 @@ void Server::handle_rx(RxBuf* rx, const CqEvent& ev) {
   }
 }
 
+void Server::dispatch(const CqEvent& ev) {
+  OpContext* c = ev.ctx;
+  if (!c) return;
+  switch (c->kind) {
+    case CtxKind::Rx:
+      if (nthreads_) {
+        work_.emplace_back(reinterpret_cast<RxBuf*>(c), ev);
+        queued_++;
+        cv_.notify_one();
+      } else {
+        handle_rx(reinterpret_cast<RxBuf*>(c), ev);
+      }
+      break;
+    case CtxKind::Tx: handle_tx(reinterpret_cast<TxBuf*>(c), ev); break;
+    case CtxKind::Rma: handle_rma(reinterpret_cast<BulkSlot*>(c), ev); break;
+  }
+}
+
+void Server::handler_loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [&] { return quit_ || !work_.empty(); });
+    if (quit_) return;
+    auto [rx, ev] = work_.front();
+    work_.pop_front();
+    handle_rx(rx, ev);
+    queued_--;
+  }
+}
+
 std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   JsonWriter w;
   uint64_t ops = n_noop_ + n_bulk_read_ + n_bulk_write_;
@@ -440,6 +485,8 @@ int Server::run() {
   if (max_bulk_ < 1) throw UsageError("--max-size must be at least 1 byte");
   double interval = o_.seconds("interval");
   if (interval < 0.001) throw UsageError("--interval must be at least 1ms");
+  nthreads_ = static_cast<int>(o_.integer("handler-threads"));
+  if (nthreads_ < 0 || nthreads_ > 256) throw UsageError("--handler-threads must be 0..256");
   bulk_bytes_ = max_bulk_ * static_cast<uint64_t>(nslots);
   uint64_t need = bulk_bytes_ + (depth * 2 + nslots + 16) * max_msg_;
   uint64_t avail = mem_available_bytes();
@@ -454,6 +501,7 @@ int Server::run() {
   eo.bind_address = o_.str("address");
   eo.server = true;
   eo.progress = parse_progress(o_.str("progress"));
+  eo.thread_safe = nthreads_ > 0;
   ep_ = std::make_unique<Endpoint>(eo);
   rep_.capture(*ep_);
   if (max_bulk_ > ep_->max_msg_size())
@@ -512,47 +560,42 @@ int Server::run() {
   CpuTimes tick_cpu = cpu_ready_;
   CqEvent ev[32];
   uint32_t spins = 0;
+  for (int i = 0; i < nthreads_; i++) handlers_.emplace_back([this] { handler_loop(); });
+  std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
   while (!stop_) {
     size_t n = ep_->poll(ev, 32);
     int64_t now = 0;
-    if (n) {
-      for (size_t i = 0; i < n; i++) {
-        OpContext* c = ev[i].ctx;
-        if (!c) continue;
-        switch (c->kind) {
-          case CtxKind::Rx: handle_rx(reinterpret_cast<RxBuf*>(c), ev[i]); break;
-          case CtxKind::Tx: handle_tx(reinterpret_cast<TxBuf*>(c), ev[i]); break;
-          case CtxKind::Rma: handle_rma(reinterpret_cast<BulkSlot*>(c), ev[i]); break;
-        }
-      }
-      if (!backlog_.empty()) flush_backlog();
-      if (!bulk_queue_.empty()) start_pending_bulk();
-      now = now_ns();
-      last_activity = now;
-    } else {
-      if (!backlog_.empty()) flush_backlog();
-      if (!bulk_queue_.empty()) start_pending_bulk();
-      now = now_ns();
-      bool outstanding = tx_inflight_ || rma_inflight_ || !backlog_.empty() || !bulk_queue_.empty();
-      ep_->idle(outstanding, now, last_activity, 100);
-    }
+    if (nthreads_) lk.lock();
+    for (size_t i = 0; i < n; i++) dispatch(ev[i]);
+    if (!backlog_.empty()) flush_backlog();
+    if (!bulk_queue_.empty()) start_pending_bulk();
+    bool outstanding = tx_inflight_ || rma_inflight_ || !backlog_.empty() ||
+                       !bulk_queue_.empty() || queued_.load();
+    if (nthreads_) lk.unlock();
+    now = now_ns();
+    if (n) last_activity = now;
+    else ep_->idle(outstanding, now, last_activity, 100);
     if ((++spins & 1023) == 0 || now >= next_tick) {
-      if (now == 0) now = now_ns();
       rep_.cores.sample();
       if (int sig = g_signal.load()) {
+        if (nthreads_) lk.lock();
         stop_ = true;
         stop_reason_ = std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM");
+        if (nthreads_) lk.unlock();
       }
       if (now >= next_tick) {
         CpuTimes c = process_cpu();
+        if (nthreads_) lk.lock();
         uint64_t ops = n_noop_ + n_bulk_read_ + n_bulk_write_;
+        uint64_t bytes_now = bytes_;
+        if (nthreads_) lk.unlock();
         double dt = (now - next_tick + interval_ns) / 1e9;
-        Interval iv{(now - t_ready_) / 1e9, ops - tick_ops, bytes_ - tick_bytes,
+        Interval iv{(now - t_ready_) / 1e9, ops - tick_ops, bytes_now - tick_bytes,
                     dt > 0 ? (c.user_s - tick_cpu.user_s + c.sys_s - tick_cpu.sys_s) / dt : 0};
         if (intervals_.size() < 100000) intervals_.push_back(iv);
         else intervals_dropped_++;
         tick_ops = ops;
-        tick_bytes = bytes_;
+        tick_bytes = bytes_now;
         tick_cpu = c;
         next_tick = now + interval_ns;
       }
@@ -560,6 +603,12 @@ int Server::run() {
   }
   const int64_t t_stop = now_ns();
   CpuTimes cpu_stop = process_cpu();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : handlers_) t.join();
   // Orderly shutdown: withdraw the address, let queued responses (e.g. the
   // shutdown acknowledgement) go out, for at most a second.
   unlink(addr_path(dir, rank_).c_str());
@@ -598,6 +647,7 @@ int cmd_serve(int argc, char** argv) {
                 {"token", OptKind::Str, "", "shutdown token: a shutdown RPC is accepted only with it (none: never)", ""},
                 {"token-file", OptKind::Str, "", "read the shutdown token from this file's first line", ""},
                 {"max-size", OptKind::Size, "16MiB", "largest bulk transfer served (registered per slot)", ""},
+                {"handler-threads", OptKind::Int, "0", "threads running RPC handlers; 0: all in the single progress loop (the paper's single-threaded daemon)", ""},
                 {"bulk-slots", OptKind::Int, "4", "bulk transfers in flight at once; more wait in a queue", ""},
                 {"rx-depth", OptKind::Int, "64", "receive buffers posted", ""},
                 {"max-msg", OptKind::Size, "64KiB", "largest request/response message (with padding)", ""},

@@ -112,3 +112,19 @@ def test_trace_and_intervals(tmp_path, cores):
     assert {"warmup", "measure"} <= phases
     assert sum(i["ops"] for i in r["intervals"]) <= r["ops"] + r["warmup"]["ops"]
     assert len(r["intervals"]) >= 10
+
+
+def test_handler_threads(cores, validate):
+    server_cpu, client_cpu = cores
+    with Group() as g:
+        s = g.start_server(0, cpus=server_cpu, extra=["--handler-threads", "2"])
+        status = open(f"/proc/{s.proc.pid}/status").read()
+        assert "Threads:\t3" in status  # progress loop + 2 handlers
+        for op in ("noop", "write", "read"):
+            extra = ["--concurrency", "4"] + (["--size", "256KiB", "--verify"] if op != "noop" else [])
+            doc = g.load(op=op, duration=0.4, warmup=0.1, cpus=client_cpu, extra=extra)
+            assert doc["complete"] and doc["result"]["ops"] > 0, doc["errors"]
+        server = validate(s.stop())
+    assert server["config"]["handler_threads"] == 2
+    assert server["result"]["requests"]["verify_failed"] == 0
+    assert server["result"]["requests"]["bulk_write"] > 0
