@@ -1,6 +1,7 @@
 #include "commands.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "fabric.hpp"
 
@@ -20,6 +21,33 @@ int run_command(Options& o, const char* role, int argc, char** argv,
                 const std::function<int(Report&)>& body) {
   try {
     if (!o.parse(argc, argv)) return kExitOk;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "rooftop-engine %s: %s\n", role, e.what());
+    return kExitUsage;
+  }
+  // Under mpiexec/srun one command line starts many processes: each takes
+  // its rank from the launcher (plus --rank as an offset), and "{rank}" in
+  // --output becomes that rank.
+  try {
+    if (o.has("rank-from-env") && o.flag("rank-from-env")) {
+      const char* vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+      const char* found = nullptr;
+      for (const char* v : vars)
+        if (const char* e = std::getenv(v)) {
+          found = e;
+          break;
+        }
+      if (!found)
+        throw UsageError("--rank-from-env: none of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, "
+                         "SLURM_PROCID is set (not started by mpiexec or srun?)");
+      o.set("rank", std::to_string(o.integer("rank") + std::atoll(found)));
+    }
+    if (o.has("rank")) {
+      std::string out = o.str("output");
+      for (size_t p; (p = out.find("{rank}")) != std::string::npos;)
+        out.replace(p, 6, o.str("rank"));
+      if (out != o.str("output")) o.set("output", out);
+    }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "rooftop-engine %s: %s\n", role, e.what());
     return kExitUsage;

@@ -312,17 +312,22 @@ int Load::run() {
   double timeout = o_.seconds("timeout");
   std::vector<int> ranks;
   const std::string& sv = o_.str("server");
-  std::vector<int> known;
-  if (nservers > 0) {
-    for (int r = 0; r < nservers; r++) known.push_back(r);
-  } else {
-    wait_address(dir, 0, timeout);  // at least one server must be up
-    known = list_ranks(dir);
-  }
+  // The group's ranks are needed only to derive the default server or "all".
+  auto group_ranks = [&]() {
+    std::vector<int> known;
+    if (nservers > 0) {
+      for (int r = 0; r < nservers; r++) known.push_back(r);
+    } else {
+      wait_address(dir, 0, timeout);  // at least rank 0 must be up
+      known = list_ranks(dir);
+    }
+    return known;
+  };
   if (sv.empty()) {
+    auto known = group_ranks();
     ranks.push_back(known[static_cast<size_t>(rank) % known.size()]);
   } else if (sv == "all") {
-    ranks = known;
+    ranks = group_ranks();
   } else {
     std::stringstream ss(sv);
     std::string part;
@@ -481,6 +486,7 @@ int cmd_load(int argc, char** argv) {
   auto opts = client_common_options();
   std::vector<OptSpec> more = {
       {"rank", OptKind::Int, "0", "this client's rank; picks server rank % nservers by default", ""},
+                {"rank-from-env", OptKind::Bool, "false", "add the launcher's rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID) to --rank; {rank} in --output becomes the rank", ""},
       {"server", OptKind::Str, "", "server(s) to load: R, R,S,... or all (round-robin); default rank % nservers", ""},
       {"nservers", OptKind::Int, "0", "number of servers in the group (0: count the address files)", ""},
       {"op", OptKind::Choice, "noop", "noop RPC; read: server RMA-writes into our buffer; write: server RMA-reads from it", "noop|read|write"},

@@ -162,6 +162,12 @@ std::string Options::help() const {
   return h;
 }
 
+bool Options::has(const std::string& name) const {
+  for (auto& s : specs_)
+    if (s.name == name) return true;
+  return false;
+}
+
 const std::string& Options::str(const std::string& name) const {
   spec(name);
   return values_.at(name);

@@ -42,6 +42,7 @@ class Options {
   double seconds(const std::string& name) const;
   bool flag(const std::string& name) const;
   bool given(const std::string& name) const { return given_.count(name) > 0; }
+  bool has(const std::string& name) const;
   void set(const std::string& name, const std::string& value);  // validated
   void write_json(JsonWriter& w) const;  // typed values of every option
 

@@ -643,6 +643,7 @@ int cmd_serve(int argc, char** argv) {
                 {"address", OptKind::Str, "", "IP address to serve on (its interface becomes the domain); loopback if neither this nor --domain", ""},
                 {"group-dir", OptKind::Str, "", "directory where <rank>.addr is published (required)", ""},
                 {"rank", OptKind::Int, "0", "this server's rank in the group", ""},
+                {"rank-from-env", OptKind::Bool, "false", "add the launcher's rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID) to --rank; {rank} in --output becomes the rank", ""},
                 {"progress", OptKind::Choice, "spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] keeps polling MS ms (default 10) after the last completion", "busy|block|adaptive|spindown*"},
                 {"token", OptKind::Str, "", "shutdown token: a shutdown RPC is accepted only with it (none: never)", ""},
                 {"token-file", OptKind::Str, "", "read the shutdown token from this file's first line", ""},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -95,3 +96,31 @@ def test_server_without_token_refuses_shutdown(tmp_path):
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+def test_rank_from_launcher_environment(tmp_path):
+    """Under mpiexec/srun one command line starts many ranks."""
+    env = dict(os.environ, PMI_RANK="3")
+    for var in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        env.pop(var, None)
+    p = subprocess.Popen([engine_path(), "serve", "--group-dir", str(tmp_path), "--rank", "10",
+                          "--rank-from-env", "--token", "t", "--output",
+                          str(tmp_path / "s-{rank}.json")], env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "13.addr").exists():
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.01)
+        run_engine(["shutdown", "--group-dir", str(tmp_path), "--rank", "13", "--token", "t"],
+                   timeout=15)
+        assert p.wait(timeout=10) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    doc = json.loads((tmp_path / "s-13.json").read_text())
+    assert doc["config"]["rank"] == 13 and doc["config"]["rank_from_env"] is True
+    # Without a launcher the option is a clear usage error.
+    env.pop("PMI_RANK")
+    q = subprocess.run([engine_path(), "serve", "--group-dir", str(tmp_path), "--rank-from-env"],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert q.returncode == 2 and "PMI_RANK" in q.stderr
