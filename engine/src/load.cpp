@@ -94,6 +94,24 @@ class Load {
   Histogram hist_;
   std::vector<Interval> intervals_;
   FILE* trace_ = nullptr;
+  // --samples K: consecutive measurement windows after one warmup.
+  struct Window {
+    uint64_t ops, bytes;
+    double elapsed_s, cpu_s;
+  };
+  std::vector<Window> windows_;
+  int64_t nwindows_ = 1, w_start_ = 0;
+  uint64_t w_ops0_ = 0, w_bytes0_ = 0;
+  CpuTimes w_cpu0_;
+  void close_window(int64_t t_end) {
+    CpuTimes c = process_cpu();
+    windows_.push_back({ops_ - w_ops0_, bytes_ - w_bytes0_, (t_end - w_start_) / 1e9,
+                        c.user_s - w_cpu0_.user_s + c.sys_s - w_cpu0_.sys_s});
+    w_start_ = t_end;
+    w_ops0_ = ops_;
+    w_bytes0_ = bytes_;
+    w_cpu0_ = c;
+  }
   std::string end_reason_ = "done";
   bool fatal_ = false;
   int fatal_code_ = 0;
@@ -270,6 +288,14 @@ std::string Load::result_json() const {
     w.kv("cpu_utilization", i.cpu_util).end_object();
   }
   w.end_array();
+  w.key("samples").begin_array();
+  for (auto& win : windows_) {
+    w.begin_object().kv("ops", win.ops).kv("bytes", win.bytes).kv("elapsed_s", win.elapsed_s);
+    w.kv("ops_per_sec", win.elapsed_s > 0 ? win.ops / win.elapsed_s : 0.0);
+    w.kv("bytes_per_sec", win.elapsed_s > 0 ? win.bytes / win.elapsed_s : 0.0);
+    w.kv("cpu_utilization", win.elapsed_s > 0 ? win.cpu_s / win.elapsed_s : 0.0).end_object();
+  }
+  w.end_array();
   w.kv("end", end_reason_);
   w.end_object();
   return w.str();
@@ -285,6 +311,8 @@ int Load::run() {
   int64_t k = o_.integer("concurrency");
   if (k < 1 || k > 4096) throw UsageError("--concurrency must be 1..4096");
   double duration = o_.seconds("duration"), warmup = o_.seconds("warmup");
+  nwindows_ = o_.integer("samples");
+  if (nwindows_ < 1 || nwindows_ > 100000) throw UsageError("--samples must be 1..100000");
   if (duration <= 0) throw UsageError("--duration must be > 0");
   double interval = o_.seconds("interval");
   if (interval < 0.001) throw UsageError("--interval must be at least 1ms");
@@ -363,9 +391,8 @@ int Load::run() {
   tx_mem_.assign(static_cast<size_t>(k) * core_->rx_size(), 0);
   tx_mr_ = core_->ep().register_memory(tx_mem_.data(), tx_mem_.size(), false);
   if (op_ != Op::Noop) {
-    if (posix_memalign(reinterpret_cast<void**>(&data_mem_), 4096, data_len_) != 0)
-      throw EngineError(kExitFailure, "cannot allocate " + std::to_string(data_len_) + " bytes");
-    std::memset(data_mem_, 0, data_len_);  // resident before measuring
+    data_mem_ = alloc_resident(data_len_);  // resident before measuring
+    if (!data_mem_) throw EngineError(kExitFailure, "cannot allocate " + std::to_string(data_len_) + " bytes");
     data_mr_ = core_->ep().register_memory(data_mem_, data_len_, true);
   }
   slots_.resize(static_cast<size_t>(k));
@@ -388,8 +415,8 @@ int Load::run() {
   int64_t measure_end = 0;
   if (warmup <= 0) {
     phase_ = Phase::Measure;
-    t0_ = t_start_;
-    cpu0_ = process_cpu();
+    t0_ = w_start_ = t_start_;
+    cpu0_ = w_cpu0_ = process_cpu();
     measure_end = t0_ + static_cast<int64_t>(duration * 1e9);
   }
   int64_t next_tick = t_start_ + interval_ns, tick_start = t_start_;
@@ -414,16 +441,24 @@ int Load::run() {
     // Phase changes.
     if (phase_ == Phase::Warmup && now >= warm_end) {
       phase_ = Phase::Measure;
-      t0_ = now;
-      cpu0_ = process_cpu();
+      t0_ = w_start_ = now;
+      cpu0_ = w_cpu0_ = process_cpu();
       measure_end = t0_ + static_cast<int64_t>(duration * 1e9);
     }
-    if (phase_ == Phase::Measure && now >= measure_end) phase_ = Phase::Drain;
+    if (phase_ == Phase::Measure && now >= measure_end) {
+      if (static_cast<int64_t>(windows_.size()) + 1 < nwindows_) {
+        close_window(now);  // the next window starts now, load continues
+        measure_end = now + static_cast<int64_t>(duration * 1e9);
+      } else {
+        phase_ = Phase::Drain;
+      }
+    }
     if (phase_ == Phase::Drain && busy_ == 0) {
       phase_ = Phase::Done;
       // Measured, not configured: up to the last counted completion.
-      t_end_ = ops_ > 0 ? t_last_ : now;
+      t_end_ = ops_ > 0 ? std::max(t_last_, w_start_) : now;
       cpu_end_ = process_cpu();
+      close_window(t_end_);
     }
     if ((++spins & 255) == 0 || now >= next_tick) {
       rep_.cores.sample();
@@ -492,7 +527,8 @@ int cmd_load(int argc, char** argv) {
       {"op", OptKind::Choice, "noop", "noop RPC; read: server RMA-writes into our buffer; write: server RMA-reads from it", "noop|read|write"},
       {"size", OptKind::Size, "4MiB", "bytes per bulk operation (read/write)", ""},
       {"concurrency", OptKind::Int, "1", "operations outstanding at once (1: sequential, synchronous)", ""},
-      {"duration", OptKind::Seconds, "5", "measured time", ""},
+      {"duration", OptKind::Seconds, "5", "measured time (of each sample)", ""},
+      {"samples", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.samples", ""},
       {"warmup", OptKind::Seconds, "1", "time run before measuring (not counted)", ""},
       {"buffer", OptKind::Choice, "stream", "reuse: one buffer per outstanding op (as osu_bw); stream: walk through --stream-size (as a data service)", "reuse|stream"},
       {"stream-size", OptKind::Size, "1GiB", "client buffer walked by --buffer stream", ""},

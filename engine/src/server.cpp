@@ -513,9 +513,9 @@ int Server::run() {
   rx_mem_.assign(static_cast<size_t>(depth) * max_msg_, 0);
   size_t ntx = static_cast<size_t>(depth + nslots + 16);
   tx_mem_.assign(ntx * max_msg_, 0);
-  if (posix_memalign(reinterpret_cast<void**>(&bulk_mem_), 4096, bulk_bytes_) != 0)
+  bulk_mem_ = alloc_resident(bulk_bytes_);
+  if (!bulk_mem_)
     throw EngineError(kExitFailure, "cannot allocate " + std::to_string(bulk_bytes_) + " bytes of bulk buffer");
-  std::memset(bulk_mem_, 0, bulk_bytes_);
   rx_mr_ = ep_->register_memory(rx_mem_.data(), rx_mem_.size(), false);
   tx_mr_ = ep_->register_memory(tx_mem_.data(), tx_mem_.size(), false);
   bulk_mr_ = ep_->register_memory(bulk_mem_, bulk_bytes_, true);

@@ -1,6 +1,7 @@
 #include "sysinfo.hpp"
 
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -128,6 +129,16 @@ uint64_t mem_available_bytes() {
   while (f >> key >> val >> unit)
     if (key == "MemAvailable:") return val * 1024;
   return 0;
+}
+
+}  // namespace rooftop
+
+namespace rooftop {
+
+uint8_t* alloc_resident(size_t len) {
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                 -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 
 }  // namespace rooftop

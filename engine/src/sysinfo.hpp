@@ -37,4 +37,8 @@ class CoreSampler {
 
 uint64_t mem_available_bytes();  // from /proc/meminfo; 0 if unknown
 
+// Page-aligned anonymous memory, made resident up front (MAP_POPULATE) so
+// no page fault lands inside a measurement; nullptr if it cannot be had.
+uint8_t* alloc_resident(size_t len);
+
 }  // namespace rooftop

@@ -128,3 +128,20 @@ def test_handler_threads(cores, validate):
     assert server["config"]["handler_threads"] == 2
     assert server["result"]["requests"]["verify_failed"] == 0
     assert server["result"]["requests"]["bulk_write"] > 0
+
+
+def test_consecutive_sample_windows(cores, validate):
+    """--samples K: K measured windows after one warmup, partitioning the run."""
+    server_cpu, client_cpu = cores
+    with Group() as g:
+        g.start_server(0, cpus=server_cpu)
+        doc = validate(g.load(op="read", duration=0.3, warmup=0.1, cpus=client_cpu,
+                              extra=["--samples", "3", "--size", "64KiB", "--verify"]))
+    r = doc["result"]
+    assert doc["complete"] and len(r["samples"]) == 3
+    assert sum(w["ops"] for w in r["samples"]) == r["ops"]
+    assert sum(w["bytes"] for w in r["samples"]) == r["bytes"]
+    assert sum(w["elapsed_s"] for w in r["samples"]) == pytest.approx(r["elapsed_s"], rel=1e-6)
+    for w in r["samples"]:
+        assert w["elapsed_s"] >= 0.3 and w["ops"] > 0
+        assert w["bytes_per_sec"] == pytest.approx(w["bytes"] / w["elapsed_s"], rel=1e-9)
