@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -19,14 +21,24 @@ it run for its clients? rooftop measures it with its native engine
 
 EPILOG = """\
 commands:
-  probe    one server + one client per fabric on this machine: RPC rate and
-           4 MiB bulk-read bandwidth (the quick answer)
-  engine   run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
+  collect   measure the roofline parameters: server and client ceilings
+            (prints the run id)
+  validate  add validation samples (server nodes x client nodes) to a run
+  runs      list the runs in a results folder
+  export    a run's samples as CSV or JSON
+  config    show the fully resolved config (or every key with 'config keys')
+  probe     one server + one client per fabric on this machine: RPC rate and
+            4 MiB bulk-read bandwidth (the quick answer)
+  engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
 
 examples:
-  rooftop probe                        # ofi+tcp and ofi+shm, 3 s each
-  rooftop probe --fabric ofi+tcp --duration 10
-  rooftop engine load --help
+  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 logical nodes
+  rooftop validate --run $RUN
+  rooftop runs
+  rooftop export $RUN --format csv
+  rooftop collect --launcher mpiexec --set launcher.hosts=n1,n2,n3 --set fabric.domain=hsn0
+  rooftop collect --launcher srun --nodes 8          # inside salloc/sbatch
+  rooftop collect --resume $RUN                      # after Ctrl-C
 """
 
 
@@ -47,6 +59,229 @@ def _cmd_probe(args) -> int:
     return 1 if failed else 0
 
 
+def _overrides(args, stage: str = "collect") -> dict:
+    from rooftop import config
+
+    o: dict = {}
+    for text in getattr(args, "set", None) or []:
+        k, v = config.parse_override(text)
+        o[k] = v
+    if getattr(args, "launcher", None):
+        o["launcher.type"] = args.launcher
+    if getattr(args, "nodes", None) is not None:
+        o["launcher.nodes"] = args.nodes
+    if getattr(args, "metrics", None):
+        o["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    if getattr(args, "fabric", None):
+        o["fabric.provider"] = args.fabric
+    if getattr(args, "binding", None):
+        o["binding"] = args.binding
+    if getattr(args, "results", None):
+        o["results"] = args.results
+    for name in ("duration", "warmup", "samples"):
+        if getattr(args, name, None) is not None:
+            o[f"{stage}.{name}"] = getattr(args, name)
+    if getattr(args, "sweep_servers", False):
+        o["collect.sweep_servers"] = True
+    if getattr(args, "fail_fast", False):
+        o["fail_fast"] = True
+    return o
+
+
+def _environment(cfg: dict) -> dict:
+    import platform
+    import socket
+
+    from rooftop.engine import engine_path, run_engine
+
+    env = {"host": socket.gethostname(), "python": platform.python_version(),
+           "rooftop": __version__, "argv": sys.argv, "launcher": cfg["launcher"]["type"],
+           "nodes": cfg["nodes"]}
+    try:
+        path = cfg["engine"]["path"] or engine_path()
+        import subprocess
+
+        env["engine"] = subprocess.run([path, "version"], capture_output=True, text=True,
+                                       timeout=10).stdout.strip()
+        env["engine_path"] = path
+    except Exception as e:  # recorded, not fatal: the samples record it too
+        env["engine"] = f"unknown ({e})"
+    return env
+
+
+def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
+    import time
+
+    from rooftop import ui
+    from rooftop.campaign import Runner, SampleFailed
+    from rooftop.launchers import make_launcher
+
+    launcher = make_launcher(cfg["launcher"])
+    log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
+    done = store.done_keys(run_id)
+    t0 = time.monotonic()
+    rc = 0
+    store.set_status(run_id, "running")
+    try:
+        with ui.stage_progress(groups, done, quiet=args.json) as on_sample:
+            runner = Runner(cfg, store, run_id, launcher, on_sample=on_sample, log=log)
+            ok, failed = runner.run_groups(groups, fail_fast=cfg["fail_fast"])
+        store.set_status(run_id, "complete", f"{verb}: {failed} failed samples" if failed else "")
+        rc = 1 if failed else 0
+    except KeyboardInterrupt:
+        store.set_status(run_id, "interrupted", f"{verb} interrupted")
+        ui.console.print(f"[yellow]interrupted[/]: completed samples are saved; continue with "
+                         f"'rooftop {verb} {'--resume' if verb == 'collect' else '--run'} {run_id}"
+                         f"{' --results ' + str(store.dir) if str(store.dir) != 'rooftop-results' else ''}'")
+        rc = 130
+    except SampleFailed as e:
+        store.set_status(run_id, "failed", str(e))
+        ui.console.print(f"[red]stopped (--fail-fast)[/]: {e}")
+        rc = 1
+    finally:
+        store.add_time(run_id, time.monotonic() - t0)
+    run = store.get_run(run_id)
+    samples = store.samples(run_id)
+    if args.json:
+        print(json.dumps({"run": run_id, "status": run.status, "overhead": run.overhead,
+                          "wall_s": run.wall_s, "measured_s": run.measured_s,
+                          "summary": ui.summarize(samples)}, indent=1))
+    else:
+        ui.print_summary(run, samples)
+        ui.console.print(f"results: {store.path} and {store.run_dir(run_id)}/")
+        print(run_id)
+    return rc
+
+
+def _cmd_collect(args) -> int:
+    from rooftop import config
+    from rooftop.campaign import Runner, plan_collect
+    from rooftop.store import Store
+
+    if args.resume:
+        store = Store(args.results or "./rooftop-results")
+        run = store.get_run(args.resume)
+        cfg = run.config
+        run_id = run.id
+    else:
+        cfg = config.build(args.config, _overrides(args, "collect"))
+        store = Store(cfg["results"])
+        if args.dry_run:
+            from rooftop.launchers import make_launcher
+
+            runner = Runner(cfg, store, "<run>", make_launcher(cfg["launcher"]))
+            print("\n".join(runner.dry_run(plan_collect(cfg))))
+            return 0
+        run_id = store.new_run(cfg, _environment(cfg))
+    if args.dry_run:
+        from rooftop.launchers import make_launcher
+
+        runner = Runner(cfg, store, run_id, make_launcher(cfg["launcher"]))
+        print("\n".join(runner.dry_run(plan_collect(cfg))))
+        return 0
+    return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
+
+
+def _cmd_validate(args) -> int:
+    from rooftop import config
+    from rooftop.campaign import Runner, plan_validate
+    from rooftop.store import Store
+
+    store = Store(args.results or "./rooftop-results")
+    run = store.get_run(args.run)
+    cfg = json.loads(json.dumps(run.config))  # a copy
+    v = cfg["validate"]
+    for name in ("server_nodes", "client_nodes", "servers_per_node", "clients_per_node",
+                 "duration", "warmup", "samples"):
+        if getattr(args, name) is not None:
+            v[name] = getattr(args, name)
+    if args.fail_fast:
+        cfg["fail_fast"] = True
+    config.resolve_grid(cfg)  # against the run's own nodes
+    store.update_config(run.id, cfg)
+    groups = plan_validate(cfg)
+    if args.dry_run:
+        from rooftop.launchers import make_launcher
+
+        print("\n".join(Runner(cfg, store, run.id, make_launcher(cfg["launcher"])).dry_run(groups)))
+        return 0
+    return _run_stage(args, store, run.id, cfg, groups, "validate")
+
+
+def _cmd_runs(args) -> int:
+    from rooftop.store import Store
+    from rooftop import ui
+
+    store = Store(args.results)
+    runs = store.runs()
+    if args.json:
+        print(json.dumps([{"id": r.id, "created": r.created, "status": r.status,
+                           "launcher": r.config["launcher"]["type"], "nodes": len(r.config["nodes"]),
+                           "metrics": r.config["metrics"], "samples": len(store.samples(r.id)),
+                           "wall_s": r.wall_s, "overhead": r.overhead, "note": r.note} for r in runs],
+                         indent=1))
+        return 0
+    if not runs:
+        ui.console.print(f"no runs in {store.path} (start one with 'rooftop collect')")
+        return 0
+    from rich.table import Table
+
+    t = Table(title=str(store.path), title_justify="left")
+    for c in ("run", "created", "status", "launcher", "nodes", "samples", "time", "overhead"):
+        t.add_column(c)
+    for r in runs:
+        n = store.samples(r.id)
+        bad = sum(1 for s in n if s["status"] != "ok")
+        t.add_row(r.id, r.created, r.status, r.config["launcher"]["type"], str(len(r.config["nodes"])),
+                  f"{len(n)}" + (f" ({bad} failed)" if bad else ""), f"{r.wall_s:.0f} s",
+                  f"{r.overhead:.0%}" if r.overhead is not None else "-")
+    Console = ui.console
+    Console.print(t)
+    return 0
+
+
+def _cmd_export(args) -> int:
+    import csv
+    import io
+
+    from rooftop.store import SAMPLE_COLUMNS, Store
+
+    store = Store(args.results)
+    run = store.get_run(args.run)
+    samples = store.samples(run.id)
+    if args.format == "json":
+        text = json.dumps({"run": run.id, "status": run.status, "created": run.created,
+                           "config": run.config, "environment": run.environment,
+                           "wall_s": run.wall_s, "measured_s": run.measured_s,
+                           "overhead": run.overhead, "samples": samples}, indent=1)
+    else:
+        buf = io.StringIO()
+        cols = ["id", *SAMPLE_COLUMNS]
+        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for s in samples:
+            s = dict(s, server_nodes=" ".join(map(str, s["server_nodes"])),
+                     client_nodes=" ".join(map(str, s["client_nodes"])))
+            w.writerow(s)
+        text = buf.getvalue()
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _cmd_config(args) -> int:
+    from rooftop import config
+
+    if args.action == "keys":
+        print(config.describe_keys())
+        return 0
+    cfg = config.build(args.config, _overrides(args, "collect"))
+    print(json.dumps(cfg, indent=2))
+    return 0
+
+
 def _cmd_engine(args) -> int:
     from rooftop.engine import EngineError, engine_path
 
@@ -64,6 +299,79 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"rooftop {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common(p, stage="collect"):
+        p.add_argument("--results", default=None,
+                       help="results folder holding rooftop.db (default: ./rooftop-results)")
+        p.add_argument("--duration", type=float, default=None, help=f"measured seconds per sample ({stage}.duration)")
+        p.add_argument("--warmup", type=float, default=None, help=f"warmup seconds per sample ({stage}.warmup)")
+        p.add_argument("--samples", type=int, default=None, help=f"samples per measurement ({stage}.samples)")
+        p.add_argument("--dry-run", action="store_true", help="print the exact commands of every stage; run nothing")
+        p.add_argument("--fail-fast", action="store_true", help="stop at the first failed sample")
+        p.add_argument("--json", action="store_true", help="print a JSON summary on stdout (no progress bar)")
+        p.add_argument("-v", "--verbose", action="store_true", help="log every command started")
+
+    def config_args(p):
+        p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
+        p.add_argument("--launcher", choices=["local", "mpiexec", "srun"], help="how processes start (launcher.type)")
+        p.add_argument("--nodes", type=int, help="nodes to use (launcher.nodes)")
+        p.add_argument("--metrics", help="rpc, bw or rpc,bw (metrics)")
+        p.add_argument("--fabric", help="libfabric provider, e.g. ofi+tcp (fabric.provider)")
+        p.add_argument("--binding", choices=["core", "2cores", "none"], help="core binding (binding)")
+        p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                       help="any config key, e.g. --set bw.size=1MiB (repeatable)")
+
+    co = sub.add_parser("collect", help="measure server and client ceilings; prints the run id",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="The roofline parameter suite, per metric (rpc: sequential noop "
+                        "RPCs; bw: sequential bulk reads):\n"
+                        "  server peak: one node runs S servers, every other node C clients\n"
+                        "               (per-server-process rate = aggregate / S)\n"
+                        "  client peak: one client vs one idle server, every node pair\n"
+                        "  sweep:       one server node's aggregate as S grows (--sweep-servers)\n"
+                        "Each sample is saved as soon as it is measured; Ctrl-C stops every process "
+                        "and 'rooftop collect --resume RUN' continues.")
+    config_args(co)
+    common(co)
+    co.add_argument("--sweep-servers", action="store_true", help="also sweep server processes 1..max")
+    co.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
+    co.set_defaults(func=_cmd_collect)
+
+    va = sub.add_parser("validate", help="add validation samples to a run",
+                        description="Runs the validation grid: server nodes x client nodes "
+                        "(default 1..min(4, N-1) x 1..N-servers). Each sample stores the aggregate "
+                        "rate, the per-client-process rate and x = server processes / client "
+                        "processes. Re-running continues where it stopped.")
+    va.add_argument("--run", required=True, help="the run (from 'rooftop collect' or 'rooftop runs')")
+    va.add_argument("--server-nodes", type=lambda t: [int(v) for v in t.split(",")],
+                    help="server-node counts, e.g. 1,2")
+    va.add_argument("--client-nodes", type=lambda t: [int(v) for v in t.split(",")],
+                    help="client-node counts, e.g. 1,2,3")
+    va.add_argument("--servers-per-node", type=int, help="server processes per server node")
+    va.add_argument("--clients-per-node", type=int, help="client processes per client node")
+    common(va, "validate")
+    va.set_defaults(func=_cmd_validate)
+
+    ru = sub.add_parser("runs", help="list runs")
+    ru.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    ru.add_argument("--json", action="store_true", help="JSON on stdout")
+    ru.set_defaults(func=_cmd_runs)
+
+    ex = sub.add_parser("export", help="export a run's samples")
+    ex.add_argument("run")
+    ex.add_argument("--format", choices=["csv", "json"], default="csv")
+    ex.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    ex.add_argument("--output", help="write to this file instead of stdout")
+    ex.set_defaults(func=_cmd_export)
+
+    cf = sub.add_parser("config", help="show the resolved config, or list every key",
+                        description="'rooftop config show' prints the fully resolved config "
+                        "(every default, the nodes found, the validation grid) for the given file "
+                        "and overrides; 'rooftop config keys' documents every key.")
+    cf.add_argument("action", choices=["show", "keys"])
+    config_args(cf)
+    cf.add_argument("--results", default=None, help="results folder")
+    cf.set_defaults(func=_cmd_config)
 
     pr = sub.add_parser("probe", help="quick RPC-rate and bandwidth check on this machine",
                         description="One pinned server and one pinned client per fabric: "
@@ -85,14 +393,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    from rooftop.config import ConfigError
+    from rooftop.engine import EngineError
+    from rooftop.launchers import LauncherError
+    from rooftop.store import StoreError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    signal.signal(signal.SIGTERM, _sigterm)  # stop like Ctrl-C: clean up, keep samples
     try:
         return args.func(args)
+    except ConfigError as e:
+        print(f"rooftop {args.command}: config error: {e}", file=sys.stderr)
+        return 2
+    except (StoreError, LauncherError, EngineError) as e:
+        print(f"rooftop {args.command}: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("\nrooftop: interrupted", file=sys.stderr)
         return 130

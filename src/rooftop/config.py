@@ -1,0 +1,411 @@
+"""Campaign configuration: one file in (JSON or TOML) plus command-line
+overrides, one fully resolved config out -- every default filled in, the
+nodes the launcher found, the validation grid -- stored with the results.
+
+Every key is declared once in KEYS (type, default, meaning); unknown keys,
+wrong types and impossible values are errors that name the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config problem; the message names the key and says why."""
+
+
+@dataclass(frozen=True)
+class Key:
+    path: str
+    kind: str          # str, int, float, bool, size, list[str], list[int], choice, list[choice]
+    default: Any
+    help: str
+    choices: tuple = ()
+    nullable: bool = False
+
+
+KEYS: list[Key] = [
+    Key("fabric.provider", "str", "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+verbs, ofi+cxi, ..."),
+    Key("fabric.domain", "str", None, "NIC / libfabric domain for every process (e.g. hsn0, cxi0); default: "
+        "loopback on one machine", nullable=True),
+    Key("launcher.type", "choice", "local", "how processes start", ("local", "mpiexec", "srun")),
+    Key("launcher.nodes", "int", None, "nodes to use (local: logical nodes this machine is split into, "
+        "default min(4, cores); mpiexec/srun: the first N, default all)", nullable=True),
+    Key("launcher.hosts", "list[str]", None, "mpiexec: host names, one per node", nullable=True),
+    Key("launcher.hostfile", "str", None, "mpiexec: file with one host per line", nullable=True),
+    Key("launcher.cores_per_node", "int", None, "mpiexec: usable cores per node (default: this machine's)",
+        nullable=True),
+    Key("launcher.command", "str", None, "mpiexec or srun executable (default: mpiexec / srun)",
+        nullable=True),
+    Key("launcher.flavor", "choice", "auto", "mpiexec flavour", ("auto", "openmpi", "mpich")),
+    Key("launcher.extra_args", "list[str]", [], "extra launcher arguments, placed before the engine"),
+    Key("binding", "choice", "core", "core binding: one process per core, two cores per process, or none",
+        ("core", "2cores", "none")),
+    Key("metrics", "list[choice]", ["rpc", "bw"], "rpc: sequential noop RPCs; bw: sequential bulk transfers",
+        ("rpc", "bw")),
+    Key("bw.op", "choice", "read", "bulk direction: read (server RMA-writes to the client) or write",
+        ("read", "write")),
+    Key("bw.size", "size", "4MiB", "bytes per bulk transfer"),
+    Key("bw.buffer", "choice", "stream", "client buffer: stream (walk a large buffer) or reuse",
+        ("stream", "reuse")),
+    Key("bw.stream_size", "size", "1GiB", "client buffer walked by bw.buffer = stream"),
+    Key("collect.duration", "float", 5.0, "measured seconds per sample"),
+    Key("collect.warmup", "float", 1.0, "warmup seconds before each sample"),
+    Key("collect.samples", "int", 5, "samples per measurement"),
+    Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
+    Key("collect.client_peak", "bool", True, "measure the client ceiling (every node pair)"),
+    Key("collect.sweep_servers", "bool", False, "measure one server node's aggregate as its "
+        "server processes grow 1..max"),
+    Key("collect.servers_per_node", "int", None, "server processes on the server node "
+        "(default: one per usable core under the binding)", nullable=True),
+    Key("collect.clients_per_node", "int", None, "client processes per client node (default: one per "
+        "usable core)", nullable=True),
+    Key("validate.server_nodes", "list[int]", None, "server-node counts of the validation grid "
+        "(default 1..min(4, N-1))", nullable=True),
+    Key("validate.client_nodes", "list[int]", None, "client-node counts (default 1..N-servers)",
+        nullable=True),
+    Key("validate.servers_per_node", "int", None, "server processes per server node (default: all cores)",
+        nullable=True),
+    Key("validate.clients_per_node", "int", None, "client processes per client node (default: all cores)",
+        nullable=True),
+    Key("validate.duration", "float", 5.0, "measured seconds per validation sample"),
+    Key("validate.warmup", "float", 1.0, "warmup seconds per validation sample"),
+    Key("validate.samples", "int", 1, "samples per grid point"),
+    Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, "
+        "spindown[:MS]"),
+    Key("engine.client_progress", "str", "busy", "client progress mode"),
+    Key("engine.timeout", "float", 10.0, "seconds before a missing or silent server is an error"),
+    Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
+    Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
+    Key("fail_fast", "bool", False, "stop the campaign at the first failed sample"),
+]
+KEY_BY_PATH = {k.path: k for k in KEYS}
+
+_SIZE = re.compile(r"^(\d+)\s*([kmgt]i?b?|b)?$", re.I)
+
+
+def parse_size(text: Any, key: str = "size") -> int:
+    """Sizes as the engine reads them: 4096, 64KiB, 4MiB, 1GiB (binary), 4MB (decimal)."""
+    if isinstance(text, bool):
+        raise ConfigError(f"{key}: expected a size such as 4MiB, got {text!r}")
+    if isinstance(text, int):
+        if text < 1:
+            raise ConfigError(f"{key}: must be at least 1 byte, got {text}")
+        return text
+    m = _SIZE.match(str(text).strip())
+    if not m:
+        raise ConfigError(f"{key}: '{text}' is not a size (e.g. 4096, 64KiB, 4MiB, 1GiB)")
+    n, unit = int(m.group(1)), (m.group(2) or "").lower()
+    mult = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+            "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
+            "kb": 1000, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}.get(unit)
+    if mult is None:
+        raise ConfigError(f"{key}: unknown unit in '{text}' (use KiB, MiB, GiB)")
+    if n < 1:
+        raise ConfigError(f"{key}: must be at least 1 byte, got '{text}'")
+    return n * mult
+
+
+def _check(key: Key, value: Any) -> Any:
+    """Type-checks one value; returns it normalised."""
+    p = key.path
+    if value is None:
+        if key.nullable:
+            return None
+        raise ConfigError(f"{p}: may not be null")
+    k = key.kind
+    if k == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{p}: expected a string, got {type(value).__name__} {value!r}")
+        return value
+    if k == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{p}: expected true or false, got {value!r}")
+        return value
+    if k == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{p}: expected an integer, got {type(value).__name__} {value!r}")
+        return value
+    if k == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{p}: expected a number, got {type(value).__name__} {value!r}")
+        return float(value)
+    if k == "size":
+        parse_size(value, p)
+        return value
+    if k == "choice":
+        if value not in key.choices:
+            raise ConfigError(f"{p}: '{value}' is not one of {', '.join(key.choices)}")
+        return value
+    if k.startswith("list["):
+        if not isinstance(value, list):
+            raise ConfigError(f"{p}: expected a list, got {type(value).__name__} {value!r}")
+        inner = k[5:-1]
+        out = []
+        for i, v in enumerate(value):
+            sub = Key(f"{p}[{i}]", inner, None, "", key.choices)
+            out.append(_check(sub, v))
+        return out
+    raise AssertionError(k)
+
+
+def defaults() -> dict:
+    cfg: dict = {}
+    for k in KEYS:
+        _set(cfg, k.path, copy.deepcopy(k.default))
+    return cfg
+
+
+def _set(cfg: dict, path: str, value: Any) -> None:
+    parts = path.split(".")
+    d = cfg
+    for part in parts[:-1]:
+        d = d.setdefault(part, {})
+    d[parts[-1]] = value
+
+
+def _get(cfg: dict, path: str) -> Any:
+    d = cfg
+    for part in path.split("."):
+        d = d[part]
+    return d
+
+
+def _flatten(data: dict, prefix: str = "", where: str = "") -> dict[str, Any]:
+    """Nested user config -> {dotted path: value}; unknown keys are errors."""
+    flat = {}
+    for name, value in data.items():
+        path = f"{prefix}{name}"
+        if path in KEY_BY_PATH:
+            flat[path] = value
+        elif isinstance(value, dict) and any(k.startswith(path + ".") for k in KEY_BY_PATH):
+            flat.update(_flatten(value, path + ".", where))
+        else:
+            near = difflib.get_close_matches(path, list(KEY_BY_PATH), n=1, cutoff=0.75)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise ConfigError(f"{path}: unknown key{where}{hint}")
+    return flat
+
+
+def load_file(path: str | Path) -> dict:
+    """Reads a JSON or TOML campaign file (by extension; JSON otherwise)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+    if path.suffix == ".toml":
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be an object of settings")
+    return data
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'key=value' from --set: the value is JSON if it parses, else a string."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text}: expected KEY=VALUE (e.g. collect.samples=3)")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if key not in KEY_BY_PATH:
+        raise ConfigError(f"{key}: unknown key (see 'rooftop config keys')")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    if KEY_BY_PATH[key].kind.startswith("list[") and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+        if KEY_BY_PATH[key].kind == "list[int]":
+            try:
+                value = [int(v) for v in value]
+            except ValueError:
+                raise ConfigError(f"{key}: expected comma-separated integers, got '{raw}'") from None
+    return key, value
+
+
+def merge(file_data: dict | None, overrides: dict[str, Any]) -> dict:
+    """Defaults <- file <- overrides, type-checked; not yet resolved."""
+    cfg = defaults()
+    where = ""
+    flat = _flatten(file_data or {}, "", where)
+    flat.update(overrides)
+    for path, value in flat.items():
+        key = KEY_BY_PATH.get(path)
+        if key is None:
+            raise ConfigError(f"{path}: unknown key")
+        _set(cfg, path, _check(key, value))
+    return cfg
+
+
+def _positive(cfg: dict, path: str, minimum: float = 0, strict: bool = True) -> None:
+    v = _get(cfg, path)
+    if v is None:
+        return
+    if (strict and v <= minimum) or (not strict and v < minimum):
+        op = ">" if strict else ">="
+        raise ConfigError(f"{path}: must be {op} {minimum:g}, got {v}")
+
+
+def mem_available() -> int | None:
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def resolve(cfg: dict) -> dict:
+    """Checks values against each other and the machine, and fills in what
+    depends on them (nodes, processes per node, the validation grid)."""
+    from rooftop.launchers import LauncherError, make_launcher
+    from rooftop.launchers.base import procs_per_node
+
+    cfg = copy.deepcopy(cfg)
+    for p in ("collect.duration", "validate.duration", "engine.timeout"):
+        _positive(cfg, p)
+    for p in ("collect.warmup", "validate.warmup"):
+        _positive(cfg, p, 0, strict=False)
+    for p in ("collect.samples", "validate.samples", "launcher.nodes", "launcher.cores_per_node",
+              "collect.servers_per_node", "collect.clients_per_node",
+              "validate.servers_per_node", "validate.clients_per_node"):
+        _positive(cfg, p)
+    if not cfg["metrics"]:
+        raise ConfigError("metrics: name at least one of rpc, bw")
+    if len(set(cfg["metrics"])) != len(cfg["metrics"]):
+        raise ConfigError(f"metrics: {cfg['metrics']} lists a metric twice")
+    prog = re.compile(r"^(busy|block|adaptive|spindown(:\d+)?)$")
+    for p in ("engine.server_progress", "engine.client_progress"):
+        if not prog.match(_get(cfg, p)):
+            raise ConfigError(f"{p}: '{_get(cfg, p)}' is not busy, block, adaptive or spindown[:MS]")
+    size = parse_size(cfg["bw"]["size"], "bw.size")
+    stream = parse_size(cfg["bw"]["stream_size"], "bw.stream_size")
+    if cfg["bw"]["buffer"] == "stream" and stream < size:
+        raise ConfigError(f"bw.stream_size: {cfg['bw']['stream_size']} is smaller than bw.size "
+                          f"{cfg['bw']['size']}")
+    if cfg["engine"]["path"] and not os.access(cfg["engine"]["path"], os.X_OK):
+        raise ConfigError(f"engine.path: {cfg['engine']['path']} is not an executable file")
+
+    try:
+        launcher = make_launcher(cfg["launcher"])
+        nodes = launcher.nodes()
+    except LauncherError as e:
+        raise ConfigError(f"launcher: {e}") from None
+    n = len(nodes)
+    binding = cfg["binding"]
+    # Servers serve on loopback unless told otherwise: across real hosts an
+    # IP provider needs the interface they should listen on.
+    import socket
+
+    local_names = {"localhost", socket.gethostname(), socket.getfqdn()}
+    remote = [nd.host for nd in nodes if nd.host not in local_names and not nd.host.startswith("127.")]
+    ip_provider = any(p in cfg["fabric"]["provider"] for p in ("tcp", "sockets", "verbs", "udp"))
+    if remote and ip_provider and not cfg["fabric"]["domain"]:
+        raise ConfigError(f"fabric.domain: nodes on other hosts ({remote[0]}, ...) cannot reach servers "
+                          f"listening on loopback; set the network interface they share, e.g. "
+                          f"--set fabric.domain=hsn0 (or ib0, eth0)")
+    cfg["nodes"] = [node.describe() for node in nodes]
+    if cfg["launcher"]["type"] == "local" and cfg["launcher"]["nodes"] is None:
+        cfg["launcher"]["nodes"] = n
+
+    def procs(path: str) -> int:
+        want = _get(cfg, path)
+        have = min(procs_per_node(node, binding) for node in nodes)
+        width = 2 if binding == "2cores" else 1
+        if want is None:
+            _set(cfg, path, have)
+            return have
+        if binding != "none" and want * width > min(len(node.cores) for node in nodes):
+            raise ConfigError(f"{path}: {want} processes x {width} core(s) do not fit on a node with "
+                              f"{min(len(node.cores) for node in nodes)} usable cores "
+                              f"(binding '{binding}')")
+        return want
+
+    for p in ("collect.servers_per_node", "collect.clients_per_node",
+              "validate.servers_per_node", "validate.clients_per_node"):
+        procs(p)
+
+    # Memory the client buffers of one node need.
+    if "bw" in cfg["metrics"]:
+        per_client = stream if cfg["bw"]["buffer"] == "stream" else size
+        need = per_client * max(cfg["collect"]["clients_per_node"], cfg["validate"]["clients_per_node"])
+        if cfg["launcher"]["type"] == "local":
+            need *= n
+        avail = mem_available()
+        if avail and need > avail * 0.9:
+            raise ConfigError(f"bw.stream_size: the client buffers need {need >> 20} MiB but only "
+                              f"{avail >> 20} MiB of memory are available (lower bw.stream_size or "
+                              f"clients per node)")
+
+    needs_two = cfg["collect"]["server_peak"] or cfg["collect"]["client_peak"] or cfg["collect"]["sweep_servers"]
+    if needs_two and n < 2:
+        raise ConfigError(f"launcher.nodes: a campaign needs at least 2 nodes (a server node and a "
+                          f"client node); {n} available")
+
+    return resolve_grid(cfg)
+
+
+def resolve_grid(cfg: dict) -> dict:
+    """Fills and checks the validation grid against the config's nodes."""
+    n = len(cfg["nodes"])
+    v = cfg["validate"]
+    for p in ("validate.duration",):
+        _positive(cfg, p)
+    _positive(cfg, "validate.warmup", 0, strict=False)
+    for p in ("validate.samples", "validate.servers_per_node", "validate.clients_per_node"):
+        _positive(cfg, p)
+    if cfg["binding"] != "none":
+        width = 2 if cfg["binding"] == "2cores" else 1
+        cores = min(len(nd["cores"]) for nd in cfg["nodes"])
+        for p in ("servers_per_node", "clients_per_node"):
+            if v[p] is not None and v[p] * width > cores:
+                raise ConfigError(f"validate.{p}: {v[p]} processes x {width} core(s) do not fit on a "
+                                  f"node with {cores} usable cores (binding '{cfg['binding']}')")
+    if v["server_nodes"] is None:
+        v["server_nodes"] = list(range(1, max(1, min(4, n - 1)) + 1))
+    for s in v["server_nodes"]:
+        if not 1 <= s <= n - 1:
+            raise ConfigError(f"validate.server_nodes: {s} server nodes leave no client node "
+                              f"among {n} nodes")
+    if v["client_nodes"] is not None:
+        for c in v["client_nodes"]:
+            if not 1 <= c <= n - min(v["server_nodes"]):
+                raise ConfigError(f"validate.client_nodes: {c} client nodes do not fit beside "
+                                  f"{min(v['server_nodes'])} server node(s) among {n} nodes")
+    return cfg
+
+
+def build(config_file: str | None = None, overrides: dict[str, Any] | None = None) -> dict:
+    """File + overrides -> resolved config."""
+    data = load_file(config_file) if config_file else None
+    return resolve(merge(data, overrides or {}))
+
+
+def describe_keys() -> str:
+    lines = []
+    for k in KEYS:
+        d = json.dumps(k.default)
+        choices = f" ({'|'.join(k.choices)})" if k.choices else ""
+        lines.append(f"{k.path:30s} {k.kind}{choices}, default {d}\n    {k.help}")
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""What a launcher is: where the nodes are, and the exact command lines that
+start K engine processes on one node with a given core binding."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+#: Core-binding scenarios (seed 000, Figure 2): one process per core,
+#: two cores per process, or no binding at all.
+BINDINGS = ("core", "2cores", "none")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the campaign: a real host, or a logical slice of this one."""
+
+    index: int
+    host: str
+    cores: tuple[int, ...]
+    #: IP address servers on this node serve on (None: the engine's default).
+    address: str | None = None
+
+    def describe(self) -> dict:
+        return {"index": self.index, "host": self.host, "cores": list(self.cores),
+                "address": self.address}
+
+
+@dataclass
+class Launch:
+    """One command line to run, and what it starts."""
+
+    argv: list[str]
+    node: Node
+    ranks: list[int]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class LauncherError(RuntimeError):
+    """A launcher cannot do what was asked (names the reason)."""
+
+
+def procs_per_node(node: Node, binding: str) -> int:
+    """Default number of processes a node holds under a binding."""
+    n = len(node.cores)
+    return max(1, n // 2) if binding == "2cores" else n
+
+
+def core_sets(node: Node, nprocs: int, binding: str) -> list[tuple[int, ...] | None]:
+    """The cores each of nprocs processes is bound to (None: unbound)."""
+    if binding == "none":
+        return [None] * nprocs
+    width = 2 if binding == "2cores" else 1
+    if nprocs * width > len(node.cores):
+        raise LauncherError(
+            f"node {node.index} ({node.host}) has {len(node.cores)} usable cores: "
+            f"{nprocs} processes x {width} core(s) do not fit (binding '{binding}')")
+    return [tuple(node.cores[i * width:(i + 1) * width]) for i in range(nprocs)]
+
+
+class Launcher(ABC):
+    """Starts engine processes on nodes."""
+
+    name = "base"
+
+    @abstractmethod
+    def nodes(self) -> list[Node]:
+        """The nodes this launcher can use, in order."""
+
+    @abstractmethod
+    def launches(self, node: Node, engine_argv: list[str], nprocs: int, binding: str,
+                 first_rank: int) -> list[Launch]:
+        """Command lines starting nprocs engine processes with ranks
+        first_rank..first_rank+nprocs-1 on node.
+
+        engine_argv is the engine command without rank options (e.g.
+        [engine, "serve", ...]); "{rank}" in its arguments is replaced by the
+        engine with each process's rank.
+        """
+
+    def describe(self) -> dict:
+        return {"type": self.name, "nodes": [n.describe() for n in self.nodes()]}

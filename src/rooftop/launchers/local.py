@@ -1,0 +1,46 @@
+"""The default launcher: this machine's cores split into N logical nodes.
+
+No root needed. With 2 cores and 2 nodes each node is one core. Processes
+are bound with the engine's own --cpus, so a logical node's processes stay
+on its cores even with binding 'none' (then each may use all of them).
+"""
+
+from __future__ import annotations
+
+import os
+
+from rooftop.launchers.base import Launch, Launcher, LauncherError, Node, core_sets
+
+
+def usable_cores() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+class LocalLauncher(Launcher):
+    name = "local"
+
+    def __init__(self, nodes: int | None = None, cores: list[int] | None = None):
+        self._cores = list(cores) if cores is not None else usable_cores()
+        n = nodes if nodes is not None else min(2, len(self._cores))
+        if n < 1:
+            raise LauncherError("launcher.nodes must be at least 1")
+        if n > len(self._cores):
+            raise LauncherError(f"launcher.nodes = {n}: this machine has only "
+                                f"{len(self._cores)} usable cores to split into nodes")
+        per = len(self._cores) // n
+        self._nodes = [Node(i, "localhost", tuple(self._cores[i * per:(i + 1) * per]))
+                       for i in range(n)]
+
+    def nodes(self) -> list[Node]:
+        return list(self._nodes)
+
+    def launches(self, node, engine_argv, nprocs, binding, first_rank):
+        sets = core_sets(node, nprocs, binding)
+        out = []
+        for i, cores in enumerate(sets):
+            cpus = cores if cores is not None else node.cores
+            rank = first_rank + i
+            argv = [a.replace("{rank}", str(rank)) for a in engine_argv]
+            argv += ["--rank", str(rank), "--cpus", ",".join(map(str, cpus))]
+            out.append(Launch(argv, node, [rank]))
+        return out

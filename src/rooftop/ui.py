@@ -1,0 +1,94 @@
+"""What a person sees while a campaign runs: a progress bar per stage with
+its ETA, and a summary table at the end (on stderr; stdout stays for the
+run id or --json)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.table import Table
+
+console = Console(stderr=True, highlight=False)
+
+STAGE_RATE = {"server_peak": "per_server", "client_peak": "per_client",
+              "sweep_servers": "aggregate", "validate": "per_client"}
+
+
+@contextmanager
+def stage_progress(groups, done: set[str], quiet: bool = False):
+    """Yields on_sample(spec, row) that advances the bar of spec.stage."""
+    counts: dict[str, int] = {}
+    for g in groups:
+        for s in g.samples:
+            if s.key not in done:
+                counts[s.stage] = counts.get(s.stage, 0) + 1
+    if quiet or not counts:
+        yield lambda spec, row: None
+        return
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description:14s}"), BarColumn(),
+                        MofNCompleteColumn(), TextColumn("{task.fields[failed]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=console, transient=False)
+    tasks = {stage: progress.add_task(stage, total=n, failed="") for stage, n in counts.items()}
+    nfailed: dict[str, int] = {}
+
+    def on_sample(spec, row):
+        if row["status"] != "ok":
+            nfailed[spec.stage] = nfailed.get(spec.stage, 0) + 1
+            progress.update(tasks[spec.stage], failed=f"[red]{nfailed[spec.stage]} failed")
+        progress.advance(tasks[spec.stage])
+        if not console.is_terminal:
+            console.print(f"  {spec.key}: " + (f"{row[STAGE_RATE[spec.stage]]:.4g} {row['unit']}"
+                                               if row["status"] == "ok" else f"FAILED {row['error'][:200]}"))
+
+    with progress:
+        yield on_sample
+
+
+def fmt_rate(v: float | None, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "bytes/s":
+        return f"{v / 2**30:.2f} GiB/s"
+    return f"{v / 1e3:,.1f} K ops/s" if v >= 1e4 else f"{v:,.0f} ops/s"
+
+
+def summarize(samples: list[dict]) -> list[dict]:
+    """Per stage and metric: samples, failures, min/median/max of its rate."""
+    out = []
+    keys = sorted({(s["stage"], s["metric"]) for s in samples},
+                  key=lambda k: (list(STAGE_RATE).index(k[0]), k[1]))
+    for stage, metric in keys:
+        rows = [s for s in samples if s["stage"] == stage and s["metric"] == metric]
+        ok = [s[STAGE_RATE[stage]] for s in rows if s["status"] == "ok"]
+        out.append({"stage": stage, "metric": metric, "rate": STAGE_RATE[stage],
+                    "unit": rows[0]["unit"], "samples": len(rows),
+                    "failed": sum(1 for s in rows if s["status"] != "ok"),
+                    "min": min(ok) if ok else None, "median": statistics.median(ok) if ok else None,
+                    "max": max(ok) if ok else None})
+    return out
+
+
+def print_summary(run, samples: list[dict]) -> None:
+    t = Table(title=f"run {run.id} ({run.status})", title_justify="left")
+    for col in ("stage", "metric", "rate", "samples", "min", "median", "max"):
+        t.add_column(col, justify="right" if col in ("samples", "min", "median", "max") else "left")
+    for r in summarize(samples):
+        n = f"{r['samples']}" + (f" ([red]{r['failed']} failed[/])" if r["failed"] else "")
+        t.add_row(r["stage"], r["metric"], r["rate"].replace("_", "-") + " process" if r["rate"] != "aggregate" else "aggregate",
+                  n, fmt_rate(r["min"], r["unit"]), fmt_rate(r["median"], r["unit"]),
+                  fmt_rate(r["max"], r["unit"]))
+    console.print(t)
+    if run.overhead is not None:
+        console.print(f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "
+                      f"overhead (launch, readiness, teardown) {run.overhead:.0%}")
+    failed = [s for s in samples if s["status"] != "ok"]
+    for s in failed[:5]:
+        console.print(f"[red]failed[/] {s['key']}: {s['error'][:300]}")
+    if len(failed) > 5:
+        console.print(f"... and {len(failed) - 5} more failed samples (rooftop export {run.id})")

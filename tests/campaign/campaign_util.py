@@ -1,0 +1,47 @@
+"""Helpers for campaign tests: run the rooftop CLI, read the store, find
+engine processes a campaign left behind."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def rooftop(*args, timeout=300, env=None, check=True):
+    p = subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    if check and p.returncode != 0:
+        raise AssertionError(f"rooftop {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def samples(results: Path, run: str) -> list[dict]:
+    db = sqlite3.connect(results / "rooftop.db")
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY id", (run,))]
+    db.close()
+    return rows
+
+
+def engine_processes(marker: str) -> list[int]:
+    """PIDs of live rooftop-engine processes whose command line mentions marker."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        if "rooftop-engine" in cmd and marker in cmd and state != "Z":
+            pids.append(int(d.name))
+    return pids
+
+
+QUICK = ["--duration", "0.4", "--warmup", "0.2", "--samples", "2"]

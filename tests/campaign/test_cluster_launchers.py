@@ -1,0 +1,66 @@
+"""Campaigns through cluster launchers: srun command lines checked exactly
+(no Slurm here), mpiexec run for real with the installed Open MPI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+
+import pytest
+
+from rooftop.engine import engine_path
+
+from campaign_util import engine_processes, rooftop, samples
+
+
+def test_srun_command_lines_exactly(tmp_path):
+    env = dict(os.environ, SLURM_JOB_ID="42", SLURM_JOB_NODELIST="nid[001-002]",
+               SLURM_CPUS_ON_NODE="4")
+    res = tmp_path / "res"
+    out = rooftop("collect", "--launcher", "srun", "--dry-run", "--set", "fabric.domain=hsn0",
+                  "--metrics", "rpc", "--samples", "2", "--duration", "3", "--warmup", "0.5",
+                  "--set", "collect.client_peak=false", "--results", str(res), env=env).stdout
+    e = engine_path()
+    g = f"{res}/<run>/groups/<group>"
+    srun = "srun --nodes=1 --ntasks=4 --nodelist={} --exact --cpus-per-task=1 --cpu-bind=cores --kill-on-bad-exit=1"
+    assert out.splitlines() == [
+        "# servers on node(s) [0], 4 per node",
+        f"{srun.format('nid001')} {e} serve --fabric ofi+tcp --domain hsn0 --group-dir '{g}' "
+        f"--token '<token>' --progress spindown --max-size 4194304 --output '{g}/server-{{rank}}.json' "
+        f"--rank 0 --rank-from-env",
+        "# server_peak rpc: clients on node(s) [1], 2 sample(s) in one round",
+        f"{srun.format('nid002')} {e} load --fabric ofi+tcp --domain hsn0 --group-dir '{g}' "
+        f"--nservers 4 --duration 3.0 --samples 2 --warmup 0.5 --progress busy --timeout 10.0 "
+        f"--output '{res}/<run>/raw/server_peak_rpc_s0x4_c1x4/client-{{rank}}.json' --op noop "
+        f"--rank 0 --rank-from-env",
+        "# then: rooftop-engine shutdown --token <token> for each server",
+    ]
+    # Outside an allocation the srun launcher says so.
+    env.pop("SLURM_JOB_NODELIST")
+    env.pop("SLURM_JOB_ID")
+    p = rooftop("collect", "--launcher", "srun", "--dry-run", "--set", "fabric.domain=hsn0",
+                "--results", str(res), env=env, check=False)
+    assert p.returncode == 2 and "Slurm allocation" in p.stderr
+
+
+@pytest.mark.skipif(not shutil.which("mpiexec"), reason="no mpiexec (Open MPI or MPICH) installed")
+def test_mpiexec_campaign_runs_for_real(tmp_path):
+    res = tmp_path / "res"
+    p = rooftop("collect", "--launcher", "mpiexec", "--set", 'launcher.hosts=["localhost","localhost"]',
+                "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2",
+                "--set", "collect.client_peak=false", "--results", str(res), "-v")
+    run = p.stdout.strip().splitlines()[-1]
+    assert "mpiexec" in p.stderr  # -v logs every command started
+    rows = samples(res, run)
+    assert len(rows) == 2 and all(r["status"] == "ok" and r["aggregate"] > 0 for r in rows), rows
+    servers = list(res.glob(f"{run}/groups/*/server-0.json"))
+    assert servers
+    doc = json.loads(servers[0].read_text())
+    assert doc["complete"] and doc["config"]["rank_from_env"] is True
+    assert doc["result"]["stop_reason"] == "shutdown rpc"  # stopped with the campaign's token
+    cfg = json.loads(sqlite3.connect(res / "rooftop.db").execute(
+        "SELECT config FROM runs WHERE id=?", (run,)).fetchone()[0])
+    assert cfg["launcher"]["type"] == "mpiexec" and len(cfg["nodes"]) == 2
+    assert not engine_processes(str(res))

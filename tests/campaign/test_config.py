@@ -1,0 +1,75 @@
+"""Config errors name the key and say why; the resolved config is complete."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rooftop import config
+from rooftop.config import ConfigError
+
+from campaign_util import rooftop
+
+
+def err(data=None, **overrides):
+    with pytest.raises(ConfigError) as e:
+        config.resolve(config.merge(data, overrides))
+    return str(e.value)
+
+
+def test_errors_name_the_key():
+    assert "collect.duraton: unknown key" in err({"collect": {"duraton": 5}})
+    assert "did you mean collect.duration" in err({"collect": {"duraton": 5}})
+    assert err({"bogus": 1}).startswith("bogus: unknown key")
+    assert "collect.samples: expected an integer" in err({"collect": {"samples": "five"}})
+    assert "collect.duration: must be > 0" in err({"collect": {"duration": 0}})
+    assert "binding: 'socket' is not one of core, 2cores, none" in err({"binding": "socket"})
+    assert "bw.size: 'huge' is not a size" in err({"bw": {"size": "huge"}})
+    assert "metrics[0]: 'iops' is not one of rpc, bw" in err({"metrics": ["iops"]})
+    assert "engine.server_progress" in err({"engine": {"server_progress": "spin"}})
+    assert "bw.stream_size" in err({"bw": {"size": "2GiB", "stream_size": "1GiB"}})
+
+
+def test_impossible_values_for_this_machine():
+    n = len(config.build()["nodes"][0]["cores"])
+    assert "collect.servers_per_node" in err({"collect": {"servers_per_node": n + 1}})
+    assert "do not fit" in err({"collect": {"servers_per_node": n + 1}})
+    assert "launcher: launcher.nodes = 99" in err({"launcher": {"nodes": 99}})
+    assert "validate.server_nodes" in err({"validate": {"server_nodes": [5]}})
+    assert "bw.stream_size" in err({"bw": {"stream_size": "64TiB"}})
+    assert "launcher.nodes: a campaign needs at least 2 nodes" in err({"launcher": {"nodes": 1}})
+    assert "fabric.domain" in err({"launcher": {"type": "mpiexec", "hosts": ["n1", "n2"]}})
+
+
+def test_resolved_config_has_every_default(tmp_path):
+    cfg = config.build()
+    for k in config.KEYS:
+        node = cfg
+        for part in k.path.split("."):
+            assert part in node, k.path
+            node = node[part]
+    assert cfg["nodes"] and cfg["validate"]["server_nodes"]
+    assert cfg["collect"]["servers_per_node"] >= 1
+
+
+def test_file_json_and_toml_and_cli(tmp_path):
+    j = tmp_path / "c.json"
+    j.write_text(json.dumps({"metrics": ["rpc"], "collect": {"samples": 2}}))
+    t = tmp_path / "c.toml"
+    t.write_text('metrics = ["bw"]\n[collect]\nsamples = 4\n[bw]\nsize = "1MiB"\n')
+    assert config.build(str(j))["collect"]["samples"] == 2
+    cfg = config.build(str(t))
+    assert cfg["metrics"] == ["bw"] and cfg["bw"]["size"] == "1MiB"
+    out = rooftop("config", "show", "--config", str(j), "--set", "collect.duration=2.5",
+                  "--metrics", "rpc,bw").stdout
+    shown = json.loads(out)
+    assert shown["collect"]["duration"] == 2.5 and shown["collect"]["samples"] == 2
+    assert shown["metrics"] == ["rpc", "bw"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"collect": {"samples": 2,}}')
+    p = rooftop("collect", "--config", str(bad), check=False)
+    assert p.returncode == 2 and str(bad) in p.stderr and "line 1" in p.stderr
+    p = rooftop("collect", "--set", "collect.samples=-1", check=False)
+    assert p.returncode == 2 and "collect.samples: must be > 0" in p.stderr
+    assert "collect.duration" in rooftop("config", "keys").stdout
