@@ -14,9 +14,15 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 from rich.table import Table
 
 console = Console(stderr=True, highlight=False)
+if not console.is_terminal:
+    console.width = 110  # logs and CI: wide enough that tables do not wrap
 
 STAGE_RATE = {"server_peak": "per_server", "client_peak": "per_client",
               "sweep_servers": "aggregate", "validate": "per_client"}
+STAGE_LABEL = {"server_peak": "server peak (per server process)",
+               "client_peak": "client peak (per client process)",
+               "sweep_servers": "server sweep (node aggregate)",
+               "validate": "validation (per client process)"}
 
 
 @contextmanager
@@ -76,13 +82,13 @@ def summarize(samples: list[dict]) -> list[dict]:
 
 def print_summary(run, samples: list[dict]) -> None:
     t = Table(title=f"run {run.id} ({run.status})", title_justify="left")
-    for col in ("stage", "metric", "rate", "samples", "min", "median", "max"):
-        t.add_column(col, justify="right" if col in ("samples", "min", "median", "max") else "left")
+    for col in ("stage", "metric", "samples", "min", "median", "max"):
+        t.add_column(col, no_wrap=True,
+                     justify="right" if col in ("samples", "min", "median", "max") else "left")
     for r in summarize(samples):
         n = f"{r['samples']}" + (f" ([red]{r['failed']} failed[/])" if r["failed"] else "")
-        t.add_row(r["stage"], r["metric"], r["rate"].replace("_", "-") + " process" if r["rate"] != "aggregate" else "aggregate",
-                  n, fmt_rate(r["min"], r["unit"]), fmt_rate(r["median"], r["unit"]),
-                  fmt_rate(r["max"], r["unit"]))
+        t.add_row(STAGE_LABEL[r["stage"]], r["metric"], n, fmt_rate(r["min"], r["unit"]),
+                  fmt_rate(r["median"], r["unit"]), fmt_rate(r["max"], r["unit"]))
     console.print(t)
     if run.overhead is not None:
         console.print(f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "

@@ -190,3 +190,15 @@ def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
     assert any("--op read" in l and "--size 4MiB" in l for l in load)
     assert not (res / "rooftop.db").exists() or not samples(res, "x")
     assert not engine_processes(str(res))
+
+
+def test_server_sweep(tmp_path):
+    res = tmp_path / "res"
+    run = rooftop("collect", "--metrics", "rpc", "--sweep-servers", "--binding", "none",
+                  "--set", "collect.servers_per_node=3", "--set", "collect.server_peak=false",
+                  "--set", "collect.client_peak=false", "--duration", "0.3", "--warmup", "0.1",
+                  "--samples", "1", "--results", str(res)).stdout.strip().splitlines()[-1]
+    rows = samples(res, run)
+    assert [r["server_procs"] for r in rows] == [1, 2, 3]
+    assert all(r["stage"] == "sweep_servers" and r["status"] == "ok" for r in rows)
+    assert all(r["x"] == pytest.approx(r["server_procs"] / r["client_procs"]) for r in rows)
