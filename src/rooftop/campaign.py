@@ -125,6 +125,24 @@ def plan_validate(cfg: dict) -> list[Group]:
     return groups
 
 
+def reap(procs: list[subprocess.Popen], timeout: float) -> list[subprocess.Popen]:
+    """Waits for procs until timeout, then kills what is left (its whole
+    process group); returns the processes that had to be killed."""
+    deadline = time.monotonic() + timeout
+    killed = []
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.05, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+            killed.append(p)
+    return killed
+
+
 class Processes:
     """Every process a campaign starts, so that all can be stopped."""
 
@@ -146,16 +164,10 @@ class Processes:
                 os.killpg(p.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + grace
-        for p in live:
-            try:
-                p.wait(timeout=max(0.05, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
+        reap(live, grace)
+        self.forget_finished()
+
+    def forget_finished(self) -> None:
         self.procs = [p for p in self.procs if p.poll() is None]
 
 
@@ -284,17 +296,8 @@ class Runner:
         if live:
             with ThreadPoolExecutor(max_workers=min(8, len(live))) as pool:
                 list(pool.map(shutdown, live))
-        deadline = time.monotonic() + 10
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.05, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
-        self.procs.procs = [p for p in self.procs.procs if p.poll() is None]
+        reap(procs, 10)
+        self.procs.forget_finished()
 
     # samples ---------------------------------------------------------------
     def run_round(self, group: Group, specs: list[SampleSpec], gdir: Path, nservers: int) -> list[dict]:
@@ -312,16 +315,10 @@ class Runner:
             self.log("start: " + shlex.join(launch.argv))
             procs.append(self.procs.start(launch, sdir / f"launch-{i}.log"))
         limit = spec.duration * len(specs) + spec.warmup + self.cfg["engine"]["timeout"] + 30
-        deadline = time.monotonic() + limit
-        errors = []
-        for launch, p in zip(launches, procs):
-            try:
-                p.wait(timeout=max(0.05, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-                errors.append(f"clients on node {launch.node.index} did not finish within {limit:g} s")
-        self.procs.procs = [p for p in self.procs.procs if p.poll() is None]
+        killed = reap(procs, limit)
+        errors = [f"clients on node {launch.node.index} did not finish within {limit:g} s"
+                  for launch, p in zip(launches, procs) if p in killed]
+        self.procs.forget_finished()
         windows: list[list[dict]] = []  # per client: its windows
         for r in range(nclients):
             f = sdir / f"client-{r}.json"

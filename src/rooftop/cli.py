@@ -161,22 +161,15 @@ def _cmd_collect(args) -> int:
     if args.resume:
         store = Store(args.results or "./rooftop-results")
         run = store.get_run(args.resume)
-        cfg = run.config
-        run_id = run.id
+        cfg, run_id = run.config, run.id
     else:
         cfg = config.build(args.config, _overrides(args, "collect"))
         store = Store(cfg["results"])
-        if args.dry_run:
-            from rooftop.launchers import make_launcher
-
-            runner = Runner(cfg, store, "<run>", make_launcher(cfg["launcher"]))
-            print("\n".join(runner.dry_run(plan_collect(cfg))))
-            return 0
-        run_id = store.new_run(cfg, _environment(cfg))
+        run_id = None if args.dry_run else store.new_run(cfg, _environment(cfg))
     if args.dry_run:
         from rooftop.launchers import make_launcher
 
-        runner = Runner(cfg, store, run_id, make_launcher(cfg["launcher"]))
+        runner = Runner(cfg, store, run_id or "<run>", make_launcher(cfg["launcher"]))
         print("\n".join(runner.dry_run(plan_collect(cfg))))
         return 0
     return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
