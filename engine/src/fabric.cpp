@@ -338,6 +338,7 @@ std::string Endpoint::domain_name() const {
 }
 uint32_t Endpoint::addr_format() const { return info_->addr_format; }
 size_t Endpoint::max_msg_size() const { return info_->ep_attr->max_msg_size; }
+size_t Endpoint::inject_size() const { return info_->tx_attr->inject_size; }
 
 std::string Endpoint::local_address() const {
   std::string buf(256, '\0');
@@ -489,6 +490,9 @@ ssize_t Endpoint::post_send(const uint8_t* buf, size_t len, void* desc, fi_addr_
                             OpContext* ctx) {
   return fi_send(ep_, buf, len, desc, dest, ctx);
 }
+ssize_t Endpoint::post_inject(const uint8_t* buf, size_t len, fi_addr_t dest) {
+  return fi_inject(ep_, buf, len, dest);
+}
 ssize_t Endpoint::post_write(const uint8_t* buf, size_t len, void* desc, fi_addr_t dest,
                              uint64_t raddr, uint64_t rkey, OpContext* ctx) {
   return fi_write(ep_, buf, len, desc, dest, raddr, rkey, ctx);
@@ -514,6 +518,7 @@ void Endpoint::describe(JsonWriter& w) const {
   for (auto& n : mr_mode_names()) w.value(n);
   w.end_array();
   w.kv("max_msg_size", static_cast<uint64_t>(max_msg_size()));
+  w.kv("inject_size", static_cast<uint64_t>(inject_size()));
   w.key("progress").begin_object();
   w.kv("requested", progress_.text());
   w.kv("effective", progress_effective());

@@ -103,6 +103,7 @@ class Endpoint {
   std::string address_string(const std::string& raw) const;
   uint32_t addr_format() const;
   size_t max_msg_size() const;
+  size_t inject_size() const;  // sends up to this size can use post_inject
   uint64_t mr_mode() const { return mr_mode_; }
   std::vector<std::string> mr_mode_names() const;
 
@@ -126,6 +127,9 @@ class Endpoint {
 
   ssize_t post_recv(uint8_t* buf, size_t len, void* desc, OpContext* ctx);
   ssize_t post_send(const uint8_t* buf, size_t len, void* desc, fi_addr_t dest, OpContext* ctx);
+  // Buffered send: the buffer is free on return and no completion is
+  // generated (half the completion-queue work of a small RPC).
+  ssize_t post_inject(const uint8_t* buf, size_t len, fi_addr_t dest);
   ssize_t post_write(const uint8_t* buf, size_t len, void* desc, fi_addr_t dest, uint64_t raddr,
                      uint64_t rkey, OpContext* ctx);
   ssize_t post_read(uint8_t* buf, size_t len, void* desc, fi_addr_t src, uint64_t raddr,

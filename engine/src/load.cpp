@@ -79,6 +79,7 @@ class Load {
   enum class Op { Noop, Read, Write } op_ = Op::Noop;
   uint64_t size_ = 0;
   size_t req_size_ = 0;
+  size_t inject_ = 0;  // requests up to this size go out with fi_inject
   uint32_t resp_size_ = 0;
   bool verify_ = false, stream_ = false;
   size_t next_target_ = 0;
@@ -129,7 +130,13 @@ void Load::post(Slot& s) {
                                 resp_size_);
   }
   s.t_issue = now_ns();
-  ssize_t rc = core_->ep().post_send(s.txbuf, len, tx_mr_.desc, t.fa, &s.ctx);
+  ssize_t rc;
+  if (len <= inject_) {
+    rc = core_->ep().post_inject(s.txbuf, len, t.fa);
+    if (rc == 0) s.tx_done = true;  // buffered: no completion will come
+  } else {
+    rc = core_->ep().post_send(s.txbuf, len, tx_mr_.desc, t.fa, &s.ctx);
+  }
   if (rc == -FI_EAGAIN) {
     to_post_.push_back(&s);
     return;
@@ -375,6 +382,7 @@ int Load::run() {
   size_t msg = std::max<size_t>({req_size_, resp_size_, wire::kHeaderSize + 64});
   core_ = std::make_unique<ClientCore>(o_, addrs[0], static_cast<size_t>(k) + 8, msg);
   rep_.capture(core_->ep());
+  inject_ = core_->ep().inject_size();
   for (auto& a : addrs) targets_.push_back(core_->connect(a, static_cast<uint32_t>(rank)));
   for (auto& t : targets_) {
     if (op_ != Op::Noop && size_ > t.max_bulk)

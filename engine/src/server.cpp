@@ -103,6 +103,7 @@ class Server {
   std::map<std::string, fi_addr_t> conn_by_addr_;
   std::set<uint64_t> conns_;
   size_t max_msg_ = 0;
+  size_t inject_ = 0;  // responses up to this size go out with fi_inject
   uint64_t max_bulk_ = 0;
   int rank_ = 0;
   std::string token_;
@@ -148,6 +149,26 @@ void Server::repost(RxBuf* rx) {
 }
 
 void Server::post_tx(TxBuf* tx, size_t len, fi_addr_t dest) {
+  if (len <= inject_) {
+    ssize_t rc = ep_->post_inject(tx->buf, len, dest);
+    if (rc == 0) {  // buffered: the tx buffer is free again at once
+      tx->next_free = free_tx_;
+      free_tx_ = tx;
+      return;
+    }
+    if (rc != -FI_EAGAIN) {
+      n_tx_err_++;
+      error("fi_inject failed: " + fi_error_text(static_cast<int>(rc)));
+      tx->next_free = free_tx_;
+      free_tx_ = tx;
+      return;
+    }
+    // EAGAIN: fall through to the backlog like any send.
+    backlog_.push_back({dest, std::vector<uint8_t>(tx->buf, tx->buf + len)});
+    tx->next_free = free_tx_;
+    free_tx_ = tx;
+    return;
+  }
   ssize_t rc = ep_->post_send(tx->buf, len, tx_mr_.desc, dest, &tx->ctx);
   if (rc == 0) {
     tx_inflight_++;
@@ -184,9 +205,16 @@ void Server::flush_backlog() {
     Pending p = std::move(backlog_.front());
     backlog_.pop_front();
     std::memcpy(tx->buf, p.bytes.data(), p.bytes.size());
-    ssize_t rc = ep_->post_send(tx->buf, p.bytes.size(), tx_mr_.desc, p.dest, &tx->ctx);
+    const bool inject = p.bytes.size() <= inject_;
+    ssize_t rc = inject ? ep_->post_inject(tx->buf, p.bytes.size(), p.dest)
+                        : ep_->post_send(tx->buf, p.bytes.size(), tx_mr_.desc, p.dest, &tx->ctx);
     if (rc == 0) {
-      tx_inflight_++;
+      if (inject) {
+        tx->next_free = free_tx_;
+        free_tx_ = tx;
+      } else {
+        tx_inflight_++;
+      }
       continue;
     }
     tx->next_free = free_tx_;
@@ -504,6 +532,7 @@ int Server::run() {
   eo.thread_safe = nthreads_ > 0;
   ep_ = std::make_unique<Endpoint>(eo);
   rep_.capture(*ep_);
+  inject_ = ep_->inject_size();
   if (max_bulk_ > ep_->max_msg_size())
     throw UsageError("--max-size " + o_.str("max-size") + " exceeds the provider's largest transfer (" +
                      std::to_string(ep_->max_msg_size()) + " bytes)");
