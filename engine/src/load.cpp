@@ -113,6 +113,7 @@ class Load {
     w_bytes0_ = bytes_;
     w_cpu0_ = c;
   }
+  double measure_at_ = 0, late_s_ = 0, measure_start_s_ = 0;
   std::string end_reason_ = "done";
   bool fatal_ = false;
   int fatal_code_ = 0;
@@ -295,6 +296,8 @@ std::string Load::result_json() const {
     w.kv("cpu_utilization", i.cpu_util).end_object();
   }
   w.end_array();
+  w.kv("measure_start_s", measure_start_s_);  // wall clock, seconds since the epoch
+  if (measure_at_ > 0) w.kv("measure_at_late_s", late_s_);
   w.key("samples").begin_array();
   for (auto& win : windows_) {
     w.begin_object().kv("ops", win.ops).kv("bytes", win.bytes).kv("elapsed_s", win.elapsed_s);
@@ -318,6 +321,16 @@ int Load::run() {
   int64_t k = o_.integer("concurrency");
   if (k < 1 || k > 4096) throw UsageError("--concurrency must be 1..4096");
   double duration = o_.seconds("duration"), warmup = o_.seconds("warmup");
+  if (!o_.str("measure-at").empty()) {
+    size_t used = 0;
+    try {
+      measure_at_ = std::stod(o_.str("measure-at"), &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != o_.str("measure-at").size() || measure_at_ <= 0)
+      throw UsageError("--measure-at '" + o_.str("measure-at") + "': expected seconds since the epoch (UTC)");
+  }
   nwindows_ = o_.integer("samples");
   if (nwindows_ < 1 || nwindows_ > 100000) throw UsageError("--samples must be 1..100000");
   if (duration <= 0) throw UsageError("--duration must be > 0");
@@ -420,10 +433,19 @@ int Load::run() {
   const int64_t timeout_ns = static_cast<int64_t>(timeout * 1e9);
   t_start_ = now_ns();
   int64_t warm_end = t_start_ + static_cast<int64_t>(warmup * 1e9);
+  if (measure_at_ > 0) {
+    // Every client of a sample measures from the same wall-clock instant:
+    // warm up until then, whatever the launch skew was.
+    double until = measure_at_ - realtime_s();
+    late_s_ = until < 0 ? -until : 0.0;
+    warm_end = t_start_ + static_cast<int64_t>(std::max(0.0, until) * 1e9);
+    warmup = std::max(0.0, until);
+  }
   int64_t measure_end = 0;
   if (warmup <= 0) {
     phase_ = Phase::Measure;
     t0_ = w_start_ = t_start_;
+    measure_start_s_ = realtime_s();
     cpu0_ = w_cpu0_ = process_cpu();
     measure_end = t0_ + static_cast<int64_t>(duration * 1e9);
   }
@@ -450,6 +472,7 @@ int Load::run() {
     if (phase_ == Phase::Warmup && now >= warm_end) {
       phase_ = Phase::Measure;
       t0_ = w_start_ = now;
+      measure_start_s_ = realtime_s();
       cpu0_ = w_cpu0_ = process_cpu();
       measure_end = t0_ + static_cast<int64_t>(duration * 1e9);
     }
@@ -538,6 +561,7 @@ int cmd_load(int argc, char** argv) {
       {"duration", OptKind::Seconds, "5", "measured time (of each sample)", ""},
       {"samples", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.samples", ""},
       {"warmup", OptKind::Seconds, "1", "time run before measuring (not counted)", ""},
+      {"measure-at", OptKind::Str, "", "start measuring at this wall-clock time (seconds since the epoch), warming up until then; replaces --warmup, so that all clients of a sample measure the same interval", ""},
       {"buffer", OptKind::Choice, "stream", "reuse: one buffer per outstanding op (as osu_bw); stream: walk through --stream-size (as a data service)", "reuse|stream"},
       {"stream-size", OptKind::Size, "1GiB", "client buffer walked by --buffer stream", ""},
       {"verify", OptKind::Bool, "false", "check a data pattern end to end on every bulk op", ""},

@@ -21,6 +21,12 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+double realtime_s() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+}
+
 std::string utc_timestamp() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -9,6 +9,7 @@
 namespace rooftop {
 
 int64_t now_ns();  // CLOCK_MONOTONIC
+double realtime_s();  // CLOCK_REALTIME, seconds since the epoch
 std::string utc_timestamp();
 
 struct CpuTimes {

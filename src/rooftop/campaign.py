@@ -217,7 +217,11 @@ class Runner:
         return launches
 
     def client_launches(self, group: Group, spec: SampleSpec, gdir: Path, sdir: Path,
-                        windows: int = 1) -> list[Launch]:
+                        windows: int = 1, measure_at: str | None = None) -> list[Launch]:
+        """measure_at: when every client starts measuring (epoch seconds);
+        by default the launch time + start lead + warmup."""
+        if measure_at is None:
+            measure_at = f"{time.time() + self.cfg['engine']['start_lead'] + spec.warmup:.3f}"
         nservers = len(group.server_nodes) * group.servers_per_node
         e = self.cfg["engine"]
         launches, rank = [], 0
@@ -226,7 +230,7 @@ class Runner:
             argv = [self.engine, "load", *self._fabric_args(), "--group-dir", str(gdir),
                     "--nservers", str(nservers), "--duration", str(spec.duration),
                     "--samples", str(windows),
-                    "--warmup", str(spec.warmup), "--progress", e["client_progress"],
+                    "--measure-at", measure_at, "--progress", e["client_progress"],
                     "--timeout", str(e["timeout"]), "--output", str(sdir / "client-{rank}.json")]
             if spec.metric == "rpc":
                 argv += ["--op", "noop"]
@@ -314,7 +318,8 @@ class Runner:
         for i, launch in enumerate(launches):
             self.log("start: " + shlex.join(launch.argv))
             procs.append(self.procs.start(launch, sdir / f"launch-{i}.log"))
-        limit = spec.duration * len(specs) + spec.warmup + self.cfg["engine"]["timeout"] + 30
+        limit = (spec.duration * len(specs) + spec.warmup + self.cfg["engine"]["start_lead"]
+                 + self.cfg["engine"]["timeout"] + 30)
         killed = reap(procs, limit)
         errors = [f"clients on node {launch.node.index} did not finish within {limit:g} s"
                   for launch, p in zip(launches, procs) if p in killed]
@@ -424,8 +429,9 @@ class Runner:
                 sdir = self.run_dir / "raw" / spec.key.rsplit("/", 1)[0].replace("/", "_")
                 lines.append(f"# {spec.stage} {spec.metric}: clients on node(s) {spec.client_nodes}, "
                              f"{len(specs)} sample(s) in one round")
+                at = f"<launch time + {self.cfg['engine']['start_lead']:g} + {spec.warmup:g}>"
                 lines += [shlex.join(l.argv)
-                          for l in self.client_launches(group, spec, gdir, sdir, len(specs))]
+                          for l in self.client_launches(group, spec, gdir, sdir, len(specs), at)]
             lines.append("# then: rooftop-engine shutdown --token <token> for each server")
         self.token = real_token
         return lines

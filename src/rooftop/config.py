@@ -82,6 +82,8 @@ KEYS: list[Key] = [
     Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, "
         "spindown[:MS]"),
     Key("engine.client_progress", "str", "busy", "client progress mode"),
+    Key("engine.start_lead", "float", 0.5, "seconds allowed for client processes to start before their "
+        "warmup: all clients of a sample then measure from the same instant (--measure-at)"),
     Key("engine.timeout", "float", 10.0, "seconds before a missing or silent server is an error"),
     Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
     Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
@@ -285,7 +287,7 @@ def resolve(cfg: dict) -> dict:
     cfg = copy.deepcopy(cfg)
     for p in ("collect.duration", "validate.duration", "engine.timeout"):
         _positive(cfg, p)
-    for p in ("collect.warmup", "validate.warmup"):
+    for p in ("collect.warmup", "validate.warmup", "engine.start_lead"):
         _positive(cfg, p, 0, strict=False)
     for p in ("collect.samples", "validate.samples", "launcher.nodes", "launcher.cores_per_node",
               "collect.servers_per_node", "collect.clients_per_node",

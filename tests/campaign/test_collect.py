@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -85,6 +86,13 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
     for r in rows:
         assert r["x"] == pytest.approx(r["server_procs"] / r["client_procs"])
         assert r["per_client"] == pytest.approx(r["aggregate"] / r["client_procs"])
+    # The 3 clients of a sample measure the same interval (--measure-at).
+    for r in rows:
+        if r["client_procs"] == 3:
+            docs = [json.loads((Path(r["raw_dir"]) / f"client-{i}.json").read_text()) for i in range(3)]
+            starts = [d["result"]["measure_start_s"] for d in docs]
+            late = max(d["result"]["measure_at_late_s"] for d in docs)
+            assert max(starts) - min(starts) <= late + 0.05, starts
     # Re-running validate adds nothing: every grid point is already stored.
     rooftop("validate", "--run", run, "--clients-per-node", "3", "--duration", "0.3",
             "--warmup", "0.1", "--samples", "2", "--results", str(res))

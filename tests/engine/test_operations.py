@@ -145,3 +145,26 @@ def test_consecutive_sample_windows(cores, validate):
     for w in r["samples"]:
         assert w["elapsed_s"] >= 0.3 and w["ops"] > 0
         assert w["bytes_per_sec"] == pytest.approx(w["bytes"] / w["elapsed_s"], rel=1e-9)
+
+
+def test_measure_at_aligns_and_reports_lateness(cores, tmp_path, validate):
+    import subprocess
+    import time as _time
+
+    from rooftop.engine import engine_path
+
+    server_cpu, client_cpu = cores
+    with Group() as g:
+        g.start_server(0, cpus=server_cpu)
+        at = _time.time() + 1.0
+        doc = validate(g.load(op="noop", duration=0.3, cpus=client_cpu,
+                              extra=["--measure-at", f"{at:.3f}"]))
+        r = doc["result"]
+        assert doc["complete"] and r["measure_at_late_s"] == 0
+        assert abs(r["measure_start_s"] - at) < 0.05  # warmed up until then
+        past = validate(g.load(op="noop", duration=0.2, cpus=client_cpu,
+                               extra=["--measure-at", f"{_time.time() - 5:.3f}"]))
+        assert past["complete"] and past["result"]["measure_at_late_s"] >= 5
+        p = subprocess.run([engine_path(), "load", "--group-dir", str(g.directory),
+                            "--measure-at", "soon"], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "--measure-at 'soon'" in p.stderr
