@@ -120,7 +120,8 @@ def pinned(cmd: list[str], cpu: str) -> list[str]:
     return ["taskset", "-c", cpu] + cmd
 
 
-def listening_ports() -> set[int]:
+def tcp_ports(listening_only: bool = False) -> set[int]:
+    """Local TCP ports in use (or only those listening), from /proc/net."""
     ports = set()
     for f in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -129,21 +130,7 @@ def listening_ports() -> set[int]:
             continue
         for ln in lines:
             parts = ln.split()
-            if len(parts) > 3 and parts[3] == "0A":  # TCP_LISTEN
-                ports.add(int(parts[1].rsplit(":", 1)[1], 16))
-    return ports
-
-
-def used_ports() -> set[int]:
-    ports = set()
-    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(f).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for ln in lines:
-            parts = ln.split()
-            if len(parts) > 2:
+            if len(parts) > 3 and (not listening_only or parts[3] == "0A"):  # 0A: TCP_LISTEN
                 ports.add(int(parts[1].rsplit(":", 1)[1], 16))
     return ports
 
@@ -155,7 +142,7 @@ class PortPool:
         self.next = random.randint(30000, 45000)
 
     def get(self) -> int:
-        busy = used_ports()
+        busy = tcp_ports()
         while self.next in busy:
             self.next += 1
         port = self.next
@@ -168,7 +155,7 @@ class PortPool:
 def wait_listen(port: int, proc: subprocess.Popen, timeout: float, what: str) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if port in listening_ports():
+        if port in tcp_ports(listening_only=True):
             return
         if proc.poll() is not None:
             raise BenchError(f"{what} server exited (rc {proc.returncode}) before listening on port {port}")
