@@ -26,6 +26,7 @@ commands:
   validate  add validation samples (server nodes x client nodes) to a run
   runs      list the runs in a results folder
   export    a run's samples as CSV or JSON
+  model     the roofline: ceilings, ridge ratio, recommended ratio, validation
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
@@ -264,6 +265,69 @@ def _cmd_export(args) -> int:
     return 0
 
 
+def _cmd_model(args) -> int:
+    from rich.table import Table
+
+    from rooftop import model, ui
+    from rooftop.store import Store
+
+    if not args.run and not args.params:
+        print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
+        return 2
+    samples, source = [], ""
+    if args.run:
+        store = Store(args.results)
+        run = store.get_run(args.run)
+        samples, source = store.samples(run.id), f"run {run.id}"
+    if args.params:
+        rooflines = model.load_params(args.params)
+    else:
+        metrics = sorted({s["metric"] for s in samples if s["stage"] in ("client_peak", "server_peak")})
+        if not metrics:
+            raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
+        rooflines = {m: model.from_run(samples, m, source) for m in metrics}
+    evals = [model.evaluate(r, [s for s in samples if s["stage"] == "validate"])
+             for _, r in sorted(rooflines.items())]
+    if args.json:
+        print(json.dumps({"run": args.run, "params": args.params,
+                          "metrics": [e.to_dict() for e in evals]}, indent=1))
+        return 0
+    out = ui.Console(highlight=False)
+    if not out.is_terminal:
+        out.width = 110
+    for e in evals:
+        r = e.roofline
+        f = lambda v: ui.fmt_rate(v, r.unit)
+        rec = r.recommended()
+        t = Table(title=f"{r.metric} roofline ({r.source})", title_justify="left", show_header=False)
+        t.add_column(no_wrap=True)
+        t.add_column(no_wrap=True)
+        t.add_row("client ceiling (per process)", f"{f(r.client.lo)} .. {f(r.client.hi)}  (median {f(r.client.mid)})")
+        t.add_row("server ceiling (per process)", f"{f(r.server.lo)} .. {f(r.server.hi)}  (median {f(r.server.mid)})")
+        t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
+        t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.mid:.3g})")
+        t.add_row("recommended", f"x >= {rec['x']:.3g}: {rec['servers']} server process(es) per "
+                                 f"{rec['clients']} client process(es)")
+        out.print(t)
+        if e.checks:
+            v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
+            for c in ("x", "nodes s/c", "measured", "predicted", "error", "binds", "efficiency"):
+                v.add_column(c, justify="right", no_wrap=True)
+            for c in e.checks:
+                v.add_row(f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", f(c.measured), f(c.predicted),
+                          f"{c.error_pct:+.0f}%", c.binding,
+                          f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""))
+            out.print(v)
+            for b in ("server", "client"):
+                m = e.median_abs_error(b)
+                if m is not None:
+                    out.print(f"median |error| where {b}s bind: {m:.0f}%")
+        else:
+            out.print(f"no validation samples for {r.metric}"
+                      + (f" (rooftop validate --run {args.run})" if args.run else ""))
+    return 0
+
+
 def _cmd_config(args) -> int:
     from rooftop import config
 
@@ -357,6 +421,22 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--output", help="write to this file instead of stdout")
     ex.set_defaults(func=_cmd_export)
 
+    mo = sub.add_parser("model", help="the roofline of a run (or of a parameters file)",
+                        description="Per metric: client and server ceilings (per process) as "
+                        "[min, max], the roofline r(x) = min(client, x * server) with x = server "
+                        "processes / client processes, the ridge x* = client / server, the "
+                        "recommended ratio, and every validation sample against the model "
+                        "(predicted, error, which ceiling binds, efficiency). --params FILE takes "
+                        "published or hand-written ceilings instead (JSON: {\"name\": ..., "
+                        "\"metrics\": {\"rpc\": {\"unit\": \"K ops/s\", \"client\": [148, 173], "
+                        "\"server\": [524, 530]}}}); with a RUN too, the run's validation samples "
+                        "are set against those ceilings.")
+    mo.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
+    mo.add_argument("--params", help="roofline parameters file (JSON)")
+    mo.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    mo.add_argument("--json", action="store_true", help="JSON on stdout")
+    mo.set_defaults(func=_cmd_model)
+
     cf = sub.add_parser("config", help="show the resolved config, or list every key",
                         description="'rooftop config show' prints the fully resolved config "
                         "(every default, the nodes found, the validation grid) for the given file "
@@ -394,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop.config import ConfigError
     from rooftop.engine import EngineError
     from rooftop.launchers import LauncherError
+    from rooftop.model import ModelError
     from rooftop.store import StoreError
 
     parser = build_parser()
@@ -407,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"rooftop {args.command}: config error: {e}", file=sys.stderr)
         return 2
-    except (StoreError, LauncherError, EngineError) as e:
+    except (StoreError, LauncherError, EngineError, ModelError) as e:
         print(f"rooftop {args.command}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,201 @@
+"""The data-service roofline (seed 000, section 4.2).
+
+x = server processes / client processes. The rate one client process can
+expect is bounded by what it can issue alone (the client ceiling) and by
+its share of the servers (x times the server ceiling):
+
+    r(x) = min(client, x * server)
+
+The ridge x* = client / server is where the two meet: below it servers
+bind (the service is under-provisioned), above it clients bind (servers
+idle). Ceilings are ranges [min, max] measured over samples or node pairs,
+so the roofline and the ridge are ranges too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Units a parameters file may use, and their factor to the base unit.
+UNITS = {
+    "ops/s": ("ops/s", 1.0), "K ops/s": ("ops/s", 1e3), "M ops/s": ("ops/s", 1e6),
+    "bytes/s": ("bytes/s", 1.0), "KiB/s": ("bytes/s", 2.0 ** 10), "MiB/s": ("bytes/s", 2.0 ** 20),
+    "GiB/s": ("bytes/s", 2.0 ** 30), "MB/s": ("bytes/s", 1e6), "GB/s": ("bytes/s", 1e9),
+}
+
+
+class ModelError(ValueError):
+    """Bad or missing roofline parameters; the message says which."""
+
+
+@dataclass
+class Ceiling:
+    lo: float
+    hi: float
+    mid: float  # median where measured; the midpoint for published ranges
+
+    @classmethod
+    def of(cls, values: list[float]) -> "Ceiling":
+        return cls(min(values), max(values), statistics.median(values))
+
+
+@dataclass
+class Roofline:
+    metric: str
+    unit: str          # base unit: ops/s or bytes/s
+    client: Ceiling
+    server: Ceiling
+    source: str = ""
+
+    def rate(self, x: float, bound: str = "mid") -> float:
+        c, s = getattr(self.client, bound), getattr(self.server, bound)
+        return min(c, x * s)
+
+    @property
+    def ridge(self) -> Ceiling:
+        """x* where x * server = client, as a range."""
+        return Ceiling(self.client.lo / self.server.hi, self.client.hi / self.server.lo,
+                       self.client.mid / self.server.mid)
+
+    def binding(self, x: float) -> str:
+        return "server" if x * self.server.mid < self.client.mid else "client"
+
+    def recommended(self) -> dict:
+        """The smallest ratio whose predicted rate reaches the client ceiling
+        (the ridge), and the practical '1 server per k clients' that does."""
+        r = self.ridge
+        k = max(1, math.floor(1 / r.mid)) if r.mid < 1 else 1
+        return {"x": r.mid, "x_range": [r.lo, r.hi], "servers": 1 if r.mid < 1 else math.ceil(r.mid),
+                "clients": k if r.mid < 1 else 1}
+
+
+@dataclass
+class Check:
+    """One validation sample against the model."""
+
+    x: float
+    measured: float
+    predicted: float
+    predicted_lo: float
+    predicted_hi: float
+    binding: str
+    server_nodes: int = 0
+    client_nodes: int = 0
+
+    @property
+    def error_pct(self) -> float:
+        return (self.measured - self.predicted) / self.predicted * 100.0
+
+    @property
+    def efficiency(self) -> float:
+        return self.measured / self.predicted
+
+    @property
+    def above_roofline(self) -> bool:
+        return self.measured > self.predicted_hi * 1.05
+
+
+@dataclass
+class Evaluation:
+    roofline: Roofline
+    checks: list[Check] = field(default_factory=list)
+
+    def median_abs_error(self, binding: str) -> float | None:
+        errs = [abs(c.error_pct) for c in self.checks if c.binding == binding]
+        return statistics.median(errs) if errs else None
+
+    def to_dict(self) -> dict:
+        r = self.roofline
+        return {
+            "metric": r.metric, "unit": r.unit, "source": r.source,
+            "client": {"min": r.client.lo, "median": r.client.mid, "max": r.client.hi},
+            "server": {"min": r.server.lo, "median": r.server.mid, "max": r.server.hi},
+            "ridge": {"min": r.ridge.lo, "median": r.ridge.mid, "max": r.ridge.hi},
+            "recommended": r.recommended(),
+            "validation": [{"x": c.x, "server_nodes": c.server_nodes, "client_nodes": c.client_nodes,
+                            "measured": c.measured, "predicted": c.predicted,
+                            "predicted_range": [c.predicted_lo, c.predicted_hi],
+                            "error_pct": c.error_pct, "binding": c.binding,
+                            "efficiency": c.efficiency, "above_roofline": c.above_roofline}
+                           for c in self.checks],
+            "median_abs_error_pct": {"server_bound": self.median_abs_error("server"),
+                                     "client_bound": self.median_abs_error("client")},
+        }
+
+
+def evaluate(roofline: Roofline, samples: list[dict]) -> Evaluation:
+    """Validation samples (store rows of stage 'validate') against the model."""
+    ev = Evaluation(roofline)
+    for s in samples:
+        if s.get("status") != "ok" or s.get("metric") != roofline.metric:
+            continue
+        x = s["x"]
+        ev.checks.append(Check(x, s["per_client"], roofline.rate(x), roofline.rate(x, "lo"),
+                               roofline.rate(x, "hi"), roofline.binding(x),
+                               len(s.get("server_nodes") or []), len(s.get("client_nodes") or [])))
+    ev.checks.sort(key=lambda c: (c.x, c.measured))
+    return ev
+
+
+def from_run(samples: list[dict], metric: str, source: str = "") -> Roofline:
+    """Ceilings from a run's stored samples: client peak per client process
+    (every node pair and sample), server peak per server process."""
+    client = [s["per_client"] for s in samples
+              if s["stage"] == "client_peak" and s["metric"] == metric and s["status"] == "ok"]
+    server = [s["per_server"] for s in samples
+              if s["stage"] == "server_peak" and s["metric"] == metric and s["status"] == "ok"]
+    if not client or not server:
+        missing = "client peak" if not client else "server peak"
+        raise ModelError(f"{metric}: the run has no successful {missing} samples "
+                         f"(run 'rooftop collect' with both stages)")
+    unit = "ops/s" if metric == "rpc" else "bytes/s"
+    return Roofline(metric, unit, Ceiling.of(client), Ceiling.of(server), source)
+
+
+def load_params(path: str | Path) -> dict[str, Roofline]:
+    """A parameters file: published or hand-written ceilings, e.g.
+
+    {"name": "Aurora (seed 000, Table 2)",
+     "metrics": {"rpc": {"unit": "K ops/s", "client": [148, 173], "server": [524, 530]},
+                 "bw":  {"unit": "GiB/s",   "client": [20.2, 20.5], "server": [1.7, 1.8]}}}
+
+    A ceiling is [min, max] or a single number; units: see UNITS.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise ModelError(f"cannot read parameters file {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ModelError(f"{path}: not valid JSON: line {e.lineno}: {e.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict) or not data["metrics"]:
+        raise ModelError(f"{path}: expected {{\"name\": ..., \"metrics\": {{\"rpc\": {{...}}}}}}")
+    name = str(data.get("name") or path.stem)
+    out = {}
+    for metric, m in data["metrics"].items():
+        where = f"{path}: metrics.{metric}"
+        if metric not in ("rpc", "bw"):
+            raise ModelError(f"{where}: unknown metric (rpc or bw)")
+        if not isinstance(m, dict):
+            raise ModelError(f"{where}: expected an object with unit, client, server")
+        unit = m.get("unit")
+        if unit not in UNITS:
+            raise ModelError(f"{where}.unit: '{unit}' is not one of {', '.join(UNITS)}")
+        base, factor = UNITS[unit]
+        if (metric == "rpc") != (base == "ops/s"):
+            raise ModelError(f"{where}.unit: {unit} does not measure {metric}")
+        ceilings = {}
+        for side in ("client", "server"):
+            v = m.get(side)
+            vals = v if isinstance(v, list) else [v]
+            if not vals or len(vals) > 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool)
+                                                    and a > 0 for a in vals):
+                raise ModelError(f"{where}.{side}: expected a positive number or [min, max], got {v!r}")
+            lo, hi = min(vals) * factor, max(vals) * factor
+            ceilings[side] = Ceiling(lo, hi, (lo + hi) / 2)
+        out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name)
+    return out
