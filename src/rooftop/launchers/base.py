@@ -40,6 +40,18 @@ class LauncherError(RuntimeError):
     """A launcher cannot do what was asked (names the reason)."""
 
 
+def first_nodes(names: list, n: int | None, too_many: str) -> list:
+    """The first n of names (all if n is None). too_many completes the error
+    "launcher.nodes = N but ..." and may use {count}."""
+    if n is None:
+        return names
+    if n < 1:
+        raise LauncherError("launcher.nodes must be at least 1")
+    if n > len(names):
+        raise LauncherError(f"launcher.nodes = {n} but " + too_many.format(count=len(names)))
+    return names[:n]
+
+
 def procs_per_node(node: Node, binding: str) -> int:
     """Default number of processes a node holds under a binding."""
     n = len(node.cores)

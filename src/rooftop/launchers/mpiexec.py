@@ -72,7 +72,8 @@ import socket
 import subprocess
 from pathlib import Path
 
-from rooftop.launchers.base import BINDINGS, Launch, Launcher, LauncherError, Node, core_sets
+from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, Node, core_sets,
+                                    first_nodes)
 from rooftop.launchers.hostlist import expand
 
 FLAVORS = ("auto", "openmpi", "mpich")
@@ -170,14 +171,8 @@ class MpiexecLauncher(Launcher):
         if not names:
             raise LauncherError("mpiexec launcher: launcher.hosts is empty")
 
-        n = cfg.get("nodes")
-        if n is not None:
-            if n < 1:
-                raise LauncherError("launcher.nodes must be at least 1")
-            if n > len(names):
-                raise LauncherError(f"launcher.nodes = {n} but only {len(names)} hosts are "
-                                    "listed (launcher.hosts / launcher.hostfile)")
-            names = names[:n]
+        names = first_nodes(names, cfg.get("nodes"),
+                            "only {count} hosts are listed (launcher.hosts / launcher.hostfile)")
 
         cpn = cfg.get("cores_per_node")
         if cpn is not None and cpn < 1:

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import os
 
-from rooftop.launchers.base import BINDINGS, Launch, Launcher, LauncherError, Node, core_sets
+from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, Node, core_sets,
+                                    first_nodes)
 from rooftop.launchers.hostlist import HostlistError, expand, expand_counts
 
 
@@ -60,14 +61,8 @@ class SrunLauncher(Launcher):
         self.job_id = env.get("SLURM_JOB_ID")
 
         counts = self._cpu_counts(env, len(hosts))
-        n = cfg.get("nodes")
-        if n is not None:
-            if n < 1:
-                raise LauncherError("launcher.nodes must be at least 1")
-            if n > len(hosts):
-                raise LauncherError(f"launcher.nodes = {n} but the Slurm allocation has only "
-                                    f"{len(hosts)} nodes ({var}={nodelist})")
-            hosts = hosts[:n]
+        hosts = first_nodes(hosts, cfg.get("nodes"),
+                            "the Slurm allocation has only {count} nodes (" + f"{var}={nodelist})")
         self._nodes = [Node(i, h, tuple(range(counts[i]))) for i, h in enumerate(hosts)]
 
     @staticmethod
