@@ -20,10 +20,17 @@ class Node:
     cores: tuple[int, ...]
     #: IP address servers on this node serve on (None: the engine's default).
     address: str | None = None
+    #: Emulated cluster (netns launcher) only: what the node was built with --
+    #: netns, cpu_percent (None: no cap), link_rate_bits (None: unshaped),
+    #: shared_with (nodes using one of its cores). Not part of equality.
+    emulation: dict | None = field(default=None, compare=False)
 
     def describe(self) -> dict:
-        return {"index": self.index, "host": self.host, "cores": list(self.cores),
-                "address": self.address}
+        d = {"index": self.index, "host": self.host, "cores": list(self.cores),
+             "address": self.address}
+        if self.emulation is not None:
+            d["emulation"] = dict(self.emulation)
+        return d
 
 
 @dataclass

@@ -1,0 +1,165 @@
+"""'rooftop cluster up|status|down': the emulated cluster on this machine.
+
+Exit codes: 0 ok; 1 'status' found no cluster, or a cluster with problems;
+2 bad options, not root, or a command that failed (the message names it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rooftop.cluster.spec import DEFAULT_RATE, RATE_FORMS, format_rate
+
+EPILOG = f"""\
+Each node is a network namespace (rooftop-n<I>, address 10.231.0.<10+I>)
+joined by a veth pair to the bridge rooftop-br0 (10.231.0.1), with its link
+shaped by tc in both directions and a cgroup pinning its cores and capping its
+CPU. Then: rooftop collect --launcher netns. Needs root.
+
+  rooftop cluster up --nodes 4 --link-rate 1gbit
+  rooftop cluster up --nodes 4 --node 2:rate=100mbit --node 3:cpu=50%
+  rooftop cluster status [--json]
+  rooftop cluster down
+
+Rates: {RATE_FORMS} (bit units are bits per second; B/s units are bytes).
+"""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("cluster", help="emulated cluster on this machine (root): up, status, down",
+                       description="Emulated cluster: N nodes on this machine (network namespaces, "
+                                   "shaped veth links, cgroups).",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    acts = p.add_subparsers(dest="action", metavar="ACTION")
+    acts.required = True
+
+    up = acts.add_parser("up", help="build the cluster (idempotent)", epilog=EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    up.add_argument("--nodes", type=int, required=True, help="number of nodes")
+    up.add_argument("--cores-per-node", type=int, metavar="K",
+                    help="cores of each node (default: the machine's cores split evenly, at least one; "
+                         "nodes share cores when there are more nodes than cores)")
+    up.add_argument("--link-rate", metavar="RATE", default=None,
+                    help=f"every node's link rate, each direction (default {DEFAULT_RATE}; none: unshaped)")
+    up.add_argument("--node", action="append", default=[], metavar="I:KEY=VALUE",
+                    help="one node differs: I:rate=RATE (its link) or I:cpu=P%% (its CPU time, "
+                         "P %% of its cores); repeatable, or I:rate=R,cpu=P%%")
+    up.add_argument("--json", action="store_true", help="print the status as JSON")
+    up.add_argument("-v", "--verbose", action="store_true", help="print every command run")
+    up.set_defaults(func=cmd_up)
+
+    st = acts.add_parser("status", help="nodes, addresses, cores, CPU caps, link rates (read from tc)")
+    st.add_argument("--json", action="store_true", help="JSON for machines")
+    st.set_defaults(func=cmd_status)
+
+    dn = acts.add_parser("down", help="remove every namespace, link, bridge, qdisc and cgroup (idempotent)")
+    dn.add_argument("-v", "--verbose", action="store_true", help="list what was removed")
+    dn.set_defaults(func=cmd_down)
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _trace(args) -> None:
+    if getattr(args, "verbose", False):
+        from rooftop.cluster import commands
+
+        class Echo(list):
+            def append(self, argv):
+                import shlex
+
+                print("+ " + shlex.join(argv), file=sys.stderr)
+
+        commands.trace = Echo()
+
+
+def cmd_up(args) -> int:
+    from rooftop.cluster import lifecycle
+    from rooftop.cluster.spec import build_spec
+
+    _trace(args)
+    lifecycle.require_root("up")
+    spec = build_spec(args.nodes, args.cores_per_node, args.link_rate, args.node)
+    st, built = lifecycle.up(spec, log=_log)
+    if not built:
+        _log(f"rooftop cluster up: already up ({lifecycle.describe(st)}); nothing to do")
+    return _show(lifecycle.status(), args.json)
+
+
+def cmd_status(args) -> int:
+    from rooftop.cluster import lifecycle
+
+    return _show(lifecycle.status(), args.json)
+
+
+def cmd_down(args) -> int:
+    from rooftop.cluster import lifecycle
+
+    _trace(args)
+    removed = lifecycle.down()
+    if args.verbose:
+        for r in removed:
+            _log(f"removed {r}")
+    nns = sum(r.startswith("netns") for r in removed)
+    print(f"emulated cluster down: removed {nns} namespace(s), {len(removed) - nns} other object(s)"
+          if removed else "emulated cluster down: nothing to remove")
+    return 0
+
+
+def _cap(node: dict) -> str:
+    if node["cpu_percent"] is None:
+        return "-"
+    return f"{node['cpu_percent']:g}% ({node['cpu_quota_us'] / node['cpu_period_us']:.2f} cores)"
+
+
+def _rate(bits) -> str:
+    return format_rate(bits) if bits is not None else "unshaped"
+
+
+def _show(st: dict, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(st, indent=1))
+        return 0 if st["up"] and not st["problems"] else 1
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Console(highlight=False)
+    if not out.is_terminal:
+        out.width = 120
+    if not st["up"]:
+        out.print(f"no emulated cluster is up (no state at {st['state']}); "
+                  f"'rooftop cluster up --nodes N' builds one")
+        if st["leftovers"]:
+            out.print(f"[yellow]leftovers[/]: {', '.join(st['leftovers'])} ('rooftop cluster down' "
+                      f"removes them)")
+        return 1
+    t = Table(title=f"emulated cluster: {st['summary']}", title_justify="left")
+    for col in ("node", "namespace", "address", "cores", "shared with", "CPU cap",
+                "link send", "link receive", "ok"):
+        t.add_column(col)
+    for n in st["nodes"]:
+        live = n["live"]
+        if live is None:
+            send = recv = _rate(n["link_rate_bits"]) + " (state)"
+        else:
+            send = _rate(live["send_rate_bits"])
+            recv = _rate(live["receive_rate_bits"])
+        t.add_row(n["name"], n["netns"], n["address"], ",".join(map(str, n["cores"])),
+                  ",".join(f"n{j}" for j in n["shared_with"]) or "-", _cap(n), send, recv,
+                  "?" if live is None else "[green]yes[/]" if not n["problems"] else "[red]no[/]")
+    out.print(t)
+    shared = [n for n in st["nodes"] if n["shared_with"]]
+    if shared:
+        ncores = len(st["machine_cores"])
+        out.print(f"[yellow]nodes share cores[/]: {len(st['nodes'])} nodes on {ncores} core(s); "
+                  f"nodes sharing a core time-slice it, so their CPU-bound rates interfere")
+    if not st.get("verified", True):
+        out.print("not root: shown from the state file, not read back from the kernel")
+    out.print(f"state: {st['state']}; bridge {st['bridge']['name']} {st['bridge']['address']}; "
+              f"cgroup v{st['cgroup']['version']}")
+    for p in st["problems"]:
+        out.print(f"[red]problem[/]: {p}")
+    return 0 if not st["problems"] else 1

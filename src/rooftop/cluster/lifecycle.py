@@ -1,0 +1,237 @@
+"""Building, checking and removing the emulated cluster.
+
+up(spec): idempotent. The same spec again finds everything in place and
+does nothing; a cluster left incomplete (a namespace deleted by hand, a
+reboot that kept nothing but...) is rebuilt; a different spec is refused
+("run 'rooftop cluster down' first") rather than silently replacing a
+cluster a campaign may be using. Any failure or Ctrl-C while building
+removes everything built so far (Ctrl-C is ignored during that cleanup).
+
+down(): removes every rooftop-* namespace, link and bridge and every rooftop
+cgroup, found by name (the state file is not needed), then the state file.
+Processes still running in the cluster's namespaces or cgroups are killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import os
+import signal
+from typing import Callable
+
+from rooftop.cluster import cgroups, net, state
+from rooftop.cluster.spec import ClusterError, ClusterSpec
+
+Log = Callable[[str], None]
+
+
+def require_root(action: str) -> None:
+    if os.geteuid() != 0:
+        raise ClusterError(f"'cluster {action}' needs root (network namespaces, tc and cgroups): "
+                           f"run it with sudo, or as root")
+
+
+LOCK = "/run/rooftop-cluster.lock"
+
+
+@contextlib.contextmanager
+def _locked():
+    """One 'up' or 'down' at a time on this machine."""
+    with open(LOCK, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ClusterError(f"another 'rooftop cluster up/down' is running (lock {LOCK})") from None
+        yield
+
+
+def _spec_key(spec: dict) -> dict:
+    import json
+
+    return json.loads(json.dumps(spec))
+
+
+def leftovers(layout: cgroups.Layout | None = None) -> list[str]:
+    """rooftop objects that exist on this machine (namespaces, links, cgroups)."""
+    found = [f"netns {n}" for n in net.list_netns()] + [f"link {n}" for n in net.list_links()]
+    if layout is not None:
+        found += [f"cgroup {r}" for r in layout.roots() if r.is_dir()]
+    return found
+
+
+def node_record(spec: ClusterSpec, layout: cgroups.Layout, i: int) -> dict:
+    n = spec.nodes[i]
+    return {"index": i, "name": f"n{i}", "netns": net.netns_name(i), "address": net.node_address(i),
+            "prefixlen": net.SUBNET.prefixlen, "veth_host": net.host_veth(i), "veth_node": net.node_veth(i),
+            "cores": list(n.cores), "shared_with": spec.shared_with(i),
+            "cpu_percent": n.cpu_percent, "cpu_quota_us": cgroups.quota_us(len(n.cores), n.cpu_percent),
+            "cpu_period_us": cgroups.PERIOD_US, "link_rate_bits": n.link_rate,
+            "cgroups": [str(d) for d in layout.node_dirs(i)],
+            "cgroup_procs": cgroups.procs_files(layout, i)}
+
+
+def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
+    """Builds everything (nothing of the cluster exists yet) and records it."""
+    net.check_subnet_free()
+    net.create_bridge()
+    cgroups.create_root(layout, spec.machine_cores)
+    nodes = []
+    for n in spec.nodes:
+        net.create_node(n.index)
+        net.shape_node(n.index, n.link_rate)
+        cgroups.create_node(layout, n.index, n.cores, n.cpu_percent)
+        nodes.append(node_record(spec, layout, n.index))
+        log(f"node {n.index}: {net.netns_name(n.index)} {net.node_address(n.index)}")
+    data = {"version": state.VERSION,
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "spec": _spec_key(spec.to_dict()),
+            "bridge": {"name": net.BRIDGE, "address": f"{net.BRIDGE_ADDRESS}/{net.SUBNET.prefixlen}"},
+            "cgroup": layout.describe(), "machine_cores": spec.machine_cores, "nodes": nodes}
+    state.save(data)
+    return data
+
+
+def up(spec: ClusterSpec, log: Log = lambda m: None) -> tuple[dict, bool]:
+    """Brings the cluster up. Returns (state, built): built is False when the
+    same cluster was already up."""
+    require_root("up")
+    with _locked():
+        return _up(spec, log)
+
+
+def _up(spec: ClusterSpec, log: Log) -> tuple[dict, bool]:
+    layout = cgroups.detect()
+    old = state.load()
+    if old is not None:
+        if old["spec"] != _spec_key(spec.to_dict()):
+            raise ClusterError(f"a different emulated cluster is up ({describe(old)}); run "
+                               f"'rooftop cluster down' first")
+        problems = check(old, layout)
+        if not problems:
+            return old, False
+        log(f"the cluster is incomplete ({problems[0]}); rebuilding it")
+        remove_everything(layout)
+    else:
+        found = leftovers(layout)
+        if found:
+            log(f"removing leftovers of an earlier cluster: {', '.join(found[:4])}"
+                + (" ..." if len(found) > 4 else ""))
+            remove_everything(layout)
+    try:
+        return build(spec, layout, log), True
+    except BaseException:
+        # Ctrl-C, SIGTERM (the CLI turns it into KeyboardInterrupt) or a
+        # failed step: undo everything, without being interrupted again.
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            remove_everything(layout)
+        finally:
+            signal.signal(signal.SIGINT, old_int)
+        raise
+
+
+def remove_everything(layout: cgroups.Layout | None = None) -> list[str]:
+    removed = net.remove_all()
+    removed += cgroups.remove_all(layout)
+    if state.remove():
+        removed.append(f"state {state.path()}")
+    return removed
+
+
+def down() -> list[str]:
+    require_root("down")
+    try:
+        layout = cgroups.detect()
+    except ClusterError:
+        layout = None
+    with _locked():
+        return remove_everything(layout)
+
+
+def describe(st: dict) -> str:
+    s = st["spec"]
+    rates = sorted({n["link_rate"] for n in s["nodes"]}, key=lambda r: (r is None, r or 0))
+    from rooftop.cluster.spec import format_rate
+
+    caps = [f"n{n['index']}:cpu={n['cpu_percent']:g}%" for n in s["nodes"] if n["cpu_percent"]]
+    return (f"{len(s['nodes'])} nodes, {s['cores_per_node']} core(s) each, links "
+            f"{'/'.join(format_rate(r) for r in rates)}" + (f", {' '.join(caps)}" if caps else ""))
+
+
+def node_status(node: dict, layout: cgroups.Layout | None) -> dict:
+    """What the kernel says about one node, beside what the state file says."""
+    i, ns = node["index"], node["netns"]
+    up_q = net.read_rate(node["veth_node"], ns)       # egress of the node: what it sends
+    down_q = net.read_rate(node["veth_host"])         # egress towards it: what it receives
+    cg = cgroups.read_node(layout, i) if layout else None
+    live = {"netns": ns in net.list_netns(), "addresses": net.node_addresses(i),
+            "send_qdisc": up_q["qdisc"], "send_rate_bits": up_q["rate_bits"],
+            "receive_qdisc": down_q["qdisc"], "receive_rate_bits": down_q["rate_bits"],
+            "cgroup": cg}
+    problems = []
+    if not live["netns"]:
+        problems.append(f"namespace {ns} is missing")
+    elif node["address"] not in live["addresses"]:
+        problems.append(f"{ns} has no address {node['address']} on {node['veth_node']}")
+    if not net.link_up(node["veth_host"]):
+        problems.append(f"link {node['veth_host']} is missing or down")
+    want = node["link_rate_bits"]
+    for side, got in (("send", live["send_rate_bits"]), ("receive", live["receive_rate_bits"])):
+        if want is not None and (got is None or abs(got - want) > want * 0.01):
+            problems.append(f"node {i} {side} rate is {got} bit/s, not {want}")
+    if cg is None:
+        problems.append(f"node {i} has no cgroup")
+    else:
+        if cg["cpus"] != cgroups._cpulist(node["cores"]) and \
+                _expand(cg["cpus"]) != sorted(set(node["cores"])):
+            problems.append(f"node {i} cgroup cpus are {cg['cpus']}, not {node['cores']}")
+        if cg["quota_us"] != node["cpu_quota_us"]:
+            problems.append(f"node {i} CPU quota is {cg['quota_us']}, not {node['cpu_quota_us']}")
+    return {**node, "live": live, "problems": problems}
+
+
+def _expand(cpus: str) -> list[int]:
+    out = []
+    for part in cpus.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out += range(int(a), int(b) + 1)
+        elif part:
+            out.append(int(part))
+    return sorted(set(out))
+
+
+def check(st: dict, layout: cgroups.Layout | None) -> list[str]:
+    problems = []
+    if not net.link_up(net.BRIDGE):
+        problems.append(f"bridge {net.BRIDGE} is missing or down")
+    for node in st["nodes"]:
+        problems += node_status(node, layout)["problems"]
+    return problems
+
+
+def status() -> dict:
+    """{"up": bool, "state": path, "nodes": [...with "live"...], "problems": [...],
+    "leftovers": [...]} -- works without root, reading less."""
+    try:
+        layout = cgroups.detect()
+    except ClusterError:
+        layout = None
+    st = state.load()
+    if st is None:
+        found = leftovers(layout) if os.geteuid() == 0 else []
+        return {"up": False, "state": str(state.path()), "nodes": [], "problems": [],
+                "leftovers": found}
+    root = os.geteuid() == 0
+    if not root:    # namespaces cannot be entered: the state file only
+        nodes = [{**n, "live": None, "problems": []} for n in st["nodes"]]
+    else:
+        nodes = [node_status(n, layout) for n in st["nodes"]]
+    problems = [] if not root or net.link_up(net.BRIDGE) else [f"bridge {net.BRIDGE} is missing or down"]
+    for n in nodes:
+        problems += n["problems"]
+    return {"up": True, "state": str(state.path()), "created": st["created"], "bridge": st["bridge"],
+            "cgroup": st["cgroup"], "machine_cores": st["machine_cores"], "summary": describe(st),
+            "nodes": nodes, "problems": problems, "leftovers": [], "verified": root}

@@ -1,0 +1,172 @@
+"""What 'rooftop cluster up' is asked for: nodes, cores, link rates, CPU caps.
+
+Parsing and validation only (no system calls), so errors name the bad part
+before anything is built.
+
+Rates (--link-rate, --node I:rate=R) are link bandwidths, stored in bit/s:
+
+  bits per second   bit, kbit, mbit, gbit, tbit (decimal, any case: 500Mbit),
+                    kibit, mibit, gibit (binary), optionally followed by /s
+  bytes per second  B/s, kB/s, MB/s, GB/s (decimal), KiB/s, MiB/s, GiB/s
+                    (binary); the B must be upper case
+  none              the link is not shaped (a veth pair: tens of Gbit/s,
+                    bounded by the CPU)
+
+"Mb/s", "mbps" and bare numbers are refused: tc reads "bps" as *bytes* per
+second, and the difference is a factor of 8.
+
+Node options (--node, repeatable; several keys may share one option):
+
+  I:rate=R      node I's link rate, both directions (overrides --link-rate)
+  I:cpu=P%      node I may use P % of its cores' time (0 < P <= 100),
+                enforced by the CPU controller (CFS quota / cpu.max)
+  I:rate=R,cpu=P%
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field
+
+from rooftop.launchers.base import LauncherError
+
+#: Default link rate: a gigabit Ethernet.
+DEFAULT_RATE = "1gbit"
+#: Addresses: the bridge is .1, node I is .(10 + I).
+MAX_NODES = 64
+
+
+class ClusterError(LauncherError):
+    """The emulated cluster cannot do what was asked (names the reason)."""
+
+
+_BIT_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12,
+              "kibit": 2**10, "mibit": 2**20, "gibit": 2**30}
+_BYTE_UNITS = {"B": 1, "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+               "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+RATE_FORMS = "e.g. 100mbit, 1gbit, 500Mbit, 10gbit, 125MB/s, 1GiB/s, or none"
+
+
+def parse_rate(text: str, what: str = "rate") -> int | None:
+    """A link rate in bit/s (None: unshaped). what names the option in errors."""
+    s = str(text).strip()
+    if s.lower() in ("none", "unlimited", "off"):
+        return None
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]+)(/s)?", s)
+    if m:
+        num, unit, per_s = float(m.group(1)), m.group(2), m.group(3)
+        bits = None
+        if unit.lower() in _BIT_UNITS:
+            bits = num * _BIT_UNITS[unit.lower()]
+        elif per_s and unit in _BYTE_UNITS:
+            bits = num * _BYTE_UNITS[unit] * 8
+        if bits is not None:
+            if bits < 8000:
+                raise ClusterError(f"{what} '{text}': below 8 kbit/s; tc cannot shape that slowly")
+            return int(round(bits))
+    raise ClusterError(f"{what} '{text}' is not a link rate ({RATE_FORMS}; "
+                       f"'bps' and 'Mb/s' are ambiguous between bits and bytes)")
+
+
+def format_rate(bits: int | None) -> str:
+    """bit/s -> a short human form (the form tc would print)."""
+    if bits is None:
+        return "unshaped"
+    for unit, f in (("Tbit", 10**12), ("Gbit", 10**9), ("Mbit", 10**6), ("Kbit", 10**3)):
+        if bits >= f:
+            v = bits / f
+            return f"{v:.0f}{unit}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}{unit}"
+    return f"{bits}bit"
+
+
+def parse_cpu(text: str, what: str) -> float:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%", str(text).strip())
+    if not m:
+        raise ClusterError(f"{what}: '{text}' is not a percentage (e.g. cpu=50%: the node may use "
+                           f"half of its cores' time)")
+    p = float(m.group(1))
+    if not 0 < p <= 100:
+        raise ClusterError(f"{what}: {p:g}% must be above 0 and at most 100")
+    return p
+
+
+@dataclass
+class NodeSpec:
+    index: int
+    cores: list[int]
+    link_rate: int | None          # bit/s, None: unshaped
+    cpu_percent: float | None = None
+
+
+@dataclass
+class ClusterSpec:
+    nodes: list[NodeSpec] = field(default_factory=list)
+    cores_per_node: int = 1
+    #: the machine's cores the nodes were placed on
+    machine_cores: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def shared_with(self, i: int) -> list[int]:
+        """Other nodes that share at least one core with node i."""
+        mine = set(self.nodes[i].cores)
+        return [n.index for n in self.nodes if n.index != i and mine & set(n.cores)]
+
+
+def usable_cores() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def place_cores(n: int, per: int | None, cores: list[int]) -> tuple[int, list[list[int]]]:
+    """Cores of each of n nodes. Default: the machine split evenly (at least
+    one core each; with more nodes than cores, nodes share cores round-robin).
+    per: cores per node; consecutive blocks, wrapping around (so nodes share
+    cores when n * per exceeds the machine)."""
+    total = len(cores)
+    if per is None:
+        per = max(1, total // n)
+    if per < 1:
+        raise ClusterError(f"--cores-per-node {per}: must be at least 1")
+    if per > total:
+        raise ClusterError(f"--cores-per-node {per}: this machine has only {total} usable cores "
+                           f"({','.join(map(str, cores))})")
+    return per, [[cores[(i * per + k) % total] for k in range(per)] for i in range(n)]
+
+
+def build_spec(nodes: int, cores_per_node: int | None = None, link_rate: str | None = None,
+               node_opts: list[str] | None = None, cores: list[int] | None = None) -> ClusterSpec:
+    """Validates the options of 'cluster up' into a ClusterSpec."""
+    if not isinstance(nodes, int) or nodes < 1:
+        raise ClusterError(f"--nodes {nodes}: must be at least 1")
+    if nodes > MAX_NODES:
+        raise ClusterError(f"--nodes {nodes}: at most {MAX_NODES} nodes")
+    cores = list(cores) if cores is not None else usable_cores()
+    rate = parse_rate(link_rate if link_rate is not None else DEFAULT_RATE, "--link-rate")
+    per, placement = place_cores(nodes, cores_per_node, cores)
+    specs = [NodeSpec(i, placement[i], rate) for i in range(nodes)]
+    seen: set[tuple[int, str]] = set()
+    for opt in node_opts or []:
+        what = f"--node {opt}"
+        m = re.fullmatch(r"\s*(\d+)\s*:(.+)", opt)
+        if not m:
+            raise ClusterError(f"{what}: expected I:rate=R or I:cpu=P% (I: node index 0..{nodes - 1})")
+        i = int(m.group(1))
+        if i >= nodes:
+            raise ClusterError(f"{what}: node {i} does not exist (nodes are 0..{nodes - 1})")
+        for item in m.group(2).split(","):
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if not eq or not value.strip():
+                raise ClusterError(f"{what}: '{item}' is not KEY=VALUE (rate=R or cpu=P%)")
+            if (i, key) in seen:
+                raise ClusterError(f"{what}: node {i}'s {key} is given twice")
+            seen.add((i, key))
+            if key == "rate":
+                specs[i].link_rate = parse_rate(value.strip(), f"{what}: rate")
+            elif key == "cpu":
+                specs[i].cpu_percent = parse_cpu(value, f"{what}: cpu")
+            else:
+                raise ClusterError(f"{what}: unknown key '{key}' (rate or cpu)")
+    return ClusterSpec(specs, per, cores)

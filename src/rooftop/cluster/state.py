@@ -1,0 +1,92 @@
+"""The state file of the emulated cluster: what 'cluster up' built, read by
+'cluster status', 'cluster down' and the netns launcher.
+
+Path: /run/rooftop-cluster/state.json (a tmpfs: gone after a reboot, as the
+namespaces are), or $ROOFTOP_CLUSTER_STATE. Written atomically (temporary
+file + rename). Format (version 1):
+
+  {"version": 1, "created": "2025-01-01T12:00:00+00:00",
+   "spec": {...the validated options, compared by a second 'up'...},
+   "bridge": {"name": "rooftop-br0", "address": "10.231.0.1/24"},
+   "cgroup": {"version": 1, "cpu": "/sys/fs/cgroup/cpu", "cpuset": "/sys/fs/cgroup/cpuset"},
+   "machine_cores": [0, 1],
+   "nodes": [{"index": 0, "name": "n0", "netns": "rooftop-n0",
+              "address": "10.231.0.10", "prefixlen": 24,
+              "veth_host": "rooftop-v0", "veth_node": "rooftop-p0",
+              "cores": [0], "shared_with": [2],
+              "cpu_percent": null, "cpu_quota_us": null, "cpu_period_us": 100000,
+              "link_rate_bits": 200000000,
+              "cgroups": ["/sys/fs/cgroup/cpu/rooftop/n0", "/sys/fs/cgroup/cpuset/rooftop/n0"],
+              "cgroup_procs": [".../cpu/rooftop/n0/cgroup.procs", ".../cpuset/rooftop/n0/cgroup.procs"]},
+             ...]}
+
+cpu_percent null: no CPU cap (the node has its cores); link_rate_bits null:
+the link is not shaped. shared_with: the other nodes using one of its cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from rooftop.cluster.spec import ClusterError
+
+DEFAULT_PATH = "/run/rooftop-cluster/state.json"
+VERSION = 1
+
+
+def path() -> Path:
+    return Path(os.environ.get("ROOFTOP_CLUSTER_STATE") or DEFAULT_PATH)
+
+
+def load(p: Path | None = None) -> dict | None:
+    """The state, or None when no cluster is recorded."""
+    p = p or path()
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ClusterError(f"cannot read the cluster state {p}: {e.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ClusterError(f"the cluster state {p} is not JSON; run 'rooftop cluster down'") from None
+    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("nodes"), list):
+        raise ClusterError(f"the cluster state {p} is not a version {VERSION} state; "
+                           f"run 'rooftop cluster down'")
+    return data
+
+
+def save(data: dict, p: Path | None = None) -> Path:
+    p = p or path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".state-", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return p
+
+
+def remove(p: Path | None = None) -> bool:
+    p = p or path()
+    try:
+        p.unlink()
+    except FileNotFoundError:
+        return False
+    try:
+        p.parent.rmdir()
+    except OSError:
+        pass
+    return True
