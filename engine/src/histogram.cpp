@@ -46,6 +46,24 @@ void Histogram::merge(const Histogram& o) {
   max_ = std::max(max_, o.max_);
 }
 
+std::vector<Histogram::Bin> Histogram::bins(int per_octave) const {
+  std::vector<Bin> out;
+  long cur = -1;
+  for (int b = 0; b < kBuckets; b++) {
+    if (!counts_[b]) continue;
+    uint64_t lo = bucket_low(b);
+    long key = lo == 0 ? -1 : static_cast<long>(std::floor(std::log2(static_cast<double>(lo)) * per_octave));
+    if (!out.empty() && key == cur) {
+      out.back().high = bucket_high(b);
+      out.back().count += counts_[b];
+    } else {
+      out.push_back({lo, bucket_high(b), counts_[b]});
+      cur = key;
+    }
+  }
+  return out;
+}
+
 void Histogram::reset() { *this = Histogram(); }
 
 uint64_t Histogram::quantile(double q) const {

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace rooftop {
 
@@ -24,6 +25,14 @@ class Histogram {
   // Value at quantile q in [0,1]: the representative value (midpoint) of
   // the bucket holding the q-th sample, clamped to [min, max].
   uint64_t quantile(double q) const;
+
+  // The distribution at a coarser resolution, for plotting: non-empty bins
+  // [low, high) in recorded units, about per_octave bins per power of two
+  // (bins are unions of whole buckets, so counts are exact).
+  struct Bin {
+    uint64_t low, high, count;
+  };
+  std::vector<Bin> bins(int per_octave = 16) const;
 
   static int bucket_of(uint64_t v);
   static uint64_t bucket_low(int b);

@@ -268,6 +268,12 @@ std::string Load::result_json() const {
   w.kv("min", hist_.min() / 1e3).kv("mean", hist_.mean() / 1e3);
   w.kv("p50", hist_.quantile(0.5) / 1e3).kv("p90", hist_.quantile(0.9) / 1e3);
   w.kv("p99", hist_.quantile(0.99) / 1e3).kv("max", hist_.max() / 1e3);
+  // The distribution itself, ~4 % wide bins: [low_us, high_us, count].
+  w.key("bins").begin_array();
+  for (const auto& b : hist_.bins()) {
+    w.begin_array().value(b.low / 1e3).value(b.high / 1e3).value(b.count).end_array();
+  }
+  w.end_array();
   w.end_object();
   double cu = cpu_end_.user_s - cpu0_.user_s, cs = cpu_end_.sys_s - cpu0_.sys_s;
   w.key("cpu").begin_object();

@@ -263,3 +263,38 @@ TEST(Histogram, LognormalRelativeErrorBelowOnePercent) {
   // Midpoint representative: error is at most half a bucket (1/256).
   EXPECT_LT(worst, 0.5 / Histogram::kSub + 1e-12);
 }
+
+// bins(): exact counts, contiguous non-overlapping [low, high) ranges that
+// hold every recorded value, and about per_octave bins per power of two.
+TEST(HistogramBins, CoarseBinsKeepCountsAndCoverValues) {
+  Histogram h;
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> dist(std::log(20000.0), 0.8);
+  std::vector<uint64_t> values;
+  for (int i = 0; i < 200000; i++) values.push_back(static_cast<uint64_t>(dist(rng)));
+  values.push_back(0);
+  values.push_back(3);
+  for (auto v : values) h.record(v);
+  auto bins = h.bins(16);
+  uint64_t total = 0;
+  for (size_t i = 0; i < bins.size(); i++) {
+    EXPECT_LT(bins[i].low, bins[i].high);
+    EXPECT_GT(bins[i].count, 0u);
+    if (i) EXPECT_LE(bins[i - 1].high, bins[i].low);
+    total += bins[i].count;
+  }
+  EXPECT_EQ(total, h.count());
+  for (auto v : values) {
+    uint64_t in = 0;
+    for (auto& b : bins) in += (v >= b.low && v < b.high);
+    EXPECT_EQ(in, 1u) << v;
+  }
+  // The values span ~2^13 (factor 8000): at most 16 bins per octave plus the
+  // exact small ones.
+  double octaves = std::log2(static_cast<double>(h.max()) / 1000.0) + 1;
+  EXPECT_LE(bins.size(), static_cast<size_t>(16 * octaves + 16));
+  // Each bin of large values is at most ~1/16 octave wide (plus one fine bucket).
+  for (auto& b : bins)
+    if (b.low >= 1024) EXPECT_LE(static_cast<double>(b.high) / b.low, std::pow(2.0, 1.0 / 16) * 1.01);
+  EXPECT_TRUE(Histogram().bins().empty());
+}
