@@ -108,7 +108,11 @@ def test_model_command_on_a_real_run_and_params(tmp_path):
     doc = json.loads(cli("model", run, "--results", str(res), "--json").stdout)
     (m,) = doc["metrics"]
     assert m["metric"] == "rpc" and m["client"]["min"] > 0 and m["server"]["min"] > 0
-    assert m["ridge"]["median"] == pytest.approx(m["client"]["median"] / m["server"]["median"])
+    # The model's client ceiling is the lower of the lone and the node-full one.
+    bound = min(m["client"]["median"], m["client_node"]["median"])
+    assert m["client_node"]["binds"] == (m["client_node"]["median"] < m["client"]["median"])
+    assert m["ridge"]["median"] == pytest.approx(bound / m["server"]["median"])
+    assert m["median_abs_error_pct_without_client_node"]["all"] >= 0
     assert len(m["validation"]) == 2
     for v in m["validation"]:
         assert v["x"] == 1.0 and v["binding"] in ("server", "client")
@@ -123,3 +127,42 @@ def test_model_command_on_a_real_run_and_params(tmp_path):
     assert p.returncode == 2 and "--params" in p.stderr
     p = cli("model", "--params", str(tmp_path / "missing.json"))
     assert p.returncode == 2 and "cannot read parameters file" in p.stderr
+
+
+def test_client_node_ceiling_binds_where_lower_and_error_is_shown_both_ways():
+    # Seed 000, section 5.2: a lone client reaches 100, but with its node
+    # full each client gets 40; servers give 400 each.
+    iso = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400))
+    full = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400),
+                    client_node=Ceiling(36, 44, 40))
+    assert full.node_binds and full.client_bound.mid == 40
+    assert full.rate(1.0) == 40 and iso.rate(1.0) == 100
+    assert full.rate(1 / 16) == iso.rate(1 / 16) == 25  # server-bound: unchanged
+    # The ridge moves left: 40 / 400 instead of 100 / 400.
+    assert full.ridge.mid == pytest.approx(0.1) and iso.ridge.mid == pytest.approx(0.25)
+    assert (full.ridge.lo, full.ridge.hi) == pytest.approx((36 / 420, 44 / 380))
+    # Validation saturates at 1:1 near 40: only the third ceiling explains it.
+    samples = [{"stage": "validate", "metric": "bw", "status": "ok", "x": x, "per_client": m,
+                "server_nodes": [0], "client_nodes": [1]} for x, m in ((0.5, 38.0), (1.0, 42.0))]
+    ev = model.evaluate(full, samples)
+    assert [round(c.error_pct) for c in ev.checks] == [-5, 5]
+    assert [round(c.error_pct) for c in ev.without_node.checks] == [-62, -58]
+    d = ev.to_dict()
+    assert d["client_node"]["binds"] and d["median_abs_error_pct"]["all"] == pytest.approx(5)
+    assert d["median_abs_error_pct_without_client_node"]["all"] == pytest.approx(60)
+    # A higher node ceiling changes nothing.
+    high = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400),
+                    client_node=Ceiling(150, 160, 155))
+    assert not high.node_binds and high.rate(1.0) == 100 and high.ridge.mid == iso.ridge.mid
+
+
+def test_params_file_takes_an_optional_client_node_ceiling(tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"metrics": {"bw": {"unit": "GiB/s", "client": [20, 21], "server": 2,
+                                                "client_node": [6, 7]}}}))
+    r = model.load_params(f)["bw"]
+    assert r.client_node.lo == 6 * 2 ** 30 and r.node_binds
+    f.write_text(json.dumps({"metrics": {"bw": {"unit": "GiB/s", "client": 20, "server": 2,
+                                                "client_node": "fast"}}}))
+    with pytest.raises(ModelError, match=r"metrics.bw.client_node"):
+        model.load_params(f)

@@ -11,6 +11,9 @@ Stages (seed 000, sections 4.3 and 5):
                  per-server-process rate = aggregate / S
   client_peak    one client process against one idle server process on
                  another node, for every unordered node pair
+  client_node    the last node full of client processes against the servers
+                 of every other node: the node-saturated client ceiling
+                 (seed 000, section 5.2: a lone client outruns a busy node)
   sweep_servers  one server node's aggregate as S grows 1..max
   validate       server nodes x client nodes grid; x = S / C
 """
@@ -22,7 +25,9 @@ import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +95,18 @@ def plan_collect(cfg: dict) -> list[Group]:
                                                     "client_peak", m, [b], 1, i, c["duration"],
                                                     c["warmup"]))
             groups.append(g)
+    if c["client_node"]:
+        # The last node full of clients against every other node's servers:
+        # what one client process gets when its whole node is busy.
+        servers, client = list(range(n - 1)), [n - 1]
+        g = Group(servers, c["servers_per_node"])
+        for m in cfg["metrics"]:
+            for i in range(c["samples"]):
+                g.samples.append(SampleSpec(_key("client_node", m, servers, g.servers_per_node, client,
+                                                 c["clients_per_node"], i), "client_node", m,
+                                            client, c["clients_per_node"], i, c["duration"],
+                                            c["warmup"]))
+        groups.append(g)
     if c["sweep_servers"]:
         for s in range(1, c["servers_per_node"] + 1):
             g = Group([0], s)
@@ -143,6 +160,25 @@ def reap(procs: list[subprocess.Popen], timeout: float) -> list[subprocess.Popen
     return killed
 
 
+@contextmanager
+def _signals_deferred():
+    """SIGINT/SIGTERM received inside the block take effect when it ends
+    (main thread only: elsewhere Python delivers no signals anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    old = {s: signal.signal(s, lambda n, f: got.append(n)) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if got:
+            signal.raise_signal(got[0])  # now handled as usual
+
+
 class Processes:
     """Every process a campaign starts, so that all can be stopped."""
 
@@ -151,10 +187,13 @@ class Processes:
 
     def start(self, launch: Launch, log: Path) -> subprocess.Popen:
         env = dict(os.environ, **launch.env)
-        with open(log, "w") as f:
-            p = subprocess.Popen(launch.argv, stdout=f, stderr=subprocess.STDOUT, env=env,
-                                 start_new_session=True)
-        self.procs.append(p)
+        # Ctrl-C between fork and registration would orphan the child:
+        # signals wait until it is on the list stop_all() walks.
+        with _signals_deferred():
+            with open(log, "w") as f:
+                p = subprocess.Popen(launch.argv, stdout=f, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+            self.procs.append(p)
         return p
 
     def stop_all(self, grace: float = 5.0) -> None:

@@ -36,7 +36,8 @@ KEYS: list[Key] = [
     Key("fabric.provider", "str", "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+verbs, ofi+cxi, ..."),
     Key("fabric.domain", "str", None, "NIC / libfabric domain for every process (e.g. hsn0, cxi0); default: "
         "loopback on one machine", nullable=True),
-    Key("launcher.type", "choice", "local", "how processes start", ("local", "mpiexec", "srun")),
+    Key("launcher.type", "choice", "local", "how processes start (netns: the emulated cluster of "
+        "'rooftop cluster up')", ("local", "netns", "mpiexec", "srun")),
     Key("launcher.nodes", "int", None, "nodes to use (local: logical nodes this machine is split into, "
         "default min(4, cores); mpiexec/srun: the first N, default all)", nullable=True),
     Key("launcher.hosts", "list[str]", None, "mpiexec: host names, one per node", nullable=True),
@@ -62,6 +63,8 @@ KEYS: list[Key] = [
     Key("collect.samples", "int", 5, "samples per measurement"),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
     Key("collect.client_peak", "bool", True, "measure the client ceiling (every node pair)"),
+    Key("collect.client_node", "bool", True, "measure the node-saturated client ceiling: one client "
+        "node fully populated against the servers of every other node (seed 000, section 5.2)"),
     Key("collect.sweep_servers", "bool", False, "measure one server node's aggregate as its "
         "server processes grow 1..max"),
     Key("collect.servers_per_node", "int", None, "server processes on the server node "
@@ -360,7 +363,7 @@ def resolve(cfg: dict) -> dict:
                               f"{avail >> 20} MiB of memory are available (lower bw.stream_size or "
                               f"clients per node)")
 
-    needs_two = cfg["collect"]["server_peak"] or cfg["collect"]["client_peak"] or cfg["collect"]["sweep_servers"]
+    needs_two = any(cfg["collect"][k] for k in ("server_peak", "client_peak", "client_node", "sweep_servers"))
     if needs_two and n < 2:
         raise ConfigError(f"launcher.nodes: a campaign needs at least 2 nodes (a server node and a "
                           f"client node); {n} available")

@@ -10,6 +10,12 @@ The ridge x* = client / server is where the two meet: below it servers
 bind (the service is under-provisioned), above it clients bind (servers
 idle). Ceilings are ranges [min, max] measured over samples or node pairs,
 so the roofline and the ridge are ranges too.
+
+A third ceiling goes past the paper (its section 5.2): a client process
+alone on its node can outrun what each client gets when the whole node is
+busy (shared NIC, memory bandwidth). The *client node* ceiling, measured
+with one node full of clients against ample servers, replaces the client
+ceiling wherever it is lower; the model error is reported with and without.
 """
 
 from __future__ import annotations
@@ -50,19 +56,38 @@ class Roofline:
     client: Ceiling
     server: Ceiling
     source: str = ""
+    #: Node-saturated client ceiling (per client process, node full), if measured.
+    client_node: Ceiling | None = None
+
+    @property
+    def client_bound(self) -> Ceiling:
+        """The client ceiling the model uses: the lower of the isolated and
+        the node-saturated one, bound by bound."""
+        c, n = self.client, self.client_node
+        if n is None:
+            return c
+        return Ceiling(min(c.lo, n.lo), min(c.hi, n.hi), min(c.mid, n.mid))
+
+    @property
+    def node_binds(self) -> bool:
+        """Whether the client-node ceiling is lower than the isolated one."""
+        return self.client_node is not None and self.client_node.mid < self.client.mid
+
+    def without_client_node(self) -> "Roofline":
+        return Roofline(self.metric, self.unit, self.client, self.server, self.source)
 
     def rate(self, x: float, bound: str = "mid") -> float:
-        c, s = getattr(self.client, bound), getattr(self.server, bound)
+        c, s = getattr(self.client_bound, bound), getattr(self.server, bound)
         return min(c, x * s)
 
     @property
     def ridge(self) -> Ceiling:
         """x* where x * server = client, as a range."""
-        return Ceiling(self.client.lo / self.server.hi, self.client.hi / self.server.lo,
-                       self.client.mid / self.server.mid)
+        c = self.client_bound
+        return Ceiling(c.lo / self.server.hi, c.hi / self.server.lo, c.mid / self.server.mid)
 
     def binding(self, x: float) -> str:
-        return "server" if x * self.server.mid < self.client.mid else "client"
+        return "server" if x * self.server.mid < self.client_bound.mid else "client"
 
     def recommended(self) -> dict:
         """The smallest ratio whose predicted rate reaches the client ceiling
@@ -103,9 +128,11 @@ class Check:
 class Evaluation:
     roofline: Roofline
     checks: list[Check] = field(default_factory=list)
+    #: The same samples against the roofline without the client-node ceiling.
+    without_node: "Evaluation | None" = None
 
-    def median_abs_error(self, binding: str) -> float | None:
-        errs = [abs(c.error_pct) for c in self.checks if c.binding == binding]
+    def median_abs_error(self, binding: str | None = None) -> float | None:
+        errs = [abs(c.error_pct) for c in self.checks if binding is None or c.binding == binding]
         return statistics.median(errs) if errs else None
 
     def to_dict(self) -> dict:
@@ -114,6 +141,9 @@ class Evaluation:
             "metric": r.metric, "unit": r.unit, "source": r.source,
             "client": {"min": r.client.lo, "median": r.client.mid, "max": r.client.hi},
             "server": {"min": r.server.lo, "median": r.server.mid, "max": r.server.hi},
+            "client_node": ({"min": r.client_node.lo, "median": r.client_node.mid,
+                             "max": r.client_node.hi, "binds": r.node_binds}
+                            if r.client_node else None),
             "ridge": {"min": r.ridge.lo, "median": r.ridge.mid, "max": r.ridge.hi},
             "recommended": r.recommended(),
             "validation": [{"x": c.x, "server_nodes": c.server_nodes, "client_nodes": c.client_nodes,
@@ -123,13 +153,21 @@ class Evaluation:
                             "efficiency": c.efficiency, "above_roofline": c.above_roofline}
                            for c in self.checks],
             "median_abs_error_pct": {"server_bound": self.median_abs_error("server"),
-                                     "client_bound": self.median_abs_error("client")},
+                                     "client_bound": self.median_abs_error("client"),
+                                     "all": self.median_abs_error()},
+            "median_abs_error_pct_without_client_node": (
+                {"server_bound": self.without_node.median_abs_error("server"),
+                 "client_bound": self.without_node.median_abs_error("client"),
+                 "all": self.without_node.median_abs_error()} if self.without_node else None),
         }
 
 
 def evaluate(roofline: Roofline, samples: list[dict]) -> Evaluation:
-    """Validation samples (store rows of stage 'validate') against the model."""
+    """Validation samples (store rows of stage 'validate') against the model
+    (and, when it has a client-node ceiling, against the model without it)."""
     ev = Evaluation(roofline)
+    if roofline.client_node is not None:
+        ev.without_node = evaluate(roofline.without_client_node(), samples)
     for s in samples:
         if s.get("status") != "ok" or s.get("metric") != roofline.metric:
             continue
@@ -148,12 +186,15 @@ def from_run(samples: list[dict], metric: str, source: str = "") -> Roofline:
               if s["stage"] == "client_peak" and s["metric"] == metric and s["status"] == "ok"]
     server = [s["per_server"] for s in samples
               if s["stage"] == "server_peak" and s["metric"] == metric and s["status"] == "ok"]
+    node = [s["per_client"] for s in samples
+            if s["stage"] == "client_node" and s["metric"] == metric and s["status"] == "ok"]
     if not client or not server:
         missing = "client peak" if not client else "server peak"
         raise ModelError(f"{metric}: the run has no successful {missing} samples "
                          f"(run 'rooftop collect' with both stages)")
     unit = "ops/s" if metric == "rpc" else "bytes/s"
-    return Roofline(metric, unit, Ceiling.of(client), Ceiling.of(server), source)
+    return Roofline(metric, unit, Ceiling.of(client), Ceiling.of(server), source,
+                    Ceiling.of(node) if node else None)
 
 
 def load_params(path: str | Path) -> dict[str, Roofline]:
@@ -163,7 +204,9 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
      "metrics": {"rpc": {"unit": "K ops/s", "client": [148, 173], "server": [524, 530]},
                  "bw":  {"unit": "GiB/s",   "client": [20.2, 20.5], "server": [1.7, 1.8]}}}
 
-    A ceiling is [min, max] or a single number; units: see UNITS.
+    A ceiling is [min, max] or a single number; units: see UNITS. An
+    optional "client_node" ceiling (per client process with the client node
+    full) is used where it is lower than "client".
     """
     path = Path(path)
     try:
@@ -189,13 +232,17 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
         if (metric == "rpc") != (base == "ops/s"):
             raise ModelError(f"{where}.unit: {unit} does not measure {metric}")
         ceilings = {}
-        for side in ("client", "server"):
+        for side in ("client", "server", "client_node"):
             v = m.get(side)
+            if side == "client_node" and v is None:
+                ceilings[side] = None
+                continue
             vals = v if isinstance(v, list) else [v]
             if not vals or len(vals) > 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool)
                                                     and a > 0 for a in vals):
                 raise ModelError(f"{where}.{side}: expected a positive number or [min, max], got {v!r}")
             lo, hi = min(vals) * factor, max(vals) * factor
             ceilings[side] = Ceiling(lo, hi, (lo + hi) / 2)
-        out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name)
+        out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name,
+                               ceilings["client_node"])
     return out

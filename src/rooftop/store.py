@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS samples (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id        TEXT NOT NULL REFERENCES runs(id),
     key           TEXT NOT NULL,        -- identifies the measurement within the run
-    stage         TEXT NOT NULL,        -- server_peak | client_peak | sweep_servers | validate
+    stage         TEXT NOT NULL,        -- server_peak | client_peak | client_node | sweep_servers | validate
     metric        TEXT NOT NULL,        -- rpc | bw
     unit          TEXT NOT NULL,        -- ops/s | bytes/s
     server_nodes  TEXT NOT NULL,        -- JSON list of node indices

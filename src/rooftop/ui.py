@@ -18,9 +18,10 @@ if not console.is_terminal:
     console.width = 110  # logs and CI: wide enough that tables do not wrap
 
 STAGE_RATE = {"server_peak": "per_server", "client_peak": "per_client",
-              "sweep_servers": "aggregate", "validate": "per_client"}
+              "client_node": "per_client", "sweep_servers": "aggregate", "validate": "per_client"}
 STAGE_LABEL = {"server_peak": "server peak (per server process)",
                "client_peak": "client peak (per client process)",
+               "client_node": "client node (per client process, node full)",
                "sweep_servers": "server sweep (node aggregate)",
                "validate": "validation (per client process)"}
 
@@ -62,6 +63,14 @@ def fmt_rate(v: float | None, unit: str) -> str:
     if unit == "bytes/s":
         return f"{v / 2**30:.2f} GiB/s"
     return f"{v / 1e3:,.1f} K ops/s" if v >= 1e4 else f"{v:,.0f} ops/s"
+
+
+def fmt_range(lo: float, hi: float, unit: str) -> str:
+    """'32.6-39.9 K ops/s': one unit for both ends."""
+    a, b = fmt_rate(lo, unit).split(" ", 1), fmt_rate(hi, unit).split(" ", 1)
+    if a[1] == b[1]:
+        return f"{a[0]}-{b[0]} {b[1]}"
+    return f"{fmt_rate(lo, unit)}-{fmt_rate(hi, unit)}"
 
 
 def summarize(samples: list[dict]) -> list[dict]:

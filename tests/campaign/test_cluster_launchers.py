@@ -21,7 +21,7 @@ def test_srun_command_lines_exactly(tmp_path):
     res = tmp_path / "res"
     out = rooftop("collect", "--launcher", "srun", "--dry-run", "--set", "fabric.domain=hsn0",
                   "--metrics", "rpc", "--samples", "2", "--duration", "3", "--warmup", "0.5",
-                  "--set", "collect.client_peak=false", "--results", str(res), env=env).stdout
+                  "--set", "collect.client_peak=false", "--set", "collect.client_node=false", "--results", str(res), env=env).stdout
     e = engine_path()
     g = f"{res}/<run>/groups/<group>"
     srun = "srun --nodes=1 --ntasks=4 --nodelist={} --exact --cpus-per-task=1 --cpu-bind=cores --kill-on-bad-exit=1"
@@ -51,7 +51,7 @@ def test_mpiexec_campaign_runs_for_real(tmp_path):
     res = tmp_path / "res"
     p = rooftop("collect", "--launcher", "mpiexec", "--set", 'launcher.hosts=["localhost","localhost"]',
                 "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2",
-                "--set", "collect.client_peak=false", "--results", str(res), "-v")
+                "--set", "collect.client_peak=false", "--set", "collect.client_node=false", "--results", str(res), "-v")
     run = p.stdout.strip().splitlines()[-1]
     assert "mpiexec" in p.stderr  # -v logs every command started
     rows = samples(res, run)

@@ -27,7 +27,8 @@ def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
     for r in rows:
         by.setdefault((r["stage"], r["metric"]), []).append(r)
     assert set(by) == {("server_peak", "rpc"), ("server_peak", "bw"),
-                       ("client_peak", "rpc"), ("client_peak", "bw")}
+                       ("client_peak", "rpc"), ("client_peak", "bw"),
+                       ("client_node", "rpc"), ("client_node", "bw")}
     for (stage, metric), rs in by.items():
         assert len(rs) == 2 and all(r["status"] == "ok" for r in rs), rs
         for r in rs:
@@ -42,6 +43,9 @@ def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
     sp = by[("server_peak", "rpc")][0]
     assert (json.loads(sp["server_nodes"]), json.loads(sp["client_nodes"])) == ([0], [1])
     assert sp["server_procs"] == 1 and sp["client_procs"] == 1
+    # The client node stage: the last node full of clients, servers everywhere else.
+    cn = by[("client_node", "bw")][0]
+    assert (json.loads(cn["server_nodes"]), json.loads(cn["client_nodes"])) == ([0], [1])
     # Consistent with the engine's own single run on the same cores.
     with Group() as g:
         g.start_server(0, cpus=cores[0], progress="spindown")
@@ -63,7 +67,7 @@ def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
 
 def test_validate_grid_stores_every_sample_with_x(tmp_path):
     res = tmp_path / "res"
-    run = rooftop("collect", "--metrics", "rpc", "--set", "collect.client_peak=false",
+    run = rooftop("collect", "--metrics", "rpc", "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
                   "--duration", "0.3", "--warmup", "0.1", "--samples", "1",
                   "--results", str(res)).stdout.strip().splitlines()[-1]
     # 3 clients do not fit on a 1-core node with one process per core ...
@@ -124,13 +128,13 @@ def test_ctrl_c_then_resume(tmp_path):
     run, status = db.execute("SELECT id, status FROM runs").fetchone()
     before = db.execute("SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
     db.close()
-    assert status == "interrupted" and 3 <= before < 12
+    assert status == "interrupted" and 3 <= before < 18
     time.sleep(0.5)
     assert not engine_processes(str(res)), "engine processes left behind"
     rooftop("collect", "--resume", run, "--results", str(res))
     rows = samples(res, run)
     keys = [r["key"] for r in rows]
-    assert len(keys) == len(set(keys)) == 12  # (server + client peak) x 2 metrics x 3
+    assert len(keys) == len(set(keys)) == 18  # (server, client peak, client node) x 2 metrics x 3
     assert all(r["status"] == "ok" for r in rows)
     db = sqlite3.connect(db_path)
     assert db.execute("SELECT status FROM runs WHERE id=?", (run,)).fetchone()[0] == "complete"
@@ -150,7 +154,7 @@ exec {engine_path()} "$@"
 """)
     wrapper.chmod(0o755)
     res = tmp_path / "res"
-    p = rooftop("collect", "--set", f"engine.path={wrapper}", "--set", "collect.client_peak=false",
+    p = rooftop("collect", "--set", f"engine.path={wrapper}", "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
                 "--duration", "0.3", "--warmup", "0.1", "--samples", "2", "--results", str(res),
                 check=False)
     assert p.returncode == 1, p.stderr
@@ -162,7 +166,7 @@ exec {engine_path()} "$@"
     assert len(bw) == 2 and all(r["status"] == "failed" for r in bw)
     assert all("--size must be at least 1 byte" in r["error"] for r in bw)  # the engine's own words
     # --fail-fast stops at the first failure.
-    p = rooftop("collect", "--set", f"engine.path={wrapper}", "--set", "collect.client_peak=false",
+    p = rooftop("collect", "--set", f"engine.path={wrapper}", "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
                 "--metrics", "bw,rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "1",
                 "--results", str(res), "--fail-fast", check=False)
     assert p.returncode == 1 and "fail-fast" in p.stderr
@@ -176,12 +180,12 @@ def test_runs_and_export(tmp_path):
                   "--samples", "1", "--results", str(res)).stdout.strip().splitlines()[-1]
     listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
     assert [r["id"] for r in listed] == [run] and listed[0]["status"] == "complete"
-    assert listed[0]["samples"] == 2 and 0 <= listed[0]["overhead"] < 1
+    assert listed[0]["samples"] == 3 and 0 <= listed[0]["overhead"] < 1
     csv_text = rooftop("export", run, "--format", "csv", "--results", str(res)).stdout
     lines = csv_text.strip().splitlines()
-    assert lines[0].startswith("id,run_id,key,stage,metric,unit") and len(lines) == 3
+    assert lines[0].startswith("id,run_id,key,stage,metric,unit") and len(lines) == 4
     doc = json.loads(rooftop("export", run, "--format", "json", "--results", str(res)).stdout)
-    assert doc["run"] == run and len(doc["samples"]) == 2 and doc["config"]["metrics"] == ["rpc"]
+    assert doc["run"] == run and len(doc["samples"]) == 3 and doc["config"]["metrics"] == ["rpc"]
     p = rooftop("export", "nope", "--results", str(res), check=False)
     assert p.returncode == 2 and "no run 'nope'" in p.stderr and run in p.stderr
 
@@ -204,8 +208,8 @@ def test_server_sweep(tmp_path):
     res = tmp_path / "res"
     run = rooftop("collect", "--metrics", "rpc", "--sweep-servers", "--binding", "none",
                   "--set", "collect.servers_per_node=3", "--set", "collect.server_peak=false",
-                  "--set", "collect.client_peak=false", "--duration", "0.3", "--warmup", "0.1",
-                  "--samples", "1", "--results", str(res)).stdout.strip().splitlines()[-1]
+                  "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
+                  "--duration", "0.3", "--warmup", "0.1", "--samples", "1", "--results", str(res)).stdout.strip().splitlines()[-1]
     rows = samples(res, run)
     assert [r["server_procs"] for r in rows] == [1, 2, 3]
     assert all(r["stage"] == "sweep_servers" and r["status"] == "ok" for r in rows)
