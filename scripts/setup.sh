@@ -23,7 +23,11 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 pkgs=(g++ cmake ninja-build pkg-config libfabric-dev libfabric-bin python3-venv)
 # Open MPI: the mpiexec launcher is tested for real on localhost.
-if [ "$want_test" = 1 ]; then pkgs+=(libgtest-dev clang openmpi-bin); fi
+# Chromium (headless): the HTML report is rendered to a screenshot.
+if [ "$want_test" = 1 ]; then pkgs+=(libgtest-dev clang openmpi-bin chromium); fi
+# iproute2 and iperf3: the emulated cluster's tests (namespaces and tc; iperf3
+# measures the ground truth across an emulated link).
+if [ "$want_test" = 1 ]; then pkgs+=(iproute2 iperf3); fi
 if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils); fi
 
 missing=()

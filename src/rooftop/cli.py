@@ -303,6 +303,10 @@ def _cmd_model(args) -> int:
         t.add_column(no_wrap=True)
         t.add_column(no_wrap=True)
         t.add_row("client ceiling (per process)", f"{f(r.client.lo)} .. {f(r.client.hi)}  (median {f(r.client.mid)})")
+        if r.client_node:
+            n = r.client_node
+            t.add_row("client ceiling, node full", f"{f(n.lo)} .. {f(n.hi)}  (median {f(n.mid)}): "
+                      + ("lower, the model uses it" if r.node_binds else "not lower, unused"))
         t.add_row("server ceiling (per process)", f"{f(r.server.lo)} .. {f(r.server.hi)}  (median {f(r.server.mid)})")
         t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
         t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.mid:.3g})")
@@ -322,9 +326,123 @@ def _cmd_model(args) -> int:
                 m = e.median_abs_error(b)
                 if m is not None:
                     out.print(f"median |error| where {b}s bind: {m:.0f}%")
+            if e.without_node:
+                a, b = e.median_abs_error(), e.without_node.median_abs_error()
+                out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, "
+                          f"{b:.0f}% without it")
         else:
             out.print(f"no validation samples for {r.metric}"
                       + (f" (rooftop validate --run {args.run})" if args.run else ""))
+    return 0
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    fmts = tuple(f.strip().lower() for f in text.split(",") if f.strip())
+    bad = [f for f in fmts if f not in ("png", "svg", "pdf")]
+    if bad or not fmts:
+        raise argparse.ArgumentTypeError(f"formats are png, svg, pdf (comma-separated), not {text!r}")
+    return fmts
+
+
+def _print_files(files: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({k: [str(p) for p in v] for k, v in files.items()}, indent=1))
+    else:
+        for paths in files.values():
+            for p in paths:
+                print(p)
+
+
+def _cmd_plot(args) -> int:
+    from rooftop import model, results
+    from rooftop.plots.run import plot_params, plot_run
+    from rooftop.store import Store
+
+    if not args.run and not args.params:
+        print("rooftop plot: give a RUN, a --params FILE, or both", file=sys.stderr)
+        return 2
+    if args.params:
+        rooflines = model.load_params(args.params)
+        samples = []
+        if args.run:
+            store = Store(args.results)
+            samples = store.samples(store.get_run(args.run).id)
+        out = Path(args.output or Path("rooftop-plots") / Path(args.params).stem)
+        files = plot_params(rooflines, out, args.format, samples)
+    else:
+        store = Store(args.results)
+        res = results.load(store, args.run)
+        if not res.rooflines:
+            raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
+        out = Path(args.output) if args.output else store.run_dir(res.run.id) / "figures"
+        files = plot_run(res, out, args.format)
+    _print_files(files, args.json)
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from rooftop import model, report, results
+    from rooftop.store import Store
+
+    store = Store(args.results)
+    res = results.load(store, args.run)
+    if not res.rooflines:
+        raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
+    out = Path(args.output) if args.output else store.run_dir(res.run.id) / "report"
+    page, md = report.write(res, out)
+    for w in res.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"markdown summary: {md}", file=sys.stderr)
+    print(page)
+    return 0
+
+
+def _compare_source(text: str, results_dir: str):
+    """A run id in results_dir, or a parameters file."""
+    from rooftop import model, results
+    from rooftop.store import Store, StoreError
+
+    if text.endswith((".json", ".JSON")) or Path(text).is_file():
+        rooflines = model.load_params(text)
+        label = next(iter(rooflines.values())).source
+        return label, rooflines
+    try:
+        res = results.load(Store(results_dir), text)
+    except StoreError as e:
+        raise StoreError(f"{text}: neither a parameters file nor a run ({e})") from None
+    if not res.rooflines:
+        raise model.ModelError(f"run {text} has no ceiling samples")
+    return f"{res.host}, {res.provider} ({text})", res.rooflines
+
+
+def _cmd_compare(args) -> int:
+    from rich.table import Table
+
+    from rooftop import ui
+    from rooftop.plots.run import plot_compare
+
+    sources = [_compare_source(s, args.results) for s in args.sources]
+    if args.label:
+        if len(args.label) != len(sources):
+            print(f"rooftop compare: {len(args.label)} --label for {len(sources)} sources", file=sys.stderr)
+            return 2
+        sources = [(label, rs) for label, (_, rs) in zip(args.label, sources)]
+    files = plot_compare(sources, Path(args.output), args.format)
+    if not args.json:
+        out = ui.Console(highlight=False, stderr=True)
+        if not out.is_terminal:
+            out.width = 110
+        t = Table(title="rooflines compared", title_justify="left")
+        for c in ("source", "metric", "client ceiling", "server ceiling", "ridge x*", "servers:clients"):
+            t.add_column(c, no_wrap=c != "source", min_width=16 if c == "source" else None)
+        for label, rs in sources:
+            for m, r in sorted(rs.items()):
+                rec = r.recommended()
+                t.add_row(label, m, ui.fmt_range(r.client_bound.lo, r.client_bound.hi, r.unit),
+                          ui.fmt_range(r.server.lo, r.server.hi, r.unit),
+                          f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}", f"{rec['servers']}:{rec['clients']}")
+        out.print(t)
+    _print_files(files, args.json)
     return 0
 
 
@@ -370,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def config_args(p):
         p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
-        p.add_argument("--launcher", choices=["local", "mpiexec", "srun"], help="how processes start (launcher.type)")
+        p.add_argument("--launcher", choices=["local", "netns", "mpiexec", "srun"],
+                       help="how processes start (launcher.type; netns: the emulated cluster of 'rooftop cluster up')")
         p.add_argument("--nodes", type=int, help="nodes to use (launcher.nodes)")
         p.add_argument("--metrics", help="rpc, bw or rpc,bw (metrics)")
         p.add_argument("--fabric", help="libfabric provider, e.g. ofi+tcp (fabric.provider)")
@@ -437,6 +556,46 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--json", action="store_true", help="JSON on stdout")
     mo.set_defaults(func=_cmd_model)
 
+    pl = sub.add_parser("plot", help="figures of a run (or of a parameters file): PNG and SVG",
+                        description="Per metric: the roofline (rate per client process against x = "
+                        "server/client processes, log scale, ceilings as bands, validation points "
+                        "coloured by server-node count, ridge marked), the server-process sweep, the "
+                        "client pair matrix (slowest pairs boxed) and latency distributions. Files go "
+                        "to RESULTS/RUN/figures (--output to change); their paths are printed. "
+                        "--params FILE draws published or hand-written ceilings (see 'rooftop model "
+                        "--help'), with a RUN's validation samples on it when a RUN is given too.")
+    pl.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
+    pl.add_argument("--params", help="roofline parameters file (JSON)")
+    pl.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    pl.add_argument("--output", help="folder for the figures")
+    pl.add_argument("--format", type=_formats, default=("png", "svg"), help="png,svg (default), pdf")
+    pl.add_argument("--json", action="store_true", help="print the files as JSON")
+    pl.set_defaults(func=_cmd_plot)
+
+    rp = sub.add_parser("report", help="one self-contained HTML report (+ Markdown) of a run",
+                        description="Writes RESULTS/RUN/report/report.html (every figure inline: "
+                        "open it anywhere, no network needed) and report.md beside it: the headline "
+                        "(ceilings, ridge, recommended ratio), warnings (wide client ceiling, samples "
+                        "above the roofline, overhead, failures), figures, the validation table, the "
+                        "environment and the resolved config. Prints the HTML file's path.")
+    rp.add_argument("run", help="a run id (see 'rooftop runs')")
+    rp.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
+    rp.set_defaults(func=_cmd_report)
+
+    cp = sub.add_parser("compare", help="several rooflines on one figure (runs and parameters files)",
+                        description="Each SOURCE is a run id (in --results) or a parameters file "
+                        "(JSON, see 'rooftop model --help'). One figure per metric with every "
+                        "roofline in its own colour, and a table of ceilings and ridges. Example: "
+                        "rooftop compare RUN examples/aurora-table2.json")
+    cp.add_argument("sources", nargs="+", metavar="SOURCE", help="run id or parameters file")
+    cp.add_argument("--label", action="append", help="a label per source, in order (repeat)")
+    cp.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    cp.add_argument("--output", default="./rooftop-compare", help="folder for the figures (default: %(default)s)")
+    cp.add_argument("--format", type=_formats, default=("png", "svg"), help="png,svg (default), pdf")
+    cp.add_argument("--json", action="store_true", help="print the files as JSON")
+    cp.set_defaults(func=_cmd_compare)
+
     cf = sub.add_parser("config", help="show the resolved config, or list every key",
                         description="'rooftop config show' prints the fully resolved config "
                         "(every default, the nodes found, the validation grid) for the given file "
@@ -458,6 +617,10 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--results", default="./rooftop-results",
                     help="results folder (default: %(default)s)")
     pr.set_defaults(func=_cmd_probe)
+
+    from rooftop.cluster.cli import add_parser as add_cluster_parser
+
+    add_cluster_parser(sub)
 
     en = sub.add_parser("engine", help="run rooftop-engine with the given arguments",
                         add_help=False)

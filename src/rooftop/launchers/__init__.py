@@ -1,6 +1,7 @@
 """Launchers: how engine processes get started on nodes.
 
-local (default): this machine split into logical nodes; mpiexec: Open MPI
+local (default): this machine split into logical nodes; netns: the
+emulated cluster of 'rooftop cluster up' (namespaces, shaped links, cgroups); mpiexec: Open MPI
 or MPICH hydra over a host list; srun: inside a Slurm allocation.
 """
 
@@ -16,6 +17,10 @@ def make_launcher(cfg: dict) -> Launcher:
         from rooftop.launchers.local import LocalLauncher
 
         return LocalLauncher(cfg.get("nodes"))
+    if kind == "netns":
+        from rooftop.launchers.netns import NetnsLauncher
+
+        return NetnsLauncher(cfg)
     if kind == "mpiexec":
         from rooftop.launchers.mpiexec import MpiexecLauncher
 
@@ -24,4 +29,4 @@ def make_launcher(cfg: dict) -> Launcher:
         from rooftop.launchers.srun import SrunLauncher
 
         return SrunLauncher(cfg)
-    raise LauncherError(f"launcher.type '{kind}': must be local, mpiexec or srun")
+    raise LauncherError(f"launcher.type '{kind}': must be local, netns, mpiexec or srun")

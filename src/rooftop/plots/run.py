@@ -1,0 +1,63 @@
+"""Every figure of a run (or of a parameters file), written to a folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooftop import model
+from rooftop.plots import compare, latency, pairs, roofline, sweep
+from rooftop.plots.save import FORMATS, save
+from rooftop.results import RunResults
+
+
+def plot_run(res: RunResults, out_dir: Path, formats=FORMATS,
+             flagged: dict[str, list[int]] | None = None) -> dict[str, list[Path]]:
+    """Writes roofline-<metric>, sweep-<metric>, pairs-<metric> and
+    latency-<metric> (when the run has their data); returns name -> files."""
+    out: dict[str, list[Path]] = {}
+    for metric in res.metrics:
+        title = res.title(metric)
+        ev = res.evaluations.get(metric)
+        if ev is not None:
+            out[f"roofline-{metric}"] = save(roofline.figure(ev, title), out_dir, f"roofline-{metric}", formats)
+        try:
+            out[f"sweep-{metric}"] = save(sweep.figure(res.samples, metric, title), out_dir,
+                                          f"sweep-{metric}", formats)
+        except ValueError:
+            pass
+        pm = res.pairs.get(metric)
+        if pm is not None:
+            out[f"pairs-{metric}"] = save(pairs.figure(pm, f"client pair matrix, {title}",
+                                                       flagged=(flagged or {}).get(metric, [])),
+                                          out_dir, f"pairs-{metric}", formats)
+        try:
+            out[f"latency-{metric}"] = save(latency.figure(res.latency, metric, f"latency, {title}"),
+                                            out_dir, f"latency-{metric}", formats)
+        except ValueError:
+            pass
+    return out
+
+
+def plot_params(rooflines: dict[str, model.Roofline], out_dir: Path, formats=FORMATS,
+                samples: list[dict] | None = None) -> dict[str, list[Path]]:
+    """The roofline of each metric of a parameters file, with a run's
+    validation samples when given."""
+    out = {}
+    for metric, r in sorted(rooflines.items()):
+        ev = model.evaluate(r, [s for s in samples or [] if s["stage"] == "validate"])
+        out[f"roofline-{metric}"] = save(roofline.figure(ev, f"{metric}: {r.source}"), out_dir,
+                                         f"roofline-{metric}", formats)
+    return out
+
+
+def plot_compare(sources: list[tuple[str, dict[str, model.Roofline]]], out_dir: Path,
+                 formats=FORMATS) -> dict[str, list[Path]]:
+    """One figure per metric with every source's roofline that has it."""
+    out = {}
+    metrics = sorted({m for _, rs in sources for m in rs})
+    for metric in metrics:
+        items = [(label, rs[metric]) for label, rs in sources if metric in rs]
+        names = ", ".join(label for label, _ in items)
+        out[f"compare-{metric}"] = save(compare.figure(items, f"{metric} rooflines: {names}"),
+                                        out_dir, f"compare-{metric}", formats)
+    return out

@@ -1,0 +1,52 @@
+"""The server-process sweep (seed 000, Figures 9-10): one server node's
+aggregate rate as its server processes grow, against linear scaling."""
+
+from __future__ import annotations
+
+import statistics
+
+import matplotlib.pyplot as plt
+
+from rooftop.plots import style
+
+
+def figure(samples: list[dict], metric: str, title: str):
+    """samples: the run's sweep_servers rows (ok ones are used). Falls back
+    to the server_peak rows (one point) when no sweep was run."""
+    rows = [s for s in samples if s["stage"] == "sweep_servers" and s["metric"] == metric
+            and s["status"] == "ok"]
+    source = "sweep"
+    if not rows:
+        rows = [s for s in samples if s["stage"] == "server_peak" and s["metric"] == metric
+                and s["status"] == "ok"]
+        source = "server peak only (collect --sweep-servers for the full sweep)"
+    if not rows:
+        raise ValueError(f"no sweep or server-peak samples for {metric}")
+    by: dict[int, list[float]] = {}
+    for s in rows:
+        by.setdefault(s["server_procs"], []).append(s["aggregate"])
+    procs = sorted(by)
+    med = [statistics.median(by[p]) for p in procs]
+    unit = rows[0]["unit"]
+    scale, label = style.rate_scale(unit, max(max(v) for v in by.values()))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    lo = [m - min(by[p]) for p, m in zip(procs, med)]
+    hi = [max(by[p]) - m for p, m in zip(procs, med)]
+    ax.errorbar(procs, [m / scale for m in med], yerr=[[v / scale for v in lo], [v / scale for v in hi]],
+                marker="o", color=style.SERVER, capsize=4, lw=2, gid="sweep",
+                label="server node aggregate (median, min–max)")
+    per1 = med[0] / procs[0]
+    ax.plot(procs, [per1 * p / scale for p in procs], ls="--", color="grey", gid="linear",
+            label=f"linear from {procs[0]} process{'es' if procs[0] != 1 else ''}")
+    for p, m in zip(procs, med):
+        ax.annotate(f"{m / p / scale:.3g}/proc", (p, m / scale), xytext=(0, 8),
+                    textcoords="offset points", ha="center", fontsize=8)
+    ax.set_xticks(procs)
+    ax.set_xlabel("server processes on the server node")
+    ax.set_ylabel(f"aggregate rate ({label})")
+    ax.set_ylim(0, max(max(v) for v in by.values()) / scale * 1.25)
+    ax.set_title(f"{title}\n{source}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig

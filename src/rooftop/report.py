@@ -1,0 +1,229 @@
+"""The report of a run: one self-contained HTML file (figures inline, no
+network needed) and a Markdown summary beside it.
+
+Headline (ceilings, ridge, recommended ratio), warnings, the figures, the
+validation table, environment and the resolved config.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+from rooftop import __version__
+from rooftop.plots.run import plot_run
+from rooftop.results import RunResults
+from rooftop.ui import fmt_rate
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
+main{max-width:1100px;margin:0 auto;padding:24px 28px 60px}
+h1{font-size:26px;margin:4px 0}h2{font-size:20px;margin-top:34px;border-bottom:2px solid #dde2ea;padding-bottom:4px}
+.sub{color:#5b6675;margin-bottom:18px}
+.cards{display:flex;flex-wrap:wrap;gap:14px}
+.card{background:#fff;border-radius:10px;box-shadow:0 1px 3px #0002;padding:14px 18px;min-width:230px;flex:1}
+.card h3{margin:0 0 8px;font-size:15px;color:#5b6675;text-transform:uppercase;letter-spacing:.04em}
+.big{font-size:24px;font-weight:650}.small{color:#5b6675;font-size:13px}
+.warn{background:#fff4e5;border-left:5px solid #f0a020;padding:10px 14px;margin:8px 0;border-radius:4px}
+.ok{background:#eaf7ee;border-left:5px solid #2ca02c;padding:10px 14px;border-radius:4px}
+figure{background:#fff;border-radius:10px;box-shadow:0 1px 3px #0002;margin:16px 0;padding:10px}
+figure img{max-width:100%;display:block;margin:auto}figcaption{color:#5b6675;font-size:13px;padding:6px}
+table{border-collapse:collapse;background:#fff;font-size:13px;margin:10px 0}
+th,td{padding:5px 10px;border-bottom:1px solid #e5e8ee;text-align:right}th{background:#eef1f5}
+td:first-child,th:first-child{text-align:left}.above{color:#c0392b;font-weight:600}
+pre{background:#fff;padding:12px;border-radius:8px;overflow:auto;font-size:12px}
+"""
+
+CAPTIONS = {
+    "roofline": "Per-client-process rate against x = server processes / client processes (log "
+                "scale). Bands: client ceiling (horizontal) and x times the server ceiling "
+                "(rising); the roofline is the lower of the two; the dashed line marks the ridge. "
+                "Points: validation samples, coloured by number of server nodes.",
+    "sweep": "One server node's aggregate rate as its server processes grow, against linear scaling.",
+    "pairs": "Client peak per node pair: one client process against one idle server process. "
+             "Boxed: the slowest pairs; a node that appears in every slow pair is the suspect.",
+    "latency": "Operation latency of every client process, per stage (merged histograms).",
+}
+
+
+def _fmt_ratio(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def headline(res: RunResults) -> list[dict]:
+    out = []
+    for metric, r in sorted(res.rooflines.items()):
+        rec = r.recommended()
+        ev = res.evaluations[metric]
+        out.append({
+            "metric": metric, "unit": r.unit,
+            "client": [r.client.lo, r.client.hi], "server": [r.server.lo, r.server.hi],
+            "client_node": [r.client_node.lo, r.client_node.hi] if r.client_node else None,
+            "client_node_binds": r.node_binds,
+            "ridge": [r.ridge.lo, r.ridge.mid, r.ridge.hi], "recommended": rec,
+            "validation": len(ev.checks),
+            "error_server_bound": ev.median_abs_error("server"),
+            "error_client_bound": ev.median_abs_error("client"),
+            "error_all": ev.median_abs_error(),
+            "error_all_without_client_node": ev.without_node.median_abs_error() if ev.without_node else None,
+        })
+    return out
+
+
+def _rng(vals, unit) -> str:
+    return f"{fmt_rate(vals[0], unit)} .. {fmt_rate(vals[1], unit)}"
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.0f} %"
+
+
+def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str:
+    run = res.run
+    lines = [f"# rooftop report: run {run.id}", "",
+             f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}", ""]
+    for h in headline(res):
+        u = h["unit"]
+        rec = h["recommended"]
+        lines += [f"## {h['metric']}", "",
+                  f"- client ceiling (per process): {_rng(h['client'], u)}"]
+        if h["client_node"]:
+            lines.append(f"- client ceiling with the client node full: {_rng(h['client_node'], u)}"
+                         + (" (lower: the model uses it)" if h["client_node_binds"] else " (not lower)"))
+        lines += [f"- server ceiling (per process): {_rng(h['server'], u)}",
+                  f"- ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])} "
+                  f"(median {_fmt_ratio(h['ridge'][1])})",
+                  f"- recommended: {rec['servers']} server process(es) per {rec['clients']} client "
+                  f"process(es) (x >= {_fmt_ratio(rec['x'])})",
+                  f"- validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
+                  + (f" ({_pct(h['error_all_without_client_node'])} without the client-node ceiling)"
+                     if h["error_all_without_client_node"] is not None else ""), ""]
+    lines += ["## Warnings", ""]
+    lines += [f"- {w}" for w in res.warnings] or ["- none"]
+    lines += ["", "## Figures", ""]
+    for name, paths in figures.items():
+        png = [p for p in paths if p.suffix == ".png"]
+        if png:
+            lines.append(f"![{name}]({_rel(png[0], base)})")
+    lines += ["", "## Validation", ""]
+    for metric, ev in sorted(res.evaluations.items()):
+        if not ev.checks:
+            continue
+        u = ev.roofline.unit
+        lines += [f"### {metric}", "", "| x | server/client nodes | measured | predicted | error | binds | efficiency |",
+                  "|---:|---:|---:|---:|---:|---|---:|"]
+        for c in ev.checks:
+            lines.append(f"| {c.x:.3g} | {c.server_nodes}/{c.client_nodes} | {fmt_rate(c.measured, u)} | "
+                         f"{fmt_rate(c.predicted, u)} | {c.error_pct:+.0f} % | {c.binding} | "
+                         f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |")
+        lines.append("")
+    ov = run.overhead
+    lines += ["## Run", "", f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
+              + (f", overhead {ov:.0%}" if ov is not None else ""),
+              f"- launcher {run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes, "
+              f"binding {run.config.get('binding')}",
+              f"- engine {run.environment.get('engine', '?')}", ""]
+    return "\n".join(lines)
+
+
+def _rel(p: Path, base: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def _img(png: Path, alt: str) -> str:
+    data = base64.b64encode(png.read_bytes()).decode()
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _table(head: list[str], rows: list[list[str]], raw: bool = False) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{c if raw else html.escape(c)}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
+    run = res.run
+    e = html.escape
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
+             f"<title>rooftop report {e(run.id)}</title><style>{CSS}</style></head><body><main>",
+             f"<h1>rooftop report</h1><div class='sub'>run {e(run.id)}: {e(res.host)}, "
+             f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>", "<div class='cards'>"]
+    for h in headline(res):
+        u, rec = h["unit"], h["recommended"]
+        node = ""
+        if h["client_node"]:
+            node = (f"<div class='small'>node full: {e(_rng(h['client_node'], u))}"
+                    + (" (binds)" if h["client_node_binds"] else "") + "</div>")
+        err = ""
+        if h["error_all"] is not None:
+            err = f"<div class='small'>validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
+            if h["error_all_without_client_node"] is not None:
+                err += f" ({_pct(h['error_all_without_client_node'])} without the node ceiling)"
+            err += "</div>"
+        parts.append(
+            f"<div class='card'><h3>{e(h['metric'])}</h3>"
+            f"<div class='big'>{rec['servers']} server{'s' if rec['servers'] != 1 else ''} : "
+            f"{rec['clients']} client{'s' if rec['clients'] != 1 else ''}</div>"
+            f"<div class='small'>ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}</div>"
+            f"<div class='small'>client ceiling {e(_rng(h['client'], u))} per process</div>{node}"
+            f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process</div>{err}</div>")
+    parts.append("</div><h2>Warnings</h2>")
+    if res.warnings:
+        parts += [f"<div class='warn'>{e(w)}</div>" for w in res.warnings]
+    else:
+        parts.append("<div class='ok'>none: ceilings are tight, no sample above the roofline, low overhead</div>")
+    parts.append("<h2>Figures</h2>")
+    for name, paths in figures.items():
+        png = next((p for p in paths if p.suffix == ".png"), None)
+        if png is None:
+            continue
+        kind = name.split("-")[0]
+        parts.append(f"<figure id='{e(name)}'>{_img(png, name)}<figcaption>{e(name)}: "
+                     f"{e(CAPTIONS.get(kind, ''))}</figcaption></figure>")
+    parts.append("<h2>Validation</h2>")
+    for metric, ev in sorted(res.evaluations.items()):
+        u = ev.roofline.unit
+        if not ev.checks:
+            parts.append(f"<p>{e(metric)}: no validation samples (rooftop validate --run {e(run.id)})</p>")
+            continue
+        rows = [[f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", e(fmt_rate(c.measured, u)),
+                 e(fmt_rate(c.predicted, u)), f"{c.error_pct:+.0f} %", c.binding,
+                 f"{c.efficiency:.2f}" + (" <span class='above'>above roofline</span>"
+                                          if c.above_roofline else "")] for c in ev.checks]
+        parts.append(f"<h3>{e(metric)}</h3>" + _table(
+            ["x", "server/client nodes", "measured", "predicted", "error", "binds", "efficiency"],
+            rows, raw=True))
+    ov = run.overhead
+    env_rows = [["run time", f"{run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
+                 + (f" (overhead {ov:.0%})" if ov is not None else "")],
+                ["host", str(run.environment.get("host", "?"))],
+                ["launcher", f"{run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes"],
+                ["fabric", f"{res.provider}, domain {run.config.get('fabric', {}).get('domain') or 'default'}"],
+                ["binding", str(run.config.get("binding"))],
+                ["engine", str(run.environment.get("engine", "?"))],
+                ["rooftop", str(run.environment.get("rooftop", __version__))],
+                ["command", " ".join(run.environment.get("argv") or [])]]
+    parts.append("<h2>Environment</h2>" + _table(["", ""], [[e(a), e(b)] for a, b in env_rows], raw=True))
+    parts.append("<h2>Resolved config</h2><details><summary>every key, defaults included</summary>"
+                 f"<pre>{e(json.dumps(run.config, indent=2))}</pre></details>")
+    parts.append(f"<p class='small'>rooftop {__version__}</p></main></body></html>")
+    return "".join(parts)
+
+
+def write(res: RunResults, out_dir: Path) -> tuple[Path, Path]:
+    """Writes out_dir/report.html, out_dir/report.md and the figures under
+    out_dir/figures/; returns (html, md)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = plot_run(res, out_dir / "figures")
+    page = out_dir / "report.html"
+    md = out_dir / "report.md"
+    page.write_text(html_page(res, figures))
+    md.write_text(markdown(res, figures, out_dir))
+    return page, md

@@ -1,0 +1,202 @@
+"""A run's results assembled once for `model`, `plot` and `report`: the
+rooflines and their validation, the client pair matrix, the latency
+distributions, and the warnings a practitioner needs."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rooftop import model
+from rooftop.store import Run, Store
+
+#: A client ceiling range wider than this (max / min - 1) gets a warning.
+WIDE_CLIENT_RANGE = 0.25
+#: A run spending more than this share of its time outside measurement.
+HIGH_OVERHEAD = 0.15
+
+
+@dataclass
+class PairMatrix:
+    """Client peak per node pair: the median over samples of the rate one
+    client process on node b gets from one idle server on node a."""
+
+    metric: str
+    unit: str
+    nodes: list[int]
+    rates: dict[tuple[int, int], float]   # (server node, client node) -> median rate
+
+    def rate(self, a: int, b: int) -> float | None:
+        return self.rates.get((a, b), self.rates.get((b, a)))
+
+    def slowest(self, k: int = 3) -> list[tuple[tuple[int, int], float]]:
+        return sorted(self.rates.items(), key=lambda kv: kv[1])[:k]
+
+
+@dataclass
+class Latency:
+    """The merged latency distribution of one stage's client processes."""
+
+    stage: str
+    metric: str
+    bins: list[tuple[float, float, int]]   # [low_us, high_us, count]
+    processes: int
+
+    @property
+    def count(self) -> int:
+        return sum(b[2] for b in self.bins)
+
+    def quantile(self, q: float) -> float:
+        """Upper edge of the bin holding the q-th sample (microseconds)."""
+        rank, seen = q * self.count, 0
+        for lo, hi, n in self.bins:
+            seen += n
+            if seen >= rank:
+                return hi
+        return self.bins[-1][1]
+
+
+@dataclass
+class RunResults:
+    run: Run
+    samples: list[dict]
+    rooflines: dict[str, model.Roofline] = field(default_factory=dict)
+    evaluations: dict[str, model.Evaluation] = field(default_factory=dict)
+    pairs: dict[str, PairMatrix] = field(default_factory=dict)
+    latency: list[Latency] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    # --- describing the run ------------------------------------------------
+    @property
+    def provider(self) -> str:
+        return self.run.config.get("fabric", {}).get("provider", "?")
+
+    @property
+    def host(self) -> str:
+        env = self.run.environment
+        nodes = self.run.config.get("nodes") or []
+        hosts = sorted({n.get("host", "?") for n in nodes})
+        launcher = self.run.config.get("launcher", {}).get("type", "?")
+        where = env.get("host", "?")
+        if launcher == "local":
+            return f"{where} ({len(nodes)} logical nodes)"
+        if hosts and hosts != [where]:
+            shown = ", ".join(hosts[:3]) + (", ..." if len(hosts) > 3 else "")
+            return f"{len(nodes)} nodes ({shown}) via {launcher}"
+        return where
+
+    @property
+    def date(self) -> str:
+        return self.run.created.split("T")[0]
+
+    def title(self, metric: str) -> str:
+        what = {"rpc": "RPC rate (noop)", "bw": "bandwidth (bulk " + self.run.config.get(
+            "bw", {}).get("op", "read") + ", " + str(self.run.config.get("bw", {}).get("size", "")) + ")"}
+        return f"{what.get(metric, metric)}: {self.host}, {self.provider}, {self.date}"
+
+    def stage_samples(self, stage: str, metric: str | None = None, ok: bool = True) -> list[dict]:
+        return [s for s in self.samples if s["stage"] == stage
+                and (metric is None or s["metric"] == metric) and (not ok or s["status"] == "ok")]
+
+    @property
+    def metrics(self) -> list[str]:
+        return sorted({s["metric"] for s in self.samples})
+
+
+def pair_matrix(samples: list[dict], metric: str, nodes: int) -> PairMatrix | None:
+    per: dict[tuple[int, int], list[float]] = {}
+    for s in samples:
+        if s["stage"] == "client_peak" and s["metric"] == metric and s["status"] == "ok":
+            per.setdefault((s["server_nodes"][0], s["client_nodes"][0]), []).append(s["per_client"])
+    if not per:
+        return None
+    unit = "ops/s" if metric == "rpc" else "bytes/s"
+    return PairMatrix(metric, unit, list(range(nodes)),
+                      {k: statistics.median(v) for k, v in per.items()})
+
+
+def latency_of(samples: list[dict], stage: str, metric: str) -> Latency | None:
+    """Merges the latency bins of every client document of a stage (each
+    round's folder once); None when the documents carry no bins."""
+    merged: dict[tuple[float, float], int] = {}
+    procs = 0
+    for d in sorted({s["raw_dir"] for s in samples if s["stage"] == stage
+                     and s["metric"] == metric and s["status"] == "ok" and s["raw_dir"]}):
+        for f in sorted(Path(d).glob("client-*.json")):
+            try:
+                doc = json.loads(f.read_text())
+                bins = doc["result"]["latency_us"]["bins"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            procs += 1
+            for lo, hi, n in bins:
+                merged[(lo, hi)] = merged.get((lo, hi), 0) + n
+    if not merged:
+        return None
+    return Latency(stage, metric, [(lo, hi, n) for (lo, hi), n in sorted(merged.items())], procs)
+
+
+def _warnings(res: RunResults) -> list[str]:
+    from rooftop.ui import fmt_rate
+
+    out = []
+    for metric, r in res.rooflines.items():
+        c = r.client
+        spread = c.hi / c.lo - 1 if c.lo > 0 else 0.0
+        if spread > WIDE_CLIENT_RANGE:
+            pm = res.pairs.get(metric)
+            slow = ""
+            if pm:
+                slow = "; slowest pairs: " + ", ".join(
+                    f"n{a}-n{b} {fmt_rate(v, r.unit)}" for (a, b), v in pm.slowest(3))
+            out.append(f"{metric}: the client ceiling ranges {fmt_rate(c.lo, r.unit)} .. "
+                       f"{fmt_rate(c.hi, r.unit)} ({spread:.0%} wide, more than "
+                       f"{WIDE_CLIENT_RANGE:.0%}): look at the pair matrix{slow}")
+        if r.node_binds:
+            n = r.client_node
+            out.append(f"{metric}: with its node full, each client process gets "
+                       f"{fmt_rate(n.mid, r.unit)}, {n.mid / c.mid:.0%} of a lone client: the model "
+                       f"uses this node-saturated ceiling")
+        ev = res.evaluations.get(metric)
+        if ev:
+            above = [ch for ch in ev.checks if ch.above_roofline]
+            if above:
+                out.append(f"{metric}: {len(above)} validation sample(s) above the roofline (x = "
+                           + ", ".join(f"{ch.x:.3g}" for ch in above[:5])
+                           + "): a ceiling was under-measured, or the samples are not comparable")
+    failed = [s for s in res.samples if s["status"] != "ok"]
+    if failed:
+        out.append(f"{len(failed)} sample(s) failed, e.g. {failed[0]['key']}: {failed[0]['error'][:200]}")
+    ov = res.run.overhead
+    if ov is not None and ov > HIGH_OVERHEAD:
+        out.append(f"the run spent {ov:.0%} of its time outside measurement windows (launch, "
+                   f"readiness, warmup): longer samples (collect.duration) amortise it")
+    if res.run.status != "complete":
+        out.append(f"the run is {res.run.status}: finish it with 'rooftop collect --resume {res.run.id}'")
+    return out
+
+
+def load(store: Store, run_id: str) -> RunResults:
+    run = store.get_run(run_id)
+    samples = store.samples(run.id)
+    res = RunResults(run, samples)
+    nodes = len(run.config.get("nodes") or [])
+    validation = [s for s in samples if s["stage"] == "validate"]
+    for metric in res.metrics:
+        try:
+            r = model.from_run(samples, metric, f"run {run.id}")
+        except model.ModelError:
+            continue
+        res.rooflines[metric] = r
+        res.evaluations[metric] = model.evaluate(r, validation)
+        pm = pair_matrix(samples, metric, nodes)
+        if pm:
+            res.pairs[metric] = pm
+        for stage in ("client_peak", "client_node", "server_peak", "validate"):
+            lat = latency_of(samples, stage, metric)
+            if lat:
+                res.latency.append(lat)
+    res.warnings = _warnings(res)
+    return res

@@ -1,0 +1,163 @@
+"""rooftop plot / report / compare on a real run: files, the HTML parsed
+and rendered by headless Chromium, the Markdown summary, warnings."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+AURORA = ROOT / "examples" / "aurora-table2.json"
+
+
+def cli(*args, check=True, timeout=300):
+    p = subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"rooftop {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A small real campaign: rpc and bw ceilings (with the client-node
+    stage) and validation."""
+    res = tmp_path_factory.mktemp("report") / "res"
+    quick = ["--duration", "0.4", "--warmup", "0.1", "--samples", "2", "--results", str(res)]
+    run_id = cli("collect", "--metrics", "rpc,bw", *quick).stdout.strip().splitlines()[-1]
+    cli("validate", "--run", run_id, *quick)
+    return res, run_id
+
+
+class Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.imgs, self.links, self.scripts, self.text = [], [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.imgs.append(a.get("src", ""))
+        if tag in ("link", "script") or (tag == "a" and a.get("href", "").startswith("http")):
+            self.links.append((tag, a))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_plot_writes_every_figure_of_the_run(run):
+    res, run_id = run
+    files = json.loads(cli("plot", run_id, "--results", str(res), "--json").stdout)
+    assert sorted(files) == sorted(f"{k}-{m}" for k in ("roofline", "sweep", "pairs", "latency")
+                                   for m in ("bw", "rpc"))
+    for paths in files.values():
+        assert [Path(p).suffix for p in paths] == [".png", ".svg"]
+        assert all(Path(p).stat().st_size > 5000 for p in paths)
+        assert Path(paths[0]).parent == res / run_id / "figures"
+    # --params with the run: published ceilings, the run's samples on them.
+    out = cli("plot", run_id, "--params", str(AURORA), "--results", str(res), "--output",
+              str(res / "p"), "--format", "svg").stdout.split()
+    assert sorted(Path(p).name for p in out) == ["roofline-bw.svg", "roofline-rpc.svg"]
+
+
+def test_report_is_self_contained_and_renders_in_chromium(run, tmp_path):
+    res, run_id = run
+    p = cli("report", run_id, "--results", str(res))
+    page = Path(p.stdout.strip())
+    assert page == res / run_id / "report" / "report.html"
+    md = page.with_name("report.md")
+    assert f"markdown summary: {md}" in p.stderr
+    doc = Page()
+    doc.feed(page.read_text())
+    # Every figure is embedded as a PNG: 4 kinds x 2 metrics, nothing fetched.
+    assert len(doc.imgs) == 8 and not doc.links
+    for src in doc.imgs:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    text = " ".join(doc.text)
+    for needle in ("rooftop report", "ridge x*", "client ceiling", "server ceiling", "Warnings",
+                   "Validation", "Environment", "Resolved config", '"provider": "ofi+tcp"',
+                   "node full", run_id):
+        assert needle in text, needle
+    # The Markdown summary: headline per metric, figures by relative path.
+    m = md.read_text()
+    assert "## rpc" in m and "## bw" in m and "- ridge x* = " in m and "- recommended: " in m
+    assert "![roofline-rpc](figures/roofline-rpc.png)" in m
+    assert (page.parent / "figures" / "roofline-rpc.png").is_file()
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("chromium is not installed (scripts/setup.sh --test installs it)")
+    # Rendered offline (no network namespace access is needed: the page is
+    # self-contained), to a screenshot whose size and content are checked.
+    shot = tmp_path / "shot.png"
+    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--disable-dev-shm-usage", "--no-first-run", f"--user-data-dir={tmp_path / 'prof'}",
+                        "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    assert shot.is_file(), r.stderr[-2000:]
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(shot)
+    assert img.shape[:2] == (2400, 1200)
+    gray = img[..., :3].mean(axis=2)
+    # Not blank: many distinct shades (text, figures), a fair share of
+    # non-background pixels.
+    assert len(set((gray * 255).astype(int).ravel().tolist())) > 50
+    assert (abs(gray - gray.mean()) > 0.1).mean() > 0.02
+
+
+def test_report_warns_about_a_wide_client_ceiling(run, tmp_path):
+    import sqlite3
+
+    res, run_id = run
+    copy = tmp_path / "res"
+    shutil.copytree(res, copy)
+    db = sqlite3.connect(copy / "rooftop.db")
+    # One pair's client peak made 40 % slower than the others.
+    rid = db.execute("SELECT id FROM samples WHERE run_id=? AND stage='client_peak' AND metric='rpc' "
+                     "ORDER BY per_client LIMIT 1", (run_id,)).fetchone()[0]
+    db.execute("UPDATE samples SET per_client = per_client * 0.6, aggregate = aggregate * 0.6 WHERE id=?",
+               (rid,))
+    db.commit()
+    db.close()
+    p = cli("report", run_id, "--results", str(copy), "--output", str(tmp_path / "rep"))
+    assert "look at the pair matrix" in p.stderr and "slowest pairs: n0-n1" in p.stderr
+    assert "look at the pair matrix" in (tmp_path / "rep" / "report.html").read_text()
+
+
+def test_compare_runs_and_params_on_one_figure(run, tmp_path):
+    res, run_id = run
+    p = cli("compare", run_id, str(AURORA), "--results", str(res), "--output", str(tmp_path),
+            "--label", "this machine", "--label", "Aurora", "--json")
+    files = json.loads(p.stdout)
+    assert sorted(files) == ["compare-bw", "compare-rpc"]
+    assert all(Path(f).stat().st_size > 5000 for fs in files.values() for f in fs)
+    bad = cli("compare", "nosuchrun", "--results", str(res), check=False)
+    assert bad.returncode == 2 and "nosuchrun: neither a parameters file nor a run" in bad.stderr
+    bad = cli("compare", run_id, "--label", "x", "--label", "y", "--results", str(res), check=False)
+    assert bad.returncode == 2 and "2 --label for 1 sources" in bad.stderr
+
+
+def test_model_shows_the_client_node_ceiling_and_errors_both_ways(run):
+    res, run_id = run
+    out = cli("model", run_id, "--results", str(res)).stdout
+    assert "client ceiling, node full" in out
+    assert "with the client-node ceiling" in out and "without it" in out
+
+
+def test_plot_and_report_errors_are_clear(tmp_path):
+    p = cli("report", "nope", "--results", str(tmp_path), check=False)
+    assert p.returncode == 2 and "no run 'nope'" in p.stderr
+    p = cli("plot", "--results", str(tmp_path), check=False)
+    assert p.returncode == 2 and "give a RUN, a --params FILE, or both" in p.stderr
+    p = cli("plot", "--params", str(AURORA), "--format", "gif", check=False)
+    assert p.returncode == 2 and "formats are png, svg, pdf" in p.stderr
