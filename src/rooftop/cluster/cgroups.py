@@ -104,7 +104,7 @@ def quota_us(cores: int, percent: float | None) -> int | None:
     return max(1000, int(round(PERIOD_US * cores * percent / 100)))
 
 
-def create_root(layout: Layout, all_cores: list[int]) -> None:
+def create_root(layout: Layout) -> None:
     if layout.version == 2:
         root = layout.cpu / GROUP
         _write(layout.cpu / "cgroup.subtree_control", "+cpu +cpuset")

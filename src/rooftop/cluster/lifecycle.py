@@ -76,7 +76,7 @@ def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
     """Builds everything (nothing of the cluster exists yet) and records it."""
     net.check_subnet_free()
     net.create_bridge()
-    cgroups.create_root(layout, spec.machine_cores)
+    cgroups.create_root(layout)
     nodes = []
     for n in spec.nodes:
         net.create_node(n.index)
