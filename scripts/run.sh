@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on this machine: set up, then a complete local campaign --
-# collect (server and client ceilings) + validate, for both metrics (rpc,
-# bw), with short durations (about a minute). The machine's cores are split
-# into logical nodes (2 cores -> 2 nodes of 1 core).
+# collect (server, client and client-node ceilings) + validate, for both
+# metrics (rpc, bw), with short durations (about a minute and a half) --
+# then the model and the report. The machine's cores are split into logical
+# nodes (2 cores -> 2 nodes of 1 core).
 # RESULTS=DIR picks the results folder (default ./rooftop-results); extra
 # arguments go to 'rooftop collect' (see .venv/bin/rooftop collect --help).
 set -euo pipefail
@@ -12,10 +13,14 @@ results="${RESULTS:-./rooftop-results}"
 short=(--duration 2 --warmup 0.5 --samples 3 --results "$results")
 run=$(.venv/bin/rooftop collect "${short[@]}" "$@")
 .venv/bin/rooftop validate --run "$run" "${short[@]}" >/dev/null
-.venv/bin/rooftop runs --results "$results"
+.venv/bin/rooftop model "$run" --results "$results"
+report=$(.venv/bin/rooftop report "$run" --results "$results")
 cat <<TXT
 
 run $run is in $results/ (rooftop.db, and $results/$run/ for every engine document).
   .venv/bin/rooftop export $run --format csv --results $results    # the samples
-  .venv/bin/rooftop collect --help                                 # more
+  .venv/bin/rooftop compare $run examples/aurora-table2.json --results $results
+  .venv/bin/rooftop --help                                         # more
+
+report: $report
 TXT

@@ -147,13 +147,15 @@ def _warnings(res: RunResults) -> list[str]:
         spread = c.hi / c.lo - 1 if c.lo > 0 else 0.0
         if spread > WIDE_CLIENT_RANGE:
             pm = res.pairs.get(metric)
-            slow = ""
-            if pm:
-                slow = "; slowest pairs: " + ", ".join(
+            if pm and len(pm.rates) > 1:
+                advice = "look at the pair matrix; slowest pairs: " + ", ".join(
                     f"n{a}-n{b} {fmt_rate(v, r.unit)}" for (a, b), v in pm.slowest(3))
+            else:
+                advice = ("look at the pair matrix: with a single node pair the spread is between "
+                          "samples of n0-n1 (a noisy machine: longer or more samples)")
             out.append(f"{metric}: the client ceiling ranges {fmt_rate(c.lo, r.unit)} .. "
                        f"{fmt_rate(c.hi, r.unit)} ({spread:.0%} wide, more than "
-                       f"{WIDE_CLIENT_RANGE:.0%}): look at the pair matrix{slow}")
+                       f"{WIDE_CLIENT_RANGE:.0%}): {advice}")
         if r.node_binds:
             n = r.client_node
             out.append(f"{metric}: with its node full, each client process gets "

@@ -130,7 +130,7 @@ def test_report_warns_about_a_wide_client_ceiling(run, tmp_path):
     db.commit()
     db.close()
     p = cli("report", run_id, "--results", str(copy), "--output", str(tmp_path / "rep"))
-    assert "look at the pair matrix" in p.stderr and "slowest pairs: n0-n1" in p.stderr
+    assert "look at the pair matrix" in p.stderr and "spread is between samples of n0-n1" in p.stderr
     assert "look at the pair matrix" in (tmp_path / "rep" / "report.html").read_text()
 
 
