@@ -168,6 +168,27 @@ def test_interrupt_during_up_cleans_up(clean, monkeypatch):
     assert everything() == NOTHING
 
 
+def test_ctrl_c_during_up_cleans_up(clean):
+    """A real SIGINT to 'rooftop cluster up' while it builds node 3 of 60."""
+    import signal
+
+    p = subprocess.Popen([sys.executable, "-m", "rooftop", "cluster", "up", "--nodes", "60",
+                          "--link-rate", "100mbit"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        for line in p.stderr:
+            if line.startswith("node 2:"):
+                p.send_signal(signal.SIGINT)
+                break
+        rest = p.stderr.read()
+        assert p.wait(timeout=60) == 130, rest
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "rooftop: interrupted" in rest
+    assert everything() == NOTHING
+
+
 CPU_PROBE = """
 import os, time
 t, c = time.time(), time.process_time()
