@@ -166,3 +166,26 @@ def test_params_file_takes_an_optional_client_node_ceiling(tmp_path):
                                                 "client_node": "fast"}}}))
     with pytest.raises(ModelError, match=r"metrics.bw.client_node"):
         model.load_params(f)
+
+
+def test_outlier_node_is_flagged_and_left_out_of_the_ceiling():
+    from rooftop import outliers
+
+    # Seed 000's Polaris picture in small: 6 nodes, every pair with node 4 slow.
+    rates = {(a, b): (60.0 if 4 in (a, b) else 100.0 + (a + b) % 3) for a in range(6) for b in range(a + 1, 6)}
+    scores = {s.node: s for s in outliers.score_nodes(rates)}
+    assert outliers.flagged(list(scores.values())) == [4]
+    assert scores[4].z < -outliers.THRESHOLD and all(abs(scores[n].z) < 1 for n in (0, 1, 2, 3, 5))
+    assert [p for p, _ in scores[4].pairs][:1] and all(4 in p for p, _ in scores[4].pairs)
+    # Uniform noise (3 %) flags nothing: the spread has a 5 % floor.
+    noisy = {(a, b): 100.0 + 3 * ((a * 7 + b * 3) % 3 - 1) for a in range(6) for b in range(a + 1, 6)}
+    assert outliers.flagged(outliers.score_nodes(noisy)) == []
+    # Two nodes: no node medians to compare.
+    assert outliers.score_nodes({(0, 1): 5.0}) == []
+    # Ceilings without the flagged node.
+    rows = [{"stage": "client_peak", "metric": "rpc", "status": "ok", "per_client": v,
+             "server_nodes": [a], "client_nodes": [b]} for (a, b), v in rates.items()]
+    rows.append({"stage": "server_peak", "metric": "rpc", "status": "ok", "per_server": 400.0,
+                 "server_nodes": [0], "client_nodes": [1, 2]})
+    assert model.from_run(rows, "rpc").client.lo == 60
+    assert model.from_run(rows, "rpc", exclude_nodes=[4]).client.lo == 100

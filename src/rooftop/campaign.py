@@ -50,6 +50,32 @@ class SampleSpec:
     sample: int
     duration: float
     warmup: float
+    #: Pair rounds: (server node, client node) measured at once, one row each.
+    pairs: list[tuple[int, int]] | None = None
+
+    def row_keys(self) -> list[str]:
+        """The store keys this spec produces: its own, or one per pair."""
+        if self.pairs is None:
+            return [self.key]
+        return [_key(self.stage, self.metric, [a], 1, [b], 1, self.sample) for a, b in self.pairs]
+
+
+def round_robin(n: int) -> list[list[tuple[int, int]]]:
+    """Round-robin tournament (circle method) over nodes 0..n-1: n-1 rounds
+    (n odd: n rounds, one node resting) of disjoint pairs covering every
+    unordered pair once. Pairs are (lower, higher)."""
+    nodes = list(range(n)) + ([None] if n % 2 else [])
+    m = len(nodes)
+    rounds = []
+    for _ in range(m - 1):
+        pairs = []
+        for i in range(m // 2):
+            a, b = nodes[i], nodes[m - 1 - i]
+            if a is not None and b is not None:
+                pairs.append((min(a, b), max(a, b)))
+        rounds.append(sorted(pairs))
+        nodes = [nodes[0], nodes[-1], *nodes[1:-1]]
+    return rounds
 
 
 @dataclass
@@ -85,7 +111,18 @@ def plan_collect(cfg: dict) -> list[Group]:
                                             others, c["clients_per_node"], i, c["duration"],
                                             c["warmup"]))
         groups.append(g)
-    if c["client_peak"]:
+    if c["client_peak"] and c["pairs"] == "rounds":
+        # Disjoint pairs measured at once: one server on each pair's first
+        # node, one client on its second, client i loading server i.
+        for pairs in round_robin(n):
+            g = Group([a for a, _ in pairs], 1)
+            for m in cfg["metrics"]:
+                for i in range(c["samples"]):
+                    key = _key("client_peak", m, g.server_nodes, 1, [b for _, b in pairs], 1, i)
+                    g.samples.append(SampleSpec(key, "client_peak", m, [b for _, b in pairs], 1, i,
+                                                c["duration"], c["warmup"], pairs=pairs))
+            groups.append(g)
+    elif c["client_peak"]:
         for a in range(n - 1):
             g = Group([a], 1)
             for b in range(a + 1, n):
@@ -360,42 +397,58 @@ class Runner:
         limit = (spec.duration * len(specs) + spec.warmup + self.cfg["engine"]["start_lead"]
                  + self.cfg["engine"]["timeout"] + 30)
         killed = reap(procs, limit)
-        errors = [f"clients on node {launch.node.index} did not finish within {limit:g} s"
-                  for launch, p in zip(launches, procs) if p in killed]
+        # Per client rank: its windows, or why it has none.
+        rank_error: dict[int, str] = {}
+        for launch, p in zip(launches, procs):
+            if p in killed:
+                for r in launch.ranks:
+                    rank_error[r] = f"clients on node {launch.node.index} did not finish within {limit:g} s"
         self.procs.forget_finished()
-        windows: list[list[dict]] = []  # per client: its windows
+        windows: dict[int, list[dict]] = {}
         for r in range(nclients):
+            if r in rank_error:
+                continue
             f = sdir / f"client-{r}.json"
             try:
                 doc = json.loads(f.read_text())
             except (OSError, json.JSONDecodeError):
                 logs = [(sdir / f"launch-{i}.log") for i in range(len(launches))]
                 log = "; ".join(l.read_text().strip()[-400:] for l in logs if l.exists())
-                errors.append(f"client rank {r}: no result ({log or 'no output'})")
+                rank_error[r] = f"client rank {r}: no result ({log or 'no output'})"
                 continue
             if not doc.get("complete"):
-                errors.append(f"client rank {r}: " + ("; ".join(doc.get("errors") or []) or "incomplete"))
+                rank_error[r] = f"client rank {r}: " + ("; ".join(doc.get("errors") or []) or "incomplete")
                 continue
-            windows.append(doc["result"]["samples"])
+            windows[r] = doc["result"]["samples"]
         key = "ops_per_sec" if spec.metric == "rpc" else "bytes_per_sec"
-        x = nservers / nclients
         rows = []
         for w, sp in enumerate(specs):
-            row = dict(run_id=self.run_id, key=sp.key, stage=sp.stage, metric=sp.metric,
-                       unit=UNITS[sp.metric], server_nodes=group.server_nodes,
-                       client_nodes=sp.client_nodes, server_procs=nservers, client_procs=nclients,
-                       x=x, sample=sp.sample, raw_dir=str(sdir), measured_s=0.0)
-            if errors or any(len(cw) <= w for cw in windows):
-                row.update(status="failed", aggregate=None, per_server=None, per_client=None,
-                           error=" | ".join(errors[:5]) or "a client reported fewer windows than asked")
-            else:
-                agg = sum(cw[w][key] for cw in windows)
-                row.update(status="ok", aggregate=agg, per_server=agg / nservers,
-                           per_client=agg / nclients, error="",
-                           measured_s=sum(cw[w]["elapsed_s"] for cw in windows) / len(windows))
-            self.store.add_sample(**row)
-            self.on_sample(sp, row)
-            rows.append(row)
+            base = dict(run_id=self.run_id, stage=sp.stage, metric=sp.metric, unit=UNITS[sp.metric],
+                        sample=sp.sample, raw_dir=str(sdir), measured_s=0.0)
+            if sp.pairs is None:
+                parts = [(sp.key, group.server_nodes, sp.client_nodes, nservers, list(range(nclients)))]
+            else:  # one row per pair: client rank j loaded server rank j
+                parts = [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(sp.pairs, sp.row_keys()))]
+            window_s = 0.0
+            for rkey, snodes, cnodes, ns, ranks in parts:
+                row = dict(base, key=rkey, server_nodes=snodes, client_nodes=cnodes, server_procs=ns,
+                           client_procs=len(ranks), x=ns / len(ranks))
+                errs = [rank_error[r] for r in ranks if r in rank_error]
+                short = [r for r in ranks if r not in rank_error and len(windows[r]) <= w]
+                if errs or short:
+                    row.update(status="failed", aggregate=None, per_server=None, per_client=None,
+                               error=" | ".join(errs[:5]) or f"client rank {short[0]} reported fewer "
+                                                             f"windows than asked")
+                else:
+                    agg = sum(windows[r][w][key] for r in ranks)
+                    row.update(status="ok", aggregate=agg, per_server=agg / ns,
+                               per_client=agg / len(ranks), error="",
+                               measured_s=sum(windows[r][w]["elapsed_s"] for r in ranks) / len(ranks))
+                # Pairs measured at once share one window of run time.
+                self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - window_s))
+                window_s = max(window_s, row["measured_s"])
+                self.on_sample(sp, row)
+                rows.append(row)
         return rows
 
     @staticmethod
@@ -417,7 +470,7 @@ class Runner:
         ok = failed = 0
         try:
             for group in groups:
-                todo = [s for s in group.samples if s.key not in done]
+                todo = [s for s in group.samples if not all(k in done for k in s.row_keys())]
                 if not todo:
                     continue
                 try:
@@ -425,17 +478,22 @@ class Runner:
                 except SampleFailed as e:
                     # Every sample of the group fails with the servers' reason.
                     for spec in todo:
-                        row = dict(run_id=self.run_id, key=spec.key, stage=spec.stage,
-                                   metric=spec.metric, unit=UNITS[spec.metric],
-                                   server_nodes=group.server_nodes, client_nodes=spec.client_nodes,
-                                   server_procs=len(group.server_nodes) * group.servers_per_node,
-                                   client_procs=len(spec.client_nodes) * spec.clients_per_node,
-                                   x=0.0, sample=spec.sample, status="failed", aggregate=None,
-                                   per_server=None, per_client=None, measured_s=0.0, error=str(e),
-                                   raw_dir="")
-                        self.store.add_sample(**row)
-                        self.on_sample(spec, row)
-                        failed += 1
+                        if spec.pairs is None:
+                            parts = [(spec.key, group.server_nodes, spec.client_nodes,
+                                      len(group.server_nodes) * group.servers_per_node,
+                                      len(spec.client_nodes) * spec.clients_per_node)]
+                        else:
+                            parts = [(k, [a], [b], 1, 1) for (a, b), k in zip(spec.pairs, spec.row_keys())]
+                        for key, snodes, cnodes, ns, nc in parts:
+                            row = dict(run_id=self.run_id, key=key, stage=spec.stage,
+                                       metric=spec.metric, unit=UNITS[spec.metric],
+                                       server_nodes=snodes, client_nodes=cnodes, server_procs=ns,
+                                       client_procs=nc, x=0.0, sample=spec.sample, status="failed",
+                                       aggregate=None, per_server=None, per_client=None,
+                                       measured_s=0.0, error=str(e), raw_dir="")
+                            self.store.add_sample(**row)
+                            self.on_sample(spec, row)
+                            failed += 1
                     self.procs.stop_all()
                     if fail_fast:
                         raise

@@ -82,6 +82,8 @@ def _overrides(args, stage: str = "collect") -> dict:
     for name in ("duration", "warmup", "samples"):
         if getattr(args, name, None) is not None:
             o[f"{stage}.{name}"] = getattr(args, name)
+    if getattr(args, "pairs", None):
+        o["collect.pairs"] = args.pairs
     if getattr(args, "sweep_servers", False):
         o["collect.sweep_servers"] = True
     if getattr(args, "fail_fast", False):
@@ -274,23 +276,40 @@ def _cmd_model(args) -> int:
     if not args.run and not args.params:
         print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
         return 2
-    samples, source = [], ""
+    from rooftop import results
+
+    samples, res = [], None
     if args.run:
         store = Store(args.results)
-        run = store.get_run(args.run)
-        samples, source = store.samples(run.id), f"run {run.id}"
+        res = results.load(store, args.run)
+        samples = res.samples
     if args.params:
         rooflines = model.load_params(args.params)
+        evals = [model.evaluate(r, [s for s in samples if s["stage"] == "validate"])
+                 for _, r in sorted(rooflines.items())]
     else:
-        metrics = sorted({s["metric"] for s in samples if s["stage"] in ("client_peak", "server_peak")})
-        if not metrics:
+        if not res.rooflines:
+            metrics = sorted({s["metric"] for s in samples})
+            if metrics:  # the model's own message names what is missing
+                model.from_run(samples, metrics[0])
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
-        rooflines = {m: model.from_run(samples, m, source) for m in metrics}
-    evals = [model.evaluate(r, [s for s in samples if s["stage"] == "validate"])
-             for _, r in sorted(rooflines.items())]
+        evals = [res.evaluations[m] for m in sorted(res.rooflines)]
+    scores = res.scores if res and not args.params else {}
     if args.json:
-        print(json.dumps({"run": args.run, "params": args.params,
-                          "metrics": [e.to_dict() for e in evals]}, indent=1))
+        docs = []
+        for e in evals:
+            d = e.to_dict()
+            m = e.roofline.metric
+            if m in scores:
+                d["nodes"] = [sc.to_dict() for sc in scores[m]]
+                w = res.without_flagged.get(m)
+                d["without_flagged"] = ({"nodes": res.flagged(m),
+                                         "client": {"min": w.client.lo, "median": w.client.mid,
+                                                    "max": w.client.hi},
+                                         "ridge": {"min": w.ridge.lo, "median": w.ridge.mid,
+                                                   "max": w.ridge.hi}} if w else None)
+            docs.append(d)
+        print(json.dumps({"run": args.run, "params": args.params, "metrics": docs}, indent=1))
         return 0
     out = ui.Console(highlight=False)
     if not out.is_terminal:
@@ -312,6 +331,15 @@ def _cmd_model(args) -> int:
         t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.mid:.3g})")
         t.add_row("recommended", f"x >= {rec['x']:.3g}: {rec['servers']} server process(es) per "
                                  f"{rec['clients']} client process(es)")
+        for sc in scores.get(r.metric, []):
+            if sc.flagged:
+                t.add_row(f"[red]outlier node n{sc.node}[/]",
+                          f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
+                          + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
+        w = res.without_flagged.get(r.metric) if res and not args.params else None
+        if w:
+            t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
+                                               f"ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
         out.print(t)
         if e.checks:
             v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
@@ -504,11 +532,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "  server peak: one node runs S servers, every other node C clients\n"
                         "               (per-server-process rate = aggregate / S)\n"
                         "  client peak: one client vs one idle server, every node pair\n"
+                        "               (--pairs rounds: disjoint pairs at once)\n"
+                        "  client node: the last node full of clients vs every other node's servers\n"
                         "  sweep:       one server node's aggregate as S grows (--sweep-servers)\n"
                         "Each sample is saved as soon as it is measured; Ctrl-C stops every process "
                         "and 'rooftop collect --resume RUN' continues.")
     config_args(co)
     common(co)
+    co.add_argument("--pairs", choices=["serial", "rounds"],
+                    help="client peak pairs: serial, one at a time (default, as seed 000), or rounds "
+                         "of disjoint pairs measured at once, ~N/2 times faster (collect.pairs)")
     co.add_argument("--sweep-servers", action="store_true", help="also sweep server processes 1..max")
     co.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
     co.set_defaults(func=_cmd_collect)

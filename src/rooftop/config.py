@@ -63,6 +63,9 @@ KEYS: list[Key] = [
     Key("collect.samples", "int", 5, "samples per measurement"),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
     Key("collect.client_peak", "bool", True, "measure the client ceiling (every node pair)"),
+    Key("collect.pairs", "choice", "serial", "client peak pair scheduling: serial (one node pair at a "
+        "time, as seed 000) or rounds (round-robin tournament: N-1 rounds of N/2 disjoint pairs measured "
+        "at once, about N/2 times faster; pairs may then share a switch)", ("serial", "rounds")),
     Key("collect.client_node", "bool", True, "measure the node-saturated client ceiling: one client "
         "node fully populated against the servers of every other node (seed 000, section 5.2)"),
     Key("collect.sweep_servers", "bool", False, "measure one server node's aggregate as its "
@@ -320,11 +323,13 @@ def resolve(cfg: dict) -> dict:
     n = len(nodes)
     binding = cfg["binding"]
     # Servers serve on loopback unless told otherwise: across real hosts an
-    # IP provider needs the interface they should listen on.
+    # IP provider needs the interface they should listen on (nodes that
+    # carry their own address, as emulated ones do, serve on it).
     import socket
 
     local_names = {"localhost", socket.gethostname(), socket.getfqdn()}
-    remote = [nd.host for nd in nodes if nd.host not in local_names and not nd.host.startswith("127.")]
+    remote = [nd.host for nd in nodes if nd.host not in local_names and not nd.host.startswith("127.")
+              and not nd.address]
     ip_provider = any(p in cfg["fabric"]["provider"] for p in ("tcp", "sockets", "verbs", "udp"))
     if remote and ip_provider and not cfg["fabric"]["domain"]:
         raise ConfigError(f"fabric.domain: nodes on other hosts ({remote[0]}, ...) cannot reach servers "
@@ -355,7 +360,7 @@ def resolve(cfg: dict) -> dict:
     if "bw" in cfg["metrics"]:
         per_client = stream if cfg["bw"]["buffer"] == "stream" else size
         need = per_client * max(cfg["collect"]["clients_per_node"], cfg["validate"]["clients_per_node"])
-        if cfg["launcher"]["type"] == "local":
+        if cfg["launcher"]["type"] in ("local", "netns"):  # every node is this machine
             need *= n
         avail = mem_available()
         if avail and need > avail * 0.9:

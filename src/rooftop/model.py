@@ -179,11 +179,16 @@ def evaluate(roofline: Roofline, samples: list[dict]) -> Evaluation:
     return ev
 
 
-def from_run(samples: list[dict], metric: str, source: str = "") -> Roofline:
+def from_run(samples: list[dict], metric: str, source: str = "",
+             exclude_nodes: list[int] = ()) -> Roofline:
     """Ceilings from a run's stored samples: client peak per client process
-    (every node pair and sample), server peak per server process."""
+    (every node pair and sample), server peak per server process.
+    exclude_nodes: client peak pairs that include these nodes are left out
+    (flagged outlier nodes)."""
+    out = set(exclude_nodes)
     client = [s["per_client"] for s in samples
-              if s["stage"] == "client_peak" and s["metric"] == metric and s["status"] == "ok"]
+              if s["stage"] == "client_peak" and s["metric"] == metric and s["status"] == "ok"
+              and not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
     server = [s["per_server"] for s in samples
               if s["stage"] == "server_peak" and s["metric"] == metric and s["status"] == "ok"]
     node = [s["per_client"] for s in samples

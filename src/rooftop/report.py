@@ -119,6 +119,17 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str
                          f"{fmt_rate(c.predicted, u)} | {c.error_pct:+.0f} % | {c.binding} | "
                          f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |")
         lines.append("")
+    if any(res.scores.values()):
+        lines += ["## Nodes (client pair matrix)", "",
+                  "| metric | node | median of its pairs | score | flag |", "|---|---|---:|---:|---|"]
+        for metric, scores in sorted(res.scores.items()):
+            u = res.rooflines[metric].unit
+            lines += [f"| {metric} | n{sc.node} | {fmt_rate(sc.median, u)} | {sc.z:+.1f} | {sc.flagged or ''} |"
+                      for sc in scores]
+        for metric, w in sorted(res.without_flagged.items()):
+            lines.append(f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
+                         f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
+        lines.append("")
     ov = run.overhead
     lines += ["## Run", "", f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
               + (f", overhead {ov:.0%}" if ov is not None else ""),
@@ -200,6 +211,24 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
         parts.append(f"<h3>{e(metric)}</h3>" + _table(
             ["x", "server/client nodes", "measured", "predicted", "error", "binds", "efficiency"],
             rows, raw=True))
+    if any(res.scores.values()):
+        parts.append("<h2>Nodes</h2><p class='small'>Each node's score compares the median of the "
+                     "client pairs that include it with the typical node, in robust spreads (MAD, at "
+                     "least 5 %); beyond 3.5 the node is flagged and the ceilings are also given "
+                     "without its pairs.</p>")
+        for metric, scores in sorted(res.scores.items()):
+            u = res.rooflines[metric].unit
+            rows = [[f"n{sc.node}", e(fmt_rate(sc.median, u)), f"{sc.z:+.1f}",
+                     f"<span class='above'>{sc.flagged}</span>" if sc.flagged else "",
+                     e(", ".join(f"n{a}-n{b} {fmt_rate(v, u)}" for (a, b), v in sc.pairs[:3]))]
+                    for sc in scores]
+            parts.append(f"<h3>{e(metric)}</h3>" + _table(
+                ["node", "median of its pairs", "score", "flag", "slowest pairs"], rows, raw=True))
+            w = res.without_flagged.get(metric)
+            if w:
+                parts.append(f"<p>without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
+                             f"{e(_rng([w.client.lo, w.client.hi], w.unit))}, ridge "
+                             f"{w.ridge.lo:.3g} .. {w.ridge.hi:.3g}</p>")
     ov = run.overhead
     env_rows = [["run time", f"{run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
                  + (f" (overhead {ov:.0%})" if ov is not None else "")],
@@ -207,6 +236,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
                 ["launcher", f"{run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes"],
                 ["fabric", f"{res.provider}, domain {run.config.get('fabric', {}).get('domain') or 'default'}"],
                 ["binding", str(run.config.get("binding"))],
+                ["client pairs", str(run.config.get("collect", {}).get("pairs", "serial"))],
                 ["engine", str(run.environment.get("engine", "?"))],
                 ["rooftop", str(run.environment.get("rooftop", __version__))],
                 ["command", " ".join(run.environment.get("argv") or [])]]

@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import model
+from rooftop import model, outliers
 from rooftop.store import Run, Store
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
@@ -67,6 +67,13 @@ class RunResults:
     pairs: dict[str, PairMatrix] = field(default_factory=dict)
     latency: list[Latency] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Per metric: every node's outlier score (empty with fewer than 3 nodes).
+    scores: dict[str, list[outliers.NodeScore]] = field(default_factory=dict)
+    #: Per metric, when nodes are flagged slow: the roofline without their pairs.
+    without_flagged: dict[str, model.Roofline] = field(default_factory=dict)
+
+    def flagged(self, metric: str) -> list[int]:
+        return outliers.flagged(self.scores.get(metric, []))
 
     # --- describing the run ------------------------------------------------
     @property
@@ -143,6 +150,17 @@ def _warnings(res: RunResults) -> list[str]:
 
     out = []
     for metric, r in res.rooflines.items():
+        for node in res.flagged(metric):
+            sc = next(x for x in res.scores[metric] if x.node == node)
+            w = res.without_flagged.get(metric)
+            out.append(f"{metric}: node n{node} is an outlier (score {sc.z:.1f}): its pairs reach "
+                       f"{fmt_rate(sc.median, r.unit)} (median); slowest: "
+                       + ", ".join(f"n{a}-n{b} {fmt_rate(v, r.unit)}" for (a, b), v in sc.pairs[:3])
+                       + (f"; without it the client ceiling is {fmt_rate(w.client.lo, r.unit)} .. "
+                          f"{fmt_rate(w.client.hi, r.unit)}" if w else ""))
+            if node == 0 and any(s["stage"] == "server_peak" for s in res.samples):
+                out.append(f"{metric}: the server ceiling was measured on node n0, which is flagged: "
+                           f"re-run with another server node first (launcher.hosts order)")
         c = r.client
         spread = c.hi / c.lo - 1 if c.lo > 0 else 0.0
         if spread > WIDE_CLIENT_RANGE:
@@ -196,6 +214,14 @@ def load(store: Store, run_id: str) -> RunResults:
         pm = pair_matrix(samples, metric, nodes)
         if pm:
             res.pairs[metric] = pm
+            res.scores[metric] = outliers.score_nodes(pm.rates)
+            slow = res.flagged(metric)
+            if slow:
+                try:
+                    res.without_flagged[metric] = model.from_run(
+                        samples, metric, f"run {run.id} without n{', n'.join(map(str, slow))}", slow)
+                except model.ModelError:
+                    pass
         for stage in ("client_peak", "client_node", "server_peak", "validate"):
             lat = latency_of(samples, stage, metric)
             if lat:

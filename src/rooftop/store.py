@@ -150,7 +150,10 @@ class Store:
         return {r["key"] for r in self.db.execute(
             "SELECT key FROM samples WHERE run_id = ? AND status = 'ok'", (run_id,))}
 
-    def add_sample(self, **s) -> None:
+    def add_sample(self, run_time_s: float | None = None, **s) -> None:
+        """Stores one sample row. run_time_s: what it adds to the run's
+        measured time (default its measured_s; rows measured at the same
+        time, such as concurrent pairs, add it once)."""
         s.setdefault("created", now_iso())
         s["server_nodes"] = json.dumps(s["server_nodes"])
         s["client_nodes"] = json.dumps(s["client_nodes"])
@@ -160,7 +163,7 @@ class Store:
         self.db.execute(f"INSERT OR REPLACE INTO samples ({cols}) VALUES ({marks})",
                         [s[c] for c in SAMPLE_COLUMNS])
         self.db.execute("UPDATE runs SET measured_s = measured_s + ?, updated = ? WHERE id = ?",
-                        (s["measured_s"], now_iso(), s["run_id"]))
+                        (s["measured_s"] if run_time_s is None else run_time_s, now_iso(), s["run_id"]))
         self.db.commit()
 
     def samples(self, run_id: str, stage: str | None = None, metric: str | None = None) -> list[dict]:

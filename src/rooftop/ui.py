@@ -32,8 +32,9 @@ def stage_progress(groups, done: set[str], quiet: bool = False):
     counts: dict[str, int] = {}
     for g in groups:
         for s in g.samples:
-            if s.key not in done:
-                counts[s.stage] = counts.get(s.stage, 0) + 1
+            n = sum(k not in done for k in s.row_keys())
+            if n:
+                counts[s.stage] = counts.get(s.stage, 0) + n
     if quiet or not counts:
         yield lambda spec, row: None
         return
@@ -50,7 +51,7 @@ def stage_progress(groups, done: set[str], quiet: bool = False):
             progress.update(tasks[spec.stage], failed=f"[red]{nfailed[spec.stage]} failed")
         progress.advance(tasks[spec.stage])
         if not console.is_terminal:
-            console.print(f"  {spec.key}: " + (f"{row[STAGE_RATE[spec.stage]]:.4g} {row['unit']}"
+            console.print(f"  {row['key']}: " + (f"{row[STAGE_RATE[spec.stage]]:.4g} {row['unit']}"
                                                if row["status"] == "ok" else f"FAILED {row['error'][:200]}"))
 
     with progress:

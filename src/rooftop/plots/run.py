@@ -10,8 +10,7 @@ from rooftop.plots.save import FORMATS, save
 from rooftop.results import RunResults
 
 
-def plot_run(res: RunResults, out_dir: Path, formats=FORMATS,
-             flagged: dict[str, list[int]] | None = None) -> dict[str, list[Path]]:
+def plot_run(res: RunResults, out_dir: Path, formats=FORMATS) -> dict[str, list[Path]]:
     """Writes roofline-<metric>, sweep-<metric>, pairs-<metric> and
     latency-<metric> (when the run has their data); returns name -> files."""
     out: dict[str, list[Path]] = {}
@@ -28,7 +27,7 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS,
         pm = res.pairs.get(metric)
         if pm is not None:
             out[f"pairs-{metric}"] = save(pairs.figure(pm, f"client pair matrix, {title}",
-                                                       flagged=(flagged or {}).get(metric, [])),
+                                                       flagged=res.flagged(metric)),
                                           out_dir, f"pairs-{metric}", formats)
         try:
             out[f"latency-{metric}"] = save(latency.figure(res.latency, metric, f"latency, {title}"),
