@@ -320,7 +320,7 @@ def _cmd_model(args) -> int:
         rec = r.recommended()
         t = Table(title=f"{r.metric} roofline ({r.source})", title_justify="left", show_header=False)
         t.add_column(no_wrap=True)
-        t.add_column(no_wrap=True)
+        t.add_column(overflow="fold")
         t.add_row("client ceiling (per process)", f"{f(r.client.lo)} .. {f(r.client.hi)}  (median {f(r.client.mid)})")
         if r.client_node:
             n = r.client_node

@@ -123,7 +123,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str
         lines += ["## Nodes (client pair matrix)", "",
                   "| metric | node | median of its pairs | score | flag |", "|---|---|---:|---:|---|"]
         for metric, scores in sorted(res.scores.items()):
-            u = res.rooflines[metric].unit
+            u = res.pairs[metric].unit
             lines += [f"| {metric} | n{sc.node} | {fmt_rate(sc.median, u)} | {sc.z:+.1f} | {sc.flagged or ''} |"
                       for sc in scores]
         for metric, w in sorted(res.without_flagged.items()):
@@ -217,7 +217,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
                      "least 5 %); beyond 3.5 the node is flagged and the ceilings are also given "
                      "without its pairs.</p>")
         for metric, scores in sorted(res.scores.items()):
-            u = res.rooflines[metric].unit
+            u = res.pairs[metric].unit
             rows = [[f"n{sc.node}", e(fmt_rate(sc.median, u)), f"{sc.z:+.1f}",
                      f"<span class='above'>{sc.flagged}</span>" if sc.flagged else "",
                      e(", ".join(f"n{a}-n{b} {fmt_rate(v, u)}" for (a, b), v in sc.pairs[:3]))]

@@ -149,18 +149,21 @@ def _warnings(res: RunResults) -> list[str]:
     from rooftop.ui import fmt_rate
 
     out = []
-    for metric, r in res.rooflines.items():
-        for node in res.flagged(metric):
-            sc = next(x for x in res.scores[metric] if x.node == node)
+    for metric, scores in sorted(res.scores.items()):
+        unit = res.pairs[metric].unit
+        for sc in scores:
+            if sc.flagged != "slow":
+                continue
             w = res.without_flagged.get(metric)
-            out.append(f"{metric}: node n{node} is an outlier (score {sc.z:.1f}): its pairs reach "
-                       f"{fmt_rate(sc.median, r.unit)} (median); slowest: "
-                       + ", ".join(f"n{a}-n{b} {fmt_rate(v, r.unit)}" for (a, b), v in sc.pairs[:3])
-                       + (f"; without it the client ceiling is {fmt_rate(w.client.lo, r.unit)} .. "
-                          f"{fmt_rate(w.client.hi, r.unit)}" if w else ""))
-            if node == 0 and any(s["stage"] == "server_peak" for s in res.samples):
+            out.append(f"{metric}: node n{sc.node} is an outlier (score {sc.z:.1f}): its pairs reach "
+                       f"{fmt_rate(sc.median, unit)} (median); slowest: "
+                       + ", ".join(f"n{a}-n{b} {fmt_rate(v, unit)}" for (a, b), v in sc.pairs[:3])
+                       + (f"; without it the client ceiling is {fmt_rate(w.client.lo, unit)} .. "
+                          f"{fmt_rate(w.client.hi, unit)}" if w else ""))
+            if sc.node == 0 and any(s["stage"] == "server_peak" for s in res.samples):
                 out.append(f"{metric}: the server ceiling was measured on node n0, which is flagged: "
                            f"re-run with another server node first (launcher.hosts order)")
+    for metric, r in res.rooflines.items():
         c = r.client
         spread = c.hi / c.lo - 1 if c.lo > 0 else 0.0
         if spread > WIDE_CLIENT_RANGE:
@@ -207,10 +210,10 @@ def load(store: Store, run_id: str) -> RunResults:
     for metric in res.metrics:
         try:
             r = model.from_run(samples, metric, f"run {run.id}")
+            res.rooflines[metric] = r
+            res.evaluations[metric] = model.evaluate(r, validation)
         except model.ModelError:
-            continue
-        res.rooflines[metric] = r
-        res.evaluations[metric] = model.evaluate(r, validation)
+            pass  # no roofline, but the pair matrix and latency may still be there
         pm = pair_matrix(samples, metric, nodes)
         if pm:
             res.pairs[metric] = pm
