@@ -14,6 +14,10 @@ COLOURS = {"client_peak": "#1f77b4", "client_node": "#9467bd", "server_peak": "#
            "validate": "#ff7f0e"}
 
 
+def fmt_us(v: float) -> str:
+    return f"{v:.3g} µs" if v < 1000 else f"{v / 1000:.3g} ms"
+
+
 def figure(lats: list[Latency], metric: str, title: str):
     lats = [l for l in lats if l.metric == metric]
     if not lats:
@@ -27,8 +31,8 @@ def figure(lats: list[Latency], metric: str, title: str):
         dens = n / lat.count / np.log10(np.maximum(hi, lo * 1.0001) / np.maximum(lo, 1e-3))
         edges = np.append(lo, hi[-1])
         ax.stairs(dens, edges, color=COLOURS.get(lat.stage), lw=1.6, gid=f"latency-{lat.stage}",
-                  label=f"{STAGE_NAMES.get(lat.stage, lat.stage)}: p50 {lat.quantile(0.5):.3g} µs, "
-                        f"p99 {lat.quantile(0.99):.3g} µs ({lat.processes} proc.)")
+                  label=f"{STAGE_NAMES.get(lat.stage, lat.stage)}: p50 {fmt_us(lat.quantile(0.5))}, "
+                        f"p99 {fmt_us(lat.quantile(0.99))} ({lat.processes} proc.)")
     ax.set_xscale("log")
     ax.set_xlabel("operation latency (µs, log scale)")
     ax.set_ylabel("share of operations per decade")
