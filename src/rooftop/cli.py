@@ -322,6 +322,8 @@ def _cmd_model(args) -> int:
         t.add_column(no_wrap=True)
         t.add_column(overflow="fold")
         t.add_row("client ceiling (per process)", f"{f(r.client.lo)} .. {f(r.client.hi)}  (median {f(r.client.mid)})")
+        if r.client_node_rejected:
+            t.add_row("client ceiling, node full", "not used: " + r.client_node_rejected)
         if r.client_node:
             n = r.client_node
             t.add_row("client ceiling, node full", f"{f(n.lo)} .. {f(n.hi)}  (median {f(n.mid)}): "

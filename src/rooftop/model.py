@@ -34,6 +34,11 @@ UNITS = {
 }
 
 
+#: A client-node sample reaching this share of its servers' capacity
+#: (x * server ceiling) measured the servers, not the client node.
+SERVER_BOUND = 0.8
+
+
 class ModelError(ValueError):
     """Bad or missing roofline parameters; the message says which."""
 
@@ -58,6 +63,8 @@ class Roofline:
     source: str = ""
     #: Node-saturated client ceiling (per client process, node full), if measured.
     client_node: Ceiling | None = None
+    #: Why a measured client-node ceiling is not used ("" when it is, or none).
+    client_node_rejected: str = ""
 
     @property
     def client_bound(self) -> Ceiling:
@@ -144,6 +151,7 @@ class Evaluation:
             "client_node": ({"min": r.client_node.lo, "median": r.client_node.mid,
                              "max": r.client_node.hi, "binds": r.node_binds}
                             if r.client_node else None),
+            "client_node_rejected": r.client_node_rejected or None,
             "ridge": {"min": r.ridge.lo, "median": r.ridge.mid, "max": r.ridge.hi},
             "recommended": r.recommended(),
             "validation": [{"x": c.x, "server_nodes": c.server_nodes, "client_nodes": c.client_nodes,
@@ -191,15 +199,29 @@ def from_run(samples: list[dict], metric: str, source: str = "",
               and not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
     server = [s["per_server"] for s in samples
               if s["stage"] == "server_peak" and s["metric"] == metric and s["status"] == "ok"]
-    node = [s["per_client"] for s in samples
-            if s["stage"] == "client_node" and s["metric"] == metric and s["status"] == "ok"]
+    node_rows = [s for s in samples
+                 if s["stage"] == "client_node" and s["metric"] == metric and s["status"] == "ok"]
+    node = [s["per_client"] for s in node_rows]
     if not client or not server:
         missing = "client peak" if not client else "server peak"
         raise ModelError(f"{metric}: the run has no successful {missing} samples "
                          f"(run 'rooftop collect' with both stages)")
     unit = "ops/s" if metric == "rpc" else "bytes/s"
-    return Roofline(metric, unit, Ceiling.of(client), Ceiling.of(server), source,
-                    Ceiling.of(node) if node else None)
+    r = Roofline(metric, unit, Ceiling.of(client), Ceiling.of(server), source)
+    if node:
+        # Only a client-bound measurement is a client ceiling: with too few
+        # servers (x * server ceiling near what each client got) the
+        # servers were the limit, as on a 2-node machine (x = 1).
+        x = statistics.median(s["x"] for s in node_rows)
+        cn = Ceiling.of(node)
+        if cn.mid >= SERVER_BOUND * x * r.server.mid:
+            r.client_node_rejected = (
+                f"the client-node stage was server-bound: x = {x:.3g} server processes per client "
+                f"give at most {x * r.server.mid:.4g} {unit} per client and each got {cn.mid:.4g}; "
+                f"more server nodes are needed to saturate a client node")
+        else:
+            r.client_node = cn
+    return r
 
 
 def load_params(path: str | Path) -> dict[str, Roofline]:

@@ -177,6 +177,8 @@ def _warnings(res: RunResults) -> list[str]:
             out.append(f"{metric}: the client ceiling ranges {fmt_rate(c.lo, r.unit)} .. "
                        f"{fmt_rate(c.hi, r.unit)} ({spread:.0%} wide, more than "
                        f"{WIDE_CLIENT_RANGE:.0%}): {advice}")
+        if r.client_node_rejected:
+            out.append(f"{metric}: node-full client ceiling not used: {r.client_node_rejected}")
         if r.node_binds:
             n = r.client_node
             out.append(f"{metric}: with its node full, each client process gets "

@@ -84,9 +84,10 @@ def test_report_is_self_contained_and_renders_in_chromium(run, tmp_path):
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     text = " ".join(doc.text)
     for needle in ("rooftop report", "ridge x*", "client ceiling", "server ceiling", "Warnings",
-                   "Validation", "Environment", "Resolved config", '"provider": "ofi+tcp"',
-                   "node full", run_id):
+                   "Validation", "Environment", "Resolved config", '"provider": "ofi+tcp"', run_id):
         assert needle in text, needle
+    # The client-node ceiling is shown, or why it is not used (server-bound on 2 nodes).
+    assert "node full:" in text or "node-full client ceiling not used" in text
     # The Markdown summary: headline per metric, figures by relative path.
     m = md.read_text()
     assert "## rpc" in m and "## bw" in m and "- ridge x* = " in m and "- recommended: " in m
@@ -151,7 +152,9 @@ def test_model_shows_the_client_node_ceiling_and_errors_both_ways(run):
     res, run_id = run
     out = cli("model", run_id, "--results", str(res)).stdout
     assert "client ceiling, node full" in out
-    assert "with the client-node ceiling" in out and "without it" in out
+    # Either the third ceiling is used (errors both ways) or the run says why not.
+    assert ("with the client-node ceiling" in out and "without it" in out) or \
+        "not used: the client-node stage was server-bound" in out
 
 
 def test_plot_and_report_errors_are_clear(tmp_path):
@@ -161,3 +164,32 @@ def test_plot_and_report_errors_are_clear(tmp_path):
     assert p.returncode == 2 and "give a RUN, a --params FILE, or both" in p.stderr
     p = cli("plot", "--params", str(AURORA), "--format", "gif", check=False)
     assert p.returncode == 2 and "formats are png, svg, pdf" in p.stderr
+
+
+def test_a_lower_client_node_ceiling_is_used_and_drawn(run, tmp_path):
+    """The run's client-node rows rewritten as if 8 servers per client had
+    been available and each client got 40 % of a lone client's rate."""
+    import sqlite3
+
+    res, run_id = run
+    copy = tmp_path / "res"
+    shutil.copytree(res, copy)
+    db = sqlite3.connect(copy / "rooftop.db")
+    lone = db.execute("SELECT MIN(per_client) FROM samples WHERE run_id=? AND stage='client_peak' "
+                      "AND metric='rpc'", (run_id,)).fetchone()[0]
+    db.execute("UPDATE samples SET x = 8, per_client = ? WHERE run_id=? AND stage='client_node' "
+               "AND metric='rpc'", (0.4 * lone, run_id))
+    db.commit()
+    db.close()
+    out = cli("model", run_id, "--results", str(copy)).stdout
+    assert "lower, the model uses it" in out
+    assert "with the client-node ceiling" in out and "without it" in out
+    doc = json.loads(cli("model", run_id, "--results", str(copy), "--json").stdout)
+    rpc = next(m for m in doc["metrics"] if m["metric"] == "rpc")
+    assert rpc["client_node"]["binds"] and rpc["client_node"]["median"] == pytest.approx(0.4 * lone)
+    assert rpc["ridge"]["median"] == pytest.approx(0.4 * lone / rpc["server"]["median"])
+    p = cli("report", run_id, "--results", str(copy), "--output", str(tmp_path / "rep"))
+    assert "the model uses this node-saturated ceiling" in p.stderr
+    page = Page()
+    page.feed((tmp_path / "rep" / "report.html").read_text())
+    assert "node full:" in " ".join(page.text)
