@@ -405,6 +405,7 @@ class Runner:
                     rank_error[r] = f"clients on node {launch.node.index} did not finish within {limit:g} s"
         self.procs.forget_finished()
         windows: dict[int, list[dict]] = {}
+        late: dict[int, float] = {}  # how late each client started measuring
         for r in range(nclients):
             if r in rank_error:
                 continue
@@ -420,6 +421,7 @@ class Runner:
                 rank_error[r] = f"client rank {r}: " + ("; ".join(doc.get("errors") or []) or "incomplete")
                 continue
             windows[r] = doc["result"]["samples"]
+            late[r] = float(doc["result"].get("measure_at_late_s") or 0.0)
         key = "ops_per_sec" if spec.metric == "rpc" else "bytes_per_sec"
         rows = []
         for w, sp in enumerate(specs):
@@ -432,7 +434,8 @@ class Runner:
             window_s = 0.0
             for rkey, snodes, cnodes, ns, ranks in parts:
                 row = dict(base, key=rkey, server_nodes=snodes, client_nodes=cnodes, server_procs=ns,
-                           client_procs=len(ranks), x=ns / len(ranks))
+                           client_procs=len(ranks), x=ns / len(ranks),
+                           late_s=max((late.get(r, 0.0) for r in ranks), default=0.0))
                 errs = [rank_error[r] for r in ranks if r in rank_error]
                 short = [r for r in ranks if r not in rank_error and len(windows[r]) <= w]
                 if errs or short:

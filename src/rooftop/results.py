@@ -16,6 +16,8 @@ from rooftop.store import Run, Store
 WIDE_CLIENT_RANGE = 0.25
 #: A run spending more than this share of its time outside measurement.
 HIGH_OVERHEAD = 0.15
+#: A client later than this share of a window to the common start.
+LATE_SHARE = 0.1
 
 
 @dataclass
@@ -191,6 +193,13 @@ def _warnings(res: RunResults) -> list[str]:
                 out.append(f"{metric}: {len(above)} validation sample(s) above the roofline (x = "
                            + ", ".join(f"{ch.x:.3g}" for ch in above[:5])
                            + "): a ceiling was under-measured, or the samples are not comparable")
+    late = [s for s in res.samples if s["status"] == "ok" and s.get("late_s", 0) > LATE_SHARE *
+            max(s["measured_s"], 1e-9)]
+    if late:
+        worst = max(late, key=lambda s: s["late_s"])
+        out.append(f"{len(late)} sample(s) had a client start measuring late (worst {worst['late_s']:.2f} s, "
+                   f"{worst['key']}): its clients did not measure one common interval; raise "
+                   f"engine.start_lead (now {res.run.config.get('engine', {}).get('start_lead')} s)")
     failed = [s for s in res.samples if s["status"] != "ok"]
     if failed:
         out.append(f"{len(failed)} sample(s) failed, e.g. {failed[0]['key']}: {failed[0]['error'][:200]}")

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS samples (
     measured_s    REAL NOT NULL DEFAULT 0,
     error         TEXT NOT NULL DEFAULT '',
     raw_dir       TEXT NOT NULL DEFAULT '',
+    late_s        REAL NOT NULL DEFAULT 0,  -- latest client's lateness to the common start (--measure-at)
     created       TEXT NOT NULL,
     UNIQUE (run_id, key)
 );
@@ -57,7 +58,7 @@ CREATE TABLE IF NOT EXISTS samples (
 
 SAMPLE_COLUMNS = ["run_id", "key", "stage", "metric", "unit", "server_nodes", "client_nodes",
                   "server_procs", "client_procs", "x", "sample", "status", "aggregate",
-                  "per_server", "per_client", "measured_s", "error", "raw_dir", "created"]
+                  "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "created"]
 
 
 def now_iso() -> str:
@@ -96,6 +97,10 @@ class Store:
         self.db = sqlite3.connect(self.path, timeout=30)
         self.db.row_factory = sqlite3.Row
         self.db.executescript(SCHEMA)
+        # Databases written before a column existed get it (default value).
+        have = {r["name"] for r in self.db.execute("PRAGMA table_info(samples)")}
+        if "late_s" not in have:
+            self.db.execute("ALTER TABLE samples ADD COLUMN late_s REAL NOT NULL DEFAULT 0")
         self.db.commit()
 
     def close(self) -> None:
@@ -155,6 +160,7 @@ class Store:
         measured time (default its measured_s; rows measured at the same
         time, such as concurrent pairs, add it once)."""
         s.setdefault("created", now_iso())
+        s.setdefault("late_s", 0.0)
         s["server_nodes"] = json.dumps(s["server_nodes"])
         s["client_nodes"] = json.dumps(s["client_nodes"])
         cols = ", ".join(SAMPLE_COLUMNS)

@@ -214,3 +214,20 @@ def test_server_sweep(tmp_path):
     assert [r["server_procs"] for r in rows] == [1, 2, 3]
     assert all(r["stage"] == "sweep_servers" and r["status"] == "ok" for r in rows)
     assert all(r["x"] == pytest.approx(r["server_procs"] / r["client_procs"]) for r in rows)
+
+
+def test_a_late_client_is_recorded_and_warned_about(tmp_path):
+    # No lead time and no warmup: every client is late by its own start-up.
+    res = tmp_path / "res"
+    run = rooftop("collect", "--metrics", "rpc", "--set", "collect.client_peak=false",
+                  "--set", "collect.client_node=false", "--set", "engine.start_lead=0",
+                  "--warmup", "0", "--duration", "0.5", "--samples", "1",
+                  "--results", str(res)).stdout.strip().splitlines()[-1]
+    (row,) = samples(res, run)
+    doc = json.loads((Path(row["raw_dir"]) / "client-0.json").read_text())
+    assert row["status"] == "ok" and row["late_s"] == doc["result"]["measure_at_late_s"] > 0
+    from rooftop import results
+    from rooftop.store import Store
+
+    warnings = results.load(Store(res), run).warnings
+    assert any("start measuring late" in w and "engine.start_lead" in w for w in warnings), warnings
