@@ -29,6 +29,17 @@ def test_engine_passthrough():
 def test_help_teaches():
     p = rooftop_cli("--help")
     assert p.returncode == 0 and "probe" in p.stdout and "examples" in p.stdout
+    # Every sub-command is listed in the epilog, and has its own --help.
+    import re
+
+    listed = set(re.findall(r"^  (\w+)\s{2,}", p.stdout.split("commands:")[1].split("examples:")[0], re.M))
+    from rooftop.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert listed == set(sub.choices), set(sub.choices) ^ listed
+    for cmd in sorted(set(sub.choices) - {"engine"}):
+        h = rooftop_cli(cmd, "--help")
+        assert h.returncode == 0 and len(h.stdout) > 200, cmd
 
 
 def test_probe_end_to_end(tmp_path):

@@ -26,7 +26,13 @@ commands:
   validate  add validation samples (server nodes x client nodes) to a run
   runs      list the runs in a results folder
   export    a run's samples as CSV or JSON
-  model     the roofline: ceilings, ridge ratio, recommended ratio, validation
+  model     the roofline: ceilings, ridge ratio, recommended ratio, validation,
+            outlier nodes
+  plot      figures of a run or parameters file (roofline, sweep, pair matrix,
+            latency), PNG and SVG
+  report    one self-contained HTML report (+ Markdown) of a run
+  compare   several rooflines (runs, parameters files) on one figure
+  cluster   an emulated cluster on this machine (root): up, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
@@ -35,11 +41,14 @@ commands:
 examples:
   RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 logical nodes
   rooftop validate --run $RUN
+  rooftop report $RUN                                # prints the HTML report's path
   rooftop runs
   rooftop export $RUN --format csv
   rooftop collect --launcher mpiexec --set launcher.hosts=n1,n2,n3 --set fabric.domain=hsn0
   rooftop collect --launcher srun --nodes 8          # inside salloc/sbatch
   rooftop collect --resume $RUN                      # after Ctrl-C
+  rooftop cluster up --nodes 4 --link-rate 200mbit && rooftop collect --launcher netns
+  rooftop compare $RUN examples/aurora-table2.json
 """
 
 
