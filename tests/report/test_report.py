@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -150,7 +151,7 @@ def test_compare_runs_and_params_on_one_figure(run, tmp_path):
 
 def test_model_shows_the_client_node_ceiling_and_errors_both_ways(run):
     res, run_id = run
-    out = cli("model", run_id, "--results", str(res)).stdout
+    out = re.sub(r"[\s│]+", " ", cli("model", run_id, "--results", str(res)).stdout)
     assert "client ceiling, node full" in out
     # Either the third ceiling is used (errors both ways) or the run says why not.
     assert ("with the client-node ceiling" in out and "without it" in out) or \
@@ -182,6 +183,7 @@ def test_a_lower_client_node_ceiling_is_used_and_drawn(run, tmp_path):
     db.commit()
     db.close()
     out = cli("model", run_id, "--results", str(copy)).stdout
+    out = re.sub(r"[\s│]+", " ", out)  # table cells may wrap
     assert "lower, the model uses it" in out
     assert "with the client-node ceiling" in out and "without it" in out
     doc = json.loads(cli("model", run_id, "--results", str(copy), "--json").stdout)
