@@ -200,6 +200,13 @@ def _warnings(res: RunResults) -> list[str]:
         out.append(f"{len(late)} sample(s) had a client start measuring late (worst {worst['late_s']:.2f} s, "
                    f"{worst['key']}): its clients did not measure one common interval; raise "
                    f"engine.start_lead (now {res.run.config.get('engine', {}).get('start_lead')} s)")
+    cfg = res.run.config
+    shared = [n for n in cfg.get("nodes") or [] if (n.get("emulation") or {}).get("shared_with")]
+    local = cfg.get("launcher", {}).get("type") == "local"
+    if cfg.get("collect", {}).get("pairs") == "rounds" and (shared or local) and len(cfg.get("nodes") or []) > 3:
+        out.append("client pairs were measured in rounds on one machine whose nodes share cores (or "
+                   "memory): pairs measured at once interfere, so the pair matrix mixes that in; "
+                   "--pairs serial measures one pair at a time")
     failed = [s for s in res.samples if s["status"] != "ok"]
     if failed:
         out.append(f"{len(failed)} sample(s) failed, e.g. {failed[0]['key']}: {failed[0]['error'][:200]}")
