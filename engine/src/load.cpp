@@ -95,41 +95,39 @@ class Load {
   Histogram hist_;
   std::vector<Interval> intervals_;
   FILE* trace_ = nullptr;
-  // --samples K: consecutive measurement windows after one warmup.
+  // --samples K: consecutive windows of --duration from one common start
+  // (the end of the warmup, or --measure-at, so that every client of a
+  // sample measures the same intervals). An operation counts in a window by
+  // the share of its time [issue, response] inside it: counting whole
+  // completions would credit a window with work done before it opened
+  // (+1 op per window: 20 % too fast for 4 MiB over a 25 MB/s link in 1 s
+  // windows). Operations in flight at the end are drained and counted for
+  // their share.
   struct Window {
-    uint64_t ops, bytes;
-    double elapsed_s, cpu_s;
+    int64_t start = 0, end = 0;
+    double work_ops = 0, work_bytes = 0;  // shares of operations
+    uint64_t completions = 0;             // operations completed inside
+    double cpu_s = 0;
   };
   std::vector<Window> windows_;
-  int64_t nwindows_ = 1, w_start_ = 0;
-  uint64_t w_ops0_ = 0, w_bytes0_ = 0;
+  int64_t nwindows_ = 1, duration_ns_ = 0;
+  size_t cur_w_ = 0;  // the window the clock is in
   CpuTimes w_cpu0_;
-  void close_window(int64_t t_end) {
-    CpuTimes c = process_cpu();
-    windows_.push_back({ops_ - w_ops0_, bytes_ - w_bytes0_, (t_end - w_start_) / 1e9,
-                        c.user_s - w_cpu0_.user_s + c.sys_s - w_cpu0_.sys_s});
-    w_start_ = t_end;
-    w_ops0_ = ops_;
-    w_bytes0_ = bytes_;
-    w_cpu0_ = c;
-  }
-  // Measurement spans completion to completion: it starts at the first
-  // completion after the warmup (the anchor, not counted) and each window
-  // ends at the first completion at or after its scheduled end (counted).
-  // Counting completions between two completions is exact for sequential
-  // operations; a window starting or ending mid-operation would count an
-  // operation whose transfer partly happened outside it (+1 op per window:
-  // 20 % too fast for 4 MiB over a 25 MB/s link in 1 s windows).
-  bool anchored_ = false;
-  int64_t measure_end_ = 0, duration_ns_ = 0;
-  uint64_t drained_ops_ = 0;
-  void anchor(int64_t t) {
-    anchored_ = true;
-    t0_ = w_start_ = t_last_ = t;
+  uint64_t drained_ops_ = 0, all_done_ = 0, all_bytes_ = 0;
+  void start_measure(int64_t t) {
+    phase_ = Phase::Measure;
+    t0_ = t;
     measure_start_s_ = realtime_s() - static_cast<double>(now_ns() - t) / 1e9;
     cpu0_ = w_cpu0_ = process_cpu();
-    measure_end_ = t + duration_ns_;
+    windows_.assign(static_cast<size_t>(nwindows_), Window{});
+    for (int64_t k = 0; k < nwindows_; k++) {
+      windows_[k].start = t + k * duration_ns_;
+      windows_[k].end = t + (k + 1) * duration_ns_;
+    }
+    t_end_ = windows_.back().end;
   }
+  // Credits a completed operation to the windows its lifetime overlaps.
+  void account(const Slot& s);
   double measure_at_ = 0, late_s_ = 0, measure_start_s_ = 0;
   std::string end_reason_ = "done";
   bool fatal_ = false;
@@ -186,6 +184,23 @@ void Load::issue(Slot& s) {
   post(s);
 }
 
+void Load::account(const Slot& s) {
+  if (windows_.empty() || s.t_resp <= t0_ || s.t_issue >= t_end_) return;
+  const double life = static_cast<double>(s.t_resp - s.t_issue);
+  const double size = op_ == Op::Noop ? 0.0 : static_cast<double>(size_);
+  const int64_t n = static_cast<int64_t>(windows_.size());
+  auto index = [&](int64_t t) { return std::clamp<int64_t>((t - t0_) / duration_ns_, 0, n - 1); };
+  if (s.t_resp < t_end_) windows_[index(s.t_resp)].completions++;
+  for (int64_t k = index(std::max(s.t_issue, t0_)); k <= index(std::min(s.t_resp, t_end_) - 1); k++) {
+    Window& w = windows_[k];
+    int64_t lo = std::max(s.t_issue, w.start), hi = std::min(s.t_resp, w.end);
+    if (hi <= lo) continue;
+    double share = life > 0 ? static_cast<double>(hi - lo) / life : 1.0;
+    w.work_ops += share;
+    w.work_bytes += share * size;
+  }
+}
+
 void Load::complete(Slot& s) {
   s.busy = false;
   busy_--;
@@ -206,37 +221,24 @@ void Load::complete(Slot& s) {
     verify_checked_++;  // the server checked it; a mismatch comes back as verify_failed
   }
   if (s.status == wire::Status::VerifyFailed) verify_failed_++;
-  if (phase_ == Phase::Measure && !anchored_) {
-    warm_ops_++;
-    anchor(s.t_resp);
-  } else if (phase_ == Phase::Measure) {
-    if (ok) {
-      ops_++;
-      if (op_ != Op::Noop) bytes_ += size_;
-      targets_[s.target].ops++;
-      hist_.record(static_cast<uint64_t>(lat));
-      if (trace_)
-        std::fprintf(trace_, "%lld,%lld,%d,%llu\n", static_cast<long long>(s.t_issue - t0_),
-                     static_cast<long long>(lat), targets_[s.target].addr.rank,
-                     static_cast<unsigned long long>(op_ == Op::Noop ? 0 : size_));
-    }
-    t_last_ = std::max(t_last_, s.t_resp);
-    if (s.t_resp >= measure_end_) {  // this completion closes the window
-      if (static_cast<int64_t>(windows_.size()) + 1 < nwindows_) {
-        close_window(s.t_resp);  // the next window starts here, load continues
-        measure_end_ = s.t_resp + duration_ns_;
-      } else {
-        phase_ = Phase::Drain;  // what is still in flight is not counted
-        t_end_ = s.t_resp;
-        cpu_end_ = process_cpu();
-        close_window(t_end_);
-      }
-    }
-  } else if (phase_ == Phase::Warmup) {
-    warm_ops_++;
-  } else {
+  all_done_++;
+  if (ok && op_ != Op::Noop) all_bytes_ += size_;
+  if (phase_ == Phase::Warmup || s.t_resp < t0_) {
+    warm_ops_++;  // done before measuring began (a share of it may still count, below)
+  } else if (s.t_resp >= t_end_) {
     drained_ops_++;
+  } else if (ok) {  // completed inside the measured time
+    ops_++;
+    if (op_ != Op::Noop) bytes_ += size_;
+    targets_[s.target].ops++;
+    hist_.record(static_cast<uint64_t>(lat));
+    if (trace_)
+      std::fprintf(trace_, "%lld,%lld,%d,%llu\n", static_cast<long long>(s.t_issue - t0_),
+                   static_cast<long long>(lat), targets_[s.target].addr.rank,
+                   static_cast<unsigned long long>(op_ == Op::Noop ? 0 : size_));
+    t_last_ = std::max(t_last_, s.t_resp);
   }
+  if (ok && phase_ != Phase::Warmup) account(s);
   if ((phase_ == Phase::Warmup || phase_ == Phase::Measure) && !fatal_) issue(s);
 }
 
@@ -290,12 +292,18 @@ void Load::on_event(const CqEvent& ev, int64_t now) {
 std::string Load::result_json() const {
   JsonWriter w;
   double elapsed = t0_ && t_end_ > t0_ ? (t_end_ - t0_) / 1e9 : 0.0;
+  double work_ops = 0, work_bytes = 0;
+  for (auto& win : windows_) {
+    work_ops += win.work_ops;
+    work_bytes += win.work_bytes;
+  }
   w.begin_object();
   w.kv("ops", ops_);
   w.kv("bytes", bytes_);
   w.kv("elapsed_s", elapsed);
-  w.kv("ops_per_sec", elapsed > 0 ? ops_ / elapsed : 0.0);
-  w.kv("bytes_per_sec", elapsed > 0 ? bytes_ / elapsed : 0.0);
+  // Rates are work per second: operations straddling an edge count by share.
+  w.kv("ops_per_sec", elapsed > 0 ? work_ops / elapsed : 0.0);
+  w.kv("bytes_per_sec", elapsed > 0 ? work_bytes / elapsed : 0.0);
   w.key("latency_us").begin_object();
   w.kv("count", hist_.count());
   w.kv("min", hist_.min() / 1e3).kv("mean", hist_.mean() / 1e3);
@@ -312,7 +320,7 @@ std::string Load::result_json() const {
   w.key("cpu").begin_object();
   w.kv("user_s", cu).kv("sys_s", cs).kv("utilization", elapsed > 0 ? (cu + cs) / elapsed : 0.0);
   w.end_object();
-  w.kv("drained_ops", drained_ops_);  // completed after the last window closed: not counted
+  w.kv("drained_ops", drained_ops_);  // completed after the last window: counted for their share
   w.key("warmup").begin_object();
   w.kv("ops", warm_ops_).kv("elapsed_s", t0_ ? (t0_ - t_start_) / 1e9 : (now_ns() - t_start_) / 1e9);
   w.end_object();
@@ -340,10 +348,12 @@ std::string Load::result_json() const {
   if (measure_at_ > 0) w.kv("measure_at_late_s", late_s_);
   w.key("samples").begin_array();
   for (auto& win : windows_) {
-    w.begin_object().kv("ops", win.ops).kv("bytes", win.bytes).kv("elapsed_s", win.elapsed_s);
-    w.kv("ops_per_sec", win.elapsed_s > 0 ? win.ops / win.elapsed_s : 0.0);
-    w.kv("bytes_per_sec", win.elapsed_s > 0 ? win.bytes / win.elapsed_s : 0.0);
-    w.kv("cpu_utilization", win.elapsed_s > 0 ? win.cpu_s / win.elapsed_s : 0.0).end_object();
+    double el = (win.end - win.start) / 1e9;
+    w.begin_object().kv("ops", win.completions).kv("bytes", win.completions * (op_ == Op::Noop ? 0 : size_));
+    w.kv("elapsed_s", el).kv("work_ops", win.work_ops);
+    w.kv("ops_per_sec", el > 0 ? win.work_ops / el : 0.0);
+    w.kv("bytes_per_sec", el > 0 ? win.work_bytes / el : 0.0);
+    w.kv("cpu_utilization", el > 0 ? win.cpu_s / el : 0.0).end_object();
   }
   w.end_array();
   w.kv("end", end_reason_);
@@ -481,8 +491,8 @@ int Load::run() {
     warm_end = t_start_ + static_cast<int64_t>(std::max(0.0, until) * 1e9);
     warmup = std::max(0.0, until);
   }
-  duration_ns_ = static_cast<int64_t>(duration * 1e9);
-  if (warmup <= 0) phase_ = Phase::Measure;  // the first completion anchors it
+  duration_ns_ = std::max<int64_t>(1, static_cast<int64_t>(duration * 1e9));
+  if (warmup <= 0) start_measure(t_start_);
   int64_t next_tick = t_start_ + interval_ns, tick_start = t_start_;
   uint64_t tick_ops = 0, tick_bytes = 0;
   CpuTimes tick_cpu = process_cpu();
@@ -503,7 +513,18 @@ int Load::run() {
     }
     if (n) last_activity = now;
     // Phase changes.
-    if (phase_ == Phase::Warmup && now >= warm_end) phase_ = Phase::Measure;  // anchors at the next completion
+    if (phase_ == Phase::Warmup && now >= warm_end) start_measure(now);
+    if (phase_ == Phase::Measure) {
+      while (cur_w_ < windows_.size() && now >= windows_[cur_w_].end) {
+        CpuTimes c = process_cpu();  // CPU of each window, read as the clock leaves it
+        windows_[cur_w_++].cpu_s = c.user_s - w_cpu0_.user_s + c.sys_s - w_cpu0_.sys_s;
+        w_cpu0_ = c;
+      }
+      if (cur_w_ == windows_.size()) {
+        phase_ = Phase::Drain;  // no new operations; those in flight count for their share
+        cpu_end_ = process_cpu();
+      }
+    }
     if (phase_ == Phase::Drain && busy_ == 0) phase_ = Phase::Done;
     if ((++spins & 255) == 0 || now >= next_tick) {
       rep_.cores.sample();
@@ -526,14 +547,14 @@ int Load::run() {
         }
       if (now >= next_tick) {
         CpuTimes c = process_cpu();
-        uint64_t all_ops = ops_ + warm_ops_;
+        uint64_t all_ops = all_done_;
         double dt = (now - tick_start) / 1e9;
         intervals_.push_back({(now - t_start_) / 1e9, phase_name(phase_), all_ops - tick_ops,
-                              bytes_ - tick_bytes,
+                              all_bytes_ - tick_bytes,
                               dt > 0 ? (c.user_s - tick_cpu.user_s + c.sys_s - tick_cpu.sys_s) / dt : 0});
         if (intervals_.size() > 100000) intervals_.erase(intervals_.begin());
         tick_ops = all_ops;
-        tick_bytes = bytes_;
+        tick_bytes = all_bytes_;
         tick_cpu = c;
         tick_start = now;
         next_tick = now + interval_ns;
@@ -545,8 +566,14 @@ int Load::run() {
   if (fatal_) {
     // Partial result: what was measured up to now.
     int64_t now = now_ns();
-    if (t0_) {
-      t_end_ = ops_ ? std::max(t_last_, t0_) : now;
+    if (t0_) {  // the windows the clock reached, the last one cut at now
+      t_end_ = std::min(t_end_, std::max(now, t0_ + 1));
+      windows_.resize(std::min(windows_.size(), cur_w_ + 1));
+      if (!windows_.empty() && windows_.back().end > t_end_) {
+        CpuTimes c = process_cpu();
+        windows_.back().end = t_end_;
+        windows_.back().cpu_s = c.user_s - w_cpu0_.user_s + c.sys_s - w_cpu0_.sys_s;
+      }
       cpu_end_ = process_cpu();
     }
     if (end_reason_ == "done") end_reason_ = "error";

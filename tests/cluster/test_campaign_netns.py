@@ -35,6 +35,12 @@ def test_collect_and_validate_end_to_end(cluster3, tmp_path):
     rows = samples(res, run)
     assert rows and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["error"]]
     assert {r["stage"] for r in rows} >= {"server_peak", "client_peak", "validate"}
+    # Bulk reads out of one server node share its link: several clients,
+    # measured over common windows, never add up to more than R.
+    one_server_node = [r for r in rows if r["metric"] == "bw" and len(json.loads(r["server_nodes"])) == 1]
+    assert any(r["client_procs"] > 1 for r in one_server_node)
+    assert all(r["aggregate"] <= 1.02 * R for r in one_server_node), \
+        [(r["key"], r["aggregate"] / 1e6) for r in one_server_node]
 
     cfg = json.loads((res / run / "config.json").read_text())
     assert cfg["launcher"]["type"] == "netns"
@@ -101,3 +107,8 @@ def test_ground_truth_bandwidth_is_the_link_rate(cluster3, tmp_path):
     assert abs(client - R) <= 0.10 * R, report
     assert abs(client - ref) <= 0.10 * ref, report
     assert abs(node0 - R) <= 0.10 * R, report
+    # A physical limit is never exceeded: no sample's aggregate through one
+    # link is above R (2 % for the shaper's burst), whether one client or
+    # several clients measured the same, common windows.
+    over = [(r["key"], r["aggregate"] / 1e6) for r in rows if r["aggregate"] > 1.02 * R]
+    assert not over, (report, over)
