@@ -215,10 +215,12 @@ def from_run(samples: list[dict], metric: str, source: str = "",
         x = statistics.median(s["x"] for s in node_rows)
         cn = Ceiling.of(node)
         if cn.mid >= SERVER_BOUND * x * r.server.mid:
+            from rooftop.ui import fmt_rate
+
             r.client_node_rejected = (
                 f"the client-node stage was server-bound: x = {x:.3g} server processes per client "
-                f"give at most {x * r.server.mid:.4g} {unit} per client and each got {cn.mid:.4g}; "
-                f"more server nodes are needed to saturate a client node")
+                f"give at most {fmt_rate(x * r.server.mid, unit)} per client and each got "
+                f"{fmt_rate(cn.mid, unit)}; more server nodes are needed to saturate a client node")
         else:
             r.client_node = cn
     return r

@@ -62,7 +62,11 @@ def fmt_rate(v: float | None, unit: str) -> str:
     if v is None:
         return "-"
     if unit == "bytes/s":
-        return f"{v / 2**30:.2f} GiB/s"
+        if v >= 2**30:
+            return f"{v / 2**30:.2f} GiB/s"
+        if v >= 2**20:
+            return f"{v / 2**20:.1f} MiB/s"
+        return f"{v / 2**10:.1f} KiB/s"
     return f"{v / 1e3:,.1f} K ops/s" if v >= 1e4 else f"{v:,.0f} ops/s"
 
 
