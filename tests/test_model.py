@@ -210,3 +210,13 @@ def test_a_server_bound_client_node_stage_is_not_a_client_ceiling():
     # 8 servers per client could give 960: 40 is what a busy client node allows.
     r = model.from_run(rows(40.0, 8.0), "rpc")
     assert r.client_node.mid == 40 and r.node_binds and not r.client_node_rejected
+
+
+@pytest.mark.parametrize("ridge, want", [(0.3046, (1, 3)), (1.002, (1, 1)), (1.05, (1, 1)), (1.06, (2, 1)),
+                                         (1.2, (2, 1)), (11.63, (12, 1)), (0.09, (1, 11)),
+                                         (0.5, (1, 2))])
+def test_practical_ratio_reaches_the_client_ceiling_within_5_percent(ridge, want):
+    r = Roofline("rpc", "ops/s", Ceiling(ridge * 100, ridge * 100, ridge * 100), Ceiling(100, 100, 100))
+    rec = r.recommended()
+    assert (rec["servers"], rec["clients"]) == want
+    assert rec["reaches"] >= 0.95 - 1e-9 and rec["x"] == pytest.approx(ridge)

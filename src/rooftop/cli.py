@@ -340,8 +340,8 @@ def _cmd_model(args) -> int:
         t.add_row("server ceiling (per process)", f"{f(r.server.lo)} .. {f(r.server.hi)}  (median {f(r.server.mid)})")
         t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
         t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.mid:.3g})")
-        t.add_row("recommended", f"x >= {rec['x']:.3g}: {rec['servers']} server process(es) per "
-                                 f"{rec['clients']} client process(es)")
+        t.add_row("recommended", f"x >= {rec['x']:.3g}; in practice {rec['servers']} server process(es) per "
+                                 f"{rec['clients']} client process(es) ({rec['reaches']:.0%} of the client ceiling)")
         for sc in scores.get(r.metric, []):
             if sc.flagged:
                 t.add_row(f"[red]outlier node n{sc.node}[/]",

@@ -34,6 +34,9 @@ UNITS = {
 }
 
 
+#: The practical ratio may fall short of the client ceiling by this much.
+PRACTICAL_TOLERANCE = 0.05
+
 #: A client-node sample reaching this share of its servers' capacity
 #: (x * server ceiling) measured the servers, not the client node.
 SERVER_BOUND = 0.8
@@ -98,11 +101,17 @@ class Roofline:
 
     def recommended(self) -> dict:
         """The smallest ratio whose predicted rate reaches the client ceiling
-        (the ridge), and the practical '1 server per k clients' that does."""
+        (the ridge, with its range), and the smallest practical ratio, '1
+        server per k clients' or 'm servers per client', whose predicted
+        rate is within 5 % of it (a ridge of 1.002 is 1:1, not 2:1)."""
         r = self.ridge
-        k = max(1, math.floor(1 / r.mid)) if r.mid < 1 else 1
-        return {"x": r.mid, "x_range": [r.lo, r.hi], "servers": 1 if r.mid < 1 else math.ceil(r.mid),
-                "clients": k if r.mid < 1 else 1}
+        target = r.mid / (1 + PRACTICAL_TOLERANCE)
+        if target <= 1:
+            servers, clients = 1, max(1, math.floor(1 / target + 1e-9))
+        else:
+            servers, clients = math.ceil(target - 1e-9), 1
+        return {"x": r.mid, "x_range": [r.lo, r.hi], "servers": servers, "clients": clients,
+                "reaches": self.rate(servers / clients) / self.client_bound.mid}
 
 
 @dataclass
