@@ -4,6 +4,7 @@ here (then those tests skip), and the 'rooftop cluster' CLI."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 import os
 import shutil
 import sys
@@ -44,3 +45,15 @@ def cluster(*args, check=True, timeout=60):
 
 def status_json() -> dict:
     return json.loads(cluster("status", "--json", check=False).stdout)
+
+
+@contextmanager
+def cluster_up(*args):
+    """A cluster built with 'cluster up ARGS' (after removing any), always
+    removed afterwards."""
+    cluster("down")
+    try:
+        cluster("up", *args)
+        yield
+    finally:
+        cluster("down")

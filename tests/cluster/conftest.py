@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cluster_util import cluster, status_json
+from cluster_util import cluster, cluster_up, status_json
 
 
 @pytest.fixture
@@ -19,9 +19,5 @@ def clean():
 @pytest.fixture(scope="module")
 def cluster3():
     """3 nodes, every link shaped to 200 Mbit/s (2 cores: nodes 0 and 2 share one)."""
-    cluster("down")
-    try:
-        cluster("up", "--nodes", "3", "--link-rate", "200mbit")
+    with cluster_up("--nodes", "3", "--link-rate", "200mbit"):
         yield status_json()
-    finally:
-        cluster("down")

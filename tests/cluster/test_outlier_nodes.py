@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster_util import cluster, needs_root, rooftop
+from cluster_util import cluster_up, needs_root, rooftop
 
 pytestmark = needs_root
 
@@ -24,12 +24,8 @@ COMMON = ["--launcher", "netns", "--metrics", "rpc", "--binding", "none",
 
 @pytest.fixture(scope="module")
 def capped4():
-    cluster("down")
-    try:
-        cluster("up", "--nodes", "4", "--cores-per-node", "2", "--node", "3:cpu=20%")
+    with cluster_up("--nodes", "4", "--cores-per-node", "2", "--node", "3:cpu=20%"):
         yield
-    finally:
-        cluster("down")
 
 
 def _collect(res: Path, *extra) -> str:
@@ -61,12 +57,8 @@ def test_the_cpu_capped_node_and_only_it_is_flagged(capped4, tmp_path):
 
 @pytest.fixture(scope="module")
 def slowlink4():
-    cluster("down")
-    try:
-        cluster("up", "--nodes", "4", "--link-rate", "100mbit", "--node", "3:rate=30mbit")
+    with cluster_up("--nodes", "4", "--link-rate", "100mbit", "--node", "3:rate=30mbit"):
         yield
-    finally:
-        cluster("down")
 
 
 def test_pair_rounds_measure_disjoint_pairs_at_once_and_find_the_slow_link(slowlink4, tmp_path):

@@ -38,6 +38,16 @@ def run(tmp_path_factory):
     return res, run_id
 
 
+def _copy_of(run, tmp_path):
+    """(run id, results folder, open database) of a copy of the run to edit."""
+    import sqlite3
+
+    res, run_id = run
+    copy = tmp_path / "res"
+    shutil.copytree(res, copy)
+    return run_id, copy, sqlite3.connect(copy / "rooftop.db")
+
+
 class Page(HTMLParser):
     def __init__(self):
         super().__init__()
@@ -118,12 +128,7 @@ def test_report_is_self_contained_and_renders_in_chromium(run, tmp_path):
 
 
 def test_report_warns_about_a_wide_client_ceiling(run, tmp_path):
-    import sqlite3
-
-    res, run_id = run
-    copy = tmp_path / "res"
-    shutil.copytree(res, copy)
-    db = sqlite3.connect(copy / "rooftop.db")
+    run_id, copy, db = _copy_of(run, tmp_path)
     # One pair's client peak made 40 % slower than the others.
     rid = db.execute("SELECT id FROM samples WHERE run_id=? AND stage='client_peak' AND metric='rpc' "
                      "ORDER BY per_client LIMIT 1", (run_id,)).fetchone()[0]
@@ -170,12 +175,7 @@ def test_plot_and_report_errors_are_clear(tmp_path):
 def test_a_lower_client_node_ceiling_is_used_and_drawn(run, tmp_path):
     """The run's client-node rows rewritten as if 8 servers per client had
     been available and each client got 40 % of a lone client's rate."""
-    import sqlite3
-
-    res, run_id = run
-    copy = tmp_path / "res"
-    shutil.copytree(res, copy)
-    db = sqlite3.connect(copy / "rooftop.db")
+    run_id, copy, db = _copy_of(run, tmp_path)
     lone = db.execute("SELECT MIN(per_client) FROM samples WHERE run_id=? AND stage='client_peak' "
                       "AND metric='rpc'", (run_id,)).fetchone()[0]
     db.execute("UPDATE samples SET x = 8, per_client = ? WHERE run_id=? AND stage='client_node' "

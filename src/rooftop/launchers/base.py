@@ -77,6 +77,20 @@ def core_sets(node: Node, nprocs: int, binding: str) -> list[tuple[int, ...] | N
     return [tuple(node.cores[i * width:(i + 1) * width]) for i in range(nprocs)]
 
 
+def pinned_argvs(node: Node, engine_argv: list[str], nprocs: int, binding: str,
+                 first_rank: int) -> list[tuple[int, list[str]]]:
+    """(rank, argv) of each of nprocs engine processes started one by one on
+    node, each bound with the engine's own --cpus ('none': all of the
+    node's cores)."""
+    out = []
+    for i, cores in enumerate(core_sets(node, nprocs, binding)):
+        cpus = cores if cores is not None else node.cores
+        rank = first_rank + i
+        argv = [a.replace("{rank}", str(rank)) for a in engine_argv]
+        out.append((rank, argv + ["--rank", str(rank), "--cpus", ",".join(map(str, cpus))]))
+    return out
+
+
 class Launcher(ABC):
     """Starts engine processes on nodes."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from rooftop.launchers.base import Launch, Launcher, LauncherError, Node, core_sets
+from rooftop.launchers.base import Launch, Launcher, LauncherError, Node, pinned_argvs
 
 
 def usable_cores() -> list[int]:
@@ -35,12 +35,5 @@ class LocalLauncher(Launcher):
         return list(self._nodes)
 
     def launches(self, node, engine_argv, nprocs, binding, first_rank):
-        sets = core_sets(node, nprocs, binding)
-        out = []
-        for i, cores in enumerate(sets):
-            cpus = cores if cores is not None else node.cores
-            rank = first_rank + i
-            argv = [a.replace("{rank}", str(rank)) for a in engine_argv]
-            argv += ["--rank", str(rank), "--cpus", ",".join(map(str, cpus))]
-            out.append(Launch(argv, node, [rank]))
-        return out
+        return [Launch(argv, node, [rank])
+                for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank)]

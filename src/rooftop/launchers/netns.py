@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from rooftop.launchers.base import Launch, Launcher, LauncherError, Node, core_sets, first_nodes
+from rooftop.launchers.base import Launch, Launcher, LauncherError, Node, first_nodes, pinned_argvs
 
 NOT_UP = "run 'rooftop cluster up --nodes N' first (as root)"
 
@@ -85,15 +85,8 @@ class NetnsLauncher(Launcher):
                 *self._extra, *argv]
 
     def launches(self, node, engine_argv, nprocs, binding, first_rank):
-        sets = core_sets(node, nprocs, binding)
-        out = []
-        for i, cores in enumerate(sets):
-            cpus = cores if cores is not None else node.cores
-            rank = first_rank + i
-            argv = [a.replace("{rank}", str(rank)) for a in engine_argv]
-            argv += ["--rank", str(rank), "--cpus", ",".join(map(str, cpus))]
-            out.append(Launch(self.wrap(node, argv), node, [rank]))
-        return out
+        return [Launch(self.wrap(node, argv), node, [rank])
+                for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank)]
 
     def describe(self) -> dict:
         st = self._state
