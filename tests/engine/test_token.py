@@ -44,7 +44,7 @@ def test_shutdown_without_any_token_is_a_usage_error(tmp_path):
     assert p.returncode == 2 and "no token" in p.stderr and "--token-file" in p.stderr
 
 
-def test_token_from_environment_stops_the_server_and_is_never_echoed(cores):
+def test_token_from_environment_stops_the_server_and_is_never_echoed(cores, validate):
     with Group() as g:
         s = g.start_server(0, cpus=cores[0])
         wrong = run_engine(["shutdown", "--group-dir", str(g.directory)], timeout=15, check=False,
@@ -54,7 +54,8 @@ def test_token_from_environment_stops_the_server_and_is_never_echoed(cores):
                          env={TOKEN_ENV: g.token})
         assert doc["result"]["status"] == "ok" and doc["config"]["token"] == "<set>"
         assert s.proc.wait(timeout=10) == 0
-        sdoc = s.stop()
+        sdoc = validate(s.stop())
+        validate(doc)
         text = json.dumps(sdoc) + json.dumps(doc) + json.dumps(wrong) + s.stderr()
         assert g.token not in text and "not-it" not in text
         assert sdoc["config"]["token"] == "<set>" and sdoc["config"]["token_file"] == str(g.token_file)
