@@ -6,7 +6,6 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <atomic>
@@ -19,6 +18,7 @@
 #include "commands.hpp"
 #include "fabric.hpp"
 #include "report.hpp"
+#include "token.hpp"
 #include "wire.hpp"
 
 namespace rooftop {
@@ -79,7 +79,7 @@ struct BarrierRelease {
 
 class Server {
  public:
-  Server(const Options& o, Report& rep) : o_(o), rep_(rep) {}
+  Server(Options& o, Report& rep) : o_(o), rep_(rep) {}
   int run();
 
  private:
@@ -107,7 +107,7 @@ class Server {
   void handle_barrier(const wire::Message& m, fi_addr_t dest);
   void answer_barrier(const BarrierWaiter& w, wire::Status st, uint64_t n);
 
-  const Options& o_;
+  Options& o_;
   Report& rep_;
   std::unique_ptr<Endpoint> ep_;
   std::vector<uint8_t> rx_mem_, tx_mem_;
@@ -560,15 +560,7 @@ int Server::run() {
   if (rank_ < 0) throw UsageError("--rank must be >= 0");
   const std::string dir = o_.str("group-dir");
   if (dir.empty()) throw UsageError("--group-dir is required");
-  token_ = o_.str("token");
-  if (!o_.str("token-file").empty()) {
-    if (!token_.empty()) throw UsageError("give --token or --token-file, not both");
-    std::ifstream f(o_.str("token-file"));
-    if (!f) throw UsageError("--token-file " + o_.str("token-file") + ": cannot read it");
-    std::getline(f, token_);
-    if (token_.empty()) throw UsageError("--token-file " + o_.str("token-file") + " is empty");
-  }
-  if (token_.size() > wire::kMaxTokenLen) throw UsageError("--token is longer than 256 bytes");
+  token_ = load_token(o_, wire::kMaxTokenLen);
   max_msg_ = o_.size("max-msg");
   if (max_msg_ < 1024 || max_msg_ > (64u << 20))
     throw UsageError("--max-msg must be between 1KiB and 64MiB");
@@ -731,7 +723,8 @@ int cmd_serve(int argc, char** argv) {
             "Run one benchmark server process. It publishes its address in\n"
             "<group-dir>/<rank>.addr once its endpoint is ready, answers noop, bulk,\n"
             "stat, start-barrier and shutdown RPCs until SIGTERM/SIGINT or an authorised shutdown\n"
-            "RPC, then prints one JSON document (see schema/engine-output.schema.json).",
+            "RPC, then prints one JSON document (see schema/engine-output.schema.json).\n"
+            "Files it writes are private (umask 077); the token is never printed.",
             {
                 {"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
                 {"domain", OptKind::Str, "", "libfabric domain / network interface (e.g. lo, hsn0, mlx5_0)", ""},
@@ -740,8 +733,7 @@ int cmd_serve(int argc, char** argv) {
                 {"rank", OptKind::Int, "0", "this server's rank in the group", ""},
                 {"rank-from-env", OptKind::Bool, "false", "add the launcher's rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID) to --rank; {rank} in --output becomes the rank", ""},
                 {"progress", OptKind::Choice, "spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] keeps polling MS ms (default 10) after the last completion", "busy|block|adaptive|spindown*"},
-                {"token", OptKind::Str, "", "shutdown token: a shutdown RPC is accepted only with it (none: never)", ""},
-                {"token-file", OptKind::Str, "", "read the shutdown token from this file's first line", ""},
+                token_file_option("read the shutdown token from this file's first line: a shutdown RPC is accepted only with it (no token: never)"),
                 {"max-size", OptKind::Size, "16MiB", "largest bulk transfer served (registered per slot)", ""},
                 {"handler-threads", OptKind::Int, "0", "threads running RPC handlers; 0: all in the single progress loop (the paper's single-threaded daemon)", ""},
                 {"bulk-slots", OptKind::Int, "4", "bulk transfers in flight at once; more wait in a queue", ""},
@@ -752,6 +744,7 @@ int cmd_serve(int argc, char** argv) {
                 {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""},
                 {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},
             });
+  retire_token_option(o);
   return run_command(o, "server", argc, argv, [&](Report& rep) { return Server(o, rep).run(); });
 }
 

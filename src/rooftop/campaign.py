@@ -36,7 +36,8 @@ from typing import Callable
 
 from rooftop import limits, windows
 from rooftop.config import parse_size
-from rooftop.engine import EngineError, engine_path, run_engine
+from rooftop.engine import (TOKEN_FILE, EngineError, engine_path, private_dir, run_engine,
+                            write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node
 
 UNITS = {"rpc": "ops/s", "bw": "bytes/s"}
@@ -275,6 +276,7 @@ class Runner:
         self.on_sample = on_sample or (lambda spec, row: None)
         self.log = log or (lambda msg: None)
         self.engine = cfg["engine"]["path"] or engine_path()
+        #: Lets its holder stop the servers: only ever in 0600 files (TOKEN_FILE).
         self.token = os.urandom(16).hex()
         self.run_dir = store.run_dir(run_id)
 
@@ -292,7 +294,8 @@ class Runner:
         for idx in group.server_nodes:
             node = self.nodes[idx]
             argv = [self.engine, "serve", *self._fabric_args(), "--group-dir", str(gdir),
-                    "--token", self.token, "--progress", self.cfg["engine"]["server_progress"],
+                    "--token-file", str(gdir / TOKEN_FILE),
+                    "--progress", self.cfg["engine"]["server_progress"],
                     "--max-size", str(max_size), "--output", str(gdir / "server-{rank}.json")]
             if node.address:
                 argv += ["--address", node.address]
@@ -343,13 +346,18 @@ class Runner:
 
     # servers ---------------------------------------------------------------
     def start_servers(self, group: Group) -> tuple[Path, list[subprocess.Popen], int]:
-        gdir = self.run_dir / "groups" / f"{group.label}-{time.strftime('%H%M%S')}-{os.getpid()}"
-        gdir.mkdir(parents=True, exist_ok=True)
+        # Private (0700 directories, 0600 files): another user of a shared
+        # file system can neither read the token nor find the servers.
+        private_dir(self.run_dir / "groups")
+        gdir = private_dir(self.run_dir / "groups" /
+                           f"{group.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
+        write_token(gdir, self.token)
         launches = self.server_launches(group, gdir)
         procs = []
         for i, launch in enumerate(launches):
             self.log("start: " + shlex.join(launch.argv))
-            procs.append(self.procs.start(launch, gdir / f"launch-{i}.log"))
+            log = write_private(gdir / f"launch-{i}.log", "")
+            procs.append(self.procs.start(launch, log))
         nservers = len(group.server_nodes) * group.servers_per_node
         self._wait_ready(gdir, launches, procs, nservers)
         return gdir, procs, nservers
@@ -390,7 +398,8 @@ class Runner:
         def shutdown(rank: int):
             try:
                 run_engine(["shutdown", *self._fabric_args(), "--group-dir", str(gdir), "--rank",
-                            str(rank), "--token", self.token, "--timeout", "5"], timeout=20)
+                            str(rank), "--token-file", str(gdir / TOKEN_FILE), "--timeout", "5"],
+                           timeout=20)
             except EngineError:
                 pass  # killed below if it does not stop
 
@@ -399,6 +408,7 @@ class Runner:
             with ThreadPoolExecutor(max_workers=min(8, len(live))) as pool:
                 list(pool.map(shutdown, live))
         reap(procs, 10)
+        (gdir / TOKEN_FILE).unlink(missing_ok=True)  # no secret left on disk once they stopped
         self.procs.forget_finished()
 
     # samples ---------------------------------------------------------------
@@ -600,7 +610,6 @@ class Runner:
     def dry_run(self, groups: list[Group]) -> list[str]:
         """The exact command lines of every group and sample, not run."""
         lines = []
-        real_token, self.token = self.token, "<token>"  # printed commands carry no secret
         gdir = self.run_dir / "groups" / "<group>"
         for group in groups:
             lines.append(f"# servers on node(s) {group.server_nodes}, {group.servers_per_node} per node")
@@ -617,6 +626,6 @@ class Runner:
                     start[start.index("--barrier-id") + 1] = "<random>"
                 lines += [shlex.join(l.argv)
                           for l in self.client_launches(group, spec, gdir, sdir, len(specs), start)]
-            lines.append("# then: rooftop-engine shutdown --token <token> for each server")
-        self.token = real_token
+            lines.append(f"# then: rooftop-engine shutdown --token-file {shlex.quote(str(gdir / TOKEN_FILE))}"
+                         " for each server")
         return lines
