@@ -56,9 +56,29 @@ CREATE TABLE IF NOT EXISTS samples (
 );
 """
 
+# --- Which ceilings a sample stands for (issue 10, item 7) -------------------
+# A placement that several collect stages would run identically (2 nodes:
+# server peak, client peak and client node are one server and one client) is
+# measured once; its rows say every stage they stand for. The stages are
+# named in the key's first part ("server_peak+client_peak+client_node/rpc/...")
+# and stored as a JSON list. '' (databases written before): just `stage`.
+CEILINGS_DDL = "ALTER TABLE samples ADD COLUMN ceilings TEXT NOT NULL DEFAULT ''"
+
 SAMPLE_COLUMNS = ["run_id", "key", "stage", "metric", "unit", "server_nodes", "client_nodes",
                   "server_procs", "client_procs", "x", "sample", "status", "aggregate",
                   "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "created"]
+SAMPLE_COLUMNS += ["ceilings"]  # issue 10 item 7: see CEILINGS_DDL
+
+
+def key_stages(key: str) -> list[str]:
+    """The stages a sample key stands for: its first part, split on '+'."""
+    return key.split("/", 1)[0].split("+")
+
+
+def stands_for(row: dict) -> list[str]:
+    """The collect stages (ceilings) a stored sample stands for."""
+    text = row.get("ceilings") or ""
+    return json.loads(text) if text else [row["stage"]]
 
 
 def now_iso() -> str:
@@ -101,6 +121,8 @@ class Store:
         have = {r["name"] for r in self.db.execute("PRAGMA table_info(samples)")}
         if "late_s" not in have:
             self.db.execute("ALTER TABLE samples ADD COLUMN late_s REAL NOT NULL DEFAULT 0")
+        if "ceilings" not in have:  # issue 10 item 7
+            self.db.execute(CEILINGS_DDL)
         self.db.commit()
 
     def close(self) -> None:
@@ -161,6 +183,7 @@ class Store:
         time, such as concurrent pairs, add it once)."""
         s.setdefault("created", now_iso())
         s.setdefault("late_s", 0.0)
+        s.setdefault("ceilings", json.dumps(key_stages(s["key"])))
         s["server_nodes"] = json.dumps(s["server_nodes"])
         s["client_nodes"] = json.dumps(s["client_nodes"])
         cols = ", ".join(SAMPLE_COLUMNS)
