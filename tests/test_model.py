@@ -122,12 +122,24 @@ def test_model_command_on_a_real_run_and_params(tmp_path):
     for v in m["validation"]:
         assert v["x"] == 1.0 and v["binding"] in ("server", "client")
         assert v["predicted"] == pytest.approx(min(m["client"]["median"], m["server"]["median"]))
+    # 2 logical nodes: the ceilings are one measurement, so the verdict is
+    # that they cannot be told apart, with each ceiling's interval.
+    assert m["measured_once"] == [["server_peak", "client_peak", "client_node"]]
+    assert m["client"]["samples"] == m["server"]["samples"] == 2
+    assert m["client"]["ci95"] == m["server"]["ci95"] and m["client"]["ci95"][1] >= m["client"]["median"]
+    assert m["verdict"]["kind"] == "indistinguishable" and m["verdict"]["ratio"] is None
     text = cli("model", run, "--results", str(res)).stdout
     assert "ridge x*" in text and "validation (2 samples)" in text
+    assert text.startswith("rpc: the ceilings are not distinguishable here")
+    assert "measured once" in text and "95 % interval" in text
     # The run's samples against published ceilings.
     doc = json.loads(cli("model", run, "--results", str(res), "--params", str(AURORA), "--json").stdout)
     rpc = [m for m in doc["metrics"] if m["metric"] == "rpc"][0]
     assert rpc["source"].startswith("Aurora") and rpc["validation"][0]["predicted"] == pytest.approx(160.5e3)
+    assert rpc["verdict"]["kind"] == "ratio" and rpc["verdict"]["ratio"] == [1, 3]
+    text = cli("model", "--params", str(AURORA)).stdout
+    assert "rpc: 1 server process(es) per 3 client process(es)" in text
+    assert "bw: about 12:1 (servers:clients): any ratio from 11:1 to 12:1" in text
     p = cli("model")
     assert p.returncode == 2 and "--params" in p.stderr
     p = cli("model", "--params", str(tmp_path / "missing.json"))
@@ -376,3 +388,9 @@ def test_unbound_processes_on_nodes_sharing_enough_cores_are_used():
     assert model.core_sharing(_row("client_peak", 1, "k", (0,), (3,)), nodes) == ""
     assert model.core_sharing(_row("server_peak", 1, "k", (0,), (1, 2, 3), 2, 6), nodes).endswith(
         "8 processes on 2 core(s)")
+
+
+def test_compare_table_shows_each_verdict(tmp_path):
+    p = cli("compare", str(AURORA), "--output", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "12:1 (11:1-12:1)" in p.stderr and "│ 1:3 " in p.stderr
