@@ -16,6 +16,11 @@ Stages (seed 000, sections 4.3 and 5):
                  (seed 000, section 5.2: a lone client outruns a busy node)
   sweep_servers  one server node's aggregate as S grows 1..max
   validate       server nodes x client nodes grid; x = S / C
+
+Ceiling stages that would run the identical placement are measured once
+(measure_once): on 2 nodes of one core, server peak, client peak and client
+node are all one server against one client. The first planned spec stands
+for the others; its keys name them all ("server_peak+client_peak+...").
 """
 
 from __future__ import annotations
