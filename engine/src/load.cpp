@@ -31,7 +31,10 @@ struct Slot {
   wire::Status status = wire::Status::Ok;
 };
 
-// Ready: warmed up, the start barrier's answer awaited (still loading).
+// Ready: warmed up; no new operations, and once those in flight are done,
+// ready is reported and the start barrier's answer awaited. Empty pipes
+// let the answer arrive at once: queued behind a bulk transfer on a busy
+// link it would reach each client up to one transfer apart.
 enum class Phase { Warmup, Ready, Measure, Drain, Done };
 const char* phase_name(Phase p) {
   switch (p) {
@@ -61,9 +64,9 @@ class Load {
   void post(Slot& s);
   void complete(Slot& s);
   void on_event(const CqEvent& ev, int64_t now);
-  // Start barrier (--barrier N): after the warmup, tell the barrier server
-  // this client is ready and keep loading until it answers; the answer
-  // starts the first window, for every client of the sample at once.
+  // Start barrier (--barrier N): after the warmup and its drain, tell the
+  // barrier server this client is ready; its answer starts the first
+  // window, for every client of the sample at once.
   void send_ready(int64_t now);
   void on_release(const wire::Message& m, int64_t now);
   void check_barrier_timeout(int64_t now);
@@ -266,7 +269,6 @@ void Load::send_ready(int64_t now) {
          fi_error_text(static_cast<int>(rc)), "barrier failed", kExitUnreachable);
     return;
   }
-  phase_ = Phase::Ready;
   ready_ns_ = now;
   ready_s_ = realtime_s();
 }
@@ -283,10 +285,12 @@ void Load::on_release(const wire::Message& m, int64_t now) {
   barrier_wait_s_ = (now - ready_ns_) / 1e9;
   start_measure(now);
   released_s_ = measure_start_s_;
+  for (auto& s : slots_)
+    if (!s.busy && !fatal_) issue(s);
 }
 
 void Load::check_barrier_timeout(int64_t now) {
-  if (phase_ != Phase::Ready || now - ready_ns_ <= barrier_timeout_ns_) return;
+  if (phase_ != Phase::Ready || !ready_ns_ || now - ready_ns_ <= barrier_timeout_ns_) return;
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", barrier_timeout_ns_ / 1e9);
   fail("start barrier: server rank " + std::to_string(barrier_t_.addr.rank) + " did not release the " +
@@ -333,7 +337,7 @@ void Load::complete(Slot& s) {
     t_last_ = std::max(t_last_, s.t_resp);
   }
   if (ok && t0_ != 0) account(s);
-  if ((phase_ == Phase::Warmup || phase_ == Phase::Ready || phase_ == Phase::Measure) && !fatal_) issue(s);
+  if ((phase_ == Phase::Warmup || phase_ == Phase::Measure) && !fatal_) issue(s);
 }
 
 void Load::on_event(const CqEvent& ev, int64_t now) {
@@ -662,9 +666,10 @@ int Load::run() {
     if (n) last_activity = now;
     // Phase changes.
     if (phase_ == Phase::Warmup && now >= warm_end) {
-      if (barrier_n_) send_ready(now);
+      if (barrier_n_) phase_ = Phase::Ready;  // drain, then report ready
       else start_measure(now);
     }
+    if (phase_ == Phase::Ready && !ready_ns_ && busy_ == 0 && to_post_.empty()) send_ready(now);
     if (phase_ == Phase::Measure) {
       while (cur_w_ < windows_.size() && now >= windows_[cur_w_].end) {
         CpuTimes c = process_cpu();  // CPU of each window, read as the clock leaves it
@@ -756,7 +761,7 @@ int cmd_load(int argc, char** argv) {
       {"samples", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.samples", ""},
       {"warmup", OptKind::Seconds, "1", "time run before measuring (not counted)", ""},
       {"measure-at", OptKind::Str, "", "start measuring at this wall-clock time (seconds since the epoch), warming up until then; replaces --warmup (a clock guess: --barrier is exact)", ""},
-      {"barrier", OptKind::Int, "0", "start barrier: after --warmup, report ready to --barrier-server and keep loading until it has heard from this many clients; its answer starts the first window of all of them at once (0: no barrier)", ""},
+      {"barrier", OptKind::Int, "0", "start barrier: after --warmup, let the operations in flight finish, report ready to --barrier-server and wait until it has heard from this many clients; its answer starts the first window of all of them at once (0: no barrier)", ""},
       {"barrier-id", OptKind::Str, "1", "which barrier (a whole number): the clients of one sample share it", ""},
       {"barrier-server", OptKind::Int, "0", "rank of the server that gathers the barrier", ""},
       {"barrier-timeout", OptKind::Seconds, "0", "fail if the barrier is not released this long after this client is ready (0: --timeout)", ""},

@@ -92,6 +92,9 @@ KEYS: list[Key] = [
         "(each warms up, reports ready to server rank 0 over the fabric and keeps loading; its one answer "
         "starts every client's first window) or clock (a wall-clock instant, launch time + start_lead + "
         "warmup: a guess, kept to compare with)", ("barrier", "clock")),
+    Key("engine.barrier_timeout", "float", 60.0, "seconds a ready client waits at the start barrier for "
+        "the others: allow for the slowest start-up (a CPU-capped node populating its 1 GiB stream buffer "
+        "takes several seconds); a client that never becomes ready fails its sample after this"),
     Key("engine.start_lead", "float", 0.5, "engine.start = clock: seconds allowed for client processes to "
         "start before their warmup"),
     Key("engine.min_overlap", "float", 0.95, "share of each window that all clients of a sample must "
@@ -311,7 +314,7 @@ def resolve(cfg: dict) -> dict:
     from rooftop.launchers.base import procs_per_node
 
     cfg = copy.deepcopy(cfg)
-    for p in ("collect.duration", "validate.duration", "engine.timeout"):
+    for p in ("collect.duration", "validate.duration", "engine.timeout", "engine.barrier_timeout"):
         _positive(cfg, p)
     for p in ("collect.warmup", "validate.warmup", "engine.start_lead"):
         _positive(cfg, p, 0, strict=False)

@@ -101,7 +101,7 @@ def test_a_client_that_never_arrives_fails_the_sample_in_time(tmp_path):
     res = tmp_path / "res"
     t = stop_client(str(res), 1, None)
     t0 = time.monotonic()
-    p = rooftop("collect", *BASE, "--warmup", "0.3", "--set", "engine.timeout=3", "--results", str(res),
+    p = rooftop("collect", *BASE, "--warmup", "0.3", "--set", "engine.barrier_timeout=3", "--results", str(res),
                 check=False)
     took = time.monotonic() - t0
     t.join()

@@ -39,8 +39,9 @@ def test_a_late_client_is_waited_for(cores, tmp_path, validate):
     starts = [d["result"]["measure_start_s"] for d in docs]
     assert max(starts) - min(starts) < 0.2, starts
     assert all(b["released_s"] == d["result"]["measure_start_s"] for b, d in zip(bars, docs))
-    # The early clients kept loading while they waited (still warm).
+    # Every client warmed up, then drained before reporting ready.
     assert all(d["result"]["warmup"]["ops"] > 0 for d in docs)
+    assert all(any(i["phase"] == "ready" for i in d["result"]["intervals"]) for d in docs[:2])
     # Slices add up to each window's work.
     for d in docs:
         for w in d["result"]["samples"]:
