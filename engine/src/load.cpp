@@ -160,7 +160,8 @@ class Load {
   Target barrier_t_;
   OpContext barrier_ctx_{};
   uint8_t* barrier_buf_ = nullptr;
-  int64_t ready_ns_ = 0, barrier_timeout_ns_ = 0;
+  int64_t ready_ns_ = 0, barrier_timeout_ns_ = 0, settle_ns_ = 0, warm_end_ = 0;
+  bool released_ = false;
   double ready_s_ = 0, released_s_ = 0, barrier_wait_s_ = 0;
   std::string end_reason_ = "done";
   bool fatal_ = false;
@@ -283,8 +284,17 @@ void Load::on_release(const wire::Message& m, int64_t now) {
     return;
   }
   barrier_wait_s_ = (now - ready_ns_) / 1e9;
-  start_measure(now);
-  released_s_ = measure_start_s_;
+  released_ = true;
+  released_s_ = realtime_s();
+  // Every client starts its first window --settle after the release, by its
+  // own clock: the pipelines (and TCP's congestion windows, reset by the
+  // idle wait) fill again first, and the skew stays the release's.
+  if (settle_ns_ > 0) {
+    phase_ = Phase::Warmup;
+    warm_end_ = now + settle_ns_;
+  } else {
+    start_measure(now);
+  }
   for (auto& s : slots_)
     if (!s.busy && !fatal_) issue(s);
 }
@@ -520,6 +530,8 @@ int Load::run() {
   }
   const double btimeout = o_.seconds("barrier-timeout") > 0 ? o_.seconds("barrier-timeout") : o_.seconds("timeout");
   barrier_timeout_ns_ = static_cast<int64_t>(btimeout * 1e9);
+  settle_ns_ = static_cast<int64_t>(o_.seconds("settle") * 1e9);
+  if (settle_ns_ < 0) throw UsageError("--settle must be >= 0");
   const double delay_ready = o_.seconds("delay-ready");
   if (delay_ready < 0) throw UsageError("--delay-ready must be >= 0");
   nwindows_ = o_.integer("samples");
@@ -634,13 +646,13 @@ int Load::run() {
   const int64_t interval_ns = static_cast<int64_t>(interval * 1e9);
   const int64_t timeout_ns = static_cast<int64_t>(timeout * 1e9);
   t_start_ = now_ns();
-  int64_t warm_end = t_start_ + static_cast<int64_t>((warmup + delay_ready) * 1e9);
+  warm_end_ = t_start_ + static_cast<int64_t>((warmup + delay_ready) * 1e9);
   if (measure_at_ > 0) {
     // Every client of a sample measures from the same wall-clock instant:
     // warm up until then, whatever the launch skew was.
     double until = measure_at_ - realtime_s();
     late_s_ = until < 0 ? -until : 0.0;
-    warm_end = t_start_ + static_cast<int64_t>(std::max(0.0, until) * 1e9);
+    warm_end_ = t_start_ + static_cast<int64_t>(std::max(0.0, until) * 1e9);
     warmup = std::max(0.0, until);
   }
   duration_ns_ = std::max<int64_t>(1, static_cast<int64_t>(duration * 1e9));
@@ -665,8 +677,8 @@ int Load::run() {
     }
     if (n) last_activity = now;
     // Phase changes.
-    if (phase_ == Phase::Warmup && now >= warm_end) {
-      if (barrier_n_) phase_ = Phase::Ready;  // drain, then report ready
+    if (phase_ == Phase::Warmup && now >= warm_end_) {
+      if (barrier_n_ && !released_) phase_ = Phase::Ready;  // drain, then report ready
       else start_measure(now);
     }
     if (phase_ == Phase::Ready && !ready_ns_ && busy_ == 0 && to_post_.empty()) send_ready(now);
@@ -765,6 +777,7 @@ int cmd_load(int argc, char** argv) {
       {"barrier-id", OptKind::Str, "1", "which barrier (a whole number): the clients of one sample share it", ""},
       {"barrier-server", OptKind::Int, "0", "rank of the server that gathers the barrier", ""},
       {"barrier-timeout", OptKind::Seconds, "0", "fail if the barrier is not released this long after this client is ready (0: --timeout)", ""},
+      {"settle", OptKind::Seconds, "0", "with --barrier: keep loading this long after the release before the first window (pipelines refill; every client waits the same)", ""},
       {"delay-ready", OptKind::Seconds, "0", "testing: report ready this much later than --warmup (a late client)", ""},
       {"slices", OptKind::Int, "20", "slices per window in result.samples[].slice_ops (work over time, to align clients)", ""},
       {"buffer", OptKind::Choice, "stream", "reuse: one buffer per outstanding op (as osu_bw); stream: walk through --stream-size (as a data service)", "reuse|stream"},

@@ -365,7 +365,7 @@ class Runner:
         if e.get("start", "barrier") == "barrier":
             bid = barrier_id if barrier_id is not None else secrets.randbits(63)
             return ["--warmup", str(spec.warmup), "--barrier", str(nclients), "--barrier-id", str(bid),
-                    "--barrier-timeout", str(e.get("barrier_timeout", 60.0))]
+                    "--barrier-timeout", str(e.get("barrier_timeout", 60.0)), "--settle", str(e.get("settle", 0.0))]
         if measure_at is None:
             measure_at = f"{time.time() + e['start_lead'] + spec.warmup:.3f}"
         return ["--measure-at", measure_at]
@@ -504,7 +504,8 @@ class Runner:
             self.log("start: " + shlex.join(launch.argv))
             procs.append(self.procs.start(launch, sdir / f"launch-{i}.log"))
         e = self.cfg["engine"]
-        limit = (spec.duration * len(specs) + spec.warmup + e["start_lead"] + e.get("barrier_timeout", 60.0)
+        limit = (spec.duration * len(specs) + spec.warmup + e.get("settle", 0.0) + e["start_lead"]
+                 + e.get("barrier_timeout", 60.0)
                  + 2 * e["timeout"] + 30)
         killed = reap(procs, limit, grace=e["timeout"] + 5)
         self.procs.forget_finished()

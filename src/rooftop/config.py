@@ -95,6 +95,8 @@ KEYS: list[Key] = [
     Key("engine.barrier_timeout", "float", 60.0, "seconds a ready client waits at the start barrier for "
         "the others: allow for the slowest start-up (a CPU-capped node populating its 1 GiB stream buffer "
         "takes several seconds); a client that never becomes ready fails its sample after this"),
+    Key("engine.settle", "float", 0.25, "seconds clients load again after the start barrier's release "
+        "before their first window (they drained to report ready: pipelines and TCP windows refill)"),
     Key("engine.start_lead", "float", 0.5, "engine.start = clock: seconds allowed for client processes to "
         "start before their warmup"),
     Key("engine.min_overlap", "float", 0.95, "share of each window that all clients of a sample must "
@@ -316,7 +318,7 @@ def resolve(cfg: dict) -> dict:
     cfg = copy.deepcopy(cfg)
     for p in ("collect.duration", "validate.duration", "engine.timeout", "engine.barrier_timeout"):
         _positive(cfg, p)
-    for p in ("collect.warmup", "validate.warmup", "engine.start_lead"):
+    for p in ("collect.warmup", "validate.warmup", "engine.start_lead", "engine.settle"):
         _positive(cfg, p, 0, strict=False)
     _check_start(cfg)
     for p in ("collect.samples", "validate.samples", "launcher.nodes", "launcher.cores_per_node",
