@@ -668,8 +668,8 @@ int cmd_serve(int argc, char** argv) {
             "RPC, then prints one JSON document (see schema/engine-output.schema.json).",
             {
                 {"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
-                {"domain", OptKind::Str, "", "libfabric domain / network interface (e.g. lo, hsn0, mlx5_0)", ""},
-                {"address", OptKind::Str, "", "IP address to serve on (its interface becomes the domain); loopback if neither this nor --domain", ""},
+                {"domain", OptKind::Str, "", "libfabric domain / network interface (e.g. lo, hsn0, mlx5_0, shm); one that does not exist or does not carry --fabric is refused (exit 2) with the list of those that do ('rooftop-engine domains')", ""},
+                {"address", OptKind::Str, "", "IP address to serve on (its interface becomes the domain; with --domain it must be on it); refused (exit 2) if no local interface carries it; loopback if neither this nor --domain", ""},
                 {"group-dir", OptKind::Str, "", "directory where <rank>.addr is published (required)", ""},
                 {"rank", OptKind::Int, "0", "this server's rank in the group", ""},
                 {"rank-from-env", OptKind::Bool, "false", "add the launcher's rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID) to --rank; {rank} in --output becomes the rank", ""},
