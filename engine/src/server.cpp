@@ -18,6 +18,7 @@
 #include "addrfile.hpp"
 #include "commands.hpp"
 #include "fabric.hpp"
+#include "nic.hpp"
 #include "report.hpp"
 #include "wire.hpp"
 
@@ -573,6 +574,7 @@ int Server::run() {
   a.domain = ep_->domain_name();
   a.raw = ep_->local_address();
   a.ip = ip_of_raw(a.raw);
+  a.interface = a.ip.empty() ? "" : interface_of(local_interfaces(), a.ip);
   a.text = ep_->address_string(a.raw);
   a.host = hostname();
   a.pid = getpid();

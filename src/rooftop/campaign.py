@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from rooftop import nic_check
 from rooftop.config import parse_size
 from rooftop.engine import EngineError, engine_path, run_engine
 from rooftop.launchers import Launch, Launcher, Node
@@ -344,14 +345,16 @@ class Runner:
                 if p.poll() is not None and set(launch.ranks) & missing:
                     log = (gdir / f"launch-{launches.index(launch)}.log")
                     text = log.read_text().strip()[-800:] if log.exists() else ""
-                    raise SampleFailed(f"server rank(s) {sorted(set(launch.ranks) & missing)} on node "
-                                       f"{launch.node.index} ({launch.node.host}) exited with code "
-                                       f"{p.returncode} before becoming ready: {text}")
+                    raise SampleFailed(nic_check.early_exit(launch, sorted(set(launch.ranks) & missing),
+                                                            p.returncode, text))
             if time.monotonic() > deadline:
                 where = ", ".join(f"rank {r}" for r in sorted(missing)[:8])
                 raise SampleFailed(f"servers not ready within {timeout:g} s: {where} published no "
                                    f"address in {gdir}")
             time.sleep(0.005)
+        wrong_nic = nic_check.server_errors(self.cfg, gdir, launches)
+        if wrong_nic:
+            raise SampleFailed("; ".join(wrong_nic[:5]))
 
         def ping(rank: int):
             try:
@@ -422,6 +425,8 @@ class Runner:
                 continue
             windows[r] = doc["result"]["samples"]
             late[r] = float(doc["result"].get("measure_at_late_s") or 0.0)
+        for r, why in nic_check.client_errors(self.cfg, launches, sdir).items():
+            rank_error.setdefault(r, why)  # measured, but not on what was asked
         key = "ops_per_sec" if spec.metric == "rpc" else "bytes_per_sec"
         rows = []
         for w, sp in enumerate(specs):
