@@ -81,6 +81,7 @@ void write_address(const std::string& dir, const ServerAddress& a) {
       << "provider=" << a.provider << "\n"
       << "domain=" << a.domain << "\n"
       << "ip=" << a.ip << "\n"
+      << "interface=" << a.interface << "\n"
       << "addr=" << to_hex(a.raw) << "\n"
       << "text=" << a.text << "\n"
       << "host=" << a.host << "\n"
@@ -129,6 +130,8 @@ ServerAddress read_address(const std::string& path) {
         a.domain = v;
       } else if (k == "ip") {
         a.ip = v;
+      } else if (k == "interface") {
+        a.interface = v;
       } else if (k == "addr") {
         a.raw = from_hex(v);
         have_addr = !a.raw.empty();

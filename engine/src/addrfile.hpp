@@ -12,6 +12,7 @@ struct ServerAddress {
   std::string provider;  // libfabric provider name (tcp;ofi_rxm, shm, ...)
   std::string domain;
   std::string ip;        // for sockaddr providers, "" otherwise
+  std::string interface; // the network interface carrying ip, "" if none
   std::string raw;       // raw fabric address bytes
   std::string text;      // human-readable address
   std::string host;

@@ -12,11 +12,17 @@ namespace rooftop {
 std::vector<OptSpec> client_common_options() {
   return {
       {"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
-      {"domain", OptKind::Str, "", "libfabric domain / network interface; default: the interface that routes to the server", ""},
+      {"domain", OptKind::Str, "", "libfabric domain / network interface; refused (exit 2, with the list) if it does not exist or does not carry --fabric; default: the interface that routes to the server", ""},
       {"group-dir", OptKind::Str, "", "directory holding the servers' <rank>.addr files (required)", ""},
       {"timeout", OptKind::Seconds, "10", "give up on a missing address file or a silent server after this long", ""},
       {"progress", OptKind::Choice, "busy", "completion progress: busy, block, adaptive, spindown[:MS]", "busy|block|adaptive|spindown*"},
   };
+}
+
+void check_nic_options(const Options& o) {
+  if (!o.has("domain") || !o.has("fabric")) return;
+  std::string address = o.has("address") ? o.str("address") : "";
+  check_nic(parse_fabric_spec(o.str("fabric")), o.str("domain"), address);
 }
 
 int run_command(Options& o, const char* role, int argc, char** argv,
@@ -78,6 +84,7 @@ int run_command(Options& o, const char* role, int argc, char** argv,
       rep.cpuset = affinity_cpus();
     }
     rep.cores.sample();
+    check_nic_options(o);
     rc = body(rep);
   } catch (const UsageError& e) {
     rep.errors.push_back(e.what());

@@ -14,11 +14,16 @@ int cmd_ping(int argc, char** argv);
 int cmd_stat(int argc, char** argv);
 int cmd_shutdown(int argc, char** argv);
 int cmd_providers(int argc, char** argv);
+int cmd_domains(int argc, char** argv);
 
 // Parses options (exit 2 on bad usage, 0 after --help), applies --cpus,
 // runs body, and emits the report whatever happened.
 int run_command(Options& o, const char* role, int argc, char** argv,
                 const std::function<int(Report&)>& body);
+
+// --domain / --address (when the command has them) must name what exists
+// here for --fabric: throws UsageError listing what does (exit 2).
+void check_nic_options(const Options& o);
 
 // Options every client-side command shares.
 std::vector<OptSpec> client_common_options();

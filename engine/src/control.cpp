@@ -1,6 +1,9 @@
 // Small client commands: ping (is a server up?), stat (its counters),
-// shutdown (token-protected), providers (what libfabric offers here).
+// shutdown (token-protected), providers (what libfabric offers here),
+// domains (the domains and interfaces a provider can use here).
 #include <cstdio>
+#include <algorithm>
+#include <fstream>
 
 #include "client_core.hpp"
 #include "commands.hpp"
@@ -144,6 +147,49 @@ int cmd_providers(int argc, char** argv) {
     w.key("providers").begin_array();
     for (auto& p : available_providers()) w.value(p);
     w.end_array().end_object();
+    rep.result_json = w.str();
+    rep.complete = true;
+    return kExitOk;
+  });
+}
+
+namespace {
+void write_inventory(JsonWriter& w, const NicInventory& inv) {
+  w.begin_object().kv("provider", inv.provider).kv("ip_provider", inv.ip_provider);
+  w.key("domains").begin_array();
+  for (auto& d : inv.domains) w.value(d);
+  w.end_array();
+  w.key("interfaces").begin_array();
+  for (auto& i : inv.interfaces) {
+    w.begin_object().kv("name", i.name).key("ips").begin_array();
+    for (auto& ip : i.ips) w.value(ip);
+    w.end_array();
+    bool carries = std::find(inv.domains.begin(), inv.domains.end(), i.name) != inv.domains.end();
+    if (inv.device_of && !carries) {
+      std::string dev = inv.device_of(i.name);
+      carries = !dev.empty() && std::find(inv.domains.begin(), inv.domains.end(), dev) != inv.domains.end();
+    }
+    w.kv("carries_provider", inv.ip_provider && carries).end_object();
+  }
+  w.end_array().end_object();
+}
+}  // namespace
+
+int cmd_domains(int argc, char** argv) {
+  Options o("domains",
+            "List the domains provider --fabric offers here and, for IP providers\n"
+            "(tcp, sockets, udp, verbs), the network interfaces with their addresses.\n"
+            "With --domain and/or --address, first check that they exist here and\n"
+            "carry the provider: exit 2 with the list if not (what serve and load do).",
+            {{"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
+             {"domain", OptKind::Str, "", "check this domain / network interface", ""},
+             {"address", OptKind::Str, "", "check that a local interface carries this IP address", ""},
+             {"cpus", OptKind::Str, "", "unused; accepted for symmetry", ""},
+             {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""}});
+  return run_command(o, "domains", argc, argv, [&](Report& rep) {
+    FabricSpec f = parse_fabric_spec(o.str("fabric"));
+    JsonWriter w;
+    write_inventory(w, nic_inventory(f));
     rep.result_json = w.str();
     rep.complete = true;
     return kExitOk;

@@ -15,6 +15,8 @@
 #include <set>
 #include <thread>
 
+#include "addrfile.hpp"
+#include "nic.hpp"
 #include "options.hpp"
 
 namespace rooftop {
@@ -67,6 +69,69 @@ std::vector<std::string> available_providers() {
     fi_freeinfo(list);
   }
   return {names.begin(), names.end()};
+}
+
+namespace {
+// The hints every endpoint asks for: RDM, messages and RMA both ways.
+fi_info* endpoint_hints(const std::string& prov, bool thread_safe) {
+  fi_info* hints = fi_allocinfo();
+  if (!hints) throw EngineError(kExitFailure, "fi_allocinfo failed");
+  hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->domain_attr->mr_mode =
+      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_ENDPOINT;
+  hints->domain_attr->threading = thread_safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+  hints->fabric_attr->prov_name = strdup(prov.c_str());
+  return hints;
+}
+
+bool provider_known(const std::string& prov) {
+  for (auto& p : available_providers())
+    if (lower(p) == lower(prov) || lower(p).rfind(lower(prov) + ";", 0) == 0) return true;
+  return false;
+}
+
+void require_known_provider(const FabricSpec& f) {
+  if (provider_known(f.provider)) return;
+  std::string list;
+  for (auto& p : available_providers()) list += (list.empty() ? "" : ", ") + p;
+  throw EngineError(kExitUsage, "unknown or unavailable provider '" + f.spec +
+                                    "'; providers available here: " + list);
+}
+}  // namespace
+
+std::vector<std::string> provider_domains(const std::string& prov) {
+  fi_info* hints = endpoint_hints(prov, false);
+  fi_info* list = nullptr;
+  std::vector<std::string> names;
+  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &list) == 0) {
+    for (fi_info* i = list; i; i = i->next) {
+      const char* n = i->domain_attr ? i->domain_attr->name : nullptr;
+      if (n && std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    }
+    fi_freeinfo(list);
+  }
+  fi_freeinfo(hints);
+  return names;
+}
+
+NicInventory nic_inventory(const FabricSpec& f) {
+  NicInventory inv;
+  inv.provider = f.provider;
+  inv.ip_provider = sockaddr_provider(f.provider);
+  inv.domains = provider_domains(f.provider);
+  inv.interfaces = local_interfaces();
+  if (lower(f.provider).find("verbs") != std::string::npos)
+    inv.device_of = verbs_device_for_interface;
+  return inv;
+}
+
+void check_nic(const FabricSpec& f, const std::string& domain, const std::string& address) {
+  if (domain.empty() && address.empty()) return;
+  require_known_provider(f);
+  std::string err = check_nic_request(nic_inventory(f), domain, address);
+  if (!err.empty()) throw UsageError(err);
 }
 
 bool sockaddr_provider(const std::string& prov) {
@@ -248,37 +313,26 @@ Endpoint::Endpoint(const EndpointOptions& o) : progress_(o.progress), spec_(o.fa
   }
   if (domain_reason_.empty()) domain_reason_ = "provider's first choice";
 
-  fi_info* hints = fi_allocinfo();
-  if (!hints) throw EngineError(kExitFailure, "fi_allocinfo failed");
-  hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-  hints->mode = FI_CONTEXT | FI_CONTEXT2;
-  hints->ep_attr->type = FI_EP_RDM;
-  hints->domain_attr->mr_mode =
-      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_ENDPOINT;
-  hints->domain_attr->threading = o.thread_safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
-  hints->fabric_attr->prov_name = strdup(prov.c_str());
+  fi_info* hints = endpoint_hints(prov, o.thread_safe);
   if (!domain.empty()) hints->domain_attr->name = strdup(domain.c_str());
   int rc = fi_getinfo(kApiVersion, node.empty() ? nullptr : node.c_str(), nullptr,
                       node.empty() ? 0 : FI_SOURCE, hints, &info_);
   fi_freeinfo(hints);
   if (rc != 0 || !info_) {
+    require_known_provider(o.fabric);
     std::string msg = "no usable libfabric endpoint for --fabric " + o.fabric.spec +
                       " (provider '" + prov + "'";
     if (!domain.empty()) msg += ", domain '" + domain + "'";
     if (!node.empty()) msg += ", address " + node;
-    msg += "): " + fi_error_text(rc);
-    auto provs = available_providers();
-    bool known = false;
-    for (auto& p : provs)
-      if (lower(p) == lower(prov) || lower(p).rfind(lower(prov) + ";", 0) == 0) known = true;
-    if (!known) {
-      std::string list;
-      for (auto& p : provs) list += (list.empty() ? "" : ", ") + p;
-      throw EngineError(kExitUsage, "unknown or unavailable provider '" + o.fabric.spec +
-                                        "'; providers available here: " + list);
-    }
-    throw EngineError(kExitUsage, msg);
+    throw EngineError(kExitUsage, msg + "): " + fi_error_text(rc) + "; " +
+                                      describe_inventory(nic_inventory(o.fabric)));
   }
+  // Some providers (tcp) treat the domain name as a hint they may ignore:
+  // what was asked must be what is used.
+  if (!domain.empty() && domain_name() != domain)
+    throw EngineError(kExitUsage, "provider " + provider() + " offered domain '" + domain_name() +
+                                      "' when '" + domain + "' was asked for; " +
+                                      describe_inventory(nic_inventory(o.fabric)));
   mr_mode_ = info_->domain_attr->mr_mode;
 
   check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
@@ -507,13 +561,28 @@ std::string Endpoint::libfabric_version() {
   return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
 }
 
+// The endpoint's own address (fi_getname): "IP:port" and the interface
+// carrying that IP for sockaddr providers; the provider's text otherwise.
+static void describe_address(JsonWriter& w, const std::string& raw_address, const std::string& text) {
+  std::string hostport = sockaddr_text(raw_address);
+  std::string ip = ip_of_raw(raw_address);
+  std::string ifname = ip.empty() ? "" : interface_of(local_interfaces(), ip);
+  w.kv("address", hostport.empty() ? text : hostport);
+  if (ip.empty()) w.key("ip").null();
+  else w.kv("ip", ip);
+  if (ifname.empty()) w.key("interface").null();
+  else w.kv("interface", ifname);
+}
+
 void Endpoint::describe(JsonWriter& w) const {
   w.kv("fabric_spec", spec_);
   w.kv("provider", provider());
   w.kv("fabric", fabric_name());
   w.kv("domain", domain_name());
   w.kv("domain_choice", domain_reason_);
-  w.kv("local_address", address_string(local_address()));
+  const std::string raw = local_address();
+  w.kv("local_address", address_string(raw));
+  describe_address(w, raw, address_string(raw));
   w.key("mr_mode").begin_array();
   for (auto& n : mr_mode_names()) w.value(n);
   w.end_array();

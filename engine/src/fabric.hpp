@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "json.hpp"
+#include "nic.hpp"
 
 namespace rooftop {
 
@@ -34,6 +35,12 @@ struct FabricSpec {
 FabricSpec parse_fabric_spec(const std::string& spec);  // throws UsageError
 std::vector<std::string> available_providers();         // every provider here
 bool sockaddr_provider(const std::string& prov);        // addresses are IP sockaddrs
+std::vector<std::string> provider_domains(const std::string& prov);  // fi_getinfo's domain names
+NicInventory nic_inventory(const FabricSpec& f);  // domains, interfaces with addresses
+// --domain / --address must name what exists here and carries the provider:
+// throws UsageError (exit 2) naming the value and listing what exists, or
+// EngineError (exit 2) for an unknown provider. "" = not given.
+void check_nic(const FabricSpec& f, const std::string& domain, const std::string& address);
 
 enum class ProgressMode { Busy, Block, Adaptive, Spindown };
 struct ProgressSpec {

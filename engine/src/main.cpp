@@ -22,10 +22,12 @@ const char* kUsage =
     "  stat        read a server's counters (ops served, CPU time)\n"
     "  shutdown    stop a server (needs its token)\n"
     "  providers   list the libfabric providers available here\n"
+    "  domains     list a provider's domains and interfaces here (and check one)\n"
     "  version     print the engine and libfabric versions\n"
     "\n"
     "'rooftop-engine COMMAND --help' describes each command's options.\n"
-    "Exit codes: 0 ok, 1 failure, 2 bad usage or unknown provider,\n"
+    "Exit codes: 0 ok, 1 failure, 2 bad usage, unknown provider, or a --domain\n"
+    "or --address that does not exist here (the message lists those that do),\n"
     "3 server missing or unreachable, 128+N interrupted by signal N.\n"
     "\n"
     "example (two shells):\n"
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   if (cmd == "stat") return rooftop::cmd_stat(n, rest);
   if (cmd == "shutdown") return rooftop::cmd_shutdown(n, rest);
   if (cmd == "providers") return rooftop::cmd_providers(n, rest);
+  if (cmd == "domains") return rooftop::cmd_domains(n, rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("rooftop-engine %s (libfabric %s)\n", rooftop::kEngineVersion,
                 rooftop::Endpoint::libfabric_version().c_str());

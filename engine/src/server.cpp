@@ -17,6 +17,7 @@
 #include "addrfile.hpp"
 #include "commands.hpp"
 #include "fabric.hpp"
+#include "nic.hpp"
 #include "report.hpp"
 #include "token.hpp"
 #include "wire.hpp"
@@ -631,6 +632,7 @@ int Server::run() {
   a.domain = ep_->domain_name();
   a.raw = ep_->local_address();
   a.ip = ip_of_raw(a.raw);
+  a.interface = a.ip.empty() ? "" : interface_of(local_interfaces(), a.ip);
   a.text = ep_->address_string(a.raw);
   a.host = hostname();
   a.pid = getpid();
@@ -727,8 +729,8 @@ int cmd_serve(int argc, char** argv) {
             "Files it writes are private (umask 077); the token is never printed.",
             {
                 {"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
-                {"domain", OptKind::Str, "", "libfabric domain / network interface (e.g. lo, hsn0, mlx5_0)", ""},
-                {"address", OptKind::Str, "", "IP address to serve on (its interface becomes the domain); loopback if neither this nor --domain", ""},
+                {"domain", OptKind::Str, "", "libfabric domain / network interface (e.g. lo, hsn0, mlx5_0, shm); one that does not exist or does not carry --fabric is refused (exit 2) with the list of those that do ('rooftop-engine domains')", ""},
+                {"address", OptKind::Str, "", "IP address to serve on (its interface becomes the domain; with --domain it must be on it); refused (exit 2) if no local interface carries it; loopback if neither this nor --domain", ""},
                 {"group-dir", OptKind::Str, "", "directory where <rank>.addr is published (required)", ""},
                 {"rank", OptKind::Int, "0", "this server's rank in the group", ""},
                 {"rank-from-env", OptKind::Bool, "false", "add the launcher's rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID) to --rank; {rank} in --output becomes the rank", ""},

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from rooftop import limits, windows
+from rooftop import limits, nic_check, windows
 from rooftop.config import parse_size
 from rooftop.engine import (TOKEN_FILE, EngineError, engine_path, private_dir, run_engine,
                             write_private, write_token)
@@ -426,14 +426,16 @@ class Runner:
                 if p.poll() is not None and set(launch.ranks) & missing:
                     log = (gdir / f"launch-{launches.index(launch)}.log")
                     text = log.read_text().strip()[-800:] if log.exists() else ""
-                    raise SampleFailed(f"server rank(s) {sorted(set(launch.ranks) & missing)} on node "
-                                       f"{launch.node.index} ({launch.node.host}) exited with code "
-                                       f"{p.returncode} before becoming ready: {text}")
+                    raise SampleFailed(nic_check.early_exit(launch, sorted(set(launch.ranks) & missing),
+                                                            p.returncode, text))
             if time.monotonic() > deadline:
                 where = ", ".join(f"rank {r}" for r in sorted(missing)[:8])
                 raise SampleFailed(f"servers not ready within {timeout:g} s: {where} published no "
                                    f"address in {gdir}")
             time.sleep(0.005)
+        wrong_nic = nic_check.server_errors(self.cfg, gdir, launches)
+        if wrong_nic:
+            raise SampleFailed("; ".join(wrong_nic[:5]))
 
         def ping(rank: int):
             try:
@@ -557,6 +559,9 @@ class Runner:
                 errors[r] = f"client rank {r}: its windows credit more operations than it completed"
                 continue
             results[r] = res
+        for r, why in nic_check.client_errors(self.cfg, launches, sdir).items():
+            if errors.setdefault(r, why) == why:  # measured, but not on what was asked
+                results.pop(r, None)
         if any("start barrier" in m for m in errors.values()):  # name whom it waited for
             never = [r for r in sorted(node_of)
                      if not ((docs.get(r) or {}).get("result") or {}).get("barrier", {}).get("ready_s")]

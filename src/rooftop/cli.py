@@ -166,7 +166,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
 
 
 def _cmd_collect(args) -> int:
-    from rooftop import config
+    from rooftop import config, nic_check
     from rooftop.campaign import Runner, plan_collect
     from rooftop.store import Store
 
@@ -176,6 +176,8 @@ def _cmd_collect(args) -> int:
         cfg, run_id = run.config, run.id
     else:
         cfg = config.build(args.config, _overrides(args, "collect"))
+        if not args.dry_run:
+            nic_check.preflight(cfg)  # before a run exists or anything starts
         store = Store(cfg["results"])
         run_id = None if args.dry_run else store.new_run(cfg, _environment(cfg))
     if args.dry_run:
@@ -184,11 +186,13 @@ def _cmd_collect(args) -> int:
         runner = Runner(cfg, store, run_id or "<run>", make_launcher(cfg["launcher"]))
         print("\n".join(runner.dry_run(plan_collect(cfg))))
         return 0
+    if args.resume:
+        nic_check.preflight(cfg)
     return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
 
 
 def _cmd_validate(args) -> int:
-    from rooftop import config
+    from rooftop import config, nic_check
     from rooftop.campaign import Runner, plan_validate
     from rooftop.store import Store
 
@@ -203,6 +207,8 @@ def _cmd_validate(args) -> int:
     if args.fail_fast:
         cfg["fail_fast"] = True
     config.resolve_grid(cfg)  # against the run's own nodes
+    if not args.dry_run:
+        nic_check.preflight(cfg)
     store.update_config(run.id, cfg)
     groups = plan_validate(cfg)
     if args.dry_run:

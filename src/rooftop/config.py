@@ -35,7 +35,9 @@ class Key:
 KEYS: list[Key] = [
     Key("fabric.provider", "str", "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+verbs, ofi+cxi, ..."),
     Key("fabric.domain", "str", None, "NIC / libfabric domain for every process (e.g. hsn0, cxi0); default: "
-        "loopback on one machine", nullable=True),
+        "loopback on one machine. One that does not exist or lacks the provider is refused (before "
+        "starting with the local launcher, by the engine on the node otherwise), and every sample "
+        "checks each process used it", nullable=True),
     Key("launcher.type", "choice", "local", "how processes start (netns: the emulated cluster of "
         "'rooftop cluster up')", ("local", "netns", "mpiexec", "srun")),
     Key("launcher.nodes", "int", None, "nodes to use (local: logical nodes this machine is split into, "
