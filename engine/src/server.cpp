@@ -129,6 +129,8 @@ class Server {
   CpuTimes cpu_ready_;
   std::vector<Interval> intervals_;
   uint64_t intervals_dropped_ = 0;
+  ServerAddress addr_;
+  Published published_;
 };
 
 void Server::repost(RxBuf* rx) {
@@ -485,6 +487,16 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   w.end_array();
   w.kv("intervals_dropped", intervals_dropped_);
   w.kv("stop_reason", stop_reason_);
+  w.key("address_file").begin_object();
+  w.kv("path", addr_path(o_.str("group-dir"), rank_));
+  w.key("replaced_stale");
+  if (published_.replaced) {
+    const ServerAddress& p = published_.previous;
+    w.begin_object().kv("pid", p.pid).kv("host", p.host).kv("why", published_.why).end_object();
+  } else {
+    w.null();
+  }
+  w.end_object();
   w.end_object();
   return w.str();
 }
@@ -567,18 +579,21 @@ int Server::run() {
   }
   for (auto& r : rx_) repost(&r);
 
-  ServerAddress a;
+  ServerAddress& a = addr_;
   a.rank = rank_;
   a.provider = ep_->provider();
   a.domain = ep_->domain_name();
   a.raw = ep_->local_address();
   a.ip = ip_of_raw(a.raw);
   a.text = ep_->address_string(a.raw);
-  a.host = hostname();
-  a.pid = getpid();
+  fill_owner(a);
   t_ready_ = now_ns();
   cpu_ready_ = process_cpu();
-  write_address(dir, a);  // from here on clients may connect
+  published_ = write_address(dir, a);  // from here on clients may connect
+  if (published_.replaced)
+    std::fprintf(stderr, "rooftop-engine: replaced the stale %s of pid %lld on %s (%s)\n",
+                 addr_path(dir, rank_).c_str(), static_cast<long long>(published_.previous.pid),
+                 published_.previous.host.c_str(), published_.why.c_str());
   if (o_.flag("verbose"))
     std::fprintf(stderr, "rooftop-engine: server rank %d ready at %s (%s)\n", rank_, a.text.c_str(),
                  a.provider.c_str());
@@ -640,7 +655,7 @@ int Server::run() {
   for (auto& t : handlers_) t.join();
   // Orderly shutdown: withdraw the address, let queued responses (e.g. the
   // shutdown acknowledgement) go out, for at most a second.
-  unlink(addr_path(dir, rank_).c_str());
+  withdraw_address(dir, addr_);  // only if it is still ours
   int64_t deadline = now_ns() + 1'000'000'000LL;
   while ((tx_inflight_ || !backlog_.empty() || rma_inflight_) && now_ns() < deadline) {
     size_t n = ep_->poll(ev, 32);
