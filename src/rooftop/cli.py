@@ -121,6 +121,23 @@ def _environment(cfg: dict) -> dict:
     return env
 
 
+def _run_status(store, run_id: str, cfg: dict) -> tuple[str, str]:
+    """complete when every planned sample of every stage asked for so far
+    (cfg["stages"]) is stored; else interrupted, saying what is missing."""
+    from rooftop.campaign import plan_collect, plan_validate
+
+    stored = store.stored_keys(run_id)
+    plans = {"collect": plan_collect, "validate": plan_validate}
+    missing = []
+    for stage in cfg.get("stages") or ["collect"]:
+        keys = {k for g in plans[stage](cfg) for spec in g.samples for k in spec.row_keys()}
+        left = len(keys - stored)
+        if left:
+            again = f"collect --resume {run_id}" if stage == "collect" else f"validate --run {run_id}"
+            missing.append(f"{stage}: {left} of {len(keys)} samples missing (rooftop {again})")
+    return ("interrupted", "; ".join(missing)) if missing else ("complete", "")
+
+
 def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     import time
 
@@ -138,7 +155,10 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         with ui.stage_progress(groups, done, quiet=args.json) as on_sample:
             runner = Runner(cfg, store, run_id, launcher, on_sample=on_sample, log=log)
             ok, failed = runner.run_groups(groups, fail_fast=cfg["fail_fast"])
-        store.set_status(run_id, "complete", f"{verb}: {failed} failed samples" if failed else "")
+        status, note = _run_status(store, run_id, cfg)
+        if failed:
+            note = f"{verb}: {failed} failed samples" + (f"; {note}" if note else "")
+        store.set_status(run_id, status, note)
         rc = 1 if failed else 0
     except KeyboardInterrupt:
         store.set_status(run_id, "interrupted", f"{verb} interrupted")
@@ -176,6 +196,7 @@ def _cmd_collect(args) -> int:
         cfg, run_id = run.config, run.id
     else:
         cfg = config.build(args.config, _overrides(args, "collect"))
+        cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
         store = Store(cfg["results"])
         run_id = None if args.dry_run else store.new_run(cfg, _environment(cfg))
     if args.dry_run:
@@ -203,13 +224,17 @@ def _cmd_validate(args) -> int:
     if args.fail_fast:
         cfg["fail_fast"] = True
     config.resolve_grid(cfg)  # against the run's own nodes
-    store.update_config(run.id, cfg)
     groups = plan_validate(cfg)
     if args.dry_run:
         from rooftop.launchers import make_launcher
 
         print("\n".join(Runner(cfg, store, run.id, make_launcher(cfg["launcher"])).dry_run(groups)))
         return 0
+    # The run's status now covers validation too (runs from before
+    # "stages" was recorded asked for collect).
+    stages = cfg.get("stages") or ["collect"]
+    cfg["stages"] = stages + ([] if "validate" in stages else ["validate"])
+    store.update_config(run.id, cfg)
     return _run_stage(args, store, run.id, cfg, groups, "validate")
 
 

@@ -155,6 +155,10 @@ class Store:
         return {r["key"] for r in self.db.execute(
             "SELECT key FROM samples WHERE run_id = ? AND status = 'ok'", (run_id,))}
 
+    def stored_keys(self, run_id: str) -> set[str]:
+        """Keys with a row, measured or failed."""
+        return {r["key"] for r in self.db.execute("SELECT key FROM samples WHERE run_id = ?", (run_id,))}
+
     def add_sample(self, run_time_s: float | None = None, **s) -> None:
         """Stores one sample row. run_time_s: what it adds to the run's
         measured time (default its measured_s; rows measured at the same
