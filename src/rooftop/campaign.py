@@ -388,6 +388,8 @@ class Runner:
         sdir.mkdir(parents=True, exist_ok=True)
         for old in sdir.glob("client-*.json"):
             old.unlink()
+        # Which window is which sample ('rooftop doctor' rebuilds rows from it).
+        (sdir / "round.json").write_text(json.dumps({"keys": [sp.row_keys() for sp in specs]}))
         launches = self.client_launches(group, spec, gdir, sdir, len(specs))
         nclients = sum(len(l.ranks) for l in launches)
         procs = []
