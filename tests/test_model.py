@@ -121,7 +121,7 @@ def test_model_command_on_a_real_run_and_params(tmp_path):
     assert len(m["validation"]) == 2
     for v in m["validation"]:
         assert v["x"] == 1.0 and v["binding"] in ("server", "client")
-        assert v["predicted"] == pytest.approx(min(m["client"]["median"], m["server"]["median"]))
+        assert v["predicted"] == pytest.approx(min(bound, m["server"]["median"]))
     text = cli("model", run, "--results", str(res)).stdout
     assert "ridge x*" in text and "validation (2 samples)" in text
     # The run's samples against published ceilings.

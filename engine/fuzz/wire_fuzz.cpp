@@ -61,6 +61,7 @@ size_t reencode(const Message& m, uint8_t* buf, size_t cap) {
       case Type::Noop:
       case Type::Bulk:
       case Type::Shutdown:
+      case Type::Barrier:
         return encode_resp(buf, cap, m.type, h.req_id, h.conn_id, m.status, m.bytes,
                            h.total_len);
     }
@@ -74,6 +75,9 @@ size_t reencode(const Message& m, uint8_t* buf, size_t cap) {
                              (h.flags & kFlagVerify) != 0, h.total_len, h.resp_len);
     case Type::Stat: return encode_stat_req(buf, cap, h.req_id, h.conn_id);
     case Type::Shutdown: return encode_shutdown_req(buf, cap, h.req_id, h.conn_id, m.token);
+    case Type::Barrier:
+      return encode_barrier_req(buf, cap, h.req_id, h.conn_id, m.barrier_id, m.barrier_clients,
+                                m.client_rank);
   }
   return 0;
 }
@@ -109,9 +113,10 @@ void check_same(const Message& a, const Message& b) {
       case Type::Noop:
       case Type::Bulk:
       case Type::Shutdown:
+      case Type::Barrier:
         CHECK(b.h.conn_id == a.h.conn_id);
         CHECK(b.status == a.status);
-        CHECK(b.bytes == (a.type == Type::Bulk ? a.bytes : 0));
+        CHECK(b.bytes == (a.type == Type::Bulk || a.type == Type::Barrier ? a.bytes : 0));
         CHECK(b.h.total_len == a.h.total_len);
         break;
     }
@@ -147,6 +152,12 @@ void check_same(const Message& a, const Message& b) {
       CHECK(b.h.conn_id == a.h.conn_id);
       CHECK(b.token == a.token);
       break;
+    case Type::Barrier:
+      CHECK(b.h.conn_id == a.h.conn_id);
+      CHECK(b.barrier_id == a.barrier_id && b.barrier_clients == a.barrier_clients);
+      CHECK(b.barrier_clients > 0);
+      CHECK(b.client_rank == a.client_rank);
+      break;
   }
 }
 
@@ -157,7 +168,7 @@ void check_accepted(const Message& m, const uint8_t* buf, size_t len) {
   CHECK(m.h.total_len <= len);
   CHECK(uint64_t{m.h.body_len} + kHeaderSize <= m.h.total_len);
   const uint8_t t = m.h.type & static_cast<uint8_t>(~kResponseBit);
-  CHECK(t >= 1 && t <= 5 && static_cast<uint8_t>(m.type) == t);
+  CHECK(t >= 1 && t <= 6 && static_cast<uint8_t>(m.type) == t);
   CHECK(m.response == ((m.h.type & kResponseBit) != 0));
   const uint8_t* body = buf + kHeaderSize;
   const uint8_t* end = body + m.h.body_len;

@@ -1,5 +1,7 @@
 #include "commands.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -19,6 +21,9 @@ std::vector<OptSpec> client_common_options() {
 
 int run_command(Options& o, const char* role, int argc, char** argv,
                 const std::function<int(Report&)>& body) {
+  // Address files and documents are for their user only (a group directory
+  // may sit on a file system other users can read), whoever started us.
+  umask(077);
   try {
     if (!o.parse(argc, argv)) return kExitOk;
   } catch (const UsageError& e) {

@@ -1,11 +1,11 @@
 // Small client commands: ping (is a server up?), stat (its counters),
 // shutdown (token-protected), providers (what libfabric offers here).
 #include <cstdio>
-#include <fstream>
 
 #include "client_core.hpp"
 #include "commands.hpp"
 #include "report.hpp"
+#include "token.hpp"
 
 namespace rooftop {
 
@@ -110,16 +110,14 @@ int cmd_stat(int argc, char** argv) {
 int cmd_shutdown(int argc, char** argv) {
   Options o("shutdown",
             "Ask server <rank> to shut down. It accepts only the token it was\n"
-            "started with (--token or --token-file); exit 1 if refused.",
-            target_options({{"token", OptKind::Str, "", "the campaign's shutdown token", ""},
-                            {"token-file", OptKind::Str, "", "read the token from this file", ""}}));
+            "started with (from --token-file or ROOFTOP_TOKEN); exit 1 if refused.\n"
+            "The token is never printed.",
+            target_options({token_file_option("read the server's shutdown token from this file's first line")}));
+  retire_token_option(o);
   return run_command(o, "shutdown", argc, argv, [&](Report& rep) {
-    std::string token = o.str("token");
-    if (!o.str("token-file").empty()) {
-      std::ifstream f(o.str("token-file"));
-      if (!f) throw UsageError("--token-file " + o.str("token-file") + ": cannot read it");
-      std::getline(f, token);
-    }
+    std::string token = load_token(o, wire::kMaxTokenLen);
+    if (token.empty())
+      throw UsageError(std::string("no token: give --token-file FILE (mode 0600) or set ") + kTokenEnv);
     Connection c(o, rep);
     wire::Message m = c.core->call(c.target, "shutdown", [&](uint8_t* b, size_t cap, uint64_t req) {
       return wire::encode_shutdown_req(b, cap, req, c.target.conn, token);

@@ -31,10 +31,12 @@ struct Slot {
   wire::Status status = wire::Status::Ok;
 };
 
-enum class Phase { Warmup, Measure, Drain, Done };
+// Ready: warmed up, the start barrier's answer awaited (still loading).
+enum class Phase { Warmup, Ready, Measure, Drain, Done };
 const char* phase_name(Phase p) {
   switch (p) {
     case Phase::Warmup: return "warmup";
+    case Phase::Ready: return "ready";
     case Phase::Measure: return "measure";
     case Phase::Drain: return "drain";
     case Phase::Done: return "done";
@@ -59,6 +61,20 @@ class Load {
   void post(Slot& s);
   void complete(Slot& s);
   void on_event(const CqEvent& ev, int64_t now);
+  // Start barrier (--barrier N): after the warmup, tell the barrier server
+  // this client is ready and keep loading until it answers; the answer
+  // starts the first window, for every client of the sample at once.
+  void send_ready(int64_t now);
+  void on_release(const wire::Message& m, int64_t now);
+  void check_barrier_timeout(int64_t now);
+  void setup_barrier(uint32_t rank);
+  void fail(const std::string& e, const std::string& reason, int code) {
+    error(e);
+    end_reason_ = reason;
+    fatal_ = true;
+    fatal_code_ = code;
+  }
+  bool check_limits();
   void error(const std::string& e) {
     if (rep_.errors.size() < 100) rep_.errors.push_back(e);
   }
@@ -110,6 +126,11 @@ class Load {
     double cpu_s = 0;
   };
   std::vector<Window> windows_;
+  // Each window split into --slices equal slices of work (shares of
+  // operations), so that the campaign can sum the work of several clients
+  // over exactly the time all of them were measuring.
+  int64_t nslices_ = 20;
+  std::vector<double> slices_;
   int64_t nwindows_ = 1, duration_ns_ = 0;
   size_t cur_w_ = 0;  // the window the clock is in
   CpuTimes w_cpu0_;
@@ -120,6 +141,7 @@ class Load {
     measure_start_s_ = realtime_s() - static_cast<double>(now_ns() - t) / 1e9;
     cpu0_ = w_cpu0_ = process_cpu();
     windows_.assign(static_cast<size_t>(nwindows_), Window{});
+    slices_.assign(static_cast<size_t>(nwindows_ * nslices_), 0.0);
     for (int64_t k = 0; k < nwindows_; k++) {
       windows_[k].start = t + k * duration_ns_;
       windows_[k].end = t + (k + 1) * duration_ns_;
@@ -129,6 +151,14 @@ class Load {
   // Credits a completed operation to the windows its lifetime overlaps.
   void account(const Slot& s);
   double measure_at_ = 0, late_s_ = 0, measure_start_s_ = 0;
+  // start barrier
+  uint32_t barrier_n_ = 0;
+  uint64_t barrier_id_ = 0, barrier_req_ = 0;
+  Target barrier_t_;
+  OpContext barrier_ctx_{};
+  uint8_t* barrier_buf_ = nullptr;
+  int64_t ready_ns_ = 0, barrier_timeout_ns_ = 0;
+  double ready_s_ = 0, released_s_ = 0, barrier_wait_s_ = 0;
   std::string end_reason_ = "done";
   bool fatal_ = false;
   int fatal_code_ = 0;
@@ -189,16 +219,80 @@ void Load::account(const Slot& s) {
   const double life = static_cast<double>(s.t_resp - s.t_issue);
   const double size = op_ == Op::Noop ? 0.0 : static_cast<double>(size_);
   const int64_t n = static_cast<int64_t>(windows_.size());
-  auto index = [&](int64_t t) { return std::clamp<int64_t>((t - t0_) / duration_ns_, 0, n - 1); };
-  if (s.t_resp < t_end_) windows_[index(s.t_resp)].completions++;
-  for (int64_t k = index(std::max(s.t_issue, t0_)); k <= index(std::min(s.t_resp, t_end_) - 1); k++) {
-    Window& w = windows_[k];
-    int64_t lo = std::max(s.t_issue, w.start), hi = std::min(s.t_resp, w.end);
-    if (hi <= lo) continue;
-    double share = life > 0 ? static_cast<double>(hi - lo) / life : 1.0;
-    w.work_ops += share;
-    w.work_bytes += share * size;
+  if (s.t_resp < t_end_)
+    windows_[std::clamp<int64_t>((s.t_resp - t0_) / duration_ns_, 0, n - 1)].completions++;
+  // Slices in time since t0_: window k is slices k*S .. k*S+S-1.
+  const int64_t ns = n * nslices_;
+  const double len = static_cast<double>(duration_ns_) / static_cast<double>(nslices_);
+  const double a = static_cast<double>(std::max(s.t_issue, t0_) - t0_);
+  const double b = static_cast<double>(std::min(s.t_resp, t_end_) - t0_);
+  const int64_t g0 = std::clamp<int64_t>(static_cast<int64_t>(a / len), 0, ns - 1);
+  const int64_t g1 = std::clamp<int64_t>(static_cast<int64_t>(std::max(a, b - 1) / len), 0, ns - 1);
+  for (int64_t g = g0; g <= g1; g++) {
+    double lo = std::max(a, g * len), hi = std::min(b, (g + 1) * len);
+    double share = life > 0 ? std::max(0.0, hi - lo) / life : (g == g0 ? 1.0 : 0.0);
+    if (share <= 0) continue;
+    slices_[g] += share;
+    windows_[g / nslices_].work_ops += share;
+    windows_[g / nslices_].work_bytes += share * size;
   }
+}
+
+// The measured work can never exceed what was transferred: every share
+// belongs to an operation that completed, each counted at most once.
+bool Load::check_limits() {
+  double work = 0;
+  for (auto& w : windows_) work += w.work_ops;
+  if (work <= static_cast<double>(all_done_) + 1e-6) return true;
+  error("internal: the windows credit " + std::to_string(work) + " operations but only " +
+        std::to_string(all_done_) + " completed; result refused");
+  return false;
+}
+
+void Load::setup_barrier(uint32_t rank) {
+  barrier_ctx_.kind = CtxKind::Tx;
+  barrier_req_ = (static_cast<uint64_t>(rank) << 16) | 0xfffe;  // no load slot has this index
+  barrier_buf_ = tx_mem_.data() + slots_.size() * core_->rx_size();
+}
+
+void Load::send_ready(int64_t now) {
+  size_t len = wire::encode_barrier_req(barrier_buf_, core_->rx_size(), barrier_req_, barrier_t_.conn,
+                                        barrier_id_, barrier_n_, static_cast<uint32_t>(o_.integer("rank")));
+  ssize_t rc = len <= inject_ ? core_->ep().post_inject(barrier_buf_, len, barrier_t_.fa)
+                              : core_->ep().post_send(barrier_buf_, len, tx_mr_.desc, barrier_t_.fa, &barrier_ctx_);
+  if (rc == -FI_EAGAIN) return;  // the main loop tries again
+  if (rc != 0) {
+    fail("start barrier: cannot reach server rank " + std::to_string(barrier_t_.addr.rank) + ": " +
+         fi_error_text(static_cast<int>(rc)), "barrier failed", kExitUnreachable);
+    return;
+  }
+  phase_ = Phase::Ready;
+  ready_ns_ = now;
+  ready_s_ = realtime_s();
+}
+
+void Load::on_release(const wire::Message& m, int64_t now) {
+  if (phase_ != Phase::Ready) return;
+  if (m.status != wire::Status::Ok) {
+    fail("start barrier: server rank " + std::to_string(barrier_t_.addr.rank) + " refused this client (" +
+         wire::status_name(m.status) + ": it waits for " + std::to_string(m.bytes) +
+         " clients in barrier " + std::to_string(barrier_id_) + ", or this rank came twice)",
+         "barrier failed", kExitFailure);
+    return;
+  }
+  barrier_wait_s_ = (now - ready_ns_) / 1e9;
+  start_measure(now);
+  released_s_ = measure_start_s_;
+}
+
+void Load::check_barrier_timeout(int64_t now) {
+  if (phase_ != Phase::Ready || now - ready_ns_ <= barrier_timeout_ns_) return;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", barrier_timeout_ns_ / 1e9);
+  fail("start barrier: server rank " + std::to_string(barrier_t_.addr.rank) + " did not release the " +
+       std::to_string(barrier_n_) + " clients of barrier " + std::to_string(barrier_id_) + " within " + buf +
+       " s of this client being ready (a client never became ready; see --barrier-timeout)",
+       "barrier timeout", kExitUnreachable);
 }
 
 void Load::complete(Slot& s) {
@@ -223,7 +317,7 @@ void Load::complete(Slot& s) {
   if (s.status == wire::Status::VerifyFailed) verify_failed_++;
   all_done_++;
   if (ok && op_ != Op::Noop) all_bytes_ += size_;
-  if (phase_ == Phase::Warmup || s.t_resp < t0_) {
+  if (t0_ == 0 || s.t_resp < t0_) {
     warm_ops_++;  // done before measuring began (a share of it may still count, below)
   } else if (s.t_resp >= t_end_) {
     drained_ops_++;
@@ -238,13 +332,17 @@ void Load::complete(Slot& s) {
                    static_cast<unsigned long long>(op_ == Op::Noop ? 0 : size_));
     t_last_ = std::max(t_last_, s.t_resp);
   }
-  if (ok && phase_ != Phase::Warmup) account(s);
-  if ((phase_ == Phase::Warmup || phase_ == Phase::Measure) && !fatal_) issue(s);
+  if (ok && t0_ != 0) account(s);
+  if ((phase_ == Phase::Warmup || phase_ == Phase::Ready || phase_ == Phase::Measure) && !fatal_) issue(s);
 }
 
 void Load::on_event(const CqEvent& ev, int64_t now) {
   OpContext* c = ev.ctx;
   if (!c) return;
+  if (c == &barrier_ctx_) {
+    if (ev.err) fail("start barrier: sending ready failed: " + ev.err_text, "barrier failed", kExitUnreachable);
+    return;
+  }
   if (c->kind == CtxKind::Tx) {
     Slot& s = *reinterpret_cast<Slot*>(c);
     if (ev.err) {
@@ -268,6 +366,12 @@ void Load::on_event(const CqEvent& ev, int64_t now) {
   wire::Message m;
   wire::DecodeError de = wire::decode(rx->buf, ev.len, m);
   Slot* s = nullptr;
+  if (de == wire::DecodeError::None && m.response && m.type == wire::Type::Barrier &&
+      m.h.req_id == barrier_req_) {
+    core_->repost(rx);
+    on_release(m, now);
+    return;
+  }
   if (de == wire::DecodeError::None && m.response) {
     uint64_t idx = m.h.req_id & 0xffff;
     if (idx < slots_.size() && slots_[idx].busy && slots_[idx].req_id == m.h.req_id &&
@@ -353,9 +457,25 @@ std::string Load::result_json() const {
     w.kv("elapsed_s", el).kv("work_ops", win.work_ops);
     w.kv("ops_per_sec", el > 0 ? win.work_ops / el : 0.0);
     w.kv("bytes_per_sec", el > 0 ? win.work_bytes / el : 0.0);
-    w.kv("cpu_utilization", el > 0 ? win.cpu_s / el : 0.0).end_object();
+    w.kv("cpu_utilization", el > 0 ? win.cpu_s / el : 0.0);
+    w.key("slice_ops").begin_array();  // work (operation shares) in each of --slices slices
+    const size_t k = static_cast<size_t>(&win - windows_.data());
+    for (int64_t j = 0; j < nslices_ && (k + 1) * nslices_ <= slices_.size(); j++)
+      w.value(slices_[k * nslices_ + j]);
+    w.end_array().end_object();
   }
   w.end_array();
+  w.kv("op_bytes", op_ == Op::Noop ? uint64_t{0} : size_);
+  w.key("barrier").begin_object();
+  w.kv("clients", static_cast<uint64_t>(barrier_n_));
+  if (barrier_n_) {
+    w.kv("id", barrier_id_).kv("server_rank", barrier_t_.addr.rank);
+    w.kv("timeout_s", barrier_timeout_ns_ / 1e9);
+    w.kv("ready_s", ready_s_);        // wall clock when ready was sent (0: never)
+    w.kv("released_s", released_s_);  // wall clock when the release arrived (0: never)
+    w.kv("wait_s", barrier_wait_s_);   // ready -> release
+  }
+  w.end_object();
   w.kv("end", end_reason_);
   w.end_object();
   return w.str();
@@ -381,6 +501,23 @@ int Load::run() {
     if (used == 0 || used != o_.str("measure-at").size() || measure_at_ <= 0)
       throw UsageError("--measure-at '" + o_.str("measure-at") + "': expected seconds since the epoch (UTC)");
   }
+  nslices_ = o_.integer("slices");
+  if (nslices_ < 1 || nslices_ > 1000) throw UsageError("--slices must be 1..1000");
+  const int64_t bn = o_.integer("barrier");
+  if (bn < 0 || bn > 1000000) throw UsageError("--barrier must be 0..1000000 clients");
+  barrier_n_ = static_cast<uint32_t>(bn);
+  if (barrier_n_ && measure_at_ > 0) throw UsageError("--barrier and --measure-at exclude each other");
+  try {
+    size_t used = 0;
+    barrier_id_ = std::stoull(o_.str("barrier-id"), &used);
+    if (used != o_.str("barrier-id").size()) throw std::invalid_argument("id");
+  } catch (...) {
+    throw UsageError("--barrier-id '" + o_.str("barrier-id") + "': expected a whole number");
+  }
+  const double btimeout = o_.seconds("barrier-timeout") > 0 ? o_.seconds("barrier-timeout") : o_.seconds("timeout");
+  barrier_timeout_ns_ = static_cast<int64_t>(btimeout * 1e9);
+  const double delay_ready = o_.seconds("delay-ready");
+  if (delay_ready < 0) throw UsageError("--delay-ready must be >= 0");
   nwindows_ = o_.integer("samples");
   if (nwindows_ < 1 || nwindows_ > 100000) throw UsageError("--samples must be 1..100000");
   if (duration <= 0) throw UsageError("--duration must be > 0");
@@ -440,6 +577,8 @@ int Load::run() {
       ranks.push_back(r);
     }
   }
+  const int barrier_rank = static_cast<int>(o_.integer("barrier-server"));
+  if (barrier_rank < 0) throw UsageError("--barrier-server must be >= 0");
   auto addrs = resolve_servers(dir, ranks, o_.str("fabric"), timeout);
 
   size_t msg = std::max<size_t>({req_size_, resp_size_, wire::kHeaderSize + 64});
@@ -447,6 +586,14 @@ int Load::run() {
   rep_.capture(core_->ep());
   inject_ = core_->ep().inject_size();
   for (auto& a : addrs) targets_.push_back(core_->connect(a, static_cast<uint32_t>(rank)));
+  if (barrier_n_) {
+    barrier_t_.addr.rank = -1;
+    for (auto& t : targets_)
+      if (t.addr.rank == barrier_rank) barrier_t_ = t;
+    if (barrier_t_.addr.rank < 0)  // the barrier server is not one this client loads
+      barrier_t_ = core_->connect(resolve_servers(dir, {barrier_rank}, o_.str("fabric"), timeout)[0],
+                                  static_cast<uint32_t>(rank));
+  }
   for (auto& t : targets_) {
     if (op_ != Op::Noop && size_ > t.max_bulk)
       throw UsageError("--size " + o_.str("size") + " exceeds what server rank " + std::to_string(t.addr.rank) +
@@ -459,7 +606,7 @@ int Load::run() {
     throw UsageError("--size exceeds the provider's largest transfer (" +
                      std::to_string(core_->ep().max_msg_size()) + " bytes)");
 
-  tx_mem_.assign(static_cast<size_t>(k) * core_->rx_size(), 0);
+  tx_mem_.assign(static_cast<size_t>(k + 1) * core_->rx_size(), 0);  // + the barrier's
   tx_mr_ = core_->ep().register_memory(tx_mem_.data(), tx_mem_.size(), false);
   if (op_ != Op::Noop) {
     data_mem_ = alloc_resident(data_len_);  // resident before measuring
@@ -472,6 +619,7 @@ int Load::run() {
     slots_[i].idx = static_cast<uint32_t>(i);
     slots_[i].txbuf = tx_mem_.data() + i * core_->rx_size();
   }
+  setup_barrier(static_cast<uint32_t>(rank));
   if (!o_.str("trace").empty()) {
     trace_ = std::fopen(o_.str("trace").c_str(), "w");
     if (!trace_) throw UsageError("--trace " + o_.str("trace") + ": cannot open for writing");
@@ -482,7 +630,7 @@ int Load::run() {
   const int64_t interval_ns = static_cast<int64_t>(interval * 1e9);
   const int64_t timeout_ns = static_cast<int64_t>(timeout * 1e9);
   t_start_ = now_ns();
-  int64_t warm_end = t_start_ + static_cast<int64_t>(warmup * 1e9);
+  int64_t warm_end = t_start_ + static_cast<int64_t>((warmup + delay_ready) * 1e9);
   if (measure_at_ > 0) {
     // Every client of a sample measures from the same wall-clock instant:
     // warm up until then, whatever the launch skew was.
@@ -492,7 +640,7 @@ int Load::run() {
     warmup = std::max(0.0, until);
   }
   duration_ns_ = std::max<int64_t>(1, static_cast<int64_t>(duration * 1e9));
-  if (warmup <= 0) start_measure(t_start_);
+  if (warmup + delay_ready <= 0 && !barrier_n_) start_measure(t_start_);
   int64_t next_tick = t_start_ + interval_ns, tick_start = t_start_;
   uint64_t tick_ops = 0, tick_bytes = 0;
   CpuTimes tick_cpu = process_cpu();
@@ -513,7 +661,10 @@ int Load::run() {
     }
     if (n) last_activity = now;
     // Phase changes.
-    if (phase_ == Phase::Warmup && now >= warm_end) start_measure(now);
+    if (phase_ == Phase::Warmup && now >= warm_end) {
+      if (barrier_n_) send_ready(now);
+      else start_measure(now);
+    }
     if (phase_ == Phase::Measure) {
       while (cur_w_ < windows_.size() && now >= windows_[cur_w_].end) {
         CpuTimes c = process_cpu();  // CPU of each window, read as the clock leaves it
@@ -533,6 +684,7 @@ int Load::run() {
         fatal_ = true;
         fatal_code_ = 128 + sig;
       }
+      check_barrier_timeout(now);
       // A silent server: the oldest outstanding operation is too old.
       for (auto& s : slots_)
         if (s.busy && now - s.t_issue > timeout_ns) {
@@ -581,9 +733,10 @@ int Load::run() {
     rep_.complete = false;
     return fatal_code_ ? fatal_code_ : kExitFailure;
   }
+  const bool within = check_limits();
   rep_.result_json = result_json();
-  rep_.complete = verify_failed_ == 0 && status_errors_.empty();
-  if (verify_failed_) return kExitFailure;
+  rep_.complete = within && verify_failed_ == 0 && status_errors_.empty();
+  if (verify_failed_ || !within) return kExitFailure;
   return status_errors_.empty() ? kExitOk : kExitFailure;
 }
 
@@ -602,7 +755,13 @@ int cmd_load(int argc, char** argv) {
       {"duration", OptKind::Seconds, "5", "measured time (of each sample)", ""},
       {"samples", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.samples", ""},
       {"warmup", OptKind::Seconds, "1", "time run before measuring (not counted)", ""},
-      {"measure-at", OptKind::Str, "", "start measuring at this wall-clock time (seconds since the epoch), warming up until then; replaces --warmup, so that all clients of a sample measure the same interval", ""},
+      {"measure-at", OptKind::Str, "", "start measuring at this wall-clock time (seconds since the epoch), warming up until then; replaces --warmup (a clock guess: --barrier is exact)", ""},
+      {"barrier", OptKind::Int, "0", "start barrier: after --warmup, report ready to --barrier-server and keep loading until it has heard from this many clients; its answer starts the first window of all of them at once (0: no barrier)", ""},
+      {"barrier-id", OptKind::Str, "1", "which barrier (a whole number): the clients of one sample share it", ""},
+      {"barrier-server", OptKind::Int, "0", "rank of the server that gathers the barrier", ""},
+      {"barrier-timeout", OptKind::Seconds, "0", "fail if the barrier is not released this long after this client is ready (0: --timeout)", ""},
+      {"delay-ready", OptKind::Seconds, "0", "testing: report ready this much later than --warmup (a late client)", ""},
+      {"slices", OptKind::Int, "20", "slices per window in result.samples[].slice_ops (work over time, to align clients)", ""},
       {"buffer", OptKind::Choice, "stream", "reuse: one buffer per outstanding op (as osu_bw); stream: walk through --stream-size (as a data service)", "reuse|stream"},
       {"stream-size", OptKind::Size, "1GiB", "client buffer walked by --buffer stream", ""},
       {"verify", OptKind::Bool, "false", "check a data pattern end to end on every bulk op", ""},

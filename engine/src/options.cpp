@@ -122,6 +122,7 @@ bool Options::parse(int argc, char** argv) {
       name = name.substr(0, eq);
       has_value = true;
     }
+    if (auto r = retired_.find(name); r != retired_.end()) throw UsageError(r->second);
     const OptSpec* s = nullptr;
     for (auto& sp : specs_)
       if (sp.name == name) s = &sp;
@@ -162,6 +163,19 @@ std::string Options::help() const {
   return h;
 }
 
+void Options::retire(const std::string& name, const std::string& message) {
+  retired_[name] = message;
+}
+
+void Options::record(const std::string& key, const std::string& value) {
+  for (auto& r : records_)
+    if (r.first == key) {
+      r.second = value;
+      return;
+    }
+  records_.emplace_back(key, value);
+}
+
 bool Options::has(const std::string& name) const {
   for (auto& s : specs_)
     if (s.name == name) return true;
@@ -198,6 +212,7 @@ void Options::write_json(JsonWriter& w) const {
       case OptKind::Seconds: w.value(parse_seconds(v)); break;
     }
   }
+  for (auto& [k, v] : records_) w.key(k).value(v);
   w.end_object();
 }
 

@@ -44,7 +44,12 @@ class Options {
   bool given(const std::string& name) const { return given_.count(name) > 0; }
   bool has(const std::string& name) const;
   void set(const std::string& name, const std::string& value);  // validated
-  void write_json(JsonWriter& w) const;  // typed values of every option
+  void write_json(JsonWriter& w) const;  // typed values of every option, then records
+  // An option no longer accepted: giving it, in any form, is a UsageError
+  // with this message (its value is never echoed). Not listed in --help.
+  void retire(const std::string& name, const std::string& message);
+  // A derived entry of the "config" section, written after the options.
+  void record(const std::string& key, const std::string& value);
 
  private:
   const OptSpec& spec(const std::string& name) const;
@@ -53,6 +58,8 @@ class Options {
   std::vector<OptSpec> specs_;
   std::map<std::string, std::string> values_;
   std::map<std::string, bool> given_;
+  std::map<std::string, std::string> retired_;            // name -> message
+  std::vector<std::pair<std::string, std::string>> records_;
 };
 
 // "4MiB", "4M", "4096", "1GiB", "64k" (binary multiples), "4MB" (decimal).

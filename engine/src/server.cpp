@@ -6,7 +6,6 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <atomic>
@@ -19,6 +18,7 @@
 #include "commands.hpp"
 #include "fabric.hpp"
 #include "report.hpp"
+#include "token.hpp"
 #include "wire.hpp"
 
 namespace rooftop {
@@ -58,9 +58,28 @@ struct Interval {
   double cpu_util;
 };
 
+// Start barrier: clients report ready; all are answered at once when the
+// expected number has arrived.
+struct BarrierWaiter {
+  fi_addr_t dest;
+  uint64_t req, conn;
+  uint32_t rank;
+};
+struct BarrierState {
+  uint32_t clients = 0;
+  int64_t first_ns = 0;
+  std::vector<BarrierWaiter> waiting;
+};
+struct BarrierRelease {
+  uint64_t id;
+  uint32_t clients;
+  double gather_s;   // first ready to last ready
+  double release_s;  // time taken to send every release
+};
+
 class Server {
  public:
-  Server(const Options& o, Report& rep) : o_(o), rep_(rep) {}
+  Server(Options& o, Report& rep) : o_(o), rep_(rep) {}
   int run();
 
  private:
@@ -85,8 +104,10 @@ class Server {
   std::string result_json(double elapsed, CpuTimes cpu) const;
   void handler_loop();
   void dispatch(const CqEvent& ev);
+  void handle_barrier(const wire::Message& m, fi_addr_t dest);
+  void answer_barrier(const BarrierWaiter& w, wire::Status st, uint64_t n);
 
-  const Options& o_;
+  Options& o_;
   Report& rep_;
   std::unique_ptr<Endpoint> ep_;
   std::vector<uint8_t> rx_mem_, tx_mem_;
@@ -129,9 +150,42 @@ class Server {
   CpuTimes cpu_ready_;
   std::vector<Interval> intervals_;
   uint64_t intervals_dropped_ = 0;
+  std::map<uint64_t, BarrierState> barriers_;
+  std::vector<BarrierRelease> released_;
+  uint64_t n_barrier_ = 0, n_barrier_bad_ = 0;
   ServerAddress addr_;
   Published published_;
 };
+
+void Server::answer_barrier(const BarrierWaiter& w, wire::Status st, uint64_t n) {
+  respond(w.dest, [&](uint8_t* b, size_t cap) {
+    return wire::encode_resp(b, cap, wire::Type::Barrier, w.req, w.conn, st, n, 0);
+  });
+}
+
+void Server::handle_barrier(const wire::Message& m, fi_addr_t dest) {
+  n_barrier_++;
+  const BarrierWaiter me{dest, m.h.req_id, m.h.conn_id, m.client_rank};
+  BarrierState& b = barriers_[m.barrier_id];
+  if (b.waiting.empty()) {
+    b.clients = m.barrier_clients;
+    b.first_ns = now_ns();
+  }
+  bool twice = false;
+  for (auto& w : b.waiting) twice |= w.rank == m.client_rank;
+  if (m.barrier_clients != b.clients || twice) {  // a client of another sample, or a rank twice
+    n_barrier_bad_++;
+    answer_barrier(me, wire::Status::BadRequest, b.clients);
+    return;
+  }
+  b.waiting.push_back(me);
+  if (b.waiting.size() < b.clients) return;
+  const int64_t t = now_ns();
+  for (auto& w : b.waiting) answer_barrier(w, wire::Status::Ok, b.clients);
+  if (released_.size() < 10000)
+    released_.push_back({m.barrier_id, b.clients, (t - b.first_ns) / 1e9, (now_ns() - t) / 1e9});
+  barriers_.erase(m.barrier_id);
+}
 
 void Server::repost(RxBuf* rx) {
   for (int tries = 0;;) {
@@ -401,6 +455,10 @@ void Server::handle_rx(RxBuf* rx, const CqEvent& ev) {
       });
       return;
     }
+    case wire::Type::Barrier:
+      repost(rx);
+      handle_barrier(m, dest);
+      return;
     case wire::Type::Shutdown: {
       bool ok = !token_.empty() && m.token == token_;
       repost(rx);
@@ -466,7 +524,15 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   w.kv("bulk_write", n_bulk_write_).kv("stat", n_stat_).kv("shutdown", n_shutdown_);
   w.kv("shutdown_denied", n_shutdown_denied_).kv("bulk_too_large", n_too_large_);
   w.kv("verify_failed", n_verify_fail_).kv("rma_failed", n_rma_fail_);
+  w.kv("barrier", n_barrier_).kv("barrier_rejected", n_barrier_bad_);
   w.end_object();
+  w.key("barriers").begin_array();  // start barriers released, in order
+  for (auto& r : released_) {
+    w.begin_object().kv("id", r.id).kv("clients", static_cast<uint64_t>(r.clients));
+    w.kv("gather_s", r.gather_s).kv("release_s", r.release_s).end_object();
+  }
+  w.end_array();
+  w.kv("barriers_pending", static_cast<uint64_t>(barriers_.size()));
   w.kv("connections", static_cast<uint64_t>(conns_.size()));
   w.key("dropped").begin_object();
   w.kv("total", dropped_total_);
@@ -506,15 +572,7 @@ int Server::run() {
   if (rank_ < 0) throw UsageError("--rank must be >= 0");
   const std::string dir = o_.str("group-dir");
   if (dir.empty()) throw UsageError("--group-dir is required");
-  token_ = o_.str("token");
-  if (!o_.str("token-file").empty()) {
-    if (!token_.empty()) throw UsageError("give --token or --token-file, not both");
-    std::ifstream f(o_.str("token-file"));
-    if (!f) throw UsageError("--token-file " + o_.str("token-file") + ": cannot read it");
-    std::getline(f, token_);
-    if (token_.empty()) throw UsageError("--token-file " + o_.str("token-file") + " is empty");
-  }
-  if (token_.size() > wire::kMaxTokenLen) throw UsageError("--token is longer than 256 bytes");
+  token_ = load_token(o_, wire::kMaxTokenLen);
   max_msg_ = o_.size("max-msg");
   if (max_msg_ < 1024 || max_msg_ > (64u << 20))
     throw UsageError("--max-msg must be between 1KiB and 64MiB");
@@ -679,8 +737,9 @@ int cmd_serve(int argc, char** argv) {
   Options o("serve",
             "Run one benchmark server process. It publishes its address in\n"
             "<group-dir>/<rank>.addr once its endpoint is ready, answers noop, bulk,\n"
-            "stat and shutdown RPCs until SIGTERM/SIGINT or an authorised shutdown\n"
-            "RPC, then prints one JSON document (see schema/engine-output.schema.json).",
+            "stat, start-barrier and shutdown RPCs until SIGTERM/SIGINT or an authorised shutdown\n"
+            "RPC, then prints one JSON document (see schema/engine-output.schema.json).\n"
+            "Files it writes are private (umask 077); the token is never printed.",
             {
                 {"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
                 {"domain", OptKind::Str, "", "libfabric domain / network interface (e.g. lo, hsn0, mlx5_0)", ""},
@@ -689,8 +748,7 @@ int cmd_serve(int argc, char** argv) {
                 {"rank", OptKind::Int, "0", "this server's rank in the group", ""},
                 {"rank-from-env", OptKind::Bool, "false", "add the launcher's rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID) to --rank; {rank} in --output becomes the rank", ""},
                 {"progress", OptKind::Choice, "spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] keeps polling MS ms (default 10) after the last completion", "busy|block|adaptive|spindown*"},
-                {"token", OptKind::Str, "", "shutdown token: a shutdown RPC is accepted only with it (none: never)", ""},
-                {"token-file", OptKind::Str, "", "read the shutdown token from this file's first line", ""},
+                token_file_option("read the shutdown token from this file's first line: a shutdown RPC is accepted only with it (no token: never)"),
                 {"max-size", OptKind::Size, "16MiB", "largest bulk transfer served (registered per slot)", ""},
                 {"handler-threads", OptKind::Int, "0", "threads running RPC handlers; 0: all in the single progress loop (the paper's single-threaded daemon)", ""},
                 {"bulk-slots", OptKind::Int, "4", "bulk transfers in flight at once; more wait in a queue", ""},
@@ -701,6 +759,7 @@ int cmd_serve(int argc, char** argv) {
                 {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""},
                 {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},
             });
+  retire_token_option(o);
   return run_command(o, "server", argc, argv, [&](Report& rep) { return Server(o, rep).run(); });
 }
 

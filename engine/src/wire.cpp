@@ -102,7 +102,7 @@ DecodeError decode(const uint8_t* buf, size_t len, Message& m) {
   if (h.total_len > len) return DecodeError::Truncated;
   m.response = (h.type & kResponseBit) != 0;
   uint8_t t = h.type & ~kResponseBit;
-  if (t < static_cast<uint8_t>(Type::Hello) || t > static_cast<uint8_t>(Type::Shutdown))
+  if (t < static_cast<uint8_t>(Type::Hello) || t > static_cast<uint8_t>(Type::Barrier))
     return DecodeError::BadType;
   m.type = static_cast<Type>(t);
 
@@ -119,6 +119,7 @@ DecodeError decode(const uint8_t* buf, size_t len, Message& m) {
         m.server_rank = r.u32();
         break;
       case Type::Bulk:
+      case Type::Barrier:
         m.bytes = r.u64();
         break;
       case Type::Stat:
@@ -159,6 +160,12 @@ DecodeError decode(const uint8_t* buf, size_t len, Message& m) {
         m.token = r.str(n);
         break;
       }
+      case Type::Barrier:
+        m.barrier_id = r.u64();
+        m.barrier_clients = r.u32();
+        m.client_rank = r.u32();
+        if (m.barrier_clients == 0) return DecodeError::BadField;
+        break;
       default:
         break;
     }
@@ -289,11 +296,21 @@ size_t encode_shutdown_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t c
   return e.finish(make(Type::Shutdown, false, req_id, conn), 0);
 }
 
+size_t encode_barrier_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn, uint64_t id,
+                          uint32_t clients, uint32_t client_rank) {
+  if (clients == 0) return 0;
+  Encoder e{buf, cap};
+  e.u64(id);
+  e.u32(clients);
+  e.u32(client_rank);
+  return e.finish(make(Type::Barrier, false, req_id, conn), 0);
+}
+
 size_t encode_resp(uint8_t* buf, size_t cap, Type type, uint64_t req_id, uint64_t conn,
                    Status st, uint64_t bytes, size_t total) {
   Encoder e{buf, cap};
   e.u16(static_cast<uint16_t>(st));
-  if (type == Type::Bulk) e.u64(bytes);
+  if (type == Type::Bulk || type == Type::Barrier) e.u64(bytes);
   return e.finish(make(type, true, req_id, conn), total);
 }
 

@@ -20,6 +20,7 @@ enum class Type : uint8_t {
   Bulk = 3,
   Stat = 4,
   Shutdown = 5,
+  Barrier = 6,  // start barrier: answered once every expected client is ready
 };
 constexpr uint8_t kResponseBit = 0x80;
 
@@ -77,6 +78,9 @@ struct Message {
   double user_s = 0, sys_s = 0, wall_s = 0;
   // Shutdown request
   std::string_view token;
+  // Barrier request (response: status, bytes = clients released)
+  uint64_t barrier_id = 0;
+  uint32_t barrier_clients = 0;
 };
 
 enum class DecodeError {
@@ -122,7 +126,11 @@ size_t encode_bulk_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn,
 size_t encode_stat_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn);
 size_t encode_shutdown_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn,
                            std::string_view token);
-// Generic response: status (+ bytes for bulk), padded to `total`.
+// Start barrier: client `client_rank` is ready; `clients` are expected in
+// barrier `id`. The server answers all of them at once.
+size_t encode_barrier_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn, uint64_t id,
+                          uint32_t clients, uint32_t client_rank);
+// Generic response: status (+ bytes for bulk and barrier), padded to `total`.
 size_t encode_resp(uint8_t* buf, size_t cap, Type type, uint64_t req_id, uint64_t conn,
                    Status st, uint64_t bytes, size_t total);
 struct StatBody {

@@ -242,22 +242,47 @@ TEST(WireRoundTrip, ShutdownRequestWithToken) {
   EXPECT_EQ(encode_shutdown_req(buf, sizeof buf, 1, 1, std::string(kMaxTokenLen + 1, 't')), 0u);
 }
 
+TEST(WireRoundTrip, BarrierRequest) {
+  Bytes b = encode_with(kBig, [&](uint8_t* p, size_t cap) {
+    return encode_barrier_req(p, cap, 41, 42, 0xfedcba9876543210ULL, 17, 5);
+  });
+  ASSERT_EQ(b.size(), kHeaderSize + 16);
+  Message m;
+  ASSERT_EQ(decode_bytes(b, m), DecodeError::None);
+  expect_header(m, Type::Barrier, false, 41, 42, 16, b.size());
+  EXPECT_EQ(m.barrier_id, 0xfedcba9876543210ULL);
+  EXPECT_EQ(m.barrier_clients, 17u);
+  EXPECT_EQ(m.client_rank, 5u);
+  uint8_t buf[256];
+  EXPECT_EQ(encode_barrier_req(buf, sizeof buf, 1, 1, 1, 0, 0), 0u);  // nobody to wait for
+}
+
+TEST(WireDecode, BarrierForNoClientsIsBadField) {
+  Bytes b = encode_with(kBig, [&](uint8_t* p, size_t cap) {
+    return encode_barrier_req(p, cap, 1, 2, 3, 4, 5);
+  });
+  // Zero the client count (body offset 8, u32).
+  for (size_t i = 0; i < 4; i++) b[kHeaderSize + 8 + i] = 0;
+  EXPECT_EQ(decode_bytes(b), DecodeError::BadField);
+}
+
 TEST(WireRoundTrip, GenericResponse) {
   const Status statuses[] = {Status::Ok,           Status::Denied,    Status::TooLarge,
                              Status::VerifyFailed, Status::RmaFailed, Status::BadRequest};
-  for (Type t : {Type::Noop, Type::Bulk, Type::Shutdown}) {
+  for (Type t : {Type::Noop, Type::Bulk, Type::Shutdown, Type::Barrier}) {
     for (Status st : statuses) {
       for (size_t total : {size_t{0}, size_t{100}, size_t{4096}}) {
         Bytes b = encode_with(kBig, [&](uint8_t* p, size_t cap) {
           return encode_resp(p, cap, t, 31, 32, st, 123456789, total);
         });
-        const size_t body = t == Type::Bulk ? 10 : 2;
+        const bool counted = t == Type::Bulk || t == Type::Barrier;
+        const size_t body = counted ? 10 : 2;
         ASSERT_EQ(b.size(), std::max(total, kHeaderSize + body));
         Message m;
         ASSERT_EQ(decode_bytes(b, m), DecodeError::None);
         expect_header(m, t, true, 31, 32, body, b.size());
         EXPECT_EQ(m.status, st);
-        EXPECT_EQ(m.bytes, t == Type::Bulk ? 123456789u : 0u);
+        EXPECT_EQ(m.bytes, counted ? 123456789u : 0u);
       }
     }
   }
@@ -296,6 +321,8 @@ TEST(WireEncode, ReturnsZeroWhenCapacityTooSmall) {
       {"stat_resp", [&](uint8_t* p, size_t c) { return encode_stat_resp(p, c, 1, 2, s); }},
       {"shutdown_req",
        [&](uint8_t* p, size_t c) { return encode_shutdown_req(p, c, 1, 2, token); }},
+      {"barrier_req",
+       [&](uint8_t* p, size_t c) { return encode_barrier_req(p, c, 1, 2, 3, 4, 5); }},
       {"resp_bulk",
        [&](uint8_t* p, size_t c) {
          return encode_resp(p, c, Type::Bulk, 1, 2, Status::Ok, 9, 0);
@@ -351,7 +378,7 @@ TEST(WireDecode, BadVersion) {
 }
 
 TEST(WireDecode, BadType) {
-  for (uint8_t t : {0x00, 0x06, 0x7f, 0x80, 0x86, 0xff}) {
+  for (uint8_t t : {0x00, 0x07, 0x7f, 0x80, 0x87, 0xff}) {
     Bytes b = raw_message(t, BodyBuilder().u16(0).u64(0).u64(0).u32(0).u32(0).b);
     EXPECT_EQ(decode_bytes(b), DecodeError::BadType) << "type 0x" << std::hex << int(t);
   }
@@ -701,7 +728,7 @@ TEST(WireDecode, RandomizedMutationsNeverMisbehave) {
     ASSERT_LE(uint64_t{m.h.body_len} + kHeaderSize, m.h.total_len);
     uint8_t t = m.h.type & ~kResponseBit;
     ASSERT_GE(t, 1);
-    ASSERT_LE(t, 5);
+    ASSERT_LE(t, 6);
     ASSERT_EQ(static_cast<uint8_t>(m.type), t);
     ASSERT_EQ(m.response, (m.h.type & kResponseBit) != 0);
     const uint8_t* body = heap.get() + kHeaderSize;

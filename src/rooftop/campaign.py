@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -33,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from rooftop import limits, windows
 from rooftop.config import parse_size
-from rooftop.engine import EngineError, engine_path, run_engine
+from rooftop.engine import (TOKEN_FILE, EngineError, engine_path, private_dir, run_engine,
+                            write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node
 
 UNITS = {"rpc": "ops/s", "bw": "bytes/s"}
@@ -179,10 +182,17 @@ def plan_validate(cfg: dict) -> list[Group]:
     return groups
 
 
-def reap(procs: list[subprocess.Popen], timeout: float) -> list[subprocess.Popen]:
+def reap(procs: list[subprocess.Popen], timeout: float, grace: float | None = None) -> list[subprocess.Popen]:
     """Waits for procs until timeout, then kills what is left (its whole
-    process group); returns the processes that had to be killed."""
+    process group); returns the processes that had to be killed. grace:
+    once one of them has failed, the others get at most this long (a
+    client stuck before the start barrier is not waited for in full)."""
     deadline = time.monotonic() + timeout
+    if grace is not None:
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            if any(p.poll() not in (None, 0) for p in procs):
+                deadline = min(deadline, time.monotonic() + grace)
+            time.sleep(0.05)
     killed = []
     for p in procs:
         try:
@@ -266,6 +276,7 @@ class Runner:
         self.on_sample = on_sample or (lambda spec, row: None)
         self.log = log or (lambda msg: None)
         self.engine = cfg["engine"]["path"] or engine_path()
+        #: Lets its holder stop the servers: only ever in 0600 files (TOKEN_FILE).
         self.token = os.urandom(16).hex()
         self.run_dir = store.run_dir(run_id)
 
@@ -283,7 +294,8 @@ class Runner:
         for idx in group.server_nodes:
             node = self.nodes[idx]
             argv = [self.engine, "serve", *self._fabric_args(), "--group-dir", str(gdir),
-                    "--token", self.token, "--progress", self.cfg["engine"]["server_progress"],
+                    "--token-file", str(gdir / TOKEN_FILE),
+                    "--progress", self.cfg["engine"]["server_progress"],
                     "--max-size", str(max_size), "--output", str(gdir / "server-{rank}.json")]
             if node.address:
                 argv += ["--address", node.address]
@@ -292,21 +304,34 @@ class Runner:
             rank += group.servers_per_node
         return launches
 
-    def client_launches(self, group: Group, spec: SampleSpec, gdir: Path, sdir: Path,
-                        windows: int = 1, measure_at: str | None = None) -> list[Launch]:
-        """measure_at: when every client starts measuring (epoch seconds);
-        by default the launch time + start lead + warmup."""
+    def start_args(self, spec: SampleSpec, nclients: int, barrier_id: int | None = None,
+                   measure_at: str | None = None) -> list[str]:
+        """How the clients of a sample start measuring together: a start
+        barrier gathered by server rank 0 (default), or a wall-clock instant
+        (engine.start = clock: launch time + start lead + warmup)."""
+        e = self.cfg["engine"]
+        if e.get("start", "barrier") == "barrier":
+            bid = barrier_id if barrier_id is not None else secrets.randbits(63)
+            return ["--warmup", str(spec.warmup), "--barrier", str(nclients), "--barrier-id", str(bid),
+                    "--barrier-timeout", str(e["timeout"])]
         if measure_at is None:
-            measure_at = f"{time.time() + self.cfg['engine']['start_lead'] + spec.warmup:.3f}"
+            measure_at = f"{time.time() + e['start_lead'] + spec.warmup:.3f}"
+        return ["--measure-at", measure_at]
+
+    def client_launches(self, group: Group, spec: SampleSpec, gdir: Path, sdir: Path,
+                        nwindows: int = 1, start: list[str] | None = None) -> list[Launch]:
+        """start: the start options (default: start_args())."""
         nservers = len(group.server_nodes) * group.servers_per_node
+        if start is None:
+            start = self.start_args(spec, len(spec.client_nodes) * spec.clients_per_node)
         e = self.cfg["engine"]
         launches, rank = [], 0
         for idx in spec.client_nodes:
             node = self.nodes[idx]
             argv = [self.engine, "load", *self._fabric_args(), "--group-dir", str(gdir),
                     "--nservers", str(nservers), "--duration", str(spec.duration),
-                    "--samples", str(windows),
-                    "--measure-at", measure_at, "--progress", e["client_progress"],
+                    "--samples", str(nwindows), *start, "--slices", str(e.get("slices", 20)),
+                    "--progress", e["client_progress"],
                     "--timeout", str(e["timeout"]), "--output", str(sdir / "client-{rank}.json")]
             if spec.metric == "rpc":
                 argv += ["--op", "noop"]
@@ -321,13 +346,18 @@ class Runner:
 
     # servers ---------------------------------------------------------------
     def start_servers(self, group: Group) -> tuple[Path, list[subprocess.Popen], int]:
-        gdir = self.run_dir / "groups" / f"{group.label}-{time.strftime('%H%M%S')}-{os.getpid()}"
-        gdir.mkdir(parents=True, exist_ok=True)
+        # Private (0700 directories, 0600 files): another user of a shared
+        # file system can neither read the token nor find the servers.
+        private_dir(self.run_dir / "groups")
+        gdir = private_dir(self.run_dir / "groups" /
+                           f"{group.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
+        write_token(gdir, self.token)
         launches = self.server_launches(group, gdir)
         procs = []
         for i, launch in enumerate(launches):
             self.log("start: " + shlex.join(launch.argv))
-            procs.append(self.procs.start(launch, gdir / f"launch-{i}.log"))
+            log = write_private(gdir / f"launch-{i}.log", "")
+            procs.append(self.procs.start(launch, log))
         nservers = len(group.server_nodes) * group.servers_per_node
         self._wait_ready(gdir, launches, procs, nservers)
         return gdir, procs, nservers
@@ -368,7 +398,8 @@ class Runner:
         def shutdown(rank: int):
             try:
                 run_engine(["shutdown", *self._fabric_args(), "--group-dir", str(gdir), "--rank",
-                            str(rank), "--token", self.token, "--timeout", "5"], timeout=20)
+                            str(rank), "--token-file", str(gdir / TOKEN_FILE), "--timeout", "5"],
+                           timeout=20)
             except EngineError:
                 pass  # killed below if it does not stop
 
@@ -377,84 +408,144 @@ class Runner:
             with ThreadPoolExecutor(max_workers=min(8, len(live))) as pool:
                 list(pool.map(shutdown, live))
         reap(procs, 10)
+        (gdir / TOKEN_FILE).unlink(missing_ok=True)  # no secret left on disk once they stopped
         self.procs.forget_finished()
 
     # samples ---------------------------------------------------------------
     def run_round(self, group: Group, specs: list[SampleSpec], gdir: Path, nservers: int) -> list[dict]:
         """One set of client processes measuring len(specs) consecutive
-        windows (engine --samples) after one warmup: one row per window."""
+        windows (engine --samples) after one warmup: one row per window.
+        A round with an invalid window (clients that did not measure
+        together, an aggregate above a link) is measured again, up to
+        engine.retries times; then its rows are stored as invalid."""
+        tries = 1 + int(self.cfg["engine"].get("retries", 2))
+        for attempt in range(1, tries + 1):
+            measured = self._measure_round(group, specs, gdir, nservers, attempt)
+            bad = [row for _, row in measured if row["status"] == "invalid"]
+            if not bad or attempt == tries:
+                break
+            self.log(f"attempt {attempt} of {specs[0].key} is invalid ({bad[0]['error']}): measuring again")
+        rows, window_s = [], 0.0
+        for sp, row in measured:
+            # Pairs measured at once share one window of run time.
+            self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - window_s))
+            window_s = max(window_s, row["measured_s"])
+            self.on_sample(sp, row)
+            rows.append(row)
+        return rows
+
+    def _measure_round(self, group: Group, specs: list[SampleSpec], gdir: Path, nservers: int,
+                       attempt: int) -> list[tuple[SampleSpec, dict]]:
         spec = specs[0]
         sdir = self.run_dir / "raw" / spec.key.rsplit("/", 1)[0].replace("/", "_")
         sdir.mkdir(parents=True, exist_ok=True)
+        keep = sdir / f"attempt-{attempt - 1}"  # an invalid attempt's documents stay on record
         for old in sdir.glob("client-*.json"):
-            old.unlink()
+            if attempt > 1:
+                keep.mkdir(exist_ok=True)
+                old.rename(keep / old.name)
+            else:
+                old.unlink()
         # Which window is which sample ('rooftop doctor' rebuilds rows from it).
         (sdir / "round.json").write_text(json.dumps({"keys": [sp.row_keys() for sp in specs]}))
         launches = self.client_launches(group, spec, gdir, sdir, len(specs))
-        nclients = sum(len(l.ranks) for l in launches)
         procs = []
         for i, launch in enumerate(launches):
             self.log("start: " + shlex.join(launch.argv))
             procs.append(self.procs.start(launch, sdir / f"launch-{i}.log"))
-        limit = (spec.duration * len(specs) + spec.warmup + self.cfg["engine"]["start_lead"]
-                 + self.cfg["engine"]["timeout"] + 30)
-        killed = reap(procs, limit)
-        # Per client rank: its windows, or why it has none.
-        rank_error: dict[int, str] = {}
+        e = self.cfg["engine"]
+        limit = spec.duration * len(specs) + spec.warmup + e["start_lead"] + 2 * e["timeout"] + 30
+        killed = reap(procs, limit, grace=e["timeout"] + 5)
+        self.procs.forget_finished()
+        results, errors = self._read_clients(launches, procs, killed, sdir, limit)
+        same_clock = self.launcher.name in ("local", "netns") or len({l.node.host for l in launches}) == 1
+        starts = {r: res["measure_start_s"] for r, res in results.items()}
+        offs = windows.offsets(starts, same_clock)
+        out = []
+        for w, sp in enumerate(specs):
+            for part in self._parts(group, sp, nservers, sum(len(l.ranks) for l in launches)):
+                row = self._row(sp, part, w, results, errors, offs, sdir)
+                row["attempt"] = attempt
+                out.append((sp, row))
+        return out
+
+    @staticmethod
+    def _parts(group: Group, sp: SampleSpec, nservers: int, nclients: int) -> list[tuple]:
+        """(key, server nodes, client nodes, server processes, client ranks) of each row."""
+        if sp.pairs is None:
+            return [(sp.key, group.server_nodes, sp.client_nodes, nservers, list(range(nclients)))]
+        # One row per pair: client rank j loaded server rank j.
+        return [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(sp.pairs, sp.row_keys()))]
+
+    def _read_clients(self, launches, procs, killed, sdir: Path, limit: float) -> tuple[dict, dict]:
+        """Every client's result (rank -> result), and why the others have none."""
+        errors: dict[int, str] = {}
+        node_of = {r: l.node for l in launches for r in l.ranks}
         for launch, p in zip(launches, procs):
             if p in killed:
                 for r in launch.ranks:
-                    rank_error[r] = f"clients on node {launch.node.index} did not finish within {limit:g} s"
-        self.procs.forget_finished()
-        windows: dict[int, list[dict]] = {}
-        late: dict[int, float] = {}  # how late each client started measuring
-        for r in range(nclients):
-            if r in rank_error:
+                    errors[r] = f"clients on node {launch.node.index} did not finish within {limit:g} s"
+        results, docs = {}, {}
+        for r in sorted(node_of):
+            if r in errors:
                 continue
-            f = sdir / f"client-{r}.json"
             try:
-                doc = json.loads(f.read_text())
+                docs[r] = json.loads((sdir / f"client-{r}.json").read_text())
             except (OSError, json.JSONDecodeError):
                 logs = [(sdir / f"launch-{i}.log") for i in range(len(launches))]
                 log = "; ".join(l.read_text().strip()[-400:] for l in logs if l.exists())
-                rank_error[r] = f"client rank {r}: no result ({log or 'no output'})"
+                errors[r] = f"client rank {r}: no result ({log or 'no output'})"
                 continue
+            doc = docs[r]
             if not doc.get("complete"):
-                rank_error[r] = f"client rank {r}: " + ("; ".join(doc.get("errors") or []) or "incomplete")
+                errors[r] = f"client rank {r}: " + ("; ".join(doc.get("errors") or []) or "incomplete")
                 continue
-            windows[r] = doc["result"]["samples"]
-            late[r] = float(doc["result"].get("measure_at_late_s") or 0.0)
-        key = "ops_per_sec" if spec.metric == "rpc" else "bytes_per_sec"
-        rows = []
-        for w, sp in enumerate(specs):
-            base = dict(run_id=self.run_id, stage=sp.stage, metric=sp.metric, unit=UNITS[sp.metric],
-                        sample=sp.sample, raw_dir=str(sdir), measured_s=0.0)
-            if sp.pairs is None:
-                parts = [(sp.key, group.server_nodes, sp.client_nodes, nservers, list(range(nclients)))]
-            else:  # one row per pair: client rank j loaded server rank j
-                parts = [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(sp.pairs, sp.row_keys()))]
-            window_s = 0.0
-            for rkey, snodes, cnodes, ns, ranks in parts:
-                row = dict(base, key=rkey, server_nodes=snodes, client_nodes=cnodes, server_procs=ns,
-                           client_procs=len(ranks), x=ns / len(ranks),
-                           late_s=max((late.get(r, 0.0) for r in ranks), default=0.0))
-                errs = [rank_error[r] for r in ranks if r in rank_error]
-                short = [r for r in ranks if r not in rank_error and len(windows[r]) <= w]
-                if errs or short:
-                    row.update(status="failed", aggregate=None, per_server=None, per_client=None,
-                               error=" | ".join(errs[:5]) or f"client rank {short[0]} reported fewer "
-                                                             f"windows than asked")
-                else:
-                    agg = sum(windows[r][w][key] for r in ranks)
-                    row.update(status="ok", aggregate=agg, per_server=agg / ns,
-                               per_client=agg / len(ranks), error="",
-                               measured_s=sum(windows[r][w]["elapsed_s"] for r in ranks) / len(ranks))
-                # Pairs measured at once share one window of run time.
-                self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - window_s))
-                window_s = max(window_s, row["measured_s"])
-                self.on_sample(sp, row)
-                rows.append(row)
-        return rows
+            res = doc["result"]
+            if sum(x["work_ops"] for x in res["samples"]) > res["ops"] + res["drained_ops"] + 1e-6:
+                errors[r] = f"client rank {r}: its windows credit more operations than it completed"
+                continue
+            results[r] = res
+        if any("start barrier" in m for m in errors.values()):  # name whom it waited for
+            never = [r for r in sorted(node_of)
+                     if not ((docs.get(r) or {}).get("result") or {}).get("barrier", {}).get("ready_s")]
+            who = ", ".join(f"rank {r} on node {node_of[r].index} ({node_of[r].host})" for r in never[:8])
+            for r in errors:
+                errors[r] += f" [start barrier: never ready: {who or 'unknown'}]"
+        return results, errors
+
+    def _row(self, sp: SampleSpec, part: tuple, w: int, results: dict, errors: dict, offs: dict,
+             sdir: Path) -> dict:
+        rkey, snodes, cnodes, ns, ranks = part
+        row = dict(run_id=self.run_id, stage=sp.stage, metric=sp.metric, unit=UNITS[sp.metric],
+                   sample=sp.sample, raw_dir=str(sdir), measured_s=0.0, key=rkey, server_nodes=snodes,
+                   client_nodes=cnodes, server_procs=ns, client_procs=len(ranks), x=ns / len(ranks),
+                   late_s=0.0, skew_s=0.0, overlap=0.0, barrier_s=0.0, aggregate=None, per_server=None,
+                   per_client=None, error="")
+        errs = [errors[r] for r in ranks if r in errors]
+        short = [r for r in ranks if r not in errors and len(results[r]["samples"]) <= w]
+        if errs or short:
+            row.update(status="failed", error=" | ".join(errs[:5]) or
+                       f"client rank {short[0]} reported fewer windows than asked")
+            return row
+        agg, c = windows.aggregate(results, ranks, w, offs, sp.metric)
+        row.update(status="ok", aggregate=agg, per_server=agg / ns, per_client=agg / len(ranks),
+                   measured_s=max(0.0, c.hi - c.lo), skew_s=c.skew_s, overlap=c.overlap,
+                   late_s=max(float(results[r].get("measure_at_late_s") or 0.0) for r in ranks),
+                   barrier_s=max(float(results[r].get("barrier", {}).get("wait_s") or 0.0) for r in ranks))
+        row["error"] = self._invalid(sp, snodes, cnodes, agg, c)
+        if row["error"]:
+            row["status"] = "invalid"
+        return row
+
+    def _invalid(self, sp: SampleSpec, snodes, cnodes, agg: float, c) -> str:
+        """Why a measured window cannot be used ('' when it can)."""
+        need = float(self.cfg["engine"].get("min_overlap", 0.95))
+        if c.overlap < need:
+            return (f"clients measured together for {c.overlap:.0%} of the window (start skew "
+                    f"{c.skew_s:.3f} s); engine.min_overlap asks {need:.0%}")
+        if sp.metric == "bw":
+            return limits.above_limit(agg, limits.link_limit(self.nodes, snodes, cnodes))
+        return ""
 
     @staticmethod
     def rounds(specs: list[SampleSpec]) -> list[list[SampleSpec]]:
@@ -521,7 +612,6 @@ class Runner:
     def dry_run(self, groups: list[Group]) -> list[str]:
         """The exact command lines of every group and sample, not run."""
         lines = []
-        real_token, self.token = self.token, "<token>"  # printed commands carry no secret
         gdir = self.run_dir / "groups" / "<group>"
         for group in groups:
             lines.append(f"# servers on node(s) {group.server_nodes}, {group.servers_per_node} per node")
@@ -531,9 +621,13 @@ class Runner:
                 sdir = self.run_dir / "raw" / spec.key.rsplit("/", 1)[0].replace("/", "_")
                 lines.append(f"# {spec.stage} {spec.metric}: clients on node(s) {spec.client_nodes}, "
                              f"{len(specs)} sample(s) in one round")
+                nclients = len(spec.client_nodes) * spec.clients_per_node
                 at = f"<launch time + {self.cfg['engine']['start_lead']:g} + {spec.warmup:g}>"
+                start = self.start_args(spec, nclients, barrier_id=0, measure_at=at)
+                if "--barrier-id" in start:
+                    start[start.index("--barrier-id") + 1] = "<random>"
                 lines += [shlex.join(l.argv)
-                          for l in self.client_launches(group, spec, gdir, sdir, len(specs), at)]
-            lines.append("# then: rooftop-engine shutdown --token <token> for each server")
-        self.token = real_token
+                          for l in self.client_launches(group, spec, gdir, sdir, len(specs), start)]
+            lines.append(f"# then: rooftop-engine shutdown --token-file {shlex.quote(str(gdir / TOKEN_FILE))}"
+                         " for each server")
         return lines

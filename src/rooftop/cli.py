@@ -249,6 +249,7 @@ def _cmd_runs(args) -> int:
         print(json.dumps([{"id": r.id, "created": r.created, "status": r.status,
                            "launcher": r.config["launcher"]["type"], "nodes": len(r.config["nodes"]),
                            "metrics": r.config["metrics"], "samples": len(store.samples(r.id)),
+                           "invalid": sum(1 for s in store.samples(r.id) if s["status"] == "invalid"),
                            "wall_s": r.wall_s, "overhead": r.overhead, "note": r.note} for r in runs],
                          indent=1))
         return 0
@@ -262,9 +263,11 @@ def _cmd_runs(args) -> int:
         t.add_column(c)
     for r in runs:
         n = store.samples(r.id)
-        bad = sum(1 for s in n if s["status"] != "ok")
+        bad = sum(1 for s in n if s["status"] == "failed")
+        invalid = sum(1 for s in n if s["status"] == "invalid")
         t.add_row(r.id, r.created, r.status, r.config["launcher"]["type"], str(len(r.config["nodes"])),
-                  f"{len(n)}" + (f" ({bad} failed)" if bad else ""), f"{r.wall_s:.0f} s",
+                  f"{len(n)}" + (f" ({bad} failed)" if bad else "") + (f" ({invalid} invalid)" if invalid else ""),
+                  f"{r.wall_s:.0f} s",
                   f"{r.overhead:.0%}" if r.overhead is not None else "-")
     Console = ui.console
     Console.print(t)
@@ -368,7 +371,9 @@ def _cmd_model(args) -> int:
                                          "ridge": {"min": w.ridge.lo, "median": w.ridge.mid,
                                                    "max": w.ridge.hi}} if w else None)
             docs.append(d)
-        print(json.dumps({"run": args.run, "params": args.params, "metrics": docs}, indent=1))
+        invalid = [{"key": x["key"], "error": x["error"]} for x in samples if x["status"] == "invalid"]
+        print(json.dumps({"run": args.run, "params": args.params, "metrics": docs, "invalid": invalid},
+                         indent=1))
         return 0
     out = ui.Console(highlight=False)
     if not out.is_terminal:
@@ -422,6 +427,8 @@ def _cmd_model(args) -> int:
         else:
             out.print(f"no validation samples for {r.metric}"
                       + (f" (rooftop validate --run {args.run})" if args.run else ""))
+        for line in results.invalid_lines(samples, r.metric):
+            out.print(f"[yellow]{line}[/]")
     return 0
 
 

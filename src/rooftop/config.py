@@ -97,8 +97,18 @@ KEYS: list[Key] = [
     Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, "
         "spindown[:MS]"),
     Key("engine.client_progress", "str", "busy", "client progress mode"),
-    Key("engine.start_lead", "float", 0.5, "seconds allowed for client processes to start before their "
-        "warmup: all clients of a sample then measure from the same instant (--measure-at)", maximum=HOUR),
+    Key("engine.start", "choice", "barrier", "how the clients of a sample start measuring together: barrier "
+        "(each warms up, reports ready to server rank 0 over the fabric and keeps loading; its one answer "
+        "starts every client's first window) or clock (a wall-clock instant, launch time + start_lead + "
+        "warmup: a guess, kept to compare with)", ("barrier", "clock")),
+    Key("engine.start_lead", "float", 0.5, "engine.start = clock: seconds allowed for client processes to "
+        "start before their warmup", maximum=HOUR),
+    Key("engine.min_overlap", "float", 0.95, "share of each window that all clients of a sample must "
+        "measure together; a round below it is measured again, then stored invalid"),
+    Key("engine.retries", "int", 2, "times an invalid round (clients apart, an aggregate above a known "
+        "link rate) is measured again before its samples are stored invalid"),
+    Key("engine.slices", "int", 20, "slices per window in which clients report their work, to sum it "
+        "over the time all of them measured"),
     Key("engine.timeout", "float", 10.0, "seconds before a missing or silent server is an error", maximum=DAY),
     Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
     Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
@@ -328,6 +338,16 @@ def mem_available() -> int | None:
     return None
 
 
+def _check_start(cfg: dict) -> None:
+    e = cfg["engine"]
+    if not 0 < e["min_overlap"] <= 1:
+        raise ConfigError(f"engine.min_overlap: {e['min_overlap']} is not a share in (0, 1]")
+    if not 0 <= e["retries"] <= 10:
+        raise ConfigError(f"engine.retries: {e['retries']} is not 0..10")
+    if not 1 <= e["slices"] <= 1000:
+        raise ConfigError(f"engine.slices: {e['slices']} is not 1..1000")
+
+
 def resolve(cfg: dict) -> dict:
     """Checks values against each other and the machine, and fills in what
     depends on them (nodes, processes per node, the validation grid)."""
@@ -339,6 +359,7 @@ def resolve(cfg: dict) -> dict:
         _positive(cfg, p)
     for p in ("collect.warmup", "validate.warmup", "engine.start_lead"):
         _positive(cfg, p, 0, strict=False)
+    _check_start(cfg)
     for p in ("collect.samples", "validate.samples", "launcher.nodes", "launcher.cores_per_node",
               "collect.servers_per_node", "collect.clients_per_node",
               "validate.servers_per_node", "validate.clients_per_node"):

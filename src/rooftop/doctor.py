@@ -9,12 +9,13 @@ and every sample is rebuilt from the documents where they hold it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
-import statistics
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from rooftop.store import Store, StoreError, now_iso
 
@@ -113,50 +114,57 @@ def _round_keys(sdir: Path, docs: dict[int, dict], planned: dict) -> list[list[s
     return keys[len(keys) - asked:] if 0 < asked <= len(keys) else []
 
 
-def _window(doc: dict | None, w: int) -> dict | None:
-    wins = ((doc or {}).get("result") or {}).get("samples") or []
-    return wins[w] if len(wins) > w else None
+def _row_maker(run_id: str, cfg: dict):
+    """The campaign's own row computation (Runner._row: aggregate over the
+    clients' common time, validity checks), for a run rebuilt from disk."""
+    from rooftop.campaign import Runner
+    from rooftop.launchers.base import Node
+
+    me = SimpleNamespace(run_id=run_id, cfg=cfg, nodes=[
+        Node(n["index"], n["host"], tuple(n["cores"]), n.get("address"), n.get("emulation"))
+        for n in cfg["nodes"]])
+    me._invalid = functools.partial(Runner._invalid, me)
+    return functools.partial(Runner._row, me)
 
 
-def _row(run_id: str, key: str, ranks: list[int], docs: dict[int, dict], w: int, sdir: Path) -> dict | None:
-    from rooftop.campaign import UNITS
-
-    m = KEY.match(key)
-    wins = [_window(docs.get(r), w) for r in ranks]
-    if not m or not ranks or any(x is None for x in wins):
-        return None
-    metric = m["metric"]
-    snodes = [int(v) for v in m["s"].split("-")]
-    ns = len(snodes) * int(m["spn"])
-    agg = sum(x["ops_per_sec" if metric == "rpc" else "bytes_per_sec"] for x in wins)
-    late = max(float((docs[r].get("result") or {}).get("measure_at_late_s") or 0.0) for r in ranks)
-    return dict(run_id=run_id, key=key, stage=m["stage"], metric=metric, unit=UNITS[metric],
-                server_nodes=snodes, client_nodes=[int(v) for v in m["c"].split("-")],
-                server_procs=ns, client_procs=len(ranks), x=ns / len(ranks), sample=int(m["i"]),
-                status="ok", aggregate=agg, per_server=agg / ns, per_client=agg / len(ranks),
-                measured_s=statistics.mean(x["elapsed_s"] for x in wins), error="",
-                raw_dir=str(sdir), late_s=late)
+def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict]]:
+    """(rank -> document, rank -> result of a complete document) of one round."""
+    docs, results = {}, {}
+    for f in sdir.glob("client-*.json"):
+        try:
+            docs[int(f.stem.split("-", 1)[1])] = doc = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if doc.get("complete") and isinstance(doc.get("result"), dict):
+            results[int(f.stem.split("-", 1)[1])] = doc["result"]
+    return docs, results
 
 
 def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
-    """Every sample row the run's client documents hold."""
-    planned, rows = _planned_rounds(cfg), []
+    """Every measured sample row (ok or invalid) the run's client documents hold."""
+    from rooftop import windows
+
+    planned, rows, make = _planned_rounds(cfg), [], _row_maker(run_dir.name, cfg)
+    hosts = {n["host"] for n in cfg["nodes"]}
+    same_clock = cfg["launcher"]["type"] in ("local", "netns") or len(hosts) == 1
     for sdir in sorted(p for p in (run_dir / "raw").glob("*") if p.is_dir()):
-        docs = {}
-        for f in sdir.glob("client-*.json"):
-            try:
-                docs[int(f.stem.split("-", 1)[1])] = json.loads(f.read_text())
-            except (OSError, ValueError):
-                continue
-        if not docs:
+        docs, results = _client_results(sdir)
+        if not results:
             continue
+        offs = windows.offsets({r: res["measure_start_s"] for r, res in results.items()}, same_clock)
         for w, keys in enumerate(_round_keys(sdir, docs, planned)):
             for j, key in enumerate(keys):
                 m = KEY.match(key)
-                nclients = len(m["c"].split("-")) * int(m["cpn"]) if m else 0
+                if not m:
+                    continue
+                snodes, cnodes = [int(v) for v in m["s"].split("-")], [int(v) for v in m["c"].split("-")]
+                nclients = len(cnodes) * int(m["cpn"])
                 ranks = list(range(nclients)) if len(keys) == 1 else [j]  # pairs: rank j, pair j
-                row = _row(run_dir.name, key, ranks, docs, w, sdir)
-                if row:
+                errors = {r: "no complete document" for r in ranks if r not in results}
+                sp = SimpleNamespace(stage=m["stage"], metric=m["metric"], sample=int(m["i"]))
+                part = (key, snodes, cnodes, len(snodes) * int(m["spn"]), ranks)
+                row = make(sp, part, w, results, errors, offs, sdir)
+                if row["status"] != "failed":
                     rows.append(row)
     return rows
 

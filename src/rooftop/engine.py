@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ENGINE_ENV = "ROOFTOP_ENGINE"
+#: The engine also takes its shutdown token from this variable (never argv).
+TOKEN_ENV = "ROOFTOP_TOKEN"
+#: A group directory's token file (read by the servers and by shutdown).
+TOKEN_FILE = "token"
 
 #: Engine exit codes (see ``rooftop-engine --help``).
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -57,6 +61,29 @@ def engine_path() -> str:
         f"put it on PATH, or set ${ENGINE_ENV}")
 
 
+def private_dir(path: Path) -> Path:
+    """Creates path (and parents) and makes it 0700: its files (addresses,
+    token, documents) are then out of other users' reach even on a shared
+    file system."""
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Writes text to path with mode 0600 (also if the file existed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(fd, 0o600)
+        f.write(text)
+    return path
+
+
+def write_token(directory: Path, token: str) -> Path:
+    """The group's token file (0600), to pass as --token-file."""
+    return write_private(Path(directory) / TOKEN_FILE, token + "\n")
+
+
 def _parse_doc(text: str) -> dict | None:
     text = text.strip()
     if not text:
@@ -67,14 +94,17 @@ def _parse_doc(text: str) -> dict | None:
         return None
 
 
-def run_engine(args: list[str], timeout: float, check: bool = True) -> dict:
+def run_engine(args: list[str], timeout: float, check: bool = True,
+               env: dict[str, str] | None = None) -> dict:
     """Runs one engine command to completion and returns its JSON document.
 
+    env: variables added to this process's environment for it.
     Raises EngineError if it fails (when check) or does not finish in time.
     """
     cmd = [engine_path(), *args]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, **env} if env else None)
     except subprocess.TimeoutExpired as e:
         raise EngineError(f"'{' '.join(cmd)}' did not finish within {timeout:g} s") from e
     doc = _parse_doc(p.stdout)
@@ -133,14 +163,15 @@ class Group:
     directory: Path | None = None
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     servers: list[Server] = field(default_factory=list)
+    token_file: Path | None = field(default=None, init=False)  # 0600, in directory
     _tmp: tempfile.TemporaryDirectory | None = None
 
     def __post_init__(self):
         if self.directory is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="rooftop-group-")
             self.directory = Path(self._tmp.name)
-        self.directory = Path(self.directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = private_dir(Path(self.directory))
+        self.token_file = write_token(self.directory, self.token)
 
     def __enter__(self) -> "Group":
         return self
@@ -154,11 +185,12 @@ class Group:
         out = self.directory / f"server-{rank}.json"
         err = self.directory / f"server-{rank}.stderr"
         args = ["serve", "--fabric", self.fabric, "--group-dir", str(self.directory),
-                "--rank", str(rank), "--progress", progress, "--token", self.token,
-                "--output", str(out)]
+                "--rank", str(rank), "--progress", progress,
+                "--token-file", str(self.token_file), "--output", str(out)]
         if cpus is not None:
             args += ["--cpus", cpus]
         args += extra or []
+        write_private(err, "")
         with open(err, "w") as ef:
             proc = subprocess.Popen([engine_path(), *args], stdout=subprocess.DEVNULL, stderr=ef)
         s = Server(rank, proc, out, err, args)

@@ -198,8 +198,9 @@ def _warnings(res: RunResults) -> list[str]:
     if late:
         worst = max(late, key=lambda s: s["late_s"])
         out.append(f"{len(late)} sample(s) had a client start measuring late (worst {worst['late_s']:.2f} s, "
-                   f"{worst['key']}): its clients did not measure one common interval; raise "
-                   f"engine.start_lead (now {res.run.config.get('engine', {}).get('start_lead')} s)")
+                   f"{worst['key']}): its clients started on the clock (engine.start = clock); use "
+                   f"engine.start = barrier, or raise engine.start_lead (now "
+                   f"{res.run.config.get('engine', {}).get('start_lead')} s)")
     cfg = res.run.config
     shared = [n for n in cfg.get("nodes") or [] if (n.get("emulation") or {}).get("shared_with")]
     local = cfg.get("launcher", {}).get("type") == "local"
@@ -207,7 +208,8 @@ def _warnings(res: RunResults) -> list[str]:
         out.append("client pairs were measured in rounds on one machine whose nodes share cores (or "
                    "memory): pairs measured at once interfere, so the pair matrix mixes that in; "
                    "--pairs serial measures one pair at a time")
-    failed = [s for s in res.samples if s["status"] != "ok"]
+    out += invalid_lines(res.samples)
+    failed = [s for s in res.samples if s["status"] == "failed"]
     if failed:
         out.append(f"{len(failed)} sample(s) failed, e.g. {failed[0]['key']}: {failed[0]['error'][:200]}")
     ov = res.run.overhead
@@ -217,6 +219,22 @@ def _warnings(res: RunResults) -> list[str]:
     if res.run.status != "complete":
         out.append(f"the run is {res.run.status}: finish it with 'rooftop collect --resume {res.run.id}'")
     return out
+
+
+def invalid_lines(samples: list[dict], metric: str | None = None) -> list[str]:
+    """What was measured but cannot be used, counted by reason."""
+    bad = [s for s in samples if s["status"] == "invalid" and metric in (None, s["metric"])]
+    if not bad:
+        return []
+    apart = [s for s in bad if s["error"].startswith("clients measured together")]
+    above = [s for s in bad if s["error"].startswith("measurement error")]
+    other = len(bad) - len(apart) - len(above)
+    why = ", ".join(f"{n} {w}" for n, w in ((len(apart), "with clients that did not measure together"),
+                                             (len(above), "above a known link rate"),
+                                             (other, "otherwise unusable")) if n)
+    return [f"{len(bad)} invalid sample(s) are not used by any ceiling, model or validation ({why}; "
+            f"each was measured {1 + max(0, bad[0].get('attempt', 1) - 1)} time(s)), e.g. "
+            f"{bad[0]['key']}: {bad[0]['error'][:200]}"]
 
 
 def load(store: Store, run_id: str) -> RunResults:

@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS samples (
     client_procs  INTEGER NOT NULL,
     x             REAL NOT NULL,        -- server processes / client processes
     sample        INTEGER NOT NULL,
-    status        TEXT NOT NULL,        -- ok | failed
+    status        TEXT NOT NULL,        -- ok | failed | invalid (measured, unusable: error says why)
     aggregate     REAL,                 -- sum of the client processes' rates
     per_server    REAL,                 -- aggregate / server processes
     per_client    REAL,                 -- aggregate / client processes
@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS samples (
     error         TEXT NOT NULL DEFAULT '',
     raw_dir       TEXT NOT NULL DEFAULT '',
     late_s        REAL NOT NULL DEFAULT 0,  -- latest client's lateness to the common start (--measure-at)
+    skew_s        REAL NOT NULL DEFAULT 0,  -- latest client's first-window start - earliest client's
+    overlap       REAL NOT NULL DEFAULT 1,  -- share of the window all clients measured together
+    barrier_s     REAL NOT NULL DEFAULT 0,  -- longest a client waited at the start barrier
+    attempt       INTEGER NOT NULL DEFAULT 1, -- which measurement of the round this is (retries)
     created       TEXT NOT NULL,
     UNIQUE (run_id, key)
 );
@@ -59,7 +63,14 @@ CREATE TABLE IF NOT EXISTS samples (
 
 SAMPLE_COLUMNS = ["run_id", "key", "stage", "metric", "unit", "server_nodes", "client_nodes",
                   "server_procs", "client_procs", "x", "sample", "status", "aggregate",
-                  "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "created"]
+                  "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "skew_s", "overlap", "barrier_s",
+                  "attempt", "created"]
+
+#: Columns added after the first release, with their declarations (old
+#: databases get them with the default).
+ADDED_COLUMNS = {"late_s": "REAL NOT NULL DEFAULT 0", "skew_s": "REAL NOT NULL DEFAULT 0",
+                 "overlap": "REAL NOT NULL DEFAULT 1", "barrier_s": "REAL NOT NULL DEFAULT 0",
+                 "attempt": "INTEGER NOT NULL DEFAULT 1"}
 
 
 def now_iso() -> str:
@@ -158,8 +169,9 @@ class Store:
         self.db.executescript(SCHEMA)
         # Databases written before a column existed get it (default value).
         have = {r["name"] for r in self.db.execute("PRAGMA table_info(samples)")}
-        if "late_s" not in have:
-            self.db.execute("ALTER TABLE samples ADD COLUMN late_s REAL NOT NULL DEFAULT 0")
+        for name, decl in ADDED_COLUMNS.items():
+            if name not in have:
+                self.db.execute(f"ALTER TABLE samples ADD COLUMN {name} {decl}")
         self.db.commit()
 
     def close(self) -> None:
@@ -232,7 +244,8 @@ class Store:
         measured time (default its measured_s; rows measured at the same
         time, such as concurrent pairs, add it once)."""
         s.setdefault("created", now_iso())
-        s.setdefault("late_s", 0.0)
+        for name, decl in ADDED_COLUMNS.items():
+            s.setdefault(name, float(decl.rsplit(" ", 1)[1]) if "REAL" in decl else int(decl.rsplit(" ", 1)[1]))
         s["server_nodes"] = json.dumps(s["server_nodes"])
         s["client_nodes"] = json.dumps(s["client_nodes"])
         cols = ", ".join(SAMPLE_COLUMNS)

@@ -48,11 +48,12 @@ def stage_progress(groups, done: set[str], quiet: bool = False):
     def on_sample(spec, row):
         if row["status"] != "ok":
             nfailed[spec.stage] = nfailed.get(spec.stage, 0) + 1
-            progress.update(tasks[spec.stage], failed=f"[red]{nfailed[spec.stage]} failed")
+            progress.update(tasks[spec.stage], failed=f"[red]{nfailed[spec.stage]} not usable")
         progress.advance(tasks[spec.stage])
         if not console.is_terminal:
             console.print(f"  {row['key']}: " + (f"{row[STAGE_RATE[spec.stage]]:.4g} {row['unit']}"
-                                               if row["status"] == "ok" else f"FAILED {row['error'][:200]}"))
+                                               if row["status"] == "ok"
+                                               else f"{row['status'].upper()} {row['error'][:200]}"))
 
     with progress:
         yield on_sample
@@ -88,7 +89,8 @@ def summarize(samples: list[dict]) -> list[dict]:
         ok = [s[STAGE_RATE[stage]] for s in rows if s["status"] == "ok"]
         out.append({"stage": stage, "metric": metric, "rate": STAGE_RATE[stage],
                     "unit": rows[0]["unit"], "samples": len(rows),
-                    "failed": sum(1 for s in rows if s["status"] != "ok"),
+                    "failed": sum(1 for s in rows if s["status"] == "failed"),
+                    "invalid": sum(1 for s in rows if s["status"] == "invalid"),
                     "min": min(ok) if ok else None, "median": statistics.median(ok) if ok else None,
                     "max": max(ok) if ok else None})
     return out
@@ -100,7 +102,8 @@ def print_summary(run, samples: list[dict]) -> None:
         t.add_column(col, no_wrap=True,
                      justify="right" if col in ("samples", "min", "median", "max") else "left")
     for r in summarize(samples):
-        n = f"{r['samples']}" + (f" ([red]{r['failed']} failed[/])" if r["failed"] else "")
+        n = (f"{r['samples']}" + (f" ([red]{r['failed']} failed[/])" if r["failed"] else "")
+             + (f" ([yellow]{r['invalid']} invalid[/])" if r["invalid"] else ""))
         t.add_row(STAGE_LABEL[r["stage"]], r["metric"], n, fmt_rate(r["min"], r["unit"]),
                   fmt_rate(r["median"], r["unit"]), fmt_rate(r["max"], r["unit"]))
     console.print(t)
@@ -109,6 +112,6 @@ def print_summary(run, samples: list[dict]) -> None:
                       f"overhead (launch, readiness, teardown) {run.overhead:.0%}")
     failed = [s for s in samples if s["status"] != "ok"]
     for s in failed[:5]:
-        console.print(f"[red]failed[/] {s['key']}: {s['error'][:300]}")
+        console.print(f"[red]{s['status']}[/] {s['key']}: {s['error'][:300]}")
     if len(failed) > 5:
-        console.print(f"... and {len(failed) - 5} more failed samples (rooftop export {run.id})")
+        console.print(f"... and {len(failed) - 5} more failed or invalid samples (rooftop export {run.id})")

@@ -90,13 +90,17 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
     for r in rows:
         assert r["x"] == pytest.approx(r["server_procs"] / r["client_procs"])
         assert r["per_client"] == pytest.approx(r["aggregate"] / r["client_procs"])
-    # The 3 clients of a sample measure the same interval (--measure-at).
+    # The 3 clients of a sample start on one barrier release, and the row
+    # records their start skew and the share of the window they shared.
     for r in rows:
         if r["client_procs"] == 3:
             docs = [json.loads((Path(r["raw_dir"]) / f"client-{i}.json").read_text()) for i in range(3)]
             starts = [d["result"]["measure_start_s"] for d in docs]
-            late = max(d["result"]["measure_at_late_s"] for d in docs)
-            assert max(starts) - min(starts) <= late + 0.05, starts
+            assert {d["result"]["barrier"]["clients"] for d in docs} == {3}
+            assert len({d["result"]["barrier"]["id"] for d in docs}) == 1
+            assert r["skew_s"] == pytest.approx(max(starts) - min(starts), abs=1e-6)
+            assert r["overlap"] == pytest.approx(1 - r["skew_s"] / 0.3, abs=1e-6)
+            assert r["measured_s"] == pytest.approx(0.3 - r["skew_s"], abs=1e-6)
     # Re-running validate adds nothing: every grid point is already stored.
     rooftop("validate", "--run", run, "--clients-per-node", "3", "--duration", "0.3",
             "--warmup", "0.1", "--samples", "2", "--results", str(res))
@@ -217,10 +221,12 @@ def test_server_sweep(tmp_path):
 
 
 def test_a_late_client_is_recorded_and_warned_about(tmp_path):
-    # No lead time and no warmup: every client is late by its own start-up.
+    # Started on the clock (not the barrier), with no lead time and no
+    # warmup: every client is late by its own start-up.
     res = tmp_path / "res"
     run = rooftop("collect", "--metrics", "rpc", "--set", "collect.client_peak=false",
                   "--set", "collect.client_node=false", "--set", "engine.start_lead=0",
+                  "--set", "engine.start=clock",
                   "--warmup", "0", "--duration", "0.5", "--samples", "1",
                   "--results", str(res)).stdout.strip().splitlines()[-1]
     (row,) = samples(res, run)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from rooftop.engine import Group, engine_path, run_engine, EngineError
+from rooftop.engine import TOKEN_ENV, Group, engine_path, run_engine, EngineError, write_token
 
 
 def test_client_sigterm_writes_partial_result(tmp_path, cores, validate):
@@ -62,19 +62,19 @@ def test_address_file_is_complete_when_it_appears(cores):
         assert doc["complete"] and doc["result"]["rtt_min_us"] > 0
 
 
-def test_shutdown_needs_the_token(cores):
+def test_shutdown_needs_the_token(cores, tmp_path):
     with Group() as g:
         s = g.start_server(0, cpus=cores[0])
+        wrong = write_token(tmp_path, "wrong")
         with pytest.raises(EngineError) as e:
-            run_engine(["shutdown", "--group-dir", str(g.directory), "--token", "wrong"],
+            run_engine(["shutdown", "--group-dir", str(g.directory), "--token-file", str(wrong)],
                        timeout=15)
         assert e.value.returncode == 1 and "wrong token" in str(e.value)
         assert s.alive()
-        token_file = g.directory / "token"
-        token_file.write_text(g.token + "\n")
         doc = run_engine(["shutdown", "--group-dir", str(g.directory),
-                          "--token-file", str(token_file)], timeout=15)
+                          "--token-file", str(g.token_file)], timeout=15)
         assert doc["result"]["status"] == "ok"
+        assert g.token not in json.dumps(doc) and doc["config"]["token"] == "<set>"
         assert s.proc.wait(timeout=10) == 0
         sdoc = s.stop()
         assert sdoc["result"]["stop_reason"] == "shutdown rpc"
@@ -90,7 +90,8 @@ def test_server_without_token_refuses_shutdown(tmp_path):
             assert time.monotonic() < deadline
             time.sleep(0.01)
         with pytest.raises(EngineError) as e:
-            run_engine(["shutdown", "--group-dir", str(tmp_path), "--token", ""], timeout=15)
+            run_engine(["shutdown", "--group-dir", str(tmp_path)], timeout=15,
+                       env={TOKEN_ENV: "a guess"})
         assert e.value.returncode == 1
         assert p.poll() is None
     finally:
@@ -104,15 +105,15 @@ def test_rank_from_launcher_environment(tmp_path):
     for var in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"):
         env.pop(var, None)
     p = subprocess.Popen([engine_path(), "serve", "--group-dir", str(tmp_path), "--rank", "10",
-                          "--rank-from-env", "--token", "t", "--output",
-                          str(tmp_path / "s-{rank}.json")], env=env)
+                          "--rank-from-env", "--output",
+                          str(tmp_path / "s-{rank}.json")], env={**env, TOKEN_ENV: "t"})
     try:
         deadline = time.monotonic() + 10
         while not (tmp_path / "13.addr").exists():
             assert time.monotonic() < deadline and p.poll() is None
             time.sleep(0.01)
-        run_engine(["shutdown", "--group-dir", str(tmp_path), "--rank", "13", "--token", "t"],
-                   timeout=15)
+        run_engine(["shutdown", "--group-dir", str(tmp_path), "--rank", "13"], timeout=15,
+                   env={TOKEN_ENV: "t"})
         assert p.wait(timeout=10) == 0
     finally:
         if p.poll() is None:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.engine import engine_path, run_engine
+from rooftop.engine import engine_path, private_dir, run_engine, write_token
 from rooftop.launchers import make_launcher
 from rooftop.launchers import mpiexec as mpx
 from rooftop.launchers.base import LauncherError
 from rooftop.launchers.mpiexec import MpiexecLauncher, detect_flavor, read_hostfile
 
-ENGINE = ["/opt/rooftop/bin/rooftop-engine", "serve", "--group-dir", "/g", "--token", "t",
+ENGINE = ["/opt/rooftop/bin/rooftop-engine", "serve", "--group-dir", "/g", "--token-file", "/g/token",
           "--output", "/g/server-{rank}.json"]
 RANKS = ["--rank-from-env"]
 
@@ -338,10 +338,9 @@ def _wait_for(paths, procs, timeout=30.0):
 def _run_servers(tmp_path, launcher, plan):
     """Starts servers with plan = [(node, nprocs, binding, first_rank)], runs a
     short client against all of them, shuts them down; returns {rank: doc}."""
-    group = tmp_path / "group"
-    group.mkdir()
-    token = secrets.token_hex(8)
-    argv = [engine_path(), "serve", "--group-dir", str(group), "--token", token,
+    group = private_dir(tmp_path / "group")
+    token_file = write_token(group, secrets.token_hex(8))  # on the shared FS, as a campaign does
+    argv = [engine_path(), "serve", "--group-dir", str(group), "--token-file", str(token_file),
             "--output", f"{group}/server-{{rank}}.json"]
     procs, ranks = [], []
     try:
@@ -360,7 +359,7 @@ def _run_servers(tmp_path, launcher, plan):
         assert doc["complete"] and doc["result"]["ops"] > 0
         for r in ranks:
             run_engine(["shutdown", "--group-dir", str(group), "--rank", str(r),
-                        "--token", token], timeout=30)
+                        "--token-file", str(token_file)], timeout=30)
         for p, log in procs:
             assert p.wait(timeout=20) == 0, Path(log).read_text()
     finally:

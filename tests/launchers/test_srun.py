@@ -14,7 +14,7 @@ from rooftop.launchers import make_launcher
 from rooftop.launchers.base import LauncherError
 from rooftop.launchers.srun import SrunLauncher
 
-ENGINE = ["/opt/rooftop/bin/rooftop-engine", "serve", "--group-dir", "/g", "--token", "t",
+ENGINE = ["/opt/rooftop/bin/rooftop-engine", "serve", "--group-dir", "/g", "--token-file", "/g/token",
           "--output", "/g/server-{rank}.json"]
 TAIL = ["--kill-on-bad-exit=1", *ENGINE]
 

@@ -58,6 +58,14 @@ Running as root: Open MPI's mpiexec refuses to run as root unless told
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment); rooftop adds the option
 when it runs as root (containers, CI), and nothing otherwise.
 
+The servers' shutdown token is not on the command line (every user sees it
+there) nor exported through mpiexec's environment forwarding: the campaign
+writes it to <group dir>/token (mode 0600, in a 0700 group directory) and
+passes --token-file. The group directory must be on a file system every
+node shares anyway (servers publish their addresses there), so the token
+reaches every server the way the addresses reach every client. The engine
+refuses a token file others could read, and writes its own files 0600.
+
 Multi-host runs need the usual mpiexec prerequisites (password-less ssh,
 the engine at the same path on every host) and servers that listen on a
 reachable address, not loopback.

@@ -23,6 +23,10 @@ be given through launcher.extra_args.) If the job has memory allocated per
 node, concurrent steps may also need an explicit --mem / --mem-per-cpu in
 extra_args so that the first step does not claim all of it.
 
+The servers' shutdown token travels as a file, as with mpiexec: --token-file
+<group dir>/token (0600 in a 0700 group directory on the shared file system
+the address files need anyway), never argv or --export.
+
 Cores per node: SLURM_JOB_CPUS_PER_NODE ("64(x4),32") gives each node's
 count; else SLURM_CPUS_ON_NODE (the node running rooftop, assumed for all);
 else os.cpu_count(). Slurm counts CPUs, i.e. hardware threads on SMT nodes

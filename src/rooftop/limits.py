@@ -1,0 +1,39 @@
+"""Physical limits a sample cannot exceed.
+
+On the emulated cluster every node's link is shaped to a known rate (tc
+tbf, both directions), so the traffic between server nodes and client
+nodes can be no more than the smaller of the two sides' summed link rates.
+A measured aggregate above that (by more than TOLERANCE: tbf's burst and
+timer granularity) is a measurement error, never a sample.
+"""
+
+from __future__ import annotations
+
+#: How far above a link's rate a measured aggregate may be before it is an error.
+TOLERANCE = 0.03
+
+
+def _side(nodes, indices: list[int]) -> float | None:
+    """Summed link rate of these nodes in bytes/s (None if any is unshaped)."""
+    total = 0.0
+    for i in indices:
+        bits = (nodes[i].emulation or {}).get("link_rate_bits") if i < len(nodes) else None
+        if not bits:
+            return None
+        total += bits / 8.0
+    return total
+
+
+def link_limit(nodes, server_nodes: list[int], client_nodes: list[int]) -> float | None:
+    """Bytes/s the links between these server and client nodes carry at most,
+    or None when no link on either side is known."""
+    known = [v for v in (_side(nodes, server_nodes), _side(nodes, client_nodes)) if v is not None]
+    return min(known) if known else None
+
+
+def above_limit(aggregate: float, limit: float | None) -> str:
+    """'' when aggregate is within the limit, else why it is an error."""
+    if limit is None or aggregate <= limit * (1 + TOLERANCE):
+        return ""
+    return (f"measurement error: {aggregate / 1e6:.2f} MB/s is {aggregate / limit - 1:.0%} above the "
+            f"{limit / 1e6:.2f} MB/s its links carry (emulated link rates; tolerance {TOLERANCE:.0%})")
