@@ -122,12 +122,24 @@ def test_model_command_on_a_real_run_and_params(tmp_path):
     for v in m["validation"]:
         assert v["x"] == 1.0 and v["binding"] in ("server", "client")
         assert v["predicted"] == pytest.approx(min(bound, m["server"]["median"]))
+    # 2 logical nodes: the ceilings are one measurement, so the verdict is
+    # that they cannot be told apart, with each ceiling's interval.
+    assert m["measured_once"] == [["server_peak", "client_peak", "client_node"]]
+    assert m["client"]["samples"] == m["server"]["samples"] == 2
+    assert m["client"]["ci95"] == m["server"]["ci95"] and m["client"]["ci95"][1] >= m["client"]["median"]
+    assert m["verdict"]["kind"] == "indistinguishable" and m["verdict"]["ratio"] is None
     text = cli("model", run, "--results", str(res)).stdout
     assert "ridge x*" in text and "validation (2 samples)" in text
+    assert text.startswith("rpc: the ceilings are not distinguishable here")
+    assert "measured once" in text and "95 % interval" in text
     # The run's samples against published ceilings.
     doc = json.loads(cli("model", run, "--results", str(res), "--params", str(AURORA), "--json").stdout)
     rpc = [m for m in doc["metrics"] if m["metric"] == "rpc"][0]
     assert rpc["source"].startswith("Aurora") and rpc["validation"][0]["predicted"] == pytest.approx(160.5e3)
+    assert rpc["verdict"]["kind"] == "ratio" and rpc["verdict"]["ratio"] == [1, 3]
+    text = cli("model", "--params", str(AURORA)).stdout
+    assert "rpc: 1 server process(es) per 3 client process(es)" in text
+    assert "bw: about 12:1 (servers:clients): any ratio from 11:1 to 12:1" in text
     p = cli("model")
     assert p.returncode == 2 and "--params" in p.stderr
     p = cli("model", "--params", str(tmp_path / "missing.json"))
@@ -220,3 +232,165 @@ def test_practical_ratio_reaches_the_client_ceiling_within_5_percent(ridge, want
     rec = r.recommended()
     assert (rec["servers"], rec["clients"]) == want
     assert rec["reaches"] >= 0.95 - 1e-9 and rec["x"] == pytest.approx(ridge)
+
+
+# --- confidence intervals and the verdict (issue 10, item 7) -----------------
+
+def _row(stage, value, key, server_nodes=(0,), client_nodes=(1,), sp=1, cp=1, ceilings=None):
+    rate = "per_server" if stage == "server_peak" else "per_client"
+    return {"stage": stage, "metric": "rpc", "status": "ok", "key": key, rate: value,
+            "server_nodes": list(server_nodes), "client_nodes": list(client_nodes),
+            "server_procs": sp, "client_procs": cp, "x": sp / cp,
+            "ceilings": json.dumps(ceilings) if ceilings else ""}
+
+
+def _run(client, server):
+    return ([_row("client_peak", v, f"client_peak/rpc/s0x1/c1x1/{i}") for i, v in enumerate(client)]
+            + [_row("server_peak", v, f"server_peak/rpc/s0x1/c1-2x1/{i}", client_nodes=(1, 2), cp=2)
+               for i, v in enumerate(server)])
+
+
+def test_t_interval_of_the_mean():
+    assert model.t975(2) == 4.303 and model.t975(1000) == pytest.approx(1.962, abs=1e-3)
+    lo, hi = model.t_interval([1.0, 2.0, 3.0])      # mean 2, s 1, n 3
+    assert (lo, hi) == pytest.approx((0.0, 2 + 4.303 / 3 ** 0.5))  # lower end floored at 0
+    assert model.t_interval([10.0, 10.0, 10.0]) == (10.0, 10.0)
+    assert model.t_interval([5.0]) is None
+    c = Ceiling.of([98.0, 100.0, 102.0])
+    assert c.n == 3 and c.interval == pytest.approx((100 - 4.303 * 2 / 3 ** 0.5, 100 + 4.303 * 2 / 3 ** 0.5))
+    assert Ceiling(90, 110, 100).interval == (90, 110)  # a range given without samples
+
+
+def test_overlapping_ceilings_are_not_distinguishable():
+    # Server and client per process both about 100 with 10 % noise: the
+    # medians alone would say 1:1 or 2:1 by chance.
+    r = model.from_run(_run([92, 104, 110, 97], [101, 89, 108, 95]), "rpc")
+    ri = r.ridge_interval
+    assert ri[0] < 1 < ri[1]
+    v = r.verdict()
+    assert v["kind"] == "indistinguishable" and v["ratio"] is None
+    assert v["text"].startswith("the ceilings are not distinguishable here: any ratio from 1:")
+    assert "to 2:1" in v["text"] and v["text"].endswith("is within noise")
+    assert v["range"][0][0] == 1 and v["range"][0][1] >= 1 and v["range"][1] == [2, 1]
+    assert model.evaluate(r, []).to_dict()["verdict"] == v
+
+
+def test_well_separated_ceilings_give_one_ratio():
+    # Client 100, server 400 per process, 2 % noise: 1 server per 4 clients.
+    r = model.from_run(_run([98, 100, 102, 101], [396, 404, 400, 398]), "rpc")
+    v = r.verdict()
+    rec = r.recommended()
+    assert v["kind"] == "ratio" and v["ratio"] == [1, 4] == [rec["servers"], rec["clients"]]
+    assert v["text"] == "1:4 (servers:clients)"
+    d = model.evaluate(r, []).to_dict()
+    assert d["client"]["samples"] == 4 and d["client"]["ci95"][0] < 100 < d["client"]["ci95"][1]
+    assert d["ridge"]["ci95"][0] < 0.25 < d["ridge"]["ci95"][1]
+
+
+def test_separated_but_noisy_ceilings_give_a_range_around_the_best_estimate():
+    r = model.from_run(_run([95, 100, 105], [300, 400, 500]), "rpc")
+    v = r.verdict()
+    assert v["kind"] == "range" and v["ridge_interval"][1] < 1
+    lo, hi = v["range"]
+    assert lo[0] / lo[1] <= v["ratio"][0] / v["ratio"][1] <= hi[0] / hi[1] and lo != hi
+    assert v["text"].startswith(f"about {v['ratio'][0]}:{v['ratio'][1]} (servers:clients): any ratio from")
+
+
+def test_one_measurement_for_client_and_server_is_not_distinguishable():
+    # 2 logical nodes: one placement stood for all three stages.
+    stages = ["server_peak", "client_peak", "client_node"]
+    rows = []
+    for i, v in enumerate((100.0, 101.0, 99.0)):
+        row = _row("server_peak", v, f"server_peak+client_peak+client_node/rpc/s0x1/c1x1/{i}",
+                   ceilings=stages)
+        row["per_client"] = v
+        rows.append(row)
+    r = model.from_run(rows, "rpc")
+    assert r.one_measurement and r.measured_once == [stages]
+    assert r.client.mid == r.server.mid == 100.0 and r.client.n == r.server.n == 3
+    # The node-full stage is the same samples: server-bound by construction.
+    assert r.client_node is None and "measured once with the server peak" in r.client_node_rejected
+    v = r.verdict()
+    assert v["kind"] == "indistinguishable" and v["ratio"] is None
+    assert "one measurement (the same placement)" in v["text"]
+    d = model.evaluate(r, []).to_dict()
+    assert d["measured_once"] == [stages] and d["verdict"]["kind"] == "indistinguishable"
+
+
+def test_a_ceiling_of_one_sample_cannot_tell():
+    v = model.from_run(_run([100], [400, 410, 405]), "rpc").verdict()
+    assert v["kind"] == "cannot_tell" and "client ceiling(s) have a single sample" in v["text"]
+
+
+def test_published_ranges_keep_aurora_ratios():
+    p = model.load_params(AURORA)
+    rpc, bw = p["rpc"].verdict(), p["bw"].verdict()
+    assert rpc["kind"] == "ratio" and rpc["ratio"] == [1, 3]
+    # Ranges do not overlap; the bandwidth ridge 11.2 .. 12.1 spans 11:1 and 12:1,
+    # and the best estimate stays 12:1.
+    assert bw["kind"] == "range" and bw["ratio"] == [12, 1] and bw["range"] == [[11, 1], [12, 1]]
+    assert bw["text"].endswith("is within the ranges given")
+
+
+def test_overlapping_published_ranges_are_not_distinguishable(tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"metrics": {"rpc": {"unit": "K ops/s", "client": [80, 120],
+                                                 "server": [90, 110]}}}))
+    v = model.load_params(f)["rpc"].verdict()
+    assert v["kind"] == "indistinguishable" and v["range"] == [[1, 1], [2, 1]]
+
+
+def _emulated(shared: dict[int, list[int]], cores: dict[int, list[int]]):
+    from rooftop.launchers.base import Node
+
+    return [Node(i, f"rooftop-n{i}", tuple(cores[i]), f"10.231.0.{10 + i}",
+                 {"netns": f"rooftop-n{i}", "cpu_percent": None, "link_rate_bits": None,
+                  "shared_with": shared.get(i, [])}) for i in sorted(cores)]
+
+
+def test_placements_whose_nodes_share_cores_yield_no_ceiling():
+    # Seed of the bug: 3 emulated nodes on 2 cores, n1 and n2 share core 1.
+    nodes = _emulated({1: [2], 2: [1]}, {0: [0], 1: [1], 2: [1]})
+    assert model.core_sharing(_row("client_peak", 1, "k", (1,), (2,)), nodes) == \
+        "nodes n1, n2 share core(s) 1: 2 processes on 1 core(s)"
+    assert model.core_sharing(_row("client_peak", 1, "k", (0,), (2,)), nodes) == ""
+    # The same Nodes described in a run's config say the same.
+    assert model.core_sharing(_row("client_peak", 1, "k", (1,), (2,)), [n.describe() for n in nodes])
+    rows = ([_row("client_peak", v, f"client_peak/rpc/s0x1/c1x1/{i}") for i, v in enumerate((10e3, 10.2e3))]
+            + [_row("client_peak", v, f"client_peak/rpc/s0x1/c2x1/{i}", (0,), (2,))
+               for i, v in enumerate((9.9e3, 10.1e3))]
+            + [_row("client_peak", 125.0, f"client_peak/rpc/s1x1/c2x1/{i}", (1,), (2,)) for i in range(2)]
+            + [_row("server_peak", v, f"server_peak/rpc/s0x1/c1-2x1/{i}", (0,), (1, 2), 1, 2)
+               for i, v in enumerate((40e3, 41e3))]
+            + [_row("client_node", 125.0, f"client_node/rpc/s0-1x1/c2x1/{i}", (0, 1), (2,), 2, 1)
+               for i in range(2)])
+    r = model.from_run(rows, "rpc", nodes=nodes)
+    # The 125 ops/s pair n1-n2 is no client ceiling, and no node-full one.
+    assert r.client.lo == 9.9e3 and r.client.n == 4
+    assert r.client_node is None and "share core(s) 1" in r.client_node_rejected
+    # The server peak placement (clients on n1 and n2, 2 on core 1) shares too:
+    # with no other server sample the ceiling is drawn from it, and the verdict cannot tell.
+    assert r.core_shared_only == ["server"]
+    assert {(st, k) for st, k, _ in r.core_shared} >= {("client_peak", "client_peak/rpc/s1x1/c2x1/0"),
+                                                       ("client_node", "client_node/rpc/s0-1x1/c2x1/1")}
+    v = r.verdict()
+    assert v["kind"] == "cannot_tell" and "server ceiling(s) come only from placements" in v["text"]
+    # Without sharing information (a real cluster) every sample counts: the
+    # time-sliced pair would be the node-full ceiling, "1 server per 155 clients".
+    blind = model.from_run(rows, "rpc")
+    assert blind.client.lo == 125.0 and blind.client_node.mid == 125.0 and blind.node_binds
+
+
+def test_unbound_processes_on_nodes_sharing_enough_cores_are_used():
+    # 4 nodes that each may use both cores (binding none): a pair is 2
+    # processes on 2 cores, which do not have to time-slice.
+    nodes = _emulated({i: [j for j in range(4) if j != i] for i in range(4)}, {i: [0, 1] for i in range(4)})
+    assert model.core_sharing(_row("client_peak", 1, "k", (0,), (3,)), nodes) == ""
+    assert model.core_sharing(_row("server_peak", 1, "k", (0,), (1, 2, 3), 2, 6), nodes).endswith(
+        "8 processes on 2 core(s)")
+
+
+def test_compare_table_shows_each_verdict(tmp_path):
+    p = cli("compare", str(AURORA), "--output", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "12:1 (11:1-12:1)" in p.stderr and "│ 1:3 " in p.stderr

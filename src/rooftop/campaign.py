@@ -16,6 +16,11 @@ Stages (seed 000, sections 4.3 and 5):
                  (seed 000, section 5.2: a lone client outruns a busy node)
   sweep_servers  one server node's aggregate as S grows 1..max
   validate       server nodes x client nodes grid; x = S / C
+
+Ceiling stages that would run the identical placement are measured once
+(measure_once): on 2 nodes of one core, server peak, client peak and client
+node are all one server against one client. The first planned spec stands
+for the others; its keys name them all ("server_peak+client_peak+...").
 """
 
 from __future__ import annotations
@@ -55,12 +60,19 @@ class SampleSpec:
     warmup: float
     #: Pair rounds: (server node, client node) measured at once, one row each.
     pairs: list[tuple[int, int]] | None = None
+    #: Other stages this measurement stands for (the same placement).
+    also: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The stages it stands for, as its keys name them: 'server_peak+client_peak'."""
+        return "+".join((self.stage, *self.also))
 
     def row_keys(self) -> list[str]:
         """The store keys this spec produces: its own, or one per pair."""
         if self.pairs is None:
             return [self.key]
-        return [_key(self.stage, self.metric, [a], 1, [b], 1, self.sample) for a, b in self.pairs]
+        return [_key(self.label, self.metric, [a], 1, [b], 1, self.sample) for a, b in self.pairs]
 
 
 def round_robin(n: int) -> list[list[tuple[int, int]]]:
@@ -100,7 +112,47 @@ def _key(stage, metric, server_nodes, spn, client_nodes, cpn, i) -> str:
     return f"{stage}/{metric}/s{s}x{spn}/c{c}x{cpn}/{i}"
 
 
+def _placement(group: Group, spec: SampleSpec) -> tuple | None:
+    """What a sample runs, as far as the measurement goes: (metric, sample,
+    server nodes, servers per node, client nodes, clients per node, duration,
+    warmup); None for pair rounds of several pairs (no other stage runs them)."""
+    if spec.pairs is not None and len(spec.pairs) != 1:
+        return None
+    return (spec.metric, spec.sample, tuple(group.server_nodes), group.servers_per_node,
+            tuple(spec.client_nodes), spec.clients_per_node, spec.duration, spec.warmup)
+
+
+SHARED_STAGES = ("server_peak", "client_peak", "client_node")
+
+
+def measure_once(groups: list[Group]) -> list[Group]:
+    """Ceiling stages that would run the identical placement (2 nodes: one
+    server and one client process for all three) are measured once: the
+    first planned spec stands for the others (SampleSpec.also, named in its
+    keys), the others are dropped, and so are groups left empty."""
+    first: dict[tuple, SampleSpec] = {}
+    for g in groups:
+        keep = []
+        for spec in g.samples:
+            where = _placement(g, spec) if spec.stage in SHARED_STAGES else None
+            if where is None or where not in first:
+                if where is not None:
+                    first[where] = spec
+                keep.append(spec)
+                continue
+            kept = first[where]
+            kept.also += (spec.stage,)
+            _, i, snodes, spn, cnodes, cpn, _, _ = where
+            kept.key = _key(kept.label, kept.metric, list(snodes), spn, list(cnodes), cpn, i)
+        g.samples = keep
+    return [g for g in groups if g.samples]
+
+
 def plan_collect(cfg: dict) -> list[Group]:
+    return measure_once(_plan_stages(cfg))
+
+
+def _plan_stages(cfg: dict) -> list[Group]:
     c = cfg["collect"]
     n = len(cfg["nodes"])
     groups: list[Group] = []

@@ -28,8 +28,8 @@ commands:
   doctor    check a results folder; --rebuild its database from the engine
             documents
   export    a run's samples as CSV or JSON
-  model     the roofline: ceilings, ridge ratio, recommended ratio, validation,
-            outlier nodes
+  model     the roofline: ceilings, ridge ratio, the verdict on the ratio,
+            validation, outlier nodes
   plot      figures of a run or parameters file (roofline, sweep, pair matrix,
             latency), PNG and SVG
   report    one self-contained HTML report (+ Markdown) of a run
@@ -381,22 +381,33 @@ def _cmd_model(args) -> int:
     for e in evals:
         r = e.roofline
         f = lambda v: ui.fmt_rate(v, r.unit)
-        rec = r.recommended()
+        v = r.verdict()
+        out.print(f"[bold]{r.metric}: {_verdict_headline(v)}[/]")
         t = Table(title=f"{r.metric} roofline ({r.source})", title_justify="left", show_header=False)
         t.add_column(no_wrap=True)
         t.add_column(overflow="fold")
-        t.add_row("client ceiling (per process)", f"{f(r.client.lo)} .. {f(r.client.hi)}  (median {f(r.client.mid)})")
+        t.add_row("client ceiling (per process)", _ceiling_text(r.client, f))
         if r.client_node_rejected:
             t.add_row("client ceiling, node full", "not used: " + r.client_node_rejected)
         if r.client_node:
-            n = r.client_node
-            t.add_row("client ceiling, node full", f"{f(n.lo)} .. {f(n.hi)}  (median {f(n.mid)}): "
+            t.add_row("client ceiling, node full", _ceiling_text(r.client_node, f) + ": "
                       + ("lower, the model uses it" if r.node_binds else "not lower, unused"))
-        t.add_row("server ceiling (per process)", f"{f(r.server.lo)} .. {f(r.server.hi)}  (median {f(r.server.mid)})")
+        t.add_row("server ceiling (per process)", _ceiling_text(r.server, f))
+        for stages in r.measured_once:
+            t.add_row("measured once", ", ".join(x.replace("_", " ") for x in stages)
+                      + ": the same placement, one set of samples stands for each")
+        if r.core_shared:
+            t.add_row("not used (shared cores)", f"{len({k for _, k, _ in r.core_shared})} sample(s): "
+                      f"{r.core_shared[0][2]}")
         t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
-        t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.mid:.3g})")
-        t.add_row("recommended", f"x >= {rec['x']:.3g}; in practice {rec['servers']} server process(es) per "
-                                 f"{rec['clients']} client process(es) ({rec['reaches']:.0%} of the client ceiling)")
+        ri = r.ridge_interval
+        t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.mid:.3g}"
+                  + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"))
+        t.add_row("verdict", v["text"])
+        if v["ratio"]:
+            rec = r.recommended()
+            t.add_row("recommended", f"x >= {rec['x']:.3g}; in practice {v['ratio'][0]} server process(es) "
+                                     f"per {v['ratio'][1]} client process(es)")
         for sc in scores.get(r.metric, []):
             if sc.flagged:
                 t.add_row(f"[red]outlier node n{sc.node}[/]",
@@ -430,6 +441,39 @@ def _cmd_model(args) -> int:
         for line in results.invalid_lines(samples, r.metric):
             out.print(f"[yellow]{line}[/]")
     return 0
+
+
+def _ceiling_text(c, f) -> str:
+    """'a .. b  (median m; 95 % interval of the mean c-d, n samples)'."""
+    text = f"{f(c.lo)} .. {f(c.hi)}  (median {f(c.mid)}"
+    if c.n == 0:
+        return text + ")"
+    if c.interval is None:
+        return text + f"; {c.n} sample, no interval)"
+    return text + f"; 95 % interval {f(c.interval[0])} .. {f(c.interval[1])}, {c.n} samples)"
+
+
+def _verdict_headline(v: dict) -> str:
+    """The one line `model` leads with: a ratio only when the model can tell."""
+    if v["kind"] == "ratio":
+        return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es)"
+    return v["text"]
+
+
+def _verdict_short(v: dict) -> str:
+    """'1:3'; '12:1 (11:1-12:1)'; 'not distinguishable (1:2-2:1)'; 'cannot tell'."""
+    span = "-".join(model_ratio(e) for e in v["range"]) if v["range"] else ""
+    if v["kind"] == "ratio":
+        return model_ratio(v["ratio"])
+    if v["kind"] == "range":
+        return f"{model_ratio(v['ratio'])} ({span})"
+    if v["kind"] == "indistinguishable":
+        return f"not distinguishable ({span})" if span else "not distinguishable"
+    return "cannot tell"
+
+
+def model_ratio(r) -> str:
+    return "?" if r is None else f"{r[0]}:{r[1]}"
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -530,13 +574,13 @@ def _cmd_compare(args) -> int:
             out.width = 110
         t = Table(title="rooflines compared", title_justify="left")
         for c in ("source", "metric", "client ceiling", "server ceiling", "ridge x*", "servers:clients"):
-            t.add_column(c, no_wrap=c != "source", min_width=16 if c == "source" else None)
+            t.add_column(c, no_wrap=c not in ("source", "servers:clients"),
+                         min_width=16 if c == "source" else None)
         for label, rs in sources:
             for m, r in sorted(rs.items()):
-                rec = r.recommended()
                 t.add_row(label, m, ui.fmt_range(r.client_bound.lo, r.client_bound.hi, r.unit),
                           ui.fmt_range(r.server.lo, r.server.hi, r.unit),
-                          f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}", f"{rec['servers']}:{rec['clients']}")
+                          f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}", _verdict_short(r.verdict()))
         out.print(t)
     _print_files(files, args.json)
     return 0
@@ -653,8 +697,10 @@ def build_parser() -> argparse.ArgumentParser:
     mo = sub.add_parser("model", help="the roofline of a run (or of a parameters file)",
                         description="Per metric: client and server ceilings (per process) as "
                         "[min, max], the roofline r(x) = min(client, x * server) with x = server "
-                        "processes / client processes, the ridge x* = client / server, the "
-                        "recommended ratio, and every validation sample against the model "
+                        "processes / client processes, the ridge x* = client / server, each "
+                        "ceiling's and the ridge's 95 % interval, the verdict (one practical "
+                        "ratio; a range of them; or the ceilings are not distinguishable, or the "
+                        "model cannot tell, and why), and every validation sample against the model "
                         "(predicted, error, which ceiling binds, efficiency). --params FILE takes "
                         "published or hand-written ceilings instead (JSON: {\"name\": ..., "
                         "\"metrics\": {\"rpc\": {\"unit\": \"K ops/s\", \"client\": [148, 173], "

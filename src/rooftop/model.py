@@ -16,6 +16,19 @@ alone on its node can outrun what each client gets when the whole node is
 busy (shared NIC, memory bandwidth). The *client node* ceiling, measured
 with one node full of clients against ample servers, replaces the client
 ceiling wherever it is lower; the model error is reported with and without.
+
+The model says when it cannot tell (issue 10, item 7). Each ceiling carries
+a 95 % interval of the mean of its samples (Student t; a published range is
+its own interval), so the ridge has an interval, and the recommended ratio a
+verdict (Roofline.verdict): one practical ratio; a range of them around a
+best estimate; or, when the client and server intervals overlap and the
+ridge's interval spans several practical ratios, "not distinguishable". A
+client and server ceiling measured by the same samples (2 nodes: one
+placement stands for every stage) are never distinguishable. Samples whose
+placement puts more processes on nodes sharing cores than those cores hold
+(the emulated cluster's Node.emulation["shared_with"]) are not used for
+ceilings; a ceiling left with no other samples is drawn from them but the
+verdict is "cannot tell".
 """
 
 from __future__ import annotations
@@ -42,8 +55,36 @@ PRACTICAL_TOLERANCE = 0.05
 SERVER_BOUND = 0.8
 
 
+#: Confidence of each ceiling's interval.
+CONFIDENCE = 0.95
+#: Student t quantiles t(0.975, df), df = 1..30.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
 class ModelError(ValueError):
     """Bad or missing roofline parameters; the message says which."""
+
+
+def t975(df: int) -> float:
+    """The 97.5 % quantile of Student's t with df degrees of freedom (a
+    table to 30, then the Cornish-Fisher expansion, within 1e-3)."""
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959964
+    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+
+
+def t_interval(values: list[float]) -> tuple[float, float] | None:
+    """95 % interval of the mean: mean +- t(0.975, n-1) s / sqrt(n), the
+    lower end at least 0; None for fewer than 2 values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = statistics.fmean(values)
+    half = t975(n - 1) * statistics.stdev(values) / math.sqrt(n)
+    return max(0.0, mean - half), mean + half
 
 
 @dataclass
@@ -51,10 +92,50 @@ class Ceiling:
     lo: float
     hi: float
     mid: float  # median where measured; the midpoint for published ranges
+    #: 95 % interval of the mean of its samples (None: fewer than 2).
+    ci: tuple[float, float] | None = None
+    #: How many samples (0: a published or hand-written range).
+    n: int = 0
+    #: The store keys of its samples: ceilings with the same keys are one measurement.
+    keys: frozenset = frozenset()
 
     @classmethod
-    def of(cls, values: list[float]) -> "Ceiling":
-        return cls(min(values), max(values), statistics.median(values))
+    def of(cls, values: list[float], keys=()) -> "Ceiling":
+        return cls(min(values), max(values), statistics.median(values), t_interval(values),
+                   len(values), frozenset(keys))
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """What the verdict uses: the 95 % interval from samples; a range
+        given without samples is its own interval; None from one sample."""
+        return (self.lo, self.hi) if self.n == 0 else self.ci
+
+
+def practical(x: float) -> tuple[int, int] | None:
+    """(servers, clients): the smallest practical ratio, 1 server per k
+    clients or m servers per client, within 5 % of the client ceiling when
+    the ridge is x (a ridge of 1.002 is 1:1, not 2:1); None for x 0 or
+    infinite."""
+    if not 0 < x < math.inf:
+        return None
+    target = x / (1 + PRACTICAL_TOLERANCE)
+    if target <= 1:
+        return 1, max(1, math.floor(1 / target + 1e-9))
+    return math.ceil(target - 1e-9), 1
+
+
+def ratio_text(r: tuple[int, int] | None) -> str:
+    return "-" if r is None else f"{r[0]}:{r[1]}"
+
+
+def _span_text(lo: tuple[int, int] | None, hi: tuple[int, int] | None) -> str:
+    if lo is None and hi is None:
+        return "any ratio"
+    if lo is None:
+        return f"any ratio up to {ratio_text(hi)}"
+    if hi is None:
+        return f"any ratio from {ratio_text(lo)} up"
+    return f"any ratio from {ratio_text(lo)} to {ratio_text(hi)}"
 
 
 @dataclass
@@ -68,6 +149,14 @@ class Roofline:
     client_node: Ceiling | None = None
     #: Why a measured client-node ceiling is not used ("" when it is, or none).
     client_node_rejected: str = ""
+    #: Stages measured once (one placement stood for each), e.g.
+    #: [["server_peak", "client_peak", "client_node"]].
+    measured_once: list[list[str]] = field(default_factory=list)
+    #: Samples not used for ceilings: (stage, key, why: nodes sharing cores).
+    core_shared: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Ceilings ("client", "server") with no samples but core-sharing ones:
+    #: drawn from those, and the verdict cannot tell.
+    core_shared_only: list[str] = field(default_factory=list)
 
     @property
     def client_bound(self) -> Ceiling:
@@ -76,7 +165,11 @@ class Roofline:
         c, n = self.client, self.client_node
         if n is None:
             return c
-        return Ceiling(min(c.lo, n.lo), min(c.hi, n.hi), min(c.mid, n.mid))
+        ci = None
+        if c.interval and n.interval:
+            ci = (min(c.interval[0], n.interval[0]), min(c.interval[1], n.interval[1]))
+        return Ceiling(min(c.lo, n.lo), min(c.hi, n.hi), min(c.mid, n.mid), ci,
+                       max(c.n, n.n, 1) if ci else c.n, c.keys | n.keys)
 
     @property
     def node_binds(self) -> bool:
@@ -84,7 +177,9 @@ class Roofline:
         return self.client_node is not None and self.client_node.mid < self.client.mid
 
     def without_client_node(self) -> "Roofline":
-        return Roofline(self.metric, self.unit, self.client, self.server, self.source)
+        return Roofline(self.metric, self.unit, self.client, self.server, self.source,
+                        measured_once=self.measured_once, core_shared=self.core_shared,
+                        core_shared_only=self.core_shared_only)
 
     def rate(self, x: float, bound: str = "mid") -> float:
         c, s = getattr(self.client_bound, bound), getattr(self.server, bound)
@@ -96,6 +191,20 @@ class Roofline:
         c = self.client_bound
         return Ceiling(c.lo / self.server.hi, c.hi / self.server.lo, c.mid / self.server.mid)
 
+    @property
+    def ridge_interval(self) -> tuple[float, float] | None:
+        """The ridge's 95 % interval from the ceilings' intervals (each end
+        the extreme ratio of the two; the upper end may be infinite)."""
+        c, s = self.client_bound.interval, self.server.interval
+        if c is None or s is None:
+            return None
+        return c[0] / s[1], (c[1] / s[0] if s[0] > 0 else math.inf)
+
+    @property
+    def one_measurement(self) -> bool:
+        """Client and server ceilings come from the very same samples."""
+        return bool(self.server.keys) and self.client.keys == self.server.keys
+
     def binding(self, x: float) -> str:
         return "server" if x * self.server.mid < self.client_bound.mid else "client"
 
@@ -105,13 +214,70 @@ class Roofline:
         server per k clients' or 'm servers per client', whose predicted
         rate is within 5 % of it (a ridge of 1.002 is 1:1, not 2:1)."""
         r = self.ridge
-        target = r.mid / (1 + PRACTICAL_TOLERANCE)
-        if target <= 1:
-            servers, clients = 1, max(1, math.floor(1 / target + 1e-9))
-        else:
-            servers, clients = math.ceil(target - 1e-9), 1
+        servers, clients = practical(r.mid)
         return {"x": r.mid, "x_range": [r.lo, r.hi], "servers": servers, "clients": clients,
                 "reaches": self.rate(servers / clients) / self.client_bound.mid}
+
+    def verdict(self) -> dict:
+        """What the model can tell about the ratio to deploy. kind: 'ratio'
+        (one practical ratio over the ridge's interval), 'range' (several,
+        the ceilings distinguishable: a best estimate and its span),
+        'indistinguishable' (the client and server intervals overlap and
+        span several ratios, or are one measurement) or 'cannot_tell' (a
+        ceiling without an interval, or only from nodes sharing cores)."""
+        ri = self.ridge_interval
+        ends = (practical(ri[0]), practical(ri[1])) if ri else (None, None)
+        rec = self.recommended()
+        best = (rec["servers"], rec["clients"])
+        doc = {"confidence": CONFIDENCE, "ridge_interval": _finite(ri),
+               "range": [list(e) if e else None for e in ends] if ri else None, "ratio": None}
+        why = self._cannot_tell(ri)
+        if why:
+            return dict(doc, kind="cannot_tell", text=f"cannot tell: {why}")
+        span = _span_text(*ends)
+        noise = "within noise" if self.server.n else "within the ranges given"
+        if self.one_measurement:
+            text = ("the ceilings are not distinguishable here: the client and server ceilings are "
+                    "one measurement (the same placement), which cannot locate the ridge; collect "
+                    "on 3 or more nodes")
+            if ends[0] != ends[1]:
+                text += f" ({span} is {noise})"
+            return dict(doc, kind="indistinguishable", text=text)
+        if ends[0] == ends[1]:
+            return dict(doc, kind="ratio", ratio=list(ends[0]),
+                        text=f"{ratio_text(ends[0])} (servers:clients)")
+        if ri[0] <= 1 <= ri[1]:
+            return dict(doc, kind="indistinguishable",
+                        text=f"the ceilings are not distinguishable here: {span} (servers:clients) "
+                             f"is {noise}")
+        best = _clip(best, *ends)
+        return dict(doc, kind="range", ratio=list(best),
+                    text=f"about {ratio_text(best)} (servers:clients): {span} is {noise}")
+
+    def _cannot_tell(self, ri) -> str:
+        if self.core_shared_only:
+            return (f"the {' and '.join(self.core_shared_only)} ceiling(s) come only from placements "
+                    f"whose nodes share cores ({self.core_shared[0][2]}): processes time-slice")
+        if ri is None:
+            one = [n for n, c in (("client", self.client_bound), ("server", self.server))
+                   if c.interval is None]
+            return (f"the {' and '.join(one)} ceiling(s) have a single sample, so no interval "
+                    f"(collect.samples of 3 or more)")
+        return ""
+
+
+def _finite(pair):
+    return None if pair is None else [v if math.isfinite(v) else None for v in pair]
+
+
+def _clip(r: tuple[int, int], lo, hi) -> tuple[int, int]:
+    """r moved into [lo, hi] (None: unbounded), ratios compared as s / c."""
+    v = r[0] / r[1]
+    if lo is not None and v < lo[0] / lo[1]:
+        return lo
+    if hi is not None and v > hi[0] / hi[1]:
+        return hi
+    return r
 
 
 @dataclass
@@ -155,14 +321,19 @@ class Evaluation:
         r = self.roofline
         return {
             "metric": r.metric, "unit": r.unit, "source": r.source,
-            "client": {"min": r.client.lo, "median": r.client.mid, "max": r.client.hi},
-            "server": {"min": r.server.lo, "median": r.server.mid, "max": r.server.hi},
-            "client_node": ({"min": r.client_node.lo, "median": r.client_node.mid,
-                             "max": r.client_node.hi, "binds": r.node_binds}
+            "client": _ceiling_dict(r.client),
+            "server": _ceiling_dict(r.server),
+            "client_node": (dict(_ceiling_dict(r.client_node), binds=r.node_binds)
                             if r.client_node else None),
             "client_node_rejected": r.client_node_rejected or None,
-            "ridge": {"min": r.ridge.lo, "median": r.ridge.mid, "max": r.ridge.hi},
+            "ridge": {"min": r.ridge.lo, "median": r.ridge.mid, "max": r.ridge.hi,
+                      "ci95": _finite(r.ridge_interval)},
             "recommended": r.recommended(),
+            "verdict": r.verdict(),
+            "measured_once": r.measured_once,
+            "core_shared": {"excluded": [{"stage": st, "key": k, "why": why}
+                                         for st, k, why in r.core_shared],
+                            "only": r.core_shared_only},
             "validation": [{"x": c.x, "server_nodes": c.server_nodes, "client_nodes": c.client_nodes,
                             "measured": c.measured, "predicted": c.predicted,
                             "predicted_range": [c.predicted_lo, c.predicted_hi],
@@ -177,6 +348,12 @@ class Evaluation:
                  "client_bound": self.without_node.median_abs_error("client"),
                  "all": self.without_node.median_abs_error()} if self.without_node else None),
         }
+
+
+def _ceiling_dict(c: Ceiling) -> dict:
+    """min, median, max; ci95: the interval the verdict uses (None: one
+    sample); samples: how many (0: a published range)."""
+    return {"min": c.lo, "median": c.mid, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
 
 
 def evaluate(roofline: Roofline, samples: list[dict]) -> Evaluation:
@@ -196,43 +373,122 @@ def evaluate(roofline: Roofline, samples: list[dict]) -> Evaluation:
     return ev
 
 
+def _node_info(nodes) -> dict[int, dict]:
+    """Node index -> its description (config dicts or launcher Nodes)."""
+    out = {}
+    for n in nodes or []:
+        d = n.describe() if hasattr(n, "describe") else n
+        out[d["index"]] = d
+    return out
+
+
+def core_sharing(sample: dict, nodes) -> str:
+    """Why a sample's placement shares cores ('' if it does not): nodes it
+    uses share a core (Node.emulation["shared_with"]) and put more processes
+    on those shared cores than there are, so processes time-slice."""
+    info = _node_info(nodes)
+    if not any((d.get("emulation") or {}).get("shared_with") for d in info.values()):
+        return ""
+    procs: dict[int, float] = {}
+    for where, total in ((sample.get("server_nodes") or [], sample.get("server_procs") or 0),
+                         (sample.get("client_nodes") or [], sample.get("client_procs") or 0)):
+        for i in where:
+            procs[i] = procs.get(i, 0) + total / len(where)
+    for comp in _sharing_components(sorted(procs), info):
+        cores = sorted(set().union(*(info[i].get("cores") or () for i in comp)))
+        n = sum(procs[i] for i in comp)
+        if len(comp) > 1 and n > len(cores):
+            return (f"nodes {', '.join(f'n{i}' for i in comp)} share core(s) "
+                    f"{','.join(map(str, cores))}: {n:g} processes on {len(cores)} core(s)")
+    return ""
+
+
+def _sharing_components(used: list[int], info: dict[int, dict]) -> list[list[int]]:
+    """The used nodes grouped by shared cores (connected components)."""
+    def shares(a, b):
+        return b in ((info.get(a, {}).get("emulation") or {}).get("shared_with") or ())
+
+    comps: list[list[int]] = []
+    for i in used:
+        linked = [c for c in comps if any(shares(i, j) or shares(j, i) for j in c)]
+        merged = sorted({i, *(j for c in linked for j in c)})
+        comps = [c for c in comps if c not in linked] + [merged]
+    return comps
+
+
+def _kid(s: dict) -> str:
+    """A sample's identity: its store key (synthetic rows: the object)."""
+    return s.get("key") or f"#{id(s)}"
+
+
+def _rows(samples: list[dict], stage: str) -> list[dict]:
+    from rooftop.store import stands_for
+
+    return [s for s in samples if stage in stands_for(s)]
+
+
 def from_run(samples: list[dict], metric: str, source: str = "",
-             exclude_nodes: list[int] = ()) -> Roofline:
+             exclude_nodes: list[int] = (), nodes=None) -> Roofline:
     """Ceilings from a run's stored samples: client peak per client process
-    (every node pair and sample), server peak per server process.
-    exclude_nodes: client peak pairs that include these nodes are left out
-    (flagged outlier nodes)."""
+    (every node pair and sample), server peak per server process; a sample
+    measured once for several stages counts for each. exclude_nodes: client
+    peak pairs that include these nodes are left out (flagged outlier
+    nodes). nodes: the run's nodes (config "nodes"): samples whose nodes
+    share cores (core_sharing) are left out of ceilings."""
+    from rooftop.store import stands_for
+
     out = set(exclude_nodes)
-    client = [s["per_client"] for s in samples
-              if s["stage"] == "client_peak" and s["metric"] == metric and s["status"] == "ok"
-              and not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
-    server = [s["per_server"] for s in samples
-              if s["stage"] == "server_peak" and s["metric"] == metric and s["status"] == "ok"]
-    node_rows = [s for s in samples
-                 if s["stage"] == "client_node" and s["metric"] == metric and s["status"] == "ok"]
-    node = [s["per_client"] for s in node_rows]
+    ok = [s for s in samples if s["metric"] == metric and s["status"] == "ok"]
+    shared = {_kid(s): core_sharing(s, nodes) for s in ok}
+    usable = [s for s in ok if not shared[_kid(s)]]
+    spoilt = [s for s in ok if shared[_kid(s)]]
+    keep = lambda rows: [s for s in rows if not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
+    client, server = keep(_rows(usable, "client_peak")), _rows(usable, "server_peak")
+    only = []
+    if not client and keep(_rows(spoilt, "client_peak")):
+        client, only = keep(_rows(spoilt, "client_peak")), only + ["client"]
+    if not server and _rows(spoilt, "server_peak"):
+        server, only = _rows(spoilt, "server_peak"), only + ["server"]
     if not client or not server:
         missing = "client peak" if not client else "server peak"
         raise ModelError(f"{metric}: the run has no successful {missing} samples "
                          f"(run 'rooftop collect' with both stages)")
     unit = "ops/s" if metric == "rpc" else "bytes/s"
-    r = Roofline(metric, unit, Ceiling.of(client), Ceiling.of(server), source)
-    if node:
-        # Only a client-bound measurement is a client ceiling: with too few
-        # servers (x * server ceiling near what each client got) the
-        # servers were the limit, as on a 2-node machine (x = 1).
-        x = statistics.median(s["x"] for s in node_rows)
-        cn = Ceiling.of(node)
-        if cn.mid >= SERVER_BOUND * x * r.server.mid:
-            from rooftop.ui import fmt_rate
-
-            r.client_node_rejected = (
-                f"the client-node stage was server-bound: x = {x:.3g} server processes per client "
-                f"give at most {fmt_rate(x * r.server.mid, unit)} per client and each got "
-                f"{fmt_rate(cn.mid, unit)}; more server nodes are needed to saturate a client node")
-        else:
-            r.client_node = cn
+    r = Roofline(metric, unit, Ceiling.of([s["per_client"] for s in client], map(_kid, client)),
+                 Ceiling.of([s["per_server"] for s in server], map(_kid, server)), source)
+    r.measured_once = sorted({tuple(stands_for(s)) for s in ok if len(stands_for(s)) > 1})
+    r.measured_once = [list(t) for t in r.measured_once]
+    r.core_shared = [(st, _kid(s), shared[_kid(s)]) for s in spoilt for st in stands_for(s)]
+    r.core_shared_only = only
+    _set_client_node(r, _rows(usable, "client_node"), _rows(spoilt, "client_node"), shared)
     return r
+
+
+def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: dict) -> None:
+    """The node-full client ceiling, or why it is not used."""
+    if not rows:
+        if spoilt:
+            r.client_node_rejected = (f"every client-node sample ran on nodes sharing cores "
+                                      f"({shared[_kid(spoilt[0])]}): processes time-slice")
+        return
+    # Only a client-bound measurement is a client ceiling: with too few
+    # servers (x * server ceiling near what each client got) the servers
+    # were the limit, as on a 2-node machine (x = 1).
+    x = statistics.median(s["x"] for s in rows)
+    cn = Ceiling.of([s["per_client"] for s in rows], map(_kid, rows))
+    if cn.keys <= r.server.keys:
+        r.client_node_rejected = ("the client-node stage was server-bound: it was measured once with "
+                                  "the server peak (the same placement), so its servers, not the "
+                                  "client node, were the limit")
+    elif cn.mid >= SERVER_BOUND * x * r.server.mid:
+        from rooftop.ui import fmt_rate
+
+        r.client_node_rejected = (
+            f"the client-node stage was server-bound: x = {x:.3g} server processes per client "
+            f"give at most {fmt_rate(x * r.server.mid, r.unit)} per client and each got "
+            f"{fmt_rate(cn.mid, r.unit)}; more server nodes are needed to saturate a client node")
+    else:
+        r.client_node = cn
 
 
 #: Ceilings in a parameters file, in base units (ops/s, bytes/s): beyond

@@ -1,7 +1,8 @@
 """The report of a run: one self-contained HTML file (figures inline, no
 network needed) and a Markdown summary beside it.
 
-Headline (ceilings, ridge, recommended ratio), warnings, the figures, the
+Headline (ceilings with their 95 % intervals, ridge, the verdict on the
+ratio: a bold ratio only when the model can tell), warnings, the figures, the
 validation table, environment and the resolved config.
 """
 
@@ -26,6 +27,7 @@ h1{font-size:26px;margin:4px 0}h2{font-size:20px;margin-top:34px;border-bottom:2
 .card{background:#fff;border-radius:10px;box-shadow:0 1px 3px #0002;padding:14px 18px;min-width:230px;flex:1}
 .card h3{margin:0 0 8px;font-size:15px;color:#5b6675;text-transform:uppercase;letter-spacing:.04em}
 .big{font-size:24px;font-weight:650}.small{color:#5b6675;font-size:13px}
+.verdict{font-size:14px;margin:4px 0 6px;color:#8a5a00}
 .warn{background:#fff4e5;border-left:5px solid #f0a020;padding:10px 14px;margin:8px 0;border-radius:4px}
 .ok{background:#eaf7ee;border-left:5px solid #2ca02c;padding:10px 14px;border-radius:4px}
 figure{background:#fff;border-radius:10px;box-shadow:0 1px 3px #0002;margin:16px 0;padding:10px}
@@ -63,6 +65,9 @@ def headline(res: RunResults) -> list[dict]:
             "client_node": [r.client_node.lo, r.client_node.hi] if r.client_node else None,
             "client_node_binds": r.node_binds,
             "ridge": [r.ridge.lo, r.ridge.mid, r.ridge.hi], "recommended": rec,
+            "verdict": r.verdict(), "measured_once": r.measured_once,
+            "client_ci": r.client.interval if r.client.n else None,
+            "server_ci": r.server.interval if r.server.n else None,
             "validation": len(ev.checks),
             "error_server_bound": ev.median_abs_error("server"),
             "error_client_bound": ev.median_abs_error("client"),
@@ -70,6 +75,32 @@ def headline(res: RunResults) -> list[dict]:
             "error_all_without_client_node": ev.without_node.median_abs_error() if ev.without_node else None,
         })
     return out
+
+
+def _verdict_md(h: dict) -> str:
+    v, rec = h["verdict"], h["recommended"]
+    if v["kind"] == "ratio":
+        return (f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es) "
+                f"(x >= {_fmt_ratio(rec['x'])})")
+    if v["kind"] == "range":
+        return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es), {v['text']}"
+    return "none: " + v["text"]
+
+
+def _stages(stages: list[str]) -> str:
+    return ", ".join(x.replace("_", " ") for x in stages)
+
+
+def _ci(ci, unit) -> str:
+    return "" if ci is None else f" (95 % interval {_rng(ci, unit)})"
+
+
+def _big(v: dict) -> str:
+    """The card's big line: a ratio when the model can tell, else what it says."""
+    if v["kind"] in ("ratio", "range"):
+        s, c = v["ratio"]
+        return f"{s} server{'s' if s != 1 else ''} : {c} client{'s' if c != 1 else ''}"
+    return "not distinguishable" if v["kind"] == "indistinguishable" else "cannot tell"
 
 
 def _rng(vals, unit) -> str:
@@ -86,17 +117,16 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str
              f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}", ""]
     for h in headline(res):
         u = h["unit"]
-        rec = h["recommended"]
         lines += [f"## {h['metric']}", "",
-                  f"- client ceiling (per process): {_rng(h['client'], u)}"]
+                  f"- client ceiling (per process): {_rng(h['client'], u)}{_ci(h['client_ci'], u)}"]
         if h["client_node"]:
             lines.append(f"- client ceiling with the client node full: {_rng(h['client_node'], u)}"
                          + (" (lower: the model uses it)" if h["client_node_binds"] else " (not lower)"))
-        lines += [f"- server ceiling (per process): {_rng(h['server'], u)}",
+        lines += [f"- server ceiling (per process): {_rng(h['server'], u)}{_ci(h['server_ci'], u)}",
                   f"- ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])} "
                   f"(median {_fmt_ratio(h['ridge'][1])})",
-                  f"- recommended: {rec['servers']} server process(es) per {rec['clients']} client "
-                  f"process(es) (x >= {_fmt_ratio(rec['x'])})",
+                  f"- recommended: {_verdict_md(h)}",
+                  *[f"- measured once: {_stages(st)}: the same placement" for st in h["measured_once"]],
                   f"- validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
                   + (f" ({_pct(h['error_all_without_client_node'])} without the client-node ceiling)"
                      if h["error_all_without_client_node"] is not None else ""), ""]
@@ -167,7 +197,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
              f"<h1>rooftop report</h1><div class='sub'>run {e(run.id)}: {e(res.host)}, "
              f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>", "<div class='cards'>"]
     for h in headline(res):
-        u, rec = h["unit"], h["recommended"]
+        u = h["unit"]
         node = ""
         if h["client_node"]:
             node = (f"<div class='small'>node full: {e(_rng(h['client_node'], u))}"
@@ -180,11 +210,13 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
             err += "</div>"
         parts.append(
             f"<div class='card'><h3>{e(h['metric'])}</h3>"
-            f"<div class='big'>{rec['servers']} server{'s' if rec['servers'] != 1 else ''} : "
-            f"{rec['clients']} client{'s' if rec['clients'] != 1 else ''}</div>"
-            f"<div class='small'>ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}</div>"
-            f"<div class='small'>client ceiling {e(_rng(h['client'], u))} per process</div>{node}"
-            f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process</div>{err}</div>")
+            f"<div class='big'>{e(_big(h['verdict']))}</div>"
+            + (f"<div class='verdict'>{e(h['verdict']['text'])}</div>" if h["verdict"]["kind"] != "ratio" else "")
+            + "".join(f"<div class='small'>measured once: {e(_stages(st))} (the same placement)</div>"
+                      for st in h["measured_once"])
+            + f"<div class='small'>ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}</div>"
+            f"<div class='small'>client ceiling {e(_rng(h['client'], u))} per process{e(_ci(h['client_ci'], u))}</div>{node}"
+            f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process{e(_ci(h['server_ci'], u))}</div>{err}</div>")
     parts.append("</div><h2>Warnings</h2>")
     if res.warnings:
         parts += [f"<div class='warn'>{e(w)}</div>" for w in res.warnings]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rooftop import model, outliers
-from rooftop.store import Run, Store
+from rooftop.store import Run, Store, stands_for
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
 WIDE_CLIENT_RANGE = 0.25
@@ -45,6 +45,8 @@ class Latency:
     metric: str
     bins: list[tuple[float, float, int]]   # [low_us, high_us, count]
     processes: int
+    #: Other stages the same samples stand for (measured once).
+    also: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
@@ -106,7 +108,8 @@ class RunResults:
         return f"{what.get(metric, metric)}: {self.host}, {self.provider}, {self.date}"
 
     def stage_samples(self, stage: str, metric: str | None = None, ok: bool = True) -> list[dict]:
-        return [s for s in self.samples if s["stage"] == stage
+        """Samples standing for a stage (one measured once counts for each)."""
+        return [s for s in self.samples if stage in stands_for(s)
                 and (metric is None or s["metric"] == metric) and (not ok or s["status"] == "ok")]
 
     @property
@@ -117,7 +120,7 @@ class RunResults:
 def pair_matrix(samples: list[dict], metric: str, nodes: int) -> PairMatrix | None:
     per: dict[tuple[int, int], list[float]] = {}
     for s in samples:
-        if s["stage"] == "client_peak" and s["metric"] == metric and s["status"] == "ok":
+        if "client_peak" in stands_for(s) and s["metric"] == metric and s["status"] == "ok":
             per.setdefault((s["server_nodes"][0], s["client_nodes"][0]), []).append(s["per_client"])
     if not per:
         return None
@@ -131,8 +134,9 @@ def latency_of(samples: list[dict], stage: str, metric: str) -> Latency | None:
     round's folder once); None when the documents carry no bins."""
     merged: dict[tuple[float, float], int] = {}
     procs = 0
-    for d in sorted({s["raw_dir"] for s in samples if s["stage"] == stage
-                     and s["metric"] == metric and s["status"] == "ok" and s["raw_dir"]}):
+    rows = [s for s in samples if s["stage"] == stage and s["metric"] == metric and s["status"] == "ok"]
+    also = tuple(x for x in stands_for(rows[0]) if x != stage) if rows else ()
+    for d in sorted({s["raw_dir"] for s in rows if s["raw_dir"]}):
         for f in sorted(Path(d).glob("client-*.json")):
             try:
                 doc = json.loads(f.read_text())
@@ -144,7 +148,23 @@ def latency_of(samples: list[dict], stage: str, metric: str) -> Latency | None:
                 merged[(lo, hi)] = merged.get((lo, hi), 0) + n
     if not merged:
         return None
-    return Latency(stage, metric, [(lo, hi, n) for (lo, hi), n in sorted(merged.items())], procs)
+    return Latency(stage, metric, [(lo, hi, n) for (lo, hi), n in sorted(merged.items())], procs, also)
+
+
+def _method_warnings(metric: str, r: model.Roofline) -> list[str]:
+    """What the model cannot tell: its verdict when not one ratio, and the
+    samples left out of ceilings because their nodes share cores."""
+    out = []
+    v = r.verdict()
+    if v["kind"] != "ratio":
+        out.append(f"{metric}: {v['text']}")
+    if r.core_shared:
+        keys = sorted({k for _, k, _ in r.core_shared})
+        used = " (the " + " and ".join(r.core_shared_only) + " ceiling come only from them)" \
+            if r.core_shared_only else ""
+        out.append(f"{metric}: {len(keys)} sample(s) not used for ceilings{used}: their nodes share "
+                   f"cores ({r.core_shared[0][2]}), e.g. {keys[0]}")
+    return out
 
 
 def _warnings(res: RunResults) -> list[str]:
@@ -179,6 +199,7 @@ def _warnings(res: RunResults) -> list[str]:
             out.append(f"{metric}: the client ceiling ranges {fmt_rate(c.lo, r.unit)} .. "
                        f"{fmt_rate(c.hi, r.unit)} ({spread:.0%} wide, more than "
                        f"{WIDE_CLIENT_RANGE:.0%}): {advice}")
+        out += _method_warnings(metric, r)
         if r.client_node_rejected:
             out.append(f"{metric}: node-full client ceiling not used: {r.client_node_rejected}")
         if r.node_binds:
@@ -245,7 +266,7 @@ def load(store: Store, run_id: str) -> RunResults:
     validation = [s for s in samples if s["stage"] == "validate"]
     for metric in res.metrics:
         try:
-            r = model.from_run(samples, metric, f"run {run.id}")
+            r = model.from_run(samples, metric, f"run {run.id}", nodes=run.config.get("nodes"))
             res.rooflines[metric] = r
             res.evaluations[metric] = model.evaluate(r, validation)
         except model.ModelError:
@@ -258,7 +279,8 @@ def load(store: Store, run_id: str) -> RunResults:
             if slow:
                 try:
                     res.without_flagged[metric] = model.from_run(
-                        samples, metric, f"run {run.id} without n{', n'.join(map(str, slow))}", slow)
+                        samples, metric, f"run {run.id} without n{', n'.join(map(str, slow))}", slow,
+                        nodes=run.config.get("nodes"))
                 except model.ModelError:
                     pass
         for stage in ("client_peak", "client_node", "server_peak", "validate"):

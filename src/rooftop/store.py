@@ -61,16 +61,36 @@ CREATE TABLE IF NOT EXISTS samples (
 );
 """
 
+# --- Which ceilings a sample stands for (issue 10, item 7) -------------------
+# A placement that several collect stages would run identically (2 nodes:
+# server peak, client peak and client node are one server and one client) is
+# measured once; its rows say every stage they stand for. The stages are
+# named in the key's first part ("server_peak+client_peak+client_node/rpc/...")
+# and stored as a JSON list. '' (databases written before): just `stage`.
+CEILINGS_DDL = "ALTER TABLE samples ADD COLUMN ceilings TEXT NOT NULL DEFAULT ''"
+
 SAMPLE_COLUMNS = ["run_id", "key", "stage", "metric", "unit", "server_nodes", "client_nodes",
                   "server_procs", "client_procs", "x", "sample", "status", "aggregate",
                   "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "skew_s", "overlap", "barrier_s",
                   "attempt", "created"]
+SAMPLE_COLUMNS += ["ceilings"]  # issue 10 item 7: see CEILINGS_DDL
 
 #: Columns added after the first release, with their declarations (old
 #: databases get them with the default).
 ADDED_COLUMNS = {"late_s": "REAL NOT NULL DEFAULT 0", "skew_s": "REAL NOT NULL DEFAULT 0",
                  "overlap": "REAL NOT NULL DEFAULT 1", "barrier_s": "REAL NOT NULL DEFAULT 0",
                  "attempt": "INTEGER NOT NULL DEFAULT 1"}
+
+
+def key_stages(key: str) -> list[str]:
+    """The stages a sample key stands for: its first part, split on '+'."""
+    return key.split("/", 1)[0].split("+")
+
+
+def stands_for(row: dict) -> list[str]:
+    """The collect stages (ceilings) a stored sample stands for."""
+    text = row.get("ceilings") or ""
+    return json.loads(text) if text else [row["stage"]]
 
 
 def now_iso() -> str:
@@ -172,6 +192,8 @@ class Store:
         for name, decl in ADDED_COLUMNS.items():
             if name not in have:
                 self.db.execute(f"ALTER TABLE samples ADD COLUMN {name} {decl}")
+        if "ceilings" not in have:  # issue 10 item 7
+            self.db.execute(CEILINGS_DDL)
         self.db.commit()
 
     def close(self) -> None:
@@ -246,6 +268,7 @@ class Store:
         s.setdefault("created", now_iso())
         for name, decl in ADDED_COLUMNS.items():
             s.setdefault(name, float(decl.rsplit(" ", 1)[1]) if "REAL" in decl else int(decl.rsplit(" ", 1)[1]))
+        s.setdefault("ceilings", json.dumps(key_stages(s["key"])))
         s["server_nodes"] = json.dumps(s["server_nodes"])
         s["client_nodes"] = json.dumps(s["client_nodes"])
         cols = ", ".join(SAMPLE_COLUMNS)

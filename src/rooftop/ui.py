@@ -80,23 +80,32 @@ def fmt_range(lo: float, hi: float, unit: str) -> str:
 
 
 def summarize(samples: list[dict]) -> list[dict]:
-    """Per stage and metric: samples, failures, min/median/max of its rate."""
+    """Per stage and metric: samples, failures, min/median/max of its rate.
+    A sample measured once for several stages counts for each of them
+    ("once_with": the other stages it stands for)."""
+    from rooftop.store import stands_for
+
+    by: dict[tuple[str, str], list[dict]] = {}
+    for s in samples:
+        for stage in stands_for(s):
+            by.setdefault((stage, s["metric"]), []).append(s)
     out = []
-    keys = sorted({(s["stage"], s["metric"]) for s in samples},
-                  key=lambda k: (list(STAGE_RATE).index(k[0]), k[1]))
-    for stage, metric in keys:
-        rows = [s for s in samples if s["stage"] == stage and s["metric"] == metric]
+    for stage, metric in sorted(by, key=lambda k: (list(STAGE_RATE).index(k[0]), k[1])):
+        rows = by[(stage, metric)]
         ok = [s[STAGE_RATE[stage]] for s in rows if s["status"] == "ok"]
+        once = sorted({o for s in rows for o in stands_for(s) if o != stage}, key=list(STAGE_RATE).index)
         out.append({"stage": stage, "metric": metric, "rate": STAGE_RATE[stage],
                     "unit": rows[0]["unit"], "samples": len(rows),
                     "failed": sum(1 for s in rows if s["status"] == "failed"),
                     "invalid": sum(1 for s in rows if s["status"] == "invalid"),
                     "min": min(ok) if ok else None, "median": statistics.median(ok) if ok else None,
-                    "max": max(ok) if ok else None})
+                    "max": max(ok) if ok else None, "once_with": once})
     return out
 
 
 def print_summary(run, samples: list[dict]) -> None:
+    from rooftop.store import stands_for
+
     t = Table(title=f"run {run.id} ({run.status})", title_justify="left")
     for col in ("stage", "metric", "samples", "min", "median", "max"):
         t.add_column(col, no_wrap=True,
@@ -104,9 +113,14 @@ def print_summary(run, samples: list[dict]) -> None:
     for r in summarize(samples):
         n = (f"{r['samples']}" + (f" ([red]{r['failed']} failed[/])" if r["failed"] else "")
              + (f" ([yellow]{r['invalid']} invalid[/])" if r["invalid"] else ""))
-        t.add_row(STAGE_LABEL[r["stage"]], r["metric"], n, fmt_rate(r["min"], r["unit"]),
+        label = STAGE_LABEL[r["stage"]] + (" *" if r["once_with"] else "")
+        t.add_row(label, r["metric"], n, fmt_rate(r["min"], r["unit"]),
                   fmt_rate(r["median"], r["unit"]), fmt_rate(r["max"], r["unit"]))
     console.print(t)
+    once = sorted({tuple(stands_for(s)) for s in samples if len(stands_for(s)) > 1})
+    for stages in once:
+        console.print("* " + ", ".join(x.replace("_", " ") for x in stages)
+                      + ": measured once, the same placement (the same samples stand for each)")
     if run.overhead is not None:
         console.print(f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "
                       f"overhead (launch, readiness, teardown) {run.overhead:.0%}")

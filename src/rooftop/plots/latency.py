@@ -18,6 +18,13 @@ def fmt_us(v: float) -> str:
     return f"{v:.3g} µs" if v < 1000 else f"{v / 1000:.3g} ms"
 
 
+def _name(lat: Latency) -> str:
+    """The stage's name; a measurement standing for several names them all."""
+    if not lat.also:
+        return STAGE_NAMES.get(lat.stage, lat.stage)
+    return " = ".join(x.replace("_", " ") for x in (lat.stage, *lat.also)) + " (one measurement)"
+
+
 def figure(lats: list[Latency], metric: str, title: str):
     lats = [l for l in lats if l.metric == metric]
     if not lats:
@@ -31,7 +38,7 @@ def figure(lats: list[Latency], metric: str, title: str):
         dens = n / lat.count / np.log10(np.maximum(hi, lo * 1.0001) / np.maximum(lo, 1e-3))
         edges = np.append(lo, hi[-1])
         ax.stairs(dens, edges, color=COLOURS.get(lat.stage), lw=1.6, gid=f"latency-{lat.stage}",
-                  label=f"{STAGE_NAMES.get(lat.stage, lat.stage)}: p50 {fmt_us(lat.quantile(0.5))}, "
+                  label=f"{_name(lat)}: p50 {fmt_us(lat.quantile(0.5))}, "
                         f"p99 {fmt_us(lat.quantile(0.99))} ({lat.processes} proc.)")
     ax.set_xscale("log")
     ax.set_xlabel("operation latency (µs, log scale)")
