@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 from rooftop.store import Store, StoreError, now_iso
 
-KEY = re.compile(r"^(?P<stage>\w+)/(?P<metric>\w+)/s(?P<s>[\d-]+)x(?P<spn>\d+)/"
+KEY = re.compile(r"^(?P<stage>[\w+]+)/(?P<metric>\w+)/s(?P<s>[\d-]+)x(?P<spn>\d+)/"
                  r"c(?P<c>[\d-]+)x(?P<cpn>\d+)/(?P<i>\d+)$")
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
@@ -161,7 +161,7 @@ def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
                 nclients = len(cnodes) * int(m["cpn"])
                 ranks = list(range(nclients)) if len(keys) == 1 else [j]  # pairs: rank j, pair j
                 errors = {r: "no complete document" for r in ranks if r not in results}
-                sp = SimpleNamespace(stage=m["stage"], metric=m["metric"], sample=int(m["i"]))
+                sp = SimpleNamespace(stage=m["stage"].split("+")[0], metric=m["metric"], sample=int(m["i"]))
                 part = (key, snodes, cnodes, len(snodes) * int(m["spn"]), ranks)
                 row = make(sp, part, w, results, errors, offs, sdir)
                 if row["status"] != "failed":
