@@ -2,9 +2,13 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cerrno>
@@ -67,34 +71,172 @@ std::string ip_of_raw(const std::string& raw) {
   return "";
 }
 
-void write_address(const std::string& dir, const ServerAddress& a) {
+namespace {
+
+// Field 22 of /proc/PID/stat: when the process started, in clock ticks
+// after boot; 0 if unknown.
+uint64_t proc_start_ticks(int64_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  if (!std::getline(f, s)) return 0;
+  auto paren = s.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(s.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i < 22; i++) in >> field;  // fields 3 (state) .. 21
+  uint64_t ticks = 0;
+  in >> ticks;
+  return ticks;
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+std::string boot_id() { return first_line("/proc/sys/kernel/random/boot_id"); }
+
+std::string pid_namespace() {
+  char buf[64] = {};
+  ssize_t n = readlink("/proc/self/ns/pid", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+bool pid_exists(int64_t pid) {
+  if (pid <= 0) return false;
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+// flock on the group directory: one publisher at a time decides about a
+// rank whose name is taken (the common path, link(), needs no lock).
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir) : fd_(open(dir.c_str(), O_RDONLY | O_DIRECTORY)) {
+    if (fd_ >= 0) flock(fd_, LOCK_EX);
+  }
+  ~DirLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+void write_file(const std::string& path, const ServerAddress& a) {
+  std::ofstream f(path);
+  f << "# rooftop-engine server address\n"
+    << "version=1\n"
+    << "rank=" << a.rank << "\n"
+    << "provider=" << a.provider << "\n"
+    << "domain=" << a.domain << "\n"
+    << "ip=" << a.ip << "\n"
+    << "interface=" << a.interface << "\n"
+    << "addr=" << to_hex(a.raw) << "\n"
+    << "text=" << a.text << "\n"
+    << "host=" << a.host << "\n"
+    << "pid=" << a.pid << "\n"
+    << "#owner start=" << a.start << " boot=" << a.boot << " pidns=" << a.pidns << "\n";
+  f.flush();
+  if (!f) throw EngineError(kExitFailure, "cannot write " + path + ": " + std::strerror(errno));
+}
+
+std::string holder_text(const ServerAddress& a) {
+  return "pid " + std::to_string(a.pid) + " on host " + (a.host.empty() ? "?" : a.host);
+}
+
+// Under the directory lock: the name is taken; replace it if its
+// publisher is gone, else refuse naming the holder.
+Published replace_if_stale(const std::string& tmp, const std::string& final_path, int rank) {
+  Published pub;
+  pub.previous = read_address(final_path);
+  HolderState h = holder_state(pub.previous);
+  if (h.state != Holder::Dead)
+    throw EngineError(kExitUsage, "rank " + std::to_string(rank) + " is already published in " +
+                                      final_path + " by " + holder_text(pub.previous) + " (" + h.why +
+                                      "): stop that server or choose another --rank");
+  if (rename(tmp.c_str(), final_path.c_str()) != 0)
+    throw EngineError(kExitFailure, "cannot publish " + final_path + ": " + std::strerror(errno));
+  pub.replaced = true;
+  pub.why = h.why;
+  return pub;
+}
+
+}  // namespace
+
+void fill_owner(ServerAddress& a) {
+  a.host = hostname();
+  a.pid = getpid();
+  a.start = proc_start_ticks(a.pid);
+  a.boot = boot_id();
+  a.pidns = pid_namespace();
+}
+
+HolderState holder_state(const ServerAddress& a) {
+  const std::string who = "pid " + std::to_string(a.pid);
+  if (a.host != hostname()) return {Holder::Unknown, "host " + a.host + " is not this host"};
+  if (!a.boot.empty() && a.boot != boot_id()) return {Holder::Dead, "this host rebooted since"};
+  if (!a.pidns.empty() && a.pidns != pid_namespace())
+    return {Holder::Unknown, who + " is in another pid namespace"};
+  if (!pid_exists(a.pid)) return {Holder::Dead, who + " is gone"};
+  uint64_t now = a.start ? proc_start_ticks(a.pid) : 0;
+  if (now && now != a.start) return {Holder::Dead, who + " now runs another process"};
+  return {Holder::Live, who + " is running"};
+}
+
+Published write_address(const std::string& dir, const ServerAddress& a) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw EngineError(kExitUsage, "--group-dir " + dir + " is not a directory");
   std::string final_path = addr_path(dir, a.rank);
   std::string tmp = dir + "/." + std::to_string(a.rank) + ".addr.tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp);
-    f << "# rooftop-engine server address\n"
-      << "version=1\n"
-      << "rank=" << a.rank << "\n"
-      << "provider=" << a.provider << "\n"
-      << "domain=" << a.domain << "\n"
-      << "ip=" << a.ip << "\n"
-      << "interface=" << a.interface << "\n"
-      << "addr=" << to_hex(a.raw) << "\n"
-      << "text=" << a.text << "\n"
-      << "host=" << a.host << "\n"
-      << "pid=" << a.pid << "\n";
-    f.flush();
-    if (!f) throw EngineError(kExitFailure, "cannot write " + tmp + ": " + std::strerror(errno));
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() { unlink(path.c_str()); }
+  } cleanup{tmp};
+  write_file(tmp, a);
+  for (int tries = 0; tries < 100; tries++) {
+    if (link(tmp.c_str(), final_path.c_str()) == 0) return {};
+    if (errno != EEXIST)
+      throw EngineError(kExitFailure, "cannot publish " + final_path + ": " + std::strerror(errno));
+    DirLock lock(dir);
+    if (access(final_path.c_str(), F_OK) != 0) continue;  // withdrawn meanwhile: link again
+    return replace_if_stale(tmp, final_path, a.rank);
   }
-  if (rename(tmp.c_str(), final_path.c_str()) != 0) {
-    int e = errno;
-    unlink(tmp.c_str());
-    throw EngineError(kExitFailure, "cannot publish " + final_path + ": " + std::strerror(e));
+  throw EngineError(kExitFailure, "cannot publish " + final_path + ": it keeps appearing and vanishing");
+}
+
+bool withdraw_address(const std::string& dir, const ServerAddress& a) {
+  std::string path = addr_path(dir, a.rank);
+  DirLock lock(dir);
+  try {
+    ServerAddress cur = read_address(path);
+    if (cur.pid != a.pid || cur.host != a.host || cur.start != a.start) return false;
+  } catch (const EngineError&) {
+    return false;  // gone, or not ours to judge
+  }
+  return unlink(path.c_str()) == 0;
+}
+
+namespace {
+// "#owner start=123 boot=... pidns=...": unknown or bad fields are ignored
+// (a comment line, so an older reader skips it).
+void read_owner(const std::string& line, ServerAddress& a) {
+  std::istringstream in(line.substr(7));
+  std::string kv;
+  while (in >> kv) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "start") a.start = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "boot") a.boot = v;
+    else if (k == "pidns") a.pidns = v;
   }
 }
+}  // namespace
 
 ServerAddress read_address(const std::string& path) {
   std::ifstream f(path);
@@ -110,6 +252,10 @@ ServerAddress read_address(const std::string& path) {
   };
   while (std::getline(f, line)) {
     lineno++;
+    if (line.rfind("#owner ", 0) == 0) {
+      read_owner(line, a);
+      continue;
+    }
     if (line.empty() || line[0] == '#') continue;
     auto eq = line.find('=');
     if (eq == std::string::npos) throw bad("expected key=value, got '" + line.substr(0, 60) + "'");
@@ -162,7 +308,14 @@ ServerAddress wait_address(const std::string& dir, int rank, double timeout_s) {
   std::string path = addr_path(dir, rank);
   int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);
   for (;;) {
-    if (access(path.c_str(), R_OK) == 0) return read_address(path);
+    if (access(path.c_str(), R_OK) == 0) {
+      ServerAddress a = read_address(path);
+      HolderState h = holder_state(a);
+      if (h.state != Holder::Dead) return a;
+      throw EngineError(kExitUnreachable, "server rank " + std::to_string(rank) + " is not running: " +
+                                              path + " is stale (" + h.why + "; published by " +
+                                              holder_text(a) + ")");
+    }
     if (now_ns() >= deadline) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%g", timeout_s);

@@ -154,6 +154,8 @@ class Server {
   std::map<uint64_t, BarrierState> barriers_;
   std::vector<BarrierRelease> released_;
   uint64_t n_barrier_ = 0, n_barrier_bad_ = 0;
+  ServerAddress addr_;
+  Published published_;
 };
 
 void Server::answer_barrier(const BarrierWaiter& w, wire::Status st, uint64_t n) {
@@ -552,6 +554,16 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   w.end_array();
   w.kv("intervals_dropped", intervals_dropped_);
   w.kv("stop_reason", stop_reason_);
+  w.key("address_file").begin_object();
+  w.kv("path", addr_path(o_.str("group-dir"), rank_));
+  w.key("replaced_stale");
+  if (published_.replaced) {
+    const ServerAddress& p = published_.previous;
+    w.begin_object().kv("pid", p.pid).kv("host", p.host).kv("why", published_.why).end_object();
+  } else {
+    w.null();
+  }
+  w.end_object();
   w.end_object();
   return w.str();
 }
@@ -626,7 +638,7 @@ int Server::run() {
   }
   for (auto& r : rx_) repost(&r);
 
-  ServerAddress a;
+  ServerAddress& a = addr_;
   a.rank = rank_;
   a.provider = ep_->provider();
   a.domain = ep_->domain_name();
@@ -634,11 +646,14 @@ int Server::run() {
   a.ip = ip_of_raw(a.raw);
   a.interface = a.ip.empty() ? "" : interface_of(local_interfaces(), a.ip);
   a.text = ep_->address_string(a.raw);
-  a.host = hostname();
-  a.pid = getpid();
+  fill_owner(a);
   t_ready_ = now_ns();
   cpu_ready_ = process_cpu();
-  write_address(dir, a);  // from here on clients may connect
+  published_ = write_address(dir, a);  // from here on clients may connect
+  if (published_.replaced)
+    std::fprintf(stderr, "rooftop-engine: replaced the stale %s of pid %lld on %s (%s)\n",
+                 addr_path(dir, rank_).c_str(), static_cast<long long>(published_.previous.pid),
+                 published_.previous.host.c_str(), published_.why.c_str());
   if (o_.flag("verbose"))
     std::fprintf(stderr, "rooftop-engine: server rank %d ready at %s (%s)\n", rank_, a.text.c_str(),
                  a.provider.c_str());
@@ -700,7 +715,7 @@ int Server::run() {
   for (auto& t : handlers_) t.join();
   // Orderly shutdown: withdraw the address, let queued responses (e.g. the
   // shutdown acknowledgement) go out, for at most a second.
-  unlink(addr_path(dir, rank_).c_str());
+  withdraw_address(dir, addr_);  // only if it is still ours
   int64_t deadline = now_ns() + 1'000'000'000LL;
   while ((tx_inflight_ || !backlog_.empty() || rma_inflight_) && now_ns() < deadline) {
     size_t n = ep_->poll(ev, 32);

@@ -500,6 +500,8 @@ class Runner:
                 old.rename(keep / old.name)
             else:
                 old.unlink()
+        # Which window is which sample ('rooftop doctor' rebuilds rows from it).
+        (sdir / "round.json").write_text(json.dumps({"keys": [sp.row_keys() for sp in specs]}))
         launches = self.client_launches(group, spec, gdir, sdir, len(specs))
         procs = []
         for i, launch in enumerate(launches):

@@ -25,6 +25,8 @@ commands:
             (prints the run id)
   validate  add validation samples (server nodes x client nodes) to a run
   runs      list the runs in a results folder
+  doctor    check a results folder; --rebuild its database from the engine
+            documents
   export    a run's samples as CSV or JSON
   model     the roofline: ceilings, ridge ratio, the verdict on the ratio,
             validation, outlier nodes
@@ -126,6 +128,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
 
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed
+    from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
 
     launcher = make_launcher(cfg["launcher"])
@@ -138,7 +141,10 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         with ui.stage_progress(groups, done, quiet=args.json) as on_sample:
             runner = Runner(cfg, store, run_id, launcher, on_sample=on_sample, log=log)
             ok, failed = runner.run_groups(groups, fail_fast=cfg["fail_fast"])
-        store.set_status(run_id, "complete", f"{verb}: {failed} failed samples" if failed else "")
+        status, note = run_status(store, run_id, cfg)
+        if failed:
+            note = f"{verb}: {failed} failed samples" + (f"; {note}" if note else "")
+        store.set_status(run_id, status, note)
         rc = 1 if failed else 0
     except KeyboardInterrupt:
         store.set_status(run_id, "interrupted", f"{verb} interrupted")
@@ -165,20 +171,32 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     return rc
 
 
+class _PlannedStore:
+    """Where a run's files would go, for --dry-run (nothing is created)."""
+
+    def __init__(self, results: str):
+        self.dir = Path(results)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.dir / run_id
+
+
 def _cmd_collect(args) -> int:
     from rooftop import config, nic_check
     from rooftop.campaign import Runner, plan_collect
     from rooftop.store import Store
 
     if args.resume:
-        store = Store(args.results or "./rooftop-results")
+        store = Store(args.results or "./rooftop-results", create=False)
         run = store.get_run(args.resume)
         cfg, run_id = run.config, run.id
     else:
         cfg = config.build(args.config, _overrides(args, "collect"))
         if not args.dry_run:
             nic_check.preflight(cfg)  # before a run exists or anything starts
-        store = Store(cfg["results"])
+        cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
+        # A dry run only prints: it creates no folder and no database.
+        store = _PlannedStore(cfg["results"]) if args.dry_run else Store(cfg["results"])
         run_id = None if args.dry_run else store.new_run(cfg, _environment(cfg))
     if args.dry_run:
         from rooftop.launchers import make_launcher
@@ -196,7 +214,7 @@ def _cmd_validate(args) -> int:
     from rooftop.campaign import Runner, plan_validate
     from rooftop.store import Store
 
-    store = Store(args.results or "./rooftop-results")
+    store = Store(args.results or "./rooftop-results", create=False)
     run = store.get_run(args.run)
     cfg = json.loads(json.dumps(run.config))  # a copy
     v = cfg["validate"]
@@ -209,13 +227,17 @@ def _cmd_validate(args) -> int:
     config.resolve_grid(cfg)  # against the run's own nodes
     if not args.dry_run:
         nic_check.preflight(cfg)
-    store.update_config(run.id, cfg)
     groups = plan_validate(cfg)
     if args.dry_run:
         from rooftop.launchers import make_launcher
 
         print("\n".join(Runner(cfg, store, run.id, make_launcher(cfg["launcher"])).dry_run(groups)))
         return 0
+    # The run's status now covers validation too (runs from before
+    # "stages" was recorded asked for collect).
+    stages = cfg.get("stages") or ["collect"]
+    cfg["stages"] = stages + ([] if "validate" in stages else ["validate"])
+    store.update_config(run.id, cfg)
     return _run_stage(args, store, run.id, cfg, groups, "validate")
 
 
@@ -223,7 +245,11 @@ def _cmd_runs(args) -> int:
     from rooftop.store import Store
     from rooftop import ui
 
-    store = Store(args.results)
+    if Path(args.results).is_dir() and not Store.exists(args.results) or not Path(args.results).exists():
+        # Nothing to list: create nothing either (a file in the way is an error below).
+        print("[]" if args.json else f"no runs in {args.results} (start one with 'rooftop collect')")
+        return 0
+    store = Store(args.results, create=False)
     runs = store.runs()
     if args.json:
         print(json.dumps([{"id": r.id, "created": r.created, "status": r.status,
@@ -254,13 +280,37 @@ def _cmd_runs(args) -> int:
     return 0
 
 
+def _cmd_doctor(args) -> int:
+    from rooftop import doctor
+
+    problems = doctor.check(args.results)
+    if not args.rebuild:
+        for p in problems:
+            print(f"problem: {p}")
+        if problems:
+            print(f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild")
+            return 1
+        print(f"{args.results}: no problem found")
+        return 0
+    try:
+        for line in doctor.rebuild(args.results):
+            print(line)
+    except OSError as e:
+        print(f"rooftop doctor: cannot rebuild in {args.results}: {e}", file=sys.stderr)
+        return 1
+    left = doctor.check(args.results)
+    for p in left:
+        print(f"still: {p}")
+    return 1 if left else 0
+
+
 def _cmd_export(args) -> int:
     import csv
     import io
 
     from rooftop.store import SAMPLE_COLUMNS, Store
 
-    store = Store(args.results)
+    store = Store(args.results, create=False)
     run = store.get_run(args.run)
     samples = store.samples(run.id)
     if args.format == "json":
@@ -298,7 +348,7 @@ def _cmd_model(args) -> int:
 
     samples, res = [], None
     if args.run:
-        store = Store(args.results)
+        store = Store(args.results, create=False)
         res = results.load(store, args.run)
         samples = res.samples
     if args.params:
@@ -461,12 +511,12 @@ def _cmd_plot(args) -> int:
         rooflines = model.load_params(args.params)
         samples = []
         if args.run:
-            store = Store(args.results)
+            store = Store(args.results, create=False)
             samples = store.samples(store.get_run(args.run).id)
         out = Path(args.output or Path("rooftop-plots") / Path(args.params).stem)
         files = plot_params(rooflines, out, args.format, samples)
     else:
-        store = Store(args.results)
+        store = Store(args.results, create=False)
         res = results.load(store, args.run)
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
@@ -480,7 +530,7 @@ def _cmd_report(args) -> int:
     from rooftop import model, report, results
     from rooftop.store import Store
 
-    store = Store(args.results)
+    store = Store(args.results, create=False)
     res = results.load(store, args.run)
     if not res.rooflines:
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
@@ -503,7 +553,7 @@ def _compare_source(text: str, results_dir: str):
         label = next(iter(rooflines.values())).source
         return label, rooflines
     try:
-        res = results.load(Store(results_dir), text)
+        res = results.load(Store(results_dir, create=False), text)
     except StoreError as e:
         raise StoreError(f"{text}: neither a parameters file nor a run ({e})") from None
     if not res.rooflines:
@@ -633,6 +683,15 @@ def build_parser() -> argparse.ArgumentParser:
     ru.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
     ru.add_argument("--json", action="store_true", help="JSON on stdout")
     ru.set_defaults(func=_cmd_runs)
+
+    dr = sub.add_parser("doctor", help="check a results folder; --rebuild its database from the engine documents",
+                        description="Checks the results database (integrity, runs without folders, "
+                        "run folders without rows). --rebuild moves the database aside and rebuilds it "
+                        "from the engine documents under RESULTS/<run>/ (each run's config.json and "
+                        "its client documents), keeping the rows the old database still holds.")
+    dr.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    dr.add_argument("--rebuild", action="store_true", help="rebuild the database from the engine documents")
+    dr.set_defaults(func=_cmd_doctor)
 
     ex = sub.add_parser("export", help="export a run's samples")
     ex.add_argument("run")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -30,7 +31,15 @@ class Key:
     help: str
     choices: tuple = ()
     nullable: bool = False
+    #: Largest sensible value (numbers; list[int] items): beyond it, an error.
+    maximum: float | None = None
 
+
+HOUR, DAY = 3600.0, 86400.0
+#: A measurement (samples x duration) longer than this is a mistake.
+MAX_MEASUREMENT_S = 30 * DAY
+#: Largest transfer or buffer size accepted (the engine's own limit is lower).
+MAX_SIZE = 1 << 40
 
 KEYS: list[Key] = [
     Key("fabric.provider", "str", "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+verbs, ofi+cxi, ..."),
@@ -41,11 +50,11 @@ KEYS: list[Key] = [
     Key("launcher.type", "choice", "local", "how processes start (netns: the emulated cluster of "
         "'rooftop cluster up')", ("local", "netns", "mpiexec", "srun")),
     Key("launcher.nodes", "int", None, "nodes to use (local: logical nodes this machine is split into, "
-        "default min(4, cores); mpiexec/srun: the first N, default all)", nullable=True),
+        "default min(4, cores); mpiexec/srun: the first N, default all)", nullable=True, maximum=100_000),
     Key("launcher.hosts", "list[str]", None, "mpiexec: host names, one per node", nullable=True),
     Key("launcher.hostfile", "str", None, "mpiexec: file with one host per line", nullable=True),
     Key("launcher.cores_per_node", "int", None, "mpiexec: usable cores per node (default: this machine's)",
-        nullable=True),
+        nullable=True, maximum=100_000),
     Key("launcher.command", "str", None, "mpiexec or srun executable (default: mpiexec / srun)",
         nullable=True),
     Key("launcher.flavor", "choice", "auto", "mpiexec flavour", ("auto", "openmpi", "mpich")),
@@ -60,9 +69,9 @@ KEYS: list[Key] = [
     Key("bw.buffer", "choice", "stream", "client buffer: stream (walk a large buffer) or reuse",
         ("stream", "reuse")),
     Key("bw.stream_size", "size", "1GiB", "client buffer walked by bw.buffer = stream"),
-    Key("collect.duration", "float", 5.0, "measured seconds per sample"),
-    Key("collect.warmup", "float", 1.0, "warmup seconds before each sample"),
-    Key("collect.samples", "int", 5, "samples per measurement"),
+    Key("collect.duration", "float", 5.0, "measured seconds per sample", maximum=DAY),
+    Key("collect.warmup", "float", 1.0, "warmup seconds before each sample", maximum=HOUR),
+    Key("collect.samples", "int", 5, "samples per measurement", maximum=10_000),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
     Key("collect.client_peak", "bool", True, "measure the client ceiling (every node pair)"),
     Key("collect.pairs", "choice", "serial", "client peak pair scheduling: serial (one node pair at a "
@@ -73,20 +82,20 @@ KEYS: list[Key] = [
     Key("collect.sweep_servers", "bool", False, "measure one server node's aggregate as its "
         "server processes grow 1..max"),
     Key("collect.servers_per_node", "int", None, "server processes on the server node "
-        "(default: one per usable core under the binding)", nullable=True),
+        "(default: one per usable core under the binding)", nullable=True, maximum=100_000),
     Key("collect.clients_per_node", "int", None, "client processes per client node (default: one per "
-        "usable core)", nullable=True),
+        "usable core)", nullable=True, maximum=100_000),
     Key("validate.server_nodes", "list[int]", None, "server-node counts of the validation grid "
-        "(default 1..min(4, N-1))", nullable=True),
+        "(default 1..min(4, N-1))", nullable=True, maximum=100_000),
     Key("validate.client_nodes", "list[int]", None, "client-node counts (default 1..N-servers)",
-        nullable=True),
+        nullable=True, maximum=100_000),
     Key("validate.servers_per_node", "int", None, "server processes per server node (default: all cores)",
-        nullable=True),
+        nullable=True, maximum=100_000),
     Key("validate.clients_per_node", "int", None, "client processes per client node (default: all cores)",
-        nullable=True),
-    Key("validate.duration", "float", 5.0, "measured seconds per validation sample"),
-    Key("validate.warmup", "float", 1.0, "warmup seconds per validation sample"),
-    Key("validate.samples", "int", 1, "samples per grid point"),
+        nullable=True, maximum=100_000),
+    Key("validate.duration", "float", 5.0, "measured seconds per validation sample", maximum=DAY),
+    Key("validate.warmup", "float", 1.0, "warmup seconds per validation sample", maximum=HOUR),
+    Key("validate.samples", "int", 1, "samples per grid point", maximum=10_000),
     Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, "
         "spindown[:MS]"),
     Key("engine.client_progress", "str", "busy", "client progress mode"),
@@ -100,14 +109,14 @@ KEYS: list[Key] = [
     Key("engine.settle", "float", 0.25, "seconds clients load again after the start barrier's release "
         "before their first window (they drained to report ready: pipelines and TCP windows refill)"),
     Key("engine.start_lead", "float", 0.5, "engine.start = clock: seconds allowed for client processes to "
-        "start before their warmup"),
+        "start before their warmup", maximum=HOUR),
     Key("engine.min_overlap", "float", 0.95, "share of each window that all clients of a sample must "
         "measure together; a round below it is measured again, then stored invalid"),
     Key("engine.retries", "int", 2, "times an invalid round (clients apart, an aggregate above a known "
         "link rate) is measured again before its samples are stored invalid"),
     Key("engine.slices", "int", 20, "slices per window in which clients report their work, to sum it "
         "over the time all of them measured"),
-    Key("engine.timeout", "float", 10.0, "seconds before a missing or silent server is an error"),
+    Key("engine.timeout", "float", 10.0, "seconds before a missing or silent server is an error", maximum=DAY),
     Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
     Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
     Key("fail_fast", "bool", False, "stop the campaign at the first failed sample"),
@@ -123,8 +132,8 @@ def parse_size(text: Any, key: str = "size") -> int:
         raise ConfigError(f"{key}: expected a size such as 4MiB, got {text!r}")
     if isinstance(text, int):
         if text < 1:
-            raise ConfigError(f"{key}: must be at least 1 byte, got {text}")
-        return text
+            raise ConfigError(f"{key}: must be at least 1 byte, got {_short(text)}")
+        return _size_at_most(text, key)
     m = _SIZE.match(str(text).strip())
     if not m:
         raise ConfigError(f"{key}: '{text}' is not a size (e.g. 4096, 64KiB, 4MiB, 1GiB)")
@@ -136,7 +145,25 @@ def parse_size(text: Any, key: str = "size") -> int:
         raise ConfigError(f"{key}: unknown unit in '{text}' (use KiB, MiB, GiB)")
     if n < 1:
         raise ConfigError(f"{key}: must be at least 1 byte, got '{text}'")
-    return n * mult
+    return _size_at_most(n * mult, key)
+
+
+def _size_at_most(n: int, key: str) -> int:
+    if n > MAX_SIZE:
+        raise ConfigError(f"{key}: more than {MAX_SIZE >> 40} TiB ({_short(n)} bytes)")
+    return n
+
+
+def _short(value: Any) -> str:
+    """repr, cut short (a fuzzed or mistyped value may be huge)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 30 else f"an integer of {len(str(abs(value)))} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _at_most(key: Key, value: float) -> float:
+    if key.maximum is not None and value > key.maximum:
+        raise ConfigError(f"{key.path}: {_short(value)} is beyond any sensible value (at most {key.maximum:g})")
+    return value
 
 
 def _check(key: Key, value: Any) -> Any:
@@ -157,12 +184,18 @@ def _check(key: Key, value: Any) -> Any:
         return value
     if k == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{p}: expected an integer, got {type(value).__name__} {value!r}")
-        return value
+            raise ConfigError(f"{p}: expected an integer, got {type(value).__name__} {_short(value)}")
+        return _at_most(key, value)
     if k == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{p}: expected a number, got {type(value).__name__} {value!r}")
-        return float(value)
+            raise ConfigError(f"{p}: expected a number, got {type(value).__name__} {_short(value)}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ConfigError(f"{p}: {_short(value)} is not a usable number (too large)") from None
+        if not math.isfinite(number):
+            raise ConfigError(f"{p}: expected a finite number, got {value!r}")
+        return _at_most(key, number)
     if k == "size":
         parse_size(value, p)
         return value
@@ -176,7 +209,7 @@ def _check(key: Key, value: Any) -> Any:
         inner = k[5:-1]
         out = []
         for i, v in enumerate(value):
-            sub = Key(f"{p}[{i}]", inner, None, "", key.choices)
+            sub = Key(f"{p}[{i}]", inner, None, "", key.choices, maximum=key.maximum)
             out.append(_check(sub, v))
         return out
     raise AssertionError(k)
@@ -227,6 +260,8 @@ def load_file(path: str | Path) -> dict:
         text = path.read_text()
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (expected JSON or TOML)") from None
     if path.suffix == ".toml":
         try:
             import tomllib
@@ -291,6 +326,15 @@ def _positive(cfg: dict, path: str, minimum: float = 0, strict: bool = True) -> 
         raise ConfigError(f"{path}: must be {op} {minimum:g}, got {v}")
 
 
+def _not_years(cfg: dict, stage: str) -> None:
+    """One measurement (samples x (warmup + duration)) must end this month."""
+    st = cfg[stage]
+    total = st["samples"] * st["duration"] + st["warmup"]
+    if total > MAX_MEASUREMENT_S:
+        raise ConfigError(f"{stage}.samples: {st['samples']} samples of {st['duration']:g} s take "
+                          f"{total / DAY:.0f} days per measurement (at most {MAX_MEASUREMENT_S / DAY:.0f})")
+
+
 def mem_available() -> int | None:
     try:
         for line in open("/proc/meminfo"):
@@ -327,6 +371,7 @@ def resolve(cfg: dict) -> dict:
               "collect.servers_per_node", "collect.clients_per_node",
               "validate.servers_per_node", "validate.clients_per_node"):
         _positive(cfg, p)
+    _not_years(cfg, "collect")
     if not cfg["metrics"]:
         raise ConfigError("metrics: name at least one of rpc, bw")
     if len(set(cfg["metrics"])) != len(cfg["metrics"]):
@@ -413,6 +458,7 @@ def resolve_grid(cfg: dict) -> dict:
     _positive(cfg, "validate.warmup", 0, strict=False)
     for p in ("validate.samples", "validate.servers_per_node", "validate.clients_per_node"):
         _positive(cfg, p)
+    _not_years(cfg, "validate")
     if cfg["binding"] != "none":
         width = 2 if cfg["binding"] == "2cores" else 1
         cores = min(len(nd["cores"]) for nd in cfg["nodes"])

@@ -203,7 +203,7 @@ class Group:
         """Waits for the address file, then pings; raises naming the server."""
         addr = self.directory / f"{server.rank}.addr"
         deadline = time.monotonic() + timeout
-        while not addr.exists():
+        while not self._published_by(addr, server):
             if not server.alive():
                 raise EngineError(f"server rank {server.rank} exited (code {server.proc.returncode}) "
                                   f"before publishing {addr}: {server.stderr()}")
@@ -215,6 +215,14 @@ class Group:
         run_engine(["ping", "--fabric", self.fabric, "--group-dir", str(self.directory),
                     "--rank", str(server.rank), "--count", "1", "--timeout", f"{left:.3f}"],
                    timeout=left + 5)
+
+    @staticmethod
+    def _published_by(addr: Path, server: Server) -> bool:
+        """The address file exists and is this server's (not a stale one)."""
+        try:
+            return f"\npid={server.proc.pid}\n" in addr.read_text()
+        except OSError:
+            return False
 
     def load(self, *, op: str = "noop", duration: float = 2.0, warmup: float = 0.5,
              cpus: str | None = None, rank: int = 0, extra: list[str] | None = None,

@@ -491,6 +491,33 @@ def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: 
         r.client_node = cn
 
 
+#: Ceilings in a parameters file, in base units (ops/s, bytes/s): beyond
+#: these a value is a typo (or 1e400), and ridge ratios would overflow.
+PARAM_RANGE = (1e-3, 1e18)
+
+
+def _ceiling(v, factor: float, unit: str, where: str) -> Ceiling:
+    """A positive number or [min, max] in unit, as a Ceiling in base units."""
+    vals = v if isinstance(v, list) else [v]
+    if not vals or len(vals) > 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool)
+                                            for a in vals):
+        raise ModelError(f"{where}: expected a positive number or [min, max], got {_short(v)}")
+    try:
+        base = [float(a) * factor for a in vals]
+    except OverflowError:
+        base = [math.inf]
+    lo_ok, hi_ok = PARAM_RANGE
+    if not all(math.isfinite(b) and lo_ok <= b <= hi_ok for b in base):
+        raise ModelError(f"{where}: {_short(v)} {unit} is not a usable ceiling (finite, between "
+                         f"{lo_ok:g} and {hi_ok:g} in {UNITS[unit][0]})")
+    return Ceiling(min(base), max(base), (min(base) + max(base)) / 2)
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def load_params(path: str | Path) -> dict[str, Roofline]:
     """A parameters file: published or hand-written ceilings, e.g.
 
@@ -509,6 +536,8 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
         raise ModelError(f"cannot read parameters file {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise ModelError(f"{path}: not valid JSON: line {e.lineno}: {e.msg}") from None
+    except UnicodeDecodeError:
+        raise ModelError(f"{path}: not a text file (expected JSON)") from None
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict) or not data["metrics"]:
         raise ModelError(f"{path}: expected {{\"name\": ..., \"metrics\": {{\"rpc\": {{...}}}}}}")
     name = str(data.get("name") or path.stem)
@@ -520,8 +549,8 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
         if not isinstance(m, dict):
             raise ModelError(f"{where}: expected an object with unit, client, server")
         unit = m.get("unit")
-        if unit not in UNITS:
-            raise ModelError(f"{where}.unit: '{unit}' is not one of {', '.join(UNITS)}")
+        if not isinstance(unit, str) or unit not in UNITS:
+            raise ModelError(f"{where}.unit: {_short(unit)} is not one of {', '.join(UNITS)}")
         base, factor = UNITS[unit]
         if (metric == "rpc") != (base == "ops/s"):
             raise ModelError(f"{where}.unit: {unit} does not measure {metric}")
@@ -531,12 +560,7 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
             if side == "client_node" and v is None:
                 ceilings[side] = None
                 continue
-            vals = v if isinstance(v, list) else [v]
-            if not vals or len(vals) > 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool)
-                                                    and a > 0 for a in vals):
-                raise ModelError(f"{where}.{side}: expected a positive number or [min, max], got {v!r}")
-            lo, hi = min(vals) * factor, max(vals) * factor
-            ceilings[side] = Ceiling(lo, hi, (lo + hi) / 2)
+            ceilings[side] = _ceiling(v, factor, unit, f"{where}.{side}")
         out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name,
                                ceilings["client_node"])
     return out

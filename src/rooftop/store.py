@@ -11,6 +11,7 @@ campaign loses nothing it finished.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import sqlite3
@@ -120,13 +121,71 @@ class Run:
         return max(0.0, 1.0 - self.measured_s / self.wall_s)
 
 
+#: Databases up to this size are checked (PRAGMA quick_check) on every open.
+QUICK_CHECK_BYTES = 256 << 20
+
+
+def _guarded(method):
+    """SQLite and file-system failures become StoreErrors naming the store."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise StoreError(self.explain(e)) from None
+        except OSError as e:
+            raise StoreError(f"results folder {self.dir}: {e.strerror or e}"
+                             f"{' (' + str(e.filename) + ')' if e.filename else ''}; "
+                             f"check its permissions and free space, or choose another --results") from None
+    return call
+
+
 class Store:
-    def __init__(self, results_dir: str | Path):
+    """create: make the folder and database if missing (collect); else a
+    missing store is a StoreError and nothing is created."""
+
+    def __init__(self, results_dir: str | Path, create: bool = True):
         self.dir = Path(results_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "rooftop.db"
+        self._open(create)
+
+    def explain(self, e: Exception) -> str:
+        """One message for a database failure: the path and what to do."""
+        text = str(e)
+        if isinstance(e, sqlite3.DatabaseError) and any(
+                w in text for w in ("not a database", "malformed", "corrupt", "damaged")):
+            return (f"results database {self.path} is damaged ({text}): "
+                    f"'rooftop doctor --results {self.dir} --rebuild' rebuilds it from the engine "
+                    f"documents in {self.dir}")
+        if "readonly" in text or "read-only" in text or "unable to open" in text:
+            return (f"results database {self.path} cannot be written ({text}): make {self.dir} "
+                    f"writable or choose another --results")
+        return f"results database {self.path}: {text}"
+
+    @staticmethod
+    def exists(results_dir: str | Path) -> bool:
+        return (Path(results_dir) / "rooftop.db").is_file()
+
+    def _check_folder(self, create: bool) -> None:
+        if self.dir.exists() and not self.dir.is_dir():
+            raise StoreError(f"results folder {self.dir} is a file, not a folder: give --results "
+                             f"a folder (or move the file away)")
+        if self.path.exists() and not self.path.is_file():
+            raise StoreError(f"results database {self.path} is not a file: move it away")
+        if not create and not self.path.exists():
+            raise StoreError(f"no results in {self.dir} (no {self.path.name}): start a run with "
+                             f"'rooftop collect --results {self.dir}'")
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    @_guarded
+    def _open(self, create: bool) -> None:
+        self._check_folder(create)
         self.db = sqlite3.connect(self.path, timeout=30)
         self.db.row_factory = sqlite3.Row
+        if self.path.stat().st_size <= QUICK_CHECK_BYTES:
+            problems = [r[0] for r in self.db.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError("damaged: " + "; ".join(problems[:3]))
         self.db.executescript(SCHEMA)
         # Databases written before a column existed get it (default value).
         have = {r["name"] for r in self.db.execute("PRAGMA table_info(samples)")}
@@ -144,6 +203,7 @@ class Store:
         return self.dir / run_id
 
     # runs
+    @_guarded
     def new_run(self, config: dict, environment: dict) -> str:
         run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
         t = now_iso()
@@ -155,6 +215,7 @@ class Store:
         (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
         return run_id
 
+    @_guarded
     def get_run(self, run_id: str) -> Run:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
@@ -164,31 +225,42 @@ class Store:
         return Run(row["id"], row["created"], row["updated"], row["status"], json.loads(row["config"]),
                    json.loads(row["environment"]), row["wall_s"], row["measured_s"], row["note"])
 
+    @_guarded
     def runs(self) -> list[Run]:
         ids = [r["id"] for r in self.db.execute("SELECT id FROM runs ORDER BY created, id")]
         return [self.get_run(i) for i in ids]
 
+    @_guarded
     def set_status(self, run_id: str, status: str, note: str = "") -> None:
         self.db.execute("UPDATE runs SET status = ?, note = ?, updated = ? WHERE id = ?",
                         (status, note, now_iso(), run_id))
         self.db.commit()
 
+    @_guarded
     def update_config(self, run_id: str, config: dict) -> None:
         self.db.execute("UPDATE runs SET config = ?, updated = ? WHERE id = ?",
                         (json.dumps(config), now_iso(), run_id))
         self.db.commit()
         (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
 
+    @_guarded
     def add_time(self, run_id: str, wall_s: float) -> None:
         self.db.execute("UPDATE runs SET wall_s = wall_s + ?, updated = ? WHERE id = ?",
                         (wall_s, now_iso(), run_id))
         self.db.commit()
 
     # samples
+    @_guarded
     def done_keys(self, run_id: str) -> set[str]:
         return {r["key"] for r in self.db.execute(
             "SELECT key FROM samples WHERE run_id = ? AND status = 'ok'", (run_id,))}
 
+    @_guarded
+    def stored_keys(self, run_id: str) -> set[str]:
+        """Keys with a row, measured or failed."""
+        return {r["key"] for r in self.db.execute("SELECT key FROM samples WHERE run_id = ?", (run_id,))}
+
+    @_guarded
     def add_sample(self, run_time_s: float | None = None, **s) -> None:
         """Stores one sample row. run_time_s: what it adds to the run's
         measured time (default its measured_s; rows measured at the same
@@ -208,6 +280,7 @@ class Store:
                         (s["measured_s"] if run_time_s is None else run_time_s, now_iso(), s["run_id"]))
         self.db.commit()
 
+    @_guarded
     def samples(self, run_id: str, stage: str | None = None, metric: str | None = None) -> list[dict]:
         q = "SELECT * FROM samples WHERE run_id = ?"
         args: list = [run_id]

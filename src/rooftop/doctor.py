@@ -1,0 +1,217 @@
+"""rooftop doctor: checks a results folder and rebuilds its database.
+
+The engine documents under RESULTS/<run>/ are the primary record: each
+run's config.json, and per client round raw/<measurement>/client-<rank>.json
+(every measured window) with round.json (which window is which sample). A
+damaged database is moved aside, rows still readable in it are salvaged,
+and every sample is rebuilt from the documents where they hold it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sqlite3
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from rooftop.store import Store, StoreError, now_iso
+
+KEY = re.compile(r"^(?P<stage>[\w+]+)/(?P<metric>\w+)/s(?P<s>[\d-]+)x(?P<spn>\d+)/"
+                 r"c(?P<c>[\d-]+)x(?P<cpn>\d+)/(?P<i>\d+)$")
+RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
+
+
+def run_status(store: Store, run_id: str, cfg: dict) -> tuple[str, str]:
+    """complete when every planned sample of every stage asked for so far
+    (cfg["stages"]) is stored; else interrupted, saying what is missing."""
+    from rooftop.campaign import plan_collect, plan_validate
+
+    stored = store.stored_keys(run_id)
+    plans = {"collect": plan_collect, "validate": plan_validate}
+    missing = []
+    for stage in cfg.get("stages") or ["collect"]:
+        keys = {k for g in plans[stage](cfg) for spec in g.samples for k in spec.row_keys()}
+        left = len(keys - stored)
+        if left:
+            again = f"collect --resume {run_id}" if stage == "collect" else f"validate --run {run_id}"
+            missing.append(f"{stage}: {left} of {len(keys)} samples missing (rooftop {again})")
+    return ("interrupted", "; ".join(missing)) if missing else ("complete", "")
+
+
+def _run_dirs(results: Path) -> list[Path]:
+    return sorted(d for d in results.iterdir()
+                  if d.is_dir() and RUN_ID.match(d.name) and (d / "config.json").is_file())
+
+
+def check(results: str | Path) -> list[str]:
+    """Problems found in a results folder (none: healthy)."""
+    d = Path(results)
+    if not d.is_dir():
+        return [f"{d} is {'a file' if d.exists() else 'missing'}, not a results folder"]
+    db, on_disk = d / "rooftop.db", _run_dirs(d)
+    if not db.exists():
+        return [f"{db} is missing but {len(on_disk)} run folder(s) hold engine documents"] if on_disk else []
+    try:
+        store = Store(d, create=False)
+        bad = [r[0] for r in store.db.execute("PRAGMA integrity_check")]
+        if bad != ["ok"]:
+            return [f"{db} is damaged: {'; '.join(bad[:3])}"]
+        known = {r.id for r in store.runs()}
+    except (StoreError, sqlite3.Error) as e:
+        return [str(e)]
+    problems = [f"run {p.name}: engine documents in {p} but no row in {db}"
+                for p in on_disk if p.name not in known]
+    problems += [f"run {r}: its folder {d / r} is missing (its engine documents are gone)"
+                 for r in sorted(known) if not (d / r).is_dir()]
+    return problems
+
+
+def _salvage(db: Path) -> tuple[dict[str, dict], dict[str, list[dict]]]:
+    """Rows still readable in a damaged database: runs by id, samples by run."""
+    runs: dict[str, dict] = {}
+    samples: dict[str, list[dict]] = {}
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con.row_factory = sqlite3.Row
+        runs = {r["id"]: dict(r) for r in con.execute("SELECT * FROM runs")}
+        top = con.execute("SELECT MAX(id) FROM samples").fetchone()[0] or 0
+    except sqlite3.Error:
+        return runs, samples
+    for lo in range(0, top + 1, 50):  # a damaged page loses its chunk only
+        try:
+            rows = con.execute("SELECT * FROM samples WHERE id BETWEEN ? AND ?", (lo, lo + 49)).fetchall()
+        except sqlite3.Error:
+            continue
+        for r in rows:
+            samples.setdefault(r["run_id"], []).append(dict(r))
+    con.close()
+    return runs, samples
+
+
+def _planned_rounds(cfg: dict) -> dict[str, list[list[str]]]:
+    """Folder name of each client round -> its row keys, window by window."""
+    from rooftop.campaign import Runner, plan_collect, plan_validate
+
+    out = {}
+    for group in plan_collect(cfg) + plan_validate(cfg):
+        for specs in Runner.rounds(group.samples):
+            out[specs[0].key.rsplit("/", 1)[0].replace("/", "_")] = [sp.row_keys() for sp in specs]
+    return out
+
+
+def _round_keys(sdir: Path, docs: dict[int, dict], planned: dict) -> list[list[str]]:
+    """Row keys per window of one round's documents: from round.json, else
+    the plan (a resumed round measured the last samples of its measurement)."""
+    try:
+        return json.loads((sdir / "round.json").read_text())["keys"]
+    except (OSError, ValueError, KeyError):
+        pass
+    keys = planned.get(sdir.name, [])
+    asked = max(int(doc.get("config", {}).get("samples") or 0) for doc in docs.values())
+    return keys[len(keys) - asked:] if 0 < asked <= len(keys) else []
+
+
+def _row_maker(run_id: str, cfg: dict):
+    """The campaign's own row computation (Runner._row: aggregate over the
+    clients' common time, validity checks), for a run rebuilt from disk."""
+    from rooftop.campaign import Runner
+    from rooftop.launchers.base import Node
+
+    me = SimpleNamespace(run_id=run_id, cfg=cfg, nodes=[
+        Node(n["index"], n["host"], tuple(n["cores"]), n.get("address"), n.get("emulation"))
+        for n in cfg["nodes"]])
+    me._invalid = functools.partial(Runner._invalid, me)
+    return functools.partial(Runner._row, me)
+
+
+def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict]]:
+    """(rank -> document, rank -> result of a complete document) of one round."""
+    docs, results = {}, {}
+    for f in sdir.glob("client-*.json"):
+        try:
+            docs[int(f.stem.split("-", 1)[1])] = doc = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if doc.get("complete") and isinstance(doc.get("result"), dict):
+            results[int(f.stem.split("-", 1)[1])] = doc["result"]
+    return docs, results
+
+
+def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
+    """Every measured sample row (ok or invalid) the run's client documents hold."""
+    from rooftop import windows
+
+    planned, rows, make = _planned_rounds(cfg), [], _row_maker(run_dir.name, cfg)
+    hosts = {n["host"] for n in cfg["nodes"]}
+    same_clock = cfg["launcher"]["type"] in ("local", "netns") or len(hosts) == 1
+    for sdir in sorted(p for p in (run_dir / "raw").glob("*") if p.is_dir()):
+        docs, results = _client_results(sdir)
+        if not results:
+            continue
+        offs = windows.offsets({r: res["measure_start_s"] for r, res in results.items()}, same_clock)
+        for w, keys in enumerate(_round_keys(sdir, docs, planned)):
+            for j, key in enumerate(keys):
+                m = KEY.match(key)
+                if not m:
+                    continue
+                snodes, cnodes = [int(v) for v in m["s"].split("-")], [int(v) for v in m["c"].split("-")]
+                nclients = len(cnodes) * int(m["cpn"])
+                ranks = list(range(nclients)) if len(keys) == 1 else [j]  # pairs: rank j, pair j
+                errors = {r: "no complete document" for r in ranks if r not in results}
+                sp = SimpleNamespace(stage=m["stage"].split("+")[0], metric=m["metric"], sample=int(m["i"]))
+                part = (key, snodes, cnodes, len(snodes) * int(m["spn"]), ranks)
+                row = make(sp, part, w, results, errors, offs, sdir)
+                if row["status"] != "failed":
+                    rows.append(row)
+    return rows
+
+
+def _restore_run(store: Store, run_id: str, cfg: dict, old: dict | None) -> None:
+    created = old["created"] if old else time.strftime(
+        "%Y-%m-%dT%H:%M:%S", time.strptime(run_id[:15], "%Y%m%d-%H%M%S"))
+    env = old["environment"] if old else json.dumps({"rebuilt_by": "rooftop doctor"})
+    store.db.execute("INSERT INTO runs (id, created, updated, status, config, environment, wall_s) "
+                     "VALUES (?, ?, ?, 'interrupted', ?, ?, ?)",
+                     (run_id, created, now_iso(), json.dumps(cfg), env, old["wall_s"] if old else 0.0))
+    store.db.commit()
+
+
+def _move_aside(db: Path) -> Path:
+    aside = db.with_name(f"rooftop.db.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        f = Path(str(db) + suffix)
+        if f.exists():
+            f.rename(Path(str(aside) + suffix))
+    return aside
+
+
+def rebuild(results: str | Path) -> list[str]:
+    """A new database from the engine documents (and what the old one still
+    holds); the old one is kept beside it. Returns what was done."""
+    d = Path(results)
+    db = d / "rooftop.db"
+    old_runs, old_samples = _salvage(db) if db.exists() else ({}, {})
+    said = [f"moved {db} to {_move_aside(db)}"] if db.exists() else []
+    store = Store(d)
+    for run_id in sorted(set(old_runs) | {p.name for p in _run_dirs(d)}):
+        try:
+            cfg = json.loads((d / run_id / "config.json").read_text())
+        except (OSError, ValueError):
+            cfg = json.loads(old_runs[run_id]["config"])
+        _restore_run(store, run_id, cfg, old_runs.get(run_id))
+        rows = rows_from_documents(d / run_id, cfg)
+        have = {r["key"] for r in rows}
+        kept = [dict(r, server_nodes=json.loads(r["server_nodes"]), client_nodes=json.loads(r["client_nodes"]))
+                for r in old_samples.get(run_id, []) if r["key"] not in have]
+        for r in rows + kept:
+            r = {k: v for k, v in r.items() if k != "id"}
+            store.add_sample(**r)
+        status, note = run_status(store, run_id, cfg)
+        store.set_status(run_id, status, "; ".join(filter(None, ["rebuilt by rooftop doctor", note])))
+        said.append(f"run {run_id}: {len(rows)} samples from engine documents, {len(kept)} from the "
+                    f"old database; {status}" + (f" ({note})" if note else ""))
+    store.close()
+    return said
