@@ -19,7 +19,7 @@ pytestmark = needs_root
 # one core: the only slow node is the capped one.
 COMMON = ["--launcher", "netns", "--metrics", "rpc", "--binding", "none",
           "--set", "engine.server_progress=busy", "--set", "collect.client_node=false",
-          "--duration", "0.5", "--warmup", "0.2", "--samples", "2"]
+          "--duration", "0.5", "--warmup", "0.2", "--samples", "3"]
 
 
 @pytest.fixture(scope="module")

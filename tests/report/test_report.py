@@ -176,7 +176,8 @@ def test_model_shows_the_client_node_ceiling_and_errors_both_ways(run):
 
 def test_plot_and_report_errors_are_clear(tmp_path):
     p = cli("report", "nope", "--results", str(tmp_path), check=False)
-    assert p.returncode == 2 and "no run 'nope'" in p.stderr
+    assert p.returncode == 2 and f"no results in {tmp_path} (no rooftop.db)" in p.stderr
+    assert not (tmp_path / "rooftop.db").exists()  # asking creates nothing
     p = cli("plot", "--results", str(tmp_path), check=False)
     assert p.returncode == 2 and "give a RUN, a --params FILE, or both" in p.stderr
     p = cli("plot", "--params", str(AURORA), "--format", "gif", check=False)
