@@ -479,11 +479,12 @@ class Runner:
             if not bad or attempt == tries:
                 break
             self.log(f"attempt {attempt} of {specs[0].key} is invalid ({bad[0]['error']}): measuring again")
-        rows, window_s = [], 0.0
+        rows, window_s = [], {}
         for sp, row in measured:
             # Pairs measured at once share one window of run time.
-            self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - window_s))
-            window_s = max(window_s, row["measured_s"])
+            counted = window_s.get(sp.sample, 0.0)
+            self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - counted))
+            window_s[sp.sample] = max(counted, row["measured_s"])
             self.on_sample(sp, row)
             rows.append(row)
         return rows

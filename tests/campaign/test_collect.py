@@ -63,6 +63,8 @@ def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
         "SELECT config, environment, status, wall_s, measured_s FROM runs WHERE id = ?", (run,)).fetchone()
     cfg, env = json.loads(cfg), json.loads(env)
     assert status == "complete" and wall > measured > 0
+    # Consecutive windows each add their common time; nothing is counted twice or lost.
+    assert measured == pytest.approx(sum(r["measured_s"] for r in rows), rel=1e-9)
     assert cfg["collect"]["duration"] == 0.4 and cfg["collect"]["servers_per_node"] == 1
     assert [n["cores"] for n in cfg["nodes"]] == [[int(cores[0])], [int(cores[1])]]
     assert env["engine"].startswith("rooftop-engine") and env["launcher"] == "local"
