@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 results="${RESULTS:-./rooftop-results}"
-short=(--duration 2 --warmup 0.5 --samples 3 --results "$results")
+short=(--duration 2 --warmup 0.3 --samples 5 --results "$results")
 run=$(.venv/bin/rooftop collect "${short[@]}" "$@")
 .venv/bin/rooftop validate --run "$run" "${short[@]}" >/dev/null
 .venv/bin/rooftop model "$run" --results "$results"

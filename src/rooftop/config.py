@@ -106,7 +106,7 @@ KEYS: list[Key] = [
     Key("engine.barrier_timeout", "float", 60.0, "seconds a ready client waits at the start barrier for "
         "the others: allow for the slowest start-up (a CPU-capped node populating its 1 GiB stream buffer "
         "takes several seconds); a client that never becomes ready fails its sample after this"),
-    Key("engine.settle", "float", 0.25, "seconds clients load again after the start barrier's release "
+    Key("engine.settle", "float", 0.1, "seconds clients load again after the start barrier's release "
         "before their first window (they drained to report ready: pipelines and TCP windows refill)"),
     Key("engine.start_lead", "float", 0.5, "engine.start = clock: seconds allowed for client processes to "
         "start before their warmup", maximum=HOUR),
