@@ -33,14 +33,6 @@ void check(int rc, const std::string& what) {
   if (rc != 0) throw EngineError(kExitFailure, what + " failed: " + fi_error_text(rc));
 }
 
-std::string sockaddr_ip(const sockaddr* sa) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (sa->sa_family == AF_INET)
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
-  else if (sa->sa_family == AF_INET6)
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
-  return buf;
-}
 }  // namespace
 
 std::string fi_error_text(int err) {
@@ -182,7 +174,7 @@ std::string interface_with_address(const std::string& ip) {
   std::string found;
   for (ifaddrs* i = ifs; i; i = i->ifa_next) {
     if (!i->ifa_addr) continue;
-    if (sockaddr_ip(i->ifa_addr) == ip) {
+    if (ip_text(i->ifa_addr) == ip) {
       found = i->ifa_name;
       break;
     }
@@ -197,10 +189,10 @@ std::string address_of_interface(const std::string& ifname) {
   std::string v4, v6;
   for (ifaddrs* i = ifs; i; i = i->ifa_next) {
     if (!i->ifa_addr || ifname != i->ifa_name) continue;
-    if (i->ifa_addr->sa_family == AF_INET && v4.empty()) v4 = sockaddr_ip(i->ifa_addr);
+    if (i->ifa_addr->sa_family == AF_INET && v4.empty()) v4 = ip_text(i->ifa_addr);
     if (i->ifa_addr->sa_family == AF_INET6 && v6.empty()) {
       auto* s6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
-      if (!IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) v6 = sockaddr_ip(i->ifa_addr);
+      if (!IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) v6 = ip_text(i->ifa_addr);
     }
   }
   freeifaddrs(ifs);
@@ -235,7 +227,7 @@ std::string interface_towards(const std::string& ip, std::string* source_ip) {
     sockaddr_storage local{};
     socklen_t ll = sizeof local;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) == 0) {
-      std::string src = sockaddr_ip(reinterpret_cast<sockaddr*>(&local));
+      std::string src = ip_text(reinterpret_cast<sockaddr*>(&local));
       result = interface_with_address(src);
       if (source_ip) *source_ip = src;
     }

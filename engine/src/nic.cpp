@@ -10,8 +10,6 @@
 
 namespace rooftop {
 
-namespace {
-
 std::string ip_text(const sockaddr* sa) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (sa->sa_family == AF_INET)
@@ -20,6 +18,8 @@ std::string ip_text(const sockaddr* sa) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
   return buf;
 }
+
+namespace {
 
 bool link_local6(const sockaddr* sa) {
   return sa->sa_family == AF_INET6 &&

@@ -4,6 +4,8 @@
 // calls here (fabric.cpp supplies the provider's domains), so the checks
 // are unit-tested with made-up hosts.
 #pragma once
+#include <sys/socket.h>
+
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@ struct Interface {
 
 // Interfaces of this host that carry at least one address (getifaddrs).
 std::vector<Interface> local_interfaces();
+// The IP address of an AF_INET/AF_INET6 socket address as text ("" otherwise).
+std::string ip_text(const sockaddr* sa);
 
 // "lo (127.0.0.1, ::1), eth0 (192.0.2.2)", or "none".
 std::string describe_interfaces(const std::vector<Interface>& ifs);
