@@ -166,3 +166,60 @@ def test_foreign_cpu_on_the_measured_cores_is_marked(tmp_path, env):
     if max(before, after) < 0.05:  # a quiet machine: nothing foreign, no warning
         assert all(s["foreign_cpu"] < 0.1 for s in clean), [s["foreign_cpu"] for s in clean]
         assert "shared their cores" not in " ".join(p.stderr.split())
+
+
+HOLD = """
+import fcntl, json, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR if sys.argv[2] == "rw" else os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+if sys.argv[2] == "rw":
+    os.write(fd, json.dumps({"run": "held-by-test", "pid": os.getpid(), "host": "h"}).encode())
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def hold(lock: Path, mode: str, *prefix: str) -> subprocess.Popen:
+    """A process holding lock exclusively (as a campaign would) until killed."""
+    p = subprocess.Popen([*prefix, sys.executable, "-c", HOLD, str(lock), mode],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held"
+    return p
+
+
+def test_lock_of_a_killed_campaign_is_released(tmp_path, env):
+    results = tmp_path / "r"
+    results.mkdir()
+    (results / ".lock").touch()
+    holder = hold(results / ".lock", "rw")
+    p = rooftop("collect", "--results", str(results), *QUICK, env=env, check=False)
+    assert p.returncode == 2 and "held-by-test" in p.stderr, p.stderr
+    holder.kill()  # SIGKILL: the kernel drops its flock, the file's text stays
+    holder.wait()
+    rooftop("collect", "--results", str(results), *QUICK, env=env)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_machine_lock_held_by_another_user_names_its_pid(tmp_path, env):
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="rooftop-lock-"))
+    try:
+        shared.chmod(0o755)
+        lock = shared / "cores.lock"
+        from rooftop.locks import Lock
+
+        Lock(lock, "test").release()  # created by this user, 0644 whatever the umask
+        assert lock.stat().st_mode & 0o777 == 0o644
+        nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+        holder = hold(lock, "ro", *nobody)  # can lock it read-only, cannot write its name
+        try:
+            p = rooftop("collect", "--results", str(tmp_path / "r"), *QUICK, check=False,
+                        env=dict(env, ROOFTOP_CORES_LOCK=str(lock)))
+        finally:
+            holder.kill()
+            holder.wait()
+        assert p.returncode == 2, p.stderr
+        assert f"pid {holder.pid}" in p.stderr and "run unknown" in p.stderr
+    finally:
+        shutil.rmtree(shared)
