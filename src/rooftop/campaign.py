@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from rooftop import limits, nic_check, windows
+from rooftop import foreign, limits, nic_check, windows
 from rooftop.config import parse_size
 from rooftop.engine import (TOKEN_FILE, EngineError, engine_path, private_dir, run_engine,
                             write_private, write_token)
@@ -498,6 +498,7 @@ class Runner:
         # Which window is which sample ('rooftop doctor' rebuilds rows from it).
         (sdir / "round.json").write_text(json.dumps({"keys": [sp.row_keys() for sp in specs]}))
         launches = self.client_launches(group, spec, gdir, sdir, len(specs))
+        load = foreign.meter(self, group, spec)  # CPU others use on these cores meanwhile
         procs = []
         for i, launch in enumerate(launches):
             self.log("start: " + shlex.join(launch.argv))
@@ -507,6 +508,7 @@ class Runner:
                  + e.get("barrier_timeout", 60.0)
                  + 2 * e["timeout"] + 30)
         killed = reap(procs, limit, grace=e["timeout"] + 5)
+        foreign_cpu = load.stop()
         self.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit)
         same_clock = self.launcher.name in ("local", "netns") or len({l.node.host for l in launches}) == 1
@@ -517,6 +519,7 @@ class Runner:
             for part in self._parts(group, sp, nservers, sum(len(l.ranks) for l in launches)):
                 row = self._row(sp, part, w, results, errors, offs, sdir)
                 row["attempt"] = attempt
+                row["foreign_cpu"] = foreign_cpu
                 out.append((sp, row))
         return out
 

@@ -197,16 +197,30 @@ def _cmd_collect(args) -> int:
         cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
         # A dry run only prints: it creates no folder and no database.
         store = _PlannedStore(cfg["results"]) if args.dry_run else Store(cfg["results"])
-        run_id = None if args.dry_run else store.new_run(cfg, _environment(cfg))
+        run_id = None
     if args.dry_run:
         from rooftop.launchers import make_launcher
 
-        runner = Runner(cfg, store, run_id or "<run>", make_launcher(cfg["launcher"]))
+        runner = Runner(cfg, store, "<run>", make_launcher(cfg["launcher"]))
         print("\n".join(runner.dry_run(plan_collect(cfg))))
         return 0
     if args.resume:
         nic_check.preflight(cfg)
-    return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
+    with _campaign_locks(args, store, cfg) as locks:  # a refused campaign creates no run
+        run_id = run_id or store.new_run(cfg, _environment(cfg))
+        locks.name_run(run_id)
+        return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
+
+
+def _campaign_locks(args, store, cfg: dict):
+    """The results folder's lock, and this machine's cores' for launchers on
+    it (rooftop.locks); --allow-concurrent marks every sample stored."""
+    from rooftop.locks import CampaignLocks
+
+    if args.allow_concurrent:
+        store.marks["concurrent"] = 1
+    say = lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)
+    return CampaignLocks(store.dir, cfg["launcher"]["type"], args.wait_lock, args.allow_concurrent, say)
 
 
 def _cmd_validate(args) -> int:
@@ -237,8 +251,10 @@ def _cmd_validate(args) -> int:
     # "stages" was recorded asked for collect).
     stages = cfg.get("stages") or ["collect"]
     cfg["stages"] = stages + ([] if "validate" in stages else ["validate"])
-    store.update_config(run.id, cfg)
-    return _run_stage(args, store, run.id, cfg, groups, "validate")
+    with _campaign_locks(args, store, cfg) as locks:
+        locks.name_run(run.id)
+        store.update_config(run.id, cfg)
+        return _run_stage(args, store, run.id, cfg, groups, "validate")
 
 
 def _cmd_runs(args) -> int:
@@ -482,6 +498,18 @@ def model_ratio(r) -> str:
     return "?" if r is None else f"{r[0]}:{r[1]}"
 
 
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not math.isfinite(v) or v < 0 or v > 30 * 86400:
+        raise argparse.ArgumentTypeError(f"seconds from 0 to 30 days, not {text!r}")
+    return v
+
+
 def _formats(text: str) -> tuple[str, ...]:
     fmts = tuple(f.strip().lower() for f in text.split(",") if f.strip())
     bad = [f for f in fmts if f not in ("png", "svg", "pdf")]
@@ -631,6 +659,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--fail-fast", action="store_true", help="stop at the first failed sample")
         p.add_argument("--json", action="store_true", help="print a JSON summary on stdout (no progress bar)")
         p.add_argument("-v", "--verbose", action="store_true", help="log every command started")
+        p.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",
+                       help="another campaign holds the results folder (or, local and netns launchers, "
+                            "this machine's cores): wait up to SECONDS for it (default 0: refuse at "
+                            "once, naming its run id, pid and host)")
+        p.add_argument("--allow-concurrent", action="store_true",
+                       help="run even if another campaign holds the locks; every sample is then "
+                            "marked concurrent and the report warns")
 
     def config_args(p):
         p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
@@ -799,6 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop.config import ConfigError
     from rooftop.engine import EngineError
     from rooftop.launchers import LauncherError
+    from rooftop.locks import LockBusy
     from rooftop.model import ModelError
     from rooftop.store import StoreError
 
@@ -813,7 +849,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"rooftop {args.command}: config error: {e}", file=sys.stderr)
         return 2
-    except (StoreError, LauncherError, EngineError, ModelError) as e:
+    except (StoreError, LauncherError, EngineError, ModelError, LockBusy) as e:
         print(f"rooftop {args.command}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

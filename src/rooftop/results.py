@@ -230,6 +230,7 @@ def _warnings(res: RunResults) -> list[str]:
                    "memory): pairs measured at once interfere, so the pair matrix mixes that in; "
                    "--pairs serial measures one pair at a time")
     out += invalid_lines(res.samples)
+    out += sharing_lines(res.samples)
     failed = [s for s in res.samples if s["status"] == "failed"]
     if failed:
         out.append(f"{len(failed)} sample(s) failed, e.g. {failed[0]['key']}: {failed[0]['error'][:200]}")
@@ -256,6 +257,26 @@ def invalid_lines(samples: list[dict], metric: str | None = None) -> list[str]:
     return [f"{len(bad)} invalid sample(s) are not used by any ceiling, model or validation ({why}; "
             f"each was measured {1 + max(0, bad[0].get('attempt', 1) - 1)} time(s)), e.g. "
             f"{bad[0]['key']}: {bad[0]['error'][:200]}"]
+
+
+def sharing_lines(samples: list[dict]) -> list[str]:
+    """Samples that may not have had the machine to themselves: measured with
+    --allow-concurrent, or with other processes using their cores."""
+    from rooftop.foreign import FOREIGN_WARN
+
+    out = []
+    conc = [s for s in samples if s.get("concurrent")]
+    if conc:
+        out.append(f"{len(conc)} sample(s) were measured with --allow-concurrent: another campaign "
+                   f"may have shared this results folder or the machine's cores, and their rates may "
+                   f"be low (see foreign CPU), e.g. {conc[0]['key']}")
+    loaded = [s for s in samples if s["status"] == "ok" and (s.get("foreign_cpu") or 0) > FOREIGN_WARN]
+    if loaded:
+        worst = max(loaded, key=lambda s: s["foreign_cpu"])
+        out.append(f"{len(loaded)} sample(s) shared their cores with other processes (foreign CPU "
+                   f"above {FOREIGN_WARN:.0%} of a core; worst {worst['foreign_cpu']:.0%} of a core, "
+                   f"{worst['key']}): their rates may be low; measure again on a quiet machine")
+    return out
 
 
 def load(store: Store, run_id: str) -> RunResults:

@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS samples (
     overlap       REAL NOT NULL DEFAULT 1,  -- share of the window all clients measured together
     barrier_s     REAL NOT NULL DEFAULT 0,  -- longest a client waited at the start barrier
     attempt       INTEGER NOT NULL DEFAULT 1, -- which measurement of the round this is (retries)
+    concurrent    INTEGER NOT NULL DEFAULT 0, -- 1: measured with --allow-concurrent (locks not exclusive)
+    foreign_cpu   REAL DEFAULT NULL,    -- cores' worth of CPU others used on the measured cores (NULL: not measured)
     created       TEXT NOT NULL,
     UNIQUE (run_id, key)
 );
@@ -72,14 +74,24 @@ CEILINGS_DDL = "ALTER TABLE samples ADD COLUMN ceilings TEXT NOT NULL DEFAULT ''
 SAMPLE_COLUMNS = ["run_id", "key", "stage", "metric", "unit", "server_nodes", "client_nodes",
                   "server_procs", "client_procs", "x", "sample", "status", "aggregate",
                   "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "skew_s", "overlap", "barrier_s",
-                  "attempt", "created"]
+                  "attempt", "concurrent", "foreign_cpu", "created"]
 SAMPLE_COLUMNS += ["ceilings"]  # issue 10 item 7: see CEILINGS_DDL
 
 #: Columns added after the first release, with their declarations (old
 #: databases get them with the default).
 ADDED_COLUMNS = {"late_s": "REAL NOT NULL DEFAULT 0", "skew_s": "REAL NOT NULL DEFAULT 0",
                  "overlap": "REAL NOT NULL DEFAULT 1", "barrier_s": "REAL NOT NULL DEFAULT 0",
-                 "attempt": "INTEGER NOT NULL DEFAULT 1"}
+                 "attempt": "INTEGER NOT NULL DEFAULT 1",
+                 # issue 11 finding 3: concurrent campaigns and foreign load (rooftop.locks, rooftop.foreign)
+                 "concurrent": "INTEGER NOT NULL DEFAULT 0", "foreign_cpu": "REAL DEFAULT NULL"}
+
+
+def _default(decl: str):
+    """The value a column declaration defaults to (a number, or None for NULL)."""
+    text = decl.rsplit(" ", 1)[1]
+    if text == "NULL":
+        return None
+    return float(text) if "REAL" in decl else int(text)
 
 
 def key_stages(key: str) -> list[str]:
@@ -147,6 +159,8 @@ class Store:
     def __init__(self, results_dir: str | Path, create: bool = True):
         self.dir = Path(results_dir)
         self.path = self.dir / "rooftop.db"
+        #: Values every sample this process stores gets (unless the row sets them).
+        self.marks: dict = {}
         self._open(create)
 
     def explain(self, e: Exception) -> str:
@@ -266,8 +280,10 @@ class Store:
         measured time (default its measured_s; rows measured at the same
         time, such as concurrent pairs, add it once)."""
         s.setdefault("created", now_iso())
+        for name, value in self.marks.items():  # e.g. concurrent = 1 for the whole campaign
+            s.setdefault(name, value)
         for name, decl in ADDED_COLUMNS.items():
-            s.setdefault(name, float(decl.rsplit(" ", 1)[1]) if "REAL" in decl else int(decl.rsplit(" ", 1)[1]))
+            s.setdefault(name, _default(decl))
         s.setdefault("ceilings", json.dumps(key_stages(s["key"])))
         s["server_nodes"] = json.dumps(s["server_nodes"])
         s["client_nodes"] = json.dumps(s["client_nodes"])

@@ -124,6 +124,10 @@ def print_summary(run, samples: list[dict]) -> None:
     if run.overhead is not None:
         console.print(f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "
                       f"overhead (launch, readiness, teardown) {run.overhead:.0%}")
+    from rooftop.results import sharing_lines
+
+    for line in sharing_lines(samples):
+        console.print(f"[yellow]warning[/]: {line}")
     failed = [s for s in samples if s["status"] != "ok"]
     for s in failed[:5]:
         console.print(f"[red]{s['status']}[/] {s['key']}: {s['error'][:300]}")

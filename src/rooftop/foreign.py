@@ -1,0 +1,93 @@
+"""Foreign load: CPU used by other processes on a round's cores while it ran.
+
+A campaign is not alone on a machine just because it holds the locks
+(rooftop.locks): a build, another user's job or a campaign run with
+--allow-concurrent takes CPU from the engines, and the rates drop with no
+error anywhere. For launchers on this machine (local, netns), each round is
+metered from just before its clients start until they have all exited:
+
+  busy  = CPU time of the measured cores (every core of the round's server
+          and client nodes) from /proc/stat: user + nice + system + irq + softirq
+  own   = the campaign's own CPU in the same interval: its client processes
+          (reaped in the interval: getrusage(RUSAGE_CHILDREN)), its servers
+          (/proc/PID/stat utime + stime) and the campaign process itself
+  foreign_cpu = max(0, busy - own) / interval, in cores (1.0: a whole core)
+
+Stored per sample (samples.foreign_cpu); the report warns above
+FOREIGN_WARN. On other launchers the engines run on other hosts: None.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+
+from rooftop.locks import ON_THIS_MACHINE
+
+#: A sample with more foreign CPU than this (cores) is flagged in the report.
+FOREIGN_WARN = 0.10
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cores_busy_s(cores: set[int]) -> float:
+    """Seconds of non-idle CPU time of these cores since boot."""
+    total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *vals = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
+                user, nice, system, _idle, _iowait, irq, softirq = map(int, vals[:7])
+                total += user + nice + system + irq + softirq
+    return total / _TICK
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of a live process (all its threads), seconds; 0 when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _own_s(server_pids: list[int]) -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return (children.ru_utime + children.ru_stime + me.ru_utime + me.ru_stime
+            + sum(process_cpu_s(p) for p in server_pids))
+
+
+class Meter:
+    """Started before a round's clients, stopped once they are reaped."""
+
+    def __init__(self, cores: set[int], server_pids: list[int]):
+        self.cores, self.servers = cores, list(server_pids)
+        self.t0 = time.monotonic()
+        self.busy0, self.own0 = cores_busy_s(cores), _own_s(self.servers)
+
+    def stop(self) -> float:
+        """Cores' worth of CPU others used on the measured cores."""
+        busy, own = cores_busy_s(self.cores) - self.busy0, _own_s(self.servers) - self.own0
+        elapsed = max(time.monotonic() - self.t0, 1e-3)
+        return round(max(0.0, busy - own) / elapsed, 4)
+
+
+class NoMeter:
+    """Engines on other hosts: nothing on this machine to meter."""
+
+    @staticmethod
+    def stop() -> None:
+        return None
+
+
+def meter(runner, group, spec) -> Meter | NoMeter:
+    """A meter for one round of a campaign.Runner: the cores of its server
+    and client nodes, its live processes (the group's servers) as its own."""
+    if runner.launcher.name not in ON_THIS_MACHINE:
+        return NoMeter()
+    nodes = set(group.server_nodes) | set(spec.client_nodes)
+    cores = {c for n in runner.nodes if n.index in nodes for c in n.cores}
+    return Meter(cores, [p.pid for p in runner.procs.procs if p.poll() is None])
