@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include "sysinfo.hpp"
 
 namespace rooftop {
 
@@ -38,6 +41,15 @@ bool Lease::lapsed(int64_t now_ns) {
   std::snprintf(secs, sizeof secs, "%g", timeout_ns_ / 1e9);
   why_ = "lease file " + path_ + " not renewed for " + secs + " s: the campaign is gone";
   return true;
+}
+
+void watch_lease(const Options& o, std::function<void(const std::string&)> on_lapse) {
+  if (o.str("lease").empty()) return;
+  std::thread([lease = Lease(o), on_lapse]() mutable {
+    while (!lease.lapsed(now_ns())) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    on_lapse(lease.why());
+  }).detach();
 }
 
 }  // namespace rooftop

@@ -7,6 +7,7 @@
 // opening the file revalidates it on NFS (close-to-open consistency).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "options.hpp"
@@ -26,5 +27,10 @@ class Lease {
   std::string path_, last_, why_;
   int64_t timeout_ns_ = 0, renewed_ns_ = 0, next_check_ns_ = 0;
 };
+
+// A thread watching the lease in every phase (connecting, waiting at a
+// barrier): once it lapsed and the main loop has not stopped on it within
+// a second, on_lapse(why) is called (it raises the stop flag).
+void watch_lease(const Options& o, std::function<void(const std::string&)> on_lapse);
 
 }  // namespace rooftop

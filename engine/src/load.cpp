@@ -819,7 +819,13 @@ int cmd_load(int argc, char** argv) {
             "Rates come from the measured time. Prints one JSON document; on\n"
             "SIGINT/SIGTERM the partial result is written with complete=false.",
             opts);
-  return run_command(o, "client", argc, argv, [&](Report& rep) { return Load(o, rep).run(); });
+  return run_command(o, "client", argc, argv, [&](Report& rep) {
+    watch_lease(o, [](const std::string& why) {
+      std::fprintf(stderr, "rooftop-engine: %s\n", why.c_str());
+      g_signal.store(SIGTERM);
+    });
+    return Load(o, rep).run();
+  });
 }
 
 }  // namespace rooftop

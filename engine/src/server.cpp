@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -771,7 +772,13 @@ int cmd_serve(int argc, char** argv) {
                 lease_options()[0], lease_options()[1],
             });
   retire_token_option(o);
-  return run_command(o, "server", argc, argv, [&](Report& rep) { return Server(o, rep).run(); });
+  return run_command(o, "server", argc, argv, [&](Report& rep) {
+    watch_lease(o, [](const std::string& why) {
+      std::fprintf(stderr, "rooftop-engine: %s\n", why.c_str());
+      g_signal.store(SIGTERM);
+    });
+    return Server(o, rep).run();
+  });
 }
 
 }  // namespace rooftop

@@ -382,6 +382,8 @@ def stop_stale_groups(run_dir: Path, wait: float = 5.0) -> list[Path]:
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline and any(any(g.glob("*.addr")) for g in stale):
         time.sleep(0.05)
+    if stale:  # its clients too (connecting or at a barrier: the engine's lease watchdog, 1.2 s)
+        time.sleep(1.5)
     return [g for g in stale if any(g.glob("*.addr"))]
 
 
