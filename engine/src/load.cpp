@@ -13,6 +13,7 @@
 #include "client_core.hpp"
 #include "commands.hpp"
 #include "histogram.hpp"
+#include "lease.hpp"
 #include "report.hpp"
 
 namespace rooftop {
@@ -129,6 +130,17 @@ class Load {
     double cpu_s = 0;
   };
   std::vector<Window> windows_;
+  // Windows whose every operation is counted: all of them, unless stopped
+  // early (then those the clock left whose operations all completed).
+  int64_t full_windows_ = -1;
+  int64_t count_full(int64_t now) const {
+    int64_t oldest = now;  // an operation still in flight misses from the windows it began in
+    for (auto& s : slots_)
+      if (s.busy) oldest = std::min(oldest, s.t_issue);
+    int64_t n = 0;
+    while (n < static_cast<int64_t>(cur_w_) && windows_[n].end <= oldest) n++;
+    return n;
+  }
   // Each window split into --slices equal slices of work (shares of
   // operations), so that the campaign can sum the work of several clients
   // over exactly the time all of them were measuring.
@@ -438,6 +450,7 @@ std::string Load::result_json() const {
   w.key("cpu").begin_object();
   w.kv("user_s", cu).kv("sys_s", cs).kv("utilization", elapsed > 0 ? (cu + cs) / elapsed : 0.0);
   w.end_object();
+  w.kv("full_windows", full_windows_ < 0 ? static_cast<int64_t>(windows_.size()) : full_windows_);
   w.kv("drained_ops", drained_ops_);  // completed after the last window: counted for their share
   w.key("warmup").begin_object();
   w.kv("ops", warm_ops_).kv("elapsed_s", t0_ ? (t0_ - t_start_) / 1e9 : (now_ns() - t_start_) / 1e9);
@@ -664,6 +677,7 @@ int Load::run() {
   CqEvent ev[32];
   uint32_t spins = 0;
   int64_t last_activity = t_start_;
+  Lease lease(o_);
   while (phase_ != Phase::Done && !fatal_) {
     size_t n = core_->ep().poll(ev, 32);
     int64_t now = now_ns();
@@ -701,6 +715,12 @@ int Load::run() {
         fatal_ = true;
         fatal_code_ = 128 + sig;
       }
+      if (lease.lapsed(now)) {  // the campaign is gone: stop loading its servers
+        error(lease.why());
+        end_reason_ = "lease lapsed";
+        fatal_ = true;
+        fatal_code_ = kExitFailure;
+      }
       check_barrier_timeout(now);
       // A silent server: the oldest outstanding operation is too old.
       for (auto& s : slots_)
@@ -736,6 +756,7 @@ int Load::run() {
     // Partial result: what was measured up to now.
     int64_t now = now_ns();
     if (t0_) {  // the windows the clock reached, the last one cut at now
+      full_windows_ = count_full(now);
       t_end_ = std::min(t_end_, std::max(now, t0_ + 1));
       windows_.resize(std::min(windows_.size(), cur_w_ + 1));
       if (!windows_.empty() && windows_.back().end > t_end_) {
@@ -791,13 +812,20 @@ int cmd_load(int argc, char** argv) {
       {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""},
   };
   opts.insert(opts.end(), more.begin(), more.end());
+  for (auto& spec : lease_options()) opts.push_back(spec);
   Options o("load",
             "Run one client process: a workload against one or more servers for\n"
             "--duration after --warmup, with --concurrency operations outstanding.\n"
             "Rates come from the measured time. Prints one JSON document; on\n"
             "SIGINT/SIGTERM the partial result is written with complete=false.",
             opts);
-  return run_command(o, "client", argc, argv, [&](Report& rep) { return Load(o, rep).run(); });
+  return run_command(o, "client", argc, argv, [&](Report& rep) {
+    watch_lease(o, [](const std::string& why) {
+      std::fprintf(stderr, "rooftop-engine: %s\n", why.c_str());
+      g_signal.store(SIGTERM);
+    });
+    return Load(o, rep).run();
+  });
 }
 
 }  // namespace rooftop

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -17,6 +18,7 @@
 #include "addrfile.hpp"
 #include "commands.hpp"
 #include "fabric.hpp"
+#include "lease.hpp"
 #include "nic.hpp"
 #include "report.hpp"
 #include "token.hpp"
@@ -666,6 +668,7 @@ int Server::run() {
   uint32_t spins = 0;
   for (int i = 0; i < nthreads_; i++) handlers_.emplace_back([this] { handler_loop(); });
   std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+  Lease lease(o_);
   while (!stop_) {
     size_t n = ep_->poll(ev, 32);
     int64_t now = 0;
@@ -685,6 +688,12 @@ int Server::run() {
         if (nthreads_) lk.lock();
         stop_ = true;
         stop_reason_ = std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM");
+        if (nthreads_) lk.unlock();
+      }
+      if (lease.lapsed(now)) {  // the campaign is gone: so is this server
+        if (nthreads_) lk.lock();
+        stop_ = true;
+        stop_reason_ = lease.why();
         if (nthreads_) lk.unlock();
       }
       if (now >= next_tick) {
@@ -760,9 +769,16 @@ int cmd_serve(int argc, char** argv) {
                 {"cpus", OptKind::Str, "", "bind this process to these cpus (e.g. 0 or 0-3); default: inherited", ""},
                 {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""},
                 {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},
+                lease_options()[0], lease_options()[1],
             });
   retire_token_option(o);
-  return run_command(o, "server", argc, argv, [&](Report& rep) { return Server(o, rep).run(); });
+  return run_command(o, "server", argc, argv, [&](Report& rep) {
+    watch_lease(o, [](const std::string& why) {
+      std::fprintf(stderr, "rooftop-engine: %s\n", why.c_str());
+      g_signal.store(SIGTERM);
+    });
+    return Server(o, rep).run();
+  });
 }
 
 }  // namespace rooftop

@@ -313,6 +313,80 @@ class SampleFailed(RuntimeError):
     pass
 
 
+class RoundInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a round: measured holds the rows of the
+    windows every client had fully measured, to store before stopping."""
+
+    def __init__(self, measured: list):
+        super().__init__()
+        self.measured = measured
+
+
+LEASE_FILE = "lease"
+
+
+class Leases:
+    """Lease files (one per group folder) a thread rewrites every period/5
+    s: engines started with --lease stop once theirs is removed or left
+    unchanged for the period, so none outlives a killed campaign."""
+
+    def __init__(self, period: float):
+        self.period = period
+        self.paths: set[Path] = set()
+        self._n = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, gdir: Path) -> Path:
+        path = gdir / LEASE_FILE
+        with self._lock:
+            self.paths.add(path)
+            self._renew(path)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="rooftop-lease", daemon=True)
+            self._thread.start()
+        return path
+
+    def drop(self, gdir: Path) -> None:
+        with self._lock:
+            self.paths.discard(gdir / LEASE_FILE)
+        (gdir / LEASE_FILE).unlink(missing_ok=True)
+
+    def _renew(self, path: Path) -> None:
+        self._n += 1
+        tmp = path.with_name(LEASE_FILE + ".new")
+        tmp.write_text(f"{os.getpid()} {self._n}\n")
+        os.replace(tmp, path)  # readers see the old or the new content, never none
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period / 5):
+            with self._lock:
+                for path in list(self.paths):
+                    try:
+                        self._renew(path)
+                    except OSError:
+                        pass  # the next renewal tries again
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def stop_stale_groups(run_dir: Path, wait: float = 5.0) -> list[Path]:
+    """Servers (and clients) of a campaign that died: their lease files are
+    removed, so they stop at their next check (0.2 s); waits until their
+    address files are withdrawn. Returns the group folders still holding one."""
+    stale = [p.parent for p in (run_dir / "groups").glob(f"*/{LEASE_FILE}")]
+    for gdir in stale:
+        (gdir / LEASE_FILE).unlink(missing_ok=True)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any(any(g.glob("*.addr")) for g in stale):
+        time.sleep(0.05)
+    if stale:  # its clients too (connecting or at a barrier: the engine's lease watchdog, 1.2 s)
+        time.sleep(1.5)
+    return [g for g in stale if any(g.glob("*.addr"))]
+
+
 class Runner:
     """Runs planned groups for one stored run."""
 
@@ -331,6 +405,7 @@ class Runner:
         #: Lets its holder stop the servers: only ever in 0600 files (TOKEN_FILE).
         self.token = os.urandom(16).hex()
         self.run_dir = store.run_dir(run_id)
+        self.leases = Leases(float(cfg["engine"].get("lease", 10.0)))
 
     # command lines -------------------------------------------------------
     def _fabric_args(self) -> list[str]:
@@ -338,6 +413,9 @@ class Runner:
         if self.cfg["fabric"]["domain"]:
             args += ["--domain", self.cfg["fabric"]["domain"]]
         return args
+
+    def _lease_args(self, gdir: Path) -> list[str]:
+        return ["--lease", str(gdir / LEASE_FILE), "--lease-timeout", str(self.leases.period)]
 
     def server_launches(self, group: Group, gdir: Path) -> list[Launch]:
         bw = self.cfg["bw"]
@@ -348,7 +426,8 @@ class Runner:
             argv = [self.engine, "serve", *self._fabric_args(), "--group-dir", str(gdir),
                     "--token-file", str(gdir / TOKEN_FILE),
                     "--progress", self.cfg["engine"]["server_progress"],
-                    "--max-size", str(max_size), "--output", str(gdir / "server-{rank}.json")]
+                    "--max-size", str(max_size), *self._lease_args(gdir),
+                    "--output", str(gdir / "server-{rank}.json")]
             if node.address:
                 argv += ["--address", node.address]
             launches += self.launcher.launches(node, argv, group.servers_per_node,
@@ -384,7 +463,8 @@ class Runner:
                     "--nservers", str(nservers), "--duration", str(spec.duration),
                     "--samples", str(nwindows), *start, "--slices", str(e.get("slices", 20)),
                     "--progress", e["client_progress"],
-                    "--timeout", str(e["timeout"]), "--output", str(sdir / "client-{rank}.json")]
+                    "--timeout", str(e["timeout"]), *self._lease_args(gdir),
+                    "--output", str(sdir / "client-{rank}.json")]
             if spec.metric == "rpc":
                 argv += ["--op", "noop"]
             else:
@@ -404,6 +484,7 @@ class Runner:
         gdir = private_dir(self.run_dir / "groups" /
                            f"{group.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
         write_token(gdir, self.token)
+        self.leases.add(gdir)
         launches = self.server_launches(group, gdir)
         procs = []
         for i, launch in enumerate(launches):
@@ -456,6 +537,7 @@ class Runner:
             with ThreadPoolExecutor(max_workers=min(8, len(live))) as pool:
                 list(pool.map(shutdown, live))
         reap(procs, 10)
+        self.leases.drop(gdir)
         (gdir / TOKEN_FILE).unlink(missing_ok=True)  # no secret left on disk once they stopped
         self.procs.forget_finished()
 
@@ -468,11 +550,20 @@ class Runner:
         engine.retries times; then its rows are stored as invalid."""
         tries = 1 + int(self.cfg["engine"].get("retries", 2))
         for attempt in range(1, tries + 1):
-            measured = self._measure_round(group, specs, gdir, nservers, attempt)
+            try:
+                measured = self._measure_round(group, specs, gdir, nservers, attempt)
+            except RoundInterrupted as stop:
+                with _signals_deferred():  # a second Ctrl-C waits until they are stored
+                    self._store(stop.measured)  # the windows measured before it: not lost
+                raise
             bad = [row for _, row in measured if row["status"] == "invalid"]
             if not bad or attempt == tries:
                 break
             self.log(f"attempt {attempt} of {specs[0].key} is invalid ({bad[0]['error']}): measuring again")
+        return self._store(measured)
+
+    def _store(self, measured: list[tuple[SampleSpec, dict]]) -> list[dict]:
+        """Commits each row at once (and tells on_sample)."""
         rows, window_s = [], {}
         for sp, row in measured:
             # Pairs measured at once share one window of run time.
@@ -507,21 +598,57 @@ class Runner:
         limit = (spec.duration * len(specs) + spec.warmup + e.get("settle", 0.0) + e["start_lead"]
                  + e.get("barrier_timeout", 60.0)
                  + 2 * e["timeout"] + 30)
-        killed = reap(procs, limit, grace=e["timeout"] + 5)
+        try:
+            killed = reap(procs, limit, grace=e["timeout"] + 5)
+        except KeyboardInterrupt:
+            load.stop()
+            raise RoundInterrupted(self._cut_round(group, specs, launches, procs, sdir, nservers,
+                                                   attempt)) from None
         foreign_cpu = load.stop()
         self.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit)
+        return self._rows(group, specs, launches, results, errors, sdir, nservers, attempt,
+                          foreign_cpu=foreign_cpu)
+
+    def _rows(self, group, specs, launches, results, errors, sdir, nservers, attempt,
+              measured_only: bool = False, foreign_cpu: float | None = None) -> list[tuple[SampleSpec, dict]]:
+        """One row per window (and pair). measured_only: only the rows of
+        windows every client of the row measured in full."""
         same_clock = self.launcher.name in ("local", "netns") or len({l.node.host for l in launches}) == 1
         starts = {r: res["measure_start_s"] for r, res in results.items()}
         offs = windows.offsets(starts, same_clock)
         out = []
         for w, sp in enumerate(specs):
             for part in self._parts(group, sp, nservers, sum(len(l.ranks) for l in launches)):
+                if measured_only and not all(r in results and len(results[r]["samples"]) > w
+                                             for r in part[4]):
+                    continue
                 row = self._row(sp, part, w, results, errors, offs, sdir)
                 row["attempt"] = attempt
                 row["foreign_cpu"] = foreign_cpu
                 out.append((sp, row))
         return out
+
+    def _cut_round(self, group, specs, launches, procs, sdir, nservers, attempt) -> list:
+        """Ctrl-C during a round: stops its clients (each writes what it
+        measured), reads them and returns the rows of the full windows.
+        Further signals wait until then (a few seconds at most)."""
+        rows: list = []
+        try:
+            with _signals_deferred():
+                for p in procs:
+                    try:
+                        os.killpg(p.pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+                killed = reap(procs, 10)
+                self.procs.forget_finished()
+                results, errors = self._read_clients(launches, procs, killed, sdir, 10, cut=True)
+                rows = self._rows(group, specs, launches, results, errors, sdir, nservers, attempt,
+                                  measured_only=True)
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: the round is stopped anyway
+        return rows
 
     @staticmethod
     def _parts(group: Group, sp: SampleSpec, nservers: int, nclients: int) -> list[tuple]:
@@ -531,8 +658,11 @@ class Runner:
         # One row per pair: client rank j loaded server rank j.
         return [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(sp.pairs, sp.row_keys()))]
 
-    def _read_clients(self, launches, procs, killed, sdir: Path, limit: float) -> tuple[dict, dict]:
-        """Every client's result (rank -> result), and why the others have none."""
+    def _read_clients(self, launches, procs, killed, sdir: Path, limit: float,
+                      cut: bool = False) -> tuple[dict, dict]:
+        """Every client's result (rank -> result), and why the others have none.
+        cut: the clients were stopped; their results keep only the windows
+        they measured in full (result.full_windows; an older engine: none)."""
         errors: dict[int, str] = {}
         node_of = {r: l.node for l in launches for r in l.ranks}
         for launch, p in zip(launches, procs):
@@ -551,6 +681,9 @@ class Runner:
                 errors[r] = f"client rank {r}: no result ({log or 'no output'})"
                 continue
             doc = docs[r]
+            if cut and (doc.get("result") or {}).get("samples") is not None:
+                doc = dict(doc, complete=True, result=dict(doc["result"]))
+                doc["result"]["samples"] = doc["result"]["samples"][:doc["result"].get("full_windows", 0)]
             if not doc.get("complete"):
                 errors[r] = f"client rank {r}: " + ("; ".join(doc.get("errors") or []) or "incomplete")
                 continue
@@ -621,6 +754,9 @@ class Runner:
         """Runs what is not yet stored; returns (ok, failed) sample counts."""
         done = self.store.done_keys(self.run_id)
         ok = failed = 0
+        left = stop_stale_groups(self.run_dir)  # a dead campaign's, on --resume
+        if left:
+            self.log(f"servers of an earlier campaign still publish in {', '.join(map(str, left))}")
         try:
             for group in groups:
                 todo = [s for s in group.samples if not all(k in done for k in s.row_keys())]
@@ -664,6 +800,7 @@ class Runner:
                     self.stop_servers(gdir, procs, nservers)
         finally:
             self.procs.stop_all()
+            self.leases.close()
         return ok, failed
 
     def dry_run(self, groups: list[Group]) -> list[str]:

@@ -123,6 +123,22 @@ def _environment(cfg: dict) -> dict:
     return env
 
 
+def _claim(store, run_id: str, verb: str) -> None:
+    """This process runs the run now; refused while another live campaign
+    on this host runs it (one whose owner is gone reads as interrupted)."""
+    import os
+    import socket
+
+    from rooftop.store import StoreError
+
+    run = store.get_run(run_id)
+    pid, host, _ = run.owner
+    if run.status == "running" and pid and pid != os.getpid() and host == socket.gethostname():
+        raise StoreError(f"run {run_id} is being run by another campaign (pid {pid} on {host}); "
+                         f"wait for it or stop it first")
+    store.claim(run_id, f"{verb} running")
+
+
 def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     import time
 
@@ -136,7 +152,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     done = store.done_keys(run_id)
     t0 = time.monotonic()
     rc = 0
-    store.set_status(run_id, "running")
+    _claim(store, run_id, verb)
     try:
         with ui.stage_progress(groups, done, quiet=args.json) as on_sample:
             runner = Runner(cfg, store, run_id, launcher, on_sample=on_sample, log=log)

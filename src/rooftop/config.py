@@ -117,6 +117,9 @@ KEYS: list[Key] = [
     Key("engine.slices", "int", 20, "slices per window in which clients report their work, to sum it "
         "over the time all of them measured"),
     Key("engine.timeout", "float", 10.0, "seconds before a missing or silent server is an error", maximum=DAY),
+    Key("engine.lease", "float", 10.0, "seconds an engine runs on without hearing from its campaign "
+        "(a lease file in its group folder, renewed every lease/5 s): engines never outlive a campaign "
+        "that was killed", maximum=DAY),
     Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
     Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
     Key("fail_fast", "bool", False, "stop the campaign at the first failed sample"),
@@ -362,7 +365,8 @@ def resolve(cfg: dict) -> dict:
     from rooftop.launchers.base import procs_per_node
 
     cfg = copy.deepcopy(cfg)
-    for p in ("collect.duration", "validate.duration", "engine.timeout", "engine.barrier_timeout"):
+    for p in ("collect.duration", "validate.duration", "engine.timeout", "engine.barrier_timeout",
+              "engine.lease"):
         _positive(cfg, p)
     for p in ("collect.warmup", "validate.warmup", "engine.start_lead", "engine.settle"):
         _positive(cfg, p, 0, strict=False)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import json
 import secrets
+import os
+import socket
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -94,6 +96,31 @@ def _default(decl: str):
     return float(text) if "REAL" in decl else int(text)
 
 
+#: Columns added to runs: the campaign process that runs it (issue 11,
+#: finding 2). A run 'running' whose owner is gone is shown interrupted.
+ADDED_RUN_COLUMNS = {"owner_pid": "INTEGER NOT NULL DEFAULT 0", "owner_host": "TEXT NOT NULL DEFAULT ''",
+                     "owner_start": "TEXT NOT NULL DEFAULT ''"}
+
+
+def process_start(pid: int) -> str:
+    """Identifies a process beyond its pid: boot id + start time (clock
+    ticks since boot); '' if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+    return f"{boot}:{stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def owner_gone(pid: int, host: str, start: str) -> bool:
+    """True when the recorded owner is known to be dead: on this host, no
+    process with that pid and start time. Another host's: not known (False)."""
+    if not pid or host != socket.gethostname():
+        return False
+    return process_start(pid) != start
+
+
 def key_stages(key: str) -> list[str]:
     """The stages a sample key stands for: its first part, split on '+'."""
     return key.split("/", 1)[0].split("+")
@@ -124,6 +151,7 @@ class Run:
     wall_s: float
     measured_s: float
     note: str
+    owner: tuple = (0, "", "")  # pid, host, process start of the campaign running it
 
     @property
     def overhead(self) -> float | None:
@@ -206,6 +234,10 @@ class Store:
         for name, decl in ADDED_COLUMNS.items():
             if name not in have:
                 self.db.execute(f"ALTER TABLE samples ADD COLUMN {name} {decl}")
+        have_runs = {r["name"] for r in self.db.execute("PRAGMA table_info(runs)")}
+        for name, decl in ADDED_RUN_COLUMNS.items():
+            if name not in have_runs:
+                self.db.execute(f"ALTER TABLE runs ADD COLUMN {name} {decl}")
         if "ceilings" not in have:  # issue 10 item 7
             self.db.execute(CEILINGS_DDL)
         self.db.commit()
@@ -221,9 +253,11 @@ class Store:
     def new_run(self, config: dict, environment: dict) -> str:
         run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
         t = now_iso()
-        self.db.execute("INSERT INTO runs (id, created, updated, status, config, environment) "
-                        "VALUES (?, ?, ?, 'running', ?, ?)",
-                        (run_id, t, t, json.dumps(config), json.dumps(environment)))
+        pid = os.getpid()  # its owner: a run whose owner died reads as interrupted
+        self.db.execute("INSERT INTO runs (id, created, updated, status, config, environment, "
+                        "owner_pid, owner_host, owner_start) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                        (run_id, t, t, json.dumps(config), json.dumps(environment), pid,
+                         socket.gethostname(), process_start(pid)))
         self.db.commit()
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
         (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
@@ -236,13 +270,30 @@ class Store:
             known = [r["id"] for r in self.db.execute("SELECT id FROM runs ORDER BY created DESC LIMIT 5")]
             hint = f"; recent runs: {', '.join(known)}" if known else "; there are no runs yet"
             raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
-        return Run(row["id"], row["created"], row["updated"], row["status"], json.loads(row["config"]),
-                   json.loads(row["environment"]), row["wall_s"], row["measured_s"], row["note"])
+        run = Run(row["id"], row["created"], row["updated"], row["status"], json.loads(row["config"]),
+                  json.loads(row["environment"]), row["wall_s"], row["measured_s"], row["note"],
+                  (row["owner_pid"], row["owner_host"], row["owner_start"]))
+        if run.status == "running" and owner_gone(*run.owner):
+            # Its campaign died without a word (SIGKILL, a crash, a lost node).
+            again = "validate --run" if "validate" in row["note"] else "collect --resume"
+            run.status = "interrupted"
+            run.note = (f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; finish it with "
+                        f"'rooftop {again} {run.id}'")
+        return run
 
     @_guarded
     def runs(self) -> list[Run]:
         ids = [r["id"] for r in self.db.execute("SELECT id FROM runs ORDER BY created, id")]
         return [self.get_run(i) for i in ids]
+
+    @_guarded
+    def claim(self, run_id: str, note: str = "") -> None:
+        """This process runs the run now: status running, owner recorded."""
+        pid = os.getpid()
+        self.db.execute("UPDATE runs SET status = 'running', note = ?, updated = ?, owner_pid = ?, "
+                        "owner_host = ?, owner_start = ? WHERE id = ?",
+                        (note, now_iso(), pid, socket.gethostname(), process_start(pid), run_id))
+        self.db.commit()
 
     @_guarded
     def set_status(self, run_id: str, status: str, note: str = "") -> None:
