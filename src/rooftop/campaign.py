@@ -356,7 +356,7 @@ class Leases:
     def _renew(self, path: Path) -> None:
         self._n += 1
         tmp = path.with_name(LEASE_FILE + ".new")
-        tmp.write_text(f"{os.getpid()} {self._n}\n")
+        write_private(tmp, f"{os.getpid()} {self._n}\n")  # group files are 0600
         os.replace(tmp, path)  # readers see the old or the new content, never none
 
     def _run(self) -> None:

@@ -42,6 +42,15 @@ def test_collect_and_validate_end_to_end(cluster3, tmp_path):
     assert all(r["aggregate"] <= 1.02 * R for r in one_server_node), \
         [(r["key"], r["aggregate"] / 1e6) for r in one_server_node]
 
+    # Nodes 0 and 2 share a core: no ceiling comes from a placement that puts
+    # two processes on it (the pair 0-2, here), and the model says which.
+    model = json.loads(rooftop("model", run, "--results", str(res), "--json").stdout)
+    for m in model["metrics"]:
+        excluded = m["core_shared"]["excluded"]
+        assert any(e["stage"] == "client_peak" and "/s0x1/c2x1/" in e["key"] for e in excluded), excluded
+        assert all({0, 2} <= key_nodes(e["key"]) for e in excluded), excluded
+        assert m["client"]["samples"] == 4, m["client"]  # pairs 0-1 and 1-2, 2 samples each
+
     cfg = json.loads((res / run / "config.json").read_text())
     assert cfg["launcher"]["type"] == "netns"
     assert [(n["host"], n["address"]) for n in cfg["nodes"]] == [
@@ -60,6 +69,12 @@ def test_collect_and_validate_end_to_end(cluster3, tmp_path):
         assert f"//{addr[eng['domain']]}:" in eng["local_address"], eng
     assert {d["engine"]["domain"] for d in servers} >= {"rooftop-p0", "rooftop-p1"}
     assert {d["engine"]["domain"] for d in clients} >= {"rooftop-p1", "rooftop-p2"}
+
+
+def key_nodes(key: str) -> set[int]:
+    """The nodes of a sample key 'stage/metric/s0-1x2/c2x1/i'."""
+    s, c = key.split("/")[2:4]
+    return {int(n) for part in (s[1:], c[1:]) for n in part.split("x")[0].split("-")}
 
 
 def iperf3(server_ns: str, server_addr: str, client_ns: str, seconds: float = 2) -> float:
