@@ -30,8 +30,11 @@ def test_operation_verified(fabric, op, cores, validate):
     assert abs(work - r["ops"]) < 2
     if op != "noop":
         assert r["bytes_per_sec"] == pytest.approx(work * SIZE / r["elapsed_s"], rel=1e-9)
-    # Little's law for one outstanding op: rate x mean latency ~ 1.
-    assert 0.6 < r["ops_per_sec"] * r["latency_us"]["mean"] / 1e6 <= 1.05
+    # Little's law for one outstanding op: rate x mean latency ~ 1. A
+    # verified write first fills 1 MiB with the pattern, before its latency
+    # starts (about as long as the transfer over shm: 0.55 was seen here).
+    low = 0.3 if op == "write" else 0.6
+    assert low < r["ops_per_sec"] * r["latency_us"]["mean"] / 1e6 <= 1.05
     assert r["latency_us"]["min"] <= r["latency_us"]["p50"] <= r["latency_us"]["p99"] <= r["latency_us"]["max"]
     if op == "noop":
         assert r["bytes"] == 0
