@@ -35,8 +35,16 @@ def test_aurora_rpc_from_the_paper():
     assert (rec["servers"], rec["clients"]) == (1, 3) and 1 / 3 >= rec["x"]
     bw = model.load_params(AURORA)["bw"]
     assert bw.unit == "bytes/s" and bw.client.lo == pytest.approx(20.2 * 2 ** 30)
-    assert bw.ridge.mid == pytest.approx(20.35 / 1.75)
-    assert bw.recommended()["servers"] == 12  # bandwidth needs ~12 servers per client
+    # One client process alone on its node could use ~12 servers' worth of bandwidth...
+    alone = bw.without_client_node()
+    assert alone.ridge.mid == pytest.approx(20.35 / 1.75)
+    assert alone.recommended()["servers"] == 12
+    # ...but with its node full, the node's links share out 1.625 GiB/s per
+    # process (8 NICs x 200 Gb/s x 0.89 / 102 cores), and 1:1 is enough, as
+    # the paper found on every system (see tests/test_paper_tables.py).
+    assert bw.client_node.mid == pytest.approx(1.625 * 2 ** 30)
+    assert bw.ridge.mid == pytest.approx(1.625 / 1.75)
+    assert (bw.recommended()["servers"], bw.recommended()["clients"]) == (1, 1)
 
 
 def test_validation_against_hand_computed_predictions():
@@ -139,6 +147,11 @@ def test_model_command_on_a_real_run_and_params(tmp_path):
     assert rpc["verdict"]["kind"] == "ratio" and rpc["verdict"]["ratio"] == [1, 3]
     text = cli("model", "--params", str(AURORA)).stdout
     assert "rpc: 1 server process(es) per 3 client process(es)" in text
+    assert "bw: 1 server process(es) per 1 client process(es)" in text  # the node-full ceiling binds
+    alone = json.loads(AURORA.read_text())
+    del alone["metrics"]["bw"]["client_node"]
+    (tmp_path / "alone.json").write_text(json.dumps(alone))
+    text = cli("model", "--params", str(tmp_path / "alone.json")).stdout
     assert "bw: about 12:1 (servers:clients): any ratio from 11:1 to 12:1" in text
     p = cli("model")
     assert p.returncode == 2 and "--params" in p.stderr
@@ -324,8 +337,9 @@ def test_a_ceiling_of_one_sample_cannot_tell():
 
 def test_published_ranges_keep_aurora_ratios():
     p = model.load_params(AURORA)
-    rpc, bw = p["rpc"].verdict(), p["bw"].verdict()
+    rpc, bw = p["rpc"].verdict(), p["bw"].without_client_node().verdict()
     assert rpc["kind"] == "ratio" and rpc["ratio"] == [1, 3]
+    assert p["bw"].verdict()["ratio"] == [1, 1]  # with the node full (the file's client_node)
     # Ranges do not overlap; the bandwidth ridge 11.2 .. 12.1 spans 11:1 and 12:1,
     # and the best estimate stays 12:1.
     assert bw["kind"] == "range" and bw["ratio"] == [12, 1] and bw["range"] == [[11, 1], [12, 1]]
@@ -391,6 +405,9 @@ def test_unbound_processes_on_nodes_sharing_enough_cores_are_used():
 
 
 def test_compare_table_shows_each_verdict(tmp_path):
-    p = cli("compare", str(AURORA), "--output", str(tmp_path))
+    alone = json.loads(AURORA.read_text())
+    del alone["metrics"]["bw"]["client_node"]  # a single client per node: the range verdict
+    (tmp_path / "alone.json").write_text(json.dumps(alone))
+    p = cli("compare", str(tmp_path / "alone.json"), "--output", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "12:1 (11:1-12:1)" in p.stderr and "│ 1:3 " in p.stderr
