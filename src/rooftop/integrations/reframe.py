@@ -1,0 +1,175 @@
+"""rooftop as a ReFrame check: a centre's regression suite measures the
+platform's roofline on a schedule and alerts when a ceiling falls.
+
+    pip install 'rooftop[reframe]'
+    reframe -C site-config.py -c "$(rooftop-reframe-check)" -r \\
+        -S rooftop_check.references_file=refs.json
+
+The check runs `rooftop collect`, `rooftop validate` and `rooftop model`
+inside ReFrame's job, on the nodes ReFrame's scheduler gave it:
+
+- ReFrame's *scheduler* makes the allocation (`num_nodes` nodes, one task
+  per node); its partition's *launcher* tells rooftop how to start engines
+  inside it (srun -> `--launcher srun`, mpirun/mpiexec -> `--launcher
+  mpiexec` on the allocation's hosts, local -> this machine split into
+  logical nodes). rooftop itself is run directly in the job script, never
+  under the launcher: it launches its own servers and clients.
+- Sanity: the run is complete and no sample is invalid or failed.
+- Performance variables, per metric (`rpc`, `bw`): client and server
+  ceilings (`<metric>_client_min`, `_median`, `_max`; `_server_...`), the
+  ridge ratio (`<metric>_ridge`, servers per client) and the validation
+  median absolute error (`<metric>_validation_error`, %), with units.
+- References: `references_file` is JSON mapping a ReFrame system
+  (`"*"`, `"cluster"` or `"cluster:partition"`) to performance variables
+  and `[value, lower, upper]` (ReFrame's relative thresholds, e.g.
+  `[520000, -0.1, null]`: alert when more than 10 % below); the unit is
+  added from the variable.
+
+Every knob is a ReFrame variable (`-S rooftop_check.<name>=<value>`):
+see the declarations below, each with its meaning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
+
+#: ReFrame launcher name -> rooftop launcher.type.
+LAUNCHERS = {"local": "local", "srun": "srun", "mpirun": "mpiexec", "mpiexec": "mpiexec"}
+#: Per metric, the unit of its ceilings in rooftop's model JSON.
+UNITS = {"rpc": "ops/s", "bw": "bytes/s"}
+#: Ceiling statistics reported for each side.
+STATS = ("min", "median", "max")
+
+
+def _model(path: str) -> dict:
+    with open(path) as f:
+        return {m["metric"]: m for m in json.load(f)["metrics"]}
+
+
+@sn.deferrable
+def _model_value(path: str, metric: str, *keys: str) -> float:
+    """A number in the model JSON, e.g. ('client', 'median')."""
+    value = _model(path)[metric]
+    for key in keys:
+        value = value[key]
+    if value is None:
+        raise ValueError(f"{metric}: {'.'.join(keys)} is not in the model (no validation samples?)")
+    return float(value)
+
+
+@sn.deferrable
+def _run_status(path: str) -> tuple[str, int]:
+    """(run status, samples not ok) from `rooftop export --format json`."""
+    with open(path) as f:
+        doc = json.load(f)
+    return doc["status"], sum(1 for r in doc["samples"] if r["status"] != "ok")
+
+
+@rfm.simple_test
+class rooftop_check(rfm.RunOnlyRegressionTest):
+    """Empirical roofline of the platform: client and server ceilings per
+    process, the ridge ratio, and the validation error."""
+
+    descr = "rooftop: empirical roofline (client/server ceilings, ridge, validation error)"
+    valid_systems = ["*"]
+    valid_prog_environs = ["*"]
+    sourcesdir = None
+    tags = {"rooftop", "roofline", "data-services"}
+    #: Kept in ReFrame's output directory after a pass (the stage directory is removed).
+    keep_files = ["model.json", "export.json", "results"]
+
+    #: Metrics to measure (rooftop --metrics).
+    metrics = variable(str, value="rpc,bw")
+    #: libfabric provider (rooftop --fabric).
+    fabric = variable(str, value="ofi+tcp")
+    #: Measured seconds per sample (rooftop --duration).
+    duration = variable(float, value=2.0)
+    #: Samples per measurement (rooftop --samples).
+    samples = variable(int, value=6)
+    #: Nodes to allocate (one task per node); 0: the partition decides (local: this machine).
+    num_nodes = variable(int, value=0)
+    #: More arguments for `rooftop collect`, shell-quoted (e.g. "--set bw.stream_size=256MiB").
+    collect_args = variable(str, value="")
+    #: More arguments for `rooftop validate`, shell-quoted.
+    validate_args = variable(str, value="")
+    #: The rooftop command (a path, or 'rooftop' on PATH).
+    rooftop = variable(str, value="rooftop")
+    #: JSON file of site references (see the module docstring); '' for none.
+    references_file = variable(str, value="")
+
+    @run_after("setup")
+    def set_allocation(self):
+        if self.num_nodes > 0:
+            self.num_tasks = self.num_nodes
+            self.num_tasks_per_node = 1
+
+    @run_after("setup")
+    def set_commands(self):
+        launcher = self.current_partition.launcher_type.registered_name
+        if launcher not in LAUNCHERS:
+            raise ValueError(f"partition {self.current_partition.fullname}: launcher '{launcher}' "
+                             f"is not one rooftop can use ({', '.join(LAUNCHERS)})")
+        rt, res = shlex.quote(self.rooftop), "--results results"
+        common = f"{res} --metrics {shlex.quote(self.metrics)} --fabric {shlex.quote(self.fabric)}"
+        quick = f"--duration {self.duration:g} --samples {self.samples}"
+        self.env_vars["ROOFTOP_LAUNCHER"] = LAUNCHERS[launcher]
+        self.prerun_cmds = [
+            f"RUN=$({rt} collect {common} {quick} --launcher {LAUNCHERS[launcher]} {self.collect_args})",
+            'echo "rooftop run: $RUN"',
+        ]
+        self.executable = rt
+        self.executable_opts = ["validate", "--run", '"$RUN"', res, quick, self.validate_args]
+        self.postrun_cmds = [f'{rt} model "$RUN" {res} --json > model.json',
+                             f'{rt} export "$RUN" {res} --format json --output export.json']
+
+    @run_before("run")
+    def run_rooftop_directly(self):
+        """rooftop starts its own engines through the launcher; it is not
+        itself run under it."""
+        self.job.launcher = getlauncher("local")()
+
+    @sanity_function
+    def run_is_clean(self):
+        export = os.path.join(self.stagedir, "export.json")
+        status = _run_status(export)
+        return sn.all([sn.assert_found(r"rooftop run: \S+", self.stdout),
+                       sn.assert_eq(status[0], "complete", msg="rooftop run status is {0}, not complete"),
+                       sn.assert_eq(status[1], 0, msg="{0} samples are not ok (invalid or failed)")])
+
+    @run_before("performance")
+    def set_perf_variables(self):
+        path = os.path.join(self.stagedir, "model.json")
+        self.perf_variables = {}
+        for metric in self.metrics.split(","):
+            unit = UNITS[metric]
+            for side in ("client", "server"):
+                for stat in STATS:
+                    self.perf_variables[f"{metric}_{side}_{stat}"] = sn.make_performance_function(
+                        _model_value(path, metric, side, stat), unit)
+            self.perf_variables[f"{metric}_ridge"] = sn.make_performance_function(
+                _model_value(path, metric, "ridge", "median"), "servers/client")
+            self.perf_variables[f"{metric}_validation_error"] = sn.make_performance_function(
+                _model_value(path, metric, "median_abs_error_pct", "all"), "%")
+        self.reference = self._references()
+
+    def _references(self) -> dict:
+        if not self.references_file:
+            return {}
+        with open(self.references_file) as f:
+            refs = json.load(f)
+        units = {name: fn.unit for name, fn in self.perf_variables.items()}
+        out = {}
+        for system, values in refs.items():
+            for name, ref in values.items():
+                if name not in units:
+                    raise ValueError(f"{self.references_file}: {system}.{name} is not a performance "
+                                     f"variable of this check ({', '.join(units)})")
+                out.setdefault(system, {})[name] = (*ref[:3], units[name])
+        return out

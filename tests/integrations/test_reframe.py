@@ -1,0 +1,72 @@
+"""The ReFrame check, run by ReFrame itself: a real campaign inside
+ReFrame's job, sanity, performance variables with units, and a site
+reference that turns a fallen ceiling into a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("reframe")
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+LOCAL = ROOT / "examples" / "reframe" / "local.py"
+QUICK = ["-S", "metrics=rpc", "-S", "duration=0.3", "-S", "samples=2", "-S", f"rooftop={BIN / 'rooftop'}"]
+
+
+def check_path() -> str:
+    out = subprocess.run([str(BIN / "rooftop-reframe-check")], capture_output=True, text=True, check=True)
+    path = out.stdout.strip()
+    assert Path(path).is_file() and path.endswith("integrations/reframe.py")
+    return path
+
+
+def reframe(tmp: Path, config: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    report = tmp / "report.json"
+    cmd = [str(BIN / "reframe"), "-C", str(config), "-c", check_path(), "-r", "--nocolor",
+           "--prefix", str(tmp / "rfm"), "--report-file", str(report), *QUICK, *extra]
+    env = dict(os.environ, RFM_SAVE_LOG_FILES="n", RFM_LOG_FILE=str(tmp / "rfm.log"))
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env, timeout=900)
+    assert report.exists(), p.stdout + p.stderr
+    return p, json.loads(report.read_text())["runs"][0]["testcases"][0]
+
+
+def test_check_reports_ceilings_with_units(tmp_path):
+    p, case = reframe(tmp_path, LOCAL)
+    assert p.returncode == 0 and case["result"] == "pass", p.stdout[-3000:]
+    perf = {k.split(":")[-1]: v for k, v in case["perfvalues"].items()}
+    for side in ("client", "server"):
+        lo, mid, hi = (perf[f"rpc_{side}_{s}"] for s in ("min", "median", "max"))
+        assert 0 < lo[0] <= mid[0] <= hi[0] and lo[4] == mid[4] == hi[4] == "ops/s"
+    assert perf["rpc_ridge"][4] == "servers/client" and perf["rpc_ridge"][0] > 0
+    assert perf["rpc_validation_error"][4] == "%" and perf["rpc_validation_error"][0] >= 0
+    # The campaign's model, export and results folder are kept in ReFrame's output directory.
+    out = Path(case["outputdir"])
+    model = json.loads((out / "model.json").read_text())
+    assert model["metrics"][0]["client"]["median"] == pytest.approx(perf["rpc_client_median"][0])
+    assert json.loads((out / "export.json").read_text())["status"] == "complete"
+    assert (out / "results" / "rooftop.db").exists()
+
+
+def test_site_reference_alerts_when_a_ceiling_falls(tmp_path):
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"*": {"rpc_server_median": [1e12, -0.1, None]}}))
+    p, case = reframe(tmp_path, LOCAL, "-S", f"references_file={refs}")
+    assert p.returncode != 0 and case["result"] == "fail" and case["fail_phase"] == "performance"
+    assert "rpc_server_median" in p.stdout and "failed to meet reference" in p.stdout
+    ref = {k.split(":")[-1]: v for k, v in case["perfvalues"].items()}["rpc_server_median"]
+    assert ref[1] == 1e12 and ref[4] == "ops/s" and ref[5] == "fail"
+
+
+def test_unknown_reference_name_is_an_error(tmp_path):
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"*": {"rpc_sever_median": [1, -0.1, None]}}))
+    p, case = reframe(tmp_path, LOCAL, "-S", f"references_file={refs}")
+    assert p.returncode != 0 and case["result"] == "fail"
+    assert "rpc_sever_median is not a performance variable" in p.stdout + json.dumps(case)
