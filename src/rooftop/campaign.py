@@ -39,14 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from rooftop import foreign, limits, nic_check, windows
-from rooftop.config import parse_size
+from rooftop import foreign, limits, metrics, nic_check, windows
 from rooftop.engine import (TOKEN_FILE, EngineError, engine_path, private_dir, run_engine,
                             write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node
-
-UNITS = {"rpc": "ops/s", "bw": "bytes/s"}
-
 
 @dataclass
 class SampleSpec:
@@ -418,15 +414,15 @@ class Runner:
         return ["--lease", str(gdir / LEASE_FILE), "--lease-timeout", str(self.leases.period)]
 
     def server_launches(self, group: Group, gdir: Path) -> list[Launch]:
-        bw = self.cfg["bw"]
-        max_size = max(parse_size(bw["size"], "bw.size"), 1 << 20)
+        # Servers serve whichever metric loads them: every metric's arguments.
+        per_metric = [a for m in metrics.METRICS.values() for a in m.server_args(self.cfg)]
         launches, rank = [], 0
         for idx in group.server_nodes:
             node = self.nodes[idx]
             argv = [self.engine, "serve", *self._fabric_args(), "--group-dir", str(gdir),
                     "--token-file", str(gdir / TOKEN_FILE),
                     "--progress", self.cfg["engine"]["server_progress"],
-                    "--max-size", str(max_size), *self._lease_args(gdir),
+                    *per_metric, *self._lease_args(gdir),
                     "--output", str(gdir / "server-{rank}.json")]
             if node.address:
                 argv += ["--address", node.address]
@@ -465,12 +461,7 @@ class Runner:
                     "--progress", e["client_progress"],
                     "--timeout", str(e["timeout"]), *self._lease_args(gdir),
                     "--output", str(sdir / "client-{rank}.json")]
-            if spec.metric == "rpc":
-                argv += ["--op", "noop"]
-            else:
-                bw = self.cfg["bw"]
-                argv += ["--op", bw["op"], "--size", str(bw["size"]), "--buffer", bw["buffer"],
-                         "--stream-size", str(bw["stream_size"])]
+            argv += metrics.get(spec.metric).client_args(self.cfg)
             launches += self.launcher.launches(node, argv, spec.clients_per_node,
                                                self.cfg["binding"], rank)
             rank += spec.clients_per_node
@@ -706,7 +697,7 @@ class Runner:
     def _row(self, sp: SampleSpec, part: tuple, w: int, results: dict, errors: dict, offs: dict,
              sdir: Path) -> dict:
         rkey, snodes, cnodes, ns, ranks = part
-        row = dict(run_id=self.run_id, stage=sp.stage, metric=sp.metric, unit=UNITS[sp.metric],
+        row = dict(run_id=self.run_id, stage=sp.stage, metric=sp.metric, unit=metrics.get(sp.metric).unit,
                    sample=sp.sample, raw_dir=str(sdir), measured_s=0.0, key=rkey, server_nodes=snodes,
                    client_nodes=cnodes, server_procs=ns, client_procs=len(ranks), x=ns / len(ranks),
                    late_s=0.0, skew_s=0.0, overlap=0.0, barrier_s=0.0, aggregate=None, per_server=None,
@@ -733,7 +724,7 @@ class Runner:
         if c.overlap < need:
             return (f"clients measured together for {c.overlap:.0%} of the window (start skew "
                     f"{c.skew_s:.3f} s); engine.min_overlap asks {need:.0%}")
-        if sp.metric == "bw":
+        if metrics.get(sp.metric).link_bound:
             return limits.above_limit(agg, limits.link_limit(self.nodes, snodes, cnodes))
         return ""
 
@@ -775,7 +766,7 @@ class Runner:
                             parts = [(k, [a], [b], 1, 1) for (a, b), k in zip(spec.pairs, spec.row_keys())]
                         for key, snodes, cnodes, ns, nc in parts:
                             row = dict(run_id=self.run_id, key=key, stage=spec.stage,
-                                       metric=spec.metric, unit=UNITS[spec.metric],
+                                       metric=spec.metric, unit=metrics.get(spec.metric).unit,
                                        server_nodes=snodes, client_nodes=cnodes, server_procs=ns,
                                        client_procs=nc, x=0.0, sample=spec.sample, status="failed",
                                        aggregate=None, per_server=None, per_client=None,

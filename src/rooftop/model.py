@@ -39,13 +39,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Units a parameters file may use, and their factor to the base unit.
-UNITS = {
-    "ops/s": ("ops/s", 1.0), "K ops/s": ("ops/s", 1e3), "M ops/s": ("ops/s", 1e6),
-    "bytes/s": ("bytes/s", 1.0), "KiB/s": ("bytes/s", 2.0 ** 10), "MiB/s": ("bytes/s", 2.0 ** 20),
-    "GiB/s": ("bytes/s", 2.0 ** 30), "MB/s": ("bytes/s", 1e6), "GB/s": ("bytes/s", 1e9),
-}
-
+from rooftop import metrics
+from rooftop.units import PARAM_UNITS, fmt_rate
 
 #: The practical ratio may fall short of the client ceiling by this much.
 PRACTICAL_TOLERANCE = 0.05
@@ -453,8 +448,7 @@ def from_run(samples: list[dict], metric: str, source: str = "",
         missing = "client peak" if not client else "server peak"
         raise ModelError(f"{metric}: the run has no successful {missing} samples "
                          f"(run 'rooftop collect' with both stages)")
-    unit = "ops/s" if metric == "rpc" else "bytes/s"
-    r = Roofline(metric, unit, Ceiling.of([s["per_client"] for s in client], map(_kid, client)),
+    r = Roofline(metric, metrics.get(metric).unit, Ceiling.of([s["per_client"] for s in client], map(_kid, client)),
                  Ceiling.of([s["per_server"] for s in server], map(_kid, server)), source)
     r.measured_once = sorted({tuple(stands_for(s)) for s in ok if len(stands_for(s)) > 1})
     r.measured_once = [list(t) for t in r.measured_once]
@@ -481,8 +475,6 @@ def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: 
                                   "the server peak (the same placement), so its servers, not the "
                                   "client node, were the limit")
     elif cn.mid >= SERVER_BOUND * x * r.server.mid:
-        from rooftop.ui import fmt_rate
-
         r.client_node_rejected = (
             f"the client-node stage was server-bound: x = {x:.3g} server processes per client "
             f"give at most {fmt_rate(x * r.server.mid, r.unit)} per client and each got "
@@ -509,7 +501,7 @@ def _ceiling(v, factor: float, unit: str, where: str) -> Ceiling:
     lo_ok, hi_ok = PARAM_RANGE
     if not all(math.isfinite(b) and lo_ok <= b <= hi_ok for b in base):
         raise ModelError(f"{where}: {_short(v)} {unit} is not a usable ceiling (finite, between "
-                         f"{lo_ok:g} and {hi_ok:g} in {UNITS[unit][0]})")
+                         f"{lo_ok:g} and {hi_ok:g} in {PARAM_UNITS[unit][0]})")
     return Ceiling(min(base), max(base), (min(base) + max(base)) / 2)
 
 
@@ -525,7 +517,8 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
      "metrics": {"rpc": {"unit": "K ops/s", "client": [148, 173], "server": [524, 530]},
                  "bw":  {"unit": "GiB/s",   "client": [20.2, 20.5], "server": [1.7, 1.8]}}}
 
-    A ceiling is [min, max] or a single number; units: see UNITS. An
+    A ceiling is [min, max] or a single number; units: see
+    rooftop.units.PARAM_UNITS. An
     optional "client_node" ceiling (per client process with the client node
     full) is used where it is lower than "client".
     """
@@ -544,15 +537,15 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
     out = {}
     for metric, m in data["metrics"].items():
         where = f"{path}: metrics.{metric}"
-        if metric not in ("rpc", "bw"):
-            raise ModelError(f"{where}: unknown metric (rpc or bw)")
+        if metric not in metrics.METRICS:
+            raise ModelError(f"{where}: unknown metric ({' or '.join(metrics.METRICS)})")
         if not isinstance(m, dict):
             raise ModelError(f"{where}: expected an object with unit, client, server")
         unit = m.get("unit")
-        if not isinstance(unit, str) or unit not in UNITS:
-            raise ModelError(f"{where}.unit: {_short(unit)} is not one of {', '.join(UNITS)}")
-        base, factor = UNITS[unit]
-        if (metric == "rpc") != (base == "ops/s"):
+        if not isinstance(unit, str) or unit not in PARAM_UNITS:
+            raise ModelError(f"{where}.unit: {_short(unit)} is not one of {', '.join(PARAM_UNITS)}")
+        base, factor = PARAM_UNITS[unit]
+        if base != metrics.get(metric).unit:
             raise ModelError(f"{where}.unit: {unit} does not measure {metric}")
         ceilings = {}
         for side in ("client", "server", "client_node"):

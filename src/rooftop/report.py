@@ -16,7 +16,7 @@ from pathlib import Path
 from rooftop import __version__
 from rooftop.plots.run import plot_run
 from rooftop.results import RunResults
-from rooftop.ui import fmt_rate
+from rooftop.units import fmt_rate
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}

@@ -9,8 +9,9 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import model, outliers
+from rooftop import metrics, model, outliers
 from rooftop.store import Run, Store, stands_for
+from rooftop.units import fmt_rate
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
 WIDE_CLIENT_RANGE = 0.25
@@ -103,9 +104,8 @@ class RunResults:
         return self.run.created.split("T")[0]
 
     def title(self, metric: str) -> str:
-        what = {"rpc": "RPC rate (noop)", "bw": "bandwidth (bulk " + self.run.config.get(
-            "bw", {}).get("op", "read") + ", " + str(self.run.config.get("bw", {}).get("size", "")) + ")"}
-        return f"{what.get(metric, metric)}: {self.host}, {self.provider}, {self.date}"
+        what = metrics.METRICS[metric].title(self.run.config) if metric in metrics.METRICS else metric
+        return f"{what}: {self.host}, {self.provider}, {self.date}"
 
     def stage_samples(self, stage: str, metric: str | None = None, ok: bool = True) -> list[dict]:
         """Samples standing for a stage (one measured once counts for each)."""
@@ -124,8 +124,7 @@ def pair_matrix(samples: list[dict], metric: str, nodes: int) -> PairMatrix | No
             per.setdefault((s["server_nodes"][0], s["client_nodes"][0]), []).append(s["per_client"])
     if not per:
         return None
-    unit = "ops/s" if metric == "rpc" else "bytes/s"
-    return PairMatrix(metric, unit, list(range(nodes)),
+    return PairMatrix(metric, metrics.get(metric).unit, list(range(nodes)),
                       {k: statistics.median(v) for k, v in per.items()})
 
 
@@ -168,8 +167,6 @@ def _method_warnings(metric: str, r: model.Roofline) -> list[str]:
 
 
 def _warnings(res: RunResults) -> list[str]:
-    from rooftop.ui import fmt_rate
-
     out = []
     for metric, scores in sorted(res.scores.items()):
         unit = res.pairs[metric].unit

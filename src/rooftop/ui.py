@@ -13,6 +13,9 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+# Re-exported: callers format rates through ui (the table is rooftop.units).
+from rooftop.units import fmt_range, fmt_rate  # noqa: F401
+
 console = Console(stderr=True, highlight=False)
 if not console.is_terminal:
     console.width = 110  # logs and CI: wide enough that tables do not wrap
@@ -57,26 +60,6 @@ def stage_progress(groups, done: set[str], quiet: bool = False):
 
     with progress:
         yield on_sample
-
-
-def fmt_rate(v: float | None, unit: str) -> str:
-    if v is None:
-        return "-"
-    if unit == "bytes/s":
-        if v >= 2**30:
-            return f"{v / 2**30:.2f} GiB/s"
-        if v >= 2**20:
-            return f"{v / 2**20:.1f} MiB/s"
-        return f"{v / 2**10:.1f} KiB/s"
-    return f"{v / 1e3:,.1f} K ops/s" if v >= 1e4 else f"{v:,.0f} ops/s"
-
-
-def fmt_range(lo: float, hi: float, unit: str) -> str:
-    """'32.6-39.9 K ops/s': one unit for both ends."""
-    a, b = fmt_rate(lo, unit).split(" ", 1), fmt_rate(hi, unit).split(" ", 1)
-    if a[1] == b[1]:
-        return f"{a[0]}-{b[0]} {b[1]}"
-    return f"{fmt_rate(lo, unit)}-{fmt_rate(hi, unit)}"
 
 
 def summarize(samples: list[dict]) -> list[dict]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex
 
-from rooftop import model
+from rooftop import model, units
 from rooftop.model import Ceiling, Roofline
 from rooftop.plots import compare, latency, pairs, roofline, save, sweep, style
 from rooftop.results import Latency, PairMatrix
@@ -117,9 +117,9 @@ def test_sweep_pairs_latency_and_compare_figures(tmp_path):
 
 
 def test_units_and_ratio_labels():
-    assert style.rate_scale("ops/s", 500) == (1.0, "ops/s")
-    assert style.rate_scale("ops/s", 173e3) == (1e3, "K ops/s")
-    assert style.rate_scale("ops/s", 5e6) == (1e6, "M ops/s")
-    assert style.rate_scale("bytes/s", 20 * 2**30) == (2**30, "GiB/s")
-    assert style.rate_scale("bytes/s", 100 * 2**20) == (2**20, "MiB/s")
+    assert units.rate_scale("ops/s", 500) == (1.0, "ops/s")
+    assert units.rate_scale("ops/s", 173e3) == (1e3, "K ops/s")
+    assert units.rate_scale("ops/s", 5e6) == (1e6, "M ops/s")
+    assert units.rate_scale("bytes/s", 20 * 2**30) == (2**30, "GiB/s")
+    assert units.rate_scale("bytes/s", 100 * 2**20) == (2**20, "MiB/s")
     assert [style.ratio_label(x) for x in (1 / 16, 0.25, 1, 4)] == ["1/16", "1/4", "1", "4"]

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rooftop.model import Evaluation, Roofline
+from rooftop import units
 from rooftop.plots import style
 
 
@@ -79,7 +80,7 @@ def figure(ev: Evaluation, title: str):
     xs = [c.x for c in ev.checks]
     lo, hi = x_range(r, xs)
     top = max([r.client.hi, *(c.measured for c in ev.checks)])
-    scale, unit = style.rate_scale(r.unit, top)
+    scale, unit = units.rate_scale(r.unit, top)
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
     draw(ax, r, scale, xlim=(ticks[0], ticks[-1]))

@@ -7,6 +7,7 @@ import statistics
 
 import matplotlib.pyplot as plt
 
+from rooftop import units
 from rooftop.plots import style
 
 
@@ -28,7 +29,7 @@ def figure(samples: list[dict], metric: str, title: str):
     procs = sorted(by)
     med = [statistics.median(by[p]) for p in procs]
     unit = rows[0]["unit"]
-    scale, label = style.rate_scale(unit, max(max(v) for v in by.values()))
+    scale, label = units.rate_scale(unit, max(max(v) for v in by.values()))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     lo = [m - min(by[p]) for p, m in zip(procs, med)]
     hi = [max(by[p]) - m for p, m in zip(procs, med)]
