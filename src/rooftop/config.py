@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rooftop import metrics
+from rooftop import metrics, stages
 from rooftop.keys import Key
 
 
@@ -419,7 +419,7 @@ def resolve(cfg: dict) -> dict:
     for name in cfg["metrics"]:  # what measuring each needs on these nodes
         metrics.get(name).check_resolved(cfg)
 
-    needs_two = any(cfg["collect"][k] for k in ("server_peak", "client_peak", "client_node", "sweep_servers"))
+    needs_two = any(st.enabled(cfg) for st in stages.of_phase("collect"))
     if needs_two and n < 2:
         raise ConfigError(f"launcher.nodes: a campaign needs at least 2 nodes (a server node and a "
                           f"client node); {n} available")

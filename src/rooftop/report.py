@@ -64,7 +64,7 @@ def headline(res: RunResults) -> list[dict]:
             "client": [r.client.lo, r.client.hi], "server": [r.server.lo, r.server.hi],
             "client_node": [r.client_node.lo, r.client_node.hi] if r.client_node else None,
             "client_node_binds": r.node_binds,
-            "ridge": [r.ridge.lo, r.ridge.mid, r.ridge.hi], "recommended": rec,
+            "ridge": [r.ridge.lo, r.ridge.centre, r.ridge.hi], "recommended": rec,
             "verdict": r.verdict(), "measured_once": r.measured_once,
             "client_ci": r.client.interval if r.client.n else None,
             "server_ci": r.server.interval if r.server.n else None,

@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import metrics, model, outliers
+from rooftop import metrics, model, outliers, stages
 from rooftop.store import Run, Store, stands_for
 from rooftop.units import fmt_rate
 
@@ -119,8 +119,9 @@ class RunResults:
 
 def pair_matrix(samples: list[dict], metric: str, nodes: int) -> PairMatrix | None:
     per: dict[tuple[int, int], list[float]] = {}
+    client = stages.of_role("client").name
     for s in samples:
-        if "client_peak" in stands_for(s) and s["metric"] == metric and s["status"] == "ok":
+        if client in stands_for(s) and s["metric"] == metric and s["status"] == "ok":
             per.setdefault((s["server_nodes"][0], s["client_nodes"][0]), []).append(s["per_client"])
     if not per:
         return None
@@ -179,7 +180,7 @@ def _warnings(res: RunResults) -> list[str]:
                        + ", ".join(f"n{a}-n{b} {fmt_rate(v, unit)}" for (a, b), v in sc.pairs[:3])
                        + (f"; without it the client ceiling is {fmt_rate(w.client.lo, unit)} .. "
                           f"{fmt_rate(w.client.hi, unit)}" if w else ""))
-            if sc.node == 0 and any(s["stage"] == "server_peak" for s in res.samples):
+            if sc.node == 0 and any(s["stage"] == stages.of_role("server").name for s in res.samples):
                 out.append(f"{metric}: the server ceiling was measured on node n0, which is flagged: "
                            f"re-run with another server node first (launcher.hosts order)")
     for metric, r in res.rooflines.items():
@@ -202,7 +203,7 @@ def _warnings(res: RunResults) -> list[str]:
         if r.node_binds:
             n = r.client_node
             out.append(f"{metric}: with its node full, each client process gets "
-                       f"{fmt_rate(n.mid, r.unit)}, {n.mid / c.mid:.0%} of a lone client: the model "
+                       f"{fmt_rate(n.centre, r.unit)}, {n.centre / c.centre:.0%} of a lone client: the model "
                        f"uses this node-saturated ceiling")
         ev = res.evaluations.get(metric)
         if ev:
@@ -281,7 +282,7 @@ def load(store: Store, run_id: str) -> RunResults:
     samples = store.samples(run.id)
     res = RunResults(run, samples)
     nodes = len(run.config.get("nodes") or [])
-    validation = [s for s in samples if s["stage"] == "validate"]
+    validation = [s for s in samples if s["stage"] == stages.of_role("validation").name]
     for metric in res.metrics:
         try:
             r = model.from_run(samples, metric, f"run {run.id}", nodes=run.config.get("nodes"))
@@ -301,7 +302,7 @@ def load(store: Store, run_id: str) -> RunResults:
                         nodes=run.config.get("nodes"))
                 except model.ModelError:
                     pass
-        for stage in ("client_peak", "client_node", "server_peak", "validate"):
+        for stage in (st.name for st in stages.STAGES.values() if st.latency):
             lat = latency_of(samples, stage, metric)
             if lat:
                 res.latency.append(lat)

@@ -46,11 +46,11 @@ def test_roofline_figure_axes_points_colours_and_ridge():
     assert pts["validation-4"].get_offsets()[0].tolist() == pytest.approx([2, 158])
     # The ridge is drawn at x* and the roofline is flat at the client ceiling beyond it.
     (ridge,) = [l for l in ax.lines if l.get_gid() == "ridge"]
-    assert ridge.get_xdata()[0] == pytest.approx(r.ridge.mid)
+    assert ridge.get_xdata()[0] == pytest.approx(r.ridge.centre)
     (roof,) = [l for l in ax.lines if l.get_gid() == "roofline"]
     xs, ys = roof.get_data()
-    assert ys[-1] == pytest.approx(r.client.mid / 1e3)
-    assert ys[0] == pytest.approx(xs[0] * r.server.mid / 1e3)
+    assert ys[-1] == pytest.approx(r.client.centre / 1e3)
+    assert ys[0] == pytest.approx(xs[0] * r.server.centre / 1e3)
     # Legend names both ceilings with their ranges.
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("client ceiling 148–173" in t for t in labels)
