@@ -446,11 +446,13 @@ class Rows:
         self.run_id, self.cfg, self.nodes = run_id, cfg, nodes
 
     def blank(self, sp: SampleSpec, key: str, snodes, cnodes, ns: int, nc: int, **more) -> dict:
-        """A row with nothing measured yet."""
-        return dict(run_id=self.run_id, key=key, stage=sp.stage, metric=sp.metric,
-                    unit=metrics.get(sp.metric).unit, sample=sp.index, server_nodes=snodes,
-                    client_nodes=cnodes, server_procs=ns, client_procs=nc, measured_s=0.0,
-                    aggregate=None, per_server=None, per_client=None, **more)
+        """A row with nothing measured yet (more: further or other columns)."""
+        row = dict(run_id=self.run_id, key=key, stage=sp.stage, metric=sp.metric,
+                   unit=metrics.get(sp.metric).unit, sample=sp.index, server_nodes=snodes,
+                   client_nodes=cnodes, server_procs=ns, client_procs=nc, measured_s=0.0,
+                   aggregate=None, per_server=None, per_client=None)
+        row.update(more)
+        return row
 
     def failed(self, placement: Placement, spec: SampleSpec, error: str) -> list[dict]:
         """The rows of a spec whose servers did not start: failed, with their reason."""
