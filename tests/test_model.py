@@ -37,13 +37,13 @@ def test_aurora_rpc_from_the_paper():
     assert bw.unit == "bytes/s" and bw.client.lo == pytest.approx(20.2 * 2 ** 30)
     # One client process alone on its node could use ~12 servers' worth of bandwidth...
     alone = bw.without_client_node()
-    assert alone.ridge.mid == pytest.approx(20.35 / 1.75)
+    assert alone.ridge.centre == pytest.approx(20.35 / 1.75)
     assert alone.recommended()["servers"] == 12
     # ...but with its node full, the node's links share out 1.625 GiB/s per
     # process (8 NICs x 200 Gb/s x 0.89 / 102 cores), and 1:1 is enough, as
     # the paper found on every system (see tests/test_paper_tables.py).
-    assert bw.client_node.mid == pytest.approx(1.625 * 2 ** 30)
-    assert bw.ridge.mid == pytest.approx(1.625 / 1.75)
+    assert bw.client_node.centre == pytest.approx(1.625 * 2 ** 30)
+    assert bw.ridge.centre == pytest.approx(1.625 / 1.75)
     assert (bw.recommended()["servers"], bw.recommended()["clients"]) == (1, 1)
 
 
@@ -78,8 +78,8 @@ def test_ceilings_from_run_samples():
             + [{"stage": "server_peak", "metric": "rpc", "status": "ok", "per_server": v} for v in (300, 310)]
             + [{"stage": "client_peak", "metric": "rpc", "status": "failed", "per_client": None}])
     r = model.from_run(rows, "rpc")
-    assert (r.client.lo, r.client.mid, r.client.hi) == (80, 90, 100)
-    assert (r.server.lo, r.server.mid, r.server.hi) == (300, 305, 310)
+    assert (r.client.lo, r.client.centre, r.client.hi) == (80, 90, 100)
+    assert (r.server.lo, r.server.centre, r.server.hi) == (300, 305, 310)
     with pytest.raises(ModelError, match="no successful server peak"):
         model.from_run(rows[:3], "rpc")
 
@@ -165,11 +165,11 @@ def test_client_node_ceiling_binds_where_lower_and_error_is_shown_both_ways():
     iso = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400))
     full = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400),
                     client_node=Ceiling(36, 44, 40))
-    assert full.node_binds and full.client_bound.mid == 40
+    assert full.node_binds and full.client_bound.centre == 40
     assert full.rate(1.0) == 40 and iso.rate(1.0) == 100
     assert full.rate(1 / 16) == iso.rate(1 / 16) == 25  # server-bound: unchanged
     # The ridge moves left: 40 / 400 instead of 100 / 400.
-    assert full.ridge.mid == pytest.approx(0.1) and iso.ridge.mid == pytest.approx(0.25)
+    assert full.ridge.centre == pytest.approx(0.1) and iso.ridge.centre == pytest.approx(0.25)
     assert (full.ridge.lo, full.ridge.hi) == pytest.approx((36 / 420, 44 / 380))
     # Validation saturates at 1:1 near 40: only the third ceiling explains it.
     samples = [{"stage": "validate", "metric": "bw", "status": "ok", "x": x, "per_client": m,
@@ -183,7 +183,7 @@ def test_client_node_ceiling_binds_where_lower_and_error_is_shown_both_ways():
     # A higher node ceiling changes nothing.
     high = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400),
                     client_node=Ceiling(150, 160, 155))
-    assert not high.node_binds and high.rate(1.0) == 100 and high.ridge.mid == iso.ridge.mid
+    assert not high.node_binds and high.rate(1.0) == 100 and high.ridge.centre == iso.ridge.centre
 
 
 def test_params_file_takes_an_optional_client_node_ceiling(tmp_path):
@@ -234,7 +234,7 @@ def test_a_server_bound_client_node_stage_is_not_a_client_ceiling():
     assert r.client_node is None and "server-bound" in r.client_node_rejected
     # 8 servers per client could give 960: 40 is what a busy client node allows.
     r = model.from_run(rows(40.0, 8.0), "rpc")
-    assert r.client_node.mid == 40 and r.node_binds and not r.client_node_rejected
+    assert r.client_node.centre == 40 and r.node_binds and not r.client_node_rejected
 
 
 @pytest.mark.parametrize("ridge, want", [(0.3046, (1, 3)), (1.002, (1, 1)), (1.05, (1, 1)), (1.06, (2, 1)),
@@ -320,7 +320,7 @@ def test_one_measurement_for_client_and_server_is_not_distinguishable():
         rows.append(row)
     r = model.from_run(rows, "rpc")
     assert r.one_measurement and r.measured_once == [stages]
-    assert r.client.mid == r.server.mid == 100.0 and r.client.n == r.server.n == 3
+    assert r.client.centre == r.server.centre == 100.0 and r.client.n == r.server.n == 3
     # The node-full stage is the same samples: server-bound by construction.
     assert r.client_node is None and "measured once with the server peak" in r.client_node_rejected
     v = r.verdict()
@@ -392,7 +392,7 @@ def test_placements_whose_nodes_share_cores_yield_no_ceiling():
     # Without sharing information (a real cluster) every sample counts: the
     # time-sliced pair would be the node-full ceiling, "1 server per 155 clients".
     blind = model.from_run(rows, "rpc")
-    assert blind.client.lo == 125.0 and blind.client_node.mid == 125.0 and blind.node_binds
+    assert blind.client.lo == 125.0 and blind.client_node.centre == 125.0 and blind.node_binds
 
 
 def test_unbound_processes_on_nodes_sharing_enough_cores_are_used():

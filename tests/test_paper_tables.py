@@ -29,9 +29,9 @@ FACTOR = 2.0
 def test_recommendations_match_the_paper(path):
     params = model.load_params(path)
     rpc, bw = params["rpc"], params["bw"]
-    assert 0.25 / FACTOR <= rpc.ridge.mid <= 0.25 * FACTOR, "rpc: about 1 server per 4 clients"
+    assert 0.25 / FACTOR <= rpc.ridge.centre <= 0.25 * FACTOR, "rpc: about 1 server per 4 clients"
     assert rpc.recommended()["servers"] == 1 and 2 <= rpc.recommended()["clients"] <= 8
-    assert 1 / FACTOR <= bw.ridge.mid <= FACTOR, "bw: about 1 server per client"
+    assert 1 / FACTOR <= bw.ridge.centre <= FACTOR, "bw: about 1 server per client"
     assert bw.client_node is not None and bw.node_binds, "the node-full ceiling is what binds"
     rec = bw.recommended()
     assert rec["clients"] == 1 and rec["servers"] <= 2

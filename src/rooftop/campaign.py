@@ -1,23 +1,20 @@
 """Campaigns: the roofline parameter suite (collect) and validation samples.
 
-A campaign is planned as *groups*: a set of server processes started once,
-then every sample that uses them (client rounds). Servers are ready when
-their address files exist and each answers a ping -- no sleeps. Every
-sample is stored the moment it is measured; every process started is
-stopped on any exit, Ctrl-C included.
+A campaign is planned as *placements*: server processes started once (a
+server group), then every sample that uses them, measured in client rounds
+(one set of client processes measuring consecutive windows). Servers are
+ready when their address files exist -- no sleeps. Every sample is stored
+the moment it is measured; every process started is stopped on any exit,
+Ctrl-C included.
 
-Stages (seed 000, sections 4.3 and 5):
-  server_peak    one node runs S servers, every other node runs C clients;
-                 per-server-process rate = aggregate / S
-  client_peak    one client process against one idle server process on
-                 another node, for every unordered node pair
-  client_node    the last node full of client processes against the servers
-                 of every other node: the node-saturated client ceiling
-                 (seed 000, section 5.2: a lone client outruns a busy node)
-  sweep_servers  one server node's aggregate as S grows 1..max
-  validate       server nodes x client nodes grid; x = S / C
+What each stage plans lives in its file under rooftop/stages/ (seed 000,
+sections 4.3 and 5); this module runs the plans and names no stage.
 
-Ceiling stages that would run the identical placement are measured once
+The pieces: Commands (engine command lines), Servers (a server group's
+lifecycle), RoundMeasurer (one client round), Rows (stored rows from what
+clients measured) and Runner (the loop over placements, retries, storing).
+
+Shared stages that would run the identical placement are measured once
 (measure_once): on 2 nodes of one core, server peak, client peak and client
 node are all one server against one client. The first planned spec stands
 for the others; its keys name them all ("server_peak+client_peak+...").
@@ -35,106 +32,37 @@ import threading
 import time
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rooftop import foreign, limits, nic_check, windows
-from rooftop.config import parse_size
+from rooftop import limits, metrics, nic_check, samplers, stages, windows
 from rooftop.engine import (TOKEN_FILE, EngineError, engine_path, private_dir, run_engine,
                             write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node
+from rooftop.stages import Placement, SampleSpec, sample_key
 
-UNITS = {"rpc": "ops/s", "bw": "bytes/s"}
-
-
-@dataclass
-class SampleSpec:
-    key: str
-    stage: str
-    metric: str
-    client_nodes: list[int]
-    clients_per_node: int
-    sample: int
-    duration: float
-    warmup: float
-    #: Pair rounds: (server node, client node) measured at once, one row each.
-    pairs: list[tuple[int, int]] | None = None
-    #: Other stages this measurement stands for (the same placement).
-    also: tuple[str, ...] = ()
-
-    @property
-    def label(self) -> str:
-        """The stages it stands for, as its keys name them: 'server_peak+client_peak'."""
-        return "+".join((self.stage, *self.also))
-
-    def row_keys(self) -> list[str]:
-        """The store keys this spec produces: its own, or one per pair."""
-        if self.pairs is None:
-            return [self.key]
-        return [_key(self.label, self.metric, [a], 1, [b], 1, self.sample) for a, b in self.pairs]
-
-
-def round_robin(n: int) -> list[list[tuple[int, int]]]:
-    """Round-robin tournament (circle method) over nodes 0..n-1: n-1 rounds
-    (n odd: n rounds, one node resting) of disjoint pairs covering every
-    unordered pair once. Pairs are (lower, higher)."""
-    nodes = list(range(n)) + ([None] if n % 2 else [])
-    m = len(nodes)
-    rounds = []
-    for _ in range(m - 1):
-        pairs = []
-        for i in range(m // 2):
-            a, b = nodes[i], nodes[m - 1 - i]
-            if a is not None and b is not None:
-                pairs.append((min(a, b), max(a, b)))
-        rounds.append(sorted(pairs))
-        nodes = [nodes[0], nodes[-1], *nodes[1:-1]]
-    return rounds
-
-
-@dataclass
-class Group:
-    """Servers started once for several samples."""
-
-    server_nodes: list[int]
-    servers_per_node: int
-    samples: list[SampleSpec] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return f"s{'-'.join(map(str, self.server_nodes))}x{self.servers_per_node}"
-
-
-def _key(stage, metric, server_nodes, spn, client_nodes, cpn, i) -> str:
-    s = "-".join(map(str, server_nodes))
-    c = "-".join(map(str, client_nodes))
-    return f"{stage}/{metric}/s{s}x{spn}/c{c}x{cpn}/{i}"
-
-
-def _placement(group: Group, spec: SampleSpec) -> tuple | None:
-    """What a sample runs, as far as the measurement goes: (metric, sample,
+def _where(placement: Placement, spec: SampleSpec) -> tuple | None:
+    """What a sample runs, as far as the measurement goes: (metric, index,
     server nodes, servers per node, client nodes, clients per node, duration,
     warmup); None for pair rounds of several pairs (no other stage runs them)."""
     if spec.pairs is not None and len(spec.pairs) != 1:
         return None
-    return (spec.metric, spec.sample, tuple(group.server_nodes), group.servers_per_node,
+    return (spec.metric, spec.index, tuple(placement.server_nodes), placement.servers_per_node,
             tuple(spec.client_nodes), spec.clients_per_node, spec.duration, spec.warmup)
 
 
-SHARED_STAGES = ("server_peak", "client_peak", "client_node")
-
-
-def measure_once(groups: list[Group]) -> list[Group]:
-    """Ceiling stages that would run the identical placement (2 nodes: one
-    server and one client process for all three) are measured once: the
-    first planned spec stands for the others (SampleSpec.also, named in its
-    keys), the others are dropped, and so are groups left empty."""
+def measure_once(placements: list[Placement]) -> list[Placement]:
+    """Shared stages (Stage.shared) that would run the identical placement
+    (2 nodes: one server and one client process for all three) are measured
+    once: the first planned spec stands for the others (SampleSpec.also,
+    named in its keys), the others are dropped, and so are placements left
+    empty."""
     first: dict[tuple, SampleSpec] = {}
-    for g in groups:
+    for pl in placements:
         keep = []
-        for spec in g.samples:
-            where = _placement(g, spec) if spec.stage in SHARED_STAGES else None
+        for spec in pl.samples:
+            where = _where(pl, spec) if stages.get(spec.stage).shared else None
             if where is None or where not in first:
                 if where is not None:
                     first[where] = spec
@@ -143,95 +71,22 @@ def measure_once(groups: list[Group]) -> list[Group]:
             kept = first[where]
             kept.also += (spec.stage,)
             _, i, snodes, spn, cnodes, cpn, _, _ = where
-            kept.key = _key(kept.label, kept.metric, list(snodes), spn, list(cnodes), cpn, i)
-        g.samples = keep
-    return [g for g in groups if g.samples]
+            kept.key = sample_key(kept.label, kept.metric, list(snodes), spn, list(cnodes), cpn, i)
+        pl.samples = keep
+    return [pl for pl in placements if pl.samples]
 
 
-def plan_collect(cfg: dict) -> list[Group]:
-    return measure_once(_plan_stages(cfg))
+def plan(cfg: dict, phase: str) -> list[Placement]:
+    """Every placement of one command's stages, in table order."""
+    return [pl for st in stages.of_phase(phase) if st.enabled(cfg) for pl in st.plan(cfg)]
 
 
-def _plan_stages(cfg: dict) -> list[Group]:
-    c = cfg["collect"]
-    n = len(cfg["nodes"])
-    groups: list[Group] = []
-    others = list(range(1, n))
-    if c["server_peak"]:
-        g = Group([0], c["servers_per_node"])
-        for m in cfg["metrics"]:
-            for i in range(c["samples"]):
-                g.samples.append(SampleSpec(_key("server_peak", m, [0], g.servers_per_node, others,
-                                                 c["clients_per_node"], i), "server_peak", m,
-                                            others, c["clients_per_node"], i, c["duration"],
-                                            c["warmup"]))
-        groups.append(g)
-    if c["client_peak"] and c["pairs"] == "rounds":
-        # Disjoint pairs measured at once: one server on each pair's first
-        # node, one client on its second, client i loading server i.
-        for pairs in round_robin(n):
-            g = Group([a for a, _ in pairs], 1)
-            for m in cfg["metrics"]:
-                for i in range(c["samples"]):
-                    key = _key("client_peak", m, g.server_nodes, 1, [b for _, b in pairs], 1, i)
-                    g.samples.append(SampleSpec(key, "client_peak", m, [b for _, b in pairs], 1, i,
-                                                c["duration"], c["warmup"], pairs=pairs))
-            groups.append(g)
-    elif c["client_peak"]:
-        for a in range(n - 1):
-            g = Group([a], 1)
-            for b in range(a + 1, n):
-                for m in cfg["metrics"]:
-                    for i in range(c["samples"]):
-                        g.samples.append(SampleSpec(_key("client_peak", m, [a], 1, [b], 1, i),
-                                                    "client_peak", m, [b], 1, i, c["duration"],
-                                                    c["warmup"]))
-            groups.append(g)
-    if c["client_node"]:
-        # The last node full of clients against every other node's servers:
-        # what one client process gets when its whole node is busy.
-        servers, client = list(range(n - 1)), [n - 1]
-        g = Group(servers, c["servers_per_node"])
-        for m in cfg["metrics"]:
-            for i in range(c["samples"]):
-                g.samples.append(SampleSpec(_key("client_node", m, servers, g.servers_per_node, client,
-                                                 c["clients_per_node"], i), "client_node", m,
-                                            client, c["clients_per_node"], i, c["duration"],
-                                            c["warmup"]))
-        groups.append(g)
-    if c["sweep_servers"]:
-        for s in range(1, c["servers_per_node"] + 1):
-            g = Group([0], s)
-            for m in cfg["metrics"]:
-                for i in range(c["samples"]):
-                    g.samples.append(SampleSpec(_key("sweep_servers", m, [0], s, others,
-                                                     c["clients_per_node"], i), "sweep_servers", m,
-                                                others, c["clients_per_node"], i, c["duration"],
-                                                c["warmup"]))
-            groups.append(g)
-    return groups
+def plan_collect(cfg: dict) -> list[Placement]:
+    return measure_once(plan(cfg, "collect"))
 
 
-def plan_validate(cfg: dict) -> list[Group]:
-    v = cfg["validate"]
-    n = len(cfg["nodes"])
-    groups = []
-    for s in v["server_nodes"]:
-        g = Group(list(range(s)), v["servers_per_node"])
-        counts = v["client_nodes"] or list(range(1, n - s + 1))
-        for c in counts:
-            if s + c > n:
-                continue
-            clients = list(range(s, s + c))
-            for m in cfg["metrics"]:
-                for i in range(v["samples"]):
-                    g.samples.append(SampleSpec(_key("validate", m, g.server_nodes, g.servers_per_node,
-                                                     clients, v["clients_per_node"], i), "validate",
-                                                m, clients, v["clients_per_node"], i, v["duration"],
-                                                v["warmup"]))
-        if g.samples:
-            groups.append(g)
-    return groups
+def plan_validate(cfg: dict) -> list[Placement]:
+    return plan(cfg, "validate")
 
 
 def reap(procs: list[subprocess.Popen], timeout: float, grace: float | None = None) -> list[subprocess.Popen]:
@@ -387,52 +242,86 @@ def stop_stale_groups(run_dir: Path, wait: float = 5.0) -> list[Path]:
     return [g for g in stale if any(g.glob("*.addr"))]
 
 
-class Runner:
-    """Runs planned groups for one stored run."""
+@dataclass
+class ClientRound:
+    """One set of client processes measuring consecutive windows (engine
+    --samples) after one warmup: one window per spec, one stored sample per
+    window (and pair)."""
 
-    def __init__(self, cfg: dict, store, run_id: str, launcher: Launcher,
-                 on_sample: Callable[[SampleSpec, dict], None] | None = None,
-                 log: Callable[[str], None] | None = None):
-        self.cfg = cfg
-        self.store = store
-        self.run_id = run_id
-        self.launcher = launcher
-        self.nodes: list[Node] = launcher.nodes()
-        self.procs = Processes()
-        self.on_sample = on_sample or (lambda spec, row: None)
-        self.log = log or (lambda msg: None)
-        self.engine = cfg["engine"]["path"] or engine_path()
-        #: Lets its holder stop the servers: only ever in 0600 files (TOKEN_FILE).
-        self.token = os.urandom(16).hex()
-        self.run_dir = store.run_dir(run_id)
-        self.leases = Leases(float(cfg["engine"].get("lease", 10.0)))
+    specs: list[SampleSpec]
 
-    # command lines -------------------------------------------------------
-    def _fabric_args(self) -> list[str]:
+    @property
+    def first(self) -> SampleSpec:
+        return self.specs[0]
+
+    @property
+    def folder(self) -> str:
+        """Its folder under RESULTS/<run>/raw/: the measurement's key."""
+        return self.first.key.rsplit("/", 1)[0].replace("/", "_")
+
+    def row_keys(self) -> list[list[str]]:
+        """Window by window, the keys of its rows (round.json; rooftop doctor)."""
+        return [sp.row_keys() for sp in self.specs]
+
+
+def client_rounds(specs: list[SampleSpec]) -> list[ClientRound]:
+    """Consecutive samples of one measurement share a client round."""
+    out: list[ClientRound] = []
+    same = lambda sp: (sp.stage, sp.metric, tuple(sp.client_nodes), sp.clients_per_node, sp.duration,
+                       sp.warmup)
+    for sp in specs:
+        if out and same(out[-1].first) == same(sp):
+            out[-1].specs.append(sp)
+        else:
+            out.append(ClientRound([sp]))
+    return out
+
+
+@dataclass
+class ServerGroup:
+    """The running servers of a placement: their private folder (address,
+    token and lease files) and processes."""
+
+    placement: Placement
+    gdir: Path
+    procs: list[subprocess.Popen]
+
+    @property
+    def nservers(self) -> int:
+        return len(self.placement.server_nodes) * self.placement.servers_per_node
+
+
+class Commands:
+    """The engine command lines of a campaign: servers, clients, start options."""
+
+    def __init__(self, cfg: dict, launcher: Launcher, nodes: list[Node], engine: str, lease_s: float):
+        self.cfg, self.launcher, self.nodes, self.engine, self.lease_s = cfg, launcher, nodes, engine, lease_s
+
+    def fabric_args(self) -> list[str]:
         args = ["--fabric", self.cfg["fabric"]["provider"]]
         if self.cfg["fabric"]["domain"]:
             args += ["--domain", self.cfg["fabric"]["domain"]]
         return args
 
-    def _lease_args(self, gdir: Path) -> list[str]:
-        return ["--lease", str(gdir / LEASE_FILE), "--lease-timeout", str(self.leases.period)]
+    def lease_args(self, gdir: Path) -> list[str]:
+        return ["--lease", str(gdir / LEASE_FILE), "--lease-timeout", str(self.lease_s)]
 
-    def server_launches(self, group: Group, gdir: Path) -> list[Launch]:
-        bw = self.cfg["bw"]
-        max_size = max(parse_size(bw["size"], "bw.size"), 1 << 20)
+    def server_launches(self, placement: Placement, gdir: Path) -> list[Launch]:
+        # Servers serve whichever metric loads them: every metric's arguments.
+        per_metric = [a for m in metrics.METRICS.values() for a in m.server_args(self.cfg)]
         launches, rank = [], 0
-        for idx in group.server_nodes:
+        for idx in placement.server_nodes:
             node = self.nodes[idx]
-            argv = [self.engine, "serve", *self._fabric_args(), "--group-dir", str(gdir),
+            argv = [self.engine, "serve", *self.fabric_args(), "--group-dir", str(gdir),
                     "--token-file", str(gdir / TOKEN_FILE),
                     "--progress", self.cfg["engine"]["server_progress"],
-                    "--max-size", str(max_size), *self._lease_args(gdir),
+                    *per_metric, *self.lease_args(gdir),
                     "--output", str(gdir / "server-{rank}.json")]
             if node.address:
                 argv += ["--address", node.address]
-            launches += self.launcher.launches(node, argv, group.servers_per_node,
+            launches += self.launcher.launches(node, argv, placement.servers_per_node,
                                                self.cfg["binding"], rank)
-            rank += group.servers_per_node
+            rank += placement.servers_per_node
         return launches
 
     def start_args(self, spec: SampleSpec, nclients: int, barrier_id: int | None = None,
@@ -449,54 +338,58 @@ class Runner:
             measure_at = f"{time.time() + e['start_lead'] + spec.warmup:.3f}"
         return ["--measure-at", measure_at]
 
-    def client_launches(self, group: Group, spec: SampleSpec, gdir: Path, sdir: Path,
+    def client_launches(self, placement: Placement, spec: SampleSpec, gdir: Path, sdir: Path,
                         nwindows: int = 1, start: list[str] | None = None) -> list[Launch]:
         """start: the start options (default: start_args())."""
-        nservers = len(group.server_nodes) * group.servers_per_node
+        nservers = len(placement.server_nodes) * placement.servers_per_node
         if start is None:
             start = self.start_args(spec, len(spec.client_nodes) * spec.clients_per_node)
         e = self.cfg["engine"]
         launches, rank = [], 0
         for idx in spec.client_nodes:
             node = self.nodes[idx]
-            argv = [self.engine, "load", *self._fabric_args(), "--group-dir", str(gdir),
+            # The engine calls its windows "samples" (--samples).
+            argv = [self.engine, "load", *self.fabric_args(), "--group-dir", str(gdir),
                     "--nservers", str(nservers), "--duration", str(spec.duration),
                     "--samples", str(nwindows), *start, "--slices", str(e.get("slices", 20)),
                     "--progress", e["client_progress"],
-                    "--timeout", str(e["timeout"]), *self._lease_args(gdir),
+                    "--timeout", str(e["timeout"]), *self.lease_args(gdir),
                     "--output", str(sdir / "client-{rank}.json")]
-            if spec.metric == "rpc":
-                argv += ["--op", "noop"]
-            else:
-                bw = self.cfg["bw"]
-                argv += ["--op", bw["op"], "--size", str(bw["size"]), "--buffer", bw["buffer"],
-                         "--stream-size", str(bw["stream_size"])]
+            argv += metrics.get(spec.metric).client_args(self.cfg)
             launches += self.launcher.launches(node, argv, spec.clients_per_node,
                                                self.cfg["binding"], rank)
             rank += spec.clients_per_node
         return launches
 
-    # servers ---------------------------------------------------------------
-    def start_servers(self, group: Group) -> tuple[Path, list[subprocess.Popen], int]:
+
+class Servers:
+    """The server-group lifecycle: start a placement's servers, wait until
+    each is ready, stop them (shutdown RPC, then kill what is left)."""
+
+    def __init__(self, runner: "Runner"):
+        self.r = runner
+
+    def start(self, placement: Placement) -> ServerGroup:
+        r = self.r
         # Private (0700 directories, 0600 files): another user of a shared
         # file system can neither read the token nor find the servers.
-        private_dir(self.run_dir / "groups")
-        gdir = private_dir(self.run_dir / "groups" /
-                           f"{group.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
-        write_token(gdir, self.token)
-        self.leases.add(gdir)
-        launches = self.server_launches(group, gdir)
+        private_dir(r.run_dir / "groups")
+        gdir = private_dir(r.run_dir / "groups" /
+                           f"{placement.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
+        write_token(gdir, r.token)
+        r.leases.add(gdir)
+        launches = r.commands.server_launches(placement, gdir)
         procs = []
         for i, launch in enumerate(launches):
-            self.log("start: " + shlex.join(launch.argv))
+            r.log("start: " + shlex.join(launch.argv))
             log = write_private(gdir / f"launch-{i}.log", "")
-            procs.append(self.procs.start(launch, log))
-        nservers = len(group.server_nodes) * group.servers_per_node
-        self._wait_ready(gdir, launches, procs, nservers)
-        return gdir, procs, nservers
+            procs.append(r.procs.start(launch, log))
+        group = ServerGroup(placement, gdir, procs)
+        self._wait_ready(gdir, launches, procs, group.nservers)
+        return group
 
     def _wait_ready(self, gdir: Path, launches, procs, nservers: int) -> None:
-        timeout = self.cfg["engine"]["timeout"] + 10
+        timeout = self.r.cfg["engine"]["timeout"] + 10
         deadline = time.monotonic() + timeout
         missing = set(range(nservers))
         while missing:
@@ -519,117 +412,176 @@ class Runner:
         # hello checks that it answers (a silent one fails the samples,
         # named, within engine.timeout). A ping process would cost a
         # libfabric start-up per group (0.35 s with Debian's build).
-        wrong_nic = nic_check.server_errors(self.cfg, gdir, launches)
+        wrong_nic = nic_check.server_errors(self.r.cfg, gdir, launches)
         if wrong_nic:
             raise SampleFailed("; ".join(wrong_nic[:5]))
 
-    def stop_servers(self, gdir: Path, procs: list[subprocess.Popen], nservers: int) -> None:
+    def stop(self, group: ServerGroup) -> None:
+        r, gdir = self.r, group.gdir
+
         def shutdown(rank: int):
             try:
-                run_engine(["shutdown", *self._fabric_args(), "--group-dir", str(gdir), "--rank",
+                run_engine(["shutdown", *r.commands.fabric_args(), "--group-dir", str(gdir), "--rank",
                             str(rank), "--token-file", str(gdir / TOKEN_FILE), "--timeout", "5"],
                            timeout=20)
             except EngineError:
                 pass  # killed below if it does not stop
 
-        live = [r for r in range(nservers) if (gdir / f"{r}.addr").exists()]
+        live = [k for k in range(group.nservers) if (gdir / f"{k}.addr").exists()]
         if live:
             with ThreadPoolExecutor(max_workers=min(8, len(live))) as pool:
                 list(pool.map(shutdown, live))
-        reap(procs, 10)
-        self.leases.drop(gdir)
+        reap(group.procs, 10)
+        r.leases.drop(gdir)
         (gdir / TOKEN_FILE).unlink(missing_ok=True)  # no secret left on disk once they stopped
-        self.procs.forget_finished()
+        r.procs.forget_finished()
 
-    # samples ---------------------------------------------------------------
-    def run_round(self, group: Group, specs: list[SampleSpec], gdir: Path, nservers: int) -> list[dict]:
-        """One set of client processes measuring len(specs) consecutive
-        windows (engine --samples) after one warmup: one row per window.
-        A round with an invalid window (clients that did not measure
-        together, an aggregate above a link) is measured again, up to
-        engine.retries times; then its rows are stored as invalid."""
-        tries = 1 + int(self.cfg["engine"].get("retries", 2))
-        for attempt in range(1, tries + 1):
-            try:
-                measured = self._measure_round(group, specs, gdir, nservers, attempt)
-            except RoundInterrupted as stop:
-                with _signals_deferred():  # a second Ctrl-C waits until they are stored
-                    self._store(stop.measured)  # the windows measured before it: not lost
-                raise
-            bad = [row for _, row in measured if row["status"] == "invalid"]
-            if not bad or attempt == tries:
-                break
-            self.log(f"attempt {attempt} of {specs[0].key} is invalid ({bad[0]['error']}): measuring again")
-        return self._store(measured)
 
-    def _store(self, measured: list[tuple[SampleSpec, dict]]) -> list[dict]:
-        """Commits each row at once (and tells on_sample)."""
-        rows, window_s = [], {}
-        for sp, row in measured:
-            # Pairs measured at once share one window of run time.
-            counted = window_s.get(sp.sample, 0.0)
-            self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - counted))
-            window_s[sp.sample] = max(counted, row["measured_s"])
-            self.on_sample(sp, row)
-            rows.append(row)
-        return rows
+class Rows:
+    """Stored sample rows from what clients measured: the aggregate over
+    the time all of a row's clients measured, and whether it can be used.
+    rooftop doctor rebuilds rows from engine documents with it."""
 
-    def _measure_round(self, group: Group, specs: list[SampleSpec], gdir: Path, nservers: int,
-                       attempt: int) -> list[tuple[SampleSpec, dict]]:
-        spec = specs[0]
-        sdir = self.run_dir / "raw" / spec.key.rsplit("/", 1)[0].replace("/", "_")
+    def __init__(self, run_id: str, cfg: dict, nodes: list[Node]):
+        self.run_id, self.cfg, self.nodes = run_id, cfg, nodes
+
+    def blank(self, sp: SampleSpec, key: str, snodes, cnodes, ns: int, nc: int, **more) -> dict:
+        """A row with nothing measured yet (more: further or other columns)."""
+        row = dict(run_id=self.run_id, key=key, stage=sp.stage, metric=sp.metric,
+                   unit=metrics.get(sp.metric).unit, sample=sp.index, server_nodes=snodes,
+                   client_nodes=cnodes, server_procs=ns, client_procs=nc, measured_s=0.0,
+                   aggregate=None, per_server=None, per_client=None)
+        row.update(more)
+        return row
+
+    def failed(self, placement: Placement, spec: SampleSpec, error: str) -> list[dict]:
+        """The rows of a spec whose servers did not start: failed, with their reason."""
+        if spec.pairs is None:
+            parts = [(spec.key, placement.server_nodes, spec.client_nodes,
+                      len(placement.server_nodes) * placement.servers_per_node,
+                      len(spec.client_nodes) * spec.clients_per_node)]
+        else:
+            parts = [(k, [a], [b], 1, 1) for (a, b), k in zip(spec.pairs, spec.row_keys())]
+        return [self.blank(spec, key, snodes, cnodes, ns, nc, x=0.0, status="failed", error=error,
+                           raw_dir="") for key, snodes, cnodes, ns, nc in parts]
+
+    @staticmethod
+    def parts(placement: Placement, sp: SampleSpec, nservers: int, nclients: int) -> list[tuple]:
+        """(key, server nodes, client nodes, server processes, client ranks) of each row."""
+        if sp.pairs is None:
+            return [(sp.key, placement.server_nodes, sp.client_nodes, nservers, list(range(nclients)))]
+        # One row per pair: client rank j loaded server rank j.
+        return [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(sp.pairs, sp.row_keys()))]
+
+    def row(self, sp: SampleSpec, part: tuple, w: int, results: dict, errors: dict, offs: dict,
+            sdir: Path) -> dict:
+        """The row of window w for one part (parts()) of a spec."""
+        rkey, snodes, cnodes, ns, ranks = part
+        row = self.blank(sp, rkey, snodes, cnodes, ns, len(ranks), raw_dir=str(sdir), x=ns / len(ranks),
+                         late_s=0.0, skew_s=0.0, overlap=0.0, barrier_s=0.0, error="")
+        errs = [errors[r] for r in ranks if r in errors]
+        short = [r for r in ranks if r not in errors and len(windows_of(results[r])) <= w]
+        if errs or short:
+            row.update(status="failed", error=" | ".join(errs[:5]) or
+                       f"client rank {short[0]} reported fewer windows than asked")
+            return row
+        agg, c = windows.aggregate(results, ranks, w, offs, sp.metric)
+        row.update(status="ok", aggregate=agg, per_server=agg / ns, per_client=agg / len(ranks),
+                   measured_s=max(0.0, c.hi - c.lo), skew_s=c.skew_s, overlap=c.overlap,
+                   late_s=max(float(results[r].get("measure_at_late_s") or 0.0) for r in ranks),
+                   barrier_s=max(float(results[r].get("barrier", {}).get("wait_s") or 0.0) for r in ranks))
+        row["error"] = self.invalid(sp, snodes, cnodes, agg, c)
+        if row["error"]:
+            row["status"] = "invalid"
+        return row
+
+    def invalid(self, sp: SampleSpec, snodes, cnodes, agg: float, c) -> str:
+        """Why a measured window cannot be used ('' when it can)."""
+        need = float(self.cfg["engine"].get("min_overlap", 0.95))
+        if c.overlap < need:
+            return (f"clients measured together for {c.overlap:.0%} of the window (start skew "
+                    f"{c.skew_s:.3f} s); engine.min_overlap asks {need:.0%}")
+        if metrics.get(sp.metric).link_bound:
+            return limits.above_limit(agg, limits.link_limit(self.nodes, snodes, cnodes))
+        return ""
+
+
+def windows_of(result: dict) -> list[dict]:
+    """A client result's measured windows (the engine calls them samples)."""
+    return result["samples"]
+
+
+class RoundMeasurer:
+    """Measures one client round against a running server group: starts its
+    clients (with the samplers), waits for them, reads their documents and
+    makes one row per window (and pair); on Ctrl-C, the rows of the windows
+    measured in full."""
+
+    def __init__(self, runner: "Runner"):
+        self.r = runner
+
+    def measure(self, group: ServerGroup, rnd: ClientRound, attempt: int) -> list[tuple[SampleSpec, dict]]:
+        r, spec = self.r, rnd.first
+        sdir = self._folder(rnd, attempt)
+        launches = r.commands.client_launches(group.placement, spec, group.gdir, sdir, len(rnd.specs))
+        running = samplers.start_all(r, group.placement, spec)  # e.g. CPU others use meanwhile
+        procs = []
+        for i, launch in enumerate(launches):
+            r.log("start: " + shlex.join(launch.argv))
+            procs.append(r.procs.start(launch, sdir / f"launch-{i}.log"))
+        e = r.cfg["engine"]
+        limit = (spec.duration * len(rnd.specs) + spec.warmup + e.get("settle", 0.0) + e["start_lead"]
+                 + e.get("barrier_timeout", 60.0)
+                 + 2 * e["timeout"] + 30)
+        try:
+            killed = reap(procs, limit, grace=e["timeout"] + 5)
+        except KeyboardInterrupt:
+            samplers.stop_all(running)
+            raise RoundInterrupted(self._cut(group, rnd, launches, procs, sdir, attempt)) from None
+        sampled = samplers.stop_all(running)
+        r.procs.forget_finished()
+        results, errors = self._read_clients(launches, procs, killed, sdir, limit)
+        return self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
+
+    def _folder(self, rnd: ClientRound, attempt: int) -> Path:
+        """The round's raw folder, emptied of an earlier attempt's client
+        documents (an invalid attempt's stay on record under attempt-N),
+        with round.json: which window is which sample (for rooftop doctor)."""
+        sdir = self.r.run_dir / "raw" / rnd.folder
         sdir.mkdir(parents=True, exist_ok=True)
-        keep = sdir / f"attempt-{attempt - 1}"  # an invalid attempt's documents stay on record
+        keep = sdir / f"attempt-{attempt - 1}"
         for old in sdir.glob("client-*.json"):
             if attempt > 1:
                 keep.mkdir(exist_ok=True)
                 old.rename(keep / old.name)
             else:
                 old.unlink()
-        # Which window is which sample ('rooftop doctor' rebuilds rows from it).
-        (sdir / "round.json").write_text(json.dumps({"keys": [sp.row_keys() for sp in specs]}))
-        launches = self.client_launches(group, spec, gdir, sdir, len(specs))
-        load = foreign.meter(self, group, spec)  # CPU others use on these cores meanwhile
-        procs = []
-        for i, launch in enumerate(launches):
-            self.log("start: " + shlex.join(launch.argv))
-            procs.append(self.procs.start(launch, sdir / f"launch-{i}.log"))
-        e = self.cfg["engine"]
-        limit = (spec.duration * len(specs) + spec.warmup + e.get("settle", 0.0) + e["start_lead"]
-                 + e.get("barrier_timeout", 60.0)
-                 + 2 * e["timeout"] + 30)
-        try:
-            killed = reap(procs, limit, grace=e["timeout"] + 5)
-        except KeyboardInterrupt:
-            load.stop()
-            raise RoundInterrupted(self._cut_round(group, specs, launches, procs, sdir, nservers,
-                                                   attempt)) from None
-        foreign_cpu = load.stop()
-        self.procs.forget_finished()
-        results, errors = self._read_clients(launches, procs, killed, sdir, limit)
-        return self._rows(group, specs, launches, results, errors, sdir, nservers, attempt,
-                          foreign_cpu=foreign_cpu)
+        (sdir / "round.json").write_text(json.dumps({"keys": rnd.row_keys()}))
+        return sdir
 
-    def _rows(self, group, specs, launches, results, errors, sdir, nservers, attempt,
-              measured_only: bool = False, foreign_cpu: float | None = None) -> list[tuple[SampleSpec, dict]]:
+    def _rows(self, group: ServerGroup, rnd: ClientRound, launches, results, errors, sdir, attempt,
+              measured_only: bool = False, sampled: dict | None = None) -> list[tuple[SampleSpec, dict]]:
         """One row per window (and pair). measured_only: only the rows of
-        windows every client of the row measured in full."""
-        same_clock = self.launcher.name in ("local", "netns") or len({l.node.host for l in launches}) == 1
-        starts = {r: res["measure_start_s"] for r, res in results.items()}
+        windows every client of the row measured in full. sampled: each
+        sampler's value over the round (None: not sampled)."""
+        r = self.r
+        same_clock = r.launcher.name in ("local", "netns") or len({l.node.host for l in launches}) == 1
+        starts = {k: res["measure_start_s"] for k, res in results.items()}
         offs = windows.offsets(starts, same_clock)
+        nclients = sum(len(l.ranks) for l in launches)
         out = []
-        for w, sp in enumerate(specs):
-            for part in self._parts(group, sp, nservers, sum(len(l.ranks) for l in launches)):
-                if measured_only and not all(r in results and len(results[r]["samples"]) > w
-                                             for r in part[4]):
+        for w, sp in enumerate(rnd.specs):
+            for part in Rows.parts(group.placement, sp, group.nservers, nclients):
+                if measured_only and not all(k in results and len(windows_of(results[k])) > w
+                                             for k in part[4]):
                     continue
-                row = self._row(sp, part, w, results, errors, offs, sdir)
+                row = r.rows.row(sp, part, w, results, errors, offs, sdir)
                 row["attempt"] = attempt
-                row["foreign_cpu"] = foreign_cpu
+                row.update(sampled or {s.name: None for s in samplers.SAMPLERS})
                 out.append((sp, row))
         return out
 
-    def _cut_round(self, group, specs, launches, procs, sdir, nservers, attempt) -> list:
+    def _cut(self, group: ServerGroup, rnd: ClientRound, launches, procs, sdir, attempt) -> list:
         """Ctrl-C during a round: stops its clients (each writes what it
         measured), reads them and returns the rows of the full windows.
         Further signals wait until then (a few seconds at most)."""
@@ -642,21 +594,12 @@ class Runner:
                     except ProcessLookupError:
                         pass
                 killed = reap(procs, 10)
-                self.procs.forget_finished()
+                self.r.procs.forget_finished()
                 results, errors = self._read_clients(launches, procs, killed, sdir, 10, cut=True)
-                rows = self._rows(group, specs, launches, results, errors, sdir, nservers, attempt,
-                                  measured_only=True)
+                rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, measured_only=True)
         except KeyboardInterrupt:
             pass  # a second Ctrl-C: the round is stopped anyway
         return rows
-
-    @staticmethod
-    def _parts(group: Group, sp: SampleSpec, nservers: int, nclients: int) -> list[tuple]:
-        """(key, server nodes, client nodes, server processes, client ranks) of each row."""
-        if sp.pairs is None:
-            return [(sp.key, group.server_nodes, sp.client_nodes, nservers, list(range(nclients)))]
-        # One row per pair: client rank j loaded server rank j.
-        return [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(sp.pairs, sp.row_keys()))]
 
     def _read_clients(self, launches, procs, killed, sdir: Path, limit: float,
                       cut: bool = False) -> tuple[dict, dict]:
@@ -680,19 +623,12 @@ class Runner:
                 log = "; ".join(l.read_text().strip()[-400:] for l in logs if l.exists())
                 errors[r] = f"client rank {r}: no result ({log or 'no output'})"
                 continue
-            doc = docs[r]
-            if cut and (doc.get("result") or {}).get("samples") is not None:
-                doc = dict(doc, complete=True, result=dict(doc["result"]))
-                doc["result"]["samples"] = doc["result"]["samples"][:doc["result"].get("full_windows", 0)]
-            if not doc.get("complete"):
-                errors[r] = f"client rank {r}: " + ("; ".join(doc.get("errors") or []) or "incomplete")
+            why = _unusable(docs[r], cut)
+            if why:
+                errors[r] = f"client rank {r}: {why}"
                 continue
-            res = doc["result"]
-            if sum(x["work_ops"] for x in res["samples"]) > res["ops"] + res["drained_ops"] + 1e-6:
-                errors[r] = f"client rank {r}: its windows credit more operations than it completed"
-                continue
-            results[r] = res
-        for r, why in nic_check.client_errors(self.cfg, launches, sdir).items():
+            results[r] = docs[r]["result"] if not cut else _full_windows(docs[r])["result"]
+        for r, why in nic_check.client_errors(self.r.cfg, launches, sdir).items():
             if errors.setdefault(r, why) == why:  # measured, but not on what was asked
                 results.pop(r, None)
         if any("start barrier" in m for m in errors.values()):  # name whom it waited for
@@ -703,54 +639,87 @@ class Runner:
                 errors[r] += f" [start barrier: never ready: {who or 'unknown'}]"
         return results, errors
 
-    def _row(self, sp: SampleSpec, part: tuple, w: int, results: dict, errors: dict, offs: dict,
-             sdir: Path) -> dict:
-        rkey, snodes, cnodes, ns, ranks = part
-        row = dict(run_id=self.run_id, stage=sp.stage, metric=sp.metric, unit=UNITS[sp.metric],
-                   sample=sp.sample, raw_dir=str(sdir), measured_s=0.0, key=rkey, server_nodes=snodes,
-                   client_nodes=cnodes, server_procs=ns, client_procs=len(ranks), x=ns / len(ranks),
-                   late_s=0.0, skew_s=0.0, overlap=0.0, barrier_s=0.0, aggregate=None, per_server=None,
-                   per_client=None, error="")
-        errs = [errors[r] for r in ranks if r in errors]
-        short = [r for r in ranks if r not in errors and len(results[r]["samples"]) <= w]
-        if errs or short:
-            row.update(status="failed", error=" | ".join(errs[:5]) or
-                       f"client rank {short[0]} reported fewer windows than asked")
-            return row
-        agg, c = windows.aggregate(results, ranks, w, offs, sp.metric)
-        row.update(status="ok", aggregate=agg, per_server=agg / ns, per_client=agg / len(ranks),
-                   measured_s=max(0.0, c.hi - c.lo), skew_s=c.skew_s, overlap=c.overlap,
-                   late_s=max(float(results[r].get("measure_at_late_s") or 0.0) for r in ranks),
-                   barrier_s=max(float(results[r].get("barrier", {}).get("wait_s") or 0.0) for r in ranks))
-        row["error"] = self._invalid(sp, snodes, cnodes, agg, c)
-        if row["error"]:
-            row["status"] = "invalid"
-        return row
 
-    def _invalid(self, sp: SampleSpec, snodes, cnodes, agg: float, c) -> str:
-        """Why a measured window cannot be used ('' when it can)."""
-        need = float(self.cfg["engine"].get("min_overlap", 0.95))
-        if c.overlap < need:
-            return (f"clients measured together for {c.overlap:.0%} of the window (start skew "
-                    f"{c.skew_s:.3f} s); engine.min_overlap asks {need:.0%}")
-        if sp.metric == "bw":
-            return limits.above_limit(agg, limits.link_limit(self.nodes, snodes, cnodes))
-        return ""
+def _full_windows(doc: dict) -> dict:
+    """A stopped client's document as if complete, keeping the windows it
+    measured in full (result.full_windows)."""
+    if (doc.get("result") or {}).get("samples") is None:
+        return doc
+    doc = dict(doc, complete=True, result=dict(doc["result"]))
+    doc["result"]["samples"] = windows_of(doc["result"])[:doc["result"].get("full_windows", 0)]
+    return doc
 
-    @staticmethod
-    def rounds(specs: list[SampleSpec]) -> list[list[SampleSpec]]:
-        """Consecutive samples of one measurement share a client round."""
-        out: list[list[SampleSpec]] = []
-        for sp in specs:
-            k = (sp.stage, sp.metric, tuple(sp.client_nodes), sp.clients_per_node, sp.duration, sp.warmup)
-            if out and (out[-1][0].stage, out[-1][0].metric, tuple(out[-1][0].client_nodes),
-                        out[-1][0].clients_per_node, out[-1][0].duration, out[-1][0].warmup) == k:
-                out[-1].append(sp)
-            else:
-                out.append([sp])
-        return out
 
-    def run_groups(self, groups: list[Group], fail_fast: bool = False) -> tuple[int, int]:
+def _unusable(doc: dict, cut: bool) -> str:
+    """Why a client document gives no result ('' when it does)."""
+    if cut:
+        doc = _full_windows(doc)
+    if not doc.get("complete"):
+        return "; ".join(doc.get("errors") or []) or "incomplete"
+    res = doc["result"]
+    if sum(x["work_ops"] for x in windows_of(res)) > res["ops"] + res["drained_ops"] + 1e-6:
+        return "its windows credit more operations than it completed"
+    return ""
+
+
+class Runner:
+    """Runs planned placements for one stored run: a server group per
+    placement (Servers), its client rounds (RoundMeasurer, retried while
+    invalid), each row stored at once (Rows)."""
+
+    def __init__(self, cfg: dict, store, run_id: str, launcher: Launcher,
+                 on_sample: Callable[[SampleSpec, dict], None] | None = None,
+                 log: Callable[[str], None] | None = None):
+        self.cfg = cfg
+        self.store = store
+        self.run_id = run_id
+        self.launcher = launcher
+        self.nodes: list[Node] = launcher.nodes()
+        self.procs = Processes()
+        self.on_sample = on_sample or (lambda spec, row: None)
+        self.log = log or (lambda msg: None)
+        #: Lets its holder stop the servers: only ever in 0600 files (TOKEN_FILE).
+        self.token = os.urandom(16).hex()
+        self.run_dir = store.run_dir(run_id)
+        self.leases = Leases(float(cfg["engine"].get("lease", 10.0)))
+        self.commands = Commands(cfg, launcher, self.nodes, cfg["engine"]["path"] or engine_path(),
+                                 self.leases.period)
+        self.servers = Servers(self)
+        self.rows = Rows(run_id, cfg, self.nodes)
+        self.measurer = RoundMeasurer(self)
+
+    def run_round(self, group: ServerGroup, rnd: ClientRound) -> list[dict]:
+        """One client round: one row per window. A round with an invalid
+        window (clients that did not measure together, an aggregate above a
+        link) is measured again, up to engine.retries times; then its rows
+        are stored as invalid."""
+        tries = 1 + int(self.cfg["engine"].get("retries", 2))
+        for attempt in range(1, tries + 1):
+            try:
+                measured = self.measurer.measure(group, rnd, attempt)
+            except RoundInterrupted as stop:
+                with _signals_deferred():  # a second Ctrl-C waits until they are stored
+                    self._store(stop.measured)  # the windows measured before it: not lost
+                raise
+            bad = [row for _, row in measured if row["status"] == "invalid"]
+            if not bad or attempt == tries:
+                break
+            self.log(f"attempt {attempt} of {rnd.first.key} is invalid ({bad[0]['error']}): measuring again")
+        return self._store(measured)
+
+    def _store(self, measured: list[tuple[SampleSpec, dict]]) -> list[dict]:
+        """Commits each row at once (and tells on_sample)."""
+        rows, window_s = [], {}
+        for sp, row in measured:
+            # Pairs measured at once share one window of run time.
+            counted = window_s.get(sp.index, 0.0)
+            self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - counted))
+            window_s[sp.index] = max(counted, row["measured_s"])
+            self.on_sample(sp, row)
+            rows.append(row)
+        return rows
+
+    def run_placements(self, placements: list[Placement], fail_fast: bool = False) -> tuple[int, int]:
         """Runs what is not yet stored; returns (ok, failed) sample counts."""
         done = self.store.done_keys(self.run_id)
         ok = failed = 0
@@ -758,70 +727,64 @@ class Runner:
         if left:
             self.log(f"servers of an earlier campaign still publish in {', '.join(map(str, left))}")
         try:
-            for group in groups:
-                todo = [s for s in group.samples if not all(k in done for k in s.row_keys())]
-                if not todo:
-                    continue
-                try:
-                    gdir, procs, nservers = self.start_servers(group)
-                except SampleFailed as e:
-                    # Every sample of the group fails with the servers' reason.
-                    for spec in todo:
-                        if spec.pairs is None:
-                            parts = [(spec.key, group.server_nodes, spec.client_nodes,
-                                      len(group.server_nodes) * group.servers_per_node,
-                                      len(spec.client_nodes) * spec.clients_per_node)]
-                        else:
-                            parts = [(k, [a], [b], 1, 1) for (a, b), k in zip(spec.pairs, spec.row_keys())]
-                        for key, snodes, cnodes, ns, nc in parts:
-                            row = dict(run_id=self.run_id, key=key, stage=spec.stage,
-                                       metric=spec.metric, unit=UNITS[spec.metric],
-                                       server_nodes=snodes, client_nodes=cnodes, server_procs=ns,
-                                       client_procs=nc, x=0.0, sample=spec.sample, status="failed",
-                                       aggregate=None, per_server=None, per_client=None,
-                                       measured_s=0.0, error=str(e), raw_dir="")
-                            self.store.add_sample(**row)
-                            self.on_sample(spec, row)
-                            failed += 1
-                    self.procs.stop_all()
-                    if fail_fast:
-                        raise
-                    continue
-                try:
-                    for specs in self.rounds(todo):
-                        for row in self.run_round(group, specs, gdir, nservers):
-                            if row["status"] == "ok":
-                                ok += 1
-                            else:
-                                failed += 1
-                                if fail_fast:
-                                    raise SampleFailed(f"sample {row['key']} failed: {row['error']}")
-                finally:
-                    self.stop_servers(gdir, procs, nservers)
+            for placement in placements:
+                todo = [s for s in placement.samples if not all(k in done for k in s.row_keys())]
+                if todo:
+                    n_ok, n_failed = self._run_placement(placement, todo, fail_fast)
+                    ok, failed = ok + n_ok, failed + n_failed
         finally:
             self.procs.stop_all()
             self.leases.close()
         return ok, failed
 
-    def dry_run(self, groups: list[Group]) -> list[str]:
-        """The exact command lines of every group and sample, not run."""
+    def _run_placement(self, placement: Placement, todo: list[SampleSpec],
+                       fail_fast: bool) -> tuple[int, int]:
+        ok = failed = 0
+        try:
+            group = self.servers.start(placement)
+        except SampleFailed as e:
+            # Every sample of the placement fails with the servers' reason.
+            for spec in todo:
+                for row in self.rows.failed(placement, spec, str(e)):
+                    self.store.add_sample(**row)
+                    self.on_sample(spec, row)
+                    failed += 1
+            self.procs.stop_all()
+            if fail_fast:
+                raise
+            return ok, failed
+        try:
+            for rnd in client_rounds(todo):
+                for row in self.run_round(group, rnd):
+                    if row["status"] == "ok":
+                        ok += 1
+                    else:
+                        failed += 1
+                        if fail_fast:
+                            raise SampleFailed(f"sample {row['key']} failed: {row['error']}")
+        finally:
+            self.servers.stop(group)
+        return ok, failed
+
+    def dry_run(self, placements: list[Placement]) -> list[str]:
+        """The exact command lines of every placement and sample, not run."""
         lines = []
         gdir = self.run_dir / "groups" / "<group>"
-        for group in groups:
-            lines.append(f"# servers on node(s) {group.server_nodes}, {group.servers_per_node} per node")
-            lines += [shlex.join(l.argv) for l in self.server_launches(group, gdir)]
-            for specs in self.rounds(group.samples):
-                spec = specs[0]
-                sdir = self.run_dir / "raw" / spec.key.rsplit("/", 1)[0].replace("/", "_")
+        for pl in placements:
+            lines.append(f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node")
+            lines += [shlex.join(l.argv) for l in self.commands.server_launches(pl, gdir)]
+            for rnd in client_rounds(pl.samples):
+                spec = rnd.first
+                sdir = self.run_dir / "raw" / rnd.folder
                 lines.append(f"# {spec.stage} {spec.metric}: clients on node(s) {spec.client_nodes}, "
-                             f"{len(specs)} sample(s) in one round")
+                             f"{len(rnd.specs)} sample(s) in one round")
                 nclients = len(spec.client_nodes) * spec.clients_per_node
                 at = f"<launch time + {self.cfg['engine']['start_lead']:g} + {spec.warmup:g}>"
-                start = self.start_args(spec, nclients, barrier_id=0, measure_at=at)
+                start = self.commands.start_args(spec, nclients, barrier_id=0, measure_at=at)
                 if "--barrier-id" in start:
                     start[start.index("--barrier-id") + 1] = "<random>"
-                lines += [shlex.join(l.argv)
-                          for l in self.client_launches(group, spec, gdir, sdir, len(specs), start)]
+                lines += [shlex.join(l.argv) for l in
+                          self.commands.client_launches(pl, spec, gdir, sdir, len(rnd.specs), start)]
             lines.append(f"# then: rooftop-engine shutdown --token-file {shlex.quote(str(gdir / TOKEN_FILE))}"
                          " for each server")
         return lines

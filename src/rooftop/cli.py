@@ -156,7 +156,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     try:
         with ui.stage_progress(groups, done, quiet=args.json) as on_sample:
             runner = Runner(cfg, store, run_id, launcher, on_sample=on_sample, log=log)
-            ok, failed = runner.run_groups(groups, fail_fast=cfg["fail_fast"])
+            ok, failed = runner.run_placements(groups, fail_fast=cfg["fail_fast"])
         status, note = run_status(store, run_id, cfg)
         if failed:
             note = f"{verb}: {failed} failed samples" + (f"; {note}" if note else "")
@@ -404,9 +404,9 @@ def _cmd_model(args) -> int:
                 d["nodes"] = [sc.to_dict() for sc in scores[m]]
                 w = res.without_flagged.get(m)
                 d["without_flagged"] = ({"nodes": res.flagged(m),
-                                         "client": {"min": w.client.lo, "median": w.client.mid,
+                                         "client": {"min": w.client.lo, "median": w.client.centre,
                                                     "max": w.client.hi},
-                                         "ridge": {"min": w.ridge.lo, "median": w.ridge.mid,
+                                         "ridge": {"min": w.ridge.lo, "median": w.ridge.centre,
                                                    "max": w.ridge.hi}} if w else None)
             docs.append(d)
         invalid = [{"key": x["key"], "error": x["error"]} for x in samples if x["status"] == "invalid"]
@@ -439,7 +439,7 @@ def _cmd_model(args) -> int:
                       f"{r.core_shared[0][2]}")
         t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
         ri = r.ridge_interval
-        t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.mid:.3g}"
+        t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.centre:.3g}"
                   + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"))
         t.add_row("verdict", v["text"])
         if v["ratio"]:
@@ -483,7 +483,7 @@ def _cmd_model(args) -> int:
 
 def _ceiling_text(c, f) -> str:
     """'a .. b  (median m; 95 % interval of the mean c-d, n samples)'."""
-    text = f"{f(c.lo)} .. {f(c.hi)}  (median {f(c.mid)}"
+    text = f"{f(c.lo)} .. {f(c.hi)}  (median {f(c.centre)}"
     if c.n == 0:
         return text + ")"
     if c.interval is None:

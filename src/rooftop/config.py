@@ -2,7 +2,8 @@
 overrides, one fully resolved config out -- every default filled in, the
 nodes the launcher found, the validation grid -- stored with the results.
 
-Every key is declared once in KEYS (type, default, meaning); unknown keys,
+Every key is declared once in KEYS (type, default, meaning): the common
+ones here, each metric's in its own file (rooftop.metrics); unknown keys,
 wrong types and impossible values are errors that name the key.
 """
 
@@ -14,25 +15,15 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rooftop import metrics, stages
+from rooftop.keys import Key
 
 
 class ConfigError(ValueError):
     """A config problem; the message names the key and says why."""
-
-
-@dataclass(frozen=True)
-class Key:
-    path: str
-    kind: str          # str, int, float, bool, size, list[str], list[int], choice, list[choice]
-    default: Any
-    help: str
-    choices: tuple = ()
-    nullable: bool = False
-    #: Largest sensible value (numbers; list[int] items): beyond it, an error.
-    maximum: float | None = None
 
 
 HOUR, DAY = 3600.0, 86400.0
@@ -61,14 +52,9 @@ KEYS: list[Key] = [
     Key("launcher.extra_args", "list[str]", [], "extra launcher arguments, placed before the engine"),
     Key("binding", "choice", "core", "core binding: one process per core, two cores per process, or none",
         ("core", "2cores", "none")),
-    Key("metrics", "list[choice]", ["rpc", "bw"], "rpc: sequential noop RPCs; bw: sequential bulk transfers",
-        ("rpc", "bw")),
-    Key("bw.op", "choice", "read", "bulk direction: read (server RMA-writes to the client) or write",
-        ("read", "write")),
-    Key("bw.size", "size", "4MiB", "bytes per bulk transfer"),
-    Key("bw.buffer", "choice", "stream", "client buffer: stream (walk a large buffer) or reuse",
-        ("stream", "reuse")),
-    Key("bw.stream_size", "size", "1GiB", "client buffer walked by bw.buffer = stream"),
+    Key("metrics", "list[choice]", list(metrics.METRICS), metrics.help_text(), tuple(metrics.METRICS)),
+    # Each metric's own keys (declared in its file, rooftop/metrics/), in table order.
+    *(k for m in metrics.METRICS.values() for k in m.keys),
     Key("collect.duration", "float", 5.0, "measured seconds per sample", maximum=DAY),
     Key("collect.warmup", "float", 1.0, "warmup seconds before each sample", maximum=HOUR),
     Key("collect.samples", "int", 5, "samples per measurement", maximum=10_000),
@@ -377,18 +363,15 @@ def resolve(cfg: dict) -> dict:
         _positive(cfg, p)
     _not_years(cfg, "collect")
     if not cfg["metrics"]:
-        raise ConfigError("metrics: name at least one of rpc, bw")
+        raise ConfigError(f"metrics: name at least one of {', '.join(metrics.METRICS)}")
     if len(set(cfg["metrics"])) != len(cfg["metrics"]):
         raise ConfigError(f"metrics: {cfg['metrics']} lists a metric twice")
     prog = re.compile(r"^(busy|block|adaptive|spindown(:\d+)?)$")
     for p in ("engine.server_progress", "engine.client_progress"):
         if not prog.match(_get(cfg, p)):
             raise ConfigError(f"{p}: '{_get(cfg, p)}' is not busy, block, adaptive or spindown[:MS]")
-    size = parse_size(cfg["bw"]["size"], "bw.size")
-    stream = parse_size(cfg["bw"]["stream_size"], "bw.stream_size")
-    if cfg["bw"]["buffer"] == "stream" and stream < size:
-        raise ConfigError(f"bw.stream_size: {cfg['bw']['stream_size']} is smaller than bw.size "
-                          f"{cfg['bw']['size']}")
+    for m in metrics.METRICS.values():
+        m.check(cfg)
     if cfg["engine"]["path"] and not os.access(cfg["engine"]["path"], os.X_OK):
         raise ConfigError(f"engine.path: {cfg['engine']['path']} is not an executable file")
 
@@ -433,19 +416,10 @@ def resolve(cfg: dict) -> dict:
               "validate.servers_per_node", "validate.clients_per_node"):
         procs(p)
 
-    # Memory the client buffers of one node need.
-    if "bw" in cfg["metrics"]:
-        per_client = stream if cfg["bw"]["buffer"] == "stream" else size
-        need = per_client * max(cfg["collect"]["clients_per_node"], cfg["validate"]["clients_per_node"])
-        if cfg["launcher"]["type"] in ("local", "netns"):  # every node is this machine
-            need *= n
-        avail = mem_available()
-        if avail and need > avail * 0.9:
-            raise ConfigError(f"bw.stream_size: the client buffers need {need >> 20} MiB but only "
-                              f"{avail >> 20} MiB of memory are available (lower bw.stream_size or "
-                              f"clients per node)")
+    for name in cfg["metrics"]:  # what measuring each needs on these nodes
+        metrics.get(name).check_resolved(cfg)
 
-    needs_two = any(cfg["collect"][k] for k in ("server_peak", "client_peak", "client_node", "sweep_servers"))
+    needs_two = any(st.enabled(cfg) for st in stages.of_phase("collect"))
     if needs_two and n < 2:
         raise ConfigError(f"launcher.nodes: a campaign needs at least 2 nodes (a server node and a "
                           f"client node); {n} available")

@@ -9,7 +9,6 @@ and every sample is rebuilt from the documents where they hold it.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import sqlite3
@@ -93,12 +92,12 @@ def _salvage(db: Path) -> tuple[dict[str, dict], dict[str, list[dict]]]:
 
 def _planned_rounds(cfg: dict) -> dict[str, list[list[str]]]:
     """Folder name of each client round -> its row keys, window by window."""
-    from rooftop.campaign import Runner, plan_collect, plan_validate
+    from rooftop.campaign import client_rounds, plan_collect, plan_validate
 
     out = {}
-    for group in plan_collect(cfg) + plan_validate(cfg):
-        for specs in Runner.rounds(group.samples):
-            out[specs[0].key.rsplit("/", 1)[0].replace("/", "_")] = [sp.row_keys() for sp in specs]
+    for placement in plan_collect(cfg) + plan_validate(cfg):
+        for rnd in client_rounds(placement.samples):
+            out[rnd.folder] = rnd.row_keys()
     return out
 
 
@@ -115,16 +114,13 @@ def _round_keys(sdir: Path, docs: dict[int, dict], planned: dict) -> list[list[s
 
 
 def _row_maker(run_id: str, cfg: dict):
-    """The campaign's own row computation (Runner._row: aggregate over the
-    clients' common time, validity checks), for a run rebuilt from disk."""
-    from rooftop.campaign import Runner
+    """The campaign's own row computation (campaign.Rows.row: aggregate over
+    the clients' common time, validity checks), for a run rebuilt from disk."""
+    from rooftop.campaign import Rows
     from rooftop.launchers.base import Node
 
-    me = SimpleNamespace(run_id=run_id, cfg=cfg, nodes=[
-        Node(n["index"], n["host"], tuple(n["cores"]), n.get("address"), n.get("emulation"))
-        for n in cfg["nodes"]])
-    me._invalid = functools.partial(Runner._invalid, me)
-    return functools.partial(Runner._row, me)
+    return Rows(run_id, cfg, [Node(n["index"], n["host"], tuple(n["cores"]), n.get("address"),
+                                   n.get("emulation")) for n in cfg["nodes"]]).row
 
 
 def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict]]:
@@ -161,7 +157,7 @@ def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
                 nclients = len(cnodes) * int(m["cpn"])
                 ranks = list(range(nclients)) if len(keys) == 1 else [j]  # pairs: rank j, pair j
                 errors = {r: "no complete document" for r in ranks if r not in results}
-                sp = SimpleNamespace(stage=m["stage"].split("+")[0], metric=m["metric"], sample=int(m["i"]))
+                sp = SimpleNamespace(stage=m["stage"].split("+")[0], metric=m["metric"], index=int(m["i"]))
                 part = (key, snodes, cnodes, len(snodes) * int(m["spn"]), ranks)
                 row = make(sp, part, w, results, errors, offs, sdir)
                 if row["status"] != "failed":

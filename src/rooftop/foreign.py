@@ -83,11 +83,12 @@ class NoMeter:
         return None
 
 
-def meter(runner, group, spec) -> Meter | NoMeter:
-    """A meter for one round of a campaign.Runner: the cores of its server
-    and client nodes, its live processes (the group's servers) as its own."""
+def meter(runner, placement, spec) -> Meter | NoMeter:
+    """A meter for one client round of a campaign.Runner (the start hook of
+    the foreign_cpu sampler, rooftop.samplers): the cores of its server and
+    client nodes, its live processes (the placement's servers) as its own."""
     if runner.launcher.name not in ON_THIS_MACHINE:
         return NoMeter()
-    nodes = set(group.server_nodes) | set(spec.client_nodes)
+    nodes = set(placement.server_nodes) | set(spec.client_nodes)
     cores = {c for n in runner.nodes if n.index in nodes for c in n.cores}
     return Meter(cores, [p.pid for p in runner.procs.procs if p.poll() is None])

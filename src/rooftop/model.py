@@ -39,13 +39,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Units a parameters file may use, and their factor to the base unit.
-UNITS = {
-    "ops/s": ("ops/s", 1.0), "K ops/s": ("ops/s", 1e3), "M ops/s": ("ops/s", 1e6),
-    "bytes/s": ("bytes/s", 1.0), "KiB/s": ("bytes/s", 2.0 ** 10), "MiB/s": ("bytes/s", 2.0 ** 20),
-    "GiB/s": ("bytes/s", 2.0 ** 30), "MB/s": ("bytes/s", 1e6), "GB/s": ("bytes/s", 1e9),
-}
-
+from rooftop import metrics, stages
+from rooftop.units import PARAM_UNITS, fmt_rate
 
 #: The practical ratio may fall short of the client ceiling by this much.
 PRACTICAL_TOLERANCE = 0.05
@@ -89,9 +84,14 @@ def t_interval(values: list[float]) -> tuple[float, float] | None:
 
 @dataclass
 class Ceiling:
+    """A range [lo, hi] and the central value the model draws (centre):
+    from samples (Ceiling.of) their median; for a range given without
+    samples (Ceiling.span) its midpoint; for a ratio of ceilings (the
+    ridge) the ratio of their centres."""
+
     lo: float
     hi: float
-    mid: float  # median where measured; the midpoint for published ranges
+    centre: float
     #: 95 % interval of the mean of its samples (None: fewer than 2).
     ci: tuple[float, float] | None = None
     #: How many samples (0: a published or hand-written range).
@@ -103,6 +103,20 @@ class Ceiling:
     def of(cls, values: list[float], keys=()) -> "Ceiling":
         return cls(min(values), max(values), statistics.median(values), t_interval(values),
                    len(values), frozenset(keys))
+
+    @classmethod
+    def span(cls, lo: float, hi: float) -> "Ceiling":
+        """A published or hand-written range: no samples, centred on its midpoint."""
+        return cls(lo, hi, (lo + hi) / 2)
+
+    @property
+    def median(self) -> float | None:
+        """The median of its samples (None: a range given without samples)."""
+        return self.centre if self.n else None
+
+    @property
+    def midpoint(self) -> float:
+        return (self.lo + self.hi) / 2
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -168,20 +182,20 @@ class Roofline:
         ci = None
         if c.interval and n.interval:
             ci = (min(c.interval[0], n.interval[0]), min(c.interval[1], n.interval[1]))
-        return Ceiling(min(c.lo, n.lo), min(c.hi, n.hi), min(c.mid, n.mid), ci,
+        return Ceiling(min(c.lo, n.lo), min(c.hi, n.hi), min(c.centre, n.centre), ci,
                        max(c.n, n.n, 1) if ci else c.n, c.keys | n.keys)
 
     @property
     def node_binds(self) -> bool:
         """Whether the client-node ceiling is lower than the isolated one."""
-        return self.client_node is not None and self.client_node.mid < self.client.mid
+        return self.client_node is not None and self.client_node.centre < self.client.centre
 
     def without_client_node(self) -> "Roofline":
         return Roofline(self.metric, self.unit, self.client, self.server, self.source,
                         measured_once=self.measured_once, core_shared=self.core_shared,
                         core_shared_only=self.core_shared_only)
 
-    def rate(self, x: float, bound: str = "mid") -> float:
+    def rate(self, x: float, bound: str = "centre") -> float:
         c, s = getattr(self.client_bound, bound), getattr(self.server, bound)
         return min(c, x * s)
 
@@ -189,7 +203,7 @@ class Roofline:
     def ridge(self) -> Ceiling:
         """x* where x * server = client, as a range."""
         c = self.client_bound
-        return Ceiling(c.lo / self.server.hi, c.hi / self.server.lo, c.mid / self.server.mid)
+        return Ceiling(c.lo / self.server.hi, c.hi / self.server.lo, c.centre / self.server.centre)
 
     @property
     def ridge_interval(self) -> tuple[float, float] | None:
@@ -206,7 +220,7 @@ class Roofline:
         return bool(self.server.keys) and self.client.keys == self.server.keys
 
     def binding(self, x: float) -> str:
-        return "server" if x * self.server.mid < self.client_bound.mid else "client"
+        return "server" if x * self.server.centre < self.client_bound.centre else "client"
 
     def recommended(self) -> dict:
         """The smallest ratio whose predicted rate reaches the client ceiling
@@ -214,9 +228,9 @@ class Roofline:
         server per k clients' or 'm servers per client', whose predicted
         rate is within 5 % of it (a ridge of 1.002 is 1:1, not 2:1)."""
         r = self.ridge
-        servers, clients = practical(r.mid)
-        return {"x": r.mid, "x_range": [r.lo, r.hi], "servers": servers, "clients": clients,
-                "reaches": self.rate(servers / clients) / self.client_bound.mid}
+        servers, clients = practical(r.centre)
+        return {"x": r.centre, "x_range": [r.lo, r.hi], "servers": servers, "clients": clients,
+                "reaches": self.rate(servers / clients) / self.client_bound.centre}
 
     def verdict(self) -> dict:
         """What the model can tell about the ratio to deploy. kind: 'ratio'
@@ -326,7 +340,7 @@ class Evaluation:
             "client_node": (dict(_ceiling_dict(r.client_node), binds=r.node_binds)
                             if r.client_node else None),
             "client_node_rejected": r.client_node_rejected or None,
-            "ridge": {"min": r.ridge.lo, "median": r.ridge.mid, "max": r.ridge.hi,
+            "ridge": {"min": r.ridge.lo, "median": r.ridge.centre, "max": r.ridge.hi,
                       "ci95": _finite(r.ridge_interval)},
             "recommended": r.recommended(),
             "verdict": r.verdict(),
@@ -353,7 +367,7 @@ class Evaluation:
 def _ceiling_dict(c: Ceiling) -> dict:
     """min, median, max; ci95: the interval the verdict uses (None: one
     sample); samples: how many (0: a published range)."""
-    return {"min": c.lo, "median": c.mid, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
+    return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
 
 
 def evaluate(roofline: Roofline, samples: list[dict]) -> Evaluation:
@@ -443,24 +457,24 @@ def from_run(samples: list[dict], metric: str, source: str = "",
     usable = [s for s in ok if not shared[_kid(s)]]
     spoilt = [s for s in ok if shared[_kid(s)]]
     keep = lambda rows: [s for s in rows if not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
-    client, server = keep(_rows(usable, "client_peak")), _rows(usable, "server_peak")
+    cs, ss, ns = (stages.of_role(role).name for role in ("client", "server", "node"))
+    client, server = keep(_rows(usable, cs)), _rows(usable, ss)
     only = []
-    if not client and keep(_rows(spoilt, "client_peak")):
-        client, only = keep(_rows(spoilt, "client_peak")), only + ["client"]
-    if not server and _rows(spoilt, "server_peak"):
-        server, only = _rows(spoilt, "server_peak"), only + ["server"]
+    if not client and keep(_rows(spoilt, cs)):
+        client, only = keep(_rows(spoilt, cs)), only + ["client"]
+    if not server and _rows(spoilt, ss):
+        server, only = _rows(spoilt, ss), only + ["server"]
     if not client or not server:
-        missing = "client peak" if not client else "server peak"
+        missing = (cs if not client else ss).replace("_", " ")
         raise ModelError(f"{metric}: the run has no successful {missing} samples "
                          f"(run 'rooftop collect' with both stages)")
-    unit = "ops/s" if metric == "rpc" else "bytes/s"
-    r = Roofline(metric, unit, Ceiling.of([s["per_client"] for s in client], map(_kid, client)),
+    r = Roofline(metric, metrics.get(metric).unit, Ceiling.of([s["per_client"] for s in client], map(_kid, client)),
                  Ceiling.of([s["per_server"] for s in server], map(_kid, server)), source)
     r.measured_once = sorted({tuple(stands_for(s)) for s in ok if len(stands_for(s)) > 1})
     r.measured_once = [list(t) for t in r.measured_once]
     r.core_shared = [(st, _kid(s), shared[_kid(s)]) for s in spoilt for st in stands_for(s)]
     r.core_shared_only = only
-    _set_client_node(r, _rows(usable, "client_node"), _rows(spoilt, "client_node"), shared)
+    _set_client_node(r, _rows(usable, ns), _rows(spoilt, ns), shared)
     return r
 
 
@@ -480,13 +494,11 @@ def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: 
         r.client_node_rejected = ("the client-node stage was server-bound: it was measured once with "
                                   "the server peak (the same placement), so its servers, not the "
                                   "client node, were the limit")
-    elif cn.mid >= SERVER_BOUND * x * r.server.mid:
-        from rooftop.ui import fmt_rate
-
+    elif cn.centre >= SERVER_BOUND * x * r.server.centre:
         r.client_node_rejected = (
             f"the client-node stage was server-bound: x = {x:.3g} server processes per client "
-            f"give at most {fmt_rate(x * r.server.mid, r.unit)} per client and each got "
-            f"{fmt_rate(cn.mid, r.unit)}; more server nodes are needed to saturate a client node")
+            f"give at most {fmt_rate(x * r.server.centre, r.unit)} per client and each got "
+            f"{fmt_rate(cn.centre, r.unit)}; more server nodes are needed to saturate a client node")
     else:
         r.client_node = cn
 
@@ -509,8 +521,8 @@ def _ceiling(v, factor: float, unit: str, where: str) -> Ceiling:
     lo_ok, hi_ok = PARAM_RANGE
     if not all(math.isfinite(b) and lo_ok <= b <= hi_ok for b in base):
         raise ModelError(f"{where}: {_short(v)} {unit} is not a usable ceiling (finite, between "
-                         f"{lo_ok:g} and {hi_ok:g} in {UNITS[unit][0]})")
-    return Ceiling(min(base), max(base), (min(base) + max(base)) / 2)
+                         f"{lo_ok:g} and {hi_ok:g} in {PARAM_UNITS[unit][0]})")
+    return Ceiling.span(min(base), max(base))
 
 
 def _short(v) -> str:
@@ -525,7 +537,8 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
      "metrics": {"rpc": {"unit": "K ops/s", "client": [148, 173], "server": [524, 530]},
                  "bw":  {"unit": "GiB/s",   "client": [20.2, 20.5], "server": [1.7, 1.8]}}}
 
-    A ceiling is [min, max] or a single number; units: see UNITS. An
+    A ceiling is [min, max] or a single number; units: see
+    rooftop.units.PARAM_UNITS. An
     optional "client_node" ceiling (per client process with the client node
     full) is used where it is lower than "client".
     """
@@ -544,15 +557,15 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
     out = {}
     for metric, m in data["metrics"].items():
         where = f"{path}: metrics.{metric}"
-        if metric not in ("rpc", "bw"):
-            raise ModelError(f"{where}: unknown metric (rpc or bw)")
+        if metric not in metrics.METRICS:
+            raise ModelError(f"{where}: unknown metric ({' or '.join(metrics.METRICS)})")
         if not isinstance(m, dict):
             raise ModelError(f"{where}: expected an object with unit, client, server")
         unit = m.get("unit")
-        if not isinstance(unit, str) or unit not in UNITS:
-            raise ModelError(f"{where}.unit: {_short(unit)} is not one of {', '.join(UNITS)}")
-        base, factor = UNITS[unit]
-        if (metric == "rpc") != (base == "ops/s"):
+        if not isinstance(unit, str) or unit not in PARAM_UNITS:
+            raise ModelError(f"{where}.unit: {_short(unit)} is not one of {', '.join(PARAM_UNITS)}")
+        base, factor = PARAM_UNITS[unit]
+        if base != metrics.get(metric).unit:
             raise ModelError(f"{where}.unit: {unit} does not measure {metric}")
         ceilings = {}
         for side in ("client", "server", "client_node"):

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from rooftop.engine import EngineError, Group
+from rooftop.units import fmt_in
 
 
 def _cpus() -> tuple[str | None, str | None]:
@@ -57,9 +58,9 @@ def run(fabrics: list[str], duration: float, results: Path, say=print) -> dict:
                    "client_cpu": r["cpu"]["utilization"]}
             rows.append(row)
             if op == "noop":
-                say(f"{r['ops_per_sec']:>10,.0f} ops/s   p50 {r['latency_us']['p50']:.1f} us")
+                say(f"{fmt_in(r['ops_per_sec'], 'ops/s', '>10,.0f')}   p50 {r['latency_us']['p50']:.1f} us")
             else:
-                say(f"{r['bytes_per_sec'] / 2**30:>10.2f} GiB/s  p50 {r['latency_us']['p50']:.0f} us")
+                say(f"{fmt_in(r['bytes_per_sec'], 'GiB/s', '>10.2f')}  p50 {r['latency_us']['p50']:.0f} us")
     summary = {"when": stamp, "server_cpu": server_cpu, "client_cpu": client_cpu,
                "duration_s": duration, "rows": rows}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))

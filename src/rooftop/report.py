@@ -16,7 +16,7 @@ from pathlib import Path
 from rooftop import __version__
 from rooftop.plots.run import plot_run
 from rooftop.results import RunResults
-from rooftop.ui import fmt_rate
+from rooftop.units import fmt_rate
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
@@ -64,7 +64,7 @@ def headline(res: RunResults) -> list[dict]:
             "client": [r.client.lo, r.client.hi], "server": [r.server.lo, r.server.hi],
             "client_node": [r.client_node.lo, r.client_node.hi] if r.client_node else None,
             "client_node_binds": r.node_binds,
-            "ridge": [r.ridge.lo, r.ridge.mid, r.ridge.hi], "recommended": rec,
+            "ridge": [r.ridge.lo, r.ridge.centre, r.ridge.hi], "recommended": rec,
             "verdict": r.verdict(), "measured_once": r.measured_once,
             "client_ci": r.client.interval if r.client.n else None,
             "server_ci": r.server.interval if r.server.n else None,
@@ -188,6 +188,31 @@ def _table(head: list[str], rows: list[list[str]], raw: bool = False) -> str:
     return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _card(h: dict) -> str:
+    """The headline card of one metric."""
+    e = html.escape
+    u = h["unit"]
+    node = ""
+    if h["client_node"]:
+        node = (f"<div class='small'>node full: {e(_rng(h['client_node'], u))}"
+                + (" (binds)" if h["client_node_binds"] else "") + "</div>")
+    err = ""
+    if h["error_all"] is not None:
+        err = f"<div class='small'>validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
+        if h["error_all_without_client_node"] is not None:
+            err += f" ({_pct(h['error_all_without_client_node'])} without the node ceiling)"
+        err += "</div>"
+    return (
+        f"<div class='card'><h3>{e(h['metric'])}</h3>"
+        f"<div class='big'>{e(_big(h['verdict']))}</div>"
+        + (f"<div class='verdict'>{e(h['verdict']['text'])}</div>" if h["verdict"]["kind"] != "ratio" else "")
+        + "".join(f"<div class='small'>measured once: {e(_stages(st))} (the same placement)</div>"
+                  for st in h["measured_once"])
+        + f"<div class='small'>ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}</div>"
+        f"<div class='small'>client ceiling {e(_rng(h['client'], u))} per process{e(_ci(h['client_ci'], u))}</div>{node}"
+        f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process{e(_ci(h['server_ci'], u))}</div>{err}</div>")
+
+
 def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
     run = res.run
     e = html.escape
@@ -196,27 +221,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
              f"<title>rooftop report {e(run.id)}</title><style>{CSS}</style></head><body><main>",
              f"<h1>rooftop report</h1><div class='sub'>run {e(run.id)}: {e(res.host)}, "
              f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>", "<div class='cards'>"]
-    for h in headline(res):
-        u = h["unit"]
-        node = ""
-        if h["client_node"]:
-            node = (f"<div class='small'>node full: {e(_rng(h['client_node'], u))}"
-                    + (" (binds)" if h["client_node_binds"] else "") + "</div>")
-        err = ""
-        if h["error_all"] is not None:
-            err = f"<div class='small'>validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
-            if h["error_all_without_client_node"] is not None:
-                err += f" ({_pct(h['error_all_without_client_node'])} without the node ceiling)"
-            err += "</div>"
-        parts.append(
-            f"<div class='card'><h3>{e(h['metric'])}</h3>"
-            f"<div class='big'>{e(_big(h['verdict']))}</div>"
-            + (f"<div class='verdict'>{e(h['verdict']['text'])}</div>" if h["verdict"]["kind"] != "ratio" else "")
-            + "".join(f"<div class='small'>measured once: {e(_stages(st))} (the same placement)</div>"
-                      for st in h["measured_once"])
-            + f"<div class='small'>ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}</div>"
-            f"<div class='small'>client ceiling {e(_rng(h['client'], u))} per process{e(_ci(h['client_ci'], u))}</div>{node}"
-            f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process{e(_ci(h['server_ci'], u))}</div>{err}</div>")
+    parts += [_card(h) for h in headline(res)]
     parts.append("</div><h2>Warnings</h2>")
     if res.warnings:
         parts += [f"<div class='warn'>{e(w)}</div>" for w in res.warnings]

@@ -9,8 +9,9 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import model, outliers
+from rooftop import metrics, model, outliers, stages
 from rooftop.store import Run, Store, stands_for
+from rooftop.units import fmt_rate
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
 WIDE_CLIENT_RANGE = 0.25
@@ -103,9 +104,8 @@ class RunResults:
         return self.run.created.split("T")[0]
 
     def title(self, metric: str) -> str:
-        what = {"rpc": "RPC rate (noop)", "bw": "bandwidth (bulk " + self.run.config.get(
-            "bw", {}).get("op", "read") + ", " + str(self.run.config.get("bw", {}).get("size", "")) + ")"}
-        return f"{what.get(metric, metric)}: {self.host}, {self.provider}, {self.date}"
+        what = metrics.METRICS[metric].title(self.run.config) if metric in metrics.METRICS else metric
+        return f"{what}: {self.host}, {self.provider}, {self.date}"
 
     def stage_samples(self, stage: str, metric: str | None = None, ok: bool = True) -> list[dict]:
         """Samples standing for a stage (one measured once counts for each)."""
@@ -119,13 +119,13 @@ class RunResults:
 
 def pair_matrix(samples: list[dict], metric: str, nodes: int) -> PairMatrix | None:
     per: dict[tuple[int, int], list[float]] = {}
+    client = stages.of_role("client").name
     for s in samples:
-        if "client_peak" in stands_for(s) and s["metric"] == metric and s["status"] == "ok":
+        if client in stands_for(s) and s["metric"] == metric and s["status"] == "ok":
             per.setdefault((s["server_nodes"][0], s["client_nodes"][0]), []).append(s["per_client"])
     if not per:
         return None
-    unit = "ops/s" if metric == "rpc" else "bytes/s"
-    return PairMatrix(metric, unit, list(range(nodes)),
+    return PairMatrix(metric, metrics.get(metric).unit, list(range(nodes)),
                       {k: statistics.median(v) for k, v in per.items()})
 
 
@@ -168,8 +168,6 @@ def _method_warnings(metric: str, r: model.Roofline) -> list[str]:
 
 
 def _warnings(res: RunResults) -> list[str]:
-    from rooftop.ui import fmt_rate
-
     out = []
     for metric, scores in sorted(res.scores.items()):
         unit = res.pairs[metric].unit
@@ -182,7 +180,7 @@ def _warnings(res: RunResults) -> list[str]:
                        + ", ".join(f"n{a}-n{b} {fmt_rate(v, unit)}" for (a, b), v in sc.pairs[:3])
                        + (f"; without it the client ceiling is {fmt_rate(w.client.lo, unit)} .. "
                           f"{fmt_rate(w.client.hi, unit)}" if w else ""))
-            if sc.node == 0 and any(s["stage"] == "server_peak" for s in res.samples):
+            if sc.node == 0 and any(s["stage"] == stages.of_role("server").name for s in res.samples):
                 out.append(f"{metric}: the server ceiling was measured on node n0, which is flagged: "
                            f"re-run with another server node first (launcher.hosts order)")
     for metric, r in res.rooflines.items():
@@ -205,7 +203,7 @@ def _warnings(res: RunResults) -> list[str]:
         if r.node_binds:
             n = r.client_node
             out.append(f"{metric}: with its node full, each client process gets "
-                       f"{fmt_rate(n.mid, r.unit)}, {n.mid / c.mid:.0%} of a lone client: the model "
+                       f"{fmt_rate(n.centre, r.unit)}, {n.centre / c.centre:.0%} of a lone client: the model "
                        f"uses this node-saturated ceiling")
         ev = res.evaluations.get(metric)
         if ev:
@@ -284,7 +282,7 @@ def load(store: Store, run_id: str) -> RunResults:
     samples = store.samples(run.id)
     res = RunResults(run, samples)
     nodes = len(run.config.get("nodes") or [])
-    validation = [s for s in samples if s["stage"] == "validate"]
+    validation = [s for s in samples if s["stage"] == stages.of_role("validation").name]
     for metric in res.metrics:
         try:
             r = model.from_run(samples, metric, f"run {run.id}", nodes=run.config.get("nodes"))
@@ -304,7 +302,7 @@ def load(store: Store, run_id: str) -> RunResults:
                         nodes=run.config.get("nodes"))
                 except model.ModelError:
                     pass
-        for stage in ("client_peak", "client_node", "server_peak", "validate"):
+        for stage in (st.name for st in stages.STAGES.values() if st.latency):
             lat = latency_of(samples, stage, metric)
             if lat:
                 res.latency.append(lat)

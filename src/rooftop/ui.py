@@ -5,7 +5,6 @@ run id or --json)."""
 from __future__ import annotations
 
 import statistics
-import sys
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -13,18 +12,13 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+from rooftop import stages
+# Re-exported: cli formats rates through ui (the table is rooftop.units).
+from rooftop.units import fmt_range, fmt_rate  # noqa: F401
+
 console = Console(stderr=True, highlight=False)
 if not console.is_terminal:
     console.width = 110  # logs and CI: wide enough that tables do not wrap
-
-STAGE_RATE = {"server_peak": "per_server", "client_peak": "per_client",
-              "client_node": "per_client", "sweep_servers": "aggregate", "validate": "per_client"}
-STAGE_LABEL = {"server_peak": "server peak (per server process)",
-               "client_peak": "client peak (per client process)",
-               "client_node": "client node (per client process, node full)",
-               "sweep_servers": "server sweep (node aggregate)",
-               "validate": "validation (per client process)"}
-
 
 @contextmanager
 def stage_progress(groups, done: set[str], quiet: bool = False):
@@ -51,32 +45,12 @@ def stage_progress(groups, done: set[str], quiet: bool = False):
             progress.update(tasks[spec.stage], failed=f"[red]{nfailed[spec.stage]} not usable")
         progress.advance(tasks[spec.stage])
         if not console.is_terminal:
-            console.print(f"  {row['key']}: " + (f"{row[STAGE_RATE[spec.stage]]:.4g} {row['unit']}"
+            console.print(f"  {row['key']}: " + (f"{row[stages.get(spec.stage).rate]:.4g} {row['unit']}"
                                                if row["status"] == "ok"
                                                else f"{row['status'].upper()} {row['error'][:200]}"))
 
     with progress:
         yield on_sample
-
-
-def fmt_rate(v: float | None, unit: str) -> str:
-    if v is None:
-        return "-"
-    if unit == "bytes/s":
-        if v >= 2**30:
-            return f"{v / 2**30:.2f} GiB/s"
-        if v >= 2**20:
-            return f"{v / 2**20:.1f} MiB/s"
-        return f"{v / 2**10:.1f} KiB/s"
-    return f"{v / 1e3:,.1f} K ops/s" if v >= 1e4 else f"{v:,.0f} ops/s"
-
-
-def fmt_range(lo: float, hi: float, unit: str) -> str:
-    """'32.6-39.9 K ops/s': one unit for both ends."""
-    a, b = fmt_rate(lo, unit).split(" ", 1), fmt_rate(hi, unit).split(" ", 1)
-    if a[1] == b[1]:
-        return f"{a[0]}-{b[0]} {b[1]}"
-    return f"{fmt_rate(lo, unit)}-{fmt_rate(hi, unit)}"
 
 
 def summarize(samples: list[dict]) -> list[dict]:
@@ -90,11 +64,12 @@ def summarize(samples: list[dict]) -> list[dict]:
         for stage in stands_for(s):
             by.setdefault((stage, s["metric"]), []).append(s)
     out = []
-    for stage, metric in sorted(by, key=lambda k: (list(STAGE_RATE).index(k[0]), k[1])):
+    for stage, metric in sorted(by, key=lambda k: (stages.order(k[0]), k[1])):
         rows = by[(stage, metric)]
-        ok = [s[STAGE_RATE[stage]] for s in rows if s["status"] == "ok"]
-        once = sorted({o for s in rows for o in stands_for(s) if o != stage}, key=list(STAGE_RATE).index)
-        out.append({"stage": stage, "metric": metric, "rate": STAGE_RATE[stage],
+        rate = stages.get(stage).rate
+        ok = [s[rate] for s in rows if s["status"] == "ok"]
+        once = sorted({o for s in rows for o in stands_for(s) if o != stage}, key=stages.order)
+        out.append({"stage": stage, "metric": metric, "rate": rate,
                     "unit": rows[0]["unit"], "samples": len(rows),
                     "failed": sum(1 for s in rows if s["status"] == "failed"),
                     "invalid": sum(1 for s in rows if s["status"] == "invalid"),
@@ -113,13 +88,13 @@ def print_summary(run, samples: list[dict]) -> None:
     for r in summarize(samples):
         n = (f"{r['samples']}" + (f" ([red]{r['failed']} failed[/])" if r["failed"] else "")
              + (f" ([yellow]{r['invalid']} invalid[/])" if r["invalid"] else ""))
-        label = STAGE_LABEL[r["stage"]] + (" *" if r["once_with"] else "")
+        label = stages.get(r["stage"]).label + (" *" if r["once_with"] else "")
         t.add_row(label, r["metric"], n, fmt_rate(r["min"], r["unit"]),
                   fmt_rate(r["median"], r["unit"]), fmt_rate(r["max"], r["unit"]))
     console.print(t)
     once = sorted({tuple(stands_for(s)) for s in samples if len(stands_for(s)) > 1})
-    for stages in once:
-        console.print("* " + ", ".join(x.replace("_", " ") for x in stages)
+    for names in once:
+        console.print("* " + ", ".join(x.replace("_", " ") for x in names)
                       + ": measured once, the same placement (the same samples stand for each)")
     if run.overhead is not None:
         console.print(f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "

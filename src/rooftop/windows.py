@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rooftop import metrics
+
 
 @dataclass
 class Common:
@@ -78,5 +80,5 @@ def aggregate(results: dict[int, dict], ranks: list[int], k: int, offs: dict[int
     for r in ranks:
         w0 = offs[r] + k * results[r]["samples"][0]["elapsed_s"]
         ops = work_between(results[r]["samples"][k], c.lo - w0, c.hi - w0)
-        work += ops * (results[r].get("op_bytes", 0) if metric == "bw" else 1)
+        work += ops * metrics.get(metric).work_per_op(results[r])
     return work / (c.hi - c.lo), c

@@ -22,29 +22,29 @@ def _cfg(n, spn=1, cpn=1, pairs="serial", **stages):
     return {"nodes": [{"index": i} for i in range(n)], "metrics": ["rpc", "bw"], "collect": c}
 
 
-def _keys(groups):
-    return sorted(k for g in groups for s in g.samples for k in s.row_keys())
+def _keys(placements):
+    return sorted(k for g in placements for s in g.samples for k in s.row_keys())
 
 
 @pytest.mark.parametrize("pairs", ["serial", "rounds"])
 def test_two_nodes_of_one_core_plan_one_measurement_for_three_stages(pairs):
-    groups = plan_collect(_cfg(2, pairs=pairs))
+    placements = plan_collect(_cfg(2, pairs=pairs))
     # One group (one server on n0), one spec per metric and sample, no other.
-    assert len(groups) == 1 and groups[0].server_nodes == [0] and groups[0].servers_per_node == 1
-    specs = groups[0].samples
+    assert len(placements) == 1 and placements[0].server_nodes == [0] and placements[0].servers_per_node == 1
+    specs = placements[0].samples
     assert len(specs) == 2 * 3
     for s in specs:
         assert (s.stage, s.also) == ("server_peak", ("client_peak", "client_node"))
         assert s.client_nodes == [1] and s.clients_per_node == 1
-    assert _keys(groups) == sorted(f"server_peak+client_peak+client_node/{m}/s0x1/c1x1/{i}"
+    assert _keys(placements) == sorted(f"server_peak+client_peak+client_node/{m}/s0x1/c1x1/{i}"
                                    for m in ("rpc", "bw") for i in range(3))
 
 
 def test_more_cores_per_node_share_only_what_is_the_same():
     # 2 nodes of 4 cores: server peak and client node are both 4 servers on
     # n0 against 4 clients on n1; the lone pair is 1 against 1, its own.
-    groups = plan_collect(_cfg(2, spn=4, cpn=4))
-    keys = _keys(groups)
+    placements = plan_collect(_cfg(2, spn=4, cpn=4))
+    keys = _keys(placements)
     assert [k for k in keys if k.startswith("server_peak")] == sorted(
         f"server_peak+client_node/{m}/s0x4/c1x4/{i}" for m in ("rpc", "bw") for i in range(3))
     assert len([k for k in keys if k.startswith("client_peak/")]) == 6 and len(keys) == 12
@@ -58,8 +58,8 @@ def test_three_nodes_measure_every_stage_apart():
 
 def test_without_server_peak_the_pair_stands_for_the_node_stage():
     for pairs in ("serial", "rounds"):
-        groups = plan_collect(_cfg(2, pairs=pairs, server_peak=False))
-        assert _keys(groups) == sorted(f"client_peak+client_node/{m}/s0x1/c1x1/{i}"
+        placements = plan_collect(_cfg(2, pairs=pairs, server_peak=False))
+        assert _keys(placements) == sorted(f"client_peak+client_node/{m}/s0x1/c1x1/{i}"
                                        for m in ("rpc", "bw") for i in range(3))
 
 

@@ -74,7 +74,7 @@ def _collect(tmp_path, launcher) -> list[dict]:
                               "results": str(tmp_path / "res")})
     store = Store(cfg["results"])
     run = store.new_run(cfg, {})
-    Runner(cfg, store, run, launcher).run_groups(plan_collect(cfg))
+    Runner(cfg, store, run, launcher).run_placements(plan_collect(cfg))
     assert not engine_processes(str(tmp_path))
     return store.samples(run)
 

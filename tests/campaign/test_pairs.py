@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 
-from rooftop.campaign import plan_collect, round_robin
+from rooftop.campaign import plan_collect
+from rooftop.stages.client_peak import round_robin
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9, 16])
@@ -27,17 +28,17 @@ def _cfg(n, pairs):
                         "warmup": 0.5, "servers_per_node": 1, "clients_per_node": 1}}
 
 
-def test_rounds_plan_the_same_rows_as_serial_with_fewer_groups():
+def test_rounds_plan_the_same_rows_as_serial_with_fewer_placements():
     serial = plan_collect(_cfg(6, "serial"))
     rounds = plan_collect(_cfg(6, "rounds"))
-    keys = lambda groups: sorted(k for g in groups for s in g.samples for k in s.row_keys())
+    keys = lambda placements: sorted(k for g in placements for s in g.samples for k in s.row_keys())
     # The same stored keys, so a run resumed with either gives one matrix.
     assert keys(serial) == keys(rounds) and len(keys(rounds)) == 15 * 2
     assert len(serial) == 5 and len(rounds) == 5
     # Serial: one client launch per pair and sample window group (15 pairs);
     # rounds: 5 rounds of 3 pairs measured at once.
-    assert sum(1 for g in serial for s in g.samples if s.sample == 0) == 15
-    assert sum(1 for g in rounds for s in g.samples if s.sample == 0) == 5
+    assert sum(1 for g in serial for s in g.samples if s.index == 0) == 15
+    assert sum(1 for g in rounds for s in g.samples if s.index == 0) == 5
     g = rounds[0]
     spec = g.samples[0]
     # Client i sits on pair i's second node and loads server i (rank % nservers).

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex
 
-from rooftop import model
+from rooftop import model, units
 from rooftop.model import Ceiling, Roofline
 from rooftop.plots import compare, latency, pairs, roofline, save, sweep, style
 from rooftop.results import Latency, PairMatrix
@@ -46,11 +46,11 @@ def test_roofline_figure_axes_points_colours_and_ridge():
     assert pts["validation-4"].get_offsets()[0].tolist() == pytest.approx([2, 158])
     # The ridge is drawn at x* and the roofline is flat at the client ceiling beyond it.
     (ridge,) = [l for l in ax.lines if l.get_gid() == "ridge"]
-    assert ridge.get_xdata()[0] == pytest.approx(r.ridge.mid)
+    assert ridge.get_xdata()[0] == pytest.approx(r.ridge.centre)
     (roof,) = [l for l in ax.lines if l.get_gid() == "roofline"]
     xs, ys = roof.get_data()
-    assert ys[-1] == pytest.approx(r.client.mid / 1e3)
-    assert ys[0] == pytest.approx(xs[0] * r.server.mid / 1e3)
+    assert ys[-1] == pytest.approx(r.client.centre / 1e3)
+    assert ys[0] == pytest.approx(xs[0] * r.server.centre / 1e3)
     # Legend names both ceilings with their ranges.
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("client ceiling 148–173" in t for t in labels)
@@ -117,9 +117,9 @@ def test_sweep_pairs_latency_and_compare_figures(tmp_path):
 
 
 def test_units_and_ratio_labels():
-    assert style.rate_scale("ops/s", 500) == (1.0, "ops/s")
-    assert style.rate_scale("ops/s", 173e3) == (1e3, "K ops/s")
-    assert style.rate_scale("ops/s", 5e6) == (1e6, "M ops/s")
-    assert style.rate_scale("bytes/s", 20 * 2**30) == (2**30, "GiB/s")
-    assert style.rate_scale("bytes/s", 100 * 2**20) == (2**20, "MiB/s")
+    assert units.rate_scale("ops/s", 500) == (1.0, "ops/s")
+    assert units.rate_scale("ops/s", 173e3) == (1e3, "K ops/s")
+    assert units.rate_scale("ops/s", 5e6) == (1e6, "M ops/s")
+    assert units.rate_scale("bytes/s", 20 * 2**30) == (2**30, "GiB/s")
+    assert units.rate_scale("bytes/s", 100 * 2**20) == (2**20, "MiB/s")
     assert [style.ratio_label(x) for x in (1 / 16, 0.25, 1, 4)] == ["1/16", "1/4", "1", "4"]

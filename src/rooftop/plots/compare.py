@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 
 from rooftop.model import Roofline
 from rooftop.plots import roofline as rl
+from rooftop import units
 from rooftop.plots import style
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#7f7f7f")
@@ -19,7 +20,7 @@ def figure(items: list[tuple[str, Roofline]], title: str):
     lo = min(r.ridge.lo for _, r in items)
     hi = max(r.ridge.hi for _, r in items)
     top = max(r.client.hi for _, r in items)
-    scale, unit = style.rate_scale(items[0][1].unit, top)
+    scale, unit = units.rate_scale(items[0][1].unit, top)
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
     for i, (label, r) in enumerate(items):

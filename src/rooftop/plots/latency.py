@@ -6,13 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from rooftop import stages
 from rooftop.results import Latency
-
-STAGE_NAMES = {"client_peak": "client peak (lone pair)", "client_node": "client node full",
-               "server_peak": "server peak (saturated)", "validate": "validation"}
-COLOURS = {"client_peak": "#1f77b4", "client_node": "#9467bd", "server_peak": "#d62728",
-           "validate": "#ff7f0e"}
-
 
 def fmt_us(v: float) -> str:
     return f"{v:.3g} µs" if v < 1000 else f"{v / 1000:.3g} ms"
@@ -21,7 +16,7 @@ def fmt_us(v: float) -> str:
 def _name(lat: Latency) -> str:
     """The stage's name; a measurement standing for several names them all."""
     if not lat.also:
-        return STAGE_NAMES.get(lat.stage, lat.stage)
+        return stages.STAGES[lat.stage].legend if lat.stage in stages.STAGES else lat.stage
     return " = ".join(x.replace("_", " ") for x in (lat.stage, *lat.also)) + " (one measurement)"
 
 
@@ -37,7 +32,7 @@ def figure(lats: list[Latency], metric: str, title: str):
         # Density per log-width so differently wide bins compare.
         dens = n / lat.count / np.log10(np.maximum(hi, lo * 1.0001) / np.maximum(lo, 1e-3))
         edges = np.append(lo, hi[-1])
-        ax.stairs(dens, edges, color=COLOURS.get(lat.stage), lw=1.6, gid=f"latency-{lat.stage}",
+        ax.stairs(dens, edges, color=stages.STAGES[lat.stage].colour if lat.stage in stages.STAGES else None, lw=1.6, gid=f"latency-{lat.stage}",
                   label=f"{_name(lat)}: p50 {fmt_us(lat.quantile(0.5))}, "
                         f"p99 {fmt_us(lat.quantile(0.99))} ({lat.processes} proc.)")
     ax.set_xscale("log")

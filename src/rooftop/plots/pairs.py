@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from rooftop import units
 from rooftop.plots import style
 from rooftop.results import PairMatrix
 
@@ -14,7 +15,7 @@ from rooftop.results import PairMatrix
 def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()):
     n = len(pm.nodes)
     top = max(pm.rates.values())
-    scale, unit = style.rate_scale(pm.unit, top)
+    scale, unit = units.rate_scale(pm.unit, top)
     m = np.full((n, n), np.nan)
     for (a, b), v in pm.rates.items():
         m[a, b] = m[b, a] = v / scale

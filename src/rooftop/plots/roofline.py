@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rooftop.model import Evaluation, Roofline
+from rooftop import units
 from rooftop.plots import style
 
 
@@ -56,9 +57,9 @@ def draw(ax, r: Roofline, scale: float, colour: str | None = None, label: str | 
     if ridge:
         rg = r.ridge
         ax.axvspan(rg.lo, rg.hi, color=colour or style.RIDGE, alpha=0.15, lw=0)
-        ax.axvline(rg.mid, color=colour or style.RIDGE, lw=1.5, ls="--", gid="ridge")
+        ax.axvline(rg.centre, color=colour or style.RIDGE, lw=1.5, ls="--", gid="ridge")
         if not colour:
-            ax.annotate(f"ridge x* = {_ridge(r)}", xy=(rg.mid, r.client_bound.mid / scale),
+            ax.annotate(f"ridge x* = {_ridge(r)}", xy=(rg.centre, r.client_bound.centre / scale),
                         xytext=(8, 10), textcoords="offset points", color=style.RIDGE,
                         fontsize=9, fontweight="bold")
 
@@ -69,7 +70,7 @@ def _range(c, scale: float) -> str:
 
 def _ridge(r: Roofline) -> str:
     rg = r.ridge
-    return (f"{style.ratio_label(rg.mid)}" if abs(rg.hi - rg.lo) < 1e-9
+    return (f"{style.ratio_label(rg.centre)}" if abs(rg.hi - rg.lo) < 1e-9
             else f"{rg.lo:.3g}–{rg.hi:.3g}")
 
 
@@ -79,7 +80,7 @@ def figure(ev: Evaluation, title: str):
     xs = [c.x for c in ev.checks]
     lo, hi = x_range(r, xs)
     top = max([r.client.hi, *(c.measured for c in ev.checks)])
-    scale, unit = style.rate_scale(r.unit, top)
+    scale, unit = units.rate_scale(r.unit, top)
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
     draw(ax, r, scale, xlim=(ticks[0], ticks[-1]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rooftop import model
+from rooftop import model, stages
 from rooftop.plots import compare, latency, pairs, roofline, sweep
 from rooftop.plots.save import FORMATS, save
 from rooftop.results import RunResults
@@ -43,7 +43,7 @@ def plot_params(rooflines: dict[str, model.Roofline], out_dir: Path, formats=FOR
     validation samples when given."""
     out = {}
     for metric, r in sorted(rooflines.items()):
-        ev = model.evaluate(r, [s for s in samples or [] if s["stage"] == "validate"])
+        ev = model.evaluate(r, [s for s in samples or [] if s["stage"] == stages.of_role("validation").name])
         out[f"roofline-{metric}"] = save(roofline.figure(ev, f"{metric}: {r.source}"), out_dir,
                                          f"roofline-{metric}", formats)
     return out

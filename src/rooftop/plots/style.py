@@ -1,4 +1,5 @@
-"""Units, colours and the server/client-ratio axis shared by every figure."""
+"""Colours and the server/client-ratio axis shared by every figure (units:
+rooftop.units.rate_scale)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,6 @@ CLIENT_NODE = "#9467bd"
 SERVER = "#d62728"
 ROOF = "#222222"
 RIDGE = "#2ca02c"
-
-
-def rate_scale(unit: str, top: float) -> tuple[float, str]:
-    """(divisor, label) so the y axis reads in ops/s, K ops/s, M ops/s,
-    MiB/s or GiB/s."""
-    if unit == "bytes/s":
-        return (2.0 ** 30, "GiB/s") if top >= 2.0 ** 29 else (2.0 ** 20, "MiB/s")
-    if top >= 2e6:
-        return 1e6, "M ops/s"
-    if top >= 2e3:
-        return 1e3, "K ops/s"
-    return 1.0, "ops/s"
 
 
 def ratio_label(x: float) -> str:

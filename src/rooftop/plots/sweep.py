@@ -7,17 +7,20 @@ import statistics
 
 import matplotlib.pyplot as plt
 
+from rooftop import stages, units
 from rooftop.plots import style
 
 
 def figure(samples: list[dict], metric: str, title: str):
-    """samples: the run's sweep_servers rows (ok ones are used). Falls back
-    to the server_peak rows (one point) when no sweep was run."""
-    rows = [s for s in samples if s["stage"] == "sweep_servers" and s["metric"] == metric
-            and s["status"] == "ok"]
+    """samples: the run's rows of the stage drawing this figure (Stage.figure
+    "sweep"; ok ones are used). Falls back to the server ceiling's rows (one
+    point) when no sweep was run."""
+    sweep = {st.name for st in stages.STAGES.values() if st.figure == "sweep"}
+    rows = [s for s in samples if s["stage"] in sweep and s["metric"] == metric and s["status"] == "ok"]
     source = "sweep"
     if not rows:
-        rows = [s for s in samples if s["stage"] == "server_peak" and s["metric"] == metric
+        server = stages.of_role("server").name
+        rows = [s for s in samples if s["stage"] == server and s["metric"] == metric
                 and s["status"] == "ok"]
         source = "server peak only (collect --sweep-servers for the full sweep)"
     if not rows:
@@ -28,7 +31,7 @@ def figure(samples: list[dict], metric: str, title: str):
     procs = sorted(by)
     med = [statistics.median(by[p]) for p in procs]
     unit = rows[0]["unit"]
-    scale, label = style.rate_scale(unit, max(max(v) for v in by.values()))
+    scale, label = units.rate_scale(unit, max(max(v) for v in by.values()))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     lo = [m - min(by[p]) for p, m in zip(procs, med)]
     hi = [max(by[p]) - m for p, m in zip(procs, med)]

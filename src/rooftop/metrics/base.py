@@ -1,0 +1,61 @@
+"""What a metric is (Metric): one entry of the table in rooftop.metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from rooftop.keys import Key
+
+
+def _nothing(cfg: dict) -> list[str]:
+    return []
+
+
+def _no_check(cfg: dict) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Metric:
+    #: As stored (samples.metric) and named by --metrics.
+    name: str
+    #: One line for 'rooftop config keys' (the metrics key's help).
+    help: str
+    #: Base unit of its rates: a key of rooftop.units.UNITS.
+    unit: str
+    #: What one operation's work counts: "ops" (1 per operation) or "bytes"
+    #: (the engine result's op_bytes); the engine result's rate field is
+    #: f"{work}_per_sec".
+    work: str
+    #: The figure titles' description of it under a config: "RPC rate (noop)".
+    title: Callable[[dict], str]
+    #: Its engine operation (rooftop-engine load --op) under a config.
+    op: Callable[[dict], str]
+    #: Its own config keys (declared in its file; config.KEYS lists them
+    #: after the "metrics" key, in table order).
+    keys: tuple[Key, ...] = ()
+    #: Engine arguments of its client processes, after --op.
+    client_args: Callable[[dict], list[str]] = _nothing
+    #: Engine arguments the servers need for it. Servers start once per
+    #: placement and serve whatever metric loads them, so every metric in
+    #: the table adds these, measured or not.
+    server_args: Callable[[dict], list[str]] = _nothing
+    #: Checks its keys' values against each other (rooftop.config.resolve,
+    #: whether or not it is measured): raises ConfigError naming the key.
+    check: Callable[[dict], None] = _no_check
+    #: Checks what measuring it needs on the resolved nodes (cfg["nodes"],
+    #: processes per node), only when it is measured.
+    check_resolved: Callable[[dict], None] = _no_check
+    #: Its aggregate cannot exceed a known link rate: above it (plus the
+    #: tolerance of rooftop.limits) a window is invalid.
+    link_bound: bool = False
+
+    @property
+    def result_field(self) -> str:
+        """The engine result's rate field: ops_per_sec or bytes_per_sec."""
+        return f"{self.work}_per_sec"
+
+    def work_per_op(self, result: dict) -> float:
+        """Work one operation of an engine result counts."""
+        return float(result.get("op_bytes", 0)) if self.work == "bytes" else 1.0

@@ -1,0 +1,77 @@
+"""bw: sequential bulk transfers (RDMA read or write), one in flight per
+client process, over a buffer the client walks or reuses (seed 000's
+bandwidth)."""
+
+from __future__ import annotations
+
+from rooftop.keys import Key
+from rooftop.metrics.base import Metric
+
+KEYS = (
+    Key("bw.op", "choice", "read", "bulk direction: read (server RMA-writes to the client) or write",
+        ("read", "write")),
+    Key("bw.size", "size", "4MiB", "bytes per bulk transfer"),
+    Key("bw.buffer", "choice", "stream", "client buffer: stream (walk a large buffer) or reuse",
+        ("stream", "reuse")),
+    Key("bw.stream_size", "size", "1GiB", "client buffer walked by bw.buffer = stream"),
+)
+
+
+def _title(cfg: dict) -> str:
+    bw = cfg.get("bw", {})
+    return "bandwidth (bulk " + bw.get("op", "read") + ", " + str(bw.get("size", "")) + ")"
+
+
+def _client_args(cfg: dict) -> list[str]:
+    bw = cfg["bw"]
+    return ["--op", bw["op"], "--size", str(bw["size"]), "--buffer", bw["buffer"],
+            "--stream-size", str(bw["stream_size"])]
+
+
+def _server_args(cfg: dict) -> list[str]:
+    from rooftop.config import parse_size  # config imports this table
+
+    return ["--max-size", str(max(parse_size(cfg["bw"]["size"], "bw.size"), 1 << 20))]
+
+
+def _check(cfg: dict) -> None:
+    from rooftop.config import ConfigError, parse_size  # config imports this table
+
+    size = parse_size(cfg["bw"]["size"], "bw.size")
+    stream = parse_size(cfg["bw"]["stream_size"], "bw.stream_size")
+    if cfg["bw"]["buffer"] == "stream" and stream < size:
+        raise ConfigError(f"bw.stream_size: {cfg['bw']['stream_size']} is smaller than bw.size "
+                          f"{cfg['bw']['size']}")
+
+
+def _check_memory(cfg: dict) -> None:
+    """The client buffers of one node (of every node, on one machine) fit in memory."""
+    from rooftop.config import ConfigError, mem_available, parse_size  # config imports this table
+
+    bw = cfg["bw"]
+    which = "stream_size" if bw["buffer"] == "stream" else "size"
+    per_client = parse_size(bw[which], f"bw.{which}")
+    need = per_client * max(cfg["collect"]["clients_per_node"], cfg["validate"]["clients_per_node"])
+    if cfg["launcher"]["type"] in ("local", "netns"):  # every node is this machine
+        need *= len(cfg["nodes"])
+    avail = mem_available()
+    if avail and need > avail * 0.9:
+        raise ConfigError(f"bw.stream_size: the client buffers need {need >> 20} MiB but only "
+                          f"{avail >> 20} MiB of memory are available (lower bw.stream_size or "
+                          f"clients per node)")
+
+
+METRIC = Metric(
+    name="bw",
+    help="sequential bulk transfers",
+    unit="bytes/s",
+    work="bytes",
+    title=_title,
+    op=lambda cfg: cfg["bw"]["op"],
+    keys=KEYS,
+    client_args=_client_args,
+    server_args=_server_args,
+    check=_check,
+    check_resolved=_check_memory,
+    link_bound=True,
+)

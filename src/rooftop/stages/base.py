@@ -1,0 +1,123 @@
+"""What a stage is (Stage), and what it plans: placements (servers started
+once) and the sample specs measured against them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+#: A stage's part in the roofline model (rooftop.model):
+ROLES = {
+    "server": "its per-server-process rates are the server ceiling",
+    "client": "its per-client-process rates are the client ceiling (and the pair matrix)",
+    "node": "its per-client-process rates are the node-saturated client ceiling",
+    "validation": "its samples are checked against the model",
+    "other": "measured and shown, not used by the model",
+}
+
+#: Disjoint node pairs measured at once: (server node, client node) each.
+PairRound = list[tuple[int, int]]
+
+
+def sample_key(stage, metric, server_nodes, spn, client_nodes, cpn, i) -> str:
+    """A stored sample's key: 'server_peak/rpc/s0x4/c1-2-3x4/0'."""
+    s = "-".join(map(str, server_nodes))
+    c = "-".join(map(str, client_nodes))
+    return f"{stage}/{metric}/s{s}x{spn}/c{c}x{cpn}/{i}"
+
+
+@dataclass
+class SampleSpec:
+    """One planned sample: a stored row (one per pair for pair rounds)."""
+
+    key: str
+    stage: str
+    metric: str
+    client_nodes: list[int]
+    clients_per_node: int
+    #: Which sample of its measurement (0..samples-1; stored as `sample`).
+    index: int
+    duration: float
+    warmup: float
+    #: A pair round: (server node, client node) measured at once, one row each.
+    pairs: PairRound | None = None
+    #: Other stages this measurement stands for (the same placement).
+    also: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The stages it stands for, as its keys name them: 'server_peak+client_peak'."""
+        return "+".join((self.stage, *self.also))
+
+    def row_keys(self) -> list[str]:
+        """The store keys this spec produces: its own, or one per pair."""
+        if self.pairs is None:
+            return [self.key]
+        return [sample_key(self.label, self.metric, [a], 1, [b], 1, self.index) for a, b in self.pairs]
+
+
+@dataclass
+class Placement:
+    """Server processes a campaign starts once (a server group), and every
+    sample measured against them."""
+
+    server_nodes: list[int]
+    servers_per_node: int
+    samples: list[SampleSpec] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"s{'-'.join(map(str, self.server_nodes))}x{self.servers_per_node}"
+
+    def measure(self, stage: str, cfg: dict, section: str, client_nodes: list[int],
+                clients_per_node: int, pairs: PairRound | None = None) -> "Placement":
+        """Adds one measurement: every metric of cfg, cfg[section]["samples"]
+        samples each, of clients_per_node clients on client_nodes."""
+        s = cfg[section]
+        for m in cfg["metrics"]:
+            for i in range(s["samples"]):
+                key = sample_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes,
+                                 clients_per_node, i)
+                self.samples.append(SampleSpec(key, stage, m, client_nodes, clients_per_node, i,
+                                               s["duration"], s["warmup"], pairs=pairs))
+        return self
+
+
+@dataclass(frozen=True)
+class Stage:
+    #: As stored (samples.stage, the first part of a sample key).
+    name: str
+    #: What it measures, one line (docs, 'rooftop config keys' of its switch).
+    help: str
+    #: Progress bars and the summary table: "server peak (per server process)".
+    label: str
+    #: Figure legends: "server peak (saturated)".
+    legend: str
+    #: Its colour in figures (latency curves).
+    colour: str
+    #: Its part in the model: a key of ROLES.
+    role: str
+    #: The sample column its rate is: per_server, per_client or aggregate.
+    rate: str
+    #: The command that plans it: "collect" or "validate".
+    phase: str
+    #: Its placements under a resolved config.
+    plan: Callable[[dict], list[Placement]]
+    #: The bool config key that turns it on (None: always, when its phase runs).
+    switch: str | None = None
+    #: May be measured once with another shared stage of the identical
+    #: placement (campaign.measure_once).
+    shared: bool = False
+    #: Its client documents' latency bins feed the latency figure.
+    latency: bool = True
+    #: A figure of its own (plots/<figure>.py), drawn from its rows.
+    figure: str | None = None
+
+    def enabled(self, cfg: dict) -> bool:
+        """Whether cfg asks for it (its switch)."""
+        if self.switch is None:
+            return True
+        value = cfg
+        for part in self.switch.split("."):
+            value = value[part]
+        return bool(value)

@@ -1,0 +1,159 @@
+"""Contract tests over the registries (issue 12): every stage, metric, unit
+and sampler carries what the rest of rooftop reads from it, and a store
+holding every stage and metric goes through results, ui, every figure and
+the report without a KeyError."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from matplotlib.colors import is_color_like
+
+from rooftop import config, metrics, results, samplers, stages, store, ui, units
+from rooftop.campaign import Rows, plan_collect, plan_validate
+from rooftop.launchers.base import Node
+from rooftop.plots.run import plot_run
+from rooftop.report import html_page, markdown
+
+
+# --- stages -----------------------------------------------------------------
+@pytest.mark.parametrize("st", stages.STAGES.values(), ids=lambda s: s.name)
+def test_every_stage_has_label_colour_role_rate_and_plan(st):
+    assert st.name == re.sub(r"[^a-z_]", "", st.name) and "+" not in st.name  # keys join them with '+'
+    assert st.label and st.legend and st.help
+    assert is_color_like(st.colour)
+    assert st.role in stages.ROLES
+    assert st.rate in ("per_server", "per_client", "aggregate") and st.rate in store.SAMPLE_COLUMNS
+    assert st.phase in ("collect", "validate")
+    if st.switch is not None:
+        assert config.KEY_BY_PATH[st.switch].kind == "bool"
+    assert callable(st.plan)
+
+
+def test_each_model_role_is_played_by_one_stage():
+    for role in ("server", "client", "node", "validation"):
+        assert stages.of_role(role).role == role
+    assert set(stages.ROLES) >= {s.role for s in stages.STAGES.values()}
+
+
+def test_plans_cover_every_enabled_stage():
+    cfg = _cfg()
+    planned = {sp.stage for pl in plan_collect(cfg) + plan_validate(cfg) for sp in pl.samples}
+    assert planned == set(stages.STAGES)
+
+
+# --- metrics and units --------------------------------------------------------
+@pytest.mark.parametrize("m", metrics.METRICS.values(), ids=lambda m: m.name)
+def test_every_metric_has_a_known_unit_and_declared_keys(m):
+    assert m.unit in units.UNITS
+    assert m.work in ("ops", "bytes") and m.result_field in ("ops_per_sec", "bytes_per_sec")
+    for key in m.keys:
+        assert config.KEY_BY_PATH[key.path] is key and key.path.startswith(m.name + ".")
+    cfg = config.defaults()
+    assert m.client_args(cfg)[:2] == ["--op", m.op(cfg)]
+    assert all(isinstance(a, str) for a in m.server_args(cfg))
+    assert m.title(cfg)
+    m.check(cfg)  # the defaults pass their own checks
+
+
+def test_config_keys_list_metric_keys_after_the_metrics_key():
+    paths = [k.path for k in config.KEYS]
+    at = paths.index("metrics")
+    own = [k.path for m in metrics.METRICS.values() for k in m.keys]
+    assert paths[at + 1:at + 1 + len(own)] == own
+    assert config.KEY_BY_PATH["metrics"].choices == tuple(metrics.METRICS)
+    assert config.KEY_BY_PATH["metrics"].default == list(metrics.METRICS)
+
+
+def test_units_format_as_before():
+    assert units.fmt_rate(None, "ops/s") == "-"
+    assert units.fmt_rate(950, "ops/s") == "950 ops/s"
+    assert units.fmt_rate(35_212, "ops/s") == "35.2 K ops/s"
+    assert units.fmt_rate(1_234_567, "ops/s") == "1,234.6 K ops/s"
+    assert units.fmt_rate(1.75 * 2 ** 30, "bytes/s") == "1.75 GiB/s"
+    assert units.fmt_rate(300 * 2 ** 20, "bytes/s") == "300.0 MiB/s"
+    assert units.fmt_rate(12 * 2 ** 10, "bytes/s") == "12.0 KiB/s"
+    assert units.fmt_range(32_600, 39_900, "ops/s") == "32.6-39.9 K ops/s"
+    assert units.fmt_range(900, 39_900, "ops/s") == "900 ops/s-39.9 K ops/s"
+    assert units.fmt_in(123_456, "ops/s", ">10,.0f") == "   123,456 ops/s"
+    assert units.parse("GiB/s") == ("bytes/s", 2.0 ** 30) and units.parse("K ops/s") == ("ops/s", 1e3)
+
+
+@pytest.mark.parametrize("u", units.UNITS.values(), ids=lambda u: u.name)
+def test_every_display_scale_is_a_named_scale(u):
+    labels = {s.label for s in u.scales}
+    assert u.name in labels and u.factor(u.name) == 1.0
+    assert {s.label for s in u.text + u.axis} <= labels
+    assert u.text[-1].at == 0 and u.axis[-1].at == 0  # every value has a display
+
+
+# --- samplers ---------------------------------------------------------------
+@pytest.mark.parametrize("s", samplers.SAMPLERS, ids=lambda s: s.name)
+def test_every_sampler_is_a_stored_column_with_hooks(s):
+    assert s.name in store.SAMPLE_COLUMNS and s.unit and s.help
+    assert callable(s.start) and callable(s.stop)
+
+
+def test_samplers_measure_nothing_for_engines_on_other_hosts():
+    class Far:
+        launcher = type("L", (), {"name": "srun"})()
+
+    running = samplers.start_all(Far(), None, None)
+    assert samplers.stop_all(running) == {s.name: None for s in samplers.SAMPLERS}
+
+
+# --- every stage and metric through results, ui, figures, report ---------------
+def _cfg() -> dict:
+    cfg = config.defaults()
+    cfg["nodes"] = [{"index": i, "host": "h", "cores": [i]} for i in range(4)]
+    cfg["collect"].update(servers_per_node=2, clients_per_node=1, samples=3, sweep_servers=True)
+    cfg["validate"].update(servers_per_node=1, clients_per_node=1, samples=2)
+    return config.resolve_grid(cfg)
+
+
+def _synthetic_run(tmp_path):
+    """A store with ok rows for every planned sample of every stage and
+    metric (server ceiling 100 per process, client ceiling 50, in each
+    metric's base unit x 1000), each latency stage with a client document."""
+    cfg = _cfg()
+    st = store.Store(tmp_path / "res")
+    run_id = st.new_run(cfg, {"host": "h"})
+    rows = Rows(run_id, cfg, [Node(n["index"], n["host"], tuple(n["cores"])) for n in cfg["nodes"]])
+    for pl in plan_collect(cfg) + plan_validate(cfg):
+        for sp in pl.samples:
+            raw = tmp_path / "raw" / f"{sp.stage}-{sp.metric}"
+            raw.mkdir(parents=True, exist_ok=True)
+            (raw / "client-0.json").write_text(json.dumps(
+                {"result": {"latency_us": {"bins": [[10, 11, 5], [11, 12, 3], [40, 42, 1]]}}}))
+            for key, snodes, cnodes, ns, ranks in Rows.parts(pl, sp, len(pl.server_nodes) * pl.servers_per_node,
+                                                             len(sp.client_nodes) * sp.clients_per_node):
+                nc = len(ranks)
+                agg = min(nc * 50e3, ns * 100e3) * (1 + 0.01 * sp.index)
+                st.add_sample(**rows.blank(sp, key, snodes, cnodes, ns, nc, x=ns / nc, status="ok",
+                                           error="", raw_dir=str(raw), aggregate=agg, per_server=agg / ns,
+                                           per_client=agg / nc, measured_s=1.0))
+    st.set_status(run_id, "complete")
+    return st, run_id
+
+
+def test_a_run_with_every_stage_and_metric_renders_everywhere(tmp_path, capsys):
+    st, run_id = _synthetic_run(tmp_path)
+    res = results.load(st, run_id)
+    assert sorted(res.rooflines) == sorted(metrics.METRICS)
+    assert {(lat.stage, lat.metric) for lat in res.latency} == {
+        (s.name, m) for s in stages.STAGES.values() if s.latency for m in metrics.METRICS}
+    summary = ui.summarize(res.samples)
+    assert {(r["stage"], r["metric"]) for r in summary} == {(s, m) for s in stages.STAGES for m in metrics.METRICS}
+    ui.print_summary(res.run, res.samples)
+    shown = capsys.readouterr().err
+    assert all(s.label[:30] in shown for s in stages.STAGES.values()), shown  # narrow tables cut labels
+    figures = plot_run(res, tmp_path / "figures", formats=("png",))
+    assert sorted(figures) == sorted(f"{kind}-{m}" for kind in ("roofline", "sweep", "pairs", "latency")
+                                     for m in metrics.METRICS)
+    page = html_page(res, figures)
+    md = markdown(res, figures, tmp_path)
+    for m in metrics.METRICS:
+        assert f"<h3>{m}</h3>" in page and f"## {m}" in md
+    st.close()
