@@ -3,6 +3,10 @@
 Locates the engine binary, starts servers and waits until each one is
 really ready (address file published *and* a successful ping), runs client
 loads, and stops everything it started -- also on errors and Ctrl-C.
+
+The one implementation of server readiness (wait_published) and of
+stopping processes (reap, terminate): engine.Group, the campaign's Runner
+and benchmarks/ all use these.
 """
 
 from __future__ import annotations
