@@ -43,7 +43,7 @@ from rooftop import foreign, limits, nic_check, windows
 from rooftop.config import parse_size
 from rooftop.engine import (TOKEN_FILE, EngineError, NotReady, engine_path, private_dir, reap,
                             run_engine, terminate, wait_published, write_private, write_token)
-from rooftop.launchers import Launch, Launcher, Node
+from rooftop.launchers import Launch, Launcher, Node, on_this_machine
 
 UNITS = {"rpc": "ops/s", "bw": "bytes/s"}
 
@@ -574,7 +574,7 @@ class Runner:
               measured_only: bool = False, foreign_cpu: float | None = None) -> list[tuple[SampleSpec, dict]]:
         """One row per window (and pair). measured_only: only the rows of
         windows every client of the row measured in full."""
-        same_clock = self.launcher.name in ("local", "netns") or len({l.node.host for l in launches}) == 1
+        same_clock = on_this_machine(self.launcher.name) or len({l.node.host for l in launches}) == 1
         starts = {r: res["measure_start_s"] for r, res in results.items()}
         offs = windows.offsets(starts, same_clock)
         out = []

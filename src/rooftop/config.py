@@ -52,15 +52,19 @@ def _launcher_type_help() -> str:
 
 
 def _launcher_nodes_help() -> str:
-    each = "; ".join(f"{s.name}: default {s.default_nodes}" for s in LAUNCHERS.values())
-    return (f"nodes to use: the first N of the launcher's (local: the logical nodes this machine's "
-            f"cores are split into); {each}")
+    each = "; ".join(f"{s.name}: {s.default_nodes}" for s in LAUNCHERS.values())
+    return f"nodes to use, the first N of the launcher's; default {each}"
 
 
 def _for_launchers(key: str, text: str) -> str:
     """A launcher.* key's help, led by the launchers that read it (their SPEC.keys)."""
     users = [s.name for s in LAUNCHERS.values() if key in s.keys]
-    return f"{' and '.join(users)}: {text}"
+    return f"{_and(users)}: {text}"
+
+
+def _and(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 2 else names)
 
 KEYS: list[Key] = [
     Key("fabric.provider", "str", "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+verbs, ofi+cxi, ..."),
@@ -254,6 +258,12 @@ def _set(cfg: dict, path: str, value: Any) -> None:
     for part in parts[:-1]:
         d = d.setdefault(part, {})
     d[parts[-1]] = value
+
+
+def set_key(cfg: dict, path: str, value: Any) -> None:
+    """Sets one dotted key of a config (e.g. validate.samples), unchecked:
+    resolve or resolve_grid checks it."""
+    _set(cfg, path, value)
 
 
 def _get(cfg: dict, path: str) -> Any:

@@ -147,3 +147,7 @@ class LauncherSpec:
     #: machine's cores lock, counts every node's client buffers against this
     #: machine's memory, and its nodes share one clock.
     on_this_machine: bool = False
+    #: Its engines use this machine's own network interfaces: a
+    #: fabric.domain this machine lacks is refused before anything starts
+    #: (rooftop.nic_check); otherwise the engine on the node refuses it.
+    interfaces_here: bool = False

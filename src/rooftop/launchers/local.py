@@ -47,4 +47,5 @@ class LocalLauncher(Launcher):
 SPEC = LauncherSpec(
     "local", "this machine's cores split into logical nodes (no root needed)",
     lambda cfg: LocalLauncher(cfg.get("nodes")),
-    default_nodes=f"min({DEFAULT_NODES}, cores)", keys=("nodes",), on_this_machine=True)
+    default_nodes=f"min({DEFAULT_NODES}, cores) logical nodes, this machine's cores split evenly", keys=("nodes",), on_this_machine=True,
+    interfaces_here=True)

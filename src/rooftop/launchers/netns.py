@@ -98,5 +98,5 @@ class NetnsLauncher(Launcher):
 
 SPEC = LauncherSpec(
     "netns", "the emulated cluster of 'rooftop cluster up' (network namespaces on this machine)",
-    NetnsLauncher, default_nodes="all of the cluster's", keys=("nodes", "extra_args"),
+    NetnsLauncher, default_nodes="all of the emulated cluster's", keys=("nodes", "extra_args"),
     on_this_machine=True)
