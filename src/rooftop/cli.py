@@ -691,29 +691,32 @@ RESULTS_FLAG = KeyFlag("--results", "results", "DIR")
 
 
 def _int_list(text: str) -> list[int] | None:
+    """'1,2' -> [1, 2]; blank: not given."""
+    if not text.strip():
+        return None
     try:
-        values = [int(v) for v in text.split(",") if v.strip()]
+        return [int(v) for v in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"comma-separated integers, not {text!r}") from None
-    return values or None
 
 
 def _str_list(text: str) -> list[str] | None:
-    return [v.strip() for v in text.split(",") if v.strip()] or (None if not text.strip() else [])
+    """'rpc, bw' -> ['rpc', 'bw']; blank: not given; ',' -> [] (which the config refuses)."""
+    if not text.strip():
+        return None
+    return [v.strip() for v in text.split(",") if v.strip()]
 
 
 def _key_help(key) -> str:
     """The key's own help, its path and its default (a computed default,
     None here, is stated by the help itself: see test_config_contract)."""
-    import json as _json
-
     if key.kind == "bool":
         note = f"sets {key.path} to true"
     elif key.default is None:
         note = key.path
     else:
         shown = ",".join(map(str, key.default)) if isinstance(key.default, list) else key.default
-        note = f"{key.path}; default {_json.dumps(shown) if shown == '' else shown}"
+        note = f"{key.path}; default {json.dumps(shown) if shown == '' else shown}"
     if key.kind.startswith("list["):
         note = note.replace(key.path, f"{key.path}; comma-separated", 1)
     return f"{key.help} ({note})".replace("%", "%%")
@@ -723,7 +726,7 @@ def _argparse_kind(key) -> dict:
     """add_argument keywords for a key's kind."""
     if key.kind == "bool":
         return {"action": "store_true", "default": None}
-    if key.kind in ("choice",):
+    if key.kind == "choice":
         return {"choices": list(key.choices)}
     return {"type": {"int": int, "float": float, "list[int]": _int_list}.get(
         key.kind, _str_list if key.kind.startswith("list[") else str)}
