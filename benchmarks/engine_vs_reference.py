@@ -8,7 +8,10 @@ median of the reference, and the median of the per-pair ratios
 (ours/reference), which is the headline number.  See README.md in this
 directory for what each row measures.
 
-Python 3.10+, standard library only.
+Python 3.10+, standard library only, and rooftop's own helpers (sizes,
+server readiness, process reaping: one implementation, also standard
+library only), imported from this checkout's src/ when rooftop is not
+installed.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+try:
+    import rooftop  # noqa: F401  (installed: .venv/bin/python)
+except ImportError:  # python3 from a checkout: its src/
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+from rooftop.config import ConfigError
+from rooftop.config import parse_size as rooftop_parse_size
+from rooftop.engine import NotReady, terminate, wait_published
+from rooftop.engine import reap as rooftop_reap
 
 MiB = float(1 << 20)
 DEFAULT_ENGINE = "/tmp/bench-build/rooftop-engine"
@@ -76,29 +88,17 @@ def spawn(cmd: list[str], *, stdout: Path | None = None, stderr: Path | None = N
 def reap(p: subprocess.Popen, timeout: float) -> int:
     """Wait for p; on timeout kill it and raise."""
     try:
-        rc = p.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill(p)
-        raise BenchError(f"{Path(p.args[0]).name} pid {p.pid} did not finish within {timeout:.0f}s (killed)")
+        if rooftop_reap([p], timeout):
+            raise BenchError(f"{Path(p.args[0]).name} pid {p.pid} did not finish within {timeout:.0f}s (killed)")
     finally:
         if p.poll() is not None and p in _LIVE:
             _LIVE.remove(p)
-    return rc
+    return p.returncode
 
 
 def kill(p: subprocess.Popen, grace: float = 3.0) -> None:
-    if p.poll() is None:
-        try:
-            p.terminate()
-            p.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            try:
-                p.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pass
-        except ProcessLookupError:
-            pass
+    """SIGTERM, then SIGKILL after grace seconds."""
+    terminate([p], grace)
     if p in _LIVE and p.poll() is not None:
         _LIVE.remove(p)
 
@@ -163,17 +163,6 @@ def wait_listen(port: int, proc: subprocess.Popen, timeout: float, what: str) ->
     raise BenchError(f"{what} server not listening on port {port} after {timeout:.0f}s")
 
 
-def wait_file(path: Path, proc: subprocess.Popen, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if path.exists():
-            return
-        if proc.poll() is not None:
-            raise BenchError(f"{what} exited (rc {proc.returncode}) before publishing {path.name}")
-        time.sleep(0.02)
-    raise BenchError(f"{what} did not publish {path.name} within {timeout:.0f}s")
-
-
 def tail(path: Path, n: int = 300) -> str:
     try:
         t = path.read_text(errors="replace").strip()
@@ -223,7 +212,10 @@ class Engine:
                "--group-dir", str(gdir), "--rank", "0", "--cpus", self.cfg.server_cpu,
                "--output", str(gdir / "server.json")]
         p = spawn(cmd, stdout=gdir / "server.stdout", stderr=gdir / "server.stderr")
-        wait_file(gdir / "0.addr", p, 15, "engine server")
+        try:
+            wait_published(gdir, [(p, [0], gdir / "server.stderr")], 15, own_pid=True)
+        except NotReady as e:
+            raise BenchError(f"engine {e}") from None
         return p
 
     def _stop_server(self, gdir: Path, p: subprocess.Popen) -> dict:
@@ -788,12 +780,11 @@ def render(rows: list[Row]) -> str:
 
 
 def parse_size(s: str) -> int:
-    m = re.fullmatch(r"(\d+)\s*(B|KiB|MiB|GiB|k|K|M|G)?", s.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"bad size {s!r}")
-    mult = {None: 1, "B": 1, "k": 1024, "K": 1024, "KiB": 1024, "M": 1 << 20, "MiB": 1 << 20,
-            "G": 1 << 30, "GiB": 1 << 30}[m.group(2)]
-    return int(m.group(1)) * mult
+    """--bulk-size: a size as rooftop and its engine read it (4096, 64KiB, 4MiB, 1GiB)."""
+    try:
+        return rooftop_parse_size(s, "--bulk-size")
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 SECTIONS = ("1", "2", "3", "4", "5", "6")

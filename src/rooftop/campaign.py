@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Callable
 
 from rooftop import limits, metrics, nic_check, samplers, stages, windows
-from rooftop.engine import (TOKEN_FILE, EngineError, engine_path, private_dir, run_engine,
-                            write_private, write_token)
-from rooftop.launchers import Launch, Launcher, Node
+from rooftop.engine import (TOKEN_FILE, EngineError, NotReady, engine_path, private_dir, reap,
+                            run_engine, terminate, wait_published, write_private, write_token)
+from rooftop.launchers import Launch, Launcher, Node, on_this_machine
 from rooftop.stages import Placement, SampleSpec, sample_key
 
 def _where(placement: Placement, spec: SampleSpec) -> tuple | None:
@@ -89,31 +89,6 @@ def plan_validate(cfg: dict) -> list[Placement]:
     return plan(cfg, "validate")
 
 
-def reap(procs: list[subprocess.Popen], timeout: float, grace: float | None = None) -> list[subprocess.Popen]:
-    """Waits for procs until timeout, then kills what is left (its whole
-    process group); returns the processes that had to be killed. grace:
-    once one of them has failed, the others get at most this long (a
-    client stuck before the start barrier is not waited for in full)."""
-    deadline = time.monotonic() + timeout
-    if grace is not None:
-        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
-            if any(p.poll() not in (None, 0) for p in procs):
-                deadline = min(deadline, time.monotonic() + grace)
-            time.sleep(0.05)
-    killed = []
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.05, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-            killed.append(p)
-    return killed
-
-
 @contextmanager
 def _signals_deferred():
     """SIGINT/SIGTERM received inside the block take effect when it ends
@@ -151,13 +126,7 @@ class Processes:
         return p
 
     def stop_all(self, grace: float = 5.0) -> None:
-        live = [p for p in self.procs if p.poll() is None]
-        for p in live:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        reap(live, grace)
+        terminate(self.procs, grace)
         self.forget_finished()
 
     def forget_finished(self) -> None:
@@ -389,24 +358,15 @@ class Servers:
         return group
 
     def _wait_ready(self, gdir: Path, launches, procs, nservers: int) -> None:
-        timeout = self.r.cfg["engine"]["timeout"] + 10
-        deadline = time.monotonic() + timeout
-        missing = set(range(nservers))
-        while missing:
-            missing = {r for r in missing if not (gdir / f"{r}.addr").exists()}
-            if not missing:
-                break
-            for launch, p in zip(launches, procs):
-                if p.poll() is not None and set(launch.ranks) & missing:
-                    log = (gdir / f"launch-{launches.index(launch)}.log")
-                    text = log.read_text().strip()[-800:] if log.exists() else ""
-                    raise SampleFailed(nic_check.early_exit(launch, sorted(set(launch.ranks) & missing),
-                                                            p.returncode, text))
-            if time.monotonic() > deadline:
-                where = ", ".join(f"rank {r}" for r in sorted(missing)[:8])
-                raise SampleFailed(f"servers not ready within {timeout:g} s: {where} published no "
-                                   f"address in {gdir}")
-            time.sleep(0.005)
+        started = [(p, launch.ranks, gdir / f"launch-{i}.log")
+                   for i, (launch, p) in enumerate(zip(launches, procs))]
+        try:
+            wait_published(gdir, started, self.r.cfg["engine"]["timeout"] + 10)
+        except NotReady as e:
+            if e.index is None:
+                raise SampleFailed(str(e)) from None
+            raise SampleFailed(nic_check.early_exit(launches[e.index], e.missing, e.returncode,
+                                                    e.log)) from None
         # No separate ping: a server publishes its address only once its
         # endpoint is up and its receives are posted, and every client's
         # hello checks that it answers (a silent one fails the samples,
@@ -565,7 +525,7 @@ class RoundMeasurer:
         windows every client of the row measured in full. sampled: each
         sampler's value over the round (None: not sampled)."""
         r = self.r
-        same_clock = r.launcher.name in ("local", "netns") or len({l.node.host for l in launches}) == 1
+        same_clock = on_this_machine(r.launcher.name) or len({l.node.host for l in launches}) == 1
         starts = {k: res["measure_start_s"] for k, res in results.items()}
         offs = windows.offsets(starts, same_clock)
         nclients = sum(len(l.ranks) for l in launches)

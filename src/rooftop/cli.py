@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rooftop import __version__
@@ -71,34 +72,15 @@ def _cmd_probe(args) -> int:
     return 1 if failed else 0
 
 
-def _overrides(args, stage: str = "collect") -> dict:
+def _overrides(args) -> dict:
+    """--set KEY=VALUE, then the key flags given (which win)."""
     from rooftop import config
 
     o: dict = {}
     for text in getattr(args, "set", None) or []:
         k, v = config.parse_override(text)
         o[k] = v
-    if getattr(args, "launcher", None):
-        o["launcher.type"] = args.launcher
-    if getattr(args, "nodes", None) is not None:
-        o["launcher.nodes"] = args.nodes
-    if getattr(args, "metrics", None):
-        o["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    if getattr(args, "fabric", None):
-        o["fabric.provider"] = args.fabric
-    if getattr(args, "binding", None):
-        o["binding"] = args.binding
-    if getattr(args, "results", None):
-        o["results"] = args.results
-    for name in ("duration", "warmup", "samples"):
-        if getattr(args, name, None) is not None:
-            o[f"{stage}.{name}"] = getattr(args, name)
-    if getattr(args, "pairs", None):
-        o["collect.pairs"] = args.pairs
-    if getattr(args, "sweep_servers", False):
-        o["collect.sweep_servers"] = True
-    if getattr(args, "fail_fast", False):
-        o["fail_fast"] = True
+    o.update(key_values(args))
     return o
 
 
@@ -207,7 +189,7 @@ def _cmd_collect(args) -> int:
         run = store.get_run(args.resume)
         cfg, run_id = run.config, run.id
     else:
-        cfg = config.build(args.config, _overrides(args, "collect"))
+        cfg = config.build(args.config, _overrides(args))
         if not args.dry_run:
             nic_check.preflight(cfg)  # before a run exists or anything starts
         cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
@@ -247,13 +229,8 @@ def _cmd_validate(args) -> int:
     store = Store(args.results or "./rooftop-results", create=False)
     run = store.get_run(args.run)
     cfg = json.loads(json.dumps(run.config))  # a copy
-    v = cfg["validate"]
-    for name in ("server_nodes", "client_nodes", "servers_per_node", "clients_per_node",
-                 "duration", "warmup", "samples"):
-        if getattr(args, name) is not None:
-            v[name] = getattr(args, name)
-    if args.fail_fast:
-        cfg["fail_fast"] = True
+    for path, value in key_values(args).items():  # validate.* and fail_fast
+        config.set_key(cfg, path, value)
     config.resolve_grid(cfg)  # against the run's own nodes
     if not args.dry_run:
         nic_check.preflight(cfg)
@@ -368,16 +345,12 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_model(args) -> int:
-    from rich.table import Table
-
-    from rooftop import model, ui
+    from rooftop import model, results, ui
     from rooftop.store import Store
 
     if not args.run and not args.params:
         print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
         return 2
-    from rooftop import results
-
     samples, res = [], None
     if args.run:
         store = Store(args.results, create=False)
@@ -394,91 +367,116 @@ def _cmd_model(args) -> int:
                 model.from_run(samples, metrics[0])
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
         evals = [res.evaluations[m] for m in sorted(res.rooflines)]
-    scores = res.scores if res and not args.params else {}
+    run_res = res if res and not args.params else None  # outlier scores: the run's own model only
     if args.json:
-        docs = []
-        for e in evals:
-            d = e.to_dict()
-            m = e.roofline.metric
-            if m in scores:
-                d["nodes"] = [sc.to_dict() for sc in scores[m]]
-                w = res.without_flagged.get(m)
-                d["without_flagged"] = ({"nodes": res.flagged(m),
-                                         "client": {"min": w.client.lo, "median": w.client.centre,
-                                                    "max": w.client.hi},
-                                         "ridge": {"min": w.ridge.lo, "median": w.ridge.centre,
-                                                   "max": w.ridge.hi}} if w else None)
-            docs.append(d)
-        invalid = [{"key": x["key"], "error": x["error"]} for x in samples if x["status"] == "invalid"]
-        print(json.dumps({"run": args.run, "params": args.params, "metrics": docs, "invalid": invalid},
-                         indent=1))
+        print(json.dumps(_model_json(args, evals, samples, run_res), indent=1))
         return 0
     out = ui.Console(highlight=False)
     if not out.is_terminal:
         out.width = 110
     for e in evals:
-        r = e.roofline
-        f = lambda v: ui.fmt_rate(v, r.unit)
-        v = r.verdict()
-        out.print(f"[bold]{r.metric}: {_verdict_headline(v)}[/]")
-        t = Table(title=f"{r.metric} roofline ({r.source})", title_justify="left", show_header=False)
-        t.add_column(no_wrap=True)
-        t.add_column(overflow="fold")
-        t.add_row("client ceiling (per process)", _ceiling_text(r.client, f))
-        if r.client_node_rejected:
-            t.add_row("client ceiling, node full", "not used: " + r.client_node_rejected)
-        if r.client_node:
-            t.add_row("client ceiling, node full", _ceiling_text(r.client_node, f) + ": "
-                      + ("lower, the model uses it" if r.node_binds else "not lower, unused"))
-        t.add_row("server ceiling (per process)", _ceiling_text(r.server, f))
-        for stages in r.measured_once:
-            t.add_row("measured once", ", ".join(x.replace("_", " ") for x in stages)
-                      + ": the same placement, one set of samples stands for each")
-        if r.core_shared:
-            t.add_row("not used (shared cores)", f"{len({k for _, k, _ in r.core_shared})} sample(s): "
-                      f"{r.core_shared[0][2]}")
-        t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
-        ri = r.ridge_interval
-        t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.centre:.3g}"
-                  + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"))
-        t.add_row("verdict", v["text"])
-        if v["ratio"]:
-            rec = r.recommended()
-            t.add_row("recommended", f"x >= {rec['x']:.3g}; in practice {v['ratio'][0]} server process(es) "
-                                     f"per {v['ratio'][1]} client process(es)")
-        for sc in scores.get(r.metric, []):
-            if sc.flagged:
-                t.add_row(f"[red]outlier node n{sc.node}[/]",
-                          f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
-                          + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
-        w = res.without_flagged.get(r.metric) if res and not args.params else None
-        if w:
-            t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
-                                               f"ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
-        out.print(t)
-        if e.checks:
-            v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
-            for c in ("x", "nodes s/c", "measured", "predicted", "error", "binds", "efficiency"):
-                v.add_column(c, justify="right", no_wrap=True)
-            for c in e.checks:
-                v.add_row(f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", f(c.measured), f(c.predicted),
-                          f"{c.error_pct:+.0f}%", c.binding,
-                          f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""))
-            out.print(v)
-            for b in ("server", "client"):
-                m = e.median_abs_error(b)
-                if m is not None:
-                    out.print(f"median |error| where {b}s bind: {m:.0f}%")
-            if e.without_node:
-                a, b = e.median_abs_error(), e.without_node.median_abs_error()
-                out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, "
-                          f"{b:.0f}% without it")
-        else:
-            out.print(f"no validation samples for {r.metric}"
-                      + (f" (rooftop validate --run {args.run})" if args.run else ""))
-        for line in results.invalid_lines(samples, r.metric):
+        _print_roofline(out, e, run_res)
+        _print_validation(out, e, args.run)
+        for line in results.invalid_lines(samples, e.roofline.metric):
             out.print(f"[yellow]{line}[/]")
     return 0
+
+
+def _model_json(args, evals, samples, res) -> dict:
+    """`rooftop model --json`: each evaluation, with the run's outlier scores."""
+    scores = res.scores if res else {}
+    docs = []
+    for e in evals:
+        d = e.to_dict()
+        m = e.roofline.metric
+        if m in scores:
+            d["nodes"] = [sc.to_dict() for sc in scores[m]]
+            w = res.without_flagged.get(m)
+            d["without_flagged"] = ({"nodes": res.flagged(m),
+                                     "client": {"min": w.client.lo, "median": w.client.centre,
+                                                "max": w.client.hi},
+                                     "ridge": {"min": w.ridge.lo, "median": w.ridge.centre,
+                                               "max": w.ridge.hi}} if w else None)
+        docs.append(d)
+    invalid = [{"key": x["key"], "error": x["error"]} for x in samples if x["status"] == "invalid"]
+    return {"run": args.run, "params": args.params, "metrics": docs, "invalid": invalid}
+
+
+def _print_roofline(out, e, res) -> None:
+    """One metric's verdict and roofline table (res: the run, for outlier nodes)."""
+    from rich.table import Table
+
+    from rooftop import ui
+
+    r = e.roofline
+    f = lambda v: ui.fmt_rate(v, r.unit)
+    v = r.verdict()
+    out.print(f"[bold]{r.metric}: {_verdict_headline(v)}[/]")
+    t = Table(title=f"{r.metric} roofline ({r.source})", title_justify="left", show_header=False)
+    t.add_column(no_wrap=True)
+    t.add_column(overflow="fold")
+    t.add_row("client ceiling (per process)", _ceiling_text(r.client, f))
+    if r.client_node_rejected:
+        t.add_row("client ceiling, node full", "not used: " + r.client_node_rejected)
+    if r.client_node:
+        t.add_row("client ceiling, node full", _ceiling_text(r.client_node, f) + ": "
+                  + ("lower, the model uses it" if r.node_binds else "not lower, unused"))
+    t.add_row("server ceiling (per process)", _ceiling_text(r.server, f))
+    for stages in r.measured_once:
+        t.add_row("measured once", ", ".join(x.replace("_", " ") for x in stages)
+                  + ": the same placement, one set of samples stands for each")
+    if r.core_shared:
+        t.add_row("not used (shared cores)", f"{len({k for _, k, _ in r.core_shared})} sample(s): "
+                  f"{r.core_shared[0][2]}")
+    t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
+    ri = r.ridge_interval
+    t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.centre:.3g}"
+              + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"))
+    t.add_row("verdict", v["text"])
+    if v["ratio"]:
+        rec = r.recommended()
+        t.add_row("recommended", f"x >= {rec['x']:.3g}; in practice {v['ratio'][0]} server process(es) "
+                                 f"per {v['ratio'][1]} client process(es)")
+    for sc in (res.scores if res else {}).get(r.metric, []):
+        if sc.flagged:
+            t.add_row(f"[red]outlier node n{sc.node}[/]",
+                      f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
+                      + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
+    w = res.without_flagged.get(r.metric) if res else None
+    if w:
+        t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
+                                           f"ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
+    out.print(t)
+
+
+def _print_validation(out, e, run: str | None) -> None:
+    """One metric's validation samples against its model."""
+    from rich.table import Table
+
+    from rooftop import ui
+
+    r = e.roofline
+    f = lambda v: ui.fmt_rate(v, r.unit)
+    if not e.checks:
+        out.print(f"no validation samples for {r.metric}"
+                  + (f" (rooftop validate --run {run})" if run else ""))
+        return
+    v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
+    for c in ("x", "nodes s/c", "measured", "predicted", "error", "binds", "efficiency"):
+        v.add_column(c, justify="right", no_wrap=True)
+    for c in e.checks:
+        v.add_row(f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", f(c.measured), f(c.predicted),
+                  f"{c.error_pct:+.0f}%", c.binding,
+                  f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""))
+    out.print(v)
+    for b in ("server", "client"):
+        m = e.median_abs_error(b)
+        if m is not None:
+            out.print(f"median |error| where {b}s bind: {m:.0f}%")
+    if e.without_node:
+        a, b = e.median_abs_error(), e.without_node.median_abs_error()
+        out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, "
+                  f"{b:.0f}% without it")
 
 
 def _ceiling_text(c, f) -> str:
@@ -642,7 +640,7 @@ def _cmd_config(args) -> int:
     if args.action == "keys":
         print(config.describe_keys())
         return 0
-    cfg = config.build(args.config, _overrides(args, "collect"))
+    cfg = config.build(args.config, _overrides(args))
     print(json.dumps(cfg, indent=2))
     return 0
 
@@ -659,41 +657,150 @@ def _cmd_engine(args) -> int:
     return 0  # not reached
 
 
+# Command-line flags that set config keys --------------------------------------
+@dataclass(frozen=True)
+class KeyFlag:
+    """A flag that sets one config key. Its type, choices, help and default
+    come from the key's entry in config.KEYS, as fio's option table and
+    ReFrame's declared variables carry their own type, default and doc: the
+    command line cannot drift from the config."""
+
+    flag: str
+    #: The config key; "{stage}" is the command's stage (collect or validate).
+    key: str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+#: Every command that builds a config (collect, config show).
+CONFIG_FLAGS = (KeyFlag("--launcher", "launcher.type"), KeyFlag("--nodes", "launcher.nodes", "N"),
+                KeyFlag("--metrics", "metrics", "LIST"), KeyFlag("--fabric", "fabric.provider"),
+                KeyFlag("--binding", "binding"))
+#: Both campaign stages (collect, validate).
+STAGE_FLAGS = (KeyFlag("--duration", "{stage}.duration", "S"), KeyFlag("--warmup", "{stage}.warmup", "S"),
+               KeyFlag("--samples", "{stage}.samples", "K"), KeyFlag("--fail-fast", "fail_fast"))
+COLLECT_FLAGS = (KeyFlag("--pairs", "collect.pairs"), KeyFlag("--sweep-servers", "collect.sweep_servers"))
+VALIDATE_FLAGS = (KeyFlag("--server-nodes", "validate.server_nodes", "N,..."),
+                  KeyFlag("--client-nodes", "validate.client_nodes", "N,..."),
+                  KeyFlag("--servers-per-node", "validate.servers_per_node", "N"),
+                  KeyFlag("--clients-per-node", "validate.clients_per_node", "N"))
+RESULTS_FLAG = KeyFlag("--results", "results", "DIR")
+
+
+def _int_list(text: str) -> list[int] | None:
+    """'1,2' -> [1, 2]; blank: not given."""
+    if not text.strip():
+        return None
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated integers, not {text!r}") from None
+
+
+def _str_list(text: str) -> list[str] | None:
+    """'rpc, bw' -> ['rpc', 'bw']; blank: not given; ',' -> [] (which the config refuses)."""
+    if not text.strip():
+        return None
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _key_help(key) -> str:
+    """The key's own help, its path and its default (a computed default,
+    None here, is stated by the help itself: see test_config_contract)."""
+    if key.kind == "bool":
+        note = f"sets {key.path} to true"
+    elif key.default is None:
+        note = key.path
+    else:
+        shown = ",".join(map(str, key.default)) if isinstance(key.default, list) else key.default
+        note = f"{key.path}; default {json.dumps(shown) if shown == '' else shown}"
+    if key.kind.startswith("list["):
+        note = note.replace(key.path, f"{key.path}; comma-separated", 1)
+    return f"{key.help} ({note})".replace("%", "%%")
+
+
+def _argparse_kind(key) -> dict:
+    """add_argument keywords for a key's kind."""
+    if key.kind == "bool":
+        return {"action": "store_true", "default": None}
+    if key.kind == "choice":
+        return {"choices": list(key.choices)}
+    return {"type": {"int": int, "float": float, "list[int]": _int_list}.get(
+        key.kind, _str_list if key.kind.startswith("list[") else str)}
+
+
+def add_key_flags(p: argparse.ArgumentParser, flags, stage: str = "collect") -> None:
+    """Adds flags to p, each from its config key; the parsed values become
+    config overrides through key_values()."""
+    from rooftop import config
+
+    mapping = dict(p.get_default("key_flags") or {})
+    for f in flags:
+        key = config.KEY_BY_PATH[f.key.format(stage=stage)]
+        kw = _argparse_kind(key)
+        if f.metavar and "choices" not in kw and kw.get("action") != "store_true":
+            kw["metavar"] = f.metavar
+        p.add_argument(f.flag, dest=f.dest, help=_key_help(key), **kw)
+        mapping[f.dest] = key.path
+    p.set_defaults(key_flags=mapping)
+
+
+def key_values(args) -> dict:
+    """{config key: value} of the key flags given on the command line."""
+    out = {}
+    for dest, path in (getattr(args, "key_flags", None) or {}).items():
+        value = getattr(args, dest, None)
+        if value is not None and value != "":
+            out[path] = value
+    return out
+
+
+# The parser: one function per command ---------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rooftop", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"rooftop {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (_add_collect, _add_validate, _add_runs, _add_doctor, _add_export, _add_model, _add_plot,
+                _add_report, _add_compare, _add_config, _add_probe):
+        add(sub)
+    from rooftop.cluster.cli import add_parser as add_cluster_parser
 
-    def common(p, stage="collect"):
-        p.add_argument("--results", default=None,
-                       help="results folder holding rooftop.db (default: ./rooftop-results)")
-        p.add_argument("--duration", type=float, default=None, help=f"measured seconds per sample ({stage}.duration)")
-        p.add_argument("--warmup", type=float, default=None, help=f"warmup seconds per sample ({stage}.warmup)")
-        p.add_argument("--samples", type=int, default=None, help=f"samples per measurement ({stage}.samples)")
-        p.add_argument("--dry-run", action="store_true", help="print the exact commands of every stage; run nothing")
-        p.add_argument("--fail-fast", action="store_true", help="stop at the first failed sample")
-        p.add_argument("--json", action="store_true", help="print a JSON summary on stdout (no progress bar)")
-        p.add_argument("-v", "--verbose", action="store_true", help="log every command started")
-        p.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",
-                       help="another campaign holds the results folder (or, local and netns launchers, "
-                            "this machine's cores): wait up to SECONDS for it (default 0: refuse at "
-                            "once, naming its run id, pid and host)")
-        p.add_argument("--allow-concurrent", action="store_true",
-                       help="run even if another campaign holds the locks; every sample is then "
-                            "marked concurrent and the report warns")
+    add_cluster_parser(sub)
+    _add_engine(sub)
+    return p
 
-    def config_args(p):
-        p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
-        p.add_argument("--launcher", choices=["local", "netns", "mpiexec", "srun"],
-                       help="how processes start (launcher.type; netns: the emulated cluster of 'rooftop cluster up')")
-        p.add_argument("--nodes", type=int, help="nodes to use (launcher.nodes)")
-        p.add_argument("--metrics", help="rpc, bw or rpc,bw (metrics)")
-        p.add_argument("--fabric", help="libfabric provider, e.g. ofi+tcp (fabric.provider)")
-        p.add_argument("--binding", choices=["core", "2cores", "none"], help="core binding (binding)")
-        p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                       help="any config key, e.g. --set bw.size=1MiB (repeatable)")
 
+def _config_args(p) -> None:
+    """A config file, the config key flags, and --set."""
+    p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
+    add_key_flags(p, CONFIG_FLAGS)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="any config key, e.g. --set bw.size=1MiB (repeatable)")
+
+
+def _campaign_args(p, stage: str) -> None:
+    """What collect and validate share: the stage's key flags, and how the campaign runs."""
+    add_key_flags(p, STAGE_FLAGS[:3], stage)
+    p.add_argument("--dry-run", action="store_true", help="print the exact commands of every stage; run nothing")
+    add_key_flags(p, STAGE_FLAGS[3:], stage)
+    p.add_argument("--json", action="store_true", help="print a JSON summary on stdout (no progress bar)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log every command started")
+    from rooftop.locks import ON_THIS_MACHINE
+
+    p.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",
+                   help=f"another campaign holds the results folder (or, {' and '.join(ON_THIS_MACHINE)} "
+                        "launchers, this machine's cores): wait up to SECONDS for it (default 0: refuse "
+                        "at once, naming its run id, pid and host)")
+    p.add_argument("--allow-concurrent", action="store_true",
+                   help="run even if another campaign holds the locks; every sample is then "
+                        "marked concurrent and the report warns")
+
+
+def _add_collect(sub) -> None:
     co = sub.add_parser("collect", help="measure server and client ceilings; prints the run id",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         description="The roofline parameter suite, per metric (rpc: sequential noop "
@@ -706,51 +813,66 @@ def build_parser() -> argparse.ArgumentParser:
                         "  sweep:       one server node's aggregate as S grows (--sweep-servers)\n"
                         "Each sample is saved as soon as it is measured; Ctrl-C stops every process "
                         "and 'rooftop collect --resume RUN' continues.")
-    config_args(co)
-    common(co)
-    co.add_argument("--pairs", choices=["serial", "rounds"],
-                    help="client peak pairs: serial, one at a time (default, as seed 000), or rounds "
-                         "of disjoint pairs measured at once, ~N/2 times faster (collect.pairs)")
-    co.add_argument("--sweep-servers", action="store_true", help="also sweep server processes 1..max")
+    _config_args(co)
+    add_key_flags(co, [RESULTS_FLAG])
+    _campaign_args(co, "collect")
+    add_key_flags(co, COLLECT_FLAGS)
     co.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
     co.set_defaults(func=_cmd_collect)
 
+
+def _add_validate(sub) -> None:
     va = sub.add_parser("validate", help="add validation samples to a run",
                         description="Runs the validation grid: server nodes x client nodes "
-                        "(default 1..min(4, N-1) x 1..N-servers). Each sample stores the aggregate "
-                        "rate, the per-client-process rate and x = server processes / client "
-                        "processes. Re-running continues where it stopped.")
+                        f"(default 1..min({_validate_server_nodes()}, N-1) x 1..N-servers). Each "
+                        "sample stores the aggregate rate, the per-client-process rate and x = server "
+                        "processes / client processes. Re-running continues where it stopped.")
     va.add_argument("--run", required=True, help="the run (from 'rooftop collect' or 'rooftop runs')")
-    va.add_argument("--server-nodes", type=lambda t: [int(v) for v in t.split(",")],
-                    help="server-node counts, e.g. 1,2")
-    va.add_argument("--client-nodes", type=lambda t: [int(v) for v in t.split(",")],
-                    help="client-node counts, e.g. 1,2,3")
-    va.add_argument("--servers-per-node", type=int, help="server processes per server node")
-    va.add_argument("--clients-per-node", type=int, help="client processes per client node")
-    common(va, "validate")
+    add_key_flags(va, VALIDATE_FLAGS, "validate")
+    va.add_argument("--results", default=None,
+                    help="results folder holding the run's rooftop.db (default: ./rooftop-results)")
+    _campaign_args(va, "validate")
     va.set_defaults(func=_cmd_validate)
 
+
+def _validate_server_nodes() -> int:
+    from rooftop.config import VALIDATE_SERVER_NODES
+
+    return VALIDATE_SERVER_NODES
+
+
+def _results_arg(p, what: str = "results folder") -> None:
+    p.add_argument("--results", default="./rooftop-results", help=f"{what} (default: %(default)s)")
+
+
+def _add_runs(sub) -> None:
     ru = sub.add_parser("runs", help="list runs")
-    ru.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    _results_arg(ru)
     ru.add_argument("--json", action="store_true", help="JSON on stdout")
     ru.set_defaults(func=_cmd_runs)
 
+
+def _add_doctor(sub) -> None:
     dr = sub.add_parser("doctor", help="check a results folder; --rebuild its database from the engine documents",
                         description="Checks the results database (integrity, runs without folders, "
                         "run folders without rows). --rebuild moves the database aside and rebuilds it "
                         "from the engine documents under RESULTS/<run>/ (each run's config.json and "
                         "its client documents), keeping the rows the old database still holds.")
-    dr.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    _results_arg(dr)
     dr.add_argument("--rebuild", action="store_true", help="rebuild the database from the engine documents")
     dr.set_defaults(func=_cmd_doctor)
 
+
+def _add_export(sub) -> None:
     ex = sub.add_parser("export", help="export a run's samples")
     ex.add_argument("run")
     ex.add_argument("--format", choices=["csv", "json"], default="csv")
-    ex.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    _results_arg(ex)
     ex.add_argument("--output", help="write to this file instead of stdout")
     ex.set_defaults(func=_cmd_export)
 
+
+def _add_model(sub) -> None:
     mo = sub.add_parser("model", help="the roofline of a run (or of a parameters file)",
                         description="Per metric: client and server ceilings (per process) as "
                         "[min, max], the roofline r(x) = min(client, x * server) with x = server "
@@ -765,10 +887,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "are set against those ceilings.")
     mo.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
     mo.add_argument("--params", help="roofline parameters file (JSON)")
-    mo.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    _results_arg(mo)
     mo.add_argument("--json", action="store_true", help="JSON on stdout")
     mo.set_defaults(func=_cmd_model)
 
+
+def _add_plot(sub) -> None:
     pl = sub.add_parser("plot", help="figures of a run (or of a parameters file): PNG and SVG",
                         description="Per metric: the roofline (rate per client process against x = "
                         "server/client processes, log scale, ceilings as bands, validation points "
@@ -779,12 +903,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "--help'), with a RUN's validation samples on it when a RUN is given too.")
     pl.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
     pl.add_argument("--params", help="roofline parameters file (JSON)")
-    pl.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    _results_arg(pl)
     pl.add_argument("--output", help="folder for the figures")
     pl.add_argument("--format", type=_formats, default=("png", "svg"), help="png,svg (default), pdf")
     pl.add_argument("--json", action="store_true", help="print the files as JSON")
     pl.set_defaults(func=_cmd_plot)
 
+
+def _add_report(sub) -> None:
     rp = sub.add_parser("report", help="one self-contained HTML report (+ Markdown) of a run",
                         description="Writes RESULTS/RUN/report/report.html (every figure inline: "
                         "open it anywhere, no network needed) and report.md beside it: the headline "
@@ -792,10 +918,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "above the roofline, overhead, failures), figures, the validation table, the "
                         "environment and the resolved config. Prints the HTML file's path.")
     rp.add_argument("run", help="a run id (see 'rooftop runs')")
-    rp.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    _results_arg(rp)
     rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
     rp.set_defaults(func=_cmd_report)
 
+
+def _add_compare(sub) -> None:
     cp = sub.add_parser("compare", help="several rooflines on one figure (runs and parameters files)",
                         description="Each SOURCE is a run id (in --results) or a parameters file "
                         "(JSON, see 'rooftop model --help'). One figure per metric with every "
@@ -803,21 +931,25 @@ def build_parser() -> argparse.ArgumentParser:
                         "rooftop compare RUN examples/aurora-table2.json")
     cp.add_argument("sources", nargs="+", metavar="SOURCE", help="run id or parameters file")
     cp.add_argument("--label", action="append", help="a label per source, in order (repeat)")
-    cp.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    _results_arg(cp)
     cp.add_argument("--output", default="./rooftop-compare", help="folder for the figures (default: %(default)s)")
     cp.add_argument("--format", type=_formats, default=("png", "svg"), help="png,svg (default), pdf")
     cp.add_argument("--json", action="store_true", help="print the files as JSON")
     cp.set_defaults(func=_cmd_compare)
 
+
+def _add_config(sub) -> None:
     cf = sub.add_parser("config", help="show the resolved config, or list every key",
                         description="'rooftop config show' prints the fully resolved config "
                         "(every default, the nodes found, the validation grid) for the given file "
                         "and overrides; 'rooftop config keys' documents every key.")
     cf.add_argument("action", choices=["show", "keys"])
-    config_args(cf)
-    cf.add_argument("--results", default=None, help="results folder")
+    _config_args(cf)
+    add_key_flags(cf, [RESULTS_FLAG])
     cf.set_defaults(func=_cmd_config)
 
+
+def _add_probe(sub) -> None:
     pr = sub.add_parser("probe", help="quick RPC-rate and bandwidth check on this machine",
                         description="One pinned server and one pinned client per fabric: "
                                     "sequential noop RPC rate and 4 MiB bulk-read bandwidth "
@@ -827,19 +959,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="comma-separated fabrics (default: %(default)s)")
     pr.add_argument("--duration", type=float, default=3.0,
                     help="measured seconds per test (default: %(default)s)")
-    pr.add_argument("--results", default="./rooftop-results",
-                    help="results folder (default: %(default)s)")
+    _results_arg(pr)
     pr.set_defaults(func=_cmd_probe)
 
-    from rooftop.cluster.cli import add_parser as add_cluster_parser
 
-    add_cluster_parser(sub)
-
+def _add_engine(sub) -> None:
     en = sub.add_parser("engine", help="run rooftop-engine with the given arguments",
                         add_help=False)
     en.add_argument("engine_args", nargs=argparse.REMAINDER)
     en.set_defaults(func=_cmd_engine)
-    return p
 
 
 def _sigterm(signum, frame):

@@ -20,6 +20,8 @@ from typing import Any
 
 from rooftop import metrics, stages
 from rooftop.keys import Key
+from rooftop.launchers import BINDINGS, LAUNCHERS, binding_width, on_this_machine
+from rooftop.launchers.mpiexec import FLAVORS
 
 
 class ConfigError(ValueError):
@@ -31,6 +33,28 @@ HOUR, DAY = 3600.0, 86400.0
 MAX_MEASUREMENT_S = 30 * DAY
 #: Largest transfer or buffer size accepted (the engine's own limit is lower).
 MAX_SIZE = 1 << 40
+#: The validation grid's server-node counts by default: 1..min(this, N-1).
+VALIDATE_SERVER_NODES = 4
+
+
+def _launcher_type_help() -> str:
+    return "how processes start: " + "; ".join(f"{s.name}: {s.help}" for s in LAUNCHERS.values())
+
+
+def _launcher_nodes_help() -> str:
+    each = "; ".join(f"{s.name}: {s.default_nodes}" for s in LAUNCHERS.values())
+    return f"nodes to use, the first N of the launcher's; default {each}"
+
+
+def _for_launchers(key: str, text: str) -> str:
+    """A launcher.* key's help, led by the launchers that read it (their SPEC.keys)."""
+    users = [s.name for s in LAUNCHERS.values() if key in s.keys]
+    return f"{_and(users)}: {text}"
+
+
+def _and(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 2 else names)
 
 KEYS: list[Key] = [
     Key("fabric.provider", "str", "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+verbs, ofi+cxi, ..."),
@@ -38,20 +62,22 @@ KEYS: list[Key] = [
         "loopback on one machine. One that does not exist or lacks the provider is refused (before "
         "starting with the local launcher, by the engine on the node otherwise), and every sample "
         "checks each process used it", nullable=True),
-    Key("launcher.type", "choice", "local", "how processes start (netns: the emulated cluster of "
-        "'rooftop cluster up')", ("local", "netns", "mpiexec", "srun")),
-    Key("launcher.nodes", "int", None, "nodes to use (local: logical nodes this machine is split into, "
-        "default min(4, cores); mpiexec/srun: the first N, default all)", nullable=True, maximum=100_000),
-    Key("launcher.hosts", "list[str]", None, "mpiexec: host names, one per node", nullable=True),
-    Key("launcher.hostfile", "str", None, "mpiexec: file with one host per line", nullable=True),
-    Key("launcher.cores_per_node", "int", None, "mpiexec: usable cores per node (default: this machine's)",
-        nullable=True, maximum=100_000),
-    Key("launcher.command", "str", None, "mpiexec or srun executable (default: mpiexec / srun)",
-        nullable=True),
-    Key("launcher.flavor", "choice", "auto", "mpiexec flavour", ("auto", "openmpi", "mpich")),
-    Key("launcher.extra_args", "list[str]", [], "extra launcher arguments, placed before the engine"),
+    Key("launcher.type", "choice", "local", _launcher_type_help(), tuple(LAUNCHERS)),
+    Key("launcher.nodes", "int", None, _launcher_nodes_help(), nullable=True, maximum=100_000),
+    Key("launcher.hosts", "list[str]", None, _for_launchers("hosts", "host names, one per node "
+        "(default none: give hosts or hostfile)"), nullable=True),
+    Key("launcher.hostfile", "str", None, _for_launchers("hostfile", "file with one host per line "
+        "(default none: give hosts or hostfile)"), nullable=True),
+    Key("launcher.cores_per_node", "int", None, _for_launchers("cores_per_node", "usable cores per node "
+        "(default: this machine's)"), nullable=True, maximum=100_000),
+    Key("launcher.command", "str", None, _for_launchers("command", "the launcher's executable (default: "
+        "its name, e.g. mpiexec / srun)"), nullable=True),
+    Key("launcher.flavor", "choice", "auto", _for_launchers("flavor", "MPI flavour (auto: from "
+        "'mpiexec --version')"), FLAVORS),
+    Key("launcher.extra_args", "list[str]", [], _for_launchers("extra_args", "extra launcher arguments, "
+        "placed before the engine")),
     Key("binding", "choice", "core", "core binding: one process per core, two cores per process, or none",
-        ("core", "2cores", "none")),
+        BINDINGS),
     Key("metrics", "list[choice]", list(metrics.METRICS), metrics.help_text(), tuple(metrics.METRICS)),
     # Each metric's own keys (declared in its file, rooftop/metrics/), in table order.
     *(k for m in metrics.METRICS.values() for k in m.keys),
@@ -70,15 +96,15 @@ KEYS: list[Key] = [
     Key("collect.servers_per_node", "int", None, "server processes on the server node "
         "(default: one per usable core under the binding)", nullable=True, maximum=100_000),
     Key("collect.clients_per_node", "int", None, "client processes per client node (default: one per "
-        "usable core)", nullable=True, maximum=100_000),
+        "usable core under the binding)", nullable=True, maximum=100_000),
     Key("validate.server_nodes", "list[int]", None, "server-node counts of the validation grid "
-        "(default 1..min(4, N-1))", nullable=True, maximum=100_000),
+        f"(default 1..min({VALIDATE_SERVER_NODES}, N-1))", nullable=True, maximum=100_000),
     Key("validate.client_nodes", "list[int]", None, "client-node counts (default 1..N-servers)",
         nullable=True, maximum=100_000),
-    Key("validate.servers_per_node", "int", None, "server processes per server node (default: all cores)",
-        nullable=True, maximum=100_000),
-    Key("validate.clients_per_node", "int", None, "client processes per client node (default: all cores)",
-        nullable=True, maximum=100_000),
+    Key("validate.servers_per_node", "int", None, "server processes per server node (default: one per "
+        "usable core under the binding)", nullable=True, maximum=100_000),
+    Key("validate.clients_per_node", "int", None, "client processes per client node (default: one per "
+        "usable core under the binding)", nullable=True, maximum=100_000),
     Key("validate.duration", "float", 5.0, "measured seconds per validation sample", maximum=DAY),
     Key("validate.warmup", "float", 1.0, "warmup seconds per validation sample", maximum=HOUR),
     Key("validate.samples", "int", 1, "samples per grid point", maximum=10_000),
@@ -217,6 +243,12 @@ def _set(cfg: dict, path: str, value: Any) -> None:
     for part in parts[:-1]:
         d = d.setdefault(part, {})
     d[parts[-1]] = value
+
+
+def set_key(cfg: dict, path: str, value: Any) -> None:
+    """Sets one dotted key of a config (e.g. validate.samples), unchecked:
+    resolve or resolve_grid checks it."""
+    _set(cfg, path, value)
 
 
 def _get(cfg: dict, path: str) -> Any:
@@ -402,7 +434,7 @@ def resolve(cfg: dict) -> dict:
     def procs(path: str) -> int:
         want = _get(cfg, path)
         have = min(procs_per_node(node, binding) for node in nodes)
-        width = 2 if binding == "2cores" else 1
+        width = binding_width(binding)
         if want is None:
             _set(cfg, path, have)
             return have
@@ -438,14 +470,14 @@ def resolve_grid(cfg: dict) -> dict:
         _positive(cfg, p)
     _not_years(cfg, "validate")
     if cfg["binding"] != "none":
-        width = 2 if cfg["binding"] == "2cores" else 1
+        width = binding_width(cfg["binding"])
         cores = min(len(nd["cores"]) for nd in cfg["nodes"])
         for p in ("servers_per_node", "clients_per_node"):
             if v[p] is not None and v[p] * width > cores:
                 raise ConfigError(f"validate.{p}: {v[p]} processes x {width} core(s) do not fit on a "
                                   f"node with {cores} usable cores (binding '{cfg['binding']}')")
     if v["server_nodes"] is None:
-        v["server_nodes"] = list(range(1, max(1, min(4, n - 1)) + 1))
+        v["server_nodes"] = list(range(1, max(1, min(VALIDATE_SERVER_NODES, n - 1)) + 1))
     for s in v["server_nodes"]:
         if not 1 <= s <= n - 1:
             raise ConfigError(f"validate.server_nodes: {s} server nodes leave no client node "

@@ -139,10 +139,11 @@ def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict]]:
 def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
     """Every measured sample row (ok or invalid) the run's client documents hold."""
     from rooftop import windows
+    from rooftop.launchers import on_this_machine
 
     planned, rows, make = _planned_rounds(cfg), [], _row_maker(run_dir.name, cfg)
     hosts = {n["host"] for n in cfg["nodes"]}
-    same_clock = cfg["launcher"]["type"] in ("local", "netns") or len(hosts) == 1
+    same_clock = on_this_machine(cfg["launcher"]["type"]) or len(hosts) == 1
     for sdir in sorted(p for p in (run_dir / "raw").glob("*") if p.is_dir()):
         docs, results = _client_results(sdir)
         if not results:

@@ -3,6 +3,10 @@
 Locates the engine binary, starts servers and waits until each one is
 really ready (address file published *and* a successful ping), runs client
 loads, and stops everything it started -- also on errors and Ctrl-C.
+
+The one implementation of server readiness (wait_published) and of
+stopping processes (reap, terminate): engine.Group, the campaign's Runner
+and benchmarks/ all use these.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 ENGINE_ENV = "ROOFTOP_ENGINE"
 #: The engine also takes its shutdown token from this variable (never argv).
@@ -118,6 +123,119 @@ def run_engine(args: list[str], timeout: float, check: bool = True,
     return doc
 
 
+def _signal_proc(p: subprocess.Popen, sig: int) -> None:
+    """Sends sig to p's process group when p leads one (campaigns start
+    every engine in its own session, so a launcher's children go too),
+    else to p alone."""
+    try:
+        if os.getpgid(p.pid) == p.pid:
+            os.killpg(p.pid, sig)
+        else:
+            p.send_signal(sig)
+    except ProcessLookupError:
+        pass  # already gone (its exit status is still ours to reap)
+
+
+def reap(procs: Sequence[subprocess.Popen], timeout: float,
+         grace: float | None = None) -> list[subprocess.Popen]:
+    """Waits for procs until timeout, then kills what is left (with its
+    process group, if it leads one); returns the processes that had to be
+    killed. grace: once one of them has failed, the others get at most this
+    long (a client stuck before the start barrier is not waited for in
+    full)."""
+    deadline = time.monotonic() + timeout
+    if grace is not None:
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            if any(p.poll() not in (None, 0) for p in procs):
+                deadline = min(deadline, time.monotonic() + grace)
+            time.sleep(0.05)
+    killed = []
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.05, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_proc(p, signal.SIGKILL)
+            p.wait()
+            killed.append(p)
+    return killed
+
+
+def terminate(procs: Sequence[subprocess.Popen], grace: float = 5.0) -> list[subprocess.Popen]:
+    """SIGTERM to every live one of procs (their process groups, for
+    leaders), then reap them: SIGKILL after grace seconds. Returns the
+    processes that had to be killed."""
+    live = [p for p in procs if p.poll() is None]
+    for p in live:
+        _signal_proc(p, signal.SIGTERM)
+    return reap(live, grace)
+
+
+class NotReady(EngineError):
+    """Servers did not publish their address files. index is None when
+    time ran out; else the index (in the list given to wait_published) of
+    the process that exited first, with its exit code and log tail. missing:
+    the ranks (of that process, or all) without an address file."""
+
+    def __init__(self, message: str, missing: list[int], index: int | None = None,
+                 returncode: int | None = None, log: str = ""):
+        super().__init__(message, returncode)
+        self.missing, self.index, self.log = missing, index, log
+
+
+def published(directory: Path, rank: int, pid: int | None = None) -> bool:
+    """<directory>/<rank>.addr exists (and, given pid, names it: a file a
+    dead server left behind does not count)."""
+    addr = Path(directory) / f"{rank}.addr"
+    if pid is None:
+        return addr.exists()
+    try:
+        return f"\npid={pid}\n" in addr.read_text()
+    except OSError:
+        return False
+
+
+def wait_published(directory: Path, started: Sequence[tuple[subprocess.Popen, Sequence[int], Path | None]],
+                   timeout: float, own_pid: bool = False) -> None:
+    """Waits until every server rank has published <directory>/<rank>.addr,
+    which a server does once its endpoint is up and its receives posted.
+
+    started: each process started, the ranks it runs (a launcher line may
+    start several) and its log (or None). own_pid: each process is the
+    engine itself (not a launcher), and its file must carry its pid.
+    Raises NotReady naming the first process that exited before all of its
+    ranks published (with the tail of its log), or, after timeout, the
+    ranks still missing. No sleeps beyond a 5 ms poll."""
+    deadline = time.monotonic() + timeout
+    missing = {r for _, ranks, _ in started for r in ranks}
+    while True:
+        missing = {r for r in missing
+                   if not published(directory, r, _pid_of(started, r) if own_pid else None)}
+        if not missing:
+            return
+        for i, (p, ranks, log) in enumerate(started):
+            lost = sorted(set(ranks) & missing)
+            if lost and p.poll() is not None:
+                tail = _tail(log)
+                raise NotReady(f"server rank(s) {lost} exited (code {p.returncode}) before publishing "
+                               f"an address in {directory}: {tail}", lost, i, p.returncode, tail)
+        if time.monotonic() > deadline:
+            where = ", ".join(f"rank {r}" for r in sorted(missing)[:8])
+            raise NotReady(f"servers not ready within {timeout:g} s: {where} published no address "
+                           f"in {directory}", sorted(missing))
+        time.sleep(0.005)
+
+
+def _pid_of(started, rank: int) -> int:
+    return next(p.pid for p, ranks, _ in started if rank in ranks)
+
+
+def _tail(log: Path | None, chars: int = 800) -> str:
+    try:
+        return log.read_text().strip()[-chars:] if log is not None else ""
+    except OSError:
+        return ""
+
+
 @dataclass
 class Server:
     """One running server process."""
@@ -140,13 +258,7 @@ class Server:
 
     def stop(self, timeout: float = 5.0) -> dict | None:
         """SIGTERM, wait (SIGKILL after timeout), and read its document."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate([self.proc], timeout)
         if self.doc is None and self.output.exists():
             self.doc = _parse_doc(self.output.read_text())
         return self.doc
@@ -200,29 +312,23 @@ class Group:
         return s
 
     def wait_ready(self, server: Server, timeout: float = 10.0) -> None:
-        """Waits for the address file, then pings; raises naming the server."""
+        """Waits for its own address file (wait_published), then pings;
+        raises naming the server."""
         addr = self.directory / f"{server.rank}.addr"
         deadline = time.monotonic() + timeout
-        while not self._published_by(addr, server):
-            if not server.alive():
-                raise EngineError(f"server rank {server.rank} exited (code {server.proc.returncode}) "
-                                  f"before publishing {addr}: {server.stderr()}")
-            if time.monotonic() > deadline:
+        try:
+            wait_published(self.directory, [(server.proc, [server.rank], server.stderr_path)], timeout,
+                           own_pid=True)
+        except NotReady as e:
+            if e.index is None:
                 raise EngineError(f"server rank {server.rank} did not publish {addr} "
-                                  f"within {timeout:g} s")
-            time.sleep(0.005)
+                                  f"within {timeout:g} s") from None
+            raise EngineError(f"server rank {server.rank} exited (code {e.returncode}) "
+                              f"before publishing {addr}: {e.log}", e.returncode) from None
         left = max(1.0, deadline - time.monotonic())
         run_engine(["ping", "--fabric", self.fabric, "--group-dir", str(self.directory),
                     "--rank", str(server.rank), "--count", "1", "--timeout", f"{left:.3f}"],
                    timeout=left + 5)
-
-    @staticmethod
-    def _published_by(addr: Path, server: Server) -> bool:
-        """The address file exists and is this server's (not a stale one)."""
-        try:
-            return f"\npid={server.proc.pid}\n" in addr.read_text()
-        except OSError:
-            return False
 
     def load(self, *, op: str = "noop", duration: float = 2.0, warmup: float = 0.5,
              cpus: str | None = None, rank: int = 0, extra: list[str] | None = None,

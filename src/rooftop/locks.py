@@ -35,8 +35,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-#: Launchers whose engines run on this machine's cores.
-ON_THIS_MACHINE = ("local", "netns")
+from rooftop.launchers import LAUNCHERS
+
+#: Launchers whose engines run on this machine's cores (their SPEC says so).
+ON_THIS_MACHINE = tuple(name for name, spec in LAUNCHERS.items() if spec.on_this_machine)
 ADVICE = ("wait for it with '--wait-lock SECONDS', or run anyway with '--allow-concurrent' "
           "(every sample is then marked concurrent and the report warns)")
 

@@ -26,9 +26,10 @@ from pathlib import Path
 
 from rooftop.config import ConfigError
 from rooftop.engine import EXIT_USAGE, engine_path
+from rooftop.launchers import LAUNCHERS
 
-#: Launchers whose processes run on this machine's own interfaces.
-LOCAL_LAUNCHERS = ("local",)
+#: Launchers whose processes run on this machine's own interfaces (their SPEC says so).
+LOCAL_LAUNCHERS = tuple(name for name, spec in LAUNCHERS.items() if spec.interfaces_here)
 IP_PROVIDERS = ("tcp", "sockets", "verbs", "udp")
 
 

@@ -3,30 +3,33 @@
 local (default): this machine split into logical nodes; netns: the
 emulated cluster of 'rooftop cluster up' (namespaces, shaped links, cgroups); mpiexec: Open MPI
 or MPICH hydra over a host list; srun: inside a Slurm allocation.
+
+Each launcher is one file declaring its class and its SPEC (a LauncherSpec:
+name, help, factory, default node count, the config keys it reads);
+LAUNCHERS lists them, as IOR's available_aiori[] lists its backends. The
+`launcher.type` choices, `--launcher` and their help come from it.
 """
 
-from rooftop.launchers.base import BINDINGS, Launch, Launcher, LauncherError, Node
+from rooftop.launchers import local, mpiexec, netns, srun
+from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node,
+                                    binding_width)
 
-__all__ = ["BINDINGS", "Launch", "Launcher", "LauncherError", "Node", "make_launcher"]
+__all__ = ["BINDINGS", "LAUNCHERS", "Launch", "Launcher", "LauncherError", "LauncherSpec", "Node",
+           "binding_width", "make_launcher", "on_this_machine"]
+
+#: Every launcher, by name, in the order help lists them (local first: the default).
+LAUNCHERS: dict[str, LauncherSpec] = {s.name: s for s in (local.SPEC, netns.SPEC, mpiexec.SPEC, srun.SPEC)}
 
 
 def make_launcher(cfg: dict) -> Launcher:
     """Builds the launcher a resolved config's "launcher" section names."""
-    kind = cfg["type"]
-    if kind == "local":
-        from rooftop.launchers.local import LocalLauncher
+    spec = LAUNCHERS.get(cfg["type"])
+    if spec is None:
+        raise LauncherError(f"launcher.type '{cfg['type']}': must be one of {', '.join(LAUNCHERS)}")
+    return spec.make(cfg)
 
-        return LocalLauncher(cfg.get("nodes"))
-    if kind == "netns":
-        from rooftop.launchers.netns import NetnsLauncher
 
-        return NetnsLauncher(cfg)
-    if kind == "mpiexec":
-        from rooftop.launchers.mpiexec import MpiexecLauncher
-
-        return MpiexecLauncher(cfg)
-    if kind == "srun":
-        from rooftop.launchers.srun import SrunLauncher
-
-        return SrunLauncher(cfg)
-    raise LauncherError(f"launcher.type '{kind}': must be local, netns, mpiexec or srun")
+def on_this_machine(name: str) -> bool:
+    """Whether the launcher `name` runs its engines on this machine's cores."""
+    spec = LAUNCHERS.get(name)
+    return bool(spec and spec.on_this_machine)

@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Callable
 
 #: Core-binding scenarios (seed 000, Figure 2): one process per core,
 #: two cores per process, or no binding at all.
 BINDINGS = ("core", "2cores", "none")
+#: Cores each process is bound to under a binding (None: unbound).
+BINDING_WIDTH = {"core": 1, "2cores": 2, "none": None}
+
+
+def binding_width(binding: str) -> int:
+    """Cores a process takes under a binding, for fitting processes on a
+    node ('none' counts as one: unbound processes still need a core each)."""
+    return BINDING_WIDTH[binding] or 1
 
 
 @dataclass(frozen=True)
@@ -61,15 +70,14 @@ def first_nodes(names: list, n: int | None, too_many: str) -> list:
 
 def procs_per_node(node: Node, binding: str) -> int:
     """Default number of processes a node holds under a binding."""
-    n = len(node.cores)
-    return max(1, n // 2) if binding == "2cores" else n
+    return max(1, len(node.cores) // binding_width(binding))
 
 
 def core_sets(node: Node, nprocs: int, binding: str) -> list[tuple[int, ...] | None]:
     """The cores each of nprocs processes is bound to (None: unbound)."""
     if binding == "none":
         return [None] * nprocs
-    width = 2 if binding == "2cores" else 1
+    width = binding_width(binding)
     if nprocs * width > len(node.cores):
         raise LauncherError(
             f"node {node.index} ({node.host}) has {len(node.cores)} usable cores: "
@@ -113,3 +121,33 @@ class Launcher(ABC):
 
     def describe(self) -> dict:
         return {"type": self.name, "nodes": [n.describe() for n in self.nodes()]}
+
+
+@dataclass(frozen=True)
+class LauncherSpec:
+    """One launcher, as `launcher.type` names it: the entry each launcher
+    file declares (SPEC) and rooftop.launchers.LAUNCHERS lists. Config
+    choices, CLI choices and help, the cores lock and the memory check read
+    it; nothing else names a launcher.
+    """
+
+    name: str
+    #: One line: what it runs on (`--launcher` and `launcher.type` help).
+    help: str
+    #: The resolved config's "launcher" section -> the launcher.
+    make: Callable[[dict], Launcher]
+    #: What launcher.nodes defaults to, in words the help shows (from the
+    #: launcher's own constant where there is one).
+    default_nodes: str
+    #: The launcher.* keys it reads, besides type.
+    keys: tuple[str, ...]
+    #: Core bindings it can express (the `binding` key's choices are BINDINGS).
+    bindings: tuple[str, ...] = BINDINGS
+    #: Its engines run on this machine's cores: the campaign then takes the
+    #: machine's cores lock, counts every node's client buffers against this
+    #: machine's memory, and its nodes share one clock.
+    on_this_machine: bool = False
+    #: Its engines use this machine's own network interfaces: a
+    #: fabric.domain this machine lacks is refused before anything starts
+    #: (rooftop.nic_check); otherwise the engine on the node refuses it.
+    interfaces_here: bool = False

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import os
 
-from rooftop.launchers.base import Launch, Launcher, LauncherError, Node, pinned_argvs
+from rooftop.launchers.base import Launch, Launcher, LauncherError, LauncherSpec, Node, pinned_argvs
+
+#: Logical nodes by default: min(DEFAULT_NODES, usable cores). Two is the
+#: smallest campaign (a server node and a client node) and leaves each node
+#: as many cores as possible on a small machine.
+DEFAULT_NODES = 2
 
 
 def usable_cores() -> list[int]:
@@ -21,7 +26,7 @@ class LocalLauncher(Launcher):
 
     def __init__(self, nodes: int | None = None, cores: list[int] | None = None):
         self._cores = list(cores) if cores is not None else usable_cores()
-        n = nodes if nodes is not None else min(2, len(self._cores))
+        n = nodes if nodes is not None else min(DEFAULT_NODES, len(self._cores))
         if n < 1:
             raise LauncherError("launcher.nodes must be at least 1")
         if n > len(self._cores):
@@ -37,3 +42,10 @@ class LocalLauncher(Launcher):
     def launches(self, node, engine_argv, nprocs, binding, first_rank):
         return [Launch(argv, node, [rank])
                 for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank)]
+
+
+SPEC = LauncherSpec(
+    "local", "this machine's cores split into logical nodes (no root needed)",
+    lambda cfg: LocalLauncher(cfg.get("nodes")),
+    default_nodes=f"min({DEFAULT_NODES}, cores) logical nodes, this machine's cores split evenly", keys=("nodes",), on_this_machine=True,
+    interfaces_here=True)

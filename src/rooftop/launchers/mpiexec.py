@@ -80,8 +80,8 @@ import socket
 import subprocess
 from pathlib import Path
 
-from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, Node, core_sets,
-                                    first_nodes)
+from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node,
+                                    core_sets, first_nodes)
 from rooftop.launchers.hostlist import expand
 
 FLAVORS = ("auto", "openmpi", "mpich")
@@ -269,3 +269,9 @@ class MpiexecLauncher(Launcher):
             argv += ["-n", "1", *engine_argv, *rank_args,
                      "--cpus", ",".join(map(str, cpus))]
         return argv
+
+
+SPEC = LauncherSpec(
+    "mpiexec", "Open MPI or MPICH hydra over launcher.hosts or launcher.hostfile", MpiexecLauncher,
+    default_nodes="all hosts listed",
+    keys=("nodes", "hosts", "hostfile", "cores_per_node", "command", "flavor", "extra_args"))

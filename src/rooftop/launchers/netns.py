@@ -31,7 +31,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from rooftop.launchers.base import Launch, Launcher, LauncherError, Node, first_nodes, pinned_argvs
+from rooftop.launchers.base import (Launch, Launcher, LauncherError, LauncherSpec, Node, first_nodes,
+                                    pinned_argvs)
 
 NOT_UP = "run 'rooftop cluster up --nodes N' first (as root)"
 
@@ -93,3 +94,9 @@ class NetnsLauncher(Launcher):
         return {"type": self.name, "nodes": [n.describe() for n in self.nodes()],
                 "cluster": {"created": st["created"], "bridge": st["bridge"], "cgroup": st["cgroup"],
                             "machine_cores": st["machine_cores"]}}
+
+
+SPEC = LauncherSpec(
+    "netns", "the emulated cluster of 'rooftop cluster up' (network namespaces on this machine)",
+    NetnsLauncher, default_nodes="all of the emulated cluster's", keys=("nodes", "extra_args"),
+    on_this_machine=True)

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import os
 
-from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, Node, core_sets,
-                                    first_nodes)
+from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node,
+                                    core_sets, first_nodes)
 from rooftop.launchers.hostlist import HostlistError, expand, expand_counts
 
 
@@ -110,3 +110,8 @@ class SrunLauncher(Launcher):
                  "--kill-on-bad-exit=1", *self.extra_args,
                  *engine_argv, "--rank", str(first_rank), "--rank-from-env"]
         return [Launch(argv, node, list(range(first_rank, first_rank + nprocs)))]
+
+
+SPEC = LauncherSpec(
+    "srun", "Slurm job steps inside an allocation (salloc/sbatch)", SrunLauncher,
+    default_nodes="all of the allocation's", keys=("nodes", "command", "extra_args"))

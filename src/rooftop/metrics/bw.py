@@ -47,12 +47,13 @@ def _check(cfg: dict) -> None:
 def _check_memory(cfg: dict) -> None:
     """The client buffers of one node (of every node, on one machine) fit in memory."""
     from rooftop.config import ConfigError, mem_available, parse_size  # config imports this table
+    from rooftop.launchers import on_this_machine
 
     bw = cfg["bw"]
     which = "stream_size" if bw["buffer"] == "stream" else "size"
     per_client = parse_size(bw[which], f"bw.{which}")
     need = per_client * max(cfg["collect"]["clients_per_node"], cfg["validate"]["clients_per_node"])
-    if cfg["launcher"]["type"] in ("local", "netns"):  # every node is this machine
+    if on_this_machine(cfg["launcher"]["type"]):  # every node is this machine
         need *= len(cfg["nodes"])
     avail = mem_available()
     if avail and need > avail * 0.9:
