@@ -197,6 +197,32 @@ def test_replaced_sample_keeps_no_stale_quantities(tmp_path):
     st.close()
 
 
+def test_latency_of_pairs_and_of_whole_rounds(tmp_path):
+    """A pair's row takes its own client's bins (round.json: rank j is the
+    j-th row of a window); a row of the whole round merges every client's."""
+    st = Store(tmp_path / "res")
+    run = st.new_run({}, {})
+    bins = {0: [[10.0, 11.0, 100]], 1: [[20.0, 21.0, 50], [40.0, 42.0, 50]]}
+    for name, keys in (("pairs", [["p/rpc/s0x1/c1x1/0", "p/rpc/s1x1/c0x1/0"]]),
+                       ("round", [["r/rpc/s0x1/c1-2x1/0"]])):
+        docs = st.run_dir(run) / "raw" / name
+        docs.mkdir(parents=True)
+        (docs / "round.json").write_text(json.dumps({"keys": keys}))
+        for rank, b in bins.items():
+            (docs / f"client-{rank}.json").write_text(json.dumps({"result": {"latency_us": {"bins": b}}}))
+        for key in keys[0]:
+            st.add_sample(run_id=run, key=key, stage="client_peak", metric="rpc", unit="ops/s",
+                          server_nodes=[0], client_nodes=[1], server_procs=1, client_procs=len(keys) + 1,
+                          x=1.0, sample=0, status="ok", aggregate=1.0, per_server=1.0, per_client=1.0,
+                          measured_s=1.0, error="", raw_dir=str(docs))
+    lat = {s["key"].split("/")[0] + s["key"].split("/")[2]: st.sample_quantities(s["id"])
+           for s in st.samples(run)}
+    assert [lat["ps0x1"][n][0] for n in LATENCY_QUANTILES] == [11.0, 11.0, 11.0]
+    assert [lat["ps1x1"][n][0] for n in LATENCY_QUANTILES] == [21.0, 42.0, 42.0]
+    assert [lat["rs0x1"][n][0] for n in LATENCY_QUANTILES] == [11.0, 42.0, 42.0]  # 200 merged
+    st.close()
+
+
 def test_migrations_are_numbered_in_order_with_a_reason():
     assert [m.number for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
     assert all(m.reason and "\n" not in m.reason for m in MIGRATIONS)
