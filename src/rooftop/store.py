@@ -158,7 +158,6 @@ RUN_PARAMS_DDL = """CREATE TABLE IF NOT EXISTS run_params (
     PRIMARY KEY (run_id, key)
 ) WITHOUT ROWID"""
 
-# A sample's parameters: its run's, plus its own placement.
 # A sample's parameters: its run's, plus its own placement. (Unary + keeps
 # each value's own type: a compound view would otherwise give every value
 # the REAL affinity of x.)
