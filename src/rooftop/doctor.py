@@ -4,7 +4,9 @@ The engine documents under RESULTS/<run>/ are the primary record: each
 run's config.json, and per client round raw/<measurement>/client-<rank>.json
 (every measured window) with round.json (which window is which sample). A
 damaged database is moved aside, rows still readable in it are salvaged,
-and every sample is rebuilt from the documents where they hold it.
+and every sample is rebuilt from the documents where they hold it. The
+rebuilt database has every table of the store: each sample's quantities
+(its latency from the same documents) and each run's parameters.
 """
 
 from __future__ import annotations
@@ -173,6 +175,7 @@ def _restore_run(store: Store, run_id: str, cfg: dict, old: dict | None) -> None
     store.db.execute("INSERT INTO runs (id, created, updated, status, config, environment, wall_s) "
                      "VALUES (?, ?, ?, 'interrupted', ?, ?, ?)",
                      (run_id, created, now_iso(), json.dumps(cfg), env, old["wall_s"] if old else 0.0))
+    store.put_params(run_id, cfg)
     store.db.commit()
 
 

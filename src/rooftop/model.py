@@ -257,7 +257,7 @@ class Roofline:
             if ends[0] != ends[1]:
                 text += f" ({span} is {noise})"
             return dict(doc, kind="indistinguishable", text=text)
-        if ends[0] == ends[1]:
+        if ends[0] == ends[1] is not None:  # (both None: intervals reaching 0 and infinity)
             return dict(doc, kind="ratio", ratio=list(ends[0]),
                         text=f"{ratio_text(ends[0])} (servers:clients)")
         if ri[0] <= 1 <= ri[1]:

@@ -1,12 +1,50 @@
 """Results store: SQLite, one database per results folder.
 
-runs     one campaign: its resolved config, environment, status, timing
-samples  one measurement: stage, metric, which nodes and how many processes,
-         the aggregate and per-process rates, the engine's errors, and the
-         folder holding every engine document of that sample
+runs         one campaign: its resolved config, environment, status, timing
+samples      one measurement: stage, metric, which nodes and how many
+             processes, the aggregate and per-process rates, the engine's
+             errors, and the folder holding every engine document of that
+             sample
+quantities   every measured quantity of a sample in long format:
+             (sample_id, quantity, value, unit), one row per quantity the
+             sample has (QUANTITIES below names them, with their units)
+run_params   every resolved parameter of a run: (run_id, key, value), the
+             run's config flattened to dotted keys ("bw.size",
+             "engine.min_overlap", "nodes.3.host")
+sample_params (a view) every parameter of a sample: (sample_id, key, value),
+             its run's run_params plus its own placement ("sample.stage",
+             "sample.metric", "sample.server_nodes", "sample.client_nodes",
+             "sample.server_procs", "sample.client_procs", "sample.x")
 
 Each sample is committed the moment it is measured, so an interrupted
-campaign loses nothing it finished.
+campaign loses nothing it finished. Its quantities are committed with it.
+
+Parameters are stored per run, and a view joins them to each sample: every
+sample of a run shares one resolved config, so a 100k-sample run stores its
+~60-100 keys once (not 100k copies) and the placement, which differs per
+sample, is read from the sample's own columns. Learned models and exports
+read `SELECT key, value FROM sample_params WHERE sample_id = ?` (or the
+whole view) without parsing JSON. Values keep their type (numbers are
+numbers); a list of plain values is stored as its JSON text ("metrics":
+'["rpc", "bw"]'), a list of objects by index ("nodes.0.host").
+
+Quantities are written for every sample that was measured (status ok or
+invalid); a failed sample measured nothing and has none, and foreign_cpu
+has a row only where it was measured. The rate quantities take the
+sample's own `unit` column (each metric's unit, rooftop/metrics);
+the others have the fixed unit QUANTITIES gives. Samples stored before a
+column existed carry its default there (late_s 0, overlap 1, ...), and so
+in quantities too.
+
+Schema versions: the database's `PRAGMA user_version` is the number of the
+last migration applied (MIGRATIONS below; 0: a database written before
+migrations were numbered, which may hold any columns of its time, so every
+migration checks before it adds). Opening a database applies the missing
+migrations in one transaction taken with BEGIN IMMEDIATE, so of two
+campaigns opening an old database at once one migrates and the other then
+finds it done; a database newer than this code knows is refused with its
+version. A new migration goes at the end of MIGRATIONS and never changes an
+earlier one.
 """
 
 from __future__ import annotations
@@ -20,9 +58,35 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+# --- What each sample measured, in long format (issue 12) -----------------
+#: Every quantity the quantities table holds: name -> (unit, what it is).
+#: Unit None: the sample's own unit (its `unit` column: the metric's rate
+#: unit, from rooftop/metrics). The first names are sample columns of the same
+#: name; the latency ones come from the sample's client documents.
+QUANTITIES: dict[str, tuple[str | None, str]] = {
+    "aggregate": (None, "work per second of all the sample's client processes over their common time"),
+    "per_server": (None, "aggregate / server processes"),
+    "per_client": (None, "aggregate / client processes"),
+    "measured_s": ("s", "length of the window all the sample's clients measured together"),
+    "late_s": ("s", "latest client's lateness to the common start (--measure-at)"),
+    "skew_s": ("s", "latest client's first-window start minus the earliest client's"),
+    "overlap": ("1", "share of the window all the sample's clients measured together"),
+    "barrier_s": ("s", "longest a client waited at the start barrier"),
+    "foreign_cpu": ("cores", "cores' worth of CPU other processes used on the measured cores"),
+    "latency_p50": ("us", "median operation latency of the sample's client round (every window; "
+                          "its clients' histogram bins merged, the bin's upper edge)"),
+    "latency_p90": ("us", "90th percentile latency, as latency_p50"),
+    "latency_p99": ("us", "99th percentile latency, as latency_p50"),
+}
+
+#: The latency quantities: which quantile of the merged bins each is.
+LATENCY_QUANTILES = {"latency_p50": 0.50, "latency_p90": 0.90, "latency_p99": 0.99}
+
+# --- The schema, as numbered migrations (issue 12) ------------------------
+SCHEMA_V1 = (
+    """CREATE TABLE IF NOT EXISTS runs (
     id          TEXT PRIMARY KEY,
     created     TEXT NOT NULL,
     updated     TEXT NOT NULL,
@@ -32,8 +96,8 @@ CREATE TABLE IF NOT EXISTS runs (
     wall_s      REAL NOT NULL DEFAULT 0,    -- time spent running this campaign
     measured_s  REAL NOT NULL DEFAULT 0,    -- time inside measurement windows
     note        TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS samples (
+)""",
+    """CREATE TABLE IF NOT EXISTS samples (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id        TEXT NOT NULL REFERENCES runs(id),
     key           TEXT NOT NULL,        -- identifies the measurement within the run
@@ -53,39 +117,118 @@ CREATE TABLE IF NOT EXISTS samples (
     measured_s    REAL NOT NULL DEFAULT 0,
     error         TEXT NOT NULL DEFAULT '',
     raw_dir       TEXT NOT NULL DEFAULT '',
-    late_s        REAL NOT NULL DEFAULT 0,  -- latest client's lateness to the common start (--measure-at)
-    skew_s        REAL NOT NULL DEFAULT 0,  -- latest client's first-window start - earliest client's
-    overlap       REAL NOT NULL DEFAULT 1,  -- share of the window all clients measured together
-    barrier_s     REAL NOT NULL DEFAULT 0,  -- longest a client waited at the start barrier
-    attempt       INTEGER NOT NULL DEFAULT 1, -- which measurement of the round this is (retries)
-    concurrent    INTEGER NOT NULL DEFAULT 0, -- 1: measured with --allow-concurrent (locks not exclusive)
-    foreign_cpu   REAL DEFAULT NULL,    -- cores' worth of CPU others used on the measured cores (NULL: not measured)
     created       TEXT NOT NULL,
     UNIQUE (run_id, key)
-);
-"""
+)""")
 
-# --- Which ceilings a sample stands for (issue 10, item 7) -------------------
-# A placement that several collect stages would run identically (2 nodes:
-# server peak, client peak and client node are one server and one client) is
-# measured once; its rows say every stage they stand for. The stages are
-# named in the key's first part ("server_peak+client_peak+client_node/rpc/...")
-# and stored as a JSON list. '' (databases written before): just `stage`.
-CEILINGS_DDL = "ALTER TABLE samples ADD COLUMN ceilings TEXT NOT NULL DEFAULT ''"
+# Columns added to samples after the first release, with their declarations
+# (older rows get the default).
+LATE_COLUMNS = {"late_s": "REAL NOT NULL DEFAULT 0"}  # latest client's lateness to the common start
+# Which ceilings a sample stands for (issue 10, item 7): a placement that
+# several collect stages would run identically (2 nodes: server peak, client
+# peak and client node are one server and one client) is measured once; its
+# rows say every stage they stand for. The stages are named in the key's
+# first part ("server_peak+client_peak+client_node/rpc/...") and stored as a
+# JSON list. '' (databases written before): just `stage`.
+CEILINGS_COLUMNS = {"ceilings": "TEXT NOT NULL DEFAULT ''"}
+BARRIER_COLUMNS = {"skew_s": "REAL NOT NULL DEFAULT 0",   # latest client's first-window start - earliest's
+                   "overlap": "REAL NOT NULL DEFAULT 1",  # share of the window all clients measured together
+                   "barrier_s": "REAL NOT NULL DEFAULT 0",  # longest a client waited at the start barrier
+                   "attempt": "INTEGER NOT NULL DEFAULT 1"}  # which measurement of the round (retries)
+# Issue 11 finding 3: concurrent campaigns and foreign load (rooftop.locks, rooftop.foreign).
+LOCK_COLUMNS = {"concurrent": "INTEGER NOT NULL DEFAULT 0",  # 1: measured with --allow-concurrent
+                "foreign_cpu": "REAL DEFAULT NULL"}  # cores' worth of CPU others used (NULL: not measured)
+#: Columns added to runs: the campaign process that runs it (issue 11,
+#: finding 2). A run 'running' whose owner is gone is shown interrupted.
+OWNER_COLUMNS = {"owner_pid": "INTEGER NOT NULL DEFAULT 0", "owner_host": "TEXT NOT NULL DEFAULT ''",
+                 "owner_start": "TEXT NOT NULL DEFAULT ''"}
+
+QUANTITIES_DDL = """CREATE TABLE IF NOT EXISTS quantities (
+    sample_id   INTEGER NOT NULL REFERENCES samples(id),
+    quantity    TEXT NOT NULL,          -- a name of store.QUANTITIES
+    value       REAL NOT NULL,
+    unit        TEXT NOT NULL,
+    PRIMARY KEY (sample_id, quantity)
+) WITHOUT ROWID"""
+
+RUN_PARAMS_DDL = """CREATE TABLE IF NOT EXISTS run_params (
+    run_id      TEXT NOT NULL REFERENCES runs(id),
+    key         TEXT NOT NULL,          -- dotted config key: bw.size, nodes.0.host
+    value,                              -- as typed in the config; a list of plain values as JSON
+    PRIMARY KEY (run_id, key)
+) WITHOUT ROWID"""
+
+# A sample's parameters: its run's, plus its own placement. (Unary + keeps
+# each value's own type: a compound view would otherwise give every value
+# the REAL affinity of x.)
+SAMPLE_PARAMS_DDL = """CREATE VIEW IF NOT EXISTS sample_params (sample_id, key, value) AS
+    SELECT s.id, p.key, +p.value FROM samples AS s JOIN run_params AS p ON p.run_id = s.run_id
+    UNION ALL SELECT id, 'sample.stage', +stage FROM samples
+    UNION ALL SELECT id, 'sample.metric', +metric FROM samples
+    UNION ALL SELECT id, 'sample.server_nodes', +server_nodes FROM samples
+    UNION ALL SELECT id, 'sample.client_nodes', +client_nodes FROM samples
+    UNION ALL SELECT id, 'sample.server_procs', +server_procs FROM samples
+    UNION ALL SELECT id, 'sample.client_procs', +client_procs FROM samples
+    UNION ALL SELECT id, 'sample.x', +x FROM samples"""
+
+
+def _sql(*statements: str) -> Callable[[Store], None]:
+    def apply(store: Store) -> None:
+        for statement in statements:
+            store.db.execute(statement)
+    return apply
+
+
+def _add_columns(table: str, columns: dict[str, str]) -> Callable[[Store], None]:
+    """Adds the columns a table lacks (an unnumbered database may have some)."""
+    def apply(store: Store) -> None:
+        have = {r["name"] for r in store.db.execute(f"PRAGMA table_info({table})")}
+        for name, decl in columns.items():
+            if name not in have:
+                store.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+    return apply
+
+
+def _then(*steps: Callable[[Store], None]) -> Callable[[Store], None]:
+    def apply(store: Store) -> None:
+        for step in steps:
+            step(store)
+    return apply
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int       # the database's user_version once applied
+    reason: str       # why (and the commit or issue that needed it)
+    apply: Callable[[Store], None]
+
+
+#: Every schema change, in order. Append; never edit an applied one.
+MIGRATIONS = [
+    Migration(1, "runs and samples as first released (a9e41f9)", _sql(*SCHEMA_V1)),
+    Migration(2, "samples.late_s: how late the latest client started measuring (6abe78e)",
+              _add_columns("samples", LATE_COLUMNS)),
+    Migration(3, "samples.ceilings: the stages a sample measured once stands for (a706a74, issue 10)",
+              _add_columns("samples", CEILINGS_COLUMNS)),
+    Migration(4, "samples.skew_s, overlap, barrier_s, attempt: start barrier, common time, retries (54d538a)",
+              _add_columns("samples", BARRIER_COLUMNS)),
+    Migration(5, "samples.concurrent, foreign_cpu: campaign locks and foreign load (3588a0a, issue 11)",
+              _add_columns("samples", LOCK_COLUMNS)),
+    Migration(6, "runs.owner_pid, owner_host, owner_start: the process running a run (38c09f4, issue 11)",
+              _add_columns("runs", OWNER_COLUMNS)),
+    Migration(7, "quantities: each sample's measured quantities in long format, filled for stored samples "
+                 "(issue 12)", _then(_sql(QUANTITIES_DDL), lambda store: store.fill_quantities())),
+    Migration(8, "run_params and the sample_params view: every resolved parameter, filled for stored runs "
+                 "(issue 12)", _then(_sql(RUN_PARAMS_DDL, SAMPLE_PARAMS_DDL), lambda store: store.fill_params())),
+]
+#: The schema version this code writes (and the newest it can read).
+SCHEMA_VERSION = MIGRATIONS[-1].number
 
 SAMPLE_COLUMNS = ["run_id", "key", "stage", "metric", "unit", "server_nodes", "client_nodes",
                   "server_procs", "client_procs", "x", "sample", "status", "aggregate",
                   "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "skew_s", "overlap", "barrier_s",
                   "attempt", "concurrent", "foreign_cpu", "created"]
-SAMPLE_COLUMNS += ["ceilings"]  # issue 10 item 7: see CEILINGS_DDL
-
-#: Columns added after the first release, with their declarations (old
-#: databases get them with the default).
-ADDED_COLUMNS = {"late_s": "REAL NOT NULL DEFAULT 0", "skew_s": "REAL NOT NULL DEFAULT 0",
-                 "overlap": "REAL NOT NULL DEFAULT 1", "barrier_s": "REAL NOT NULL DEFAULT 0",
-                 "attempt": "INTEGER NOT NULL DEFAULT 1",
-                 # issue 11 finding 3: concurrent campaigns and foreign load (rooftop.locks, rooftop.foreign)
-                 "concurrent": "INTEGER NOT NULL DEFAULT 0", "foreign_cpu": "REAL DEFAULT NULL"}
+SAMPLE_COLUMNS += ["ceilings"]  # issue 10 item 7: see CEILINGS_COLUMNS
 
 
 def _default(decl: str):
@@ -96,10 +239,37 @@ def _default(decl: str):
     return float(text) if "REAL" in decl else int(text)
 
 
-#: Columns added to runs: the campaign process that runs it (issue 11,
-#: finding 2). A run 'running' whose owner is gone is shown interrupted.
-ADDED_RUN_COLUMNS = {"owner_pid": "INTEGER NOT NULL DEFAULT 0", "owner_host": "TEXT NOT NULL DEFAULT ''",
-                     "owner_start": "TEXT NOT NULL DEFAULT ''"}
+#: What a sample row gets for the columns added after the first release
+#: when the campaign does not set them (ceilings: from its key).
+SAMPLE_DEFAULTS = {name: _default(decl) for cols in (LATE_COLUMNS, BARRIER_COLUMNS, LOCK_COLUMNS)
+                   for name, decl in cols.items()}
+
+
+def flatten(value, key: str = "") -> list[tuple[str, object]]:
+    """(dotted key, value) of every leaf of a config: objects by key, lists
+    of objects by index, other lists as their JSON text."""
+    if isinstance(value, dict) and value:
+        return [kv for k, v in value.items() for kv in flatten(v, f"{key}.{k}" if key else str(k))]
+    if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+        return [kv for i, x in enumerate(value) for kv in flatten(x, f"{key}.{i}")]
+    if isinstance(value, (dict, list, tuple)):
+        return [(key, json.dumps(value))]
+    return [(key, value)]
+
+
+def row_ranks(docs: Path, row: dict) -> list[int] | None:
+    """The client ranks a sample row stands for within its round's folder
+    (round.json: one window's row keys; several are pairs, rank j is row j);
+    None: all of them; [] when unknown."""
+    try:
+        windows = json.loads((docs / "round.json").read_text())["keys"]
+    except (OSError, ValueError, KeyError, TypeError):
+        # A round written before its manifest: all clients when their number matches.
+        return None if len(list(docs.glob("client-*.json"))) == row["client_procs"] else []
+    for keys in windows:
+        if row["key"] in keys:
+            return None if len(keys) == 1 else [keys.index(row["key"])]
+    return []
 
 
 def process_start(pid: int) -> str:
@@ -228,19 +398,41 @@ class Store:
             problems = [r[0] for r in self.db.execute("PRAGMA quick_check")]
             if problems != ["ok"]:
                 raise sqlite3.DatabaseError("damaged: " + "; ".join(problems[:3]))
-        self.db.executescript(SCHEMA)
-        # Databases written before a column existed get it (default value).
-        have = {r["name"] for r in self.db.execute("PRAGMA table_info(samples)")}
-        for name, decl in ADDED_COLUMNS.items():
-            if name not in have:
-                self.db.execute(f"ALTER TABLE samples ADD COLUMN {name} {decl}")
-        have_runs = {r["name"] for r in self.db.execute("PRAGMA table_info(runs)")}
-        for name, decl in ADDED_RUN_COLUMNS.items():
-            if name not in have_runs:
-                self.db.execute(f"ALTER TABLE runs ADD COLUMN {name} {decl}")
-        if "ceilings" not in have:  # issue 10 item 7
-            self.db.execute(CEILINGS_DDL)
-        self.db.commit()
+        self._bins: tuple = (None, {})  # the last round folder's latency bins (see _latency)
+        self._migrate()
+
+    def version(self) -> int:
+        """The database's schema version: the last migration applied."""
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def _migrate(self) -> None:
+        """Applies the migrations the database lacks, all in one transaction.
+        BEGIN IMMEDIATE takes the write lock first, so a second campaign
+        opening the same old database waits, then finds it migrated."""
+        start = self._check_version()
+        if start == SCHEMA_VERSION:
+            return
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            start = self._check_version()  # as of holding the lock
+            for m in MIGRATIONS[start:]:
+                m.apply(self)
+                self.db.execute(f"PRAGMA user_version = {m.number}")
+            self.db.commit()
+        except BaseException as e:
+            self.db.rollback()
+            if isinstance(e, sqlite3.Error):
+                raise StoreError(f"{self.explain(e)} (while upgrading its schema from version {start} "
+                                 f"to {SCHEMA_VERSION})") from None
+            raise
+
+    def _check_version(self) -> int:
+        have = self.version()
+        if have > SCHEMA_VERSION:
+            raise StoreError(f"results database {self.path} has schema version {have}, newer than this "
+                             f"rooftop knows (up to {SCHEMA_VERSION}): it was written by a newer rooftop; "
+                             f"read it with that one, or upgrade this one")
+        return have
 
     def close(self) -> None:
         self.db.close()
@@ -258,6 +450,7 @@ class Store:
                         "owner_pid, owner_host, owner_start) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
                         (run_id, t, t, json.dumps(config), json.dumps(environment), pid,
                          socket.gethostname(), process_start(pid)))
+        self.put_params(run_id, config)
         self.db.commit()
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
         (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
@@ -305,6 +498,7 @@ class Store:
     def update_config(self, run_id: str, config: dict) -> None:
         self.db.execute("UPDATE runs SET config = ?, updated = ? WHERE id = ?",
                         (json.dumps(config), now_iso(), run_id))
+        self.put_params(run_id, config)
         self.db.commit()
         (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
 
@@ -333,16 +527,19 @@ class Store:
         s.setdefault("created", now_iso())
         for name, value in self.marks.items():  # e.g. concurrent = 1 for the whole campaign
             s.setdefault(name, value)
-        for name, decl in ADDED_COLUMNS.items():
-            s.setdefault(name, _default(decl))
+        for name, value in SAMPLE_DEFAULTS.items():
+            s.setdefault(name, value)
         s.setdefault("ceilings", json.dumps(key_stages(s["key"])))
         s["server_nodes"] = json.dumps(s["server_nodes"])
         s["client_nodes"] = json.dumps(s["client_nodes"])
         cols = ", ".join(SAMPLE_COLUMNS)
         marks = ", ".join("?" for _ in SAMPLE_COLUMNS)
-        # A failed sample retried on resume replaces its earlier attempt.
-        self.db.execute(f"INSERT OR REPLACE INTO samples ({cols}) VALUES ({marks})",
-                        [s[c] for c in SAMPLE_COLUMNS])
+        # A failed sample retried on resume replaces its earlier attempt (and its quantities).
+        self.db.execute("DELETE FROM quantities WHERE sample_id IN "
+                        "(SELECT id FROM samples WHERE run_id = ? AND key = ?)", (s["run_id"], s["key"]))
+        cur = self.db.execute(f"INSERT OR REPLACE INTO samples ({cols}) VALUES ({marks})",
+                              [s[c] for c in SAMPLE_COLUMNS])
+        self.put_quantities(cur.lastrowid, s)
         self.db.execute("UPDATE runs SET measured_s = measured_s + ?, updated = ? WHERE id = ?",
                         (s["measured_s"] if run_time_s is None else run_time_s, now_iso(), s["run_id"]))
         self.db.commit()
@@ -359,8 +556,105 @@ class Store:
             args.append(metric)
         out = []
         for r in self.db.execute(q + " ORDER BY id", args):
-            d = dict(r)
+            d = {c: r[c] for c in ("id", *SAMPLE_COLUMNS)}  # one column order, however the table grew
             d["server_nodes"] = json.loads(d["server_nodes"])
             d["client_nodes"] = json.loads(d["client_nodes"])
             out.append(d)
         return out
+
+    # quantities and parameters (issue 12) -----------------------------------
+    def put_quantities(self, sample_id: int, row: dict) -> None:
+        """Writes the quantities a sample row measured (in the caller's transaction)."""
+        self.db.executemany("INSERT OR REPLACE INTO quantities (sample_id, quantity, value, unit) "
+                            "VALUES (?, ?, ?, ?)", [(sample_id, *q) for q in self.quantities(row)])
+
+    def quantities(self, row: dict) -> list[tuple[str, float, str]]:
+        """(quantity, value, unit) of everything a sample row measured:
+        none when it failed; its columns that hold a value; its latency
+        percentiles when its client documents carry latency bins."""
+        if row["status"] == "failed":
+            return []
+        out = [(name, float(row[name]), unit or row["unit"]) for name, (unit, _) in QUANTITIES.items()
+               if name not in LATENCY_QUANTILES and row.get(name) is not None]
+        try:
+            latency = self._latency(row)
+        except OSError:  # documents unreadable: the sample is stored all the same
+            latency = {}
+        out += [(name, value, QUANTITIES[name][0]) for name, value in latency.items()]
+        return out
+
+    def docs_dir(self, row: dict) -> Path | None:
+        """The folder of a sample's engine documents: its raw_dir, or the same
+        folder in this results folder (the folder was moved or copied)."""
+        if not row.get("raw_dir"):
+            return None
+        where = Path(row["raw_dir"])
+        if not where.is_dir():
+            where = self.dir / row["run_id"] / "raw" / where.name
+        return where if where.is_dir() else None
+
+    def _latency(self, row: dict) -> dict[str, float]:
+        """The latency quantities of a sample: its client ranks' bins merged."""
+        from rooftop.results import Latency
+
+        docs = self.docs_dir(row)
+        if docs is None:
+            return {}
+        bins = self._round_bins(docs)
+        ranks = row_ranks(docs, row)
+        merged: dict[tuple[float, float], int] = {}
+        for rank in sorted(bins) if ranks is None else ranks:
+            for lo, hi, n in bins.get(rank, []):
+                merged[(lo, hi)] = merged.get((lo, hi), 0) + n
+        if not merged:
+            return {}
+        lat = Latency(row["stage"], row["metric"], [(lo, hi, n) for (lo, hi), n in sorted(merged.items())], 0)
+        return {name: lat.quantile(q) for name, q in LATENCY_QUANTILES.items()}
+
+    def _round_bins(self, docs: Path) -> dict[int, list]:
+        """Client rank -> latency bins of one round's documents (the last
+        folder read is kept while its files are unchanged: a round's rows
+        are stored one after another)."""
+        files = sorted(docs.glob("client-*.json"))
+        key = (docs, [(f.name, f.stat().st_mtime_ns) for f in files])
+        if self._bins[0] != key:
+            bins = {}
+            for f in files:
+                try:
+                    bins[int(f.stem.split("-", 1)[1])] = json.loads(f.read_text())["result"]["latency_us"]["bins"]
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+            self._bins = (key, bins)
+        return self._bins[1]
+
+    def fill_quantities(self) -> None:
+        """Writes the quantities of every stored sample (migration 7)."""
+        top = self.db.execute("SELECT MAX(id) FROM samples").fetchone()[0] or 0
+        for lo in range(0, top + 1, 1000):
+            for r in self.db.execute("SELECT * FROM samples WHERE id BETWEEN ? AND ? ORDER BY id",
+                                     (lo, lo + 999)).fetchall():
+                self.put_quantities(r["id"], dict(r))
+
+    def put_params(self, run_id: str, config: dict) -> None:
+        """Writes a run's resolved config, flattened, as its run_params (in
+        the caller's transaction)."""
+        self.db.execute("DELETE FROM run_params WHERE run_id = ?", (run_id,))
+        self.db.executemany("INSERT INTO run_params (run_id, key, value) VALUES (?, ?, ?)",
+                            [(run_id, k, v) for k, v in flatten(config)])
+
+    def fill_params(self) -> None:
+        """Writes the run_params of every stored run (migration 8)."""
+        for r in self.db.execute("SELECT id, config FROM runs").fetchall():
+            self.put_params(r["id"], json.loads(r["config"]))
+
+    @_guarded
+    def sample_quantities(self, sample_id: int) -> dict[str, tuple[float, str]]:
+        """quantity -> (value, unit) of one sample."""
+        return {r["quantity"]: (r["value"], r["unit"]) for r in self.db.execute(
+            "SELECT quantity, value, unit FROM quantities WHERE sample_id = ?", (sample_id,))}
+
+    @_guarded
+    def sample_params(self, sample_id: int) -> dict[str, object]:
+        """key -> value of every parameter of one sample (its run's and its placement)."""
+        return {r["key"]: r["value"] for r in self.db.execute(
+            "SELECT key, value FROM sample_params WHERE sample_id = ?", (sample_id,))}

@@ -77,6 +77,7 @@ def test_store_derives_the_ceilings_from_the_key_and_migrates_old_databases(tmp_
     # A database from before the column: rows stand for their own stage.
     db = sqlite3.connect(tmp_path / "rooftop.db")
     db.execute("ALTER TABLE samples DROP COLUMN ceilings")
+    db.execute("PRAGMA user_version = 2")  # as written before store migration 3 (ceilings)
     db.commit()
     db.close()
     st = Store(tmp_path)

@@ -1,0 +1,247 @@
+"""The results store's numbered migrations (issue 12, item 3): databases
+written by earlier releases (tests/data/results-*) open, keep every row and
+get the quantities and parameter tables filled; a newer database is
+refused; two openers at once migrate once; campaigns and 'rooftop doctor
+--rebuild' fill the new tables."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from campaign_util import rooftop
+from rooftop import store as store_mod
+from rooftop.store import (LATENCY_QUANTILES, MIGRATIONS, QUANTITIES, SCHEMA_VERSION, Store,
+                           StoreError, flatten)
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+#: results folder -> (schema version as written, samples it holds)
+FIXTURES = {"results-19dee6e": 8, "results-2c33362": 16}
+
+
+def old_copy(name: str, tmp_path: Path) -> Path:
+    dst = tmp_path / name
+    shutil.copytree(DATA / name, dst)
+    return dst
+
+
+def raw_rows(res: Path, table: str) -> list[dict]:
+    db = sqlite3.connect(res / "rooftop.db")
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute(f"SELECT * FROM {table} ORDER BY 1")]
+    db.close()
+    return rows
+
+
+def user_version(res: Path) -> int:
+    db = sqlite3.connect(res / "rooftop.db")
+    try:
+        return db.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        db.close()
+
+
+def check_filled(res: Path, samples: list[dict]) -> None:
+    """Every measured sample has its quantities (columns and latency from
+    its documents) and every parameter of its run and placement."""
+    st = Store(res, create=False)
+    try:
+        for s in samples:
+            q = st.sample_quantities(s["id"])
+            for name in ("aggregate", "per_server", "per_client", "measured_s"):
+                assert q[name] == (pytest.approx(s[name]), QUANTITIES[name][0] or s["unit"]), (s["key"], name)
+            assert q["overlap"] == (s["overlap"], "1")
+            # The documents are found in the copied folder (raw_dir names where they were written).
+            lat = [q[n][0] for n in LATENCY_QUANTILES]
+            assert lat == sorted(lat) and lat[0] > 0 and {q[n][1] for n in LATENCY_QUANTILES} == {"us"}
+            assert ("foreign_cpu" in q) == (s.get("foreign_cpu") is not None)
+            params = st.sample_params(s["id"])
+            cfg = st.get_run(s["run_id"]).config
+            assert {k: params[k] for k, _ in flatten(cfg)} == dict(flatten(cfg))
+            assert (params["sample.stage"], params["sample.metric"], params["sample.server_procs"],
+                    params["sample.x"]) == (s["stage"], s["metric"], s["server_procs"], s["x"])
+            assert json.loads(params["sample.client_nodes"]) == json.loads(s["client_nodes"])
+    finally:
+        st.close()
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
+    res = old_copy(name, tmp_path)
+    assert user_version(res) == 0  # written before migrations were numbered
+    runs, samples = raw_rows(res, "runs"), raw_rows(res, "samples")
+    assert len(samples) == FIXTURES[name] and all(s["status"] == "ok" for s in samples)
+    listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)  # opening migrates
+    assert user_version(res) == SCHEMA_VERSION
+    assert [(r["id"], r["status"], r["samples"]) for r in listed] == [(runs[0]["id"], "complete", len(samples))]
+    new_runs, new_samples = raw_rows(res, "runs"), raw_rows(res, "samples")
+    for old, new in zip(runs + samples, new_runs + new_samples, strict=True):
+        assert {k: new[k] for k in old} == old  # every value as it was
+    for old, new in zip(samples, new_samples):  # columns added later: their defaults
+        assert {c: new[c] for c in store_mod.SAMPLE_DEFAULTS if c not in old} == \
+            {c: v for c, v in store_mod.SAMPLE_DEFAULTS.items() if c not in old}
+        assert new["ceilings"] == old.get("ceilings", "")
+    check_filled(res, new_samples)
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_commands_work_on_a_migrated_database(name, tmp_path):
+    res = old_copy(name, tmp_path)
+    run = raw_rows(res, "runs")[0]["id"]
+    exported = json.loads(rooftop("export", run, "--format", "json", "--results", str(res)).stdout)
+    assert len(exported["samples"]) == FIXTURES[name]
+    assert list(exported["samples"][0]) == ["id", *store_mod.SAMPLE_COLUMNS]  # one column order
+    csv = rooftop("export", run, "--results", str(res)).stdout.splitlines()
+    assert csv[0] == ",".join(["id", *store_mod.SAMPLE_COLUMNS]) and len(csv) == 1 + FIXTURES[name]
+    out = rooftop("model", run, "--results", str(res)).stdout
+    assert "rpc" in out and "bw" in out
+
+
+def test_rebuild_fills_quantities_and_params(tmp_path):
+    res = old_copy("results-19dee6e", tmp_path)
+    before = {s["key"]: s for s in raw_rows(res, "samples")}
+    (res / "rooftop.db").unlink()
+    p = rooftop("doctor", "--results", str(res), "--rebuild")
+    assert f"{len(before)} samples from engine documents" in p.stdout, p.stdout
+    assert user_version(res) == SCHEMA_VERSION
+    rebuilt = raw_rows(res, "samples")
+    assert {s["key"] for s in rebuilt} == set(before)
+    check_filled(res, rebuilt)
+
+
+def test_newer_database_is_refused(tmp_path):
+    res = old_copy("results-19dee6e", tmp_path)
+    Store(res, create=False).close()
+    db = sqlite3.connect(res / "rooftop.db")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match=f"{res / 'rooftop.db'} has schema version {SCHEMA_VERSION + 1}, "
+                                         f"newer than this rooftop knows \\(up to {SCHEMA_VERSION}\\)"):
+        Store(res, create=False)
+    p = rooftop("runs", "--results", str(res), check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "newer than this rooftop" in p.stderr
+    assert user_version(res) == SCHEMA_VERSION + 1  # left as it was
+
+
+def _open_slowly(res: str, log: str, go) -> None:
+    """A second rooftop opening the store: its migrations say when they run
+    and take their time, so the other opener arrives meanwhile."""
+    import time
+
+    def logged(m):
+        def apply(store):
+            with open(log, "a") as f:
+                f.write(f"{m.number}\n")
+            time.sleep(0.05)
+            m.apply(store)
+        return store_mod.Migration(m.number, m.reason, apply)
+
+    store_mod.MIGRATIONS[:] = [logged(m) for m in MIGRATIONS]
+    go.wait()
+    Store(res, create=False).close()
+
+
+def test_concurrent_openers_migrate_once(tmp_path):
+    res = old_copy("results-2c33362", tmp_path)
+    log = tmp_path / "applied"
+    ctx = multiprocessing.get_context("fork")
+    go = ctx.Event()
+    procs = [ctx.Process(target=_open_slowly, args=(str(res), str(log), go)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    go.set()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert log.read_text().split() == [str(m.number) for m in MIGRATIONS]  # once, in order
+    assert user_version(res) == SCHEMA_VERSION
+    check_filled(res, raw_rows(res, "samples"))
+
+
+def test_failed_migration_leaves_the_database_as_it_was(tmp_path, monkeypatch):
+    res = old_copy("results-2c33362", tmp_path)
+    before = (res / "rooftop.db").read_bytes()
+
+    def broken(store):
+        store.db.execute("SELECT no_such_column FROM samples")
+
+    monkeypatch.setattr(store_mod, "MIGRATIONS", [*MIGRATIONS[:-1],
+                                                  store_mod.Migration(SCHEMA_VERSION, "broken", broken)])
+    with pytest.raises(StoreError, match="while upgrading its schema from version 0 to"):
+        Store(res, create=False)
+    assert user_version(res) == 0 and (res / "rooftop.db").read_bytes() == before
+    assert "late_s" not in raw_rows(res, "samples")[0]  # the earlier migrations rolled back too
+
+
+def test_replaced_sample_keeps_no_stale_quantities(tmp_path):
+    st = Store(tmp_path / "res")
+    run = st.new_run({"metrics": ["rpc"], "nodes": [{"index": 0, "host": "a"}]}, {})
+    row = dict(run_id=run, key="server_peak/rpc/s0x1/c1x1/0", stage="server_peak", metric="rpc",
+               unit="ops/s", server_nodes=[0], client_nodes=[1], server_procs=1, client_procs=1, x=1.0,
+               sample=0, raw_dir="", error="")
+    st.add_sample(**row, status="ok", aggregate=10.0, per_server=10.0, per_client=10.0, measured_s=1.0,
+                  foreign_cpu=0.25)
+    first = st.samples(run)[0]["id"]
+    assert st.sample_quantities(first)["foreign_cpu"] == (0.25, "cores")
+    st.add_sample(**row, status="failed", aggregate=None, per_server=None, per_client=None, measured_s=0.0)
+    assert st.sample_quantities(first) == {}
+    assert st.sample_quantities(st.samples(run)[0]["id"]) == {}  # a failed sample measured nothing
+    assert st.db.execute("SELECT COUNT(*) FROM quantities").fetchone()[0] == 0
+    assert st.sample_params(st.samples(run)[0]["id"])["nodes.0.host"] == "a"
+    st.close()
+
+
+def test_latency_of_pairs_and_of_whole_rounds(tmp_path):
+    """A pair's row takes its own client's bins (round.json: rank j is the
+    j-th row of a window); a row of the whole round merges every client's."""
+    st = Store(tmp_path / "res")
+    run = st.new_run({}, {})
+    bins = {0: [[10.0, 11.0, 100]], 1: [[20.0, 21.0, 50], [40.0, 42.0, 50]]}
+    for name, keys in (("pairs", [["p/rpc/s0x1/c1x1/0", "p/rpc/s1x1/c0x1/0"]]),
+                       ("round", [["r/rpc/s0x1/c1-2x1/0"]])):
+        docs = st.run_dir(run) / "raw" / name
+        docs.mkdir(parents=True)
+        (docs / "round.json").write_text(json.dumps({"keys": keys}))
+        for rank, b in bins.items():
+            (docs / f"client-{rank}.json").write_text(json.dumps({"result": {"latency_us": {"bins": b}}}))
+        for key in keys[0]:
+            st.add_sample(run_id=run, key=key, stage="client_peak", metric="rpc", unit="ops/s",
+                          server_nodes=[0], client_nodes=[1], server_procs=1, client_procs=len(keys) + 1,
+                          x=1.0, sample=0, status="ok", aggregate=1.0, per_server=1.0, per_client=1.0,
+                          measured_s=1.0, error="", raw_dir=str(docs))
+    lat = {s["key"].split("/")[0] + s["key"].split("/")[2]: st.sample_quantities(s["id"])
+           for s in st.samples(run)}
+    assert [lat["ps0x1"][n][0] for n in LATENCY_QUANTILES] == [11.0, 11.0, 11.0]
+    assert [lat["ps1x1"][n][0] for n in LATENCY_QUANTILES] == [21.0, 42.0, 42.0]
+    assert [lat["rs0x1"][n][0] for n in LATENCY_QUANTILES] == [11.0, 42.0, 42.0]  # 200 merged
+    st.close()
+
+
+def test_migrations_are_numbered_in_order_with_a_reason():
+    assert [m.number for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
+    assert all(m.reason and "\n" not in m.reason for m in MIGRATIONS)
+
+
+def test_flatten_config():
+    cfg = {"bw": {"size": "4MiB", "verify": False}, "metrics": ["rpc", "bw"], "engine": {"path": None},
+           "nodes": [{"index": 0, "cores": [0, 1]}, {"index": 1, "cores": [2]}], "extra": {}, "none": []}
+    assert flatten(cfg) == [("bw.size", "4MiB"), ("bw.verify", False), ("metrics", '["rpc", "bw"]'),
+                            ("engine.path", None), ("nodes.0.index", 0), ("nodes.0.cores", "[0, 1]"),
+                            ("nodes.1.index", 1), ("nodes.1.cores", "[2]"), ("extra", "{}"), ("none", "[]")]
+
+
+def test_fresh_campaign_fills_quantities_and_params(tmp_path):
+    res = tmp_path / "res"
+    run = rooftop("collect", "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2",
+                  "--results", str(res)).stdout.strip().splitlines()[-1]
+    assert user_version(res) == SCHEMA_VERSION
+    samples = raw_rows(res, "samples")
+    assert len(samples) == 2 and {s["run_id"] for s in samples} == {run}
+    check_filled(res, samples)
+    assert {r["key"] for r in raw_rows(res, "run_params")} >= {"collect.samples", "engine.min_overlap"}
