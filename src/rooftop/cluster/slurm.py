@@ -259,8 +259,12 @@ def _alive(pid: int) -> bool:
 def problems(st: dict) -> list[str]:
     """What is wrong with the Slurm of cluster state st (empty: all well)."""
     names = [n["netns"] for n in st["nodes"]]
-    running = set(processes().values())
-    out = [f"{d} is not running" for d in ("munged", "slurmctld", "slurmd") if d not in running]
+    procs = processes()
+    running = set(procs.values())
+    out = [f"{d} is not running" for d in ("munged", "slurmctld") if d not in running]
+    slurmds = [_cmdline(pid) for pid, name in procs.items() if name == "slurmd"]
+    out += [f"the slurmd of {n} is not running" for n in names
+            if not any(c.endswith(f"-N {n}") for c in slurmds)]
     if out:
         return out
     states = node_states(names)
@@ -268,6 +272,13 @@ def problems(st: dict) -> list[str]:
            if states.get(n, "unknown").rstrip("*~#!%$@^-") not in ("idle", "alloc", "mix", "comp")
            or states.get(n, "").endswith("*")}
     return [f"Slurm node {n} is {s}" for n, s in bad.items()]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
 
 
 def sinfo_text(timeout: float = 15.0) -> str:

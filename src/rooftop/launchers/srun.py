@@ -82,7 +82,7 @@ def scontrol(args: list[str], env) -> str | None:
 def slurm_hosts(nodelist: str, env) -> list[str] | None:
     """The host names of a Slurm node list, expanded by scontrol."""
     out = scontrol(["show", "hostnames", nodelist], env)
-    return out.split() if out is not None else None
+    return out.split() or None if out is not None else None   # "Invalid hostlist": exit 0, no output
 
 
 def slurm_nodes(hosts: list[str], env) -> dict[str, dict] | None:
