@@ -28,6 +28,9 @@ if [ "$want_test" = 1 ]; then pkgs+=(libgtest-dev clang openmpi-bin chromium); f
 # iproute2 and iperf3: the emulated cluster's tests (namespaces and tc; iperf3
 # measures the ground truth across an emulated link).
 if [ "$want_test" = 1 ]; then pkgs+=(iproute2 iperf3); fi
+# Slurm and munge: 'rooftop cluster up --slurm' runs a real slurmctld and one
+# slurmd per emulated node (tests/cluster run collect under salloc + srun).
+if [ "$want_test" = 1 ]; then pkgs+=(slurm-wlm munge); fi
 if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils); fi
 
 missing=()

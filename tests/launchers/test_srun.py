@@ -195,3 +195,43 @@ def test_explicit_environ():
     launcher = SrunLauncher(cfg(), environ={"SLURM_JOB_NODELIST": "a[1-2]",
                                             "SLURM_CPUS_ON_NODE": "4"})
     assert [(n.host, len(n.cores)) for n in launcher.nodes()] == [("a1", 4), ("a2", 4)]
+
+
+SHOW_NODE = (
+    "NodeName=nid0001 Arch=x86_64 CoresPerSocket=1 CPUAlloc=1 CPUTot=64 NodeAddr=10.0.0.1 "
+    "NodeHostName=nid0001 State=ALLOCATED Partitions=batch\n"
+    "NodeName=nid0002 Arch=x86_64 CoresPerSocket=1 CPUAlloc=1 CPUTot=64 NodeAddr=10.0.0.2 "
+    "NodeHostName=nid0002 State=ALLOCATED+DRAIN Partitions=batch Reason=bad dimm [root@2026-11-23T01:00:00]\n")
+
+
+def fake_scontrol(monkeypatch, show_node: str, hostnames: str | None = None):
+    """scontrol answering from canned text (None: it cannot run here)."""
+    import rooftop.launchers.srun as srun
+
+    def answer(args, env):
+        if args[:2] == ["show", "hostnames"]:
+            return hostnames
+        return show_node
+
+    monkeypatch.setattr(srun, "scontrol", answer)
+
+
+def test_hosts_come_from_scontrol_when_it_answers(slurm):
+    fake_scontrol(slurm, SHOW_NODE.split("\n")[0], hostnames="nid0001\nnid0003\nnid0002\nnid0010\n")
+    assert [n.host for n in SrunLauncher(cfg()).nodes()] == ["nid0001", "nid0003", "nid0002", "nid0010"]
+
+
+def test_a_drained_node_is_refused_with_slurms_reason(slurm):
+    fake_scontrol(slurm, SHOW_NODE)
+    with pytest.raises(LauncherError) as e:
+        SrunLauncher(cfg())
+    assert str(e.value).startswith("srun launcher: Slurm node nid0002 is ALLOCATED+DRAIN (reason: bad dimm "
+                                   "[root@2026-11-23T01:00:00]); nothing was started")
+    fake_scontrol(slurm, SHOW_NODE.replace("ALLOCATED+DRAIN", "IDLE*"))
+    with pytest.raises(LauncherError, match="nid0002 is IDLE\\*"):
+        SrunLauncher(cfg())
+    # a node that is fine, and no scontrol here: no check
+    fake_scontrol(slurm, SHOW_NODE.split("\n")[0])
+    assert len(SrunLauncher(cfg()).nodes()) == 4
+    fake_scontrol(slurm, None)
+    assert all(n.address is None for n in SrunLauncher(cfg()).nodes())

@@ -16,9 +16,13 @@ EPILOG = f"""\
 Each node is a network namespace (rooftop-n<I>, address 10.231.0.<10+I>)
 joined by a veth pair to the bridge rooftop-br0 (10.231.0.1), with its link
 shaped by tc in both directions and a cgroup pinning its cores and capping its
-CPU. Then: rooftop collect --launcher netns. Needs root.
+CPU; node names (rooftop-n<I>) go into /etc/hosts. Then: rooftop collect
+--launcher netns, or --launcher mpiexec --set launcher.hosts=rooftop-n0,...
+(an rsh agent enters the nodes), or with --slurm: export SLURM_CONF=... (up
+prints it), then salloc -N 3 rooftop collect --launcher srun. Needs root.
 
   rooftop cluster up --nodes 4 --link-rate 1gbit
+  rooftop cluster up --nodes 3 --slurm
   rooftop cluster up --nodes 4 --node 2:rate=100mbit --node 3:cpu=50%
   rooftop cluster status [--json]
   rooftop cluster down
@@ -46,6 +50,9 @@ def add_parser(sub) -> None:
     up.add_argument("--node", action="append", default=[], metavar="I:KEY=VALUE",
                     help="one node differs: I:rate=RATE (its link) or I:cpu=P%% (its CPU time, "
                          "P %% of its cores); repeatable, or I:rate=R,cpu=P%%")
+    up.add_argument("--slurm", action="store_true",
+                    help="also run Slurm: munged, slurmctld on the bridge address, one slurmd per node "
+                         "in its namespace and cgroup (adds Slurm to the same cluster already up)")
     up.add_argument("--json", action="store_true", help="print the status as JSON")
     up.add_argument("-v", "--verbose", action="store_true", help="print every command run")
     up.set_defaults(func=cmd_up)
@@ -83,9 +90,11 @@ def cmd_up(args) -> int:
     _trace(args)
     lifecycle.require_root("up")
     spec = build_spec(args.nodes, args.cores_per_node, args.link_rate, args.node)
-    st, built = lifecycle.up(spec, log=_log)
+    st, built = lifecycle.up(spec, log=_log, with_slurm=args.slurm)
     if not built:
         _log(f"rooftop cluster up: already up ({lifecycle.describe(st)}); nothing to do")
+    if st.get("slurm"):
+        _log(f"Slurm is up; its commands need: export SLURM_CONF={st['slurm']['conf']}")
     return _show(lifecycle.status(), args.json)
 
 
@@ -160,6 +169,11 @@ def _show(st: dict, as_json: bool) -> int:
         out.print("not root: shown from the state file, not read back from the kernel")
     out.print(f"state: {st['state']}; bridge {st['bridge']['name']} {st['bridge']['address']}; "
               f"cgroup v{st['cgroup']['version']}")
+    if st.get("mpi"):
+        out.print(f"mpiexec: host names rooftop-n<I> in /etc/hosts; rsh agent {st['mpi']['rsh_agent']}")
+    if st.get("slurm"):
+        out.print(f"Slurm (SLURM_CONF={st['slurm']['conf']}):")
+        out.print(st["slurm"]["sinfo"], markup=False)
     for p in st["problems"]:
         out.print(f"[red]problem[/]: {p}")
     return 0 if not st["problems"] else 1

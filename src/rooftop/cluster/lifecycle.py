@@ -7,9 +7,17 @@ reboot that kept nothing but...) is rebuilt; a different spec is refused
 cluster a campaign may be using. Any failure or Ctrl-C while building
 removes everything built so far (Ctrl-C is ignored during that cleanup).
 
-down(): removes every rooftop-* namespace, link and bridge and every rooftop
-cgroup, found by name (the state file is not needed), then the state file.
-Processes still running in the cluster's namespaces or cgroups are killed.
+Every cluster gets its node names in /etc/hosts (rooftop.cluster.hosts) and
+an rsh agent for Open MPI (rooftop.cluster.mpi); up(spec, slurm=True) also
+starts Slurm on it (rooftop.cluster.slurm), or adds Slurm to the same
+cluster already up, and restarts Slurm when a daemon is gone.
+
+down(): stops Slurm and munge (found by their command lines, which name the
+state directory), removes every rooftop-* namespace, link and bridge and
+every rooftop cgroup, found by name (the state file is not needed), the
+marked /etc/hosts lines, the agent and the Slurm files (its logs stay), then
+the state file. Processes still running in the cluster's namespaces or
+cgroups are killed.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import os
 import signal
 from typing import Callable
 
-from rooftop.cluster import cgroups, net, state
+from rooftop.cluster import cgroups, hosts, mpi, net, slurm, state
 from rooftop.cluster.spec import ClusterError, ClusterSpec
 
 Log = Callable[[str], None]
@@ -58,12 +66,17 @@ def leftovers(layout: cgroups.Layout | None = None) -> list[str]:
     found = [f"netns {n}" for n in net.list_netns()] + [f"link {n}" for n in net.list_links()]
     if layout is not None:
         found += [f"cgroup {r}" for r in layout.roots() if r.is_dir()]
+    found += [f"{hosts.path()} entry {name}" for _, name in hosts.entries()]
+    found += [f"process {name} {pid}" for pid, name in sorted(slurm.processes().items())]
+    if mpi.agent_path().exists():
+        found.append(f"agent {mpi.agent_path()}")
     return found
 
 
 def node_record(spec: ClusterSpec, layout: cgroups.Layout, i: int) -> dict:
     n = spec.nodes[i]
-    return {"index": i, "name": f"n{i}", "netns": net.netns_name(i), "address": net.node_address(i),
+    return {"index": i, "name": f"n{i}", "netns": net.netns_name(i), "hostname": net.netns_name(i),
+            "address": net.node_address(i),
             "prefixlen": net.SUBNET.prefixlen, "veth_host": net.host_veth(i), "veth_node": net.node_veth(i),
             "cores": list(n.cores), "shared_with": spec.shared_with(i),
             "cpu_percent": n.cpu_percent, "cpu_quota_us": cgroups.quota_us(len(n.cores), n.cpu_percent),
@@ -89,16 +102,52 @@ def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
             "spec": _spec_key(spec.to_dict()),
             "bridge": {"name": net.BRIDGE, "address": f"{net.BRIDGE_ADDRESS}/{net.SUBNET.prefixlen}"},
             "cgroup": layout.describe(), "machine_cores": spec.machine_cores, "nodes": nodes}
+    hosts.add([(n["address"], n["hostname"]) for n in nodes])
+    data["mpi"] = {"rsh_agent": str(mpi.write_agent(nodes)), "subnet": str(net.SUBNET)}
     state.save(data)
     return data
 
 
-def up(spec: ClusterSpec, log: Log = lambda m: None) -> tuple[dict, bool]:
-    """Brings the cluster up. Returns (state, built): built is False when the
-    same cluster was already up."""
+def up(spec: ClusterSpec, log: Log = lambda m: None, with_slurm: bool = False) -> tuple[dict, bool]:
+    """Brings the cluster up (with Slurm). Returns (state, built): built is
+    False when the same cluster was already up (and Slurm running, if asked)."""
     require_root("up")
     with _locked():
-        return _up(spec, log)
+        st, built = _up(spec, log)
+        if with_slurm and (built or not st.get("slurm") or slurm.problems(st)):
+            st = _start_slurm(st, built, log)
+            built = True
+        return st, built
+
+
+def _undoing(action: Callable[[], object]) -> None:
+    """Runs a cleanup without letting Ctrl-C interrupt it."""
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        action()
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+
+
+def _start_slurm(st: dict, built: bool, log: Log) -> dict:
+    """(Re)starts Slurm on the cluster st; on failure or Ctrl-C stops it, and
+    removes the whole cluster if this 'up' built it."""
+    if st.get("slurm"):
+        log("slurm: restarting it (" + "; ".join(slurm.problems(st)) + ")")
+    slurm.stop(_node_pids())
+    st = {k: v for k, v in st.items() if k != "slurm"}
+    state.save(st)
+    try:
+        st["slurm"] = slurm.start(st, log)
+        state.save(st)
+        return st
+    except BaseException:
+        _undoing(lambda: remove_everything(cgroups.detect()) if built else slurm.stop(_node_pids()))
+        raise
+
+
+def _node_pids() -> list[int]:
+    return [pid for ns in net.list_netns() for pid in net.netns_pids(ns)]
 
 
 def _up(spec: ClusterSpec, log: Log) -> tuple[dict, bool]:
@@ -124,17 +173,16 @@ def _up(spec: ClusterSpec, log: Log) -> tuple[dict, bool]:
     except BaseException:
         # Ctrl-C, SIGTERM (the CLI turns it into KeyboardInterrupt) or a
         # failed step: undo everything, without being interrupted again.
-        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            remove_everything(layout)
-        finally:
-            signal.signal(signal.SIGINT, old_int)
+        _undoing(lambda: remove_everything(layout))
         raise
 
 
 def remove_everything(layout: cgroups.Layout | None = None) -> list[str]:
-    removed = net.remove_all()
+    removed = slurm.stop(_node_pids())
+    removed += net.remove_all()
     removed += cgroups.remove_all(layout)
+    removed += [f"{hosts.path()} entry {name}" for name in hosts.remove()]
+    removed += mpi.remove()
     if state.remove():
         removed.append(f"state {state.path()}")
     return removed
@@ -209,7 +257,16 @@ def check(st: dict, layout: cgroups.Layout | None) -> list[str]:
         problems.append(f"bridge {net.BRIDGE} is missing or down")
     for node in st["nodes"]:
         problems += node_status(node, layout)["problems"]
-    return problems
+    return problems + names_problems(st)
+
+
+def names_problems(st: dict) -> list[str]:
+    """The node names in /etc/hosts and the rsh agent, as 'up' made them."""
+    want = sorted((n["address"], n.get("hostname", n["netns"])) for n in st["nodes"])
+    out = [] if sorted(hosts.entries()) == want else [f"{hosts.path()} lacks the nodes' names"]
+    if not mpi.agent_path().exists():
+        out.append(f"the rsh agent {mpi.agent_path()} is missing")
+    return out
 
 
 def status() -> dict:
@@ -232,6 +289,14 @@ def status() -> dict:
     problems = [] if not root or net.link_up(net.BRIDGE) else [f"bridge {net.BRIDGE} is missing or down"]
     for n in nodes:
         problems += n["problems"]
+    if root:
+        problems += names_problems(st)
+    slurm_st = None
+    if st.get("slurm"):
+        slurm_st = {**st["slurm"], "problems": slurm.problems(st) if root else [],
+                    "sinfo": slurm.sinfo_text()}
+        problems += slurm_st["problems"]
     return {"up": True, "state": str(state.path()), "created": st["created"], "bridge": st["bridge"],
             "cgroup": st["cgroup"], "machine_cores": st["machine_cores"], "summary": describe(st),
-            "nodes": nodes, "problems": problems, "leftovers": [], "verified": root}
+            "nodes": nodes, "problems": problems, "leftovers": [], "verified": root,
+            "mpi": st.get("mpi"), "slurm": slurm_st}

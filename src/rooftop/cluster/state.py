@@ -90,3 +90,32 @@ def remove(p: Path | None = None) -> bool:
     except OSError:
         pass
     return True
+
+
+def emulated_nodes(hosts: list[str], p: Path | None = None) -> dict[str, dict] | None:
+    """For launchers given host names (srun, mpiexec): when every host is a
+    node of the emulated cluster that is up, {host: its node record, with
+    "emulation" as the netns launcher records it, shared_with renumbered to
+    positions in hosts}; None when none is (a real cluster). A mix, or a
+    node listed twice, raises ClusterError."""
+    try:
+        st = load(p)
+    except ClusterError:
+        return None
+    by_name = {n.get("hostname", n["netns"]): n for n in (st or {}).get("nodes", [])}
+    known = [h for h in hosts if h in by_name]
+    if not known:
+        return None
+    if len(known) != len(hosts):
+        other = next(h for h in hosts if h not in by_name)
+        raise ClusterError(f"hosts mix nodes of the emulated cluster ({known[0]}) with {other}")
+    if len(set(hosts)) != len(hosts):
+        raise ClusterError("a node of the emulated cluster is listed twice (one host, one node)")
+    position = {by_name[h]["index"]: i for i, h in enumerate(hosts)}
+    out = {}
+    for h in hosts:
+        n = by_name[h]
+        out[h] = {**n, "state": st, "emulation": {
+            "netns": n["netns"], "cpu_percent": n["cpu_percent"], "link_rate_bits": n["link_rate_bits"],
+            "shared_with": [position[j] for j in n["shared_with"] if j in position]}}
+    return out

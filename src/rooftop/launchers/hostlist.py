@@ -10,7 +10,11 @@ Follows Slurm's own expansion (src/common/hostlist.c):
   ... 99 100);
 * several bracket groups in one name form a cartesian product with the
   first group outermost, as Slurm orders it: "a[1-2]b[3-4]" -> a1b3 a1b4
-  a2b3 a2b4; text after the last group is kept ("n[1-2]-ib").
+  a2b3 a2b4; text after the last group is kept ("n[1-2]-ib"), which
+  Slurm 22.05's 'scontrol show hostnames' refuses ("Invalid hostlist").
+
+The srun launcher asks scontrol first; this parser is its fallback where
+scontrol cannot run (tests/cluster/test_slurm_mpiexec.py compares the two).
 
 Malformed input (unbalanced or nested brackets, empty groups, non-numbers,
 negative or descending ranges, absurdly large expansions) raises

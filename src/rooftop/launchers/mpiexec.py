@@ -69,6 +69,16 @@ refuses a token file others could read, and writes its own files 0600.
 Multi-host runs need the usual mpiexec prerequisites (password-less ssh,
 the engine at the same path on every host) and servers that listen on a
 reachable address, not loopback.
+
+The emulated cluster ('rooftop cluster up'): when the hosts are its nodes
+(rooftop-n<I>, names it put in /etc/hosts), Open MPI reaches them through
+the cluster's rsh agent, which enters each node's cgroups and namespace (see
+rooftop.cluster.mpi): the launcher adds "--mca plm_rsh_agent <agent> --mca
+oob_tcp_if_include 10.231.0.0/24 --mca btl_tcp_if_include 10.231.0.0/24",
+each node has its cores (launcher.cores_per_node does not apply), servers
+serve on the node's address (no fabric.domain needed), and nodes carry their
+emulation record as with the netns launcher. Only Open MPI is wired to the
+agent; hosts that mix emulated nodes and other hosts are refused.
 """
 
 from __future__ import annotations
@@ -186,12 +196,46 @@ class MpiexecLauncher(Launcher):
         if cpn is not None and cpn < 1:
             raise LauncherError("launcher.cores_per_node must be at least 1")
         self.cores_per_node = cpn
-        self._nodes = self._make_nodes(names, cpn)
+        self._emulated = self._emulated_cluster(names, cpn)
+        if self._emulated:
+            self._nodes = [Node(i, h, tuple(range(len(self._emulated[h]["cores"]))),
+                                self._emulated[h]["address"], self._emulated[h]["emulation"])
+                           for i, h in enumerate(names)]
+        else:
+            self._nodes = self._make_nodes(names, cpn)
         counts: dict[str, int] = {}
         for h in names:
             counts[h] = counts.get(h, 0) + 1
         #: Hosts holding more than one node (need per-process core sets).
         self.shared_hosts = {h for h, c in counts.items() if c > 1}
+
+    @staticmethod
+    def _emulated_cluster(names: list[str], cpn: int | None) -> dict | None:
+        """The emulated cluster's node records when the hosts are its nodes."""
+        from rooftop.cluster.state import emulated_nodes
+
+        try:
+            emulated = emulated_nodes(names)
+        except LauncherError as e:
+            raise LauncherError(f"mpiexec launcher: {e}") from None
+        if emulated and cpn is not None:
+            raise LauncherError("launcher.cores_per_node does not apply to the emulated cluster's "
+                                "nodes: their cores are set by 'rooftop cluster up'")
+        if emulated and not next(iter(emulated.values()))["state"].get("mpi"):
+            raise LauncherError("mpiexec launcher: the emulated cluster has no rsh agent (built by an "
+                                "older rooftop): 'rooftop cluster down', then 'rooftop cluster up'")
+        return emulated
+
+    def _cluster_args(self) -> list[str]:
+        """Open MPI options that reach the emulated cluster's nodes (none elsewhere)."""
+        if not self._emulated:
+            return []
+        if self.flavor != "openmpi":
+            raise LauncherError("mpiexec launcher: only Open MPI runs across the emulated cluster's "
+                                "nodes (its rsh agent); set launcher.command to Open MPI's mpiexec")
+        from rooftop.cluster.mpi import mca_args
+
+        return mca_args(next(iter(self._emulated.values()))["state"])
 
     @staticmethod
     def _host_cores(host: str, cpn: int | None) -> list[int]:
@@ -246,7 +290,7 @@ class MpiexecLauncher(Launcher):
             bind, mapping = {"core": ("core", "core"), "2cores": ("core", "slot:PE=2"),
                              "none": ("none", "slot")}[binding]
             argv = [self.command, "-n", k, "--host", f"{node.host}:{k}",
-                    "--bind-to", bind, "--map-by", mapping, *self._root_args()]
+                    "--bind-to", bind, "--map-by", mapping, *self._root_args(), *self._cluster_args()]
         else:
             bind = {"core": "core", "2cores": "core:2", "none": "none"}[binding]
             argv = [self.command, "-n", k, "-hosts", node.host, "-bind-to", bind]

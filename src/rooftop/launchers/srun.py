@@ -1,8 +1,22 @@
 """The srun launcher: job steps inside a Slurm allocation (salloc/sbatch).
 
-Nodes are the allocation's (SLURM_JOB_NODELIST, else SLURM_NODELIST,
-expanded by rooftop.launchers.hostlist), optionally only the first
-launcher.nodes of them. One srun step starts the K processes of one node:
+Nodes are the allocation's (SLURM_JOB_NODELIST, else SLURM_NODELIST),
+expanded by Slurm itself ('scontrol show hostnames'; rooftop's own parser,
+rooftop.launchers.hostlist, only where scontrol is missing or has no
+configuration to read), optionally only the first launcher.nodes of them.
+Before anything starts, 'scontrol show node' gives each node's state: a
+node drained, down, failed or not responding is refused with its reason
+(Slurm keeps running an allocation's steps on a node drained after it was
+allocated, so the allocation alone does not guarantee it). When scontrol
+cannot be run, the check is skipped.
+
+On the emulated cluster ('rooftop cluster up --slurm': the nodes are its
+rooftop-n<I> with NodeAddr their own address), servers serve on the node's
+NodeAddr, as Slurm reports it, so no fabric.domain is needed, and each node
+carries its emulation record (netns, CPU cap, link rate, shared cores) as
+with the netns launcher.
+
+One srun step starts the K processes of one node:
 
   srun --nodes=1 --ntasks=K --nodelist=HOST --exact --cpus-per-task=C
        --cpu-bind=cores|none --kill-on-bad-exit=1 [extra_args]
@@ -38,9 +52,63 @@ from __future__ import annotations
 
 import os
 
+import re
+import subprocess
+
 from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node,
                                     core_sets, first_nodes)
 from rooftop.launchers.hostlist import HostlistError, expand, expand_counts
+
+#: How long one scontrol call may take.
+SCONTROL_TIMEOUT = 20.0
+#: Node state flags (scontrol's State=A+B) under which nothing is started.
+BAD_STATES = ("DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "FUTURE", "POWERED_DOWN", "POWER_DOWN")
+
+
+def scontrol(args: list[str], env) -> str | None:
+    """scontrol's output; None when it cannot run here (not installed, no
+    configuration). A scontrol that hangs is an error."""
+    try:
+        p = subprocess.run(["scontrol", *args], capture_output=True, text=True, env=dict(env),
+                           timeout=SCONTROL_TIMEOUT, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        return None
+    except subprocess.TimeoutExpired:
+        raise LauncherError(f"srun launcher: 'scontrol {' '.join(args)}' did not answer within "
+                            f"{SCONTROL_TIMEOUT:g} s") from None
+    return p.stdout if p.returncode == 0 else None
+
+
+def slurm_hosts(nodelist: str, env) -> list[str] | None:
+    """The host names of a Slurm node list, expanded by scontrol."""
+    out = scontrol(["show", "hostnames", nodelist], env)
+    return out.split() or None if out is not None else None   # "Invalid hostlist": exit 0, no output
+
+
+def slurm_nodes(hosts: list[str], env) -> dict[str, dict] | None:
+    """{host: {"state", "addr", "reason"}} from 'scontrol show node -o'."""
+    out = scontrol(["show", "node", "-o", ",".join(hosts)], env)
+    if out is None:
+        return None
+    info = {}
+    for line in out.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line.split(" Reason=")[0]))
+        if "NodeName" in fields:
+            reason = line.split(" Reason=", 1)[1].strip() if " Reason=" in line else ""
+            info[fields["NodeName"]] = {"state": fields.get("State", ""),
+                                        "addr": fields.get("NodeAddr"), "reason": reason}
+    return info
+
+
+def check_states(info: dict[str, dict]) -> None:
+    for host, n in info.items():
+        flags = re.split(r"[+]", n["state"].upper())
+        if n["state"].endswith("*") or any(f.rstrip("*") in BAD_STATES for f in flags):
+            why = f" (reason: {n['reason']})" if n["reason"] else ""
+            raise LauncherError(
+                f"srun launcher: Slurm node {host} is {n['state']}{why}; nothing was started. "
+                f"Resume it (scontrol update nodename={host} state=resume) or use an allocation "
+                f"without it")
 
 
 class SrunLauncher(Launcher):
@@ -56,10 +124,12 @@ class SrunLauncher(Launcher):
         if not nodelist:
             raise LauncherError("srun launcher needs a Slurm allocation (salloc/sbatch); "
                                 "SLURM_JOB_NODELIST is not set")
-        try:
-            hosts = expand(nodelist)
-        except HostlistError as e:
-            raise LauncherError(f"srun launcher: cannot read {var}: {e}") from None
+        hosts = slurm_hosts(nodelist, env)
+        if hosts is None:
+            try:
+                hosts = expand(nodelist)
+            except HostlistError as e:
+                raise LauncherError(f"srun launcher: cannot read {var}: {e}") from None
         if not hosts:
             raise LauncherError(f"srun launcher: {var}='{nodelist}' names no nodes")
         self.job_id = env.get("SLURM_JOB_ID")
@@ -67,7 +137,27 @@ class SrunLauncher(Launcher):
         counts = self._cpu_counts(env, len(hosts))
         hosts = first_nodes(hosts, cfg.get("nodes"),
                             "the Slurm allocation has only {count} nodes (" + f"{var}={nodelist})")
-        self._nodes = [Node(i, h, tuple(range(counts[i]))) for i, h in enumerate(hosts)]
+        info = slurm_nodes(hosts, env)
+        if info is not None:
+            check_states(info)
+        self._nodes = self._make_nodes(hosts, counts, info or {})
+
+    @staticmethod
+    def _make_nodes(hosts: list[str], counts: list[int], info: dict[str, dict]) -> list[Node]:
+        from rooftop.cluster.state import emulated_nodes
+
+        try:
+            emulated = emulated_nodes(hosts) if info else None
+        except LauncherError as e:
+            raise LauncherError(f"srun launcher: {e}") from None
+        nodes = []
+        for i, h in enumerate(hosts):
+            e = (emulated or {}).get(h)
+            if e is not None and (info.get(h) or {}).get("addr") == e["address"]:
+                nodes.append(Node(i, h, tuple(range(counts[i])), e["address"], e["emulation"]))
+            else:
+                nodes.append(Node(i, h, tuple(range(counts[i]))))
+        return nodes
 
     @staticmethod
     def _cpu_counts(env, nhosts: int) -> list[int]:
