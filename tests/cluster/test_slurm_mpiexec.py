@@ -189,3 +189,30 @@ def test_up_slurm_again_is_safe_and_restarts_a_dead_slurmd(slurm3):
     assert "restarting" in p.stderr and "the slurmd of rooftop-n1 is not running" in p.stderr
     assert sorted(slurm.processes().values()) == ["munged", "slurmctld", "slurmd", "slurmd", "slurmd"]
     assert not status_json()["problems"]
+
+
+def test_reframe_check_through_the_slurm_scheduler(slurm3, tmp_path):
+    """ReFrame submits rooftop's check to the emulated Slurm with sbatch; rooftop
+    runs inside the 3-node allocation with --launcher srun (from the partition)."""
+    pytest.importorskip("reframe")
+    bin_dir = Path(sys.executable).parent
+    check = subprocess.run([str(bin_dir / "rooftop-reframe-check")], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    config = Path(__file__).resolve().parents[2] / "examples" / "reframe" / "emulated-slurm.py"
+    report = tmp_path / "report.json"
+    p = subprocess.run([str(bin_dir / "reframe"), "-C", str(config), "-c", check, "-r", "--nocolor",
+                        "--prefix", str(tmp_path / "rfm"), "--report-file", str(report),
+                        "-S", "num_nodes=3", "-S", "metrics=rpc", "-S", "duration=0.3", "-S", "samples=2",
+                        "-S", f"rooftop={bin_dir / 'rooftop'}"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                       env=dict(slurm_env(), RFM_LOG_FILE=str(tmp_path / "rfm.log")))
+    case = json.loads(report.read_text())["runs"][0]["testcases"][0]
+    assert p.returncode == 0 and case["result"] == "pass", p.stdout[-3000:]
+    assert case["scheduler"] == "squeue" and case["jobid"]
+    out = Path(case["outputdir"])
+    export = json.loads((out / "export.json").read_text())
+    assert export["config"]["launcher"]["type"] == "srun"
+    assert [n["host"] for n in export["config"]["nodes"]] == ["rooftop-n0", "rooftop-n1", "rooftop-n2"]
+    perf = {k.split(":")[-1]: v for k, v in case["perfvalues"].items()}
+    assert perf["rpc_server_median"][0] > 0 and perf["rpc_server_median"][4] == "ops/s"
+    assert squeue() == []
