@@ -32,13 +32,9 @@ namespace {
 
 bool known_error(DecodeError e) {
   switch (e) {
-    case DecodeError::None:
-    case DecodeError::Truncated:
-    case DecodeError::BadMagic:
-    case DecodeError::BadVersion:
-    case DecodeError::BadType:
-    case DecodeError::BadLength:
-    case DecodeError::BadField:
+#define ROOFTOP_X(name, text) case DecodeError::name:
+    ROOFTOP_DECODE_ERRORS(ROOFTOP_X)
+#undef ROOFTOP_X
       return true;
   }
   return false;
@@ -54,10 +50,7 @@ size_t reencode(const Message& m, uint8_t* buf, size_t cap) {
       case Type::Hello:
         return encode_hello_resp(buf, cap, h.req_id, m.assigned_conn, m.max_bulk, m.max_msg,
                                  m.server_rank);
-      case Type::Stat: {
-        StatBody s{m.ops, m.noops, m.bulks, m.bytes, m.dropped, m.user_s, m.sys_s, m.wall_s};
-        return encode_stat_resp(buf, cap, h.req_id, h.conn_id, s);
-      }
+      case Type::Stat: return encode_stat_resp(buf, cap, h.req_id, h.conn_id, m.stat);
       case Type::Noop:
       case Type::Bulk:
       case Type::Shutdown:
@@ -104,11 +97,12 @@ void check_same(const Message& a, const Message& b) {
       case Type::Stat:
         CHECK(b.h.conn_id == a.h.conn_id);
         CHECK(b.status == Status::Ok);
-        CHECK(b.ops == a.ops && b.noops == a.noops && b.bulks == a.bulks);
-        CHECK(b.bytes == a.bytes && b.dropped == a.dropped);
-        CHECK(same_double(b.user_s, a.user_s));
-        CHECK(same_double(b.sys_s, a.sys_s));
-        CHECK(same_double(b.wall_s, a.wall_s));
+#define ROOFTOP_X(field, key) CHECK(b.stat.field == a.stat.field);
+        ROOFTOP_STAT_COUNTS(ROOFTOP_X)
+#undef ROOFTOP_X
+#define ROOFTOP_X(field) CHECK(same_double(b.stat.field, a.stat.field));
+        ROOFTOP_STAT_TIMES(ROOFTOP_X)
+#undef ROOFTOP_X
         break;
       case Type::Noop:
       case Type::Bulk:
@@ -116,7 +110,7 @@ void check_same(const Message& a, const Message& b) {
       case Type::Barrier:
         CHECK(b.h.conn_id == a.h.conn_id);
         CHECK(b.status == a.status);
-        CHECK(b.bytes == (a.type == Type::Bulk || a.type == Type::Barrier ? a.bytes : 0));
+        CHECK(b.bytes == (type_info(static_cast<uint8_t>(a.type))->resp_bytes ? a.bytes : 0));
         CHECK(b.h.total_len == a.h.total_len);
         break;
     }
@@ -168,7 +162,7 @@ void check_accepted(const Message& m, const uint8_t* buf, size_t len) {
   CHECK(m.h.total_len <= len);
   CHECK(uint64_t{m.h.body_len} + kHeaderSize <= m.h.total_len);
   const uint8_t t = m.h.type & static_cast<uint8_t>(~kResponseBit);
-  CHECK(t >= 1 && t <= 6 && static_cast<uint8_t>(m.type) == t);
+  CHECK(type_info(t) != nullptr && static_cast<uint8_t>(m.type) == t);
   CHECK(m.response == ((m.h.type & kResponseBit) != 0));
   const uint8_t* body = buf + kHeaderSize;
   const uint8_t* end = body + m.h.body_len;
@@ -177,9 +171,9 @@ void check_accepted(const Message& m, const uint8_t* buf, size_t len) {
     auto p = reinterpret_cast<const uint8_t*>(s.data());
     CHECK(p >= body && p + s.size() <= end);
   }
-  if (m.response) CHECK(static_cast<uint16_t>(m.status) <= static_cast<uint16_t>(Status::BadRequest));
+  if (m.response) CHECK(known_status(static_cast<uint16_t>(m.status)));
   if (!m.response && m.type == Type::Hello) CHECK(!m.addr.empty() && m.addr.size() <= kMaxAddrLen);
-  if (!m.response && m.type == Type::Bulk) CHECK(m.op == BulkOp::Read || m.op == BulkOp::Write);
+  if (!m.response && m.type == Type::Bulk) CHECK(known_bulk_op(static_cast<uint8_t>(m.op)));
   if (!m.response && m.type == Type::Shutdown) CHECK(m.token.size() <= kMaxTokenLen);
 }
 

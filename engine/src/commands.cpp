@@ -5,19 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common_options.hpp"
 #include "fabric.hpp"
 
 namespace rooftop {
-
-std::vector<OptSpec> client_common_options() {
-  return {
-      {"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
-      {"domain", OptKind::Str, "", "libfabric domain / network interface; refused (exit 2, with the list) if it does not exist or does not carry --fabric; default: the interface that routes to the server", ""},
-      {"group-dir", OptKind::Str, "", "directory holding the servers' <rank>.addr files (required)", ""},
-      {"timeout", OptKind::Seconds, "10", "give up on a missing address file or a silent server after this long", ""},
-      {"progress", OptKind::Choice, "busy", "completion progress: busy, block, adaptive, spindown[:MS]", "busy|block|adaptive|spindown*"},
-  };
-}
 
 void check_nic_options(const Options& o) {
   if (!o.has("domain") || !o.has("fabric")) return;
@@ -40,7 +31,7 @@ int run_command(Options& o, const char* role, int argc, char** argv,
   // its rank from the launcher (plus --rank as an offset), and "{rank}" in
   // --output becomes that rank.
   try {
-    if (o.has("rank-from-env") && o.flag("rank-from-env")) {
+    if (o.has(opt::kRankFromEnv) && o.flag(opt::kRankFromEnv)) {
       const char* vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
       const char* found = nullptr;
       for (const char* v : vars)
@@ -51,13 +42,13 @@ int run_command(Options& o, const char* role, int argc, char** argv,
       if (!found)
         throw UsageError("--rank-from-env: none of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, "
                          "SLURM_PROCID is set (not started by mpiexec or srun?)");
-      o.set("rank", std::to_string(o.integer("rank") + std::atoll(found)));
+      o.set(opt::kRank, std::to_string(o.integer(opt::kRank) + std::atoll(found)));
     }
-    if (o.has("rank")) {
-      std::string out = o.str("output");
+    if (o.has(opt::kRank)) {
+      std::string out = o.str(opt::kOutput);
       for (size_t p; (p = out.find("{rank}")) != std::string::npos;)
-        out.replace(p, 6, o.str("rank"));
-      if (out != o.str("output")) o.set("output", out);
+        out.replace(p, 6, o.str(opt::kRank));
+      if (out != o.str(opt::kOutput)) o.set(opt::kOutput, out);
     }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "rooftop-engine %s: %s\n", role, e.what());
@@ -71,10 +62,10 @@ int run_command(Options& o, const char* role, int argc, char** argv,
   install_signal_handlers();
   int rc;
   try {
-    if (!o.str("cpus").empty()) {
+    if (!o.str(opt::kCpus).empty()) {
       std::vector<int> cpus;
       try {
-        cpus = parse_cpu_list(o.str("cpus"));
+        cpus = parse_cpu_list(o.str(opt::kCpus));
       } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--cpus: ") + e.what());
       }
@@ -98,7 +89,7 @@ int run_command(Options& o, const char* role, int argc, char** argv,
   }
   for (auto& e : rep.errors) std::fprintf(stderr, "rooftop-engine %s: %s\n", role, e.c_str());
   rep.cores.sample();
-  if (!rep.emit(o.str("output")) && rc == kExitOk) rc = kExitFailure;
+  if (!rep.emit(o.str(opt::kOutput)) && rc == kExitOk) rc = kExitFailure;
   return rc;
 }
 

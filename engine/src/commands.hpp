@@ -25,7 +25,4 @@ int run_command(Options& o, const char* role, int argc, char** argv,
 // here for --fabric: throws UsageError listing what does (exit 2).
 void check_nic_options(const Options& o);
 
-// Options every client-side command shares.
-std::vector<OptSpec> client_common_options();
-
 }  // namespace rooftop

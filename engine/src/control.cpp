@@ -7,6 +7,7 @@
 
 #include "client_core.hpp"
 #include "commands.hpp"
+#include "common_options.hpp"
 #include "report.hpp"
 #include "token.hpp"
 
@@ -15,11 +16,11 @@ namespace rooftop {
 namespace {
 
 std::vector<OptSpec> target_options(std::vector<OptSpec> extra) {
-  auto o = client_common_options();
-  o.push_back({"rank", OptKind::Int, "0", "server rank to talk to", ""});
+  auto o = opt::client_common();
+  o.push_back(opt::rank("server rank to talk to"));
   o.insert(o.end(), extra.begin(), extra.end());
-  o.push_back({"cpus", OptKind::Str, "", "bind this process to these cpus", ""});
-  o.push_back({"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""});
+  o.push_back(opt::cpus());
+  o.push_back(opt::output());
   return o;
 }
 
@@ -97,12 +98,15 @@ int cmd_stat(int argc, char** argv) {
     wire::Message m = c.core->call(c.target, "stat", [&](uint8_t* b, size_t cap, uint64_t req) {
       return wire::encode_stat_req(b, cap, req, c.target.conn);
     });
+    const wire::StatBody& s = m.stat;
     JsonWriter w;
-    w.begin_object().kv("rank", c.target.addr.rank).kv("ops", m.ops).kv("noop", m.noops);
-    w.kv("bulk", m.bulks).kv("bytes", m.bytes).kv("dropped", m.dropped);
-    w.kv("elapsed_s", m.wall_s);
-    w.key("cpu").begin_object().kv("user_s", m.user_s).kv("sys_s", m.sys_s);
-    w.kv("utilization", m.wall_s > 0 ? (m.user_s + m.sys_s) / m.wall_s : 0.0).end_object();
+    w.begin_object().kv("rank", c.target.addr.rank);
+#define ROOFTOP_X(field, key) w.kv(key, s.field);
+    ROOFTOP_STAT_COUNTS(ROOFTOP_X)
+#undef ROOFTOP_X
+    w.kv("elapsed_s", s.wall_s);
+    w.key("cpu").begin_object().kv("user_s", s.user_s).kv("sys_s", s.sys_s);
+    w.kv("utilization", s.wall_s > 0 ? (s.user_s + s.sys_s) / s.wall_s : 0.0).end_object();
     w.end_object();
     rep.result_json = w.str();
     rep.complete = true;
@@ -139,8 +143,7 @@ int cmd_shutdown(int argc, char** argv) {
 
 int cmd_providers(int argc, char** argv) {
   Options o("providers", "List the libfabric providers available on this machine (JSON).",
-            {{"cpus", OptKind::Str, "", "unused; accepted for symmetry", ""},
-             {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""}});
+            {opt::cpus_unused(), opt::output()});
   return run_command(o, "providers", argc, argv, [&](Report& rep) {
     JsonWriter w;
     w.begin_object().kv("libfabric_version", Endpoint::libfabric_version());
@@ -181,11 +184,9 @@ int cmd_domains(int argc, char** argv) {
             "(tcp, sockets, udp, verbs), the network interfaces with their addresses.\n"
             "With --domain and/or --address, first check that they exist here and\n"
             "carry the provider: exit 2 with the list if not (what serve and load do).",
-            {{"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
-             {"domain", OptKind::Str, "", "check this domain / network interface", ""},
-             {"address", OptKind::Str, "", "check that a local interface carries this IP address", ""},
-             {"cpus", OptKind::Str, "", "unused; accepted for symmetry", ""},
-             {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""}});
+            {opt::fabric(), opt::domain("check this domain / network interface"),
+             opt::address("check that a local interface carries this IP address"), opt::cpus_unused(),
+             opt::output()});
   return run_command(o, "domains", argc, argv, [&](Report& rep) {
     FabricSpec f = parse_fabric_spec(o.str("fabric"));
     JsonWriter w;

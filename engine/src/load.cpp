@@ -1,6 +1,8 @@
-// rooftop-engine load: one client process running one workload (noop, bulk
-// read or bulk write) against one or more servers for a measured duration
-// after a time-based warmup, with K operations outstanding.
+// rooftop-engine load: one client process running one workload (an
+// operation of the table in ops/, e.g. noop, bulk read or bulk write)
+// against one or more servers for a measured duration after a time-based
+// warmup, with K operations outstanding. This driver names no operation:
+// it calls the operation's hooks (ops/op.hpp) and tests its capabilities.
 #include <unistd.h>
 
 #include <csignal>
@@ -12,8 +14,10 @@
 
 #include "client_core.hpp"
 #include "commands.hpp"
+#include "common_options.hpp"
 #include "histogram.hpp"
 #include "lease.hpp"
+#include "ops/table.hpp"
 #include "report.hpp"
 
 namespace rooftop {
@@ -25,10 +29,9 @@ struct Slot {
   uint32_t idx;
   uint8_t* txbuf;
   bool busy = false, tx_done = false, resp_done = false;
-  uint64_t req_id = 0;
+  ops::ClientOp op;  // req_id, connection, data
   int64_t t_issue = 0, t_resp = 0;
   size_t target = 0;
-  uint8_t* data = nullptr;
   wire::Status status = wire::Status::Ok;
 };
 
@@ -55,16 +58,40 @@ struct Interval {
   double cpu_util;
 };
 
+// The ops/bytes/CPU series of --interval: where the current interval began.
+struct Ticker {
+  int64_t interval_ns = 0, next = 0, start = 0;
+  uint64_t ops = 0, bytes = 0;
+  CpuTimes cpu;
+};
+
 class Load {
  public:
   Load(const Options& o, Report& rep) : o_(o), rep_(rep) {}
   int run();
 
  private:
+  // run(), step by step.
+  void configure();
+  void configure_timing();
+  void configure_barrier();
+  std::vector<int> server_ranks();
+  void connect();
+  void check_limits_of_servers();
+  void allocate();
+  void start();
+  void loop();
+  void retry_posts();
+  void advance(int64_t now);
+  void watch(int64_t now, Lease& lease);
+  void tick(int64_t now);
+  int finish();
+
   void issue(Slot& s);
   void post(Slot& s);
   void complete(Slot& s);
   void on_event(const CqEvent& ev, int64_t now);
+  void on_response(ClientRx* rx, const CqEvent& ev, int64_t now);
   // Start barrier (--barrier N): after the warmup and its drain, tell the
   // barrier server this client is ready; its answer starts the first
   // window, for every client of the sample at once.
@@ -83,27 +110,31 @@ class Load {
     if (rep_.errors.size() < 100) rep_.errors.push_back(e);
   }
   std::string result_json() const;
+  void write_latency(JsonWriter& w) const;
+  void write_samples(JsonWriter& w) const;
+  void write_barrier(JsonWriter& w) const;
 
   const Options& o_;
   Report& rep_;
+  std::string dir_;
   std::unique_ptr<ClientCore> core_;
   std::vector<Target> targets_;
   std::vector<Slot> slots_;
   std::vector<uint8_t> tx_mem_;
   MemRegion tx_mr_{}, data_mr_{};
   uint8_t* data_mem_ = nullptr;
-  size_t data_len_ = 0;
   size_t stream_off_ = 0;
   std::deque<Slot*> to_post_;
   // workload
-  enum class Op { Noop, Read, Write } op_ = Op::Noop;
-  uint64_t size_ = 0;
-  size_t req_size_ = 0;
+  const ops::Op* op_ = nullptr;
+  ops::Workload w_;
+  int64_t k_ = 1;  // --concurrency
+  int rank_ = 0;
   size_t inject_ = 0;  // requests up to this size go out with fi_inject
-  uint32_t resp_size_ = 0;
-  bool verify_ = false, stream_ = false;
   size_t next_target_ = 0;
   uint64_t seq_ = 0;
+  double duration_s_ = 0, warmup_s_ = 0, delay_ready_s_ = 0, interval_s_ = 0, timeout_s_ = 0;
+  int64_t timeout_ns_ = 0;
   // state
   Phase phase_ = Phase::Warmup;
   int64_t t_start_ = 0, t0_ = 0, t_end_ = 0, t_last_ = 0;
@@ -114,6 +145,7 @@ class Load {
   uint64_t dropped_ = 0;
   Histogram hist_;
   std::vector<Interval> intervals_;
+  Ticker tick_;
   FILE* trace_ = nullptr;
   // --samples K: consecutive windows of --duration from one common start
   // (the end of the warmup, or --measure-at, so that every client of a
@@ -180,17 +212,10 @@ class Load {
   int fatal_code_ = 0;
 };
 
+
 void Load::post(Slot& s) {
   const Target& t = targets_[s.target];
-  size_t len;
-  if (op_ == Op::Noop) {
-    len = wire::encode_noop_req(s.txbuf, core_->rx_size(), s.req_id, t.conn, req_size_, resp_size_);
-  } else {
-    len = wire::encode_bulk_req(s.txbuf, core_->rx_size(), s.req_id, t.conn,
-                                op_ == Op::Read ? wire::BulkOp::Read : wire::BulkOp::Write, size_,
-                                data_mr_.remote_addr(s.data), data_mr_.key, verify_, req_size_,
-                                resp_size_);
-  }
+  size_t len = op_->client.encode(w_, s.op, s.txbuf, core_->rx_size());
   s.t_issue = now_ns();
   ssize_t rc;
   if (len <= inject_) {
@@ -213,19 +238,22 @@ void Load::post(Slot& s) {
 void Load::issue(Slot& s) {
   s.busy = true;
   s.tx_done = s.resp_done = false;
-  s.req_id = (++seq_ << 16) | s.idx;
+  s.op.req_id = (++seq_ << 16) | s.idx;
   s.target = next_target_;
+  s.op.conn = targets_[s.target].conn;
   next_target_ = (next_target_ + 1) % targets_.size();
-  if (op_ != Op::Noop) {
-    if (stream_) {
-      if (stream_off_ + size_ > data_len_) stream_off_ = 0;
-      s.data = data_mem_ + stream_off_;
-      stream_off_ += size_;
+  if (data_mem_) {
+    if (w_.stream) {
+      if (stream_off_ + w_.bytes > w_.data_len) stream_off_ = 0;
+      s.op.data = data_mem_ + stream_off_;
+      stream_off_ += w_.bytes;
     } else {
-      s.data = data_mem_ + static_cast<size_t>(s.idx) * size_;
+      s.op.data = data_mem_ + static_cast<size_t>(s.idx) * w_.bytes;
     }
-    if (op_ == Op::Write && verify_) wire::fill_pattern(s.data, size_, s.req_id);
+    s.op.data_addr = data_mr_.remote_addr(s.op.data);
+    s.op.data_key = data_mr_.key;
   }
+  if (op_->client.prepare) op_->client.prepare(w_, s.op);
   busy_++;
   post(s);
 }
@@ -233,7 +261,7 @@ void Load::issue(Slot& s) {
 void Load::account(const Slot& s) {
   if (windows_.empty() || s.t_resp <= t0_ || s.t_issue >= t_end_) return;
   const double life = static_cast<double>(s.t_resp - s.t_issue);
-  const double size = op_ == Op::Noop ? 0.0 : static_cast<double>(size_);
+  const double size = static_cast<double>(w_.bytes);
   const int64_t n = static_cast<int64_t>(windows_.size());
   if (s.t_resp < t_end_)
     windows_[std::clamp<int64_t>((s.t_resp - t0_) / duration_ns_, 0, n - 1)].completions++;
@@ -330,32 +358,27 @@ void Load::complete(Slot& s) {
     std::string name = wire::status_name(s.status);
     if (status_errors_[name]++ == 0)
       error("server rank " + std::to_string(targets_[s.target].addr.rank) + " answered " + name);
-  } else if (verify_ && op_ == Op::Read) {
+  } else if (w_.verify && op_->has(ops::kVerifiable)) {
     verify_checked_++;
-    size_t bad = wire::check_pattern(s.data, size_, s.req_id);
-    if (bad != size_) {
-      if (verify_failed_++ == 0)
-        error("verify: read data differs from the pattern at byte " + std::to_string(bad));
-    }
-  } else if (verify_ && op_ == Op::Write) {
-    verify_checked_++;  // the server checked it; a mismatch comes back as verify_failed
+    std::string bad = op_->client.verify(w_, s.op);
+    if (!bad.empty() && verify_failed_++ == 0) error(bad);
   }
   if (s.status == wire::Status::VerifyFailed) verify_failed_++;
   all_done_++;
-  if (ok && op_ != Op::Noop) all_bytes_ += size_;
+  if (ok) all_bytes_ += w_.bytes;
   if (t0_ == 0 || s.t_resp < t0_) {
     warm_ops_++;  // done before measuring began (a share of it may still count, below)
   } else if (s.t_resp >= t_end_) {
     drained_ops_++;
   } else if (ok) {  // completed inside the measured time
     ops_++;
-    if (op_ != Op::Noop) bytes_ += size_;
+    bytes_ += w_.bytes;
     targets_[s.target].ops++;
     hist_.record(static_cast<uint64_t>(lat));
     if (trace_)
       std::fprintf(trace_, "%lld,%lld,%d,%llu\n", static_cast<long long>(s.t_issue - t0_),
                    static_cast<long long>(lat), targets_[s.target].addr.rank,
-                   static_cast<unsigned long long>(op_ == Op::Noop ? 0 : size_));
+                   static_cast<unsigned long long>(w_.bytes));
     t_last_ = std::max(t_last_, s.t_resp);
   }
   if (ok && t0_ != 0) account(s);
@@ -382,8 +405,10 @@ void Load::on_event(const CqEvent& ev, int64_t now) {
     if (s.resp_done) complete(s);
     return;
   }
-  if (c->kind != CtxKind::Rx) return;
-  auto* rx = reinterpret_cast<ClientRx*>(c);
+  if (c->kind == CtxKind::Rx) on_response(reinterpret_cast<ClientRx*>(c), ev, now);
+}
+
+void Load::on_response(ClientRx* rx, const CqEvent& ev, int64_t now) {
   if (ev.err) {
     if (ev.err != FI_ECANCELED) error("receive failed: " + ev.err_text);
     core_->repost(rx);
@@ -400,7 +425,7 @@ void Load::on_event(const CqEvent& ev, int64_t now) {
   }
   if (de == wire::DecodeError::None && m.response) {
     uint64_t idx = m.h.req_id & 0xffff;
-    if (idx < slots_.size() && slots_[idx].busy && slots_[idx].req_id == m.h.req_id &&
+    if (idx < slots_.size() && slots_[idx].busy && slots_[idx].op.req_id == m.h.req_id &&
         !slots_[idx].resp_done)
       s = &slots_[idx];
   }
@@ -411,10 +436,7 @@ void Load::on_event(const CqEvent& ev, int64_t now) {
   }
   s->t_resp = now;
   s->resp_done = true;
-  s->status = m.status;
-  if (m.type == wire::Type::Bulk && m.status == wire::Status::Ok && m.bytes != size_) {
-    s->status = wire::Status::BadRequest;
-  }
+  s->status = op_->client.response ? op_->client.response(w_, m) : m.status;
   core_->repost(rx);
   if (s->tx_done) complete(*s);
 }
@@ -434,18 +456,7 @@ std::string Load::result_json() const {
   // Rates are work per second: operations straddling an edge count by share.
   w.kv("ops_per_sec", elapsed > 0 ? work_ops / elapsed : 0.0);
   w.kv("bytes_per_sec", elapsed > 0 ? work_bytes / elapsed : 0.0);
-  w.key("latency_us").begin_object();
-  w.kv("count", hist_.count());
-  w.kv("min", hist_.min() / 1e3).kv("mean", hist_.mean() / 1e3);
-  w.kv("p50", hist_.quantile(0.5) / 1e3).kv("p90", hist_.quantile(0.9) / 1e3);
-  w.kv("p99", hist_.quantile(0.99) / 1e3).kv("max", hist_.max() / 1e3);
-  // The distribution itself, ~4 % wide bins: [low_us, high_us, count].
-  w.key("bins").begin_array();
-  for (const auto& b : hist_.bins()) {
-    w.begin_array().value(b.low / 1e3).value(b.high / 1e3).value(b.count).end_array();
-  }
-  w.end_array();
-  w.end_object();
+  write_latency(w);
   double cu = cpu_end_.user_s - cpu0_.user_s, cs = cpu_end_.sys_s - cpu0_.sys_s;
   w.key("cpu").begin_object();
   w.kv("user_s", cu).kv("sys_s", cs).kv("utilization", elapsed > 0 ? (cu + cs) / elapsed : 0.0);
@@ -462,7 +473,7 @@ std::string Load::result_json() const {
   }
   w.end_array();
   w.key("verify").begin_object();
-  w.kv("enabled", verify_).kv("checked", verify_checked_).kv("failures", verify_failed_);
+  w.kv("enabled", w_.verify).kv("checked", verify_checked_).kv("failures", verify_failed_);
   w.end_object();
   w.key("status_errors").begin_object();
   for (auto& [k, v] : status_errors_) w.kv(k, v);
@@ -477,10 +488,34 @@ std::string Load::result_json() const {
   w.end_array();
   w.kv("measure_start_s", measure_start_s_);  // wall clock, seconds since the epoch
   if (measure_at_ > 0) w.kv("measure_at_late_s", late_s_);
+  write_samples(w);
+  w.kv("op_bytes", w_.bytes);
+  write_barrier(w);
+  w.kv("end", end_reason_);
+  w.end_object();
+  return w.str();
+}
+
+void Load::write_latency(JsonWriter& w) const {
+  w.key("latency_us").begin_object();
+  w.kv("count", hist_.count());
+  w.kv("min", hist_.min() / 1e3).kv("mean", hist_.mean() / 1e3);
+  w.kv("p50", hist_.quantile(0.5) / 1e3).kv("p90", hist_.quantile(0.9) / 1e3);
+  w.kv("p99", hist_.quantile(0.99) / 1e3).kv("max", hist_.max() / 1e3);
+  // The distribution itself, ~4 % wide bins: [low_us, high_us, count].
+  w.key("bins").begin_array();
+  for (const auto& b : hist_.bins()) {
+    w.begin_array().value(b.low / 1e3).value(b.high / 1e3).value(b.count).end_array();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void Load::write_samples(JsonWriter& w) const {
   w.key("samples").begin_array();
   for (auto& win : windows_) {
     double el = (win.end - win.start) / 1e9;
-    w.begin_object().kv("ops", win.completions).kv("bytes", win.completions * (op_ == Op::Noop ? 0 : size_));
+    w.begin_object().kv("ops", win.completions).kv("bytes", win.completions * w_.bytes);
     w.kv("elapsed_s", el).kv("work_ops", win.work_ops);
     w.kv("ops_per_sec", el > 0 ? win.work_ops / el : 0.0);
     w.kv("bytes_per_sec", el > 0 ? win.work_bytes / el : 0.0);
@@ -492,7 +527,9 @@ std::string Load::result_json() const {
     w.end_array().end_object();
   }
   w.end_array();
-  w.kv("op_bytes", op_ == Op::Noop ? uint64_t{0} : size_);
+}
+
+void Load::write_barrier(JsonWriter& w) const {
   w.key("barrier").begin_object();
   w.kv("clients", static_cast<uint64_t>(barrier_n_));
   if (barrier_n_) {
@@ -503,21 +540,44 @@ std::string Load::result_json() const {
     w.kv("wait_s", barrier_wait_s_);   // ready -> release
   }
   w.end_object();
-  w.kv("end", end_reason_);
-  w.end_object();
-  return w.str();
 }
 
+// Options to workload, connections, buffers, then the measured run; each
+// step below says what it checks.
 int Load::run() {
-  const std::string dir = o_.str("group-dir");
-  if (dir.empty()) throw UsageError("--group-dir is required");
-  const std::string& ops = o_.str("op");
-  op_ = ops == "noop" ? Op::Noop : ops == "read" ? Op::Read : Op::Write;
-  size_ = op_ == Op::Noop ? 0 : o_.size("size");
-  if (op_ != Op::Noop && size_ == 0) throw UsageError("--size must be at least 1 byte for bulk ops");
-  int64_t k = o_.integer("concurrency");
-  if (k < 1 || k > 4096) throw UsageError("--concurrency must be 1..4096");
-  double duration = o_.seconds("duration"), warmup = o_.seconds("warmup");
+  configure();
+  connect();
+  allocate();
+  start();
+  loop();
+  return finish();
+}
+
+void Load::configure() {
+  dir_ = o_.str("group-dir");
+  if (dir_.empty()) throw UsageError("--group-dir is required");
+  op_ = ops::find(o_.str("op"));  // --op's choices are the table's names
+  k_ = o_.integer("concurrency");
+  if (k_ < 1 || k_ > 4096) throw UsageError("--concurrency must be 1..4096");
+  op_->client.configure(o_, k_, w_);  // its own options; bulk: memory checked before anything starts
+  configure_timing();
+  configure_barrier();
+  nwindows_ = o_.integer("samples");
+  if (nwindows_ < 1 || nwindows_ > 100000) throw UsageError("--samples must be 1..100000");
+  if (duration_s_ <= 0) throw UsageError("--duration must be > 0");
+  interval_s_ = o_.seconds("interval");
+  if (interval_s_ < 0.001) throw UsageError("--interval must be at least 1ms");
+  w_.verify = o_.flag("verify");
+  w_.req_size = o_.size("req-size");
+  if (o_.size("resp-size") > (64u << 20)) throw UsageError("--resp-size must be <= 64MiB");
+  w_.resp_size = static_cast<uint32_t>(o_.size("resp-size"));
+  rank_ = static_cast<int>(o_.integer("rank"));
+  if (rank_ < 0) throw UsageError("--rank must be >= 0");
+}
+
+void Load::configure_timing() {
+  duration_s_ = o_.seconds("duration");
+  warmup_s_ = o_.seconds("warmup");
   if (!o_.str("measure-at").empty()) {
     size_t used = 0;
     try {
@@ -530,6 +590,9 @@ int Load::run() {
   }
   nslices_ = o_.integer("slices");
   if (nslices_ < 1 || nslices_ > 1000) throw UsageError("--slices must be 1..1000");
+}
+
+void Load::configure_barrier() {
   const int64_t bn = o_.integer("barrier");
   if (bn < 0 || bn > 1000000) throw UsageError("--barrier must be 0..1000000 clients");
   barrier_n_ = static_cast<uint32_t>(bn);
@@ -545,35 +608,13 @@ int Load::run() {
   barrier_timeout_ns_ = static_cast<int64_t>(btimeout * 1e9);
   settle_ns_ = static_cast<int64_t>(o_.seconds("settle") * 1e9);
   if (settle_ns_ < 0) throw UsageError("--settle must be >= 0");
-  const double delay_ready = o_.seconds("delay-ready");
-  if (delay_ready < 0) throw UsageError("--delay-ready must be >= 0");
-  nwindows_ = o_.integer("samples");
-  if (nwindows_ < 1 || nwindows_ > 100000) throw UsageError("--samples must be 1..100000");
-  if (duration <= 0) throw UsageError("--duration must be > 0");
-  double interval = o_.seconds("interval");
-  if (interval < 0.001) throw UsageError("--interval must be at least 1ms");
-  verify_ = o_.flag("verify");
-  stream_ = o_.str("buffer") == "stream";
-  req_size_ = o_.size("req-size");
-  if (o_.size("resp-size") > (64u << 20)) throw UsageError("--resp-size must be <= 64MiB");
-  resp_size_ = static_cast<uint32_t>(o_.size("resp-size"));
-  int rank = static_cast<int>(o_.integer("rank"));
-  if (rank < 0) throw UsageError("--rank must be >= 0");
+  delay_ready_s_ = o_.seconds("delay-ready");
+  if (delay_ready_s_ < 0) throw UsageError("--delay-ready must be >= 0");
+}
 
-  // Memory for bulk data, checked before anything starts.
-  if (op_ != Op::Noop) {
-    data_len_ = stream_ ? o_.size("stream-size") : size_ * static_cast<uint64_t>(k);
-    if (stream_ && data_len_ < size_ * static_cast<uint64_t>(k))
-      throw UsageError("--stream-size " + o_.str("stream-size") + " is smaller than --size x --concurrency");
-    uint64_t avail = mem_available_bytes();
-    if (avail && data_len_ > avail * 9 / 10)
-      throw UsageError("the client buffer needs " + std::to_string(data_len_ >> 20) + " MiB but only " +
-                       std::to_string(avail >> 20) + " MiB of memory are available (--size/--stream-size)");
-  }
-
-  // Which servers: --server R | R,S,... | all; default rank % nservers.
+// Which servers: --server R | R,S,... | all; default rank % nservers.
+std::vector<int> Load::server_ranks() {
   int64_t nservers = o_.integer("nservers");
-  double timeout = o_.seconds("timeout");
   std::vector<int> ranks;
   const std::string& sv = o_.str("server");
   // The group's ranks are needed only to derive the default server or "all".
@@ -582,14 +623,14 @@ int Load::run() {
     if (nservers > 0) {
       for (int r = 0; r < nservers; r++) known.push_back(r);
     } else {
-      wait_address(dir, 0, timeout);  // at least rank 0 must be up
-      known = list_ranks(dir);
+      wait_address(dir_, 0, timeout_s_);  // at least rank 0 must be up
+      known = list_ranks(dir_);
     }
     return known;
   };
   if (sv.empty()) {
     auto known = group_ranks();
-    ranks.push_back(known[static_cast<size_t>(rank) % known.size()]);
+    ranks.push_back(known[static_cast<size_t>(rank_) % known.size()]);
   } else if (sv == "all") {
     ranks = group_ranks();
   } else {
@@ -606,74 +647,92 @@ int Load::run() {
       ranks.push_back(r);
     }
   }
+  return ranks;
+}
+
+// Opens the endpoint and says hello to every server loaded (and to the
+// barrier server), then checks the workload fits what they registered.
+void Load::connect() {
+  timeout_s_ = o_.seconds("timeout");
+  std::vector<int> ranks = server_ranks();
   const int barrier_rank = static_cast<int>(o_.integer("barrier-server"));
   if (barrier_rank < 0) throw UsageError("--barrier-server must be >= 0");
-  auto addrs = resolve_servers(dir, ranks, o_.str("fabric"), timeout);
+  auto addrs = resolve_servers(dir_, ranks, o_.str("fabric"), timeout_s_);
 
-  size_t msg = std::max<size_t>({req_size_, resp_size_, wire::kHeaderSize + 64});
-  core_ = std::make_unique<ClientCore>(o_, addrs[0], static_cast<size_t>(k) + 8, msg);
+  size_t msg = std::max<size_t>({w_.req_size, w_.resp_size, w_.max_response, wire::kHeaderSize + 64});
+  core_ = std::make_unique<ClientCore>(o_, addrs[0], static_cast<size_t>(k_) + 8, msg);
   rep_.capture(core_->ep());
   inject_ = core_->ep().inject_size();
-  for (auto& a : addrs) targets_.push_back(core_->connect(a, static_cast<uint32_t>(rank)));
+  for (auto& a : addrs) targets_.push_back(core_->connect(a, static_cast<uint32_t>(rank_)));
   if (barrier_n_) {
     barrier_t_.addr.rank = -1;
     for (auto& t : targets_)
       if (t.addr.rank == barrier_rank) barrier_t_ = t;
     if (barrier_t_.addr.rank < 0)  // the barrier server is not one this client loads
-      barrier_t_ = core_->connect(resolve_servers(dir, {barrier_rank}, o_.str("fabric"), timeout)[0],
-                                  static_cast<uint32_t>(rank));
+      barrier_t_ = core_->connect(resolve_servers(dir_, {barrier_rank}, o_.str("fabric"), timeout_s_)[0],
+                                  static_cast<uint32_t>(rank_));
   }
+  check_limits_of_servers();
+}
+
+void Load::check_limits_of_servers() {
   for (auto& t : targets_) {
-    if (op_ != Op::Noop && size_ > t.max_bulk)
-      throw UsageError("--size " + o_.str("size") + " exceeds what server rank " + std::to_string(t.addr.rank) +
-                       " registered (" + std::to_string(t.max_bulk) + " bytes; its --max-size)");
-    if (std::max<size_t>(req_size_, resp_size_) > t.max_msg)
+    if (op_->client.check_server) op_->client.check_server(o_, w_, {t.addr.rank, t.max_bulk, t.max_msg});
+    if (std::max<size_t>(w_.req_size, w_.resp_size) > t.max_msg)
       throw UsageError("--req-size/--resp-size exceed server rank " + std::to_string(t.addr.rank) +
                        "'s largest message (" + std::to_string(t.max_msg) + " bytes; its --max-msg)");
   }
-  if (op_ != Op::Noop && size_ > core_->ep().max_msg_size())
-    throw UsageError("--size exceeds the provider's largest transfer (" +
-                     std::to_string(core_->ep().max_msg_size()) + " bytes)");
+  if (op_->client.check_provider) op_->client.check_provider(o_, w_, core_->ep().max_msg_size());
+}
 
-  tx_mem_.assign(static_cast<size_t>(k + 1) * core_->rx_size(), 0);  // + the barrier's
+// Request buffers (one per slot, plus the barrier's), the data buffer
+// (resident before measuring), the slots, and the --trace file.
+void Load::allocate() {
+  tx_mem_.assign(static_cast<size_t>(k_ + 1) * core_->rx_size(), 0);  // + the barrier's
   tx_mr_ = core_->ep().register_memory(tx_mem_.data(), tx_mem_.size(), false);
-  if (op_ != Op::Noop) {
-    data_mem_ = alloc_resident(data_len_);  // resident before measuring
-    if (!data_mem_) throw EngineError(kExitFailure, "cannot allocate " + std::to_string(data_len_) + " bytes");
-    data_mr_ = core_->ep().register_memory(data_mem_, data_len_, true);
+  if (w_.data_len) {
+    data_mem_ = alloc_resident(w_.data_len);
+    if (!data_mem_) throw EngineError(kExitFailure, "cannot allocate " + std::to_string(w_.data_len) + " bytes");
+    data_mr_ = core_->ep().register_memory(data_mem_, w_.data_len, true);
   }
-  slots_.resize(static_cast<size_t>(k));
+  slots_.resize(static_cast<size_t>(k_));
   for (size_t i = 0; i < slots_.size(); i++) {
     slots_[i].ctx.kind = CtxKind::Tx;
     slots_[i].idx = static_cast<uint32_t>(i);
     slots_[i].txbuf = tx_mem_.data() + i * core_->rx_size();
   }
-  setup_barrier(static_cast<uint32_t>(rank));
+  setup_barrier(static_cast<uint32_t>(rank_));
   if (!o_.str("trace").empty()) {
     trace_ = std::fopen(o_.str("trace").c_str(), "w");
     if (!trace_) throw UsageError("--trace " + o_.str("trace") + ": cannot open for writing");
     std::fputs("t_issue_ns,latency_ns,server_rank,bytes\n", trace_);
   }
+}
 
-  // Run: warmup, measure, drain.
-  const int64_t interval_ns = static_cast<int64_t>(interval * 1e9);
-  const int64_t timeout_ns = static_cast<int64_t>(timeout * 1e9);
+// The clock starts: warmup (until --measure-at, if given), every slot issued.
+void Load::start() {
+  tick_.interval_ns = static_cast<int64_t>(interval_s_ * 1e9);
+  timeout_ns_ = static_cast<int64_t>(timeout_s_ * 1e9);
   t_start_ = now_ns();
-  warm_end_ = t_start_ + static_cast<int64_t>((warmup + delay_ready) * 1e9);
+  warm_end_ = t_start_ + static_cast<int64_t>((warmup_s_ + delay_ready_s_) * 1e9);
   if (measure_at_ > 0) {
     // Every client of a sample measures from the same wall-clock instant:
     // warm up until then, whatever the launch skew was.
     double until = measure_at_ - realtime_s();
     late_s_ = until < 0 ? -until : 0.0;
     warm_end_ = t_start_ + static_cast<int64_t>(std::max(0.0, until) * 1e9);
-    warmup = std::max(0.0, until);
+    warmup_s_ = std::max(0.0, until);
   }
-  duration_ns_ = std::max<int64_t>(1, static_cast<int64_t>(duration * 1e9));
-  if (warmup + delay_ready <= 0 && !barrier_n_) start_measure(t_start_);
-  int64_t next_tick = t_start_ + interval_ns, tick_start = t_start_;
-  uint64_t tick_ops = 0, tick_bytes = 0;
-  CpuTimes tick_cpu = process_cpu();
+  duration_ns_ = std::max<int64_t>(1, static_cast<int64_t>(duration_s_ * 1e9));
+  if (warmup_s_ + delay_ready_s_ <= 0 && !barrier_n_) start_measure(t_start_);
+  tick_.next = t_start_ + tick_.interval_ns;
+  tick_.start = t_start_;
+  tick_.cpu = process_cpu();
   for (auto& s : slots_) issue(s);
+}
+
+// Warmup, measure, drain: until done or a fatal error.
+void Load::loop() {
   CqEvent ev[32];
   uint32_t spins = 0;
   int64_t last_activity = t_start_;
@@ -682,75 +741,92 @@ int Load::run() {
     size_t n = core_->ep().poll(ev, 32);
     int64_t now = now_ns();
     for (size_t i = 0; i < n; i++) on_event(ev[i], now);
-    while (!to_post_.empty()) {
-      Slot* s = to_post_.front();
-      to_post_.pop_front();
-      size_t before = to_post_.size();
-      post(*s);
-      if (to_post_.size() > before) break;  // still EAGAIN
-    }
+    retry_posts();
     if (n) last_activity = now;
-    // Phase changes.
-    if (phase_ == Phase::Warmup && now >= warm_end_) {
-      if (barrier_n_ && !released_) phase_ = Phase::Ready;  // drain, then report ready
-      else start_measure(now);
-    }
-    if (phase_ == Phase::Ready && !ready_ns_ && busy_ == 0 && to_post_.empty()) send_ready(now);
-    if (phase_ == Phase::Measure) {
-      while (cur_w_ < windows_.size() && now >= windows_[cur_w_].end) {
-        CpuTimes c = process_cpu();  // CPU of each window, read as the clock leaves it
-        windows_[cur_w_++].cpu_s = c.user_s - w_cpu0_.user_s + c.sys_s - w_cpu0_.sys_s;
-        w_cpu0_ = c;
-      }
-      if (cur_w_ == windows_.size()) {
-        phase_ = Phase::Drain;  // no new operations; those in flight count for their share
-        cpu_end_ = process_cpu();
-      }
-    }
-    if (phase_ == Phase::Drain && busy_ == 0) phase_ = Phase::Done;
-    if ((++spins & 255) == 0 || now >= next_tick) {
-      rep_.cores.sample();
-      if (int sig = g_signal.load()) {
-        end_reason_ = sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM";
-        fatal_ = true;
-        fatal_code_ = 128 + sig;
-      }
-      if (lease.lapsed(now)) {  // the campaign is gone: stop loading its servers
-        error(lease.why());
-        end_reason_ = "lease lapsed";
-        fatal_ = true;
-        fatal_code_ = kExitFailure;
-      }
-      check_barrier_timeout(now);
-      // A silent server: the oldest outstanding operation is too old.
-      for (auto& s : slots_)
-        if (s.busy && now - s.t_issue > timeout_ns) {
-          char buf[32];
-          std::snprintf(buf, sizeof buf, "%g", timeout);
-          error("no response from server rank " + std::to_string(targets_[s.target].addr.rank) +
-                " within " + buf + " s (see --timeout)");
-          end_reason_ = "timeout";
-          fatal_ = true;
-          fatal_code_ = kExitUnreachable;
-          break;
-        }
-      if (now >= next_tick) {
-        CpuTimes c = process_cpu();
-        uint64_t all_ops = all_done_;
-        double dt = (now - tick_start) / 1e9;
-        intervals_.push_back({(now - t_start_) / 1e9, phase_name(phase_), all_ops - tick_ops,
-                              all_bytes_ - tick_bytes,
-                              dt > 0 ? (c.user_s - tick_cpu.user_s + c.sys_s - tick_cpu.sys_s) / dt : 0});
-        if (intervals_.size() > 100000) intervals_.erase(intervals_.begin());
-        tick_ops = all_ops;
-        tick_bytes = all_bytes_;
-        tick_cpu = c;
-        tick_start = now;
-        next_tick = now + interval_ns;
-      }
-    }
+    advance(now);
+    if ((++spins & 255) == 0 || now >= tick_.next) watch(now, lease);
     if (n == 0 && !fatal_) core_->ep().idle(busy_ > 0, now, last_activity, 100);
   }
+}
+
+void Load::retry_posts() {
+  while (!to_post_.empty()) {
+    Slot* s = to_post_.front();
+    to_post_.pop_front();
+    size_t before = to_post_.size();
+    post(*s);
+    if (to_post_.size() > before) break;  // still EAGAIN
+  }
+}
+
+// Phase changes.
+void Load::advance(int64_t now) {
+  if (phase_ == Phase::Warmup && now >= warm_end_) {
+    if (barrier_n_ && !released_) phase_ = Phase::Ready;  // drain, then report ready
+    else start_measure(now);
+  }
+  if (phase_ == Phase::Ready && !ready_ns_ && busy_ == 0 && to_post_.empty()) send_ready(now);
+  if (phase_ == Phase::Measure) {
+    while (cur_w_ < windows_.size() && now >= windows_[cur_w_].end) {
+      CpuTimes c = process_cpu();  // CPU of each window, read as the clock leaves it
+      windows_[cur_w_++].cpu_s = c.user_s - w_cpu0_.user_s + c.sys_s - w_cpu0_.sys_s;
+      w_cpu0_ = c;
+    }
+    if (cur_w_ == windows_.size()) {
+      phase_ = Phase::Drain;  // no new operations; those in flight count for their share
+      cpu_end_ = process_cpu();
+    }
+  }
+  if (phase_ == Phase::Drain && busy_ == 0) phase_ = Phase::Done;
+}
+
+// Now and then: signals, the lease, the barrier's and the servers'
+// silence, and the --interval series.
+void Load::watch(int64_t now, Lease& lease) {
+  rep_.cores.sample();
+  if (int sig = g_signal.load()) {
+    end_reason_ = sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM";
+    fatal_ = true;
+    fatal_code_ = 128 + sig;
+  }
+  if (lease.lapsed(now)) {  // the campaign is gone: stop loading its servers
+    error(lease.why());
+    end_reason_ = "lease lapsed";
+    fatal_ = true;
+    fatal_code_ = kExitFailure;
+  }
+  check_barrier_timeout(now);
+  // A silent server: the oldest outstanding operation is too old.
+  for (auto& s : slots_)
+    if (s.busy && now - s.t_issue > timeout_ns_) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", timeout_s_);
+      error("no response from server rank " + std::to_string(targets_[s.target].addr.rank) + " within " + buf +
+            " s (see --timeout)");
+      end_reason_ = "timeout";
+      fatal_ = true;
+      fatal_code_ = kExitUnreachable;
+      break;
+    }
+  if (now >= tick_.next) tick(now);
+}
+
+void Load::tick(int64_t now) {
+  CpuTimes c = process_cpu();
+  uint64_t all_ops = all_done_;
+  double dt = (now - tick_.start) / 1e9;
+  intervals_.push_back({(now - t_start_) / 1e9, phase_name(phase_), all_ops - tick_.ops, all_bytes_ - tick_.bytes,
+                        dt > 0 ? (c.user_s - tick_.cpu.user_s + c.sys_s - tick_.cpu.sys_s) / dt : 0});
+  if (intervals_.size() > 100000) intervals_.erase(intervals_.begin());
+  tick_.ops = all_ops;
+  tick_.bytes = all_bytes_;
+  tick_.cpu = c;
+  tick_.start = now;
+  tick_.next = now + tick_.interval_ns;
+}
+
+// The result: partial after a fatal error, else checked; the exit code.
+int Load::finish() {
   if (trace_) std::fclose(trace_);
   if (fatal_) {
     // Partial result: what was measured up to now.
@@ -781,14 +857,17 @@ int Load::run() {
 }  // namespace
 
 int cmd_load(int argc, char** argv) {
-  auto opts = client_common_options();
-  std::vector<OptSpec> more = {
-      {"rank", OptKind::Int, "0", "this client's rank; picks server rank % nservers by default", ""},
-                {"rank-from-env", OptKind::Bool, "false", "add the launcher's rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID) to --rank; {rank} in --output becomes the rank", ""},
+  auto opts = opt::client_common();
+  auto add = [&](const std::vector<OptSpec>& more) { opts.insert(opts.end(), more.begin(), more.end()); };
+  add({
+      opt::rank("this client's rank; picks server rank % nservers by default"),
+      opt::rank_from_env(),
       {"server", OptKind::Str, "", "server(s) to load: R, R,S,... or all (round-robin); default rank % nservers", ""},
       {"nservers", OptKind::Int, "0", "number of servers in the group (0: count the address files)", ""},
-      {"op", OptKind::Choice, "noop", "noop RPC; read: server RMA-writes into our buffer; write: server RMA-reads from it", "noop|read|write"},
-      {"size", OptKind::Size, "4MiB", "bytes per bulk operation (read/write)", ""},
+      ops::op_option(),
+  });
+  add(ops::options(ops::Place::AfterOp));
+  add({
       {"concurrency", OptKind::Int, "1", "operations outstanding at once (1: sequential, synchronous)", ""},
       {"duration", OptKind::Seconds, "5", "measured time (of each sample)", ""},
       {"samples", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.samples", ""},
@@ -801,18 +880,18 @@ int cmd_load(int argc, char** argv) {
       {"settle", OptKind::Seconds, "0", "with --barrier: keep loading this long after the release before the first window (pipelines refill; every client waits the same)", ""},
       {"delay-ready", OptKind::Seconds, "0", "testing: report ready this much later than --warmup (a late client)", ""},
       {"slices", OptKind::Int, "20", "slices per window in result.samples[].slice_ops (work over time, to align clients)", ""},
-      {"buffer", OptKind::Choice, "stream", "reuse: one buffer per outstanding op (as osu_bw); stream: walk through --stream-size (as a data service)", "reuse|stream"},
-      {"stream-size", OptKind::Size, "1GiB", "client buffer walked by --buffer stream", ""},
+  });
+  add(ops::options(ops::Place::WithData));
+  add({
       {"verify", OptKind::Bool, "false", "check a data pattern end to end on every bulk op", ""},
       {"req-size", OptKind::Size, "0", "pad each request to this many bytes (Quintain req_buffer_size; 0: minimal)", ""},
       {"resp-size", OptKind::Size, "0", "ask for responses padded to this many bytes (resp_buffer_size)", ""},
       {"interval", OptKind::Seconds, "100ms", "period of the ops/bytes/CPU series in the result", ""},
       {"trace", OptKind::Str, "", "write one CSV line per measured op to this file", ""},
-      {"cpus", OptKind::Str, "", "bind this process to these cpus (e.g. 1 or 2-3); default: inherited", ""},
-      {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""},
-  };
-  opts.insert(opts.end(), more.begin(), more.end());
-  for (auto& spec : lease_options()) opts.push_back(spec);
+      opt::cpus(" (e.g. 1 or 2-3); default: inherited"),
+      opt::output(),
+  });
+  add(lease_options());
   Options o("load",
             "Run one client process: a workload against one or more servers for\n"
             "--duration after --warmup, with --concurrency operations outstanding.\n"

@@ -1,6 +1,8 @@
-// rooftop-engine serve: a single-threaded event loop answering noop, bulk,
-// stat and shutdown RPCs. Bulk "read" RMA-writes into the client's buffer
-// (a storage read); bulk "write" RMA-reads from it (a storage write).
+// rooftop-engine serve: a single-threaded event loop answering the requests
+// of the operation table (ops/: noop, bulk read and write, ...), stat,
+// start-barrier and shutdown RPCs. It names no operation: a request goes to
+// its operation's handler, bulk transfers run in RMA slots through the
+// operation's hooks, and the counters come from counters.hpp.
 #include <unistd.h>
 
 #include <csignal>
@@ -17,9 +19,12 @@
 
 #include "addrfile.hpp"
 #include "commands.hpp"
+#include "common_options.hpp"
+#include "counters.hpp"
 #include "fabric.hpp"
 #include "lease.hpp"
 #include "nic.hpp"
+#include "ops/table.hpp"
 #include "report.hpp"
 #include "token.hpp"
 #include "wire.hpp"
@@ -37,17 +42,10 @@ struct TxBuf {
   uint8_t* buf;
   TxBuf* next_free;
 };
-struct BulkJob {
-  uint64_t req_id, conn, size, raddr, rkey;
-  fi_addr_t dest;
-  wire::BulkOp op;
-  bool verify;
-  uint32_t resp_len;
-};
 struct BulkSlot {
   OpContext ctx;
   uint8_t* buf;
-  BulkJob job;
+  ops::RmaJob job;
   bool busy = false;
 };
 struct Pending {
@@ -80,18 +78,40 @@ struct BarrierRelease {
   double release_s;  // time taken to send every release
 };
 
-class Server {
+class Server : public ops::ServerContext {
  public:
   Server(Options& o, Report& rep) : o_(o), rep_(rep) {}
   int run();
 
+  // What operation handlers may do (ops::ServerContext).
+  void respond(uint64_t dest, ops::EncodeRef encode) override;
+  void served(const ops::Op& op, uint64_t bytes) override { counters_.served(op, bytes); }
+  void count(Counter c) override { counters_[c]++; }
+  uint64_t max_bulk() const override { return max_bulk_; }
+  size_t max_msg() const override { return max_msg_; }
+  void queue_rma(const ops::RmaJob& job) override {
+    bulk_queue_.push_back(job);
+    start_pending_bulk();
+  }
+
  private:
+  // run(), step by step.
+  void configure();
+  void open_endpoint();
+  void allocate();
+  void publish();
+  void loop();
+  void tick(int64_t now);
+  void drain();
+
   void handle_rx(RxBuf* rx, const CqEvent& ev);
+  void handle_hello(RxBuf* rx, const wire::Message& m);
+  void handle_control(RxBuf* rx, const wire::Message& m, fi_addr_t dest);
+  void handle_stat(const wire::Message& m, fi_addr_t dest);
+  void handle_shutdown(RxBuf* rx, const wire::Message& m, fi_addr_t dest);
   void handle_tx(TxBuf* tx, const CqEvent& ev);
   void handle_rma(BulkSlot* s, const CqEvent& ev);
   void repost(RxBuf* rx);
-  template <typename F>
-  void respond(fi_addr_t dest, F&& encode);
   void post_tx(TxBuf* tx, size_t len, fi_addr_t dest);
   void flush_backlog();
   void start_pending_bulk();
@@ -123,12 +143,15 @@ class Server {
   TxBuf* free_tx_ = nullptr;
   size_t tx_inflight_ = 0, rma_inflight_ = 0;
   std::deque<Pending> backlog_;
-  std::deque<BulkJob> bulk_queue_;
+  std::deque<ops::RmaJob> bulk_queue_;
   std::map<std::string, fi_addr_t> conn_by_addr_;
   std::set<uint64_t> conns_;
   size_t max_msg_ = 0;
   size_t inject_ = 0;  // responses up to this size go out with fi_inject
   uint64_t max_bulk_ = 0;
+  int64_t nslots_ = 0, depth_ = 0;  // --bulk-slots, --rx-depth
+  double interval_s_ = 0;
+  std::string dir_;
   int rank_ = 0;
   std::string token_;
   std::atomic<bool> stop_{false};
@@ -143,19 +166,19 @@ class Server {
   std::atomic<size_t> queued_{0};
   std::vector<std::thread> handlers_;
   bool quit_ = false;
-  // counters
-  uint64_t n_hello_ = 0, n_noop_ = 0, n_bulk_read_ = 0, n_bulk_write_ = 0, n_stat_ = 0,
-           n_shutdown_ = 0, n_shutdown_denied_ = 0, bytes_ = 0, n_verify_fail_ = 0,
-           n_too_large_ = 0, n_rma_fail_ = 0, n_tx_err_ = 0, n_rx_err_ = 0;
+  ServerCounters counters_;
   std::map<std::string, uint64_t> dropped_;
   uint64_t dropped_total_ = 0;
   int64_t t_ready_ = 0;
   CpuTimes cpu_ready_;
   std::vector<Interval> intervals_;
   uint64_t intervals_dropped_ = 0;
+  // The --interval series: where the current interval began.
+  int64_t interval_ns_ = 0, next_tick_ = 0;
+  uint64_t tick_ops_ = 0, tick_bytes_ = 0;
+  CpuTimes tick_cpu_;
   std::map<uint64_t, BarrierState> barriers_;
   std::vector<BarrierRelease> released_;
-  uint64_t n_barrier_ = 0, n_barrier_bad_ = 0;
   ServerAddress addr_;
   Published published_;
 };
@@ -167,7 +190,7 @@ void Server::answer_barrier(const BarrierWaiter& w, wire::Status st, uint64_t n)
 }
 
 void Server::handle_barrier(const wire::Message& m, fi_addr_t dest) {
-  n_barrier_++;
+  counters_[Counter::barrier]++;
   const BarrierWaiter me{dest, m.h.req_id, m.h.conn_id, m.client_rank};
   BarrierState& b = barriers_[m.barrier_id];
   if (b.waiting.empty()) {
@@ -177,7 +200,7 @@ void Server::handle_barrier(const wire::Message& m, fi_addr_t dest) {
   bool twice = false;
   for (auto& w : b.waiting) twice |= w.rank == m.client_rank;
   if (m.barrier_clients != b.clients || twice) {  // a client of another sample, or a rank twice
-    n_barrier_bad_++;
+    counters_[Counter::barrier_rejected]++;
     answer_barrier(me, wire::Status::BadRequest, b.clients);
     return;
   }
@@ -216,7 +239,7 @@ void Server::post_tx(TxBuf* tx, size_t len, fi_addr_t dest) {
       return;
     }
     if (rc != -FI_EAGAIN) {
-      n_tx_err_++;
+      counters_[Counter::send_errors]++;
       error("fi_inject failed: " + fi_error_text(static_cast<int>(rc)));
       tx->next_free = free_tx_;
       free_tx_ = tx;
@@ -236,15 +259,14 @@ void Server::post_tx(TxBuf* tx, size_t len, fi_addr_t dest) {
   if (rc == -FI_EAGAIN) {
     backlog_.push_back({dest, std::vector<uint8_t>(tx->buf, tx->buf + len)});
   } else {
-    n_tx_err_++;
+    counters_[Counter::send_errors]++;
     error("fi_send failed: " + fi_error_text(static_cast<int>(rc)));
   }
   tx->next_free = free_tx_;
   free_tx_ = tx;
 }
 
-template <typename F>
-void Server::respond(fi_addr_t dest, F&& encode) {
+void Server::respond(uint64_t dest, ops::EncodeRef encode) {
   if (free_tx_ && backlog_.empty()) {
     TxBuf* tx = free_tx_;
     free_tx_ = tx->next_free;
@@ -282,25 +304,23 @@ void Server::flush_backlog() {
       backlog_.push_front(std::move(p));
       return;
     }
-    n_tx_err_++;
+    counters_[Counter::send_errors]++;
     error("fi_send failed: " + fi_error_text(static_cast<int>(rc)));
   }
 }
 
 bool Server::start_bulk(BulkSlot* s) {
-  const BulkJob& j = s->job;
-  ssize_t rc;
-  if (j.op == wire::BulkOp::Read) {
-    if (j.verify) wire::fill_pattern(s->buf, j.size, j.req_id);
-    rc = ep_->post_write(s->buf, j.size, bulk_mr_.desc, j.dest, j.raddr, j.rkey, &s->ctx);
-  } else {
-    rc = ep_->post_read(s->buf, j.size, bulk_mr_.desc, j.dest, j.raddr, j.rkey, &s->ctx);
-  }
+  const ops::RmaJob& j = s->job;
+  const ops::ServerHooks& op = j.op->server;
+  if (op.before_rma) op.before_rma(j, s->buf);
+  ssize_t rc = op.rma == ops::Rma::Write
+                   ? ep_->post_write(s->buf, j.size, bulk_mr_.desc, j.peer, j.raddr, j.rkey, &s->ctx)
+                   : ep_->post_read(s->buf, j.size, bulk_mr_.desc, j.peer, j.raddr, j.rkey, &s->ctx);
   if (rc == -FI_EAGAIN) return false;
   s->busy = true;
   if (rc != 0) {
-    error(std::string("RMA ") + (j.op == wire::BulkOp::Read ? "write" : "read") +
-          " failed to start: " + fi_error_text(static_cast<int>(rc)));
+    error(std::string("RMA ") + ops::rma_name(op.rma) + " failed to start: " +
+          fi_error_text(static_cast<int>(rc)));
     finish_bulk(s, wire::Status::RmaFailed);
     return true;
   }
@@ -319,19 +339,18 @@ void Server::start_pending_bulk() {
 }
 
 void Server::finish_bulk(BulkSlot* s, wire::Status st) {
-  const BulkJob j = s->job;
+  const ops::RmaJob j = s->job;
   s->busy = false;
   if (st == wire::Status::Ok) {
-    bytes_ += j.size;
-    (j.op == wire::BulkOp::Read ? n_bulk_read_ : n_bulk_write_)++;
+    counters_.served(*j.op, j.size);
   } else if (st == wire::Status::VerifyFailed) {
-    n_verify_fail_++;
+    counters_[Counter::verify_failed]++;
   } else if (st == wire::Status::RmaFailed) {
-    n_rma_fail_++;
+    counters_[Counter::rma_failed]++;
   }
   size_t total = std::min<size_t>(j.resp_len, max_msg_);
-  respond(j.dest, [&](uint8_t* b, size_t cap) {
-    return wire::encode_resp(b, cap, wire::Type::Bulk, j.req_id, j.conn, st,
+  respond(j.peer, [&](uint8_t* b, size_t cap) {
+    return wire::encode_resp(b, cap, j.op->wire_type, j.req_id, j.conn, st,
                              st == wire::Status::Ok ? j.size : 0, total);
   });
   start_pending_bulk();
@@ -344,18 +363,14 @@ void Server::handle_rma(BulkSlot* s, const CqEvent& ev) {
     finish_bulk(s, wire::Status::RmaFailed);
     return;
   }
-  wire::Status st = wire::Status::Ok;
-  if (s->job.op == wire::BulkOp::Write && s->job.verify) {
-    size_t bad = wire::check_pattern(s->buf, s->job.size, s->job.req_id);
-    if (bad != s->job.size) st = wire::Status::VerifyFailed;
-  }
-  finish_bulk(s, st);
+  const ops::ServerHooks& op = s->job.op->server;
+  finish_bulk(s, op.after_rma ? op.after_rma(s->job, s->buf) : wire::Status::Ok);
 }
 
 void Server::handle_tx(TxBuf* tx, const CqEvent& ev) {
   tx_inflight_--;
   if (ev.err) {
-    n_tx_err_++;
+    counters_[Counter::send_errors]++;
     error("response send failed: " + ev.err_text);
   }
   tx->next_free = free_tx_;
@@ -365,7 +380,7 @@ void Server::handle_tx(TxBuf* tx, const CqEvent& ev) {
 void Server::handle_rx(RxBuf* rx, const CqEvent& ev) {
   if (ev.err) {
     if (ev.err != FI_ECANCELED) {
-      n_rx_err_++;
+      counters_[Counter::recv_errors]++;
       error("receive failed: " + ev.err_text);
     }
     if (!stop_) repost(rx);
@@ -383,32 +398,7 @@ void Server::handle_rx(RxBuf* rx, const CqEvent& ev) {
     repost(rx);
     return;
   }
-  const uint64_t req = m.h.req_id;
-  if (m.type == wire::Type::Hello) {
-    std::string addr(m.addr);
-    fi_addr_t fa;
-    auto it = conn_by_addr_.find(addr);
-    if (it != conn_by_addr_.end()) {
-      fa = it->second;
-    } else {
-      try {
-        fa = ep_->insert(addr);
-      } catch (const EngineError& e) {
-        drop("bad_client_address");
-        repost(rx);
-        return;
-      }
-      conn_by_addr_[addr] = fa;
-      conns_.insert(fa);
-    }
-    n_hello_++;
-    repost(rx);
-    respond(fa, [&](uint8_t* b, size_t cap) {
-      return wire::encode_hello_resp(b, cap, req, fa, max_bulk_, static_cast<uint32_t>(max_msg_),
-                                     static_cast<uint32_t>(rank_));
-    });
-    return;
-  }
+  if (m.type == wire::Type::Hello) return handle_hello(rx, m);
   const uint64_t conn = m.h.conn_id;
   if (!conns_.count(conn)) {
     drop("unknown_connection");
@@ -416,70 +406,82 @@ void Server::handle_rx(RxBuf* rx, const CqEvent& ev) {
     return;
   }
   const fi_addr_t dest = conn;
-  const size_t total = std::min<size_t>(m.h.resp_len, max_msg_);
+  if (const ops::Op* op = ops::for_request(m)) {
+    repost(rx);
+    op->server.serve(*this, {*op, m, dest, std::min<size_t>(m.h.resp_len, max_msg_)});
+    return;
+  }
+  handle_control(rx, m, dest);
+}
+
+void Server::handle_hello(RxBuf* rx, const wire::Message& m) {
+  std::string addr(m.addr);
+  fi_addr_t fa;
+  auto it = conn_by_addr_.find(addr);
+  if (it != conn_by_addr_.end()) {
+    fa = it->second;
+  } else {
+    try {
+      fa = ep_->insert(addr);
+    } catch (const EngineError& e) {
+      drop("bad_client_address");
+      repost(rx);
+      return;
+    }
+    conn_by_addr_[addr] = fa;
+    conns_.insert(fa);
+  }
+  counters_[Counter::hello]++;
+  repost(rx);
+  const uint64_t req = m.h.req_id;
+  respond(fa, [&](uint8_t* b, size_t cap) {
+    return wire::encode_hello_resp(b, cap, req, fa, max_bulk_, static_cast<uint32_t>(max_msg_),
+                                   static_cast<uint32_t>(rank_));
+  });
+}
+
+// The requests that are no operation of the table.
+void Server::handle_control(RxBuf* rx, const wire::Message& m, fi_addr_t dest) {
   switch (m.type) {
-    case wire::Type::Noop:
-      n_noop_++;
+    case wire::Type::Stat:
       repost(rx);
-      respond(dest, [&](uint8_t* b, size_t cap) {
-        return wire::encode_resp(b, cap, wire::Type::Noop, req, conn, wire::Status::Ok, 0, total);
-      });
+      handle_stat(m, dest);
       return;
-    case wire::Type::Bulk: {
-      BulkJob j{req, conn, m.size, m.remote_addr, m.rkey, dest, m.op,
-                (m.h.flags & wire::kFlagVerify) != 0, m.h.resp_len};
-      repost(rx);
-      if (m.size == 0 || m.size > max_bulk_) {
-        n_too_large_++;
-        respond(dest, [&](uint8_t* b, size_t cap) {
-          return wire::encode_resp(b, cap, wire::Type::Bulk, req, conn, wire::Status::TooLarge, 0,
-                                   total);
-        });
-        return;
-      }
-      bulk_queue_.push_back(j);
-      start_pending_bulk();
-      return;
-    }
-    case wire::Type::Stat: {
-      n_stat_++;
-      repost(rx);
-      CpuTimes c = process_cpu();
-      wire::StatBody sb{n_noop_ + n_bulk_read_ + n_bulk_write_,
-                        n_noop_,
-                        n_bulk_read_ + n_bulk_write_,
-                        bytes_,
-                        dropped_total_,
-                        c.user_s - cpu_ready_.user_s,
-                        c.sys_s - cpu_ready_.sys_s,
-                        (now_ns() - t_ready_) / 1e9};
-      respond(dest, [&](uint8_t* b, size_t cap) {
-        return wire::encode_stat_resp(b, cap, req, conn, sb);
-      });
-      return;
-    }
     case wire::Type::Barrier:
       repost(rx);
       handle_barrier(m, dest);
       return;
-    case wire::Type::Shutdown: {
-      bool ok = !token_.empty() && m.token == token_;
-      repost(rx);
-      (ok ? n_shutdown_ : n_shutdown_denied_)++;
-      respond(dest, [&](uint8_t* b, size_t cap) {
-        return wire::encode_resp(b, cap, wire::Type::Shutdown, req, conn,
-                                 ok ? wire::Status::Ok : wire::Status::Denied, 0, 0);
-      });
-      if (ok) {
-        stop_ = true;
-        stop_reason_ = "shutdown rpc";
-      }
+    case wire::Type::Shutdown:
+      handle_shutdown(rx, m, dest);
       return;
-    }
     default:
       drop("bad_type");
       repost(rx);
       return;
+  }
+}
+
+void Server::handle_stat(const wire::Message& m, fi_addr_t dest) {
+  counters_[Counter::stat]++;
+  CpuTimes c = process_cpu();
+  wire::StatBody sb = counters_.stat(dropped_total_, c.user_s - cpu_ready_.user_s, c.sys_s - cpu_ready_.sys_s,
+                                     (now_ns() - t_ready_) / 1e9);
+  respond(dest, [&](uint8_t* b, size_t cap) {
+    return wire::encode_stat_resp(b, cap, m.h.req_id, m.h.conn_id, sb);
+  });
+}
+
+void Server::handle_shutdown(RxBuf* rx, const wire::Message& m, fi_addr_t dest) {
+  bool ok = !token_.empty() && m.token == token_;  // before the repost: the token is in rx
+  repost(rx);
+  counters_[ok ? Counter::shutdown : Counter::shutdown_denied]++;
+  respond(dest, [&](uint8_t* b, size_t cap) {
+    return wire::encode_resp(b, cap, wire::Type::Shutdown, m.h.req_id, m.h.conn_id,
+                             ok ? wire::Status::Ok : wire::Status::Denied, 0, 0);
+  });
+  if (ok) {
+    stop_ = true;
+    stop_reason_ = "shutdown rpc";
   }
 }
 
@@ -515,19 +517,15 @@ void Server::handler_loop() {
 
 std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   JsonWriter w;
-  uint64_t ops = n_noop_ + n_bulk_read_ + n_bulk_write_;
+  const uint64_t ops = counters_.total_ops(), bytes = counters_.bytes;
   w.begin_object();
   w.kv("elapsed_s", elapsed);
   w.kv("ops", ops);
-  w.kv("bytes", bytes_);
+  w.kv("bytes", bytes);
   w.kv("ops_per_sec", elapsed > 0 ? ops / elapsed : 0.0);
-  w.kv("bytes_per_sec", elapsed > 0 ? bytes_ / elapsed : 0.0);
+  w.kv("bytes_per_sec", elapsed > 0 ? bytes / elapsed : 0.0);
   w.key("requests").begin_object();
-  w.kv("hello", n_hello_).kv("noop", n_noop_).kv("bulk_read", n_bulk_read_);
-  w.kv("bulk_write", n_bulk_write_).kv("stat", n_stat_).kv("shutdown", n_shutdown_);
-  w.kv("shutdown_denied", n_shutdown_denied_).kv("bulk_too_large", n_too_large_);
-  w.kv("verify_failed", n_verify_fail_).kv("rma_failed", n_rma_fail_);
-  w.kv("barrier", n_barrier_).kv("barrier_rejected", n_barrier_bad_);
+  counters_.write_requests(w);
   w.end_object();
   w.key("barriers").begin_array();  // start barriers released, in order
   for (auto& r : released_) {
@@ -541,8 +539,7 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   w.kv("total", dropped_total_);
   for (auto& [k, v] : dropped_) w.kv(k, v);
   w.end_object();
-  w.kv("send_errors", n_tx_err_);
-  w.kv("recv_errors", n_rx_err_);
+  counters_.write_errors(w);  // send_errors, recv_errors
   w.key("cpu").begin_object();
   w.kv("user_s", cpu.user_s).kv("sys_s", cpu.sys_s);
   w.kv("utilization", elapsed > 0 ? (cpu.user_s + cpu.sys_s) / elapsed : 0.0);
@@ -570,32 +567,52 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   return w.str();
 }
 
+// Options, endpoint, buffers, the published address, the event loop, then
+// an orderly shutdown and the result.
 int Server::run() {
+  configure();
+  open_endpoint();
+  allocate();
+  publish();
+  loop();
+  const int64_t t_stop = now_ns();
+  CpuTimes cpu_stop = process_cpu();
+  drain();
+  CpuTimes used{cpu_stop.user_s - cpu_ready_.user_s, cpu_stop.sys_s - cpu_ready_.sys_s};
+  rep_.result_json = result_json((t_stop - t_ready_) / 1e9, used);
+  rep_.complete = true;
+  return kExitOk;
+}
+
+void Server::configure() {
   rank_ = static_cast<int>(o_.integer("rank"));
   if (rank_ < 0) throw UsageError("--rank must be >= 0");
-  const std::string dir = o_.str("group-dir");
-  if (dir.empty()) throw UsageError("--group-dir is required");
+  dir_ = o_.str("group-dir");
+  if (dir_.empty()) throw UsageError("--group-dir is required");
   token_ = load_token(o_, wire::kMaxTokenLen);
   max_msg_ = o_.size("max-msg");
   if (max_msg_ < 1024 || max_msg_ > (64u << 20))
     throw UsageError("--max-msg must be between 1KiB and 64MiB");
   max_bulk_ = o_.size("max-size");
-  int64_t nslots = o_.integer("bulk-slots"), depth = o_.integer("rx-depth");
-  if (nslots < 1 || nslots > 1024) throw UsageError("--bulk-slots must be 1..1024");
-  if (depth < 1 || depth > 65536) throw UsageError("--rx-depth must be 1..65536");
+  nslots_ = o_.integer("bulk-slots");
+  depth_ = o_.integer("rx-depth");
+  if (nslots_ < 1 || nslots_ > 1024) throw UsageError("--bulk-slots must be 1..1024");
+  if (depth_ < 1 || depth_ > 65536) throw UsageError("--rx-depth must be 1..65536");
   if (max_bulk_ < 1) throw UsageError("--max-size must be at least 1 byte");
-  double interval = o_.seconds("interval");
-  if (interval < 0.001) throw UsageError("--interval must be at least 1ms");
+  interval_s_ = o_.seconds("interval");
+  if (interval_s_ < 0.001) throw UsageError("--interval must be at least 1ms");
   nthreads_ = static_cast<int>(o_.integer("handler-threads"));
   if (nthreads_ < 0 || nthreads_ > 256) throw UsageError("--handler-threads must be 0..256");
-  bulk_bytes_ = max_bulk_ * static_cast<uint64_t>(nslots);
-  uint64_t need = bulk_bytes_ + (depth * 2 + nslots + 16) * max_msg_;
+  bulk_bytes_ = max_bulk_ * static_cast<uint64_t>(nslots_);
+  uint64_t need = bulk_bytes_ + (depth_ * 2 + nslots_ + 16) * max_msg_;
   uint64_t avail = mem_available_bytes();
   if (avail && need > avail)
     throw UsageError("--max-size " + o_.str("max-size") + " x --bulk-slots " +
-                     std::to_string(nslots) + " needs " + std::to_string(need >> 20) +
+                     std::to_string(nslots_) + " needs " + std::to_string(need >> 20) +
                      " MiB but only " + std::to_string(avail >> 20) + " MiB are available");
+}
 
+void Server::open_endpoint() {
   EndpointOptions eo;
   eo.fabric = parse_fabric_spec(o_.str("fabric"));
   eo.domain = o_.str("domain");
@@ -609,11 +626,13 @@ int Server::run() {
   if (max_bulk_ > ep_->max_msg_size())
     throw UsageError("--max-size " + o_.str("max-size") + " exceeds the provider's largest transfer (" +
                      std::to_string(ep_->max_msg_size()) + " bytes)");
+}
 
-  // Buffers: receive ring, response pool, bulk slots. Page-aligned and
-  // touched up front so no page fault lands inside a measurement.
-  rx_mem_.assign(static_cast<size_t>(depth) * max_msg_, 0);
-  size_t ntx = static_cast<size_t>(depth + nslots + 16);
+// Buffers: receive ring, response pool, bulk slots. Page-aligned and
+// touched up front so no page fault lands inside a measurement.
+void Server::allocate() {
+  rx_mem_.assign(static_cast<size_t>(depth_) * max_msg_, 0);
+  size_t ntx = static_cast<size_t>(depth_ + nslots_ + 16);
   tx_mem_.assign(ntx * max_msg_, 0);
   bulk_mem_ = alloc_resident(bulk_bytes_);
   if (!bulk_mem_)
@@ -621,8 +640,8 @@ int Server::run() {
   rx_mr_ = ep_->register_memory(rx_mem_.data(), rx_mem_.size(), false);
   tx_mr_ = ep_->register_memory(tx_mem_.data(), tx_mem_.size(), false);
   bulk_mr_ = ep_->register_memory(bulk_mem_, bulk_bytes_, true);
-  rx_.resize(depth);
-  for (int64_t i = 0; i < depth; i++) {
+  rx_.resize(depth_);
+  for (int64_t i = 0; i < depth_; i++) {
     rx_[i].ctx.kind = CtxKind::Rx;
     rx_[i].buf = rx_mem_.data() + i * max_msg_;
   }
@@ -633,13 +652,16 @@ int Server::run() {
     tx_[i].next_free = free_tx_;
     free_tx_ = &tx_[i];
   }
-  slots_.resize(nslots);
-  for (int64_t i = 0; i < nslots; i++) {
+  slots_.resize(nslots_);
+  for (int64_t i = 0; i < nslots_; i++) {
     slots_[i].ctx.kind = CtxKind::Rma;
     slots_[i].buf = bulk_mem_ + i * max_bulk_;
   }
   for (auto& r : rx_) repost(&r);
+}
 
+// Ready: from here on clients may connect.
+void Server::publish() {
   ServerAddress& a = addr_;
   a.rank = rank_;
   a.provider = ep_->provider();
@@ -651,27 +673,36 @@ int Server::run() {
   fill_owner(a);
   t_ready_ = now_ns();
   cpu_ready_ = process_cpu();
-  published_ = write_address(dir, a);  // from here on clients may connect
+  published_ = write_address(dir_, a);
   if (published_.replaced)
     std::fprintf(stderr, "rooftop-engine: replaced the stale %s of pid %lld on %s (%s)\n",
-                 addr_path(dir, rank_).c_str(), static_cast<long long>(published_.previous.pid),
+                 addr_path(dir_, rank_).c_str(), static_cast<long long>(published_.previous.pid),
                  published_.previous.host.c_str(), published_.why.c_str());
   if (o_.flag("verbose"))
     std::fprintf(stderr, "rooftop-engine: server rank %d ready at %s (%s)\n", rank_, a.text.c_str(),
                  a.provider.c_str());
+}
 
-  const int64_t interval_ns = static_cast<int64_t>(interval * 1e9);
-  int64_t next_tick = t_ready_ + interval_ns, last_activity = t_ready_;
-  uint64_t tick_ops = 0, tick_bytes = 0;
-  CpuTimes tick_cpu = cpu_ready_;
+// Until a signal, a lapsed lease or an authorised shutdown RPC. With
+// --handler-threads the server's state is touched under mu_ only.
+void Server::loop() {
+  interval_ns_ = static_cast<int64_t>(interval_s_ * 1e9);
+  next_tick_ = t_ready_ + interval_ns_;
+  tick_cpu_ = cpu_ready_;
+  int64_t last_activity = t_ready_;
   CqEvent ev[32];
   uint32_t spins = 0;
   for (int i = 0; i < nthreads_; i++) handlers_.emplace_back([this] { handler_loop(); });
   std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+  auto stop = [&](const std::string& why) {
+    if (nthreads_) lk.lock();
+    stop_ = true;
+    stop_reason_ = why;
+    if (nthreads_) lk.unlock();
+  };
   Lease lease(o_);
   while (!stop_) {
     size_t n = ep_->poll(ev, 32);
-    int64_t now = 0;
     if (nthreads_) lk.lock();
     for (size_t i = 0; i < n; i++) dispatch(ev[i]);
     if (!backlog_.empty()) flush_backlog();
@@ -679,53 +710,50 @@ int Server::run() {
     bool outstanding = tx_inflight_ || rma_inflight_ || !backlog_.empty() ||
                        !bulk_queue_.empty() || queued_.load();
     if (nthreads_) lk.unlock();
-    now = now_ns();
+    int64_t now = now_ns();
     if (n) last_activity = now;
     else ep_->idle(outstanding, now, last_activity, 100);
-    if ((++spins & 1023) == 0 || now >= next_tick) {
+    if ((++spins & 1023) == 0 || now >= next_tick_) {
       rep_.cores.sample();
-      if (int sig = g_signal.load()) {
+      if (int sig = g_signal.load()) stop(std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      if (lease.lapsed(now)) stop(lease.why());  // the campaign is gone: so is this server
+      if (now >= next_tick_) {
         if (nthreads_) lk.lock();
-        stop_ = true;
-        stop_reason_ = std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM");
+        tick(now);
         if (nthreads_) lk.unlock();
-      }
-      if (lease.lapsed(now)) {  // the campaign is gone: so is this server
-        if (nthreads_) lk.lock();
-        stop_ = true;
-        stop_reason_ = lease.why();
-        if (nthreads_) lk.unlock();
-      }
-      if (now >= next_tick) {
-        CpuTimes c = process_cpu();
-        if (nthreads_) lk.lock();
-        uint64_t ops = n_noop_ + n_bulk_read_ + n_bulk_write_;
-        uint64_t bytes_now = bytes_;
-        if (nthreads_) lk.unlock();
-        double dt = (now - next_tick + interval_ns) / 1e9;
-        Interval iv{(now - t_ready_) / 1e9, ops - tick_ops, bytes_now - tick_bytes,
-                    dt > 0 ? (c.user_s - tick_cpu.user_s + c.sys_s - tick_cpu.sys_s) / dt : 0};
-        if (intervals_.size() < 100000) intervals_.push_back(iv);
-        else intervals_dropped_++;
-        tick_ops = ops;
-        tick_bytes = bytes_now;
-        tick_cpu = c;
-        next_tick = now + interval_ns;
       }
     }
   }
-  const int64_t t_stop = now_ns();
-  CpuTimes cpu_stop = process_cpu();
+}
+
+// One entry of the --interval series.
+void Server::tick(int64_t now) {
+  CpuTimes c = process_cpu();
+  uint64_t ops = counters_.total_ops();
+  uint64_t bytes_now = counters_.bytes;
+  double dt = (now - next_tick_ + interval_ns_) / 1e9;
+  Interval iv{(now - t_ready_) / 1e9, ops - tick_ops_, bytes_now - tick_bytes_,
+              dt > 0 ? (c.user_s - tick_cpu_.user_s + c.sys_s - tick_cpu_.sys_s) / dt : 0};
+  if (intervals_.size() < 100000) intervals_.push_back(iv);
+  else intervals_dropped_++;
+  tick_ops_ = ops;
+  tick_bytes_ = bytes_now;
+  tick_cpu_ = c;
+  next_tick_ = now + interval_ns_;
+}
+
+// Orderly shutdown: handler threads joined, the address withdrawn, queued
+// responses (e.g. the shutdown acknowledgement) sent, for at most a second.
+void Server::drain() {
   {
     std::lock_guard<std::mutex> g(mu_);
     quit_ = true;
   }
   cv_.notify_all();
   for (auto& t : handlers_) t.join();
-  // Orderly shutdown: withdraw the address, let queued responses (e.g. the
-  // shutdown acknowledgement) go out, for at most a second.
-  withdraw_address(dir, addr_);  // only if it is still ours
+  withdraw_address(dir_, addr_);  // only if it is still ours
   int64_t deadline = now_ns() + 1'000'000'000LL;
+  CqEvent ev[32];
   while ((tx_inflight_ || !backlog_.empty() || rma_inflight_) && now_ns() < deadline) {
     size_t n = ep_->poll(ev, 32);
     for (size_t i = 0; i < n; i++) {
@@ -736,10 +764,6 @@ int Server::run() {
     }
     flush_backlog();
   }
-  CpuTimes used{cpu_stop.user_s - cpu_ready_.user_s, cpu_stop.sys_s - cpu_ready_.sys_s};
-  rep_.result_json = result_json((t_stop - t_ready_) / 1e9, used);
-  rep_.complete = true;
-  return kExitOk;
 }
 
 }  // namespace
@@ -752,13 +776,13 @@ int cmd_serve(int argc, char** argv) {
             "RPC, then prints one JSON document (see schema/engine-output.schema.json).\n"
             "Files it writes are private (umask 077); the token is never printed.",
             {
-                {"fabric", OptKind::Str, "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+sockets, ofi+verbs, ofi+cxi", ""},
-                {"domain", OptKind::Str, "", "libfabric domain / network interface (e.g. lo, hsn0, mlx5_0, shm); one that does not exist or does not carry --fabric is refused (exit 2) with the list of those that do ('rooftop-engine domains')", ""},
-                {"address", OptKind::Str, "", "IP address to serve on (its interface becomes the domain; with --domain it must be on it); refused (exit 2) if no local interface carries it; loopback if neither this nor --domain", ""},
-                {"group-dir", OptKind::Str, "", "directory where <rank>.addr is published (required)", ""},
-                {"rank", OptKind::Int, "0", "this server's rank in the group", ""},
-                {"rank-from-env", OptKind::Bool, "false", "add the launcher's rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID) to --rank; {rank} in --output becomes the rank", ""},
-                {"progress", OptKind::Choice, "spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] keeps polling MS ms (default 10) after the last completion", "busy|block|adaptive|spindown*"},
+                opt::fabric(),
+                opt::domain("libfabric domain / network interface (e.g. lo, hsn0, mlx5_0, shm); one that does not exist or does not carry --fabric is refused (exit 2) with the list of those that do ('rooftop-engine domains')"),
+                opt::address("IP address to serve on (its interface becomes the domain; with --domain it must be on it); refused (exit 2) if no local interface carries it; loopback if neither this nor --domain"),
+                opt::group_dir("directory where <rank>.addr is published (required)"),
+                opt::rank("this server's rank in the group"),
+                opt::rank_from_env(),
+                opt::progress("spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] keeps polling MS ms (default 10) after the last completion"),
                 token_file_option("read the shutdown token from this file's first line: a shutdown RPC is accepted only with it (no token: never)"),
                 {"max-size", OptKind::Size, "16MiB", "largest bulk transfer served (registered per slot)", ""},
                 {"handler-threads", OptKind::Int, "0", "threads running RPC handlers; 0: all in the single progress loop (the paper's single-threaded daemon)", ""},
@@ -766,8 +790,8 @@ int cmd_serve(int argc, char** argv) {
                 {"rx-depth", OptKind::Int, "64", "receive buffers posted", ""},
                 {"max-msg", OptKind::Size, "64KiB", "largest request/response message (with padding)", ""},
                 {"interval", OptKind::Seconds, "100ms", "period of the ops/CPU series in the result", ""},
-                {"cpus", OptKind::Str, "", "bind this process to these cpus (e.g. 0 or 0-3); default: inherited", ""},
-                {"output", OptKind::Str, "-", "write the JSON document here instead of stdout", ""},
+                opt::cpus(" (e.g. 0 or 0-3); default: inherited"),
+                opt::output(),
                 {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},
                 lease_options()[0], lease_options()[1],
             });

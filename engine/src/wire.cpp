@@ -4,27 +4,59 @@
 
 namespace rooftop::wire {
 
+const TypeInfo* type_info(uint8_t code) {
+  for (const TypeInfo& t : kTypes)
+    if (static_cast<uint8_t>(t.type) == code) return &t;
+  return nullptr;
+}
+
+const char* type_name(Type t) {
+  const TypeInfo* i = type_info(static_cast<uint8_t>(t));
+  return i ? i->name : "unknown";
+}
+
+bool known_bulk_op(uint8_t code) {
+#define ROOFTOP_X(name, c, text) \
+  if (code == c) return true;
+  ROOFTOP_BULK_OPS(ROOFTOP_X)
+#undef ROOFTOP_X
+  return false;
+}
+
+const char* bulk_op_name(BulkOp op) {
+  switch (op) {
+#define ROOFTOP_X(name, c, text) \
+  case BulkOp::name: return text;
+    ROOFTOP_BULK_OPS(ROOFTOP_X)
+#undef ROOFTOP_X
+  }
+  return "unknown";
+}
+
+bool known_status(uint16_t code) {
+#define ROOFTOP_X(name, c, text) \
+  if (code == c) return true;
+  ROOFTOP_WIRE_STATUSES(ROOFTOP_X)
+#undef ROOFTOP_X
+  return false;
+}
+
 const char* status_name(Status s) {
   switch (s) {
-    case Status::Ok: return "ok";
-    case Status::Denied: return "denied";
-    case Status::TooLarge: return "too_large";
-    case Status::VerifyFailed: return "verify_failed";
-    case Status::RmaFailed: return "rma_failed";
-    case Status::BadRequest: return "bad_request";
+#define ROOFTOP_X(name, c, text) \
+  case Status::name: return text;
+    ROOFTOP_WIRE_STATUSES(ROOFTOP_X)
+#undef ROOFTOP_X
   }
   return "unknown";
 }
 
 const char* decode_error_name(DecodeError e) {
   switch (e) {
-    case DecodeError::None: return "none";
-    case DecodeError::Truncated: return "truncated";
-    case DecodeError::BadMagic: return "bad_magic";
-    case DecodeError::BadVersion: return "bad_version";
-    case DecodeError::BadType: return "bad_type";
-    case DecodeError::BadLength: return "bad_length";
-    case DecodeError::BadField: return "bad_field";
+#define ROOFTOP_X(name, text) \
+  case DecodeError::name: return text;
+    ROOFTOP_DECODE_ERRORS(ROOFTOP_X)
+#undef ROOFTOP_X
   }
   return "unknown";
 }
@@ -101,16 +133,16 @@ DecodeError decode(const uint8_t* buf, size_t len, Message& m) {
     return DecodeError::BadLength;
   if (h.total_len > len) return DecodeError::Truncated;
   m.response = (h.type & kResponseBit) != 0;
-  uint8_t t = h.type & ~kResponseBit;
-  if (t < static_cast<uint8_t>(Type::Hello) || t > static_cast<uint8_t>(Type::Barrier))
-    return DecodeError::BadType;
-  m.type = static_cast<Type>(t);
+  const TypeInfo* info = type_info(h.type & ~kResponseBit);
+  if (!info) return DecodeError::BadType;
+  m.type = info->type;
 
   Reader r{buf + kHeaderSize, h.body_len};
   if (m.response) {
     uint16_t st = r.u16();
-    if (st > static_cast<uint16_t>(Status::BadRequest)) return DecodeError::BadField;
+    if (!known_status(st)) return DecodeError::BadField;
     m.status = static_cast<Status>(st);
+    if (info->resp_bytes) m.bytes = r.u64();
     switch (m.type) {
       case Type::Hello:
         m.assigned_conn = r.u64();
@@ -118,19 +150,13 @@ DecodeError decode(const uint8_t* buf, size_t len, Message& m) {
         m.max_msg = r.u32();
         m.server_rank = r.u32();
         break;
-      case Type::Bulk:
-      case Type::Barrier:
-        m.bytes = r.u64();
-        break;
       case Type::Stat:
-        m.ops = r.u64();
-        m.noops = r.u64();
-        m.bulks = r.u64();
-        m.bytes = r.u64();
-        m.dropped = r.u64();
-        m.user_s = r.f64();
-        m.sys_s = r.f64();
-        m.wall_s = r.f64();
+#define ROOFTOP_X(field, key) m.stat.field = r.u64();
+        ROOFTOP_STAT_COUNTS(ROOFTOP_X)
+#undef ROOFTOP_X
+#define ROOFTOP_X(field) m.stat.field = r.f64();
+        ROOFTOP_STAT_TIMES(ROOFTOP_X)
+#undef ROOFTOP_X
         break;
       default:
         break;
@@ -146,8 +172,7 @@ DecodeError decode(const uint8_t* buf, size_t len, Message& m) {
       }
       case Type::Bulk: {
         uint8_t op = r.u8();
-        if (op != static_cast<uint8_t>(BulkOp::Read) && op != static_cast<uint8_t>(BulkOp::Write))
-          return DecodeError::BadField;
+        if (!known_bulk_op(op)) return DecodeError::BadField;
         m.op = static_cast<BulkOp>(op);
         m.size = r.u64();
         m.remote_addr = r.u64();
@@ -310,7 +335,8 @@ size_t encode_resp(uint8_t* buf, size_t cap, Type type, uint64_t req_id, uint64_
                    Status st, uint64_t bytes, size_t total) {
   Encoder e{buf, cap};
   e.u16(static_cast<uint16_t>(st));
-  if (type == Type::Bulk || type == Type::Barrier) e.u64(bytes);
+  const TypeInfo* info = type_info(static_cast<uint8_t>(type));
+  if (info && info->resp_bytes) e.u64(bytes);
   return e.finish(make(type, true, req_id, conn), total);
 }
 
@@ -318,14 +344,12 @@ size_t encode_stat_resp(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn
                         const StatBody& s) {
   Encoder e{buf, cap};
   e.u16(static_cast<uint16_t>(Status::Ok));
-  e.u64(s.ops);
-  e.u64(s.noops);
-  e.u64(s.bulks);
-  e.u64(s.bytes);
-  e.u64(s.dropped);
-  e.f64(s.user_s);
-  e.f64(s.sys_s);
-  e.f64(s.wall_s);
+#define ROOFTOP_X(field, key) e.u64(s.field);
+  ROOFTOP_STAT_COUNTS(ROOFTOP_X)
+#undef ROOFTOP_X
+#define ROOFTOP_X(field) e.f64(s.field);
+  ROOFTOP_STAT_TIMES(ROOFTOP_X)
+#undef ROOFTOP_X
   return e.finish(make(Type::Stat, true, req_id, conn), 0);
 }
 

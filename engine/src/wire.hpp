@@ -14,28 +14,73 @@ constexpr size_t kHeaderSize = 40;
 constexpr size_t kMaxAddrLen = 1024;
 constexpr size_t kMaxTokenLen = 256;
 
+// Every message type, declared once: X(Name, code, "name", carries_bytes).
+// The enum, type names, the decoder's type check and which responses carry
+// a byte count after their status (bulk: bytes moved; barrier: clients
+// released) all come from this list. Barrier is the start barrier: answered
+// once every expected client is ready.
+#define ROOFTOP_WIRE_TYPES(X)         \
+  X(Hello, 1, "hello", false)         \
+  X(Noop, 2, "noop", false)           \
+  X(Bulk, 3, "bulk", true)            \
+  X(Stat, 4, "stat", false)           \
+  X(Shutdown, 5, "shutdown", false)   \
+  X(Barrier, 6, "barrier", true)
+
 enum class Type : uint8_t {
-  Hello = 1,
-  Noop = 2,
-  Bulk = 3,
-  Stat = 4,
-  Shutdown = 5,
-  Barrier = 6,  // start barrier: answered once every expected client is ready
+#define ROOFTOP_X(name, code, text, bytes) name = code,
+  ROOFTOP_WIRE_TYPES(ROOFTOP_X)
+#undef ROOFTOP_X
 };
 constexpr uint8_t kResponseBit = 0x80;
 
-enum class BulkOp : uint8_t { Read = 1, Write = 2 };
+struct TypeInfo {
+  Type type;
+  const char* name;
+  bool resp_bytes;  // the response carries a u64 byte count after its status
+};
+inline constexpr TypeInfo kTypes[] = {
+#define ROOFTOP_X(name, code, text, bytes) {Type::name, text, bytes},
+    ROOFTOP_WIRE_TYPES(ROOFTOP_X)
+#undef ROOFTOP_X
+};
+// The entry of a type code (without kResponseBit), or nullptr if unknown.
+const TypeInfo* type_info(uint8_t code);
+const char* type_name(Type t);
+
+// Bulk transfer directions (the bulk request's op byte), declared once.
+#define ROOFTOP_BULK_OPS(X) \
+  X(Read, 1, "read")        \
+  X(Write, 2, "write")
+
+enum class BulkOp : uint8_t {
+#define ROOFTOP_X(name, code, text) name = code,
+  ROOFTOP_BULK_OPS(ROOFTOP_X)
+#undef ROOFTOP_X
+};
+bool known_bulk_op(uint8_t code);
+const char* bulk_op_name(BulkOp op);
 
 enum Flags : uint8_t { kFlagVerify = 1 };
 
+// Response status codes, declared once: X(Name, code, "name"). Denied: a
+// shutdown with a wrong token; TooLarge: a bulk size beyond the server's
+// registered buffer; VerifyFailed: a data pattern mismatch seen by the
+// server (write); RmaFailed: the server's RMA operation failed.
+#define ROOFTOP_WIRE_STATUSES(X)        \
+  X(Ok, 0, "ok")                        \
+  X(Denied, 1, "denied")                \
+  X(TooLarge, 2, "too_large")           \
+  X(VerifyFailed, 3, "verify_failed")   \
+  X(RmaFailed, 4, "rma_failed")         \
+  X(BadRequest, 5, "bad_request")
+
 enum class Status : uint16_t {
-  Ok = 0,
-  Denied = 1,       // shutdown with a wrong token
-  TooLarge = 2,     // bulk size beyond the server's registered buffer
-  VerifyFailed = 3, // data pattern mismatch seen by the server (write)
-  RmaFailed = 4,    // the server's RMA operation failed
-  BadRequest = 5,
+#define ROOFTOP_X(name, code, text) name = code,
+  ROOFTOP_WIRE_STATUSES(ROOFTOP_X)
+#undef ROOFTOP_X
 };
+bool known_status(uint16_t code);
 const char* status_name(Status s);
 
 struct Header {
@@ -49,6 +94,32 @@ struct Header {
   uint32_t reserved = 0;
   uint64_t req_id = 0;
   uint64_t conn_id = 0;
+};
+
+// The stat response's body, declared once, in wire order: first the counts
+// (u64), then the times (f64). Counts: X(field, "key in the stat command's
+// result"); times: X(field).
+// ops: operations served, every kind; noops: those moving no bulk data;
+// bulks: bulk transfers; bytes: bulk bytes moved; dropped: malformed or
+// unexpected messages. Times are CPU and wall seconds since ready.
+#define ROOFTOP_STAT_COUNTS(X) \
+  X(ops, "ops")                \
+  X(noops, "noop")             \
+  X(bulks, "bulk")             \
+  X(bytes, "bytes")            \
+  X(dropped, "dropped")
+#define ROOFTOP_STAT_TIMES(X) \
+  X(user_s)                   \
+  X(sys_s)                    \
+  X(wall_s)
+
+struct StatBody {
+#define ROOFTOP_X(field, key) uint64_t field = 0;
+  ROOFTOP_STAT_COUNTS(ROOFTOP_X)
+#undef ROOFTOP_X
+#define ROOFTOP_X(field) double field = 0;
+  ROOFTOP_STAT_TIMES(ROOFTOP_X)
+#undef ROOFTOP_X
 };
 
 // A decoded message; only the fields of its type are meaningful.
@@ -74,8 +145,7 @@ struct Message {
   Status status = Status::Ok;
   uint64_t bytes = 0;
   // Stat response
-  uint64_t ops = 0, noops = 0, bulks = 0, dropped = 0;
-  double user_s = 0, sys_s = 0, wall_s = 0;
+  StatBody stat;
   // Shutdown request
   std::string_view token;
   // Barrier request (response: status, bytes = clients released)
@@ -83,14 +153,22 @@ struct Message {
   uint32_t barrier_clients = 0;
 };
 
+// Why a message was refused, declared once: X(Name, "name"). Truncated:
+// fewer bytes than the header/body says; BadLength: lengths inconsistent
+// with each other; BadField: a field out of range (op, string length).
+#define ROOFTOP_DECODE_ERRORS(X)   \
+  X(None, "none")                  \
+  X(Truncated, "truncated")        \
+  X(BadMagic, "bad_magic")         \
+  X(BadVersion, "bad_version")     \
+  X(BadType, "bad_type")           \
+  X(BadLength, "bad_length")       \
+  X(BadField, "bad_field")
+
 enum class DecodeError {
-  None = 0,
-  Truncated,   // fewer bytes than the header/body says
-  BadMagic,
-  BadVersion,
-  BadType,
-  BadLength,   // lengths inconsistent with each other
-  BadField,    // a field out of range (op, string length)
+#define ROOFTOP_X(name, text) name,
+  ROOFTOP_DECODE_ERRORS(ROOFTOP_X)
+#undef ROOFTOP_X
 };
 const char* decode_error_name(DecodeError e);
 
@@ -133,10 +211,6 @@ size_t encode_barrier_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t co
 // Generic response: status (+ bytes for bulk and barrier), padded to `total`.
 size_t encode_resp(uint8_t* buf, size_t cap, Type type, uint64_t req_id, uint64_t conn,
                    Status st, uint64_t bytes, size_t total);
-struct StatBody {
-  uint64_t ops, noops, bulks, bytes, dropped;
-  double user_s, sys_s, wall_s;
-};
 size_t encode_stat_resp(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn,
                         const StatBody& s);
 

@@ -216,15 +216,15 @@ TEST(WireRoundTrip, StatResponse) {
   ASSERT_EQ(decode_bytes(b, m), DecodeError::None);
   expect_header(m, Type::Stat, true, 11, 12, 66, b.size());
   EXPECT_EQ(m.status, Status::Ok);
-  EXPECT_EQ(m.ops, 1u);
-  EXPECT_EQ(m.noops, 2u);
-  EXPECT_EQ(m.bulks, 3u);
-  EXPECT_EQ(m.bytes, 1ULL << 50);
-  EXPECT_EQ(m.dropped, 5u);
+  EXPECT_EQ(m.stat.ops, 1u);
+  EXPECT_EQ(m.stat.noops, 2u);
+  EXPECT_EQ(m.stat.bulks, 3u);
+  EXPECT_EQ(m.stat.bytes, 1ULL << 50);
+  EXPECT_EQ(m.stat.dropped, 5u);
   // Doubles travel bit-exact.
-  EXPECT_EQ(m.user_s, 0.1);
-  EXPECT_EQ(m.sys_s, 1e-9);
-  EXPECT_EQ(m.wall_s, 12345.678);
+  EXPECT_EQ(m.stat.user_s, 0.1);
+  EXPECT_EQ(m.stat.sys_s, 1e-9);
+  EXPECT_EQ(m.stat.wall_s, 12345.678);
 }
 
 TEST(WireRoundTrip, ShutdownRequestWithToken) {
