@@ -1,14 +1,72 @@
 """rpc: sequential noop RPCs, one in flight per client process (seed 000's
-RPC rate). No keys of its own."""
+RPC rate). Its keys pad the request and the response, as Quintain's
+req_buffer_size / resp_buffer_size do: a service whose RPCs carry small
+payloads inline (keys, metadata records) measures its own message sizes."""
 
+from __future__ import annotations
+
+from rooftop.keys import Key
 from rooftop.metrics.base import Metric
+
+#: The servers' default largest message (engine `serve --max-msg`).
+DEFAULT_MAX_MSG = 64 << 10
+#: The largest padded message rooftop asks for (the engine's limit is 64 MiB;
+#: inline payloads beyond this are bulk transfers: use the bw metric).
+MAX_PAYLOAD = 16 << 20
+
+KEYS = (
+    Key("rpc.request_size", "size", None, "each noop request padded to this many bytes (Quintain "
+        "req_buffer_size; default: the minimal message, about 40 bytes)", nullable=True),
+    Key("rpc.response_size", "size", None, "each noop response padded to this many bytes (Quintain "
+        "resp_buffer_size; default: the minimal message); servers get a --max-msg that holds it",
+        nullable=True),
+)
+
+
+def _sizes(cfg: dict) -> tuple[int, int]:
+    from rooftop.config import parse_size  # config imports this table
+
+    rpc = cfg["rpc"]
+    return tuple(0 if rpc[k] is None else parse_size(rpc[k], f"rpc.{k}")
+                 for k in ("request_size", "response_size"))
+
+
+def _title(cfg: dict) -> str:
+    req, resp = _sizes(cfg) if "rpc" in cfg else (0, 0)
+    if not req and not resp:
+        return "RPC rate (noop)"
+    return f"RPC rate (noop, {cfg['rpc']['request_size']} request, {cfg['rpc']['response_size']} response)"
+
+
+def _client_args(cfg: dict) -> list[str]:
+    req, resp = _sizes(cfg)
+    return ["--op", "noop"] + (["--req-size", str(req)] if req else []) + \
+        (["--resp-size", str(resp)] if resp else [])
+
+
+def _server_args(cfg: dict) -> list[str]:
+    need = max(_sizes(cfg))
+    return ["--max-msg", str(need)] if need > DEFAULT_MAX_MSG else []
+
+
+def _check(cfg: dict) -> None:
+    from rooftop.config import ConfigError  # config imports this table
+
+    for key, value in zip(("request_size", "response_size"), _sizes(cfg)):
+        if value > MAX_PAYLOAD:
+            raise ConfigError(f"rpc.{key}: {cfg['rpc'][key]} is larger than {MAX_PAYLOAD >> 20} MiB "
+                              f"(payloads that large are bulk transfers: use the bw metric)")
+
 
 METRIC = Metric(
     name="rpc",
     help="sequential noop RPCs",
     unit="ops/s",
     work="ops",
-    title=lambda cfg: "RPC rate (noop)",
+    title=_title,
     op=lambda cfg: "noop",
-    client_args=lambda cfg: ["--op", "noop"],
+    keys=KEYS,
+    client_args=_client_args,
+    server_args=_server_args,
+    check=_check,
 )
