@@ -314,29 +314,17 @@ def _cmd_doctor(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    import csv
-    import io
-
-    from rooftop.store import SAMPLE_COLUMNS, Store
+    from rooftop import export
+    from rooftop.store import Store
 
     store = Store(args.results, create=False)
-    run = store.get_run(args.run)
-    samples = store.samples(run.id)
+    run = store.get_run(args.run).id
     if args.format == "json":
-        text = json.dumps({"run": run.id, "status": run.status, "created": run.created,
-                           "config": run.config, "environment": run.environment,
-                           "wall_s": run.wall_s, "measured_s": run.measured_s,
-                           "overhead": run.overhead, "samples": samples}, indent=1)
+        text = json.dumps(export.json_doc(store, run), indent=1)
+    elif args.format == "fom":
+        text = export.fom_text(store, run)
     else:
-        buf = io.StringIO()
-        cols = ["id", *SAMPLE_COLUMNS]
-        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        for s in samples:
-            s = dict(s, server_nodes=" ".join(map(str, s["server_nodes"])),
-                     client_nodes=" ".join(map(str, s["client_nodes"])))
-            w.writerow(s)
-        text = buf.getvalue()
+        text = export.csv_text(store, run)
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -383,23 +371,10 @@ def _cmd_model(args) -> int:
 
 
 def _model_json(args, evals, samples, res) -> dict:
-    """`rooftop model --json`: each evaluation, with the run's outlier scores."""
-    scores = res.scores if res else {}
-    docs = []
-    for e in evals:
-        d = e.to_dict()
-        m = e.roofline.metric
-        if m in scores:
-            d["nodes"] = [sc.to_dict() for sc in scores[m]]
-            w = res.without_flagged.get(m)
-            d["without_flagged"] = ({"nodes": res.flagged(m),
-                                     "client": {"min": w.client.lo, "median": w.client.centre,
-                                                "max": w.client.hi},
-                                     "ridge": {"min": w.ridge.lo, "median": w.ridge.centre,
-                                               "max": w.ridge.hi}} if w else None)
-        docs.append(d)
-    invalid = [{"key": x["key"], "error": x["error"]} for x in samples if x["status"] == "invalid"]
-    return {"run": args.run, "params": args.params, "metrics": docs, "invalid": invalid}
+    """`rooftop model --json` (schema: rooftop/schemas/model.schema.json)."""
+    from rooftop import export
+
+    return export.model_doc(args.run, args.params, evals, samples, res)
 
 
 def _print_roofline(out, e, res) -> None:
@@ -864,9 +839,19 @@ def _add_doctor(sub) -> None:
 
 
 def _add_export(sub) -> None:
-    ex = sub.add_parser("export", help="export a run's samples")
-    ex.add_argument("run")
-    ex.add_argument("--format", choices=["csv", "json"], default="csv")
+    from rooftop.export import FORMATS, SCHEMA_VERSION
+
+    ex = sub.add_parser(
+        "export", help="export a run's samples", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A run's samples for other tools. Formats:\n"
+        + "".join(f"  {k:5} {v}\n" for k, v in FORMATS.items())
+        + f"\nJSON carries schema_version {SCHEMA_VERSION} (a MINOR release only adds fields). CSV columns "
+        "are typed:\nserver_nodes/client_nodes hold JSON lists of node indices (\"[0, 1]\"), their "
+        "counts are\nserver_node_count/client_node_count, ceilings is a JSON list, raw_dir is relative "
+        "to\nthe results folder. With pandas: pd.read_csv(path, converters={'server_nodes': json.loads,\n"
+        "'client_nodes': json.loads, 'ceilings': json.loads}).")
+    ex.add_argument("run", help="a run id (see 'rooftop runs')")
+    ex.add_argument("--format", choices=list(FORMATS), default="csv", help="csv (default), json or fom")
     _results_arg(ex)
     ex.add_argument("--output", help="write to this file instead of stdout")
     ex.set_defaults(func=_cmd_export)

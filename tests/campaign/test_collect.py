@@ -201,7 +201,7 @@ def test_runs_and_export(tmp_path):
     assert "ceilings" in lines[0].strip().split(",")
     doc = json.loads(rooftop("export", run, "--format", "json", "--results", str(res)).stdout)
     assert doc["run"] == run and len(doc["samples"]) == 1 and doc["config"]["metrics"] == ["rpc"]
-    assert json.loads(doc["samples"][0]["ceilings"]) == ["server_peak", "client_peak", "client_node"]
+    assert doc["samples"][0]["ceilings"] == ["server_peak", "client_peak", "client_node"]
     p = rooftop("export", "nope", "--results", str(res), check=False)
     assert p.returncode == 2 and "no run 'nope'" in p.stderr and run in p.stderr
 

@@ -12,9 +12,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from campaign_util import rooftop
+from rooftop import export
 from rooftop import store as store_mod
 from rooftop.store import (LATENCY_QUANTILES, MIGRATIONS, QUANTITIES, SCHEMA_VERSION, Store,
                            StoreError, flatten)
@@ -95,9 +97,10 @@ def test_commands_work_on_a_migrated_database(name, tmp_path):
     run = raw_rows(res, "runs")[0]["id"]
     exported = json.loads(rooftop("export", run, "--format", "json", "--results", str(res)).stdout)
     assert len(exported["samples"]) == FIXTURES[name]
-    assert list(exported["samples"][0]) == ["id", *store_mod.SAMPLE_COLUMNS]  # one column order
+    assert list(exported["samples"][0]) == export.COLUMNS  # one column order
     csv = rooftop("export", run, "--results", str(res)).stdout.splitlines()
-    assert csv[0] == ",".join(["id", *store_mod.SAMPLE_COLUMNS]) and len(csv) == 1 + FIXTURES[name]
+    assert csv[0] == ",".join(export.COLUMNS) and len(csv) == 1 + FIXTURES[name]
+    jsonschema.validate(exported, export.schema("export"))
     out = rooftop("model", run, "--results", str(res)).stdout
     assert "rpc" in out and "bw" in out
 
