@@ -76,6 +76,9 @@ def test_units_format_as_before():
     assert units.fmt_rate(12 * 2 ** 10, "bytes/s") == "12.0 KiB/s"
     assert units.fmt_range(32_600, 39_900, "ops/s") == "32.6-39.9 K ops/s"
     assert units.fmt_range(900, 39_900, "ops/s") == "900 ops/s-39.9 K ops/s"
+    assert units.fmt_range(1.62 * 2**30, 1.62 * 2**30, "bytes/s") == "1.62 GiB/s"   # once (issue 13)
+    assert units.fmt_span(1.04e6, 1.04e6, "K ops/s", 1e3) == "1,040 K ops/s"
+    assert units.fmt_span(148e3, 173e3, "K ops/s", 1e3) == "148–173 K ops/s"
     assert units.fmt_in(123_456, "ops/s", ">10,.0f") == "   123,456 ops/s"
     assert units.parse("GiB/s") == ("bytes/s", 2.0 ** 30) and units.parse("K ops/s") == ("ops/s", 1e3)
 

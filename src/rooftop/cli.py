@@ -553,19 +553,23 @@ def _cmd_plot(args) -> int:
         return 2
     if args.params:
         rooflines = model.load_params(args.params)
-        samples = []
+        samples, run_id = [], None
+        out = Path("rooftop-plots") / Path(args.params).stem
         if args.run:
             store = Store(args.results, create=False)
-            samples = store.samples(store.get_run(args.run).id)
-        out = Path(args.output or Path("rooftop-plots") / Path(args.params).stem)
-        files = plot_params(rooflines, out, args.format, samples)
+            run_id = store.get_run(args.run).id
+            samples = store.samples(run_id)
+            # Under the run's figures: plot --params alone does not overwrite it.
+            out = store.run_dir(run_id) / "figures" / f"params-{Path(args.params).stem}"
+        files = plot_params(rooflines, Path(args.output or out), args.format, samples, run_id,
+                            args.yscale)
     else:
         store = Store(args.results, create=False)
         res = results.load(store, args.run)
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
         out = Path(args.output) if args.output else store.run_dir(res.run.id) / "figures"
-        files = plot_run(res, out, args.format)
+        files = plot_run(res, out, args.format, args.yscale)
     _print_files(files, args.json)
     return 0
 
@@ -617,7 +621,7 @@ def _cmd_compare(args) -> int:
             print(f"rooftop compare: {len(args.label)} --label for {len(sources)} sources", file=sys.stderr)
             return 2
         sources = [(label, rs) for label, (_, rs) in zip(args.label, sources)]
-    files = plot_compare(sources, Path(args.output), args.format)
+    files = plot_compare(sources, Path(args.output), args.format, args.yscale, args.normalise)
     if not args.json:
         out = ui.Console(highlight=False, stderr=True)
         if not out.is_terminal:
@@ -773,15 +777,20 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Per metric: the roofline (rate per client process against x = "
                         "server/client processes, log scale, ceilings as bands, validation points "
                         "coloured by server-node count, ridge marked), the server-process sweep, the "
-                        "client pair matrix (slowest pairs boxed) and latency distributions. Files go "
+                        "client pair matrix (outlier pairs boxed) and latency distributions. Files go "
                         "to RESULTS/RUN/figures (--output to change); their paths are printed. "
                         "--params FILE draws published or hand-written ceilings (see 'rooftop model "
-                        "--help'), with a RUN's validation samples on it when a RUN is given too.")
+                        "--help') into rooftop-plots/FILE-STEM, or, with a RUN's validation samples "
+                        "on them when a RUN is given too, into RESULTS/RUN/figures/params-FILE-STEM.")
     pl.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
     pl.add_argument("--params", help="roofline parameters file (JSON)")
     pl.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
     pl.add_argument("--output", help="folder for the figures")
     pl.add_argument("--format", type=_formats, default=("png", "svg"), help="png,svg (default), pdf")
+    pl.add_argument("--yscale", choices=["auto", "log", "linear"], default="auto",
+                    help="the roofline's y axis: log (every ceiling and point inside the frame), "
+                         "linear (seed 000's style: the server ceiling leaves the frame past the "
+                         "ridge), or auto (default: linear only when it keeps everything inside)")
     pl.add_argument("--json", action="store_true", help="print the files as JSON")
     pl.set_defaults(func=_cmd_plot)
 
@@ -806,6 +815,12 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
     cp.add_argument("--output", default="./rooftop-compare", help="folder for the figures (default: %(default)s)")
     cp.add_argument("--format", type=_formats, default=("png", "svg"), help="png,svg (default), pdf")
+    cp.add_argument("--yscale", choices=["auto", "log", "linear"], default="auto",
+                    help="y axis: auto (default: log unless linear keeps every ceiling inside the "
+                         "frame; tcp next to shm is log), log or linear; the figure says which")
+    cp.add_argument("--normalise", action="store_true",
+                    help="y = each source's rate / its own client ceiling: every roofline flat at 1, "
+                         "the ridges side by side (linear unless --yscale log)")
     cp.add_argument("--json", action="store_true", help="print the files as JSON")
     cp.set_defaults(func=_cmd_compare)
 

@@ -39,14 +39,16 @@ pre{background:#fff;padding:12px;border-radius:8px;overflow:auto;font-size:12px}
 """
 
 CAPTIONS = {
-    "roofline": "Per-client-process rate against x = server processes / client processes (log "
-                "scale). Bands: client ceiling (horizontal) and x times the server ceiling "
+    "roofline": "Per-client-process rate against x = server processes / client processes (both "
+                "on log scales unless the axis says otherwise). Bands: client ceiling (horizontal) and x times the server ceiling "
                 "(rising); the roofline is the lower of the two; the dashed line marks the ridge. "
                 "Points: validation samples, coloured by number of server nodes.",
     "sweep": "One server node's aggregate rate as its server processes grow, against linear scaling.",
     "pairs": "Client peak per node pair: one client process against one idle server process. "
-             "Boxed: the slowest pairs; a node that appears in every slow pair is the suspect.",
-    "latency": "Operation latency of every client process, per stage (merged histograms).",
+             "Boxed: only the pairs that are outliers (the outlier-node rule applied to pairs); a "
+             "node in every boxed pair is the suspect. No box: no pair stands out.",
+    "latency": "Operation latency of every client process, per stage (merged histograms), up to "
+               "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far).",
 }
 
 
