@@ -24,6 +24,9 @@ def test_engine_passthrough():
     assert p.returncode == 0 and p.stdout.startswith("rooftop-engine ")
     p = rooftop_cli("engine", "load", "--help")
     assert p.returncode == 0 and "--concurrency" in p.stdout
+    # Options straight after 'engine' are the engine's too (issue 13: rc 2 before).
+    p = rooftop_cli("engine", "--help")
+    assert p.returncode == 0 and p.stdout.startswith("usage: rooftop-engine COMMAND"), p.stderr
 
 
 def test_help_teaches():
@@ -61,3 +64,42 @@ def test_probe_bad_fabric_fails_clearly(tmp_path):
                     str(tmp_path))
     assert p.returncode == 1
     assert "unknown or unavailable provider" in p.stdout
+
+
+def test_tables_to_a_pipe_or_a_narrow_terminal_cut_no_number(tmp_path):
+    """Issue 13: '58.2 K ops…' in a log. To a pipe the table widens until
+    its unwrappable columns fit; in a narrow terminal cells wrap instead."""
+    import io
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from rooftop import model, ui
+
+    cells = ["client node (per client process, node full) *", "rpc", "3", "108.8 K ops/s",
+             "117.2 K ops/s", "126.8 K ops/s"]
+    for terminal, width in ((False, 110), (True, 70)):
+        t = Table()
+        for i, c in enumerate(("stage", "metric", "samples", "min", "median", "max")):
+            t.add_column(c, no_wrap=True, justify="right" if i > 1 else "left")
+        for _ in range(3):
+            t.add_row(*cells)
+        out = Console(file=io.StringIO(), width=width, force_terminal=terminal, color_system=None)
+        ui.print_table(out, t)
+        text = out.file.getvalue()
+        assert "…" not in text, text
+        flat = " ".join(text.replace("│", " ").split())
+        for number in ("108.8", "117.2", "126.8"):
+            assert flat.count(number) == 3, (terminal, text)
+        if not terminal:
+            assert all(c in text for c in cells), text          # whole, on one line
+    # End to end, stdout and stderr pipes: every ceiling of every system whole.
+    examples = sorted(str(p) for p in (Path(__file__).parent.parent / "examples").glob("*-table2.json"))
+    p = rooftop_cli("compare", *examples, "--output", str(tmp_path))
+    assert p.returncode == 0 and "…" not in p.stderr
+    for f in examples:
+        for r in model.load_params(f).values():
+            assert ui.fmt_range(r.server.lo, r.server.hi, r.unit) in p.stderr
+    p = rooftop_cli("model", "--params", examples[0])
+    assert p.returncode == 0 and "…" not in p.stdout and "20.20 GiB/s .. 20.50 GiB/s" in p.stdout

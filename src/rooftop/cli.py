@@ -307,8 +307,7 @@ def _cmd_runs(args) -> int:
                   f"{len(n)}" + (f" ({bad} failed)" if bad else "") + (f" ({invalid} invalid)" if invalid else ""),
                   f"{r.wall_s:.0f} s",
                   f"{r.overhead:.0%}" if r.overhead is not None else "-")
-    Console = ui.console
-    Console.print(t)
+    ui.print_table(ui.console, t)
     return 0
 
 
@@ -455,7 +454,7 @@ def _cmd_model(args) -> int:
         if w:
             t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
                                                f"ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
-        out.print(t)
+        ui.print_table(out, t)
         if e.checks:
             v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
             for c in ("x", "nodes s/c", "measured", "predicted", "error", "binds", "efficiency"):
@@ -464,7 +463,7 @@ def _cmd_model(args) -> int:
                 v.add_row(f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", f(c.measured), f(c.predicted),
                           f"{c.error_pct:+.0f}%", c.binding,
                           f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""))
-            out.print(v)
+            ui.print_table(out, v)
             for b in ("server", "client"):
                 m = e.median_abs_error(b)
                 if m is not None:
@@ -635,7 +634,7 @@ def _cmd_compare(args) -> int:
                 t.add_row(label, m, ui.fmt_range(r.client_bound.lo, r.client_bound.hi, r.unit),
                           ui.fmt_range(r.server.lo, r.server.hi, r.unit),
                           f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}", _verdict_short(r.verdict()))
-        out.print(t)
+        ui.print_table(out, t)
     _print_files(files, args.json)
     return 0
 
@@ -870,6 +869,9 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop.store import StoreError
 
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["engine"]:  # everything after it is the engine's, --help included
+        return _cmd_engine(argparse.Namespace(engine_args=argv[1:]))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
