@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import rooftop
 
 
@@ -57,6 +59,42 @@ def test_probe_end_to_end(tmp_path):
     assert rows["4 MiB read"]["bytes_per_sec"] > 0
     assert (folder / "ofi_tcp-noop-client.json").exists()
     assert (folder / "ofi_tcp-read-server.json").exists()
+
+
+def test_probe_repeats_and_reports_median_and_spread(tmp_path):
+    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.3", "--repeat", "2", "--results",
+                    str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("median of 2 (") == 2 and "spread" in p.stdout
+    (folder,) = list(tmp_path.glob("probe-*"))
+    rows = {r["test"]: r for r in json.loads((folder / "summary.json").read_text())["rows"]}
+    rpc = rows["noop RPC"]
+    assert len(rpc["runs"]) == 2 and min(rpc["runs"]) <= rpc["ops_per_sec"] <= max(rpc["runs"])
+    assert rpc["spread"] == pytest.approx((max(rpc["runs"]) - min(rpc["runs"])) / rpc["ops_per_sec"])
+    assert (folder / "ofi_tcp-noop-client.json").exists() and (folder / "ofi_tcp-noop-client-2.json").exists()
+
+
+def test_probe_warns_when_runs_disagree(tmp_path, monkeypatch):
+    """19 K then 54 K ops/s in consecutive runs (issue 13) must not pass silently."""
+    from rooftop import probe
+
+    rates = iter([19e3, 54e3, 50e3, 1e9, 1.01e9, 0.99e9])
+
+    def once(fabric, op, extra, duration, cpus):
+        v = next(rates)
+        return ({"engine": {"provider": "tcp"}, "result": {
+            "ops_per_sec": v, "bytes_per_sec": v, "cpu": {"utilization": 1.0},
+            "latency_us": {"p50": 1e6 / v, "p99": 2e6 / v}}}, None)
+
+    monkeypatch.setattr(probe, "_once", once)
+    said = []
+    summary = probe.run(["ofi+tcp"], 0.1, tmp_path, say=lambda *a, **k: said.append(" ".join(a)))
+    rpc, bw = summary["rows"]
+    assert rpc["ops_per_sec"] == 50e3 and rpc["disagree"] and rpc["spread"] == pytest.approx(0.7)
+    assert not bw["disagree"]
+    warnings = [s for s in said if "warning" in s]
+    assert len(warnings) == 1 and "noop RPC" in warnings[0] and "disagree by 70%" in warnings[0]
+    assert any("median of 3 (19,000 .. 54,000, spread 70%)" in s for s in said)
 
 
 def test_probe_bad_fabric_fails_clearly(tmp_path):

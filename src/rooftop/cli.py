@@ -61,11 +61,12 @@ def _cmd_probe(args) -> int:
     if not fabrics:
         print("rooftop probe: --fabric names no fabric", file=sys.stderr)
         return 2
-    if args.duration <= 0:
-        print("rooftop probe: --duration must be > 0", file=sys.stderr)
+    if args.duration <= 0 or args.repeat < 1:
+        print("rooftop probe: --duration must be > 0 and --repeat at least 1", file=sys.stderr)
         return 2
-    print(f"rooftop probe: {', '.join(fabrics)}; {args.duration:g} s per measurement")
-    summary = probe.run(fabrics, args.duration, Path(args.results))
+    print(f"rooftop probe: {', '.join(fabrics)}; {args.duration:g} s per measurement, "
+          f"{args.repeat} run(s) each")
+    summary = probe.run(fabrics, args.duration, Path(args.results), repeat=args.repeat)
     failed = [r for r in summary["rows"] if "error" in r]
     print(f"results: {summary['folder']}")
     return 1 if failed else 0
@@ -835,12 +836,16 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("probe", help="quick RPC-rate and bandwidth check on this machine",
                         description="One pinned server and one pinned client per fabric: "
                                     "sequential noop RPC rate and 4 MiB bulk-read bandwidth "
-                                    "(streaming buffer). Engine documents are saved under "
-                                    "--results.")
+                                    "(streaming buffer), each measured --repeat times (a fresh "
+                                    "server each time): the median, the range of the runs and "
+                                    "their spread, with a warning when they disagree by more "
+                                    "than 20 %. Engine documents are saved under --results.")
     pr.add_argument("--fabric", default="ofi+tcp,ofi+shm",
                     help="comma-separated fabrics (default: %(default)s)")
     pr.add_argument("--duration", type=float, default=3.0,
                     help="measured seconds per test (default: %(default)s)")
+    pr.add_argument("--repeat", type=int, default=3,
+                    help="runs per test; the median is reported (default: %(default)s)")
     pr.add_argument("--results", default="./rooftop-results",
                     help="results folder (default: %(default)s)")
     pr.set_defaults(func=_cmd_probe)
