@@ -796,10 +796,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="one self-contained HTML report (+ Markdown) of a run",
                         description="Writes RESULTS/RUN/report/report.html (every figure inline: "
-                        "open it anywhere, no network needed) and report.md beside it: the headline "
-                        "(ceilings, ridge, recommended ratio), warnings (wide client ceiling, samples "
-                        "above the roofline, overhead, failures), figures, the validation table, the "
-                        "environment and the resolved config. Prints the HTML file's path.")
+                        "open it anywhere, no network needed) and report.md beside it: the verdict "
+                        "(ratio, ceilings, ridge), what to do (the ratio to deploy, where the pair "
+                        "matrix points, what to measure again), figures, warnings (wide client "
+                        "ceiling, samples above the roofline, overhead, failures), the validation "
+                        "table, the environment and the resolved config. Prints the HTML file's path.")
     rp.add_argument("run", help="a run id (see 'rooftop runs')")
     rp.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
     rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
