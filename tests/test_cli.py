@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import rooftop
 
 
@@ -24,6 +26,9 @@ def test_engine_passthrough():
     assert p.returncode == 0 and p.stdout.startswith("rooftop-engine ")
     p = rooftop_cli("engine", "load", "--help")
     assert p.returncode == 0 and "--concurrency" in p.stdout
+    # Options straight after 'engine' are the engine's too (issue 13: rc 2 before).
+    p = rooftop_cli("engine", "--help")
+    assert p.returncode == 0 and p.stdout.startswith("usage: rooftop-engine COMMAND"), p.stderr
 
 
 def test_help_teaches():
@@ -54,6 +59,42 @@ def test_probe_end_to_end(tmp_path):
     assert rows["4 MiB read"]["bytes_per_sec"] > 0
     assert (folder / "ofi_tcp-noop-client.json").exists()
     assert (folder / "ofi_tcp-read-server.json").exists()
+
+
+def test_probe_repeats_and_reports_median_and_spread(tmp_path):
+    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.3", "--repeat", "2", "--results",
+                    str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("median of 2 (") == 2 and "spread" in p.stdout
+    (folder,) = list(tmp_path.glob("probe-*"))
+    rows = {r["test"]: r for r in json.loads((folder / "summary.json").read_text())["rows"]}
+    rpc = rows["noop RPC"]
+    assert len(rpc["runs"]) == 2 and min(rpc["runs"]) <= rpc["ops_per_sec"] <= max(rpc["runs"])
+    assert rpc["spread"] == pytest.approx((max(rpc["runs"]) - min(rpc["runs"])) / rpc["ops_per_sec"])
+    assert (folder / "ofi_tcp-noop-client.json").exists() and (folder / "ofi_tcp-noop-client-2.json").exists()
+
+
+def test_probe_warns_when_runs_disagree(tmp_path, monkeypatch):
+    """19 K then 54 K ops/s in consecutive runs (issue 13) must not pass silently."""
+    from rooftop import probe
+
+    rates = iter([19e3, 54e3, 50e3, 1e9, 1.01e9, 0.99e9])
+
+    def once(fabric, op, extra, duration, cpus):
+        v = next(rates)
+        return ({"engine": {"provider": "tcp"}, "result": {
+            "ops_per_sec": v, "bytes_per_sec": v, "cpu": {"utilization": 1.0},
+            "latency_us": {"p50": 1e6 / v, "p99": 2e6 / v}}}, None)
+
+    monkeypatch.setattr(probe, "_once", once)
+    said = []
+    summary = probe.run(["ofi+tcp"], 0.1, tmp_path, say=lambda *a, **k: said.append(" ".join(a)))
+    rpc, bw = summary["rows"]
+    assert rpc["ops_per_sec"] == 50e3 and rpc["disagree"] and rpc["spread"] == pytest.approx(0.7)
+    assert not bw["disagree"]
+    warnings = [s for s in said if "warning" in s]
+    assert len(warnings) == 1 and "noop RPC" in warnings[0] and "disagree by 70%" in warnings[0]
+    assert any("median of 3 (19,000 .. 54,000, spread 70%)" in s for s in said)
 
 
 def test_probe_bad_fabric_fails_clearly(tmp_path):
@@ -115,3 +156,42 @@ def test_key_flag_errors_are_usage_errors():
     assert p.returncode == 2 and "--server-nodes: comma-separated integers, not '1,x'" in p.stderr
     p = rooftop_cli("collect", "--launcher", "pbs")
     assert p.returncode == 2 and "invalid choice: 'pbs'" in p.stderr
+
+
+def test_tables_to_a_pipe_or_a_narrow_terminal_cut_no_number(tmp_path):
+    """Issue 13: '58.2 K ops…' in a log. To a pipe the table widens until
+    its unwrappable columns fit; in a narrow terminal cells wrap instead."""
+    import io
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from rooftop import model, ui
+
+    cells = ["client node (per client process, node full) *", "rpc", "3", "108.8 K ops/s",
+             "117.2 K ops/s", "126.8 K ops/s"]
+    for terminal, width in ((False, 110), (True, 70)):
+        t = Table()
+        for i, c in enumerate(("stage", "metric", "samples", "min", "median", "max")):
+            t.add_column(c, no_wrap=True, justify="right" if i > 1 else "left")
+        for _ in range(3):
+            t.add_row(*cells)
+        out = Console(file=io.StringIO(), width=width, force_terminal=terminal, color_system=None)
+        ui.print_table(out, t)
+        text = out.file.getvalue()
+        assert "…" not in text, text
+        flat = " ".join(text.replace("│", " ").split())
+        for number in ("108.8", "117.2", "126.8"):
+            assert flat.count(number) == 3, (terminal, text)
+        if not terminal:
+            assert all(c in text for c in cells), text          # whole, on one line
+    # End to end, stdout and stderr pipes: every ceiling of every system whole.
+    examples = sorted(str(p) for p in (Path(__file__).parent.parent / "examples").glob("*-table2.json"))
+    p = rooftop_cli("compare", *examples, "--output", str(tmp_path))
+    assert p.returncode == 0 and "…" not in p.stderr
+    for f in examples:
+        for r in model.load_params(f).values():
+            assert ui.fmt_range(r.server.lo, r.server.hi, r.unit) in p.stderr
+    p = rooftop_cli("model", "--params", examples[0])
+    assert p.returncode == 0 and "…" not in p.stdout and "20.20 GiB/s .. 20.50 GiB/s" in p.stdout

@@ -5,15 +5,14 @@ the report without a KeyError."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
+import synthetic
 from matplotlib.colors import is_color_like
 
 from rooftop import config, metrics, results, samplers, stages, store, ui, units
-from rooftop.campaign import Rows, plan_collect, plan_validate
-from rooftop.launchers.base import Node
+from rooftop.campaign import plan_collect, plan_validate
 from rooftop.plots.run import plot_run
 from rooftop.report import html_page, markdown
 
@@ -77,6 +76,9 @@ def test_units_format_as_before():
     assert units.fmt_rate(12 * 2 ** 10, "bytes/s") == "12.0 KiB/s"
     assert units.fmt_range(32_600, 39_900, "ops/s") == "32.6-39.9 K ops/s"
     assert units.fmt_range(900, 39_900, "ops/s") == "900 ops/s-39.9 K ops/s"
+    assert units.fmt_range(1.62 * 2**30, 1.62 * 2**30, "bytes/s") == "1.62 GiB/s"   # once (issue 13)
+    assert units.fmt_span(1.04e6, 1.04e6, "K ops/s", 1e3) == "1,040 K ops/s"
+    assert units.fmt_span(148e3, 173e3, "K ops/s", 1e3) == "148–173 K ops/s"
     assert units.fmt_in(123_456, "ops/s", ">10,.0f") == "   123,456 ops/s"
     assert units.parse("GiB/s") == ("bytes/s", 2.0 ** 30) and units.parse("K ops/s") == ("ops/s", 1e3)
 
@@ -106,36 +108,13 @@ def test_samplers_measure_nothing_for_engines_on_other_hosts():
 
 # --- every stage and metric through results, ui, figures, report ---------------
 def _cfg() -> dict:
-    cfg = config.defaults()
-    cfg["nodes"] = [{"index": i, "host": "h", "cores": [i]} for i in range(4)]
-    cfg["collect"].update(servers_per_node=2, clients_per_node=1, samples=3, sweep_servers=True)
-    cfg["validate"].update(servers_per_node=1, clients_per_node=1, samples=2)
-    return config.resolve_grid(cfg)
+    return synthetic.config_for(nodes=4, cores=1)
 
 
 def _synthetic_run(tmp_path):
     """A store with ok rows for every planned sample of every stage and
-    metric (server ceiling 100 per process, client ceiling 50, in each
-    metric's base unit x 1000), each latency stage with a client document."""
-    cfg = _cfg()
-    st = store.Store(tmp_path / "res")
-    run_id = st.new_run(cfg, {"host": "h"})
-    rows = Rows(run_id, cfg, [Node(n["index"], n["host"], tuple(n["cores"])) for n in cfg["nodes"]])
-    for pl in plan_collect(cfg) + plan_validate(cfg):
-        for sp in pl.samples:
-            raw = tmp_path / "raw" / f"{sp.stage}-{sp.metric}"
-            raw.mkdir(parents=True, exist_ok=True)
-            (raw / "client-0.json").write_text(json.dumps(
-                {"result": {"latency_us": {"bins": [[10, 11, 5], [11, 12, 3], [40, 42, 1]]}}}))
-            for key, snodes, cnodes, ns, ranks in Rows.parts(pl, sp, len(pl.server_nodes) * pl.servers_per_node,
-                                                             len(sp.client_nodes) * sp.clients_per_node):
-                nc = len(ranks)
-                agg = min(nc * 50e3, ns * 100e3) * (1 + 0.01 * sp.index)
-                st.add_sample(**rows.blank(sp, key, snodes, cnodes, ns, nc, x=ns / nc, status="ok",
-                                           error="", raw_dir=str(raw), aggregate=agg, per_server=agg / ns,
-                                           per_client=agg / nc, measured_s=1.0))
-    st.set_status(run_id, "complete")
-    return st, run_id
+    metric (tests/synthetic.py: uniform_run)."""
+    return synthetic.uniform_run(tmp_path, _cfg())
 
 
 def test_a_run_with_every_stage_and_metric_renders_everywhere(tmp_path, capsys):

@@ -62,11 +62,12 @@ def _cmd_probe(args) -> int:
     if not fabrics:
         print("rooftop probe: --fabric names no fabric", file=sys.stderr)
         return 2
-    if args.duration <= 0:
-        print("rooftop probe: --duration must be > 0", file=sys.stderr)
+    if args.duration <= 0 or args.repeat < 1:
+        print("rooftop probe: --duration must be > 0 and --repeat at least 1", file=sys.stderr)
         return 2
-    print(f"rooftop probe: {', '.join(fabrics)}; {args.duration:g} s per measurement")
-    summary = probe.run(fabrics, args.duration, Path(args.results))
+    print(f"rooftop probe: {', '.join(fabrics)}; {args.duration:g} s per measurement, "
+          f"{args.repeat} run(s) each")
+    summary = probe.run(fabrics, args.duration, Path(args.results), repeat=args.repeat)
     failed = [r for r in summary["rows"] if "error" in r]
     print(f"results: {summary['folder']}")
     return 1 if failed else 0
@@ -284,8 +285,7 @@ def _cmd_runs(args) -> int:
                   f"{len(n)}" + (f" ({bad} failed)" if bad else "") + (f" ({invalid} invalid)" if invalid else ""),
                   f"{r.wall_s:.0f} s",
                   f"{r.overhead:.0%}" if r.overhead is not None else "-")
-    Console = ui.console
-    Console.print(t)
+    ui.print_table(ui.console, t)
     return 0
 
 
@@ -421,7 +421,7 @@ def _print_roofline(out, e, res) -> None:
     if w:
         t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
                                            f"ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
-    out.print(t)
+    ui.print_table(out, t)
 
 
 def _print_validation(out, e, run: str | None) -> None:
@@ -443,7 +443,7 @@ def _print_validation(out, e, run: str | None) -> None:
         v.add_row(f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", f(c.measured), f(c.predicted),
                   f"{c.error_pct:+.0f}%", c.binding,
                   f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""))
-    out.print(v)
+    ui.print_table(out, v)
     for b in ("server", "client"):
         m = e.median_abs_error(b)
         if m is not None:
@@ -526,19 +526,23 @@ def _cmd_plot(args) -> int:
         return 2
     if args.params:
         rooflines = model.load_params(args.params)
-        samples = []
+        samples, run_id = [], None
+        out = Path("rooftop-plots") / Path(args.params).stem
         if args.run:
             store = Store(args.results, create=False)
-            samples = store.samples(store.get_run(args.run).id)
-        out = Path(args.output or Path("rooftop-plots") / Path(args.params).stem)
-        files = plot_params(rooflines, out, args.format, samples)
+            run_id = store.get_run(args.run).id
+            samples = store.samples(run_id)
+            # Under the run's figures: plot --params alone does not overwrite it.
+            out = store.run_dir(run_id) / "figures" / f"params-{Path(args.params).stem}"
+        files = plot_params(rooflines, Path(args.output or out), args.format, samples, run_id,
+                            args.yscale)
     else:
         store = Store(args.results, create=False)
         res = results.load(store, args.run)
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
         out = Path(args.output) if args.output else store.run_dir(res.run.id) / "figures"
-        files = plot_run(res, out, args.format)
+        files = plot_run(res, out, args.format, args.yscale)
     _print_files(files, args.json)
     return 0
 
@@ -590,7 +594,7 @@ def _cmd_compare(args) -> int:
             print(f"rooftop compare: {len(args.label)} --label for {len(sources)} sources", file=sys.stderr)
             return 2
         sources = [(label, rs) for label, (_, rs) in zip(args.label, sources)]
-    files = plot_compare(sources, Path(args.output), args.format)
+    files = plot_compare(sources, Path(args.output), args.format, args.yscale, args.normalise)
     if not args.json:
         out = ui.Console(highlight=False, stderr=True)
         if not out.is_terminal:
@@ -604,7 +608,7 @@ def _cmd_compare(args) -> int:
                 t.add_row(label, m, ui.fmt_range(r.client_bound.lo, r.client_bound.hi, r.unit),
                           ui.fmt_range(r.server.lo, r.server.hi, r.unit),
                           f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}", _verdict_short(r.verdict()))
-        out.print(t)
+        ui.print_table(out, t)
     _print_files(files, args.json)
     return 0
 
@@ -882,15 +886,20 @@ def _add_plot(sub) -> None:
                         description="Per metric: the roofline (rate per client process against x = "
                         "server/client processes, log scale, ceilings as bands, validation points "
                         "coloured by server-node count, ridge marked), the server-process sweep, the "
-                        "client pair matrix (slowest pairs boxed) and latency distributions. Files go "
+                        "client pair matrix (outlier pairs boxed) and latency distributions. Files go "
                         "to RESULTS/RUN/figures (--output to change); their paths are printed. "
                         "--params FILE draws published or hand-written ceilings (see 'rooftop model "
-                        "--help'), with a RUN's validation samples on it when a RUN is given too.")
+                        "--help') into rooftop-plots/FILE-STEM, or, with a RUN's validation samples "
+                        "on them when a RUN is given too, into RESULTS/RUN/figures/params-FILE-STEM.")
     pl.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
     pl.add_argument("--params", help="roofline parameters file (JSON)")
     _results_arg(pl)
     pl.add_argument("--output", help="folder for the figures")
     pl.add_argument("--format", type=_formats, default=("png", "svg"), help="png,svg (default), pdf")
+    pl.add_argument("--yscale", choices=["auto", "log", "linear"], default="auto",
+                    help="the roofline's y axis: log (every ceiling and point inside the frame), "
+                         "linear (seed 000's style: the server ceiling leaves the frame past the "
+                         "ridge), or auto (default: linear only when it keeps everything inside)")
     pl.add_argument("--json", action="store_true", help="print the files as JSON")
     pl.set_defaults(func=_cmd_plot)
 
@@ -898,10 +907,11 @@ def _add_plot(sub) -> None:
 def _add_report(sub) -> None:
     rp = sub.add_parser("report", help="one self-contained HTML report (+ Markdown) of a run",
                         description="Writes RESULTS/RUN/report/report.html (every figure inline: "
-                        "open it anywhere, no network needed) and report.md beside it: the headline "
-                        "(ceilings, ridge, recommended ratio), warnings (wide client ceiling, samples "
-                        "above the roofline, overhead, failures), figures, the validation table, the "
-                        "environment and the resolved config. Prints the HTML file's path.")
+                        "open it anywhere, no network needed) and report.md beside it: the verdict "
+                        "(ratio, ceilings, ridge), what to do (the ratio to deploy, where the pair "
+                        "matrix points, what to measure again), figures, warnings (wide client "
+                        "ceiling, samples above the roofline, overhead, failures), the validation "
+                        "table, the environment and the resolved config. Prints the HTML file's path.")
     rp.add_argument("run", help="a run id (see 'rooftop runs')")
     _results_arg(rp)
     rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
@@ -919,6 +929,12 @@ def _add_compare(sub) -> None:
     _results_arg(cp)
     cp.add_argument("--output", default="./rooftop-compare", help="folder for the figures (default: %(default)s)")
     cp.add_argument("--format", type=_formats, default=("png", "svg"), help="png,svg (default), pdf")
+    cp.add_argument("--yscale", choices=["auto", "log", "linear"], default="auto",
+                    help="y axis: auto (default: log unless linear keeps every ceiling inside the "
+                         "frame; tcp next to shm is log), log or linear; the figure says which")
+    cp.add_argument("--normalise", action="store_true",
+                    help="y = each source's rate / its own client ceiling: every roofline flat at 1, "
+                         "the ridges side by side (linear unless --yscale log)")
     cp.add_argument("--json", action="store_true", help="print the files as JSON")
     cp.set_defaults(func=_cmd_compare)
 
@@ -938,12 +954,16 @@ def _add_probe(sub) -> None:
     pr = sub.add_parser("probe", help="quick RPC-rate and bandwidth check on this machine",
                         description="One pinned server and one pinned client per fabric: "
                                     "sequential noop RPC rate and 4 MiB bulk-read bandwidth "
-                                    "(streaming buffer). Engine documents are saved under "
-                                    "--results.")
+                                    "(streaming buffer), each measured --repeat times (a fresh "
+                                    "server each time): the median, the range of the runs and "
+                                    "their spread, with a warning when they disagree by more "
+                                    "than 20 %. Engine documents are saved under --results.")
     pr.add_argument("--fabric", default="ofi+tcp,ofi+shm",
                     help="comma-separated fabrics (default: %(default)s)")
     pr.add_argument("--duration", type=float, default=3.0,
                     help="measured seconds per test (default: %(default)s)")
+    pr.add_argument("--repeat", type=int, default=3,
+                    help="runs per test; the median is reported (default: %(default)s)")
     _results_arg(pr)
     pr.set_defaults(func=_cmd_probe)
 
@@ -968,6 +988,9 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop.store import StoreError
 
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["engine"]:  # everything after it is the engine's, --help included
+        return _cmd_engine(argparse.Namespace(engine_args=argv[1:]))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

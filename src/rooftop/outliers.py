@@ -49,6 +49,15 @@ class NodeScore:
                 "pairs": [{"pair": list(p), "rate": r} for p, r in self.pairs]}
 
 
+def robust_z(values: list[float], baseline: list[float] | None = None) -> list[float]:
+    """Each value's distance from the baseline's median (default: the values
+    themselves) in robust spreads: max(1.4826 * MAD, FLOOR * median)."""
+    base = baseline if baseline else values
+    m = statistics.median(base)
+    scale = max(1.4826 * statistics.median(abs(v - m) for v in base), FLOOR * m)
+    return [0.0 if scale <= 0 else (v - m) / scale for v in values]
+
+
 def score_nodes(rates: dict[tuple[int, int], float]) -> list[NodeScore]:
     """rates: (node a, node b) -> median client rate of that pair."""
     nodes = sorted({n for pair in rates for n in pair})
@@ -56,12 +65,23 @@ def score_nodes(rates: dict[tuple[int, int], float]) -> list[NodeScore]:
         return []
     per = {n: sorted(((p, r) for p, r in rates.items() if n in p), key=lambda pr: pr[1]) for n in nodes}
     med = {n: statistics.median(r for _, r in per[n]) for n in nodes}
-    m = statistics.median(med.values())
-    mad = statistics.median(abs(v - m) for v in med.values())
-    scale = max(1.4826 * mad, FLOOR * m)
-    if scale <= 0:
-        return [NodeScore(n, med[n], 0.0, per[n]) for n in nodes]
-    return [NodeScore(n, med[n], (med[n] - m) / scale, per[n]) for n in nodes]
+    z = robust_z([med[n] for n in nodes])
+    return [NodeScore(n, med[n], zi, per[n]) for n, zi in zip(nodes, z)]
+
+
+def slow_pairs(rates: dict[tuple[int, int], float],
+               flagged_nodes=()) -> list[tuple[tuple[int, int], float]]:
+    """The pairs that are outliers by the same rule as nodes: a pair whose
+    rate is below the typical pair by more than THRESHOLD robust spreads,
+    the typical pair taken among those of unflagged nodes (a slow node's
+    pairs would otherwise set the baseline). Slowest first; none with
+    fewer than MIN_NODES pairs, where nothing is typical."""
+    if len(rates) < MIN_NODES:
+        return []
+    pairs = list(rates.items())
+    base = [r for p, r in pairs if not set(p) & set(flagged_nodes)]
+    z = robust_z([r for _, r in pairs], base)
+    return sorted(((p, r) for (p, r), zi in zip(pairs, z) if zi < -THRESHOLD), key=lambda pr: pr[1])
 
 
 def flagged(scores: list[NodeScore], kind: str = "slow") -> list[int]:

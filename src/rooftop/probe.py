@@ -3,19 +3,30 @@
 One server process and one client process, pinned to different cores,
 per fabric: the sequential noop RPC rate (the per-process RPC ceiling of a
 client/server pair) and the sequential 4 MiB bulk-read bandwidth with a
-streaming buffer. Every engine document is kept in the results folder.
+streaming buffer. Each test runs `repeat` times (a fresh server each time)
+and reports the median with the spread of the runs; runs that disagree by
+more than DISAGREE (max - min over the median) get a warning, since one
+run on a busy machine can be off by a factor of 3. Every engine document is
+kept in the results folder.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
 
 from rooftop.engine import EngineError, Group
 from rooftop.units import fmt_in
+
+#: Runs whose (max - min) / median exceeds this get a warning.
+DISAGREE = 0.20
+
+TESTS = (("noop RPC", "noop", [], "ops_per_sec", "ops/s", ",.0f"),
+         ("4 MiB read", "read", ["--size", "4MiB", "--buffer", "stream"], "bytes_per_sec", "GiB/s", ".2f"))
 
 
 def _cpus() -> tuple[str | None, str | None]:
@@ -25,44 +36,82 @@ def _cpus() -> tuple[str | None, str | None]:
     return None, None
 
 
-def run(fabrics: list[str], duration: float, results: Path, say=print) -> dict:
+def _once(fabric: str, op: str, extra: list[str], duration: float, cpus) -> tuple[dict, dict | None]:
+    """One server, one client: (client document, server document)."""
+    with Group(fabric=fabric) as g:
+        g.start_server(0, cpus=cpus[0])
+        doc = g.load(op=op, duration=duration, warmup=min(0.5, duration / 2), cpus=cpus[1], extra=extra)
+        return doc, g.close()[0]
+
+
+def _save(out_dir: Path, name: str, i: int, doc: dict, server_doc: dict | None) -> None:
+    """Run 1 as <name>-client.json, run i as <name>-client-<i>.json."""
+    suffix = "" if i == 1 else f"-{i}"
+    (out_dir / f"{name}-client{suffix}.json").write_text(json.dumps(doc, indent=1))
+    if server_doc:
+        (out_dir / f"{name}-server{suffix}.json").write_text(json.dumps(server_doc, indent=1))
+
+
+def spread(values: list[float]) -> float:
+    """(max - min) / median: 0 for one run."""
+    med = statistics.median(values)
+    return (max(values) - min(values)) / med if med > 0 else 0.0
+
+
+def _row(fabric: str, label: str, field: str, docs: list[dict]) -> dict:
+    """The test's row: the median run's numbers, every run's rate, the spread."""
+    rates = [d["result"][field] for d in docs]
+    mid = sorted(docs, key=lambda d: d["result"][field])[(len(docs) - 1) // 2]
+    r = mid["result"]
+    return {"fabric": fabric, "test": label, "provider": mid["engine"]["provider"],
+            "domain": mid["engine"].get("domain", ""),
+            "ops_per_sec": statistics.median(d["result"]["ops_per_sec"] for d in docs),
+            "bytes_per_sec": statistics.median(d["result"]["bytes_per_sec"] for d in docs),
+            "p50_us": r["latency_us"]["p50"], "p99_us": r["latency_us"]["p99"],
+            "client_cpu": r["cpu"]["utilization"], "runs": rates, "spread": spread(rates),
+            "disagree": spread(rates) > DISAGREE}
+
+
+def _line(row: dict, field: str, unit: str, digits: str) -> str:
+    runs = row["runs"]
+    text = fmt_in(row[field], unit, f">10{digits}")
+    if len(runs) > 1:
+        text += (f"  median of {len(runs)} ({fmt_in(min(runs), unit, digits).split()[0]} .. "
+                 f"{fmt_in(max(runs), unit, digits).split()[0]}, spread {row['spread']:.0%})")
+    p50 = row["p50_us"]
+    return text + f"   p50 {p50:.1f} us" if p50 < 100 else text + f"   p50 {p50:.0f} us"
+
+
+def run(fabrics: list[str], duration: float, results: Path, say=print, repeat: int = 3) -> dict:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = results / f"probe-{stamp}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    server_cpu, client_cpu = _cpus()
+    cpus = _cpus()
     rows = []
     for fabric in fabrics:
-        for label, op, extra in (("noop RPC", "noop", []),
-                                 ("4 MiB read", "read", ["--size", "4MiB", "--buffer", "stream"])):
+        for label, op, extra, field, unit, digits in TESTS:
             say(f"  {fabric:9s} {label:11s} ... ", end="")
             sys.stdout.flush()
+            name = f"{fabric.replace('+', '_')}-{op}"
             try:
-                with Group(fabric=fabric) as g:
-                    g.start_server(0, cpus=server_cpu)
-                    doc = g.load(op=op, duration=duration, warmup=min(0.5, duration / 2),
-                                 cpus=client_cpu, extra=extra)
-                    server_doc = g.close()[0]
+                docs = []
+                for i in range(1, repeat + 1):
+                    doc, server_doc = _once(fabric, op, extra, duration, cpus)
+                    _save(out_dir, name, i, doc, server_doc)
+                    docs.append(doc)
             except EngineError as e:
                 say(f"failed: {e}")
                 rows.append({"fabric": fabric, "test": label, "error": str(e)})
                 continue
-            name = f"{fabric.replace('+', '_')}-{op}"
-            (out_dir / f"{name}-client.json").write_text(json.dumps(doc, indent=1))
-            if server_doc:
-                (out_dir / f"{name}-server.json").write_text(json.dumps(server_doc, indent=1))
-            r = doc["result"]
-            row = {"fabric": fabric, "test": label, "provider": doc["engine"]["provider"],
-                   "domain": doc["engine"].get("domain", ""),
-                   "ops_per_sec": r["ops_per_sec"], "bytes_per_sec": r["bytes_per_sec"],
-                   "p50_us": r["latency_us"]["p50"], "p99_us": r["latency_us"]["p99"],
-                   "client_cpu": r["cpu"]["utilization"]}
+            row = _row(fabric, label, field, docs)
             rows.append(row)
-            if op == "noop":
-                say(f"{fmt_in(r['ops_per_sec'], 'ops/s', '>10,.0f')}   p50 {r['latency_us']['p50']:.1f} us")
-            else:
-                say(f"{fmt_in(r['bytes_per_sec'], 'GiB/s', '>10.2f')}  p50 {r['latency_us']['p50']:.0f} us")
-    summary = {"when": stamp, "server_cpu": server_cpu, "client_cpu": client_cpu,
-               "duration_s": duration, "rows": rows}
+            say(_line(row, field, unit, digits))
+            if row["disagree"]:
+                say(f"  warning: {fabric} {label}: the {repeat} runs disagree by {row['spread']:.0%} "
+                    f"(more than {DISAGREE:.0%}): something else is using this machine's cores or "
+                    f"its clock changes; trust the median less, or measure longer (--duration)")
+    summary = {"when": stamp, "server_cpu": cpus[0], "client_cpu": cpus[1],
+               "duration_s": duration, "repeat": repeat, "rows": rows}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["folder"] = str(out_dir)
     return summary

@@ -1,9 +1,12 @@
 """The report of a run: one self-contained HTML file (figures inline, no
 network needed) and a Markdown summary beside it.
 
-Headline (ceilings with their 95 % intervals, ridge, the verdict on the
-ratio: a bold ratio only when the model can tell), warnings, the figures, the
-validation table, environment and the resolved config.
+In reading order: the verdict per metric (a bold ratio only when the model
+can tell; ceilings with their 95 % intervals, ridge), what to do (the ratio
+to deploy, where the pair matrix points, what to measure again: advice.py),
+the figures, the warnings, the validation table, outlier nodes, environment
+and the resolved config. Narrow screens (phones) get one column; wide tables
+scroll inside their box, never the page.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import html
 import json
 from pathlib import Path
 
-from rooftop import __version__
+from rooftop import __version__, advice
 from rooftop.plots.run import plot_run
 from rooftop.results import RunResults
 from rooftop.units import fmt_rate
@@ -32,21 +35,28 @@ h1{font-size:26px;margin:4px 0}h2{font-size:20px;margin-top:34px;border-bottom:2
 .ok{background:#eaf7ee;border-left:5px solid #2ca02c;padding:10px 14px;border-radius:4px}
 figure{background:#fff;border-radius:10px;box-shadow:0 1px 3px #0002;margin:16px 0;padding:10px}
 figure img{max-width:100%;display:block;margin:auto}figcaption{color:#5b6675;font-size:13px;padding:6px}
-table{border-collapse:collapse;background:#fff;font-size:13px;margin:10px 0}
+table{border-collapse:collapse;background:#fff;font-size:13px;margin:10px 0;display:block;max-width:100%;overflow-x:auto}
+td{overflow-wrap:anywhere}section ul{margin:4px 0 10px;padding-left:22px}section li{margin:3px 0}
+#todo h3{font-size:15px;margin:14px 0 2px}
 th,td{padding:5px 10px;border-bottom:1px solid #e5e8ee;text-align:right}th{background:#eef1f5}
 td:first-child,th:first-child{text-align:left}.above{color:#c0392b;font-weight:600}
-pre{background:#fff;padding:12px;border-radius:8px;overflow:auto;font-size:12px}
+pre{background:#fff;padding:12px;border-radius:8px;overflow:auto;font-size:12px;max-width:100%}
+.warn,.ok{overflow-wrap:anywhere}
+@media (max-width:600px){main{padding:12px 10px 40px}h1{font-size:22px}.card{min-width:0;flex-basis:100%}
+.big{font-size:20px}.sub{overflow-wrap:anywhere}}
 """
 
 CAPTIONS = {
-    "roofline": "Per-client-process rate against x = server processes / client processes (log "
-                "scale). Bands: client ceiling (horizontal) and x times the server ceiling "
+    "roofline": "Per-client-process rate against x = server processes / client processes (both "
+                "on log scales unless the axis says otherwise). Bands: client ceiling (horizontal) and x times the server ceiling "
                 "(rising); the roofline is the lower of the two; the dashed line marks the ridge. "
                 "Points: validation samples, coloured by number of server nodes.",
     "sweep": "One server node's aggregate rate as its server processes grow, against linear scaling.",
     "pairs": "Client peak per node pair: one client process against one idle server process. "
-             "Boxed: the slowest pairs; a node that appears in every slow pair is the suspect.",
-    "latency": "Operation latency of every client process, per stage (merged histograms).",
+             "Boxed: only the pairs that are outliers (the outlier-node rule applied to pairs); a "
+             "node in every boxed pair is the suspect. No box: no pair stands out.",
+    "latency": "Operation latency of every client process, per stage (merged histograms), up to "
+               "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far).",
 }
 
 
@@ -130,13 +140,16 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str
                   f"- validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
                   + (f" ({_pct(h['error_all_without_client_node'])} without the client-node ceiling)"
                      if h["error_all_without_client_node"] is not None else ""), ""]
-    lines += ["## Warnings", ""]
-    lines += [f"- {w}" for w in res.warnings] or ["- none"]
-    lines += ["", "## Figures", ""]
+    lines += ["## What to do", ""]
+    for title, said in todo(res):
+        lines += [f"**{title}**", "", *[f"- {x}" for x in said], ""]
+    lines += ["## Figures", ""]
     for name, paths in figures.items():
         png = [p for p in paths if p.suffix == ".png"]
         if png:
             lines.append(f"![{name}]({_rel(png[0], base)})")
+    lines += ["", "## Warnings", ""]
+    lines += [f"- {w}" for w in res.warnings] or ["- none"]
     lines += ["", "## Validation", ""]
     for metric, ev in sorted(res.evaluations.items()):
         if not ev.checks:
@@ -214,20 +227,33 @@ def _card(h: dict) -> str:
 
 
 def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
+    """The page, in reading order: the verdict (one card per metric), what
+    to do, the figures, then warnings and the details."""
     run = res.run
     e = html.escape
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
              f"<title>rooftop report {e(run.id)}</title><style>{CSS}</style></head><body><main>",
              f"<h1>rooftop report</h1><div class='sub'>run {e(run.id)}: {e(res.host)}, "
-             f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>", "<div class='cards'>"]
-    parts += [_card(h) for h in headline(res)]
-    parts.append("</div><h2>Warnings</h2>")
-    if res.warnings:
-        parts += [f"<div class='warn'>{e(w)}</div>" for w in res.warnings]
-    else:
-        parts.append("<div class='ok'>none: ceilings are tight, no sample above the roofline, low overhead</div>")
-    parts.append("<h2>Figures</h2>")
+             f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>",
+             "<section id='verdict'><div class='cards'>", *[_card(h) for h in headline(res)],
+             "</div></section>", _todo_html(res), _figures_html(figures), _warnings_html(res),
+             _validation_html(res), _nodes_html(res), _environment_html(res),
+             f"<p class='small'>rooftop {__version__}</p></main></body></html>"]
+    return "".join(parts)
+
+
+def _todo_html(res: RunResults) -> str:
+    e = html.escape
+    parts = ["<section id='todo'><h2>What to do</h2>"]
+    for title, lines in todo(res):
+        parts.append(f"<h3>{e(title)}</h3><ul>" + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>")
+    return "".join(parts) + "</section>"
+
+
+def _figures_html(figures: dict[str, list[Path]]) -> str:
+    e = html.escape
+    parts = ["<h2>Figures</h2>"]
     for name, paths in figures.items():
         png = next((p for p in paths if p.suffix == ".png"), None)
         if png is None:
@@ -235,11 +261,23 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
         kind = name.split("-")[0]
         parts.append(f"<figure id='{e(name)}'>{_img(png, name)}<figcaption>{e(name)}: "
                      f"{e(CAPTIONS.get(kind, ''))}</figcaption></figure>")
-    parts.append("<h2>Validation</h2>")
+    return "".join(parts)
+
+
+def _warnings_html(res: RunResults) -> str:
+    if not res.warnings:
+        return ("<h2>Warnings</h2><div class='ok'>none: ceilings are tight, no sample above the "
+                "roofline, low overhead</div>")
+    return "<h2>Warnings</h2>" + "".join(f"<div class='warn'>{html.escape(w)}</div>" for w in res.warnings)
+
+
+def _validation_html(res: RunResults) -> str:
+    e = html.escape
+    parts = ["<h2>Validation</h2>"]
     for metric, ev in sorted(res.evaluations.items()):
         u = ev.roofline.unit
         if not ev.checks:
-            parts.append(f"<p>{e(metric)}: no validation samples (rooftop validate --run {e(run.id)})</p>")
+            parts.append(f"<p>{e(metric)}: no validation samples (rooftop validate --run {e(res.run.id)})</p>")
             continue
         rows = [[f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", e(fmt_rate(c.measured, u)),
                  e(fmt_rate(c.predicted, u)), f"{c.error_pct:+.0f} %", c.binding,
@@ -248,24 +286,36 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
         parts.append(f"<h3>{e(metric)}</h3>" + _table(
             ["x", "server/client nodes", "measured", "predicted", "error", "binds", "efficiency"],
             rows, raw=True))
-    if any(res.scores.values()):
-        parts.append("<h2>Nodes</h2><p class='small'>Each node's score compares the median of the "
-                     "client pairs that include it with the typical node, in robust spreads (MAD, at "
-                     "least 5 %); beyond 3.5 the node is flagged and the ceilings are also given "
-                     "without its pairs.</p>")
-        for metric, scores in sorted(res.scores.items()):
-            u = res.pairs[metric].unit
-            rows = [[f"n{sc.node}", e(fmt_rate(sc.median, u)), f"{sc.z:+.1f}",
-                     f"<span class='above'>{sc.flagged}</span>" if sc.flagged else "",
-                     e(", ".join(f"n{a}-n{b} {fmt_rate(v, u)}" for (a, b), v in sc.pairs[:3]))]
-                    for sc in scores]
-            parts.append(f"<h3>{e(metric)}</h3>" + _table(
-                ["node", "median of its pairs", "score", "flag", "slowest pairs"], rows, raw=True))
-            w = res.without_flagged.get(metric)
-            if w:
-                parts.append(f"<p>without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
-                             f"{e(_rng([w.client.lo, w.client.hi], w.unit))}, ridge "
-                             f"{w.ridge.lo:.3g} .. {w.ridge.hi:.3g}</p>")
+    return "".join(parts)
+
+
+def _nodes_html(res: RunResults) -> str:
+    if not any(res.scores.values()):
+        return ""
+    e = html.escape
+    parts = ["<h2>Nodes</h2><p class='small'>Each node's score compares the median of the "
+             "client pairs that include it with the typical node, in robust spreads (MAD, at "
+             "least 5 %); beyond 3.5 the node is flagged and the ceilings are also given "
+             "without its pairs.</p>"]
+    for metric, scores in sorted(res.scores.items()):
+        u = res.pairs[metric].unit
+        rows = [[f"n{sc.node}", e(fmt_rate(sc.median, u)), f"{sc.z:+.1f}",
+                 f"<span class='above'>{sc.flagged}</span>" if sc.flagged else "",
+                 e(", ".join(f"n{a}-n{b} {fmt_rate(v, u)}" for (a, b), v in sc.pairs[:3]))]
+                for sc in scores]
+        parts.append(f"<h3>{e(metric)}</h3>" + _table(
+            ["node", "median of its pairs", "score", "flag", "slowest pairs"], rows, raw=True))
+        w = res.without_flagged.get(metric)
+        if w:
+            parts.append(f"<p>without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
+                         f"{e(_rng([w.client.lo, w.client.hi], w.unit))}, ridge "
+                         f"{w.ridge.lo:.3g} .. {w.ridge.hi:.3g}</p>")
+    return "".join(parts)
+
+
+def _environment_html(res: RunResults) -> str:
+    run = res.run
+    e = html.escape
     ov = run.overhead
     env_rows = [["run time", f"{run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
                  + (f" (overhead {ov:.0%})" if ov is not None else "")],
@@ -277,11 +327,17 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
                 ["engine", str(run.environment.get("engine", "?"))],
                 ["rooftop", str(run.environment.get("rooftop", __version__))],
                 ["command", " ".join(run.environment.get("argv") or [])]]
-    parts.append("<h2>Environment</h2>" + _table(["", ""], [[e(a), e(b)] for a, b in env_rows], raw=True))
-    parts.append("<h2>Resolved config</h2><details><summary>every key, defaults included</summary>"
-                 f"<pre>{e(json.dumps(run.config, indent=2))}</pre></details>")
-    parts.append(f"<p class='small'>rooftop {__version__}</p></main></body></html>")
-    return "".join(parts)
+    return ("<h2>Environment</h2>" + _table(["", ""], [[e(a), e(b)] for a, b in env_rows], raw=True)
+            + "<h2>Resolved config</h2><details><summary>every key, defaults included</summary>"
+            f"<pre>{e(json.dumps(run.config, indent=2))}</pre></details>")
+
+
+def todo(res: RunResults) -> list[tuple[str, list[str]]]:
+    """The 'What to do' parts: (title, sentences)."""
+    again = advice.remeasure(res) or ["Nothing: the ceilings are tight and every sample was usable."]
+    return [("Deploy", advice.deploy(res)), ("Pair matrix", advice.pairs(res) or
+                                             ["No client pair matrix in this run (rooftop collect)."]),
+            ("Measure again", again)]
 
 
 def write(res: RunResults, out_dir: Path) -> tuple[Path, Path]:

@@ -48,6 +48,8 @@ class Latency:
     processes: int
     #: Other stages the same samples stand for (measured once).
     also: tuple[str, ...] = ()
+    #: The (server processes, client processes) of its samples' placements.
+    placements: tuple[tuple[int, int], ...] = ()
 
     @property
     def count(self) -> int:
@@ -105,7 +107,7 @@ class RunResults:
 
     def title(self, metric: str) -> str:
         what = metrics.METRICS[metric].title(self.run.config) if metric in metrics.METRICS else metric
-        return f"{what}: {self.host}, {self.provider}, {self.date}"
+        return f"{what}: {self.host}, {self.provider}, run {self.run.id}"
 
     def stage_samples(self, stage: str, metric: str | None = None, ok: bool = True) -> list[dict]:
         """Samples standing for a stage (one measured once counts for each)."""
@@ -148,7 +150,9 @@ def latency_of(samples: list[dict], stage: str, metric: str) -> Latency | None:
                 merged[(lo, hi)] = merged.get((lo, hi), 0) + n
     if not merged:
         return None
-    return Latency(stage, metric, [(lo, hi, n) for (lo, hi), n in sorted(merged.items())], procs, also)
+    placements = tuple(sorted({(s["server_procs"], s["client_procs"]) for s in rows}))
+    return Latency(stage, metric, [(lo, hi, n) for (lo, hi), n in sorted(merged.items())], procs, also,
+                   placements)
 
 
 def _method_warnings(metric: str, r: model.Roofline) -> list[str]:

@@ -8,6 +8,7 @@ import statistics
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
@@ -18,7 +19,39 @@ from rooftop.units import fmt_range, fmt_rate  # noqa: F401
 
 console = Console(stderr=True, highlight=False)
 if not console.is_terminal:
-    console.width = 110  # logs and CI: wide enough that tables do not wrap
+    console.width = 110  # logs and CI: wide enough that most tables do not wrap
+
+
+def print_table(out: Console, table: Table) -> None:
+    """Prints a table without cutting a cell ('58.2 K ops…'). In a
+    terminal every column may wrap (long words fold) instead of being
+    truncated; to a file or pipe the width grows to the table's minimum,
+    so columns that must not wrap (numbers, labels) are whole and the
+    others wrap."""
+    if out.is_terminal:
+        for col in table.columns:
+            col.no_wrap, col.overflow = False, "fold"
+        out.print(table)
+        return
+    width = out.width
+    try:
+        out.width = 10_000  # measure against no limit
+        out.width = max(width, _unbroken_width(out, table))
+        out.print(table)
+    finally:
+        out.width = width
+
+
+def _unbroken_width(out: Console, table: Table) -> int:
+    """The narrowest the table can be with its no_wrap columns whole (the
+    others wrapped down to their longest word)."""
+    natural = out.measure(table).maximum
+    for col in table.columns:
+        if col.no_wrap:
+            continue
+        cells = [Measurement.get(out, out.options, c) for c in (col.header, *col.cells)]
+        natural -= max(m.maximum for m in cells) - max(m.minimum for m in cells)
+    return natural
 
 @contextmanager
 def stage_progress(groups, done: set[str], quiet: bool = False):
@@ -91,7 +124,7 @@ def print_summary(run, samples: list[dict]) -> None:
         label = stages.get(r["stage"]).label + (" *" if r["once_with"] else "")
         t.add_row(label, r["metric"], n, fmt_rate(r["min"], r["unit"]),
                   fmt_rate(r["median"], r["unit"]), fmt_rate(r["max"], r["unit"]))
-    console.print(t)
+    print_table(console, t)
     once = sorted({tuple(stands_for(s)) for s in samples if len(stands_for(s)) > 1})
     for names in once:
         console.print("* " + ", ".join(x.replace("_", " ") for x in names)

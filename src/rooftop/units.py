@@ -82,8 +82,11 @@ def fmt_in(v: float, label: str, digits: str) -> str:
 
 
 def fmt_range(lo: float, hi: float, unit: str) -> str:
-    """'32.6-39.9 K ops/s': one unit for both ends."""
+    """'32.6-39.9 K ops/s': one unit for both ends; one value when both
+    ends read the same ('1.62 GiB/s', not '1.62-1.62 GiB/s')."""
     a, b = fmt_rate(lo, unit).split(" ", 1), fmt_rate(hi, unit).split(" ", 1)
+    if a == b:
+        return fmt_rate(hi, unit)
     if a[1] == b[1]:
         return f"{a[0]}-{b[0]} {b[1]}"
     return f"{fmt_rate(lo, unit)}-{fmt_rate(hi, unit)}"
@@ -95,6 +98,24 @@ def rate_scale(unit: str, top: float) -> tuple[float, str]:
     u = UNITS[unit]
     show = _pick(u.axis, top)
     return u.factor(show.label), show.label
+
+
+def fmt_num(v: float) -> str:
+    """A number on a figure, 3 significant digits and never an exponent:
+    '0.0123', '1.5', '148', '1,040', '52,400'."""
+    if v == 0:
+        return "0"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}" if abs(v) >= 1e-3 else f"{v:.2e}"
+
+
+def fmt_span(lo: float, hi: float, label: str, scale: float = 1.0) -> str:
+    """A range on a figure with its unit, one value when both ends read the
+    same: '148–173 K ops/s', '1,040 K ops/s' (never '1.04e+03–1.04e+03').
+    lo and hi are in base units; scale is the divisor of `label`."""
+    a, b = fmt_num(lo / scale), fmt_num(hi / scale)
+    return f"{a} {label}" if a == b else f"{a}–{b} {label}"
 
 
 def parse(label: str) -> tuple[str, float]:

@@ -220,3 +220,78 @@ def test_a_lower_client_node_ceiling_is_used_and_drawn(run, tmp_path):
     page = Page()
     page.feed((tmp_path / "rep" / "report.html").read_text())
     assert "node full:" in " ".join(page.text)
+
+
+# --- the report at a desktop and a phone width (issue 13, item 6) --------------------
+MEASURE = """<!doctype html><html><body style="margin:0">
+<iframe id="r" src="{src}" style="border:0;width:{width}px;height:2400px"></iframe><pre id="m"></pre>
+<script>document.getElementById("r").addEventListener("load", function () {{
+  var w = this.contentWindow, d = w.document, top = function (el) {{ return el.getBoundingClientRect().top; }};
+  var fig = d.querySelector("figure"), v = d.getElementById("verdict"), t = d.getElementById("todo");
+  document.getElementById("m").textContent = JSON.stringify({{
+    scrollWidth: d.documentElement.scrollWidth, width: w.innerWidth,
+    verdictBottom: v.getBoundingClientRect().bottom, todo: top(t), figure: top(fig),
+    todoText: t.innerText, wide: Array.from(d.querySelectorAll("body *")).filter(function (e) {{
+      var boxed = e.parentElement.closest("table, pre");  /* scrolls inside its own box */
+      return !boxed && e.getBoundingClientRect().right > w.innerWidth + 1; }}).map(function (e) {{
+      return e.tagName + "." + e.className; }}).slice(0, 5)}});
+}});</script></body></html>"""
+
+
+def _in_chromium(page: Path, width: int, tmp_path: Path) -> tuple[dict, Path]:
+    """The report laid out in a frame `width` px wide (Chromium's headless
+    window is at least 500 px wide, a frame is not): measurements taken in
+    the page, and a screenshot."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("chromium is not installed (scripts/setup.sh --test installs it)")
+    wrapper = tmp_path / f"at-{width}.html"
+    wrapper.write_text(MEASURE.format(src=page.as_uri(), width=width))
+    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--disable-dev-shm-usage", "--no-first-run", "--allow-file-access-from-files",
+            f"--user-data-dir={tmp_path / 'prof'}", f"--window-size={max(width, 500)},2400",
+            "--virtual-time-budget=10000"]
+    dom = subprocess.run(base + ["--dump-dom", wrapper.as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    found = re.search(r'<pre id="m">([^<]+)</pre>', dom)
+    assert found, dom[-2000:]
+    shot = tmp_path / f"report-{width}.png"
+    subprocess.run(base + [f"--screenshot={shot}", wrapper.as_uri()], capture_output=True, timeout=120)
+    assert shot.is_file()
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&")), shot
+
+
+@pytest.mark.parametrize("width", [1300, 390])
+def test_report_leads_with_the_verdict_and_fits_a_phone(run, tmp_path, width):
+    """At 1300 px and a phone's 390 px: nothing wider than the screen (wide
+    tables scroll in their box), the verdict and what to do come before the
+    first figure, and the screenshot is not blank."""
+    res, run_id = run
+    page = Path(cli("report", run_id, "--results", str(res), "--output", str(tmp_path / "rep")).stdout.strip())
+    m, shot = _in_chromium(page, width, tmp_path)
+    assert m["width"] == width
+    assert m["scrollWidth"] <= width and not m["wide"], m
+    assert m["verdictBottom"] <= m["todo"] < m["figure"], m
+    for part in ("Deploy", "Pair matrix", "Measure again"):
+        assert part in m["todoText"]
+    # 2 logical nodes: no ratio, one pair, and the advice says how to get both.
+    assert "no ratio yet" in m["todoText"] and "collect on 3 or more nodes" in m["todoText"]
+    import matplotlib.image as mpimg
+
+    gray = mpimg.imread(shot)[..., :3].mean(axis=2)[:, :width]
+    assert (abs(gray - gray.mean()) > 0.1).mean() > 0.02
+
+
+def test_a_17_node_report_fits_a_phone_and_points_at_the_slow_node(tmp_path):
+    import synthetic
+
+    from rooftop import report, results
+
+    st, run_id = synthetic.realistic_run(tmp_path, nodes=17, cores=2, slow_node=5)
+    page, md = report.write(results.load(st, run_id), tmp_path / "rep")
+    m, _ = _in_chromium(page, 390, tmp_path)
+    assert m["scrollWidth"] <= 390 and not m["wide"], m
+    assert m["verdictBottom"] <= m["todo"] < m["figure"]
+    assert "the pair matrix points at node n5" in m["todoText"]
+    text = md.read_text()
+    assert text.index("## What to do") < text.index("## Figures") < text.index("## Warnings")

@@ -1,5 +1,11 @@
 """Latency distributions: per stage, the merged histogram of every client
-process's operation latency (the engine's ~4 % bins), on a log axis."""
+process's operation latency (the engine's ~4 % bins), on a log axis.
+
+The axis spans the data, not the histogram's range: from the fastest
+operation to the 99.9th percentile of the slowest stage (a handful of slow
+operations would otherwise stretch a 20 µs distribution over four decades).
+A stage whose slowest operations lie beyond is marked at the right edge and
+its legend says how far its tail goes and what share it holds."""
 
 from __future__ import annotations
 
@@ -7,17 +13,57 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rooftop import stages
+from rooftop.plots import style
 from rooftop.results import Latency
+from rooftop.units import fmt_num
+
+#: The axis ends at this quantile of the slowest stage.
+TAIL_QUANTILE = 0.999
+
 
 def fmt_us(v: float) -> str:
-    return f"{v:.3g} µs" if v < 1000 else f"{v / 1000:.3g} ms"
+    """'24.9 µs', '1.66 ms', '304 s'."""
+    if v < 1e3:
+        return f"{fmt_num(v)} µs"
+    return f"{fmt_num(v / 1e3)} ms" if v < 1e6 else f"{fmt_num(v / 1e6)} s"
 
 
 def _name(lat: Latency) -> str:
-    """The stage's name; a measurement standing for several names them all."""
+    """The stage's legend (saying whether a saturating stage saturated); a
+    measurement standing for several names them all."""
     if not lat.also:
-        return stages.STAGES[lat.stage].legend if lat.stage in stages.STAGES else lat.stage
+        st = stages.STAGES.get(lat.stage)
+        return st.legend_for(lat.placements) if st else lat.stage
     return " = ".join(x.replace("_", " ") for x in (lat.stage, *lat.also)) + " (one measurement)"
+
+
+def x_limits(lats: list[Latency]) -> tuple[float, float]:
+    """From the fastest operation to the slowest stage's TAIL_QUANTILE."""
+    lo = min(b[0] for lat in lats for b in lat.bins if b[2] > 0)
+    hi = max(lat.quantile(TAIL_QUANTILE) for lat in lats)
+    return max(lo, 1e-3) / 1.25, hi * 1.6
+
+
+def _tail(lat: Latency, right: float) -> tuple[float, float] | None:
+    """(slowest operation, share of operations) beyond the axis' right end."""
+    beyond = [(hi, n) for lo, hi, n in lat.bins if n > 0 and lo >= right]
+    if not beyond:
+        return None
+    return max(h for h, _ in beyond), sum(n for _, n in beyond) / lat.count
+
+
+def _steps(lat: Latency) -> tuple[np.ndarray, np.ndarray]:
+    """(values, edges) for stairs: each bin's density per log-width (so
+    differently wide bins compare), and 0 over the gaps between bins (the
+    engine lists only bins that hold operations)."""
+    vals, edges = [], [lat.bins[0][0]]
+    for lo, hi, n in lat.bins:
+        if lo > edges[-1] * 1.0001:
+            vals.append(0.0)
+            edges.append(lo)
+        vals.append(n / lat.count / np.log10(max(hi, lo * 1.0001) / max(lo, 1e-3)))
+        edges.append(max(hi, edges[-1]))
+    return np.array(vals), np.array(edges)
 
 
 def figure(lats: list[Latency], metric: str, title: str):
@@ -25,21 +71,25 @@ def figure(lats: list[Latency], metric: str, title: str):
     if not lats:
         raise ValueError(f"no latency distributions for {metric}")
     fig, ax = plt.subplots(figsize=(8, 4.6))
-    for lat in lats:
-        lo = np.array([b[0] for b in lat.bins])
-        hi = np.array([b[1] for b in lat.bins])
-        n = np.array([b[2] for b in lat.bins], dtype=float)
-        # Density per log-width so differently wide bins compare.
-        dens = n / lat.count / np.log10(np.maximum(hi, lo * 1.0001) / np.maximum(lo, 1e-3))
-        edges = np.append(lo, hi[-1])
-        ax.stairs(dens, edges, color=stages.STAGES[lat.stage].colour if lat.stage in stages.STAGES else None, lw=1.6, gid=f"latency-{lat.stage}",
-                  label=f"{_name(lat)}: p50 {fmt_us(lat.quantile(0.5))}, "
-                        f"p99 {fmt_us(lat.quantile(0.99))} ({lat.processes} proc.)")
+    left, right = x_limits(lats)
+    for i, lat in enumerate(lats):
+        dens, edges = _steps(lat)
+        colour = stages.STAGES[lat.stage].colour if lat.stage in stages.STAGES else None
+        label = (f"{_name(lat)}: p50 {fmt_us(lat.quantile(0.5))}, "
+                 f"p99 {fmt_us(lat.quantile(0.99))} ({lat.processes} proc.)")
+        tail = _tail(lat, right)
+        if tail:
+            label += f"; tail to {fmt_us(tail[0])} ({tail[1]:.2%}) beyond the axis ▶"
+            ax.plot([right], [0.92 - 0.07 * i], marker=">", ms=9, color=colour, clip_on=False, gid=f"tail-{lat.stage}",
+                    transform=ax.get_xaxis_transform())
+        ax.stairs(dens, edges, color=colour, lw=1.6, gid=f"latency-{lat.stage}", label=label)
     ax.set_xscale("log")
-    ax.set_xlabel("operation latency (µs, log scale)")
+    ax.set_xlim(left, right)
+    style.log_axis_numbers(ax.xaxis, left, right, fmt_us)
+    ax.set_xlabel("operation latency (log scale)")
     ax.set_ylabel("share of operations per decade")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     fig.tight_layout()
     return fig

@@ -1,5 +1,7 @@
-"""The client pair matrix as a node x node heatmap, slowest pairs marked
-(seed 000's Polaris lesson: slow pairs that share one node)."""
+"""The client pair matrix as a node x node heatmap (seed 000's Polaris
+lesson: slow pairs that share one node). Boxed: only the pairs that are
+outliers by rooftop.outliers' rule (the same robust spread that flags
+nodes); a uniform matrix has no box, and its title says so."""
 
 from __future__ import annotations
 
@@ -7,12 +9,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from rooftop import units
+from rooftop import outliers, units
 from rooftop.plots import style
 from rooftop.results import PairMatrix
 
 
 def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()):
+    """slowest: how many boxed pairs the title names; flagged: outlier
+    nodes (marked '!' on the axes)."""
     n = len(pm.nodes)
     top = max(pm.rates.values())
     scale, unit = units.rate_scale(pm.unit, top)
@@ -39,17 +43,38 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
         for a in range(n):
             for b in range(n):
                 if not np.isnan(m[a, b]):
-                    ax.text(b, a, f"{m[a, b]:.3g}", ha="center", va="center", fontsize=8,
+                    ax.text(b, a, units.fmt_num(m[a, b]), ha="center", va="center", fontsize=8,
                             color="white" if m[a, b] < vmid else "black")
-    slow = pm.slowest(slowest) if len(pm.rates) > 1 else []
+    slow = outliers.slow_pairs(pm.rates, flagged)
     for (a, b), v in slow:
         for (i, j) in ((a, b), (b, a)):
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5,
                                    gid="slow-pair"))
-    if slow:
-        text = "slowest: " + ", ".join(f"n{a}–n{b} {v / scale:.3g}" for (a, b), v in slow)
-        ax.set_title(f"{title}\n{text} {unit}", fontsize=10)
-    else:
-        ax.set_title(title, fontsize=10)
+    ax.set_title(f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _verdict(pm: PairMatrix, slow, named: int, scale: float, unit: str, flagged=()) -> str:
+    """The title's second line: outlier nodes with how many of their pairs
+    are boxed, the other outlier pairs (slowest first), or that there are
+    none and how close the pairs are."""
+    parts = []
+    for node in flagged:
+        mine = [(p, v) for p, v in slow if node in p]
+        total = sum(1 for p in pm.rates if node in p)
+        if mine:
+            (a, b), v = mine[0]
+            parts.append(f"node n{node}: {len(mine)} of its {total} pairs (slowest n{a}–n{b} "
+                         f"{units.fmt_num(v / scale)} {unit})")
+    rest = [(p, v) for p, v in slow if not set(p) & set(flagged)]
+    if rest:
+        more = f" and {len(rest) - named} more" if len(rest) > named else ""
+        parts.append(", ".join(f"n{a}–n{b} {units.fmt_num(v / scale)}" for (a, b), v in rest[:named])
+                     + f" {unit}{more}")
+    if parts:
+        return "outliers (boxed): " + "; ".join(parts)
+    if len(pm.rates) < outliers.MIN_NODES:
+        return f"{len(pm.rates)} pair{'s' if len(pm.rates) != 1 else ''}: too few to tell an outlier"
+    lo, hi = min(pm.rates.values()), max(pm.rates.values())
+    return f"no outlier pair: every pair {units.fmt_span(lo, hi, unit, scale)}"

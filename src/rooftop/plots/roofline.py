@@ -1,7 +1,13 @@
 """The roofline figure (seed 000, Figures 13-14): per-process rate against
 the server/client ratio x on a log scale, client and server ceilings as
 min/max lines with a shaded band, the roofline, the ridge, and validation
-samples coloured by the number of server nodes."""
+samples coloured by the number of server nodes.
+
+The y axis is log by default (style.pick_yscale: every ceiling and every
+point inside the frame, the rising x·server a straight line well past the
+ridge: frame_values);
+yscale="linear" is seed 000's style (the server ceiling curves and leaves
+the frame past the ridge)."""
 
 from __future__ import annotations
 
@@ -18,39 +24,39 @@ def x_range(roofline: Roofline, xs=()) -> tuple[float, float]:
     return min(pts), max(pts)
 
 
-def draw(ax, r: Roofline, scale: float, colour: str | None = None, label: str | None = None,
-         xlim: tuple[float, float] = (1 / 16, 16), bands: bool = True, ridge: bool = True) -> None:
+#: The rising server ceiling is kept in the frame up to this multiple of
+#: the client ceiling: well past the ridge (where it no longer binds) on a
+#: log axis, without spending the frame on decades where nothing binds.
+RISE = 3.0
+
+
+def frame_values(r: Roofline, xlim: tuple[float, float], scale: float = 1.0) -> list[float]:
+    """What must be inside the frame of r over the axis' x limits: both
+    client ceilings' ends, and the server band from the left edge until it
+    is RISE times the client ceiling (or the right edge)."""
+    rise = min(xlim[1] * r.server.hi, RISE * r.client_bound.hi)
+    vals = [r.client.lo, r.client.hi, xlim[0] * r.server.lo, rise]
+    if r.client_node is not None:
+        vals += [r.client_node.lo, r.client_node.hi]
+    return [v / scale for v in vals]
+
+
+def draw(ax, r: Roofline, scale: float, show: tuple[float, str], colour: str | None = None,
+         label: str | None = None, xlim: tuple[float, float] = (1 / 16, 16), bands: bool = True,
+         ridge: bool = True) -> None:
     """Draws one roofline on ax: ceilings (min/max lines, shaded), the
-    roofline itself and the ridge. colour/label: one colour per roofline
+    roofline itself and the ridge. y = rate / scale; show: (divisor, unit
+    label) of the legends' values. colour/label: one colour per roofline
     when several share a figure (compare)."""
     x = np.geomspace(xlim[0] / 1.3, xlim[1] * 1.3, 400)
-    cc, sc, rc = (colour or style.CLIENT), (colour or style.SERVER), (colour or style.ROOF)
     if bands:
-        ax.axhspan(r.client.lo / scale, r.client.hi / scale, color=cc, alpha=0.15, lw=0)
-        for v in (r.client.lo, r.client.hi):
-            ax.axhline(v / scale, color=cc, lw=1, ls="-" if not colour else ":")
-        if not colour:
-            ax.plot([], [], color=cc, lw=6, alpha=0.3, label=f"client ceiling {_range(r.client, scale)}")
-        if r.client_node is not None:
-            nc = colour or style.CLIENT_NODE
-            ax.axhspan(r.client_node.lo / scale, r.client_node.hi / scale, color=nc, alpha=0.15,
-                       lw=0, hatch="//" if colour else None)
-            for v in (r.client_node.lo, r.client_node.hi):
-                ax.axhline(v / scale, color=nc, lw=1, ls="--")
-            if not colour:
-                ax.plot([], [], color=nc, lw=1.5, ls="--",
-                        label=f"client ceiling, node full {_range(r.client_node, scale)}"
-                              + ("" if r.node_binds else " (not lower: unused)"))
-        ax.fill_between(x, x * r.server.lo / scale, x * r.server.hi / scale, color=sc, alpha=0.15, lw=0)
-        for v in (r.server.lo, r.server.hi):
-            ax.plot(x, x * v / scale, color=sc, lw=1, ls="-" if not colour else ":")
-        if not colour:
-            ax.plot([], [], color=sc, lw=6, alpha=0.3, label=f"x · server ceiling {_range(r.server, scale)}")
+        _bands(ax, r, x, scale, show, colour)
+    rc = colour or style.ROOF
     lo = np.array([r.rate(v, "lo") for v in x]) / scale
     hi = np.array([r.rate(v, "hi") for v in x]) / scale
     mid = np.array([r.rate(v) for v in x]) / scale
     ax.fill_between(x, lo, hi, color=rc, alpha=0.12 if not colour else 0.25, lw=0)
-    summary = (f"{label}: client {_range(r.client_bound, scale)}, server {_range(r.server, scale)}, "
+    summary = (f"{label}: client {_range(r.client_bound, show)}, server {_range(r.server, show)}, "
                f"ridge {_ridge(r)}")
     ax.plot(x, mid, color=rc, lw=2.5, gid="roofline",
             label=summary if colour else "roofline r(x) = min(client, x · server)")
@@ -64,34 +70,66 @@ def draw(ax, r: Roofline, scale: float, colour: str | None = None, label: str | 
                         fontsize=9, fontweight="bold")
 
 
-def _range(c, scale: float) -> str:
-    return f"{c.lo / scale:.3g}–{c.hi / scale:.3g}"
+def _bands(ax, r: Roofline, x, scale: float, show, colour: str | None) -> None:
+    """The client ceilings (flat) and x times the server ceiling (rising),
+    each a min/max pair of lines over a shaded band; legend entries when
+    the figure has one roofline (colour None)."""
+    cc, sc = (colour or style.CLIENT), (colour or style.SERVER)
+    ax.axhspan(r.client.lo / scale, r.client.hi / scale, color=cc, alpha=0.15, lw=0)
+    for v in (r.client.lo, r.client.hi):
+        ax.axhline(v / scale, color=cc, lw=1, ls="-" if not colour else ":")
+    if not colour:
+        ax.plot([], [], color=cc, lw=6, alpha=0.3, label=f"client ceiling {_range(r.client, show)}")
+    if r.client_node is not None:
+        nc = colour or style.CLIENT_NODE
+        ax.axhspan(r.client_node.lo / scale, r.client_node.hi / scale, color=nc, alpha=0.15,
+                   lw=0, hatch="//" if colour else None)
+        for v in (r.client_node.lo, r.client_node.hi):
+            ax.axhline(v / scale, color=nc, lw=1, ls="--")
+        if not colour:
+            ax.plot([], [], color=nc, lw=1.5, ls="--",
+                    label=f"client ceiling, node full {_range(r.client_node, show)}"
+                          + ("" if r.node_binds else " (not lower: unused)"))
+    ax.fill_between(x, x * r.server.lo / scale, x * r.server.hi / scale, color=sc, alpha=0.15, lw=0)
+    for v in (r.server.lo, r.server.hi):
+        ax.plot(x, x * v / scale, color=sc, lw=1, ls="-" if not colour else ":")
+    if not colour:
+        ax.plot([], [], color=sc, lw=6, alpha=0.3, label=f"x · server ceiling {_range(r.server, show)}")
+
+
+def _range(c, show: tuple[float, str]) -> str:
+    """'148–173 K ops/s'; one value when both ends read the same."""
+    return units.fmt_span(c.lo, c.hi, show[1], show[0])
 
 
 def _ridge(r: Roofline) -> str:
     rg = r.ridge
-    return (f"{style.ratio_label(rg.centre)}" if abs(rg.hi - rg.lo) < 1e-9
-            else f"{rg.lo:.3g}–{rg.hi:.3g}")
+    if abs(rg.hi - rg.lo) < 1e-9:
+        return style.ratio_label(rg.centre)
+    a, b = units.fmt_num(rg.lo), units.fmt_num(rg.hi)
+    return a if a == b else f"{a}–{b}"
 
 
-def figure(ev: Evaluation, title: str):
-    """The roofline of ev.roofline with ev's validation samples."""
+def figure(ev: Evaluation, title: str, yscale: str = "auto"):
+    """The roofline of ev.roofline with ev's validation samples; yscale:
+    auto, log or linear (style.pick_yscale)."""
     r = ev.roofline
     xs = [c.x for c in ev.checks]
     lo, hi = x_range(r, xs)
-    top = max([r.client.hi, *(c.measured for c in ev.checks)])
+    measured = [c.measured for c in ev.checks]
+    top = max([r.client.hi, *measured])
     scale, unit = units.rate_scale(r.unit, top)
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
-    draw(ax, r, scale, xlim=(ticks[0], ticks[-1]))
+    draw(ax, r, scale, (scale, unit), xlim=(ticks[0], ticks[-1]))
     colours = style.server_node_colours(c.server_nodes for c in ev.checks)
     for n, col in colours.items():
         pts = [c for c in ev.checks if c.server_nodes == n]
         ax.scatter([c.x for c in pts], [c.measured / scale for c in pts], s=46, color=col,
                    alpha=0.6, edgecolors="black", linewidths=0.5, zorder=5, gid=f"validation-{n}",
                    label=f"measured, {n} server node{'s' if n != 1 else ''} ({len(pts)})")
-    ax.set_ylim(0, top / scale * 1.18)
-    ax.set_ylabel(f"rate per client process ({unit})")
+    values = frame_values(r, ax.get_xlim(), scale) + [v / scale for v in measured]
+    style.y_axis(ax, values, top / scale, yscale, f"rate per client process ({unit})")
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)

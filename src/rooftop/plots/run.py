@@ -10,15 +10,16 @@ from rooftop.plots.save import FORMATS, save
 from rooftop.results import RunResults
 
 
-def plot_run(res: RunResults, out_dir: Path, formats=FORMATS) -> dict[str, list[Path]]:
+def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "auto") -> dict[str, list[Path]]:
     """Writes roofline-<metric>, sweep-<metric>, pairs-<metric> and
-    latency-<metric> (when the run has their data); returns name -> files."""
+    latency-<metric> (when the run has their data); returns name -> files.
+    yscale: the rooflines' y axis (auto, log, linear)."""
     out: dict[str, list[Path]] = {}
     for metric in res.metrics:
         title = res.title(metric)
         ev = res.evaluations.get(metric)
         if ev is not None:
-            out[f"roofline-{metric}"] = save(roofline.figure(ev, title), out_dir, f"roofline-{metric}", formats)
+            out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale), out_dir, f"roofline-{metric}", formats)
         try:
             out[f"sweep-{metric}"] = save(sweep.figure(res.samples, metric, title), out_dir,
                                           f"sweep-{metric}", formats)
@@ -38,25 +39,29 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS) -> dict[str, list[
 
 
 def plot_params(rooflines: dict[str, model.Roofline], out_dir: Path, formats=FORMATS,
-                samples: list[dict] | None = None) -> dict[str, list[Path]]:
+                samples: list[dict] | None = None, run: str | None = None,
+                yscale: str = "auto") -> dict[str, list[Path]]:
     """The roofline of each metric of a parameters file, with a run's
-    validation samples when given."""
+    validation samples when given (run: its id, named in the titles)."""
     out = {}
+    validation = stages.of_role("validation").name
     for metric, r in sorted(rooflines.items()):
-        ev = model.evaluate(r, [s for s in samples or [] if s["stage"] == stages.of_role("validation").name])
-        out[f"roofline-{metric}"] = save(roofline.figure(ev, f"{metric}: {r.source}"), out_dir,
+        ev = model.evaluate(r, [s for s in samples or [] if s["stage"] == validation])
+        title = f"{metric}: {r.source}" + (f", validation samples of run {run}" if run else "")
+        out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale), out_dir,
                                          f"roofline-{metric}", formats)
     return out
 
 
 def plot_compare(sources: list[tuple[str, dict[str, model.Roofline]]], out_dir: Path,
-                 formats=FORMATS) -> dict[str, list[Path]]:
-    """One figure per metric with every source's roofline that has it."""
+                 formats=FORMATS, yscale: str = "auto", normalise: bool = False) -> dict[str, list[Path]]:
+    """One figure per metric with every source's roofline that has it (y:
+    compare.figure's yscale and normalise)."""
     out = {}
     metrics = sorted({m for _, rs in sources for m in rs})
     for metric in metrics:
         items = [(label, rs[metric]) for label, rs in sources if metric in rs]
         names = ", ".join(label for label, _ in items)
-        out[f"compare-{metric}"] = save(compare.figure(items, f"{metric} rooflines: {names}"),
-                                        out_dir, f"compare-{metric}", formats)
+        fig = compare.figure(items, f"{metric} rooflines: {names}", yscale, normalise)
+        out[f"compare-{metric}"] = save(fig, out_dir, f"compare-{metric}", formats)
     return out

@@ -42,7 +42,7 @@ def figure(samples: list[dict], metric: str, title: str):
     ax.plot(procs, [per1 * p / scale for p in procs], ls="--", color="grey", gid="linear",
             label=f"linear from {procs[0]} process{'es' if procs[0] != 1 else ''}")
     for p, m in zip(procs, med):
-        ax.annotate(f"{m / p / scale:.3g}/proc", (p, m / scale), xytext=(0, 8),
+        ax.annotate(f"{units.fmt_num(m / p / scale)}/proc", (p, m / scale), xytext=(0, 8),
                     textcoords="offset points", ha="center", fontsize=8)
     ax.set_xticks(procs)
     ax.set_xlabel("server processes on the server node")

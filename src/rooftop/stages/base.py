@@ -91,7 +91,7 @@ class Stage:
     help: str
     #: Progress bars and the summary table: "server peak (per server process)".
     label: str
-    #: Figure legends: "server peak (saturated)".
+    #: Figure legends: "server peak".
     legend: str
     #: Its colour in figures (latency curves).
     colour: str
@@ -112,6 +112,22 @@ class Stage:
     latency: bool = True
     #: A figure of its own (plots/<figure>.py), drawn from its rows.
     figure: str | None = None
+    #: Its placement is meant to saturate its servers: legends add
+    #: "(saturated)" when its client processes outnumbered its server
+    #: processes, and say it was not (with the counts) when they did not
+    #: (1 server against 1 client measures no saturation).
+    saturates: bool = False
+
+    def legend_for(self, placements) -> str:
+        """Its legend for samples of these (server processes, client
+        processes) placements."""
+        if not self.saturates or not placements:
+            return self.legend
+        if all(c > s for s, c in placements):
+            return f"{self.legend} (saturated)"
+        s, c = min(placements, key=lambda p: p[1] - p[0])
+        return (f"{self.legend} (not saturated: {s} server{'s' if s != 1 else ''}, "
+                f"{c} client{'s' if c != 1 else ''})")
 
     def enabled(self, cfg: dict) -> bool:
         """Whether cfg asks for it (its switch)."""

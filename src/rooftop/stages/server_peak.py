@@ -16,7 +16,7 @@ STAGE = Stage(
     name="server_peak",
     help="one node runs S servers, every other node C clients: aggregate / S per server process",
     label="server peak (per server process)",
-    legend="server peak (saturated)",
+    legend="server peak",
     colour="#d62728",
     role="server",
     rate="per_server",
@@ -24,4 +24,5 @@ STAGE = Stage(
     plan=plan,
     switch="collect.server_peak",
     shared=True,
+    saturates=True,
 )

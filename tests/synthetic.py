@@ -1,0 +1,120 @@
+"""Synthetic runs: a results store holding every planned sample of every
+stage and metric, without measuring, for tests of what reads a run
+(results, ui, figures, report) at any node count.
+
+uniform_run: the contract run (every rate exact: server ceiling 100, client
+ceiling 50, in each metric's base unit x 1000).
+realistic_run: rates with noise, a node-full client ceiling for bandwidth,
+an optional slow node and slow pair, and latency histograms with a far
+tail, as a campaign on N nodes would store them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+from rooftop import config, store
+from rooftop.campaign import Rows, plan_collect, plan_validate
+from rooftop.launchers.base import Node
+
+#: Per metric: (a lone server process's rate, a lone client process's rate,
+#: a node's link shared by the processes on it or None) in base units, and
+#: one operation's size in bytes (0: an RPC), for latencies.
+REALISTIC = {"rpc": (110e3, 42e3, None, 0), "bw": (2.5 * 2**30, 2.5 * 2**30, 3.2 * 2**30, 4 * 2**20)}
+
+
+def config_for(nodes: int = 4, cores: int = 1) -> dict:
+    """A resolved config of `nodes` nodes of `cores` cores each, with the
+    sweep on, 3 collect and 2 validation samples per measurement."""
+    cfg = config.defaults()
+    cfg["nodes"] = [{"index": i, "host": "h", "cores": list(range(i * cores, (i + 1) * cores))}
+                    for i in range(nodes)]
+    cfg["collect"].update(servers_per_node=max(2, cores), clients_per_node=cores, samples=3,
+                          sweep_servers=True)
+    cfg["validate"].update(servers_per_node=cores, clients_per_node=cores, samples=2)
+    return config.resolve_grid(cfg)
+
+
+def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[store.Store, str]:
+    """Every planned row ok, rate(stage, metric, snodes, cnodes, ns, nc,
+    index) -> aggregate; latency(stage, metric, per_client) -> bins of one
+    client document per (stage, metric)."""
+    st = store.Store(tmp_path / "res")
+    run_id = st.new_run(cfg, {"host": "h"})
+    rows = Rows(run_id, cfg, [Node(n["index"], n["host"], tuple(n["cores"])) for n in cfg["nodes"]])
+    for pl in plan_collect(cfg) + plan_validate(cfg):
+        for sp in pl.samples:
+            raw = tmp_path / "raw" / f"{sp.stage}-{sp.metric}"
+            parts = Rows.parts(pl, sp, len(pl.server_nodes) * pl.servers_per_node,
+                               len(sp.client_nodes) * sp.clients_per_node)
+            for key, snodes, cnodes, ns, ranks in parts:
+                nc = len(ranks)
+                agg = rate(sp.stage, sp.metric, snodes, cnodes, ns, nc, sp.index)
+                if not raw.is_dir():
+                    raw.mkdir(parents=True)
+                    (raw / "client-0.json").write_text(json.dumps(
+                        {"result": {"latency_us": {"bins": latency(sp.stage, sp.metric, agg / nc)}}}))
+                st.add_sample(**rows.blank(sp, key, snodes, cnodes, ns, nc, x=ns / nc, status="ok",
+                                           error="", raw_dir=str(raw), aggregate=agg, per_server=agg / ns,
+                                           per_client=agg / nc, measured_s=1.0))
+    st.set_status(run_id, "complete")
+    return st, run_id
+
+
+def uniform_run(tmp_path: Path, cfg: dict | None = None) -> tuple[store.Store, str]:
+    """Server ceiling 100 and client ceiling 50 per process (x 1000 base
+    units), 1 % apart between samples; one latency histogram for all."""
+    def rate(stage, metric, snodes, cnodes, ns, nc, i):
+        return min(nc * 50e3, ns * 100e3) * (1 + 0.01 * i)
+
+    return _store(tmp_path, cfg or config_for(), rate,
+                  lambda stage, metric, per_client: [[10, 11, 5], [11, 12, 3], [40, 42, 1]])
+
+
+def realistic_run(tmp_path: Path, nodes: int = 4, cores: int = 1, slow_node: int | None = None,
+                  slow_pair: tuple[int, int] | None = None, noise: float = 0.03,
+                  seed: int = 1) -> tuple[store.Store, str]:
+    """A run on `nodes` nodes whose rates follow REALISTIC with `noise`
+    (relative, uniform): bandwidth shares each node's link among its
+    processes; clients or servers on slow_node run at 55 %, and the client
+    peak of slow_pair at 60 %."""
+    rnd = random.Random(seed)
+    cfg = config_for(nodes, cores)
+
+    def rate(stage, metric, snodes, cnodes, ns, nc, i):
+        server, client, link, _ = REALISTIC[metric]
+        if link is not None:   # a node's link saturates first
+            client = min(client, link * len(cnodes) / nc)
+            server = min(server, link * len(snodes) / ns)
+        agg = min(nc * client, ns * server)
+        if slow_node is not None and slow_node in (*snodes, *cnodes):
+            agg *= 0.55
+        if slow_pair is not None and len(snodes) == len(cnodes) == nc == 1 and \
+                {snodes[0], cnodes[0]} == set(slow_pair):
+            agg *= 0.6
+        return agg * (1 + rnd.uniform(-noise, noise))
+
+    def latency(stage, metric, per_client):
+        mean_us = 1e6 / (per_client / REALISTIC[metric][3] if REALISTIC[metric][3] else per_client)
+        return _lognormal_bins(mean_us, 0.08, 200_000, rnd)
+
+    return _store(tmp_path, cfg, rate, latency)
+
+
+def _lognormal_bins(centre_us: float, sigma: float, count: int, rnd) -> list[list]:
+    """The engine's ~4 % latency bins of `count` operations around
+    centre_us, plus a far tail: 0.01 % of operations 1000 times slower (a
+    descheduled process, a page fault storm)."""
+    counts: dict[int, int] = {}
+    step = math.log(1.04)
+    for _ in range(2000):
+        k = round((math.log(centre_us) + rnd.gauss(0, sigma)) / step)
+        counts[k] = counts.get(k, 0) + count // 2000
+    tail = max(1, count // 10_000)
+    for j in range(4):
+        k = round(math.log(centre_us * 1000 * (1 + j)) / step)
+        counts[k] = counts.get(k, 0) + max(1, tail // 4)
+    return [[math.exp(k * step), math.exp((k + 1) * step), n] for k, n in sorted(counts.items())]
