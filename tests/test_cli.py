@@ -116,10 +116,10 @@ def test_campaign_commands_keep_their_flags():
     expected = {
         "collect": {"--allow-concurrent", "--binding", "--config", "--dry-run", "--duration", "--fabric",
                     "--fail-fast", "--help", "--json", "--launcher", "--metrics", "--nodes", "--pairs",
-                    "--results", "--resume", "--samples", "--set", "--sweep-servers", "--verbose",
+                    "--results", "--resume", "--sample", "--samples", "--set", "--sweep-servers", "--verbose",
                     "--wait-lock", "--warmup", "-h", "-v"},
         "validate": {"--allow-concurrent", "--client-nodes", "--clients-per-node", "--dry-run", "--duration",
-                     "--fail-fast", "--help", "--json", "--results", "--run", "--samples", "--server-nodes",
+                     "--fail-fast", "--help", "--json", "--results", "--run", "--sample", "--samples", "--server-nodes",
                      "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
         "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nodes",
                    "--results", "--set", "-h"},
@@ -144,7 +144,7 @@ def test_key_flags_become_config_overrides():
     assert _overrides(p.parse_args(["collect"])) == {}
     # Abbreviations argparse accepts keep working (README and scripts may use them).
     args = p.parse_args(["validate", "--run", "r", "--server-n", "1,2", "--client-nodes", "1",
-                         "--servers-per-node", "2", "--clients-per", "3", "--dur", "1", "--sam", "2"])
+                         "--servers-per-node", "2", "--clients-per", "3", "--dur", "1", "--samples", "2"])
     assert key_values(args) == {"validate.server_nodes": [1, 2], "validate.client_nodes": [1],
                                 "validate.servers_per_node": 2, "validate.clients_per_node": 3,
                                 "validate.duration": 1.0, "validate.samples": 2}

@@ -93,17 +93,25 @@ def test_every_display_scale_is_a_named_scale(u):
 
 # --- samplers ---------------------------------------------------------------
 @pytest.mark.parametrize("s", samplers.SAMPLERS, ids=lambda s: s.name)
-def test_every_sampler_is_a_stored_column_with_hooks(s):
-    assert s.name in store.SAMPLE_COLUMNS and s.unit and s.help
-    assert callable(s.start) and callable(s.stop)
+def test_every_sampler_is_stored_and_has_hooks(s):
+    """A column sampler has its sample column; a series sampler is a choice
+    of the `sample` key and its rows go to the series table."""
+    if s.column:
+        assert s.name in store.SAMPLE_COLUMNS
+    else:
+        assert s.name in config.KEY_BY_PATH["sample"].choices and s.name in samplers.SERIES
+    assert s.unit and s.help and callable(s.start) and callable(s.stop)
 
 
 def test_samplers_measure_nothing_for_engines_on_other_hosts():
     class Far:
         launcher = type("L", (), {"name": "srun"})()
+        cfg = {"sample": list(samplers.SERIES), "sample_interval": 0.1}
 
     running = samplers.start_all(Far(), None, None)
-    assert samplers.stop_all(running) == {s.name: None for s in samplers.SAMPLERS}
+    assert set(running) == {s.name for s in samplers.SAMPLERS}
+    assert samplers.stop_all(running) == {s.name: None for s in samplers.SAMPLERS if s.column}
+    assert samplers.series_rows(running) == {name: [] for name in samplers.SERIES}
 
 
 # --- every stage and metric through results, ui, figures, report ---------------

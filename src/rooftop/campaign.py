@@ -29,6 +29,7 @@ import shlex
 import signal
 import subprocess
 import threading
+import sys
 import time
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
@@ -497,11 +498,24 @@ class RoundMeasurer:
             killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
             samplers.stop_all(running)
+            self._store_series(rnd, running)
             raise RoundInterrupted(self._cut(group, rnd, launches, procs, sdir, attempt)) from None
         sampled = samplers.stop_all(running)
+        self._store_series(rnd, running)
         r.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit)
         return self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
+
+    def _store_series(self, rnd: ClientRound, running: dict) -> None:
+        """The round's time series (series samplers), saved at once; a
+        sampler that recorded nothing says why, once per campaign."""
+        rows = samplers.series_rows(running)
+        if any(rows.values()):
+            self.r.store.add_series(self.r.run_id, rnd.folder, rows)
+        for note in samplers.notes(running):
+            if note not in self.r.said:
+                self.r.said.add(note)
+                print(f"rooftop: sampler {note}", file=sys.stderr)
 
     def _folder(self, rnd: ClientRound, attempt: int) -> Path:
         """The round's raw folder, emptied of an earlier attempt's client
@@ -638,6 +652,8 @@ class Runner:
         self.procs = Processes()
         self.on_sample = on_sample or (lambda spec, row: None)
         self.log = log or (lambda msg: None)
+        #: Notes already shown once (e.g. a sampler with nothing to measure here).
+        self.said: set[str] = set()
         #: Lets its holder stop the servers: only ever in 0600 files (TOKEN_FILE).
         self.token = os.urandom(16).hex()
         self.run_dir = store.run_dir(run_id)

@@ -319,7 +319,12 @@ def _cmd_export(args) -> int:
 
     store = Store(args.results, create=False)
     run = store.get_run(args.run).id
-    if args.format == "json":
+    if args.series:
+        if args.format == "fom":
+            print("rooftop export: --series is csv or json", file=sys.stderr)
+            return 2
+        text = export.series_text(store, run, args.format)
+    elif args.format == "json":
         text = json.dumps(export.json_doc(store, run), indent=1)
     elif args.format == "fom":
         text = export.fom_text(store, run)
@@ -660,7 +665,8 @@ CONFIG_FLAGS = (KeyFlag("--launcher", "launcher.type"), KeyFlag("--nodes", "laun
                 KeyFlag("--binding", "binding"))
 #: Both campaign stages (collect, validate).
 STAGE_FLAGS = (KeyFlag("--duration", "{stage}.duration", "S"), KeyFlag("--warmup", "{stage}.warmup", "S"),
-               KeyFlag("--samples", "{stage}.samples", "K"), KeyFlag("--fail-fast", "fail_fast"))
+               KeyFlag("--samples", "{stage}.samples", "K"), KeyFlag("--fail-fast", "fail_fast"),
+               KeyFlag("--sample", "sample", "LIST"))
 COLLECT_FLAGS = (KeyFlag("--pairs", "collect.pairs"), KeyFlag("--sweep-servers", "collect.sweep_servers"))
 VALIDATE_FLAGS = (KeyFlag("--server-nodes", "validate.server_nodes", "N,..."),
                   KeyFlag("--client-nodes", "validate.client_nodes", "N,..."),
@@ -856,6 +862,9 @@ def _add_export(sub) -> None:
         "'client_nodes': json.loads, 'ceilings': json.loads}).")
     ex.add_argument("run", help="a run id (see 'rooftop runs')")
     ex.add_argument("--format", choices=list(FORMATS), default="csv", help="csv (default), json or fom")
+    ex.add_argument("--series", action="store_true",
+                    help="the run's time series instead (collect/validate --sample cpu,power): one point "
+                         "per row: round, sampler, t, quantity, value, unit")
     _results_arg(ex)
     ex.add_argument("--output", help="write to this file instead of stdout")
     ex.set_defaults(func=_cmd_export)

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rooftop import metrics, stages
+from rooftop import metrics, samplers, stages
 from rooftop.keys import Key
 from rooftop.launchers import BINDINGS, LAUNCHERS, binding_width, on_this_machine
 from rooftop.launchers.mpiexec import FLAVORS
@@ -135,6 +135,8 @@ KEYS: list[Key] = [
     Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
     Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
     Key("fail_fast", "bool", False, "stop the campaign at the first failed sample"),
+    # The samplers' keys (rooftop/samplers.py): time series recorded during rounds.
+    *samplers.KEYS,
 ]
 KEY_BY_PATH = {k.path: k for k in KEYS}
 

@@ -74,6 +74,23 @@ def csv_text(store: Store, run_id: str) -> str:
     return buf.getvalue()
 
 
+SERIES_COLUMNS = ["run_id", "round", "sampler", "t", "quantity", "value", "unit"]
+
+
+def series_text(store: Store, run_id: str, fmt: str) -> str:
+    """`rooftop export RUN --series`: the time series of the run's series
+    samplers (`--sample cpu,power`), one point per row (CSV) or a list (JSON)."""
+    run = store.get_run(run_id)
+    points = store.series(run.id)
+    if fmt == "json":
+        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "series": points}, indent=1)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=SERIES_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(points)
+    return buf.getvalue()
+
+
 def model_doc(run: str | None, params: str | None, evals, samples: list[dict], res) -> dict:
     """`rooftop model --json`: each evaluation, with the run's outlier scores
     (res: the run's results, or None for published parameters)."""

@@ -43,6 +43,25 @@ def cores_busy_s(cores: set[int]) -> float:
     return total / _TICK
 
 
+def cpu_times(cores: set[int]) -> tuple[float, float, float, float]:
+    """(user + nice seconds, system + irq + softirq seconds) of these cores
+    since boot, and the machine's context switches and interrupts so far."""
+    user = system = 0
+    ctxt = intr = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *vals = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
+                u, nice, sy, _idle, _iowait, irq, softirq = map(int, vals[:7])
+                user += u + nice
+                system += sy + irq + softirq
+            elif name == "ctxt":
+                ctxt = int(vals[0])
+            elif name == "intr":
+                intr = int(vals[0])
+    return user / _TICK, system / _TICK, float(ctxt), float(intr)
+
+
 def process_cpu_s(pid: int) -> float:
     """utime + stime of a live process (all its threads), seconds; 0 when gone."""
     try:

@@ -158,6 +158,17 @@ RUN_PARAMS_DDL = """CREATE TABLE IF NOT EXISTS run_params (
     PRIMARY KEY (run_id, key)
 ) WITHOUT ROWID"""
 
+SERIES_DDL = """CREATE TABLE IF NOT EXISTS series (
+    run_id      TEXT NOT NULL REFERENCES runs(id),
+    round       TEXT NOT NULL,          -- the round's raw folder (RUN/raw/ROUND), its attempt
+    sampler     TEXT NOT NULL,          -- a series sampler of rooftop.samplers (cpu, power)
+    t           REAL NOT NULL,          -- seconds since the sampler started (just before the clients)
+    quantity    TEXT NOT NULL,          -- cpu_user, cpu_sys, context_switches, interrupts, power, energy
+    value       REAL NOT NULL,
+    unit        TEXT NOT NULL
+)"""
+SERIES_INDEX_DDL = "CREATE INDEX IF NOT EXISTS series_run ON series (run_id, round)"
+
 # A sample's parameters: its run's, plus its own placement. (Unary + keeps
 # each value's own type: a compound view would otherwise give every value
 # the REAL affinity of x.)
@@ -220,6 +231,8 @@ MIGRATIONS = [
                  "(issue 12)", _then(_sql(QUANTITIES_DDL), lambda store: store.fill_quantities())),
     Migration(8, "run_params and the sample_params view: every resolved parameter, filled for stored runs "
                  "(issue 12)", _then(_sql(RUN_PARAMS_DDL, SAMPLE_PARAMS_DDL), lambda store: store.fill_params())),
+    Migration(9, "series: time series of the series samplers (CPU, power) per round (issue 16)",
+              _sql(SERIES_DDL, SERIES_INDEX_DDL)),
 ]
 #: The schema version this code writes (and the newest it can read).
 SCHEMA_VERSION = MIGRATIONS[-1].number
@@ -646,6 +659,23 @@ class Store:
         """Writes the run_params of every stored run (migration 8)."""
         for r in self.db.execute("SELECT id, config FROM runs").fetchall():
             self.put_params(r["id"], json.loads(r["config"]))
+
+    @_guarded
+    def add_series(self, run_id: str, round_name: str, rows: dict[str, list[tuple]]) -> None:
+        """Stores a round's time series: sampler -> [(t, quantity, value, unit)].
+        A round measured again (a retry) replaces its earlier series."""
+        self.db.execute("DELETE FROM series WHERE run_id = ? AND round = ?", (run_id, round_name))
+        self.db.executemany("INSERT INTO series (run_id, round, sampler, t, quantity, value, unit) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            [(run_id, round_name, name, *row) for name, rs in rows.items() for row in rs])
+        self.db.commit()
+
+    @_guarded
+    def series(self, run_id: str) -> list[dict]:
+        """Every time-series point of a run, by round, sampler and time."""
+        return [dict(r) for r in self.db.execute(
+            "SELECT run_id, round, sampler, t, quantity, value, unit FROM series WHERE run_id = ? "
+            "ORDER BY rowid", (run_id,))]
 
     @_guarded
     def sample_quantities(self, sample_id: int) -> dict[str, tuple[float, str]]:
