@@ -232,6 +232,7 @@ Store::Store(Config c) : c_(std::move(c)) {
                      " does not honour O_DIRECT (the data would stay in the page cache)");
   const std::string suffix = c_.meta_layout == "shared" ? "" : "." + std::to_string(c_.rank);
   meta_dir_ = c_.dir + "/rooftop-meta" + suffix;
+  if (!c_.data) return;
   path_ = c_.dir + "/rooftop-data." + (c_.file_layout == "shared" ? std::string("shared") : std::to_string(c_.rank));
   open_data();
   if (c_.fill) fill();
@@ -285,7 +286,7 @@ void Store::fill() {
 Store::~Store() {
   if (fd_ >= 0) ::close(fd_);
   if (c_.keep_files) return;
-  ::unlink(path_.c_str());  // a shared file: the others keep their open descriptors
+  if (!path_.empty()) ::unlink(path_.c_str());  // a shared file: the others keep their open descriptors
   for (uint64_t i : alive_) ::unlink(meta_name(i).c_str());
   ::rmdir(meta_dir_.c_str());  // fails while other processes' files remain: theirs to remove
 }

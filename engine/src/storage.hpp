@@ -40,6 +40,7 @@ struct Config {
   uint64_t meta_files = 0;
   bool keep_files = false;
   int rank = 0;
+  bool data = true;  // open the data file (the local mode's metadata runs need none)
 };
 // Reads and checks the knobs (UsageError names the option).
 Config configure(const Options& o, int rank);

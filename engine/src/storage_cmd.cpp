@@ -114,7 +114,9 @@ int Local::run() {
   w_.verify = o_.flag("verify");
   const double duration = o_.seconds("duration"), warmup = o_.seconds("warmup");
   if (duration <= 0) throw UsageError("--duration must be > 0");
-  store_ = std::make_unique<storage::Store>(storage::configure(o_, static_cast<int>(o_.integer("rank"))));
+  storage::Config sc = storage::configure(o_, static_cast<int>(o_.integer("rank")));
+  sc.data = op_->has(ops::kMovesBulk);  // a metadata run opens no data file
+  store_ = std::make_unique<storage::Store>(std::move(sc));
   if (w_.data_len) {
     data_ = alloc_resident(w_.data_len);  // page-aligned: O_DIRECT takes it as is
     if (!data_) throw UsageError("cannot allocate " + std::to_string(w_.data_len) + " bytes (--size/--stream-size)");
@@ -165,7 +167,7 @@ std::string Local::result_json(double elapsed, CpuTimes cpu) const {
   w.kv("utilization", elapsed > 0 ? (cpu.user_s + cpu.sys_s) / elapsed : 0.0);
   w.end_object();
   w.key("warmup").begin_object().kv("ops", warm_ops_).end_object();
-  w.key("verify").begin_object().kv("enabled", w_.verify).kv("checked", checked_).kv("failed", failed_).end_object();
+  w.key("verify").begin_object().kv("enabled", w_.verify).kv("checked", checked_).kv("failures", failed_).end_object();
   w.key("storage");
   store_->write_json(w);
   w.end_object();
