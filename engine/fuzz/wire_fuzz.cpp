@@ -55,6 +55,7 @@ size_t reencode(const Message& m, uint8_t* buf, size_t cap) {
       case Type::Bulk:
       case Type::Shutdown:
       case Type::Barrier:
+      case Type::Meta:
         return encode_resp(buf, cap, m.type, h.req_id, h.conn_id, m.status, m.bytes,
                            h.total_len);
     }
@@ -63,9 +64,13 @@ size_t reencode(const Message& m, uint8_t* buf, size_t cap) {
   switch (m.type) {
     case Type::Hello: return encode_hello_req(buf, cap, h.req_id, m.addr, m.client_rank);
     case Type::Noop: return encode_noop_req(buf, cap, h.req_id, h.conn_id, h.total_len, h.resp_len);
-    case Type::Bulk:
-      return encode_bulk_req(buf, cap, h.req_id, h.conn_id, m.op, m.size, m.remote_addr, m.rkey,
-                             (h.flags & kFlagVerify) != 0, h.total_len, h.resp_len);
+    case Type::Bulk: {
+      size_t n = encode_bulk_req(buf, cap, h.req_id, h.conn_id, m.op, m.size, m.remote_addr, m.rkey,
+                                 (h.flags & kFlagVerify) != 0, h.total_len, h.resp_len);
+      if (n && (h.flags & kFlagRandom)) set_flag(buf, kFlagRandom);
+      return n;
+    }
+    case Type::Meta: return encode_meta_req(buf, cap, h.req_id, h.conn_id, m.meta_op, h.total_len, h.resp_len);
     case Type::Stat: return encode_stat_req(buf, cap, h.req_id, h.conn_id);
     case Type::Shutdown: return encode_shutdown_req(buf, cap, h.req_id, h.conn_id, m.token);
     case Type::Barrier:
@@ -108,6 +113,7 @@ void check_same(const Message& a, const Message& b) {
       case Type::Bulk:
       case Type::Shutdown:
       case Type::Barrier:
+      case Type::Meta:
         CHECK(b.h.conn_id == a.h.conn_id);
         CHECK(b.status == a.status);
         CHECK(b.bytes == (type_info(static_cast<uint8_t>(a.type))->resp_bytes ? a.bytes : 0));
@@ -135,6 +141,13 @@ void check_same(const Message& a, const Message& b) {
       CHECK(b.remote_addr == a.remote_addr);
       CHECK(b.rkey == a.rkey);
       CHECK((b.h.flags & kFlagVerify) == (a.h.flags & kFlagVerify));
+      CHECK((b.h.flags & kFlagRandom) == (a.h.flags & kFlagRandom));
+      CHECK(b.h.total_len == a.h.total_len);
+      CHECK(b.h.resp_len == a.h.resp_len);
+      break;
+    case Type::Meta:
+      CHECK(b.h.conn_id == a.h.conn_id);
+      CHECK(b.meta_op == a.meta_op);
       CHECK(b.h.total_len == a.h.total_len);
       CHECK(b.h.resp_len == a.h.resp_len);
       break;
@@ -174,6 +187,7 @@ void check_accepted(const Message& m, const uint8_t* buf, size_t len) {
   if (m.response) CHECK(known_status(static_cast<uint16_t>(m.status)));
   if (!m.response && m.type == Type::Hello) CHECK(!m.addr.empty() && m.addr.size() <= kMaxAddrLen);
   if (!m.response && m.type == Type::Bulk) CHECK(known_bulk_op(static_cast<uint8_t>(m.op)));
+  if (!m.response && m.type == Type::Meta) CHECK(known_meta_op(static_cast<uint8_t>(m.meta_op)));
   if (!m.response && m.type == Type::Shutdown) CHECK(m.token.size() <= kMaxTokenLen);
 }
 

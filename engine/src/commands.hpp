@@ -15,6 +15,7 @@ int cmd_stat(int argc, char** argv);
 int cmd_shutdown(int argc, char** argv);
 int cmd_providers(int argc, char** argv);
 int cmd_domains(int argc, char** argv);
+int cmd_storage(int argc, char** argv);  // storage_cmd.cpp: the local storage mode
 
 // Parses options (exit 2 on bad usage, 0 after --help), applies --cpus,
 // runs body, and emits the report whatever happened.

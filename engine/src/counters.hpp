@@ -25,7 +25,8 @@ namespace rooftop {
   X(verify_failed)                    \
   X(rma_failed)                       \
   X(barrier)                          \
-  X(barrier_rejected)
+  X(barrier_rejected)                 \
+  X(storage_failed)
 // Top-level members of the server's result.
 #define ROOFTOP_ERROR_COUNTERS(X) \
   X(send_errors)                  \

@@ -11,8 +11,9 @@ namespace {
 const char* kUsage =
     "usage: rooftop-engine COMMAND [options]\n"
     "\n"
-    "rooftop's native benchmark engine over libfabric: noop RPCs and bulk RMA\n"
-    "transfers between server and client processes, each printing one JSON\n"
+    "rooftop's native benchmark engine over libfabric: noop RPCs, bulk RMA\n"
+    "transfers and storage operations (put/get, metadata) between server and\n"
+    "client processes, each printing one JSON\n"
     "document (schema: engine/schema/engine-output.schema.json).\n"
     "\n"
     "commands:\n"
@@ -21,6 +22,7 @@ const char* kUsage =
     "  ping        check that a server answers\n"
     "  stat        read a server's counters (ops served, CPU time)\n"
     "  shutdown    stop a server (needs its token)\n"
+    "  storage     the local storage mode: put/get/metadata on a directory, no network\n"
     "  providers   list the libfabric providers available here\n"
     "  domains     list a provider's domains and interfaces here (and check one)\n"
     "  version     print the engine and libfabric versions\n"
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   if (cmd == "shutdown") return rooftop::cmd_shutdown(n, rest);
   if (cmd == "providers") return rooftop::cmd_providers(n, rest);
   if (cmd == "domains") return rooftop::cmd_domains(n, rest);
+  if (cmd == "storage") return rooftop::cmd_storage(n, rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("rooftop-engine %s (libfabric %s)\n", rooftop::kEngineVersion,
                 rooftop::Endpoint::libfabric_version().c_str());

@@ -3,6 +3,20 @@
 // start-barrier and shutdown RPCs. It names no operation: a request goes to
 // its operation's handler, bulk transfers run in RMA slots through the
 // operation's hooks, and the counters come from counters.hpp.
+//
+// Storage operations (put, get, metadata; serve --storage-dir) run their
+// io hook on an I/O thread (--io-threads, default 1), never on the progress
+// thread: a storage call blocks for as long as the device takes (an
+// O_SYNC write: milliseconds), and the progress thread must keep answering
+// the other clients, completing RMA and sending responses meanwhile (a
+// Mochi provider likewise hands blocking calls to a separate Argobots pool).
+// While storage calls are outstanding and nothing else completes, the
+// progress thread yields the core instead of spinning or sleeping on the
+// completion queue, so an I/O thread sharing its core (a server pinned to
+// one core) is not starved by busy polling, and a completed call is
+// answered at once. --io-threads 0 runs the calls inline, as the local
+// mode (`rooftop-engine storage`) does.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -26,6 +40,7 @@
 #include "nic.hpp"
 #include "ops/table.hpp"
 #include "report.hpp"
+#include "storage.hpp"
 #include "token.hpp"
 #include "wire.hpp"
 
@@ -47,6 +62,12 @@ struct BulkSlot {
   uint8_t* buf;
   ops::RmaJob job;
   bool busy = false;
+};
+// A storage call for the I/O thread: a slot's (put, get) or none (metadata).
+struct IoTask {
+  ops::RmaJob job;
+  BulkSlot* slot;
+  storage::Outcome out;
 };
 struct Pending {
   fi_addr_t dest;
@@ -81,6 +102,7 @@ struct BarrierRelease {
 class Server : public ops::ServerContext {
  public:
   Server(Options& o, Report& rep) : o_(o), rep_(rep) {}
+  ~Server() override { stop_io(); }  // I/O threads joined on every path (an error after they started)
   int run();
 
   // What operation handlers may do (ops::ServerContext).
@@ -93,10 +115,14 @@ class Server : public ops::ServerContext {
     bulk_queue_.push_back(job);
     start_pending_bulk();
   }
+  storage::Store* store() override { return store_.get(); }
+  void queue_io(const ops::RmaJob& job) override { submit_io({job, nullptr, {}}); }
+  void refuse_storage(const ops::Request& r, const std::string& why) override;
 
  private:
   // run(), step by step.
   void configure();
+  void configure_storage();
   void open_endpoint();
   void allocate();
   void publish();
@@ -116,7 +142,14 @@ class Server : public ops::ServerContext {
   void flush_backlog();
   void start_pending_bulk();
   bool start_bulk(BulkSlot* s);
+  bool post_rma(BulkSlot* s);
   void finish_bulk(BulkSlot* s, wire::Status st);
+  // Storage calls: to the I/O thread (or inline), and back.
+  void submit_io(IoTask t);
+  void io_loop();
+  void collect_io();
+  void complete_io(IoTask& t);
+  void stop_io();
   void error(const std::string& e) {
     if (rep_.errors.size() < 100) rep_.errors.push_back(e);
   }
@@ -181,6 +214,17 @@ class Server : public ops::ServerContext {
   std::vector<BarrierRelease> released_;
   ServerAddress addr_;
   Published published_;
+  // Storage (--storage-dir) and its I/O threads (--io-threads).
+  std::unique_ptr<storage::Store> store_;
+  int io_threads_ = 1;
+  std::vector<std::thread> io_workers_;
+  std::mutex io_mu_;
+  std::condition_variable io_cv_;
+  std::deque<IoTask> io_todo_, io_done_;
+  std::atomic<size_t> io_pending_{0}, io_ready_{0};
+  bool io_quit_ = false;
+  std::deque<BulkSlot*> rma_retry_;  // read from storage, their RMA not yet posted (EAGAIN)
+  std::set<std::string> io_errors_;  // storage errors reported (each once)
 };
 
 void Server::answer_barrier(const BarrierWaiter& w, wire::Status st, uint64_t n) {
@@ -309,7 +353,17 @@ void Server::flush_backlog() {
   }
 }
 
+// A get reads its storage first (the I/O thread), then posts its RMA.
 bool Server::start_bulk(BulkSlot* s) {
+  if (s->job.op->server.io_when == ops::IoWhen::BeforeRma) {
+    s->busy = true;
+    submit_io({s->job, s, {}});
+    return true;
+  }
+  return post_rma(s);
+}
+
+bool Server::post_rma(BulkSlot* s) {
   const ops::RmaJob& j = s->job;
   const ops::ServerHooks& op = j.op->server;
   if (op.before_rma) op.before_rma(j, s->buf);
@@ -364,7 +418,90 @@ void Server::handle_rma(BulkSlot* s, const CqEvent& ev) {
     return;
   }
   const ops::ServerHooks& op = s->job.op->server;
-  finish_bulk(s, op.after_rma ? op.after_rma(s->job, s->buf) : wire::Status::Ok);
+  const wire::Status st = op.after_rma ? op.after_rma(s->job, s->buf) : wire::Status::Ok;
+  if (st == wire::Status::Ok && op.io_when == ops::IoWhen::AfterRma) return submit_io({s->job, s, {}});
+  finish_bulk(s, st);
+}
+
+void Server::refuse_storage(const ops::Request& r, const std::string& why) {
+  counters_[Counter::storage_failed]++;
+  if (io_errors_.insert(why).second) error(why);
+  respond(r.peer, [&](uint8_t* b, size_t cap) {
+    return wire::encode_resp(b, cap, r.op.wire_type, r.m.h.req_id, r.m.h.conn_id, wire::Status::StorageError, 0,
+                             r.resp_total);
+  });
+}
+
+void Server::submit_io(IoTask t) {
+  io_pending_++;
+  if (io_threads_ == 0) {
+    t.out = t.job.op->server.io(*store_, t.job, t.slot ? t.slot->buf : nullptr);
+    return complete_io(t);
+  }
+  {
+    std::lock_guard<std::mutex> g(io_mu_);
+    io_todo_.push_back(t);
+  }
+  io_cv_.notify_one();
+}
+
+void Server::io_loop() {
+  std::unique_lock<std::mutex> lk(io_mu_);
+  for (;;) {
+    io_cv_.wait(lk, [&] { return io_quit_ || !io_todo_.empty(); });
+    if (io_quit_) return;
+    IoTask t = io_todo_.front();
+    io_todo_.pop_front();
+    lk.unlock();
+    t.out = t.job.op->server.io(*store_, t.job, t.slot ? t.slot->buf : nullptr);
+    lk.lock();
+    io_done_.push_back(std::move(t));
+    io_ready_++;
+  }
+}
+
+// On the progress thread: the storage calls the I/O threads completed.
+void Server::collect_io() {
+  std::deque<IoTask> done;
+  {
+    std::lock_guard<std::mutex> g(io_mu_);
+    done.swap(io_done_);
+    io_ready_ = 0;
+  }
+  for (auto& t : done) complete_io(t);
+}
+
+// A storage call completed: a get posts its RMA, a put and a metadata
+// operation are answered.
+void Server::complete_io(IoTask& t) {
+  io_pending_--;
+  const wire::Status st = t.out.status;
+  if (!t.out.error.empty() && io_errors_.insert(t.out.error).second) error(t.out.error);
+  if (st != wire::Status::Ok && st != wire::Status::VerifyFailed && !t.slot) counters_[Counter::storage_failed]++;
+  if (t.slot) {
+    if (st == wire::Status::Ok && t.job.op->server.io_when == ops::IoWhen::BeforeRma) {
+      if (!post_rma(t.slot)) rma_retry_.push_back(t.slot);
+      return;
+    }
+    if (st != wire::Status::Ok && st != wire::Status::VerifyFailed) counters_[Counter::storage_failed]++;
+    return finish_bulk(t.slot, st);
+  }
+  if (st == wire::Status::Ok) counters_.served(*t.job.op, 0);
+  const ops::RmaJob& j = t.job;
+  respond(j.peer, [&](uint8_t* b, size_t cap) {
+    return wire::encode_resp(b, cap, j.op->wire_type, j.req_id, j.conn, st, t.out.count,
+                             std::min<size_t>(j.resp_len, max_msg_));
+  });
+}
+
+void Server::stop_io() {
+  {
+    std::lock_guard<std::mutex> g(io_mu_);
+    io_quit_ = true;
+  }
+  io_cv_.notify_all();
+  for (auto& t : io_workers_) t.join();
+  io_workers_.clear();
 }
 
 void Server::handle_tx(TxBuf* tx, const CqEvent& ev) {
@@ -552,6 +689,9 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   }
   w.end_array();
   w.kv("intervals_dropped", intervals_dropped_);
+  w.key("storage");
+  if (store_) store_->write_json(w);
+  else w.null();
   w.kv("stop_reason", stop_reason_);
   w.key("address_file").begin_object();
   w.kv("path", addr_path(o_.str("group-dir"), rank_));
@@ -603,6 +743,7 @@ void Server::configure() {
   if (interval_s_ < 0.001) throw UsageError("--interval must be at least 1ms");
   nthreads_ = static_cast<int>(o_.integer("handler-threads"));
   if (nthreads_ < 0 || nthreads_ > 256) throw UsageError("--handler-threads must be 0..256");
+  configure_storage();
   bulk_bytes_ = max_bulk_ * static_cast<uint64_t>(nslots_);
   uint64_t need = bulk_bytes_ + (depth_ * 2 + nslots_ + 16) * max_msg_;
   uint64_t avail = mem_available_bytes();
@@ -610,6 +751,21 @@ void Server::configure() {
     throw UsageError("--max-size " + o_.str("max-size") + " x --bulk-slots " +
                      std::to_string(nslots_) + " needs " + std::to_string(need >> 20) +
                      " MiB but only " + std::to_string(avail >> 20) + " MiB are available");
+}
+
+// --storage-dir: the store opens (a knob its file system refuses is an
+// error now, before the address is published) and its I/O threads start.
+void Server::configure_storage() {
+  const int64_t io = o_.integer("io-threads");
+  if (io < 0 || io > 64) throw UsageError("--io-threads must be 0..64");
+  io_threads_ = static_cast<int>(io);
+  if (o_.str("storage-dir").empty()) return;
+  storage::Config c = storage::configure(o_, rank_);
+  if ((c.open_flags & O_DIRECT) && max_bulk_ % storage::kBlock)
+    throw UsageError("--max-size must be a multiple of 4KiB with --io-mode " + c.io_mode +
+                     " (O_DIRECT needs aligned buffers)");
+  store_ = std::make_unique<storage::Store>(std::move(c));
+  for (int i = 0; i < io_threads_; i++) io_workers_.emplace_back([this] { io_loop(); });
 }
 
 void Server::open_endpoint() {
@@ -706,12 +862,16 @@ void Server::loop() {
     if (nthreads_) lk.lock();
     for (size_t i = 0; i < n; i++) dispatch(ev[i]);
     if (!backlog_.empty()) flush_backlog();
+    if (io_ready_.load()) collect_io();
+    while (!rma_retry_.empty() && post_rma(rma_retry_.front())) rma_retry_.pop_front();
     if (!bulk_queue_.empty()) start_pending_bulk();
     bool outstanding = tx_inflight_ || rma_inflight_ || !backlog_.empty() ||
                        !bulk_queue_.empty() || queued_.load();
+    const bool io_waiting = io_pending_.load() > 0;
     if (nthreads_) lk.unlock();
     int64_t now = now_ns();
     if (n) last_activity = now;
+    else if (io_waiting) std::this_thread::yield();  // the I/O thread may share this core
     else ep_->idle(outstanding, now, last_activity, 100);
     if ((++spins & 1023) == 0 || now >= next_tick_) {
       rep_.cores.sample();
@@ -745,6 +905,7 @@ void Server::tick(int64_t now) {
 // Orderly shutdown: handler threads joined, the address withdrawn, queued
 // responses (e.g. the shutdown acknowledgement) sent, for at most a second.
 void Server::drain() {
+  stop_io();
   {
     std::lock_guard<std::mutex> g(mu_);
     quit_ = true;
@@ -769,32 +930,37 @@ void Server::drain() {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
+  std::vector<OptSpec> specs = {
+      opt::fabric(),
+      opt::domain("libfabric domain / network interface (e.g. lo, hsn0, mlx5_0, shm); one that does not exist or does not carry --fabric is refused (exit 2) with the list of those that do ('rooftop-engine domains')"),
+      opt::address("IP address to serve on (its interface becomes the domain; with --domain it must be on it); refused (exit 2) if no local interface carries it; loopback if neither this nor --domain"),
+      opt::group_dir("directory where <rank>.addr is published (required)"),
+      opt::rank("this server's rank in the group"),
+      opt::rank_from_env(),
+      opt::progress("spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] keeps polling MS ms (default 10) after the last completion"),
+      token_file_option("read the shutdown token from this file's first line: a shutdown RPC is accepted only with it (no token: never)"),
+      {"max-size", OptKind::Size, "16MiB", "largest bulk transfer served (registered per slot)", ""},
+      {"handler-threads", OptKind::Int, "0", "threads running RPC handlers; 0: all in the single progress loop (the paper's single-threaded daemon)", ""},
+      {"bulk-slots", OptKind::Int, "4", "bulk transfers in flight at once; more wait in a queue", ""},
+      {"rx-depth", OptKind::Int, "64", "receive buffers posted", ""},
+      {"max-msg", OptKind::Size, "64KiB", "largest request/response message (with padding)", ""},
+      {"interval", OptKind::Seconds, "100ms", "period of the ops/CPU series in the result", ""},
+      {"io-threads", OptKind::Int, "1", "threads running the storage calls of put, get and the metadata operations (0: inline on the progress thread, which then waits for the device)", ""},
+      opt::cpus(" (e.g. 0 or 0-3); default: inherited"),
+      opt::output(),
+      {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},
+      lease_options()[0], lease_options()[1],
+  };
+  for (const OptSpec& spec : storage::options(false)) specs.push_back(spec);
   Options o("serve",
             "Run one benchmark server process. It publishes its address in\n"
             "<group-dir>/<rank>.addr once its endpoint is ready, answers noop, bulk,\n"
             "stat, start-barrier and shutdown RPCs until SIGTERM/SIGINT or an authorised shutdown\n"
             "RPC, then prints one JSON document (see schema/engine-output.schema.json).\n"
+            "With --storage-dir it also serves put/get and the metadata operations on\n"
+            "that directory (the --io-mode ... --keep-files knobs; result.storage).\n"
             "Files it writes are private (umask 077); the token is never printed.",
-            {
-                opt::fabric(),
-                opt::domain("libfabric domain / network interface (e.g. lo, hsn0, mlx5_0, shm); one that does not exist or does not carry --fabric is refused (exit 2) with the list of those that do ('rooftop-engine domains')"),
-                opt::address("IP address to serve on (its interface becomes the domain; with --domain it must be on it); refused (exit 2) if no local interface carries it; loopback if neither this nor --domain"),
-                opt::group_dir("directory where <rank>.addr is published (required)"),
-                opt::rank("this server's rank in the group"),
-                opt::rank_from_env(),
-                opt::progress("spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] keeps polling MS ms (default 10) after the last completion"),
-                token_file_option("read the shutdown token from this file's first line: a shutdown RPC is accepted only with it (no token: never)"),
-                {"max-size", OptKind::Size, "16MiB", "largest bulk transfer served (registered per slot)", ""},
-                {"handler-threads", OptKind::Int, "0", "threads running RPC handlers; 0: all in the single progress loop (the paper's single-threaded daemon)", ""},
-                {"bulk-slots", OptKind::Int, "4", "bulk transfers in flight at once; more wait in a queue", ""},
-                {"rx-depth", OptKind::Int, "64", "receive buffers posted", ""},
-                {"max-msg", OptKind::Size, "64KiB", "largest request/response message (with padding)", ""},
-                {"interval", OptKind::Seconds, "100ms", "period of the ops/CPU series in the result", ""},
-                opt::cpus(" (e.g. 0 or 0-3); default: inherited"),
-                opt::output(),
-                {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},
-                lease_options()[0], lease_options()[1],
-            });
+            specs);
   retire_token_option(o);
   return run_command(o, "server", argc, argv, [&](Report& rep) {
     watch_lease(o, [](const std::string& why) {

@@ -33,6 +33,24 @@ const char* bulk_op_name(BulkOp op) {
   return "unknown";
 }
 
+bool known_meta_op(uint8_t code) {
+#define ROOFTOP_X(name, c, text) \
+  if (code == c) return true;
+  ROOFTOP_META_OPS(ROOFTOP_X)
+#undef ROOFTOP_X
+  return false;
+}
+
+const char* meta_op_name(MetaOp op) {
+  switch (op) {
+#define ROOFTOP_X(name, c, text) \
+  case MetaOp::name: return text;
+    ROOFTOP_META_OPS(ROOFTOP_X)
+#undef ROOFTOP_X
+  }
+  return "unknown";
+}
+
 bool known_status(uint16_t code) {
 #define ROOFTOP_X(name, c, text) \
   if (code == c) return true;
@@ -179,6 +197,12 @@ DecodeError decode(const uint8_t* buf, size_t len, Message& m) {
         m.rkey = r.u64();
         break;
       }
+      case Type::Meta: {
+        uint8_t op = r.u8();
+        if (!known_meta_op(op)) return DecodeError::BadField;
+        m.meta_op = static_cast<MetaOp>(op);
+        break;
+      }
       case Type::Shutdown: {
         uint16_t n = r.u16();
         if (n > kMaxTokenLen) return DecodeError::BadField;
@@ -303,6 +327,17 @@ size_t encode_bulk_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn,
   e.u64(rkey);
   Header h = make(Type::Bulk, false, req_id, conn);
   h.flags = verify ? kFlagVerify : 0;
+  h.resp_len = resp_len;
+  return e.finish(h, total);
+}
+
+void set_flag(uint8_t* buf, uint8_t flag) { buf[7] |= flag; }
+
+size_t encode_meta_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn, MetaOp op, size_t total,
+                       uint32_t resp_len) {
+  Encoder e{buf, cap};
+  e.u8(static_cast<uint8_t>(op));
+  Header h = make(Type::Meta, false, req_id, conn);
   h.resp_len = resp_len;
   return e.finish(h, total);
 }

@@ -9,7 +9,7 @@
 namespace rooftop::wire {
 
 constexpr uint32_t kMagic = 0x504f5452;  // "RTOP" little-endian
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;  // 2: put/get, metadata requests, storage_error
 constexpr size_t kHeaderSize = 40;
 constexpr size_t kMaxAddrLen = 1024;
 constexpr size_t kMaxTokenLen = 256;
@@ -18,14 +18,16 @@ constexpr size_t kMaxTokenLen = 256;
 // The enum, type names, the decoder's type check and which responses carry
 // a byte count after their status (bulk: bytes moved; barrier: clients
 // released) all come from this list. Barrier is the start barrier: answered
-// once every expected client is ready.
+// once every expected client is ready. Meta is a metadata operation on the
+// server's storage (its response's count: readdir's entries).
 #define ROOFTOP_WIRE_TYPES(X)         \
   X(Hello, 1, "hello", false)         \
   X(Noop, 2, "noop", false)           \
   X(Bulk, 3, "bulk", true)            \
   X(Stat, 4, "stat", false)           \
   X(Shutdown, 5, "shutdown", false)   \
-  X(Barrier, 6, "barrier", true)
+  X(Barrier, 6, "barrier", true)       \
+  X(Meta, 7, "meta", true)
 
 enum class Type : uint8_t {
 #define ROOFTOP_X(name, code, text, bytes) name = code,
@@ -49,9 +51,12 @@ const TypeInfo* type_info(uint8_t code);
 const char* type_name(Type t);
 
 // Bulk transfer directions (the bulk request's op byte), declared once.
+// Put and Get move the data to and from the server's storage.
 #define ROOFTOP_BULK_OPS(X) \
   X(Read, 1, "read")        \
-  X(Write, 2, "write")
+  X(Write, 2, "write")      \
+  X(Put, 3, "put")          \
+  X(Get, 4, "get")
 
 enum class BulkOp : uint8_t {
 #define ROOFTOP_X(name, code, text) name = code,
@@ -61,19 +66,38 @@ enum class BulkOp : uint8_t {
 bool known_bulk_op(uint8_t code);
 const char* bulk_op_name(BulkOp op);
 
-enum Flags : uint8_t { kFlagVerify = 1 };
+// Metadata operations (the meta request's op byte), declared once.
+#define ROOFTOP_META_OPS(X)  \
+  X(Create, 1, "create")     \
+  X(Stat, 2, "stat")         \
+  X(Open, 3, "open")         \
+  X(Unlink, 4, "unlink")     \
+  X(Readdir, 5, "readdir")
+
+enum class MetaOp : uint8_t {
+#define ROOFTOP_X(name, code, text) name = code,
+  ROOFTOP_META_OPS(ROOFTOP_X)
+#undef ROOFTOP_X
+};
+bool known_meta_op(uint8_t code);
+const char* meta_op_name(MetaOp op);
+
+// kFlagRandom: put/get at random offsets (else sequential).
+enum Flags : uint8_t { kFlagVerify = 1, kFlagRandom = 2 };
 
 // Response status codes, declared once: X(Name, code, "name"). Denied: a
 // shutdown with a wrong token; TooLarge: a bulk size beyond the server's
 // registered buffer; VerifyFailed: a data pattern mismatch seen by the
-// server (write); RmaFailed: the server's RMA operation failed.
+// server (write); RmaFailed: the server's RMA operation failed;
+// StorageError: the server's storage call failed (or it has no storage).
 #define ROOFTOP_WIRE_STATUSES(X)        \
   X(Ok, 0, "ok")                        \
   X(Denied, 1, "denied")                \
   X(TooLarge, 2, "too_large")           \
   X(VerifyFailed, 3, "verify_failed")   \
   X(RmaFailed, 4, "rma_failed")         \
-  X(BadRequest, 5, "bad_request")
+  X(BadRequest, 5, "bad_request")       \
+  X(StorageError, 6, "storage_error")
 
 enum class Status : uint16_t {
 #define ROOFTOP_X(name, code, text) name = code,
@@ -141,6 +165,8 @@ struct Message {
   uint64_t size = 0;
   uint64_t remote_addr = 0;
   uint64_t rkey = 0;
+  // Meta request
+  MetaOp meta_op = MetaOp::Create;
   // Responses
   Status status = Status::Ok;
   uint64_t bytes = 0;
@@ -201,6 +227,10 @@ size_t encode_noop_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn,
 size_t encode_bulk_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn, BulkOp op,
                        uint64_t size, uint64_t remote_addr, uint64_t rkey, bool verify,
                        size_t total, uint32_t resp_len);
+// Bulk request of put/get at random offsets: encode_bulk_req, then this.
+void set_flag(uint8_t* buf, uint8_t flag);
+size_t encode_meta_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn, MetaOp op, size_t total,
+                       uint32_t resp_len);
 size_t encode_stat_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn);
 size_t encode_shutdown_req(uint8_t* buf, size_t cap, uint64_t req_id, uint64_t conn,
                            std::string_view token);

@@ -54,6 +54,8 @@ std::map<wire::Type, std::pair<Encode, Encode>> samples() {
        {[](uint8_t* b, size_t c) { return encode_shutdown_req(b, c, 11, 12, "tok"); }, resp(Type::Shutdown)}},
       {Type::Barrier,
        {[](uint8_t* b, size_t c) { return encode_barrier_req(b, c, 11, 12, 1, 2, 3); }, resp(Type::Barrier)}},
+      {Type::Meta,
+       {[](uint8_t* b, size_t c) { return encode_meta_req(b, c, 11, 12, MetaOp::Stat, 0, 0); }, resp(Type::Meta)}},
   };
 }
 
@@ -122,6 +124,14 @@ TEST(WireTypes, StatusesDecodeErrorsAndBulkOpsHaveUniqueNames) {
   ROOFTOP_BULK_OPS(ROOFTOP_X)
 #undef ROOFTOP_X
   EXPECT_FALSE(wire::known_bulk_op(0));
+  names.clear();
+#define ROOFTOP_X(name, code, text)                                       \
+  EXPECT_STREQ(wire::meta_op_name(wire::MetaOp::name), text);             \
+  EXPECT_TRUE(wire::known_meta_op(code));                                 \
+  EXPECT_TRUE(names.insert(text).second) << text;
+  ROOFTOP_META_OPS(ROOFTOP_X)
+#undef ROOFTOP_X
+  EXPECT_FALSE(wire::known_meta_op(0));
 }
 
 TEST(Counters, EveryCounterAppearsInTheResultWithItsValue) {
@@ -161,7 +171,7 @@ TEST(Counters, EveryCounterAppearsInTheResultWithItsValue) {
   ASSERT_GE(keys.size(), 4u);
   EXPECT_EQ(keys.front(), "hello");
   EXPECT_EQ(keys[1], t.front()->counter);
-  EXPECT_EQ(keys.back(), "barrier_rejected");
+  EXPECT_EQ(keys.back(), "storage_failed");
 }
 
 TEST(Counters, StatAddsUpTheOperations) {

@@ -14,9 +14,14 @@
 #include <string>
 #include <vector>
 
+#include <stdlib.h>
+
+#include <memory>
+
 #include "counters.hpp"
 #include "mini_json.hpp"
 #include "ops/table.hpp"
+#include "storage.hpp"
 
 using namespace rooftop;
 using rooftop::ops::Op;
@@ -62,12 +67,35 @@ struct LoadOptions {
   }
 };
 
+// A store on a fresh directory: 64 KiB filled with verifiable blocks.
+struct TempStore {
+  std::string dir;
+  std::unique_ptr<storage::Store> store;
+  TempStore() {
+    char tmpl[] = "/tmp/rooftop-ops-XXXXXX";
+    dir = mkdtemp(tmpl);
+    std::vector<std::string> args = {"--storage-dir", dir, "--file-size", "64KiB", "--fill", "--meta-files", "4"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    Options o("serve", "test", storage::options(false));
+    o.parse(static_cast<int>(argv.size()), argv.data());
+    store = std::make_unique<storage::Store>(storage::configure(o, 0));
+  }
+  ~TempStore() {
+    store.reset();  // removes its files
+    rmdir(dir.c_str());
+  }
+};
+
 // A server without a fabric: records what the handlers ask for.
 struct FakeServer : ops::ServerContext {
   ServerCounters counters;
   std::vector<std::vector<uint8_t>> responses;
   std::vector<uint64_t> peers;
-  std::vector<ops::RmaJob> jobs;
+  std::vector<ops::RmaJob> jobs, io_jobs;
+  std::vector<std::string> refused;
+  TempStore storage;
+  bool has_store = true;
   uint64_t max = 1 << 20;
   void respond(uint64_t peer, ops::EncodeRef encode) override {
     std::vector<uint8_t> b(1 << 16);
@@ -80,6 +108,15 @@ struct FakeServer : ops::ServerContext {
   uint64_t max_bulk() const override { return max; }
   size_t max_msg() const override { return 1 << 16; }
   void queue_rma(const ops::RmaJob& job) override { jobs.push_back(job); }
+  storage::Store* store() override { return has_store ? storage.store.get() : nullptr; }
+  void queue_io(const ops::RmaJob& job) override { io_jobs.push_back(job); }
+  void refuse_storage(const ops::Request& r, const std::string& why) override {
+    refused.push_back(why);
+    respond(r.peer, [&](uint8_t* b, size_t cap) {
+      return wire::encode_resp(b, cap, r.op.wire_type, r.m.h.req_id, r.m.h.conn_id, wire::Status::StorageError, 0,
+                               r.resp_total);
+    });
+  }
 };
 
 wire::Message decode(const std::vector<uint8_t>& b) {
@@ -116,6 +153,21 @@ std::string round_trip(const Op& op, bool verify, bool corrupt, FakeServer& srv)
   EXPECT_EQ(m.type, op.wire_type);
   EXPECT_EQ(ops::for_request(m), &op) << "a request of " << op.name << " is dispatched to another operation";
   op.server.serve(srv, {op, m, 42, std::min<size_t>(m.h.resp_len, 4096)});
+  if (op.server.io_when == ops::IoWhen::Alone) {
+    // What the server's I/O thread does (server.cpp: submit_io, complete_io).
+    EXPECT_TRUE(srv.responses.empty());
+    EXPECT_EQ(srv.io_jobs.size(), 1u);
+    if (srv.io_jobs.size() != 1) return "no io job";
+    const ops::RmaJob j = srv.io_jobs.back();
+    srv.io_jobs.clear();
+    storage::Outcome out = op.server.io(*srv.store(), j, nullptr);
+    EXPECT_EQ(out.error, "");
+    if (out.status == wire::Status::Ok) srv.served(op, 0);
+    srv.respond(j.peer, [&](uint8_t* b, size_t cap) {
+      return wire::encode_resp(b, cap, op.wire_type, j.req_id, j.conn, out.status, out.count,
+                               std::min<size_t>(j.resp_len, 4096));
+    });
+  }
   if (op.has(ops::kMovesBulk)) {
     // What the server's RMA slot does (server.cpp: start_bulk, handle_rma, finish_bulk).
     EXPECT_TRUE(srv.responses.empty());
@@ -129,12 +181,16 @@ std::string round_trip(const Op& op, bool verify, bool corrupt, FakeServer& srv)
     EXPECT_EQ(j.rkey, c.data_key);
     EXPECT_EQ(j.verify, verify);
     EXPECT_EQ(j.peer, 42u);
+    auto io = [&]() { return op.server.io(*srv.store(), j, server_buf.data()).status; };
+    wire::Status st = wire::Status::Ok;
+    if (op.server.io_when == ops::IoWhen::BeforeRma) st = io();
     if (op.server.before_rma) op.server.before_rma(j, server_buf.data());
     EXPECT_NE(op.server.rma, ops::Rma::None);
     if (op.server.rma == ops::Rma::Write) std::memcpy(c.data, server_buf.data(), j.size);
     else std::memcpy(server_buf.data(), c.data, j.size);
     if (corrupt) (op.server.rma == ops::Rma::Write ? c.data : server_buf.data())[j.size / 2] ^= 0x40;
-    wire::Status st = op.server.after_rma ? op.server.after_rma(j, server_buf.data()) : wire::Status::Ok;
+    if (st == wire::Status::Ok && op.server.after_rma) st = op.server.after_rma(j, server_buf.data());
+    if (st == wire::Status::Ok && op.server.io_when == ops::IoWhen::AfterRma) st = io();
     if (st == wire::Status::Ok) srv.served(op, j.size);
     size_t total = std::min<size_t>(j.resp_len, 4096);
     srv.respond(j.peer, [&](uint8_t* b, size_t cap) {
@@ -177,6 +233,11 @@ TEST(OpTable, EveryOperationIsComplete) {
     EXPECT_NE(op->server.serve, nullptr);
     EXPECT_EQ(op->has(ops::kVerifiable), op->client.verify != nullptr);
     EXPECT_EQ(op->has(ops::kMovesBulk), op->server.rma != ops::Rma::None);
+    // A storage operation has an io hook, run before or after its RMA if it moves data.
+    EXPECT_EQ(op->has(ops::kStorage), op->server.io != nullptr);
+    EXPECT_EQ(op->has(ops::kStorage), op->server.io_when != ops::IoWhen::None);
+    if (op->has(ops::kStorage))
+      EXPECT_EQ(op->has(ops::kMovesBulk), op->server.io_when != ops::IoWhen::Alone) << op->name;
     EXPECT_EQ(ops::find(op->name), op);
     EXPECT_LT(ops::index_of(*op), ops::table().size());
     // Its counter is not one of the server's own.
@@ -224,14 +285,15 @@ TEST(OpTable, OptionsAreListedOnceAndAgreeBetweenOperations) {
     }
   // "{ops}" names the operations taking the option.
   for (const OptSpec& s : ops::options(ops::Place::AfterOp))
-    if (s.name == "size") EXPECT_EQ(s.help, "bytes per bulk operation (read/write)");
+    if (s.name == "size") EXPECT_EQ(s.help, "bytes per bulk operation (read/write/put/get)");
 }
 
 TEST(OpTable, LoadHelpOfTheBuiltEngineListsEveryOperation) {
   const std::string help = run(std::string(ROOFTOP_ENGINE_BIN) + " load --help");
   ASSERT_TRUE(contains(help, "usage: rooftop-engine load")) << help;
   OptSpec o = ops::op_option();
-  EXPECT_TRUE(contains(help, "  --op " + o.choices + " ")) << help;
+  // The choices, then their help on the same line or (long choices) the next.
+  EXPECT_TRUE(contains(help, "  --op " + o.choices + " ") || contains(help, "  --op " + o.choices + "\n")) << help;
   for (const Op* op : ops::table()) EXPECT_TRUE(contains(help, std::string(op->name) + ": " + op->help)) << op->name;
   for (auto place : {ops::Place::AfterOp, ops::Place::WithData})
     for (const OptSpec& s : ops::options(place)) EXPECT_TRUE(contains(help, "  --" + s.name + " ")) << s.name;
@@ -321,5 +383,47 @@ TEST(OpHooks, BulkOperationsCheckTheirOptionsAndLimits) {
     EXPECT_EQ(op->client.response(w, r), wire::Status::BadRequest);
     r.bytes = w.bytes;
     EXPECT_EQ(op->client.response(w, r), wire::Status::Ok);
+  }
+}
+
+TEST(OpHooks, StorageOperationsAreRefusedWithoutStorage) {
+  for (const Op* op : ops::table()) {
+    if (!op->has(ops::kStorage)) continue;
+    SCOPED_TRACE(op->name);
+    FakeServer srv;
+    srv.has_store = false;
+    LoadOptions lo({"--op", op->name, "--size", "4KiB", "--buffer", "reuse"});
+    ops::Workload w;
+    op->client.configure(lo.o, 1, w);
+    ops::ClientOp c;
+    c.req_id = 3;
+    std::vector<uint8_t> req(4096);
+    req.resize(op->client.encode(w, c, req.data(), req.size()));
+    op->server.serve(srv, {*op, decode(req), 1, 0});
+    EXPECT_TRUE(srv.jobs.empty());
+    EXPECT_TRUE(srv.io_jobs.empty());
+    ASSERT_EQ(srv.refused.size(), 1u);
+    EXPECT_TRUE(contains(srv.refused[0], "no --storage-dir")) << srv.refused[0];
+    ASSERT_EQ(srv.responses.size(), 1u);
+    EXPECT_EQ(decode(srv.responses[0]).status, wire::Status::StorageError);
+  }
+}
+
+TEST(OpHooks, PutAndGetMoveWholeBlocksAtTheirPattern) {
+  for (const Op* op : ops::table()) {
+    if (!op->has(ops::kStorage) || !op->has(ops::kMovesBulk)) continue;
+    SCOPED_TRACE(op->name);
+    ops::Workload w;
+    LoadOptions odd({"--op", op->name, "--size", "6KiB", "--buffer", "reuse"});
+    EXPECT_THROW(op->client.configure(odd.o, 1, w), UsageError);  // not whole 4 KiB blocks
+    LoadOptions rand({"--op", op->name, "--size", "8KiB", "--buffer", "reuse", "--pattern", "rand"});
+    op->client.configure(rand.o, 1, w);
+    ops::ClientOp c;
+    std::vector<uint8_t> req(4096);
+    req.resize(op->client.encode(w, c, req.data(), req.size()));
+    FakeServer srv;
+    op->server.serve(srv, {*op, decode(req), 1, 0});
+    ASSERT_EQ(srv.jobs.size(), 1u);
+    EXPECT_TRUE(srv.jobs[0].random);
   }
 }

@@ -175,7 +175,7 @@ TEST(WireRoundTrip, NoopRequestWithPadding) {
 }
 
 TEST(WireRoundTrip, BulkRequest) {
-  for (BulkOp op : {BulkOp::Read, BulkOp::Write}) {
+  for (BulkOp op : {BulkOp::Read, BulkOp::Write, BulkOp::Put, BulkOp::Get}) {
     for (bool verify : {false, true}) {
       for (size_t total : {size_t{0}, size_t{512}}) {
         Bytes b = encode_with(kBig, [&](uint8_t* p, size_t cap) {
@@ -371,14 +371,14 @@ TEST(WireDecode, BadMagic) {
 
 TEST(WireDecode, BadVersion) {
   Bytes b = raw_message(static_cast<uint8_t>(Type::Stat), {});
-  for (uint16_t v : {0, 2, 0x100, 0xffff}) {
+  for (uint16_t v : {0, kVersion - 1, kVersion + 1, 0x100, 0xffff}) {  // kVersion - 1: an older engine
     put_le(b, kOffVersion, v, 2);
     EXPECT_EQ(decode_bytes(b), DecodeError::BadVersion) << "version " << v;
   }
 }
 
 TEST(WireDecode, BadType) {
-  for (uint8_t t : {0x00, 0x07, 0x7f, 0x80, 0x87, 0xff}) {
+  for (uint8_t t : {0x00, 0x08, 0x7f, 0x80, 0x88, 0xff}) {
     Bytes b = raw_message(t, BodyBuilder().u16(0).u64(0).u64(0).u32(0).u32(0).b);
     EXPECT_EQ(decode_bytes(b), DecodeError::BadType) << "type 0x" << std::hex << int(t);
   }
@@ -439,7 +439,41 @@ TEST(WireDecode, BulkOpOutOfRangeIsBadField) {
   const uint8_t bulk = static_cast<uint8_t>(Type::Bulk);
   for (int op = 0; op < 256; op++) {
     Bytes b = raw_message(bulk, BodyBuilder().u8(static_cast<uint8_t>(op)).u64(1).u64(2).u64(3).b);
-    DecodeError want = (op == 1 || op == 2) ? DecodeError::None : DecodeError::BadField;
+    DecodeError want = (op >= 1 && op <= 4) ? DecodeError::None : DecodeError::BadField;
+    EXPECT_EQ(decode_bytes(b), want) << "op " << op;
+  }
+}
+
+TEST(WireRoundTrip, RandomFlagOfAStorageRequest) {
+  Bytes b = encode_with(kBig, [&](uint8_t* p, size_t cap) {
+    size_t n = encode_bulk_req(p, cap, 1, 2, BulkOp::Get, 8192, 3, 4, true, 0, 0);
+    set_flag(p, kFlagRandom);
+    return n;
+  });
+  Message m;
+  ASSERT_EQ(decode_bytes(b, m), DecodeError::None);
+  EXPECT_EQ(m.op, BulkOp::Get);
+  EXPECT_NE(m.h.flags & kFlagRandom, 0);
+  EXPECT_NE(m.h.flags & kFlagVerify, 0);
+}
+
+TEST(WireRoundTrip, MetaRequest) {
+  for (MetaOp op : {MetaOp::Create, MetaOp::Stat, MetaOp::Open, MetaOp::Unlink, MetaOp::Readdir}) {
+    Bytes b = encode_with(kBig, [&](uint8_t* p, size_t cap) { return encode_meta_req(p, cap, 5, 6, op, 256, 128); });
+    ASSERT_EQ(b.size(), 256u);
+    Message m;
+    ASSERT_EQ(decode_bytes(b, m), DecodeError::None);
+    expect_header(m, Type::Meta, false, 5, 6, 1, 256);
+    EXPECT_EQ(m.meta_op, op);
+    EXPECT_EQ(m.h.resp_len, 128u);
+  }
+}
+
+TEST(WireDecode, MetaOpOutOfRangeIsBadField) {
+  const uint8_t meta = static_cast<uint8_t>(Type::Meta);
+  for (int op = 0; op < 256; op++) {
+    Bytes b = raw_message(meta, BodyBuilder().u8(static_cast<uint8_t>(op)).b);
+    DecodeError want = (op >= 1 && op <= 5) ? DecodeError::None : DecodeError::BadField;
     EXPECT_EQ(decode_bytes(b), want) << "op " << op;
   }
 }
@@ -452,8 +486,8 @@ TEST(WireDecode, ShutdownTokenTooLongIsBadField) {
 
 TEST(WireDecode, ResponseStatusOutOfRangeIsBadField) {
   const uint8_t noop_resp = static_cast<uint8_t>(Type::Noop) | kResponseBit;
-  EXPECT_EQ(decode_bytes(raw_message(noop_resp, BodyBuilder().u16(5).b)), DecodeError::None);
-  EXPECT_EQ(decode_bytes(raw_message(noop_resp, BodyBuilder().u16(6).b)), DecodeError::BadField);
+  EXPECT_EQ(decode_bytes(raw_message(noop_resp, BodyBuilder().u16(6).b)), DecodeError::None);
+  EXPECT_EQ(decode_bytes(raw_message(noop_resp, BodyBuilder().u16(7).b)), DecodeError::BadField);
   EXPECT_EQ(decode_bytes(raw_message(noop_resp, BodyBuilder().u16(0xffff).b)),
             DecodeError::BadField);
 }
@@ -728,7 +762,7 @@ TEST(WireDecode, RandomizedMutationsNeverMisbehave) {
     ASSERT_LE(uint64_t{m.h.body_len} + kHeaderSize, m.h.total_len);
     uint8_t t = m.h.type & ~kResponseBit;
     ASSERT_GE(t, 1);
-    ASSERT_LE(t, 6);
+    ASSERT_LE(t, std::size(kTypes));
     ASSERT_EQ(static_cast<uint8_t>(m.type), t);
     ASSERT_EQ(m.response, (m.h.type & kResponseBit) != 0);
     const uint8_t* body = heap.get() + kHeaderSize;
@@ -740,12 +774,14 @@ TEST(WireDecode, RandomizedMutationsNeverMisbehave) {
     ASSERT_TRUE(inside(m.addr));
     ASSERT_TRUE(inside(m.token));
     if (m.response) {
-      ASSERT_LE(static_cast<uint16_t>(m.status), static_cast<uint16_t>(Status::BadRequest));
+      ASSERT_TRUE(known_status(static_cast<uint16_t>(m.status)));
     } else if (m.type == Type::Hello) {
       ASSERT_GE(m.addr.size(), 1u);
       ASSERT_LE(m.addr.size(), kMaxAddrLen);
     } else if (m.type == Type::Bulk) {
-      ASSERT_TRUE(m.op == BulkOp::Read || m.op == BulkOp::Write);
+      ASSERT_TRUE(known_bulk_op(static_cast<uint8_t>(m.op)));
+    } else if (m.type == Type::Meta) {
+      ASSERT_TRUE(known_meta_op(static_cast<uint8_t>(m.meta_op)));
     } else if (m.type == Type::Shutdown) {
       ASSERT_LE(m.token.size(), kMaxTokenLen);
     }

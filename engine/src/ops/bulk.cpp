@@ -1,6 +1,7 @@
 #include "ops/bulk.hpp"
 
 #include "counters.hpp"
+#include "storage.hpp"
 #include "sysinfo.hpp"
 
 namespace rooftop::ops::bulk {
@@ -62,7 +63,34 @@ void serve(ServerContext& ctx, const Request& r) {
     return;
   }
   ctx.queue_rma({&r.op, req, conn, m.size, m.remote_addr, m.rkey, r.peer,
-                 (m.h.flags & wire::kFlagVerify) != 0, m.h.resp_len});
+                 (m.h.flags & wire::kFlagVerify) != 0, m.h.resp_len, (m.h.flags & wire::kFlagRandom) != 0});
+}
+
+std::vector<OpOption> storage_options() {
+  auto o = options();
+  o.push_back({{"pattern", OptKind::Choice, "seq",
+                "file offsets of {ops} on the server: seq (sequential) or rand (random, in multiples of --size)",
+                "seq|rand"},
+               Place::AfterOp});
+  return o;
+}
+
+void configure_storage(const Options& o, int64_t k, Workload& w) {
+  configure(o, k, w);
+  if (w.bytes % storage::kBlock)
+    throw UsageError("--size " + o.str("size") + ": put/get move whole 4KiB blocks (a multiple of 4KiB)");
+  w.args[0] = o.str("pattern") == "rand";
+}
+
+size_t encode_storage(const Op& op, const Workload& w, const ClientOp& c, uint8_t* buf, size_t cap) {
+  size_t len = encode(op, w, c, buf, cap);
+  if (len && w.args[0]) wire::set_flag(buf, wire::kFlagRandom);
+  return len;
+}
+
+void serve_storage(ServerContext& ctx, const Request& r) {
+  if (!ctx.store()) return ctx.refuse_storage(r, std::string(r.op.name) + ": this server has no --storage-dir");
+  serve(ctx, r);
 }
 
 }  // namespace rooftop::ops::bulk

@@ -30,6 +30,7 @@ const Op noop_op = {
     .counter = "noop",
     .wire_type = wire::Type::Noop,
     .bulk_op = wire::BulkOp::Read,  // unused: not a bulk request
+    .meta_op = wire::MetaOp::Create,  // unused: not a metadata request
     .caps = 0,
     .options = nullptr,
     .client = {.configure = configure,
@@ -39,7 +40,8 @@ const Op noop_op = {
                .encode = encode,
                .response = nullptr,
                .verify = nullptr},
-    .server = {.serve = serve, .rma = Rma::None, .before_rma = nullptr, .after_rma = nullptr},
+    .server = {.serve = serve, .rma = Rma::None, .before_rma = nullptr, .after_rma = nullptr,
+               .io_when = IoWhen::None, .io = nullptr},
 };
 
 }  // namespace rooftop::ops

@@ -21,7 +21,11 @@
 
 namespace rooftop {
 enum class Counter : size_t;  // counters.hpp
-}
+namespace storage {
+class Store;  // storage.hpp
+struct Outcome;
+}  // namespace storage
+}  // namespace rooftop
 
 namespace rooftop::ops {
 
@@ -34,6 +38,10 @@ enum Capability : unsigned {
   kMovesBulk = 1u << 0,
   // --verify checks a data pattern end to end (result verify.checked).
   kVerifiable = 1u << 1,
+  // Acts on the server's storage (serve --storage-dir) through its io
+  // hook, on the server's I/O thread; `rooftop-engine storage` runs the
+  // same hook in-process, without the network.
+  kStorage = 1u << 2,
 };
 
 // Where an operation's option is listed in `load --help` and in the
@@ -112,12 +120,14 @@ struct Request {
   size_t resp_total;  // response size asked for (--resp-size), at most --max-msg
 };
 
-// A bulk transfer the server runs in one of its RMA slots.
+// A bulk transfer the server runs in one of its RMA slots (and, for a
+// storage operation, the job of its io hook: size 0 without bulk data).
 struct RmaJob {
   const Op* op;
   uint64_t req_id, conn, size, raddr, rkey, peer;
   bool verify;
   uint32_t resp_len;
+  bool random = false;  // put/get: a random offset (request flag kFlagRandom)
 };
 
 // Non-owning reference to an encoder callable, size_t(uint8_t* buf, size_t
@@ -153,7 +163,20 @@ class ServerContext {
   // Runs a bulk transfer in an RMA slot (now, or when one is free); the
   // server answers it when done.
   virtual void queue_rma(const RmaJob& job) = 0;
+  // The server's storage, or nullptr (no --storage-dir).
+  virtual storage::Store* store() = 0;
+  // Runs a storage operation's io hook without bulk data (metadata) on the
+  // I/O thread, then answers with its status and count.
+  virtual void queue_io(const RmaJob& job) = 0;
+  // A storage operation refused: counted (storage_failed), `why` reported
+  // once, and answered storage_error.
+  virtual void refuse_storage(const Request& r, const std::string& why) = 0;
 };
+
+// When a storage operation's io hook runs: on its own (metadata), before
+// the RMA (get: read the file into the slot) or after it (put: write the
+// slot to the file).
+enum class IoWhen { None, Alone, BeforeRma, AfterRma };
 
 // The RMA a bulk operation's server performs on the client's buffer.
 enum class Rma { None, Write, Read };
@@ -169,6 +192,11 @@ struct ServerHooks {
   // After the RMA completed without error: the status to answer (e.g. the
   // pattern received does not check out). Null: Ok.
   wire::Status (*after_rma)(const RmaJob& job, const uint8_t* buf);
+  // Storage operations (kStorage): the storage call, with the slot's buffer
+  // (null without bulk data). Runs on the server's I/O thread (or inline
+  // with --io-threads 0), and in-process in `rooftop-engine storage`.
+  IoWhen io_when;
+  storage::Outcome (*io)(storage::Store& st, const RmaJob& job, uint8_t* buf);
 };
 
 struct Op {
@@ -177,6 +205,7 @@ struct Op {
   const char* counter;  // its key in the server's result.requests
   wire::Type wire_type;  // the request it sends
   wire::BulkOp bulk_op;  // for wire::Type::Bulk: the request's direction byte
+  wire::MetaOp meta_op;  // for wire::Type::Meta: the request's op byte
   unsigned caps;         // Capability flags
   std::vector<OpOption> (*options)();  // its own options (null: none)
   ClientHooks client;

@@ -31,6 +31,7 @@ const Op read_op = {
     .counter = "bulk_read",
     .wire_type = wire::Type::Bulk,
     .bulk_op = wire::BulkOp::Read,
+    .meta_op = wire::MetaOp::Create,  // unused: not a metadata request
     .caps = kMovesBulk | kVerifiable,
     .options = bulk::options,
     .client = {.configure = bulk::configure,
@@ -40,7 +41,8 @@ const Op read_op = {
                .encode = encode,
                .response = bulk::response,
                .verify = verify},
-    .server = {.serve = bulk::serve, .rma = Rma::Write, .before_rma = before_rma, .after_rma = nullptr},
+    .server = {.serve = bulk::serve, .rma = Rma::Write, .before_rma = before_rma, .after_rma = nullptr,
+               .io_when = IoWhen::None, .io = nullptr},
 };
 
 }  // namespace rooftop::ops

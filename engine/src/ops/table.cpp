@@ -2,13 +2,23 @@
 
 namespace rooftop::ops {
 
-// One file each: ops/noop.cpp, ops/read.cpp, ops/write.cpp.
+// One file each: ops/noop.cpp, ops/read.cpp, ops/write.cpp, ops/put.cpp,
+// ops/get.cpp; the metadata operations, alike but for their op byte, share
+// ops/meta.cpp.
 extern const Op noop_op;
 extern const Op read_op;
 extern const Op write_op;
+extern const Op put_op;
+extern const Op get_op;
+extern const Op create_op;
+extern const Op stat_op;
+extern const Op open_op;
+extern const Op unlink_op;
+extern const Op readdir_op;
 
 const std::vector<const Op*>& table() {
-  static const std::vector<const Op*> all = {&noop_op, &read_op, &write_op};
+  static const std::vector<const Op*> all = {&noop_op,   &read_op, &write_op, &put_op,    &get_op,
+                                             &create_op, &stat_op, &open_op,  &unlink_op, &readdir_op};
   return all;
 }
 
@@ -27,7 +37,9 @@ const Op* find(std::string_view name) {
 
 const Op* for_request(const wire::Message& m) {
   for (const Op* op : table())
-    if (op->wire_type == m.type && (m.type != wire::Type::Bulk || op->bulk_op == m.op)) return op;
+    if (op->wire_type == m.type && (m.type != wire::Type::Bulk || op->bulk_op == m.op) &&
+        (m.type != wire::Type::Meta || op->meta_op == m.meta_op))
+      return op;
   return nullptr;
 }
 

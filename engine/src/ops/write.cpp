@@ -34,6 +34,7 @@ const Op write_op = {
     .counter = "bulk_write",
     .wire_type = wire::Type::Bulk,
     .bulk_op = wire::BulkOp::Write,
+    .meta_op = wire::MetaOp::Create,  // unused: not a metadata request
     .caps = kMovesBulk | kVerifiable,
     .options = bulk::options,
     .client = {.configure = bulk::configure,
@@ -43,7 +44,8 @@ const Op write_op = {
                .encode = encode,
                .response = bulk::response,
                .verify = verify},
-    .server = {.serve = bulk::serve, .rma = Rma::Read, .before_rma = nullptr, .after_rma = after_rma},
+    .server = {.serve = bulk::serve, .rma = Rma::Read, .before_rma = nullptr, .after_rma = after_rma,
+               .io_when = IoWhen::None, .io = nullptr},
 };
 
 }  // namespace rooftop::ops
