@@ -28,13 +28,13 @@ def _spread_mean(s) -> str:
 def scores_table(title: str, scores, best: str | None = None) -> Table:
     """Table-5 style: median and mean absolute percentage error (and their
     spread over folds), best first."""
-    t = Table(title=title, title_justify="left")
-    for c in ("model", "kind", "median %", "over folds", "mean %", "over folds ", "samples"):
-        t.add_column(c, justify="left" if c in ("model", "kind") else "right", no_wrap=True)
+    n = len(scores[0].errors) if scores else 0
+    t = Table(title=f"{title}, {n} held-out samples", title_justify="left")
+    for c in ("model", "median %", "over folds", "mean %", "over folds "):
+        t.add_column(c, justify="left" if c == "model" else "right", no_wrap=True)
     for s in scores:
         name = s.name + (" [bold]*[/]" if s.name == best else "")
-        t.add_row(name, s.kind, f"{s.median:.1f}", _spread(s), f"{s.mean:.1f}", _spread_mean(s),
-                  str(len(s.errors)))
+        t.add_row(name, f"{s.median:.1f}", _spread(s), f"{s.mean:.1f}", _spread_mean(s))
     return t
 
 
@@ -58,10 +58,9 @@ def print_learned(o, folds: int) -> None:
     else:
         out.print(o.extrapolation_text)
     if o.importances:
-        t = Table(title=f"{ds.metric}: feature importance of {o.best} (median |error| increase when "
-                        f"shuffled, points)", title_justify="left")
+        t = Table(title=f"{ds.metric}: feature importance ({o.best})", title_justify="left")
         t.add_column("feature")
-        t.add_column("increase", justify="right")
+        t.add_column("median |error| increase when shuffled (points)", justify="right")
         for f, v in o.importances:
             t.add_row(f, f"{v:+.1f}")
         out.print(t)
