@@ -954,7 +954,7 @@ def _add_report(sub) -> None:
                         "open it anywhere, no network needed) and report.md beside it: the headline "
                         "(ceilings, ridge, recommended ratio), warnings (wide client ceiling, samples "
                         "above the roofline, overhead, failures), figures, the validation table, the "
-                        "environment and the resolved config. Prints the HTML file's path.")
+                        "learned models (after 'rooftop learn'), the environment and the resolved config. Prints the HTML file's path.")
     rp.add_argument("run", help="a run id (see 'rooftop runs')")
     _results_arg(rp)
     rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")

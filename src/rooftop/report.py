@@ -3,7 +3,8 @@ network needed) and a Markdown summary beside it.
 
 Headline (ceilings with their 95 % intervals, ridge, the verdict on the
 ratio: a bold ratio only when the model can tell), warnings, the figures, the
-validation table, environment and the resolved config.
+validation table, the learned models (when `rooftop learn` saved one with
+the run: rooftop.learn.report_section), environment and the resolved config.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 from pathlib import Path
 
 from rooftop import __version__
+from rooftop.learn.report_section import html_section as learned_html
+from rooftop.learn.report_section import markdown as learned_markdown
 from rooftop.plots.run import plot_run
 from rooftop.results import RunResults
 from rooftop.units import fmt_rate
@@ -160,6 +163,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str
             lines.append(f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
                          f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
         lines.append("")
+    lines += learned_markdown(res.learned)
     ov = run.overhead
     lines += ["## Run", "", f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
               + (f", overhead {ov:.0%}" if ov is not None else ""),
@@ -277,6 +281,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
                 ["engine", str(run.environment.get("engine", "?"))],
                 ["rooftop", str(run.environment.get("rooftop", __version__))],
                 ["command", " ".join(run.environment.get("argv") or [])]]
+    parts.append(learned_html(res.learned))
     parts.append("<h2>Environment</h2>" + _table(["", ""], [[e(a), e(b)] for a, b in env_rows], raw=True))
     parts.append("<h2>Resolved config</h2><details><summary>every key, defaults included</summary>"
                  f"<pre>{e(json.dumps(run.config, indent=2))}</pre></details>")

@@ -181,3 +181,25 @@ def test_a_model_file_of_other_parameters_is_refused(learned, results, tmp_path,
     rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1",
                        "--results", str(tmp_path / "r"))
     assert rc == 2 and "no learned model" in err and f"rooftop learn {run}" in err
+
+
+def test_the_report_shows_the_learned_model(learned, results, capsys):
+    """Item 4: the comparison, the extrapolation table and predicted against
+    measured (a matplotlib figure: both models' points and the diagonal)."""
+    from rooftop.learn import report_section
+
+    run = fixture_runs()[0][0]
+    rc, out, err = cli(capsys, "report", run, "--results", str(results))
+    assert rc == 0, err
+    page = Path(out.strip()).read_text()
+    md = (Path(out.strip()).parent / "report.md").read_text()
+    for text in (page, md):
+        assert "Learned model: bw" in text and learned["best"] in text and "Extrapolation" in text
+    assert "cross-validated predictions" not in md and "predicted against measured" in page
+    doc = report_section.load(results / run)[0]
+    fig = report_section.figure(doc)
+    ax = fig.axes[0]
+    assert len(ax.collections) == 2 and len(ax.lines) == 1
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert {c.get_label() for c in ax.collections} == set(doc["predictions"]["models"])
+    assert all(len(c.get_offsets()) == learned["samples"] for c in ax.collections)

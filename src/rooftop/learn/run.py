@@ -1,6 +1,7 @@
 """`rooftop learn`: the dataset, the comparisons, the best model refitted on
 every sample and saved with the run (RESULTS/RUN/learned/METRIC.joblib, RUN
-the first run named)."""
+the first run named), and the comparison beside it (METRIC.json, for the
+report)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,21 @@ def learn(store, run_ids: list[str], metric: str, folds: int = evaluate.DEFAULT_
         "knobs": {r: ds.knobs(r) for r in ds.runs}, "rooflines": ds.rooflines,
         "interval": evaluate.interval(oof[best.name], ds.y), "cv_median_ape": best.median,
         "seed": seed, "folds": folds, "ranges": _ranges(ds), "per_node": _per_node(ds)})
-    return Outcome(ds, cv, extra, text, best.name, imp, path, evaluate.noise_floor(ds))
+    out = Outcome(ds, cv, extra, text, best.name, imp, path, evaluate.noise_floor(ds))
+    _save_comparison(out, oof)
+    return out
+
+
+def _save_comparison(o: Outcome, oof: dict) -> None:
+    """METRIC.json beside the model: the tables and the cross-validated
+    predictions of the best plain and roofline-informed models (the
+    report's "learned model" section)."""
+    import json
+
+    shown = [s.name for s in (o.best_of(o.cv, "plain"), o.best_of(o.cv, "roofline")) if s]
+    doc = dict(o.to_dict(), predictions={"measured": o.ds.y.tolist(),
+                                         "models": {n: oof[n].tolist() for n in shown}})
+    o.path.with_suffix(".json").write_text(json.dumps(doc, indent=1))
 
 
 def _ranges(ds) -> dict[str, tuple[float, float]]:
