@@ -988,8 +988,8 @@ def _add_learn(sub) -> None:
                         "RESULTS/RUN/learned/METRIC.joblib (RUN: the first run named).")
     le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs')")
     le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric measured)")
-    le.add_argument("--folds", type=int, default=5, help="cross-validation folds (default: %(default)s)")
-    le.add_argument("--seed", type=int, default=0, help="random seed of the models (default: %(default)s)")
+    le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
+    le.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the models (default: %(default)s)")
     _results_arg(le)
     le.add_argument("--json", action="store_true", help="JSON on stdout")
     le.set_defaults(func=_cmd_learn)
@@ -998,18 +998,18 @@ def _add_learn(sub) -> None:
 def _add_predict(sub) -> None:
     pr = sub.add_parser("predict", help="a learned model's rate for a footprint, capped by the roofline",
                         description="The per-client and aggregate rate the run's learned model (rooftop "
-                        "learn) predicts for SERVERS server processes and CLIENTS client processes, with a "
-                        "90 %% interval (from its cross-validated errors), capped by the roofline measured "
+                        "learn) predicts for S server processes and C client processes, with a "
+                        "90 % interval (from its cross-validated errors), capped by the roofline measured "
                         "with those knobs, and which ceiling binds. --set KEY=VALUE changes a knob the "
                         "model learned; a model trained on other parameters than the run's is refused.")
     pr.add_argument("run", help="a run id (see 'rooftop runs')")
-    pr.add_argument("--servers", type=int, required=True, help="server processes")
-    pr.add_argument("--clients", type=int, required=True, help="client processes")
-    pr.add_argument("--server-nodes", type=int, help="server nodes (default: packed as the training was)")
-    pr.add_argument("--client-nodes", type=int, help="client nodes (default: packed as the training was)")
+    pr.add_argument("--servers", type=int, required=True, metavar="S", help="server processes")
+    pr.add_argument("--clients", type=int, required=True, metavar="C", help="client processes")
+    pr.add_argument("--server-nodes", type=int, metavar="N", help="server nodes (default: packed as the training was)")
+    pr.add_argument("--client-nodes", type=int, metavar="N", help="client nodes (default: packed as the training was)")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob's value (repeatable)")
     pr.add_argument("--metric", help="which learned model, when the run has several")
-    pr.add_argument("--model", help="a model file instead of the run's")
+    pr.add_argument("--model", metavar="FILE", help="a model file instead of the run's")
     _results_arg(pr)
     pr.add_argument("--json", action="store_true", help="JSON on stdout")
     pr.set_defaults(func=_cmd_predict)
