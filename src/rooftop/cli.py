@@ -35,6 +35,10 @@ commands:
             latency), PNG and SVG
   report    one self-contained HTML report (+ Markdown) of a run
   compare   several rooflines (runs, parameters files) on one figure
+  learn     compare learned models of the rate (and the roofline-informed
+            ones) on runs' samples; save the best with the run
+  predict   a learned model's rate for servers and clients never measured,
+            capped by the roofline
   cluster   an emulated cluster on this machine (root): up, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
@@ -52,6 +56,7 @@ examples:
   rooftop collect --resume $RUN                      # after Ctrl-C
   rooftop cluster up --nodes 4 --link-rate 200mbit && rooftop collect --launcher netns
   rooftop compare $RUN examples/aurora-table2.json
+  rooftop learn $RUN $RUN2 && rooftop predict $RUN --servers 3 --clients 40
 """
 
 
@@ -618,6 +623,39 @@ def _cmd_compare(args) -> int:
     return 0
 
 
+def _cmd_learn(args) -> int:
+    from rooftop.learn.run import learn
+    from rooftop.learn.show import print_learned
+    from rooftop.store import Store
+
+    store = Store(args.results, create=False)
+    runs = [store.get_run(r).id for r in args.runs]
+    metrics = [args.target] if args.target else sorted(
+        {s["metric"] for r in runs for s in store.samples(r, stage="validate")}) or ["rpc"]
+    outcomes = [learn(store, runs, m, args.folds, args.seed) for m in metrics]
+    if args.json:
+        print(json.dumps([o.to_dict() for o in outcomes], indent=1))
+    for o in [] if args.json else outcomes:
+        print_learned(o, args.folds)
+    return 0
+
+
+def _cmd_predict(args) -> int:
+    from rooftop import config
+    from rooftop.learn.predict import predict
+    from rooftop.learn.show import print_prediction
+    from rooftop.store import Store
+
+    sets = dict(config.parse_override(t) for t in args.set or [])
+    p = predict(Store(args.results, create=False), args.run, args.servers, args.clients, sets,
+                args.metric, args.model, args.server_nodes, args.client_nodes)
+    if args.json:
+        print(json.dumps(p, indent=1))
+    else:
+        print_prediction(p)
+    return 0
+
+
 def _cmd_config(args) -> int:
     from rooftop import config
 
@@ -750,7 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rooftop {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for add in (_add_collect, _add_validate, _add_runs, _add_doctor, _add_export, _add_model, _add_plot,
-                _add_report, _add_compare, _add_config, _add_probe):
+                _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
 
@@ -920,7 +958,7 @@ def _add_report(sub) -> None:
                         "(ratio, ceilings, ridge), what to do (the ratio to deploy, where the pair "
                         "matrix points, what to measure again), figures, warnings (wide client "
                         "ceiling, samples above the roofline, overhead, failures), the validation "
-                        "table, the environment and the resolved config. Prints the HTML file's path.")
+                        "table, the learned models (after 'rooftop learn'), the environment and the resolved config. Prints the HTML file's path.")
     rp.add_argument("run", help="a run id (see 'rooftop runs')")
     _results_arg(rp)
     rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
@@ -946,6 +984,45 @@ def _add_compare(sub) -> None:
                          "the ridges side by side (linear unless --yscale log)")
     cp.add_argument("--json", action="store_true", help="print the files as JSON")
     cp.set_defaults(func=_cmd_compare)
+
+
+def _add_learn(sub) -> None:
+    le = sub.add_parser("learn", help="learned models of the rate, compared; the best saved with the run",
+                        description="Builds a dataset from the runs' validation samples (features: every "
+                        "resolved parameter that varies, and the placement; target: the per-client rate) "
+                        "and compares, by cross-validation grouped by configuration and by extrapolation "
+                        "(trained on small footprints, tested on the largest), scikit-learn's linear, "
+                        "ridge, lasso, elastic net, SVR, k-nearest neighbours, Gaussian process, tree, "
+                        "forest and boosting models with the run's roofline alone and roofline x a learned "
+                        "efficiency. Prints the tables and feature importances; saves the best model to "
+                        "RESULTS/RUN/learned/METRIC.joblib (RUN: the first run named).")
+    le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs')")
+    le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric measured)")
+    le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
+    le.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the models (default: %(default)s)")
+    _results_arg(le)
+    le.add_argument("--json", action="store_true", help="JSON on stdout")
+    le.set_defaults(func=_cmd_learn)
+
+
+def _add_predict(sub) -> None:
+    pr = sub.add_parser("predict", help="a learned model's rate for a footprint, capped by the roofline",
+                        description="The per-client and aggregate rate the run's learned model (rooftop "
+                        "learn) predicts for S server processes and C client processes, with a "
+                        "90 % interval (from its cross-validated errors), capped by the roofline measured "
+                        "with those knobs, and which ceiling binds. --set KEY=VALUE changes a knob the "
+                        "model learned; a model trained on other parameters than the run's is refused.")
+    pr.add_argument("run", help="a run id (see 'rooftop runs')")
+    pr.add_argument("--servers", type=int, required=True, metavar="S", help="server processes")
+    pr.add_argument("--clients", type=int, required=True, metavar="C", help="client processes")
+    pr.add_argument("--server-nodes", type=int, metavar="N", help="server nodes (default: packed as the training was)")
+    pr.add_argument("--client-nodes", type=int, metavar="N", help="client nodes (default: packed as the training was)")
+    pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob's value (repeatable)")
+    pr.add_argument("--metric", help="which learned model, when the run has several")
+    pr.add_argument("--model", metavar="FILE", help="a model file instead of the run's")
+    _results_arg(pr)
+    pr.add_argument("--json", action="store_true", help="JSON on stdout")
+    pr.set_defaults(func=_cmd_predict)
 
 
 def _add_config(sub) -> None:
@@ -992,6 +1069,7 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop.config import ConfigError
     from rooftop.engine import EngineError
     from rooftop.launchers import LauncherError
+    from rooftop.learn import LearnError
     from rooftop.locks import LockBusy
     from rooftop.model import ModelError
     from rooftop.store import StoreError
@@ -1010,7 +1088,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"rooftop {args.command}: config error: {e}", file=sys.stderr)
         return 2
-    except (StoreError, LauncherError, EngineError, ModelError, LockBusy) as e:
+    except (StoreError, LauncherError, EngineError, ModelError, LockBusy, LearnError) as e:
         print(f"rooftop {args.command}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

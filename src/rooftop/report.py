@@ -4,7 +4,8 @@ network needed) and a Markdown summary beside it.
 In reading order: the verdict per metric (a bold ratio only when the model
 can tell; ceilings with their 95 % intervals, ridge), what to do (the ratio
 to deploy, where the pair matrix points, what to measure again: advice.py),
-the figures, the warnings, the validation table, outlier nodes, environment
+the figures, the warnings, the validation table, outlier nodes, the learned
+models (when `rooftop learn` saved one with the run: rooftop.learn.report_section), environment
 and the resolved config. Narrow screens (phones) get one column; wide tables
 scroll inside their box, never the page.
 """
@@ -17,6 +18,8 @@ import json
 from pathlib import Path
 
 from rooftop import __version__, advice
+from rooftop.learn.report_section import html_section as learned_html
+from rooftop.learn.report_section import markdown as learned_markdown
 from rooftop.plots.run import plot_run
 from rooftop.results import RunResults
 from rooftop.units import fmt_rate
@@ -173,6 +176,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str
             lines.append(f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
                          f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
         lines.append("")
+    lines += learned_markdown(res.learned)
     ov = run.overhead
     lines += ["## Run", "", f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
               + (f", overhead {ov:.0%}" if ov is not None else ""),
@@ -238,7 +242,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
              f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>",
              "<section id='verdict'><div class='cards'>", *[_card(h) for h in headline(res)],
              "</div></section>", _todo_html(res), _figures_html(figures), _warnings_html(res),
-             _validation_html(res), _nodes_html(res), _environment_html(res),
+             _validation_html(res), _nodes_html(res), learned_html(res.learned), _environment_html(res),
              f"<p class='small'>rooftop {__version__}</p></main></body></html>"]
     return "".join(parts)
 

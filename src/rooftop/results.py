@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rooftop import metrics, model, outliers, stages
+from rooftop.learn import report_section
 from rooftop.store import Run, Store, stands_for
 from rooftop.units import fmt_rate
 
@@ -78,6 +79,8 @@ class RunResults:
     scores: dict[str, list[outliers.NodeScore]] = field(default_factory=dict)
     #: Per metric, when nodes are flagged slow: the roofline without their pairs.
     without_flagged: dict[str, model.Roofline] = field(default_factory=dict)
+    #: What `rooftop learn` saved with the run, per metric (rooftop.learn.report_section).
+    learned: list[dict] = field(default_factory=list)
 
     def flagged(self, metric: str) -> list[int]:
         return outliers.flagged(self.scores.get(metric, []))
@@ -285,6 +288,7 @@ def load(store: Store, run_id: str) -> RunResults:
     run = store.get_run(run_id)
     samples = store.samples(run.id)
     res = RunResults(run, samples)
+    res.learned = report_section.load(store.run_dir(run.id))
     nodes = len(run.config.get("nodes") or [])
     validation = [s for s in samples if s["stage"] == stages.of_role("validation").name]
     for metric in res.metrics:

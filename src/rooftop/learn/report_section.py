@@ -1,0 +1,109 @@
+"""The report's "learned model" section (issue 17, item 4): what `rooftop
+learn` saved beside its model (RESULTS/RUN/learned/METRIC.json): the
+comparison table, the extrapolation table, and predicted against measured
+for the best plain and the best roofline-informed model (their
+cross-validated predictions)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+
+def load(run_dir: Path) -> list[dict]:
+    """Every metric's saved comparison of a run (none: no `rooftop learn`)."""
+    folder = run_dir / "learned"
+    out = []
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            continue  # a damaged file: the section shows what it can
+    return out
+
+
+def figure(doc: dict):
+    """Predicted against measured (per-client rate, log-log), one colour per
+    model, the line of perfect prediction."""
+    from matplotlib.figure import Figure
+
+    pred = doc["predictions"]
+    fig = Figure(figsize=(5.5, 4.5))
+    ax = fig.add_subplot()
+    y = pred["measured"]
+    for (name, values), colour in zip(pred["models"].items(), ("#d62728", "#1f77b4")):
+        ax.scatter(y, values, s=14, alpha=0.7, color=colour, label=name)
+    lo, hi = min(y + sum(pred["models"].values(), [])), max(y + sum(pred["models"].values(), []))
+    ax.plot([lo, hi], [lo, hi], color="#222222", lw=1, label="predicted = measured")
+    ax.set(xscale="log", yscale="log", xlabel=f"measured per client ({doc['unit']})",
+           ylabel=f"predicted ({doc['unit']})",
+           title=f"{doc['metric']}: cross-validated predictions")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _rows(models: list[dict]) -> list[list[str]]:
+    def spread(v):
+        return "-" if not v else f"{v[0]:.1f}..{v[1]:.1f}"
+
+    return [[m["model"], f"{m['median_ape']:.1f}", spread(m["median_ape_folds"]), f"{m['mean_ape']:.1f}",
+             spread(m["mean_ape_folds"])] for m in models]
+
+
+#: (No "|" in them: the Markdown table would split there.)
+HEAD = ["model", "median abs. error %", "over folds", "mean abs. error %", "over folds"]
+
+
+def _summary(doc: dict) -> str:
+    noise = doc.get("repeat_noise_median_ape")
+    return (f"{doc['samples']} samples, {doc['configurations']} configurations from run(s) "
+            f"{', '.join(doc['runs'])}; saved model: {doc['best']}"
+            + (f"; repeats of one configuration differ by {noise:.1f} % (median)" if noise else ""))
+
+
+def markdown(docs: list[dict]) -> list[str]:
+    lines = []
+    for d in docs:
+        lines += [f"## Learned model: {d['metric']}", "", _summary(d), "",
+                  "| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
+        lines += ["| " + " | ".join(r) + " |" for r in _rows(d["cross_validation"])]
+        ex = d["extrapolation"]
+        lines += ["", f"Extrapolation: {ex['split']}", ""]
+        if ex["models"]:
+            lines += ["| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
+            lines += ["| " + " | ".join(r) + " |" for r in _rows(ex["models"])]
+        lines.append("")
+    return lines
+
+
+def _table(rows: list[list[str]]) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(c)}</th>" for c in HEAD)
+    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_section(docs: list[dict]) -> str:
+    e = html.escape
+    parts = []
+    for d in docs:
+        ex = d["extrapolation"]
+        parts += [f"<h2>Learned model: {e(d['metric'])}</h2><p class='small'>{e(_summary(d))}</p>",
+                  "<h3>Cross-validation grouped by configuration</h3>", _table(_rows(d["cross_validation"])),
+                  f"<h3>Extrapolation</h3><p class='small'>{e(ex['split'])}</p>",
+                  _table(_rows(ex["models"])) if ex["models"] else ""]
+        if d.get("predictions"):
+            parts.append(f"<figure><img alt='{e(d['metric'])} predicted against measured' "
+                         f"src='data:image/png;base64,{_png(figure(d))}'><figcaption>predicted "
+                         f"against measured: the best plain and the best roofline-informed model, each "
+                         f"sample predicted by the fold that did not train on it</figcaption></figure>")
+    return "".join(parts)
