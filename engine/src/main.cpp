@@ -23,6 +23,8 @@ const char* kUsage =
     "  shutdown    stop a server (needs its token)\n"
     "  providers   list the libfabric providers available here\n"
     "  domains     list a provider's domains and interfaces here (and check one)\n"
+    "  nics        the NICs here (or in an hwloc XML topology) with their locality,\n"
+    "              and the NIC each process would get under each NIC policy\n"
     "  version     print the engine and libfabric versions\n"
     "\n"
     "'rooftop-engine COMMAND --help' describes each command's options.\n"
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   if (cmd == "shutdown") return rooftop::cmd_shutdown(n, rest);
   if (cmd == "providers") return rooftop::cmd_providers(n, rest);
   if (cmd == "domains") return rooftop::cmd_domains(n, rest);
+  if (cmd == "nics") return rooftop::cmd_nics(n, rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("rooftop-engine %s (libfabric %s)\n", rooftop::kEngineVersion,
                 rooftop::Endpoint::libfabric_version().c_str());

@@ -81,6 +81,7 @@ std::string busid_text(hwloc_obj_t pci) {
 }  // namespace
 
 Topology Topology::this_machine() { return Topology(load_topology(""), "this machine"); }
+Topology Topology::none(const std::string& why) { return Topology(nullptr, why); }
 Topology Topology::from_xml(const std::string& path) {
   if (access(path.c_str(), R_OK) != 0)
     throw std::runtime_error("topology " + path + ": " + std::strerror(errno));
@@ -88,11 +89,13 @@ Topology Topology::from_xml(const std::string& path) {
 }
 
 std::vector<int> Topology::pus() const {
+  if (!impl_) return {};
   return bits(hwloc_get_root_obj(impl_->t)->cpuset);
 }
 
 std::vector<std::vector<int>> Topology::cores() const {
   std::vector<std::vector<int>> r;
+  if (!impl_) return r;
   int n = hwloc_get_nbobjs_by_type(impl_->t, HWLOC_OBJ_CORE);
   for (int i = 0; i < n; i++) {
     auto pus = bits(hwloc_get_obj_by_type(impl_->t, HWLOC_OBJ_CORE, i)->cpuset);
@@ -103,10 +106,26 @@ std::vector<std::vector<int>> Topology::cores() const {
   return r;
 }
 
-int Topology::package_of(int pu) const { return holder(impl_->t, HWLOC_OBJ_PACKAGE, pu); }
-int Topology::numa_of(int pu) const { return holder(impl_->t, HWLOC_OBJ_NUMANODE, pu); }
+int Topology::package_of(int pu) const {
+  return impl_ ? holder(impl_->t, HWLOC_OBJ_PACKAGE, pu) : -1;
+}
+int Topology::numa_of(int pu) const { return impl_ ? holder(impl_->t, HWLOC_OBJ_NUMANODE, pu) : -1; }
+
+std::vector<NicCandidate> Topology::nics(bool ip) const {
+  std::vector<NicCandidate> r;
+  if (!impl_) return r;
+  const hwloc_obj_osdev_type_e want = ip ? HWLOC_OBJ_OSDEV_NETWORK : HWLOC_OBJ_OSDEV_OPENFABRICS;
+  for (hwloc_obj_t o = hwloc_get_next_osdev(impl_->t, nullptr); o; o = hwloc_get_next_osdev(impl_->t, o)) {
+    if (o->attr->osdev.type != want || !o->name || !o->parent ||
+        o->parent->type != HWLOC_OBJ_PCI_DEVICE)
+      continue;
+    r.push_back({o->name, busid_text(o->parent)});
+  }
+  return r;
+}
 
 NicLocality Topology::locate(const std::string& pci, const std::string& name) const {
+  if (!impl_) return {};
   hwloc_topology_t t = impl_->t;
   hwloc_obj_t dev = pci.empty() ? nullptr : hwloc_get_pcidev_by_busidstring(t, pci.c_str());
   if (!dev && !name.empty()) dev = osdev_named(t, name);
@@ -162,7 +181,7 @@ bool has(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end()
 // Candidates local to `where` (by `field`), plus those without locality.
 void bucket_near(NicChoice& c, const char* kind, int where,
                  std::vector<int> NicLocality::*field) {
-  c.bucket = std::string(kind) + " " + (where < 0 ? "?" : std::to_string(where));
+  c.bucket = std::string(kind) + " " + (where < 0 ? "unknown" : std::to_string(where));
   for (size_t i = 0; i < c.candidates.size(); i++) {
     const NicLocality& l = c.localities[i];
     if (where < 0 || !l.known || (l.*field).empty() || has(l.*field, where))
@@ -338,6 +357,7 @@ NicChoice choose_nic(const Topology& topo, const std::vector<NicCandidate>& cand
   if (!err.empty()) throw std::invalid_argument(err);
   NicChoice c;
   c.policy = policy;
+  c.topology = topo.source();
   c.candidates = candidates;
   for (auto& n : candidates) c.localities.push_back(topo.locate(n.pci, n.name));
   Ctx x{topo, place, counter_dir};
@@ -390,6 +410,7 @@ void write_locality(JsonWriter& w, const NicCandidate& n, const NicLocality& l) 
 void NicChoice::write_json(JsonWriter& w) const {
   w.begin_object();
   w.kv("policy", policy);
+  w.kv("topology", topology);
   w.key("candidates").begin_array();
   for (size_t i = 0; i < candidates.size(); i++) {
     w.begin_object();

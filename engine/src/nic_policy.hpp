@@ -29,12 +29,23 @@ struct NicLocality {
   std::vector<int> numa;      // os indexes of its NUMA nodes
 };
 
+// A NIC the process may use: a provider domain or a network interface,
+// with its PCI bus id when it has one (veth, lo: none; they have no
+// locality and belong to every bucket).
+struct NicCandidate {
+  std::string name;
+  std::string pci;
+};
+
 // hwloc topology with I/O devices: this machine's, or an XML file's
 // (lstopo --of xml). Move-only.
 class Topology {
  public:
   static Topology this_machine();                      // throws std::runtime_error
   static Topology from_xml(const std::string& path);   // throws std::runtime_error
+  // No topology (hwloc could not load one, or none is needed): every NIC
+  // has unknown locality, so every bucket holds every NIC; why says so.
+  static Topology none(const std::string& why);
   Topology(Topology&&) noexcept;
   Topology& operator=(Topology&&) noexcept;
   ~Topology();
@@ -47,20 +58,15 @@ class Topology {
   // The NIC with this PCI bus id ("0000:18:00.0") or, failing that, the OS
   // device of this name (hsn0, cxi0, eth0).
   NicLocality locate(const std::string& pci, const std::string& name) const;
+  // The NICs the topology shows: PCI devices with a network OS device
+  // (ip = true: interfaces such as hsn0) or an OpenFabrics one (cxi0, mlx5_0).
+  std::vector<NicCandidate> nics(bool ip) const;
   struct Impl;  // the hwloc handle
 
  private:
   explicit Topology(std::unique_ptr<Impl> impl, std::string source);
   std::unique_ptr<Impl> impl_;
   std::string source_;
-};
-
-// A NIC the process may use: a provider domain or a network interface,
-// with its PCI bus id when it has one (veth, lo: none; they have no
-// locality and belong to every bucket).
-struct NicCandidate {
-  std::string name;
-  std::string pci;
 };
 
 // The process being placed.
@@ -73,6 +79,7 @@ struct ProcessPlace {
 
 struct NicChoice {
   std::string policy;                   // as given, e.g. "package:roundrobin"
+  std::string topology;                 // where locality came from
   bool passthrough = false;             // no choice made
   std::vector<NicCandidate> candidates;
   std::vector<NicLocality> localities;  // per candidate
