@@ -115,14 +115,15 @@ def test_campaign_commands_keep_their_flags():
     # what README, docs and scripts use.
     expected = {
         "collect": {"--allow-concurrent", "--binding", "--config", "--dry-run", "--duration", "--fabric",
-                    "--fail-fast", "--help", "--json", "--launcher", "--metrics", "--nodes", "--pairs",
-                    "--results", "--resume", "--samples", "--set", "--sweep-servers", "--verbose",
+                    "--fail-fast", "--help", "--json", "--launcher", "--metrics", "--nic-policy", "--nodes",
+                    "--pairs", "--results", "--resume", "--samples", "--set", "--sweep-servers", "--verbose",
                     "--wait-lock", "--warmup", "-h", "-v"},
         "validate": {"--allow-concurrent", "--client-nodes", "--clients-per-node", "--dry-run", "--duration",
-                     "--fail-fast", "--help", "--json", "--results", "--run", "--samples", "--server-nodes",
+                     "--fail-fast", "--help", "--json", "--nic-policy", "--results", "--run", "--samples",
+                     "--server-nodes",
                      "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
-        "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nodes",
-                   "--results", "--set", "-h"},
+        "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
+                   "--nodes", "--results", "--set", "-h"},
     }
     commands = _commands()
     for name, flags in expected.items():
