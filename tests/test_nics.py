@@ -6,6 +6,7 @@ what every policy does on a topology without starting anything."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,8 @@ def test_default_policy_is_margos_and_resolves():
     ("all:first", "nic.policy: 'all:first': unknown selection 'first'; selections: byset, bycore, "
                   "random, roundrobin, rank"),
     ("all:byset,package:roundrobin", "nic.policy: 'all:byset,package:roundrobin': one policy per "
-                                     "run"),
+                                     "run; 'rooftop collect --nic-policy A,B' measures one run per "
+                                     "policy"),
 ])
 def test_a_bad_policy_names_the_key(value, message):
     with pytest.raises(ConfigError) as e:
@@ -121,3 +123,30 @@ def test_collect_passes_the_policy_to_every_engine(tmp_path):
     assert any("/groups/<group>/nic-counters/node-0" in l for l in engines if " serve " in l)
     p = rooftop("collect", "--dry-run", "--nic-policy", "all:near", "--results", str(res))
     assert p.returncode == 2 and "nic.policy: 'all:near': unknown selection 'near'" in p.stderr
+
+
+def test_collect_with_several_policies_measures_one_run_each(tmp_path):
+    res = tmp_path / "res"
+    quick = ["--metrics", "rpc", "--nodes", "2", "--duration", "0.2", "--warmup", "0.1",
+             "--samples", "1", "--set", "collect.client_peak=false",
+             "--set", "collect.client_node=false", "--results", str(res)]
+    p = rooftop("collect", "--dry-run", "--nic-policy", "all:byset,numa:roundrobin", *quick)
+    assert p.returncode == 0, p.stderr
+    serve = [l for l in p.stdout.splitlines() if " serve " in l]
+    assert ["--nic-policy all:byset" in l for l in serve] == [True, False]
+    assert "--nic-policy numa:roundrobin" in serve[1]
+    p = rooftop("collect", "--nic-policy", "all:byset,package:rank", *quick)
+    assert p.returncode == 0, p.stderr
+    assert "one run per NIC policy (all:byset, package:rank)" in p.stderr
+    db = sqlite3.connect(res / "rooftop.db")
+    runs = db.execute("SELECT id, config FROM runs ORDER BY created, rowid").fetchall()
+    policies = []
+    for run, cfg in runs:
+        assert run in p.stdout  # each run's id is printed
+        policy = json.loads(cfg)["nic"]["policy"]
+        policies.append(policy)
+        server = json.loads(next(res.glob(f"{run}/groups/*/server-0.json")).read_text())
+        assert server["engine"]["nic_policy"]["policy"] == policy
+    assert policies == ["all:byset", "package:rank"]
+    p = rooftop("collect", "--nic-policy", "all:byset,all:byset", *quick)
+    assert p.returncode == 2 and "names a policy twice" in p.stderr

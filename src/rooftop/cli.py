@@ -183,10 +183,12 @@ class _PlannedStore:
 
 
 def _cmd_collect(args) -> int:
-    from rooftop import config, nic_check
+    from rooftop import config, nic_check, nics
     from rooftop.campaign import Runner, plan_collect
     from rooftop.store import Store
 
+    if args.nic_policy and "," in args.nic_policy:  # one run per policy
+        return nics.collect_each(args, _cmd_collect)
     if args.resume:
         store = Store(args.results or "./rooftop-results", create=False)
         run = store.get_run(args.resume)
@@ -814,7 +816,8 @@ def _add_validate(sub) -> None:
                         "processes / client processes. Re-running continues where it stopped.")
     va.add_argument("--run", required=True, help="the run (from 'rooftop collect' or 'rooftop runs')")
     add_key_flags(va, VALIDATE_FLAGS, "validate")
-    va.add_argument("--nic-policy", help="must be the run's nic.policy (a run measures under one)")
+    va.add_argument("--nic-policy", help="must be the run's nic.policy (a run measures under one; "
+                    "'rooftop collect --nic-policy A,B' measures one run per policy)")
     va.add_argument("--results", default=None,
                     help="results folder holding the run's rooftop.db (default: ./rooftop-results)")
     _campaign_args(va, "validate")

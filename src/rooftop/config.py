@@ -66,7 +66,8 @@ KEYS: list[Key] = [
         "fabric.domain is not set: BUCKET:SELECTION (buckets all, package, numa: the NICs near the "
         "process; selections byset, bycore, random, roundrobin, rank) or passthrough (the provider's "
         "first domain, or the interface of the node's address or route). Default as Margo's; with one "
-        "NIC every policy picks it. 'rooftop nics' shows what each does here; docs/nic-policies.md"),
+        "NIC every policy picks it. 'rooftop nics' shows what each does here; 'rooftop collect "
+        "--nic-policy A,B' measures one run per policy; docs/nic-policies.md"),
     Key("launcher.type", "choice", "local", _launcher_type_help(), tuple(LAUNCHERS)),
     Key("launcher.nodes", "int", None, _launcher_nodes_help(), nullable=True, maximum=100_000),
     Key("launcher.hosts", "list[str]", None, _for_launchers("hosts", "host names, one per node "

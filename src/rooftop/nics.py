@@ -42,9 +42,9 @@ def check_policy(value, key: str = "nic.policy") -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{key}: expected a policy such as package:roundrobin, got {value!r}")
     if "," in value:
-        raise ConfigError(f"{key}: '{value}': one policy per run (comparing policies in one "
-                          f"campaign is not built yet): run collect once per policy; "
-                          f"'rooftop nics' shows the NIC each process gets under each")
+        raise ConfigError(f"{key}: '{value}': one policy per run; 'rooftop collect --nic-policy "
+                          f"A,B' measures one run per policy, and 'rooftop nics' shows the NIC "
+                          f"each process gets under each")
     if value == "passthrough":
         return value
     bucket, _, selection = value.partition(":")
@@ -80,6 +80,34 @@ def same_policy(cfg: dict, asked: str, run_id: str) -> None:
         raise ConfigError(f"--nic-policy {asked}: run {run_id} measures under nic.policy {own}; "
                           f"a run keeps one policy: start another with 'rooftop collect "
                           f"--nic-policy {asked}'")
+
+
+def collect_each(args, collect) -> int:
+    """collect --nic-policy A,B,...: the whole collect once per policy, one
+    run each (its config records nic.policy; every engine document records
+    the NIC it used), in the order given; then how to compare them. Stops at
+    the first run that does not end well and returns its code."""
+    import copy
+    import sys
+
+    policies = [p.strip() for p in args.nic_policy.split(",") if p.strip()]
+    for p in policies:
+        check_policy(p, "--nic-policy")
+    if len(set(policies)) != len(policies):
+        raise ConfigError(f"--nic-policy {args.nic_policy}: names a policy twice")
+    if args.resume:
+        raise ConfigError("--resume continues one run under its own policy: give no --nic-policy")
+    for k, p in enumerate(policies):
+        print(f"rooftop: nic.policy {p} ({k + 1} of {len(policies)})", file=sys.stderr, flush=True)
+        one = copy.copy(args)
+        one.nic_policy = p
+        rc = collect(one)
+        if rc != 0:
+            return rc
+    if not args.dry_run and not args.json:
+        print(f"rooftop: one run per NIC policy ({', '.join(policies)}), their ids above: "
+              f"'rooftop compare RUN...' puts their rooflines on one figure", file=sys.stderr)
+    return 0
 
 
 # rooftop nics -------------------------------------------------------------
