@@ -163,3 +163,12 @@ def test_nics_refuses_a_bad_topology_or_policy(tmp_path):
     assert p.returncode == 2 and "nic policy 'near:byset'" in p.stderr
     p = engine("nics", "--topology", str(TOPOLOGIES / "laptop.xml"), "--binding", "socket")
     assert p.returncode == 2 and "--binding socket" in p.stderr
+
+
+def test_documents_from_before_nic_policies_stay_valid(validate):
+    """The schema only adds engine.nic_policy: an older engine's document
+    (tests/data, written before it) still validates."""
+    old = next((TOPOLOGIES.parent / "results-19dee6e").glob("*/raw/*/client-0.json"))
+    doc = json.loads(old.read_text())
+    assert doc["engine"]["provider"] and "nic_policy" not in doc["engine"]
+    validate(doc)
