@@ -21,7 +21,8 @@ done
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-pkgs=(g++ cmake ninja-build pkg-config libfabric-dev libfabric-bin python3-venv)
+# libhwloc-dev: NIC locality (packages, NUMA nodes, PCI devices) for the NIC policies.
+pkgs=(g++ cmake ninja-build pkg-config libfabric-dev libfabric-bin libhwloc-dev python3-venv)
 # Open MPI: the mpiexec launcher is tested for real on localhost.
 # Chromium (headless): the HTML report is rendered to a screenshot.
 if [ "$want_test" = 1 ]; then pkgs+=(libgtest-dev clang openmpi-bin chromium); fi

@@ -115,14 +115,14 @@ def test_campaign_commands_keep_their_flags():
     # what README, docs and scripts use.
     expected = {
         "collect": {"--allow-concurrent", "--binding", "--config", "--dry-run", "--duration", "--fabric",
-                    "--fail-fast", "--help", "--json", "--launcher", "--metrics", "--nodes", "--pairs",
+                    "--fail-fast", "--help", "--json", "--launcher", "--metrics", "--nic-policy", "--nodes", "--pairs",
                     "--results", "--resume", "--sample", "--samples", "--set", "--sweep-servers", "--verbose",
                     "--wait-lock", "--warmup", "-h", "-v"},
         "validate": {"--allow-concurrent", "--client-nodes", "--clients-per-node", "--dry-run", "--duration",
-                     "--fail-fast", "--help", "--json", "--results", "--run", "--sample", "--samples", "--server-nodes",
+                     "--fail-fast", "--help", "--json", "--nic-policy", "--results", "--run", "--sample", "--samples", "--server-nodes",
                      "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
-        "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nodes",
-                   "--results", "--set", "-h"},
+        "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
+                   "--nodes", "--results", "--set", "-h"},
     }
     commands = _commands()
     for name, flags in expected.items():

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "commands.hpp"
 #include "report.hpp"
 #include "sysinfo.hpp"
 
@@ -39,6 +40,7 @@ ClientCore::ClientCore(const Options& o, const ServerAddress& first, size_t nrx,
   eo.peer_ip = first.ip;
   eo.server = false;
   eo.progress = parse_progress(o.str("progress"));
+  set_nic_options(o, eo);
   // Without an explicit domain, a sockaddr provider whose server address
   // names an interface we cannot route to would fail obscurely: the
   // endpoint's domain choice is recorded in the output either way.

@@ -7,13 +7,24 @@
 
 #include "common_options.hpp"
 #include "fabric.hpp"
+#include "nic_policy.hpp"
 
 namespace rooftop {
 
 void check_nic_options(const Options& o) {
+  if (o.has("nic-policy")) {
+    std::string err = check_nic_policy(o.str("nic-policy"));
+    if (!err.empty()) throw UsageError("--nic-policy: " + err);
+  }
   if (!o.has("domain") || !o.has("fabric")) return;
   std::string address = o.has("address") ? o.str("address") : "";
   check_nic(parse_fabric_spec(o.str("fabric")), o.str("domain"), address);
+}
+
+void set_nic_options(const Options& o, EndpointOptions& eo) {
+  eo.nic_policy = o.str("nic-policy");
+  eo.nic_counters = o.str("nic-counters");
+  eo.local_rank = static_cast<int>(o.integer("local-rank"));
 }
 
 int run_command(Options& o, const char* role, int argc, char** argv,

@@ -16,6 +16,7 @@ int cmd_shutdown(int argc, char** argv);
 int cmd_providers(int argc, char** argv);
 int cmd_domains(int argc, char** argv);
 int cmd_storage(int argc, char** argv);  // storage_cmd.cpp: the local storage mode
+int cmd_nics(int argc, char** argv);
 
 // Parses options (exit 2 on bad usage, 0 after --help), applies --cpus,
 // runs body, and emits the report whatever happened.
@@ -25,5 +26,10 @@ int run_command(Options& o, const char* role, int argc, char** argv,
 // --domain / --address (when the command has them) must name what exists
 // here for --fabric: throws UsageError listing what does (exit 2).
 void check_nic_options(const Options& o);
+
+// The endpoint's NIC policy from --nic-policy, --nic-counters, --local-rank
+// (opt::nic_policy, opt::nic_counters, opt::local_rank: serve and every client command).
+struct EndpointOptions;
+void set_nic_options(const Options& o, EndpointOptions& eo);
 
 }  // namespace rooftop

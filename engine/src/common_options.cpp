@@ -34,10 +34,25 @@ OptSpec cpus_unused() { return {kCpus, OptKind::Str, "", "unused; accepted for s
 
 OptSpec output() { return {kOutput, OptKind::Str, "-", "write the JSON document here instead of stdout", ""}; }
 
+OptSpec nic_policy() {
+  return {"nic-policy", OptKind::Str, "passthrough", "how a NIC is chosen without --domain: passthrough (the provider's first domain; IP providers: the address's or route's interface), or BUCKET:SELECTION with buckets all, package, numa and selections byset, bycore, random, roundrobin, rank ('rooftop-engine nics --help')", ""};
+}
+
+OptSpec nic_counters() {
+  return {"nic-counters", OptKind::Str, "", "directory of the roundrobin counters, one file per bucket (created 0700, flock'ed); a fresh one per campaign makes the assignment reproducible", ""};
+}
+
+OptSpec local_rank() {
+  return {"local-rank", OptKind::Int, "-1", "node-local rank for the rank selection; -1: the launcher's (MPI_LOCALRANKID, OMPI_COMM_WORLD_LOCAL_RANK, PALS_LOCAL_RANKID, SLURM_LOCALID)", ""};
+}
+
 std::vector<OptSpec> client_common() {
   return {
       fabric(),
       domain("libfabric domain / network interface; refused (exit 2, with the list) if it does not exist or does not carry --fabric; default: the interface that routes to the server"),
+      nic_policy(),
+      nic_counters(),
+      local_rank(),
       group_dir("directory holding the servers' <rank>.addr files (required)"),
       timeout(),
       progress("busy", "completion progress: busy, block, adaptive, spindown[:MS]"),

@@ -29,9 +29,15 @@ OptSpec rank_from_env();
 OptSpec cpus(const std::string& more = "");
 OptSpec cpus_unused();  // commands with nothing to bind accept it for symmetry
 OptSpec output();
+// The NIC policy (serve and every client command): --nic-policy,
+// --nic-counters (roundrobin's directory), --local-rank (rank's).
+OptSpec nic_policy();
+OptSpec nic_counters();
+OptSpec local_rank();
 
 // What every client command (load, ping, stat, shutdown) starts with:
-// --fabric --domain --group-dir --timeout --progress.
+// --fabric --domain --nic-policy --nic-counters --local-rank --group-dir
+// --timeout --progress.
 std::vector<OptSpec> client_common();
 
 }  // namespace rooftop::opt

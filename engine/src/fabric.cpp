@@ -6,6 +6,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "addrfile.hpp"
 #include "nic.hpp"
 #include "options.hpp"
+#include "sysinfo.hpp"
 
 namespace rooftop {
 
@@ -117,6 +119,40 @@ NicInventory nic_inventory(const FabricSpec& f) {
   if (lower(f.provider).find("verbs") != std::string::npos)
     inv.device_of = verbs_device_for_interface;
   return inv;
+}
+
+std::vector<NicCandidate> provider_nics(const FabricSpec& f) {
+  std::vector<NicCandidate> r;
+  if (sockaddr_provider(f.provider)) {
+    NicInventory inv = nic_inventory(f);
+    auto has = [&](const std::string& d) {
+      return std::find(inv.domains.begin(), inv.domains.end(), d) != inv.domains.end();
+    };
+    for (auto& i : inv.interfaces)
+      if (has(i.name) || (inv.device_of && has(inv.device_of(i.name))))
+        r.push_back({i.name, interface_pci(i.name)});
+    return r;
+  }
+  fi_info* hints = endpoint_hints(f.provider, false);
+  fi_info* list = nullptr;
+  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &list) == 0) {
+    for (fi_info* i = list; i; i = i->next) {
+      const char* n = i->domain_attr ? i->domain_attr->name : nullptr;
+      if (!n || std::any_of(r.begin(), r.end(), [&](auto& c) { return c.name == n; })) continue;
+      std::string pci;
+      if (i->nic && i->nic->bus_attr && i->nic->bus_attr->bus_type == FI_BUS_PCI) {
+        const fi_pci_attr& a = i->nic->bus_attr->attr.pci;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", a.domain_id, a.bus_id, a.device_id,
+                      a.function_id);
+        pci = buf;
+      }
+      r.push_back({n, pci});
+    }
+    fi_freeinfo(list);
+  }
+  fi_freeinfo(hints);
+  return r;
 }
 
 void check_nic(const FabricSpec& f, const std::string& domain, const std::string& address) {
@@ -256,42 +292,122 @@ std::string verbs_device_for_interface(const std::string& ifname) {
   return dev;
 }
 
-Endpoint::Endpoint(const EndpointOptions& o) : progress_(o.progress), spec_(o.fabric.spec) {
-  // Decide the domain (for sockaddr providers, the network interface).
-  std::string domain = o.domain;
-  std::string node;
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> r;
+  size_t start = 0;
+  for (size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1)
+    r.push_back(s.substr(start, comma - start));
+  r.push_back(s.substr(start));
+  return r;
+}
+
+// The NIC policy applied to this process: its binding, the CPU it runs
+// on, its node-local rank, this machine's topology (loaded only when a
+// candidate has a PCI device to locate, or there is a choice to make).
+NicChoice run_policy(const EndpointOptions& o, const std::vector<NicCandidate>& cands) {
+  ProcessPlace place;
+  place.cpuset = affinity_cpus();
+  place.last_cpu = sched_getcpu();
+  place.local_rank = o.local_rank >= 0 ? o.local_rank : launcher_local_rank();
+  place.seed = static_cast<uint64_t>(getpid());
+  bool located = false;
+  for (auto& c : cands) located = located || !c.pci.empty();
+  Topology topo = Topology::none("none needed: no candidate has a PCI device");
+  if (located || cands.size() > 1) {
+    try {
+      topo = Topology::this_machine();
+    } catch (const std::runtime_error& e) {
+      topo = Topology::none(std::string("none (") + e.what() + "): every NIC in every bucket");
+    }
+  }
+  try {
+    return choose_nic(topo, cands, place, o.nic_policy, o.nic_counters);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  } catch (const std::runtime_error& e) {
+    throw EngineError(kExitFailure, e.what());
+  }
+}
+
+std::string choice_json(const NicChoice& c) {
+  JsonWriter w;
+  c.write_json(w);
+  return w.str();
+}
+
+// IP providers: the interfaces the addresses allow. A server serves on
+// its --address (a comma list: one candidate per interface, the policy
+// picks), else loopback; a client uses the interface routing to the
+// server. addrs[i] is the address to bind on cands[i] ("" for a client).
+void ip_candidates(const EndpointOptions& o, const std::string& domain,
+                   std::vector<NicCandidate>& cands, std::vector<std::string>& addrs,
+                   std::string& reason) {
+  if (o.server && !o.bind_address.empty()) {
+    auto list = split_commas(o.bind_address);
+    if (!domain.empty()) {  // --domain decides: serve on its address
+      std::string a = list[0];
+      for (auto& x : list)
+        if (interface_with_address(x) == domain) a = x;
+      cands.push_back({domain, ""});
+      addrs.push_back(a);
+      return;
+    }
+    for (auto& a : list) {
+      std::string ifn = interface_with_address(a);
+      if (ifn.empty())
+        throw EngineError(kExitUsage, "--address " + a + ": no local interface carries this address");
+      cands.push_back({ifn, interface_pci(ifn)});
+      addrs.push_back(a);
+    }
+    reason = "interface carrying --address " + addrs[0];
+  } else if (o.server && domain.empty()) {
+    cands.push_back({"lo", ""});
+    addrs.push_back("127.0.0.1");
+    reason = "default: loopback (pass --address or --domain to serve other nodes)";
+  } else if (!o.server && domain.empty() && !o.peer_ip.empty()) {
+    std::string src;
+    std::string ifn = interface_towards(o.peer_ip, &src);
+    if (ifn.empty()) return;
+    cands.push_back({ifn, interface_pci(ifn)});
+    addrs.push_back(src);
+    reason = "interface routing to the server's address " + o.peer_ip;
+  }
+}
+
+}  // namespace
+
+void Endpoint::decide_domain(const EndpointOptions& o, std::string& domain, std::string& node) {
+  domain = o.domain;
   const std::string prov = o.fabric.provider;
   const bool ip_prov = sockaddr_provider(prov);
-  if (!domain.empty()) {
-    domain_reason_ = "given with --domain";
+  const bool policy = o.nic_policy != "passthrough";
+  std::vector<NicCandidate> cands;
+  std::vector<std::string> addrs;
+  std::string reason;
+  if (ip_prov) ip_candidates(o, domain, cands, addrs, reason);
+  else if (domain.empty() && policy) cands = provider_nics(o.fabric);
+  NicChoice choice;
+  if (!o.domain.empty() || !policy) {  // the policy does not apply: say why
+    choice.policy = o.nic_policy;
+    choice.passthrough = true;
+    choice.topology = "not loaded";
+    choice.why = !o.domain.empty() ? "--domain " + o.domain + " is used whatever the policy"
+                                   : "passthrough: the domain is chosen as domain_choice says";
+  } else {
+    choice = run_policy(o, cands);
   }
+  nic_json_ = choice_json(choice);
+  int pick = choice.chosen >= 0 ? choice.chosen : (cands.empty() ? -1 : 0);
+  domain_reason_ = !o.domain.empty() ? "given with --domain" : reason;
+  if (pick >= 0 && o.domain.empty()) domain = cands[pick].name;
+  if (pick >= 0 && pick < static_cast<int>(addrs.size())) node = addrs[pick];
+  if (o.domain.empty() && choice.chosen >= 0 && (cands.size() > 1 || reason.empty()))
+    domain_reason_ = "nic policy " + o.nic_policy + ": " + choice.why;
+  else if (o.domain.empty() && cands.size() > 1)
+    domain_reason_ = "first of --address " + o.bind_address + " (nic policy passthrough)";
   if (ip_prov) {
-    if (o.server) {
-      if (!o.bind_address.empty()) {
-        node = o.bind_address;
-        if (domain.empty()) {
-          std::string ifn = interface_with_address(o.bind_address);
-          if (ifn.empty())
-            throw EngineError(kExitUsage, "--address " + o.bind_address +
-                                              ": no local interface carries this address");
-          domain = ifn;
-          domain_reason_ = "interface carrying --address " + o.bind_address;
-        }
-      } else if (domain.empty()) {
-        domain = "lo";
-        node = "127.0.0.1";
-        domain_reason_ =
-            "default: loopback (pass --address or --domain to serve other nodes)";
-      }
-    } else if (domain.empty() && !o.peer_ip.empty()) {
-      std::string src;
-      std::string ifn = interface_towards(o.peer_ip, &src);
-      if (!ifn.empty()) {
-        domain = ifn;
-        node = src;
-        domain_reason_ = "interface routing to the server's address " + o.peer_ip;
-      }
-    }
     // The tcp provider ignores a bare domain-name hint: bind the domain's
     // own address (FI_SOURCE) so the endpoint really uses that interface.
     if (!domain.empty() && node.empty()) node = address_of_interface(domain);
@@ -304,6 +420,12 @@ Endpoint::Endpoint(const EndpointOptions& o) : progress_(o.progress), spec_(o.fa
     }
   }
   if (domain_reason_.empty()) domain_reason_ = "provider's first choice";
+}
+
+Endpoint::Endpoint(const EndpointOptions& o) : progress_(o.progress), spec_(o.fabric.spec) {
+  std::string domain, node;
+  decide_domain(o, domain, node);
+  const std::string prov = o.fabric.provider;
 
   fi_info* hints = endpoint_hints(prov, o.thread_safe);
   if (!domain.empty()) hints->domain_attr->name = strdup(domain.c_str());
@@ -572,6 +694,7 @@ void Endpoint::describe(JsonWriter& w) const {
   w.kv("fabric", fabric_name());
   w.kv("domain", domain_name());
   w.kv("domain_choice", domain_reason_);
+  w.key("nic_policy").raw(nic_json_);
   const std::string raw = local_address();
   w.kv("local_address", address_string(raw));
   describe_address(w, raw, address_string(raw));

@@ -17,6 +17,7 @@
 
 #include "json.hpp"
 #include "nic.hpp"
+#include "nic_policy.hpp"
 
 namespace rooftop {
 
@@ -36,6 +37,10 @@ FabricSpec parse_fabric_spec(const std::string& spec);  // throws UsageError
 std::vector<std::string> available_providers();         // every provider here
 bool sockaddr_provider(const std::string& prov);        // addresses are IP sockaddrs
 std::vector<std::string> provider_domains(const std::string& prov);  // fi_getinfo's domain names
+// The NICs a provider offers here, for the NIC policies: its domains with
+// their PCI bus ids (fi_info nic attributes) or, for IP providers, the
+// interfaces carrying it with their PCI device (sysfs), "" where none.
+std::vector<NicCandidate> provider_nics(const FabricSpec& f);
 NicInventory nic_inventory(const FabricSpec& f);  // domains, interfaces with addresses
 // --domain / --address must name what exists here and carries the provider:
 // throws UsageError (exit 2) naming the value and listing what exists, or
@@ -60,11 +65,14 @@ std::string verbs_device_for_interface(const std::string& ifname);
 struct EndpointOptions {
   FabricSpec fabric;
   std::string domain;        // explicit --domain, or ""
-  std::string bind_address;  // server: address to serve on, or ""
+  std::string bind_address;  // server: address(es) to serve on (comma list: the policy picks), or ""
   std::string peer_ip;       // client: an address the peer serves on, or ""
   bool server = false;
   ProgressSpec progress;
   bool thread_safe = false;
+  std::string nic_policy = "passthrough";  // --nic-policy
+  std::string nic_counters;                // --nic-counters: roundrobin's directory
+  int local_rank = -1;                     // --local-rank, -1: the launcher's
 };
 
 // Contexts handed to libfabric: fi_context2 first, then our tag.
@@ -162,7 +170,12 @@ class Endpoint {
   ProgressSpec progress_;
   std::string progress_note_;
   std::string domain_reason_;
+  std::string nic_json_;  // the "nic_policy" object
   std::string spec_;
+  // Which domain (and, IP providers, which address) to open: --domain,
+  // --address, the route to the server, or the NIC policy. Sets
+  // domain_reason_ and nic_json_.
+  void decide_domain(const EndpointOptions& o, std::string& domain, std::string& node);
   std::vector<std::string> notes_;
 };
 

@@ -25,6 +25,8 @@ const char* kUsage =
     "  storage     the local storage mode: put/get/metadata on a directory, no network\n"
     "  providers   list the libfabric providers available here\n"
     "  domains     list a provider's domains and interfaces here (and check one)\n"
+    "  nics        the NICs here (or in an hwloc XML topology) with their locality,\n"
+    "              and the NIC each process would get under each NIC policy\n"
     "  version     print the engine and libfabric versions\n"
     "\n"
     "'rooftop-engine COMMAND --help' describes each command's options.\n"
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   if (cmd == "providers") return rooftop::cmd_providers(n, rest);
   if (cmd == "domains") return rooftop::cmd_domains(n, rest);
   if (cmd == "storage") return rooftop::cmd_storage(n, rest);
+  if (cmd == "nics") return rooftop::cmd_nics(n, rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("rooftop-engine %s (libfabric %s)\n", rooftop::kEngineVersion,
                 rooftop::Endpoint::libfabric_version().c_str());

@@ -163,8 +163,21 @@ std::string describe_inventory(const NicInventory& inv) {
 std::string check_nic_request(const NicInventory& inv, const std::string& domain,
                               const std::string& address) {
   std::string err = domain.empty() ? "" : check_domain(inv, domain);
-  if (err.empty() && !address.empty()) err = check_address(inv, domain, address);
-  return err;
+  if (!err.empty() || address.empty()) return err;
+  std::vector<std::string> list;  // a comma list: serve's NIC policy picks among them
+  size_t start = 0;
+  for (size_t c; (c = address.find(',', start)) != std::string::npos; start = c + 1)
+    list.push_back(address.substr(start, c - start));
+  list.push_back(address.substr(start));
+  if (list.size() == 1) return check_address(inv, domain, address);
+  // Each must be here; with --domain (an interface), one of them on it.
+  bool on_domain = domain.empty() || !find_interface(inv, domain);
+  for (auto& a : list) {
+    if (std::string e = check_address(inv, "", a); !e.empty()) return e;
+    if (interface_of(inv.interfaces, a) == domain) on_domain = true;
+  }
+  if (!on_domain) return "--address " + address + ": none of these addresses is on --domain " + domain;
+  return "";
 }
 
 }  // namespace rooftop

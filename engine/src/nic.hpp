@@ -45,7 +45,9 @@ struct NicInventory {
 
 // Checks --domain and --address against the inventory. Returns "" if they
 // name what exists, else an error that names the bad value and lists the
-// ones that exist. Either may be "" (not given).
+// ones that exist. Either may be "" (not given). address may be a comma
+// list (serve: the NIC policy picks): each must be here and, with --domain,
+// one of them on it.
 std::string check_nic_request(const NicInventory& inv, const std::string& domain,
                               const std::string& address);
 

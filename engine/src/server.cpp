@@ -776,6 +776,7 @@ void Server::open_endpoint() {
   eo.server = true;
   eo.progress = parse_progress(o_.str("progress"));
   eo.thread_safe = nthreads_ > 0;
+  set_nic_options(o_, eo);
   ep_ = std::make_unique<Endpoint>(eo);
   rep_.capture(*ep_);
   inject_ = ep_->inject_size();
@@ -933,7 +934,8 @@ int cmd_serve(int argc, char** argv) {
   std::vector<OptSpec> specs = {
       opt::fabric(),
       opt::domain("libfabric domain / network interface (e.g. lo, hsn0, mlx5_0, shm); one that does not exist or does not carry --fabric is refused (exit 2) with the list of those that do ('rooftop-engine domains')"),
-      opt::address("IP address to serve on (its interface becomes the domain; with --domain it must be on it); refused (exit 2) if no local interface carries it; loopback if neither this nor --domain"),
+      opt::address("IP address to serve on (its interface becomes the domain; with --domain it must be on it); a comma list: --nic-policy picks among their interfaces; refused (exit 2) if no local interface carries it; loopback if neither this nor --domain"),
+      opt::nic_policy(), opt::nic_counters(), opt::local_rank(),
       opt::group_dir("directory where <rank>.addr is published (required)"),
       opt::rank("this server's rank in the group"),
       opt::rank_from_env(),

@@ -127,3 +127,16 @@ TEST(Nic, ThisHostHasLoopback) {
   EXPECT_EQ(interface_of(ifs, "127.0.0.1"), "lo") << describe_interfaces(ifs);
   for (auto& i : ifs) EXPECT_FALSE(i.ips.empty()) << i.name;
 }
+
+TEST(NicRequest, AnAddressListIsCheckedAddressByAddress) {
+  NicInventory inv = tcp_host();
+  EXPECT_EQ(check_nic_request(inv, "", "127.0.0.1,192.0.2.2"), "");
+  EXPECT_EQ(check_nic_request(inv, "eth0", "127.0.0.1,192.0.2.2"), "");
+  EXPECT_EQ(check_nic_request(inv, "", "127.0.0.1,203.0.113.9").rfind(
+                "--address 203.0.113.9: no local interface carries this address", 0),
+            0u);
+  EXPECT_EQ(check_nic_request(inv, "", "127.0.0.1,eth0"), "--address eth0: not an IP address");
+  inv.domains.push_back("docker0");
+  EXPECT_EQ(check_nic_request(inv, "docker0", "127.0.0.1,192.0.2.2"),
+            "--address 127.0.0.1,192.0.2.2: none of these addresses is on --domain docker0");
+}

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rooftop import limits, metrics, nic_check, samplers, stages, windows
+from rooftop import limits, metrics, nic_check, nics, samplers, stages, windows
 from rooftop.engine import (TOKEN_FILE, EngineError, NotReady, engine_path, private_dir, reap,
                             run_engine, terminate, wait_published, write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node, on_this_machine
@@ -289,6 +289,7 @@ class Commands:
                     "--output", str(gdir / "server-{rank}.json")]
             if node.address:
                 argv += ["--address", node.address]
+            argv += nics.engine_args(self.cfg, gdir / "nic-counters", idx)
             launches += self.launcher.launches(node, argv, placement.servers_per_node,
                                                self.cfg["binding"], rank)
             rank += placement.servers_per_node
@@ -326,6 +327,7 @@ class Commands:
                     "--timeout", str(e["timeout"]), *self.lease_args(gdir),
                     "--output", str(sdir / "client-{rank}.json")]
             argv += metrics.get(spec.metric).client_args(self.cfg)
+            argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx)
             launches += self.launcher.launches(node, argv, spec.clients_per_node,
                                                self.cfg["binding"], rank)
             rank += spec.clients_per_node

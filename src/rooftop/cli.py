@@ -43,6 +43,8 @@ commands:
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
+  nics      the NICs here (or in an hwloc XML topology) with their locality and
+            the NIC each process would get under each NIC policy and binding
   engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
 
 examples:
@@ -186,10 +188,12 @@ class _PlannedStore:
 
 
 def _cmd_collect(args) -> int:
-    from rooftop import config, nic_check
+    from rooftop import config, nic_check, nics
     from rooftop.campaign import Runner, plan_collect
     from rooftop.store import Store
 
+    if args.nic_policy and "," in args.nic_policy:  # one run per policy
+        return nics.collect_each(args, _cmd_collect)
     if args.resume:
         store = Store(args.results or "./rooftop-results", create=False)
         run = store.get_run(args.resume)
@@ -228,7 +232,7 @@ def _campaign_locks(args, store, cfg: dict):
 
 
 def _cmd_validate(args) -> int:
-    from rooftop import config, nic_check
+    from rooftop import config, nic_check, nics
     from rooftop.campaign import Runner, plan_validate
     from rooftop.store import Store
 
@@ -237,6 +241,8 @@ def _cmd_validate(args) -> int:
     cfg = json.loads(json.dumps(run.config))  # a copy
     for path, value in key_values(args).items():  # validate.* and fail_fast
         config.set_key(cfg, path, value)
+    if args.nic_policy:  # a run measures under one policy (old runs: passthrough)
+        nics.same_policy(cfg, args.nic_policy, args.run)
     config.resolve_grid(cfg)  # against the run's own nodes
     if not args.dry_run:
         nic_check.preflight(cfg)
@@ -700,7 +706,7 @@ class KeyFlag:
 #: Every command that builds a config (collect, config show).
 CONFIG_FLAGS = (KeyFlag("--launcher", "launcher.type"), KeyFlag("--nodes", "launcher.nodes", "N"),
                 KeyFlag("--metrics", "metrics", "LIST"), KeyFlag("--fabric", "fabric.provider"),
-                KeyFlag("--binding", "binding"))
+                KeyFlag("--binding", "binding"), KeyFlag("--nic-policy", "nic.policy", "POLICY"))
 #: Both campaign stages (collect, validate).
 STAGE_FLAGS = (KeyFlag("--duration", "{stage}.duration", "S"), KeyFlag("--warmup", "{stage}.warmup", "S"),
                KeyFlag("--samples", "{stage}.samples", "K"), KeyFlag("--fail-fast", "fail_fast"),
@@ -791,8 +797,10 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
+    from rooftop.nics import add_parser as add_nics_parser
 
     add_cluster_parser(sub)
+    add_nics_parser(sub)
     _add_engine(sub)
     return p
 
@@ -852,6 +860,8 @@ def _add_validate(sub) -> None:
                         "processes / client processes. Re-running continues where it stopped.")
     va.add_argument("--run", required=True, help="the run (from 'rooftop collect' or 'rooftop runs')")
     add_key_flags(va, VALIDATE_FLAGS, "validate")
+    va.add_argument("--nic-policy", help="must be the run's nic.policy (a run measures under one; "
+                    "'rooftop collect --nic-policy A,B' measures one run per policy)")
     va.add_argument("--results", default=None,
                     help="results folder holding the run's rooftop.db (default: ./rooftop-results)")
     _campaign_args(va, "validate")

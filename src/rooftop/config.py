@@ -62,6 +62,12 @@ KEYS: list[Key] = [
         "loopback on one machine. One that does not exist or lacks the provider is refused (before "
         "starting with the local launcher, by the engine on the node otherwise), and every sample "
         "checks each process used it", nullable=True),
+    Key("nic.policy", "str", "package:roundrobin", "how each engine process picks its NIC when "
+        "fabric.domain is not set: BUCKET:SELECTION (buckets all, package, numa: the NICs near the "
+        "process; selections byset, bycore, random, roundrobin, rank) or passthrough (the provider's "
+        "first domain, or the interface of the node's address or route). Default as Margo's; with one "
+        "NIC every policy picks it. 'rooftop nics' shows what each does here; 'rooftop collect "
+        "--nic-policy A,B' measures one run per policy; docs/nic-policies.md"),
     Key("launcher.type", "choice", "local", _launcher_type_help(), tuple(LAUNCHERS)),
     Key("launcher.nodes", "int", None, _launcher_nodes_help(), nullable=True, maximum=100_000),
     Key("launcher.hosts", "list[str]", None, _for_launchers("hosts", "host names, one per node "
@@ -400,6 +406,9 @@ def resolve(cfg: dict) -> dict:
         raise ConfigError(f"metrics: name at least one of {', '.join(metrics.METRICS)}")
     if len(set(cfg["metrics"])) != len(cfg["metrics"]):
         raise ConfigError(f"metrics: {cfg['metrics']} lists a metric twice")
+    from rooftop.nics import check_policy
+
+    check_policy(cfg["nic"]["policy"])
     prog = re.compile(r"^(busy|block|adaptive|spindown(:\d+)?)$")
     for p in ("engine.server_progress", "engine.client_progress"):
         if not prog.match(_get(cfg, p)):

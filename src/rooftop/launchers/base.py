@@ -89,12 +89,13 @@ def pinned_argvs(node: Node, engine_argv: list[str], nprocs: int, binding: str,
                  first_rank: int) -> list[tuple[int, list[str]]]:
     """(rank, argv) of each of nprocs engine processes started one by one on
     node, each bound with the engine's own --cpus ('none': all of the
-    node's cores)."""
+    node's cores); "{rank}" in engine_argv becomes the rank, "{local_rank}"
+    the process's index on the node."""
     out = []
     for i, cores in enumerate(core_sets(node, nprocs, binding)):
         cpus = cores if cores is not None else node.cores
         rank = first_rank + i
-        argv = [a.replace("{rank}", str(rank)) for a in engine_argv]
+        argv = [a.replace("{rank}", str(rank)).replace("{local_rank}", str(i)) for a in engine_argv]
         out.append((rank, argv + ["--rank", str(rank), "--cpus", ",".join(map(str, cpus))]))
     return out
 
