@@ -509,13 +509,16 @@ class RoundMeasurer:
 
     def _folder(self, rnd: ClientRound, attempt: int) -> Path:
         """The round's raw folder, emptied of an earlier attempt's client
-        documents and window logs (an invalid attempt's stay on record under
-        attempt-N; an interrupted one's would advance the bars too early),
-        with round.json: which window is which sample (for rooftop doctor)."""
+        documents (an invalid attempt's stay on record under attempt-N) and
+        window logs (they would advance the bars before this attempt has
+        measured anything), with round.json: which window is which sample
+        (for rooftop doctor)."""
         sdir = self.r.run_dir / "raw" / rnd.folder
         sdir.mkdir(parents=True, exist_ok=True)
+        for old in sdir.glob(progress.WINDOW_LOG.format(rank="*")):
+            old.unlink()
         keep = sdir / f"attempt-{attempt - 1}"
-        for old in [*sdir.glob("client-*.json"), *sdir.glob(progress.WINDOW_LOG.format(rank="*"))]:
+        for old in sdir.glob("client-*.json"):
             if attempt > 1:
                 keep.mkdir(exist_ok=True)
                 old.rename(keep / old.name)
