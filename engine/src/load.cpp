@@ -19,6 +19,7 @@
 #include "lease.hpp"
 #include "ops/table.hpp"
 #include "report.hpp"
+#include "window_log.hpp"
 
 namespace rooftop {
 
@@ -113,6 +114,11 @@ class Load {
   void write_latency(JsonWriter& w) const;
   void write_samples(JsonWriter& w) const;
   void write_barrier(JsonWriter& w) const;
+  // --window-log: the measurement's start, each window the clock leaves
+  // and the end, as they happen (window_log.hpp: why a file and a thread).
+  void open_window_log();
+  void log_event(const char* event, int64_t window = -1);
+  void write_window_log(JsonWriter& w) const;
 
   const Options& o_;
   Report& rep_;
@@ -147,6 +153,8 @@ class Load {
   std::vector<Interval> intervals_;
   Ticker tick_;
   FILE* trace_ = nullptr;
+  std::unique_ptr<WindowLog> wlog_;
+  uint64_t wlog_lines_ = 0;
   // --samples K: consecutive windows of --duration from one common start
   // (the end of the warmup, or --measure-at, so that every client of a
   // sample measures the same intervals). An operation counts in a window by
@@ -194,6 +202,7 @@ class Load {
       windows_[k].end = t + (k + 1) * duration_ns_;
     }
     t_end_ = windows_.back().end;
+    log_event("measure");
   }
   // Credits a completed operation to the windows its lifetime overlaps.
   void account(const Slot& s);
@@ -491,6 +500,7 @@ std::string Load::result_json() const {
   write_samples(w);
   w.kv("op_bytes", w_.bytes);
   write_barrier(w);
+  write_window_log(w);
   w.kv("end", end_reason_);
   w.end_object();
   return w.str();
@@ -573,6 +583,45 @@ void Load::configure() {
   w_.resp_size = static_cast<uint32_t>(o_.size("resp-size"));
   rank_ = static_cast<int>(o_.integer("rank"));
   if (rank_ < 0) throw UsageError("--rank must be >= 0");
+  open_window_log();
+}
+
+void Load::open_window_log() {
+  std::string path = o_.str("window-log");
+  if (path.empty()) return;
+  for (size_t p; (p = path.find("{rank}")) != std::string::npos;) path.replace(p, 6, std::to_string(rank_));
+  wlog_ = std::make_unique<WindowLog>(path);
+}
+
+// One line: {"event": "measure"|"window"|"end", "rank", "windows", ...}.
+// Each window's "ops" (operations completed inside it) is final when the
+// clock leaves it; its rate (shares of operations straddling its end) is
+// only in the document.
+void Load::log_event(const char* event, int64_t window) {
+  if (!wlog_) return;
+  const auto wall = [&](int64_t t) { return measure_start_s_ + static_cast<double>(t - t0_) / 1e9; };
+  JsonWriter w;
+  w.begin_object().kv("event", event).kv("rank", rank_).kv("windows", nwindows_);
+  if (window >= 0) {
+    const Window& win = windows_[static_cast<size_t>(window)];
+    w.kv("window", window).kv("end_s", wall(win.end)).kv("elapsed_s", (win.end - win.start) / 1e9);
+    w.kv("ops", win.completions);
+  } else if (std::string_view(event) == "measure") {
+    w.kv("start_s", measure_start_s_).kv("duration_s", duration_s_);
+  } else {
+    w.kv("end", fatal_ && end_reason_ == "done" ? "error" : end_reason_);  // as finish() reports it
+    w.kv("windows_measured", static_cast<int64_t>(cur_w_)).kv("t_s", realtime_s());
+  }
+  w.end_object();
+  wlog_->push(w.str());
+  wlog_lines_++;
+}
+
+void Load::write_window_log(JsonWriter& w) const {
+  if (!wlog_) return;
+  w.key("window_log").begin_object();
+  w.kv("lines", wlog_lines_).kv("dropped", wlog_->dropped()).kv("error", wlog_->error());
+  w.end_object();
 }
 
 void Load::configure_timing() {
@@ -769,8 +818,9 @@ void Load::advance(int64_t now) {
   if (phase_ == Phase::Measure) {
     while (cur_w_ < windows_.size() && now >= windows_[cur_w_].end) {
       CpuTimes c = process_cpu();  // CPU of each window, read as the clock leaves it
-      windows_[cur_w_++].cpu_s = c.user_s - w_cpu0_.user_s + c.sys_s - w_cpu0_.sys_s;
+      windows_[cur_w_].cpu_s = c.user_s - w_cpu0_.user_s + c.sys_s - w_cpu0_.sys_s;
       w_cpu0_ = c;
+      log_event("window", static_cast<int64_t>(cur_w_++));
     }
     if (cur_w_ == windows_.size()) {
       phase_ = Phase::Drain;  // no new operations; those in flight count for their share
@@ -828,6 +878,8 @@ void Load::tick(int64_t now) {
 // The result: partial after a fatal error, else checked; the exit code.
 int Load::finish() {
   if (trace_) std::fclose(trace_);
+  log_event("end");
+  if (wlog_) wlog_->close(2.0);  // the measurement is over: a stalled writer is left behind
   if (fatal_) {
     // Partial result: what was measured up to now.
     int64_t now = now_ns();
@@ -880,6 +932,7 @@ int cmd_load(int argc, char** argv) {
       {"settle", OptKind::Seconds, "0", "with --barrier: keep loading this long after the release before the first window (pipelines refill; every client waits the same)", ""},
       {"delay-ready", OptKind::Seconds, "0", "testing: report ready this much later than --warmup (a late client)", ""},
       {"slices", OptKind::Int, "20", "slices per window in result.samples[].slice_ops (work over time, to align clients)", ""},
+      {"window-log", OptKind::Str, "", "append one JSON line to this file as measuring starts, as each window ends and at the end, while running ({rank} becomes the rank): a campaign's progress. Written by a thread of its own, never waited for: lines that cannot be written are counted in result.window_log", ""},
   });
   add(ops::options(ops::Place::WithData));
   add({

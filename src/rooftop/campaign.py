@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rooftop import limits, metrics, nic_check, nics, samplers, stages, windows
+from rooftop import limits, metrics, nic_check, nics, progress, samplers, stages, windows
 from rooftop.engine import (TOKEN_FILE, EngineError, NotReady, engine_path, private_dir, reap,
                             run_engine, terminate, wait_published, write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node, on_this_machine
@@ -325,7 +325,8 @@ class Commands:
                     "--samples", str(nwindows), *start, "--slices", str(e.get("slices", 20)),
                     "--progress", e["client_progress"],
                     "--timeout", str(e["timeout"]), *self.lease_args(gdir),
-                    "--output", str(sdir / "client-{rank}.json")]
+                    "--output", str(sdir / "client-{rank}.json"),
+                    "--window-log", str(sdir / progress.WINDOW_LOG)]
             argv += metrics.get(spec.metric).client_args(self.cfg)
             argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx)
             launches += self.launcher.launches(node, argv, spec.clients_per_node,
@@ -496,8 +497,11 @@ class RoundMeasurer:
         limit = (spec.duration * len(rnd.specs) + spec.warmup + e.get("settle", 0.0) + e["start_lead"]
                  + e.get("barrier_timeout", 60.0)
                  + 2 * e["timeout"] + 30)
-        try:
-            killed = reap(procs, limit, grace=e["timeout"] + 5)
+        nclients = sum(len(l.ranks) for l in launches)
+        try:  # the bars advance as every client finishes a window (rooftop.progress)
+            with progress.WindowFollower(sdir, nclients, len(rnd.specs),
+                                         lambda w: r.on_window(rnd.specs[w])):
+                killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
             samplers.stop_all(running)
             self._store_series(rnd, running)
@@ -521,10 +525,14 @@ class RoundMeasurer:
 
     def _folder(self, rnd: ClientRound, attempt: int) -> Path:
         """The round's raw folder, emptied of an earlier attempt's client
-        documents (an invalid attempt's stay on record under attempt-N),
-        with round.json: which window is which sample (for rooftop doctor)."""
+        documents (an invalid attempt's stay on record under attempt-N) and
+        window logs (they would advance the bars before this attempt has
+        measured anything), with round.json: which window is which sample
+        (for rooftop doctor)."""
         sdir = self.r.run_dir / "raw" / rnd.folder
         sdir.mkdir(parents=True, exist_ok=True)
+        for old in sdir.glob(progress.WINDOW_LOG.format(rank="*")):
+            old.unlink()
         keep = sdir / f"attempt-{attempt - 1}"
         for old in sdir.glob("client-*.json"):
             if attempt > 1:
@@ -645,7 +653,8 @@ class Runner:
 
     def __init__(self, cfg: dict, store, run_id: str, launcher: Launcher,
                  on_sample: Callable[[SampleSpec, dict], None] | None = None,
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None,
+                 on_window: Callable[[SampleSpec], None] | None = None):
         self.cfg = cfg
         self.store = store
         self.run_id = run_id
@@ -653,6 +662,9 @@ class Runner:
         self.nodes: list[Node] = launcher.nodes()
         self.procs = Processes()
         self.on_sample = on_sample or (lambda spec, row: None)
+        #: Called (from a follower thread) once every client of a round has
+        #: measured the window of a spec, before its rows are stored.
+        self.on_window = on_window or (lambda spec: None)
         self.log = log or (lambda msg: None)
         #: Notes already shown once (e.g. a sampler with nothing to measure here).
         self.said: set[str] = set()

@@ -136,16 +136,20 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     from rooftop.campaign import Runner, SampleFailed
     from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
+    from rooftop.progress import PROGRESS_LOG
 
     launcher = make_launcher(cfg["launcher"])
     log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
     done = store.done_keys(run_id)
+    _warn_if_long(cfg, groups, done)
     t0 = time.monotonic()
     rc = 0
     _claim(store, run_id, verb)
     try:
-        with ui.stage_progress(groups, done, quiet=args.json) as on_sample:
-            runner = Runner(cfg, store, run_id, launcher, on_sample=on_sample, log=log)
+        with ui.stage_progress(groups, done, cfg, quiet=args.json,
+                               log=store.run_dir(run_id) / PROGRESS_LOG) as bars:
+            runner = Runner(cfg, store, run_id, launcher, on_sample=bars.on_sample, log=log,
+                            on_window=bars.on_window)
             ok, failed = runner.run_placements(groups, fail_fast=cfg["fail_fast"])
         status, note = run_status(store, run_id, cfg)
         if failed:
@@ -175,6 +179,25 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         ui.console.print(f"results: {store.path} and {store.run_dir(run_id)}/")
         print(run_id)
     return rc
+
+
+def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
+    """A campaign expected to take over an hour says so (stderr) before it starts."""
+    from rooftop.progress import expect
+
+    warning = expect(cfg, groups, done).warning()
+    if warning:
+        print(f"rooftop: warning: {warning}", file=sys.stderr, flush=True)
+
+
+def _dry_run(runner, cfg: dict, groups) -> int:
+    """The exact commands of every placement, then the expected run time."""
+    from rooftop.progress import expect
+
+    print("\n".join(runner.dry_run(groups)))
+    print(f"# {expect(cfg, groups).line()}")
+    _warn_if_long(cfg, groups)
+    return 0
 
 
 class _PlannedStore:
@@ -209,9 +232,7 @@ def _cmd_collect(args) -> int:
     if args.dry_run:
         from rooftop.launchers import make_launcher
 
-        runner = Runner(cfg, store, "<run>", make_launcher(cfg["launcher"]))
-        print("\n".join(runner.dry_run(plan_collect(cfg))))
-        return 0
+        return _dry_run(Runner(cfg, store, "<run>", make_launcher(cfg["launcher"])), cfg, plan_collect(cfg))
     if args.resume:
         nic_check.preflight(cfg)
     with _campaign_locks(args, store, cfg) as locks:  # a refused campaign creates no run
@@ -250,8 +271,7 @@ def _cmd_validate(args) -> int:
     if args.dry_run:
         from rooftop.launchers import make_launcher
 
-        print("\n".join(Runner(cfg, store, run.id, make_launcher(cfg["launcher"])).dry_run(groups)))
-        return 0
+        return _dry_run(Runner(cfg, store, run.id, make_launcher(cfg["launcher"])), cfg, groups)
     # The run's status now covers validation too (runs from before
     # "stages" was recorded asked for collect).
     stages = cfg.get("stages") or ["collect"]
@@ -816,7 +836,7 @@ def _config_args(p) -> None:
 def _campaign_args(p, stage: str) -> None:
     """What collect and validate share: the stage's key flags, and how the campaign runs."""
     add_key_flags(p, STAGE_FLAGS[:3], stage)
-    p.add_argument("--dry-run", action="store_true", help="print the exact commands of every stage; run nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the exact commands of every stage, then the expected run time; run nothing")
     add_key_flags(p, STAGE_FLAGS[3:], stage)
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout (no progress bar)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every command started")

@@ -1,19 +1,22 @@
-"""What a person sees while a campaign runs: a progress bar per stage with
-its ETA, and a summary table at the end (on stderr; stdout stays for the
+"""What a person sees while a campaign runs: a progress bar per stage and
+one for the run, each with its ETA, advancing per measured window, and a
+summary table at the end (on stderr; stdout stays for the
 run id or --json)."""
 
 from __future__ import annotations
 
 import statistics
 from contextlib import contextmanager
+from pathlib import Path
 
 from rich.console import Console
 from rich.measure import Measurement
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, SpinnerColumn,
+                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
+from rich.text import Text
 
-from rooftop import stages
+from rooftop import progress, stages
 # Re-exported: cli formats rates through ui (the table is rooftop.units).
 from rooftop.units import fmt_range, fmt_rate  # noqa: F401
 
@@ -53,37 +56,78 @@ def _unbroken_width(out: Console, table: Table) -> int:
         natural -= max(m.maximum for m in cells) - max(m.minimum for m in cells)
     return natural
 
-@contextmanager
-def stage_progress(groups, done: set[str], quiet: bool = False):
-    """Yields on_sample(spec, row) that advances the bar of spec.stage."""
-    counts: dict[str, int] = {}
-    for g in groups:
-        for s in g.samples:
-            n = sum(k not in done for k in s.row_keys())
-            if n:
-                counts[s.stage] = counts.get(s.stage, 0) + n
-    if quiet or not counts:
-        yield lambda spec, row: None
-        return
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description:14s}"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("{task.fields[failed]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        console=console, transient=False)
-    tasks = {stage: progress.add_task(stage, total=n, failed="") for stage, n in counts.items()}
-    nfailed: dict[str, int] = {}
+class EtaColumn(ProgressColumn):
+    """Time until the task's stage (the run, for the run's bar) is expected
+    to be done: the plan's time left, scaled by how long the rows counted so
+    far took (rooftop.progress.Tracker); known from the start."""
 
-    def on_sample(spec, row):
+    def __init__(self, tracker):
+        super().__init__()
+        self.tracker = tracker
+
+    def render(self, task) -> Text:
+        s = int(self.tracker.eta(task.fields.get("stage")))
+        return Text(f"ETA {s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}", style="progress.remaining")
+
+
+class Bars:
+    """The campaign's progress: a bar per stage and one for the run. Rows
+    count when every client has measured their window (on_window, from the
+    engine's window logs) or when they are stored (on_sample), whichever
+    comes first; each event goes to the progress log too."""
+
+    def __init__(self, tracker, bars: Progress | None):
+        self.tracker, self.progress = tracker, bars
+        self.tasks: dict[str | None, int] = {}
+        self.nfailed: dict[str, int] = {}
+        if bars is not None:
+            for stage in tracker.order:
+                self.tasks[stage] = bars.add_task(stage, total=tracker.total[stage], failed="",
+                                                  stage=stage, start=False)
+            self.tasks[None] = bars.add_task("run", total=len(tracker.x.cost), failed="", stage=None)
+
+    def _advance(self, keys: list[str], event: str) -> list[str]:
+        new = self.tracker.count(keys, event)
+        if new and self.progress is not None:
+            stage = self.tracker.x.stage[new[0]]
+            self.progress.start_task(self.tasks[stage])  # its elapsed time starts with its first row
+            self.progress.advance(self.tasks[stage], len(new))
+            self.progress.advance(self.tasks[None], len(new))
+        return new
+
+    def on_window(self, spec) -> None:
+        new = self._advance(spec.row_keys(), "window")
+        if new and self.progress is not None and not console.is_terminal:
+            n, total = self.tracker.done()
+            console.print(f"  {new[0]}: window measured (run {n}/{total}, "
+                          f"ETA {progress.fmt_duration(self.tracker.eta())})")
+
+    def on_sample(self, spec, row) -> None:
+        self._advance([row["key"]], "sample")
+        if self.progress is None:
+            return
         if row["status"] != "ok":
-            nfailed[spec.stage] = nfailed.get(spec.stage, 0) + 1
-            progress.update(tasks[spec.stage], failed=f"[red]{nfailed[spec.stage]} not usable")
-        progress.advance(tasks[spec.stage])
+            self.nfailed[spec.stage] = self.nfailed.get(spec.stage, 0) + 1
+            self.progress.update(self.tasks[spec.stage], failed=f"[red]{self.nfailed[spec.stage]} not usable")
         if not console.is_terminal:
             console.print(f"  {row['key']}: " + (f"{row[stages.get(spec.stage).rate]:.4g} {row['unit']}"
                                                if row["status"] == "ok"
                                                else f"{row['status'].upper()} {row['error'][:200]}"))
 
-    with progress:
-        yield on_sample
+
+@contextmanager
+def stage_progress(groups, done: set[str], cfg: dict, quiet: bool = False, log: Path | None = None):
+    """Yields the Bars of the placements' rows not in done (quiet: none
+    drawn; the progress log, if given, is written all the same)."""
+    tracker = progress.Tracker(progress.expect(cfg, groups, done), log)
+    if quiet or not tracker.x.cost:
+        yield Bars(tracker, None)
+        return
+    bars = Progress(SpinnerColumn(), TextColumn("{task.description:14s}"), BarColumn(),
+                    MofNCompleteColumn(), TextColumn("{task.fields[failed]}"),
+                    TimeElapsedColumn(), EtaColumn(tracker), console=console, transient=False)
+    with bars:
+        yield Bars(tracker, bars)
 
 
 def summarize(samples: list[dict]) -> list[dict]:

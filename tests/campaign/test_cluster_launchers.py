@@ -36,9 +36,12 @@ def test_srun_command_lines_exactly(tmp_path):
         f"--nservers 4 --duration 3.0 --samples 2 --warmup 0.5 --barrier 4 --barrier-id '<random>' "
         f"--barrier-timeout 60.0 --settle 0.1 --slices 20 --progress busy --timeout 10.0 "
         f"--lease '{g}/lease' --lease-timeout 10.0 "
-        f"--output '{res}/<run>/raw/server_peak_rpc_s0x4_c1x4/client-{{rank}}.json' --op noop "
+        f"--output '{res}/<run>/raw/server_peak_rpc_s0x4_c1x4/client-{{rank}}.json' "
+        f"--window-log '{res}/<run>/raw/server_peak_rpc_s0x4_c1x4/windows-{{rank}}.jsonl' --op noop "
         f"--rank 0 --rank-from-env",
         f"# then: rooftop-engine shutdown --token-file '{g}/token' for each server",
+        "# expected run time: 10 s (1 placement, 1 client round, 2 windows: measuring 6.0 s, "
+        "warmups 0.6 s, overhead 3.8 s at 2.3 s per placement and 1.5 s per round)",
     ]
     # Outside an allocation the srun launcher says so.
     env.pop("SLURM_JOB_NODELIST")

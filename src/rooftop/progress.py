@@ -1,0 +1,304 @@
+"""What a campaign knows of its own progress: the time its plan is expected
+to take (`rooftop collect --dry-run`, the warning before a long campaign,
+the ETAs), the windows its clients have measured so far (followed from the
+engine's `load --window-log` files while a round runs) and the progress log
+(`progress.jsonl` in the run's folder). `rooftop.ui` draws the bars.
+
+Names no stage and no metric: it reads the plan (placements, their sample
+specs) and the config's start options."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from rooftop.stages import Placement, SampleSpec
+
+#: The overheads the expected time adds to warmups and windows, measured
+#: with the local launcher over ofi+tcp on a shared 2-core machine
+#: (docs/measurement.md, "Expected run time"). A placement: its servers
+#: start until every address file is published (about 1.0 s), and are shut
+#: down and reaped after its last round (1.1 to 1.4 s).
+PLACEMENT_START_S, PLACEMENT_STOP_S = 1.0, 1.3
+#: A client round, besides its warmup and windows: client start-up and
+#: connection (0.6 s; 2.8 s for a bulk metric, which populates its 1 GiB
+#: stream buffer first), then reading its documents, storing its rows and
+#: launching the next round (0.4 s).
+ROUND_START_S, ROUND_END_S = 1.1, 0.4
+PLACEMENT_S = PLACEMENT_START_S + PLACEMENT_STOP_S
+ROUND_S = ROUND_START_S + ROUND_END_S
+#: A campaign expected to take longer than this says so before it starts.
+LONG_S = 3600.0
+#: The engine's window log of each client of a round, in the round's folder.
+WINDOW_LOG = "windows-{rank}.jsonl"
+#: The campaign's progress log, in the run's folder.
+PROGRESS_LOG = "progress.jsonl"
+
+
+def fmt_duration(s: float) -> str:
+    """'45 s', '1 min 32 s', '2 h 05 min', '3 d 4 h'."""
+    s = max(0.0, s)
+    if s < 60:
+        return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
+    m, sec = divmod(round(s), 60)
+    if m < 60:
+        return f"{m} min {sec:02d} s"
+    h, m = divmod(m, 60)
+    if h < 48:
+        return f"{h} h {m:02d} min"
+    d, h = divmod(h, 24)
+    return f"{d} d {h} h"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def round_start_s(cfg: dict, spec: SampleSpec) -> float:
+    """A round's time before its first window: its warmup, then the start
+    barrier's settle time (engine.start = barrier) or the clock's lead."""
+    e = cfg["engine"]
+    after = e.get("settle", 0.0) if e.get("start", "barrier") == "barrier" else e["start_lead"]
+    return spec.warmup + after
+
+
+@dataclass
+class Expected:
+    """A plan's expected run time, and what each stored row costs of it."""
+
+    placements: int = 0
+    rounds: int = 0
+    windows: int = 0
+    measuring_s: float = 0.0
+    warmup_s: float = 0.0
+    overhead_s: float = 0.0
+    #: Row key -> seconds, in plan order: its share of its window, and for
+    #: the first window of a round (of a placement) the round's start (and
+    #: the placement's), as the bars count it once that window is measured.
+    cost: dict[str, float] = field(default_factory=dict)
+    #: Row key -> the stage whose bar counts it.
+    stage: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total_s(self) -> float:
+        return self.measuring_s + self.warmup_s + self.overhead_s
+
+    def line(self) -> str:
+        return (f"expected run time: {fmt_duration(self.total_s)} ({_n(self.placements, 'placement')}, "
+                f"{_n(self.rounds, 'client round')}, {_n(self.windows, 'window')}: measuring "
+                f"{fmt_duration(self.measuring_s)}, warmups {fmt_duration(self.warmup_s)}, overhead "
+                f"{fmt_duration(self.overhead_s)} at {PLACEMENT_S:g} s per placement and "
+                f"{ROUND_S:g} s per round)")
+
+    def warning(self) -> str | None:
+        """What to say before a campaign longer than LONG_S starts (None: nothing)."""
+        if self.total_s <= LONG_S:
+            return None
+        return (f"this campaign is expected to take {fmt_duration(self.total_s)} "
+                f"({self.line().split('(', 1)[1]}; fewer samples, a shorter duration or fewer "
+                f"stages shorten it. It runs: Ctrl-C stops it with every sample measured so far "
+                f"stored, and it can be continued")
+
+
+def expect(cfg: dict, placements: list[Placement], done: set[str] | frozenset = frozenset()) -> Expected:
+    """The expected run time of what is left of a plan (rows in done are
+    stored already), as the Runner measures it: a server group per
+    placement with something left, then its client rounds."""
+    from rooftop.campaign import client_rounds  # campaign imports this module
+
+    x = Expected()
+    for pl in placements:
+        todo = [s for s in pl.samples if not all(k in done for k in s.row_keys())]
+        if not todo:
+            continue
+        x.placements += 1
+        windows: list[tuple[list[str], float]] = []  # (rows left, seconds), in order
+        for rnd in client_rounds(todo):
+            start = round_start_s(cfg, rnd.first)
+            x.rounds += 1
+            x.warmup_s += start
+            first = len(windows)
+            for sp in rnd.specs:
+                x.windows += 1
+                x.measuring_s += sp.duration
+                windows.append(([k for k in sp.row_keys() if k not in done], sp.duration))
+                for k in windows[-1][0]:
+                    x.stage[k] = sp.stage
+            windows[first] = (windows[first][0], windows[first][1] + ROUND_START_S + start)
+            windows[-1] = (windows[-1][0], windows[-1][1] + ROUND_END_S)
+        windows[0] = (windows[0][0], windows[0][1] + PLACEMENT_START_S)
+        windows[-1] = (windows[-1][0], windows[-1][1] + PLACEMENT_STOP_S)
+        _spread(windows, x.cost)
+    x.overhead_s = x.placements * PLACEMENT_S + x.rounds * ROUND_S
+    return x
+
+
+def _spread(windows: list[tuple[list[str], float]], cost: dict[str, float]) -> None:
+    """Each window's seconds over its rows (a window without rows left
+    passes them on to the next one, or back to the last one that has)."""
+    carry, last = 0.0, None
+    for keys, seconds in windows:
+        carry += seconds
+        if keys:
+            for k in keys:
+                cost[k] = carry / len(keys)
+            carry, last = 0.0, keys
+    if carry and last:
+        for k in last:
+            cost[k] += carry / len(last)
+
+
+class Tracker:
+    """Rows counted so far (a window every client measured, or a row stored:
+    whichever comes first), per stage and for the run, and the time left:
+    the plan's cost of the rows left, scaled by how long the counted ones
+    actually took. Thread-safe (windows are reported from a follower
+    thread). Writes each event to the progress log, if given one."""
+
+    def __init__(self, expected: Expected, log: Path | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.x, self.log, self.clock = expected, log, clock
+        self.t0 = clock()
+        self.counted: set[str] = set()
+        self.done_cost = 0.0
+        self.order = list(dict.fromkeys(expected.stage.values()))  # stages in plan order
+        self.left = {s: 0.0 for s in self.order}
+        self.total = {s: 0 for s in self.order}
+        for k, st in expected.stage.items():
+            self.left[st] += expected.cost[k]
+            self.total[st] += 1
+        self.n = {s: 0 for s in self.order}
+        self._lock = threading.Lock()
+        self._at = self.t0  # when the ETAs below were computed
+        self._finish = self._finishes(1.0)
+        self._write({"event": "start", "expected_s": round(expected.total_s, 3),
+                     "rows": len(expected.cost), "stages": self.total})
+
+    def factor(self) -> float:
+        """Time taken per second of plan, over the rows counted (1 before any)."""
+        return (self.clock() - self.t0) / self.done_cost if self.done_cost > 0 else 1.0
+
+    def _finishes(self, factor: float) -> dict[str | None, float]:
+        """Seconds from now until each stage (and the run: None) is done."""
+        out, before = {}, 0.0
+        for st in self.order:
+            before += self.left[st]
+            out[st] = before * factor
+        out[None] = before * factor
+        return out
+
+    def count(self, keys: list[str], event: str) -> list[str]:
+        """Counts the rows of keys not counted yet; returns those."""
+        with self._lock:
+            new = [k for k in keys if k in self.x.cost and k not in self.counted]
+            for k in new:
+                self.counted.add(k)
+                self.done_cost += self.x.cost[k]
+                self.left[self.x.stage[k]] -= self.x.cost[k]
+                self.n[self.x.stage[k]] += 1
+            if new:
+                self._at, self._finish = self.clock(), self._finishes(self.factor())
+                st = self.x.stage[new[0]]
+                self._write({"event": event, "keys": new, "stage": st, "stage_done": self.n[st],
+                             "stage_total": self.total[st], "run_done": len(self.counted),
+                             "run_total": len(self.x.cost), "stage_eta_s": round(self._eta(st), 3),
+                             "eta_s": round(self._eta(None), 3)})
+            return new
+
+    def _eta(self, stage: str | None) -> float:
+        return max(0.0, self._finish.get(stage, 0.0) - (self.clock() - self._at))
+
+    def eta(self, stage: str | None = None) -> float:
+        """Seconds until stage (None: the run) is expected to be done."""
+        with self._lock:
+            n, total = self.done(stage)
+            return 0.0 if n == total else self._eta(stage)
+
+    def done(self, stage: str | None = None) -> tuple[int, int]:
+        """(rows counted, rows planned) of stage (None: the run)."""
+        if stage is None:
+            return len(self.counted), len(self.x.cost)
+        return self.n.get(stage, 0), self.total.get(stage, 0)
+
+    def _write(self, event: dict) -> None:
+        if self.log is None:
+            return
+        try:
+            with open(self.log, "a") as f:
+                f.write(json.dumps({"t": round(time.time(), 3), **event}) + "\n")
+        except OSError:
+            self.log = None  # progress is not worth failing a campaign for
+
+
+class WindowFollower:
+    """Follows the window logs (WINDOW_LOG) of one client round from a
+    thread, and calls on_window(w) once every client has measured window w.
+
+    Never blocks the campaign or the engines: it reads what the engines have
+    appended so far (files opened non-blocking, from where it last stopped),
+    every period seconds, on a daemon thread; a missing, partial or garbled
+    line only delays the count; an exception in on_window is swallowed (a
+    progress bar is not worth a measurement)."""
+
+    def __init__(self, folder: Path, ranks: int, windows: int, on_window: Callable[[int], None],
+                 period: float = 0.2):
+        self.folder, self.ranks, self.windows, self.on_window = folder, ranks, windows, on_window
+        self.period = period
+        self.seen = [0] * ranks  # windows each rank has logged
+        self.reported = 0
+        self._pos = [0] * ranks
+        self._rest = [b""] * ranks
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rooftop-windows", daemon=True)
+
+    def __enter__(self) -> "WindowFollower":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self.poll()
+        self.poll()  # what was written before the round ended
+
+    def poll(self) -> None:
+        for r in range(self.ranks):
+            self._read(r)
+        done = min(self.seen) if self.seen else 0
+        while self.reported < min(done, self.windows):
+            w, self.reported = self.reported, self.reported + 1
+            try:
+                self.on_window(w)
+            except Exception:
+                pass
+
+    def _read(self, rank: int) -> None:
+        path = self.folder / WINDOW_LOG.format(rank=rank)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return  # not started measuring yet
+        try:
+            os.lseek(fd, self._pos[rank], os.SEEK_SET)
+            data = os.read(fd, 1 << 20)
+        except OSError:
+            data = b""
+        finally:
+            os.close(fd)
+        self._pos[rank] += len(data)
+        *lines, self._rest[rank] = (self._rest[rank] + data).split(b"\n")
+        for line in lines:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "window" and isinstance(ev.get("window"), int):
+                self.seen[rank] = max(self.seen[rank], ev["window"] + 1)
