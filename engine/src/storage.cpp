@@ -115,12 +115,12 @@ std::vector<OptSpec> options(bool required_dir) {
        "buffered|direct|sync|dsync|direct+sync|direct+dsync"},
       {"fsync-every", OptKind::Int, "0", "fsync the data file after every N puts (0: never)", ""},
       {"allocation", OptKind::Choice, "preallocate",
-       "preallocate: fallocate --file-size up front (refused where unsupported); append: the file grows by every put (sequential only); wrap: no preallocation, puts overwrite from the start after --file-size",
+       "preallocate: fallocate --file-size up front (refused where unsupported); append: the file grows by every put (sequential only) up to --file-size, then starts again empty; wrap: no preallocation, puts overwrite from the start after --file-size",
        "preallocate|append|wrap"},
       {"file-layout", OptKind::Choice, "per-process",
        "per-process: one data file per server process (rooftop-data.RANK); shared: one file all processes of the node use (rooftop-data.shared)",
        "per-process|shared"},
-      {"file-size", OptKind::Size, "1GiB", "size of the data file: offsets of put/get stay below it (append: the size preallocate would have)", ""},
+      {"file-size", OptKind::Size, "1GiB", "size of the data file: offsets of put/get stay below it (append: where the file starts again empty)", ""},
       {"fill", OptKind::Bool, "false", "write the whole data file (verifiable blocks) before ready, so get reads real data anywhere", ""},
       {"meta-layout", OptKind::Choice, "shared",
        "directory of the metadata operations: shared (rooftop-meta, every process of the node: mdtest's hard case) or per-process (rooftop-meta.RANK: the easy case)",
@@ -324,6 +324,12 @@ Outcome Store::put(const uint8_t* buf, uint64_t n, bool random, bool verify) {
   bool sync_now = false;
   {
     std::lock_guard<std::mutex> g(mu_);
+    if (append && put_cursor_ + n > c_.file_size && put_cursor_ > 0) {
+      // The file grew to --file-size: it starts again empty, so a long or
+      // fast run never fills the file system (disk use stays bounded).
+      if (::ftruncate(fd_, 0) != 0) return fail("put: truncating " + path_);
+      put_cursor_ = 0;
+    }
     off = append ? put_cursor_ : next_offset(put_cursor_, c_.file_size, n, random);
     if (append) put_cursor_ += n;
     if (c_.fsync_every && ++since_fsync_ >= c_.fsync_every) {

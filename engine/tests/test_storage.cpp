@@ -117,12 +117,17 @@ TEST(StorageStore, PutThenGetReadsBackTheBlocksAndWraps) {
   EXPECT_EQ(entries(d.path), 0u) << "the store removes its files at exit";
 }
 
-TEST(StorageStore, AppendGrowsTheFileAndRefusesRandomOffsets) {
+TEST(StorageStore, AppendGrowsToFileSizeThenStartsAgainAndRefusesRandomOffsets) {
   TempDir d;
   Store s(config(d.path, {"--file-size", "8KiB", "--allocation", "append"}));
   std::vector<uint8_t> buf(4096);
-  for (int i = 0; i < 4; i++) ASSERT_EQ(s.put(buf.data(), buf.size(), false, false).status, wire::Status::Ok);
-  EXPECT_EQ(file_size(d.path + "/rooftop-data.3"), 4u * 4096) << "append does not wrap at --file-size";
+  const std::string data = d.path + "/rooftop-data.3";
+  for (int i = 0; i < 2; i++) ASSERT_EQ(s.put(buf.data(), buf.size(), false, false).status, wire::Status::Ok);
+  EXPECT_EQ(file_size(data), 2u * 4096) << "append grows the file";
+  ASSERT_EQ(s.put(buf.data(), buf.size(), false, false).status, wire::Status::Ok);
+  EXPECT_EQ(file_size(data), 4096u) << "past --file-size the file starts again empty (bounded disk use)";
+  ASSERT_EQ(s.put(buf.data(), buf.size(), false, false).status, wire::Status::Ok);
+  EXPECT_EQ(file_size(data), 2u * 4096);
   storage::Outcome o = s.put(buf.data(), buf.size(), true, false);
   EXPECT_EQ(o.status, wire::Status::BadRequest);
   EXPECT_NE(o.error.find("append"), std::string::npos) << o.error;
