@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import jsonschema
 import pytest
 
-from conftest import SCHEMA
+SCHEMA = Path(__file__).resolve().parents[2] / "engine" / "schema" / "engine-output.schema.json"
 from rooftop.engine import Group
 
 WINDOWS, DURATION = 4, 0.4
