@@ -294,15 +294,6 @@ std::string verbs_device_for_interface(const std::string& ifname) {
 
 namespace {
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> r;
-  size_t start = 0;
-  for (size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1)
-    r.push_back(s.substr(start, comma - start));
-  r.push_back(s.substr(start));
-  return r;
-}
-
 // The NIC policy applied to this process: its binding, the CPU it runs
 // on, its node-local rank, this machine's topology (loaded only when a
 // candidate has a PCI device to locate, or there is a choice to make).

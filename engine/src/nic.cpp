@@ -160,15 +160,20 @@ std::string describe_inventory(const NicInventory& inv) {
   return r;
 }
 
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> r;
+  size_t start = 0;
+  for (size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1)
+    r.push_back(s.substr(start, comma - start));
+  r.push_back(s.substr(start));
+  return r;
+}
+
 std::string check_nic_request(const NicInventory& inv, const std::string& domain,
                               const std::string& address) {
   std::string err = domain.empty() ? "" : check_domain(inv, domain);
   if (!err.empty() || address.empty()) return err;
-  std::vector<std::string> list;  // a comma list: serve's NIC policy picks among them
-  size_t start = 0;
-  for (size_t c; (c = address.find(',', start)) != std::string::npos; start = c + 1)
-    list.push_back(address.substr(start, c - start));
-  list.push_back(address.substr(start));
+  const std::vector<std::string> list = split_commas(address);  // serve's NIC policy picks among them
   if (list.size() == 1) return check_address(inv, domain, address);
   // Each must be here; with --domain (an interface), one of them on it.
   bool on_domain = domain.empty() || !find_interface(inv, domain);

@@ -17,6 +17,9 @@ struct Interface {
   std::vector<std::string> ips;
 };
 
+// "a,b,c" as {"a", "b", "c"} (empty items kept: callers check them).
+std::vector<std::string> split_commas(const std::string& s);
+
 // Interfaces of this host that carry at least one address (getifaddrs).
 std::vector<Interface> local_interfaces();
 // The IP address of an AF_INET/AF_INET6 socket address as text ("" otherwise).

@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "fabric.hpp"
+#include "nic.hpp"
 #include "nic_policy.hpp"
 
 namespace rooftop {
@@ -18,12 +19,7 @@ namespace {
 
 std::vector<std::string> list_or_all(const std::string& given, std::vector<std::string> all) {
   if (given.empty() || given == "all") return all;
-  std::vector<std::string> r;
-  size_t start = 0;
-  for (size_t c; (c = given.find(',', start)) != std::string::npos; start = c + 1)
-    r.push_back(given.substr(start, c - start));
-  r.push_back(given.substr(start));
-  return r;
+  return split_commas(given);
 }
 
 void write_ints(JsonWriter& w, const std::vector<int>& v) {

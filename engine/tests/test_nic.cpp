@@ -140,3 +140,10 @@ TEST(NicRequest, AnAddressListIsCheckedAddressByAddress) {
   EXPECT_EQ(check_nic_request(inv, "docker0", "127.0.0.1,192.0.2.2"),
             "--address 127.0.0.1,192.0.2.2: none of these addresses is on --domain docker0");
 }
+
+TEST(Nic, SplitCommasKeepsEveryItemInOrder) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split_commas("a"), V({"a"}));
+  EXPECT_EQ(split_commas("10.0.0.1,10.0.1.1,lo"), V({"10.0.0.1", "10.0.1.1", "lo"}));
+  EXPECT_EQ(split_commas("a,,b,"), V({"a", "", "b", ""}));  // empty items kept: callers refuse them
+}
