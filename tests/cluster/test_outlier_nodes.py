@@ -27,7 +27,7 @@ COMMON = ["--launcher", "netns", "--metrics", "rpc", "--binding", "none", "--set
 
 @pytest.fixture(scope="module")
 def capped4():
-    with cluster_up("--nodes", "4", "--cores-per-node", "2", "--node", "3:cpu=10%"):
+    with cluster_up("--nodes", "4", "--cores-per-node", "2", "--node", "3:cpu=5%"):
         yield
 
 

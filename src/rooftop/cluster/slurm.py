@@ -256,7 +256,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def problems(st: dict) -> list[str]:
+def problems(st: dict, settle: float = 10.0) -> list[str]:
     """What is wrong with the Slurm of cluster state st (empty: all well)."""
     names = [n["netns"] for n in st["nodes"]]
     procs = processes()
@@ -267,11 +267,22 @@ def problems(st: dict) -> list[str]:
             if not any(c.endswith(f"-N {n}") for c in slurmds)]
     if out:
         return out
+    # Every daemon runs: a node state that is off is often Slurm settling
+    # (a node 'idle*' for a ping or two after a step ended or a node was
+    # resumed), so look again for up to `settle` seconds before calling it wrong.
+    deadline = time.monotonic() + settle
+    while True:
+        bad = _bad_states(names)
+        if not bad or time.monotonic() >= deadline:
+            return [f"Slurm node {n} is {s}" for n, s in bad.items()]
+        time.sleep(0.5)
+
+
+def _bad_states(names: list[str]) -> dict[str, str]:
     states = node_states(names)
-    bad = {n: states.get(n, "unknown") for n in names
-           if states.get(n, "unknown").rstrip("*~#!%$@^-") not in ("idle", "alloc", "mix", "comp")
-           or states.get(n, "").endswith("*")}
-    return [f"Slurm node {n} is {s}" for n, s in bad.items()]
+    return {n: states.get(n, "unknown") for n in names
+            if states.get(n, "unknown").rstrip("*~#!%$@^-") not in ("idle", "alloc", "mix", "comp")
+            or states.get(n, "").endswith("*")}
 
 
 def _cmdline(pid: int) -> str:
