@@ -104,14 +104,19 @@ def fio_argv(case: Case, d: Path, a) -> list[str]:
         meta = [f"--ioengine={case.fio_rw}", f"--nrfiles={a.files}", "--filesize=4k", "--openfiles=1",
                 "--fallocate=none"]
         if case.fio_rw == "filestat":  # the files exist before (laid out), stat them for --duration
-            meta += ["--time_based", f"--runtime={a.duration}", f"--ramp_time={a.warmup}"]
+            meta += ["--time_based", f"--runtime={ms(a.duration)}", f"--ramp_time={ms(a.warmup)}"]
         return common + meta
     flags = FIO_FLAGS[a.io_mode]
     return common + ["--ioengine=psync", "--iodepth=1", f"--rw={case.fio_rw}", f"--bs={case.bs}",
                      f"--size={a.file_size}", "--filename=fio-data", f"--direct={flags['direct']}",
                      f"--sync={flags['sync']}", "--fallocate=native", "--time_based",
-                     f"--runtime={a.duration}", f"--ramp_time={a.warmup}", "--norandommap",
+                     f"--runtime={ms(a.duration)}", f"--ramp_time={ms(a.warmup)}", "--norandommap",
                      "--randrepeat=0", "--invalidate=1"]
+
+
+def ms(seconds: float) -> str:
+    """fio's time options in milliseconds: it reads '1.5' as 1 s and '0.5' as 0."""
+    return f"{round(seconds * 1000)}ms"
 
 
 # --- parsing (unit-tested: tests/test_storage_vs_fio.py) -------------------
@@ -141,7 +146,8 @@ def parse_ours(text: str) -> dict:
         raise BenchError("rooftop-engine: " + "; ".join(doc.get("errors") or ["incomplete run"]))
     r = doc["result"]
     return {"iops": float(r["ops_per_sec"]), "bw": float(r["bytes_per_sec"]),
-            "direct": r.get("storage", {}).get("o_direct_honoured")}
+            "direct": r.get("storage", {}).get("o_direct_honoured"),
+            "all_ops": int(r["ops"]) + int(r.get("warmup", {}).get("ops", 0))}
 
 
 def pair_ratios(ours: list[float | None], ref: list[float | None]) -> list[float]:
@@ -245,7 +251,8 @@ def strace_counts(case: Case, d: Path, a) -> dict:
             argv = our_argv(a.engine, case, w, a) if side == "ours" else fio_argv(case, w, a)
             text = run(argv, w, a.cpu, a.duration + a.warmup + 120, ["strace", "-f", "-c", "-o", str(trace)])
             got = parse_ours(text) if side == "ours" else parse_fio(text, case)
-            ops = got["iops"] * (a.duration + a.warmup)  # approximate: the calls of warmup and setup too
+            # ours: every operation counted (warmup too); fio does not count its ramp: estimated
+            ops = got.get("all_ops") or got["iops"] * (a.duration + a.warmup)
             calls = parse_strace(trace.read_text())
             trace.unlink()
             out[side] = {k: round(v / ops, 3) for k, v in sorted(calls.items(), key=lambda kv: -kv[1])[:8]
@@ -342,7 +349,8 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--io-mode", default="direct", choices=sorted(FIO_FLAGS),
                    help="open flags of both sides for the data rows (default direct: O_DIRECT)")
     p.add_argument("--file-size", type=parse_size, default=256 * MiB, help="data file size (default 256MiB)")
-    p.add_argument("--files", type=int, default=2000, help="files of the metadata rows (default 2000)")
+    p.add_argument("--files", type=int, default=500,
+                   help="files of the metadata rows (default 500: fio lays out and fsyncs each before filestat)")
     p.add_argument("--only", default="", help="comma-separated row names (default: all): "
                    + ",".join(c.name for c in CASES))
     p.add_argument("--dir", help="also measure in this directory (a file system you name)")

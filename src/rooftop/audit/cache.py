@@ -28,7 +28,7 @@ def meaning(comps: list[dict]) -> str:
 
 PITFALL = Pitfall(
     name="cache", title="cache mode: buffered vs O_DIRECT, +/- O_SYNC", kind="storage", op="put",
-    args=("--size", "4KiB", "--pattern", "rand", "--allocation", "preallocate", "--file-size", "64MiB"),
+    args=("--size", "4KiB", "--pattern", "rand", "--allocation", "preallocate", "--file-size", "16MiB"),
     unit="ops/s",
     settings=tuple(Setting(m, client=("--io-mode", m)) for m in ("buffered", "direct", "sync", "direct+sync")),
     comparisons=(("direct", "buffered"), ("direct+sync", "sync")),
