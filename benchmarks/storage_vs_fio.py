@@ -4,7 +4,7 @@
 For the same file system, block size, pattern, queue depth 1 and flags,
 `rooftop-engine storage ...` (one operation at a time, in-process) and
 `fio --ioengine=psync --iodepth=1` with the same direct/sync/fallocate run
-in adjacent pairs (ours, fio, ours, fio, ...), pinned to the same core. Each
+in adjacent pairs (ours then fio, fio then ours, ...), pinned to the same core. Each
 of our runs is divided by the fio run next to it; the median of those pair
 ratios is the headline (goal: >= 0.95 x fio for IOPS at 4 KiB random and
 bandwidth at 1 MiB sequential). Metadata: our create/stat against fio's
@@ -101,7 +101,10 @@ def fio_argv(case: Case, d: Path, a) -> list[str]:
     common = ["fio", "--name=ref", f"--directory={d}", "--output-format=json", "--thread",
               "--numjobs=1"]
     if not case.bs:  # metadata engines: files of 4 KiB, one open at a time
-        meta = [f"--ioengine={case.fio_rw}", f"--nrfiles={a.files}", "--filesize=4k", "--openfiles=1",
+        # filecreate is not time-based: it stops after its files, so it gets enough for a run of
+        # about --duration (--create-files); filestat stats --files laid out before it starts
+        n = a.create_files if case.fio_rw == "filecreate" else a.files
+        meta = [f"--ioengine={case.fio_rw}", f"--nrfiles={n}", "--filesize=4k", "--openfiles=1",
                 "--fallocate=none"]
         if case.fio_rw == "filestat":  # the files exist before (laid out), stat them for --duration
             meta += ["--time_based", f"--runtime={ms(a.duration)}", f"--ramp_time={ms(a.warmup)}"]
@@ -227,7 +230,10 @@ class Row:
 def measure(case: Case, where: str, d: Path, a) -> Row:
     row = Row(case, where)
     for i in range(a.pairs):
-        for side, into in (("ours", row.ours), ("fio", row.ref)):
+        sides = (("ours", row.ours), ("fio", row.ref))
+        # ours first, then fio first, ...: whatever the run before leaves
+        # behind (writeback, freed blocks) falls on both sides alike
+        for side, into in (sides if i % 2 == 0 else sides[::-1]):
             try:
                 got = one(side, case, d, a)
                 if side == "ours" and got.get("direct") is not None:
@@ -351,6 +357,8 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--file-size", type=parse_size, default=256 * MiB, help="data file size (default 256MiB)")
     p.add_argument("--files", type=int, default=500,
                    help="files of the metadata rows (default 500: fio lays out and fsyncs each before filestat)")
+    p.add_argument("--create-files", type=int, default=10000,
+                   help="files fio's filecreate makes (it stops after them; default 10000, ~1-2 s here)")
     p.add_argument("--only", default="", help="comma-separated row names (default: all): "
                    + ",".join(c.name for c in CASES))
     p.add_argument("--dir", help="also measure in this directory (a file system you name)")

@@ -16,13 +16,15 @@ INDISTINGUISHABLE = "indistinguishable here"
 class Setting:
     """One side of a pitfall: its name (stored in the sample key) and the
     engine arguments that make it. Network pitfalls: server and client
-    arguments and the binding of both processes; storage pitfalls: the
+    arguments, the binding of both processes and the server's progress
+    mode; storage pitfalls: the
     arguments of `rooftop-engine storage` (client)."""
 
     name: str
     server: tuple[str, ...] = ()
     client: tuple[str, ...] = ()
     binding: str = "core"
+    progress: str = "busy"  # the server's --progress (network pitfalls)
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,8 @@ class Pitfall:
         return {"title": self.title, "kind": self.kind, "op": self.op, "args": list(self.args),
                 "unit": self.unit, "rationale": self.rationale,
                 "comparisons": [f"{a} vs {b}" for a, b in self.comparisons],
-                "settings": {s.name: {"server": list(s.server), "client": list(s.client), "binding": s.binding}
+                "settings": {s.name: {"server": list(s.server), "client": list(s.client), "binding": s.binding,
+                                      **({"progress": s.progress} if self.kind == "network" else {})}
                              for s in self.settings}}
 
 

@@ -10,7 +10,8 @@ def meaning(comps: list[dict]) -> str:
     if not c["measurable"]:
         return c["verdict"]
     if c["verdict"] == INDISTINGUISHABLE:
-        return "core binding does not change the RPC rate here: launch the service with either policy"
+        return ("within the noise of these repeats core binding does not change the RPC rate here: either "
+                "policy serves as well")
     better = "core" if c["ratio"] >= 1 else "none"
     factor = c["ratio"] if c["ratio"] >= 1 else 1 / c["ratio"]
     return (f"binding '{better}' serves {factor:.2f}x the RPCs of the other: launch the service with the "

@@ -12,7 +12,8 @@ def meaning(comps: list[dict]) -> str:
     if not c["measurable"]:
         return c["verdict"]
     if c["verdict"] == INDISTINGUISHABLE:
-        return "bulk rates here do not depend on buffer reuse: a benchmark's numbers hold for a service streaming through memory"
+        return ("within the noise of these repeats bulk rates do not depend on buffer reuse here: a benchmark's "
+                "numbers hold for a service streaming through memory")
     return (f"a benchmark reusing one buffer reports {pct(c['ratio'])} than a service walking {STREAM} of "
             f"client memory: plan capacity with the stream rate")
 

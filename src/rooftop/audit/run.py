@@ -55,8 +55,7 @@ def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
     """One server and one client, fresh: the client's document."""
     server_cpus, client_cpus = _cpus(node, s.binding, 2)
     with Group(fabric=opts["fabric"]) as g:
-        g.start_server(0, cpus=server_cpus, progress=_progress(s), extra=[a for a in s.server if a not in
-                                                                         ("--progress", _progress(s))])
+        g.start_server(0, cpus=server_cpus, progress=s.progress, extra=list(s.server))
         try:
             doc = g.load(op=p.op, duration=opts["duration"], warmup=opts["warmup"], cpus=client_cpus,
                          extra=[*p.args, *s.client])
@@ -66,11 +65,6 @@ def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
     if server_doc:
         (out / "server-0.json").write_text(json.dumps(server_doc, indent=1))
     return doc
-
-
-def _progress(s: Setting) -> str:
-    args = list(s.server)
-    return args[args.index("--progress") + 1] if "--progress" in args else "busy"
 
 
 def measure_storage(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict:
