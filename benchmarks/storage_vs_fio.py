@@ -101,8 +101,8 @@ def fio_argv(case: Case, d: Path, a) -> list[str]:
     common = ["fio", "--name=ref", f"--directory={d}", "--output-format=json", "--thread",
               "--numjobs=1"]
     if not case.bs:  # metadata engines: files of 4 KiB, one open at a time
-        # filecreate is not time-based: it stops after its files, so it gets enough for a run of
-        # about --duration (--create-files); filestat stats --files laid out before it starts
+        # filecreate is not time-based: it stops after --create-files files (its rate falls as
+        # its file list grows); filestat stats --files files laid out before it starts
         n = a.create_files if case.fio_rw == "filecreate" else a.files
         meta = [f"--ioengine={case.fio_rw}", f"--nrfiles={n}", "--filesize=4k", "--openfiles=1",
                 "--fallocate=none"]
@@ -357,8 +357,9 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--file-size", type=parse_size, default=256 * MiB, help="data file size (default 256MiB)")
     p.add_argument("--files", type=int, default=500,
                    help="files of the metadata rows (default 500: fio lays out and fsyncs each before filestat)")
-    p.add_argument("--create-files", type=int, default=10000,
-                   help="files fio's filecreate makes (it stops after them; default 10000, ~1-2 s here)")
+    p.add_argument("--create-files", type=int, default=2000,
+                   help="files fio's filecreate makes (it stops after them; default 2000: its rate "
+                        "falls as its file list grows, ~1000/s at 10000 here)")
     p.add_argument("--only", default="", help="comma-separated row names (default: all): "
                    + ",".join(c.name for c in CASES))
     p.add_argument("--dir", help="also measure in this directory (a file system you name)")
