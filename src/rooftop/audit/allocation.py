@@ -11,7 +11,7 @@ def _one(c: dict) -> str:
     if not c["measurable"]:
         return c["verdict"]
     if c["verdict"] == INDISTINGUISHABLE:
-        return f"{c['b']} as fast as {c['a']}"
+        return f"{c['a']} and {c['b']} indistinguishable"
     return f"{c['a']} {c['ratio']:.2f}x {c['b']}"
 
 
