@@ -32,7 +32,9 @@ if [ "$want_test" = 1 ]; then pkgs+=(iproute2 iperf3); fi
 # Slurm and munge: 'rooftop cluster up --slurm' runs a real slurmctld and one
 # slurmd per emulated node (tests/cluster run collect under salloc + srun).
 if [ "$want_test" = 1 ]; then pkgs+=(slurm-wlm munge); fi
-if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils); fi
+# fio: benchmarks/storage_vs_fio.py (rooftop's local storage mode against fio;
+# e2fsprogs makes its loop-mounted ext4 image, strace counts both sides' syscalls).
+if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils fio e2fsprogs strace); fi
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

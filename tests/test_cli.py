@@ -123,6 +123,8 @@ def test_campaign_commands_keep_their_flags():
                      "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
         "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
                    "--nodes", "--results", "--set", "-h"},
+        "audit": {"--duration", "--fabric", "--help", "--json", "--only", "--repeats", "--results",
+                  "--storage-dir", "--wait-lock", "--warmup", "-h"},
     }
     commands = _commands()
     for name, flags in expected.items():

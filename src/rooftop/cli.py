@@ -43,6 +43,8 @@ commands:
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
+  audit     seed 002's five benchmark pitfalls measured here as deltas (buffer
+            reuse, completion, binding, cache modes, file allocation)
   nics      the NICs here (or in an hwloc XML topology) with their locality and
             the NIC each process would get under each NIC policy and binding
   engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
@@ -59,6 +61,7 @@ examples:
   rooftop cluster up --nodes 4 --link-rate 200mbit && rooftop collect --launcher netns
   rooftop compare $RUN examples/aurora-table2.json
   rooftop learn $RUN $RUN2 && rooftop predict $RUN --servers 3 --clients 40
+  rooftop audit --only cache,allocation --storage-dir /mnt/nvme/tmp
 """
 
 
@@ -583,11 +586,48 @@ def _cmd_plot(args) -> int:
     return 0
 
 
+def _cmd_audit(args) -> int:
+    from rooftop import audit
+    from rooftop.audit import run as audit_run, show
+    from rooftop.locks import CampaignLocks
+    from rooftop.store import Store
+
+    try:
+        pitfalls = audit.select(args.only)
+    except ValueError as e:
+        print(f"rooftop audit: {e}", file=sys.stderr)
+        return 2
+    if args.repeats < 1 or args.duration <= 0 or args.warmup < 0:
+        print("rooftop audit: --repeats must be >= 1, --duration > 0, --warmup >= 0", file=sys.stderr)
+        return 2
+    if args.storage_dir and not Path(args.storage_dir).is_dir():
+        print(f"rooftop audit: --storage-dir {args.storage_dir}: not a directory", file=sys.stderr)
+        return 2
+    store = Store(args.results)
+    opts = {"repeats": args.repeats, "duration": args.duration, "warmup": args.warmup, "fabric": args.fabric,
+            "storage_dir": str(Path(args.storage_dir).resolve()) if args.storage_dir else "",
+            "results": str(store.dir)}
+    say = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    with CampaignLocks(store.dir, "local", args.wait_lock, False,
+                       lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)) as locks:
+        run_id, rows = audit_run.run(store, pitfalls, opts, say)
+        locks.name_run(run_id)
+    page, _ = show.write(store.get_run(run_id), rows, store.run_dir(run_id) / "report")
+    if args.json:
+        print(json.dumps({"run": run_id, "report": str(page), "rows": rows}, indent=1))
+        return 0
+    print(show.table_text(rows))
+    print(f"run {run_id}; report: {page}")
+    return 0
+
+
 def _cmd_report(args) -> int:
     from rooftop import model, report, results
     from rooftop.store import Store
 
     store = Store(args.results, create=False)
+    if store.get_run(args.run).config.get("kind") == "audit":
+        return _report_audit(store, args)
     res = results.load(store, args.run)
     if not res.rooflines:
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
@@ -595,6 +635,18 @@ def _cmd_report(args) -> int:
     page, md = report.write(res, out)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    print(f"markdown summary: {md}", file=sys.stderr)
+    print(page)
+    return 0
+
+
+def _report_audit(store, args) -> int:
+    """The report of an audit run (rooftop audit): its table and figure."""
+    from rooftop.audit import run as audit_run, show
+
+    run = store.get_run(args.run)
+    out = Path(args.output) if args.output else store.run_dir(run.id) / "report"
+    page, md = show.write(run, audit_run.rows_of(store, run.id), out)
     print(f"markdown summary: {md}", file=sys.stderr)
     print(page)
     return 0
@@ -814,7 +866,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rooftop {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for add in (_add_collect, _add_validate, _add_runs, _add_doctor, _add_export, _add_model, _add_plot,
-                _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe):
+                _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe, _add_audit):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
     from rooftop.nics import add_parser as add_nics_parser
@@ -1082,6 +1134,37 @@ def _add_probe(sub) -> None:
                     help="runs per test; the median is reported (default: %(default)s)")
     _results_arg(pr)
     pr.set_defaults(func=_cmd_probe)
+
+
+def _add_audit(sub) -> None:
+    from rooftop.audit import PITFALLS
+    from rooftop.audit.run import DEFAULTS
+
+    au = sub.add_parser("audit", help="seed 002's five benchmark pitfalls, measured here as deltas",
+                        description="Measures each pitfall's settings side by side on this machine "
+                                    "(local launcher, one logical node of its usable cores): "
+                                    + "; ".join(f"{p.name}: {p.title}" for p in PITFALLS.values())
+                                    + ". Settings alternate over the repeats; two settings whose repeats "
+                                    "overlap are 'indistinguishable here'. Stored as a run (rooftop runs, "
+                                    "rooftop report RUN); prints the table and the report's path.")
+    au.add_argument("--only", metavar="NAMES", help=f"comma-separated pitfalls (default: all: {','.join(PITFALLS)})")
+    au.add_argument("--repeats", type=int, default=DEFAULTS["repeats"],
+                    help="runs per setting (default: %(default)s)")
+    au.add_argument("--duration", type=_seconds, default=DEFAULTS["duration"], metavar="SECONDS",
+                    help="measured seconds per run (default: %(default)s)")
+    au.add_argument("--warmup", type=_seconds, default=DEFAULTS["warmup"], metavar="SECONDS",
+                    help="warm-up seconds per run (default: %(default)s)")
+    au.add_argument("--fabric", default=DEFAULTS["fabric"], help="fabric of the network pitfalls (default: %(default)s)")
+    au.add_argument("--storage-dir", metavar="DIR",
+                    help="directory of the storage pitfalls (default: a temporary directory in the run's "
+                         "folder under --results, removed after; on tmpfs the O_DIRECT settings are "
+                         "reported not measurable)")
+    _results_arg(au)
+    au.add_argument("--json", action="store_true", help="print the run id, the report's path and the rows as JSON")
+    au.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",
+                    help="another campaign holds the results folder or this machine's cores: wait up to "
+                         "SECONDS (default 0: refuse at once)")
+    au.set_defaults(func=_cmd_audit)
 
 
 def _add_engine(sub) -> None:

@@ -1,0 +1,89 @@
+"""Ground truth for the local storage mode (issue 15, item 5): the page
+cache against a throttled device. A cgroup v1 blkio throttle
+(blkio.throttle.write_bps_device) on a fresh loop-mounted ext4 caps what
+reaches the device: O_DIRECT writes must measure at most the throttle
+(small tolerance: the throttle's slice lets a little through early), while
+buffered writes land in the page cache (its writeback is not charged to the
+cgroup in v1) and must measure well above it. Needs root and cgroup v1's
+blkio controller (cgroup v2 has io.max instead): skipped otherwise, saying
+why."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from rooftop.engine import engine_path
+
+BLKIO = Path("/sys/fs/cgroup/blkio")
+THROTTLE = 16 << 20  # bytes/s
+TOLERANCE = 1.10
+
+
+def _skip_unless_possible() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a loop image and creating a cgroup need root")
+    if not (BLKIO / "blkio.throttle.write_bps_device").exists():
+        pytest.skip(f"no cgroup v1 blkio controller at {BLKIO} (cgroup v2 throttles with io.max instead)")
+    for tool in ("losetup", "mount", "umount", "mkfs.ext4"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (Debian: e2fsprogs, mount)")
+
+
+@contextlib.contextmanager
+def throttled_ext4():
+    """(mount point, cgroup dir): a 128 MiB ext4 image on a loop device whose
+    writes the cgroup caps at THROTTLE; everything removed afterwards."""
+    _skip_unless_possible()
+    with tempfile.TemporaryDirectory(prefix="rooftop-throttle-") as tmp:
+        image, mnt = Path(tmp) / "image", Path(tmp) / "mnt"
+        mnt.mkdir()
+        with open(image, "wb") as f:
+            f.truncate(128 << 20)
+        subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+        dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True,
+                             text=True).stdout.strip()
+        cg = BLKIO / f"rooftop-test-{os.getpid()}"
+        try:
+            subprocess.run(["mount", "-t", "ext4", dev, str(mnt)], check=True)
+            cg.mkdir()
+            rdev = os.stat(dev).st_rdev
+            (cg / "blkio.throttle.write_bps_device").write_text(f"{os.major(rdev)}:{os.minor(rdev)} {THROTTLE}\n")
+            yield mnt, cg
+        finally:
+            subprocess.run(["umount", str(mnt)], check=False)
+            subprocess.run(["losetup", "-d", dev], check=False)
+            if cg.exists():
+                cg.rmdir()
+
+
+def put_rate(mnt: Path, cg: Path, io_mode: str) -> float:
+    """1 MiB sequential puts from a process inside the cgroup: bytes/s."""
+    d = mnt / io_mode
+    d.mkdir()
+    argv = [engine_path(), "storage", "--op", "put", "--size", "1MiB", "--pattern", "seq", "--io-mode", io_mode,
+            "--allocation", "preallocate", "--file-size", "48MiB", "--storage-dir", str(d),
+            "--duration", "1", "--warmup", "0.3"]
+    # The shell joins the cgroup, then becomes the engine: every write it makes is charged there.
+    p = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *argv],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr + p.stdout
+    doc = json.loads(p.stdout)
+    assert doc["result"]["storage"]["o_direct_honoured"] is True
+    return doc["result"]["bytes_per_sec"]
+
+
+def test_o_direct_is_capped_by_the_throttle_and_buffered_is_not():
+    with throttled_ext4() as (mnt, cg):
+        direct = put_rate(mnt, cg, "direct")
+        buffered = put_rate(mnt, cg, "buffered")
+    assert direct <= THROTTLE * TOLERANCE, f"O_DIRECT {direct / 2**20:.1f} MiB/s above the {THROTTLE >> 20} MiB/s throttle"
+    assert direct >= THROTTLE * 0.5, f"O_DIRECT {direct / 2**20:.1f} MiB/s: far below the throttle, not bound by it"
+    assert buffered > THROTTLE * 1.5, f"buffered {buffered / 2**20:.1f} MiB/s: not above the throttle (page cache?)"
