@@ -32,6 +32,8 @@ if [ "$want_test" = 1 ]; then pkgs+=(iproute2 iperf3); fi
 # Slurm and munge: 'rooftop cluster up --slurm' runs a real slurmctld and one
 # slurmd per emulated node (tests/cluster run collect under salloc + srun).
 if [ "$want_test" = 1 ]; then pkgs+=(slurm-wlm munge); fi
+# strace: the progress test counts a spinning server's polling calls.
+if [ "$want_test" = 1 ]; then pkgs+=(strace); fi
 if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils); fi
 
 missing=()
