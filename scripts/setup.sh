@@ -33,8 +33,12 @@ if [ "$want_test" = 1 ]; then pkgs+=(iproute2 iperf3); fi
 # slurmd per emulated node (tests/cluster run collect under salloc + srun).
 if [ "$want_test" = 1 ]; then pkgs+=(slurm-wlm munge); fi
 # fio: benchmarks/storage_vs_fio.py (rooftop's local storage mode against fio;
-# e2fsprogs makes its loop-mounted ext4 image, strace counts both sides' syscalls).
-if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils fio e2fsprogs strace); fi
+# e2fsprogs makes its loop-mounted ext4 image, strace counts both sides' syscalls;
+# perf: benchmarks/progress_syscalls.py).
+if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils fio e2fsprogs strace linux-perf); fi
+# strace: the progress test counts a spinning server's polling calls;
+# e2fsprogs: the storage tests make loop-mounted ext4 images.
+if [ "$want_test" = 1 ]; then pkgs+=(strace e2fsprogs); fi
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

@@ -446,7 +446,16 @@ Endpoint::Endpoint(const EndpointOptions& o) : progress_(o.progress), spec_(o.fa
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_MSG;
   cq_attr.size = 0;
-  if (progress_.mode != ProgressMode::Busy) {
+  // Only block and adaptive sleep on an fd. A CQ with a wait object costs
+  // every completion while polling too: over tcp;ofi_rxm (libfabric 1.17)
+  // it makes rxm open its tcp CQ in epoll mode, so the sockets and the
+  // CQ's signal socket stay registered in an epoll set nested in this CQ's
+  // own: each arriving message and each completion signal runs the epoll
+  // wake-up callbacks of both sets in the kernel, and each empty read is an
+  // epoll_wait (busy: a poll). Measured: +0.75 us on a ~9 us minimum round
+  // trip, ~8 % (benchmarks/RESULTS.md). Spindown polls exactly as busy does
+  // and, once idle, sleeps in growing steps instead (sleep_poll).
+  if (progress_.mode == ProgressMode::Block || progress_.mode == ProgressMode::Adaptive) {
     // Preferred: an fd we poll() after fi_trywait; else sleep-polling.
     cq_attr.wait_obj = FI_WAIT_FD;
     rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
@@ -462,7 +471,8 @@ Endpoint::Endpoint(const EndpointOptions& o) : progress_(o.progress), spec_(o.fa
       // shm's own wait object spins on sched_yield and ignores the
       // timeout of fi_cq_sread, so no provider wait object is used.
       progress_note_ = "provider " + provider() + " has no fd wait object (" + fi_error_text(rc) +
-                       "): blocking falls back to sleep-polling (20 us doubling to 1 ms while idle)";
+                       "): blocking falls back to sleep-polling (" + std::to_string(kMinBackoffUs) +
+                       " us doubling to " + std::to_string(kMaxBackoffUs / 1000) + " ms while idle)";
     }
   }
   if (!cq_) {
@@ -607,14 +617,15 @@ size_t Endpoint::poll(CqEvent* out, size_t max) {
   throw EngineError(kExitFailure, "fi_cq_read failed: " + fi_error_text(static_cast<int>(n)));
 }
 
+// Short sleeps right after activity, longer while idle (no fd to sleep on).
+void Endpoint::sleep_poll(int timeout_ms) {
+  int us = std::min(backoff_us_, timeout_ms * 1000);
+  std::this_thread::sleep_for(std::chrono::microseconds(us));
+  backoff_us_ = std::min(backoff_us_ * 2, kMaxBackoffUs);
+}
+
 void Endpoint::wait(int timeout_ms) {
-  if (cq_fd_ < 0) {
-    // Sleep-poll: short sleeps right after activity, longer when idle.
-    int us = std::min(backoff_us_, timeout_ms * 1000);
-    std::this_thread::sleep_for(std::chrono::microseconds(us));
-    backoff_us_ = std::min(backoff_us_ * 2, kMaxBackoffUs);
-    return;
-  }
+  if (cq_fd_ < 0) return sleep_poll(timeout_ms);
   fid* f = &cq_->fid;
   if (fi_trywait(fabric_, &f, 1) != FI_SUCCESS) return;  // events pending: poll again
   pollfd p{cq_fd_, POLLIN, 0};
@@ -639,6 +650,7 @@ void Endpoint::idle(bool outstanding, int64_t now, int64_t last_activity, int ma
 
 std::string Endpoint::progress_effective() const {
   if (progress_.mode == ProgressMode::Busy) return "busy";
+  if (progress_.mode == ProgressMode::Spindown) return progress_.text();  // sleep-polls by design
   return progress_.text() + (cq_fd_ >= 0 ? "" : " (sleep-poll fallback)");
 }
 

@@ -131,7 +131,9 @@ class Endpoint {
   // returned as events with err set.
   size_t poll(CqEvent* out, size_t max);
   // Blocks on the CQ (fi_trywait + poll on its fd) for at most timeout_ms.
-  // With no fd wait object, sleeps briefly instead.
+  // With no fd wait object (spindown, providers without one), sleeps
+  // briefly instead: kMinBackoffUs after a completion, doubling to
+  // kMaxBackoffUs while nothing completes.
   void wait(int timeout_ms);
   // Called when poll() found nothing: waits or not per progress mode.
   void idle(bool outstanding, int64_t now, int64_t last_activity, int max_block_ms);
@@ -161,8 +163,9 @@ class Endpoint {
   fid_av* av_ = nullptr;
   fid_cq* cq_ = nullptr;
   int cq_fd_ = -1;
-  static constexpr int kMinBackoffUs = 20, kMaxBackoffUs = 1000;
-  int backoff_us_ = kMinBackoffUs;  // sleep-poll fallback (no fd)
+  static constexpr int kMinBackoffUs = 20, kMaxBackoffUs = 5000;
+  int backoff_us_ = kMinBackoffUs;  // sleep_poll (no fd)
+  void sleep_poll(int timeout_ms);
   size_t convert(fi_cq_msg_entry* e, ssize_t n, CqEvent* out);
   size_t read_error(CqEvent* out);
   uint64_t mr_mode_ = 0;
