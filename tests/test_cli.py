@@ -121,6 +121,10 @@ def test_campaign_commands_keep_their_flags():
         "validate": {"--allow-concurrent", "--client-nodes", "--clients-per-node", "--dry-run", "--duration",
                      "--fail-fast", "--help", "--json", "--nic-policy", "--results", "--run", "--sample", "--samples", "--server-nodes",
                      "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
+        "tune": {"--allow-concurrent", "--binding", "--budget", "--config", "--duration", "--fabric", "--help",
+                 "--init", "--json", "--launcher", "--metric", "--model", "--nic-policy", "--nodes", "--repeat",
+                 "--results", "--run", "--seed", "--set", "--space", "--verbose", "--wait-lock", "--warmup",
+                 "-h", "-v"},
         "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
                    "--nodes", "--results", "--set", "-h"},
     }
