@@ -1152,7 +1152,9 @@ def _add_tune(sub) -> None:
                         "best predicted rate stops improving. Every step is stored; 'rooftop report RUN' "
                         "shows the trajectory. See docs/learning.md.")
     _tune_config_args(tu)
-    tu.add_argument("--metric", choices=["rpc", "bw"], help="what to tune (default: the space file's, else rpc)")
+    from rooftop import metrics
+
+    tu.add_argument("--metric", choices=list(metrics.METRICS), help="what to tune (default: the space file's, else rpc)")
     tu.add_argument("--space", metavar="FILE", help="search space (JSON, or TOML by extension): knob -> "
                     "list of values or {min, max, step|factor}; default: a built-in space per metric")
     tu.add_argument("--budget", type=int, default=12, metavar="N", help="configurations measured at most "

@@ -15,7 +15,7 @@ from rooftop.cli import main
 from rooftop.learn import LearnError, dataset
 from rooftop.learn.propose import MIN_CONFIGS, Observation, Proposer
 from rooftop.learn.roofline_models import Efficiency
-from rooftop.learn.space import Space, parse
+from rooftop.learn.space import parse
 from rooftop.learn.tune import PATIENCE, Settings, best_step, loop, prior_scores, stalled
 from rooftop.store import Store
 
@@ -197,3 +197,33 @@ def test_tune_refuses_bad_inputs_before_a_run_exists(tmp_path, capsys):
     assert main(["tune", "--init", "2", "--results", str(tmp_path / "r")]) == 2
     assert "needs at least 3" in capsys.readouterr().err
     assert not (tmp_path / "r" / "rooftop.db").exists() or not Store(tmp_path / "r", create=False).runs()
+
+
+class _Roof:
+    """A roofline: client ceiling 10, server ceiling 4 per server process."""
+
+    def rate(self, x):
+        return min(10.0, 4.0 * x)
+
+    def binding(self, x):
+        return "server" if 4.0 * x < 10.0 else "client"
+
+
+def test_the_outcome_compares_the_best_with_the_roofline_or_says_it_cannot(tmp_path):
+    from rooftop.learn.tune import Step
+    from rooftop.learn.tune_report import outcome_lines, write
+    from rooftop.learn.tune_run import summary
+
+    space = parse({"clients_per_node": [1, 2]}, "rpc", "f")
+    steps = [Step(1, {"clients_per_node": 1}, "default", None, 3.0, None, ["a"]),
+             Step(2, {"clients_per_node": 2}, "random", None, 1.5, None, ["b"])]
+    out = summary(steps, "budget", space, _Roof(), "RUN", {"servers_per_node": 1, "clients_per_node": 1})
+    assert out["best"]["step"] == 1 and out["roofline"] == {"run": "RUN", "x": 1.0, "rate": 4.0,
+                                                          "binds": "server", "share": 0.75}
+    lines = outcome_lines(out, "ops/s")
+    assert any("server ceiling binds; the best reaches 75% of it" in line for line in lines)
+    assert any("best / default = 1.00" in line for line in lines)
+    bare = summary(steps, "budget", space, None, None, {})
+    assert "no ceilings to compare against" in " ".join(outcome_lines(bare, "ops/s"))
+    page, md = write(out, "ops/s", "RUN", tmp_path)
+    assert "75%" in page.read_text() and "| 2 | random | clients_per_node=2 |" in md.read_text()

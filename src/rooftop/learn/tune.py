@@ -13,11 +13,7 @@ has not improved by more than TOLERANCE for PATIENCE steps.
 
 from __future__ import annotations
 
-import json
-import math
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
