@@ -227,3 +227,15 @@ def test_the_outcome_compares_the_best_with_the_roofline_or_says_it_cannot(tmp_p
     assert "no ceilings to compare against" in " ".join(outcome_lines(bare, "ops/s"))
     page, md = write(out, "ops/s", "RUN", tmp_path)
     assert "75%" in page.read_text() and "| 2 | random | clients_per_node=2 |" in md.read_text()
+
+
+def test_concurrency_and_handler_threads_reach_the_engine_only_when_set(tmp_path, capsys):
+    res = str(tmp_path / "r")
+    assert main(["collect", "--dry-run", "--results", res, "--metrics", "rpc"]) == 0
+    plain = capsys.readouterr().out
+    assert "--concurrency" not in plain and "--handler-threads" not in plain
+    assert main(["collect", "--dry-run", "--results", res, "--metrics", "rpc", "--set", "engine.concurrency=4",
+                 "--set", "engine.handler_threads=2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all("--concurrency 4" in l for l in lines if " load " in l) and any(" load " in l for l in lines)
+    assert all("--handler-threads 2" in l for l in lines if " serve " in l)
