@@ -52,20 +52,26 @@ def figure(out: dict, unit: str):
     """Measured and predicted rate per step, and the best predicted so far."""
     from matplotlib.figure import Figure
 
+    from rooftop.units import rate_scale
+
     steps = out["steps"]
+    values = [v for s in steps for v in (s["measured"], s["predicted"], s["best_predicted"]) if v]
+    div, label = rate_scale(unit, max(values + [(out.get("roofline") or {}).get("rate") or 0.0], default=1.0))
     fig = Figure(figsize=(6.5, 4))
     ax = fig.add_subplot()
-    n = [s["step"] for s in steps]
-    ax.plot(n, [s["measured"] for s in steps], "o-", color="#1f77b4", label="measured (median of windows)")
-    pred = [(s["step"], s["predicted"]) for s in steps if s["predicted"] is not None]
-    if pred:
-        ax.plot(*zip(*pred), "x", color="#d62728", label="predicted before measuring")
-    bp = [(s["step"], s["best_predicted"]) for s in steps if s["best_predicted"] is not None]
-    if bp:
-        ax.plot(*zip(*bp), "--", color="#7f7f7f", label="best predicted over the space")
+
+    def series(field: str):
+        return zip(*[(s["step"], s[field] / div) for s in steps if s[field] is not None]) if any(
+            s[field] is not None for s in steps) else None
+
+    ax.plot(*series("measured") or ([], []), "o-", color="#1f77b4", label="measured (median of windows)")
+    for field, style, colour, text in (("predicted", "x", "#d62728", "predicted before measuring"),
+                                       ("best_predicted", "--", "#7f7f7f", "best predicted over the space")):
+        if series(field):
+            ax.plot(*series(field), style, color=colour, label=text)
     if out.get("roofline"):
-        ax.axhline(out["roofline"]["rate"], color="#2ca02c", lw=1, label="roofline r(x) of the best")
-    ax.set(xlabel="step", ylabel=f"per client process ({unit})", title=f"rooftop tune: {out['metric']}")
+        ax.axhline(out["roofline"]["rate"] / div, color="#2ca02c", lw=1, label="roofline r(x) of the best")
+    ax.set(xlabel="step", ylabel=f"per client process ({label})", title=f"rooftop tune: {out['metric']}")
     ax.legend(fontsize=7)
     return fig
 
