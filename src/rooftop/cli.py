@@ -715,6 +715,7 @@ def _cmd_tune(args) -> int:
     from rooftop.store import Store
 
     settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
+    settings.check()  # before anything is created
     overrides = _overrides(args)
     space = spaces.load(args.space, args.metric, config.build(args.config, overrides))
     if args.metric and space.metric != args.metric:

@@ -194,9 +194,10 @@ def test_tune_refuses_bad_inputs_before_a_run_exists(tmp_path, capsys):
     space.write_text(json.dumps({"engine.concurrency": [1, 0]}))
     assert main(["tune", "--space", str(space), "--results", str(tmp_path / "r")]) == 2
     assert "engine.concurrency = 0" in capsys.readouterr().err
-    assert main(["tune", "--init", "2", "--results", str(tmp_path / "r")]) == 2
+    assert not Store(tmp_path / "r", create=False).runs()  # no run created
+    assert main(["tune", "--init", "2", "--results", str(tmp_path / "r2")]) == 2
     assert "needs at least 3" in capsys.readouterr().err
-    assert not (tmp_path / "r" / "rooftop.db").exists() or not Store(tmp_path / "r", create=False).runs()
+    assert not (tmp_path / "r2").exists()  # nothing created
 
 
 class _Roof:
