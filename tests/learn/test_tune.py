@@ -240,3 +240,16 @@ def test_concurrency_and_handler_threads_reach_the_engine_only_when_set(tmp_path
     lines = capsys.readouterr().out.splitlines()
     assert all("--concurrency 4" in l for l in lines if " load " in l) and any(" load " in l for l in lines)
     assert all("--handler-threads 2" in l for l in lines if " serve " in l)
+
+
+def test_with_a_roofline_the_model_learns_the_efficiency():
+    space = parse({"clients_per_node": [1, 2, 4, 8], "engine.concurrency": [1, 2, 4]}, "rpc", "f")
+    truth = lambda p: _Roof().rate(1 / p["clients_per_node"]) * (0.5 + 0.1 * p["engine.concurrency"])  # noqa: E731
+    base = {"servers_per_node": 1, "clients_per_node": 1}
+    proposer = Proposer(space, 0, {"clients_per_node": 1, "engine.concurrency": 1}, _Roof(), placement=base)
+    steps, _ = loop(proposer, Settings(budget=8), lambda step, p: ([truth(p)] * 2, [], ""))
+    assert [s.params for s in steps] == [s.params for s in loop(
+        Proposer(space, 0, dict(steps[0].params), _Roof(), placement=base), Settings(budget=8),
+        lambda step, p: ([truth(p)] * 2, [], ""))[0]]
+    later = [s for s in steps if s.how == "model"]
+    assert later and all(abs(s.predicted / truth(s.params) - 1) < 0.5 for s in later)
