@@ -25,7 +25,7 @@ from rooftop.learn.space import PLACEMENT_KNOBS, Space
 #: The best predicted rate must improve by more than this (relative)...
 TOLERANCE = 0.02
 #: ...within this many model steps, or the tune stops.
-PATIENCE = 3
+PATIENCE = 4
 #: Where placement knobs go in the config (the processes of each node).
 PLACEMENT_KEYS = {"servers_per_node": "validate.servers_per_node",
                   "clients_per_node": "validate.clients_per_node"}
