@@ -69,10 +69,11 @@ def test_stops_when_the_best_prediction_stalls():
     assert not stalled([1.0] * PATIENCE)
     assert stalled([1.0] * (PATIENCE + 1))
     assert not stalled([1.0] * PATIENCE + [1.5])
-    steps, reason = loop(Proposer(parse({"engine.concurrency": [1, 2, 4, 8, 16, 32, 64, 128]}, "rpc", "t"),
+    steps, reason = loop(Proposer(parse({"engine.concurrency": {"min": 1, "max": 1024, "factor": 2}}, "rpc", "t"),
                                   0, {"engine.concurrency": 1}),
-                         Settings(budget=8), lambda step, p: ([5.0, 5.0], [], ""))
-    assert "improved by less than" in reason and len(steps) < 8
+                         Settings(budget=11), lambda step, p: ([5.0, 5.0], [], ""))
+    # A flat rate: the 3 initial steps, then PATIENCE + 1 model steps.
+    assert "improved by less than" in reason and len(steps) == MIN_CONFIGS + PATIENCE + 1
 
 
 def test_too_few_samples_to_learn_says_how_many_are_needed():
