@@ -21,7 +21,8 @@ the two differ by the noise between measurements).
 
     ROOFTOP_CORES_LOCK=/tmp/rooftop-tune.lock .venv/bin/python benchmarks/tune_vs_grid.py
 
-About 6 minutes on 2 idle cores, 8-9 on a loaded one (--duration, --repeat
+7 minutes here with the machine loaded by others (13.5 at its worst;
+less on idle cores) (--duration, --repeat
 make it shorter or steadier; --roofline adds a collect run, under a
 minute); the rates move with whatever else runs on the machine.
 """
