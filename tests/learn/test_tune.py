@@ -134,7 +134,8 @@ def test_a_model_file_is_used_when_it_matches_and_refused_when_not(tmp_path):
     with pytest.raises(LearnError, match="never saw engine.concurrency vary"):
         prior_scores(doc, parse({"engine.concurrency": [1, 2]}, "bw", "f"), [], params, "r")
     other = dict(params, **{"bw.stream_size": "1GiB"})  # the fixture: 64MiB
-    with pytest.raises(LearnError, match="bw.stream_size"):
+    with pytest.raises(LearnError, match="trained with bw.stream_size = 67108864 bytes in every sample; this "
+                                         "tune's base configuration has 1GiB"):
         prior_scores(doc, ok, ok.grid(), other, "this tune")
 
 

@@ -93,6 +93,11 @@ def prior_scores(doc: dict, space: Space, candidates: list[dict], base: dict, ru
                              f"{doc['constants'].get(key, '(unset)')} in every sample): it cannot rank "
                              f"the space's values of {key}; learn from runs that vary it")
         params.pop(key, None)
+    for key, trained in sorted(doc["constants"].items()):
+        if str(params.get(key, "(unset)")) != str(trained):
+            raise LearnError(f"the model file was trained with {key} = {_raw(key, trained)} in every sample; "
+                             f"this tune's base configuration has {base.get(key, '(unset)')}: the model cannot "
+                             f"tell the effect (set {key} as it was, or learn from runs that vary it)")
     roof = doc["rooflines"][doc["runs"][0]]
     out = []
     for c in candidates:
@@ -107,6 +112,16 @@ def prior_scores(doc: dict, space: Space, candidates: list[dict], base: dict, ru
         X = np.hstack([doc["encoder"].matrix([row]), [[roof.rate(spn / cpn)]]])
         out.append(float(doc["estimator"].predict(X)[0]))
     return out
+
+
+def _raw(key: str, value):
+    """An encoded constant as a config value (sizes back to bytes)."""
+    from rooftop.config import KEY_BY_PATH
+
+    k = KEY_BY_PATH.get(key)
+    if k is not None and k.kind == "size" and isinstance(value, float):
+        return f"{round(2 ** value - 1)} bytes"
+    return value
 
 
 @dataclass

@@ -33,7 +33,8 @@ def outcome_lines(out: dict, unit: str) -> list[str]:
     best = out["best"]
     if best is None:
         return [f"stopped: {out['stopped']}", "no configuration was measured successfully"]
-    lines = [f"stopped: {out['stopped']} ({len(out['steps'])} configurations measured)",
+    counted = "" if out["stopped"].startswith("budget") else f" ({len(out['steps'])} configurations measured)"
+    lines = [f"stopped: {out['stopped']}{counted}",
              f"best: {_rate(best['measured'], unit)} per client process at step {best['step']}: "
              f"{_knobs(best['params'])}"]
     if out["default"]:
