@@ -261,6 +261,13 @@ class ServerGroup:
         return len(self.placement.server_nodes) * self.placement.servers_per_node
 
 
+def _non_default(cfg: dict, key: str, default: int) -> list[str]:
+    """--KEY VALUE for engine.KEY when it is not the engine's default (the
+    command lines of campaigns that never set it stay as they were)."""
+    value = cfg["engine"].get(key, default)
+    return [] if value == default else [f"--{key.replace('_', '-')}", str(value)]
+
+
 class Commands:
     """The engine command lines of a campaign: servers, clients, start options."""
 
@@ -285,7 +292,7 @@ class Commands:
             argv = [self.engine, "serve", *self.fabric_args(), "--group-dir", str(gdir),
                     "--token-file", str(gdir / TOKEN_FILE),
                     "--progress", self.cfg["engine"]["server_progress"],
-                    *per_metric, *self.lease_args(gdir),
+                    *per_metric, *_non_default(self.cfg, "handler_threads", 0), *self.lease_args(gdir),
                     "--output", str(gdir / "server-{rank}.json")]
             if node.address:
                 argv += ["--address", node.address]
@@ -323,7 +330,7 @@ class Commands:
             argv = [self.engine, "load", *self.fabric_args(), "--group-dir", str(gdir),
                     "--nservers", str(nservers), "--duration", str(spec.duration),
                     "--samples", str(nwindows), *start, "--slices", str(e.get("slices", 20)),
-                    "--progress", e["client_progress"],
+                    "--progress", e["client_progress"], *_non_default(self.cfg, "concurrency", 1),
                     "--timeout", str(e["timeout"]), *self.lease_args(gdir),
                     "--output", str(sdir / "client-{rank}.json"),
                     "--window-log", str(sdir / progress.WINDOW_LOG)]

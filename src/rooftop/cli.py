@@ -39,6 +39,8 @@ commands:
             ones) on runs' samples; save the best with the run
   predict   a learned model's rate for servers and clients never measured,
             capped by the roofline
+  tune      the adaptive loop over engine and deployment knobs: propose from a
+            learned model, measure, retrain (prints the run id)
   cluster   an emulated cluster on this machine (root): up, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
@@ -62,6 +64,7 @@ examples:
   rooftop compare $RUN examples/aurora-table2.json
   rooftop learn $RUN $RUN2 && rooftop predict $RUN --servers 3 --clients 40
   rooftop audit --only cache,allocation --storage-dir /mnt/nvme/tmp
+  rooftop tune --metric bw --run $RUN --budget 12   # settings for this machine
 """
 
 
@@ -628,6 +631,8 @@ def _cmd_report(args) -> int:
     store = Store(args.results, create=False)
     if store.get_run(args.run).config.get("kind") == "audit":
         return _report_audit(store, args)
+    if store.tune_steps(store.get_run(args.run).id):
+        return _tune_report(args, store)
     res = results.load(store, args.run)
     if not res.rooflines:
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
@@ -647,6 +652,25 @@ def _report_audit(store, args) -> int:
     run = store.get_run(args.run)
     out = Path(args.output) if args.output else store.run_dir(run.id) / "report"
     page, md = show.write(run, audit_run.rows_of(store, run.id), out)
+    print(f"markdown summary: {md}", file=sys.stderr)
+    print(page)
+    return 0
+
+
+def _tune_report(args, store) -> int:
+    """A tune run's report: its trajectory and best configuration."""
+    from rooftop import metrics
+    from rooftop.learn import tune_report
+    from rooftop.learn.tune_run import load
+
+    run = store.get_run(args.run)
+    out = load(store, run.id)
+    if out is None:  # interrupted before its end: the stored steps
+        from rooftop.learn.tune_run import outcome_of
+
+        out = outcome_of(store, run)
+    out_dir = Path(args.output) if args.output else store.run_dir(run.id) / "report"
+    page, md = tune_report.write(out, metrics.get(out["metric"]).unit, run.id, out_dir)
     print(f"markdown summary: {md}", file=sys.stderr)
     print(page)
     return 0
@@ -732,6 +756,71 @@ def _cmd_predict(args) -> int:
     else:
         print_prediction(p)
     return 0
+
+
+def _cmd_tune(args) -> int:
+    from rooftop import config, metrics, nic_check
+    from rooftop.learn import space as spaces
+    from rooftop.learn.predict import load_model
+    from rooftop.learn.tune import Settings
+    from rooftop.learn.tune_run import prepare, tune
+    from rooftop.store import Store
+
+    settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
+    settings.check()  # before anything is created
+    overrides = _overrides(args)
+    space = spaces.load(args.space, args.metric, config.build(args.config, overrides))
+    if args.metric and space.metric != args.metric:
+        print(f"rooftop tune: {args.space} tunes {space.metric}, not --metric {args.metric}", file=sys.stderr)
+        return 2
+    overrides["metrics"] = [space.metric]
+    build = lambda knobs: config.build(args.config, {**overrides, **knobs})  # noqa: E731
+    base = dict(build({}), stages=["tune"])
+    nic_check.preflight(base)
+    store = Store(base["results"])
+    doc = load_model(Path(args.model)) if args.model else None
+    proposer = prepare(store, base, build, space, settings, args.run, doc)
+    with _campaign_locks(args, store, base) as locks:  # a refused tune creates no run
+        run_id = store.new_run(base, dict(_environment(base), tune={
+            "space": space.to_dict(), "settings": vars(settings), "roofline_run": args.run,
+            "model": args.model}))
+        locks.name_run(run_id)
+        return _tune_run(args, store, run_id, proposer, build, settings, metrics.get(space.metric).unit)
+
+
+def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str) -> int:
+    import time
+
+    from rooftop.learn.tune_report import outcome_lines, step_line
+    from rooftop.learn.tune_run import tune
+
+    say = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    log = say if args.verbose else (lambda m: None)
+    say(f"rooftop tune: run {run_id}, {proposer.space.metric} over {proposer.space.size()} configurations "
+        f"({', '.join(proposer.space.knobs)}), budget {settings.budget}")
+    t0 = time.monotonic()
+    _claim(store, run_id, "tune")
+    try:
+        out = tune(store, run_id, proposer, build, settings, args.run, log, lambda s: say(step_line(s, unit)))
+    except KeyboardInterrupt:
+        store.set_status(run_id, "interrupted", "tune interrupted: its steps so far are stored")
+        raise
+    except Exception as e:
+        store.set_status(run_id, "failed", f"tune: {e}")
+        raise
+    finally:
+        store.add_time(run_id, time.monotonic() - t0)
+    best = out["best"]
+    store.set_status(run_id, "complete" if best else "failed",
+                     f"tune {out['metric']}: {len(out['steps'])} steps; " + (
+                         f"best at step {best['step']}" if best else "nothing measured"))
+    if args.json:
+        print(json.dumps(dict(out, run=run_id), indent=1, default=str))
+    else:
+        for line in outcome_lines(out, unit):
+            say(line)
+        print(run_id)
+    return 0 if best else 1
 
 
 def _cmd_config(args) -> int:
@@ -866,7 +955,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rooftop {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for add in (_add_collect, _add_validate, _add_runs, _add_doctor, _add_export, _add_model, _add_plot,
-                _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe, _add_audit):
+                _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe, _add_tune, _add_audit):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
     from rooftop.nics import add_parser as add_nics_parser
@@ -1105,6 +1194,54 @@ def _add_predict(sub) -> None:
     _results_arg(pr)
     pr.add_argument("--json", action="store_true", help="JSON on stdout")
     pr.set_defaults(func=_cmd_predict)
+
+
+def _add_tune(sub) -> None:
+    tu = sub.add_parser("tune", help="the adaptive loop: propose settings from a learned model, measure, "
+                        "retrain; prints the run id",
+                        description="Measures configurations of a search space on the engine, each "
+                        "proposed by a model of the rates measured so far (seed 003's predict-the-best; "
+                        "roofline-informed with --run), until --budget configurations are measured or the "
+                        "best predicted rate stops improving. Every step is stored; 'rooftop report RUN' "
+                        "shows the trajectory. See docs/learning.md.")
+    _tune_config_args(tu)
+    from rooftop import metrics
+
+    tu.add_argument("--metric", choices=list(metrics.METRICS), help="what to tune (default: the space file's, else rpc)")
+    tu.add_argument("--space", metavar="FILE", help="search space (JSON, or TOML by extension): knob -> "
+                    "list of values or {min, max, step|factor}; default: a built-in space per metric")
+    tu.add_argument("--budget", type=int, default=12, metavar="N", help="configurations measured at most "
+                    "(default: %(default)s)")
+    tu.add_argument("--init", type=int, default=3, metavar="N", help="configurations measured before the "
+                    "model proposes: the default, then a model file's best or seeded random ones "
+                    "(default and minimum: %(default)s)")
+    tu.add_argument("--repeat", type=int, default=3, metavar="K", help="windows per configuration; its "
+                    "rate is their median (default: %(default)s)")
+    tu.add_argument("--duration", type=float, default=1.0, metavar="S", help="seconds per window (default: %(default)s)")
+    tu.add_argument("--warmup", type=float, default=0.5, metavar="S", help="warmup seconds per configuration "
+                    "(default: %(default)s)")
+    tu.add_argument("--seed", type=int, default=0, metavar="N", help="random seed: same seed, same proposals "
+                    "for the same measurements (default: %(default)s)")
+    tu.add_argument("--run", metavar="RUN", help="a run with ceilings on these nodes: the model learns the "
+                    "efficiency against its roofline, and the best is compared with it")
+    tu.add_argument("--model", metavar="FILE", help="a model file of 'rooftop learn' ranking the initial "
+                    "configurations (refused when it does not match the tune's parameters)")
+    tu.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
+    tu.add_argument("-v", "--verbose", action="store_true", help="log every command started")
+    tu.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",
+                    help="wait up to SECONDS for another campaign's locks (default 0: refuse at once)")
+    tu.add_argument("--allow-concurrent", action="store_true",
+                    help="run even if another campaign holds the locks (samples marked concurrent)")
+    tu.set_defaults(func=_cmd_tune)
+
+
+def _tune_config_args(p) -> None:
+    """The base config of a tune: a file, key flags (not --metrics: the
+    space's metric is measured), --set."""
+    p.add_argument("--config", help="campaign file (JSON, or TOML by extension): the base configuration")
+    add_key_flags(p, [f for f in CONFIG_FLAGS if f.flag != "--metrics"] + [RESULTS_FLAG])
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="any config key of the base configuration, e.g. --set bw.stream_size=256MiB")
 
 
 def _add_config(sub) -> None:

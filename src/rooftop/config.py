@@ -117,6 +117,10 @@ KEYS: list[Key] = [
     Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, "
         "spindown[:MS]"),
     Key("engine.client_progress", "str", "busy", "client progress mode"),
+    Key("engine.concurrency", "int", 1, "operations each client process keeps outstanding (1: sequential, "
+        "synchronous, as seed 000 measures)", maximum=4096),
+    Key("engine.handler_threads", "int", 0, "server threads running RPC handlers (0: all in the single "
+        "progress loop, the paper's single-threaded daemon)", maximum=256),
     Key("engine.start", "choice", "barrier", "how the clients of a sample start measuring together: barrier "
         "(each warms up, reports ready to server rank 0 over the fabric and keeps loading; its one answer "
         "starts every client's first window) or clock (a wall-clock instant, launch time + start_lead + "
@@ -399,8 +403,9 @@ def resolve(cfg: dict) -> dict:
     _check_start(cfg)
     for p in ("collect.samples", "validate.samples", "launcher.nodes", "launcher.cores_per_node",
               "collect.servers_per_node", "collect.clients_per_node",
-              "validate.servers_per_node", "validate.clients_per_node"):
+              "validate.servers_per_node", "validate.clients_per_node", "engine.concurrency"):
         _positive(cfg, p)
+    _positive(cfg, "engine.handler_threads", 0, strict=False)
     _not_years(cfg, "collect")
     if not cfg["metrics"]:
         raise ConfigError(f"metrics: name at least one of {', '.join(metrics.METRICS)}")

@@ -34,6 +34,8 @@ def run_status(store: Store, run_id: str, cfg: dict) -> tuple[str, str]:
     plans = {"collect": plan_collect, "validate": plan_validate}
     missing = []
     for stage in cfg.get("stages") or ["collect"]:
+        if stage not in plans:  # a tune run (rooftop.learn.tune) plans as it goes
+            continue
         keys = {k for g in plans[stage](cfg) for spec in g.samples for k in spec.row_keys()}
         left = len(keys - stored)
         if left:

@@ -169,6 +169,19 @@ SERIES_DDL = """CREATE TABLE IF NOT EXISTS series (
 )"""
 SERIES_INDEX_DDL = "CREATE INDEX IF NOT EXISTS series_run ON series (run_id, round)"
 
+TUNE_STEPS_DDL = """CREATE TABLE IF NOT EXISTS tune_steps (
+    run_id      TEXT NOT NULL REFERENCES runs(id),
+    step        INTEGER NOT NULL,       -- 1, 2, ... in the order measured
+    params      TEXT NOT NULL,          -- JSON: the configuration's knob values (key -> value)
+    how         TEXT NOT NULL,          -- why it was measured: default, initial, model, ...
+    predicted   REAL,                   -- the model's rate for it before it was measured (NULL: none)
+    measured    REAL,                   -- median of its samples' per-client rates (NULL: none ok)
+    best_predicted REAL,                -- the best rate the model retrained after it predicts
+    keys        TEXT NOT NULL,          -- JSON: its samples' keys (samples.key)
+    created     TEXT NOT NULL,
+    PRIMARY KEY (run_id, step)
+) WITHOUT ROWID"""
+
 # A sample's parameters: its run's, plus its own placement. (Unary + keeps
 # each value's own type: a compound view would otherwise give every value
 # the REAL affinity of x.)
@@ -233,6 +246,7 @@ MIGRATIONS = [
                  "(issue 12)", _then(_sql(RUN_PARAMS_DDL, SAMPLE_PARAMS_DDL), lambda store: store.fill_params())),
     Migration(9, "series: time series of the series samplers (CPU, power) per round (issue 16)",
               _sql(SERIES_DDL, SERIES_INDEX_DDL)),
+    Migration(10, "tune_steps: every step of a 'rooftop tune' run (issue 17, item 3)", _sql(TUNE_STEPS_DDL)),
 ]
 #: The schema version this code writes (and the newest it can read).
 SCHEMA_VERSION = MIGRATIONS[-1].number
@@ -682,6 +696,21 @@ class Store:
         """quantity -> (value, unit) of one sample."""
         return {r["quantity"]: (r["value"], r["unit"]) for r in self.db.execute(
             "SELECT quantity, value, unit FROM quantities WHERE sample_id = ?", (sample_id,))}
+
+    @_guarded
+    def add_tune_step(self, run_id: str, step: dict) -> None:
+        """One step of a tune run (rooftop.learn.tune), committed at once."""
+        self.db.execute(
+            "INSERT INTO tune_steps (run_id, step, params, how, predicted, measured, best_predicted, keys, "
+            "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, step["step"], json.dumps(step["params"]), step["how"], step["predicted"],
+             step["measured"], step["best_predicted"], json.dumps(step["keys"]), now_iso()))
+        self.db.commit()
+
+    @_guarded
+    def tune_steps(self, run_id: str) -> list[dict]:
+        rows = self.db.execute("SELECT * FROM tune_steps WHERE run_id = ? ORDER BY step", (run_id,))
+        return [dict(r, params=json.loads(r["params"]), keys=json.loads(r["keys"])) for r in rows]
 
     @_guarded
     def sample_params(self, sample_id: int) -> dict[str, object]:

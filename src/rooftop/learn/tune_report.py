@@ -1,0 +1,119 @@
+"""What `rooftop tune` shows: a line per step as it is measured, the
+outcome, and the report of a tune run (`rooftop report RUN`): the
+trajectory (measured and predicted rate per step, a table and a figure)
+and the best configuration found, its measured rate against the roofline
+when the tune named a run with ceilings (and a sentence saying so when not).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from rooftop.units import fmt_rate
+
+
+def _knobs(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _rate(v, unit: str) -> str:
+    return "-" if v is None else fmt_rate(v, unit)
+
+
+def step_line(s, unit: str) -> str:
+    """One step as measured: 'step 3 (model): 1.2 GB/s (predicted 1.1 GB/s) bw.size=...'."""
+    pred = f" (predicted {_rate(s.predicted, unit)})" if s.predicted is not None else ""
+    err = f" [{s.error}]" if s.error else ""
+    return f"step {s.step} ({s.how}): {_rate(s.measured, unit)}{pred}  {_knobs(s.params)}{err}"
+
+
+def outcome_lines(out: dict, unit: str) -> list[str]:
+    """The best configuration found, the default, the roofline."""
+    best = out["best"]
+    if best is None:
+        return [f"stopped: {out['stopped']}", "no configuration was measured successfully"]
+    counted = "" if out["stopped"].startswith("budget") else f" ({len(out['steps'])} configurations measured)"
+    lines = [f"stopped: {out['stopped']}{counted}",
+             f"best: {_rate(best['measured'], unit)} per client process at step {best['step']}: "
+             f"{_knobs(best['params'])}"]
+    if out["default"]:
+        lines.append(f"default: {_rate(out['default'], unit)} (best / default = "
+                     f"{best['measured'] / out['default']:.2f})")
+    r = out.get("roofline")
+    if r:
+        lines.append(f"roofline (run {r['run']}): r(x = {r['x']:.3g}) = {_rate(r['rate'], unit)}, "
+                     f"{r['binds']} ceiling binds; the best reaches {r['share']:.0%} of it")
+    else:
+        lines.append(out.get("roofline_note", ""))
+    return lines
+
+
+def figure(out: dict, unit: str):
+    """Measured and predicted rate per step, and the best predicted so far."""
+    from matplotlib.figure import Figure
+
+    from rooftop.units import rate_scale
+
+    steps = out["steps"]
+    values = [v for s in steps for v in (s["measured"], s["predicted"], s["best_predicted"]) if v]
+    div, label = rate_scale(unit, max(values + [(out.get("roofline") or {}).get("rate") or 0.0], default=1.0))
+    fig = Figure(figsize=(6.5, 4))
+    ax = fig.add_subplot()
+
+    def series(field: str):
+        return zip(*[(s["step"], s[field] / div) for s in steps if s[field] is not None]) if any(
+            s[field] is not None for s in steps) else None
+
+    ax.plot(*series("measured") or ([], []), "o-", color="#1f77b4", label="measured (median of windows)")
+    for field, style, colour, text in (("predicted", "x", "#d62728", "predicted before measuring"),
+                                       ("best_predicted", "--", "#7f7f7f", "best predicted over the space")):
+        if series(field):
+            ax.plot(*series(field), style, color=colour, label=text)
+    if out.get("roofline"):
+        ax.axhline(out["roofline"]["rate"] / div, color="#2ca02c", lw=1, label="roofline r(x) of the best")
+    ax.set(xlabel="step", ylabel=f"per client process ({label})", title=f"rooftop tune: {out['metric']}")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _rows(out: dict, unit: str) -> list[list[str]]:
+    return [[str(s["step"]), s["how"], _knobs(s["params"]), _rate(s["measured"], unit),
+             _rate(s["predicted"], unit), _rate(s["best_predicted"], unit)] for s in out["steps"]]
+
+
+HEAD = ["step", "chosen by", "configuration", "measured", "predicted", "best predicted"]
+
+
+def markdown(out: dict, unit: str, png: str) -> str:
+    lines = [f"# rooftop tune: {out['metric']}", "", *[f"- {l}" for l in outcome_lines(out, unit) if l], "",
+             f"![trajectory]({png})", "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(r) + " |" for r in _rows(out, unit)]
+    return "\n".join(lines) + "\n"
+
+
+def html_page(out: dict, unit: str, png_b64: str, run_id: str) -> str:
+    esc = html.escape
+    items = "".join(f"<li>{esc(l)}</li>" for l in outcome_lines(out, unit) if l)
+    head = "".join(f"<th>{esc(h)}</th>" for h in HEAD)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in _rows(out, unit))
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>rooftop tune {esc(run_id)}</title>"
+            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}</style></head><body>"
+            f"<h1>rooftop tune: {esc(out['metric'])} (run {esc(run_id)})</h1><h2>Best configuration</h2>"
+            f"<ul>{items}</ul><h2>Trajectory</h2><img alt='trajectory' src='data:image/png;base64,{png_b64}'>"
+            f"<table><tr>{head}</tr>{body}</table></body></html>")
+
+
+def write(out: dict, unit: str, run_id: str, folder: Path) -> tuple[Path, Path]:
+    """report.html (self-contained) and report.md (+ trajectory.png)."""
+    import base64
+
+    folder.mkdir(parents=True, exist_ok=True)
+    png = folder / "trajectory.png"
+    figure(out, unit).savefig(png, dpi=110, bbox_inches="tight")
+    page = folder / "report.html"
+    page.write_text(html_page(out, unit, base64.b64encode(png.read_bytes()).decode(), run_id))
+    md = folder / "report.md"
+    md.write_text(markdown(out, unit, png.name))
+    return page, md
