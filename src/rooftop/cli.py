@@ -43,6 +43,8 @@ commands:
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
+  bursts    rate, server CPU, wake-ups and power per progress mode in bursts
+            (seed 000's Figure 6); --neighbour: the cost to a job beside it
   nics      the NICs here (or in an hwloc XML topology) with their locality and
             the NIC each process would get under each NIC policy and binding
   engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
@@ -59,6 +61,7 @@ examples:
   rooftop cluster up --nodes 4 --link-rate 200mbit && rooftop collect --launcher netns
   rooftop compare $RUN examples/aurora-table2.json
   rooftop learn $RUN $RUN2 && rooftop predict $RUN --servers 3 --clients 40
+  rooftop bursts --progress busy,spindown:10,block --neighbour stencil
 """
 
 
@@ -588,6 +591,8 @@ def _cmd_report(args) -> int:
     from rooftop.store import Store
 
     store = Store(args.results, create=False)
+    if "bursts" in store.get_run(args.run).config:  # a run of 'rooftop bursts'
+        return _report_bursts(args, store)
     res = results.load(store, args.run)
     if not res.rooflines:
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
@@ -595,6 +600,17 @@ def _cmd_report(args) -> int:
     page, md = report.write(res, out)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    print(f"markdown summary: {md}", file=sys.stderr)
+    print(page)
+    return 0
+
+
+def _report_bursts(args, store) -> int:
+    from rooftop import bursts, bursts_report
+
+    res = bursts.results(store, args.run)
+    out = Path(args.output) if args.output else store.run_dir(res["run"].id) / "report"
+    page, md = bursts_report.write(res, out)
     print(f"markdown summary: {md}", file=sys.stderr)
     print(page)
     return 0
@@ -819,6 +835,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rooftop.cluster.cli import add_parser as add_cluster_parser
     from rooftop.nics import add_parser as add_nics_parser
 
+    from rooftop.bursts import add_parser as add_bursts_parser
+
+    add_bursts_parser(sub)
     add_cluster_parser(sub)
     add_nics_parser(sub)
     _add_engine(sub)
