@@ -31,7 +31,8 @@ def test_progress_modes_and_spindown_sweep():
         bursts.progress_modes("busy,10")  # a number continues only a spindown
 
 
-def _proc_tree(root: Path, pid: int, utime: int, stime: int, tasks: dict[int, tuple[int, int, int]]) -> None:
+def _proc_tree(root: Path, pid: int, utime: int, stime: int, tasks: dict[int, tuple[int, int, int]],
+               ran_ns: int = 100) -> None:
     base = root / str(pid)
     (base / "task").mkdir(parents=True, exist_ok=True)
     fields = ["S"] + ["0"] * 10 + [str(utime), str(stime)] + ["0"] * 30
@@ -41,7 +42,7 @@ def _proc_tree(root: Path, pid: int, utime: int, stime: int, tasks: dict[int, tu
         t.mkdir(exist_ok=True)
         (t / "status").write_text(f"Name:\tx\nvoluntary_ctxt_switches:\t{vol}\n"
                                   f"nonvoluntary_ctxt_switches:\t{invol}\n")
-        (t / "schedstat").write_text(f"100 200 {slices}\n")
+        (t / "schedstat").write_text(f"{ran_ns} 200 {slices}\n")
 
 
 def test_procstat_sums_threads_and_gives_rates(tmp_path):
@@ -50,13 +51,15 @@ def test_procstat_sums_threads_and_gives_rates(tmp_path):
     m = procstat.ProcMeter(42, tmp_path)
     assert procstat.counters(42, tmp_path)["voluntary_switches"] == 15
     time.sleep(0.2)
-    _proc_tree(tmp_path, 42, ticks // 10, ticks // 20, {42: (110, 1, 111), 43: (25, 3, 28)})
+    _proc_tree(tmp_path, 42, ticks // 10, ticks // 20, {42: (110, 1, 111), 43: (25, 3, 28)},
+               ran_ns=100 + 50_000_000)
     rates = {q: v for q, v, _ in m.rates()}
     dt = 0.2
     assert rates["cpu_user"] == pytest.approx(0.1 / dt, rel=0.3)
     assert rates["voluntary_switches"] == pytest.approx(120 / dt, rel=0.3)
     assert rates["involuntary_switches"] == pytest.approx(3 / dt, rel=0.3)
     assert rates["wakeups"] == pytest.approx(123 / dt, rel=0.3)
+    assert rates["cpu_wanted"] == pytest.approx(2 * 0.05 / dt, rel=0.3)  # two threads ran 50 ms each
     with pytest.raises(procstat.ProcessGone):
         procstat.counters(999, tmp_path)
 
@@ -108,6 +111,9 @@ def test_summary_from_series():
     cells = burst_summary.table_rows([busy, block], {"slowdown": {"busy": 1.93}})
     assert cells[0][0] == "busy" and cells[0][-1] == "1.93x" and cells[1][-1] == "-"
     assert len(cells[0]) == len(burst_summary.HEADER)
+    header, shown = burst_summary.table([busy, block], None, power=False, with_neighbour=False)
+    assert "J/op" not in header and "idle W" not in header and "neighbour slowdown" not in header
+    assert len(shown[0]) == len(header) and shown[1][0] == "block"
 
 
 def test_figure_one_panel_per_mode_and_says_when_power_is_absent():

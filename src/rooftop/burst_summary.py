@@ -3,7 +3,10 @@
 
 - burst rate: the median of the client's windows (operations per second);
 - burst CPU, idle CPU: the median server CPU (user + system, cores) over the
-  intervals entirely inside bursts, or entirely inside gaps;
+  intervals entirely inside bursts' measured windows, or entirely inside
+  gaps (outside the bursts, the client's start included); idle CPU wanted:
+  the same of the time it ran or waited to run (rooftop.procstat), which a
+  loaded machine does not lower;
 - burst and idle watts: the same medians of package power (RAPL);
 - J/op: burst watts / burst rate (the energy of one operation in a burst,
   the package's idle share included);
@@ -116,7 +119,7 @@ def summarize(line: ModeLine, interval: float, full: float = 0.9) -> dict:
            "burst_watts": _median(_within(watts, line, interval, "burst")) if watts else None,
            "idle_watts": _median(_within(watts, line, interval, "gap")) if watts else None,
            "time_to_full_s": time_to_full(line, interval, full, rate)}
-    for q in ("voluntary_switches", "involuntary_switches", "wakeups"):
+    for q in ("voluntary_switches", "involuntary_switches", "wakeups", "cpu_wanted"):
         out[f"idle_{q}"] = _median(_within(line.series("server", q), line, interval, "gap"))
         out[f"burst_{q}"] = _median(_within(line.series("server", q), line, interval, "burst"))
     out["joules_per_op"] = (out["burst_watts"] / rate) if out["burst_watts"] is not None and rate else None
@@ -127,18 +130,30 @@ def _num(v, fmt: str, unit: str = "") -> str:
     return "-" if v is None else f"{v:{fmt}}{unit}"
 
 
-HEADER = ["mode", "burst ops/s", "burst CPU", "idle CPU", "idle wake-ups", "burst W", "idle W", "J/op",
-          "to full rate", "neighbour slowdown"]
+HEADER = ["mode", "burst ops/s", "burst CPU", "idle CPU", "idle CPU wanted", "idle wake-ups", "burst W", "idle W",
+          "J/op", "to full rate", "neighbour slowdown"]
+POWER_COLUMNS = ("burst W", "idle W", "J/op")
 
 
 def table_rows(rows: list[dict], neighbour: dict | None = None) -> list[list[str]]:
     """The summary table's text cells (HEADER), one row per mode."""
     slow = (neighbour or {}).get("slowdown", {})
     return [[r["mode"], _num(r["burst_rate"], ",.0f"), _num(r["burst_cpu"], ".2f"),
-             _num(r["idle_cpu"], ".3f"), _num(r["idle_wakeups"], ",.0f", "/s"),
+             _num(r["idle_cpu"], ".3f"), _num(r["idle_cpu_wanted"], ".3f"),
+             _num(r["idle_wakeups"], ",.0f", "/s"),
              _num(r["burst_watts"], ".1f"), _num(r["idle_watts"], ".1f"),
              _num(r["joules_per_op"], ".3g"), _num(r["time_to_full_s"], ".2f", " s"),
              _num(slow.get(r["mode"]), ".2f", "x")] for r in rows]
+
+
+def table(rows: list[dict], neighbour: dict | None, power: bool, with_neighbour: bool):
+    """(header, cells) as shown: without the power columns where no power
+    was measured (a note says why) and without the neighbour's where none ran."""
+    drop = set() if power else set(POWER_COLUMNS)
+    if not with_neighbour:
+        drop.add("neighbour slowdown")
+    keep = [i for i, h in enumerate(HEADER) if h not in drop]
+    return [HEADER[i] for i in keep], [[r[i] for i in keep] for r in table_rows(rows, neighbour)]
 
 
 def notes(params: dict, power_note: str, nb: dict | None = None) -> list[str]:

@@ -252,6 +252,12 @@ def results(store, run_id: str) -> dict:
             "power_note": run.environment.get("power_note", "")}
 
 
+def shown_table(res: dict):
+    """(header, cells) of the summary table as the CLI and report show it."""
+    return burst_summary.table(res["rows"], res["neighbour"], power=not res["power_note"],
+                               with_neighbour=bool(res["params"].get("neighbour")))
+
+
 def print_summary(res: dict, out=None) -> None:
     """The summary table and its notes (rich table on the console)."""
     from rich.table import Table
@@ -259,9 +265,10 @@ def print_summary(res: dict, out=None) -> None:
     from rooftop import ui
 
     t = Table(title=f"bursts {res['run'].id}", title_justify="left")
-    for c in burst_summary.HEADER:
+    header, cells = shown_table(res)
+    for c in header:
         t.add_column(c)
-    for row in burst_summary.table_rows(res["rows"], res["neighbour"]):
+    for row in cells:
         t.add_row(*row)
     console = out or ui.console
     ui.print_table(console, t)

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from rooftop import __version__, burst_summary
+from rooftop.bursts import shown_table
 from rooftop.plots.bursts import plot
 from rooftop.report import CSS, _img, _table
 
@@ -28,9 +29,9 @@ def _neighbour_lines(res: dict) -> list[str]:
 
 def markdown(res: dict, figure: str | None) -> str:
     """figure: the PNG's path relative to the Markdown file."""
-    run, rows = res["run"], burst_summary.table_rows(res["rows"], res["neighbour"])
+    run, (header, rows) = res["run"], shown_table(res)
     out = [f"# rooftop bursts {run.id}", "", f"{run.created}, status {run.status}", "",
-           "| " + " | ".join(burst_summary.HEADER) + " |", "|" + " --- |" * len(burst_summary.HEADER)]
+           "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     out += [""] + [f"- {n}" for n in burst_summary.notes(res["params"], res["power_note"], res["neighbour"])]
     nb = _neighbour_lines(res)
@@ -44,7 +45,7 @@ def markdown(res: dict, figure: str | None) -> str:
 
 def html_page(res: dict, figure: Path | None) -> str:
     run, e = res["run"], html.escape
-    rows = burst_summary.table_rows(res["rows"], res["neighbour"])
+    header, rows = shown_table(res)
     notes = "".join(f"<li>{e(n)}</li>" for n in burst_summary.notes(res["params"], res["power_note"],
                                                                         res["neighbour"]))
     nb = _neighbour_lines(res)
@@ -54,7 +55,7 @@ def html_page(res: dict, figure: Path | None) -> str:
              f"<title>rooftop bursts {e(run.id)}</title><style>{CSS}</style></head><body><main>",
              f"<h1>rooftop bursts</h1><div class='sub'>run {e(run.id)}: {e(str(env.get('host', '?')))}, "
              f"{e(run.config['fabric']['provider'])}, {e(run.created)} ({e(run.status)})</div>",
-             "<section id='summary'><h2>Per progress mode</h2>", _table(burst_summary.HEADER, rows),
+             "<section id='summary'><h2>Per progress mode</h2>", _table(header, rows),
              f"<ul class='small'>{notes}</ul></section>"]
     if res["power_note"]:
         parts.append(f"<div class='warn'>Power is not measured here: {e(res['power_note'])}. "

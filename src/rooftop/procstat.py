@@ -8,6 +8,10 @@ A voluntary switch is the thread giving the CPU up (it sleeps: a blocking
 CQ read, an epoll wait); an involuntary one is the scheduler taking it (the
 core is shared). Wake-ups are the timeslices the threads got
 (schedstat's third field): every sleep ended and every preemption resumed.
+CPU wanted is the time the threads ran or waited to run (schedstat's first
+two fields), in cores: what the process would use on cores of its own. On a
+loaded machine a spinning server gets a share of a core (cpu_user +
+cpu_sys well below 1) but still wants a whole one (cpu_wanted near 1).
 Counters are summed over the process's threads alive at each reading;
 a thread that ended between two readings takes its counts with it (a
 delta below zero reads as zero).
@@ -28,7 +32,7 @@ class ProcessGone(RuntimeError):
 
 def counters(pid: int, proc: Path = Path("/proc")) -> dict[str, float]:
     """Cumulative: user and system CPU seconds, voluntary and involuntary
-    switches, wake-ups (None-free: a missing schedstat gives no 'wakeups')."""
+    switches; wake-ups and CPU seconds wanted (schedstat: absent without it)."""
     base = proc / str(pid)
     try:
         stat = (base / "stat").read_text()
@@ -37,7 +41,7 @@ def counters(pid: int, proc: Path = Path("/proc")) -> dict[str, float]:
     fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
     out = {"cpu_user": int(fields[11]) / TICKS, "cpu_sys": int(fields[12]) / TICKS,
            "voluntary_switches": 0.0, "involuntary_switches": 0.0}
-    wakeups = 0.0
+    wakeups = wanted = 0.0
     have_schedstat = False
     for task in (base / "task").iterdir() if (base / "task").is_dir() else ():
         try:
@@ -48,16 +52,17 @@ def counters(pid: int, proc: Path = Path("/proc")) -> dict[str, float]:
                     out["involuntary_switches"] += int(line.split()[1])
             sched = (task / "schedstat").read_text().split()
             wakeups += int(sched[2])
+            wanted += (int(sched[0]) + int(sched[1])) / 1e9
             have_schedstat = True
         except (OSError, IndexError, ValueError):
             continue  # the thread ended meanwhile, or no schedstat here
     if have_schedstat:
-        out["wakeups"] = wakeups
+        out["wakeups"], out["cpu_wanted"] = wakeups, wanted
     return out
 
 
 UNITS = {"cpu_user": "cores", "cpu_sys": "cores", "voluntary_switches": "1/s",
-         "involuntary_switches": "1/s", "wakeups": "1/s"}
+         "involuntary_switches": "1/s", "wakeups": "1/s", "cpu_wanted": "cores"}
 
 
 class ProcMeter:

@@ -4,7 +4,7 @@ package power (rooftop.power, where RAPL is readable); the client's rate
 per window (its window logs); when each burst started and ended.
 
 Stored in the `series` table under the round `bursts/MODE`, samplers:
-`server` (cpu_user, cpu_sys in cores; voluntary_switches,
+`server` (cpu_user, cpu_sys, cpu_wanted in cores; voluntary_switches,
 involuntary_switches, wakeups per second), `power` (power in W, energy in J
 since the mode started), `client` (rate: operations per second, and
 ops: operations completed in the window) and `schedule` (burst_start, burst_end: the burst's index
