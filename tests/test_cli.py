@@ -123,6 +123,10 @@ def test_campaign_commands_keep_their_flags():
                      "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
         "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
                    "--nodes", "--results", "--set", "-h"},
+        "bursts": {"--allow-concurrent", "--binding", "--bursts", "--clients", "--config", "--fabric",
+                   "--full-rate", "--help", "--interval", "--json", "--launcher", "--metric", "--neighbour",
+                   "--neighbour-timeout", "--nic-policy", "--nodes", "--off", "--on", "--progress", "--results",
+                   "--set", "--stencil-iterations", "--stencil-size", "--verbose", "--wait-lock", "-h", "-v"},
     }
     commands = _commands()
     for name, flags in expected.items():

@@ -126,6 +126,17 @@ def _sleep_gap(seconds: float) -> None:
         time.sleep(min(left, 0.5))
 
 
+def server_pid(group) -> int:
+    """The server's pid as it published it in its address file (a
+    launcher's wrapper, e.g. netns's shell, has another); else the process
+    the launcher started."""
+    try:
+        text = (group.gdir / "0.addr").read_text()
+        return int(re.search(r"^pid=(\d+)$", text, flags=re.M).group(1))
+    except (OSError, AttributeError, ValueError):
+        return group.procs[0].pid
+
+
 class ModeRun:
     """One progress mode: its server group, time line, bursts and neighbour."""
 
@@ -146,7 +157,7 @@ class ModeRun:
         r, p = self.runner, self.p
         try:
             self.group = r.servers.start(Placement([p["server_node"]], 1))
-            self.timeline = Timeline(self.store, self.run_id, self.mode, self.group.procs[0].pid, p["interval"])
+            self.timeline = Timeline(self.store, self.run_id, self.mode, server_pid(self.group), p["interval"])
             if p["neighbour_argv"]:
                 self.job = neighbour.start(p["neighbour_argv"], p["neighbour_cores"],
                                            r.run_dir / "neighbour", f"neighbour-{self.mode}")
