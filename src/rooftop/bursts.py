@@ -85,7 +85,7 @@ def build_config(args) -> dict:
     """The resolved campaign config with the run's bursts parameters."""
     from rooftop import config
     from rooftop.cli import _overrides
-    from rooftop.launchers import make_launcher
+    from rooftop.launchers import LauncherError, make_launcher
     from rooftop.launchers.base import core_sets
     from rooftop.locks import ON_THIS_MACHINE
 
@@ -100,7 +100,11 @@ def build_config(args) -> dict:
     if len(nodes) < 2:
         raise config.ConfigError("launcher.nodes: bursts needs 2 nodes (server on node 0, clients on the last)")
     p["client_node"] = len(nodes) - 1
-    server_cores = core_sets(nodes[0], 1, cfg["binding"])[0]
+    try:
+        server_cores = core_sets(nodes[0], 1, cfg["binding"])[0]
+        core_sets(nodes[-1], p["clients"], cfg["binding"])  # the clients fit on their node
+    except LauncherError as e:
+        raise config.ConfigError(f"--clients {p['clients']}: {e}") from None
     p["neighbour_cores"] = list(server_cores or nodes[0].cores) if p["neighbour"] else None
     cfg["bursts"] = p
     cfg["stages"] = ["bursts"]

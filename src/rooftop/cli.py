@@ -577,6 +577,17 @@ def _cmd_plot(args) -> int:
                             args.yscale)
     else:
         store = Store(args.results, create=False)
+        if "bursts" in store.get_run(args.run).config:  # a run of 'rooftop bursts': its figure
+            from rooftop import bursts
+            from rooftop.plots import bursts as bursts_plot
+            from rooftop.plots.save import save
+
+            res = bursts.results(store, args.run)
+            if not res["lines"]:
+                raise model.ModelError(f"bursts run {args.run} measured no interval")
+            out = Path(args.output) if args.output else store.run_dir(res["run"].id) / "figures"
+            _print_files({"bursts": save(bursts_plot.figure(res), out, "bursts", args.format)}, args.json)
+            return 0
         res = results.load(store, args.run)
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")

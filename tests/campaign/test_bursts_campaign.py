@@ -89,6 +89,8 @@ def test_bursts_idle_cpu_per_mode_and_the_run_is_stored(fabric, modes, nbursts, 
         rooftop("export", run, "--series", "--results", str(res)).stdout)))
     assert {f"bursts/{m}" for m in rows} <= {s["round"] for s in series}
     assert {"server", "client", "schedule"} <= {s["sampler"] for s in series}
+    assert rooftop("plot", run, "--results", str(res)).stdout.split() == [
+        str(res / run / "figures" / "bursts.png"), str(res / run / "figures" / "bursts.svg")]
     page = Path(rooftop("report", run, "--results", str(res)).stdout.strip())
     text = page.read_text()
     assert "Per progress mode" in text and "spindown:10" in text and "data:image/png" in text
