@@ -159,3 +159,63 @@ def test_neighbour_is_pinned_and_timed_by_its_document(tmp_path):
     res = neighbour.alone(neighbour.command("stencil", 64, 20), [core], tmp_path, 60)
     assert res["cores"] == [core] and res["document"]["cpu_affinity"] == [core]
     assert res["timed_by"] == "its own JSON 'seconds'" and 0 < res["seconds"] <= res["wall_s"]
+
+
+class _Store:
+    def __init__(self):
+        self.saved: dict = {}
+
+    def add_series(self, run_id, round_name, rows):
+        self.saved[round_name] = rows
+
+
+def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypatch):
+    """The time line of one mode against a synthetic powercap tree (the
+    counter advancing 2 J per 0.1 s, wrapping at 10 J) and a window log."""
+    import json
+    import threading
+
+    from rooftop import power
+    from rooftop.timeline import Timeline
+
+    zone = tmp_path / "powercap" / "intel-rapl:0"
+    zone.mkdir(parents=True)
+    (zone / "name").write_text("package-0\n")
+    (zone / "max_energy_range_uj").write_text("10000000\n")
+    (zone / "energy_uj").write_text("0\n")
+    monkeypatch.setattr(power, "POWERCAP", tmp_path / "powercap")
+    stop = threading.Event()
+
+    def advance():
+        e = 0
+        while not stop.wait(0.1):
+            e = (e + 2_000_000) % 10_000_000
+            (zone / "energy_uj").write_text(f"{e}\n")
+
+    writer = threading.Thread(target=advance, daemon=True)
+    writer.start()
+    store = _Store()
+    tl = Timeline(store, "r", "busy", os.getpid(), 0.2)
+    tl.mark("burst_start", 0)
+    sdir = tmp_path / "raw"
+    sdir.mkdir()
+    t0 = tl.t0
+    (sdir / "windows-0.jsonl").write_text("\n".join(json.dumps(e) for e in [
+        {"event": "measure"}, {"event": "window", "window": 0, "end_s": t0 + 0.5, "elapsed_s": 0.25, "ops": 100},
+        {"event": "window", "window": 1, "end_s": t0 + 0.75, "elapsed_s": 0.25, "ops": 120}]) + "\n{\"event\": \"wi")
+    (sdir / "windows-1.jsonl").write_text(json.dumps(
+        {"event": "window", "window": 0, "end_s": t0 + 0.5, "elapsed_s": 0.25, "ops": 50}) + "\n")
+    assert tl.add_windows(sdir) == 2
+    time.sleep(1.3)
+    tl.mark("burst_end", 0)
+    tl.stop()
+    stop.set()
+    tl.save()
+    rows = store.saved["bursts/busy"]
+    watts = [v for _, q, v, _ in rows["power"] if q == "power"]
+    assert tl.power_note == "" and len(watts) >= 4
+    assert sorted(watts)[len(watts) // 2] == pytest.approx(20.0, rel=0.35)  # 2 J per 0.1 s, wraps included
+    rates = [(t, v) for t, q, v, _ in rows["client"] if q == "rate"]
+    assert rates == [(pytest.approx(0.5, abs=0.01), 600.0), (pytest.approx(0.75, abs=0.01), 480.0)]
+    assert {q for _, q, _, _ in rows["server"]} >= {"cpu_user", "cpu_sys", "voluntary_switches"}
+    assert [q for _, q, _, _ in rows["schedule"]] == ["burst_start", "burst_end"]
