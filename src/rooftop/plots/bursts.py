@@ -1,7 +1,8 @@
 """Rate, CPU and power over time per progress mode (seed 000, Figure 6):
 one panel per mode on a shared time axis; the client's rate per interval
 (left axis, 0 in the gaps), the server's CPU in cores (right axis) and,
-where RAPL is readable, package watts (a third axis); bursts shaded. Absent
+where RAPL is readable, package watts (a third axis); bursts shaded; a bar along the top while a neighbour job
+ran. Absent
 RAPL the figure says so in its title and draws CPU only."""
 
 from __future__ import annotations
@@ -47,9 +48,16 @@ def _panel(ax, line, interval: float, scale: float, rate_label: str, summary: di
                   label="package power (W)")
         w_ax.set_ylabel("package power (W)", color=WATTS)
         w_ax.set_ylim(bottom=0)
+    ran = line.series("neighbour", "wall")
+    if ran:  # when the neighbour job ran beside the server (a bar along the top)
+        end, wall = ran[-1]
+        ax.plot([max(0.0, end - wall), end], [0.97, 0.97], transform=ax.get_xaxis_transform(), color="#555",
+                lw=3, solid_capstyle="butt", gid="neighbour", label="neighbour job running")
     idle = summary.get("idle_cpu")
+    wanted = summary.get("idle_cpu_wanted")
     ax.set_title(f"{line.mode}: burst rate {_fmt(summary.get('burst_rate'))} ops/s, idle CPU "
-                 + ("-" if idle is None else f"{idle:.3f}") + " cores", fontsize=10, loc="left")
+                 + ("-" if idle is None else f"{idle:.3f}") + " cores"
+                 + ("" if wanted is None else f" (wanted {wanted:.3f})"), fontsize=10, loc="left")
 
 
 def _fmt(v) -> str:
@@ -68,11 +76,17 @@ def figure(res: dict):
     by_mode = {r["mode"]: r for r in res["rows"]}
     for ax, m in zip(axes[:, 0], modes):
         _panel(ax, lines[m], p["interval"], scale, label, by_mode.get(m, {}))
+    seen: dict[str, object] = {}
+    for a in fig.axes:
+        for l in a.lines:
+            seen.setdefault(l.get_label(), l)
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=len(seen), fontsize=9,
+               frameon=False, bbox_to_anchor=(0.5, -0.01))
     axes[-1, 0].set_xlabel("time since the server was ready (s); shaded: bursts (lighter: the client starting)")
     power = "" if not res["power_note"] else "\npower not measured here (no readable RAPL): CPU only"
     fig.suptitle(f"{p['metric']} bursts, {p['clients']} client(s), {p['on']:g} s on / {p['off']:g} s off, "
                  f"{p['interval']:g} s intervals — run {res['run'].id}{power}", fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
