@@ -129,6 +129,10 @@ def test_campaign_commands_keep_their_flags():
                    "--nodes", "--results", "--set", "-h"},
         "audit": {"--duration", "--fabric", "--help", "--json", "--only", "--repeats", "--results",
                   "--storage-dir", "--wait-lock", "--warmup", "-h"},
+        "bursts": {"--allow-concurrent", "--binding", "--bursts", "--clients", "--config", "--fabric",
+                   "--full-rate", "--help", "--interval", "--json", "--launcher", "--metric", "--neighbour",
+                   "--neighbour-timeout", "--nic-policy", "--nodes", "--off", "--on", "--progress", "--results",
+                   "--set", "--stencil-iterations", "--stencil-size", "--verbose", "--wait-lock", "-h", "-v"},
     }
     commands = _commands()
     for name, flags in expected.items():

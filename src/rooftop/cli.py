@@ -47,6 +47,8 @@ commands:
             4 MiB bulk-read bandwidth (the quick answer)
   audit     seed 002's five benchmark pitfalls measured here as deltas (buffer
             reuse, completion, binding, cache modes, file allocation)
+  bursts    rate, server CPU, wake-ups and power per progress mode in bursts
+            (seed 000's Figure 6); --neighbour: the cost to a job beside it
   nics      the NICs here (or in an hwloc XML topology) with their locality and
             the NIC each process would get under each NIC policy and binding
   engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
@@ -65,6 +67,7 @@ examples:
   rooftop learn $RUN $RUN2 && rooftop predict $RUN --servers 3 --clients 40
   rooftop audit --only cache,allocation --storage-dir /mnt/nvme/tmp
   rooftop tune --metric bw --run $RUN --budget 12   # settings for this machine
+  rooftop bursts --progress busy,spindown:10,block --neighbour stencil
 """
 
 
@@ -580,6 +583,17 @@ def _cmd_plot(args) -> int:
                             args.yscale)
     else:
         store = Store(args.results, create=False)
+        if "bursts" in store.get_run(args.run).config:  # a run of 'rooftop bursts': its figure
+            from rooftop import bursts
+            from rooftop.plots import bursts as bursts_plot
+            from rooftop.plots.save import save
+
+            res = bursts.results(store, args.run)
+            if not res["lines"]:
+                raise model.ModelError(f"bursts run {args.run} measured no interval")
+            out = Path(args.output) if args.output else store.run_dir(res["run"].id) / "figures"
+            _print_files({"bursts": save(bursts_plot.figure(res), out, "bursts", args.format)}, args.json)
+            return 0
         res = results.load(store, args.run)
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
@@ -633,6 +647,8 @@ def _cmd_report(args) -> int:
         return _report_audit(store, args)
     if store.tune_steps(store.get_run(args.run).id):
         return _tune_report(args, store)
+    if "bursts" in store.get_run(args.run).config:  # a run of 'rooftop bursts'
+        return _report_bursts(args, store)
     res = results.load(store, args.run)
     if not res.rooflines:
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
@@ -671,6 +687,17 @@ def _tune_report(args, store) -> int:
         out = outcome_of(store, run)
     out_dir = Path(args.output) if args.output else store.run_dir(run.id) / "report"
     page, md = tune_report.write(out, metrics.get(out["metric"]).unit, run.id, out_dir)
+    print(f"markdown summary: {md}", file=sys.stderr)
+    print(page)
+    return 0
+
+
+def _report_bursts(args, store) -> int:
+    from rooftop import bursts, bursts_report
+
+    res = bursts.results(store, args.run)
+    out = Path(args.output) if args.output else store.run_dir(res["run"].id) / "report"
+    page, md = bursts_report.write(res, out)
     print(f"markdown summary: {md}", file=sys.stderr)
     print(page)
     return 0
@@ -960,6 +987,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rooftop.cluster.cli import add_parser as add_cluster_parser
     from rooftop.nics import add_parser as add_nics_parser
 
+    from rooftop.bursts import add_parser as add_bursts_parser
+
+    add_bursts_parser(sub)
     add_cluster_parser(sub)
     add_nics_parser(sub)
     _add_engine(sub)

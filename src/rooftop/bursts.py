@@ -1,0 +1,401 @@
+"""`rooftop bursts`: seed 000's Figure 6 on this machine. One server (node 0,
+pinned), one client or --clients N (the last node), sequential operations of
+one metric in bursts (default 3 bursts of 10 s, 20 s gaps), for each server
+progress mode asked; per interval the client's rate, the server's CPU,
+context switches, wake-ups and package power (rooftop.timeline), then a
+summary per mode (rooftop.burst_summary) and a figure (plots/bursts.py).
+With --neighbour, a compute job runs pinned to the server's core(s), once
+alone and once per mode: its slowdown is what the service costs the
+application beside it (rooftop.neighbour).
+
+Built on the campaign's machinery: each mode is a Runner whose server
+group is started with that progress mode, each burst a client round of
+`on / interval` windows (one stored sample each, stage `bursts`, key
+`bursts/METRIC/MODE/bBURST/WINDOW`); the client process starts with each
+burst (the engine's load has no pause), so each burst's first window
+follows its connection. Docs: docs/bursts.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import sys
+import time
+
+from rooftop import burst_summary, neighbour
+from rooftop.stages.base import Placement, SampleSpec
+
+MODE = re.compile(r"^(busy|block|adaptive|spindown(:\d+)?)$")
+DEFAULT_PROGRESS = "busy,spindown:10,adaptive,block"
+MIN_INTERVAL = 0.1
+
+
+class BurstsError(ValueError):
+    """A bad bursts parameter (usage error, exit 2)."""
+
+
+def progress_modes(text: str) -> list[str]:
+    """'busy,spindown:0,1,10' -> ['busy', 'spindown:0', 'spindown:1',
+    'spindown:10']: a bare number after a spindown continues the sweep."""
+    modes: list[str] = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        if re.fullmatch(r"[0-9.]+", item) and modes and modes[-1].startswith("spindown"):
+            item = f"spindown:{item}"
+        if not MODE.match(item):
+            why = ("spindown takes whole milliseconds (the engine's --progress spindown:MS)"
+                   if item.startswith("spindown:") else "modes: busy, block, adaptive, spindown[:MS]")
+            raise BurstsError(f"--progress: {item!r} is not a progress mode ({why})")
+        if item in modes:
+            raise BurstsError(f"--progress: {item} is asked twice")
+        modes.append(item)
+    if not modes:
+        raise BurstsError("--progress names no mode")
+    return modes
+
+
+def params_of(args) -> dict:
+    """Every bursts parameter, defaults included (recorded as config 'bursts')."""
+    if args.interval < MIN_INTERVAL:
+        raise BurstsError(f"--interval {args.interval:g}: at least {MIN_INTERVAL:g} s")
+    if args.on < args.interval or args.bursts < 1 or args.off < 0 or args.clients < 1:
+        raise BurstsError("--on must be at least one --interval, --bursts and --clients at least 1, "
+                          "--off at least 0")
+    if not 0 < args.full_rate <= 1:
+        raise BurstsError("--full-rate is a fraction in (0, 1]")
+    p = {"progress": progress_modes(args.progress), "bursts": args.bursts, "on": args.on, "off": args.off,
+         "interval": args.interval, "windows_per_burst": max(1, round(args.on / args.interval)),
+         "clients": args.clients, "metric": args.metric, "full_rate": args.full_rate,
+         "neighbour": args.neighbour, "neighbour_argv": None, "neighbour_cores": None,
+         "neighbour_timeout": args.neighbour_timeout, "stencil_size": args.stencil_size,
+         "stencil_iterations": args.stencil_iterations, "server_node": 0, "client_node": None}
+    if args.neighbour:
+        try:
+            p["neighbour_argv"] = neighbour.command(args.neighbour, args.stencil_size, args.stencil_iterations)
+        except neighbour.NeighbourFailed as e:
+            raise BurstsError(str(e)) from None
+    return p
+
+
+def build_config(args) -> dict:
+    """The resolved campaign config with the run's bursts parameters."""
+    from rooftop import config
+    from rooftop.cli import _overrides
+    from rooftop.launchers import LauncherError, make_launcher
+    from rooftop.launchers.base import core_sets
+    from rooftop.locks import ON_THIS_MACHINE
+
+    p = params_of(args)
+    overrides = _overrides(args)
+    overrides["metrics"] = [p["metric"]]
+    cfg = config.build(args.config, overrides)
+    if cfg["launcher"]["type"] not in ON_THIS_MACHINE:
+        raise config.ConfigError(f"launcher.type: bursts samples the server's /proc and RAPL here: use "
+                                 f"{' or '.join(ON_THIS_MACHINE)}, not {cfg['launcher']['type']}")
+    nodes = make_launcher(cfg["launcher"]).nodes()
+    if len(nodes) < 2:
+        raise config.ConfigError("launcher.nodes: bursts needs 2 nodes (server on node 0, clients on the last)")
+    p["client_node"] = len(nodes) - 1
+    try:
+        server_cores = core_sets(nodes[0], 1, cfg["binding"])[0]
+        core_sets(nodes[-1], p["clients"], cfg["binding"])  # the clients fit on their node
+    except LauncherError as e:
+        raise config.ConfigError(f"--clients {p['clients']}: {e}") from None
+    p["neighbour_cores"] = list(server_cores or nodes[0].cores) if p["neighbour"] else None
+    cfg["bursts"] = p
+    cfg["stages"] = ["bursts"]
+    return cfg
+
+
+def burst_round(p: dict, mode: str, b: int):
+    """Burst b of a mode: one client round of windows_per_burst windows."""
+    from rooftop.campaign import ClientRound
+
+    n, m = p["windows_per_burst"], p["metric"]
+    return ClientRound([SampleSpec(f"bursts/{m}/{mode}/b{b}/{i}", "bursts", m, [p["client_node"]],
+                                   p["clients"], i, p["interval"], 0.0) for i in range(n)])
+
+
+def planned_keys(p: dict) -> set[str]:
+    return {sp.key for mode in p["progress"] for b in range(p["bursts"]) for sp in burst_round(p, mode, b).specs}
+
+
+def _sleep_gap(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, 0.5))
+
+
+def server_pid(group) -> int:
+    """The server's pid as it published it in its address file (a
+    launcher's wrapper, e.g. netns's shell, has another); else the process
+    the launcher started."""
+    try:
+        text = (group.gdir / "0.addr").read_text()
+        return int(re.search(r"^pid=(\d+)$", text, flags=re.M).group(1))
+    except (OSError, AttributeError, ValueError):
+        return group.procs[0].pid
+
+
+class ModeRun:
+    """One progress mode: its server group, time line, bursts and neighbour."""
+
+    def __init__(self, cfg: dict, store, run_id: str, launcher, mode: str, log):
+        from rooftop.campaign import Runner
+
+        self.p, self.mode, self.store, self.run_id = cfg["bursts"], mode, store, run_id
+        cfg = copy.deepcopy(cfg)
+        cfg["engine"]["server_progress"] = mode
+        self.runner = Runner(cfg, store, run_id, launcher, log=log)
+        self.timeline = self.job = self.group = None
+        self.failed = 0
+
+    def run(self, say) -> dict | None:
+        """Runs it; returns the neighbour's record (None: no neighbour)."""
+        from rooftop.timeline import Timeline
+
+        r, p = self.runner, self.p
+        try:
+            self.group = r.servers.start(Placement([p["server_node"]], 1))
+            self.timeline = Timeline(self.store, self.run_id, self.mode, server_pid(self.group), p["interval"])
+            if p["neighbour_argv"]:
+                self.job = neighbour.start(p["neighbour_argv"], p["neighbour_cores"],
+                                           r.run_dir / "neighbour", f"neighbour-{self.mode}")
+            for b in range(p["bursts"]):
+                self._burst(b, say)
+                _sleep_gap(p["off"])
+            return self._neighbour_result()
+        finally:
+            self.close()
+
+    def _burst(self, b: int, say) -> None:
+        rnd = burst_round(self.p, self.mode, b)
+        self.timeline.mark("burst_start", b)
+        try:
+            rows = self.runner.run_round(self.group, rnd)
+        finally:  # also when interrupted: the windows measured so far are kept
+            self.timeline.mark("burst_end", b)
+            self.timeline.add_windows(self.runner.run_dir / "raw" / rnd.folder)
+            self.timeline.save()
+        bad = [row for row in rows if row["status"] != "ok"]
+        self.failed += len(bad)
+        if bad:
+            say(f"{self.mode} burst {b}: {len(bad)} window(s) {bad[0]['status']}: {bad[0]['error']}")
+
+    def _neighbour_result(self) -> dict | None:
+        if self.job is None:
+            return None
+        res = self.job.result(self.p["neighbour_timeout"])
+        t = self.timeline.now()
+        self.timeline.rows["neighbour"] = [(t, "seconds", res["seconds"], "s"), (t, "wall", res["wall_s"], "s")]
+        self.timeline.save()
+        return res
+
+    def close(self) -> None:
+        """Stops everything it started (neighbour, sampler, servers); idempotent."""
+        if self.job is not None:
+            self.job.stop()
+        if self.timeline is not None:
+            self.timeline.stop()
+            self.timeline.save()
+        try:
+            if self.group is not None:
+                self.runner.servers.stop(self.group)
+                self.group = None
+        finally:
+            self.runner.procs.stop_all()
+            self.runner.leases.close()
+
+
+def power_note() -> str:
+    """Why power is not measured here ('' when RAPL is readable)."""
+    from rooftop import power
+
+    try:
+        power.package_zones()
+    except power.PowerUnavailable as e:
+        return str(e)
+    return ""
+
+
+def run_modes(cfg: dict, store, run_id: str, say, log=None) -> int:
+    """The neighbour alone (if any), then every mode; returns the windows
+    that failed. Raises KeyboardInterrupt, NeighbourFailed, SampleFailed."""
+    from rooftop.launchers import make_launcher
+
+    p, launcher = cfg["bursts"], make_launcher(cfg["launcher"])
+    if p["neighbour_argv"]:
+        say(f"neighbour alone on core(s) {p['neighbour_cores']}: {' '.join(p['neighbour_argv'])}")
+        alone = neighbour.alone(p["neighbour_argv"], p["neighbour_cores"], store.run_dir(run_id) / "neighbour",
+                                p["neighbour_timeout"])
+        store.add_series(run_id, "neighbour/alone", {"neighbour": [(0.0, "seconds", alone["seconds"], "s"),
+                                                                   (0.0, "wall", alone["wall_s"], "s")]})
+        say(f"neighbour alone: {alone['seconds']:.2f} s")
+    failed = 0
+    for mode in p["progress"]:
+        say(f"{mode}: {p['bursts']} burst(s) of {p['on']:g} s, {p['off']:g} s gaps")
+        mr = ModeRun(cfg, store, run_id, launcher, mode, log)
+        res = mr.run(say)
+        failed += mr.failed
+        if res:
+            say(f"{mode}: neighbour {res['seconds']:.2f} s")
+    return failed
+
+
+def neighbour_of(series_rows: list[dict]) -> dict:
+    """{'alone_s', 'seconds': {mode: s}, 'slowdown': {mode: x}} from the series."""
+    alone = next((r["value"] for r in series_rows if r["round"] == "neighbour/alone"
+                  and r["quantity"] == "seconds"), None)
+    secs = {r["round"].split("/", 1)[1]: r["value"] for r in series_rows
+            if r["round"].startswith("bursts/") and r["sampler"] == "neighbour" and r["quantity"] == "seconds"}
+    return {"alone_s": alone, "seconds": secs,
+            "slowdown": {m: s / alone for m, s in secs.items()} if alone else {}}
+
+
+def results(store, run_id: str) -> dict:
+    """A bursts run's summary: params, rows per mode, neighbour, power note."""
+    run = store.get_run(run_id)
+    p = run.config["bursts"]
+    series = store.series(run_id)
+    lines = burst_summary.lines(series, p["interval"])
+    rows = [burst_summary.summarize(lines[m], p["interval"], p["full_rate"]) for m in p["progress"] if m in lines]
+    return {"run": run, "params": p, "lines": lines, "rows": rows, "neighbour": neighbour_of(series),
+            "power_note": run.environment.get("power_note", "")}
+
+
+def shown_table(res: dict):
+    """(header, cells) of the summary table as the CLI and report show it."""
+    return burst_summary.table(res["rows"], res["neighbour"], power=not res["power_note"],
+                               with_neighbour=bool(res["params"].get("neighbour")))
+
+
+def print_summary(res: dict, out=None) -> None:
+    """The summary table and its notes (rich table on the console)."""
+    from rich.table import Table
+
+    from rooftop import ui
+
+    t = Table(title=f"bursts {res['run'].id}", title_justify="left")
+    header, cells = shown_table(res)
+    for c in header:
+        t.add_column(c)
+    for row in cells:
+        t.add_row(*row)
+    console = out or ui.console
+    ui.print_table(console, t)
+    for line in burst_summary.notes(res["params"], res["power_note"], res["neighbour"]):
+        console.print(f"[dim]{line}[/]")
+
+
+def _execute(args, cfg: dict, store, run_id: str) -> int:
+    """Runs the modes; sets the run's status; returns the exit code."""
+    from rooftop import ui
+    from rooftop.campaign import SampleFailed
+
+    say = (lambda m: None) if args.json else (lambda m: ui.console.print(f"[cyan]bursts[/] {m}"))
+    log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
+    t0 = time.monotonic()
+    try:
+        failed = run_modes(cfg, store, run_id, say, log)
+        status, note, rc = "complete", (f"{failed} windows failed" if failed else ""), 1 if failed else 0
+    except KeyboardInterrupt:
+        status, note, rc = "interrupted", "bursts interrupted: the intervals measured so far are stored", 130
+    except (neighbour.NeighbourFailed, SampleFailed) as e:
+        status, note, rc = "failed", str(e), 1
+        print(f"rooftop bursts: {e}", file=sys.stderr)
+    finally:
+        store.add_time(run_id, time.monotonic() - t0)
+    missing = len(planned_keys(cfg["bursts"]) - store.stored_keys(run_id))
+    if status == "complete" and missing:
+        status, note = "interrupted", f"{missing} windows missing"
+    store.set_status(run_id, status, note)
+    return rc
+
+
+def cmd(args) -> int:
+    from rooftop import ui
+    from rooftop.cli import _campaign_locks, _environment
+    from rooftop.plots.bursts import plot
+    from rooftop.store import Store
+
+    try:
+        cfg = build_config(args)
+    except BurstsError as e:
+        print(f"rooftop bursts: {e}", file=sys.stderr)
+        return 2
+    store = Store(cfg["results"])
+    with _campaign_locks(args, store, cfg) as locks:
+        env = _environment(cfg)
+        env["power_note"] = power_note()
+        run_id = store.new_run(cfg, env)
+        locks.name_run(run_id)
+        store.claim(run_id, "bursts running")
+        rc = _execute(args, cfg, store, run_id)
+    res = results(store, run_id)
+    files = plot(res, store.run_dir(run_id) / "figures") if res["lines"] else []
+    if args.json:
+        print(json.dumps({"run": run_id, "status": store.get_run(run_id).status, "modes": res["rows"],
+                          "neighbour": res["neighbour"], "power_note": res["power_note"],
+                          "figures": [str(f) for f in files]}, indent=1))
+        return rc
+    print_summary(res)
+    for f in files:
+        ui.console.print(f"figure: {f}")
+    ui.console.print(f"results: {store.path} and {store.run_dir(run_id)}/ (rooftop report {run_id})")
+    print(run_id)
+    return rc
+
+
+def add_parser(sub) -> None:
+    from rooftop import metrics
+    from rooftop.cli import CONFIG_FLAGS, RESULTS_FLAG, _seconds, add_key_flags
+    from rooftop.locks import ON_THIS_MACHINE
+    from rooftop.stencil import DEFAULT_ITERATIONS, DEFAULT_SIZE
+
+    b = sub.add_parser("bursts", help="rate, CPU and power per progress mode in bursts of operations "
+                       "(seed 000's Figure 6), and the cost to a job beside the server",
+                       description="One server (node 0, pinned) and its client(s) on the last node: "
+                       "sequential operations in bursts with idle gaps, for each server progress mode. "
+                       "Per interval: the client's rate, the server's CPU (user, system), context "
+                       "switches and wake-ups, package power from RAPL where readable; a figure and a "
+                       "summary per mode (burst rate, idle CPU, idle watts, J/op, time to full rate). "
+                       "--neighbour runs a compute job pinned to the server's core(s), alone and during "
+                       "each mode: its slowdown. Stored as a run (rooftop runs, export, report).")
+    b.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
+    add_key_flags(b, [f for f in CONFIG_FLAGS if f.key != "metrics"])
+    b.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key (repeatable)")
+    add_key_flags(b, [RESULTS_FLAG])
+    b.add_argument("--progress", default=DEFAULT_PROGRESS, metavar="MODES",
+                   help="server progress modes, in order (default: %(default)s); a spindown sweep: "
+                        "spindown:0,1,10,50 (whole milliseconds)")
+    b.add_argument("--metric", default="rpc", choices=list(metrics.METRICS), help="what the client "
+                   "sends (default: %(default)s)")
+    b.add_argument("--clients", type=int, default=1, metavar="N", help="client processes (default: 1)")
+    b.add_argument("--bursts", type=int, default=3, metavar="K", help="bursts per mode (default: 3)")
+    b.add_argument("--on", type=float, default=10.0, metavar="S", help="seconds per burst (default: 10)")
+    b.add_argument("--off", type=float, default=20.0, metavar="S", help="seconds of gap after each burst "
+                   "(default: 20)")
+    b.add_argument("--interval", type=float, default=1.0, metavar="S", help=f"seconds per interval, at "
+                   f"least {MIN_INTERVAL:g} (default: 1)")
+    b.add_argument("--full-rate", type=float, default=0.9, metavar="F", help="'full rate' after a gap: "
+                   "this fraction of the burst rate (default: 0.9)")
+    b.add_argument("--neighbour", metavar="CMD", help="a compute job pinned to the server's core(s): "
+                   "'stencil' (rooftop-stencil) or a command line; run alone, then during each mode")
+    b.add_argument("--neighbour-timeout", type=float, default=600.0, metavar="S",
+                   help="a neighbour run longer than this is stopped and fails the run (default: 600)")
+    b.add_argument("--stencil-size", type=int, default=DEFAULT_SIZE, metavar="N",
+                   help=f"--neighbour stencil: grid points per side (default: {DEFAULT_SIZE})")
+    b.add_argument("--stencil-iterations", type=int, default=DEFAULT_ITERATIONS, metavar="K",
+                   help=f"--neighbour stencil: sweeps (default: {DEFAULT_ITERATIONS})")
+    b.add_argument("--json", action="store_true", help="print a JSON summary on stdout (no progress)")
+    b.add_argument("-v", "--verbose", action="store_true", help="log every command started")
+    b.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",
+                   help=f"another campaign holds the results folder (or, {' and '.join(ON_THIS_MACHINE)} "
+                        "launchers, this machine's cores): wait up to SECONDS (default 0: refuse at once)")
+    b.add_argument("--allow-concurrent", action="store_true",
+                   help="run even if another campaign holds the locks (samples marked concurrent)")
+    b.set_defaults(func=cmd)
