@@ -817,8 +817,10 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
+    from rooftop.interfere_cli import add_parser as add_interfere_parser
     from rooftop.nics import add_parser as add_nics_parser
 
+    add_interfere_parser(sub)
     add_cluster_parser(sub)
     add_nics_parser(sub)
     _add_engine(sub)

@@ -95,6 +95,15 @@ def _last_json(path: Path) -> dict | None:
     return None
 
 
+def units_done(r: Running) -> int:
+    """Units its processes have finished so far."""
+    n = 0
+    for f in r.folder.glob("units-*.jsonl"):
+        with open(f) as fh:
+            n += sum(1 for _ in fh)
+    return n
+
+
 def _units(folder: Path) -> list[dict]:
     out = []
     for f in sorted(folder.glob("units-*.jsonl")):

@@ -44,16 +44,25 @@ def _wait_servers(gdir: Path, n: int, stopping, timeout: float = 30.0) -> bool:
     return False
 
 
-def _record_windows(log: Path, size: int, record) -> int:
-    if not log.exists():
-        return 0
-    n = 0
-    for line in log.read_text().splitlines():
-        ev = json.loads(line)
-        if ev.get("event") == "window" and ev["elapsed_s"] > 0:
-            record(ev["end_s"] - ev["elapsed_s"], ev["end_s"], ev["ops"] * size / 1e9)
-            n += 1
-    return n
+class _Tail:
+    """Records the client's windows from its window log as they end."""
+
+    def __init__(self, log: Path, size: int, record):
+        self.log, self.size, self.record, self.offset, self.windows = log, size, record, 0, 0
+
+    def read(self) -> None:
+        if not self.log.exists():
+            return
+        with open(self.log) as f:
+            f.seek(self.offset)
+            text = f.read()
+        complete = text[:text.rfind("\n") + 1]  # a line still being written waits
+        self.offset += len(complete)
+        for line in complete.splitlines():
+            ev = json.loads(line)
+            if ev.get("event") == "window" and ev["elapsed_s"] > 0:
+                self.record(ev["end_s"] - ev["elapsed_s"], ev["end_s"], ev["ops"] * self.size / 1e9)
+                self.windows += 1
 
 
 def run(argv, stopping, record, rank):
@@ -69,10 +78,23 @@ def run(argv, stopping, record, rank):
     if serve:
         _start([a.engine, *serve, "--rank", str(rank)], gdir / f"server-{rank}.log")
     wlog = gdir / f"windows-{rank}.jsonl"
+    tail = _Tail(wlog, a.size, record)
     if client and _wait_servers(gdir, a.nservers, stopping):
         _start([a.engine, *client, "--rank", str(rank), "--window-log", str(wlog),
                 "--output", str(gdir / f"client-{rank}.json")], gdir / f"client-{rank}.log")
-    stopping.wait()
+    while not stopping.wait(0.2):
+        tail.read()
+        dead = [c for c in _Children.procs if c.poll() is not None]
+        if dead:  # an engine of the flood ended by itself: the flood is over
+            _stop_children()
+            logs = " ".join(p.read_text()[-300:] for p in sorted(gdir.glob("*.log")))
+            raise RuntimeError(f"net load: an engine exited (code {dead[0].returncode}): {logs}")
+    _stop_children()
+    tail.read()
+    return {"role": ("server+" if serve else "") + ("client" if client else ""), "windows": tail.windows}
+
+
+def _stop_children() -> None:
     for c in _Children.procs:
         if c.poll() is None:
             c.terminate()
@@ -82,8 +104,6 @@ def run(argv, stopping, record, rank):
         except subprocess.TimeoutExpired:
             c.kill()
             c.wait()
-    windows = _record_windows(wlog, a.size, record)
-    return {"role": ("server+" if serve else "") + ("client" if client else ""), "windows": windows}
 
 
 def on_stop() -> None:
@@ -102,7 +122,7 @@ def _args(ctx):
     gdir = Path(ctx.folder) / "group"
     fab = ["--fabric", cfg["fabric"]["provider"]] + (["--domain", cfg["fabric"]["domain"]]
                                                       if cfg["fabric"]["domain"] else [])
-    bw = dict(cfg["bw"], op=k["op"], size=k["size"])
+    bw = dict(cfg["bw"], op=k["op"], size=k["size"], buffer="reuse")  # a flood needs no fresh pages
     flood_cfg = dict(cfg, bw=bw)
     incast = k["pattern"] == "incast"
     node = ctx.nodes[ctx.position]
@@ -118,7 +138,7 @@ def _args(ctx):
         nservers = 1 if incast else len(ctx.nodes)
         client = ["load", *fab, "--group-dir", str(gdir), "--nservers", str(nservers),
                   "--server", "0" if incast else "all", "--duration", str(k["window"]),
-                  "--samples", "1000000", "--warmup", "0", "--concurrency", str(k["concurrency"]),
+                  "--samples", "100000", "--warmup", "0", "--concurrency", str(k["concurrency"]),
                   "--timeout", "30", *metrics.get("bw").client_args(flood_cfg)]
     return ["--engine", cfg["engine"]["path"] or engine_path(), "--group", str(gdir),
             "--serve", json.dumps(serve), "--client", json.dumps(client),
