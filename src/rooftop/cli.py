@@ -453,6 +453,11 @@ def _print_roofline(out, e, res) -> None:
             t.add_row(f"[red]outlier node n{sc.node}[/]",
                       f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
                       + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
+    if res:
+        from rooftop import interference_report
+
+        for name, text in interference_report.model_rows(res, r.metric, f):
+            t.add_row(name, text)
     w = res.without_flagged.get(r.metric) if res else None
     if w:
         t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
