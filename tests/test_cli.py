@@ -123,6 +123,11 @@ def test_campaign_commands_keep_their_flags():
                      "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
         "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
                    "--nodes", "--results", "--set", "-h"},
+        "interfere": {"--allow-concurrent", "--binding", "--config", "--dry-run", "--duration", "--ensemble",
+                      "--fabric", "--fail-fast", "--grace", "--help", "--json", "--launcher", "--load-node-count",
+                      "--load-nodes", "--load-set", "--load-warmup", "--loads", "--metrics", "--nic-policy",
+                      "--nodes", "--placement", "--results", "--sample", "--samples", "--seed", "--set",
+                      "--stages", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
     }
     commands = _commands()
     for name, flags in expected.items():

@@ -39,6 +39,8 @@ commands:
             ones) on runs' samples; save the best with the run
   predict   a learned model's rate for servers and clients never measured,
             capped by the roofline
+  interfere  the stages alone, then beside background loads (cpu, mem, net,
+            io, numio, cmd): impact factors both ways, ensembles
   cluster   an emulated cluster on this machine (root): up, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
@@ -59,6 +61,7 @@ examples:
   rooftop cluster up --nodes 4 --link-rate 200mbit && rooftop collect --launcher netns
   rooftop compare $RUN examples/aurora-table2.json
   rooftop learn $RUN $RUN2 && rooftop predict $RUN --servers 3 --clients 40
+  rooftop interfere --loads cpu,net --load-nodes 0,1 --ensemble 1,2,4
 """
 
 
