@@ -5,9 +5,11 @@ session; stopped with SIGTERM to each process group, SIGKILL after a
 grace period; its documents and units read back.
 
 The units (rooftop.loads.worker: one JSON line per finished unit of work)
-are split by time: those done before `mark()` (the load alone) and those
-done between `mark()` and `unmark()` (beside the service). The load's own
-slowdown is the ratio of their mean unit times."""
+are split by time (`split`): those done before the stages started (the
+load alone) and those done while they ran (beside the service). The
+load's own slowdown is the ratio of the two rates, each work per second of
+wall time over the span of a process's units (a unit shorter than a
+scheduler time slice does not see the time-sharing; the span does)."""
 
 from __future__ import annotations
 
@@ -114,17 +116,29 @@ def _units(folder: Path) -> list[dict]:
     return out
 
 
-def split(units: list[dict], t_mark: float, t_unmark: float) -> dict:
-    """Unit times alone (ended before t_mark) and beside the service (within
-    [t_mark, t_unmark]); rate = work per second of unit time; slowdown =
-    rate alone / rate beside (None when either side has no unit)."""
-    def rate(us):
-        busy = sum(u["t1"] - u["t0"] for u in us)
-        return sum(u["work"] for u in us) / busy if busy > 0 else None
+def _rate(units: list[dict]) -> float | None:
+    """Work per second of wall time, per process: each process's units'
+    work over the span from its first unit's start to its last unit's end
+    (the gaps count: a process preempted between its units is slowed down
+    as much as one preempted inside them), averaged over the processes."""
+    by_rank: dict[int, list[dict]] = {}
+    for u in units:
+        by_rank.setdefault(u.get("rank", 0), []).append(u)
+    rates = []
+    for us in by_rank.values():
+        span = max(u["t1"] for u in us) - min(u["t0"] for u in us)
+        if span > 0:
+            rates.append(sum(u["work"] for u in us) / span)
+    return sum(rates) / len(rates) if rates else None
 
+
+def split(units: list[dict], t_mark: float, t_unmark: float) -> dict:
+    """Units alone (ended before t_mark) and beside the service (within
+    [t_mark, t_unmark]); rates per process (_rate); slowdown = rate alone /
+    rate beside (None when either side has no unit)."""
     alone = [u for u in units if u["t1"] <= t_mark]
     beside = [u for u in units if u["t0"] >= t_mark and u["t1"] <= t_unmark]
-    ra, rb = rate(alone), rate(beside)
+    ra, rb = _rate(alone), _rate(beside)
     return {"units_alone": len(alone), "units_beside": len(beside), "rate_alone": ra,
             "rate_beside": rb, "slowdown": ra / rb if ra and rb else None,
             "unit_s_alone": statistics.mean(u["t1"] - u["t0"] for u in alone) if alone else None,

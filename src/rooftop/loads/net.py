@@ -8,7 +8,8 @@ bulk operations (GPCNeT's congestors), one worker per node:
   server round-robin (`--server all`).
 
 A client measures windows of `window` seconds back to back until stopped
-(`--samples` large, `--window-log`); each window is one unit, its work the
+(`--samples` large, `--window-log`); each window but the first (a
+warm-up) is one unit, its work the
 bytes it moved (GB, rate GB/s). The servers run in the load's own group
 folder (no shutdown token: nothing can stop them by RPC); SIGTERM stops
 them with the worker."""
@@ -60,7 +61,7 @@ class _Tail:
         self.offset += len(complete)
         for line in complete.splitlines():
             ev = json.loads(line)
-            if ev.get("event") == "window" and ev["elapsed_s"] > 0:
+            if ev.get("event") == "window" and ev["elapsed_s"] > 0 and ev["window"] > 0:  # 0: warm-up
                 self.record(ev["end_s"] - ev["elapsed_s"], ev["end_s"], ev["ops"] * self.size / 1e9)
                 self.windows += 1
 

@@ -4,7 +4,8 @@
 --rank FIRST --rank-from-env).
 
 It pins itself to --cpus, then runs KIND's fixed units of work until
-SIGTERM or SIGINT, appending one JSON line per finished unit to FILE
+SIGTERM or SIGINT, appending one JSON line per finished unit (the
+first, a warm-up, excepted) to FILE
 ({rank} replaced): {"t0", "t1", "work"} (wall-clock seconds, work in the
 load's unit). A unit cut short by the stop is not recorded. At the end it
 prints one JSON document on stdout: {"load", "rank", "units", "work",
@@ -55,13 +56,18 @@ class Recorder:
 
 
 def repeat(unit, stopping: threading.Event, record: Recorder) -> None:
-    """Runs unit() (returns its work, or None when cut short) until stopped."""
+    """Runs unit() (returns its work, or None when cut short) until stopped.
+    The first unit warms up (imports, page faults, cold caches: a cpu unit
+    takes 30 times longer) and is not recorded."""
+    first = True
     while not stopping.is_set():
         t0 = time.time()
         work = unit()
         if work is None or stopping.is_set():
             break
-        record(t0, time.time(), work)
+        if not first:
+            record(t0, time.time(), work)
+        first = False
 
 
 def parse(argv: list[str]):
