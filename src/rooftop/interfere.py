@@ -16,7 +16,9 @@ RUN/interference.json of the isolated run) hold the comparison:
   isolated (the isolated / loaded ratio of the rates 1/p99; GPCNeT's
   congestion impact factor); above 1: the load hurt the service;
 - per load copy, the **load's own slowdown**: its rate alone / its rate
-  beside the service (units of fixed work, rooftop.loads.background);
+  beside the service while the service's clients measured (units of fixed
+  work, rooftop.loads.background; `measuring` reads when from the window
+  logs);
   `normalized`: against one copy alone (the smallest ensemble), seed
   004's normalized slowdown against the number of concurrent jobs;
 - which resource the load shared with the service (`shared`).
@@ -204,14 +206,36 @@ def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: di
         t_unmark = time.time()
     finally:
         runner.procs.stop_all(plan.grace)
+    during = measuring(store.run_dir(run_id)) or [(t_mark, t_unmark)]
     copies = []
     for r in running:
         done = background.stop(r, plan.grace)
-        copies.append({**r.describe(), **background.split(done["units"], t_mark, t_unmark),
+        copies.append({**r.describe(), **background.split(done["units"], t_mark, during),
                        "killed": done["killed"], "documents": done["documents"]})
     return {"ok": ok, "failed": failed, "copies": copies,
             "shared": shared(cond["load"], running, plans, nodes), "t_mark": t_mark,
             "t_unmark": t_unmark}
+
+
+def measuring(run_dir: Path) -> list[tuple[float, float]]:
+    """When the run's clients measured: per round, from its first client's
+    start of measurement to the end of its last window (the window logs)."""
+    out = []
+    for folder in sorted((run_dir / "raw").glob("*")):
+        starts, ends = [], []
+        for log in folder.glob("windows-*.jsonl"):
+            for line in log.read_text().splitlines():
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by an interrupted client
+                if ev.get("event") == "measure":
+                    starts.append(ev["start_s"])
+                elif ev.get("event") == "window":
+                    ends.append(ev["end_s"])
+        if starts and ends:
+            out.append((min(starts), max(ends)))
+    return out
 
 
 def _wait_alone(running: list, seconds: float, patience: float = 60.0) -> None:

@@ -23,7 +23,8 @@ Per stage: impact factor = isolated / loaded mean rate, and loaded / isolated
 99th-percentile latency; per load copy: its own slowdown (alone / beside the
 service) and, for ensembles, the normalized slowdown against one copy alone.
 Loads: """ + "; ".join(f"{l.name}: {l.help}" for l in LOADS.values()) + """.
-Knobs: --load-set KIND.KNOB=VALUE (docs/interference.md lists them)."""
+Knobs: --load-set KIND.KNOB=VALUE (docs/interference.md lists them).
+--duration, --warmup and --samples apply to the validate stage too."""
 
 
 def _ints(text: str) -> list[int]:
@@ -84,7 +85,11 @@ def _config(args, plan: interfere.Plan) -> dict:
     from rooftop import config
     from rooftop.cli import _overrides
 
-    cfg = config.build(args.config, _overrides(args))
+    o = _overrides(args)
+    for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
+        if f"collect.{k}" in o:
+            o.setdefault(f"validate.{k}", o[f"collect.{k}"])
+    cfg = config.build(args.config, o)
     cfg["stages"] = ["collect"] + (["validate"] if "validate" in plan.stages else [])
     for st in stages.STAGES.values():  # the config says which stages ran
         if st.switch:

@@ -73,7 +73,7 @@ def test_every_load_starts_measures_and_leaves_nothing(kind, tmp_path):
     assert all(d["load"] == kind for d in docs)
     rates = [d["rate"] for d in docs if d["units"]]
     assert rates and all(x > 0 for x in rates)
-    split = background.split(done["units"], t_mark, time.time())
+    split = background.split(done["units"], t_mark, [(t_mark, time.time())])
     assert split["units_alone"] >= 1 and split["rate_alone"] > 0
     assert processes_mentioning(str(tmp_path)) == [], "a load left processes behind"
     data = tmp_path / kind / "data"

@@ -132,12 +132,13 @@ def _rate(units: list[dict]) -> float | None:
     return sum(rates) / len(rates) if rates else None
 
 
-def split(units: list[dict], t_mark: float, t_unmark: float) -> dict:
-    """Units alone (ended before t_mark) and beside the service (within
-    [t_mark, t_unmark]); rates per process (_rate); slowdown = rate alone /
+def split(units: list[dict], t_mark: float, beside_in: list[tuple[float, float]]) -> dict:
+    """Units alone (ended before t_mark, when the stages started) and beside
+    the service (each inside one of the intervals beside_in: when its
+    clients measured); rates per process (_rate); slowdown = rate alone /
     rate beside (None when either side has no unit)."""
     alone = [u for u in units if u["t1"] <= t_mark]
-    beside = [u for u in units if u["t0"] >= t_mark and u["t1"] <= t_unmark]
+    beside = [u for u in units if any(a <= u["t0"] and u["t1"] <= b for a, b in beside_in)]
     ra, rb = _rate(alone), _rate(beside)
     return {"units_alone": len(alone), "units_beside": len(beside), "rate_alone": ra,
             "rate_beside": rb, "slowdown": ra / rb if ra and rb else None,

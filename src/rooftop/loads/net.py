@@ -11,7 +11,8 @@ A client measures windows of `window` seconds back to back until stopped
 (`--samples` large, `--window-log`); each window but the first (a
 warm-up) is one unit, its work the
 bytes it moved (GB, rate GB/s). The servers run in the load's own group
-folder (no shutdown token: nothing can stop them by RPC); SIGTERM stops
+folder (no shutdown token: nothing can stop them by RPC), with the campaign's
+progress modes (engine.server_progress, engine.client_progress); SIGTERM stops
 them with the worker."""
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def _args(ctx):
     node = ctx.nodes[ctx.position]
     serve = []
     if ctx.position == 0 or not incast:
-        serve = ["serve", *fab, "--group-dir", str(gdir),
+        serve = ["serve", *fab, "--group-dir", str(gdir), "--progress", cfg["engine"]["server_progress"],
                  "--output", str(gdir / f"server-{ctx.position}.json"),
                  *[a for m in metrics.METRICS.values() for a in m.server_args(flood_cfg)]]
         if node.address:
@@ -140,6 +141,7 @@ def _args(ctx):
         client = ["load", *fab, "--group-dir", str(gdir), "--nservers", str(nservers),
                   "--server", "0" if incast else "all", "--duration", str(k["window"]),
                   "--samples", "100000", "--warmup", "0", "--concurrency", str(k["concurrency"]),
+                  "--progress", cfg["engine"]["client_progress"],
                   "--timeout", "30", *metrics.get("bw").client_args(flood_cfg)]
     return ["--engine", cfg["engine"]["path"] or engine_path(), "--group", str(gdir),
             "--serve", json.dumps(serve), "--client", json.dumps(client),
