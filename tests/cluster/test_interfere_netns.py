@@ -32,11 +32,12 @@ SERVICE = ["--launcher", "netns", "--metrics", "bw", "--stages", "validate",
            "--set", "validate.servers_per_node=1", "--set", "validate.clients_per_node=1",
            "--set", "engine.server_progress=block", "--set", "engine.client_progress=block",
            "--set", "engine.timeout=60",
-           "--duration", "2", "--warmup", "0.5", "--samples", "2", "--load-warmup", "1.5"]
+           "--duration", "3", "--warmup", "0.5", "--samples", "2", "--load-warmup", "3"]
 # The flood: n2 reads 4 MiB blocks from a server on n0, one at a time: a
 # flow equal to the service's, through n0's link in the same direction.
+# Its units are windows of 1.5 s: several 4 MiB reads even with 5 flows.
 FLOOD = ["--loads", "net", "--load-nodes", "0,2", "--load-set", "net.op=read", "--load-set", "net.size=4MiB",
-         "--load-set", "net.concurrency=1", "--load-set", "net.window=0.5"]
+         "--load-set", "net.concurrency=1", "--load-set", "net.window=1.5"]
 
 
 def _interfere(results: Path, *more) -> dict:
@@ -66,6 +67,8 @@ def test_flood_ensembles_slow_the_service_down_monotonically(tmp_path):
         doc = _interfere(tmp_path, "--ensemble", "1,2,4")
     assert all(c["failed"] == 0 for c in doc["conditions"]), [c["failed"] for c in doc["conditions"]]
     impacts = [_impact(c) for c in doc["conditions"]]
+    for c in doc["conditions"]:  # every copy measured its rate alone and beside the service
+        assert all(x["rate_alone"] and x["rate_beside"] for x in c["loads"]), c["loads"]
     assert [c["copies"] for c in doc["conditions"]] == [1, 2, 4]
     assert impacts[0] < impacts[1] < impacts[2], impacts
     assert impacts[2] > 3.0, impacts  # 5 flows on the link; TCP shares it roughly equally

@@ -98,11 +98,12 @@ def _last_json(path: Path) -> dict | None:
 
 
 def units_done(r: Running) -> int:
-    """Units its processes have finished so far."""
+    """Units its processes have finished so far with some work done (a
+    flood's window can end before its first operation does)."""
     n = 0
     for f in r.folder.glob("units-*.jsonl"):
         with open(f) as fh:
-            n += sum(1 for _ in fh)
+            n += sum(1 for line in fh if line.strip() and json.loads(line)["work"] > 0)
     return n
 
 
