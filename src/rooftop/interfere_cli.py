@@ -7,6 +7,7 @@ import argparse
 import json
 import secrets
 import sys
+import textwrap
 import time
 
 from rooftop import interfere, stages, ui
@@ -22,7 +23,9 @@ Roofline stages alone, then beside background loads (one run each):
 Per stage: impact factor = isolated / loaded mean rate, and loaded / isolated
 99th-percentile latency; per load copy: its own slowdown (alone / beside the
 service) and, for ensembles, the normalized slowdown against one copy alone.
-Loads: """ + "; ".join(f"{l.name}: {l.help}" for l in LOADS.values()) + """.
+Loads:
+""" + "\n".join(textwrap.fill(f"{l.name}: {l.help}", 79, initial_indent="  ", subsequent_indent="    ")
+               for l in LOADS.values()) + """
 Knobs: --load-set KIND.KNOB=VALUE (docs/interference.md lists them).
 --duration, --warmup and --samples apply to the validate stage too."""
 
