@@ -85,11 +85,23 @@ EXPLAIN = ("Impact factor: isolated / loaded mean rate, and loaded / isolated 99
            "copy alone.")
 
 
+def beside(res) -> str:
+    """For a run measured beside a load: what ran beside it, in words."""
+    i = res.run.config.get("interfere") or {}
+    if i.get("role") != "loaded":
+        return ""
+    return (f"Measured beside {i['copies']} copy(ies) of the '{i['load']}' background load on nodes "
+            f"{i['load_nodes']} (rooftop interfere; the same stages alone: run {i['of']}, whose report "
+            f"compares them).")
+
+
 def html_section(res) -> str:
     doc = getattr(res, "interference", None)
+    e = html.escape
+    if beside(res):
+        return f"<section id='interference'><h2>Under load</h2><p>{e(beside(res))}</p></section>"
     if not doc:
         return ""
-    e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in HEAD)
     body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in table_rows(doc))
     return (f"<section id='interference'><h2>Under load</h2><p class='small'>{e(EXPLAIN)}</p>"
@@ -110,6 +122,8 @@ def shared_lines(doc: dict) -> list[str]:
 
 def markdown(res) -> list[str]:
     doc = getattr(res, "interference", None)
+    if beside(res):
+        return ["## Under load", "", beside(res), ""]
     if not doc:
         return []
     lines = ["## Under load", "", EXPLAIN, "", "| " + " | ".join(HEAD) + " |",

@@ -60,6 +60,10 @@ def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_pat
     md = (tmp_path / base / "report" / "report.md").read_text()
     assert "## Under load" in md and "shared resource: CPU" in md
     assert (tmp_path / base / "report" / "figures" / "interference.png").exists()
+    rep = subprocess.run([sys.executable, "-m", "rooftop", "report", cond["run"], "--results", str(tmp_path)],
+                         capture_output=True, text=True, timeout=240, env=env())
+    assert rep.returncode == 0, rep.stderr
+    assert f"the same stages alone: run {base}" in (tmp_path / cond["run"] / "report" / "report.md").read_text()
     # The roofline under load: a second, lower band on the isolated run's figure.
     from rooftop import results
     from rooftop.plots import roofline
