@@ -98,6 +98,14 @@ def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
     assert db.execute("SELECT count(*) FROM load_runs WHERE run_id = ?", (base,)).fetchone()[0] == 7
     assert db.execute("SELECT count(DISTINCT loaded_run) FROM interference WHERE run_id = ?",
                       (base,)).fetchone()[0] == 3
+    before = db.execute("SELECT * FROM load_runs ORDER BY rowid").fetchall()
+    db.close()
+    # A rebuilt database gets the comparison back from the isolated run's interference.json.
+    p = subprocess.run([sys.executable, "-m", "rooftop", "doctor", "--rebuild", "--results", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, env=env())
+    assert p.returncode == 0 and "interference of 3 loaded run(s) restored" in p.stdout + p.stderr, p.stdout
+    db = sqlite3.connect(tmp_path / "rooftop.db")
+    assert db.execute("SELECT * FROM load_runs ORDER BY rowid").fetchall() == before
 
 
 def _first_line(folder: Path, pattern: str, timeout: float) -> Path:
