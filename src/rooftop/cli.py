@@ -41,6 +41,8 @@ commands:
             capped by the roofline
   tune      the adaptive loop over engine and deployment knobs: propose from a
             learned model, measure, retrain (prints the run id)
+  interfere  the stages alone, then beside background loads (cpu, mem, net,
+            io, numio, cmd): impact factors both ways, ensembles
   cluster   an emulated cluster on this machine (root): up, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
@@ -68,6 +70,7 @@ examples:
   rooftop audit --only cache,allocation --storage-dir /mnt/nvme/tmp
   rooftop tune --metric bw --run $RUN --budget 12   # settings for this machine
   rooftop bursts --progress busy,spindown:10,block --neighbour stencil
+  rooftop interfere --loads cpu,net --load-nodes 0,1 --ensemble 1,2,4
 """
 
 
@@ -462,6 +465,11 @@ def _print_roofline(out, e, res) -> None:
             t.add_row(f"[red]outlier node n{sc.node}[/]",
                       f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
                       + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
+    if res:
+        from rooftop import interference_report
+
+        for name, text in interference_report.model_rows(res, r.metric, f):
+            t.add_row(name, text)
     w = res.without_flagged.get(r.metric) if res else None
     if w:
         t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
@@ -985,11 +993,13 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe, _add_tune, _add_audit):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
+    from rooftop.interfere_cli import add_parser as add_interfere_parser
     from rooftop.nics import add_parser as add_nics_parser
 
     from rooftop.bursts import add_parser as add_bursts_parser
 
     add_bursts_parser(sub)
+    add_interfere_parser(sub)
     add_cluster_parser(sub)
     add_nics_parser(sub)
     _add_engine(sub)

@@ -190,6 +190,19 @@ def _move_aside(db: Path) -> Path:
     return aside
 
 
+def _restore_interference(store: Store, d: Path) -> list[str]:
+    """rooftop interfere's tables, from each isolated run's interference.json."""
+    from rooftop.interfere import load_summary
+
+    said = []
+    for run_dir in _run_dirs(d):
+        doc = load_summary(run_dir)
+        if doc is not None:
+            store.add_interference(doc)
+            said.append(f"run {run_dir.name}: interference of {len(doc['conditions'])} loaded run(s) restored")
+    return said
+
+
 def rebuild(results: str | Path) -> list[str]:
     """A new database from the engine documents (and what the old one still
     holds); the old one is kept beside it. Returns what was done."""
@@ -215,5 +228,6 @@ def rebuild(results: str | Path) -> list[str]:
         store.set_status(run_id, status, "; ".join(filter(None, ["rebuilt by rooftop doctor", note])))
         said.append(f"run {run_id}: {len(rows)} samples from engine documents, {len(kept)} from the "
                     f"old database; {status}" + (f" ({note})" if note else ""))
+    said += _restore_interference(store, d)
     store.close()
     return said

@@ -17,7 +17,7 @@ import html
 import json
 from pathlib import Path
 
-from rooftop import __version__, advice
+from rooftop import __version__, advice, interference_report
 from rooftop.learn.report_section import html_section as learned_html
 from rooftop.learn.report_section import markdown as learned_markdown
 from rooftop.plots.run import plot_run
@@ -54,6 +54,10 @@ CAPTIONS = {
                 "on log scales unless the axis says otherwise). Bands: client ceiling (horizontal) and x times the server ceiling "
                 "(rising); the roofline is the lower of the two; the dashed line marks the ridge. "
                 "Points: validation samples, coloured by number of server nodes.",
+    "interference": "Left: what each background load did to the service (rooftop interfere): "
+                    "isolated / loaded mean rate and loaded / isolated p99 latency per stage (1: no "
+                    "effect). Right: against the number of concurrent copies of each load, the load's "
+                    "own normalized slowdown (solid) and the service's impact (dashed).",
     "sweep": "One server node's aggregate rate as its server processes grow, against linear scaling.",
     "pairs": "Client peak per node pair: one client process against one idle server process. "
              "Boxed: only the pairs that are outliers (the outlier-node rule applied to pairs); a "
@@ -176,6 +180,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str
             lines.append(f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
                          f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
         lines.append("")
+    lines += interference_report.markdown(res)
     lines += learned_markdown(res.learned)
     ov = run.overhead
     lines += ["## Run", "", f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
@@ -242,7 +247,8 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
              f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>",
              "<section id='verdict'><div class='cards'>", *[_card(h) for h in headline(res)],
              "</div></section>", _todo_html(res), _figures_html(figures), _warnings_html(res),
-             _validation_html(res), _nodes_html(res), learned_html(res.learned), _environment_html(res),
+             _validation_html(res), _nodes_html(res), interference_report.html_section(res),
+             learned_html(res.learned), _environment_html(res),
              f"<p class='small'>rooftop {__version__}</p></main></body></html>"]
     return "".join(parts)
 

@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import metrics, model, outliers, stages
+from rooftop import interference_report, metrics, model, outliers, stages
 from rooftop.learn import report_section
 from rooftop.store import Run, Store, stands_for
 from rooftop.units import fmt_rate
@@ -81,6 +81,10 @@ class RunResults:
     without_flagged: dict[str, model.Roofline] = field(default_factory=dict)
     #: What `rooftop learn` saved with the run, per metric (rooftop.learn.report_section).
     learned: list[dict] = field(default_factory=list)
+    #: What `rooftop interfere` compared with this run measured alone (RUN/interference.json).
+    interference: dict | None = None
+    #: Per metric: (label, roofline) of each run measured beside a load (rooftop.interference_report).
+    loaded: dict[str, list] = field(default_factory=dict)
 
     def flagged(self, metric: str) -> list[int]:
         return outliers.flagged(self.scores.get(metric, []))
@@ -314,5 +318,6 @@ def load(store: Store, run_id: str) -> RunResults:
             lat = latency_of(samples, stage, metric)
             if lat:
                 res.latency.append(lat)
+    interference_report.attach(store, res)
     res.warnings = _warnings(res)
     return res

@@ -182,6 +182,38 @@ TUNE_STEPS_DDL = """CREATE TABLE IF NOT EXISTS tune_steps (
     PRIMARY KEY (run_id, step)
 ) WITHOUT ROWID"""
 
+# rooftop interfere (rooftop.interfere): per loaded run, the service's impact
+# factors per stage and metric, and what each background-load copy did.
+INTERFERENCE_DDL = """CREATE TABLE IF NOT EXISTS interference (
+    run_id          TEXT NOT NULL REFERENCES runs(id),  -- the isolated run
+    loaded_run      TEXT NOT NULL REFERENCES runs(id),  -- the run measured beside the load
+    load            TEXT NOT NULL,      -- a load of rooftop.loads (cpu, mem, net, io, numio, cmd)
+    copies          INTEGER NOT NULL,   -- concurrent copies of it (ensemble size)
+    stage           TEXT NOT NULL,
+    metric          TEXT NOT NULL,
+    unit            TEXT,
+    rate_isolated   REAL, rate_loaded REAL,
+    impact_rate     REAL,               -- rate_isolated / rate_loaded
+    p99_isolated_us REAL, p99_loaded_us REAL,
+    impact_p99      REAL,               -- p99_loaded_us / p99_isolated_us
+    shared          TEXT                -- the resource the load shared with the service, in words
+)"""
+LOAD_RUNS_DDL = """CREATE TABLE IF NOT EXISTS load_runs (
+    run_id       TEXT NOT NULL REFERENCES runs(id),     -- the isolated run
+    loaded_run   TEXT NOT NULL REFERENCES runs(id),
+    load         TEXT NOT NULL,
+    copy         INTEGER NOT NULL,      -- which copy of the ensemble (0-based)
+    copies       INTEGER NOT NULL,
+    nodes        TEXT NOT NULL,         -- JSON list of node indices
+    knobs        TEXT NOT NULL,         -- JSON object of every knob, defaults included
+    rate_unit    TEXT,
+    rate_alone   REAL, rate_beside REAL,
+    slowdown     REAL,                  -- rate_alone / rate_beside (same copies, without the service)
+    normalized   REAL,                  -- one copy alone / rate_beside (seed 004's normalized slowdown)
+    units_alone  INTEGER, units_beside INTEGER,
+    processes    TEXT                   -- JSON: each process's node, ranks and command line
+)"""
+
 # A sample's parameters: its run's, plus its own placement. (Unary + keeps
 # each value's own type: a compound view would otherwise give every value
 # the REAL affinity of x.)
@@ -247,6 +279,8 @@ MIGRATIONS = [
     Migration(9, "series: time series of the series samplers (CPU, power) per round (issue 16)",
               _sql(SERIES_DDL, SERIES_INDEX_DDL)),
     Migration(10, "tune_steps: every step of a 'rooftop tune' run (issue 17, item 3)", _sql(TUNE_STEPS_DDL)),
+    Migration(11, "interference, load_runs: rooftop interfere's impact factors and background loads (issue 18)",
+              _sql(INTERFERENCE_DDL, LOAD_RUNS_DDL)),
 ]
 #: The schema version this code writes (and the newest it can read).
 SCHEMA_VERSION = MIGRATIONS[-1].number
@@ -690,6 +724,39 @@ class Store:
         return [dict(r) for r in self.db.execute(
             "SELECT run_id, round, sampler, t, quantity, value, unit FROM series WHERE run_id = ? "
             "ORDER BY rowid", (run_id,))]
+
+    @_guarded
+    def add_interference(self, doc: dict) -> None:
+        """Stores rooftop interfere's comparison (rooftop.interfere.summary),
+        replacing what an earlier one stored for the same isolated run."""
+        base = doc["run"]
+        self.db.execute("DELETE FROM interference WHERE run_id = ?", (base,))
+        self.db.execute("DELETE FROM load_runs WHERE run_id = ?", (base,))
+        for c in doc["conditions"]:
+            self.db.executemany(
+                "INSERT INTO interference VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(base, c["run"], c["load"], c["copies"], i["stage"], i["metric"], i["unit"],
+                  i["rate_isolated"], i["rate_loaded"], i["impact_rate"], i["p99_isolated_us"],
+                  i["p99_loaded_us"], i["impact_p99"], c["shared"]) for i in c["impacts"]])
+            self.db.executemany(
+                "INSERT INTO load_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(base, c["run"], c["load"], x["copy"], c["copies"], json.dumps(x["nodes"]),
+                  json.dumps(x["knobs"]), c["rate_unit"], x["rate_alone"], x["rate_beside"],
+                  x["slowdown"], x.get("normalized"), x["units_alone"], x["units_beside"],
+                  json.dumps(x["processes"])) for x in c["loads"]])
+        self.db.commit()
+
+    @_guarded
+    def interference(self, run_id: str) -> list[dict]:
+        """The impact factors stored for an isolated run (rooftop interfere)."""
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM interference WHERE run_id = ? ORDER BY rowid", (run_id,))]
+
+    @_guarded
+    def load_runs(self, run_id: str) -> list[dict]:
+        """The background-load copies stored for an isolated run."""
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM load_runs WHERE run_id = ? ORDER BY rowid", (run_id,))]
 
     @_guarded
     def sample_quantities(self, sample_id: int) -> dict[str, tuple[float, str]]:

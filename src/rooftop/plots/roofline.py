@@ -110,9 +110,11 @@ def _ridge(r: Roofline) -> str:
     return a if a == b else f"{a}–{b}"
 
 
-def figure(ev: Evaluation, title: str, yscale: str = "auto"):
+def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=()):
     """The roofline of ev.roofline with ev's validation samples; yscale:
-    auto, log or linear (style.pick_yscale)."""
+    auto, log or linear (style.pick_yscale). loaded: (label, Roofline) of
+    the same stages measured beside background loads (rooftop interfere),
+    each drawn as a second, lower band in a colour of its own."""
     r = ev.roofline
     xs = [c.x for c in ev.checks]
     lo, hi = x_range(r, xs)
@@ -122,6 +124,11 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto"):
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
     draw(ax, r, scale, (scale, unit), xlim=(ticks[0], ticks[-1]))
+    from rooftop.interference_report import LOADED_COLOURS
+
+    for (name, lr), colour in zip(loaded, LOADED_COLOURS):
+        draw(ax, lr, scale, (scale, unit), colour=colour, label=f"under load, {name}",
+             xlim=(ticks[0], ticks[-1]), ridge=False)
     colours = style.server_node_colours(c.server_nodes for c in ev.checks)
     for n, col in colours.items():
         pts = [c for c in ev.checks if c.server_nodes == n]
@@ -129,6 +136,7 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto"):
                    alpha=0.6, edgecolors="black", linewidths=0.5, zorder=5, gid=f"validation-{n}",
                    label=f"measured, {n} server node{'s' if n != 1 else ''} ({len(pts)})")
     values = frame_values(r, ax.get_xlim(), scale) + [v / scale for v in measured]
+    values += [v for _, lr in loaded for v in frame_values(lr, ax.get_xlim(), scale)]
     style.y_axis(ax, values, top / scale, yscale, f"rate per client process ({unit})")
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)

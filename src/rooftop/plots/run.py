@@ -19,7 +19,8 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
         title = res.title(metric)
         ev = res.evaluations.get(metric)
         if ev is not None:
-            out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale), out_dir, f"roofline-{metric}", formats)
+            out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale, res.loaded.get(metric, ())),
+                                             out_dir, f"roofline-{metric}", formats)
         try:
             out[f"sweep-{metric}"] = save(sweep.figure(res.samples, metric, title), out_dir,
                                           f"sweep-{metric}", formats)
@@ -35,6 +36,11 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
                                             out_dir, f"latency-{metric}", formats)
         except ValueError:
             pass
+    if res.interference:
+        from rooftop import interference_report
+
+        out["interference"] = save(interference_report.figure(res.interference), out_dir, "interference",
+                                   formats)
     return out
 
 

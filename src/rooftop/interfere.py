@@ -1,0 +1,311 @@
+"""rooftop interfere: roofline stages alone, then beside background loads.
+
+One invocation makes one *isolated* run (the chosen stages, nothing else
+running) and then one *loaded* run per load kind and ensemble size k: k
+copies of the load are started on their nodes (chosen, or drawn with a
+recorded seed), run alone for `warmup` seconds (their own baseline), then
+the same stages are measured beside them, then they are stopped (SIGTERM,
+SIGKILL after a grace period). Every run is an ordinary run of the store
+(`rooftop runs`, `export`, `model`, `report` work on each); each loaded
+run's config carries an `interfere` section saying what ran beside it,
+and the store's `interference` and `load_runs` tables (and
+RUN/interference.json of the isolated run) hold the comparison:
+
+- per stage and metric, the service's **impact factor**: isolated mean
+  rate / loaded mean rate, and for the 99th-percentile latency loaded /
+  isolated (the isolated / loaded ratio of the rates 1/p99; GPCNeT's
+  congestion impact factor); above 1: the load hurt the service;
+- per load copy, the **load's own slowdown**: its rate alone / its rate
+  beside the service while the service's clients measured (units of fixed
+  work, rooftop.loads.background; `measuring` reads when from the window
+  logs);
+  `normalized`: against one copy alone (the smallest ensemble), seed
+  004's normalized slowdown against the number of concurrent jobs;
+- which resource the load shared with the service (`shared`).
+"""
+
+from __future__ import annotations
+
+import copy as copying
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rooftop import stages
+from rooftop.campaign import Runner, measure_once
+from rooftop.loads import background, get
+
+DEFAULT_STAGES = ("server_peak", "client_peak")
+
+
+@dataclass
+class Plan:
+    """What `rooftop interfere` was asked for (all of it recorded)."""
+
+    loads: list[str]
+    knobs: dict[str, dict]
+    stages: list[str]
+    ensemble: list[int] = field(default_factory=lambda: [1])
+    load_nodes: list[int] | None = None
+    placement: str = "given"
+    seed: int | None = None
+    node_count: int | None = None
+    warmup: float = 3.0
+    grace: float = 5.0
+
+    def record(self) -> dict:
+        return {"loads": self.loads, "knobs": self.knobs, "stages": self.stages,
+                "ensemble": self.ensemble, "load_nodes": self.load_nodes, "placement": self.placement,
+                "seed": self.seed, "node_count": self.node_count, "warmup": self.warmup,
+                "grace": self.grace}
+
+
+def parse_knobs(items: list[str], kinds: list[str]) -> dict[str, dict]:
+    """--load-set KIND.KNOB=VALUE, checked against each load's knobs; every
+    asked load gets all its knobs resolved."""
+    given: dict[str, dict] = {k: {} for k in kinds}
+    for text in items:
+        name, eq, value = text.partition("=")
+        kind, dot, knob = name.partition(".")
+        if not eq or not dot:
+            raise ValueError(f"--load-set '{text}': expected KIND.KNOB=VALUE (e.g. cpu.procs=1)")
+        if kind not in given:
+            raise ValueError(f"--load-set '{text}': load '{kind}' is not in --loads")
+        given[kind][knob] = value
+    return {k: get(k).resolve(v) for k, v in given.items()}
+
+
+def placements(cfg: dict, chosen: list[str]) -> list:
+    """The chosen stages' placements (shared stages measured once)."""
+    for name in chosen:
+        stages.get(name)  # names the known stages when one is not
+    return measure_once([pl for st in stages.STAGES.values() if st.name in chosen for pl in st.plan(cfg)])
+
+
+def service_nodes(plans: list) -> tuple[set[int], set[int]]:
+    """(server nodes, client nodes) of the planned placements."""
+    servers = {n for pl in plans for n in pl.server_nodes}
+    clients = {n for pl in plans for s in pl.samples for n in s.client_nodes}
+    return servers, clients
+
+
+def draw_nodes(plan: Plan, kind: str, nodes: list, rng: random.Random) -> list[int]:
+    """A copy's nodes: the given ones, or a seeded random draw."""
+    want = plan.node_count or (2 if get(kind).multi_node else 1)
+    if plan.placement == "random":
+        if want > len(nodes):
+            raise ValueError(f"load '{kind}' wants {want} nodes; there are {len(nodes)}")
+        return sorted(rng.sample(range(len(nodes)), want))
+    chosen = plan.load_nodes if plan.load_nodes is not None else list(range(len(nodes)))[-want:]
+    bad = [i for i in chosen if not 0 <= i < len(nodes)]
+    if bad:
+        raise ValueError(f"--load-nodes {bad[0]}: nodes are 0..{len(nodes) - 1}")
+    if get(kind).multi_node and len(chosen) < 2:
+        raise ValueError(f"load '{kind}' needs at least two nodes (--load-nodes A,B)")
+    return chosen
+
+
+def conditions(plan: Plan, nodes: list) -> list[dict]:
+    """Each loaded condition: load kind, copies and each copy's nodes."""
+    rng = random.Random(plan.seed)
+    out = []
+    for kind in plan.loads:
+        for k in plan.ensemble:
+            out.append({"load": kind, "copies": k, "knobs": plan.knobs[kind],
+                        "nodes": [draw_nodes(plan, kind, nodes, rng) for _ in range(k)]})
+    return out
+
+
+def _cpus_of(launch) -> set[int]:
+    argv = launch.argv
+    if "--cpus" not in argv:
+        return set(launch.node.cores)
+    text = argv[argv.index("--cpus") + 1]
+    return {int(c) for c in text.split(",")}
+
+
+def shared(kind: str, running: list, plans: list, nodes: list) -> str:
+    """Which resource the load shared with the service, in words."""
+    servers, clients = service_nodes(plans)
+    svc = servers | clients
+    role = lambda i: "server" if i in servers else "client"
+    used = {l.node.index for r in running for l in r.launches}
+    on = sorted(used & svc)
+    if kind == "net":
+        if on:
+            return ("network: the links of " + ", ".join(f"n{i} (a {role(i)} node)" for i in on)
+                    + " carry the flood")
+        return "network: the flood runs between nodes the service does not use (only shared switches)"
+    load_cores = {c for r in running for l in r.launches for c in _cpus_of(l)}
+    svc_cores = {c for i in svc for c in nodes[i].cores}
+    if load_cores & svc_cores:
+        where = ", ".join(f"n{i} ({role(i)})" for i in on) or "the service's nodes"
+        what = {"cpu": "CPU", "mem": "CPU and memory bandwidth", "io": "CPU and storage",
+                "numio": "CPU, memory and storage", "cmd": "CPU"}.get(kind, "CPU")
+        return (f"{what}: the load runs on cores {','.join(map(str, sorted(load_cores & svc_cores)))} "
+                f"of {where}, which the service uses")
+    if on:
+        return (f"{get(kind).resource}: the load runs on " + ", ".join(f"n{i}" for i in on)
+                + " but on cores the service does not use (memory, caches and I/O are shared)")
+    return f"{get(kind).resource}: no node of the service runs the load (only machine-wide resources)"
+
+
+def _rate_p99(store, run_id: str, stage: str, metric: str) -> tuple[float | None, float | None, str]:
+    st = stages.get(stage)
+    rows = [s for s in store.samples(run_id, metric=metric)
+            if s["status"] == "ok" and stage in store_stands_for(s)]
+    if not rows:
+        return None, None, ""
+    rates = [s[st.rate] for s in rows if s[st.rate] is not None]
+    p99s = [q["latency_p99"][0] for q in (store.sample_quantities(s["id"]) for s in rows)
+            if "latency_p99" in q]
+    mean = lambda v: sum(v) / len(v) if v else None
+    return mean(rates), mean(p99s), rows[0]["unit"]
+
+
+def store_stands_for(row: dict) -> list[str]:
+    from rooftop.store import stands_for
+
+    return stands_for(row)
+
+
+def impacts(store, base: str, loaded: str, plans: list, metrics: list[str]) -> list[dict]:
+    """Per stage and metric: both runs' mean rate and p99, and the impact factors."""
+    out = []
+    chosen = [st for st in stages.STAGES.values()
+              if any(st.name in (s.stage, *s.also) for pl in plans for s in pl.samples)]
+    for st in chosen:
+        for metric in metrics:
+            ri, pi, unit = _rate_p99(store, base, st.name, metric)
+            rl, pl_, _ = _rate_p99(store, loaded, st.name, metric)
+            out.append({"stage": st.name, "metric": metric, "unit": unit,
+                        "rate_isolated": ri, "rate_loaded": rl,
+                        "impact_rate": ri / rl if ri and rl else None,
+                        "p99_isolated_us": pi, "p99_loaded_us": pl_,
+                        "impact_p99": pl_ / pi if pi and pl_ else None})
+    return out
+
+
+def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: dict,
+                  plan: Plan, log) -> dict:
+    """Starts the condition's load copies, lets them run alone, measures the
+    stages beside them, stops them; returns what the loads did."""
+    runner = Runner(cfg, store, run_id, launcher, log=log)
+    nodes = runner.nodes
+    running = []
+    try:
+        for i, idxs in enumerate(cond["nodes"]):
+            folder = store.run_dir(run_id) / "loads" / f"{cond['load']}-{i}"
+            running.append(background.start(cond["load"], cond["knobs"], [nodes[j] for j in idxs],
+                                            runner, folder, copy=i))
+        _wait_alone(running, plan.warmup)
+        t_mark = time.time()
+        ok, failed = runner.run_placements(plans)
+        t_unmark = time.time()
+    finally:
+        runner.procs.stop_all(plan.grace)
+    during = measuring(store.run_dir(run_id)) or [(t_mark, t_unmark)]
+    copies = []
+    for r in running:
+        done = background.stop(r, plan.grace)
+        copies.append({**r.describe(), **background.split(done["units"], t_mark, during),
+                       "killed": done["killed"], "documents": done["documents"]})
+    return {"ok": ok, "failed": failed, "copies": copies,
+            "shared": shared(cond["load"], running, plans, nodes), "t_mark": t_mark,
+            "t_unmark": t_unmark}
+
+
+def measuring(run_dir: Path) -> list[tuple[float, float]]:
+    """When the run's clients measured: per round, from its first client's
+    start of measurement to the end of its last window (the window logs)."""
+    out = []
+    for folder in sorted((run_dir / "raw").glob("*")):
+        starts, ends = [], []
+        for log in folder.glob("windows-*.jsonl"):
+            for line in log.read_text().splitlines():
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by an interrupted client
+                if ev.get("event") == "measure":
+                    starts.append(ev["start_s"])
+                elif ev.get("event") == "window":
+                    ends.append(ev["end_s"])
+        if starts and ends:
+            out.append((min(starts), max(ends)))
+    return out
+
+
+def _wait_alone(running: list, seconds: float, patience: float = 60.0) -> None:
+    """The loads run alone (their baseline) for `seconds`, and until each
+    copy has finished two units (a slow start is waited for up to
+    `patience` more seconds); a load that dies is an error."""
+    start = time.monotonic()
+    while True:
+        for r in running:
+            dead = [p for p in r.procs if p.poll() is not None]
+            if dead:
+                i = r.procs.index(dead[0])
+                log = r.folder / f"worker-{i}.log"
+                tail = log.read_text()[-600:] if log.exists() else ""
+                raise RuntimeError(f"load '{r.kind}' exited (code {dead[0].returncode}) before the "
+                                   f"stages started: {tail.strip()}")
+        waited = time.monotonic() - start
+        if waited >= seconds and (waited >= seconds + patience
+                                  or all(background.units_done(r) >= 2 for r in running)):
+            return
+        time.sleep(0.1)
+
+
+def loaded_config(cfg: dict, base: str, cond: dict, plan: Plan) -> dict:
+    """A loaded run's config: the isolated run's, plus what ran beside it."""
+    c = copying.deepcopy(cfg)
+    c["interfere"] = {"role": "loaded", "of": base, "load": cond["load"], "copies": cond["copies"],
+                      "knobs": cond["knobs"], "load_nodes": cond["nodes"], **{
+                          k: v for k, v in plan.record().items() if k in ("placement", "seed", "warmup")}}
+    return c
+
+
+def normalise(conds: list[dict]) -> None:
+    """Each copy's normalized slowdown: its rate beside the service against
+    the rate of one copy alone (the smallest ensemble of its load)."""
+    ref: dict[str, float] = {}
+    for c in sorted(conds, key=lambda c: c["copies"]):
+        alone = [x["rate_alone"] for x in c["result"]["copies"] if x["rate_alone"]]
+        if c["load"] not in ref and alone:
+            ref[c["load"]] = sum(alone) / len(alone)
+    for c in conds:
+        for x in c["result"]["copies"]:
+            r = ref.get(c["load"])
+            x["normalized"] = r / x["rate_beside"] if r and x["rate_beside"] else None
+
+
+def summary(base: str, plan: Plan, conds: list[dict]) -> dict:
+    """The document saved as RUN/interference.json (and in the store)."""
+    return {"run": base, "plan": plan.record(), "conditions": [
+        {"run": c["run"], "load": c["load"], "copies": c["copies"], "knobs": c["knobs"],
+         "nodes": c["nodes"], "shared": c["result"]["shared"], "resource": get(c["load"]).resource,
+         "rate_unit": get(c["load"]).rate_unit, "impacts": c["impacts"],
+         "loads": [{k: v for k, v in x.items() if k != "documents"} for x in c["result"]["copies"]],
+         "documents": [x["documents"] for x in c["result"]["copies"]],
+         "ok": c["result"]["ok"], "failed": c["result"]["failed"]} for c in conds]}
+
+
+def save(store, doc: dict) -> Path:
+    """Stores the comparison (tables interference and load_runs) and
+    writes it beside the isolated run's documents."""
+    store.add_interference(doc)
+    path = store.run_dir(doc["run"]) / "interference.json"
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def load_summary(run_dir: Path) -> dict | None:
+    """RUN/interference.json of an isolated run (None: not an interfere run)."""
+    path = Path(run_dir) / "interference.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,242 @@
+"""`rooftop interfere`: its parser and its driver (rooftop.interfere does
+the work: conditions, load placement, impact factors)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import textwrap
+import time
+
+from rooftop import interfere, stages, ui
+from rooftop.loads import LOADS, background
+
+DESCRIPTION = """\
+Roofline stages alone, then beside background loads (one run each):
+  1. the isolated run: the chosen stages, nothing else running;
+  2. per load and ensemble size k: k copies of the load on their nodes
+     (--load-nodes, or --placement random with a recorded --seed), alone for
+     --load-warmup seconds (their own baseline), then the same stages beside
+     them; then they are stopped (SIGTERM, SIGKILL after --grace).
+Per stage: impact factor = isolated / loaded mean rate, and loaded / isolated
+99th-percentile latency; per load copy: its own slowdown (alone / beside the
+service) and, for ensembles, the normalized slowdown against one copy alone.
+Loads:
+""" + "\n".join(textwrap.fill(f"{l.name}: {l.help}", 79, initial_indent="  ", subsequent_indent="    ")
+               for l in LOADS.values()) + """
+Knobs: --load-set KIND.KNOB=VALUE (docs/interference.md lists them).
+--duration, --warmup and --samples apply to the validate stage too."""
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected whole numbers, e.g. 1,2,4") from None
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def add_parser(sub) -> None:
+    from rooftop.cli import RESULTS_FLAG, _campaign_args, _config_args, _seconds, add_key_flags
+
+    p = sub.add_parser("interfere", help="roofline stages alone and beside background loads: impact factors",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, description=DESCRIPTION)
+    _config_args(p)
+    add_key_flags(p, [RESULTS_FLAG])
+    _campaign_args(p, "collect")
+    p.add_argument("--loads", type=_names, required=True, metavar="LIST",
+                   help=f"background loads, each its own runs: {', '.join(LOADS)}")
+    p.add_argument("--stages", type=_names, default=list(interfere.DEFAULT_STAGES), metavar="LIST",
+                   help="stages measured alone and beside each load (default server_peak,client_peak; "
+                        "also client_node, sweep_servers, validate)")
+    p.add_argument("--load-set", action="append", default=[], metavar="KIND.KNOB=VALUE",
+                   help="a load's knob, e.g. cpu.procs=1 (repeatable)")
+    p.add_argument("--load-nodes", type=_ints, metavar="N,...",
+                   help="nodes every load copy runs on (default: the last node; net: the last two)")
+    p.add_argument("--placement", choices=("given", "random"), default="given",
+                   help="given: --load-nodes; random: each copy's nodes drawn with --seed (recorded)")
+    p.add_argument("--seed", type=int, help="seed of --placement random (default: drawn and recorded)")
+    p.add_argument("--load-node-count", type=int, metavar="N",
+                   help="nodes per copy with --placement random (default 1; net: 2)")
+    p.add_argument("--ensemble", type=_ints, default=[1], metavar="K,...",
+                   help="concurrent copies of each load, one run per count (default 1; e.g. 1,2,4)")
+    p.add_argument("--load-warmup", type=_seconds, default=3.0, metavar="S",
+                   help="seconds each load runs alone before the stages start: its own baseline (default 3)")
+    p.add_argument("--grace", type=_seconds, default=5.0, metavar="S",
+                   help="seconds between SIGTERM and SIGKILL when loads are stopped (default 5)")
+    p.set_defaults(func=cmd)
+
+
+def _plan(args) -> interfere.Plan:
+    unknown = [l for l in args.loads if l not in LOADS]
+    if unknown:
+        raise ValueError(f"--loads: unknown load '{unknown[0]}' (one of {', '.join(LOADS)})")
+    if not args.ensemble or min(args.ensemble) < 1:
+        raise ValueError("--ensemble: counts must be at least 1")
+    seed = args.seed if args.seed is not None else (secrets.randbits(31) if args.placement == "random" else None)
+    return interfere.Plan(args.loads, interfere.parse_knobs(args.load_set, args.loads), args.stages,
+                          sorted(set(args.ensemble)), args.load_nodes, args.placement, seed,
+                          args.load_node_count, args.load_warmup, args.grace)
+
+
+def _config(args, plan: interfere.Plan) -> dict:
+    from rooftop import config
+    from rooftop.cli import _overrides
+
+    o = _overrides(args)
+    for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
+        if f"collect.{k}" in o:
+            o.setdefault(f"validate.{k}", o[f"collect.{k}"])
+    cfg = config.build(args.config, o)
+    cfg["stages"] = ["collect"] + (["validate"] if "validate" in plan.stages else [])
+    for st in stages.STAGES.values():  # the config says which stages ran
+        if st.switch:
+            section, key = st.switch.split(".")
+            cfg[section][key] = st.name in plan.stages
+    cfg["interfere"] = {"role": "isolated", **plan.record()}
+    return cfg
+
+
+def cmd(args) -> int:
+    from rooftop.config import ConfigError
+
+    try:
+        plan = _plan(args)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    cfg = _config(args, plan)
+    plans = interfere.placements(cfg, plan.stages)
+    if not plans:
+        raise ConfigError(f"--stages {','.join(plan.stages)}: nothing to measure with this config")
+    from rooftop.launchers import make_launcher
+
+    try:  # every load's command lines, before anything runs: a bad knob is named now
+        lines = _load_lines(cfg, plan, make_launcher(cfg["launcher"]))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if args.dry_run:
+        return _dry_run(cfg, plan, plans, lines)
+    from rooftop import nic_check
+    from rooftop.cli import _campaign_locks, _environment
+    from rooftop.store import Store
+
+    nic_check.preflight(cfg)
+    store = Store(cfg["results"])
+    with _campaign_locks(args, store, cfg) as locks:
+        base = store.new_run(cfg, _environment(cfg))
+        locks.name_run(base)
+        return _campaign(args, store, cfg, plan, plans, base)
+
+
+def _campaign(args, store, cfg, plan, plans, base) -> int:
+    from rooftop.cli import _environment
+    from rooftop.launchers import make_launcher
+
+    launcher = make_launcher(cfg["launcher"])
+    say = (lambda m: None) if args.json else (lambda m: ui.console.print(m))
+    log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
+    conds = interfere.conditions(plan, launcher.nodes())
+    current = base
+    try:
+        say(f"isolated: run {base}")
+        _measure(store, base, cfg, launcher, plans, None, plan, log)
+        for cond in conds:
+            ccfg = interfere.loaded_config(cfg, base, cond, plan)
+            current = store.new_run(ccfg, _environment(ccfg))
+            say(f"beside {cond['copies']} x {cond['load']} on nodes {cond['nodes']}: run {current}")
+            cond["run"] = current
+            cond["result"] = _measure(store, current, ccfg, launcher, plans, cond, plan, log)
+            cond["impacts"] = interfere.impacts(store, base, current, plans, cfg["metrics"])
+    except KeyboardInterrupt:
+        store.set_status(current, "interrupted", "interfere interrupted")
+        say("[yellow]interrupted[/]: every load and engine was stopped")
+        return 130
+    except RuntimeError as e:  # a load that died before the stages started
+        print(f"rooftop interfere: {e}", file=sys.stderr)
+        return 1
+    interfere.normalise(conds)
+    doc = interfere.summary(base, plan, conds)
+    path = interfere.save(store, doc)
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print_summary(doc)
+        ui.console.print(f"results: {store.path}, {path}")
+        print(base)
+    return 0 if all(c["result"]["failed"] == 0 for c in conds) else 1
+
+
+def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
+    """One run: the stages alone (cond None) or beside cond's loads."""
+    from rooftop.campaign import Runner
+
+    t0 = time.monotonic()
+    store.claim(run_id, "interfere running")
+    try:
+        if cond is None:
+            ok, failed = Runner(cfg, store, run_id, launcher, log=log).run_placements(plans)
+            result = {"ok": ok, "failed": failed}
+        else:
+            result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log)
+    except RuntimeError as e:
+        store.set_status(run_id, "failed", str(e))
+        raise
+    finally:
+        store.add_time(run_id, time.monotonic() - t0)
+    keys = {k for pl in plans for s in pl.samples for k in s.row_keys()}
+    left = len(keys - store.stored_keys(run_id))
+    store.set_status(run_id, "interrupted" if left else "complete",
+                     f"interfere: {left} of {len(keys)} samples missing" if left else "")
+    return result
+
+
+def print_summary(doc: dict) -> None:
+    from rooftop.units import fmt_rate
+
+    for c in doc["conditions"]:
+        ui.console.print(f"[bold]{c['copies']} x {c['load']}[/] (run {c['run']}): shared {c['shared']}")
+        for i in c["impacts"]:
+            rate = f"{i['impact_rate']:.2f}" if i["impact_rate"] else "-"
+            p99 = f"{i['impact_p99']:.2f}" if i["impact_p99"] else "-"
+            iso = fmt_rate(i["rate_isolated"], i["unit"]) if i["rate_isolated"] else "-"
+            ui.console.print(f"  {i['stage']} {i['metric']}: rate {iso} alone, impact {rate} (mean), "
+                             f"{p99} (p99 latency)")
+        for x in c["loads"]:
+            sd = f"{x['slowdown']:.2f}" if x["slowdown"] else "-"
+            ui.console.print(f"  load copy {x['copy']} on nodes {x['nodes']}: own slowdown {sd} "
+                             f"({x['units_alone']} units alone, {x['units_beside']} beside)")
+
+
+def _load_lines(cfg, plan, launcher) -> list[str]:
+    """Each condition's load command lines (as --dry-run prints them)."""
+    import shlex
+    from pathlib import Path
+
+    lines, nodes = [], launcher.nodes()
+    for cond in interfere.conditions(plan, nodes):
+        lines.append(f"# beside {cond['copies']} x {cond['load']} on nodes {cond['nodes']} "
+                     f"(started {plan.warmup:g} s before the same stages)")
+        for i, idxs in enumerate(cond["nodes"]):
+            folder = Path(cfg["results"]) / "<run>" / "loads" / f"{cond['load']}-{i}"
+            lines += [shlex.join(l.argv) for l in background.launches(
+                cond["load"], cond["knobs"], [nodes[j] for j in idxs], launcher, cfg, folder, copy=i)]
+    return lines
+
+
+def _dry_run(cfg, plan, plans, lines) -> int:
+    from rooftop.campaign import Runner
+    from rooftop.cli import _PlannedStore
+    from rooftop.launchers import make_launcher
+
+    print("# isolated run")
+    print("\n".join(Runner(cfg, _PlannedStore(cfg["results"]), "<run>",
+                           make_launcher(cfg["launcher"])).dry_run(plans)))
+    print("\n".join(lines))
+    if plan.seed is not None:
+        print(f"# placement seed {plan.seed}")
+    return 0

@@ -1,0 +1,181 @@
+"""The roofline under load, for a run `rooftop interfere` measured alone
+(rooftop.interfere): each loaded run's ceilings as a second, lower band
+(model text, roofline figure), the interference figure (impact factors
+both ways; the ensemble's normalized slowdown against concurrent copies,
+one line per load kind, as seed 004's Figures 5-7) and the report's
+section saying which resource each load shared."""
+
+from __future__ import annotations
+
+import html
+
+from rooftop import model
+from rooftop.units import fmt_rate
+
+#: Colours of the loaded rooflines, one per condition, in order.
+LOADED_COLOURS = ("#7f3c8d", "#e68310", "#11a579", "#cf1c90", "#3969ac", "#80ba5a")
+
+
+def attach(store, res) -> None:
+    """res.interference (RUN/interference.json) and res.loaded (per metric:
+    [(label, roofline of the loaded run)]) when res is an isolated run."""
+    from rooftop.interfere import load_summary
+
+    doc = load_summary(store.run_dir(res.run.id))
+    if doc is None:
+        return
+    res.interference = doc
+    for c in doc["conditions"]:
+        try:
+            samples = store.samples(c["run"])
+        except Exception:  # a loaded run removed since: the rest still shows
+            continue
+        for metric in sorted({s["metric"] for s in samples}):
+            try:
+                r = model.from_run(samples, metric, f"run {c['run']}", nodes=res.run.config.get("nodes"))
+            except model.ModelError:
+                continue
+            res.loaded.setdefault(metric, []).append((label(c), r))
+
+
+def label(c: dict) -> str:
+    return f"beside {c['copies']} x {c['load']}" if c["copies"] > 1 else f"beside {c['load']}"
+
+
+def model_rows(res, metric: str, f) -> list[tuple[str, str]]:
+    """Rows of `rooftop model`'s table: each loaded roofline's ceilings and
+    how far they came down (isolated / loaded)."""
+    iso = res.rooflines.get(metric)
+    rows = []
+    for name, r in res.loaded.get(metric, []):
+        text = f"client {f(r.client_bound.centre)}, server {f(r.server.centre)}"
+        if iso is not None:
+            text += (f" (isolated / loaded: client {iso.client_bound.centre / r.client_bound.centre:.2f}, "
+                     f"server {iso.server.centre / r.server.centre:.2f})")
+        rows.append((f"under load: {name}", text))
+    return rows
+
+
+def _num(v) -> str:
+    return f"{v:.2f}" if v else "-"
+
+
+def table_rows(doc: dict) -> list[list[str]]:
+    """One row per condition, stage and metric."""
+    rows = []
+    for c in doc["conditions"]:
+        own = [x["slowdown"] for x in c["loads"] if x["slowdown"]]
+        norm = [x.get("normalized") for x in c["loads"] if x.get("normalized")]
+        for i in c["impacts"]:
+            rows.append([f"{c['copies']} x {c['load']}", i["stage"].replace("_", " "), i["metric"],
+                         fmt_rate(i["rate_isolated"], i["unit"]) if i["rate_isolated"] else "-",
+                         fmt_rate(i["rate_loaded"], i["unit"]) if i["rate_loaded"] else "-",
+                         _num(i["impact_rate"]), _num(i["impact_p99"]),
+                         _num(sum(own) / len(own) if own else None),
+                         _num(sum(norm) / len(norm) if norm else None), c["shared"]])
+    return rows
+
+
+HEAD = ["load", "stage", "metric", "rate alone", "rate loaded", "impact (mean rate)", "impact (p99 latency)",
+        "load's own slowdown", "normalized slowdown", "shared resource"]
+
+EXPLAIN = ("Impact factor: isolated / loaded mean rate, and loaded / isolated 99th-percentile latency "
+           "(above 1: the load slowed the service down). The load's own slowdown: its rate alone / "
+           "its rate beside the service (the same fixed units of work); normalized: against one "
+           "copy alone.")
+
+
+def beside(res) -> str:
+    """For a run measured beside a load: what ran beside it, in words."""
+    i = res.run.config.get("interfere") or {}
+    if i.get("role") != "loaded":
+        return ""
+    return (f"Measured beside {i['copies']} copy(ies) of the '{i['load']}' background load on nodes "
+            f"{i['load_nodes']} (rooftop interfere; the same stages alone: run {i['of']}, whose report "
+            f"compares them).")
+
+
+def html_section(res) -> str:
+    doc = getattr(res, "interference", None)
+    e = html.escape
+    if beside(res):
+        return f"<section id='interference'><h2>Under load</h2><p>{e(beside(res))}</p></section>"
+    if not doc:
+        return ""
+    head = "".join(f"<th>{e(h)}</th>" for h in HEAD)
+    body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in table_rows(doc))
+    return (f"<section id='interference'><h2>Under load</h2><p class='small'>{e(EXPLAIN)}</p>"
+            f"<table><tr>{head}</tr>{body}</table>"
+            + "".join(f"<p>{e(line)}</p>" for line in shared_lines(doc)) + "</section>")
+
+
+def shared_lines(doc: dict) -> list[str]:
+    """Which resource each load shared with the service, once per load."""
+    seen, out = set(), []
+    for c in doc["conditions"]:
+        if c["load"] not in seen:
+            seen.add(c["load"])
+            out.append(f"{c['load']} (runs {', '.join(x['run'] for x in doc['conditions'] if x['load'] == c['load'])}): "
+                       f"shared resource: {c['shared']}")
+    return out
+
+
+def markdown(res) -> list[str]:
+    doc = getattr(res, "interference", None)
+    if beside(res):
+        return ["## Under load", "", beside(res), ""]
+    if not doc:
+        return []
+    lines = ["## Under load", "", EXPLAIN, "", "| " + " | ".join(HEAD) + " |",
+             "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(row) + " |" for row in table_rows(doc)]
+    return lines + [""] + [f"- {x}" for x in shared_lines(doc)] + [""]
+
+
+def figure(doc: dict):
+    """Left: impact factors per condition (mean rate and p99 latency, per
+    stage and metric). Right: against the number of concurrent copies, the
+    service's impact (dashed) and the load's normalized slowdown (solid),
+    one colour per load kind."""
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    conds = doc["conditions"]
+    keys = sorted({(i["stage"], i["metric"]) for c in conds for i in c["impacts"]})
+    width = 0.8 / max(1, 2 * len(keys))
+    for k, (stage, metric) in enumerate(keys):
+        for j, what in enumerate(("impact_rate", "impact_p99")):
+            vals = [next((i[what] or 0 for i in c["impacts"] if (i["stage"], i["metric"]) == (stage, metric)), 0)
+                    for c in conds]
+            pos = [n + (2 * k + j) * width for n in range(len(conds))]
+            left.bar(pos, vals, width, label=f"{stage.replace('_', ' ')} {metric}, "
+                                             f"{'mean rate' if j == 0 else 'p99 latency'}",
+                     alpha=0.9 if j == 0 else 0.5, gid=f"impact-{stage}-{metric}-{what}")
+    left.axhline(1.0, color="#222", lw=1)
+    left.set_xticks([n + 0.4 - width / 2 for n in range(len(conds))],
+                    [f"{c['copies']} x {c['load']}" for c in conds], rotation=20, fontsize=8)
+    left.set(ylabel="impact factor (1: no effect)", title="what each load does to the service")
+    left.legend(fontsize=7)
+    _ensemble(right, conds)
+    fig.tight_layout()
+    return fig
+
+
+def _ensemble(ax, conds: list[dict]) -> None:
+    for n, kind in enumerate(sorted({c["load"] for c in conds})):
+        colour = LOADED_COLOURS[n % len(LOADED_COLOURS)]
+        cs = sorted((c for c in conds if c["load"] == kind), key=lambda c: c["copies"])
+        ks = [c["copies"] for c in cs]
+        svc = [_mean([i["impact_rate"] for i in c["impacts"]]) for c in cs]
+        own = [_mean([x.get("normalized") for x in c["loads"]]) for c in cs]
+        ax.plot(ks, own, "o-", color=colour, label=f"{kind}: its normalized slowdown", gid=f"ensemble-{kind}")
+        ax.plot(ks, svc, "s--", color=colour, label=f"{kind}: the service's impact (mean rate)")
+    ax.axhline(1.0, color="#222", lw=1)
+    ax.set(xlabel="concurrent copies of the load", ylabel="slowdown (1: none)",
+           title="ensembles: slowdown against concurrent copies")
+    ax.legend(fontsize=7)
+
+
+def _mean(vals) -> float:
+    vals = [v for v in vals if v]
+    return sum(vals) / len(vals) if vals else float("nan")

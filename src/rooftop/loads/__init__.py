@@ -1,0 +1,25 @@
+"""Background loads: one file per load, listed in LOADS (as launchers are
+in rooftop.launchers.LAUNCHERS). Each file declares `LOAD` (a
+rooftop.loads.base.Load: name, help, the resource it stresses, its knobs,
+its rate unit, its processes per node and their arguments) and the
+functions its processes run (`run`, `on_stop`, called by
+rooftop.loads.worker). rooftop.loads.background starts a load's processes
+on chosen nodes through the campaign's launcher and stops them;
+`rooftop interfere` (rooftop.interfere) runs stages beside them.
+
+Adding one: docs/extending.md, "Adding a background load".
+"""
+
+from rooftop.loads import cmd, cpu, io, mem, net, numio
+from rooftop.loads.base import Context, Knob, Load
+
+__all__ = ["LOADS", "Context", "Knob", "Load", "get"]
+
+#: Every background load, by name, in the order help lists them.
+LOADS: dict[str, Load] = {m.LOAD.name: m.LOAD for m in (cpu, mem, net, io, numio, cmd)}
+
+
+def get(name: str) -> Load:
+    if name not in LOADS:
+        raise ValueError(f"unknown load '{name}': one of {', '.join(LOADS)}")
+    return LOADS[name]

@@ -1,0 +1,147 @@
+"""A background load running on chosen nodes: its processes started
+through the campaign's launcher (rooftop.launchers, the same command
+lines as engines get: pinned with --rank R --cpus C), each in its own
+session; stopped with SIGTERM to each process group, SIGKILL after a
+grace period; its documents and units read back.
+
+The units (rooftop.loads.worker: one JSON line per finished unit of work)
+are split by time (`split`): those done before the stages started (the
+load alone) and those done while they ran (beside the service). The
+load's own slowdown is the ratio of the two rates, each work per second of
+wall time over the span of a process's units (a unit shorter than a
+scheduler time slice does not see the time-sharing; the span does)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rooftop.engine import terminate
+from rooftop.launchers import Launch
+from rooftop.loads import get
+from rooftop.loads.base import Context
+
+
+@dataclass
+class Running:
+    """One copy of a load, started."""
+
+    kind: str
+    knobs: dict
+    nodes: list
+    folder: Path
+    copy: int
+    launches: list[Launch] = field(default_factory=list)
+    procs: list = field(default_factory=list)
+    marks: list[float] = field(default_factory=list)
+
+    def describe(self) -> dict:
+        return {"load": self.kind, "copy": self.copy, "knobs": self.knobs,
+                "nodes": [n.index for n in self.nodes], "folder": str(self.folder),
+                "processes": [{"node": l.node.index, "ranks": l.ranks, "argv": l.argv}
+                              for l in self.launches]}
+
+
+def launches(kind: str, knobs: dict, nodes: list, launcher, cfg: dict, folder: Path,
+             copy: int = 0, binding: str = "core") -> list[Launch]:
+    """The command lines of one copy of a load on nodes (nothing started)."""
+    load = get(kind)
+    out, rank = [], 0
+    for pos, node in enumerate(nodes):
+        ctx = Context(knobs, pos, nodes, str(folder), cfg, copy)
+        n = load.procs(ctx, len(node.cores))
+        argv = [sys.executable, "-m", "rooftop.loads.worker", kind,
+                "--units", str(folder / "units-{rank}.jsonl"), *load.args(ctx)]
+        first = pos if load.multi_node else rank
+        width = binding if n <= len(node.cores) else "none"
+        out += launcher.launches(node, argv, n, width, first)
+        rank += n
+    return out
+
+
+def start(kind: str, knobs: dict, nodes: list, runner, folder: Path, copy: int = 0) -> Running:
+    """Starts one copy through runner's launcher; its processes join
+    runner.procs, so a campaign stopped by Ctrl-C stops them too."""
+    folder.mkdir(parents=True, exist_ok=True)
+    r = Running(kind, knobs, nodes, folder, copy)
+    r.launches = launches(kind, knobs, nodes, runner.launcher, runner.cfg, folder, copy)
+    for i, l in enumerate(r.launches):
+        r.procs.append(runner.procs.start(l, folder / f"worker-{i}.log"))
+    return r
+
+
+def stop(r: Running, grace: float = 5.0) -> dict:
+    """SIGTERM (then SIGKILL after grace) to its processes; what they did."""
+    killed = terminate(r.procs, grace)
+    docs = []
+    for i, _ in enumerate(r.launches):
+        doc = _last_json(r.folder / f"worker-{i}.log")
+        docs.append(doc)
+    return {"killed": len(killed), "documents": docs, "units": _units(r.folder)}
+
+
+def _last_json(path: Path) -> dict | None:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+def units_done(r: Running) -> int:
+    """Units its processes have finished so far with some work done (a
+    flood's window can end before its first operation does)."""
+    n = 0
+    for f in r.folder.glob("units-*.jsonl"):
+        with open(f) as fh:
+            n += sum(1 for line in fh if line.strip() and json.loads(line)["work"] > 0)
+    return n
+
+
+def _units(folder: Path) -> list[dict]:
+    out = []
+    for f in sorted(folder.glob("units-*.jsonl")):
+        rank = int(f.stem.split("-", 1)[1])
+        for line in f.read_text().splitlines():
+            if line.strip():
+                out.append(dict(json.loads(line), rank=rank))
+    return out
+
+
+def _rate(units: list[dict]) -> float | None:
+    """Work per second of wall time, per process: each process's units'
+    work over the span from its first unit's start to its last unit's end
+    (the gaps count: a process preempted between its units is slowed down
+    as much as one preempted inside them), averaged over the processes."""
+    by_rank: dict[int, list[dict]] = {}
+    for u in units:
+        by_rank.setdefault(u.get("rank", 0), []).append(u)
+    rates = []
+    for us in by_rank.values():
+        span = max(u["t1"] for u in us) - min(u["t0"] for u in us)
+        if span > 0:
+            rates.append(sum(u["work"] for u in us) / span)
+    return sum(rates) / len(rates) if rates else None
+
+
+def split(units: list[dict], t_mark: float, beside_in: list[tuple[float, float]]) -> dict:
+    """Units alone (ended before t_mark, when the stages started) and beside
+    the service (each inside one of the intervals beside_in: when its
+    clients measured); rates per process (_rate); slowdown = rate alone /
+    rate beside (None when either side has no unit)."""
+    alone = [u for u in units if u["t1"] <= t_mark]
+    beside = [u for u in units if any(a <= u["t0"] and u["t1"] <= b for a, b in beside_in)]
+    ra, rb = _rate(alone), _rate(beside)
+    return {"units_alone": len(alone), "units_beside": len(beside), "rate_alone": ra,
+            "rate_beside": rb, "slowdown": ra / rb if ra and rb else None,
+            "unit_s_alone": statistics.mean(u["t1"] - u["t0"] for u in alone) if alone else None,
+            "unit_s_beside": statistics.mean(u["t1"] - u["t0"] for u in beside) if beside else None}

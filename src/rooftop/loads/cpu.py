@@ -1,0 +1,46 @@
+"""cpu: the fixed-work Jacobi stencil (rooftop.stencil) in a loop, one
+process per core of each of its nodes (or `procs`), each pinned to its
+core. One unit = one stencil run of `size`² points and `iterations`
+sweeps; its rate is in Mpoints/s."""
+
+from __future__ import annotations
+
+import argparse
+
+from rooftop import stencil
+from rooftop.loads.base import Knob, Load
+
+
+def run(argv, stopping, record, rank):
+    p = argparse.ArgumentParser(prog="rooftop.loads.worker cpu")
+    p.add_argument("--size", type=int, default=256)
+    p.add_argument("--iterations", type=int, default=50)
+    a = p.parse_args(argv)
+    stencil._Stop.requested = False
+
+    def unit():
+        doc = stencil.run(a.size, a.iterations)
+        return doc["points"] / 1e6 if doc["completed"] else None
+
+    from rooftop.loads.worker import repeat
+
+    repeat(unit, stopping, record)
+    return {"size": a.size, "iterations": a.iterations}
+
+
+def on_stop() -> None:
+    stencil._Stop.requested = True  # the stencil checks it between sweeps
+
+
+def _args(ctx):
+    return ["--size", str(ctx.knobs["size"]), "--iterations", str(ctx.knobs["iterations"])]
+
+
+LOAD = Load(
+    "cpu", "a fixed-work Jacobi stencil per core (rooftop-stencil), repeated", "CPU cores",
+    (Knob("procs", int, 0, "processes per node (0: one per core of the node)"),
+     Knob("size", int, 256, "grid points per side of one unit"),
+     Knob("iterations", int, 50, "sweeps per unit")),
+    "Mpoints/s",
+    procs=lambda ctx, cores: ctx.knobs["procs"] or cores,
+    args=_args)

@@ -1,0 +1,162 @@
+"""net: a network flood between the load's nodes through the engine's own
+bulk operations (GPCNeT's congestors), one worker per node:
+
+- incast: the load's first node (the hub) runs a `rooftop-engine serve`,
+  every other node a `rooftop-engine load --op OP` against it: with
+  op=write the data flows into the hub's link, with op=read out of it;
+- alltoall: every node serves, and every node's client loads every
+  server round-robin (`--server all`).
+
+A client measures windows of `window` seconds back to back until stopped
+(`--samples` large, `--window-log`); each window but the first (a
+warm-up) is one unit, its work the
+bytes it moved (GB, rate GB/s). The servers run in the load's own group
+folder (no shutdown token: nothing can stop them by RPC), with the campaign's
+progress modes (engine.server_progress, engine.client_progress); SIGTERM stops
+them with the worker."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from rooftop.loads.base import Knob, Load
+
+
+class _Children:
+    procs: list[subprocess.Popen] = []
+
+
+def _start(argv: list[str], log: Path) -> subprocess.Popen:
+    with open(log, "w") as f:
+        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT)
+    _Children.procs.append(p)
+    return p
+
+
+def _wait_servers(gdir: Path, n: int, stopping, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not stopping.is_set():
+        if len(list(gdir.glob("*.addr"))) >= n:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class _Tail:
+    """Records the client's windows from its window log as they end."""
+
+    def __init__(self, log: Path, size: int, record):
+        self.log, self.size, self.record, self.offset, self.windows = log, size, record, 0, 0
+
+    def read(self) -> None:
+        if not self.log.exists():
+            return
+        with open(self.log) as f:
+            f.seek(self.offset)
+            text = f.read()
+        complete = text[:text.rfind("\n") + 1]  # a line still being written waits
+        self.offset += len(complete)
+        for line in complete.splitlines():
+            ev = json.loads(line)
+            if ev.get("event") == "window" and ev["elapsed_s"] > 0 and ev["window"] > 0:  # 0: warm-up
+                self.record(ev["end_s"] - ev["elapsed_s"], ev["end_s"], ev["ops"] * self.size / 1e9)
+                self.windows += 1
+
+
+def run(argv, stopping, record, rank):
+    p = argparse.ArgumentParser(prog="rooftop.loads.worker net")
+    for name in ("engine", "group", "serve", "client", "window"):
+        p.add_argument(f"--{name}", required=True)
+    p.add_argument("--nservers", type=int, required=True)
+    p.add_argument("--size", type=int, required=True)
+    a = p.parse_args(argv)
+    serve, client = json.loads(a.serve), json.loads(a.client)
+    gdir = Path(a.group)
+    gdir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if serve:
+        _start([a.engine, *serve, "--rank", str(rank)], gdir / f"server-{rank}.log")
+    wlog = gdir / f"windows-{rank}.jsonl"
+    tail = _Tail(wlog, a.size, record)
+    if client and _wait_servers(gdir, a.nservers, stopping):
+        _start([a.engine, *client, "--rank", str(rank), "--window-log", str(wlog),
+                "--output", str(gdir / f"client-{rank}.json")], gdir / f"client-{rank}.log")
+    while not stopping.wait(0.2):
+        tail.read()
+        dead = [c for c in _Children.procs if c.poll() is not None]
+        if dead:  # an engine of the flood ended by itself: the flood is over
+            _stop_children()
+            logs = " ".join(p.read_text()[-300:] for p in sorted(gdir.glob("*.log")))
+            raise RuntimeError(f"net load: an engine exited (code {dead[0].returncode}): {logs}")
+    _stop_children()
+    tail.read()
+    return {"role": ("server+" if serve else "") + ("client" if client else ""), "windows": tail.windows}
+
+
+def _stop_children() -> None:
+    for c in _Children.procs:
+        if c.poll() is None:
+            c.terminate()
+    for c in _Children.procs:
+        try:
+            c.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            c.kill()
+            c.wait()
+
+
+def on_stop() -> None:
+    pass  # run() waits on the stop event, then stops its engines
+
+
+def _args(ctx):
+    """One worker per node: the engine lines it runs, as JSON lists."""
+    from rooftop import metrics
+    from rooftop.config import parse_size
+    from rooftop.engine import engine_path
+
+    k, cfg = ctx.knobs, ctx.cfg
+    if len(ctx.nodes) < 2:
+        raise ValueError("load 'net' needs at least two nodes (its flood goes between them)")
+    gdir = Path(ctx.folder) / "group"
+    fab = ["--fabric", cfg["fabric"]["provider"]] + (["--domain", cfg["fabric"]["domain"]]
+                                                      if cfg["fabric"]["domain"] else [])
+    bw = dict(cfg["bw"], op=k["op"], size=k["size"], buffer="reuse")  # a flood needs no fresh pages
+    flood_cfg = dict(cfg, bw=bw)
+    incast = k["pattern"] == "incast"
+    node = ctx.nodes[ctx.position]
+    serve = []
+    if ctx.position == 0 or not incast:
+        serve = ["serve", *fab, "--group-dir", str(gdir), "--progress", cfg["engine"]["server_progress"],
+                 "--output", str(gdir / f"server-{ctx.position}.json"),
+                 *[a for m in metrics.METRICS.values() for a in m.server_args(flood_cfg)]]
+        if node.address:
+            serve += ["--address", node.address]
+    client = []
+    if ctx.position > 0 or not incast:
+        nservers = 1 if incast else len(ctx.nodes)
+        client = ["load", *fab, "--group-dir", str(gdir), "--nservers", str(nservers),
+                  "--server", "0" if incast else "all", "--duration", str(k["window"]),
+                  "--samples", "100000", "--warmup", "0", "--concurrency", str(k["concurrency"]),
+                  "--progress", cfg["engine"]["client_progress"],
+                  "--timeout", "30", *metrics.get("bw").client_args(flood_cfg)]
+    return ["--engine", cfg["engine"]["path"] or engine_path(), "--group", str(gdir),
+            "--serve", json.dumps(serve), "--client", json.dumps(client),
+            "--window", str(k["window"]), "--nservers", str(1 if incast else len(ctx.nodes)),
+            "--size", str(parse_size(k["size"]))]
+
+
+LOAD = Load(
+    "net", "a network flood between its nodes (incast into the first, or all-to-all) "
+           "through the engine's bulk operations", "network links",
+    (Knob("pattern", str, "incast", "incast (every node into the first) or alltoall"),
+     Knob("op", str, "read", "bulk direction: read (data leaves the servers) or write"),
+     Knob("size", str, "1MiB", "bytes per bulk operation"),
+     Knob("concurrency", int, 4, "operations in flight per client"),
+     Knob("window", float, 0.5, "seconds per measured unit")),
+    "GB/s",
+    procs=lambda ctx, cores: 1,
+    args=_args, multi_node=True)

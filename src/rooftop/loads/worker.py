@@ -1,0 +1,108 @@
+"""One background-load process: `python -m rooftop.loads.worker KIND
+--units FILE [KIND's options] --rank R --cpus C` (the launchers append
+--rank and --cpus as they do for engines; mpiexec and srun give
+--rank FIRST --rank-from-env).
+
+It pins itself to --cpus, then runs KIND's fixed units of work until
+SIGTERM or SIGINT, appending one JSON line per finished unit (the
+first, a warm-up, excepted) to FILE
+({rank} replaced): {"t0", "t1", "work"} (wall-clock seconds, work in the
+load's unit). A unit cut short by the stop is not recorded. At the end it
+prints one JSON document on stdout: {"load", "rank", "units", "work",
+"seconds", "rate", "cpu_affinity", "pid", ...KIND's own fields}.
+Children it starts (net: engines; numio: its ranks; cmd: the command) are
+in its process group, stopped with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+#: Environment variables an MPI or Slurm launcher gives each process's rank in.
+RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
+
+
+def _cpus(text: str) -> set[int]:
+    out: set[int] = set()
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+class Recorder:
+    """Appends each finished unit to the units file, and sums them."""
+
+    def __init__(self, path: str):
+        self.path, self.units, self.work, self.busy = path, 0, 0.0, 0.0
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def __call__(self, t0: float, t1: float, work: float) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"t0": t0, "t1": t1, "work": work}) + "\n")
+        self.units += 1
+        self.work += work
+        self.busy += t1 - t0
+        self.first = t0 if self.first is None else self.first
+        self.last = t1
+
+
+def repeat(unit, stopping: threading.Event, record: Recorder) -> None:
+    """Runs unit() (returns its work, or None when cut short) until stopped.
+    The first unit warms up (imports, page faults, cold caches: a cpu unit
+    takes 30 times longer) and is not recorded."""
+    first = True
+    while not stopping.is_set():
+        t0 = time.time()
+        work = unit()
+        if work is None or stopping.is_set():
+            break
+        if not first:
+            record(t0, time.time(), work)
+        first = False
+
+
+def parse(argv: list[str]):
+    p = argparse.ArgumentParser(prog="rooftop.loads.worker")
+    p.add_argument("kind")
+    p.add_argument("--units", required=True)
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--rank-from-env", action="store_true")
+    p.add_argument("--cpus")
+    args, rest = p.parse_known_args(argv)
+    if args.rank_from_env:
+        args.rank += next((int(os.environ[v]) for v in RANK_ENV if v in os.environ), 0)
+    rest = [a.replace("{rank}", str(args.rank)) for a in rest]
+    return args, rest
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, rest = parse(sys.argv[1:] if argv is None else argv)
+    if args.cpus:
+        os.sched_setaffinity(0, _cpus(args.cpus))
+    module = importlib.import_module(f"rooftop.loads.{args.kind}")
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda n, f: (stopping.set(), module.on_stop()))
+    record = Recorder(args.units.replace("{rank}", str(args.rank)))
+    start = time.time()
+    extra = module.run(rest, stopping, record, args.rank) or {}
+    seconds = (record.last - record.first) if record.units else 0.0
+    doc = {"load": args.kind, "rank": args.rank, "units": record.units, "work": record.work,
+           "seconds": seconds, "busy_seconds": record.busy, "started": start,
+           "rate": record.work / record.busy if record.busy > 0 else 0.0,
+           "cpu_affinity": sorted(os.sched_getaffinity(0)), "pid": os.getpid(), **extra}
+    print(json.dumps(doc), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Every background load starts through the local launcher, records units
+of work, reports its document and leaves no process or file behind when
+stopped; numio's three overlap modes hide different shares of their I/O."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from rooftop import config
+from rooftop.campaign import Processes
+from rooftop.launchers.local import LocalLauncher
+from rooftop.loads import LOADS, background, get
+
+#: Small knobs, so that each load finishes units within a second or two.
+SMALL = {"cpu": {"procs": 1, "size": 128, "iterations": 20}, "mem": {"size_mib": 8, "copies": 2},
+         "net": {"window": 0.2, "size": "64KiB"}, "io": {"block_mib": 1, "file_mib": 8},
+         "numio": {"sweeps": 40, "write_every": 10, "size": 128, "inflate": 2},
+         "cmd": {"command": "sleep 0.1"}}
+
+
+class _Runner:
+    """What background.start needs of a campaign.Runner."""
+
+    def __init__(self):
+        self.cfg = config.build(None, {"engine.timeout": 10})
+        self.launcher = LocalLauncher(2)
+        self.procs = Processes()
+
+
+def processes_mentioning(marker: str) -> list[int]:
+    """Live processes whose command line mentions marker (zombies excluded)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            out.append(int(d.name))
+    return out
+
+
+def wait_units(r, n: int, timeout: float = 40.0) -> None:
+    end = time.monotonic() + timeout
+    while background.units_done(r) < n:
+        assert time.monotonic() < end, f"load {r.kind} finished no {n} units in {timeout} s: " + " ".join(
+            p.read_text()[-400:] for p in r.folder.glob("*.log"))
+        assert all(p.poll() is None for p in r.procs), (r.folder / "worker-0.log").read_text()[-800:]
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("kind", list(LOADS))
+def test_every_load_starts_measures_and_leaves_nothing(kind, tmp_path):
+    runner = _Runner()
+    nodes = runner.launcher.nodes()
+    knobs = get(kind).resolve(SMALL[kind])
+    r = background.start(kind, knobs, nodes, runner, tmp_path / kind)
+    wait_units(r, 2)
+    t_mark = time.time()
+    time.sleep(0.5)
+    done = background.stop(r, grace=5.0)
+    assert done["killed"] == 0, "a load process ignored SIGTERM"
+    docs = [d for d in done["documents"] if d]
+    assert len(docs) == len(r.launches), done["documents"]
+    assert sum(d["units"] for d in docs) == len(done["units"]) >= 2
+    assert all(d["load"] == kind for d in docs)
+    rates = [d["rate"] for d in docs if d["units"]]
+    assert rates and all(x > 0 for x in rates)
+    split = background.split(done["units"], t_mark, [(t_mark, time.time())])
+    assert split["units_alone"] >= 1 and split["rate_alone"] > 0
+    assert processes_mentioning(str(tmp_path)) == [], "a load left processes behind"
+    data = tmp_path / kind / "data"
+    assert not data.exists() or not any(data.iterdir()), "a load left its data files behind"
+
+
+def test_cpu_load_is_pinned_one_process_per_core(tmp_path):
+    runner = _Runner()
+    node = runner.launcher.nodes()[0]
+    r = background.start("cpu", get("cpu").resolve({"size": 64, "iterations": 5}), [node], runner, tmp_path)
+    wait_units(r, 1)
+    docs = background.stop(r)["documents"]
+    assert len(docs) == len(node.cores)
+    assert sorted(c for d in docs for c in d["cpu_affinity"]) == sorted(node.cores)
+
+
+def _numio(mode: str, tmp_path) -> dict:
+    runner = _Runner()
+    knobs = get("numio").resolve({"mode": mode, "sweeps": 60, "write_every": 10, "size": 256,
+                                  "inflate": 16, "dir": str(tmp_path / "data")})
+    r = background.start("numio", knobs, runner.launcher.nodes()[:1], runner, tmp_path / mode)
+    wait_units(r, 1, timeout=60)
+    return background.stop(r)["documents"][0]
+
+
+def test_numio_modes_hide_different_shares_of_their_io(tmp_path):
+    docs = {m: _numio(m, tmp_path) for m in ("sync+imm", "sync", "async")}
+    for m, d in docs.items():
+        assert d["mode"] == m and d["units"] >= 1 and d["io_work_s"] > 0, d
+        assert d["runtime"] > d["io_blocked_s"] >= 0
+    per_unit = {m: d["io_blocked_s"] / d["units"] for m, d in docs.items()}
+    # sync+imm waits for every write and fsync; sync waits for its calls
+    # (the write-back runs during compute); async waits only when its I/O
+    # thread is not done by the next write point.
+    assert docs["sync+imm"]["io_hidden"] < 0.1 and docs["sync"]["io_hidden"] < 0.1
+    assert docs["async"]["io_hidden"] > 0.3, docs["async"]
+    assert per_unit["async"] < per_unit["sync+imm"], per_unit

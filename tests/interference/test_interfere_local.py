@@ -1,0 +1,143 @@
+"""rooftop interfere on the local launcher (2 logical nodes of one core
+each on this machine): a cpu load on the server's core lowers the RPC
+rate and the report names CPU as the shared resource; ensembles of 1, 2
+and 4 copies run and their slowdown grows with the copies sharing one
+core; Ctrl-C leaves no load or engine behind, whichever load runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_background_loads import processes_mentioning
+
+QUICK = ["--metrics", "rpc", "--samples", "2", "--duration", "0.4", "--warmup", "0.3", "--load-warmup", "0.5"]
+
+
+def env():
+    e = dict(os.environ)
+    e.setdefault("ROOFTOP_CORES_LOCK", "/tmp/rooftop-interfere-tests.lock")
+    return e
+
+
+def interfere(results: Path, *args, timeout=240) -> tuple[dict, str]:
+    p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--results", str(results), "--json",
+                        *args], capture_output=True, text=True, timeout=timeout, env=env())
+    assert p.returncode == 0, f"{p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+    doc = json.loads(p.stdout)
+    return doc, doc["run"]
+
+
+def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_path):
+    # Four stencils time-share the server's core with a busy-polling server
+    # (four, not one: CFS shares a core per session, so the server's loss is
+    # diluted by whatever else runs on this machine).
+    doc, base = interfere(tmp_path, "--loads", "cpu", "--load-nodes", "0", "--load-set", "cpu.procs=4",
+                          "--set", "engine.server_progress=busy", *QUICK)
+    (cond,) = doc["conditions"]
+    (impact,) = [i for i in cond["impacts"] if i["stage"] == "server_peak"]  # also client peak here
+    assert impact["impact_rate"] > 1.3, impact
+    assert cond["shared"].startswith("CPU"), cond["shared"]
+    assert [x["nodes"] for x in cond["loads"]] == [[0]]
+    db = sqlite3.connect(tmp_path / "rooftop.db")
+    stored = db.execute("SELECT impact_rate, shared FROM interference WHERE run_id = ?", (base,)).fetchall()
+    assert stored and stored[0][0] == pytest.approx(impact["impact_rate"]) and stored[0][1] == cond["shared"]
+    status = dict(db.execute("SELECT id, status FROM runs").fetchall())
+    assert status == {base: "complete", cond["run"]: "complete"}
+    config = json.loads(db.execute("SELECT config FROM runs WHERE id = ?", (cond["run"],)).fetchone()[0])
+    assert config["interfere"]["load"] == "cpu" and config["interfere"]["knobs"]["procs"] == 4
+    rep = subprocess.run([sys.executable, "-m", "rooftop", "report", base, "--results", str(tmp_path)],
+                         capture_output=True, text=True, timeout=240, env=env())
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / base / "report" / "report.md").read_text()
+    assert "## Under load" in md and "shared resource: CPU" in md
+    assert (tmp_path / base / "report" / "figures" / "interference.png").exists()
+    rep = subprocess.run([sys.executable, "-m", "rooftop", "report", cond["run"], "--results", str(tmp_path)],
+                         capture_output=True, text=True, timeout=240, env=env())
+    assert rep.returncode == 0, rep.stderr
+    assert f"the same stages alone: run {base}" in (tmp_path / cond["run"] / "report" / "report.md").read_text()
+    # The roofline under load: a second, lower band on the isolated run's figure.
+    from rooftop import results
+    from rooftop.plots import roofline
+    from rooftop.store import Store
+
+    res = results.load(Store(tmp_path, create=False), base)
+    ((name, loaded),) = res.loaded["rpc"]
+    assert name == "beside cpu" and loaded.client_bound.centre < res.rooflines["rpc"].client_bound.centre
+    fig = roofline.figure(res.evaluations["rpc"], "t", loaded=res.loaded["rpc"])
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert any(label.startswith("under load, beside cpu: client") for label in labels), labels
+
+
+def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
+    # Every copy on the client's core (node 1). How much CPU k copies take
+    # from the client here depends on the machine's other sessions (CFS
+    # autogroups share a core per session): monotonicity is tested where
+    # physics fixes it, on a shaped link (tests/cluster/test_interfere_netns.py).
+    doc, base = interfere(tmp_path, "--loads", "cpu", "--ensemble", "4,1,2", "--load-nodes", "1",
+                          "--load-set", "cpu.procs=1", "--load-set", "cpu.size=128", "--stages", "client_peak",
+                          *QUICK)
+    conds = doc["conditions"]
+    assert [c["copies"] for c in conds] == [1, 2, 4]
+    assert [len(c["loads"]) for c in conds] == [1, 2, 4]
+    for c in conds:
+        assert c["ok"] > 0 and c["failed"] == 0
+        assert all(x["nodes"] == [1] and x["units_alone"] >= 1 and x["units_beside"] >= 1 for x in c["loads"])
+        assert all(x["normalized"] > 0 and x["slowdown"] > 0 for x in c["loads"])
+    # One copy alone is the reference of the normalized slowdown.
+    assert conds[0]["loads"][0]["normalized"] == pytest.approx(conds[0]["loads"][0]["slowdown"])
+    db = sqlite3.connect(tmp_path / "rooftop.db")
+    assert db.execute("SELECT count(*) FROM load_runs WHERE run_id = ?", (base,)).fetchone()[0] == 7
+    assert db.execute("SELECT count(DISTINCT loaded_run) FROM interference WHERE run_id = ?",
+                      (base,)).fetchone()[0] == 3
+    before = db.execute("SELECT * FROM load_runs ORDER BY rowid").fetchall()
+    db.close()
+    # A rebuilt database gets the comparison back from the isolated run's interference.json.
+    p = subprocess.run([sys.executable, "-m", "rooftop", "doctor", "--rebuild", "--results", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, env=env())
+    assert p.returncode == 0 and "interference of 3 loaded run(s) restored" in p.stdout + p.stderr, p.stdout
+    db = sqlite3.connect(tmp_path / "rooftop.db")
+    assert db.execute("SELECT * FROM load_runs ORDER BY rowid").fetchall() == before
+
+
+def _first_line(folder: Path, pattern: str, timeout: float) -> Path:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for f in folder.glob(pattern):
+            if f.stat().st_size > 0:
+                return f
+        time.sleep(0.1)
+    raise AssertionError(f"no {pattern} under {folder} within {timeout} s")
+
+
+@pytest.mark.parametrize("kind,knobs", [("cpu", []), ("mem", ["mem.size_mib=8"]), ("net", ["net.window=0.2"]),
+                                        ("io", ["io.file_mib=16"]), ("numio", ["numio.sweeps=40"]),
+                                        ("cmd", ["cmd.command=sh -c 'sleep 0.3' {tmp}"])])
+def test_ctrl_c_leaves_no_load_behind(kind, knobs, tmp_path):
+    # cmd: the command names the test's folder ($0 of sh), so a command left
+    # running would be found below.
+    sets = [a for k in knobs for a in ("--load-set", k.format(tmp=tmp_path))]
+    p = subprocess.Popen([sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path), "--loads",
+                          kind, "--load-nodes", "0,1", *sets, "--stages", "client_peak", "--metrics", "rpc",
+                          "--samples", "1", "--duration", "3", "--warmup", "0.2", "--load-warmup", "0.3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    try:
+        # The loaded run's client measures beside the load: interrupt then.
+        units = _first_line(tmp_path, "*/loads/*/units-*.jsonl", 120)
+        _first_line(units.parents[2], "raw/*/windows-*.jsonl", 60)
+        time.sleep(0.3)
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert processes_mentioning(str(tmp_path)) == [], f"left behind after Ctrl-C: {err[-800:]}"
+    db = sqlite3.connect(tmp_path / "rooftop.db")
+    assert db.execute("SELECT status FROM runs ORDER BY created DESC, id DESC").fetchone()[0] == "interrupted"
