@@ -123,6 +123,8 @@ def test_campaign_commands_keep_their_flags():
                      "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
         "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
                    "--nodes", "--results", "--set", "-h"},
+        "model": {"--help", "--json", "--mix", "--params", "--results", "-h"},
+        "report": {"--help", "--mix", "--output", "--results", "-h"},
     }
     commands = _commands()
     for name, flags in expected.items():
