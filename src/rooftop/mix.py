@@ -178,20 +178,19 @@ class Combined:
 
     def lines(self) -> list[str]:
         """What binds where, in words."""
-        r, u = self.roofline, "ops/s"
+        r = self.roofline
         ridge = r.ridge.centre
         s, c = self.server_metric, self.client_metric
         out = [f"mix {self.mix.name}: " + ", ".join(
             f"{m.metric} {work_text(m.metric, m.demand)}" for m in self.components) + " per operation"]
         out.append(f"below x = {ridge:.3g} (server/client processes) the servers' {s} binds: "
-                   f"{fmt_rate(r.server.centre, u)} mix operations per server process")
-        out.append(f"above x = {ridge:.3g} the clients' {c} binds: "
-                   f"{fmt_rate(r.client.centre, u)} mix operations per client process")
+                   f"{_ops(r.server.centre)} per server process")
+        out.append(f"above x = {ridge:.3g} the clients' {c} binds: {_ops(r.client.centre)} per client process")
         for m in self.components:
-            out.append(f"  {m.metric}: client {fmt_rate(m.client.centre, u)}, server "
-                       f"{fmt_rate(m.server.centre, u)} per process (its ceilings / {work_text(m.metric, m.demand)})")
+            out.append(f"  {m.metric}: client {_ops(m.client.centre)}, server {_ops(m.server.centre)} per "
+                       f"process (its ceilings / {work_text(m.metric, m.demand)})")
         out.append(f"without overlap (one resource after the other) at x = {ridge:.3g}: "
-                   f"{fmt_rate(self.serial_rate(ridge), u)} per client process")
+                   f"{_ops(self.serial_rate(ridge))} per client process")
         return out
 
     def to_dict(self) -> dict:
@@ -202,6 +201,11 @@ class Combined:
                 "binds": {"server": self.server_metric, "client": self.client_metric},
                 "components": [{"metric": c.metric, "demand": c.demand, "client": c.client.centre,
                                 "server": c.server.centre} for c in self.components]}
+
+
+def _ops(v: float) -> str:
+    """A rate of mix operations: '154 mix ops/s'."""
+    return fmt_rate(v, "ops/s").replace("ops/s", "mix ops/s")
 
 
 def work_text(metric: str, d: float) -> str:
