@@ -40,8 +40,8 @@ SERVER_OPTIONS = {
 
 def dir_key(metric: str) -> Key:
     return Key(f"{metric}.dir", "str", None, f"directory on each server node's storage that {metric} "
-               f"measures (required to measure {metric}; the engine's --storage-dir); must exist and be "
-               f"writable", nullable=True)
+               f"measures (the engine's --storage-dir); must exist and be writable; no default: required "
+               f"to measure {metric}", nullable=True)
 
 
 def data_keys(metric: str, io_mode: str, why: str) -> tuple[Key, ...]:
