@@ -60,6 +60,7 @@ def ext4_run(tmp_path_factory):
                     "--set", "iops.file_size=16MiB", "--set", "sbw.file_size=16MiB",
                     "--set", "meta.files=50", "--set", "meta.keep_files=true")
         run = p.stdout.strip().splitlines()[-1]
+        rooftop("validate", "--run", run, *QUICK, "--results", str(res))
         meta_files = sorted(str(f.relative_to(d)) for f in d.rglob("r*.*") if f.parent.name.startswith("rooftop-meta"))
         yield res, run, d, dev, meta_files
 
@@ -68,6 +69,7 @@ def test_storage_campaign_gives_sensible_ceilings(ext4_run):
     res, run, _, _, _ = ext4_run
     rows = samples(res, run)
     assert {r["metric"] for r in rows} == {"iops", "sbw", "meta"}
+    assert {r["metric"] for r in rows if r["stage"] == "validate"} == {"iops", "sbw", "meta"}
     assert all(r["status"] == "ok" for r in rows), [(r["key"], r["error"]) for r in rows if r["status"] != "ok"]
     doc = json.loads(rooftop("model", run, "--results", str(res), "--json").stdout)
     ceil = {m["metric"]: m for m in doc["metrics"]}
@@ -75,6 +77,7 @@ def test_storage_campaign_gives_sensible_ceilings(ext4_run):
         for side in ("client", "server"):
             v = ceil[m][side]["median"]
             assert np.isfinite(v) and v > 0, (m, side, v)
+        assert ceil[m]["validation"], m  # the validation samples set against the model
     copy = memcpy_rate()
     assert 1 << 20 < ceil["sbw"]["server"]["max"] < copy, (ceil["sbw"]["server"], copy)
     # Each durable put waits for the loop device's flush, which reaches the
@@ -114,9 +117,11 @@ def test_metadata_creates_are_in_the_directory(ext4_run):
     res, run, d, _, files = ext4_run
     servers = [json.loads(f.read_text())["result"]["storage"] for f in (res / run / "groups").glob("*/server-*.json")]
     meta = [s for s in servers if s["counts"]["created"] or s["knobs"]["meta_layout"] == "per-process"]
-    assert meta and sum(s["counts"]["meta_files_now"] for s in meta) == len(files)
+    assert len(meta) == 2 and sum(s["counts"]["meta_files_now"] for s in meta) == len(files)
     created = sum(s["counts"]["created"] for s in meta)
     assert len(files) == 50 * len(meta) + created
+    # Collect and validate each started meta servers in the same directory:
+    # the second passes over the names the first kept.
     counted = sum(r["aggregate"] * r["measured_s"] for r in samples(res, run) if r["metric"] == "meta")
     assert created >= counted > 0
 
