@@ -824,7 +824,8 @@ class Runner:
         lines = []
         gdir = self.run_dir / "groups" / "<group>"
         for pl in placements:
-            lines.append(f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node")
+            lines.append(f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node"
+                         + (f", serving {', '.join(pl.metrics)}" if pl.tag else ""))
             lines += [shlex.join(l.argv) for l in self.commands.server_launches(pl, gdir)]
             for rnd in client_rounds(pl.samples):
                 spec = rnd.first
