@@ -12,7 +12,7 @@ import synthetic
 from matplotlib.colors import is_color_like
 
 from rooftop import config, metrics, results, samplers, stages, store, ui, units
-from rooftop.campaign import plan_collect, plan_validate
+from rooftop.campaign import merge_server_args, plan_collect, plan_validate
 from rooftop.plots.run import plot_run
 from rooftop.report import html_page, markdown
 
@@ -121,6 +121,10 @@ def test_servers_get_only_the_measured_metrics_arguments():
     assert groups == {"rpc+bw+iops+sbw": ["rpc", "bw", "iops", "sbw"], "meta": ["meta"]}
     cfg["sbw"]["io_mode"] = "buffered"
     assert {pl.tag for pl in plan_collect(cfg)} == {"rpc+bw+iops", "sbw", "meta"}
+    # Slot sizes merge by their maximum; any other option given two values cannot.
+    assert merge_server_args([["--max-size", "4194304"], ["--max-size", "1048576", "--fill"]]) == \
+        ["--max-size", "4194304", "--fill"]
+    assert merge_server_args([["--io-mode", "direct"], ["--io-mode", "buffered"]]) is None
 
 
 # --- samplers ---------------------------------------------------------------
