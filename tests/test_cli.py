@@ -138,6 +138,8 @@ def test_campaign_commands_keep_their_flags():
                       "--load-nodes", "--load-set", "--load-warmup", "--loads", "--metrics", "--nic-policy",
                       "--nodes", "--placement", "--results", "--sample", "--samples", "--seed", "--set",
                       "--stages", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
+        "model": {"--help", "--json", "--mix", "--params", "--results", "-h"},
+        "report": {"--help", "--mix", "--output", "--results", "-h"},
     }
     commands = _commands()
     for name, flags in expected.items():

@@ -12,7 +12,7 @@ import synthetic
 from matplotlib.colors import is_color_like
 
 from rooftop import config, metrics, results, samplers, stages, store, ui, units
-from rooftop.campaign import plan_collect, plan_validate
+from rooftop.campaign import merge_server_args, plan_collect, plan_validate
 from rooftop.plots.run import plot_run
 from rooftop.report import html_page, markdown
 
@@ -63,7 +63,7 @@ def test_config_keys_list_metric_keys_after_the_metrics_key():
     own = [k.path for m in metrics.METRICS.values() for k in m.keys]
     assert paths[at + 1:at + 1 + len(own)] == own
     assert config.KEY_BY_PATH["metrics"].choices == tuple(metrics.METRICS)
-    assert config.KEY_BY_PATH["metrics"].default == list(metrics.METRICS)
+    assert config.KEY_BY_PATH["metrics"].default == metrics.defaults() == ["rpc", "bw"]
 
 
 def test_units_format_as_before():
@@ -91,6 +91,42 @@ def test_every_display_scale_is_a_named_scale(u):
     assert u.text[-1].at == 0 and u.axis[-1].at == 0  # every value has a display
 
 
+CALLERS = ("campaign.py", "ui.py", "results.py", "model.py", "report.py", "plots")
+
+
+def test_callers_of_the_metric_table_never_name_a_metric():
+    """campaign, ui, results, model, report and plots read the table: no
+    string in their code is a metric's name (docstrings may give examples)."""
+    import ast
+    from pathlib import Path
+
+    src = Path(config.__file__).parent
+    files = [p for c in CALLERS for p in ((src / c).glob("*.py") if (src / c).is_dir() else [src / c])]
+    named = [(p.name, node.lineno, node.value) for p in files for node in ast.walk(ast.parse(p.read_text()))
+             if isinstance(node, ast.Constant) and node.value in metrics.METRICS]
+    assert len(files) > len(CALLERS) and not named, named
+
+
+def test_servers_get_only_the_measured_metrics_arguments():
+    """A campaign of rpc and bw never gives its servers a storage option;
+    metrics whose servers differ (meta's empty data file) get a group of
+    their own; iops and sbw with the same directory and knobs share one."""
+    cfg = _cfg()
+    for m in ("iops", "sbw", "meta"):
+        cfg[m]["dir"] = "/srv/rooftop"
+    cfg["metrics"] = ["rpc", "bw"]
+    assert {tuple(pl.metrics) for pl in plan_collect(cfg)} == {("rpc", "bw")}
+    cfg["metrics"] = list(metrics.METRICS)
+    groups = {pl.tag: pl.metrics for pl in plan_collect(cfg) if pl.server_nodes == [0]}
+    assert groups == {"rpc+bw+iops+sbw": ["rpc", "bw", "iops", "sbw"], "meta": ["meta"]}
+    cfg["sbw"]["io_mode"] = "buffered"
+    assert {pl.tag for pl in plan_collect(cfg)} == {"rpc+bw+iops", "sbw", "meta"}
+    # Slot sizes merge by their maximum; any other option given two values cannot.
+    assert merge_server_args([["--max-size", "4194304"], ["--max-size", "1048576", "--fill"]]) == \
+        ["--max-size", "4194304", "--fill"]
+    assert merge_server_args([["--io-mode", "direct"], ["--io-mode", "buffered"]]) is None
+
+
 # --- samplers ---------------------------------------------------------------
 @pytest.mark.parametrize("s", samplers.SAMPLERS, ids=lambda s: s.name)
 def test_every_sampler_is_stored_and_has_hooks(s):
@@ -116,7 +152,9 @@ def test_samplers_measure_nothing_for_engines_on_other_hosts():
 
 # --- every stage and metric through results, ui, figures, report ---------------
 def _cfg() -> dict:
-    return synthetic.config_for(nodes=4, cores=1)
+    cfg = synthetic.config_for(nodes=4, cores=1)
+    cfg["metrics"] = list(metrics.METRICS)  # the defaults leave the storage metrics out
+    return cfg
 
 
 def _synthetic_run(tmp_path):

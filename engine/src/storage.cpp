@@ -369,11 +369,17 @@ std::string Store::meta_name(uint64_t i) const {
 
 // --meta-files files, created before the first metadata operation is
 // answered (in the client's warmup) and again when unlink used them up.
+// Names an earlier server kept (--keep-files: a campaign's next server
+// group in the same directory) are passed over, not failed on.
 void Store::populate() {
   if (::mkdir(meta_dir_.c_str(), 0700) != 0 && errno != EEXIST) return;
   for (uint64_t k = 0; k < c_.meta_files; k++) {
     const uint64_t i = next_name_++;
     int fd = ::open(meta_name(i).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    if (fd < 0 && errno == EEXIST) {
+      k--;  // taken: the next name (they end: a directory holds finitely many)
+      continue;
+    }
     if (fd < 0) return;
     ::close(fd);
     alive_.push_back(i);

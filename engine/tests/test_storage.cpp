@@ -167,6 +167,25 @@ TEST(StorageStore, MetadataOperationsMatchTheDirectory) {
   EXPECT_EQ(entries(d.path), 0u);
 }
 
+// A campaign's next server group in the same directory meets the files an
+// earlier one kept (--keep-files): it passes over their names.
+TEST(StorageStore, MetadataPassesOverFilesAnEarlierServerKept) {
+  TempDir d;
+  const std::string meta = d.path + "/rooftop-meta";
+  for (int round = 1; round <= 2; round++) {
+    Store s(config(d.path, {"--meta-files", "5", "--keep-files", "--allocation", "wrap", "--file-size", "4KiB"}));
+    for (int i = 0; i < 2; i++) ASSERT_EQ(s.meta(wire::MetaOp::Create).status, wire::Status::Ok) << round;
+    EXPECT_EQ(entries(meta), 7u * round);
+    JsonWriter w;
+    s.write_json(w);
+    EXPECT_NE(w.str().find("\"errors\":0"), std::string::npos) << w.str();
+  }
+  ::unlink((d.path + "/rooftop-data.3").c_str());
+  for (int i = 0; i < 14; i++) ::unlink((meta + "/r3." + std::to_string(i)).c_str());
+  ::rmdir(meta.c_str());
+  EXPECT_EQ(entries(d.path), 0u);
+}
+
 TEST(StorageStore, TmpfsRefusesODirectNamingTheKnobAndFileSystem) {
   struct statfs sf {};
   if (statfs("/dev/shm", &sf) != 0 || sf.f_type != kTmpfsMagic) GTEST_SKIP() << "/dev/shm is not a tmpfs here";

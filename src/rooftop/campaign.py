@@ -83,11 +83,77 @@ def plan(cfg: dict, phase: str) -> list[Placement]:
 
 
 def plan_collect(cfg: dict) -> list[Placement]:
-    return measure_once(plan(cfg, "collect"))
+    return split_by_servers(cfg, measure_once(plan(cfg, "collect")))
 
 
 def plan_validate(cfg: dict) -> list[Placement]:
-    return plan(cfg, "validate")
+    return split_by_servers(cfg, plan(cfg, "validate"))
+
+
+#: Server options two metrics may both give with different values: the
+#: servers get the largest (each is the size of a buffer slot).
+MERGED_BY_MAX = ("--max-size", "--max-msg")
+
+
+def _server_options(args: list[str]) -> dict[str, str | None]:
+    """--option value pairs of engine arguments (None: a flag)."""
+    out: dict[str, str | None] = {}
+    for i, a in enumerate(args):
+        if a.startswith("--"):
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            out[a] = None if nxt is None or nxt.startswith("--") else nxt
+    return out
+
+
+def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
+    """The server arguments serving every one of several metrics, or None
+    when two of them give an option different values (MERGED_BY_MAX aside)."""
+    from rooftop.config import parse_size
+
+    merged: dict[str, str | None] = {}
+    for args in arg_lists:
+        for opt, value in _server_options(args).items():
+            if opt in merged and merged[opt] != value:
+                if opt not in MERGED_BY_MAX:
+                    return None
+                value = str(max(parse_size(merged[opt], opt), parse_size(value, opt)))
+            merged[opt] = value
+    return [a for opt, value in merged.items() for a in ((opt,) if value is None else (opt, value))]
+
+
+def server_groups(cfg: dict, names: list[str]) -> list[list[str]]:
+    """The measured metrics, grouped so that the metrics of a group can be
+    served by one server group (merge_server_args), in planned order."""
+    def args(m: str) -> list[str]:
+        # A partial config made by hand (a plan's test) may lack a metric's
+        # section: it cannot ask for servers of its own then.
+        return metrics.get(m).server_args(cfg) if m in cfg else []
+
+    groups: list[list[str]] = []
+    for name in names:
+        for g in groups:
+            if merge_server_args([args(m) for m in (*g, name)]) is not None:
+                g.append(name)
+                break
+        else:
+            groups.append([name])
+    return groups
+
+
+def split_by_servers(cfg: dict, placements: list[Placement]) -> list[Placement]:
+    """A placement whose metrics need servers started differently (two
+    storage directories, two I/O modes) becomes one placement per server
+    group (tagged with its metrics), each measuring its metrics' samples."""
+    out = []
+    for pl in placements:
+        groups = server_groups(cfg, pl.metrics)
+        if len(groups) == 1:
+            out.append(pl)
+            continue
+        for g in groups:
+            out.append(Placement(pl.server_nodes, pl.servers_per_node,
+                                 [s for s in pl.samples if s.metric in g], tag="+".join(g)))
+    return out
 
 
 @contextmanager
@@ -284,8 +350,10 @@ class Commands:
         return ["--lease", str(gdir / LEASE_FILE), "--lease-timeout", str(self.lease_s)]
 
     def server_launches(self, placement: Placement, gdir: Path) -> list[Launch]:
-        # Servers serve whichever metric loads them: every metric's arguments.
-        per_metric = [a for m in metrics.METRICS.values() for a in m.server_args(self.cfg)]
+        # Servers serve the metrics measured against them: their arguments only.
+        per_metric = merge_server_args([metrics.get(m).server_args(self.cfg) for m in placement.metrics])
+        if per_metric is None:  # split_by_servers plans these apart
+            raise ValueError(f"metrics {placement.metrics} need servers started differently")
         launches, rank = [], 0
         for idx in placement.server_nodes:
             node = self.nodes[idx]
@@ -768,7 +836,8 @@ class Runner:
         lines = []
         gdir = self.run_dir / "groups" / "<group>"
         for pl in placements:
-            lines.append(f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node")
+            lines.append(f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node"
+                         + (f", serving {', '.join(pl.metrics)}" if pl.tag else ""))
             lines += [shlex.join(l.argv) for l in self.commands.server_launches(pl, gdir)]
             for rnd in client_rounds(pl.samples):
                 spec = rnd.first

@@ -404,8 +404,12 @@ def _cmd_model(args) -> int:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
         evals = [res.evaluations[m] for m in sorted(res.rooflines)]
     run_res = res if res and not args.params else None  # outlier scores: the run's own model only
+    mixes = _mixes(args.mix, {e.roofline.metric: e.roofline for e in evals})
     if args.json:
-        print(json.dumps(_model_json(args, evals, samples, run_res), indent=1))
+        doc = _model_json(args, evals, samples, run_res)
+        if mixes:
+            doc["mixes"] = [c.to_dict() for c in mixes]
+        print(json.dumps(doc, indent=1))
         return 0
     out = ui.Console(highlight=False)
     if not out.is_terminal:
@@ -415,7 +419,19 @@ def _cmd_model(args) -> int:
         _print_validation(out, e, args.run)
         for line in results.invalid_lines(samples, e.roofline.metric):
             out.print(f"[yellow]{line}[/]")
+    for comb in mixes:
+        head, *rest = comb.lines()
+        out.print(f"[bold]{head}[/]", soft_wrap=True)
+        for line in rest:
+            out.print(line, soft_wrap=True)
     return 0
+
+
+def _mixes(files, rooflines) -> list:
+    """The combined roofline of each --mix FILE (rooftop.mix)."""
+    from rooftop import mix
+
+    return [mix.combine(mix.load_mix(f), rooflines) for f in files or ()]
 
 
 def _model_json(args, evals, samples, res) -> dict:
@@ -661,7 +677,7 @@ def _cmd_report(args) -> int:
     if not res.rooflines:
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
     out = Path(args.output) if args.output else store.run_dir(res.run.id) / "report"
-    page, md = report.write(res, out)
+    page, md = report.write(res, out, _mixes(args.mix, res.rooflines))
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"markdown summary: {md}", file=sys.stderr)
@@ -1134,6 +1150,7 @@ def _add_model(sub) -> None:
                         "are set against those ceilings.")
     mo.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
     mo.add_argument("--params", help="roofline parameters file (JSON)")
+    mo.add_argument("--mix", action="append", metavar="FILE", help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); adds the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable")
     _results_arg(mo)
     mo.add_argument("--json", action="store_true", help="JSON on stdout")
     mo.set_defaults(func=_cmd_model)
@@ -1171,6 +1188,7 @@ def _add_report(sub) -> None:
                         "ceiling, samples above the roofline, overhead, failures), the validation "
                         "table, the learned models (after 'rooftop learn'), the environment and the resolved config. Prints the HTML file's path.")
     rp.add_argument("run", help="a run id (see 'rooftop runs')")
+    rp.add_argument("--mix", action="append", metavar="FILE", help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); the report adds a section and a figure with the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable")
     _results_arg(rp)
     rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
     rp.set_defaults(func=_cmd_report)

@@ -84,7 +84,7 @@ KEYS: list[Key] = [
         "placed before the engine")),
     Key("binding", "choice", "core", "core binding: one process per core, two cores per process, or none",
         BINDINGS),
-    Key("metrics", "list[choice]", list(metrics.METRICS), metrics.help_text(), tuple(metrics.METRICS)),
+    Key("metrics", "list[choice]", metrics.defaults(), metrics.help_text(), tuple(metrics.METRICS)),
     # Each metric's own keys (declared in its file, rooftop/metrics/), in table order.
     *(k for m in metrics.METRICS.values() for k in m.keys),
     Key("collect.duration", "float", 5.0, "measured seconds per sample", maximum=DAY),

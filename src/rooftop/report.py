@@ -20,7 +20,7 @@ from pathlib import Path
 from rooftop import __version__, advice, interference_report
 from rooftop.learn.report_section import html_section as learned_html
 from rooftop.learn.report_section import markdown as learned_markdown
-from rooftop.plots.run import plot_run
+from rooftop.plots.run import plot_mixes, plot_run
 from rooftop.results import RunResults
 from rooftop.units import fmt_rate
 
@@ -64,6 +64,10 @@ CAPTIONS = {
              "node in every boxed pair is the suspect. No box: no pair stands out.",
     "latency": "Operation latency of every client process, per stage (merged histograms), up to "
                "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far).",
+    "mix": "A workload mix (rooftop model --mix): each metric's roofline in mix operations per "
+           "client process (dashed: its ceilings / what one mix operation asks of it) and the "
+           "binding envelope, the lowest of them (thick), with the resource binding on each side of "
+           "the dotted ridge.",
 }
 
 
@@ -128,7 +132,7 @@ def _pct(v) -> str:
     return "-" if v is None else f"{v:.0f} %"
 
 
-def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str:
+def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=()) -> str:
     run = res.run
     lines = [f"# rooftop report: run {run.id}", "",
              f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}", ""]
@@ -150,6 +154,8 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path) -> str
     lines += ["## What to do", ""]
     for title, said in todo(res):
         lines += [f"**{title}**", "", *[f"- {x}" for x in said], ""]
+    for comb in mixes:
+        lines += [f"## Combined roofline: {comb.mix.name}", "", *[f"- {x.strip()}" for x in comb.lines()], ""]
     lines += ["## Figures", ""]
     for name, paths in figures.items():
         png = [p for p in paths if p.suffix == ".png"]
@@ -235,7 +241,7 @@ def _card(h: dict) -> str:
         f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process{e(_ci(h['server_ci'], u))}</div>{err}</div>")
 
 
-def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
+def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=()) -> str:
     """The page, in reading order: the verdict (one card per metric), what
     to do, the figures, then warnings and the details."""
     run = res.run
@@ -246,7 +252,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]]) -> str:
              f"<h1>rooftop report</h1><div class='sub'>run {e(run.id)}: {e(res.host)}, "
              f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>",
              "<section id='verdict'><div class='cards'>", *[_card(h) for h in headline(res)],
-             "</div></section>", _todo_html(res), _figures_html(figures), _warnings_html(res),
+             "</div></section>", _todo_html(res), _mixes_html(mixes), _figures_html(figures), _warnings_html(res),
              _validation_html(res), _nodes_html(res), interference_report.html_section(res),
              learned_html(res.learned), _environment_html(res),
              f"<p class='small'>rooftop {__version__}</p></main></body></html>"]
@@ -259,6 +265,17 @@ def _todo_html(res: RunResults) -> str:
     for title, lines in todo(res):
         parts.append(f"<h3>{e(title)}</h3><ul>" + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>")
     return "".join(parts) + "</section>"
+
+
+def _mixes_html(mixes) -> str:
+    """Per workload mix (rooftop.mix.Combined): which resource binds where."""
+    e = html.escape
+    parts = []
+    for comb in mixes:
+        head, *rest = comb.lines()
+        parts.append(f"<section class='mix'><h2>Combined roofline: {e(comb.mix.name)}</h2><p>{e(head)}</p><ul>"
+                     + "".join(f"<li>{e(x.strip())}</li>" for x in rest) + "</ul></section>")
+    return "".join(parts)
 
 
 def _figures_html(figures: dict[str, list[Path]]) -> str:
@@ -350,13 +367,15 @@ def todo(res: RunResults) -> list[tuple[str, list[str]]]:
             ("Measure again", again)]
 
 
-def write(res: RunResults, out_dir: Path) -> tuple[Path, Path]:
+def write(res: RunResults, out_dir: Path, mixes=()) -> tuple[Path, Path]:
     """Writes out_dir/report.html, out_dir/report.md and the figures under
-    out_dir/figures/; returns (html, md)."""
+    out_dir/figures/; returns (html, md). mixes: combined rooflines
+    (rooftop.mix.Combined) to report and draw."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = plot_run(res, out_dir / "figures")
+    figures.update(plot_mixes(mixes, out_dir / "figures", res.run.id))
     page = out_dir / "report.html"
     md = out_dir / "report.md"
-    page.write_text(html_page(res, figures))
-    md.write_text(markdown(res, figures, out_dir))
+    page.write_text(html_page(res, figures, mixes))
+    md.write_text(markdown(res, figures, out_dir, mixes))
     return page, md

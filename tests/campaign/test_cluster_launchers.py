@@ -28,7 +28,7 @@ def test_srun_command_lines_exactly(tmp_path):
     assert out.splitlines() == [
         "# servers on node(s) [0], 4 per node",
         f"{srun.format('nid001')} {e} serve --fabric ofi+tcp --domain hsn0 --group-dir '{g}' "
-        f"--token-file '{g}/token' --progress spindown --max-size 4194304 "
+        f"--token-file '{g}/token' --progress spindown "
         f"--lease '{g}/lease' --lease-timeout 10.0 --output '{g}/server-{{rank}}.json' "
         f"--rank 0 --rank-from-env",
         "# server_peak rpc: clients on node(s) [1], 2 sample(s) in one round",

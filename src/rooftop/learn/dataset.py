@@ -42,6 +42,8 @@ NOT_FEATURES = (
     ("launcher.extra_args", "launcher arguments"), ("launcher.hostfile", "where hosts are listed"),
     ("launcher.flavor", "MPI flavour"), ("sample.stage", "one stage is learned"),
     ("sample.metric", "one metric is learned"),
+    ("storage_fs.*.free_bytes", "free space when the run started, not a setting"),
+    ("*.dir", "where a storage metric wrote (its file system is storage_fs.*)"),
 )
 #: The placement: always features (the query of `rooftop predict` sets them).
 PLACEMENT = ("sample.server_nodes", "sample.client_nodes", "sample.server_procs",

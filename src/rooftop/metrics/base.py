@@ -38,8 +38,11 @@ class Metric:
     #: Engine arguments of its client processes, after --op.
     client_args: Callable[[dict], list[str]] = _nothing
     #: Engine arguments the servers need for it. Servers start once per
-    #: placement and serve whatever metric loads them, so every metric in
-    #: the table adds these, measured or not.
+    #: placement and serve the metrics measured against them: only those
+    #: metrics' arguments are passed (a campaign of rpc and bw never touches
+    #: a storage directory), and metrics whose arguments disagree (an option
+    #: given two values, except --max-size and --max-msg, merged by their
+    #: maximum) get server groups of their own (campaign.split_by_servers).
     server_args: Callable[[dict], list[str]] = _nothing
     #: Checks its keys' values against each other (rooftop.config.resolve,
     #: whether or not it is measured): raises ConfigError naming the key.
@@ -50,6 +53,9 @@ class Metric:
     #: Its aggregate cannot exceed a known link rate: above it (plus the
     #: tolerance of rooftop.limits) a window is invalid.
     link_bound: bool = False
+    #: Measured when the config names no metrics (the metrics key's
+    #: default); the storage metrics need a directory, so they are not.
+    default: bool = True
 
     @property
     def result_field(self) -> str:

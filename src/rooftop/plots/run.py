@@ -44,6 +44,18 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
     return out
 
 
+def plot_mixes(mixes, out_dir: Path, run: str | None = None, formats=FORMATS) -> dict[str, list[Path]]:
+    """mix-<name> per combined roofline (rooftop.mix.Combined)."""
+    from rooftop.plots import mix as mix_plot
+
+    out = {}
+    for comb in mixes:
+        name = "mix-" + "".join(ch if ch.isalnum() else "_" for ch in comb.mix.name)
+        title = f"combined roofline: {comb.mix.name}" + (f", run {run}" if run else "")
+        out[name] = save(mix_plot.figure(comb, title), out_dir, name, formats)
+    return out
+
+
 def plot_params(rooflines: dict[str, model.Roofline], out_dir: Path, formats=FORMATS,
                 samples: list[dict] | None = None, run: str | None = None,
                 yscale: str = "auto") -> dict[str, list[Path]]:

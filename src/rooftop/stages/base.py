@@ -64,10 +64,19 @@ class Placement:
     server_nodes: list[int]
     servers_per_node: int
     samples: list[SampleSpec] = field(default_factory=list)
+    #: The metrics of its own server group, when a placement's metrics need
+    #: servers started differently (campaign.split_by_servers): "iops+sbw".
+    tag: str = ""
 
     @property
     def label(self) -> str:
-        return f"s{'-'.join(map(str, self.server_nodes))}x{self.servers_per_node}"
+        base = f"s{'-'.join(map(str, self.server_nodes))}x{self.servers_per_node}"
+        return f"{base}-{self.tag}" if self.tag else base
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics measured against its servers, in planned order."""
+        return list(dict.fromkeys(s.metric for s in self.samples))
 
     def measure(self, stage: str, cfg: dict, section: str, client_nodes: list[int],
                 clients_per_node: int, pairs: PairRound | None = None) -> "Placement":
