@@ -115,7 +115,8 @@ def collect_each(args, collect) -> int:
             return rc
     if not args.dry_run and not args.json:
         print(f"rooftop: one run per NIC policy ({', '.join(policies)}), their ids above: "
-              f"'rooftop compare RUN...' puts their rooflines on one figure", file=sys.stderr)
+              f"'rooftop compare RUN...' puts their rooflines on one figure, 'rooftop report RUN "
+              f"--nic-runs RUN2,...' their server-node aggregates per binding and policy", file=sys.stderr)
     return 0
 
 
