@@ -606,7 +606,7 @@ def _cmd_report(args) -> int:
 
     store = Store(args.results, create=False)
     res = results.load(store, args.run)
-    if not res.rooflines:
+    if not res.rooflines and not args.nic_runs:    # a NIC comparison needs server peaks only
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
     out = Path(args.output) if args.output else store.run_dir(res.run.id) / "report"
     nic = _nic_comparison(store, res, args.nic_runs) if args.nic_runs else None
