@@ -460,7 +460,8 @@ def resolve(cfg: dict) -> dict:
             _set(cfg, path, have)
             return have
         if binding != "none" and want * width > min(len(node.cores) for node in nodes) \
-                and not cfg["launcher"].get("oversubscribe"):
+                and not (cfg["launcher"].get("oversubscribe")
+                         and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys):
             raise ConfigError(f"{path}: {want} processes x {width} core(s) do not fit on a node with "
                               f"{min(len(node.cores) for node in nodes)} usable cores "
                               f"(binding '{binding}')")

@@ -102,7 +102,9 @@ def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
     nodes = []
     for n in spec.nodes:
         net.create_node(n.index, rails)
-        net.shape_node(n.index, n.link_rate, rails)
+        net.shape_node(n.index, n.link_rate)              # NIC 0
+        for k in range(1, rails):                         # the other rails' NICs
+            net.shape_node(n.index, n.link_rate, k)
         cgroups.create_node(layout, n.index, n.cores, n.cpu_percent)
         nodes.append(node_record(spec, layout, n.index))
         log(f"node {n.index}: {net.netns_name(n.index)} "

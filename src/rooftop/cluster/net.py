@@ -213,10 +213,10 @@ def shape(dev: str, rate_bits: int | None, netns: str | None = None) -> None:
                "burst", str(burst_bytes(rate_bits)), "latency", TBF_LATENCY])
 
 
-def shape_node(i: int, rate_bits: int | None, rails: int = 1) -> None:
-    for k in range(rails):     # each NIC on its own
-        shape(node_veth(i, k), rate_bits, netns_name(i))   # what node i sends through it
-        shape(host_veth(i, k), rate_bits)                   # what node i receives through it
+def shape_node(i: int, rate_bits: int | None, k: int = 0) -> None:
+    """Node i's NIC k, on its own."""
+    shape(node_veth(i, k), rate_bits, netns_name(i))   # what node i sends through it
+    shape(host_veth(i, k), rate_bits)                   # what node i receives through it
 
 
 # reading back ----------------------------------------------------------------------
