@@ -139,7 +139,7 @@ def test_campaign_commands_keep_their_flags():
                       "--nodes", "--placement", "--results", "--sample", "--samples", "--seed", "--set",
                       "--stages", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
         "model": {"--help", "--json", "--mix", "--params", "--results", "-h"},
-        "report": {"--help", "--mix", "--output", "--results", "-h"},
+        "report": {"--help", "--mix", "--nic-runs", "--output", "--results", "-h"},
     }
     commands = _commands()
     for name, flags in expected.items():

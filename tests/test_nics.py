@@ -150,3 +150,11 @@ def test_collect_with_several_policies_measures_one_run_each(tmp_path):
     assert policies == ["all:byset", "package:rank"]
     p = rooftop("collect", "--nic-policy", "all:byset,all:byset", *quick)
     assert p.returncode == 2 and "names a policy twice" in p.stderr
+
+
+def test_servers_follow_nic_server_policy_when_it_is_set(tmp_path):
+    cfg = {"nic": {"policy": "all:byset", "server_policy": "all:roundrobin"}, "launcher": {"type": "netns"}}
+    assert nics.engine_args(cfg, tmp_path, 0, "server")[:2] == ["--nic-policy", "all:roundrobin"]
+    assert nics.engine_args(cfg, tmp_path, 0, "client")[:2] == ["--nic-policy", "all:byset"]
+    cfg["nic"]["server_policy"] = None      # default: nic.policy for both
+    assert nics.engine_args(cfg, tmp_path, 0, "server")[:2] == ["--nic-policy", "all:byset"]

@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -281,6 +283,66 @@ std::string interface_towards(const std::string& ip, std::string* source_ip) {
   return result;
 }
 
+namespace {
+struct RouteRequest {
+  nlmsghdr n;
+  rtmsg r;
+  char attrs[64];
+};
+
+void add_addr(RouteRequest& req, unsigned short type, const in_addr& a) {
+  auto* rta = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&req) + NLMSG_ALIGN(req.n.nlmsg_len));
+  rta->rta_type = type;
+  rta->rta_len = RTA_LENGTH(sizeof a);
+  std::memcpy(RTA_DATA(rta), &a, sizeof a);
+  req.n.nlmsg_len = NLMSG_ALIGN(req.n.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+}
+
+// The output interface of the first RTM_NEWROUTE in a netlink answer.
+std::string answer_oif(char* buf, int len) {
+  for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+    if (h->nlmsg_type != RTM_NEWROUTE) continue;
+    auto* r = static_cast<rtmsg*>(NLMSG_DATA(h));
+    int alen = static_cast<int>(RTM_PAYLOAD(h));
+    for (rtattr* a = RTM_RTA(r); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+      if (a->rta_type != RTA_OIF) continue;
+      int index = 0;
+      std::memcpy(&index, RTA_DATA(a), sizeof index);
+      char name[IF_NAMESIZE] = {};
+      return if_indextoname(static_cast<unsigned>(index), name) ? name : "";
+    }
+  }
+  return "";
+}
+}  // namespace
+
+std::string route_interface(const std::string& ip, const std::string& src_ip) {
+  in_addr dst{}, src{};
+  if (inet_pton(AF_INET, ip.c_str(), &dst) != 1 || inet_pton(AF_INET, src_ip.c_str(), &src) != 1)
+    return "";
+  int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (fd < 0) return "";
+  RouteRequest req{};
+  req.n.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
+  req.n.nlmsg_type = RTM_GETROUTE;
+  req.n.nlmsg_flags = NLM_F_REQUEST;
+  req.r.rtm_family = AF_INET;
+  req.r.rtm_dst_len = 32;
+  req.r.rtm_src_len = 32;
+  add_addr(req, RTA_DST, dst);
+  add_addr(req, RTA_SRC, src);
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  std::string result;
+  if (sendto(fd, &req, req.n.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) >= 0) {
+    char buf[8192];
+    ssize_t len = recv(fd, buf, sizeof buf, 0);
+    if (len > 0) result = answer_oif(buf, static_cast<int>(len));
+  }
+  close(fd);
+  return result;
+}
+
 std::string verbs_device_for_interface(const std::string& ifname) {
   std::string dir = "/sys/class/net/" + ifname + "/device/infiniband";
   DIR* d = opendir(dir.c_str());
@@ -328,6 +390,30 @@ std::string choice_json(const NicChoice& c) {
   return w.str();
 }
 
+// A client's NICs under a policy (IP providers): every interface of the
+// provider whose own IPv4 address routes to the server through that same
+// interface -- several on a multi-rail node, where each NIC's address has
+// its route (a routing rule per NIC), one where only one interface leads
+// there. False (nothing added) when fewer than two qualify, or the server
+// is on this host: the interface routing to it is then the only choice.
+bool client_nics(const EndpointOptions& o, std::vector<NicCandidate>& cands,
+                 std::vector<std::string>& addrs) {
+  if (!interface_with_address(o.peer_ip).empty()) return false;
+  std::vector<NicCandidate> found;
+  std::vector<std::string> found_addrs;
+  for (auto& nic : provider_nics(o.fabric)) {
+    std::string a = address_of_interface(nic.name);
+    if (!a.empty() && route_interface(o.peer_ip, a) == nic.name) {
+      found.push_back(nic);
+      found_addrs.push_back(a);
+    }
+  }
+  if (found.size() < 2) return false;
+  cands.insert(cands.end(), found.begin(), found.end());
+  addrs.insert(addrs.end(), found_addrs.begin(), found_addrs.end());
+  return true;
+}
+
 // IP providers: the interfaces the addresses allow. A server serves on
 // its --address (a comma list: one candidate per interface, the policy
 // picks), else loopback; a client uses the interface routing to the
@@ -361,6 +447,11 @@ void ip_candidates(const EndpointOptions& o, const std::string& domain,
     std::string src;
     std::string ifn = interface_towards(o.peer_ip, &src);
     if (ifn.empty()) return;
+    if (o.nic_policy != "passthrough" && client_nics(o, cands, addrs)) {
+      reason = "interfaces whose own address routes to the server's address " + o.peer_ip +
+               " through themselves";
+      return;
+    }
     cands.push_back({ifn, interface_pci(ifn)});
     addrs.push_back(src);
     reason = "interface routing to the server's address " + o.peer_ip;

@@ -60,6 +60,10 @@ std::string interface_with_address(const std::string& ip);  // "" if none
 std::string interface_towards(const std::string& ip,        // route source's interface
                               std::string* source_ip = nullptr);
 std::string address_of_interface(const std::string& ifname);  // first IPv4 (else IPv6), or ""
+// The interface the kernel sends through from the local address src_ip to
+// ip (`ip route get IP from SRC`, over netlink; routing rules apply), or ""
+// (IPv4 only).
+std::string route_interface(const std::string& ip, const std::string& src_ip);
 std::string verbs_device_for_interface(const std::string& ifname);
 
 struct EndpointOptions {

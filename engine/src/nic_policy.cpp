@@ -179,13 +179,22 @@ int place_cpu(const ProcessPlace& p) {
 bool has(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 // Candidates local to `where` (by `field`), plus those without locality.
+// When no candidate has a known locality (veth, lo: no PCI device), the
+// bucket is every NIC: with a choice to make, it says so, as the fallback
+// of an empty bucket does.
 void bucket_near(NicChoice& c, const char* kind, int where,
                  std::vector<int> NicLocality::*field) {
   c.bucket = std::string(kind) + " " + (where < 0 ? "unknown" : std::to_string(where));
+  bool located = false;
   for (size_t i = 0; i < c.candidates.size(); i++) {
     const NicLocality& l = c.localities[i];
+    located = located || (l.known && !(l.*field).empty());
     if (where < 0 || !l.known || (l.*field).empty() || has(l.*field, where))
       c.bucket_nics.push_back(static_cast<int>(i));
+  }
+  if (!located && c.candidates.size() > 1) {
+    c.bucket = "all (" + c.bucket + ": no NIC has a known locality)";
+    c.fell_back = true;
   }
 }
 

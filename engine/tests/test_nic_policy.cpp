@@ -226,6 +226,25 @@ TEST(Buckets, NicsWithoutLocalityAreInEveryBucket) {
   EXPECT_FALSE(c.localities[0].known);
 }
 
+TEST(Buckets, NicsAllWithoutLocalityFallBackToAllAndSaySo) {
+  // Veths of an emulated node: no PCI device, so no package or NUMA node.
+  std::vector<NicCandidate> nics = {{"veth0", ""}, {"veth1", ""}, {"veth2", ""}};
+  TempDir d;
+  for (const char* policy : {"package:rank", "numa:rank"}) {
+    NicChoice c = choose_nic(topology("aurora"), nics, simulated_place(topology("aurora"), "core", 1),
+                             policy, d.path);
+    EXPECT_TRUE(c.fell_back) << policy;
+    EXPECT_NE(c.bucket.find("no NIC has a known locality"), std::string::npos) << c.bucket;
+    EXPECT_EQ(c.bucket_nics, (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(c.chosen, 1);
+  }
+  NicChoice a = choose_nic(topology("aurora"), nics, simulated_place(topology("aurora"), "core", 2),
+                           "all:rank", d.path);
+  EXPECT_FALSE(a.fell_back);
+  EXPECT_EQ(a.bucket, "all");
+  EXPECT_EQ(a.chosen, 2);
+}
+
 TEST(Selections, RandomIsSeededAndStaysInItsBucket) {
   auto nics = aurora_nics();
   std::set<std::string> seen;

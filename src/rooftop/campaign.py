@@ -363,8 +363,8 @@ class Commands:
                     *per_metric, *_non_default(self.cfg, "handler_threads", 0), *self.lease_args(gdir),
                     "--output", str(gdir / "server-{rank}.json")]
             if node.address:
-                argv += ["--address", node.address]
-            argv += nics.engine_args(self.cfg, gdir / "nic-counters", idx)
+                argv += ["--address", ",".join(node.nic_addresses())]
+            argv += nics.engine_args(self.cfg, gdir / "nic-counters", idx, "server")
             launches += self.launcher.launches(node, argv, placement.servers_per_node,
                                                self.cfg["binding"], rank)
             rank += placement.servers_per_node
@@ -403,7 +403,7 @@ class Commands:
                     "--output", str(sdir / "client-{rank}.json"),
                     "--window-log", str(sdir / progress.WINDOW_LOG)]
             argv += metrics.get(spec.metric).client_args(self.cfg)
-            argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx)
+            argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx, "client")
             launches += self.launcher.launches(node, argv, spec.clients_per_node,
                                                self.cfg["binding"], rank)
             rank += spec.clients_per_node

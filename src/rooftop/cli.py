@@ -662,6 +662,23 @@ def _cmd_audit(args) -> int:
     return 0
 
 
+def _nic_comparison(store, res, nic_runs: str):
+    """The NIC policy comparison of this run and the --nic-runs runs, on
+    the first metric they all measured."""
+    from rooftop import nic_compare
+    from rooftop.config import ConfigError
+
+    ids = [res.run.id] + [r.strip() for r in nic_runs.split(",") if r.strip() and r.strip() != res.run.id]
+    runs = [(r, store.get_run(r).config, store.samples(r)) for r in ids]
+    shared = [m for m in runs[0][1].get("metrics", []) if all(m in c.get("metrics", []) for _, c, _ in runs)]
+    if not shared:
+        raise ConfigError(f"--nic-runs: runs {', '.join(ids)} share no metric")
+    try:
+        return nic_compare.compare(runs, "bw" if "bw" in shared else shared[0])
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 def _cmd_report(args) -> int:
     from rooftop import model, report, results
     from rooftop.store import Store
@@ -674,10 +691,14 @@ def _cmd_report(args) -> int:
     if "bursts" in store.get_run(args.run).config:  # a run of 'rooftop bursts'
         return _report_bursts(args, store)
     res = results.load(store, args.run)
-    if not res.rooflines:
+    if not res.rooflines and not args.nic_runs:    # a NIC comparison needs server peaks only
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
     out = Path(args.output) if args.output else store.run_dir(res.run.id) / "report"
-    page, md = report.write(res, out, _mixes(args.mix, res.rooflines))
+    nic = _nic_comparison(store, res, args.nic_runs) if args.nic_runs else None
+    page, md = report.write(res, out, _mixes(args.mix, res.rooflines), nic)
+    if nic is not None:
+        for line in nic.verdict:
+            print(f"NIC policies: {line}", file=sys.stderr)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"markdown summary: {md}", file=sys.stderr)
@@ -1191,6 +1212,10 @@ def _add_report(sub) -> None:
     rp.add_argument("--mix", action="append", metavar="FILE", help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); the report adds a section and a figure with the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable")
     _results_arg(rp)
     rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
+    rp.add_argument("--nic-runs", metavar="RUN,...",
+                    help="add a NIC policy comparison (seed 000, Figure 2) of RUN and these runs: their "
+                         "server-peak aggregates by binding and nic.policy, a bar chart (mean, one "
+                         "standard deviation) and the best policy, or that they are indistinguishable")
     rp.set_defaults(func=_cmd_report)
 
 

@@ -68,6 +68,10 @@ KEYS: list[Key] = [
         "first domain, or the interface of the node's address or route). Default as Margo's; with one "
         "NIC every policy picks it. 'rooftop nics' shows what each does here; 'rooftop collect "
         "--nic-policy A,B' measures one run per policy; docs/nic-policies.md"),
+    Key("nic.server_policy", "str", None, "the NIC policy of server processes when it differs from "
+        "nic.policy (which then applies to clients only), as seed 000's Figure 2 fixes each server "
+        "on its own NIC and varies the clients' policy: e.g. all:roundrobin; default: nic.policy",
+        nullable=True),
     Key("launcher.type", "choice", "local", _launcher_type_help(), tuple(LAUNCHERS)),
     Key("launcher.nodes", "int", None, _launcher_nodes_help(), nullable=True, maximum=100_000),
     Key("launcher.hosts", "list[str]", None, _for_launchers("hosts", "host names, one per node "
@@ -82,6 +86,10 @@ KEYS: list[Key] = [
         "'mpiexec --version')"), FLAVORS),
     Key("launcher.extra_args", "list[str]", [], _for_launchers("extra_args", "extra launcher arguments, "
         "placed before the engine")),
+    Key("launcher.oversubscribe", "bool", False, _for_launchers("oversubscribe", "under binding core "
+        "or 2cores, start more processes than a node's cores hold: process k takes the k-th core set "
+        "mod the node's, so processes share cores (for placements such as 16 clients on an emulated "
+        "node of 2 cores; rates that need CPU then share it)")),
     Key("binding", "choice", "core", "core binding: one process per core, two cores per process, or none",
         BINDINGS),
     Key("metrics", "list[choice]", metrics.defaults(), metrics.help_text(), tuple(metrics.METRICS)),
@@ -414,6 +422,8 @@ def resolve(cfg: dict) -> dict:
     from rooftop.nics import check_policy
 
     check_policy(cfg["nic"]["policy"])
+    if cfg["nic"].get("server_policy") is not None:
+        check_policy(cfg["nic"]["server_policy"], "nic.server_policy")
     prog = re.compile(r"^(busy|block|adaptive|spindown(:\d+)?)$")
     for p in ("engine.server_progress", "engine.client_progress"):
         if not prog.match(_get(cfg, p)):
@@ -454,7 +464,9 @@ def resolve(cfg: dict) -> dict:
         if want is None:
             _set(cfg, path, have)
             return have
-        if binding != "none" and want * width > min(len(node.cores) for node in nodes):
+        if binding != "none" and want * width > min(len(node.cores) for node in nodes) \
+                and not (cfg["launcher"].get("oversubscribe")
+                         and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys):
             raise ConfigError(f"{path}: {want} processes x {width} core(s) do not fit on a node with "
                               f"{min(len(node.cores) for node in nodes)} usable cores "
                               f"(binding '{binding}')")

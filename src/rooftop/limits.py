@@ -2,7 +2,8 @@
 
 On the emulated cluster every node's link is shaped to a known rate (tc
 tbf, both directions), so the traffic between server nodes and client
-nodes can be no more than the smaller of the two sides' summed link rates.
+nodes can be no more than the smaller of the two sides' summed link rates
+(a node with several NICs, each shaped to the rate, counts each of them).
 A measured aggregate above that (by more than TOLERANCE: tbf's burst and
 timer granularity) is a measurement error, never a sample.
 """
@@ -17,10 +18,11 @@ def _side(nodes, indices: list[int]) -> float | None:
     """Summed link rate of these nodes in bytes/s (None if any is unshaped)."""
     total = 0.0
     for i in indices:
-        bits = (nodes[i].emulation or {}).get("link_rate_bits") if i < len(nodes) else None
+        emulation = (nodes[i].emulation or {}) if i < len(nodes) else {}
+        bits = emulation.get("link_rate_bits")
         if not bits:
             return None
-        total += bits / 8.0
+        total += bits / 8.0 * max(1, len(emulation.get("nics") or []))
     return total
 
 

@@ -15,7 +15,8 @@ this machine (``local``). Other launchers are not checked up front:
 After servers are ready, each one's address file states the domain,
 interface and IP it really serves on; after each sample, each client's
 document does. Both must match what the config asked for: ``fabric.domain``
-when set, and the node's address when the node has one (IP providers).
+when set, and the node's address when the node has one (IP providers; on
+an emulated node with several NICs, the address of one of them).
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ def mismatch(cfg: dict, node, used: dict) -> str:
     if asked and asked not in (used.get("domain"), used.get("interface")):
         return f"used domain '{used.get('domain')}' (interface {used.get('interface') or 'none'}), " \
                f"not fabric.domain '{asked}'"
-    if node.address and _ip_provider(cfg) and used.get("ip") != node.address:
+    allowed = node.nic_addresses() if node.address else []
+    if allowed and _ip_provider(cfg) and used.get("ip") not in allowed:
         return f"used address {used.get('ip') or 'none'} (interface {used.get('interface') or 'none'}), " \
-               f"not the node's address {node.address}"
+               f"not the node's address {' or '.join(allowed)}"
     return ""
 
 

@@ -57,11 +57,20 @@ def check_policy(value, key: str = "nic.policy") -> str:
     return value
 
 
-def engine_args(cfg: dict, counters: Path, node_index: int) -> list[str]:
+def role_policy(cfg: dict, role: str = "client") -> str:
+    """The policy of servers (nic.server_policy, when set) or clients (nic.policy)."""
+    nic = cfg.get("nic", {})
+    if role == "server" and nic.get("server_policy"):
+        return nic["server_policy"]
+    return nic.get("policy", "passthrough")
+
+
+def engine_args(cfg: dict, counters: Path, node_index: int, role: str = "client") -> list[str]:
     """--nic-policy and its counter directory (fresh: emptied here) for the
     processes one launch starts on one node; none with fabric.domain (it
-    wins over any policy) or passthrough (the engine's default)."""
-    policy = cfg.get("nic", {}).get("policy", "passthrough")
+    wins over any policy) or passthrough (the engine's default). role:
+    server or client (servers follow nic.server_policy when it is set)."""
+    policy = role_policy(cfg, role)
     if policy == "passthrough" or cfg.get("fabric", {}).get("domain"):
         return []
     node_dir = counters / f"node-{node_index}"
@@ -106,7 +115,8 @@ def collect_each(args, collect) -> int:
             return rc
     if not args.dry_run and not args.json:
         print(f"rooftop: one run per NIC policy ({', '.join(policies)}), their ids above: "
-              f"'rooftop compare RUN...' puts their rooflines on one figure", file=sys.stderr)
+              f"'rooftop compare RUN...' puts their rooflines on one figure, 'rooftop report RUN "
+              f"--nic-runs RUN2,...' their server-node aggregates per binding and policy", file=sys.stderr)
     return 0
 
 

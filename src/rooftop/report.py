@@ -4,7 +4,8 @@ network needed) and a Markdown summary beside it.
 In reading order: the verdict per metric (a bold ratio only when the model
 can tell; ceilings with their 95 % intervals, ridge), what to do (the ratio
 to deploy, where the pair matrix points, what to measure again: advice.py),
-the figures, the warnings, the validation table, outlier nodes, the learned
+the NIC policy comparison (with --nic-runs: rooftop.nic_compare), the
+figures, the warnings, the validation table, outlier nodes, the learned
 models (when `rooftop learn` saved one with the run: rooftop.learn.report_section), environment
 and the resolved config. Narrow screens (phones) get one column; wide tables
 scroll inside their box, never the page.
@@ -62,6 +63,9 @@ CAPTIONS = {
     "pairs": "Client peak per node pair: one client process against one idle server process. "
              "Boxed: only the pairs that are outliers (the outlier-node rule applied to pairs); a "
              "node in every boxed pair is the suspect. No box: no pair stands out.",
+    "nic_policies": "Seed 000's Figure 2 on this machine: the server node's aggregate rate per "
+                    "core binding of the clients, one bar per clients' NIC policy (mean over the "
+                    "samples of the runs compared; error bars: one standard deviation).",
     "latency": "Operation latency of every client process, per stage (merged histograms), up to "
                "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far).",
     "mix": "A workload mix (rooftop model --mix): each metric's roofline in mix operations per "
@@ -132,7 +136,7 @@ def _pct(v) -> str:
     return "-" if v is None else f"{v:.0f} %"
 
 
-def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=()) -> str:
+def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=(), nic=None) -> str:
     run = res.run
     lines = [f"# rooftop report: run {run.id}", "",
              f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}", ""]
@@ -156,6 +160,8 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         lines += [f"**{title}**", "", *[f"- {x}" for x in said], ""]
     for comb in mixes:
         lines += [f"## Combined roofline: {comb.mix.name}", "", *[f"- {x.strip()}" for x in comb.lines()], ""]
+    if nic is not None:
+        lines += ["## NIC policies", "", *[f"- {x}" for x in nic_lines(nic)], ""]
     lines += ["## Figures", ""]
     for name, paths in figures.items():
         png = [p for p in paths if p.suffix == ".png"]
@@ -241,7 +247,7 @@ def _card(h: dict) -> str:
         f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process{e(_ci(h['server_ci'], u))}</div>{err}</div>")
 
 
-def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=()) -> str:
+def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=None) -> str:
     """The page, in reading order: the verdict (one card per metric), what
     to do, the figures, then warnings and the details."""
     run = res.run
@@ -252,7 +258,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=()) -> str:
              f"<h1>rooftop report</h1><div class='sub'>run {e(run.id)}: {e(res.host)}, "
              f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>",
              "<section id='verdict'><div class='cards'>", *[_card(h) for h in headline(res)],
-             "</div></section>", _todo_html(res), _mixes_html(mixes), _figures_html(figures), _warnings_html(res),
+             "</div></section>", _todo_html(res), _mixes_html(mixes), _nic_html(nic), _figures_html(figures), _warnings_html(res),
              _validation_html(res), _nodes_html(res), interference_report.html_section(res),
              learned_html(res.learned), _environment_html(res),
              f"<p class='small'>rooftop {__version__}</p></main></body></html>"]
@@ -367,15 +373,46 @@ def todo(res: RunResults) -> list[tuple[str, list[str]]]:
             ("Measure again", again)]
 
 
-def write(res: RunResults, out_dir: Path, mixes=()) -> tuple[Path, Path]:
+def _plot_nic(nic, fig_dir: Path) -> dict:
+    """The NIC policy comparison's bar chart."""
+    from rooftop.plots import nic_policies
+    from rooftop.plots.save import save
+
+    title = f"NIC policies, {nic.metric}: {len({b.binding for b in nic.bars})} binding(s)"
+    return {f"nic_policies-{nic.metric}": save(nic_policies.figure(nic, title), fig_dir,
+                                                f"nic_policies-{nic.metric}")}
+
+
+def write(res: RunResults, out_dir: Path, mixes=(), nic=None) -> tuple[Path, Path]:
     """Writes out_dir/report.html, out_dir/report.md and the figures under
     out_dir/figures/; returns (html, md). mixes: combined rooflines
-    (rooftop.mix.Combined) to report and draw."""
+    (rooftop.mix.Combined) to report and draw; nic: a NIC policy comparison
+    (rooftop.nic_compare.Comparison) to show, with its bar chart."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = plot_run(res, out_dir / "figures")
     figures.update(plot_mixes(mixes, out_dir / "figures", res.run.id))
+    if nic is not None:
+        figures.update(_plot_nic(nic, out_dir / "figures"))
     page = out_dir / "report.html"
     md = out_dir / "report.md"
-    page.write_text(html_page(res, figures, mixes))
-    md.write_text(markdown(res, figures, out_dir, mixes))
+    page.write_text(html_page(res, figures, mixes, nic))
+    md.write_text(markdown(res, figures, out_dir, mixes, nic))
     return page, md
+
+
+def nic_lines(nic) -> list[str]:
+    """The NIC policy comparison as sentences: the verdict, then each bar."""
+    out = list(nic.verdict)
+    for b in nic.bars:
+        out.append(f"{b.binding}, {b.policy}: {fmt_rate(b.mean, nic.unit)} +- {fmt_rate(b.std, nic.unit)} "
+                   f"({len(b.values)} samples; run {', '.join(b.runs)})")
+    return out
+
+
+def _nic_html(nic) -> str:
+    if nic is None:
+        return ""
+    e = html.escape
+    head, rest = nic_lines(nic)[0], nic_lines(nic)[1:]
+    return (f"<section id='nic-policies'><h2>NIC policies</h2><p class='ok'><b>{e(head)}</b></p><ul>"
+            + "".join(f"<li>{e(x)}</li>" for x in rest) + "</ul></section>")

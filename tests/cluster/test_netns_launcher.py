@@ -86,3 +86,37 @@ def test_no_cluster(tmp_path, monkeypatch):
                 env=env, check=False)
     assert p.returncode == 2
     assert "run 'rooftop cluster up --nodes N' first (as root)" in p.stderr
+
+
+def test_multi_nic_nodes_serve_on_every_nic_and_count_every_link(tmp_path):
+    from rooftop import limits
+    from rooftop.nic_check import mismatch
+
+    p = fake_state(tmp_path, n=2, cores=((0, 1), (0, 1)))
+    st = state.load(p)
+    for n in st["nodes"]:
+        n["nics"] = [{"rail": k, "name": f"rooftop-p{n['index']}" + (f"r{k}" if k else ""),
+                      "peer": "", "address": f"10.231.{k}.{10 + n['index']}", "prefixlen": 24,
+                      "bridge": f"rooftop-br{k}"} for k in range(4)]
+    state.save(st, p)
+    nodes = NetnsLauncher({"oversubscribe": True}, state_path=p).nodes()
+    assert nodes[1].nic_addresses() == ["10.231.0.11", "10.231.1.11", "10.231.2.11", "10.231.3.11"]
+    assert nodes[1].address == "10.231.0.11"
+    # 4 NICs of 200 Mbit/s each way: a node carries 100 MB/s
+    assert limits.link_limit(nodes, [0], [1]) == 4 * 200_000_000 / 8
+    cfg = {"fabric": {"domain": None, "provider": "ofi+tcp"}}
+    assert mismatch(cfg, nodes[1], {"ip": "10.231.2.11"}) == ""
+    assert "not the node's address 10.231.0.11 or" in mismatch(cfg, nodes[1], {"ip": "10.231.2.10"})
+
+
+def test_oversubscribe_wraps_processes_around_the_cores(tmp_path):
+    p = fake_state(tmp_path, n=2, cores=((0, 1), (0, 1)))
+    engine = ["/x/rooftop-engine", "load"]
+    with pytest.raises(LauncherError, match="5 processes x 1 core"):
+        NetnsLauncher({}, state_path=p).launches(NetnsLauncher({}, state_path=p).nodes()[0], engine, 5, "core", 0)
+    wrap = NetnsLauncher({"oversubscribe": True}, state_path=p)
+    node = wrap.nodes()[0]
+    cpus = [ls.argv[ls.argv.index("--cpus") + 1] for ls in wrap.launches(node, engine, 5, "core", 0)]
+    assert cpus == ["0", "1", "0", "1", "0"]
+    cpus = [ls.argv[ls.argv.index("--cpus") + 1] for ls in wrap.launches(node, engine, 3, "2cores", 0)]
+    assert cpus == ["0,1", "0,1", "0,1"]

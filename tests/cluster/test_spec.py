@@ -73,3 +73,24 @@ def test_node_key_twice():
 def test_node_count():
     with pytest.raises(ClusterError, match="--nodes 0: must be at least 1"):
         build_spec(0)
+
+
+def test_nics_per_node():
+    assert build_spec(2, cores=[0, 1]).nics_per_node == 1
+    s = build_spec(2, cores=[0, 1], nics_per_node=4)
+    assert s.nics_per_node == 4 and s.to_dict()["nics_per_node"] == 4
+    for bad in (0, 9):
+        with pytest.raises(ClusterError, match=f"--nics-per-node {bad}: must be 1 to 8"):
+            build_spec(2, cores=[0, 1], nics_per_node=bad)
+
+
+def test_rail_names_and_addresses():
+    from rooftop.cluster import net
+
+    # rail 0 keeps the single-NIC names; NIC k of node I is on 10.231.<k>.0/24
+    assert (net.node_veth(3), net.host_veth(3), net.node_address(3)) == ("rooftop-p3", "rooftop-v3", "10.231.0.13")
+    assert (net.node_veth(3, 2), net.host_veth(3, 2), net.node_address(3, 2)) == \
+        ("rooftop-p3r2", "rooftop-v3r2", "10.231.2.13")
+    assert (net.bridge_name(2), net.bridge_address(2)) == ("rooftop-br2", "10.231.2.1")
+    assert net.is_bridge("rooftop-br0") and net.is_bridge("rooftop-br7") and not net.is_bridge("rooftop-v1r2")
+    assert len(net.host_veth(63, 7)) <= 15     # interface names are at most 15 bytes

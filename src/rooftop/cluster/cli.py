@@ -24,6 +24,7 @@ prints it), then salloc -N 3 rooftop collect --launcher srun. Needs root.
   rooftop cluster up --nodes 4 --link-rate 1gbit
   rooftop cluster up --nodes 3 --slurm
   rooftop cluster up --nodes 4 --node 2:rate=100mbit --node 3:cpu=50%
+  rooftop cluster up --nodes 2 --nics-per-node 4 --link-rate 40mbit
   rooftop cluster status [--json]
   rooftop cluster down
 
@@ -47,6 +48,10 @@ def add_parser(sub) -> None:
                          "nodes share cores when there are more nodes than cores)")
     up.add_argument("--link-rate", metavar="RATE", default=None,
                     help=f"every node's link rate, each direction (default {DEFAULT_RATE}; none: unshaped)")
+    up.add_argument("--nics-per-node", type=int, default=1, metavar="K",
+                    help="NICs of each node (default 1): NIC k of every node on rail k (bridge "
+                         "rooftop-br<k>, subnet 10.231.<k>.0/24), each shaped to the link rate; the "
+                         "rails reach each other through the root namespace")
     up.add_argument("--node", action="append", default=[], metavar="I:KEY=VALUE",
                     help="one node differs: I:rate=RATE (its link) or I:cpu=P%% (its CPU time, "
                          "P %% of its cores); repeatable, or I:rate=R,cpu=P%%")
@@ -89,7 +94,8 @@ def cmd_up(args) -> int:
 
     _trace(args)
     lifecycle.require_root("up")
-    spec = build_spec(args.nodes, args.cores_per_node, args.link_rate, args.node)
+    spec = build_spec(args.nodes, args.cores_per_node, args.link_rate, args.node,
+                      nics_per_node=args.nics_per_node)
     st, built = lifecycle.up(spec, log=_log, with_slurm=args.slurm)
     if not built:
         _log(f"rooftop cluster up: already up ({lifecycle.describe(st)}); nothing to do")
@@ -128,6 +134,25 @@ def _rate(bits) -> str:
     return format_rate(bits) if bits is not None else "unshaped"
 
 
+def _nics_table(st: dict):
+    """One row per NIC of every node: its rail, address and shaping."""
+    from rich.table import Table
+
+    t = Table(title=f"NICs: {st['nics_per_node']} per node, NIC k on rail k "
+                    f"({', '.join(r['bridge'] + ' ' + r['subnet'] for r in st['rails'])})",
+              title_justify="left")
+    for col in ("node", "NIC", "rail", "address", "send", "receive"):
+        t.add_column(col)
+    for n in st["nodes"]:
+        live = {x["name"]: x for x in (n["live"] or {}).get("nics", [])}
+        for nic in n.get("nics", []):
+            got = live.get(nic["name"])
+            send = _rate(got["send_rate_bits"]) if got else _rate(n["link_rate_bits"]) + " (state)"
+            recv = _rate(got["receive_rate_bits"]) if got else _rate(n["link_rate_bits"]) + " (state)"
+            t.add_row(n["name"], nic["name"], str(nic["rail"]), nic["address"], send, recv)
+    return t
+
+
 def _show(st: dict, as_json: bool) -> int:
     if as_json:
         print(json.dumps(st, indent=1))
@@ -160,6 +185,8 @@ def _show(st: dict, as_json: bool) -> int:
                   ",".join(f"n{j}" for j in n["shared_with"]) or "-", _cap(n), send, recv,
                   "?" if live is None else "[green]yes[/]" if not n["problems"] else "[red]no[/]")
     out.print(t)
+    if st.get("nics_per_node", 1) > 1:
+        out.print(_nics_table(st))
     shared = [n for n in st["nodes"] if n["shared_with"]]
     if shared:
         ncores = len(st["machine_cores"])

@@ -73,10 +73,17 @@ def leftovers(layout: cgroups.Layout | None = None) -> list[str]:
     return found
 
 
+def nic_records(i: int, rails: int) -> list[dict]:
+    """Node i's NICs, NIC k on rail k (NIC 0 is the node's address)."""
+    return [{"rail": k, "name": net.node_veth(i, k), "peer": net.host_veth(i, k),
+             "address": net.node_address(i, k), "prefixlen": net.rail_subnet(k).prefixlen,
+             "bridge": net.bridge_name(k)} for k in range(rails)]
+
+
 def node_record(spec: ClusterSpec, layout: cgroups.Layout, i: int) -> dict:
     n = spec.nodes[i]
     return {"index": i, "name": f"n{i}", "netns": net.netns_name(i), "hostname": net.netns_name(i),
-            "address": net.node_address(i),
+            "address": net.node_address(i), "nics": nic_records(i, spec.nics_per_node),
             "prefixlen": net.SUBNET.prefixlen, "veth_host": net.host_veth(i), "veth_node": net.node_veth(i),
             "cores": list(n.cores), "shared_with": spec.shared_with(i),
             "cpu_percent": n.cpu_percent, "cpu_quota_us": cgroups.quota_us(len(n.cores), n.cpu_percent),
@@ -87,20 +94,28 @@ def node_record(spec: ClusterSpec, layout: cgroups.Layout, i: int) -> dict:
 
 def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
     """Builds everything (nothing of the cluster exists yet) and records it."""
-    net.check_subnet_free()
-    net.create_bridge()
+    rails = spec.nics_per_node
+    net.check_subnet_free(rails)
+    for k in range(rails):
+        net.create_bridge(k, rails)
     cgroups.create_root(layout)
     nodes = []
     for n in spec.nodes:
-        net.create_node(n.index)
-        net.shape_node(n.index, n.link_rate)
+        net.create_node(n.index, rails)
+        net.shape_node(n.index, n.link_rate)              # NIC 0
+        for k in range(1, rails):                         # the other rails' NICs
+            net.shape_node(n.index, n.link_rate, k)
         cgroups.create_node(layout, n.index, n.cores, n.cpu_percent)
         nodes.append(node_record(spec, layout, n.index))
-        log(f"node {n.index}: {net.netns_name(n.index)} {net.node_address(n.index)}")
+        log(f"node {n.index}: {net.netns_name(n.index)} "
+            + ", ".join(net.node_address(n.index, k) for k in range(rails)))
     data = {"version": state.VERSION,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "spec": _spec_key(spec.to_dict()),
             "bridge": {"name": net.BRIDGE, "address": f"{net.BRIDGE_ADDRESS}/{net.SUBNET.prefixlen}"},
+            "rails": [{"rail": k, "bridge": net.bridge_name(k), "subnet": str(net.rail_subnet(k)),
+                       "address": f"{net.bridge_address(k)}/{net.rail_subnet(k).prefixlen}"}
+                      for k in range(rails)],
             "cgroup": layout.describe(), "machine_cores": spec.machine_cores, "nodes": nodes}
     hosts.add([(n["address"], n["hostname"]) for n in nodes])
     data["mpi"] = {"rsh_agent": str(mpi.write_agent(nodes)), "subnet": str(net.SUBNET)}
@@ -204,31 +219,64 @@ def describe(st: dict) -> str:
     from rooftop.cluster.spec import format_rate
 
     caps = [f"n{n['index']}:cpu={n['cpu_percent']:g}%" for n in s["nodes"] if n["cpu_percent"]]
-    return (f"{len(s['nodes'])} nodes, {s['cores_per_node']} core(s) each, links "
+    k = s.get("nics_per_node", 1)
+    nics = f", {k} NICs each (rails)" if k > 1 else ""
+    return (f"{len(s['nodes'])} nodes, {s['cores_per_node']} core(s) each{nics}, links "
             f"{'/'.join(format_rate(r) for r in rates)}" + (f", {' '.join(caps)}" if caps else ""))
+
+
+def nic_status(node: dict, nic: dict, netns_exists: bool = True) -> tuple[dict, list[str]]:
+    """What the kernel says about one NIC of a node: its addresses and the
+    rates of its two shapers, and what differs from the state file."""
+    i, ns, k = node["index"], node["netns"], nic["rail"]
+    up_q = net.read_rate(nic["name"], ns)       # egress of the node: what it sends
+    down_q = net.read_rate(nic["peer"])         # egress towards it: what it receives
+    live = {"name": nic["name"], "rail": k, "addresses": net.node_addresses(i, k),
+            "send_qdisc": up_q["qdisc"], "send_rate_bits": up_q["rate_bits"],
+            "receive_qdisc": down_q["qdisc"], "receive_rate_bits": down_q["rate_bits"]}
+    what = f"node {i}" + (f" NIC {nic['name']}" if k else "")
+    problems = []
+    if netns_exists and nic["address"] not in live["addresses"]:
+        problems.append(f"{ns} has no address {nic['address']} on {nic['name']}")
+    if not net.link_up(nic["peer"]):
+        problems.append(f"link {nic['peer']} is missing or down")
+    want = node["link_rate_bits"]
+    for side, got in (("send", live["send_rate_bits"]), ("receive", live["receive_rate_bits"])):
+        if want is not None and (got is None or abs(got - want) > want * 0.01):
+            problems.append(f"{what} {side} rate is {got} bit/s, not {want}")
+    return live, problems
+
+
+def node_nics(node: dict) -> list[dict]:
+    """The node's NICs (a state written before NICs were recorded: its one veth)."""
+    return node.get("nics") or [{"rail": 0, "name": node["veth_node"], "peer": node["veth_host"],
+                                 "address": node["address"], "prefixlen": node["prefixlen"],
+                                 "bridge": net.BRIDGE}]
 
 
 def node_status(node: dict, layout: cgroups.Layout | None) -> dict:
     """What the kernel says about one node, beside what the state file says."""
     i, ns = node["index"], node["netns"]
-    up_q = net.read_rate(node["veth_node"], ns)       # egress of the node: what it sends
-    down_q = net.read_rate(node["veth_host"])         # egress towards it: what it receives
-    cg = cgroups.read_node(layout, i) if layout else None
-    live = {"netns": ns in net.list_netns(), "addresses": net.node_addresses(i),
-            "send_qdisc": up_q["qdisc"], "send_rate_bits": up_q["rate_bits"],
-            "receive_qdisc": down_q["qdisc"], "receive_rate_bits": down_q["rate_bits"],
-            "cgroup": cg}
+    nics = node_nics(node)
+    live = {"netns": ns in net.list_netns(), "cgroup": cgroups.read_node(layout, i) if layout else None}
     problems = []
     if not live["netns"]:
         problems.append(f"namespace {ns} is missing")
-    elif node["address"] not in live["addresses"]:
-        problems.append(f"{ns} has no address {node['address']} on {node['veth_node']}")
-    if not net.link_up(node["veth_host"]):
-        problems.append(f"link {node['veth_host']} is missing or down")
-    want = node["link_rate_bits"]
-    for side, got in (("send", live["send_rate_bits"]), ("receive", live["receive_rate_bits"])):
-        if want is not None and (got is None or abs(got - want) > want * 0.01):
-            problems.append(f"node {i} {side} rate is {got} bit/s, not {want}")
+    nic_live = []
+    for nic in nics:
+        got, why = nic_status(node, nic, live["netns"])
+        nic_live.append(got)
+        problems += why
+    first = nic_live[0]
+    live.update({key: first[key] for key in ("addresses", "send_qdisc", "send_rate_bits",
+                                            "receive_qdisc", "receive_rate_bits")})
+    live["nics"] = nic_live
+    if len(nics) > 1 and live["netns"]:
+        rules = net.node_rules(i)
+        for nic in nics:
+            if rules.get(nic["address"]) != str(net.TABLE_BASE + nic["rail"]):
+                problems.append(f"node {i} has no routing rule for {nic['name']} ({nic['address']})")
+    cg = live["cgroup"]
     if cg is None:
         problems.append(f"node {i} has no cgroup")
     else:
@@ -251,10 +299,21 @@ def _expand(cpus: str) -> list[int]:
     return sorted(set(out))
 
 
+def bridge_problems(st: dict) -> list[str]:
+    """Each rail's bridge (rail 0 only for a single-NIC cluster), and with
+    several rails its forwarding between them."""
+    rails = st.get("rails") or [{"bridge": net.BRIDGE}]
+    out = []
+    for r in rails:
+        if not net.link_up(r["bridge"]):
+            out.append(f"bridge {r['bridge']} is missing or down")
+        elif len(rails) > 1 and not net.forwarding(r["bridge"]):
+            out.append(f"bridge {r['bridge']} does not forward between the rails")
+    return out
+
+
 def check(st: dict, layout: cgroups.Layout | None) -> list[str]:
-    problems = []
-    if not net.link_up(net.BRIDGE):
-        problems.append(f"bridge {net.BRIDGE} is missing or down")
+    problems = bridge_problems(st)
     for node in st["nodes"]:
         problems += node_status(node, layout)["problems"]
     return problems + names_problems(st)
@@ -286,7 +345,7 @@ def status() -> dict:
         nodes = [{**n, "live": None, "problems": []} for n in st["nodes"]]
     else:
         nodes = [node_status(n, layout) for n in st["nodes"]]
-    problems = [] if not root or net.link_up(net.BRIDGE) else [f"bridge {net.BRIDGE} is missing or down"]
+    problems = bridge_problems(st) if root else []
     for n in nodes:
         problems += n["problems"]
     if root:
@@ -297,6 +356,7 @@ def status() -> dict:
                     "sinfo": slurm.sinfo_text()}
         problems += slurm_st["problems"]
     return {"up": True, "state": str(state.path()), "created": st["created"], "bridge": st["bridge"],
+            "rails": st.get("rails") or [], "nics_per_node": st["spec"].get("nics_per_node", 1),
             "cgroup": st["cgroup"], "machine_cores": st["machine_cores"], "summary": describe(st),
             "nodes": nodes, "problems": problems, "leftovers": [], "verified": root,
             "mpi": st.get("mpi"), "slurm": slurm_st}

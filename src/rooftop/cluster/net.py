@@ -19,6 +19,22 @@ R, not more. Measured with iperf3 between two nodes: 95-96 % of R as TCP
 goodput at 10 Mbit/s, 200 Mbit/s and 1 Gbit/s (the rest is TCP/IP/Ethernet
 headers, which tbf counts), 92 % at 10 Gbit/s (CPU-bound on 2 cores).
 latency 50 ms bounds the queue (limit = R x 50 ms + burst).
+
+Several NICs per node (--nics-per-node K, rails): NIC k of every node is on
+rail k, a bridge and subnet of its own, as multi-rail fabrics are built:
+
+  rail k: bridge rooftop-br<k> (10.231.<k>.1/24)
+            |-- rooftop-v<I>r<k> ==veth== rooftop-p<I>r<k> in rooftop-n<I> (10.231.<k>.<10+I>/24)
+
+Rail 0 keeps the single-NIC names (rooftop-br0, rooftop-v<I>, rooftop-p<I>).
+Each NIC is shaped to the link rate on its own. As on a fabric where every
+NIC reaches every other (Slingshot, seed 000), a NIC reaches the other
+rails too: the root namespace routes between the rail bridges (forwarding is
+enabled on the rooftop bridges only, not machine-wide), and each node sends
+what comes from a NIC's address out of that NIC (a routing rule per NIC,
+'from ADDRESS lookup table 100+k'). So a process bound to NIC k sends
+through NIC k's shaper whichever rail its peer is on, and a node's bandwidth
+is K x R when its processes spread over its NICs, R when they all use one.
 """
 
 from __future__ import annotations
@@ -34,6 +50,10 @@ PREFIX = "rooftop-"
 BRIDGE = "rooftop-br0"
 SUBNET = ipaddress.ip_network("10.231.0.0/24")
 BRIDGE_ADDRESS = "10.231.0.1"
+#: Every rail's subnet is inside it (rail k: 10.231.<k>.0/24).
+FABRIC = ipaddress.ip_network("10.231.0.0/16")
+#: Routing table (and rule priority offset) of NIC k in a node: TABLE_BASE + k.
+TABLE_BASE = 100
 TBF_LATENCY = "50ms"
 MIN_BURST = 64 * 1024
 
@@ -42,16 +62,32 @@ def netns_name(i: int) -> str:
     return f"{PREFIX}n{i}"
 
 
-def host_veth(i: int) -> str:
-    return f"{PREFIX}v{i}"
+def bridge_name(k: int = 0) -> str:
+    return f"{PREFIX}br{k}"
 
 
-def node_veth(i: int) -> str:
-    return f"{PREFIX}p{i}"
+def rail_subnet(k: int = 0) -> ipaddress.IPv4Network:
+    return ipaddress.ip_network(f"10.231.{k}.0/24")
 
 
-def node_address(i: int) -> str:
-    return str(SUBNET.network_address + 10 + i)
+def bridge_address(k: int = 0) -> str:
+    return str(rail_subnet(k).network_address + 1)
+
+
+def host_veth(i: int, k: int = 0) -> str:
+    return f"{PREFIX}v{i}" + (f"r{k}" if k else "")
+
+
+def node_veth(i: int, k: int = 0) -> str:
+    return f"{PREFIX}p{i}" + (f"r{k}" if k else "")
+
+
+def node_address(i: int, k: int = 0) -> str:
+    return str(rail_subnet(k).network_address + 10 + i)
+
+
+def is_bridge(name: str) -> bool:
+    return name.startswith(f"{PREFIX}br") and name[len(PREFIX) + 2:].isdigit()
 
 
 def burst_bytes(rate_bits: int) -> int:
@@ -76,45 +112,95 @@ def list_links(netns: str | None = None) -> list[str]:
     return sorted(e["ifname"] for e in run_json(argv) if e.get("ifname", "").startswith(PREFIX))
 
 
-def check_subnet_free() -> None:
-    """Refuses to build when something else than rooftop uses the subnet."""
+def check_subnet_free(rails: int = 1) -> None:
+    """Refuses to build when something else than rooftop uses a rail's subnet."""
+    subnets = [rail_subnet(k) for k in range(rails)]
     for e in run_json(["ip", "-j", "-4", "addr", "show"]):
         if e.get("ifname", "").startswith(PREFIX):
             continue
         for a in e.get("addr_info", []):
             net = ipaddress.ip_network(f"{a['local']}/{a['prefixlen']}", strict=False)
-            if net.overlaps(SUBNET):
-                raise ClusterError(f"{e['ifname']} has address {a['local']}/{a['prefixlen']}, in the "
-                                   f"emulated cluster's subnet {SUBNET}; remove it first")
+            for sub in subnets:
+                if net.overlaps(sub):
+                    raise ClusterError(f"{e['ifname']} has address {a['local']}/{a['prefixlen']}, in "
+                                       f"the emulated cluster's subnet {sub}; remove it first")
     for r in run_json(["ip", "-j", "-4", "route", "show"]):
         dev, dst = r.get("dev", ""), r.get("dst", "")
         if dev.startswith(PREFIX) or dst in ("default", ""):
             continue
         try:
-            if ipaddress.ip_network(dst, strict=False).overlaps(SUBNET):
-                raise ClusterError(f"route {dst} dev {dev} overlaps the emulated cluster's subnet "
-                                   f"{SUBNET}; remove it first")
+            for sub in subnets:
+                if ipaddress.ip_network(dst, strict=False).overlaps(sub):
+                    raise ClusterError(f"route {dst} dev {dev} overlaps the emulated cluster's subnet "
+                                       f"{sub}; remove it first")
         except ValueError:
             continue
 
 
 # building ----------------------------------------------------------------------
-def create_bridge() -> None:
-    run(["ip", "link", "add", BRIDGE, "type", "bridge"])
-    run(["ip", "addr", "add", f"{BRIDGE_ADDRESS}/{SUBNET.prefixlen}", "dev", BRIDGE])
-    run(["ip", "link", "set", BRIDGE, "up"])
+def create_bridge(k: int = 0, rails: int = 1) -> None:
+    """Rail k's bridge; with several rails, it forwards between them."""
+    br = bridge_name(k)
+    run(["ip", "link", "add", br, "type", "bridge"])
+    run(["ip", "addr", "add", f"{bridge_address(k)}/{rail_subnet(k).prefixlen}", "dev", br])
+    run(["ip", "link", "set", br, "up"])
+    if rails > 1:   # this bridge only: the machine's own forwarding setting is left alone
+        set_forwarding(br)
 
 
-def create_node(i: int) -> None:
-    """Namespace, veth pair to the bridge, address, loopback; no shaping."""
-    ns, hv, nv = netns_name(i), host_veth(i), node_veth(i)
+def set_forwarding(dev: str) -> None:
+    try:
+        with open(f"/proc/sys/net/ipv4/conf/{dev}/forwarding", "w") as f:
+            f.write("1\n")
+    except OSError as e:
+        raise ClusterError(f"cannot enable forwarding on {dev} "
+                           f"(/proc/sys/net/ipv4/conf/{dev}/forwarding): {e.strerror}") from None
+
+
+def forwarding(dev: str) -> bool:
+    try:
+        with open(f"/proc/sys/net/ipv4/conf/{dev}/forwarding") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
+def create_node(i: int, rails: int = 1) -> None:
+    """Namespace, one veth pair to each rail's bridge, addresses, loopback;
+    with several rails, one routing rule per NIC; no shaping."""
+    ns = netns_name(i)
     run(["ip", "netns", "add", ns])
-    run(["ip", "link", "add", hv, "type", "veth", "peer", "name", nv])
-    run(["ip", "link", "set", nv, "netns", ns])
-    run(["ip", "link", "set", hv, "master", BRIDGE, "up"])
-    run(["ip", "-n", ns, "addr", "add", f"{node_address(i)}/{SUBNET.prefixlen}", "dev", nv])
-    run(["ip", "-n", ns, "link", "set", nv, "up"])
+    for k in range(rails):
+        hv, nv = host_veth(i, k), node_veth(i, k)
+        run(["ip", "link", "add", hv, "type", "veth", "peer", "name", nv])
+        run(["ip", "link", "set", nv, "netns", ns])
+        run(["ip", "link", "set", hv, "master", bridge_name(k), "up"])
+        run(["ip", "-n", ns, "addr", "add", f"{node_address(i, k)}/{rail_subnet(k).prefixlen}", "dev", nv])
+        run(["ip", "-n", ns, "link", "set", nv, "up"])
+        if rails > 1:
+            route_nic(i, k)
     run(["ip", "-n", ns, "link", "set", "lo", "up"])
+
+
+def route_nic(i: int, k: int) -> None:
+    """What node i sends from NIC k's address leaves through NIC k: to its
+    rail directly, to the other rails through the root namespace."""
+    ns, nv, table = netns_name(i), node_veth(i, k), str(TABLE_BASE + k)
+    run(["ip", "-n", ns, "route", "add", str(rail_subnet(k)), "dev", nv, "src", node_address(i, k),
+         "table", table])
+    run(["ip", "-n", ns, "route", "add", str(FABRIC), "via", bridge_address(k), "dev", nv,
+         "table", table])
+    run(["ip", "-n", ns, "rule", "add", "from", node_address(i, k), "lookup", table,
+         "priority", str(TABLE_BASE + k)])
+
+
+def node_rules(i: int) -> dict[str, str]:
+    """{source address: table} of node i's routing rules (empty if none)."""
+    try:
+        rules = run_json(["ip", "-j", "-n", netns_name(i), "rule", "show"])
+    except ClusterError:
+        return {}
+    return {r["src"]: str(r["table"]) for r in rules if r.get("src") and r.get("table")}
 
 
 def shape(dev: str, rate_bits: int | None, netns: str | None = None) -> None:
@@ -127,9 +213,10 @@ def shape(dev: str, rate_bits: int | None, netns: str | None = None) -> None:
                "burst", str(burst_bytes(rate_bits)), "latency", TBF_LATENCY])
 
 
-def shape_node(i: int, rate_bits: int | None) -> None:
-    shape(node_veth(i), rate_bits, netns_name(i))   # what node i sends
-    shape(host_veth(i), rate_bits)                   # what node i receives
+def shape_node(i: int, rate_bits: int | None, k: int = 0) -> None:
+    """Node i's NIC k, on its own."""
+    shape(node_veth(i, k), rate_bits, netns_name(i))   # what node i sends through it
+    shape(host_veth(i, k), rate_bits)                   # what node i receives through it
 
 
 # reading back ----------------------------------------------------------------------
@@ -149,9 +236,10 @@ def read_rate(dev: str, netns: str | None = None) -> dict:
     return {"qdisc": "none", "rate_bits": None}
 
 
-def node_addresses(i: int) -> list[str]:
+def node_addresses(i: int, k: int = 0) -> list[str]:
+    """The addresses of node i's NIC k."""
     try:
-        info = run_json(["ip", "-j", "-n", netns_name(i), "-4", "addr", "show", "dev", node_veth(i)])
+        info = run_json(["ip", "-j", "-n", netns_name(i), "-4", "addr", "show", "dev", node_veth(i, k)])
     except ClusterError:
         return []
     return [a["local"] for e in info for a in e.get("addr_info", [])]
@@ -185,7 +273,7 @@ def remove_all() -> list[str]:
     # Deleting one veth end deletes its peer: do it before the namespaces go,
     # as a namespace's devices are destroyed asynchronously.
     for link in list_links():
-        if link != BRIDGE:
+        if not is_bridge(link):
             run(["ip", "link", "del", link], check=False)
             removed.append(f"link {link}")
     for ns in list_netns():
@@ -196,9 +284,9 @@ def remove_all() -> list[str]:
             except OSError:
                 pass
         removed.append(f"netns {ns}")
-    if BRIDGE in list_links():
-        run(["ip", "link", "del", BRIDGE])
-        removed.append(f"bridge {BRIDGE}")
+    for br in [link for link in list_links() if is_bridge(link)]:
+        run(["ip", "link", "del", br])
+        removed.append(f"bridge {br}")
     left = list_netns() + list_links()
     if left:
         raise ClusterError(f"could not remove {', '.join(left)}")

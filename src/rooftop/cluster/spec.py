@@ -17,7 +17,8 @@ second, and the difference is a factor of 8.
 
 Node options (--node, repeatable; several keys may share one option):
 
-  I:rate=R      node I's link rate, both directions (overrides --link-rate)
+  I:rate=R      node I's link rate, both directions (overrides --link-rate;
+                with --nics-per-node K, the rate of each of its K NICs)
   I:cpu=P%      node I may use P % of its cores' time (0 < P <= 100),
                 enforced by the CPU controller (CFS quota / cpu.max)
   I:rate=R,cpu=P%
@@ -35,6 +36,8 @@ from rooftop.launchers.base import LauncherError
 DEFAULT_RATE = "1gbit"
 #: Addresses: the bridge is .1, node I is .(10 + I).
 MAX_NODES = 64
+#: NICs per node (rails): rail k is the subnet 10.231.<k>.0/24.
+MAX_NICS = 8
 
 
 class ClusterError(LauncherError):
@@ -105,6 +108,8 @@ class ClusterSpec:
     cores_per_node: int = 1
     #: the machine's cores the nodes were placed on
     machine_cores: list[int] = field(default_factory=list)
+    #: NICs of every node, NIC k on rail k (each shaped to the node's link rate)
+    nics_per_node: int = 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -136,12 +141,15 @@ def place_cores(n: int, per: int | None, cores: list[int]) -> tuple[int, list[li
 
 
 def build_spec(nodes: int, cores_per_node: int | None = None, link_rate: str | None = None,
-               node_opts: list[str] | None = None, cores: list[int] | None = None) -> ClusterSpec:
+               node_opts: list[str] | None = None, cores: list[int] | None = None,
+               nics_per_node: int = 1) -> ClusterSpec:
     """Validates the options of 'cluster up' into a ClusterSpec."""
     if not isinstance(nodes, int) or nodes < 1:
         raise ClusterError(f"--nodes {nodes}: must be at least 1")
     if nodes > MAX_NODES:
         raise ClusterError(f"--nodes {nodes}: at most {MAX_NODES} nodes")
+    if not isinstance(nics_per_node, int) or not 1 <= nics_per_node <= MAX_NICS:
+        raise ClusterError(f"--nics-per-node {nics_per_node}: must be 1 to {MAX_NICS}")
     cores = list(cores) if cores is not None else usable_cores()
     rate = parse_rate(link_rate if link_rate is not None else DEFAULT_RATE, "--link-rate")
     per, placement = place_cores(nodes, cores_per_node, cores)
@@ -169,4 +177,4 @@ def build_spec(nodes: int, cores_per_node: int | None = None, link_rate: str | N
                 specs[i].cpu_percent = parse_cpu(value, f"{what}: cpu")
             else:
                 raise ClusterError(f"{what}: unknown key '{key}' (rate or cpu)")
-    return ClusterSpec(specs, per, cores)
+    return ClusterSpec(specs, per, cores, nics_per_node)

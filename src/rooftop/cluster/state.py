@@ -12,6 +12,8 @@ file + rename). Format (version 1):
    "machine_cores": [0, 1],
    "nodes": [{"index": 0, "name": "n0", "netns": "rooftop-n0",
               "address": "10.231.0.10", "prefixlen": 24,
+              "nics": [{"rail": 0, "name": "rooftop-p0", "peer": "rooftop-v0",
+                        "address": "10.231.0.10", "prefixlen": 24, "bridge": "rooftop-br0"}, ...],
               "veth_host": "rooftop-v0", "veth_node": "rooftop-p0",
               "cores": [0], "shared_with": [2],
               "cpu_percent": null, "cpu_quota_us": null, "cpu_period_us": 100000,
@@ -19,6 +21,11 @@ file + rename). Format (version 1):
               "cgroups": ["/sys/fs/cgroup/cpu/rooftop/n0", "/sys/fs/cgroup/cpuset/rooftop/n0"],
               "cgroup_procs": [".../cpu/rooftop/n0/cgroup.procs", ".../cpuset/rooftop/n0/cgroup.procs"]},
              ...]}
+
+With --nics-per-node K, "rails" lists each rail's bridge, subnet and
+address ({"rail": k, "bridge": "rooftop-br<k>", "subnet": "10.231.<k>.0/24",
+"address": "10.231.<k>.1/24"}) and each node's "nics" its K NICs, NIC k on
+rail k ("address" and "veth_*" stay NIC 0's). link_rate_bits is each NIC's.
 
 cpu_percent null: no CPU cap (the node has its cores); link_rate_bits null:
 the link is not shaped. shared_with: the other nodes using one of its cores.

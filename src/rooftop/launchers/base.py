@@ -34,6 +34,14 @@ class Node:
     #: shared_with (nodes using one of its cores). Not part of equality.
     emulation: dict | None = field(default=None, compare=False)
 
+    def nic_addresses(self) -> list[str]:
+        """Every address servers on this node may serve on: one per NIC of an
+        emulated multi-NIC node (emulation["nics"]), else the node's address."""
+        nics = (self.emulation or {}).get("nics")
+        if nics:
+            return [n["address"] for n in nics]
+        return [self.address] if self.address else []
+
     def describe(self) -> dict:
         d = {"index": self.index, "host": self.host, "cores": list(self.cores),
              "address": self.address}
@@ -73,11 +81,17 @@ def procs_per_node(node: Node, binding: str) -> int:
     return max(1, len(node.cores) // binding_width(binding))
 
 
-def core_sets(node: Node, nprocs: int, binding: str) -> list[tuple[int, ...] | None]:
-    """The cores each of nprocs processes is bound to (None: unbound)."""
+def core_sets(node: Node, nprocs: int, binding: str,
+              wrap: bool = False) -> list[tuple[int, ...] | None]:
+    """The cores each of nprocs processes is bound to (None: unbound).
+    wrap: more processes than fit take the node's core sets again, in
+    order (process k: set k mod sets), so processes share cores."""
     if binding == "none":
         return [None] * nprocs
     width = binding_width(binding)
+    if wrap and len(node.cores) >= width:
+        sets = len(node.cores) // width
+        return [tuple(node.cores[(i % sets) * width:(i % sets + 1) * width]) for i in range(nprocs)]
     if nprocs * width > len(node.cores):
         raise LauncherError(
             f"node {node.index} ({node.host}) has {len(node.cores)} usable cores: "
@@ -86,13 +100,13 @@ def core_sets(node: Node, nprocs: int, binding: str) -> list[tuple[int, ...] | N
 
 
 def pinned_argvs(node: Node, engine_argv: list[str], nprocs: int, binding: str,
-                 first_rank: int) -> list[tuple[int, list[str]]]:
+                 first_rank: int, wrap: bool = False) -> list[tuple[int, list[str]]]:
     """(rank, argv) of each of nprocs engine processes started one by one on
     node, each bound with the engine's own --cpus ('none': all of the
-    node's cores); "{rank}" in engine_argv becomes the rank, "{local_rank}"
-    the process's index on the node."""
+    node's cores; wrap: as core_sets); "{rank}" in engine_argv becomes the
+    rank, "{local_rank}" the process's index on the node."""
     out = []
-    for i, cores in enumerate(core_sets(node, nprocs, binding)):
+    for i, cores in enumerate(core_sets(node, nprocs, binding, wrap)):
         cpus = cores if cores is not None else node.cores
         rank = first_rank + i
         argv = [a.replace("{rank}", str(rank)).replace("{local_rank}", str(i)) for a in engine_argv]

@@ -13,7 +13,8 @@ pid the campaign started, and stays in its process group):
 The cgroups are joined before entering the namespace: 'ip netns exec'
 remounts /sys for the namespace, hiding the cgroup mounts. Ranks and cores
 as in the local launcher (--rank R --cpus a,b; "{rank}" replaced). Servers
-serve on the node's address (Node.address: the campaign passes --address),
+serve on the node's address (Node.address: the campaign passes --address;
+on a node with several NICs, every NIC's address, and the NIC policy picks),
 and clients reach them over the node's veth; the root namespace, where the
 campaign runs ping/stat/shutdown, reaches every node through the bridge.
 Use an IP provider (ofi+tcp): ofi+shm would run too, since shared memory
@@ -21,7 +22,10 @@ ignores network namespaces, but it would bypass the shaped links.
 
 Configuration (the resolved config's "launcher" section): nodes (the first
 N nodes of the cluster, default all); extra_args (placed before the engine,
-inside the namespace, e.g. a profiler). hosts, hostfile, cores_per_node and
+inside the namespace, e.g. a profiler); oversubscribe (bind more processes
+than a node has cores under core or 2cores: process k takes the k-th core
+set mod the node's, as seed 000's Figure 2 places 16 clients on a node
+that here has 2 cores). hosts, hostfile, cores_per_node and
 command belong to other launchers and are refused: the cluster's shape is
 set by 'rooftop cluster up'.
 """
@@ -50,6 +54,7 @@ class NetnsLauncher(Launcher):
                 raise LauncherError(f"launcher.{key} does not apply to the netns launcher: the "
                                     f"emulated cluster's nodes and cores are set by 'rooftop cluster up'")
         self._extra = list(cfg.get("extra_args") or [])
+        self._wrap = bool(cfg.get("oversubscribe"))
         try:
             st = cluster_state.load(state_path)
         except LauncherError as e:
@@ -63,6 +68,9 @@ class NetnsLauncher(Launcher):
         for n in st["nodes"]:
             emulation = {"netns": n["netns"], "cpu_percent": n["cpu_percent"],
                          "link_rate_bits": n["link_rate_bits"], "shared_with": list(n["shared_with"])}
+            if len(n.get("nics") or []) > 1:   # rails: servers may serve on any of them
+                emulation["nics"] = [{"name": x["name"], "rail": x["rail"], "address": x["address"]}
+                                     for x in n["nics"]]
             nodes.append(Node(n["index"], n["netns"], tuple(n["cores"]), n["address"], emulation))
         self._nodes = first_nodes(nodes, cfg.get("nodes"),
                                   "the emulated cluster has {count} nodes ('rooftop cluster status')")
@@ -87,7 +95,8 @@ class NetnsLauncher(Launcher):
 
     def launches(self, node, engine_argv, nprocs, binding, first_rank):
         return [Launch(self.wrap(node, argv), node, [rank])
-                for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank)]
+                for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank,
+                                               self._wrap)]
 
     def describe(self) -> dict:
         st = self._state
@@ -98,5 +107,5 @@ class NetnsLauncher(Launcher):
 
 SPEC = LauncherSpec(
     "netns", "the emulated cluster of 'rooftop cluster up' (network namespaces on this machine)",
-    NetnsLauncher, default_nodes="all of the emulated cluster's", keys=("nodes", "extra_args"),
+    NetnsLauncher, default_nodes="all of the emulated cluster's", keys=("nodes", "extra_args", "oversubscribe"),
     on_this_machine=True)
