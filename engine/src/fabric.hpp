@@ -167,7 +167,7 @@ class Endpoint {
   fid_av* av_ = nullptr;
   fid_cq* cq_ = nullptr;
   int cq_fd_ = -1;
-  static constexpr int kMinBackoffUs = 20, kMaxBackoffUs = 5000;
+  static constexpr int kMinBackoffUs = 20, kMaxBackoffUs = 10000;
   int backoff_us_ = kMinBackoffUs;  // sleep_poll (no fd)
   void sleep_poll(int timeout_ms);
   size_t convert(fi_cq_msg_entry* e, ssize_t n, CqEvent* out);
