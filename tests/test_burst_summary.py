@@ -21,8 +21,9 @@ def test_progress_modes_and_spindown_sweep():
     assert bursts.progress_modes("busy, spindown:0,1,10,50") == ["busy", "spindown:0", "spindown:1",
                                                                    "spindown:10", "spindown:50"]
     assert bursts.progress_modes("spindown") == ["spindown"]
-    with pytest.raises(bursts.BurstsError, match="whole milliseconds"):
-        bursts.progress_modes("spindown:0.1,1")
+    assert bursts.progress_modes("spindown:0.1,1,2.5") == ["spindown:0.1", "spindown:1", "spindown:2.5"]
+    with pytest.raises(bursts.BurstsError, match="up to 3 decimals"):
+        bursts.progress_modes("spindown:0.0001")
     with pytest.raises(bursts.BurstsError, match="not a progress mode"):
         bursts.progress_modes("poll")
     with pytest.raises(bursts.BurstsError, match="asked twice"):

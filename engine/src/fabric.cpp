@@ -175,9 +175,34 @@ std::string ProgressSpec::text() const {
     case ProgressMode::Busy: return "busy";
     case ProgressMode::Block: return "block";
     case ProgressMode::Adaptive: return "adaptive";
-    case ProgressMode::Spindown: return "spindown:" + std::to_string(spindown_ns / 1000000);
+    case ProgressMode::Spindown: {
+      std::string t = "spindown:" + std::to_string(spindown_ns / 1000000);
+      int64_t us = (spindown_ns % 1000000) / 1000;  // the decimals of the milliseconds, trailing zeros cut
+      if (us == 0) return t;
+      std::string d = std::to_string(1000 + us).substr(1);
+      while (d.back() == '0') d.pop_back();
+      return t + "." + d;
+    }
   }
   return "?";
+}
+
+// "MS" of spindown:MS: milliseconds >= 0, whole or with up to 3 decimals
+// (0.1 = 100 us), at most 1000000 (1000 s); returns nanoseconds.
+static int64_t parse_spindown_ms(const std::string& s, const std::string& ms) {
+  const std::string why = "--progress '" + s + "': spindown time must be milliseconds >= 0 (e.g. 10 or 0.1)";
+  size_t dot = ms.find('.');
+  std::string whole = ms.substr(0, dot), frac = dot == std::string::npos ? "" : ms.substr(dot + 1);
+  auto digits = [](const std::string& t) {
+    return std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (whole.empty() || whole.size() > 7 || !digits(whole) || !digits(frac) || frac.size() > 3 ||
+      (dot != std::string::npos && frac.empty()))
+    throw UsageError(why);
+  int64_t ns = std::stoll(whole) * 1000000LL;
+  for (size_t i = 0; i < 3; ++i) ns += (i < frac.size() ? frac[i] - '0' : 0) * (i == 0 ? 100000 : i == 1 ? 10000 : 1000);
+  if (ns > 1000000LL * 1000000LL) throw UsageError(why);
+  return ns;
 }
 
 ProgressSpec parse_progress(const std::string& s) {
@@ -189,16 +214,7 @@ ProgressSpec parse_progress(const std::string& s) {
     p.mode = ProgressMode::Spindown;
     if (s.size() > 8) {
       if (s[8] != ':') throw UsageError("--progress '" + s + "': use spindown or spindown:MS");
-      std::string ms = s.substr(9);
-      size_t used = 0;
-      long v = -1;
-      try {
-        v = std::stol(ms, &used);
-      } catch (...) {
-      }
-      if (used != ms.size() || v < 0)
-        throw UsageError("--progress '" + s + "': spindown time must be whole milliseconds >= 0");
-      p.spindown_ns = v * 1000000LL;
+      p.spindown_ns = parse_spindown_ms(s, s.substr(9));
     }
   } else {
     throw UsageError("--progress '" + s + "': must be busy, block, adaptive or spindown[:MS]");

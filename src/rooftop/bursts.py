@@ -28,7 +28,7 @@ import time
 from rooftop import burst_summary, neighbour
 from rooftop.stages.base import Placement, SampleSpec
 
-MODE = re.compile(r"^(busy|block|adaptive|spindown(:\d+)?)$")
+MODE = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
 DEFAULT_PROGRESS = "busy,spindown:10,adaptive,block"
 MIN_INTERVAL = 0.1
 
@@ -47,7 +47,7 @@ def progress_modes(text: str) -> list[str]:
         if re.fullmatch(r"[0-9.]+", item) and modes and modes[-1].startswith("spindown"):
             item = f"spindown:{item}"
         if not MODE.match(item):
-            why = ("spindown takes whole milliseconds (the engine's --progress spindown:MS)"
+            why = ("spindown takes milliseconds >= 0 with up to 3 decimals (the engine's --progress spindown:MS)"
                    if item.startswith("spindown:") else "modes: busy, block, adaptive, spindown[:MS]")
             raise BurstsError(f"--progress: {item!r} is not a progress mode ({why})")
         if item in modes:
@@ -371,7 +371,7 @@ def add_parser(sub) -> None:
     add_key_flags(b, [RESULTS_FLAG])
     b.add_argument("--progress", default=DEFAULT_PROGRESS, metavar="MODES",
                    help="server progress modes, in order (default: %(default)s); a spindown sweep: "
-                        "spindown:0,1,10,50 (whole milliseconds)")
+                        "spindown:0.1,1,10,50 (milliseconds, down to 0.001)")
     b.add_argument("--metric", default="rpc", choices=list(metrics.METRICS), help="what the client "
                    "sends (default: %(default)s)")
     b.add_argument("--clients", type=int, default=1, metavar="N", help="client processes (default: 1)")

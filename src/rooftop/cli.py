@@ -381,7 +381,7 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_model(args) -> int:
-    from rooftop import model, results, ui
+    from rooftop import kinds, model, results, ui
     from rooftop.store import Store
 
     if not args.run and not args.params:
@@ -390,6 +390,9 @@ def _cmd_model(args) -> int:
     samples, res = [], None
     if args.run:
         store = Store(args.results, create=False)
+        kind = kinds.of(store, store.get_run(args.run))
+        if kind is not None:
+            raise model.ModelError(kind.no_roofline(store.get_run(args.run).id))
         res = results.load(store, args.run)
         samples = res.samples
     if args.params:
@@ -586,7 +589,7 @@ def _print_files(files: dict, as_json: bool) -> None:
 
 
 def _cmd_plot(args) -> int:
-    from rooftop import model, results
+    from rooftop import kinds, model, results
     from rooftop.plots.run import plot_params, plot_run
     from rooftop.store import Store
 
@@ -607,16 +610,14 @@ def _cmd_plot(args) -> int:
                             args.yscale)
     else:
         store = Store(args.results, create=False)
-        if "bursts" in store.get_run(args.run).config:  # a run of 'rooftop bursts': its figure
-            from rooftop import bursts
-            from rooftop.plots import bursts as bursts_plot
-            from rooftop.plots.save import save
-
-            res = bursts.results(store, args.run)
-            if not res["lines"]:
-                raise model.ModelError(f"bursts run {args.run} measured no interval")
-            out = Path(args.output) if args.output else store.run_dir(res["run"].id) / "figures"
-            _print_files({"bursts": save(bursts_plot.figure(res), out, "bursts", args.format)}, args.json)
+        run = store.get_run(args.run)
+        kind = kinds.of(store, run)
+        if kind is not None:  # audit, tune, bursts...: their own figures
+            out = Path(args.output) if args.output else store.run_dir(run.id) / "figures"
+            files = kind.plot(store, run, out, args.format)
+            if not files:
+                raise model.ModelError(f"{kind.no_roofline(run.id)}; it has no figure of its own")
+            _print_files(files, args.json)
             return 0
         res = results.load(store, args.run)
         if not res.rooflines:
@@ -680,16 +681,17 @@ def _nic_comparison(store, res, nic_runs: str):
 
 
 def _cmd_report(args) -> int:
-    from rooftop import model, report, results
+    from rooftop import kinds, model, report, results
     from rooftop.store import Store
 
     store = Store(args.results, create=False)
-    if store.get_run(args.run).config.get("kind") == "audit":
-        return _report_audit(store, args)
-    if store.tune_steps(store.get_run(args.run).id):
-        return _tune_report(args, store)
-    if "bursts" in store.get_run(args.run).config:  # a run of 'rooftop bursts'
-        return _report_bursts(args, store)
+    run = store.get_run(args.run)
+    kind = kinds.of(store, run)
+    if kind is not None:  # audit, tune, bursts...: their own report
+        page, md = kind.report(store, run, Path(args.output) if args.output else store.run_dir(run.id) / "report")
+        print(f"markdown summary: {md}", file=sys.stderr)
+        print(page)
+        return 0
     res = results.load(store, args.run)
     if not res.rooflines and not args.nic_runs:    # a NIC comparison needs server peaks only
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
@@ -706,46 +708,7 @@ def _cmd_report(args) -> int:
     return 0
 
 
-def _report_audit(store, args) -> int:
-    """The report of an audit run (rooftop audit): its table and figure."""
-    from rooftop.audit import run as audit_run, show
 
-    run = store.get_run(args.run)
-    out = Path(args.output) if args.output else store.run_dir(run.id) / "report"
-    page, md = show.write(run, audit_run.rows_of(store, run.id), out)
-    print(f"markdown summary: {md}", file=sys.stderr)
-    print(page)
-    return 0
-
-
-def _tune_report(args, store) -> int:
-    """A tune run's report: its trajectory and best configuration."""
-    from rooftop import metrics
-    from rooftop.learn import tune_report
-    from rooftop.learn.tune_run import load
-
-    run = store.get_run(args.run)
-    out = load(store, run.id)
-    if out is None:  # interrupted before its end: the stored steps
-        from rooftop.learn.tune_run import outcome_of
-
-        out = outcome_of(store, run)
-    out_dir = Path(args.output) if args.output else store.run_dir(run.id) / "report"
-    page, md = tune_report.write(out, metrics.get(out["metric"]).unit, run.id, out_dir)
-    print(f"markdown summary: {md}", file=sys.stderr)
-    print(page)
-    return 0
-
-
-def _report_bursts(args, store) -> int:
-    from rooftop import bursts, bursts_report
-
-    res = bursts.results(store, args.run)
-    out = Path(args.output) if args.output else store.run_dir(res["run"].id) / "report"
-    page, md = bursts_report.write(res, out)
-    print(f"markdown summary: {md}", file=sys.stderr)
-    print(page)
-    return 0
 
 
 def _compare_source(text: str, results_dir: str):

@@ -424,7 +424,7 @@ def resolve(cfg: dict) -> dict:
     check_policy(cfg["nic"]["policy"])
     if cfg["nic"].get("server_policy") is not None:
         check_policy(cfg["nic"]["server_policy"], "nic.server_policy")
-    prog = re.compile(r"^(busy|block|adaptive|spindown(:\d+)?)$")
+    prog = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
     for p in ("engine.server_progress", "engine.client_progress"):
         if not prog.match(_get(cfg, p)):
             raise ConfigError(f"{p}: '{_get(cfg, p)}' is not busy, block, adaptive or spindown[:MS]")

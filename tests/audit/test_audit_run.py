@@ -101,6 +101,14 @@ def test_every_pitfall_measured_stored_and_reported(tmp_path):
         assert p.title in page
     assert (Path(rep.stdout.strip()).parent / "figures" / "audit.svg").exists()
 
+    # plot draws its figure; model says it is no roofline run (rooftop.kinds)
+    plot = rooftop("plot", run["id"], "--results", str(results), "--output", str(tmp_path / "fig"))
+    assert plot.returncode == 0, plot.stderr
+    assert (tmp_path / "fig" / "audit.png").exists()
+    mod = rooftop("model", run["id"], "--results", str(results))
+    assert mod.returncode != 0 and f"run {run['id']} is a rooftop audit run" in mod.stderr
+    assert f"rooftop report {run['id']}" in mod.stderr
+
 
 def test_o_direct_on_tmpfs_is_reported_not_measurable(tmp_path):
     results = tmp_path / "results"

@@ -12,7 +12,7 @@ import pytest
 
 from rooftop.engine import Group, run_engine
 
-MODES = ["busy", "block", "adaptive", "spindown", "spindown:2"]
+MODES = ["busy", "block", "adaptive", "spindown", "spindown:2", "spindown:0.25"]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -38,7 +38,7 @@ def test_mode_serves_and_idles(mode, cores, validate):
         assert idle_median > 0.3, idle
         assert server["engine"]["progress"]["wait_object"] == "none"
     elif mode.startswith("spindown"):
-        assert idle_median < 0.05, idle  # sleep-polls, 20 us doubling to 5 ms
+        assert idle_median < 0.05, idle  # sleep-polls, 20 us doubling to 10 ms
         # No wait object: in a burst it polls exactly as busy does.
         assert server["engine"]["progress"]["wait_object"] == "none"
         assert server["engine"]["progress"]["effective"] == doc["engine"]["progress"]["requested"]
@@ -47,6 +47,20 @@ def test_mode_serves_and_idles(mode, cores, validate):
         assert server["engine"]["progress"]["wait_object"] == "fd"
     assert stat["result"]["ops"] >= doc["result"]["ops"]
     assert stat["result"]["cpu"]["utilization"] >= 0
+
+
+@pytest.mark.parametrize("bad", ["spindown:-1", "spindown:.5", "spindown:1.", "spindown:0.0001",
+                                 "spindown:1e3", "spindown:nan", "spindown:99999999"])
+def test_bad_spindown_time_is_refused(bad, tmp_path):
+    p = subprocess.run([_engine(), "serve", "--group-dir", str(tmp_path), "--progress", bad],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and f"--progress '{bad}': spindown time must be milliseconds >= 0" in p.stderr
+
+
+def _engine() -> str:
+    from rooftop.engine import engine_path
+
+    return str(engine_path())
 
 
 def test_shm_without_fd_records_its_fallback(cores):

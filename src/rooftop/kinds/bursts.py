@@ -1,0 +1,28 @@
+"""Runs of `rooftop bursts`: seed 000's Figure 6 per progress mode."""
+
+from pathlib import Path
+
+from rooftop.kinds.base import RunKind
+
+
+def _report(store, run, out_dir: Path):
+    from rooftop import bursts, bursts_report
+
+    return bursts_report.write(bursts.results(store, run.id), out_dir)
+
+
+def _plot(store, run, out_dir: Path, fmt: str) -> dict:
+    from rooftop import bursts
+    from rooftop.model import ModelError
+    from rooftop.plots import bursts as bursts_plot
+    from rooftop.plots.save import save
+
+    res = bursts.results(store, run.id)
+    if not res["lines"]:
+        raise ModelError(f"bursts run {run.id} measured no interval")
+    return {"bursts": save(bursts_plot.figure(res), out_dir, "bursts", fmt)}
+
+
+KIND = RunKind(name="bursts", command="rooftop bursts",
+               recognises=lambda store, run: "bursts" in run.config,
+               report=_report, plot=_plot)
