@@ -74,8 +74,9 @@ def over_network(a, d: Path | None, op: str) -> float:
     """A server (with storage when d) and one client running op."""
     with tempfile.TemporaryDirectory(prefix="rooftop-put-") as g:
         out = Path(g) / "server.json"
-        serve = [a.engine, "serve", "--fabric", a.fabric, "--group-dir", g, "--progress", "busy",
-                 "--cpus", a.server_cpu, "--output", str(out)] + (storage_args(a, d) if d else [])
+        serve = [a.engine, "serve", "--fabric", a.fabric, "--group-dir", g, "--progress", a.server_progress,
+                 "--io-threads", str(a.io_threads), "--cpus", a.server_cpu, "--output", str(out)]
+        serve += storage_args(a, d) if d else []
         server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60
@@ -129,7 +130,8 @@ def render(rows: list[dict], a, took: float) -> str:
     return "\n".join([
         f"put_vs_parts {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {os.cpu_count()} cpus  "
         f"kernel {platform.release()}",
-        f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, {a.triples} triples, {a.duration:g} s + "
+        f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, server --progress {a.server_progress} "
+        f"--io-threads {a.io_threads}, {a.triples} triples, {a.duration:g} s + "
         f"{a.warmup:g} s warmup, server cpu {a.server_cpu}, client cpu {a.client_cpu}, took {took:.0f} s, "
         f"load avg {os.getloadavg()[0]:.2f}",
         "",
@@ -151,6 +153,10 @@ def parse_args(argv):
     p.add_argument("--duration", type=float, default=2.0)
     p.add_argument("--warmup", type=float, default=0.5)
     p.add_argument("--file-size", default=str(256 * MiB), help="bytes of each data file (default 256 MiB)")
+    p.add_argument("--server-progress", default="spindown",
+                   help="the server's progress mode (default spindown, the servers' default)")
+    p.add_argument("--io-threads", type=int, default=-1,
+                   help="the server's storage threads (0: inline on the progress thread; default -1: the engine's auto)")
     p.add_argument("--server-cpu", default="0")
     p.add_argument("--client-cpu", default="1")
     p.add_argument("--image-dir", default=None, help="where the ext4 image goes (default: a temporary dir)")

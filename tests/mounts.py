@@ -40,7 +40,9 @@ def loop_mount(fstype: str, size_mib: int = 64):
         mnt.mkdir()
         with open(image, "wb") as f:
             f.truncate(size_mib << 20)
-        run(TOOLS[fstype], "-q", "-F", str(image))
+        # an inode per KiB (the minimum): timed metadata runs create files as
+        # fast as the machine goes, and the default ratio ran out (ENOSPC)
+        run(TOOLS[fstype], "-q", "-F", "-i", "1024", str(image))
         dev = run("losetup", "--find", "--show", str(image))
         try:
             run("mount", "-t", fstype, dev, str(mnt))

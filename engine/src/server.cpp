@@ -5,18 +5,21 @@
 // operation's hooks, and the counters come from counters.hpp.
 //
 // Storage operations (put, get, metadata; serve --storage-dir) run their
-// io hook on an I/O thread (--io-threads, default 1), never on the progress
-// thread: a storage call blocks for as long as the device takes (an
-// O_SYNC write: milliseconds), and the progress thread must keep answering
-// the other clients, completing RMA and sending responses meanwhile (a
-// Mochi provider likewise hands blocking calls to a separate Argobots pool).
-// While storage calls are outstanding and nothing else completes, the
-// progress thread yields the core instead of spinning or sleeping on the
-// completion queue, so an I/O thread sharing its core (a server pinned to
-// one core) is not starved by busy polling, and a completed call is
-// answered at once. --io-threads 0 runs the calls inline, as the local
-// mode (`rooftop-engine storage`) does.
+// io hook on an I/O thread, never on the progress thread: a storage call
+// blocks for as long as the device takes (an O_SYNC write: milliseconds),
+// and the progress thread must keep answering the other clients,
+// completing RMA and sending responses meanwhile (a Mochi provider likewise
+// hands blocking calls to a separate Argobots pool). While storage calls
+// are outstanding and nothing else completes, the progress thread yields,
+// then sleeps on the I/O threads' eventfd (wait_for_io). A server bound to
+// one CPU runs the calls inline by default (--io-threads -1, auto): there
+// the thread's hand-offs cost more than the overlap gains (a 1 MiB durable
+// put: 0.64x of the storage ceiling with a thread, 0.87x inline;
+// benchmarks/put_vs_parts.py). --io-threads 0 always runs them inline, as
+// the local mode (`rooftop-engine storage`) does.
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -148,6 +151,7 @@ class Server : public ops::ServerContext {
   void submit_io(IoTask t);
   void io_loop();
   void collect_io();
+  void wait_for_io(int64_t now, int64_t& since);
   void complete_io(IoTask& t);
   void stop_io();
   void error(const std::string& e) {
@@ -218,6 +222,8 @@ class Server : public ops::ServerContext {
   std::unique_ptr<storage::Store> store_;
   int io_threads_ = 1;
   std::vector<std::thread> io_workers_;
+  int io_efd_ = -1;
+  std::string io_why_;  // how io_threads_ was chosen (result.io_threads_why)  // written by an I/O thread when it completes a call: wait_for_io sleeps on it
   std::mutex io_mu_;
   std::condition_variable io_cv_;
   std::deque<IoTask> io_todo_, io_done_;
@@ -445,6 +451,24 @@ void Server::submit_io(IoTask t) {
   io_cv_.notify_one();
 }
 
+// Nothing completed and only the I/O threads have work: yield for the first
+// 20 us (a buffered call finishes within that), then sleep on the I/O
+// threads' eventfd for at most 100 us (a request that arrives meanwhile
+// waits no longer). Spinning, even with yields, starves the I/O thread and
+// the kernel's own workers (a loop device's) when they share this core: a
+// 1 MiB durable put ran at a third of the storage ceiling on a server bound
+// to one core (benchmarks/put_vs_parts.py).
+void Server::wait_for_io(int64_t now, int64_t& since) {
+  if (since == 0) since = now;
+  if (now - since < 20'000 || io_efd_ < 0) return std::this_thread::yield();
+  pollfd p{io_efd_, POLLIN, 0};
+  const timespec limit{0, 100'000};
+  if (ppoll(&p, 1, &limit, nullptr) > 0) {
+    uint64_t v;
+    if (read(io_efd_, &v, sizeof v) < 0) { /* EAGAIN: another reader drained it */ }
+  }
+}
+
 void Server::io_loop() {
   std::unique_lock<std::mutex> lk(io_mu_);
   for (;;) {
@@ -457,6 +481,10 @@ void Server::io_loop() {
     lk.lock();
     io_done_.push_back(std::move(t));
     io_ready_++;
+    if (io_efd_ >= 0) {
+      uint64_t one = 1;
+      if (write(io_efd_, &one, sizeof one) < 0) { /* the counter is full: a wake-up is pending anyway */ }
+    }
   }
 }
 
@@ -502,6 +530,8 @@ void Server::stop_io() {
   io_cv_.notify_all();
   for (auto& t : io_workers_) t.join();
   io_workers_.clear();
+  if (io_efd_ >= 0) close(io_efd_);
+  io_efd_ = -1;
 }
 
 void Server::handle_tx(TxBuf* tx, const CqEvent& ev) {
@@ -692,6 +722,7 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   w.key("storage");
   if (store_) store_->write_json(w);
   else w.null();
+  w.kv("io_threads", static_cast<int64_t>(io_threads_)).kv("io_threads_why", io_why_);
   w.kv("stop_reason", stop_reason_);
   w.key("address_file").begin_object();
   w.kv("path", addr_path(o_.str("group-dir"), rank_));
@@ -757,14 +788,22 @@ void Server::configure() {
 // error now, before the address is published) and its I/O threads start.
 void Server::configure_storage() {
   const int64_t io = o_.integer("io-threads");
-  if (io < 0 || io > 64) throw UsageError("--io-threads must be 0..64");
+  if (io < -1 || io > 64) throw UsageError("--io-threads must be -1 (auto) or 0..64");
   io_threads_ = static_cast<int>(io);
+  io_why_ = "--io-threads " + std::to_string(io);
+  if (io == -1) {  // auto: an I/O thread on the progress thread's only core costs more than it overlaps
+    const size_t cpus = affinity_cpus().size();
+    io_threads_ = cpus == 1 ? 0 : 1;
+    io_why_ = cpus == 1 ? "auto: bound to one CPU, the calls run inline (an I/O thread would share its core)"
+                        : "auto: " + std::to_string(cpus) + " CPUs, one I/O thread";
+  }
   if (o_.str("storage-dir").empty()) return;
   storage::Config c = storage::configure(o_, rank_);
   if ((c.open_flags & O_DIRECT) && max_bulk_ % storage::kBlock)
     throw UsageError("--max-size must be a multiple of 4KiB with --io-mode " + c.io_mode +
                      " (O_DIRECT needs aligned buffers)");
   store_ = std::make_unique<storage::Store>(std::move(c));
+  if (io_threads_ > 0) io_efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: yields only
   for (int i = 0; i < io_threads_; i++) io_workers_.emplace_back([this] { io_loop(); });
 }
 
@@ -858,6 +897,7 @@ void Server::loop() {
     if (nthreads_) lk.unlock();
   };
   Lease lease(o_);
+  int64_t io_wait_since = 0;  // when the loop began to wait for the I/O threads only
   while (!stop_) {
     size_t n = ep_->poll(ev, 32);
     if (nthreads_) lk.lock();
@@ -871,8 +911,9 @@ void Server::loop() {
     const bool io_waiting = io_pending_.load() > 0;
     if (nthreads_) lk.unlock();
     int64_t now = now_ns();
+    if (n || !io_waiting) io_wait_since = 0;
     if (n) last_activity = now;
-    else if (io_waiting) std::this_thread::yield();  // the I/O thread may share this core
+    else if (io_waiting) wait_for_io(now, io_wait_since);
     else ep_->idle(outstanding, now, last_activity, 100);
     if ((++spins & 1023) == 0 || now >= next_tick_) {
       rep_.cores.sample();
@@ -947,7 +988,7 @@ int cmd_serve(int argc, char** argv) {
       {"rx-depth", OptKind::Int, "64", "receive buffers posted", ""},
       {"max-msg", OptKind::Size, "64KiB", "largest request/response message (with padding)", ""},
       {"interval", OptKind::Seconds, "100ms", "period of the ops/CPU series in the result", ""},
-      {"io-threads", OptKind::Int, "1", "threads running the storage calls of put, get and the metadata operations (0: inline on the progress thread, which then waits for the device)", ""},
+      {"io-threads", OptKind::Int, "-1", "threads running the storage calls of put, get and the metadata operations (0: inline on the progress thread, which then waits for the device; -1: auto, 0 when bound to one CPU, else 1)", ""},
       opt::cpus(" (e.g. 0 or 0-3); default: inherited"),
       opt::output(),
       {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},

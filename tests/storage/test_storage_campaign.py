@@ -51,7 +51,7 @@ def memcpy_rate() -> float:
 def ext4_run(tmp_path_factory):
     """One short campaign of the three storage metrics on a fresh ext4."""
     tmp = tmp_path_factory.mktemp("storage")
-    with loop_mount("ext4", size_mib=128) as (mnt, dev):
+    with loop_mount("ext4", size_mib=256) as (mnt, dev):
         d = mnt / "rooftop"
         d.mkdir()
         res = tmp / "res"
