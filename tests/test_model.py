@@ -89,7 +89,7 @@ def test_ceilings_from_run_samples():
     ('{"metrics": {"rpc": {"unit": "GiB/s", "client": 1, "server": 2}}}', "does not measure rpc"),
     ('{"metrics": {"rpc": {"unit": "ops/s", "client": [1, 2, 3], "server": 2}}}', "metrics.rpc.client"),
     ('{"metrics": {"rpc": {"unit": "ops/s", "client": -1, "server": 2}}}', "metrics.rpc.client"),
-    ('{"metrics": {"iops": {}}}', "metrics.iops: unknown metric"),
+    ('{"metrics": {"tput": {}}}', "metrics.tput: unknown metric"),
     ('{"name": "x"}', "expected"),
     ('{"metrics": ', "not valid JSON"),
 ])

@@ -579,7 +579,7 @@ Endpoint::Endpoint(const EndpointOptions& o) : progress_(o.progress), spec_(o.fa
       // timeout of fi_cq_sread, so no provider wait object is used.
       progress_note_ = "provider " + provider() + " has no fd wait object (" + fi_error_text(rc) +
                        "): blocking falls back to sleep-polling (" + std::to_string(kMinBackoffUs) +
-                       " us doubling to " + std::to_string(kMaxBackoffUs / 1000) + " ms while idle)";
+                       " us doubling to " + std::to_string(kMidBackoffUs / 1000) + " ms, to " + std::to_string(kMaxBackoffUs / 1000) + " ms after 1 s idle)";
     }
   }
   if (!cq_) {
@@ -717,6 +717,7 @@ size_t Endpoint::poll(CqEvent* out, size_t max) {
   ssize_t n = fi_cq_read(cq_, e, std::min<size_t>(max, 32));
   if (n > 0) {
     backoff_us_ = kMinBackoffUs;
+    slept_us_ = 0;
     return convert(e, n, out);
   }
   if (n == -FI_EAGAIN) return 0;
@@ -724,11 +725,17 @@ size_t Endpoint::poll(CqEvent* out, size_t max) {
   throw EngineError(kExitFailure, "fi_cq_read failed: " + fi_error_text(static_cast<int>(n)));
 }
 
-// Short sleeps right after activity, longer while idle (no fd to sleep on).
+// Short sleeps right after activity, longer while idle (no fd to sleep on):
+// doubling from kMinBackoffUs to kMidBackoffUs for the first second asleep
+// (a request that ends a short gap, such as the next transfer over a slow
+// link 40 ms later, waits at most 1 ms), then to kMaxBackoffUs (a long idle
+// costs 100 wake-ups a second).
 void Endpoint::sleep_poll(int timeout_ms) {
   int us = std::min(backoff_us_, timeout_ms * 1000);
   std::this_thread::sleep_for(std::chrono::microseconds(us));
-  backoff_us_ = std::min(backoff_us_ * 2, kMaxBackoffUs);
+  slept_us_ += us;
+  const int cap = slept_us_ < kLongIdleUs ? kMidBackoffUs : kMaxBackoffUs;
+  backoff_us_ = std::min(backoff_us_ * 2, cap);
 }
 
 void Endpoint::wait(int timeout_ms) {

@@ -137,7 +137,7 @@ class Endpoint {
   // Blocks on the CQ (fi_trywait + poll on its fd) for at most timeout_ms.
   // With no fd wait object (spindown, providers without one), sleeps
   // briefly instead: kMinBackoffUs after a completion, doubling to
-  // kMaxBackoffUs while nothing completes.
+  // kMidBackoffUs for the first second asleep, then to kMaxBackoffUs.
   void wait(int timeout_ms);
   // Called when poll() found nothing: waits or not per progress mode.
   void idle(bool outstanding, int64_t now, int64_t last_activity, int max_block_ms);
@@ -167,8 +167,10 @@ class Endpoint {
   fid_av* av_ = nullptr;
   fid_cq* cq_ = nullptr;
   int cq_fd_ = -1;
-  static constexpr int kMinBackoffUs = 20, kMaxBackoffUs = 10000;
+  static constexpr int kMinBackoffUs = 20, kMidBackoffUs = 1000, kMaxBackoffUs = 10000;
+  static constexpr int64_t kLongIdleUs = 1'000'000;
   int backoff_us_ = kMinBackoffUs;  // sleep_poll (no fd)
+  int64_t slept_us_ = 0;            // slept since the last completion
   void sleep_poll(int timeout_ms);
   size_t convert(fi_cq_msg_entry* e, ssize_t n, CqEvent* out);
   size_t read_error(CqEvent* out);

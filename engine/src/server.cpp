@@ -980,7 +980,7 @@ int cmd_serve(int argc, char** argv) {
       opt::group_dir("directory where <rank>.addr is published (required)"),
       opt::rank("this server's rank in the group"),
       opt::rank_from_env(),
-      opt::progress("spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] polls as busy, then MS ms (default 10) after the last completion sleep-polls (20 us doubling to 10 ms)"),
+      opt::progress("spindown", "completion progress: busy polls; block sleeps on the CQ fd; adaptive sleeps when idle; spindown[:MS] polls as busy, then MS ms (default 10) after the last completion sleep-polls (20 us doubling to 1 ms, to 10 ms after 1 s asleep)"),
       token_file_option("read the shutdown token from this file's first line: a shutdown RPC is accepted only with it (no token: never)"),
       {"max-size", OptKind::Size, "16MiB", "largest bulk transfer served (registered per slot)", ""},
       {"handler-threads", OptKind::Int, "0", "threads running RPC handlers; 0: all in the single progress loop (the paper's single-threaded daemon)", ""},

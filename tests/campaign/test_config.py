@@ -26,7 +26,7 @@ def test_errors_name_the_key():
     assert "collect.duration: must be > 0" in err({"collect": {"duration": 0}})
     assert "binding: 'socket' is not one of core, 2cores, none" in err({"binding": "socket"})
     assert "bw.size: 'huge' is not a size" in err({"bw": {"size": "huge"}})
-    assert "metrics[0]: 'iops' is not one of rpc, bw" in err({"metrics": ["iops"]})
+    assert "metrics[0]: 'tput' is not one of rpc, bw" in err({"metrics": ["tput"]})
     assert "engine.server_progress" in err({"engine": {"server_progress": "spin"}})
     assert "bw.stream_size" in err({"bw": {"size": "2GiB", "stream_size": "1GiB"}})
 

@@ -132,7 +132,7 @@ def _args(ctx):
     if ctx.position == 0 or not incast:
         serve = ["serve", *fab, "--group-dir", str(gdir), "--progress", cfg["engine"]["server_progress"],
                  "--output", str(gdir / f"server-{ctx.position}.json"),
-                 *[a for m in metrics.METRICS.values() for a in m.server_args(flood_cfg)]]
+                 *metrics.get("bw").server_args(flood_cfg)]  # the flood is bw operations
         if node.address:
             serve += ["--address", node.address]
     client = []
