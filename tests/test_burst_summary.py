@@ -191,7 +191,9 @@ def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypat
         e = 0
         while not stop.wait(0.1):
             e = (e + 2_000_000) % 10_000_000
-            (zone / "energy_uj").write_text(f"{e}\n")
+            # Atomically, as sysfs reads are: never seen half-written.
+            (zone / "energy_uj.new").write_text(f"{e}\n")
+            os.replace(zone / "energy_uj.new", zone / "energy_uj")
 
     writer = threading.Thread(target=advance, daemon=True)
     writer.start()
@@ -220,3 +222,26 @@ def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypat
     assert rates == [(pytest.approx(0.5, abs=0.01), 600.0), (pytest.approx(0.75, abs=0.01), 480.0)]
     assert {q for _, q, _, _ in rows["server"]} >= {"cpu_user", "cpu_sys", "voluntary_switches"}
     assert [q for _, q, _, _ in rows["schedule"]] == ["burst_start", "burst_end"]
+
+
+def test_a_garbled_power_reading_skips_one_point_and_the_time_line_goes_on(tmp_path, monkeypatch):
+    """A counter read that fails (here: an empty energy_uj) loses that
+    interval's power, not the rest of the time line."""
+    from rooftop import power
+    from rooftop.timeline import Timeline
+
+    zone = tmp_path / "powercap" / "intel-rapl:0"
+    zone.mkdir(parents=True)
+    (zone / "name").write_text("package-0\n")
+    (zone / "max_energy_range_uj").write_text("10000000\n")
+    (zone / "energy_uj").write_text("0\n")
+    monkeypatch.setattr(power, "POWERCAP", tmp_path / "powercap")
+    tl = Timeline(_Store(), "r", "busy", os.getpid(), 60.0)
+    tl.stop()
+    (zone / "energy_uj").write_text("")
+    tl._tick()
+    (zone / "energy_uj").write_text("1000000\n")
+    tl._tick()
+    assert tl.power_skipped == 1
+    assert [q for _, q, _, _ in tl.rows["power"]] == ["power", "energy"]
+    assert len([r for r in tl.rows["server"] if r[1] == "cpu_user"]) == 2

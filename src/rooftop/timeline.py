@@ -35,6 +35,7 @@ class Timeline:
             self.power_note = ""
         except power.PowerUnavailable as e:
             self.meter, self.power_note = None, str(e)
+        self.power_skipped = 0
         self.t0 = time.time()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rooftop-bursts-timeline", daemon=True)
@@ -58,11 +59,23 @@ class Timeline:
         except procstat.ProcessGone:
             self._stop.set()
             return
+        power_rows = self._power(t)
         with self.lock:
             self.rows["server"] += [(t, q, v, u) for q, v, u in server]
-            if self.meter is not None:
-                self.rows["power"] += [(t, "power", self.meter.watts(), "W"),
-                                       (t, "energy", self.meter.joules, "J")]
+            self.rows["power"] += power_rows
+
+    def _power(self, t: float) -> list[tuple]:
+        """This interval's power; a counter that cannot be read this time
+        (a zone gone, a garbled read) skips the point (counted in
+        power_skipped) instead of ending the time line."""
+        if self.meter is None:
+            return []
+        try:
+            watts = self.meter.watts()
+        except (OSError, ValueError):
+            self.power_skipped += 1
+            return []
+        return [(t, "power", watts, "W"), (t, "energy", self.meter.joules, "J")]
 
     def mark(self, event: str, burst: int) -> None:
         with self.lock:

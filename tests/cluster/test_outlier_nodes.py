@@ -17,12 +17,14 @@ pytestmark = needs_root
 # Every node may use both cores (4 nodes on 2 cores), processes unbound and
 # servers busy-polling, so that no pair is slowed by two processes sharing
 # one core: the only slow node is the capped one.
-# The server peak runs 8 busy processes on the 2 cores (node 3 capped): the
-# start barrier's release reaches them up to ~60 ms apart, more than 5 % of
-# a 0.5 s window, so the gate is widened here (the pairs are what is tested).
-COMMON = ["--launcher", "netns", "--metrics", "rpc", "--binding", "none", "--set", "engine.min_overlap=0.75",
+# The server peak runs 8 busy processes on the 2 cores, with clients on the
+# capped node: at 5 % of a core (5 ms per 100 ms cgroup period) those reach
+# the start barrier's release up to ~0.2 s late on a loaded CI machine, so
+# windows are 1 s and the gate is widened to 60 % (the pairs are what is
+# tested; the model needs a server peak).
+COMMON = ["--launcher", "netns", "--metrics", "rpc", "--binding", "none", "--set", "engine.min_overlap=0.6",
           "--set", "engine.server_progress=busy", "--set", "collect.client_node=false",
-          "--duration", "0.5", "--warmup", "0.2", "--samples", "3"]
+          "--duration", "1.0", "--warmup", "0.2", "--samples", "3"]
 
 
 @pytest.fixture(scope="module")
