@@ -54,6 +54,7 @@ std::string Report::document() const {
   w.kv("host", hostname());
   w.kv("pid", static_cast<int64_t>(getpid()));
   w.kv("kernel", kernel_release());
+  w.kv("tcp_congestion_control", tcp_congestion_control());
   w.kv("cpus_online", static_cast<int64_t>(sysconf(_SC_NPROCESSORS_ONLN)));
   w.kv("cpuset", cpu_list_string(cpuset));
   w.kv("binding", binding);

@@ -59,6 +59,13 @@ std::string kernel_release() {
   return std::string(u.sysname) + " " + u.release + " " + u.machine;
 }
 
+std::string tcp_congestion_control() {
+  std::ifstream f("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  if (!(f >> name)) return "";
+  return name;
+}
+
 std::vector<int> affinity_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -19,6 +19,9 @@ CpuTimes process_cpu();
 
 std::string hostname();
 std::string kernel_release();
+// This network namespace's default TCP congestion control ("cubic", "bbr";
+// "" if unreadable): how flows of IP providers share a link.
+std::string tcp_congestion_control();
 std::vector<int> affinity_cpus();
 std::string cpu_list_string(const std::vector<int>& cpus);  // "0-3,6"
 // Parses "0-3,6" into a list; throws std::invalid_argument with a reason.

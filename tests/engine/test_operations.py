@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rooftop.engine import Group
@@ -63,6 +65,8 @@ def test_every_parameter_and_environment_recorded(cores, validate):
     assert c["progress"] == "busy" and c["req_size"] == 0 and c["verify"] is False
     env = doc["environment"]
     assert env["host"] and env["kernel"] and env["pid"] > 0
+    # How TCP flows share a link is the namespace's congestion control.
+    assert env["tcp_congestion_control"] == Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
     if client_cpu is not None:
         assert env["cpuset"] == client_cpu and env["binding"] == f"--cpus {client_cpu}"
         assert env["cores_used"] == [int(client_cpu)]

@@ -194,6 +194,9 @@ def _show(st: dict, as_json: bool) -> int:
                   f"nodes sharing a core time-slice it, so their CPU-bound rates interfere")
     if not st.get("verified", True):
         out.print("not root: shown from the state file, not read back from the kernel")
+    if st.get("tcp_congestion_control"):
+        out.print(f"TCP congestion control in the nodes: {st['tcp_congestion_control']} (the machine's; "
+                  f"it decides how flows through one link share it)")
     out.print(f"state: {st['state']}; bridge {st['bridge']['name']} {st['bridge']['address']}; "
               f"cgroup v{st['cgroup']['version']}")
     if st.get("mpi"):

@@ -359,4 +359,5 @@ def status() -> dict:
             "rails": st.get("rails") or [], "nics_per_node": st["spec"].get("nics_per_node", 1),
             "cgroup": st["cgroup"], "machine_cores": st["machine_cores"], "summary": describe(st),
             "nodes": nodes, "problems": problems, "leftovers": [], "verified": root,
-            "mpi": st.get("mpi"), "slurm": slurm_st}
+            "mpi": st.get("mpi"), "slurm": slurm_st,
+            "tcp_congestion_control": net.congestion_control(st["nodes"][0]["netns"]) if root and nodes else None}
