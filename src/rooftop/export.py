@@ -26,10 +26,13 @@ import math
 import os
 from importlib import resources
 
+from rooftop import interference_report
 from rooftop.store import SAMPLE_COLUMNS, Store, stands_for
 
 #: The version of every JSON document below (see the compatibility rule).
-SCHEMA_VERSION = "1.0"
+#: 1.1 added the interference impact factors (export, model) and each
+#: metric's ceilings under load (model).
+SCHEMA_VERSION = "1.1"
 #: Sample columns as exported, in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: Export formats: name -> one line of help.
@@ -57,11 +60,14 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
 
 
 def json_doc(store: Store, run_id: str) -> dict:
+    from rooftop.interfere import load_summary
+
     run = store.get_run(run_id)
     return {"schema_version": SCHEMA_VERSION, "run": run.id, "status": run.status, "created": run.created,
             "config": run.config, "environment": run.environment, "wall_s": run.wall_s,
             "measured_s": run.measured_s, "overhead": run.overhead,
-            "samples": sample_rows(store, run.id)}
+            "samples": sample_rows(store, run.id),
+            "interference": interference_report.interference_json(load_summary(store.run_dir(run.id)))}
 
 
 def csv_text(store: Store, run_id: str) -> str:
@@ -107,10 +113,12 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
                                                 "max": w.client.hi},
                                      "ridge": {"min": w.ridge.lo, "median": w.ridge.centre,
                                                "max": w.ridge.hi}} if w else None)
+        if res:
+            d["under_load"] = interference_report.under_load_json(res, m)
         docs.append(d)
     invalid = [{"key": x["key"], "error": x["error"]} for x in samples if x["status"] == "invalid"]
     return {"schema_version": SCHEMA_VERSION, "run": run, "params": params, "metrics": docs,
-            "invalid": invalid}
+            "invalid": invalid, "interference": interference_report.interference_json(res.interference if res else None)}
 
 
 def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, bool]]:
@@ -133,6 +141,7 @@ def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, b
         err = d["median_abs_error_pct"]["all"]
         if err is not None:
             out.append((f"{metric}.validation.median_abs_error", err, "%", False))
+    out += interference_report.fom_rows(res.interference)
     bad = sum(1 for s in res.samples if s["status"] != "ok")
     out.append(("run.samples_not_ok", bad, "samples", False))
     if run.overhead is not None:

@@ -56,6 +56,60 @@ def model_rows(res, metric: str, f) -> list[tuple[str, str]]:
     return rows
 
 
+def _ceiling(c) -> dict:
+    return {"min": c.lo, "median": c.centre, "max": c.hi}
+
+
+def under_load_json(res, metric: str) -> list[dict]:
+    """`model --json`'s metric["under_load"]: each loaded run's ceilings and
+    how far each came down (isolated / loaded; null without an isolated
+    roofline)."""
+    iso = res.rooflines.get(metric)
+    out = []
+    for name, r in res.loaded.get(metric, []):
+        down = None if iso is None else {"client": iso.client_bound.centre / r.client_bound.centre,
+                                         "server": iso.server.centre / r.server.centre}
+        out.append({"condition": name, "run": r.source.removeprefix("run "), "client": _ceiling(r.client_bound),
+                    "server": _ceiling(r.server), "isolated_over_loaded": down})
+    return out
+
+
+#: What `model --json` and `export --format json` keep of a condition's loads.
+LOAD_FIELDS = ("load", "copy", "nodes", "rate_alone", "rate_beside", "slowdown", "normalized")
+
+
+def interference_json(doc: dict | None) -> dict | None:
+    """The run's impact factors both ways (RUN/interference.json, trimmed
+    to what a consumer reads): per condition, per stage and metric the
+    isolated and loaded rates and p99 latencies with their ratios, and each
+    load copy's rate alone and beside the service."""
+    if doc is None:
+        return None
+    conds = [{"run": c["run"], "load": c["load"], "copies": c["copies"], "knobs": c["knobs"],
+              "shared": c["shared"], "resource": c["resource"], "rate_unit": c["rate_unit"],
+              "ok": c["ok"], "failed": c["failed"], "impacts": c["impacts"],
+              "loads": [{k: x.get(k) for k in LOAD_FIELDS} for x in c["loads"]]}
+             for c in doc["conditions"]]
+    return {"isolated_run": doc["run"], "conditions": conds}
+
+
+def fom_rows(doc: dict | None) -> list[tuple[str, float, str, bool]]:
+    """Figures of merit of the impact factors: per condition (load[xK]) and
+    stage/metric, the mean and p99 impact (lower is better), and each
+    load's mean slowdown beside the service."""
+    out: list[tuple[str, float, str, bool]] = []
+    for c in (doc or {}).get("conditions", []):
+        cond = c["load"] + (f"x{c['copies']}" if c["copies"] > 1 else "")
+        for i in c["impacts"]:
+            for key in ("impact_rate", "impact_p99"):
+                if i.get(key) is not None:
+                    out.append((f"interference.{cond}.{i['stage']}.{i['metric']}.{key}", i[key], "x", False))
+        slow = [x["slowdown"] for x in c["loads"] if x.get("slowdown")]
+        if slow:
+            out.append((f"interference.{cond}.load_slowdown", sum(slow) / len(slow), "x", False))
+    return out
+
+
 def _num(v) -> str:
     return f"{v:.2f}" if v else "-"
 

@@ -75,6 +75,41 @@ def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_pat
     fig = roofline.figure(res.evaluations["rpc"], "t", loaded=res.loaded["rpc"])
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
     assert any(label.startswith("under load, beside cpu: client") for label in labels), labels
+    # What other tools read: the loaded ceilings and the impact factors,
+    # in model --json, export --format json and the figures of merit.
+    _check_exports(tmp_path, base, cond, loaded)
+
+
+def _rooftop(results: Path, *args) -> str:
+    p = subprocess.run([sys.executable, "-m", "rooftop", *args, "--results", str(results)],
+                       capture_output=True, text=True, timeout=240, env=env())
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def _check_exports(results: Path, base: str, cond: dict, loaded) -> None:
+    import jsonschema
+
+    from rooftop import export
+
+    m = json.loads(_rooftop(results, "model", base, "--json"))
+    jsonschema.validate(m, export.schema("model"))
+    (under,) = m["metrics"][0]["under_load"]
+    assert under["run"] == cond["run"] and under["condition"] == "beside cpu"
+    assert under["client"]["median"] == pytest.approx(loaded.client_bound.centre)
+    assert under["isolated_over_loaded"]["client"] > 1
+    (c,) = m["interference"]["conditions"]
+    assert m["interference"]["isolated_run"] == base and c["impacts"] == cond["impacts"]
+    assert c["loads"][0]["slowdown"] == cond["loads"][0]["slowdown"]
+    x = json.loads(_rooftop(results, "export", base, "--format", "json"))
+    jsonschema.validate(x, export.schema("export"))
+    assert x["interference"] == m["interference"]
+    fom = _rooftop(results, "export", base, "--format", "fom")
+    (sp,) = [i for i in cond["impacts"] if i["stage"] == "server_peak"]
+    assert f"interference.cpu.server_peak.rpc.impact_rate: {sp['impact_rate']:.6g} x (lower is better)" in fom
+    assert "interference.cpu.load_slowdown:" in fom
+    # The loaded run itself was not measured alone by interfere: nothing to say.
+    assert json.loads(_rooftop(results, "model", cond["run"], "--json"))["interference"] is None
 
 
 def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
