@@ -133,7 +133,7 @@ def test_campaign_commands_keep_their_flags():
                    "--full-rate", "--help", "--interval", "--json", "--launcher", "--metric", "--neighbour",
                    "--neighbour-timeout", "--nic-policy", "--nodes", "--off", "--on", "--progress", "--results",
                    "--set", "--stencil-iterations", "--stencil-size", "--verbose", "--wait-lock", "-h", "-v"},
-        "interfere": {"--allow-concurrent", "--binding", "--config", "--dry-run", "--duration", "--ensemble",
+        "interfere": {"--allow-concurrent", "--binding", "--bursts", "--config", "--dry-run", "--duration", "--ensemble",
                       "--fabric", "--fail-fast", "--grace", "--help", "--json", "--launcher", "--load-node-count",
                       "--load-nodes", "--load-set", "--load-warmup", "--loads", "--metrics", "--nic-policy",
                       "--nodes", "--placement", "--results", "--sample", "--samples", "--seed", "--set",

@@ -10,7 +10,7 @@ import html
 import json
 from pathlib import Path
 
-from rooftop import __version__, burst_summary
+from rooftop import __version__, burst_summary, interference_report
 from rooftop.bursts import shown_table
 from rooftop.plots.bursts import plot
 from rooftop.report import CSS, _img, _table
@@ -37,6 +37,9 @@ def markdown(res: dict, figure: str | None) -> str:
     nb = _neighbour_lines(res)
     if nb:
         out += ["", "## Cost to the neighbour", ""] + [f"- {n}" for n in nb]
+    under = interference_report.markdown_of(res.get("interference"), run)
+    if under:
+        out += [""] + under
     if figure:
         out += ["", f"![rate, CPU and power per mode]({figure})"]
     out += ["", "## Parameters", "", "```json", json.dumps(res["params"], indent=1), "```"]
@@ -63,6 +66,7 @@ def html_page(res: dict, figure: Path | None) -> str:
     if nb:
         parts.append("<section id='neighbour'><h2>Cost to the job beside the server</h2><ul>"
                      + "".join(f"<li>{e(n)}</li>" for n in nb) + "</ul></section>")
+    parts.append(interference_report.html_of(res.get("interference"), run))
     if figure:
         parts.append(f"<figure>{_img(figure, 'rate, CPU and power per mode')}<figcaption>Per mode: the "
                      "client's rate per interval (left), the server's CPU in cores (right) and package "

@@ -189,9 +189,10 @@ def impacts(store, base: str, loaded: str, plans: list, metrics: list[str]) -> l
 
 
 def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: dict,
-                  plan: Plan, log) -> dict:
+                  plan: Plan, log, measure=None) -> dict:
     """Starts the condition's load copies, lets them run alone, measures the
-    stages beside them, stops them; returns what the loads did."""
+    stages beside them (or calls measure() -> (ok, failed): a bursts run,
+    rooftop.interfere_bursts), stops them; returns what the loads did."""
     runner = Runner(cfg, store, run_id, launcher, log=log)
     nodes = runner.nodes
     running = []
@@ -202,7 +203,7 @@ def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: di
                                             runner, folder, copy=i))
         _wait_alone(running, plan.warmup)
         t_mark = time.time()
-        ok, failed = runner.run_placements(plans)
+        ok, failed = measure() if measure else runner.run_placements(plans)
         t_unmark = time.time()
     finally:
         runner.procs.stop_all(plan.grace)

@@ -26,6 +26,9 @@ service) and, for ensembles, the normalized slowdown against one copy alone.
 Loads:
 """ + "\n".join(textwrap.fill(f"{l.name}: {l.help}", 79, initial_indent="  ", subsequent_indent="    ")
                for l in LOADS.values()) + """
+With --bursts RUN the service is a bursts run (rooftop bursts) instead of
+--stages: its modes measured again alone and beside each load, an impact per
+progress mode.
 Knobs: --load-set KIND.KNOB=VALUE (docs/interference.md lists them).
 --duration, --warmup and --samples apply to the validate stage too."""
 
@@ -54,6 +57,9 @@ def add_parser(sub) -> None:
     p.add_argument("--stages", type=_names, default=list(interfere.DEFAULT_STAGES), metavar="LIST",
                    help="stages measured alone and beside each load (default server_peak,client_peak; "
                         "also client_node, sweep_servers, validate)")
+    p.add_argument("--bursts", metavar="RUN",
+                   help="the service is a bursts run instead of --stages: RUN's modes, bursts and clients, "
+                        "measured again alone and beside each load (impact per progress mode)")
     p.add_argument("--load-set", action="append", default=[], metavar="KIND.KNOB=VALUE",
                    help="a load's knob, e.g. cpu.procs=1 (repeatable)")
     p.add_argument("--load-nodes", type=_ints, metavar="N,...",
@@ -110,7 +116,10 @@ def cmd(args) -> int:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     cfg = _config(args, plan)
-    plans = interfere.placements(cfg, plan.stages)
+    if args.bursts:
+        cfg, plans = _bursts_service(args, plan, cfg)
+    else:
+        plans = interfere.placements(cfg, plan.stages)
     if not plans:
         raise ConfigError(f"--stages {','.join(plan.stages)}: nothing to measure with this config")
     from rooftop.launchers import make_launcher
@@ -133,6 +142,41 @@ def cmd(args) -> int:
         return _campaign(args, store, cfg, plan, plans, base)
 
 
+def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
+    """--bursts RUN: RUN's config (results and load keys from this command)."""
+    from rooftop import interfere_bursts
+    from rooftop.config import ConfigError
+    from rooftop.store import Store, StoreError
+
+    if args.stages != list(interfere.DEFAULT_STAGES):
+        raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")
+    plan.stages = ["bursts"]
+    try:
+        bcfg = interfere_bursts.config(Store(cfg["results"], create=False), args.bursts, plan.record())
+    except (ValueError, StoreError) as e:
+        raise ConfigError(str(e)) from None
+    bcfg["results"] = cfg["results"]
+    return bcfg, interfere_bursts.placements(bcfg)
+
+
+def _measure_fn(cfg: dict, store, run_id: str, log):
+    """How the service is measured: None (the stages' placements) or a
+    bursts run's modes."""
+    if cfg.get("stages") != ["bursts"]:
+        return None
+    from rooftop import interfere_bursts
+
+    return lambda: interfere_bursts.measure(cfg, store, run_id, log)
+
+
+def _impacts(store, base: str, current: str, plans: list, cfg: dict) -> list[dict]:
+    if cfg.get("stages") == ["bursts"]:
+        from rooftop import interfere_bursts
+
+        return interfere_bursts.impacts(store, base, current, cfg)
+    return interfere.impacts(store, base, current, plans, cfg["metrics"])
+
+
 def _campaign(args, store, cfg, plan, plans, base) -> int:
     from rooftop.cli import _environment
     from rooftop.launchers import make_launcher
@@ -151,7 +195,7 @@ def _campaign(args, store, cfg, plan, plans, base) -> int:
             say(f"beside {cond['copies']} x {cond['load']} on nodes {cond['nodes']}: run {current}")
             cond["run"] = current
             cond["result"] = _measure(store, current, ccfg, launcher, plans, cond, plan, log)
-            cond["impacts"] = interfere.impacts(store, base, current, plans, cfg["metrics"])
+            cond["impacts"] = _impacts(store, base, current, plans, cfg)
     except KeyboardInterrupt:
         store.set_status(current, "interrupted", "interfere interrupted")
         say("[yellow]interrupted[/]: every load and engine was stopped")
@@ -178,11 +222,12 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
     t0 = time.monotonic()
     store.claim(run_id, "interfere running")
     try:
+        measure = _measure_fn(cfg, store, run_id, log)
         if cond is None:
-            ok, failed = Runner(cfg, store, run_id, launcher, log=log).run_placements(plans)
+            ok, failed = measure() if measure else Runner(cfg, store, run_id, launcher, log=log).run_placements(plans)
             result = {"ok": ok, "failed": failed}
         else:
-            result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log)
+            result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log, measure)
     except RuntimeError as e:
         store.set_status(run_id, "failed", str(e))
         raise
@@ -233,9 +278,15 @@ def _dry_run(cfg, plan, plans, lines) -> int:
     from rooftop.cli import _PlannedStore
     from rooftop.launchers import make_launcher
 
-    print("# isolated run")
-    print("\n".join(Runner(cfg, _PlannedStore(cfg["results"]), "<run>",
-                           make_launcher(cfg["launcher"])).dry_run(plans)))
+    if cfg.get("stages") == ["bursts"]:
+        p = cfg["bursts"]
+        print(f"# isolated run: the bursts of run {cfg['interfere']['bursts_of']} again: {p['bursts']} x "
+              f"{p['on']:g} s of {p['metric']}, {p['off']:g} s gaps, modes {','.join(p['progress'])}; "
+              f"then the same beside each load")
+    else:
+        print("# isolated run")
+        print("\n".join(Runner(cfg, _PlannedStore(cfg["results"]), "<run>",
+                               make_launcher(cfg["launcher"])).dry_run(plans)))
     print("\n".join(lines))
     if plan.seed is not None:
         print(f"# placement seed {plan.seed}")

@@ -103,7 +103,8 @@ def fom_rows(doc: dict | None) -> list[tuple[str, float, str, bool]]:
         for i in c["impacts"]:
             for key in ("impact_rate", "impact_p99"):
                 if i.get(key) is not None:
-                    out.append((f"interference.{cond}.{i['stage']}.{i['metric']}.{key}", i[key], "x", False))
+                    stage = i["stage"].replace(":", "_")  # bursts/spindown:10: no ':' in a name
+                    out.append((f"interference.{cond}.{stage}.{i['metric']}.{key}", i[key], "x", False))
         slow = [x["slowdown"] for x in c["loads"] if x.get("slowdown")]
         if slow:
             out.append((f"interference.{cond}.load_slowdown", sum(slow) / len(slow), "x", False))
@@ -139,9 +140,9 @@ EXPLAIN = ("Impact factor: isolated / loaded mean rate, and loaded / isolated 99
            "copy alone.")
 
 
-def beside(res) -> str:
+def beside(run) -> str:
     """For a run measured beside a load: what ran beside it, in words."""
-    i = res.run.config.get("interfere") or {}
+    i = run.config.get("interfere") or {}
     if i.get("role") != "loaded":
         return ""
     return (f"Measured beside {i['copies']} copy(ies) of the '{i['load']}' background load on nodes "
@@ -150,10 +151,14 @@ def beside(res) -> str:
 
 
 def html_section(res) -> str:
-    doc = getattr(res, "interference", None)
+    return html_of(getattr(res, "interference", None), res.run)
+
+
+def html_of(doc: dict | None, run) -> str:
+    """The report's "Under load" section (doc: RUN/interference.json)."""
     e = html.escape
-    if beside(res):
-        return f"<section id='interference'><h2>Under load</h2><p>{e(beside(res))}</p></section>"
+    if beside(run):
+        return f"<section id='interference'><h2>Under load</h2><p>{e(beside(run))}</p></section>"
     if not doc:
         return ""
     head = "".join(f"<th>{e(h)}</th>" for h in HEAD)
@@ -175,9 +180,12 @@ def shared_lines(doc: dict) -> list[str]:
 
 
 def markdown(res) -> list[str]:
-    doc = getattr(res, "interference", None)
-    if beside(res):
-        return ["## Under load", "", beside(res), ""]
+    return markdown_of(getattr(res, "interference", None), res.run)
+
+
+def markdown_of(doc: dict | None, run) -> list[str]:
+    if beside(run):
+        return ["## Under load", "", beside(run), ""]
     if not doc:
         return []
     lines = ["## Under load", "", EXPLAIN, "", "| " + " | ".join(HEAD) + " |",

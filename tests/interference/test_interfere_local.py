@@ -176,3 +176,43 @@ def test_ctrl_c_leaves_no_load_behind(kind, knobs, tmp_path):
     assert processes_mentioning(str(tmp_path)) == [], f"left behind after Ctrl-C: {err[-800:]}"
     db = sqlite3.connect(tmp_path / "rooftop.db")
     assert db.execute("SELECT status FROM runs ORDER BY created DESC, id DESC").fetchone()[0] == "interrupted"
+
+
+def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
+    """interfere --bursts RUN: RUN's modes measured again alone and beside
+    four stencils on the server's core; an impact per progress mode, the
+    load's own slowdown, both reports say so, and nothing is left behind."""
+    p = subprocess.run([sys.executable, "-m", "rooftop", "bursts", "--results", str(tmp_path), "--json",
+                        "--progress", "busy,block", "--bursts", "1", "--on", "1", "--off", "0.5",
+                        "--interval", "0.25"], capture_output=True, text=True, timeout=240, env=env())
+    assert p.returncode == 0, p.stderr
+    source = json.loads(p.stdout)["run"]
+    doc, base = interfere(tmp_path, "--bursts", source, "--loads", "cpu", "--load-nodes", "0",
+                          "--load-set", "cpu.procs=4", "--load-warmup", "0.5")
+    assert base != source
+    (cond,) = doc["conditions"]
+    assert [i["stage"] for i in cond["impacts"]] == ["bursts/busy", "bursts/block"]
+    busy = cond["impacts"][0]
+    assert busy["metric"] == "rpc" and busy["impact_rate"] > 1.3 and busy["impact_p99"], busy
+    assert cond["shared"].startswith("CPU") and cond["loads"][0]["slowdown"], cond
+    db = sqlite3.connect(tmp_path / "rooftop.db")
+    for run in (base, cond["run"]):  # each an ordinary, complete bursts run
+        status, config = db.execute("SELECT status, config FROM runs WHERE id = ?", (run,)).fetchone()
+        assert status == "complete" and json.loads(config)["stages"] == ["bursts"]
+    assert json.loads(db.execute("SELECT config FROM runs WHERE id = ?", (base,)).fetchone()[0])[
+        "interfere"]["bursts_of"] == source
+    _rooftop(tmp_path, "report", base)
+    md = (tmp_path / base / "report" / "report.md").read_text()
+    assert "## Under load" in md and "| bursts/busy | rpc |" in md
+    _rooftop(tmp_path, "report", cond["run"])
+    assert f"the same stages alone: run {base}" in (tmp_path / cond["run"] / "report" / "report.md").read_text()
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_bursts_service_refuses_what_is_not_a_bursts_run(tmp_path):
+    doc, base = interfere(tmp_path, "--loads", "cpu", "--load-nodes", "0", *QUICK)
+    for extra, says in ((["--bursts", base], "not a bursts run"), (["--bursts", "nope"], "no run 'nope'"),
+                        (["--bursts", base, "--stages", "validate"], "either a bursts run or roofline stages")):
+        p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path),
+                            "--loads", "cpu", *extra], capture_output=True, text=True, timeout=60, env=env())
+        assert p.returncode == 2 and says in p.stderr, (extra, p.returncode, p.stderr)

@@ -1,0 +1,79 @@
+"""`rooftop interfere --bursts RUN`: a bursts run as the service measured
+alone and beside each load (rooftop.interfere does the rest).
+
+The service is RUN's resolved config: its progress modes, bursts, gaps,
+interval, metric and clients (rooftop.bursts), measured again alone (the
+isolated run: the machine may have changed since RUN) and then beside
+each load condition, each an ordinary bursts run of the store (`rooftop
+report` shows its time line). RUN's neighbour job, if any, is left out:
+here the loads are what runs beside the server.
+
+Impact per progress mode (stage 'bursts/MODE'): the mean rate of every
+burst window alone / beside the load, and loaded / alone for the mean
+99th-percentile latency of those windows. A busy-polling server beside a
+CPU load is where the modes part: it fights the load for its core, while
+a blocking one gives it up.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from rooftop import bursts
+from rooftop.stages.base import Placement
+
+
+def config(store, run_id: str, record: dict) -> dict:
+    """RUN's config as the isolated run's (ValueError: not a bursts run)."""
+    from rooftop.store import StoreError
+
+    try:
+        run = store.get_run(run_id)
+    except StoreError as e:
+        raise ValueError(f"--bursts: {e}") from None
+    if "bursts" not in run.config or run.config.get("stages") != ["bursts"]:
+        raise ValueError(f"--bursts {run_id}: not a bursts run (rooftop bursts makes one)")
+    cfg = copy.deepcopy(run.config)
+    cfg["bursts"].update(neighbour=None, neighbour_argv=None, neighbour_cores=None)
+    cfg["interfere"] = {"role": "isolated", "bursts_of": run_id, **record}
+    return cfg
+
+
+def placements(cfg: dict) -> list[Placement]:
+    """The service as one placement: the server on its node, every burst
+    window of every mode (what `shared` and the status check read)."""
+    p = cfg["bursts"]
+    specs = [sp for mode in p["progress"] for b in range(p["bursts"])
+             for sp in bursts.burst_round(p, mode, b).specs]
+    return [Placement([p["server_node"]], 1, specs)]
+
+
+def measure(cfg: dict, store, run_id: str, log) -> tuple[int, int]:
+    """Every mode's bursts; (windows stored ok, windows failed)."""
+    failed = bursts.run_modes(cfg, store, run_id, lambda m: None, log)
+    stored = len(bursts.planned_keys(cfg["bursts"]) & store.stored_keys(run_id))
+    return stored - failed, failed
+
+
+def _rate_p99(store, run_id: str, metric: str, mode: str) -> tuple[float | None, float | None, str]:
+    prefix = f"bursts/{metric}/{mode}/"
+    rows = [s for s in store.samples(run_id, metric=metric) if s["status"] == "ok" and s["key"].startswith(prefix)]
+    if not rows:
+        return None, None, ""
+    rates = [s["aggregate"] for s in rows if s["aggregate"] is not None]
+    p99s = [q["latency_p99"][0] for q in (store.sample_quantities(s["id"]) for s in rows) if "latency_p99" in q]
+    mean = lambda v: sum(v) / len(v) if v else None
+    return mean(rates), mean(p99s), rows[0]["unit"]
+
+
+def impacts(store, base: str, loaded: str, cfg: dict) -> list[dict]:
+    """Per progress mode: both runs' mean window rate and p99, and the
+    impact factors (as rooftop.interfere.impacts, stage 'bursts/MODE')."""
+    p, out = cfg["bursts"], []
+    for mode in p["progress"]:
+        ri, pi, unit = _rate_p99(store, base, p["metric"], mode)
+        rl, pl, _ = _rate_p99(store, loaded, p["metric"], mode)
+        out.append({"stage": f"bursts/{mode}", "metric": p["metric"], "unit": unit,
+                    "rate_isolated": ri, "rate_loaded": rl, "impact_rate": ri / rl if ri and rl else None,
+                    "p99_isolated_us": pi, "p99_loaded_us": pl, "impact_p99": pl / pi if pi and pl else None})
+    return out
