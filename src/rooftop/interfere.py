@@ -189,10 +189,12 @@ def impacts(store, base: str, loaded: str, plans: list, metrics: list[str]) -> l
 
 
 def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: dict,
-                  plan: Plan, log, measure=None) -> dict:
+                  plan: Plan, log, measure=None, groups=None) -> dict:
     """Starts the condition's load copies, lets them run alone, measures the
     stages beside them (or calls measure() -> (ok, failed): a bursts run,
-    rooftop.interfere_bursts), stops them; returns what the loads did."""
+    rooftop.interfere_bursts), stops them; returns what the loads did.
+    groups(run_dir) -> {name: [(start, end)]}: each copy's slowdown also per
+    group of rounds (a bursts run's progress modes), as copy["by"][name]."""
     runner = Runner(cfg, store, run_id, launcher, log=log)
     nodes = runner.nodes
     running = []
@@ -211,18 +213,22 @@ def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: di
     copies = []
     for r in running:
         done = background.stop(r, plan.grace)
+        by = {name: background.split(done["units"], t_mark, iv)
+              for name, iv in (groups(store.run_dir(run_id)) if groups else {}).items()}
         copies.append({**r.describe(), **background.split(done["units"], t_mark, during),
-                       "killed": done["killed"], "documents": done["documents"]})
+                       "killed": done["killed"], "documents": done["documents"],
+                       **({"by": by} if by else {})})
     return {"ok": ok, "failed": failed, "copies": copies,
             "shared": shared(cond["load"], running, plans, nodes), "t_mark": t_mark,
             "t_unmark": t_unmark}
 
 
-def measuring(run_dir: Path) -> list[tuple[float, float]]:
-    """When the run's clients measured: per round, from its first client's
-    start of measurement to the end of its last window (the window logs)."""
+def measuring(run_dir: Path, pattern: str = "*") -> list[tuple[float, float]]:
+    """When the run's clients measured: per round (its folder under raw/
+    matching pattern), from its first client's start of measurement to the
+    end of its last window (the window logs)."""
     out = []
-    for folder in sorted((run_dir / "raw").glob("*")):
+    for folder in sorted((run_dir / "raw").glob(pattern)):
         starts, ends = [], []
         for log in folder.glob("windows-*.jsonl"):
             for line in log.read_text().splitlines():

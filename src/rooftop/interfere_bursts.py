@@ -77,3 +77,21 @@ def impacts(store, base: str, loaded: str, cfg: dict) -> list[dict]:
                     "rate_isolated": ri, "rate_loaded": rl, "impact_rate": ri / rl if ri and rl else None,
                     "p99_isolated_us": pi, "p99_loaded_us": pl, "impact_p99": pl / pi if pi and pl else None})
     return out
+
+
+def mode_intervals(cfg: dict):
+    """groups for rooftop.interfere.run_condition: per progress mode, when
+    its bursts measured (its rounds' folders, raw/bursts_METRIC_MODE_bB)."""
+    from rooftop.interfere import measuring
+
+    p = cfg["bursts"]
+    return lambda run_dir: {mode: measuring(run_dir, f"bursts_{p['metric']}_{mode}_b*") for mode in p["progress"]}
+
+
+def add_load_slowdowns(impact_rows: list[dict], copies: list[dict]) -> None:
+    """Each mode's row gets the loads' own slowdown during that mode's
+    bursts (mean over the copies): what each progress mode cost the job."""
+    for row in impact_rows:
+        mode = row["stage"].removeprefix("bursts/")
+        slow = [x["by"][mode]["slowdown"] for x in copies if x.get("by", {}).get(mode, {}).get("slowdown")]
+        row["load_slowdown"] = sum(slow) / len(slow) if slow else None

@@ -169,11 +169,13 @@ def _measure_fn(cfg: dict, store, run_id: str, log):
     return lambda: interfere_bursts.measure(cfg, store, run_id, log)
 
 
-def _impacts(store, base: str, current: str, plans: list, cfg: dict) -> list[dict]:
+def _impacts(store, base: str, current: str, plans: list, cfg: dict, copies: list[dict]) -> list[dict]:
     if cfg.get("stages") == ["bursts"]:
         from rooftop import interfere_bursts
 
-        return interfere_bursts.impacts(store, base, current, cfg)
+        rows = interfere_bursts.impacts(store, base, current, cfg)
+        interfere_bursts.add_load_slowdowns(rows, copies)
+        return rows
     return interfere.impacts(store, base, current, plans, cfg["metrics"])
 
 
@@ -195,7 +197,7 @@ def _campaign(args, store, cfg, plan, plans, base) -> int:
             say(f"beside {cond['copies']} x {cond['load']} on nodes {cond['nodes']}: run {current}")
             cond["run"] = current
             cond["result"] = _measure(store, current, ccfg, launcher, plans, cond, plan, log)
-            cond["impacts"] = _impacts(store, base, current, plans, cfg)
+            cond["impacts"] = _impacts(store, base, current, plans, cfg, cond["result"]["copies"])
     except KeyboardInterrupt:
         store.set_status(current, "interrupted", "interfere interrupted")
         say("[yellow]interrupted[/]: every load and engine was stopped")
@@ -227,7 +229,13 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
             ok, failed = measure() if measure else Runner(cfg, store, run_id, launcher, log=log).run_placements(plans)
             result = {"ok": ok, "failed": failed}
         else:
-            result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log, measure)
+            groups = None
+            if measure is not None:
+                from rooftop import interfere_bursts
+
+                groups = interfere_bursts.mode_intervals(cfg)
+            result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log, measure,
+                                             groups)
     except RuntimeError as e:
         store.set_status(run_id, "failed", str(e))
         raise
@@ -249,8 +257,9 @@ def print_summary(doc: dict) -> None:
             rate = f"{i['impact_rate']:.2f}" if i["impact_rate"] else "-"
             p99 = f"{i['impact_p99']:.2f}" if i["impact_p99"] else "-"
             iso = fmt_rate(i["rate_isolated"], i["unit"]) if i["rate_isolated"] else "-"
+            own = f"; the load's own slowdown {i['load_slowdown']:.2f}" if i.get("load_slowdown") else ""
             ui.console.print(f"  {i['stage']} {i['metric']}: rate {iso} alone, impact {rate} (mean), "
-                             f"{p99} (p99 latency)")
+                             f"{p99} (p99 latency){own}")
         for x in c["loads"]:
             sd = f"{x['slowdown']:.2f}" if x["slowdown"] else "-"
             ui.console.print(f"  load copy {x['copy']} on nodes {x['nodes']}: own slowdown {sd} "

@@ -96,15 +96,18 @@ def interference_json(doc: dict | None) -> dict | None:
 def fom_rows(doc: dict | None) -> list[tuple[str, float, str, bool]]:
     """Figures of merit of the impact factors: per condition (load[xK]) and
     stage/metric, the mean and p99 impact (lower is better), and each
-    load's mean slowdown beside the service."""
+    load's mean slowdown beside the service (a bursts service: also per
+    progress mode)."""
     out: list[tuple[str, float, str, bool]] = []
     for c in (doc or {}).get("conditions", []):
         cond = c["load"] + (f"x{c['copies']}" if c["copies"] > 1 else "")
         for i in c["impacts"]:
+            stage = i["stage"].replace(":", "_")  # bursts/spindown:10: no ':' in a name
             for key in ("impact_rate", "impact_p99"):
                 if i.get(key) is not None:
-                    stage = i["stage"].replace(":", "_")  # bursts/spindown:10: no ':' in a name
                     out.append((f"interference.{cond}.{stage}.{i['metric']}.{key}", i[key], "x", False))
+            if i.get("load_slowdown"):
+                out.append((f"interference.{cond}.{stage}.load_slowdown", i["load_slowdown"], "x", False))
         slow = [x["slowdown"] for x in c["loads"] if x.get("slowdown")]
         if slow:
             out.append((f"interference.{cond}.load_slowdown", sum(slow) / len(slow), "x", False))
@@ -126,7 +129,7 @@ def table_rows(doc: dict) -> list[list[str]]:
                          fmt_rate(i["rate_isolated"], i["unit"]) if i["rate_isolated"] else "-",
                          fmt_rate(i["rate_loaded"], i["unit"]) if i["rate_loaded"] else "-",
                          _num(i["impact_rate"]), _num(i["impact_p99"]),
-                         _num(sum(own) / len(own) if own else None),
+                         _num(i["load_slowdown"] if "load_slowdown" in i else sum(own) / len(own) if own else None),
                          _num(sum(norm) / len(norm) if norm else None), c["shared"]])
     return rows
 

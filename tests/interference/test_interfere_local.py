@@ -195,6 +195,11 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
     busy = cond["impacts"][0]
     assert busy["metric"] == "rpc" and busy["impact_rate"] > 1.3 and busy["impact_p99"], busy
     assert cond["shared"].startswith("CPU") and cond["loads"][0]["slowdown"], cond
+    # The load's own slowdown per mode, from its units inside that mode's bursts.
+    assert all(i["load_slowdown"] for i in cond["impacts"]), cond["impacts"]
+    assert set(cond["loads"][0]["by"]) == {"busy", "block"}
+    fom = _rooftop(tmp_path, "export", base, "--format", "fom")
+    assert "interference.cpu.bursts/busy.rpc.impact_rate:" in fom and "interference.cpu.bursts/block.load_slowdown:" in fom
     db = sqlite3.connect(tmp_path / "rooftop.db")
     for run in (base, cond["run"]):  # each an ordinary, complete bursts run
         status, config = db.execute("SELECT status, config FROM runs WHERE id = ?", (run,)).fetchone()
