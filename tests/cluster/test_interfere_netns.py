@@ -45,7 +45,7 @@ SERVICE = ["--launcher", "netns", "--metrics", "bw", "--stages", "validate",
 # The flood: n2 reads 1 MiB blocks from a server on n0, one at a time: a
 # flow equal to the service's, through n0's link in the same direction.
 # Its units are windows of 1.5 s: several 1 MiB reads even with 5 flows.
-FLOOD = ["--loads", "net", "--load-nodes", "0,2", "--load-set", "net.op=read", "--load-set", "net.size=1MiB",
+FLOOD = ["--loads", "net", "--load-nodes", "0,2", "--load-set", "net.pattern=broadcast", "--load-set", "net.size=1MiB",
          "--load-set", "net.concurrency=1", "--load-set", "net.window=1.5"]
 
 

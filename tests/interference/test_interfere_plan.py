@@ -101,7 +101,26 @@ def test_bad_load_options_are_config_errors():
     for args, says in ((["--loads", "gpu"], "unknown load 'gpu'"),
                        (["--loads", "cmd"], "needs a command"),
                        (["--loads", "net", "--load-nodes", "0"], "at least two nodes"),
-                       (["--loads", "numio", "--load-set", "numio.mode=later"], "numio.mode 'later'")):
+                       (["--loads", "numio", "--load-set", "numio.mode=later"], "numio.mode 'later'"),
+                       (["--loads", "net", "--load-set", "net.pattern=ring"], "net.pattern=ring: one of"),
+                       (["--loads", "net", "--load-set", "net.pattern=broadcast", "--load-set", "net.op=write"],
+                        "a broadcast sends out of the hub")):
         p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--dry-run", *args],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and says in p.stderr, (args, p.stderr)
+
+
+def test_net_patterns_are_gpcnets_congestors_with_their_direction(tmp_path):
+    """incast writes into the hub, broadcast reads out of it, alltoall reads
+    unless op says otherwise: the engine lines the dry run prints."""
+    from rooftop.loads.net import direction
+
+    assert [direction(p, "auto") for p in ("incast", "broadcast", "alltoall")] == ["write", "read", "read"]
+    assert direction("incast", "read") == "read" and direction("alltoall", "write") == "write"
+    for pattern, op in (("incast", "write"), ("broadcast", "read")):
+        p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--dry-run", "--results",
+                            str(tmp_path), "--loads", "net", "--load-nodes", "0,1", "--metrics", "rpc",
+                            "--load-set", f"net.pattern={pattern}"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        (hub, spoke) = [line for line in p.stdout.splitlines() if "rooftop.loads.worker net" in line]
+        assert '"serve"' in hub and '"load"' in spoke and f'"--op", "{op}"' in spoke, spoke

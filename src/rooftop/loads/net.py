@@ -2,10 +2,15 @@
 bulk operations (GPCNeT's congestors), one worker per node:
 
 - incast: the load's first node (the hub) runs a `rooftop-engine serve`,
-  every other node a `rooftop-engine load --op OP` against it: with
-  op=write the data flows into the hub's link, with op=read out of it;
+  every other node a `rooftop-engine load --op write` against it: the data
+  flows into the hub's link;
+- broadcast: the same nodes, `--op read`: the data flows out of the hub's
+  link to every other node;
 - alltoall: every node serves, and every node's client loads every
-  server round-robin (`--server all`).
+  server round-robin (`--server all`), reading (or `op=write`).
+
+`op` (auto) is the pattern's direction; incast and alltoall take an
+explicit read or write, broadcast only read.
 
 A client measures windows of `window` seconds back to back until stopped
 (`--samples` large, `--window-log`); each window but the first (a
@@ -121,12 +126,13 @@ def _args(ctx):
     k, cfg = ctx.knobs, ctx.cfg
     if len(ctx.nodes) < 2:
         raise ValueError("load 'net' needs at least two nodes (its flood goes between them)")
+    op = direction(k["pattern"], k["op"])
     gdir = Path(ctx.folder) / "group"
     fab = ["--fabric", cfg["fabric"]["provider"]] + (["--domain", cfg["fabric"]["domain"]]
                                                       if cfg["fabric"]["domain"] else [])
-    bw = dict(cfg["bw"], op=k["op"], size=k["size"], buffer="reuse")  # a flood needs no fresh pages
+    bw = dict(cfg["bw"], op=op, size=k["size"], buffer="reuse")  # a flood needs no fresh pages
     flood_cfg = dict(cfg, bw=bw)
-    incast = k["pattern"] == "incast"
+    incast = k["pattern"] != "alltoall"  # incast and broadcast: a hub and its spokes
     node = ctx.nodes[ctx.position]
     serve = []
     if ctx.position == 0 or not incast:
@@ -149,11 +155,27 @@ def _args(ctx):
             "--size", str(parse_size(k["size"]))]
 
 
+PATTERNS = {"incast": "write", "broadcast": "read", "alltoall": "read"}
+
+
+def direction(pattern: str, op: str) -> str:
+    """The bulk operation of a pattern (ValueError names a bad knob)."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"net.pattern={pattern}: one of {', '.join(PATTERNS)}")
+    if op not in ("auto", "read", "write"):
+        raise ValueError(f"net.op={op}: auto, read or write")
+    if pattern == "broadcast" and op == "write":
+        raise ValueError("net.op=write with net.pattern=broadcast: a broadcast sends out of the hub "
+                         "(op read); data into the hub is net.pattern=incast")
+    return PATTERNS[pattern] if op == "auto" else op
+
+
 LOAD = Load(
-    "net", "a network flood between its nodes (incast into the first, or all-to-all) "
-           "through the engine's bulk operations", "network links",
-    (Knob("pattern", str, "incast", "incast (every node into the first) or alltoall"),
-     Knob("op", str, "read", "bulk direction: read (data leaves the servers) or write"),
+    "net", "a network flood between its nodes (GPCNeT's congestors: incast into the first, broadcast "
+           "out of it, or all-to-all) through the engine's bulk operations", "network links",
+    (Knob("pattern", str, "incast", "incast (every other node sends into the first), broadcast (the first "
+                                    "sends to every other) or alltoall"),
+     Knob("op", str, "auto", "bulk direction: auto (the pattern's), read (data leaves the servers) or write"),
      Knob("size", str, "1MiB", "bytes per bulk operation"),
      Knob("concurrency", int, 4, "operations in flight per client"),
      Knob("window", float, 0.5, "seconds per measured unit")),
