@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rooftop import config
-from rooftop.campaign import Processes
+from rooftop.campaign import Leases, Processes
 from rooftop.launchers.local import LocalLauncher
 from rooftop.loads import LOADS, background, get
 
@@ -29,6 +29,7 @@ class _Runner:
         self.cfg = config.build(None, {"engine.timeout": 10})
         self.launcher = LocalLauncher(2)
         self.procs = Processes()
+        self.leases = Leases(10.0)  # the loads watch theirs
 
 
 def processes_mentioning(marker: str) -> list[int]:

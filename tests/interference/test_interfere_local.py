@@ -178,6 +178,30 @@ def test_ctrl_c_leaves_no_load_behind(kind, knobs, tmp_path):
     assert db.execute("SELECT status FROM runs ORDER BY created DESC, id DESC").fetchone()[0] == "interrupted"
 
 
+@pytest.mark.parametrize("kind,knobs", [("cpu", []), ("net", ["net.window=0.2"]),
+                                        ("cmd", ["cmd.command=sh -c 'sleep 0.3' {tmp}"])])
+def test_sigkill_of_interfere_leaves_no_load_behind(kind, knobs, tmp_path):
+    """A SIGKILLed campaign cannot stop its loads: they watch its lease
+    (engine.lease, 2 s here) and stop themselves, with their children
+    (net: engines; cmd: the command)."""
+    sets = [a for k in knobs for a in ("--load-set", k.format(tmp=tmp_path))]
+    p = subprocess.Popen([sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path), "--loads",
+                          kind, "--load-nodes", "0,1", *sets, "--stages", "client_peak", "--metrics", "rpc",
+                          "--samples", "1", "--duration", "3", "--warmup", "0.2", "--load-warmup", "0.3",
+                          "--set", "engine.lease=2"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    try:
+        units = _first_line(tmp_path, "*/loads/*/units-*.jsonl", 120)
+        _first_line(units.parents[2], "raw/*/windows-*.jsonl", 60)
+    finally:
+        p.kill()
+        p.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while processes_mentioning(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert processes_mentioning(str(tmp_path)) == []
+
+
 def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
     """interfere --bursts RUN: RUN's modes measured again alone and beside
     four stencils on the server's core; an impact per progress mode, the

@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rooftop.campaign import LEASE_FILE
 from rooftop.engine import terminate
 from rooftop.launchers import Launch
 from rooftop.loads import get
@@ -37,6 +38,9 @@ class Running:
     launches: list[Launch] = field(default_factory=list)
     procs: list = field(default_factory=list)
     marks: list[float] = field(default_factory=list)
+    #: The campaign's leases (rooftop.campaign.Leases): this copy's folder
+    #: holds one its workers watch, so none outlives a killed campaign.
+    leases: object = None
 
     def describe(self) -> dict:
         return {"load": self.kind, "copy": self.copy, "knobs": self.knobs,
@@ -54,7 +58,8 @@ def launches(kind: str, knobs: dict, nodes: list, launcher, cfg: dict, folder: P
         ctx = Context(knobs, pos, nodes, str(folder), cfg, copy)
         n = load.procs(ctx, len(node.cores))
         argv = [sys.executable, "-m", "rooftop.loads.worker", kind,
-                "--units", str(folder / "units-{rank}.jsonl"), *load.args(ctx)]
+                "--units", str(folder / "units-{rank}.jsonl"), "--lease", str(folder / LEASE_FILE),
+                "--lease-timeout", str(cfg["engine"].get("lease", 10.0)), *load.args(ctx)]
         first = pos if load.multi_node else rank
         width = binding if n <= len(node.cores) else "none"
         out += launcher.launches(node, argv, n, width, first)
@@ -66,7 +71,8 @@ def start(kind: str, knobs: dict, nodes: list, runner, folder: Path, copy: int =
     """Starts one copy through runner's launcher; its processes join
     runner.procs, so a campaign stopped by Ctrl-C stops them too."""
     folder.mkdir(parents=True, exist_ok=True)
-    r = Running(kind, knobs, nodes, folder, copy)
+    r = Running(kind, knobs, nodes, folder, copy, leases=runner.leases)
+    runner.leases.add(folder)
     r.launches = launches(kind, knobs, nodes, runner.launcher, runner.cfg, folder, copy)
     for i, l in enumerate(r.launches):
         r.procs.append(runner.procs.start(l, folder / f"worker-{i}.log"))
@@ -76,6 +82,8 @@ def start(kind: str, knobs: dict, nodes: list, runner, folder: Path, copy: int =
 def stop(r: Running, grace: float = 5.0) -> dict:
     """SIGTERM (then SIGKILL after grace) to its processes; what they did."""
     killed = terminate(r.procs, grace)
+    if r.leases is not None:
+        r.leases.drop(r.folder)
     docs = []
     for i, _ in enumerate(r.launches):
         doc = _last_json(r.folder / f"worker-{i}.log")

@@ -12,6 +12,11 @@ prints one JSON document on stdout: {"load", "rank", "units", "work",
 "seconds", "rate", "cpu_affinity", "pid", ...KIND's own fields}.
 Children it starts (net: engines; numio: its ranks; cmd: the command) are
 in its process group, stopped with it.
+
+With --lease FILE it stops as on SIGTERM once FILE is removed or left
+unchanged for --lease-timeout seconds: the campaign rewrites it while it
+lives (rooftop.campaign.Leases), so a load outlives no killed campaign
+(engines watch theirs the same way).
 """
 
 from __future__ import annotations
@@ -70,6 +75,31 @@ def repeat(unit, stopping: threading.Event, record: Recorder) -> None:
         first = False
 
 
+def watch_lease(path: str, timeout: float, stop) -> threading.Thread:
+    """Calls stop() once path is gone or unchanged for timeout seconds."""
+
+    def run():
+        last, since = None, time.monotonic()
+        while True:
+            time.sleep(min(0.5, timeout / 4))
+            try:
+                with open(path) as f:
+                    now = f.read()
+            except FileNotFoundError:
+                break
+            except OSError:
+                now = last
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since > timeout:
+                break
+        stop()
+
+    t = threading.Thread(target=run, name="rooftop-load-lease", daemon=True)
+    t.start()
+    return t
+
+
 def parse(argv: list[str]):
     p = argparse.ArgumentParser(prog="rooftop.loads.worker")
     p.add_argument("kind")
@@ -77,6 +107,8 @@ def parse(argv: list[str]):
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--rank-from-env", action="store_true")
     p.add_argument("--cpus")
+    p.add_argument("--lease")
+    p.add_argument("--lease-timeout", type=float, default=10.0)
     args, rest = p.parse_known_args(argv)
     if args.rank_from_env:
         args.rank += next((int(os.environ[v]) for v in RANK_ENV if v in os.environ), 0)
@@ -90,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, _cpus(args.cpus))
     module = importlib.import_module(f"rooftop.loads.{args.kind}")
     stopping = threading.Event()
+    stop = lambda: (stopping.set(), module.on_stop())
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda n, f: (stopping.set(), module.on_stop()))
+        signal.signal(sig, lambda n, f: stop())
+    if args.lease:
+        watch_lease(args.lease, args.lease_timeout, stop)
     record = Recorder(args.units.replace("{rank}", str(args.rank)))
     start = time.time()
     extra = module.run(rest, stopping, record, args.rank) or {}
