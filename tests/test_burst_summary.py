@@ -170,14 +170,10 @@ class _Store:
         self.saved[round_name] = rows
 
 
-def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypatch):
-    """The time line of one mode against a synthetic powercap tree (the
-    counter advancing 2 J per 0.1 s, wrapping at 10 J) and a window log."""
-    import json
-    import threading
-
+def _rapl_zone(tmp_path, monkeypatch):
+    """A synthetic package-0 powercap zone (range 10 J, counter at 0) that
+    rooftop.power reads instead of /sys/class/powercap."""
     from rooftop import power
-    from rooftop.timeline import Timeline
 
     zone = tmp_path / "powercap" / "intel-rapl:0"
     zone.mkdir(parents=True)
@@ -185,6 +181,18 @@ def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypat
     (zone / "max_energy_range_uj").write_text("10000000\n")
     (zone / "energy_uj").write_text("0\n")
     monkeypatch.setattr(power, "POWERCAP", tmp_path / "powercap")
+    return zone
+
+
+def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypatch):
+    """The time line of one mode against a synthetic powercap tree (the
+    counter advancing 2 J per 0.1 s, wrapping at 10 J) and a window log."""
+    import json
+    import threading
+
+    from rooftop.timeline import Timeline
+
+    zone = _rapl_zone(tmp_path, monkeypatch)
     stop = threading.Event()
 
     def advance():
@@ -227,15 +235,9 @@ def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypat
 def test_a_garbled_power_reading_skips_one_point_and_the_time_line_goes_on(tmp_path, monkeypatch):
     """A counter read that fails (here: an empty energy_uj) loses that
     interval's power, not the rest of the time line."""
-    from rooftop import power
     from rooftop.timeline import Timeline
 
-    zone = tmp_path / "powercap" / "intel-rapl:0"
-    zone.mkdir(parents=True)
-    (zone / "name").write_text("package-0\n")
-    (zone / "max_energy_range_uj").write_text("10000000\n")
-    (zone / "energy_uj").write_text("0\n")
-    monkeypatch.setattr(power, "POWERCAP", tmp_path / "powercap")
+    zone = _rapl_zone(tmp_path, monkeypatch)
     tl = Timeline(_Store(), "r", "busy", os.getpid(), 60.0)
     tl.stop()
     (zone / "energy_uj").write_text("")
