@@ -85,7 +85,8 @@ def over_network(a, d: Path | None, op: str) -> float:
                     raise RuntimeError(f"server did not start: {server.stderr.read()[-500:]}")
                 time.sleep(0.05)
             load = [a.engine, "load", "--fabric", a.fabric, "--group-dir", g, "--op", op,
-                    "--progress", "busy", "--cpus", a.client_cpu, *timed(a)]
+                    "--progress", "busy", "--cpus", a.client_cpu, "--concurrency", str(a.concurrency),
+                    *timed(a)]
             return bytes_per_sec(subprocess.run(load, capture_output=True, text=True, check=True,
                                                 timeout=a.duration + a.warmup + 120).stdout)
         finally:
@@ -131,7 +132,7 @@ def render(rows: list[dict], a, took: float) -> str:
         f"put_vs_parts {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {os.cpu_count()} cpus  "
         f"kernel {platform.release()}",
         f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, server --progress {a.server_progress} "
-        f"--io-threads {a.io_threads}, {a.triples} triples, {a.duration:g} s + "
+        f"--io-threads {a.io_threads}, client concurrency {a.concurrency}, {a.triples} triples, {a.duration:g} s + "
         f"{a.warmup:g} s warmup, server cpu {a.server_cpu}, client cpu {a.client_cpu}, took {took:.0f} s, "
         f"load avg {os.getloadavg()[0]:.2f}",
         "",
@@ -157,6 +158,9 @@ def parse_args(argv):
                    help="the server's progress mode (default spindown, the servers' default)")
     p.add_argument("--io-threads", type=int, default=-1,
                    help="the server's storage threads (0: inline on the progress thread; default -1: the engine's auto)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="the client's operations in flight, for the network and put parts (default 1: "
+                        "sequential; 2 lets a server with an I/O thread pull the next put while it writes this one)")
     p.add_argument("--server-cpu", default="0")
     p.add_argument("--client-cpu", default="1")
     p.add_argument("--image-dir", default=None, help="where the ext4 image goes (default: a temporary dir)")
