@@ -117,6 +117,23 @@ def test_summary_from_series():
     assert len(shown[0]) == len(header) and shown[1][0] == "block"
 
 
+def test_a_burst_column_left_empty_is_explained():
+    """Bursts as long as the interval, not aligned with it: no interval lies
+    wholly inside one, burst CPU is empty, and the notes say why."""
+    rows = [r for r in _series("busy", 1.0, 1.0, 40000, watts=False)
+            if r["sampler"] != "server" or r["t"] % 1.0 == 0.5]  # server points at 0.5, 1.5, ...
+    line = burst_summary.lines(rows, 1.0)["busy"]
+    line.measured = [(1.25, 2.25), (5.25, 6.25)]  # the bursts' measured spans
+    row = burst_summary.summarize(line, 1.0)
+    assert row["burst_rate"] == 40000 and row["burst_cpu"] is None
+    params = {"interval": 1.0, "on": 1.0, "full_rate": 0.9}
+    said = burst_summary.notes(params, "", None, [row])
+    assert any("burst CPU -" in n and "--interval of at most half of --on" in n for n in said)
+    full = burst_summary.summarize(burst_summary.lines(_series("busy", 1.0, 1.0, 40000, watts=False), 0.5)["busy"], 0.5)
+    assert full["burst_cpu"] is not None
+    assert not any("burst CPU -" in n for n in burst_summary.notes(params, "", None, [full]))
+
+
 def test_figure_one_panel_per_mode_and_says_when_power_is_absent():
     rows = _series("busy", 1.0, 1.0, 40000, watts=True) + _series("block", 0.001, 0.6, 20000, watts=False)
     lines = burst_summary.lines(rows, 0.5)

@@ -156,8 +156,9 @@ def table(rows: list[dict], neighbour: dict | None, power: bool, with_neighbour:
     return [HEADER[i] for i in keep], [[r[i] for i in keep] for r in table_rows(rows, neighbour)]
 
 
-def notes(params: dict, power_note: str, nb: dict | None = None) -> list[str]:
-    """The lines that go under the table (CLI, report)."""
+def notes(params: dict, power_note: str, nb: dict | None = None, rows: list[dict] = ()) -> list[str]:
+    """The lines that go under the table (CLI, report); rows: the summary
+    rows, to explain a burst column left empty."""
     out = []
     if power_note:
         out.append(f"power: not measured ({power_note}); CPU only")
@@ -170,4 +171,8 @@ def notes(params: dict, power_note: str, nb: dict | None = None) -> list[str]:
     out.append("CPU in cores (1.0: one core busy); idle: median over the intervals entirely in gaps; time "
                f"to full rate: to {params['full_rate']:.0%} of the burst rate, resolution one interval "
                f"({params['interval']:g} s)")
+    if any(r.get("burst_rate") is not None and r.get("burst_cpu") is None for r in rows):
+        out.append(f"burst CPU -: no sampling interval of {params['interval']:g} s lay entirely inside a burst of "
+                   f"{params['on']:g} s (intervals are not aligned with bursts): an --interval of at most half "
+                   "of --on gives one")
     return out

@@ -290,7 +290,7 @@ def print_summary(res: dict, out=None) -> None:
         t.add_row(*row)
     console = out or ui.console
     ui.print_table(console, t)
-    for line in burst_summary.notes(res["params"], res["power_note"], res["neighbour"]):
+    for line in burst_summary.notes(res["params"], res["power_note"], res["neighbour"], res["rows"]):
         console.print(f"[dim]{line}[/]")
 
 

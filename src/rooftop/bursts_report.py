@@ -33,7 +33,7 @@ def markdown(res: dict, figure: str | None) -> str:
     out = [f"# rooftop bursts {run.id}", "", f"{run.created}, status {run.status}", "",
            "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
-    out += [""] + [f"- {n}" for n in burst_summary.notes(res["params"], res["power_note"], res["neighbour"])]
+    out += [""] + [f"- {n}" for n in burst_summary.notes(res["params"], res["power_note"], res["neighbour"], res["rows"])]
     nb = _neighbour_lines(res)
     if nb:
         out += ["", "## Cost to the neighbour", ""] + [f"- {n}" for n in nb]
@@ -50,7 +50,7 @@ def html_page(res: dict, figure: Path | None) -> str:
     run, e = res["run"], html.escape
     header, rows = shown_table(res)
     notes = "".join(f"<li>{e(n)}</li>" for n in burst_summary.notes(res["params"], res["power_note"],
-                                                                        res["neighbour"]))
+                                                                        res["neighbour"], res["rows"]))
     nb = _neighbour_lines(res)
     env = run.environment
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
