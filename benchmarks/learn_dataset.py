@@ -10,6 +10,15 @@ server progress mode and the provider (ofi+tcp, ofi+shm).
     ROOFTOP_CORES_LOCK=/tmp/rooftop-learn.lock \
         .venv/bin/python benchmarks/learn_dataset.py --out tests/data/learn-dataset
 
+With --cluster N (root) the campaigns run on an emulated cluster of N nodes
+instead (`rooftop cluster up --nodes N --link-rate RATE`, brought up
+and down by the script unless one is already up; launcher netns, one
+process per node): the validation grid is then server nodes x client nodes,
+the footprints grow by whole nodes as on a real machine, and the bulk
+ceilings are the shaped links' (a physical bound the roofline knows):
+
+    .venv/bin/python benchmarks/learn_dataset.py --cluster 5 --out tests/data/learn-cluster
+
 writes DIR/rooftop.db (the results database alone, vacuumed: what `learn`
 reads) and prints the run ids. About 10 minutes on 2 idle cores; the
 numbers move with whatever else runs on the machine (each sample records
@@ -41,6 +50,16 @@ SETTINGS = (
 PLACEMENTS = tuple((s, c) for s in (1, 2) for c in (1, 2, 3, 4))
 #: Every run: small client buffers (several clients share a core's memory).
 COMMON = {"bw.stream_size": "64MiB"}
+#: --cluster: knob settings, one run each. Nodes share the 2 cores, so every
+#: client waits for completions instead of spinning (a spinning client
+#: would take its core from the servers of the nodes that share it).
+CLUSTER_SETTINGS = (
+    {},
+    {"rpc.request_size": "4KiB", "bw.size": "256KiB"},
+    {"engine.server_progress": "block"},
+    {"rpc.request_size": "32KiB", "bw.size": "64KiB"},
+)
+CLUSTER_COMMON = {"bw.stream_size": "64MiB", "bw.size": "1MiB", "engine.client_progress": "block"}
 
 
 def rooftop() -> str:
@@ -66,22 +85,52 @@ def campaign(results: str, knobs: dict, timing: list[str], placements) -> str:
     return run_id
 
 
+def cluster_campaign(results: str, knobs: dict, timing: list[str]) -> str:
+    """One knob setting on the emulated cluster: collect (client pairs in
+    rounds), then validate's default grid of server x client nodes."""
+    sets = [a for k, v in {**CLUSTER_COMMON, **knobs}.items() for a in ("--set", f"{k}={v}")]
+    run_id = run([rooftop(), "collect", "--results", results, "--launcher", "netns", "--pairs", "rounds",
+                  "--metrics", "rpc,bw", *timing, *sets])
+    run([rooftop(), "validate", "--run", run_id, "--results", results, *timing])
+    return run_id
+
+
+def cluster_up(nodes: int, rate: str) -> bool:
+    """Brings up the emulated cluster unless one is up; True when this script did."""
+    if subprocess.run([rooftop(), "cluster", "status"], capture_output=True).returncode == 0:
+        print("learn_dataset: using the emulated cluster already up", file=sys.stderr)
+        return False
+    run([rooftop(), "cluster", "up", "--nodes", str(nodes), "--link-rate", rate])
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="folder for rooftop.db (replaced)")
     ap.add_argument("--duration", default="0.4", help="seconds per sample (default %(default)s)")
     ap.add_argument("--samples", default="3", help="samples per measurement (default %(default)s)")
     ap.add_argument("--settings", type=int, default=len(SETTINGS),
-                    help="use the first N knob settings (default: all %(default)s)")
+                    help="use the first N knob settings (default: all: 6, with --cluster 4)")
     ap.add_argument("--placements", type=int, default=len(PLACEMENTS),
                     help="validate the first N placements (default: all %(default)s)")
+    ap.add_argument("--cluster", type=int, default=0, metavar="N",
+                    help="measure on an emulated cluster of N nodes (root; see above) instead of 2 logical nodes")
+    ap.add_argument("--link-rate", default="200mbit", help="--cluster: every node's link (default %(default)s)")
     args = ap.parse_args()
     os.environ.setdefault("ROOFTOP_CORES_LOCK", "/tmp/rooftop-learn.lock")
     timing = ["--duration", args.duration, "--warmup", "0.1", "--samples", args.samples]
     t0 = time.monotonic()
+    brought_up = cluster_up(args.cluster, args.link_rate) if args.cluster else False
     with tempfile.TemporaryDirectory(prefix="rooftop-learn-") as tmp:
-        ids = [campaign(tmp, knobs, timing, PLACEMENTS[:args.placements])
-               for knobs in SETTINGS[:args.settings]]
+        try:
+            if args.cluster:
+                ids = [cluster_campaign(tmp, knobs, timing) for knobs in CLUSTER_SETTINGS[:args.settings]]
+            else:
+                ids = [campaign(tmp, knobs, timing, PLACEMENTS[:args.placements])
+                       for knobs in SETTINGS[:args.settings]]
+        finally:
+            if brought_up:
+                subprocess.run([rooftop(), "cluster", "down"], check=False, stdout=sys.stderr)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "rooftop.db").unlink(missing_ok=True)
