@@ -243,6 +243,7 @@ void Store::open_data() {
   // A per-process file starts empty; a shared one may be in use by the others.
   if (c_.allocation != "preallocate" && c_.file_layout == "per-process") flags |= O_TRUNC;
   if (c_.allocation == "append") flags |= O_APPEND;
+  const bool created = ::access(path_.c_str(), F_OK) != 0;
   fd_ = ::open(path_.c_str(), flags, 0600);
   if (fd_ < 0) {
     const int e = errno;
@@ -254,9 +255,18 @@ void Store::open_data() {
   // fallocate(2), not posix_fallocate: glibc's emulation writes zeros
   // where the file system lacks it, a silent fallback.
   const int rc = ::fallocate(fd_, 0, 0, static_cast<off_t>(c_.file_size)) == 0 ? 0 : errno;
+  if (rc != 0 && created) {  // a refused file leaves nothing behind (it would hold the space it got)
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(path_.c_str());
+  }
   if (rc == EOPNOTSUPP || rc == EINVAL)
     throw UsageError("--allocation preallocate: " + where(fs_, c_.dir) + " does not support fallocate (" +
                      err_text(rc) + ")");
+  if (rc == ENOSPC)
+    throw UsageError("--file-size " + std::to_string(c_.file_size) + " bytes does not fit in " + where(fs_, c_.dir) +
+                     " (" + std::to_string(fs_.free_bytes) + " bytes free; --allocation preallocate reserves " +
+                     "the whole file per server process): give a smaller --file-size");
   if (rc != 0)
     throw UsageError("--allocation preallocate: fallocate of --file-size " + std::to_string(c_.file_size) +
                      " bytes in " + path_ + " failed: " + err_text(rc));

@@ -159,3 +159,9 @@ def test_refusals_name_the_key_and_the_file_system(tmp_path):
         assert p.returncode == 2, p.stderr
         assert "sbw.io_mode:" in p.stderr and "tmpfs" in p.stderr and "O_DIRECT" in p.stderr, p.stderr
         assert not list(tmp.iterdir())  # the probe left nothing behind
+        # A data file larger than the file system's free space: the size's key, the free bytes.
+        p = rooftop("collect", "--metrics", "sbw", "--set", f"sbw.dir={tmp}", "--set", "sbw.io_mode=buffered",
+                    "--set", "sbw.file_size=64MiB", "--results", str(tmp_path / "r"), check=False)
+        assert p.returncode == 2, p.stderr
+        assert "sbw.file_size:" in p.stderr and "does not fit in tmpfs" in p.stderr and "bytes free" in p.stderr
+        assert not list(tmp.iterdir())
