@@ -11,7 +11,10 @@ metered from just before its clients start until they have all exited:
   own   = the campaign's own CPU in the same interval: its client processes
           (reaped in the interval: getrusage(RUSAGE_CHILDREN)), its servers
           (/proc/PID/stat utime + stime) and the campaign process itself
-  foreign_cpu = max(0, busy - own) / interval, in cores (1.0: a whole core)
+  kernel = CPU of the kernel's threads last seen on the measured cores
+          (kworkers, loop devices, ksoftirqd: the I/O path of the round's
+          own traffic and storage, not another job)
+  foreign_cpu = max(0, busy - own - kernel) / interval, in cores (1.0: a whole core)
 
 Stored per sample (samples.foreign_cpu); the report warns above
 FOREIGN_WARN. On other launchers the engines run on other hosts: None.
@@ -72,6 +75,33 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+#: /proc/PID/stat flags bit of a kernel thread (include/linux/sched.h).
+PF_KTHREAD = 0x00200000
+
+
+def kernel_threads_cpu(cores: set[int]) -> dict[int, float]:
+    """pid -> utime + stime seconds of every kernel thread whose last CPU is
+    one of these cores."""
+    out = {}
+    for d in os.scandir("/proc"):
+        if not d.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[6]) & PF_KTHREAD and int(fields[36]) in cores:
+                out[int(d.name)] = (int(fields[11]) + int(fields[12])) / _TICK
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def kernel_delta_s(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU the kernel threads used between two kernel_threads_cpu (threads
+    born meanwhile count from 0; those that died are not counted)."""
+    return sum(max(0.0, t - before.get(pid, 0.0)) for pid, t in after.items())
+
+
 def _own_s(server_pids: list[int]) -> float:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     me = resource.getrusage(resource.RUSAGE_SELF)
@@ -86,12 +116,14 @@ class Meter:
         self.cores, self.servers = cores, list(server_pids)
         self.t0 = time.monotonic()
         self.busy0, self.own0 = cores_busy_s(cores), _own_s(self.servers)
+        self.kernel0 = kernel_threads_cpu(cores)
 
     def stop(self) -> float:
         """Cores' worth of CPU others used on the measured cores."""
         busy, own = cores_busy_s(self.cores) - self.busy0, _own_s(self.servers) - self.own0
+        kernel = kernel_delta_s(self.kernel0, kernel_threads_cpu(self.cores))
         elapsed = max(time.monotonic() - self.t0, 1e-3)
-        return round(max(0.0, busy - own) / elapsed, 4)
+        return round(max(0.0, busy - own - kernel) / elapsed, 4)
 
 
 class NoMeter:

@@ -224,3 +224,14 @@ def test_machine_lock_held_by_another_user_names_its_pid(tmp_path, env):
         assert f"pid {holder.pid}" in p.stderr and "run unknown" in p.stderr
     finally:
         shutil.rmtree(shared)
+
+
+def test_kernel_threads_are_the_io_path_not_foreign():
+    """The kernel's threads (kworkers, loop devices) do the round's own I/O:
+    their CPU is taken out of the foreign load; processes are not."""
+    from rooftop.foreign import kernel_delta_s, kernel_threads_cpu
+
+    every = kernel_threads_cpu(set(range(os.cpu_count() or 1)))
+    assert 2 in every  # kthreadd, the parent of every kernel thread
+    assert os.getpid() not in every and 1 not in every
+    assert kernel_delta_s({5: 1.0, 6: 2.0}, {5: 1.5, 7: 0.25}) == 0.75  # 6 died; 7 was born
