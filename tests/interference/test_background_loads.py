@@ -112,3 +112,18 @@ def test_numio_modes_hide_different_shares_of_their_io(tmp_path):
     assert docs["sync+imm"]["io_hidden"] < 0.1 and docs["sync"]["io_hidden"] < 0.1
     assert docs["async"]["io_hidden"] > 0.3, docs["async"]
     assert per_unit["async"] < per_unit["sync+imm"], per_unit
+
+
+def test_the_gaps_between_measuring_windows_are_not_counted_as_slowness():
+    """A load as fast beside the service as alone, whose units beside it fall
+    in two windows 20 s apart (a bursts run's gap): slowdown 1, not the
+    (20 + 2) / 2 the span from first to last unit would give."""
+    def units(t0, n, rank=0):
+        return [{"t0": t0 + k, "t1": t0 + k + 1, "work": 1.0, "rank": rank} for k in range(n)]
+
+    done = units(0, 3) + units(10, 1) + units(31, 1) + units(3, 1, rank=1)
+    got = background.split(done, 5.0, [(10.0, 11.0), (31.0, 32.0)])
+    assert got["units_alone"] == 4 and got["units_beside"] == 2
+    assert got["rate_alone"] == 1.0 and got["rate_beside"] == 1.0 and got["slowdown"] == 1.0
+    slower = background.split(units(0, 3) + [{"t0": 10, "t1": 12, "work": 1.0}], 5.0, [(10.0, 12.0)])
+    assert slower["slowdown"] == 2.0

@@ -178,12 +178,29 @@ def test_ctrl_c_leaves_no_load_behind(kind, knobs, tmp_path):
     assert db.execute("SELECT status FROM runs ORDER BY created DESC, id DESC").fetchone()[0] == "interrupted"
 
 
-@pytest.mark.parametrize("kind,knobs", [("cpu", []), ("net", ["net.window=0.2"]),
-                                        ("cmd", ["cmd.command=sh -c 'sleep 0.3' {tmp}"])])
+def _wait_for_command(text: str, marker: str, timeout: float) -> None:
+    """Until a live process's command line holds both text and marker."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in processes_mentioning(marker):
+            try:
+                if text in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode():
+                    return
+            except OSError:
+                pass
+        time.sleep(0.2)
+    raise AssertionError(f"no process running {text!r} for {marker} within {timeout} s")
+
+
+@pytest.mark.parametrize("kind,knobs", [
+    ("cpu", []), ("net", ["net.window=0.2"]), ("cmd", ["cmd.command=sh -c 'sleep 0.3' {tmp}"]),
+    # A command that ignores SIGTERM, with a grandchild: the worker's group is ended.
+    ("cmd", ["""cmd.command=sh -c 'trap "" TERM; sh -c "sleep 60; :" {tmp} & wait' {tmp}"""])],
+    ids=["cpu", "net", "cmd", "cmd-ignoring-sigterm"])
 def test_sigkill_of_interfere_leaves_no_load_behind(kind, knobs, tmp_path):
     """A SIGKILLed campaign cannot stop its loads: they watch its lease
     (engine.lease, 2 s here) and stop themselves, with their children
-    (net: engines; cmd: the command)."""
+    (net: engines; cmd: the command, and its group when it will not stop)."""
     sets = [a for k in knobs for a in ("--load-set", k.format(tmp=tmp_path))]
     p = subprocess.Popen([sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path), "--loads",
                           kind, "--load-nodes", "0,1", *sets, "--stages", "client_peak", "--metrics", "rpc",
@@ -191,8 +208,11 @@ def test_sigkill_of_interfere_leaves_no_load_behind(kind, knobs, tmp_path):
                           "--set", "engine.lease=2"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
     try:
-        units = _first_line(tmp_path, "*/loads/*/units-*.jsonl", 120)
-        _first_line(units.parents[2], "raw/*/windows-*.jsonl", 60)
+        if "trap" in " ".join(knobs):  # its first unit never ends: wait for the grandchild itself
+            _wait_for_command("sh -c sleep 60; :", str(tmp_path), 120)  # the inner sh, not a quoting argv
+        else:
+            units = _first_line(tmp_path, "*/loads/*/units-*.jsonl", 120)
+            _first_line(units.parents[2], "raw/*/windows-*.jsonl", 60)
     finally:
         p.kill()
         p.wait(timeout=30)

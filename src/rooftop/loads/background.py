@@ -125,20 +125,31 @@ def _units(folder: Path) -> list[dict]:
     return out
 
 
-def _rate(units: list[dict]) -> float | None:
+def _rate(units: list[dict], intervals: list[tuple[float, float]] | None = None) -> float | None:
     """Work per second of wall time, per process: each process's units'
     work over the span from its first unit's start to its last unit's end
     (the gaps count: a process preempted between its units is slowed down
-    as much as one preempted inside them), averaged over the processes."""
+    as much as one preempted inside them), averaged over the processes.
+    With intervals (the service's measuring windows), the span is summed
+    per interval, so the time between them (a bursts run's gaps, a server
+    restarting) is not counted as time the load was slow."""
     by_rank: dict[int, list[dict]] = {}
     for u in units:
         by_rank.setdefault(u.get("rank", 0), []).append(u)
     rates = []
     for us in by_rank.values():
-        span = max(u["t1"] for u in us) - min(u["t0"] for u in us)
+        span = sum(max(u["t1"] for u in g) - min(u["t0"] for u in g) for g in _by_interval(us, intervals))
         if span > 0:
             rates.append(sum(u["work"] for u in us) / span)
     return sum(rates) / len(rates) if rates else None
+
+
+def _by_interval(units: list[dict], intervals: list[tuple[float, float]] | None) -> list[list[dict]]:
+    """The units grouped by the interval holding them (one group without intervals)."""
+    if not intervals:
+        return [units] if units else []
+    groups = [[u for u in units if a <= u["t0"] and u["t1"] <= b] for a, b in intervals]
+    return [g for g in groups if g]
 
 
 def split(units: list[dict], t_mark: float, beside_in: list[tuple[float, float]]) -> dict:
@@ -148,7 +159,7 @@ def split(units: list[dict], t_mark: float, beside_in: list[tuple[float, float]]
     rate beside (None when either side has no unit)."""
     alone = [u for u in units if u["t1"] <= t_mark]
     beside = [u for u in units if any(a <= u["t0"] and u["t1"] <= b for a, b in beside_in)]
-    ra, rb = _rate(alone), _rate(beside)
+    ra, rb = _rate(alone), _rate(beside, beside_in)
     return {"units_alone": len(alone), "units_beside": len(beside), "rate_alone": ra,
             "rate_beside": rb, "slowdown": ra / rb if ra and rb else None,
             "unit_s_alone": statistics.mean(u["t1"] - u["t0"] for u in alone) if alone else None,

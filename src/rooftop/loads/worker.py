@@ -75,8 +75,30 @@ def repeat(unit, stopping: threading.Event, record: Recorder) -> None:
         first = False
 
 
-def watch_lease(path: str, timeout: float, stop) -> threading.Thread:
-    """Calls stop() once path is gone or unchanged for timeout seconds."""
+#: Seconds a worker whose lease ended has to stop on its own before its
+#: process group is sent SIGTERM, then SIGKILL as long again later.
+LEASE_GRACE = 5.0
+
+
+def _end_group(grace: float) -> None:
+    """What stop() did not end: the worker's own process group (it leads
+    one when the campaign started it; a command's grandchildren are in it
+    too) gets SIGTERM, then SIGKILL. A worker leading no group (started by
+    mpiexec or srun) exits, leaving its children to those launchers."""
+    me = os.getpid()
+    if os.getpgid(0) != me:
+        os._exit(1)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(me, sig)
+        except ProcessLookupError:
+            return
+        time.sleep(grace)
+
+
+def watch_lease(path: str, timeout: float, stop, grace: float = LEASE_GRACE) -> threading.Thread:
+    """Calls stop() once path is gone or unchanged for timeout seconds; if
+    the worker is still running grace seconds later, ends its process group."""
 
     def run():
         last, since = None, time.monotonic()
@@ -94,6 +116,8 @@ def watch_lease(path: str, timeout: float, stop) -> threading.Thread:
             elif time.monotonic() - since > timeout:
                 break
         stop()
+        time.sleep(grace)
+        _end_group(grace)
 
     t = threading.Thread(target=run, name="rooftop-load-lease", daemon=True)
     t.start()
