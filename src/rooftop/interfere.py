@@ -196,8 +196,20 @@ def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: di
     groups(run_dir) -> {name: [(start, end)]}: each copy's slowdown also per
     group of rounds (a bursts run's progress modes), as copy["by"][name]."""
     runner = Runner(cfg, store, run_id, launcher, log=log)
-    nodes = runner.nodes
     running = []
+    try:
+        return _loaded(store, run_id, runner, plans, cond, plan, running, measure, groups)
+    except BaseException:
+        for r in running:  # Ctrl-C or a failure: the loads stop now, not at the lease's end
+            background.stop(r, plan.grace)
+        raise
+    finally:
+        runner.leases.close()
+
+
+def _loaded(store, run_id, runner, plans, cond, plan, running, measure, groups) -> dict:
+    """run_condition's work; running: the load copies started, as they start."""
+    nodes = runner.nodes
     try:
         for i, idxs in enumerate(cond["nodes"]):
             folder = store.run_dir(run_id) / "loads" / f"{cond['load']}-{i}"

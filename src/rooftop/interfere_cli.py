@@ -54,7 +54,7 @@ def add_parser(sub) -> None:
     _campaign_args(p, "collect")
     p.add_argument("--loads", type=_names, required=True, metavar="LIST",
                    help=f"background loads, each its own runs: {', '.join(LOADS)}")
-    p.add_argument("--stages", type=_names, default=list(interfere.DEFAULT_STAGES), metavar="LIST",
+    p.add_argument("--stages", type=_names, metavar="LIST",
                    help="stages measured alone and beside each load (default server_peak,client_peak; "
                         "also client_node, sweep_servers, validate)")
     p.add_argument("--bursts", metavar="RUN",
@@ -85,7 +85,8 @@ def _plan(args) -> interfere.Plan:
     if not args.ensemble or min(args.ensemble) < 1:
         raise ValueError("--ensemble: counts must be at least 1")
     seed = args.seed if args.seed is not None else (secrets.randbits(31) if args.placement == "random" else None)
-    return interfere.Plan(args.loads, interfere.parse_knobs(args.load_set, args.loads), args.stages,
+    stages = args.stages or list(interfere.DEFAULT_STAGES)
+    return interfere.Plan(args.loads, interfere.parse_knobs(args.load_set, args.loads), stages,
                           sorted(set(args.ensemble)), args.load_nodes, args.placement, seed,
                           args.load_node_count, args.load_warmup, args.grace)
 
@@ -131,25 +132,31 @@ def cmd(args) -> int:
     if args.dry_run:
         return _dry_run(cfg, plan, plans, lines)
     from rooftop import nic_check
-    from rooftop.cli import _campaign_locks, _environment
+    from rooftop.cli import _campaign_locks
     from rooftop.store import Store
 
     nic_check.preflight(cfg)
     store = Store(cfg["results"])
     with _campaign_locks(args, store, cfg) as locks:
-        base = store.new_run(cfg, _environment(cfg))
+        base = store.new_run(cfg, _run_environment(cfg))
         locks.name_run(base)
         return _campaign(args, store, cfg, plan, plans, base)
 
 
 def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
-    """--bursts RUN: RUN's config (results and load keys from this command)."""
+    """--bursts RUN: RUN's config (results and load keys from this command;
+    any other key given is refused rather than ignored)."""
     from rooftop import interfere_bursts
+    from rooftop.cli import _overrides
     from rooftop.config import ConfigError
     from rooftop.store import Store, StoreError
 
-    if args.stages != list(interfere.DEFAULT_STAGES):
+    if args.stages:
         raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")
+    ignored = sorted(k for k in _overrides(args) if k != "results") + (["--config"] if args.config else [])
+    if ignored:
+        raise ConfigError(f"--bursts {args.bursts} measures that run's config again, so these would be ignored: "
+                          f"{', '.join(ignored)} (give them to 'rooftop bursts' when making the run)")
     plan.stages = ["bursts"]
     try:
         bcfg = interfere_bursts.config(Store(cfg["results"], create=False), args.bursts, plan.record())
@@ -157,6 +164,19 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
         raise ConfigError(str(e)) from None
     bcfg["results"] = cfg["results"]
     return bcfg, interfere_bursts.placements(bcfg)
+
+
+def _run_environment(cfg: dict) -> dict:
+    """A run's environment; a bursts service's also says why power is not
+    measured, as 'rooftop bursts' does (its report and table read it)."""
+    from rooftop.cli import _environment
+
+    env = _environment(cfg)
+    if cfg.get("stages") == ["bursts"]:
+        from rooftop import bursts
+
+        env["power_note"] = bursts.power_note()
+    return env
 
 
 def _measure_fn(cfg: dict, store, run_id: str, log):
@@ -180,7 +200,6 @@ def _impacts(store, base: str, current: str, plans: list, cfg: dict, copies: lis
 
 
 def _campaign(args, store, cfg, plan, plans, base) -> int:
-    from rooftop.cli import _environment
     from rooftop.launchers import make_launcher
 
     launcher = make_launcher(cfg["launcher"])
@@ -193,7 +212,7 @@ def _campaign(args, store, cfg, plan, plans, base) -> int:
         _measure(store, base, cfg, launcher, plans, None, plan, log)
         for cond in conds:
             ccfg = interfere.loaded_config(cfg, base, cond, plan)
-            current = store.new_run(ccfg, _environment(ccfg))
+            current = store.new_run(ccfg, _run_environment(ccfg))
             say(f"beside {cond['copies']} x {cond['load']} on nodes {cond['nodes']}: run {current}")
             cond["run"] = current
             cond["result"] = _measure(store, current, ccfg, launcher, plans, cond, plan, log)

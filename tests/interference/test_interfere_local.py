@@ -253,6 +253,8 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
     _rooftop(tmp_path, "report", base)
     md = (tmp_path / base / "report" / "report.md").read_text()
     assert "## Under load" in md and "| bursts/busy | rpc |" in md
+    from rooftop.bursts import power_note
+    assert ("power: not measured" in md) == bool(power_note())  # as a 'rooftop bursts' run says
     _rooftop(tmp_path, "report", cond["run"])
     assert f"the same stages alone: run {base}" in (tmp_path / cond["run"] / "report" / "report.md").read_text()
     assert processes_mentioning(str(tmp_path)) == []
@@ -261,7 +263,10 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
 def test_bursts_service_refuses_what_is_not_a_bursts_run(tmp_path):
     doc, base = interfere(tmp_path, "--loads", "cpu", "--load-nodes", "0", *QUICK)
     for extra, says in ((["--bursts", base], "not a bursts run"), (["--bursts", "nope"], "no run 'nope'"),
-                        (["--bursts", base, "--stages", "validate"], "either a bursts run or roofline stages")):
+                        (["--bursts", base, "--stages", "validate"], "either a bursts run or roofline stages"),
+                        (["--bursts", base, "--stages", "server_peak,client_peak"], "either a bursts run"),
+                        (["--bursts", base, "--duration", "2", "--set", "engine.lease=3"],
+                         "would be ignored: collect.duration, engine.lease")):
         p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path),
                             "--loads", "cpu", *extra], capture_output=True, text=True, timeout=60, env=env())
         assert p.returncode == 2 and says in p.stderr, (extra, p.returncode, p.stderr)
