@@ -264,3 +264,39 @@ def test_a_garbled_power_reading_skips_one_point_and_the_time_line_goes_on(tmp_p
     assert tl.power_skipped == 1
     assert [q for _, q, _, _ in tl.rows["power"]] == ["power", "energy"]
     assert len([r for r in tl.rows["server"] if r[1] == "cpu_user"]) == 2
+
+
+def test_a_zone_failing_after_another_was_read_advances_none(tmp_path, monkeypatch):
+    """Two packages; package-1's counter cannot be read once: package-0's
+    reading is not consumed by the failed point, so the next point has the
+    energy of both intervals, and the skip reaches the notes."""
+    from rooftop import power
+    from rooftop.timeline import Timeline
+
+    zone0 = _rapl_zone(tmp_path, monkeypatch)
+    zone1 = zone0.with_name("intel-rapl:1")
+    zone1.mkdir()
+    (zone1 / "name").write_text("package-1\n")
+    (zone1 / "max_energy_range_uj").write_text("10000000\n")
+    (zone1 / "energy_uj").write_text("0\n")
+    meter = power.PowerMeter(power.package_zones())
+    (zone0 / "energy_uj").write_text("1000000\n")
+    (zone1 / "energy_uj").write_text("")
+    with pytest.raises(ValueError):
+        meter.watts()
+    (zone1 / "energy_uj").write_text("1000000\n")
+    meter.watts()
+    assert meter.joules == pytest.approx(2.0)  # 1 J each: package-0's not lost to the failed read
+
+    tl = Timeline(_Store(), "r", "busy", os.getpid(), 60.0)
+    tl.stop()
+    (zone1 / "energy_uj").write_text("")
+    tl._tick()
+    tl.save()
+    rows = [{"round": "bursts/busy", "sampler": s, "t": t, "quantity": q, "value": v, "unit": u}
+            for s, pts in tl.store.saved["bursts/busy"].items() for t, q, v, u in pts]
+    rows += [{"round": "bursts/busy", "sampler": "client", "t": 1.0, "quantity": "rate", "value": 5.0, "unit": ""}]
+    row = burst_summary.summarize(burst_summary.lines(rows, 60.0)["busy"], 60.0)
+    assert row["power_skipped"] == 1
+    said = burst_summary.notes({"interval": 60.0, "on": 60.0, "full_rate": 0.9}, "", None, [row])
+    assert any("RAPL counter failed" in n and "busy: 1" in n for n in said)

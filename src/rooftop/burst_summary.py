@@ -123,6 +123,7 @@ def summarize(line: ModeLine, interval: float, full: float = 0.9) -> dict:
         out[f"idle_{q}"] = _median(_within(line.series("server", q), line, interval, "gap"))
         out[f"burst_{q}"] = _median(_within(line.series("server", q), line, interval, "burst"))
     out["joules_per_op"] = (out["burst_watts"] / rate) if out["burst_watts"] is not None and rate else None
+    out["power_skipped"] = int(max((v for _, v in line.series("power", "skipped")), default=0))
     return out
 
 
@@ -171,6 +172,10 @@ def notes(params: dict, power_note: str, nb: dict | None = None, rows: list[dict
     out.append("CPU in cores (1.0: one core busy); idle: median over the intervals entirely in gaps; time "
                f"to full rate: to {params['full_rate']:.0%} of the burst rate, resolution one interval "
                f"({params['interval']:g} s)")
+    skipped = {r["mode"]: r["power_skipped"] for r in rows if r.get("power_skipped")}
+    if skipped:
+        out.append("power: readings of the RAPL counter failed and those intervals have no power point ("
+                   + ", ".join(f"{m}: {n}" for m, n in skipped.items()) + ")")
     if any(r.get("burst_rate") is not None and r.get("burst_cpu") is None for r in rows):
         out.append(f"burst CPU -: no sampling interval of {params['interval']:g} s lay entirely inside a burst of "
                    f"{params['on']:g} s (intervals are not aligned with bursts): an --interval of at most half "

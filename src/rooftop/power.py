@@ -39,9 +39,16 @@ class Zone:
     last_uj: int = 0
     total_uj: int = 0  # energy since the first reading, wrap-arounds included
 
+    def counter(self) -> int:
+        """The counter as it reads now (OSError, ValueError: unreadable)."""
+        return int((self.path / "energy_uj").read_text())
+
     def read(self) -> int:
         """Reads the counter; returns microjoules since the last reading."""
-        now = int((self.path / "energy_uj").read_text())
+        return self.advance(self.counter())
+
+    def advance(self, now: int) -> int:
+        """Takes a counter value as the new reading; microjoules since the last."""
         delta = now - self.last_uj
         if delta < 0:  # wrapped around
             delta += self.range_uj
@@ -84,7 +91,8 @@ class PowerMeter:
     def watts(self) -> float:
         """Average package power (all packages) since the last call."""
         now = time.monotonic()
-        joules = sum(z.read() for z in self.zones) / 1e6
+        counters = [z.counter() for z in self.zones]  # every zone read before any advances
+        joules = sum(z.advance(c) for z, c in zip(self.zones, counters)) / 1e6
         elapsed, self.t_last = max(now - self.t_last, 1e-6), now
         return joules / elapsed
 

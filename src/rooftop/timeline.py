@@ -103,6 +103,8 @@ class Timeline:
     def save(self) -> None:
         with self.lock:
             rows = {k: list(v) for k, v in self.rows.items()}
+        if self.power_skipped:  # said under the bursts table
+            rows["power"].append((self.now(), "skipped", float(self.power_skipped), "readings"))
         self.store.add_series(self.run_id, self.round, rows)
 
     def stop(self) -> None:
