@@ -48,9 +48,10 @@ def placements(cfg: dict) -> list[Placement]:
     return [Placement([p["server_node"]], 1, specs)]
 
 
-def measure(cfg: dict, store, run_id: str, log) -> tuple[int, int]:
-    """Every mode's bursts; (windows stored ok, windows failed)."""
-    failed = bursts.run_modes(cfg, store, run_id, lambda m: None, log)
+def measure(cfg: dict, store, run_id: str, log, say=lambda m: None) -> tuple[int, int]:
+    """Every mode's bursts; (windows stored ok, windows failed). say: where
+    the modes' progress and failures go (stderr)."""
+    failed = bursts.run_modes(cfg, store, run_id, say, log)
     stored = len(bursts.planned_keys(cfg["bursts"]) & store.stored_keys(run_id))
     return stored - failed, failed
 

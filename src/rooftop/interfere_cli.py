@@ -186,7 +186,8 @@ def _measure_fn(cfg: dict, store, run_id: str, log):
         return None
     from rooftop import interfere_bursts
 
-    return lambda: interfere_bursts.measure(cfg, store, run_id, log)
+    say = lambda m: ui.console.print(f"[cyan]bursts[/] {m}")  # stderr: --json keeps stdout
+    return lambda: interfere_bursts.measure(cfg, store, run_id, log, say)
 
 
 def _impacts(store, base: str, current: str, plans: list, cfg: dict, copies: list[dict]) -> list[dict]:
