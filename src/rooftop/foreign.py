@@ -65,14 +65,25 @@ def cpu_times(cores: set[int]) -> tuple[float, float, float, float]:
     return user / _TICK, system / _TICK, float(ctxt), float(intr)
 
 
-def process_cpu_s(pid: int) -> float:
-    """utime + stime of a live process (all its threads), seconds; 0 when gone."""
+def _stat(pid: int | str) -> list[str] | None:
+    """/proc/PID/stat after the command name (fields[0] is field 3, the
+    state); None when the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+            return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return 0.0
+        return None
+
+
+def _cpu_s(fields: list[str]) -> float:
+    """utime + stime (all threads) of a _stat, seconds."""
     return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of a live process (all its threads), seconds; 0 when gone."""
+    fields = _stat(pid)
+    return _cpu_s(fields) if fields else 0.0
 
 
 #: /proc/PID/stat flags bit of a kernel thread (include/linux/sched.h).
@@ -84,15 +95,9 @@ def kernel_threads_cpu(cores: set[int]) -> dict[int, float]:
     one of these cores."""
     out = {}
     for d in os.scandir("/proc"):
-        if not d.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d.name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[6]) & PF_KTHREAD and int(fields[36]) in cores:
-                out[int(d.name)] = (int(fields[11]) + int(fields[12])) / _TICK
-        except (OSError, IndexError, ValueError):
-            continue
+        fields = _stat(d.name) if d.name.isdigit() else None
+        if fields and int(fields[6]) & PF_KTHREAD and int(fields[36]) in cores:
+            out[int(d.name)] = _cpu_s(fields)
     return out
 
 
