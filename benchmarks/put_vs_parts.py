@@ -16,7 +16,16 @@ triple); each triple's put is divided by the smaller of its two parts, and
 the median of those ratios is the headline. The file system is a fresh
 ext4 image on a loop device (root), as in storage_vs_fio.py; `--io-mode`
 is the data file's cache and durability (default direct+dsync, the `sbw`
-metric's durable default).
+metric's durable default). The image is written with zeros first
+(`--sparse-image` not to), so the host file system allocates nothing during
+the runs. `--device-rate MIB_S` puts the image in RAM instead and caps the
+loop device's writes with a blkio throttle: a steady device instead of
+the host disk.
+
+Each part that writes also reports the device's side, from its document's
+`storage.device_s`: the mean time of one write alone and during the put,
+and the share of the put's time the device spent writing. Near 1 means the
+engine kept the device busy, and what the put lost, the writes lost.
 
 Python 3.10+, standard library only. Progress to stderr, table to stdout.
 """
@@ -24,6 +33,7 @@ Python 3.10+, standard library only. Progress to stderr, table to stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -52,32 +62,47 @@ def storage_args(a, d: Path) -> list[str]:
             "--allocation", "preallocate"]
 
 
-def bytes_per_sec(text: str) -> float:
-    doc = json.loads(text)
+def checked(doc: dict) -> dict:
     if not doc.get("complete"):
         raise RuntimeError(f"engine run not complete: {doc.get('error') or doc.get('result', {}).get('stop_reason')}")
-    return float(doc["result"]["bytes_per_sec"])
+    return doc
+
+
+def write_time(doc: dict) -> float:
+    """Mean seconds of one data-file write (with its fsync) in a document
+    holding storage: how long the device took per put in that run."""
+    st = doc["result"]["storage"]
+    return st["device_s"]["write"] / max(1, st["counts"]["puts"])
 
 
 def timed(a) -> list[str]:
     return ["--size", "1MiB", "--duration", str(a.duration), "--warmup", str(a.warmup)]
 
 
-def local_storage(a, d: Path) -> float:
+def in_cgroup(argv: list[str], cg: Path | None) -> list[str]:
+    """argv run from inside the blkio cgroup cg (its writes throttled), if any:
+    the shell joins, then becomes the command (same pid)."""
+    return ["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *argv] if cg else argv
+
+
+def local_storage(a, d: Path, cg: Path | None) -> tuple[float, float]:
     argv = [a.engine, "storage", "--op", "put", "--pattern", "seq", "--cpus", a.server_cpu,
             *timed(a), *storage_args(a, d)]
-    return bytes_per_sec(subprocess.run(argv, capture_output=True, text=True, check=True,
-                                        timeout=a.duration + a.warmup + 120).stdout)
+    doc = checked(json.loads(subprocess.run(in_cgroup(argv, cg), capture_output=True, text=True, check=True,
+                                            timeout=a.duration + a.warmup + 120).stdout))
+    return float(doc["result"]["bytes_per_sec"]), write_time(doc)
 
 
-def over_network(a, d: Path | None, op: str) -> float:
-    """A server (with storage when d) and one client running op."""
+def over_network(a, d: Path | None, op: str, cg: Path | None) -> tuple[float, float | None]:
+    """A server (with storage when d) and one client running op: the
+    client's rate and, with storage, the server's mean write time."""
     with tempfile.TemporaryDirectory(prefix="rooftop-put-") as g:
         out = Path(g) / "server.json"
         serve = [a.engine, "serve", "--fabric", a.fabric, "--group-dir", g, "--progress", a.server_progress,
                  "--io-threads", str(a.io_threads), "--cpus", a.server_cpu, "--output", str(out)]
         serve += storage_args(a, d) if d else []
-        server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        server = subprocess.Popen(in_cgroup(serve, cg if d else None), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60
             while not (Path(g) / "0.addr").exists():
@@ -85,10 +110,10 @@ def over_network(a, d: Path | None, op: str) -> float:
                     raise RuntimeError(f"server did not start: {server.stderr.read()[-500:]}")
                 time.sleep(0.05)
             load = [a.engine, "load", "--fabric", a.fabric, "--group-dir", g, "--op", op,
-                    "--progress", "busy", "--cpus", a.client_cpu, "--concurrency", str(a.concurrency),
+                    "--progress", a.client_progress, "--cpus", a.client_cpu, "--concurrency", str(a.concurrency),
                     *timed(a)]
-            return bytes_per_sec(subprocess.run(load, capture_output=True, text=True, check=True,
-                                                timeout=a.duration + a.warmup + 120).stdout)
+            doc = checked(json.loads(subprocess.run(load, capture_output=True, text=True, check=True,
+                                                    timeout=a.duration + a.warmup + 120).stdout))
         finally:
             server.send_signal(signal.SIGTERM)
             try:
@@ -96,30 +121,67 @@ def over_network(a, d: Path | None, op: str) -> float:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+        return float(doc["result"]["bytes_per_sec"]), write_time(json.loads(out.read_text())) if d else None
 
 
-def one(part: str, a, mnt: Path, i: int) -> float:
+def one(part: str, a, mnt: Path, i: int, cg: Path | None) -> tuple[float, float | None]:
     d = mnt / f"{part}-{i}"
     d.mkdir()
     try:
         if part == "storage":
-            return local_storage(a, d)
-        return over_network(a, d if part == "put" else None, "write" if part == "network" else "put")
+            return local_storage(a, d, cg)
+        return over_network(a, d if part == "put" else None, "write" if part == "network" else "put", cg)
     finally:
         subprocess.run(["rm", "-rf", str(d)], check=False)
 
 
-def triples(a, mnt: Path) -> list[dict]:
+def triples(a, mnt: Path, cg: Path | None) -> list[dict]:
     out = []
     for i in range(a.triples):
         order = PARTS[i % 3:] + PARTS[:i % 3]
-        t = {p: one(p, a, mnt, i) for p in order}
+        t, w = {}, {}
+        for p in order:
+            t[p], w[p] = one(p, a, mnt, i, cg)
         t["ratio"] = t["put"] / min(t["network"], t["storage"])
         t["binds"] = "network" if t["network"] <= t["storage"] else "storage"
+        # The device's side: its mean write time alone and during the put,
+        # and the share of the put's time it spent writing (1: the engine
+        # kept it busy, so what the put lost, the device lost).
+        t["write_ms_alone"], t["write_ms_in_put"] = w["storage"] * 1e3, w["put"] * 1e3
+        t["device_busy"] = t["put"] / MiB * w["put"]
         log(f"triple {i + 1}/{a.triples} ({', '.join(order)}): network {t['network'] / MiB:,.0f}, "
-            f"storage {t['storage'] / MiB:,.0f}, put {t['put'] / MiB:,.0f} MiB/s: ratio {t['ratio']:.3f}")
+            f"storage {t['storage'] / MiB:,.0f}, put {t['put'] / MiB:,.0f} MiB/s: ratio {t['ratio']:.3f}; "
+            f"a write took {t['write_ms_alone']:.2f} ms alone, {t['write_ms_in_put']:.2f} ms in the put, "
+            f"busy {t['device_busy']:.2f}")
         out.append(t)
     return out
+
+
+@contextlib.contextmanager
+def throttled(dev: str, rate: int):
+    """A blkio cgroup capping writes to dev at rate bytes/s (cgroup v1)."""
+    root = Path("/sys/fs/cgroup/blkio")
+    if not (root / "blkio.throttle.write_bps_device").exists():
+        raise SystemExit(f"put_vs_parts: --device-rate needs cgroup v1's blkio controller at {root}")
+    cg = root / f"rooftop-put-{os.getpid()}"
+    cg.mkdir()
+    try:
+        rdev = os.stat(dev).st_rdev
+        (cg / "blkio.throttle.write_bps_device").write_text(f"{os.major(rdev)}:{os.minor(rdev)} {rate}\n")
+        yield cg
+    finally:
+        for _ in range(50):  # its processes have exited; the kernel may take a moment to let go
+            try:
+                cg.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def device(a) -> str:
+    if a.device_rate:
+        return f"loop device on a RAM image, writes capped at {a.device_rate:g} MiB/s (blkio)"
+    return "loop device on a " + ("sparse" if a.sparse_image else "written") + " image on the host disk"
 
 
 def render(rows: list[dict], a, took: float) -> str:
@@ -131,8 +193,9 @@ def render(rows: list[dict], a, took: float) -> str:
     return "\n".join([
         f"put_vs_parts {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {os.cpu_count()} cpus  "
         f"kernel {platform.release()}",
-        f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, server --progress {a.server_progress} "
-        f"--io-threads {a.io_threads}, client concurrency {a.concurrency}, {a.triples} triples, {a.duration:g} s + "
+        f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, {device(a)}, server --progress {a.server_progress} "
+        f"--io-threads {a.io_threads}, client --progress {a.client_progress}, "
+        f"client concurrency {a.concurrency}, {a.triples} triples, {a.duration:g} s + "
         f"{a.warmup:g} s warmup, server cpu {a.server_cpu}, client cpu {a.client_cpu}, took {took:.0f} s, "
         f"load avg {os.getloadavg()[0]:.2f}",
         "",
@@ -141,6 +204,11 @@ def render(rows: list[dict], a, took: float) -> str:
         f"put (load --op put, storage)   {med['put'] / MiB:10,.1f} MiB/s (median)",
         f"put / min(network, storage)    {ratio:10.3f}  (triples {min(ratios):.3f}..{max(ratios):.3f}; "
         f"goal >= {GOAL}: {verdict}; the smaller part: {binds})",
+        "",
+        f"one 1 MiB write, alone          {statistics.median(r['write_ms_alone'] for r in rows):10.2f} ms (median)",
+        f"one 1 MiB write, in the put     {statistics.median(r['write_ms_in_put'] for r in rows):10.2f} ms (median)",
+        f"device busy during the put      {statistics.median(r['device_busy'] for r in rows):10.2f}  "
+        f"(1: the engine kept the device writing; what the put lost, the writes lost)",
     ])
 
 
@@ -156,6 +224,8 @@ def parse_args(argv):
     p.add_argument("--file-size", default=str(256 * MiB), help="bytes of each data file (default 256 MiB)")
     p.add_argument("--server-progress", default="spindown",
                    help="the server's progress mode (default spindown, the servers' default)")
+    p.add_argument("--client-progress", default="busy",
+                   help="the client's progress mode (default busy)")
     p.add_argument("--io-threads", type=int, default=-1,
                    help="the server's storage threads (0: inline on the progress thread; default -1: the engine's auto)")
     p.add_argument("--concurrency", type=int, default=1,
@@ -163,7 +233,16 @@ def parse_args(argv):
                         "sequential; 2 lets a server with an I/O thread pull the next put while it writes this one)")
     p.add_argument("--server-cpu", default="0")
     p.add_argument("--client-cpu", default="1")
-    p.add_argument("--image-dir", default=None, help="where the ext4 image goes (default: a temporary dir)")
+    p.add_argument("--image-dir", default=None,
+                   help="where the ext4 image goes (default: a temporary dir; /dev/shm with --device-rate)")
+    p.add_argument("--sparse-image", action="store_true",
+                   help="leave the image sparse (default: written with zeros first, so the file system under it "
+                        "allocates no block during the runs)")
+    p.add_argument("--device-rate", type=float, default=None, metavar="MIB_S",
+                   help="cap the loop device's writes at this many MiB/s (a cgroup v1 blkio throttle; the image "
+                        "then lives in RAM, so the cap is the device's only limit: a steady device instead of the "
+                        "host disk's). A token bucket: time the device is idle earns credit, unlike a disk's "
+                        "fixed write time")
     p.add_argument("--json", default=None, help="write every triple and the summary here")
     return p.parse_args(argv)
 
@@ -174,8 +253,12 @@ def main(argv=None) -> int:
         print(f"put_vs_parts: no engine at {a.engine} (--engine)", file=sys.stderr)
         return 2
     t0 = time.monotonic()
-    with loop_ext4(4 * int(a.file_size) + 256 * MiB, a.image_dir) as (mnt, _dev):
-        rows = triples(a, Path(mnt))
+    image_dir = a.image_dir or ("/dev/shm" if a.device_rate else None)
+    with contextlib.ExitStack() as stack:
+        mnt, dev = stack.enter_context(loop_ext4(4 * int(a.file_size) + 256 * MiB, image_dir,
+                                                 written=not a.sparse_image and not a.device_rate))
+        cg = stack.enter_context(throttled(dev, int(a.device_rate * MiB))) if a.device_rate else None
+        rows = triples(a, Path(mnt), cg)
     text = render(rows, a, time.monotonic() - t0)
     print(text)
     if a.json:

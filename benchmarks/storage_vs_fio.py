@@ -272,8 +272,12 @@ def strace_counts(case: Case, d: Path, a) -> dict:
 
 # --- the file systems ------------------------------------------------------
 @contextlib.contextmanager
-def loop_ext4(size: int, parent: str | None):
-    """A fresh ext4 image on a loop device, mounted; removed whatever happens."""
+def loop_ext4(size: int, parent: str | None, written: bool = False):
+    """A fresh ext4 image on a loop device, mounted; removed whatever happens.
+    written: the image is written with zeros first, so the file system under
+    it allocates no block during the runs (a sparse image makes the first
+    write to each region allocate one, with a journal commit under O_DSYNC:
+    whichever run comes first over a region pays it)."""
     if os.geteuid() != 0:
         raise BenchError("the loop-mounted ext4 image needs root (or use --no-loop --dir DIR)")
     with tempfile.TemporaryDirectory(prefix="rooftop-fio-", dir=parent) as tmp:
@@ -281,6 +285,9 @@ def loop_ext4(size: int, parent: str | None):
         mnt.mkdir()
         with open(image, "wb") as f:
             f.truncate(size)
+        if written:
+            subprocess.run(["dd", "if=/dev/zero", f"of={image}", "bs=4M", f"count={-(-size // (4 << 20))}",
+                            "conv=fsync,notrunc", "status=none"], check=True)
         # -i 2048: an inode per 2 KiB (default 16 KiB gave 49 152 inodes, which a
         # time-based create run on a quiet machine used up: ENOSPC)
         subprocess.run(["mkfs.ext4", "-q", "-F", "-i", "2048", str(image)], check=True)

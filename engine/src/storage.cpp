@@ -347,9 +347,12 @@ Outcome Store::put(const uint8_t* buf, uint64_t n, bool random, bool verify) {
       sync_now = true;
     }
   }
+  const int64_t t0 = now_ns();
   if (write_all(fd_, buf, n, off, append) != static_cast<ssize_t>(n)) return fail("put: writing " + path_);
   if (sync_now && ::fsync(fd_) != 0) return fail("put: fsync of " + path_);
+  const int64_t t1 = now_ns();
   std::lock_guard<std::mutex> g(mu_);
+  write_s_ += (t1 - t0) / 1e9;
   n_.puts++;
   n_.bytes_written += n;
   n_.fsyncs += sync_now;
@@ -366,8 +369,11 @@ Outcome Store::get(uint8_t* buf, uint64_t n, bool random) {
               "get: nothing to read yet (no put wrote --size bytes and the server did not --fill)"};
     off = next_offset(get_cursor_, written_hi_, n, random);
   }
+  const int64_t t0 = now_ns();
   if (read_all(fd_, buf, n, off) != static_cast<ssize_t>(n)) return fail("get: reading " + path_);
+  const int64_t t1 = now_ns();
   std::lock_guard<std::mutex> g(mu_);
+  read_s_ += (t1 - t0) / 1e9;
   n_.gets++;
   n_.bytes_read += n;
   return {};
@@ -482,6 +488,7 @@ void Store::write_json(JsonWriter& w) const {
   w.kv("opens", n_.opens).kv("unlinked", n_.unlinked).kv("readdirs", n_.readdirs).kv("refills", n_.refills);
   w.kv("meta_files_now", static_cast<uint64_t>(alive_.size()));
   w.end_object();
+  w.key("device_s").begin_object().kv("write", write_s_).kv("read", read_s_).end_object();
   w.end_object();
 }
 

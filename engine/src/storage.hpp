@@ -108,6 +108,10 @@ class Store {
     uint64_t puts = 0, gets = 0, bytes_written = 0, bytes_read = 0, fsyncs = 0, errors = 0;
     uint64_t created = 0, stats = 0, opens = 0, unlinked = 0, readdirs = 0, refills = 0;
   } n_;
+  // Seconds inside the data file's write (with its fsync) and read calls of
+  // the puts and gets that succeeded: how long the device held this process
+  // (result storage.device_s; calls on several I/O threads add up).
+  double write_s_ = 0, read_s_ = 0;
   std::vector<uint64_t> alive_;  // metadata files of this process, in creation order
   uint64_t next_name_ = 0, rr_ = 0;
   bool populated_ = false;

@@ -68,6 +68,8 @@ def test_put_get_verified_through_a_server_on_ext4(fabric, ext4, cores, validate
     assert res["requests"]["get"] == st["counts"]["gets"] > 0
     assert st["counts"]["fsyncs"] == st["counts"]["puts"] // 4
     assert res["requests"]["storage_failed"] == 0 and res["requests"]["verify_failed"] == 0
+    # The device's time: some for every write and read, never more than the server lived.
+    assert 0 < st["device_s"]["write"] < res["elapsed_s"] and 0 < st["device_s"]["read"] < res["elapsed_s"]
     # Without --keep-files the server removed what it wrote.
     assert list(sdir.iterdir()) == []
 

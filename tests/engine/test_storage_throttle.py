@@ -64,8 +64,8 @@ def throttled_ext4():
                 cg.rmdir()
 
 
-def put_rate(mnt: Path, cg: Path, io_mode: str) -> float:
-    """1 MiB sequential puts from a process inside the cgroup: bytes/s."""
+def put_run(mnt: Path, cg: Path, io_mode: str) -> dict:
+    """1 MiB sequential puts from a process inside the cgroup: its result."""
     d = mnt / io_mode
     d.mkdir()
     argv = [engine_path(), "storage", "--op", "put", "--size", "1MiB", "--pattern", "seq", "--io-mode", io_mode,
@@ -77,13 +77,25 @@ def put_rate(mnt: Path, cg: Path, io_mode: str) -> float:
     assert p.returncode == 0, p.stderr + p.stdout
     doc = json.loads(p.stdout)
     assert doc["result"]["storage"]["o_direct_honoured"] is True
-    return doc["result"]["bytes_per_sec"]
+    return doc["result"]
+
+
+def write_ms(result: dict) -> float:
+    """The device's mean time for one write (result storage.device_s)."""
+    st = result["storage"]
+    return st["device_s"]["write"] / st["counts"]["puts"] * 1e3
 
 
 def test_o_direct_is_capped_by_the_throttle_and_buffered_is_not():
     with throttled_ext4() as (mnt, cg):
-        direct = put_rate(mnt, cg, "direct")
-        buffered = put_rate(mnt, cg, "buffered")
+        d, b = put_run(mnt, cg, "direct"), put_run(mnt, cg, "buffered")
+    direct, buffered = d["bytes_per_sec"], b["bytes_per_sec"]
     assert direct <= THROTTLE * TOLERANCE, f"O_DIRECT {direct / 2**20:.1f} MiB/s above the {THROTTLE >> 20} MiB/s throttle"
     assert direct >= THROTTLE * 0.5, f"O_DIRECT {direct / 2**20:.1f} MiB/s: far below the throttle, not bound by it"
     assert buffered > THROTTLE * 1.5, f"buffered {buffered / 2**20:.1f} MiB/s: not above the throttle (page cache?)"
+    # device_s holds the device's time: a throttled 1 MiB write waits about
+    # 1 MiB / THROTTLE (62 ms) in the write call, a buffered one returns
+    # once copied to the page cache.
+    per_write = (1 << 20) / THROTTLE * 1e3
+    assert write_ms(d) >= 0.5 * per_write, f"O_DIRECT write {write_ms(d):.1f} ms: the throttle's wait not counted"
+    assert write_ms(b) < 0.25 * per_write, f"buffered write {write_ms(b):.1f} ms: not the page cache's"
