@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -69,19 +68,27 @@ def test_root_only_counter_is_explained_in_one_line(tmp_path, monkeypatch):
     assert "permission denied" in text and "root only since Linux 5.10" in text and "\n" not in text
 
 
+#: A package drawing 20 W: its counter is 20 J x seconds since start, modulo
+#: the zone's range, replaced atomically (the kernel's file never reads
+#: empty) every 20 ms by a process of its own, so a stalled test process
+#: neither stops the energy nor quantizes it into whole writes.
+RAPL_20W = """
+import os, sys, time
+path, range_uj = sys.argv[1], int(sys.argv[2])
+t0 = time.monotonic()
+while True:
+    uj = int(20e6 * (time.monotonic() - t0)) % range_uj
+    with open(path + ".new", "w") as f:
+        f.write(f"{uj}\\n")
+    os.replace(path + ".new", path)
+    time.sleep(0.02)
+"""
+
+
 def test_campaign_records_cpu_and_power_series(tmp_path):
     rapl = tmp_path / "powercap"
-    z = zone(rapl, "0", "package-0", 0, range_uj=5_000_000)  # wraps every 5 J
-    stop = threading.Event()
-
-    def burn():  # 20 W: 2 J every 0.1 s
-        e = 0
-        while not stop.wait(0.1):
-            e = (e + 2_000_000) % 5_000_000
-            (z / "energy_uj").write_text(f"{e}\n")
-
-    t = threading.Thread(target=burn, daemon=True)
-    t.start()
+    z = zone(rapl, "0", "package-0", 0, range_uj=20_000_000)  # wraps every second at 20 W
+    burn = subprocess.Popen([sys.executable, "-c", RAPL_20W, str(z / "energy_uj"), "20000000"])
     res = tmp_path / "res"
     env = dict(os.environ, ROOFTOP_POWERCAP=str(rapl))
     try:
@@ -90,8 +97,8 @@ def test_campaign_records_cpu_and_power_series(tmp_path):
                             "--set", "sample_interval=0.2", "--results", str(res)],
                            capture_output=True, text=True, env=env, timeout=300)
     finally:
-        stop.set()
-        t.join()
+        burn.kill()
+        burn.wait(timeout=10)
     assert p.returncode == 0, p.stderr
     run = p.stdout.split()[-1]
     out = subprocess.run([sys.executable, "-m", "rooftop", "export", run, "--series", "--results", str(res)],
@@ -107,6 +114,8 @@ def test_campaign_records_cpu_and_power_series(tmp_path):
     watts = sorted(float(r["value"]) for r in by["power", "power"])
     assert 10 < watts[len(watts) // 2] < 30 and all(r["unit"] == "W" for r in by["power", "power"])
     times = [float(r["t"]) for r in by["cpu", "cpu_user"] if r["round"] == by["cpu", "cpu_user"][0]["round"]]
+    joules = [float(r["value"]) for r in by["power", "energy"] if r["round"] == by["power", "energy"][0]["round"]]
+    assert joules == sorted(joules) and joules[-1] > 20_000_000 / 1e6  # went past a wrap-around
     assert times == sorted(times) and len(times) >= 3
     doc = json.loads(subprocess.run([sys.executable, "-m", "rooftop", "export", run, "--series", "--format",
                                      "json", "--results", str(res)], capture_output=True, text=True,
