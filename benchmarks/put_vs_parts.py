@@ -18,9 +18,23 @@ ext4 image on a loop device (root), as in storage_vs_fio.py; `--io-mode`
 is the data file's cache and durability (default direct+dsync, the `sbw`
 metric's durable default). The image is written with zeros first
 (`--sparse-image` not to), so the host file system allocates nothing during
-the runs. `--device-rate MIB_S` puts the image in RAM instead and caps the
-loop device's writes with a blkio throttle: a steady device instead of
-the host disk.
+the runs, and the loop device writes it with O_DIRECT (`--host-cache` not
+to): otherwise the "device" is the host's page cache, and its dirty-page
+writeback throttles whichever part runs after a fast one (a put measured
+at a tenth of the storage part that ran just before it). `--device-rate
+MIB_S` puts the image in RAM instead and caps the loop device's writes
+with a blkio throttle: a steady device instead of the host disk.
+
+Placement: the server (and the storage part) runs on the CPU that takes
+the host disk's interrupts, the client on another (`--server-cpu`,
+`--client-cpu`; default auto). The kernel finishes a write on the core its
+interrupt arrived at; a busy-polling client there, which on a real cluster
+runs on another node, delays that work by a scheduler slice (an O_DSYNC
+put at 0.6x the storage part with the client there, 0.8x without).
+`--io-async` has the server submit its writes with Linux AIO (serve
+--io-async), overlapping the next put's transfer with this one's write.
+With one put in flight (`--concurrency 1`) nothing can overlap: the table
+also prints that serial bound.
 
 Each part that writes also reports the device's side, from its document's
 `storage.device_s`: the mean time of one write alone and during the put,
@@ -46,7 +60,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from storage_vs_fio import loop_ext4  # noqa: E402  (the same fresh ext4 image)
+from storage_vs_fio import BenchError, loop_ext4  # noqa: E402  (the same fresh ext4 image)
 
 GOAL = 0.9
 MiB = 1 << 20
@@ -99,7 +113,8 @@ def over_network(a, d: Path | None, op: str, cg: Path | None) -> tuple[float, fl
     with tempfile.TemporaryDirectory(prefix="rooftop-put-") as g:
         out = Path(g) / "server.json"
         serve = [a.engine, "serve", "--fabric", a.fabric, "--group-dir", g, "--progress", a.server_progress,
-                 "--io-threads", str(a.io_threads), "--cpus", a.server_cpu, "--output", str(out)]
+                 "--io-threads", str(a.io_threads), "--cpus", a.server_cpu, "--output", str(out),
+                 *(["--io-async"] if a.io_async and d else [])]
         serve += storage_args(a, d) if d else []
         server = subprocess.Popen(in_cgroup(serve, cg if d else None), stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True)
@@ -143,6 +158,9 @@ def triples(a, mnt: Path, cg: Path | None) -> list[dict]:
         for p in order:
             t[p], w[p] = one(p, a, mnt, i, cg)
         t["ratio"] = t["put"] / min(t["network"], t["storage"])
+        # One put at a time cannot overlap its transfer with its write: the
+        # best it can do is their serial sum, as a share of the smaller part.
+        t["serial_bound"] = 1 / (1 / t["network"] + 1 / t["storage"]) / min(t["network"], t["storage"])
         t["binds"] = "network" if t["network"] <= t["storage"] else "storage"
         # The device's side: its mean write time alone and during the put,
         # and the share of the put's time it spent writing (1: the engine
@@ -178,10 +196,51 @@ def throttled(dev: str, rate: int):
                 time.sleep(0.1)
 
 
+def disk_irq_cpu(path: str) -> int | None:
+    """The CPU that took most of the interrupts of the disk holding path
+    (its PCI function's MSI-X vectors in /proc/interrupts), or None."""
+    src = subprocess.run(["findmnt", "-no", "SOURCE", "-T", path], capture_output=True, text=True).stdout.strip()
+    blk = Path("/sys/class/block") / Path(src).name
+    if not blk.exists():
+        return None
+    if (blk / "partition").exists():
+        blk = blk.resolve().parent
+    node = (blk / "device").resolve()
+    while node != node.parent and not (node / "msi_irqs").is_dir():
+        node = node.parent
+    irqs = {d.name for d in (node / "msi_irqs").iterdir()} if (node / "msi_irqs").is_dir() else set()
+    lines = Path("/proc/interrupts").read_text().splitlines()
+    ncpu = len(lines[0].split())
+    per_cpu = [0] * ncpu
+    for line in lines[1:]:
+        f = line.split()
+        if f and f[0].rstrip(":") in irqs:
+            for c in range(ncpu):
+                per_cpu[c] += int(f[1 + c]) if f[1 + c].isdigit() else 0
+    return max(range(ncpu), key=per_cpu.__getitem__) if any(per_cpu) else None
+
+
+def place(a, image_dir: str | None) -> None:
+    """--server-cpu auto: the CPU taking the host disk's interrupts, so the
+    client (another node's process, emulated here on this one) does not
+    poll the core where the kernel finishes the server's writes; --client-cpu
+    auto: another CPU."""
+    cpus = sorted(os.sched_getaffinity(0))
+    a.placement = "given"
+    if a.server_cpu == "auto":
+        irq = None if a.device_rate else disk_irq_cpu(image_dir or tempfile.gettempdir())
+        a.server_cpu = str(irq if irq in cpus else cpus[0])
+        a.placement = "server on the CPU taking the host disk's interrupts" if irq in cpus else \
+            "server on the first CPU (the disk's interrupts not found)"
+    if a.client_cpu == "auto":
+        a.client_cpu = str(next((c for c in cpus if str(c) != a.server_cpu), cpus[0]))
+
+
 def device(a) -> str:
     if a.device_rate:
         return f"loop device on a RAM image, writes capped at {a.device_rate:g} MiB/s (blkio)"
-    return "loop device on a " + ("sparse" if a.sparse_image else "written") + " image on the host disk"
+    return ("loop device on a " + ("sparse" if a.sparse_image else "written") + " image on the host disk"
+            + (", through the host's page cache" if a.host_cache else " (O_DIRECT)"))
 
 
 def render(rows: list[dict], a, took: float) -> str:
@@ -194,9 +253,10 @@ def render(rows: list[dict], a, took: float) -> str:
         f"put_vs_parts {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {os.cpu_count()} cpus  "
         f"kernel {platform.release()}",
         f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, {device(a)}, server --progress {a.server_progress} "
-        f"--io-threads {a.io_threads}, client --progress {a.client_progress}, "
+        f"--io-threads {a.io_threads}{' --io-async' if a.io_async else ''}, client --progress {a.client_progress}, "
         f"client concurrency {a.concurrency}, {a.triples} triples, {a.duration:g} s + "
-        f"{a.warmup:g} s warmup, server cpu {a.server_cpu}, client cpu {a.client_cpu}, took {took:.0f} s, "
+        f"{a.warmup:g} s warmup, server cpu {a.server_cpu} ({a.placement}), client cpu {a.client_cpu}, "
+        f"took {took:.0f} s, "
         f"load avg {os.getloadavg()[0]:.2f}",
         "",
         f"network (load --op write)      {med['network'] / MiB:10,.1f} MiB/s (median)",
@@ -204,6 +264,8 @@ def render(rows: list[dict], a, took: float) -> str:
         f"put (load --op put, storage)   {med['put'] / MiB:10,.1f} MiB/s (median)",
         f"put / min(network, storage)    {ratio:10.3f}  (triples {min(ratios):.3f}..{max(ratios):.3f}; "
         f"goal >= {GOAL}: {verdict}; the smaller part: {binds})",
+        f"one put at a time, at best     {statistics.median(r['serial_bound'] for r in rows):10.3f}  "
+        f"(transfer then write, no overlap: 1 / (1/network + 1/storage), over the smaller)",
         "",
         f"one 1 MiB write, alone          {statistics.median(r['write_ms_alone'] for r in rows):10.2f} ms (median)",
         f"one 1 MiB write, in the put     {statistics.median(r['write_ms_in_put'] for r in rows):10.2f} ms (median)",
@@ -231,13 +293,21 @@ def parse_args(argv):
     p.add_argument("--concurrency", type=int, default=1,
                    help="the client's operations in flight, for the network and put parts (default 1: "
                         "sequential; 2 lets a server with an I/O thread pull the next put while it writes this one)")
-    p.add_argument("--server-cpu", default="0")
-    p.add_argument("--client-cpu", default="1")
+    p.add_argument("--io-async", action="store_true",
+                   help="the server submits its writes with Linux AIO (serve --io-async; needs --io-threads 0 or "
+                        "a server bound to one CPU)")
+    p.add_argument("--server-cpu", default="auto",
+                   help="the server's CPU, also the storage part's (default auto: the CPU that takes the host "
+                        "disk's interrupts, else the first)")
+    p.add_argument("--client-cpu", default="auto", help="the client's CPU (default auto: another CPU)")
     p.add_argument("--image-dir", default=None,
                    help="where the ext4 image goes (default: a temporary dir; /dev/shm with --device-rate)")
     p.add_argument("--sparse-image", action="store_true",
                    help="leave the image sparse (default: written with zeros first, so the file system under it "
                         "allocates no block during the runs)")
+    p.add_argument("--host-cache", action="store_true",
+                   help="let the loop device write its image through the host's page cache (default: O_DIRECT, "
+                        "losetup --direct-io, so the device is the host's disk)")
     p.add_argument("--device-rate", type=float, default=None, metavar="MIB_S",
                    help="cap the loop device's writes at this many MiB/s (a cgroup v1 blkio throttle; the image "
                         "then lives in RAM, so the cap is the device's only limit: a steady device instead of the "
@@ -254,16 +324,26 @@ def main(argv=None) -> int:
         return 2
     t0 = time.monotonic()
     image_dir = a.image_dir or ("/dev/shm" if a.device_rate else None)
-    with contextlib.ExitStack() as stack:
-        mnt, dev = stack.enter_context(loop_ext4(4 * int(a.file_size) + 256 * MiB, image_dir,
-                                                 written=not a.sparse_image and not a.device_rate))
-        cg = stack.enter_context(throttled(dev, int(a.device_rate * MiB))) if a.device_rate else None
-        rows = triples(a, Path(mnt), cg)
+    place(a, image_dir)
+    try:
+        rows = measure(a, image_dir)
+    except BenchError as e:
+        print(f"put_vs_parts: {e}", file=sys.stderr)
+        return 1
     text = render(rows, a, time.monotonic() - t0)
     print(text)
     if a.json:
         Path(a.json).write_text(json.dumps({"triples": rows, "summary": text, "args": vars(a)}, indent=1))
     return 0
+
+
+def measure(a, image_dir: str | None) -> list[dict]:
+    with contextlib.ExitStack() as stack:
+        mnt, dev = stack.enter_context(loop_ext4(4 * int(a.file_size) + 256 * MiB, image_dir,
+                                                 written=not a.sparse_image and not a.device_rate,
+                                                 direct_io=not a.host_cache and not a.device_rate))
+        cg = stack.enter_context(throttled(dev, int(a.device_rate * MiB))) if a.device_rate else None
+        return triples(a, Path(mnt), cg)
 
 
 if __name__ == "__main__":

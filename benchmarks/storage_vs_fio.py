@@ -272,12 +272,16 @@ def strace_counts(case: Case, d: Path, a) -> dict:
 
 # --- the file systems ------------------------------------------------------
 @contextlib.contextmanager
-def loop_ext4(size: int, parent: str | None, written: bool = False):
+def loop_ext4(size: int, parent: str | None, written: bool = False, direct_io: bool = False):
     """A fresh ext4 image on a loop device, mounted; removed whatever happens.
     written: the image is written with zeros first, so the file system under
     it allocates no block during the runs (a sparse image makes the first
     write to each region allocate one, with a journal commit under O_DSYNC:
-    whichever run comes first over a region pays it)."""
+    whichever run comes first over a region pays it). direct_io: the loop
+    device reads and writes its image with O_DIRECT (losetup --direct-io),
+    so a write reaches the host's disk, not the host's page cache, whose
+    dirty-page writeback would throttle whichever run came after a fast one;
+    an error if the kernel declines it."""
     if os.geteuid() != 0:
         raise BenchError("the loop-mounted ext4 image needs root (or use --no-loop --dir DIR)")
     with tempfile.TemporaryDirectory(prefix="rooftop-fio-", dir=parent) as tmp:
@@ -291,9 +295,12 @@ def loop_ext4(size: int, parent: str | None, written: bool = False):
         # -i 2048: an inode per 2 KiB (default 16 KiB gave 49 152 inodes, which a
         # time-based create run on a quiet machine used up: ENOSPC)
         subprocess.run(["mkfs.ext4", "-q", "-F", "-i", "2048", str(image)], check=True)
-        dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True,
-                             text=True).stdout.strip()
+        dev = subprocess.run(["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), str(image)],
+                             check=True, capture_output=True, text=True).stdout.strip()
         try:
+            dio = Path(f"/sys/block/{Path(dev).name}/loop/dio")
+            if direct_io and (not dio.exists() or dio.read_text().strip() != "1"):
+                raise BenchError(f"{dev}: the kernel declined direct I/O on {image} ({dio} is not 1)")
             subprocess.run(["mount", "-t", "ext4", dev, str(mnt)], check=True)
             try:
                 yield mnt, dev

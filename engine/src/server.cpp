@@ -16,12 +16,22 @@
 // the thread's hand-offs cost more than the overlap gains (a 1 MiB durable
 // put: 0.64x of the storage ceiling with a thread, 0.87x inline;
 // benchmarks/put_vs_parts.py). --io-threads 0 always runs them inline, as
-// the local mode (`rooftop-engine storage`) does.
+// the local mode (`rooftop-engine storage`) does. With --io-async, an
+// inline put's O_DIRECT write is submitted with Linux AIO (aio.hpp) rather
+// than waited for: the loop copies the next put off the network while the
+// device writes this one. One write is in flight at a time (the others
+// wait in aio_todo_), so the device sees the queue depth of the local
+// mode's ceiling. Not the default: the kernel finishes an asynchronous
+// O_DSYNC or first write (the journal, the extent conversion) in a kworker
+// on the core that took the device's interrupt, and a process polling that
+// core delays it by a scheduler slice (a 1 MiB put at 0.2x the storage
+// ceiling, against 0.75x synchronous; benchmarks/RESULTS.md).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -126,6 +136,7 @@ class Server : public ops::ServerContext {
   // run(), step by step.
   void configure();
   void configure_storage();
+  void start_async();
   void open_endpoint();
   void allocate();
   void publish();
@@ -153,6 +164,8 @@ class Server : public ops::ServerContext {
   void collect_io();
   void wait_for_io(int64_t now, int64_t& since);
   void complete_io(IoTask& t);
+  void start_async_io();
+  void collect_async_io();
   void stop_io();
   void error(const std::string& e) {
     if (rep_.errors.size() < 100) rep_.errors.push_back(e);
@@ -231,6 +244,10 @@ class Server : public ops::ServerContext {
   bool io_quit_ = false;
   std::deque<BulkSlot*> rma_retry_;  // read from storage, their RMA not yet posted (EAGAIN)
   std::set<std::string> io_errors_;  // storage errors reported (each once)
+  // Inline asynchronous puts: waiting for the device, and the one in flight.
+  std::deque<IoTask> aio_todo_;
+  std::vector<std::pair<uint64_t, IoTask>> aio_flight_;
+  uint64_t aio_tag_ = 0;
 };
 
 void Server::answer_barrier(const BarrierWaiter& w, wire::Status st, uint64_t n) {
@@ -440,6 +457,10 @@ void Server::refuse_storage(const ops::Request& r, const std::string& why) {
 
 void Server::submit_io(IoTask t) {
   io_pending_++;
+  if (io_threads_ == 0 && t.slot && t.job.op->server.io_async && store_->async()) {
+    aio_todo_.push_back(t);
+    return start_async_io();
+  }
   if (io_threads_ == 0) {
     t.out = t.job.op->server.io(*store_, t.job, t.slot ? t.slot->buf : nullptr);
     return complete_io(t);
@@ -460,13 +481,42 @@ void Server::submit_io(IoTask t) {
 // to one core (benchmarks/put_vs_parts.py).
 void Server::wait_for_io(int64_t now, int64_t& since) {
   if (since == 0) since = now;
-  if (now - since < 20'000 || io_efd_ < 0) return std::this_thread::yield();
-  pollfd p{io_efd_, POLLIN, 0};
+  const int efd = io_efd_ >= 0 ? io_efd_ : (store_ ? store_->async_event_fd() : -1);
+  if (now - since < 20'000 || efd < 0) return std::this_thread::yield();
+  pollfd p{efd, POLLIN, 0};
   const timespec limit{0, 100'000};
   if (ppoll(&p, 1, &limit, nullptr) > 0) {
     uint64_t v;
-    if (read(io_efd_, &v, sizeof v) < 0) { /* EAGAIN: another reader drained it */ }
+    if (read(efd, &v, sizeof v) < 0) { /* EAGAIN: another reader drained it */ }
   }
+}
+
+// The next waiting put's write to the device, if none is in flight; one
+// refused at once (an error) is answered now and the next one tried.
+void Server::start_async_io() {
+  while (aio_flight_.empty() && !aio_todo_.empty()) {
+    IoTask t = aio_todo_.front();
+    aio_todo_.pop_front();
+    const uint64_t tag = ++aio_tag_;
+    t.out = t.job.op->server.io_async(*store_, t.job, t.slot->buf, tag);
+    if (t.out.pending) aio_flight_.emplace_back(tag, t);
+    else complete_io(t);
+  }
+}
+
+// On the progress thread: the asynchronous writes that completed.
+void Server::collect_async_io() {
+  std::vector<std::pair<uint64_t, storage::Outcome>> done;
+  store_->reap_async(done);
+  for (auto& [tag, out] : done) {
+    auto it = std::find_if(aio_flight_.begin(), aio_flight_.end(), [&](auto& e) { return e.first == tag; });
+    if (it == aio_flight_.end()) continue;
+    IoTask t = it->second;
+    aio_flight_.erase(it);
+    t.out = out;
+    complete_io(t);
+  }
+  start_async_io();
 }
 
 void Server::io_loop() {
@@ -523,6 +573,12 @@ void Server::complete_io(IoTask& t) {
 }
 
 void Server::stop_io() {
+  // Writes in flight finish (their buffers are the slots'), counted, not answered.
+  std::vector<std::pair<uint64_t, storage::Outcome>> done;
+  for (int64_t deadline = now_ns() + 5'000'000'000LL; store_ && store_->async_in_flight() && now_ns() < deadline;)
+    store_->reap_async(done, 100'000'000);
+  aio_flight_.clear();
+  aio_todo_.clear();
   {
     std::lock_guard<std::mutex> g(io_mu_);
     io_quit_ = true;
@@ -797,14 +853,36 @@ void Server::configure_storage() {
     io_why_ = cpus == 1 ? "auto: bound to one CPU, the calls run inline (an I/O thread would share its core)"
                         : "auto: " + std::to_string(cpus) + " CPUs, one I/O thread";
   }
-  if (o_.str("storage-dir").empty()) return;
+  if (o_.str("storage-dir").empty()) {
+    if (o_.flag("io-async")) throw UsageError("--io-async needs --storage-dir (it is about the puts' writes)");
+    return;
+  }
   storage::Config c = storage::configure(o_, rank_);
   if ((c.open_flags & O_DIRECT) && max_bulk_ % storage::kBlock)
     throw UsageError("--max-size must be a multiple of 4KiB with --io-mode " + c.io_mode +
                      " (O_DIRECT needs aligned buffers)");
   store_ = std::make_unique<storage::Store>(std::move(c));
+  if (o_.flag("io-async")) start_async();
   if (io_threads_ > 0) io_efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // -1: yields only
   for (int i = 0; i < io_threads_; i++) io_workers_.emplace_back([this] { io_loop(); });
+}
+
+// --io-async: inline O_DIRECT puts are written asynchronously (Linux AIO);
+// refused where they would not be (io_threads_why says what ran).
+void Server::start_async() {
+  if (io_threads_ != 0)
+    throw UsageError("--io-async: the storage calls run on " + std::to_string(io_threads_) +
+                     " I/O thread(s) (" + io_why_ + "); asynchronous writes are for inline calls: add --io-threads 0");
+  if (!store_->async_possible())
+    throw UsageError("--io-async needs --io-mode with direct (a buffered write completes inside the submission), "
+                     "--allocation preallocate or wrap (an append has no fixed offset) and --fsync-every 0");
+  try {
+    store_->start_async(static_cast<unsigned>(nslots_));
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string("--io-async: the kernel refused an AIO context (") + e.what() +
+                     "; see fs.aio-nr and fs.aio-max-nr)");
+  }
+  io_why_ += "; --io-async: O_DIRECT puts are submitted with Linux AIO, one write in flight";
 }
 
 void Server::open_endpoint() {
@@ -904,6 +982,7 @@ void Server::loop() {
     for (size_t i = 0; i < n; i++) dispatch(ev[i]);
     if (!backlog_.empty()) flush_backlog();
     if (io_ready_.load()) collect_io();
+    if (!aio_flight_.empty()) collect_async_io();
     while (!rma_retry_.empty() && post_rma(rma_retry_.front())) rma_retry_.pop_front();
     if (!bulk_queue_.empty()) start_pending_bulk();
     bool outstanding = tx_inflight_ || rma_inflight_ || !backlog_.empty() ||
@@ -989,6 +1068,7 @@ int cmd_serve(int argc, char** argv) {
       {"max-msg", OptKind::Size, "64KiB", "largest request/response message (with padding)", ""},
       {"interval", OptKind::Seconds, "100ms", "period of the ops/CPU series in the result", ""},
       {"io-threads", OptKind::Int, "-1", "threads running the storage calls of put, get and the metadata operations (0: inline on the progress thread, which then waits for the device; -1: auto, 0 when bound to one CPU, else 1)", ""},
+      {"io-async", OptKind::Bool, "false", "inline (--io-threads 0) O_DIRECT puts: submit the write with Linux AIO and complete it from the progress loop, which serves meanwhile (one write in flight); the kernel then finishes a durable write in a kworker on the core taking the device's interrupts, so keep that core free of polling processes", ""},
       opt::cpus(" (e.g. 0 or 0-3); default: inherited"),
       opt::output(),
       {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},

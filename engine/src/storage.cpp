@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -294,6 +295,7 @@ void Store::fill() {
 }
 
 Store::~Store() {
+  aio_.reset();  // waits for the writes in flight: their buffers and the file outlive them
   if (fd_ >= 0) ::close(fd_);
   if (c_.keep_files) return;
   if (!path_.empty()) ::unlink(path_.c_str());  // a shared file: the others keep their open descriptors
@@ -316,48 +318,97 @@ uint64_t Store::next_offset(uint64_t& cursor, uint64_t extent, uint64_t n, bool 
   return off;
 }
 
-Outcome Store::fail(const std::string& what) {
-  const int e = errno;
+Outcome Store::fail(const std::string& what) { return fail(what, errno); }
+
+Outcome Store::fail(const std::string& what, int e) {
   std::lock_guard<std::mutex> g(mu_);
   n_.errors++;
   return {wire::Status::StorageError, 0, what + ": " + err_text(e)};
 }
 
-Outcome Store::put(const uint8_t* buf, uint64_t n, bool random, bool verify) {
+// Checks a put and places it (under mu_: the cursor, the fsync count).
+// Status Ok: write p.n bytes at p.off.
+Outcome Store::plan_put(const uint8_t* buf, uint64_t n, bool random, bool verify, PutPlan& p) {
   if (verify && check_blocks(buf, n) != n) return {wire::Status::VerifyFailed, 0, ""};
-  const bool append = c_.allocation == "append";
-  if (append && random)
+  p.n = n;
+  p.append = c_.allocation == "append";
+  if (p.append && random)
     return {wire::Status::BadRequest, 0, "put --pattern rand: --allocation append only writes at the end"};
-  if (!append && n > c_.file_size)
+  if (!p.append && n > c_.file_size)
     return {wire::Status::TooLarge, 0, "put: --size exceeds the server's --file-size"};
-  uint64_t off;
-  bool sync_now = false;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (append && put_cursor_ + n > c_.file_size && put_cursor_ > 0) {
-      // The file grew to --file-size: it starts again empty, so a long or
-      // fast run never fills the file system (disk use stays bounded).
-      if (::ftruncate(fd_, 0) != 0) return fail("put: truncating " + path_);
-      put_cursor_ = 0;
-    }
-    off = append ? put_cursor_ : next_offset(put_cursor_, c_.file_size, n, random);
-    if (append) put_cursor_ += n;
-    if (c_.fsync_every && ++since_fsync_ >= c_.fsync_every) {
-      since_fsync_ = 0;
-      sync_now = true;
-    }
-  }
-  const int64_t t0 = now_ns();
-  if (write_all(fd_, buf, n, off, append) != static_cast<ssize_t>(n)) return fail("put: writing " + path_);
-  if (sync_now && ::fsync(fd_) != 0) return fail("put: fsync of " + path_);
-  const int64_t t1 = now_ns();
   std::lock_guard<std::mutex> g(mu_);
-  write_s_ += (t1 - t0) / 1e9;
-  n_.puts++;
-  n_.bytes_written += n;
-  n_.fsyncs += sync_now;
-  written_hi_ = std::max(written_hi_, off + n);
+  if (p.append && put_cursor_ + n > c_.file_size && put_cursor_ > 0) {
+    // The file grew to --file-size: it starts again empty, so a long or
+    // fast run never fills the file system (disk use stays bounded).
+    if (::ftruncate(fd_, 0) != 0) {
+      n_.errors++;
+      return {wire::Status::StorageError, 0, "put: truncating " + path_ + ": " + err_text(errno)};
+    }
+    put_cursor_ = 0;
+  }
+  p.off = p.append ? put_cursor_ : next_offset(put_cursor_, c_.file_size, n, random);
+  if (p.append) put_cursor_ += n;
+  if (c_.fsync_every && ++since_fsync_ >= c_.fsync_every) {
+    since_fsync_ = 0;
+    p.sync_now = true;
+  }
   return {};
+}
+
+Outcome Store::count_put(const PutPlan& p, int64_t t1) {
+  std::lock_guard<std::mutex> g(mu_);
+  write_s_ += (t1 - p.t0) / 1e9;
+  n_.puts++;
+  n_.bytes_written += p.n;
+  n_.fsyncs += p.sync_now;
+  written_hi_ = std::max(written_hi_, p.off + p.n);
+  return {};
+}
+
+Outcome Store::put(const uint8_t* buf, uint64_t n, bool random, bool verify) {
+  PutPlan p;
+  Outcome o = plan_put(buf, n, random, verify, p);
+  if (o.status != wire::Status::Ok) return o;
+  p.t0 = now_ns();
+  if (write_all(fd_, buf, n, p.off, p.append) != static_cast<ssize_t>(n)) return fail("put: writing " + path_);
+  if (p.sync_now && ::fsync(fd_) != 0) return fail("put: fsync of " + path_);
+  return count_put(p, now_ns());
+}
+
+// Asynchronous writes need a fixed offset (not O_APPEND), no fsync to
+// follow, and O_DIRECT (a buffered AIO write runs inside io_submit).
+bool Store::async_possible() const {
+  return fd_ >= 0 && (c_.open_flags & O_DIRECT) && c_.allocation != "append" && c_.fsync_every == 0;
+}
+
+void Store::start_async(unsigned depth) { aio_ = std::make_unique<AioQueue>(depth); }
+
+Outcome Store::put_async(const uint8_t* buf, uint64_t n, bool random, bool verify, uint64_t tag) {
+  PutPlan p;
+  Outcome o = plan_put(buf, n, random, verify, p);
+  if (o.status != wire::Status::Ok) return o;
+  p.t0 = now_ns();
+  if (!aio_->write(fd_, buf, n, p.off, tag)) return fail("put: submitting the write to " + path_);
+  async_plans_.emplace_back(tag, p);
+  o.pending = true;
+  return o;
+}
+
+size_t Store::reap_async(std::vector<std::pair<uint64_t, Outcome>>& done, int64_t timeout_ns) {
+  std::vector<AioQueue::Done> ev;
+  if (!aio_ || aio_->reap(ev, timeout_ns) == 0) return 0;
+  const int64_t t1 = now_ns();
+  for (const auto& d : ev) {
+    auto it = std::find_if(async_plans_.begin(), async_plans_.end(), [&](auto& e) { return e.first == d.tag; });
+    if (it == async_plans_.end()) continue;  // not ours: cannot happen
+    const PutPlan p = it->second;
+    async_plans_.erase(it);
+    if (d.result < 0) done.emplace_back(d.tag, fail("put: writing " + path_, static_cast<int>(-d.result)));
+    else if (static_cast<uint64_t>(d.result) != p.n)
+      done.emplace_back(d.tag, fail("put: short write to " + path_, EIO));
+    else done.emplace_back(d.tag, count_put(p, t1));
+  }
+  return ev.size();
 }
 
 Outcome Store::get(uint8_t* buf, uint64_t n, bool random) {

@@ -14,10 +14,12 @@
 // path, measured with or without the network.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "aio.hpp"
 #include "json.hpp"
 #include "options.hpp"
 #include "wire.hpp"
@@ -66,6 +68,7 @@ struct Outcome {
   wire::Status status = wire::Status::Ok;
   uint64_t count = 0;
   std::string error;
+  bool pending = false;  // put_async: submitted; its outcome comes from reap_async
 };
 
 class Store {
@@ -82,6 +85,20 @@ class Store {
   Outcome get(uint8_t* buf, uint64_t n, bool random);
   Outcome meta(wire::MetaOp op);
 
+  // Asynchronous puts (the server's inline mode, server.cpp): possible
+  // with O_DIRECT at fixed offsets and no --fsync-every; start_async opens
+  // the queue (std::runtime_error if the kernel refuses). put_async checks
+  // and places the put as put does, then submits its write: pending, or
+  // an immediate outcome (an error). reap_async gives (tag, outcome) of
+  // the writes that completed, waiting up to timeout_ns for one.
+  bool async_possible() const;
+  void start_async(unsigned depth);
+  bool async() const { return aio_ != nullptr; }
+  int async_event_fd() const { return aio_ ? aio_->event_fd() : -1; }
+  size_t async_in_flight() const { return aio_ ? aio_->in_flight() : 0; }
+  Outcome put_async(const uint8_t* buf, uint64_t n, bool random, bool verify, uint64_t tag);
+  size_t reap_async(std::vector<std::pair<uint64_t, Outcome>>& done, int64_t timeout_ns = 0);
+
   const Config& config() const { return c_; }
   bool direct_honoured() const { return direct_honoured_; }
   // The result's "storage" object: knobs, file system, counts.
@@ -94,6 +111,16 @@ class Store {
   void populate();
   std::string meta_name(uint64_t i) const;
   Outcome fail(const std::string& what);
+  Outcome fail(const std::string& what, int e);
+  // A put, step by step: checked and placed (an outcome if refused), then
+  // written by put or put_async, then counted.
+  struct PutPlan {
+    uint64_t off = 0, n = 0;
+    bool sync_now = false, append = false;
+    int64_t t0 = 0;
+  };
+  Outcome plan_put(const uint8_t* buf, uint64_t n, bool random, bool verify, PutPlan& p);
+  Outcome count_put(const PutPlan& p, int64_t t1);
 
   Config c_;
   FsInfo fs_;
@@ -115,6 +142,8 @@ class Store {
   std::vector<uint64_t> alive_;  // metadata files of this process, in creation order
   uint64_t next_name_ = 0, rr_ = 0;
   bool populated_ = false;
+  std::unique_ptr<AioQueue> aio_;
+  std::vector<std::pair<uint64_t, PutPlan>> async_plans_;  // tag -> its put, while in flight
 };
 
 }  // namespace rooftop::storage

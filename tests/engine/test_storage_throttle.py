@@ -16,6 +16,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,54 @@ def test_o_direct_is_capped_by_the_throttle_and_buffered_is_not():
     per_write = (1 << 20) / THROTTLE * 1e3
     assert write_ms(d) >= 0.5 * per_write, f"O_DIRECT write {write_ms(d):.1f} ms: the throttle's wait not counted"
     assert write_ms(b) < 0.25 * per_write, f"buffered write {write_ms(b):.1f} ms: not the page cache's"
+
+
+def wait_for_puts(g, n: int, timeout: float = 30.0) -> None:
+    """Until server 0 has answered n puts (its stat RPC)."""
+    from rooftop.engine import run_engine
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        doc = run_engine(["stat", "--fabric", g.fabric, "--group-dir", str(g.directory), "--timeout", "5"],
+                         timeout=20)
+        if doc["result"]["bulk"] >= n:  # bulk operations served: here puts
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"server 0 did not answer {n} puts within {timeout:g} s")
+
+
+def test_an_inline_server_answers_while_the_device_writes():
+    """--io-threads 0 with O_DIRECT: a put's write is submitted with Linux
+    AIO and completed later, so the server's one thread answers a noop
+    client while the throttled device writes (a 1 MiB write: 62 ms). Were
+    the write waited for in the loop, a noop would wait for it: half a
+    write at the median."""
+    from rooftop.engine import Group
+
+    per_write = (1 << 20) / THROTTLE * 1e3
+    with throttled_ext4() as (mnt, cg), Group() as g:
+        (mnt / "inline").mkdir()
+        server = g.start_server(0, extra=["--storage-dir", str(mnt / "inline"), "--io-mode", "direct",
+                                          "--io-threads", "0", "--io-async", "--file-size", "48MiB"])
+        (cg / "cgroup.procs").write_text(f"{server.proc.pid}\n")  # its writes are charged there
+        puts = {}
+        t = threading.Thread(target=lambda: puts.update(g.load(
+            op="put", duration=2.0, warmup=0.3, extra=["--size", "1MiB", "--concurrency", "2"])))
+        t.start()
+        wait_for_puts(g, 3)  # past the client's warmup: its puts are back to back
+        noop = g.load(op="noop", duration=0.6, warmup=0.1, extra=["--progress", "block"])
+        t.join(timeout=60)
+        doc = g.close()[0]
+    res = doc["result"]
+    assert doc["errors"] == [] and "Linux AIO" in res["io_threads_why"], res["io_threads_why"]
+    st = res["storage"]
+    assert puts["result"]["ops"] > 0 and res["requests"]["put"] == st["counts"]["puts"]
+    # The device's time was the throttle's, counted from submission to completion.
+    assert write_ms(res) >= 0.5 * per_write, f"a write {write_ms(res):.1f} ms: the throttle's wait not counted"
+    assert puts["result"]["bytes_per_sec"] <= THROTTLE * TOLERANCE
+    # The noops were answered meanwhile, not after the writes: waited for,
+    # every write would hold the noop that arrived during it (half of them:
+    # a write's time on average, whatever the median).
+    mean_ms = noop["result"]["latency_us"]["mean"] / 1e3
+    assert noop["result"]["ops"] > 0 and mean_ms < 0.1 * per_write, \
+        f"noop mean {mean_ms:.2f} ms while {per_write:.0f} ms writes ran: the loop waited for the device"

@@ -197,6 +197,10 @@ struct ServerHooks {
   // with --io-threads 0), and in-process in `rooftop-engine storage`.
   IoWhen io_when;
   storage::Outcome (*io)(storage::Store& st, const RmaJob& job, uint8_t* buf);
+  // The same call submitted without waiting (the server's inline mode, if
+  // st.async()): Outcome.pending, completed later under `tag`. Null: the
+  // operation has no asynchronous form and io runs inline.
+  storage::Outcome (*io_async)(storage::Store& st, const RmaJob& job, uint8_t* buf, uint64_t tag) = nullptr;
 };
 
 struct Op {

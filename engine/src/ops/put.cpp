@@ -1,7 +1,8 @@
 // put: a durable write. The server RMA-reads --size bytes from the client's
 // buffer (as write), then writes them to its data file (storage.hpp: at
 // the next --pattern offset, with its --io-mode, --fsync-every and
-// --allocation) on its I/O thread, then answers. With --verify the client
+// --allocation) on its I/O thread (inline, an O_DIRECT write is submitted
+// asynchronously: server.cpp), then answers. With --verify the client
 // sends verifiable blocks the server checks before writing them.
 #include "ops/bulk.hpp"
 #include "storage.hpp"
@@ -27,6 +28,10 @@ storage::Outcome io(storage::Store& st, const RmaJob& j, uint8_t* buf) {
   return st.put(buf, j.size, j.random, j.verify);
 }
 
+storage::Outcome io_async(storage::Store& st, const RmaJob& j, uint8_t* buf, uint64_t tag) {
+  return st.put_async(buf, j.size, j.random, j.verify, tag);
+}
+
 }  // namespace
 
 const Op put_op = {
@@ -46,7 +51,7 @@ const Op put_op = {
                .response = bulk::response,
                .verify = verify},
     .server = {.serve = bulk::serve_storage, .rma = Rma::Read, .before_rma = nullptr, .after_rma = nullptr,
-               .io_when = IoWhen::AfterRma, .io = io},
+               .io_when = IoWhen::AfterRma, .io = io, .io_async = io_async},
 };
 
 }  // namespace rooftop::ops
