@@ -125,6 +125,13 @@ def test_servers_get_only_the_measured_metrics_arguments():
     assert merge_server_args([["--max-size", "4194304"], ["--max-size", "1048576", "--fill"]]) == \
         ["--max-size", "4194304", "--fill"]
     assert merge_server_args([["--io-mode", "direct"], ["--io-mode", "buffered"]]) is None
+    # A storage flag is given either way: one metric's true is not another's false.
+    assert merge_server_args([["--io-async=true"], ["--io-async=false"]]) is None
+    assert merge_server_args([["--io-async=false", "--max-size", "1"], ["--io-async=false"]]) == \
+        ["--io-async=false", "--max-size", "1"]
+    cfg["sbw"]["io_mode"] = "direct+dsync"
+    cfg["sbw"]["io_async"] = True
+    assert {pl.tag for pl in plan_collect(cfg)} == {"rpc+bw+iops", "sbw", "meta"}
 
 
 # --- samplers ---------------------------------------------------------------

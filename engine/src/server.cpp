@@ -847,7 +847,10 @@ void Server::configure_storage() {
   if (io < -1 || io > 64) throw UsageError("--io-threads must be -1 (auto) or 0..64");
   io_threads_ = static_cast<int>(io);
   io_why_ = "--io-threads " + std::to_string(io);
-  if (io == -1) {  // auto: an I/O thread on the progress thread's only core costs more than it overlaps
+  if (io == -1 && o_.flag("io-async")) {  // asynchronous writes are the inline calls'
+    io_threads_ = 0;
+    io_why_ = "auto with --io-async: the calls run inline";
+  } else if (io == -1) {  // auto: an I/O thread on the progress thread's only core costs more than it overlaps
     const size_t cpus = affinity_cpus().size();
     io_threads_ = cpus == 1 ? 0 : 1;
     io_why_ = cpus == 1 ? "auto: bound to one CPU, the calls run inline (an I/O thread would share its core)"
@@ -872,7 +875,7 @@ void Server::configure_storage() {
 void Server::start_async() {
   if (io_threads_ != 0)
     throw UsageError("--io-async: the storage calls run on " + std::to_string(io_threads_) +
-                     " I/O thread(s) (" + io_why_ + "); asynchronous writes are for inline calls: add --io-threads 0");
+                     " I/O thread(s) (" + io_why_ + "); asynchronous writes are for inline calls: --io-threads 0 or -1");
   if (!store_->async_possible())
     throw UsageError("--io-async needs --io-mode with direct (a buffered write completes inside the submission), "
                      "--allocation preallocate or wrap (an append has no fixed offset) and --fsync-every 0");
@@ -1068,7 +1071,7 @@ int cmd_serve(int argc, char** argv) {
       {"max-msg", OptKind::Size, "64KiB", "largest request/response message (with padding)", ""},
       {"interval", OptKind::Seconds, "100ms", "period of the ops/CPU series in the result", ""},
       {"io-threads", OptKind::Int, "-1", "threads running the storage calls of put, get and the metadata operations (0: inline on the progress thread, which then waits for the device; -1: auto, 0 when bound to one CPU, else 1)", ""},
-      {"io-async", OptKind::Bool, "false", "inline (--io-threads 0) O_DIRECT puts: submit the write with Linux AIO and complete it from the progress loop, which serves meanwhile (one write in flight); the kernel then finishes a durable write in a kworker on the core taking the device's interrupts, so keep that core free of polling processes", ""},
+      {"io-async", OptKind::Bool, "false", "O_DIRECT puts run inline (refused with --io-threads N > 0), their write submitted with Linux AIO and completed from the progress loop, which serves meanwhile (one write in flight); the kernel then finishes a durable write in a kworker on the core taking the device's interrupts, so keep that core free of polling processes", ""},
       opt::cpus(" (e.g. 0 or 0-3); default: inherited"),
       opt::output(),
       {"verbose", OptKind::Bool, "false", "say when ready on stderr", ""},

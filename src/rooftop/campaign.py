@@ -95,30 +95,34 @@ def plan_validate(cfg: dict) -> list[Placement]:
 MERGED_BY_MAX = ("--max-size", "--max-msg")
 
 
-def _server_options(args: list[str]) -> dict[str, str | None]:
-    """--option value pairs of engine arguments (None: a flag)."""
-    out: dict[str, str | None] = {}
+def _server_options(args: list[str]) -> dict[str, tuple[str, ...]]:
+    """Engine arguments by option: {"--size": ("--size", "4KiB"), "--fill":
+    ("--fill=false",), "--verbose": ("--verbose",)}."""
+    out: dict[str, tuple[str, ...]] = {}
     for i, a in enumerate(args):
-        if a.startswith("--"):
+        if a.startswith("--") and "=" in a:
+            out[a.split("=", 1)[0]] = (a,)
+        elif a.startswith("--"):
             nxt = args[i + 1] if i + 1 < len(args) else None
-            out[a] = None if nxt is None or nxt.startswith("--") else nxt
+            out[a] = (a,) if nxt is None or nxt.startswith("--") else (a, nxt)
     return out
 
 
 def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
     """The server arguments serving every one of several metrics, or None
-    when two of them give an option different values (MERGED_BY_MAX aside)."""
+    when two of them give an option different values (MERGED_BY_MAX aside;
+    a flag given as --flag=false differs from --flag=true)."""
     from rooftop.config import parse_size
 
-    merged: dict[str, str | None] = {}
+    merged: dict[str, tuple[str, ...]] = {}
     for args in arg_lists:
-        for opt, value in _server_options(args).items():
-            if opt in merged and merged[opt] != value:
+        for opt, given in _server_options(args).items():
+            if opt in merged and merged[opt] != given:
                 if opt not in MERGED_BY_MAX:
                     return None
-                value = str(max(parse_size(merged[opt], opt), parse_size(value, opt)))
-            merged[opt] = value
-    return [a for opt, value in merged.items() for a in ((opt,) if value is None else (opt, value))]
+                given = (opt, str(max(parse_size(merged[opt][1], opt), parse_size(given[1], opt))))
+            merged[opt] = given
+    return [a for given in merged.values() for a in given]
 
 
 def server_groups(cfg: dict, names: list[str]) -> list[list[str]]:

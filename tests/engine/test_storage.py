@@ -121,7 +121,7 @@ def test_an_asynchronous_write_that_fails_is_answered_and_reported():
 
 
 @pytest.mark.parametrize("knobs,says", [
-    (["--io-threads", "1"], "add --io-threads 0"),
+    (["--io-threads", "1"], "--io-threads 0 or -1"),
     (["--io-threads", "0", "--io-mode", "buffered"], "--io-async needs --io-mode with direct"),
     (["--io-threads", "0", "--io-mode", "direct", "--fsync-every", "8"], "--fsync-every 0"),
     (["--io-threads", "0", "--io-mode", "direct", "--allocation", "append"], "--allocation preallocate or wrap"),

@@ -57,7 +57,7 @@ def ext4_run(tmp_path_factory):
         res = tmp / "res"
         p = rooftop("collect", "--metrics", "iops,sbw,meta", *QUICK, "--results", str(res),
                     *[a for m in ("iops", "sbw", "meta") for a in ("--set", f"{m}.dir={d}")],
-                    "--set", "iops.file_size=16MiB", "--set", "sbw.file_size=16MiB",
+                    "--set", "iops.file_size=16MiB", "--set", "sbw.file_size=16MiB", "--set", "sbw.io_async=true",
                     "--set", "meta.files=50", "--set", "meta.keep_files=true")
         run = p.stdout.strip().splitlines()[-1]
         rooftop("validate", "--run", run, *QUICK, "--results", str(res))
@@ -108,7 +108,13 @@ def test_every_storage_knob_and_the_file_system_are_stored(ext4_run):
     # The servers were started with exactly those knobs and record the same file system.
     servers = [json.loads(f.read_text()) for f in (res / run / "groups").glob("*/server-*.json")]
     by_mode = {s["result"]["storage"]["knobs"]["io_mode"]: s["result"]["storage"] for s in servers}
-    assert set(by_mode) == {"direct+dsync", "buffered"}  # iops+sbw share servers; meta has its own
+    assert set(by_mode) == {"direct+dsync", "buffered"}  # iops and sbw (io_async) each, meta its own
+    # sbw.io_async: its servers, and only they, submitted their writes with Linux AIO.
+    assert params["sbw.io_async"] == 1 and params["iops.io_async"] == 0
+    durable = [s for s in servers if s["result"]["storage"]["knobs"]["io_mode"] == "direct+dsync"]
+    aio = {s["config"]["io_async"]: "Linux AIO" in s["result"]["io_threads_why"] for s in durable}
+    assert aio == {True: True, False: False}, aio
+    assert all(s["result"]["storage"]["counts"]["puts"] > 0 for s in durable if s["config"]["io_async"])
     assert by_mode["direct+dsync"]["fs"]["type"] == "ext4" and by_mode["direct+dsync"]["o_direct_honoured"]
     assert by_mode["direct+dsync"]["counts"]["fsyncs"] == 0 and by_mode["direct+dsync"]["counts"]["errors"] == 0
 

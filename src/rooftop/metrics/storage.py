@@ -34,8 +34,10 @@ SERVER_OPTIONS = {
     "dir": "storage-dir", "io_mode": "io-mode", "fsync_every": "fsync-every",
     "allocation": "allocation", "file_layout": "file-layout", "file_size": "file-size",
     "fill": "fill", "keep_files": "keep-files", "meta_layout": "meta-layout",
-    "meta_files": "meta-files",
+    "meta_files": "meta-files", "io_async": "io-async",
 }
+#: Options of `serve` only (the local storage mode has no progress loop to overlap).
+SERVE_ONLY = ("io-async",)
 
 
 def dir_key(metric: str) -> Key:
@@ -64,6 +66,10 @@ def data_keys(metric: str, io_mode: str, why: str) -> tuple[Key, ...]:
             "a get reads real blocks anywhere (--fill)"),
         Key(f"{metric}.keep_files", "bool", False, "leave the data file in place when the servers stop "
             "(--keep-files)"),
+        Key(f"{metric}.io_async", "bool", False, "servers submit their O_DIRECT puts with Linux AIO and "
+            "serve on while the device writes (serve --io-async; needs a direct io_mode, no fsync_every, no "
+            "append). The kernel finishes such a write on the core taking the device's interrupts: a "
+            "polling process there slows it, so off by default (benchmarks/RESULTS.md)"),
     )
 
 
@@ -74,13 +80,15 @@ def options_of(cfg: dict, metric: str) -> dict[str, str]:
 
 
 def argv(opts: dict) -> list[str]:
-    """Engine arguments of {option: value} (booleans as flags; None: unset)."""
+    """Engine arguments of {option: value} (booleans as --opt=true|false,
+    so two metrics asking for different ones get servers of their own;
+    None: unset)."""
     out: list[str] = []
     for opt, value in opts.items():
         if value is None:
             continue
         if isinstance(value, bool):
-            out += [f"--{opt}"] if value else []
+            out += [f"--{opt}={'true' if value else 'false'}"]
         else:
             out += [f"--{opt}", str(value)]
     return out
@@ -131,6 +139,8 @@ def preflight(cfg: dict, metric: str, op_args: list[str], opts: dict | None = No
     opts = dict(options_of(cfg, metric) if opts is None else opts)
     # The probe checks the knobs and leaves nothing behind: filling is the servers' work.
     opts.update({"fill": False, "keep-files": False})
+    for opt in SERVE_ONLY:
+        opts.pop(opt, None)
     try:
         doc = run_engine(["storage", *argv(opts), *op_args, "--duration", "0.05", "--warmup", "0"],
                          timeout=120)
@@ -185,6 +195,11 @@ def data_metric(name: str, help: str, unit: str, work: str, keys: tuple[Key, ...
             what = "a random pattern" if sec["pattern"] == "rand" else f"{name}.fill"
             raise ConfigError(f"{name}.allocation: append only writes at the end of the file, "
                               f"which excludes {what}")
+        if sec.get("io_async") and ("direct" not in sec["io_mode"] or sec["allocation"] == "append"
+                                    or sec["fsync_every"]):
+            raise ConfigError(f"{name}.io_async: asynchronous writes need a direct io_mode (now "
+                              f"{sec['io_mode']}), allocation preallocate or wrap (now {sec['allocation']}) "
+                              f"and fsync_every 0 (now {sec['fsync_every']})")
 
     def check_resolved(cfg: dict) -> None:
         preflight(cfg, name, ["--op", "put", "--size", "4KiB", "--pattern", "seq"])
