@@ -24,8 +24,8 @@
 // mode's ceiling. Not the default: the kernel finishes an asynchronous
 // O_DSYNC or first write (the journal, the extent conversion) in a kworker
 // on the core that took the device's interrupt, and a process polling that
-// core delays it by a scheduler slice (a 1 MiB put at 0.2x the storage
-// ceiling, against 0.75x synchronous; benchmarks/RESULTS.md).
+// core delays it by a scheduler slice (a 1 MiB put at 0.21x the storage
+// ceiling, against 0.60x synchronous; benchmarks/RESULTS.md).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>

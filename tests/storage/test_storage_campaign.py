@@ -156,6 +156,10 @@ def test_a_rpc_and_bw_campaign_never_names_a_storage_directory(tmp_path):
 def test_refusals_name_the_key_and_the_file_system(tmp_path):
     p = rooftop("collect", "--metrics", "sbw", "--dry-run", "--results", str(tmp_path / "r"), check=False)
     assert p.returncode == 2 and "sbw.dir: set the directory" in p.stderr
+    p = rooftop("collect", "--metrics", "sbw", "--set", f"sbw.dir={tmp_path}", "--set", "sbw.io_async=true",
+                "--set", "sbw.io_mode=buffered", "--dry-run", "--results", str(tmp_path / "r"), check=False)
+    assert p.returncode == 2 and "sbw.io_async: asynchronous writes need a direct io_mode, not buffered" in p.stderr
+    assert "fsync_every" not in p.stderr  # only what is wrong
     p = rooftop("collect", "--metrics", "iops", "--set", f"iops.dir={tmp_path / 'none'}", "--dry-run",
                 "--results", str(tmp_path / "r"), check=False)
     assert p.returncode == 2 and f"iops.dir: {tmp_path / 'none'} is not a directory" in p.stderr
