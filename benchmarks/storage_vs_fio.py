@@ -13,7 +13,12 @@ of its rate).
 
 The file system: a fresh ext4 image on a loop device, made and removed by
 this script (root; O_DIRECT and fallocate are honoured there), and with
---dir a directory you name as well. --strace runs each row once more under
+--dir a directory you name as well. The image is written with zeros first
+and the loop device writes it with O_DIRECT (--sparse-image and
+--host-cache not to): otherwise the "device" is the host's page cache,
+whose writeback throttles whichever side runs after a fast one, and
+whichever side first writes a region of a sparse image pays for its
+allocation. --strace runs each row once more under
 `strace -f -c` on both sides and prints the syscalls per operation, to see
 why one side is slower.
 
@@ -341,7 +346,8 @@ def summary_block(rows: list[dict], facts: dict) -> str:
     lines = [f"storage_vs_fio {facts['when']}  {facts['cpus']} cpus  kernel {facts['kernel']}  {facts['fio']}",
              f"io-mode {facts['io_mode']}, pairs {facts['pairs']}, {facts['duration']} s measured + "
              f"{facts['warmup']} s warmup per run, file {facts['file_size'] // MiB} MiB, cpu {facts['cpu'] or 'any'}, "
-             f"load avg {facts['load_before']} -> {facts['load_after']}, took {facts['took_s']:.0f} s"]
+             f"load avg {facts['load_before']} -> {facts['load_after']}, took {facts['took_s']:.0f} s, "
+             f"{facts.get('image', '')}"]
     for where, fs in facts["filesystems"].items():
         lines.append(f"{where}: {fs}")
     lines += ["", render(rows)]
@@ -381,6 +387,10 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--dir", help="also measure in this directory (a file system you name)")
     p.add_argument("--no-loop", action="store_true", help="skip the loop-mounted ext4 image (then --dir is needed)")
     p.add_argument("--image-dir", help="where the ext4 image file goes (default: the system temporary dir)")
+    p.add_argument("--sparse-image", action="store_true",
+                   help="leave the image sparse (default: written with zeros first)")
+    p.add_argument("--host-cache", action="store_true",
+                   help="let the loop device write its image through the host's page cache (default: O_DIRECT)")
     p.add_argument("--cpu", default=None, help="core both sides run on (taskset; default: the last usable core)")
     p.add_argument("--strace", action="store_true", help="also count each side's syscalls per operation")
     p.add_argument("--json", help="save every run and the summary to this file")
@@ -417,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         dirs = {}
         if not a.no_loop:
-            mnt, dev = stack.enter_context(loop_ext4(2 * a.file_size + 256 * MiB, a.image_dir))
+            mnt, dev = stack.enter_context(loop_ext4(2 * a.file_size + 256 * MiB, a.image_dir,
+                                                     written=not a.sparse_image, direct_io=not a.host_cache))
             dirs[f"ext4 on {dev}"] = mnt
         if a.dir:
             dirs[a.dir] = Path(a.dir)
@@ -431,7 +442,9 @@ def main(argv: list[str] | None = None) -> int:
              "kernel": platform.release(), "fio": fio_v, "io_mode": a.io_mode, "pairs": a.pairs,
              "duration": a.duration, "warmup": a.warmup, "file_size": a.file_size, "cpu": a.cpu,
              "load_before": f"{load0:.2f}", "load_after": f"{os.getloadavg()[0]:.2f}",
-             "took_s": time.time() - t0, "filesystems": fss}
+             "took_s": time.time() - t0, "filesystems": fss,
+             "image": "" if a.no_loop else ("sparse" if a.sparse_image else "written") + " image, loop device "
+                      + ("through the host's page cache" if a.host_cache else "with O_DIRECT")}
     print(summary_block(rows, facts))
     for name, t in traces.items():
         print(f"\nsyscalls per operation, {name}:")
