@@ -96,9 +96,10 @@ def test_inline_asynchronous_puts_are_verified_end_to_end(pattern, ext4, cores, 
     for doc in (put, get):
         assert doc["complete"] and doc["errors"] == [] and doc["result"]["verify"]["failures"] == 0
     assert get["result"]["verify"]["checked"] >= get["result"]["ops"] > 0
-    # The client counts what completed in its windows; up to its 4 in flight at the end were written too.
+    # Every put answered was written and counted; the client counts only
+    # those that completed inside its windows (not between or after them).
     counted = put["result"]["ops"] + put["result"]["warmup"]["ops"]
-    assert res["requests"]["put"] == st["counts"]["puts"] and counted <= st["counts"]["puts"] <= counted + 4
+    assert res["requests"]["put"] == st["counts"]["puts"] >= counted > 0
     assert st["counts"]["bytes_written"] == st["counts"]["puts"] * (128 << 10)
     assert 0 < st["device_s"]["write"] < res["elapsed_s"]
 
