@@ -499,6 +499,7 @@ std::string Load::result_json() const {
   if (measure_at_ > 0) w.kv("measure_at_late_s", late_s_);
   write_samples(w);
   w.kv("op_bytes", w_.bytes);
+  if (data_mem_) w.kv("buffer_page_bytes", backing_page_bytes(data_mem_));  // what --buffer-pages got
   write_barrier(w);
   write_window_log(w);
   w.kv("end", end_reason_);
@@ -740,8 +741,9 @@ void Load::allocate() {
   tx_mem_.assign(static_cast<size_t>(k_ + 1) * core_->rx_size(), 0);  // + the barrier's
   tx_mr_ = core_->ep().register_memory(tx_mem_.data(), tx_mem_.size(), false);
   if (w_.data_len) {
-    data_mem_ = alloc_resident(w_.data_len);
-    if (!data_mem_) throw EngineError(kExitFailure, "cannot allocate " + std::to_string(w_.data_len) + " bytes");
+    data_mem_ = alloc_resident(w_.data_len, w_.pages);
+    if (!data_mem_ && w_.pages == Pages::Huge) throw UsageError(alloc_error(w_.data_len, w_.pages, "data buffer"));
+    if (!data_mem_) throw EngineError(kExitFailure, alloc_error(w_.data_len, w_.pages, "data buffer"));
     data_mr_ = core_->ep().register_memory(data_mem_, w_.data_len, true);
   }
   slots_.resize(static_cast<size_t>(k_));

@@ -779,6 +779,7 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   if (store_) store_->write_json(w);
   else w.null();
   w.kv("io_threads", static_cast<int64_t>(io_threads_)).kv("io_threads_why", io_why_);
+  w.kv("bulk_page_bytes", bulk_mem_ ? backing_page_bytes(bulk_mem_) : 0);  // what --buffer-pages got
   w.kv("stop_reason", stop_reason_);
   w.key("address_file").begin_object();
   w.kv("path", addr_path(o_.str("group-dir"), rank_));
@@ -911,9 +912,11 @@ void Server::allocate() {
   rx_mem_.assign(static_cast<size_t>(depth_) * max_msg_, 0);
   size_t ntx = static_cast<size_t>(depth_ + nslots_ + 16);
   tx_mem_.assign(ntx * max_msg_, 0);
-  bulk_mem_ = alloc_resident(bulk_bytes_);
-  if (!bulk_mem_)
-    throw EngineError(kExitFailure, "cannot allocate " + std::to_string(bulk_bytes_) + " bytes of bulk buffer");
+  const Pages pages = parse_pages(o_.str("buffer-pages"));
+  bulk_mem_ = alloc_resident(bulk_bytes_, pages);
+  if (!bulk_mem_ && pages == Pages::Huge)  // asked for and not had: an error, not base pages
+    throw UsageError(alloc_error(bulk_bytes_, pages, "bulk buffer (--max-size x --bulk-slots)"));
+  if (!bulk_mem_) throw EngineError(kExitFailure, alloc_error(bulk_bytes_, pages, "bulk buffer"));
   rx_mr_ = ep_->register_memory(rx_mem_.data(), rx_mem_.size(), false);
   tx_mr_ = ep_->register_memory(tx_mem_.data(), tx_mem_.size(), false);
   bulk_mr_ = ep_->register_memory(bulk_mem_, bulk_bytes_, true);
@@ -1067,6 +1070,7 @@ int cmd_serve(int argc, char** argv) {
       {"max-size", OptKind::Size, "16MiB", "largest bulk transfer served (registered per slot)", ""},
       {"handler-threads", OptKind::Int, "0", "threads running RPC handlers; 0: all in the single progress loop (the paper's single-threaded daemon)", ""},
       {"bulk-slots", OptKind::Int, "4", "bulk transfers in flight at once; more wait in a queue", ""},
+      {"buffer-pages", OptKind::Choice, "base", "the bulk slots' memory: base (the kernel's base pages, wherever they land physically) or huge (hugetlb pages, MAP_HUGETLB: a slot's pages are contiguous, so a device splits an O_DIRECT write of it the same way every run); huge is refused unless enough are reserved in /proc/sys/vm/nr_hugepages", "base|huge"},
       {"rx-depth", OptKind::Int, "64", "receive buffers posted", ""},
       {"max-msg", OptKind::Size, "64KiB", "largest request/response message (with padding)", ""},
       {"interval", OptKind::Seconds, "100ms", "period of the ops/CPU series in the result", ""},

@@ -5,8 +5,6 @@
 // as fio's psync engine), for --duration after --warmup. Its rate is the
 // node's storage ceiling, to tell apart from the network's (a put through a
 // server is bound by the lower of the two).
-#include <sys/mman.h>
-
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -59,7 +57,7 @@ class Local {
  public:
   Local(const Options& o, Report& rep) : o_(o), rep_(rep) {}
   ~Local() {
-    if (data_) munmap(data_, w_.data_len);
+    free_resident(data_, w_.data_len, w_.pages);
   }
   int run();
 
@@ -118,8 +116,8 @@ int Local::run() {
   sc.data = op_->has(ops::kMovesBulk);  // a metadata run opens no data file
   store_ = std::make_unique<storage::Store>(std::move(sc));
   if (w_.data_len) {
-    data_ = alloc_resident(w_.data_len);  // page-aligned: O_DIRECT takes it as is
-    if (!data_) throw UsageError("cannot allocate " + std::to_string(w_.data_len) + " bytes (--size/--stream-size)");
+    data_ = alloc_resident(w_.data_len, w_.pages);  // page-aligned: O_DIRECT takes it as is
+    if (!data_) throw UsageError(alloc_error(w_.data_len, w_.pages, "data buffer (--size/--stream-size)"));
   }
   const int64_t t_start = now_ns(), t0 = t_start + static_cast<int64_t>(warmup * 1e9);
   const int64_t t_end = t0 + static_cast<int64_t>(duration * 1e9);
@@ -154,6 +152,7 @@ std::string Local::result_json(double elapsed, CpuTimes cpu) const {
   JsonWriter w;
   w.begin_object();
   w.kv("op", op_->name).kv("op_bytes", w_.bytes);
+  if (data_) w.kv("buffer_page_bytes", backing_page_bytes(data_));  // what --buffer-pages got
   w.kv("ops", ops_).kv("bytes", bytes_).kv("elapsed_s", elapsed);
   w.kv("ops_per_sec", elapsed > 0 ? ops_ / elapsed : 0.0);
   w.kv("bytes_per_sec", elapsed > 0 ? bytes_ / elapsed : 0.0);

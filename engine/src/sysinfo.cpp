@@ -7,7 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -148,10 +150,75 @@ uint64_t mem_available_bytes() {
 
 namespace rooftop {
 
-uint8_t* alloc_resident(size_t len) {
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                 -1, 0);
+namespace {
+
+// A /proc/meminfo field's number ("Hugepagesize:" is in kB); 0 if absent.
+uint64_t meminfo_field(const std::string& name) {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(name + ":", 0) == 0) return std::strtoull(line.c_str() + name.size() + 1, nullptr, 10);
+  return 0;
+}
+
+uint64_t huge_page_bytes() {
+  const uint64_t kb = meminfo_field("Hugepagesize");
+  return kb ? kb * 1024 : 2u << 20;
+}
+
+size_t rounded(size_t len, Pages pages) {
+  if (pages == Pages::Base) return len;
+  const uint64_t h = huge_page_bytes();
+  return static_cast<size_t>((len + h - 1) / h * h);
+}
+
+}  // namespace
+
+Pages parse_pages(const std::string& s) {
+  if (s == "base") return Pages::Base;
+  if (s == "huge") return Pages::Huge;
+  throw std::invalid_argument("pages: " + s + " (base or huge)");
+}
+
+const char* pages_name(Pages p) { return p == Pages::Huge ? "huge" : "base"; }
+
+uint8_t* alloc_resident(size_t len, Pages pages) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE;
+  if (pages == Pages::Huge) flags |= MAP_HUGETLB;
+  void* p = mmap(nullptr, rounded(len, pages), PROT_READ | PROT_WRITE, flags, -1, 0);
   return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
+
+void free_resident(uint8_t* p, size_t len, Pages pages) {
+  if (p) munmap(p, rounded(len, pages));
+}
+
+std::string alloc_error(size_t len, Pages pages, const std::string& what) {
+  const int err = errno;
+  std::string msg = "cannot allocate " + std::to_string(len) + " bytes of " + what;
+  if (pages == Pages::Base) return msg + " (" + std::strerror(err) + ")";
+  const uint64_t h = huge_page_bytes();
+  const uint64_t need = rounded(len, pages) / h;
+  return msg + " in huge pages (--buffer-pages huge: " + std::to_string(need) + " of " + std::to_string(h >> 10) +
+         " KiB needed, " + std::to_string(meminfo_field("HugePages_Free")) + " free, " +
+         std::to_string(meminfo_field("HugePages_Total")) + " reserved; " + std::strerror(err) +
+         "): reserve more in /proc/sys/vm/nr_hugepages, or use --buffer-pages base";
+}
+
+uint64_t backing_page_bytes(const void* p) {
+  std::ifstream f("/proc/self/smaps");
+  std::string line;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  while (std::getline(f, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's header line
+      inside = addr >= lo && addr < hi;
+    } else if (inside && line.rfind("KernelPageSize:", 0) == 0) {
+      return std::strtoull(line.c_str() + 15, nullptr, 10) * 1024;
+    }
+  }
+  return 0;
 }
 
 }  // namespace rooftop

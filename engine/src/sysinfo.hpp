@@ -41,8 +41,26 @@ class CoreSampler {
 
 uint64_t mem_available_bytes();  // from /proc/meminfo; 0 if unknown
 
-// Page-aligned anonymous memory, made resident up front (MAP_POPULATE) so
-// no page fault lands inside a measurement; nullptr if it cannot be had.
-uint8_t* alloc_resident(size_t len);
+// Where a data buffer's pages come from (--buffer-pages). Base: the
+// kernel's base pages, wherever they land physically, so a 1 MiB O_DIRECT
+// write may span 256 separate pages one run and a few contiguous runs the
+// next (a device taking 128 segments per request then splits it, or not).
+// Huge: hugetlb pages of the default size (MAP_HUGETLB), reserved at mmap
+// time from /proc/sys/vm/nr_hugepages: physically contiguous per page.
+enum class Pages { Base, Huge };
+Pages parse_pages(const std::string& s);  // "base" | "huge"
+const char* pages_name(Pages p);
+
+// Anonymous memory, made resident up front (MAP_POPULATE) so no page fault
+// lands inside a measurement; nullptr if it cannot be had (alloc_error says
+// why). Huge rounds len up to whole huge pages: free with free_resident.
+uint8_t* alloc_resident(size_t len, Pages pages = Pages::Base);
+void free_resident(uint8_t* p, size_t len, Pages pages = Pages::Base);
+// Why alloc_resident(len, pages) failed, naming the knob (--buffer-pages)
+// and, for huge pages, how many are needed, free and reserved.
+std::string alloc_error(size_t len, Pages pages, const std::string& what);
+// The page size the kernel backs the mapping holding p with (KernelPageSize
+// in /proc/self/smaps): what the buffer really got; 0 if unknown.
+uint64_t backing_page_bytes(const void* p);
 
 }  // namespace rooftop

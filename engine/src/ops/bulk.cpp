@@ -11,6 +11,7 @@ std::vector<OpOption> options() {
       {{"size", OptKind::Size, "4MiB", "bytes per bulk operation ({ops})", ""}, Place::AfterOp},
       {{"buffer", OptKind::Choice, "stream", "reuse: one buffer per outstanding op (as osu_bw); stream: walk through --stream-size (as a data service)", "reuse|stream"}, Place::WithData},
       {{"stream-size", OptKind::Size, "1GiB", "client buffer walked by --buffer stream", ""}, Place::WithData},
+      {{"buffer-pages", OptKind::Choice, "base", "base: the data buffer in the kernel's base pages (where they land physically varies run to run, and with it how a device splits a large O_DIRECT transfer); huge: in hugetlb pages (MAP_HUGETLB), refused unless enough are reserved in /proc/sys/vm/nr_hugepages", "base|huge"}, Place::WithData},
   };
 }
 
@@ -18,6 +19,7 @@ void configure(const Options& o, int64_t k, Workload& w) {
   w.bytes = o.size("size");
   if (w.bytes == 0) throw UsageError("--size must be at least 1 byte for bulk ops");
   w.stream = o.str("buffer") == "stream";
+  w.pages = parse_pages(o.str("buffer-pages"));
   // Memory for bulk data, checked before anything starts.
   w.data_len = w.stream ? o.size("stream-size") : w.bytes * static_cast<uint64_t>(k);
   if (w.stream && w.data_len < w.bytes * static_cast<uint64_t>(k))

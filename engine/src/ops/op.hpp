@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "options.hpp"
+#include "sysinfo.hpp"
 #include "wire.hpp"
 
 namespace rooftop {
@@ -63,6 +64,7 @@ struct Workload {
   bool verify = false;     // --verify
   bool stream = false;     // walk the data buffer (else one part per outstanding op)
   uint64_t data_len = 0;   // client data buffer to register (0: none)
+  Pages pages = Pages::Base;  // --buffer-pages: what the data buffer is made of
   size_t req_size = 0;     // --req-size: requests padded to this many bytes
   uint32_t resp_size = 0;  // --resp-size: responses padded to this many bytes
   // The largest response the operation expects, if larger than --resp-size
