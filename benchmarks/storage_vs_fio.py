@@ -18,7 +18,13 @@ and the loop device writes it with O_DIRECT (--sparse-image and
 --host-cache not to): otherwise the "device" is the host's page cache,
 whose writeback throttles whichever side runs after a fast one, and
 whichever side first writes a region of a sparse image pays for its
-allocation. --strace runs each row once more under
+allocation. The data buffers of both sides are in huge pages by default
+(ours --buffer-pages huge, fio --iomem=mmaphuge; this script reserves them
+in /proc/sys/vm/nr_hugepages and gives them back): from base pages, a 1 MiB
+O_DIRECT write reaches the host disk as one request or as two, depending on
+whether the pages the process happened to get are contiguous (the loop
+device takes 128 segments per request), so each run drew one of two
+speeds; --buffer-pages base for that. --strace runs each row once more under
 `strace -f -c` on both sides and prints the syscalls per operation, to see
 why one side is slower.
 
@@ -69,6 +75,9 @@ CASES = [
     Case("meta-stat", "stat (fio filestat)", "stat", "filestat", 0, "", "iops", None),
 ]
 
+#: Our --buffer-pages -> fio's --iomem (both anonymous mmap; huge: MAP_HUGETLB).
+FIO_MEM = {"base": "mmap", "huge": "mmaphuge"}
+
 #: Our --io-mode -> fio's direct and sync options (identical open flags).
 FIO_FLAGS = {
     "buffered": {"direct": "0", "sync": "0"},
@@ -94,7 +103,7 @@ def our_argv(engine: str, case: Case, d: Path, a) -> list[str]:
             "--duration", str(a.duration), "--warmup", str(a.warmup)]
     if case.bs:
         argv += ["--size", str(case.bs), "--pattern", case.pattern, "--io-mode", a.io_mode,
-                 "--allocation", "preallocate", "--file-size", str(a.file_size)]
+                 "--allocation", "preallocate", "--file-size", str(a.file_size), "--buffer-pages", a.buffer_pages]
         if case.op == "get":
             argv += ["--fill"]
     else:
@@ -119,7 +128,7 @@ def fio_argv(case: Case, d: Path, a) -> list[str]:
                      f"--size={a.file_size}", "--filename=fio-data", f"--direct={flags['direct']}",
                      f"--sync={flags['sync']}", "--fallocate=native", "--time_based",
                      f"--runtime={ms(a.duration)}", f"--ramp_time={ms(a.warmup)}", "--norandommap",
-                     "--randrepeat=0", "--invalidate=1"]
+                     "--randrepeat=0", "--invalidate=1", f"--iomem={FIO_MEM[a.buffer_pages]}"]
 
 
 def ms(seconds: float) -> str:
@@ -155,7 +164,17 @@ def parse_ours(text: str) -> dict:
     r = doc["result"]
     return {"iops": float(r["ops_per_sec"]), "bw": float(r["bytes_per_sec"]),
             "direct": r.get("storage", {}).get("o_direct_honoured"),
-            "all_ops": int(r["ops"]) + int(r.get("warmup", {}).get("ops", 0))}
+            "all_ops": int(r["ops"]) + int(r.get("warmup", {}).get("ops", 0)),
+            "page_bytes": r.get("buffer_page_bytes")}
+
+
+def check_pages(got: dict, pages: str) -> dict:
+    """Our run's buffer was in the pages asked for (the engine refuses huge
+    pages it cannot have; this catches an engine that would not)."""
+    want = huge_page_bytes() if pages == "huge" else os.sysconf("SC_PAGE_SIZE")
+    if got.get("page_bytes") not in (None, want):
+        raise BenchError(f"rooftop-engine: --buffer-pages {pages} asked, the buffer got {got['page_bytes']}-byte pages")
+    return got
 
 
 def pair_ratios(ours: list[float | None], ref: list[float | None]) -> list[float]:
@@ -202,7 +221,8 @@ def one(side: str, case: Case, d: Path, a) -> dict:
     w = fresh(d)
     try:
         if side == "ours":
-            return parse_ours(run(our_argv(a.engine, case, w, a), w, a.cpu, a.duration + a.warmup + 120))
+            got = parse_ours(run(our_argv(a.engine, case, w, a), w, a.cpu, a.duration + a.warmup + 120))
+            return check_pages(got, a.buffer_pages) if case.bs else got
         return parse_fio(run(fio_argv(case, w, a), w, a.cpu, a.duration + a.warmup + 120), case)
     finally:
         shutil.rmtree(w, ignore_errors=True)
@@ -315,6 +335,32 @@ def loop_ext4(size: int, parent: str | None, written: bool = False, direct_io: b
             subprocess.run(["losetup", "-d", dev], check=False)
 
 
+def huge_page_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Hugepagesize:"):
+            return int(line.split()[1]) * 1024
+    return 2 * MiB
+
+
+@contextlib.contextmanager
+def reserved_huge_pages(n: int):
+    """n more huge pages reserved for the runs (/proc/sys/vm/nr_hugepages),
+    given back whatever happens; an error if the kernel reserves fewer."""
+    if os.geteuid() != 0:
+        raise BenchError("reserving huge pages needs root (or use --buffer-pages base)")
+    nr = Path("/proc/sys/vm/nr_hugepages")
+    before = int(nr.read_text())
+    nr.write_text(str(before + n))
+    try:
+        got = int(nr.read_text()) - before
+        if got < n:
+            raise BenchError(f"the kernel reserved {got} of {n} huge pages asked for (memory too fragmented?); "
+                             f"--buffer-pages base measures without them")
+        yield
+    finally:
+        nr.write_text(str(before))
+
+
 def fs_of(d: Path) -> str:
     p = subprocess.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE,OPTIONS", "-T", str(d)], capture_output=True, text=True)
     return " ".join(p.stdout.split()) or "?"
@@ -346,6 +392,7 @@ def summary_block(rows: list[dict], facts: dict) -> str:
     lines = [f"storage_vs_fio {facts['when']}  {facts['cpus']} cpus  kernel {facts['kernel']}  {facts['fio']}",
              f"io-mode {facts['io_mode']}, pairs {facts['pairs']}, {facts['duration']} s measured + "
              f"{facts['warmup']} s warmup per run, file {facts['file_size'] // MiB} MiB, cpu {facts['cpu'] or 'any'}, "
+             f"buffers in {facts.get('buffer_pages', 'base')} pages (fio --iomem={facts.get('fio_iomem', 'malloc')}), "
              f"load avg {facts['load_before']} -> {facts['load_after']}, took {facts['took_s']:.0f} s, "
              f"{facts.get('image', '')}"]
     for where, fs in facts["filesystems"].items():
@@ -391,6 +438,9 @@ def parse_args(argv: list[str] | None):
                    help="leave the image sparse (default: written with zeros first)")
     p.add_argument("--host-cache", action="store_true",
                    help="let the loop device write its image through the host's page cache (default: O_DIRECT)")
+    p.add_argument("--buffer-pages", default="huge", choices=sorted(FIO_MEM),
+                   help="data buffers of both sides: huge (default; ours --buffer-pages huge, fio --iomem=mmaphuge, "
+                        "reserved here) or base (the kernel's base pages: see the module's help)")
     p.add_argument("--cpu", default=None, help="core both sides run on (taskset; default: the last usable core)")
     p.add_argument("--strace", action="store_true", help="also count each side's syscalls per operation")
     p.add_argument("--json", help="save every run and the summary to this file")
@@ -425,6 +475,12 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if not names or c.name in names]
     t0, load0 = time.time(), os.getloadavg()[0]
     with contextlib.ExitStack() as stack:
+        if a.buffer_pages == "huge" and any(c.bs for c in cases):
+            try:  # a buffer of the largest block per side, rounded up, and one spare
+                stack.enter_context(reserved_huge_pages(2 * -(-max(c.bs for c in cases) // huge_page_bytes()) + 2))
+            except BenchError as e:
+                print(f"storage_vs_fio: {e}", file=sys.stderr)
+                return 2
         dirs = {}
         if not a.no_loop:
             mnt, dev = stack.enter_context(loop_ext4(2 * a.file_size + 256 * MiB, a.image_dir,
@@ -441,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     facts = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)), "cpus": os.cpu_count(),
              "kernel": platform.release(), "fio": fio_v, "io_mode": a.io_mode, "pairs": a.pairs,
              "duration": a.duration, "warmup": a.warmup, "file_size": a.file_size, "cpu": a.cpu,
+             "buffer_pages": a.buffer_pages, "fio_iomem": FIO_MEM[a.buffer_pages],
              "load_before": f"{load0:.2f}", "load_after": f"{os.getloadavg()[0]:.2f}",
              "took_s": time.time() - t0, "filesystems": fss,
              "image": "" if a.no_loop else ("sparse" if a.sparse_image else "written") + " image, loop device "

@@ -60,7 +60,8 @@ def test_engine_document(bench):
     doc = {"role": "storage", "complete": True, "errors": [],
            "result": {"ops": 200, "warmup": {"ops": 50}, "ops_per_sec": 100.0, "bytes_per_sec": 409600.0,
                       "storage": {"o_direct_honoured": True}}}
-    assert bench.parse_ours(json.dumps(doc)) == {"iops": 100.0, "bw": 409600.0, "direct": True, "all_ops": 250}
+    assert bench.parse_ours(json.dumps(doc)) == {"iops": 100.0, "bw": 409600.0, "direct": True, "all_ops": 250,
+                                                 "page_bytes": None}
     doc.update(complete=False, errors=["--io-mode direct: tmpfs at /t does not honour O_DIRECT"])
     with pytest.raises(bench.BenchError, match="does not honour O_DIRECT"):
         bench.parse_ours(json.dumps(doc))
@@ -98,6 +99,20 @@ def test_both_sides_get_identical_settings(bench):
     # fio reads '1.5' as 1 s: durations go in milliseconds
     assert "--runtime=1500ms" in fio and "--ramp_time=500ms" in fio
     assert "--fill" in bench.our_argv("/e", case(bench, "bw-seqread"), Path("/d"), a)
+    # Buffers: huge pages on both sides by default, base pages on both with --buffer-pages base.
+    assert ours[ours.index("--buffer-pages") + 1] == "huge" and "--iomem=mmaphuge" in fio
+    b = bench.parse_args(["--buffer-pages", "base", "--engine", "/bin/true"])
+    ours_b, fio_b = bench.our_argv("/e", c, Path("/d"), b), bench.fio_argv(c, Path("/d"), b)
+    assert ours_b[ours_b.index("--buffer-pages") + 1] == "base" and "--iomem=mmap" in fio_b
+
+
+def test_a_run_whose_buffer_got_other_pages_is_an_error(bench):
+    huge = bench.huge_page_bytes()
+    assert bench.check_pages({"page_bytes": huge}, "huge")["page_bytes"] == huge
+    with pytest.raises(bench.BenchError, match="--buffer-pages huge asked, the buffer got 4096-byte pages"):
+        bench.check_pages({"page_bytes": 4096}, "huge")
+    with pytest.raises(bench.BenchError, match="--buffer-pages base asked"):
+        bench.check_pages({"page_bytes": huge}, "base")
 
 
 def test_summary_block_is_pasteable(bench):
