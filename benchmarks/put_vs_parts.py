@@ -36,6 +36,12 @@ put at 0.6x the storage part with the client there, 0.8x without).
 With one put in flight (`--concurrency 1`) nothing can overlap: the table
 also prints that serial bound.
 
+The buffers that are written (the server's bulk slots, the storage part's
+buffer) are in huge pages (`--buffer-pages huge`, reserved here and given
+back; `--buffer-pages base` not to): from base pages a 1 MiB O_DIRECT write
+reaches the host disk as one request or two, whichever pages the process
+drew (storage_vs_fio.py says why), so each run drew one of two speeds.
+
 Each part that writes also reports the device's side, from its document's
 `storage.device_s`: the mean time of one write alone and during the put,
 and the share of the put's time the device spent writing. Near 1 means the
@@ -60,7 +66,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from storage_vs_fio import BenchError, loop_ext4  # noqa: E402  (the same fresh ext4 image)
+from storage_vs_fio import BenchError, loop_ext4, reserved_huge_pages  # noqa: E402  (the same ext4 image)
 
 GOAL = 0.9
 MiB = 1 << 20
@@ -101,7 +107,7 @@ def in_cgroup(argv: list[str], cg: Path | None) -> list[str]:
 
 def local_storage(a, d: Path, cg: Path | None) -> tuple[float, float]:
     argv = [a.engine, "storage", "--op", "put", "--pattern", "seq", "--cpus", a.server_cpu,
-            *timed(a), *storage_args(a, d)]
+            "--buffer-pages", a.buffer_pages, *timed(a), *storage_args(a, d)]
     doc = checked(json.loads(subprocess.run(in_cgroup(argv, cg), capture_output=True, text=True, check=True,
                                             timeout=a.duration + a.warmup + 120).stdout))
     return float(doc["result"]["bytes_per_sec"]), write_time(doc)
@@ -114,6 +120,7 @@ def over_network(a, d: Path | None, op: str, cg: Path | None) -> tuple[float, fl
         out = Path(g) / "server.json"
         serve = [a.engine, "serve", "--fabric", a.fabric, "--group-dir", g, "--progress", a.server_progress,
                  "--io-threads", str(a.io_threads), "--cpus", a.server_cpu, "--output", str(out),
+                 "--buffer-pages", a.buffer_pages,
                  *(["--io-async"] if a.io_async and d else [])]
         serve += storage_args(a, d) if d else []
         server = subprocess.Popen(in_cgroup(serve, cg if d else None), stdout=subprocess.DEVNULL,
@@ -254,7 +261,7 @@ def render(rows: list[dict], a, took: float) -> str:
         f"kernel {platform.release()}",
         f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, {device(a)}, server --progress {a.server_progress} "
         f"--io-threads {a.io_threads}{' --io-async' if a.io_async else ''}, client --progress {a.client_progress}, "
-        f"client concurrency {a.concurrency}, {a.triples} triples, {a.duration:g} s + "
+        f"client concurrency {a.concurrency}, written buffers in {a.buffer_pages} pages, {a.triples} triples, {a.duration:g} s + "
         f"{a.warmup:g} s warmup, server cpu {a.server_cpu} ({a.placement}), client cpu {a.client_cpu}, "
         f"took {took:.0f} s, "
         f"load avg {os.getloadavg()[0]:.2f}",
@@ -313,6 +320,9 @@ def parse_args(argv):
                         "then lives in RAM, so the cap is the device's only limit: a steady device instead of the "
                         "host disk's). A token bucket: time the device is idle earns credit, unlike a disk's "
                         "fixed write time")
+    p.add_argument("--buffer-pages", default="huge", choices=("base", "huge"),
+                   help="the written buffers (server bulk slots, the storage part's): huge (default; reserved "
+                        "here) or base pages, whose physical layout varies run to run")
     p.add_argument("--json", default=None, help="write every triple and the summary here")
     return p.parse_args(argv)
 
@@ -339,6 +349,8 @@ def main(argv=None) -> int:
 
 def measure(a, image_dir: str | None) -> list[dict]:
     with contextlib.ExitStack() as stack:
+        if a.buffer_pages == "huge":  # a server's slots (--max-size 16 MiB x 4) and the storage part's MiB
+            stack.enter_context(reserved_huge_pages(40))
         mnt, dev = stack.enter_context(loop_ext4(4 * int(a.file_size) + 256 * MiB, image_dir,
                                                  written=not a.sparse_image and not a.device_rate,
                                                  direct_io=not a.host_cache and not a.device_rate))
