@@ -66,7 +66,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from storage_vs_fio import BenchError, loop_ext4, reserved_huge_pages  # noqa: E402  (the same ext4 image)
+from storage_vs_fio import BenchError, exit_on_sigterm, loop_ext4, reserved_huge_pages  # noqa: E402  (the same ext4 image)
 
 GOAL = 0.9
 MiB = 1 << 20
@@ -329,6 +329,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     a = parse_args(argv)
+    exit_on_sigterm()
     if not Path(a.engine).exists():
         print(f"put_vs_parts: no engine at {a.engine} (--engine)", file=sys.stderr)
         return 2

@@ -41,6 +41,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -462,8 +463,16 @@ def measure_all(cases: list[Case], dirs: dict[str, Path], a) -> tuple[list[dict]
     return rows, traces
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C: the image is unmounted, its loop
+    device detached and the reserved huge pages given back."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    exit_on_sigterm()
     for tool in ("fio", "taskset", *(["strace"] if a.strace else [])):
         if not shutil.which(tool):
             print(f"storage_vs_fio: {tool} is not installed (bash scripts/setup.sh --bench)", file=sys.stderr)
