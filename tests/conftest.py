@@ -1,4 +1,4 @@
-"""Shared fixtures: the engine output schema and pinned cores."""
+"""Shared fixtures: the engine output schema, pinned cores, reserved huge pages."""
 
 from __future__ import annotations
 
@@ -34,3 +34,24 @@ def cores() -> tuple[str | None, str | None]:
     """(server cpu, client cpu): different cores when there are two."""
     cpus = sorted(os.sched_getaffinity(0))
     return (str(cpus[0]), str(cpus[1])) if len(cpus) >= 2 else (None, None)
+
+
+@pytest.fixture
+def huge_pages():
+    """48 more huge pages reserved (/proc/sys/vm/nr_hugepages) for one test,
+    given back after; skipped, saying why, where they cannot be had."""
+    def free() -> int:
+        line = next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("HugePages_Free:"))
+        return int(line.split()[1])
+
+    if os.geteuid() != 0:
+        pytest.skip("reserving huge pages (/proc/sys/vm/nr_hugepages) needs root")
+    nr = Path("/proc/sys/vm/nr_hugepages")
+    before, free0 = int(nr.read_text()), free()
+    nr.write_text(str(before + 48))
+    try:
+        if free() < free0 + 48:
+            pytest.skip(f"the kernel reserved {free() - free0} of 48 huge pages asked for")
+        yield
+    finally:
+        nr.write_text(str(before))

@@ -65,7 +65,7 @@ def mounted(kind: str):
                 subprocess.run(["losetup", "-d", dev], check=False)
 
 
-def test_every_pitfall_measured_stored_and_reported(tmp_path):
+def test_every_pitfall_measured_stored_and_reported(tmp_path, huge_pages):
     results = tmp_path / "results"
     with mounted("ext4") as mnt:
         p = rooftop("audit", *SHORT, "--storage-dir", str(mnt), "--results", str(results), "--json")
@@ -81,6 +81,10 @@ def test_every_pitfall_measured_stored_and_reported(tmp_path):
             assert c["verdict"] == INDISTINGUISHABLE or c["winner"] in (c["a"], c["b"]), c
         assert row["meaning"] and row["rationale"]
     assert rows["cache"]["where"].startswith("ext4 at ")
+    # The pages pitfall's documents say which pages each buffer really got.
+    docs = [json.loads(f.read_text()) for f in results.rglob("audit-pages-*/storage-0.json")]
+    got = {d["config"]["buffer_pages"]: d["result"]["buffer_page_bytes"] for d in docs}
+    assert got == {"huge": _huge_page_bytes(), "base": os.sysconf("SC_PAGE_SIZE")}, got
 
     runs = json.loads(rooftop("runs", "--results", str(results), "--json").stdout)
     (run,) = runs
@@ -131,3 +135,27 @@ def test_o_direct_on_tmpfs_is_reported_not_measurable(tmp_path):
     assert all("tmpfs" in e and "O_DIRECT" in e for _, e in failed)
     md = (results / run_id / "report" / "report.md").read_text()
     assert "## Not measurable here" in md and "does not honour O_DIRECT" in md
+
+
+def _meminfo(field: str) -> int:
+    line = next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith(field + ":"))
+    return int(line.split()[1])
+
+
+def _huge_page_bytes() -> int:
+    return _meminfo("Hugepagesize") * 1024
+
+
+def test_huge_pages_not_reserved_make_the_pages_row_not_measurable(tmp_path):
+    if _meminfo("HugePages_Free"):
+        pytest.skip("huge pages are reserved and free on this machine: the refusal cannot be shown")
+    results = tmp_path / "results"
+    with mounted("ext4") as mnt:
+        p = rooftop("audit", "--only", "pages", *SHORT, "--storage-dir", str(mnt), "--results", str(results),
+                    "--json")
+    assert p.returncode == 0, p.stderr  # a setting this machine cannot run is the row's answer
+    (row,) = json.loads(p.stdout)["rows"]
+    huge, base = row["settings"]
+    assert huge["setting"] == "huge" and huge["n"] == 0 and "--buffer-pages huge" in huge["error"]
+    assert "nr_hugepages" in huge["error"] and base["n"] == 1 and base["median"] > 0
+    assert row["meaning"].startswith("not measurable here: ") and "nr_hugepages" in row["meaning"]

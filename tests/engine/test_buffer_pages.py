@@ -6,8 +6,8 @@ unless the pages happen to be contiguous, so the same command runs at one of
 two speeds. Huge pages take that draw away. What was asked for is what the
 buffer got (the document says which page size the kernel backs it with,
 from /proc/self/smaps), or an error naming the knob: never base pages
-quietly in place of huge ones. Reserving huge pages needs root: as another
-user the tests that need them are skipped, saying why.
+quietly in place of huge ones. Reserving huge pages needs root (the
+huge_pages fixture, conftest.py): as another user those tests are skipped.
 """
 
 from __future__ import annotations
@@ -30,23 +30,6 @@ def meminfo(field: str) -> int:
 
 
 HUGE = meminfo("Hugepagesize") * 1024
-NR = Path("/proc/sys/vm/nr_hugepages")
-
-
-@pytest.fixture
-def huge_pages():
-    """Reserves 48 more huge pages for the test and gives them back after."""
-    if os.geteuid() != 0:
-        pytest.skip("reserving huge pages (/proc/sys/vm/nr_hugepages) needs root")
-    before = int(NR.read_text())
-    free = meminfo("HugePages_Free")
-    NR.write_text(str(before + 48))
-    try:
-        if meminfo("HugePages_Free") < free + 48:
-            pytest.skip(f"the kernel reserved {meminfo('HugePages_Free') - free} of 48 huge pages asked for")
-        yield
-    finally:
-        NR.write_text(str(before))
 
 
 @pytest.fixture(scope="module")

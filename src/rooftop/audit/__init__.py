@@ -1,5 +1,6 @@
-"""rooftop audit: seed 002's five benchmark pitfalls, measured on this
-machine as deltas, each with both settings side by side.
+"""rooftop audit: seed 002's five benchmark pitfalls, and a sixth found
+here (buffer pages), measured on this machine as deltas, each with both
+settings side by side.
 
 One file per pitfall (the table below is the extension point: a new pitfall
 is a file with a PITFALL and a line here). base.py says what a pitfall is
@@ -9,12 +10,12 @@ run; show.py renders the table, the report and the figure.
 
 from __future__ import annotations
 
-from rooftop.audit import allocation, binding, buffer, cache, completion
+from rooftop.audit import allocation, binding, buffer, cache, completion, pages
 from rooftop.audit.base import Pitfall
 
 #: Every pitfall, in the order of the table.
 PITFALLS: dict[str, Pitfall] = {p.name: p for p in (
-    buffer.PITFALL, completion.PITFALL, binding.PITFALL, cache.PITFALL, allocation.PITFALL)}
+    buffer.PITFALL, completion.PITFALL, binding.PITFALL, cache.PITFALL, allocation.PITFALL, pages.PITFALL)}
 
 
 def select(only: str | None) -> list[Pitfall]:
