@@ -47,8 +47,9 @@ commands:
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
-  audit     seed 002's five benchmark pitfalls measured here as deltas (buffer
-            reuse, completion, binding, cache modes, file allocation)
+  audit     seed 002's five benchmark pitfalls and a sixth measured here as
+            deltas (buffer reuse, completion, binding, cache modes, file
+            allocation, buffer pages)
   bursts    rate, server CPU, wake-ups and power per progress mode in bursts
             (seed 000's Figure 6); --neighbour: the cost to a job beside it
   nics      the NICs here (or in an hwloc XML topology) with their locality and
@@ -1323,7 +1324,7 @@ def _add_audit(sub) -> None:
     from rooftop.audit import PITFALLS
     from rooftop.audit.run import DEFAULTS
 
-    au = sub.add_parser("audit", help="seed 002's five benchmark pitfalls, measured here as deltas",
+    au = sub.add_parser("audit", help="seed 002's five benchmark pitfalls and a sixth, measured here as deltas",
                         description="Measures each pitfall's settings side by side on this machine "
                                     "(local launcher, one logical node of its usable cores): "
                                     + "; ".join(f"{p.name}: {p.title}" for p in PITFALLS.values())
