@@ -199,7 +199,7 @@ std::string alloc_error(size_t len, Pages pages, const std::string& what) {
   if (pages == Pages::Base) return msg + " (" + std::strerror(err) + ")";
   const uint64_t h = huge_page_bytes();
   const uint64_t need = rounded(len, pages) / h;
-  return msg + " in huge pages (--buffer-pages huge: " + std::to_string(need) + (need == 1 ? " page" : " pages") +
+  return "--buffer-pages huge: " + msg + " in huge pages (" + std::to_string(need) + (need == 1 ? " page" : " pages") +
          " of " + std::to_string(h >> 10) + " KiB needed, " + std::to_string(meminfo_field("HugePages_Free")) + " free, " +
          std::to_string(meminfo_field("HugePages_Total")) + " reserved; " + std::strerror(err) +
          "): reserve more in /proc/sys/vm/nr_hugepages, or use --buffer-pages base";

@@ -34,7 +34,7 @@ SERVER_OPTIONS = {
     "dir": "storage-dir", "io_mode": "io-mode", "fsync_every": "fsync-every",
     "allocation": "allocation", "file_layout": "file-layout", "file_size": "file-size",
     "fill": "fill", "keep_files": "keep-files", "meta_layout": "meta-layout",
-    "meta_files": "meta-files", "io_async": "io-async",
+    "meta_files": "meta-files", "io_async": "io-async", "buffer_pages": "buffer-pages",
 }
 #: Options of `serve` only (the local storage mode has no progress loop to overlap).
 SERVE_ONLY = ("io-async",)
@@ -70,6 +70,11 @@ def data_keys(metric: str, io_mode: str, why: str) -> tuple[Key, ...]:
             "serve on while the device writes (serve --io-async; needs a direct io_mode, no fsync_every, no "
             "append). The kernel finishes such a write on the core taking the device's interrupts: a "
             "polling process there slows it, so off by default (benchmarks/RESULTS.md)"),
+        Key(f"{metric}.buffer_pages", "choice", "base", "what the servers' bulk slots, which their writes come "
+            "from, are made of (serve --buffer-pages): base pages, or huge pages reserved beforehand on every "
+            "server node (/proc/sys/vm/nr_hugepages; too few is an error). An O_DIRECT write from base pages "
+            "may reach the device split or whole, by chance: `rooftop audit --only pages` measures it",
+            ("base", "huge")),
     )
 
 
