@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import hugepages
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,20 +39,11 @@ def cores() -> tuple[str | None, str | None]:
 
 @pytest.fixture
 def huge_pages():
-    """48 more huge pages reserved (/proc/sys/vm/nr_hugepages) for one test,
-    given back after; skipped, saying why, where they cannot be had."""
-    def free() -> int:
-        line = next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("HugePages_Free:"))
-        return int(line.split()[1])
-
+    """48 more huge pages reserved for one test, given back after; skipped,
+    saying why, where they cannot be had."""
     if os.geteuid() != 0:
         pytest.skip("reserving huge pages (/proc/sys/vm/nr_hugepages) needs root")
-    nr = Path("/proc/sys/vm/nr_hugepages")
-    before, free0 = int(nr.read_text()), free()
-    nr.write_text(str(before + 48))
-    try:
-        if free() < free0 + 48:
-            pytest.skip(f"the kernel reserved {free() - free0} of 48 huge pages asked for")
+    with hugepages.reserved(48) as got:
+        if not got:
+            pytest.skip("the kernel could not reserve 48 huge pages (memory too fragmented)")
         yield
-    finally:
-        nr.write_text(str(before))

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import hugepages
 import pytest
 
 from rooftop.audit import PITFALLS
@@ -84,7 +85,7 @@ def test_every_pitfall_measured_stored_and_reported(tmp_path, huge_pages):
     # The pages pitfall's documents say which pages each buffer really got.
     docs = [json.loads(f.read_text()) for f in results.rglob("audit-pages-*/storage-0.json")]
     got = {d["config"]["buffer_pages"]: d["result"]["buffer_page_bytes"] for d in docs}
-    assert got == {"huge": _huge_page_bytes(), "base": os.sysconf("SC_PAGE_SIZE")}, got
+    assert got == {"huge": hugepages.page_bytes(), "base": os.sysconf("SC_PAGE_SIZE")}, got
 
     runs = json.loads(rooftop("runs", "--results", str(results), "--json").stdout)
     (run,) = runs
@@ -137,17 +138,8 @@ def test_o_direct_on_tmpfs_is_reported_not_measurable(tmp_path):
     assert "## Not measurable here" in md and "does not honour O_DIRECT" in md
 
 
-def _meminfo(field: str) -> int:
-    line = next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith(field + ":"))
-    return int(line.split()[1])
-
-
-def _huge_page_bytes() -> int:
-    return _meminfo("Hugepagesize") * 1024
-
-
 def test_huge_pages_not_reserved_make_the_pages_row_not_measurable(tmp_path):
-    if _meminfo("HugePages_Free"):
+    if hugepages.free():
         pytest.skip("huge pages are reserved and free on this machine: the refusal cannot be shown")
     results = tmp_path / "results"
     with mounted("ext4") as mnt:

@@ -14,22 +14,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
+import hugepages
 from mounts import loop_mount
 
 from rooftop.engine import EngineError, Group, engine_path, run_engine
 
 
-def meminfo(field: str) -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
-HUGE = meminfo("Hugepagesize") * 1024
+HUGE = hugepages.page_bytes()
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +77,7 @@ def test_puts_through_a_server_with_huge_pages_on_both_sides(ext4, huge_pages, c
 
 def too_many_huge_pages() -> int:
     """Bytes that the huge pages free now cannot hold."""
-    return (meminfo("HugePages_Free") + 2) * HUGE
+    return (hugepages.free() + 2) * HUGE
 
 
 def test_huge_pages_not_reserved_are_an_error_naming_the_knob(tmp_path):

@@ -15,7 +15,6 @@ stored windows counted.
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import os
@@ -24,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import hugepages
 import numpy as np
 import pytest
 from mounts import loop_mount, tmpfs_mount
@@ -38,19 +38,6 @@ iops = 1
 """
 
 
-def meminfo(field: str) -> int:
-    line = next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith(field + ":"))
-    return int(line.split()[1])
-
-
-def huge_page_bytes() -> int:
-    return meminfo("Hugepagesize") * 1024
-
-
-def huge_pages_free() -> int:
-    return meminfo("HugePages_Free")
-
-
 def memcpy_rate() -> float:
     """Bytes per second one core copies, best of 5 copies of 64 MiB."""
     a, b = np.ones(64 << 20, dtype=np.uint8), np.zeros(64 << 20, dtype=np.uint8)
@@ -62,25 +49,12 @@ def memcpy_rate() -> float:
     return best
 
 
-@contextlib.contextmanager
-def huge_pages_reserved(n: int):
-    """n more huge pages for a module's campaign, given back after: whether
-    the kernel reserved them all (memory too fragmented: it may not)."""
-    nr = Path("/proc/sys/vm/nr_hugepages")
-    before, free = int(nr.read_text()), huge_pages_free()
-    nr.write_text(str(before + n))
-    try:
-        yield huge_pages_free() >= free + n
-    finally:
-        nr.write_text(str(before))
-
-
 @pytest.fixture(scope="module")
 def ext4_run(tmp_path_factory):
     """One short campaign of the three storage metrics on a fresh ext4 (sbw's
     servers with their bulk slots in huge pages)."""
     tmp = tmp_path_factory.mktemp("storage")
-    with loop_mount("ext4", size_mib=256) as (mnt, dev), huge_pages_reserved(32) as huge:
+    with loop_mount("ext4", size_mib=256) as (mnt, dev), hugepages.reserved(32) as huge:
         d = mnt / "rooftop"
         d.mkdir()
         res = tmp / "res"
@@ -149,7 +123,7 @@ def test_every_storage_knob_and_the_file_system_are_stored(ext4_run):
     assert params["sbw.buffer_pages"] == ("huge" if huge else "base") and params["iops.buffer_pages"] == "base"
     pages = {s["config"]["io_async"]: s["result"]["bulk_page_bytes"] for s in durable}
     base = os.sysconf("SC_PAGE_SIZE")
-    assert pages == {True: huge_page_bytes() if huge else base, False: base}, pages
+    assert pages == {True: hugepages.page_bytes() if huge else base, False: base}, pages
     assert by_mode["direct+dsync"]["fs"]["type"] == "ext4" and by_mode["direct+dsync"]["o_direct_honoured"]
     assert by_mode["direct+dsync"]["counts"]["fsyncs"] == 0 and by_mode["direct+dsync"]["counts"]["errors"] == 0
 
@@ -195,7 +169,7 @@ def test_refusals_name_the_key_and_the_file_system(tmp_path):
                 "--set", "sbw.io_mode=buffered", "--dry-run", "--results", str(tmp_path / "r"), check=False)
     assert p.returncode == 2 and "sbw.io_async: asynchronous writes need a direct io_mode, not buffered" in p.stderr
     assert "fsync_every" not in p.stderr  # only what is wrong
-    if huge_pages_free() == 0:  # asked for, not there: the key, and how many to reserve
+    if hugepages.free() == 0:  # asked for, not there: the key, and how many to reserve
         p = rooftop("collect", "--metrics", "sbw", "--set", f"sbw.dir={tmp_path}", "--set", "sbw.buffer_pages=huge",
                     "--set", "sbw.file_size=4MiB", "--dry-run", "--results", str(tmp_path / "r"), check=False)
         assert p.returncode == 2 and "sbw.buffer_pages: --buffer-pages huge: cannot allocate" in p.stderr, p.stderr
