@@ -180,8 +180,6 @@ Pages parse_pages(const std::string& s) {
   throw std::invalid_argument("pages: " + s + " (base or huge)");
 }
 
-const char* pages_name(Pages p) { return p == Pages::Huge ? "huge" : "base"; }
-
 uint8_t* alloc_resident(size_t len, Pages pages) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE;
   if (pages == Pages::Huge) flags |= MAP_HUGETLB;

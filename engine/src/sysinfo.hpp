@@ -49,7 +49,6 @@ uint64_t mem_available_bytes();  // from /proc/meminfo; 0 if unknown
 // time from /proc/sys/vm/nr_hugepages: physically contiguous per page.
 enum class Pages { Base, Huge };
 Pages parse_pages(const std::string& s);  // "base" | "huge"
-const char* pages_name(Pages p);
 
 // Anonymous memory, made resident up front (MAP_POPULATE) so no page fault
 // lands inside a measurement; nullptr if it cannot be had (alloc_error says
