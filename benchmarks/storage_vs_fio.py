@@ -346,7 +346,9 @@ def huge_page_bytes() -> int:
 @contextlib.contextmanager
 def reserved_huge_pages(n: int):
     """n more huge pages reserved for the runs (/proc/sys/vm/nr_hugepages),
-    given back whatever happens; an error if the kernel reserves fewer."""
+    given back whatever happens (n off the count then, not the count before:
+    another run may have reserved its own meanwhile); an error if the kernel
+    reserves fewer."""
     if os.geteuid() != 0:
         raise BenchError("reserving huge pages needs root (or use --buffer-pages base)")
     nr = Path("/proc/sys/vm/nr_hugepages")
@@ -359,7 +361,7 @@ def reserved_huge_pages(n: int):
                              f"--buffer-pages base measures without them")
         yield
     finally:
-        nr.write_text(str(before))
+        nr.write_text(str(max(0, int(nr.read_text()) - n)))
 
 
 def fs_of(d: Path) -> str:

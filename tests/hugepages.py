@@ -27,11 +27,12 @@ def free() -> int:
 
 @contextlib.contextmanager
 def reserved(n: int):
-    """n more huge pages, given back after: yields whether the kernel
-    reserved them all (with memory too fragmented it may not)."""
-    before, free0 = int(NR.read_text()), free()
-    NR.write_text(str(before + n))
+    """n more huge pages, given back after (n off the count then, so a
+    reservation made meanwhile stays): yields whether the kernel reserved
+    them all (with memory too fragmented it may not)."""
+    free0 = free()
+    NR.write_text(str(int(NR.read_text()) + n))
     try:
         yield free() >= free0 + n
     finally:
-        NR.write_text(str(before))
+        NR.write_text(str(max(0, int(NR.read_text()) - n)))
