@@ -106,3 +106,36 @@ def test_plot_does_not_write_through_a_figures_link_outside_the_run(tmp_path):
         (res / run / "figures" / name).symlink_to(target)
     rooftop("plot", run, "--results", str(res))
     assert target.read_text() == "keep"
+
+
+def test_a_lapsed_lease_is_named_in_the_samples_it_failed(tmp_path):
+    """SIGSTOP of collect past engine.lease during the rpc round: its servers
+    stop; the bw round on them then fails naming the lapsed lease, not only
+    'did not publish 0.addr'."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from campaign_util import samples
+
+    res = tmp_path / "res"
+    p = subprocess.Popen([sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc,bw", "--duration", "1",
+                          "--warmup", "0.1", "--samples", "2", "--set", "collect.client_peak=false",
+                          "--set", "collect.client_node=false", "--set", "engine.lease=1", "--results", str(res)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(res.glob("*/raw/*rpc*/windows-*.jsonl")):  # the rpc round measures
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.02)
+        p.send_signal(signal.SIGSTOP)
+        time.sleep(3)  # three lease periods
+        p.send_signal(signal.SIGCONT)
+        p.communicate(timeout=120)
+    finally:
+        p.kill()
+        p.wait()
+    run = next(d.name for d in res.iterdir() if d.is_dir())
+    bw = [s for s in samples(res, run) if s["metric"] == "bw"]
+    assert bw and all(s["status"] == "failed" and "lease lapsed" in s["error"] for s in bw), bw
