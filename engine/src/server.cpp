@@ -131,6 +131,7 @@ class Server : public ops::ServerContext {
   storage::Store* store() override { return store_.get(); }
   void queue_io(const ops::RmaJob& job) override { submit_io({job, nullptr, {}}); }
   void refuse_storage(const ops::Request& r, const std::string& why) override;
+  void storage_error(const std::string& why);
 
  private:
   // run(), step by step.
@@ -446,9 +447,18 @@ void Server::handle_rma(BulkSlot* s, const CqEvent& ev) {
   finish_bulk(s, st);
 }
 
+// A storage error, reported once: in the document and at once on stderr,
+// where the campaign reads it to name the cause in its clients' samples
+// (they only see storage_error).
+void Server::storage_error(const std::string& why) {
+  if (!io_errors_.insert(why).second) return;
+  error(why);
+  std::fprintf(stderr, "rooftop-engine: storage error: %s\n", why.c_str());
+}
+
 void Server::refuse_storage(const ops::Request& r, const std::string& why) {
   counters_[Counter::storage_failed]++;
-  if (io_errors_.insert(why).second) error(why);
+  storage_error(why);
   respond(r.peer, [&](uint8_t* b, size_t cap) {
     return wire::encode_resp(b, cap, r.op.wire_type, r.m.h.req_id, r.m.h.conn_id, wire::Status::StorageError, 0,
                              r.resp_total);
@@ -554,7 +564,7 @@ void Server::collect_io() {
 void Server::complete_io(IoTask& t) {
   io_pending_--;
   const wire::Status st = t.out.status;
-  if (!t.out.error.empty() && io_errors_.insert(t.out.error).second) error(t.out.error);
+  if (!t.out.error.empty()) storage_error(t.out.error);
   if (st != wire::Status::Ok && st != wire::Status::VerifyFailed && !t.slot) counters_[Counter::storage_failed]++;
   if (t.slot) {
     if (st == wire::Status::Ok && t.job.op->server.io_when == ops::IoWhen::BeforeRma) {

@@ -25,7 +25,18 @@ namespace {
 constexpr uint32_t kBlockMagic = 0x4b425452;  // "RTBK"
 constexpr uint64_t kBlockHeader = 16;          // magic u32, index u32, seed u64
 
-std::string err_text(int e) { return std::strerror(e); }
+// strerror, with the errno name of the cases a user acts on (a full disk,
+// a quota, a read-only or forbidden path), so a message names them plainly.
+std::string err_text(int e) {
+  std::string t = std::strerror(e);
+  switch (e) {
+    case ENOSPC: return t + " (ENOSPC: the file system is full)";
+    case EDQUOT: return t + " (EDQUOT: the disk quota is used up)";
+    case EROFS: return t + " (EROFS)";
+    case EACCES: return t + " (EACCES)";
+    default: return t;
+  }
+}
 
 std::string hex(uint64_t v) {
   char b[24];

@@ -589,6 +589,7 @@ class RoundMeasurer:
         self._store_series(rnd, running)
         r.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit)
+        name_server_reasons(group.gdir, errors, r.leases.period)
         return self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
 
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
@@ -701,6 +702,48 @@ class RoundMeasurer:
             for r in errors:
                 errors[r] += f" [start barrier: never ready: {who or 'unknown'}]"
         return results, errors
+
+
+def server_reasons(gdir: Path) -> tuple[list[str], list[str]]:
+    """What a group's servers said about why they stopped or failed, in the
+    documents of those that exited (result.stop_reason) and on stderr (their
+    launch logs): (lapsed leases, storage errors)."""
+    lapsed, storage = [], []
+    for doc in sorted(gdir.glob("server-*.json")):
+        try:
+            why = (json.loads(doc.read_text()).get("result") or {}).get("stop_reason") or ""
+        except (OSError, ValueError, AttributeError):
+            continue
+        if why.startswith("lease file "):
+            lapsed.append(why)
+    for log in sorted(gdir.glob("launch-*.log")):
+        try:
+            lines = log.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            said = line.split("rooftop-engine: ", 1)[-1].strip()
+            if said.startswith("lease file "):
+                lapsed.append(said)
+            elif said.startswith("storage error: "):
+                storage.append(said[len("storage error: "):])
+    return list(dict.fromkeys(lapsed)), list(dict.fromkeys(storage))
+
+
+def name_server_reasons(gdir: Path, errors: dict[int, str], lease_s: float) -> None:
+    """Client errors that only see a symptom (no address file, storage_error)
+    get the servers' own reason: a lapsed lease, or the storage call that
+    failed (ENOSPC, its path)."""
+    if not errors:
+        return
+    lapsed, storage = server_reasons(gdir)
+    for r, why in errors.items():
+        if lapsed:
+            why = (f"lease lapsed: the servers stopped, as this campaign did not renew their lease for "
+                   f"engine.lease = {lease_s:g} s (it was stopped, e.g. SIGSTOP, or starved of CPU); {why}")
+        if storage and "storage_error" in why:
+            why += f" [server: {'; '.join(storage[:3])}]"
+        errors[r] = why
 
 
 def _full_windows(doc: dict) -> dict:

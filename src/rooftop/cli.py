@@ -231,6 +231,11 @@ def _cmd_collect(args) -> int:
     if args.nic_policy and "," in args.nic_policy:  # one run per policy
         return nics.collect_each(args, _cmd_collect)
     if args.resume:
+        # The run's own config is measured again: refuse what would be ignored.
+        ignored = sorted(k for k in _overrides(args) if k != "results") + (["--config"] if args.config else [])
+        if ignored:
+            raise config.ConfigError(f"--resume {args.resume} measures that run's config, so these would be "
+                                     f"ignored: {', '.join(ignored)} (start a new run to change them)")
         store = Store(args.results or "./rooftop-results", create=False)
         run = store.get_run(args.resume)
         cfg, run_id = run.config, run.id
@@ -589,6 +594,18 @@ def _print_files(files: dict, as_json: bool) -> None:
                 print(p)
 
 
+def _figures_dir(store, run_id: str, sub: str = "") -> Path:
+    """RESULTS/RUN/figures[/sub], refused when a symlink leads it out of the run's folder."""
+    from rooftop.plots.save import inside
+    from rooftop.store import StoreError
+
+    out = store.run_dir(run_id) / "figures" / sub if sub else store.run_dir(run_id) / "figures"
+    try:
+        return inside(out, store.run_dir(run_id))
+    except ValueError as e:
+        raise StoreError(str(e)) from None
+
+
 def _cmd_plot(args) -> int:
     from rooftop import kinds, model, results
     from rooftop.plots.run import plot_params, plot_run
@@ -606,7 +623,7 @@ def _cmd_plot(args) -> int:
             run_id = store.get_run(args.run).id
             samples = store.samples(run_id)
             # Under the run's figures: plot --params alone does not overwrite it.
-            out = store.run_dir(run_id) / "figures" / f"params-{Path(args.params).stem}"
+            out = _figures_dir(store, run_id, f"params-{Path(args.params).stem}")
         files = plot_params(rooflines, Path(args.output or out), args.format, samples, run_id,
                             args.yscale)
     else:
@@ -614,7 +631,7 @@ def _cmd_plot(args) -> int:
         run = store.get_run(args.run)
         kind = kinds.of(store, run)
         if kind is not None:  # audit, tune, bursts...: their own figures
-            out = Path(args.output) if args.output else store.run_dir(run.id) / "figures"
+            out = Path(args.output) if args.output else _figures_dir(store, run.id)
             files = kind.plot(store, run, out, args.format)
             if not files:
                 raise model.ModelError(f"{kind.no_roofline(run.id)}; it has no figure of its own")
@@ -623,7 +640,7 @@ def _cmd_plot(args) -> int:
         res = results.load(store, args.run)
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
-        out = Path(args.output) if args.output else store.run_dir(res.run.id) / "figures"
+        out = Path(args.output) if args.output else _figures_dir(store, res.run.id)
         files = plot_run(res, out, args.format, args.yscale)
     _print_files(files, args.json)
     return 0
@@ -926,10 +943,9 @@ def _int_list(text: str) -> list[int] | None:
         raise argparse.ArgumentTypeError(f"comma-separated integers, not {text!r}") from None
 
 
-def _str_list(text: str) -> list[str] | None:
-    """'rpc, bw' -> ['rpc', 'bw']; blank: not given; ',' -> [] (which the config refuses)."""
-    if not text.strip():
-        return None
+def _str_list(text: str) -> list[str]:
+    """'rpc, bw' -> ['rpc', 'bw']; blank or ',' -> [] (the config then refuses an empty
+    metrics list, naming the key, rather than running the defaults)."""
     return [v.strip() for v in text.split(",") if v.strip()]
 
 
@@ -1050,7 +1066,8 @@ def _add_collect(sub) -> None:
     add_key_flags(co, [RESULTS_FLAG])
     _campaign_args(co, "collect")
     add_key_flags(co, COLLECT_FLAGS)
-    co.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
+    co.add_argument("--resume", metavar="RUN", help="continue an interrupted run, under its own config "
+                    "(config options given with it are refused, not ignored; --results names its folder)")
     co.set_defaults(func=_cmd_collect)
 
 

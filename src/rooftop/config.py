@@ -31,6 +31,10 @@ class ConfigError(ValueError):
 HOUR, DAY = 3600.0, 86400.0
 #: A measurement (samples x duration) longer than this is a mistake.
 MAX_MEASUREMENT_S = 30 * DAY
+#: Shortest measured window (collect.duration, validate.duration): a window
+#: must hold many operations, and 50 ms is ~100x the engine's clock and
+#: start-skew noise; 1e-9 s gave 'ok' rates 20-400x below the real one.
+MIN_DURATION_S = 0.05
 #: Largest transfer or buffer size accepted (the engine's own limit is lower).
 MAX_SIZE = 1 << 40
 #: The validation grid's server-node counts by default: 1..min(this, N-1).
@@ -95,7 +99,8 @@ KEYS: list[Key] = [
     Key("metrics", "list[choice]", metrics.defaults(), metrics.help_text(), tuple(metrics.METRICS)),
     # Each metric's own keys (declared in its file, rooftop/metrics/), in table order.
     *(k for m in metrics.METRICS.values() for k in m.keys),
-    Key("collect.duration", "float", 5.0, "measured seconds per sample", maximum=DAY),
+    Key("collect.duration", "float", 5.0, f"measured seconds per sample (at least {MIN_DURATION_S:g})",
+        maximum=DAY),
     Key("collect.warmup", "float", 1.0, "warmup seconds before each sample", maximum=HOUR),
     Key("collect.samples", "int", 5, "samples per measurement", maximum=10_000),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
@@ -119,7 +124,8 @@ KEYS: list[Key] = [
         "usable core under the binding)", nullable=True, maximum=100_000),
     Key("validate.clients_per_node", "int", None, "client processes per client node (default: one per "
         "usable core under the binding)", nullable=True, maximum=100_000),
-    Key("validate.duration", "float", 5.0, "measured seconds per validation sample", maximum=DAY),
+    Key("validate.duration", "float", 5.0, f"measured seconds per validation sample (at least "
+        f"{MIN_DURATION_S:g})", maximum=DAY),
     Key("validate.warmup", "float", 1.0, "warmup seconds per validation sample", maximum=HOUR),
     Key("validate.samples", "int", 1, "samples per grid point", maximum=10_000),
     Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, "
@@ -312,11 +318,15 @@ def load_file(path: str | Path) -> dict:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: not valid TOML: {e}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: nested too deeply to be a config (TOML)") from None
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ConfigError(f"{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: nested too deeply to be a config (JSON)") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be an object of settings")
     return data
@@ -334,6 +344,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    except RecursionError:
+        raise ConfigError(f"--set {key}: the value is nested too deeply") from None
     if KEY_BY_PATH[key].kind.startswith("list[") and isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
         if KEY_BY_PATH[key].kind == "list[int]":
@@ -365,6 +377,15 @@ def _positive(cfg: dict, path: str, minimum: float = 0, strict: bool = True) -> 
     if (strict and v <= minimum) or (not strict and v < minimum):
         op = ">" if strict else ">="
         raise ConfigError(f"{path}: must be {op} {minimum:g}, got {v}")
+
+
+def _long_enough(cfg: dict, path: str) -> None:
+    """A measured window too short to hold a few operations is a mistake,
+    not a sample (issue 27)."""
+    v = _get(cfg, path)
+    if v < MIN_DURATION_S:
+        raise ConfigError(f"{path}: {v:g} s is too short for a measured window (at least "
+                          f"{MIN_DURATION_S:g} s: a window must hold many operations)")
 
 
 def _not_years(cfg: dict, stage: str) -> None:
@@ -408,6 +429,7 @@ def resolve(cfg: dict) -> dict:
         _positive(cfg, p)
     for p in ("collect.warmup", "validate.warmup", "engine.start_lead", "engine.settle"):
         _positive(cfg, p, 0, strict=False)
+    _long_enough(cfg, "collect.duration")
     _check_start(cfg)
     for p in ("collect.samples", "validate.samples", "launcher.nodes", "launcher.cores_per_node",
               "collect.servers_per_node", "collect.clients_per_node",
@@ -493,6 +515,7 @@ def resolve_grid(cfg: dict) -> dict:
     v = cfg["validate"]
     for p in ("validate.duration",):
         _positive(cfg, p)
+        _long_enough(cfg, p)
     _positive(cfg, "validate.warmup", 0, strict=False)
     for p in ("validate.samples", "validate.servers_per_node", "validate.clients_per_node"):
         _positive(cfg, p)

@@ -105,6 +105,25 @@ def _user_of(pid: int) -> str:
         return "?"
 
 
+def held_by_anyone(path: Path) -> bool:
+    """Whether some process (of any host sharing the file system, where it
+    passes flock on) holds the lock file at path; a missing file is free.
+    Creates nothing: a read-only look, for a run's status."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: the careful answer
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True  # held (EWOULDBLOCK), or cannot tell
+    finally:
+        os.close(fd)  # releases the flock if it was taken
+
+
 class Lock:
     """One lock file, opened once; acquire() tries until a deadline."""
 

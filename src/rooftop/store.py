@@ -139,7 +139,8 @@ BARRIER_COLUMNS = {"skew_s": "REAL NOT NULL DEFAULT 0",   # latest client's firs
 LOCK_COLUMNS = {"concurrent": "INTEGER NOT NULL DEFAULT 0",  # 1: measured with --allow-concurrent
                 "foreign_cpu": "REAL DEFAULT NULL"}  # cores' worth of CPU others used (NULL: not measured)
 #: Columns added to runs: the campaign process that runs it (issue 11,
-#: finding 2). A run 'running' whose owner is gone is shown interrupted.
+#: finding 2). A run 'running' whose owner is gone is shown interrupted; one
+#: whose owner was on another host and holds no results folder lock, unknown.
 OWNER_COLUMNS = {"owner_pid": "INTEGER NOT NULL DEFAULT 0", "owner_host": "TEXT NOT NULL DEFAULT ''",
                  "owner_start": "TEXT NOT NULL DEFAULT ''"}
 
@@ -352,6 +353,11 @@ def owner_gone(pid: int, host: str, start: str) -> bool:
     return process_start(pid) != start
 
 
+def owner_elsewhere(pid: int, host: str, start: str) -> bool:
+    """The recorded owner ran on another host (its process cannot be checked here)."""
+    return bool(pid) and bool(host) and host != socket.gethostname()
+
+
 def key_stages(key: str) -> list[str]:
     """The stages a sample key stands for: its first part, split on '+'."""
     return key.split("/", 1)[0].split("+")
@@ -533,6 +539,18 @@ class Store:
             run.status = "interrupted"
             run.note = (f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; finish it with "
                         f"'rooftop {again} {run.id}'")
+        elif run.status == "running" and owner_elsewhere(*run.owner):
+            from rooftop.locks import held_by_anyone
+
+            if not held_by_anyone(self.dir / ".lock"):
+                # A campaign running it would hold the results folder's lock:
+                # its owner on another host was most likely killed, but this
+                # host cannot look at that host's processes.
+                again = "validate --run" if "validate" in row["note"] else "collect --resume"
+                run.status = "unknown"
+                run.note = (f"its campaign (pid {run.owner[0]} on host {run.owner[1]}) holds no lock on "
+                            f"{self.dir / '.lock'}: probably killed (check on {run.owner[1]}); if it is "
+                            f"gone, finish it with 'rooftop {again} {run.id}'")
         return run
 
     @_guarded

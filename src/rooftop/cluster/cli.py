@@ -7,8 +7,10 @@ Exit codes: 0 ok; 1 'status' found no cluster, or a cluster with problems;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
 
 from rooftop.cluster.spec import DEFAULT_RATE, RATE_FORMS, format_rate
 
@@ -68,6 +70,9 @@ def add_parser(sub) -> None:
 
     dn = acts.add_parser("down", help="remove every namespace, link, bridge, qdisc and cgroup (idempotent)")
     dn.add_argument("-v", "--verbose", action="store_true", help="list what was removed")
+    dn.add_argument("--force", action="store_true",
+                    help="remove it even while a campaign holds this machine's cores lock (its samples "
+                         "then fail); without it, 'down' refuses, naming the run and pid holding it")
     dn.set_defaults(func=cmd_down)
 
 
@@ -114,7 +119,9 @@ def cmd_down(args) -> int:
     from rooftop.cluster import lifecycle
 
     _trace(args)
-    removed = lifecycle.down()
+    lifecycle.require_root("down")
+    with _no_campaign(args.force):  # held while removing: no campaign starts meanwhile
+        removed = lifecycle.down()
     if args.verbose:
         for r in removed:
             _log(f"removed {r}")
@@ -122,6 +129,28 @@ def cmd_down(args) -> int:
     print(f"emulated cluster down: removed {nns} namespace(s), {len(removed) - nns} other object(s)"
           if removed else "emulated cluster down: nothing to remove")
     return 0
+
+
+@contextlib.contextmanager
+def _no_campaign(force: bool):
+    """This machine's cores lock (rooftop.locks), which every local or netns
+    campaign holds while it measures: a cluster taken down under a campaign
+    fails its samples without saying why. --force skips it."""
+    from rooftop.cluster.spec import ClusterError
+    from rooftop.locks import Lock, machine_lock_path
+
+    if force:
+        yield
+        return
+    lock = Lock(machine_lock_path(), "this machine's cores")
+    try:
+        if not lock.acquire(time.monotonic()):
+            raise ClusterError(f"a campaign holds this machine's cores lock ({lock.path}): "
+                               f"{lock.holder()}; its samples would fail. Wait for it to end, stop it, "
+                               f"or take the cluster down anyway with 'rooftop cluster down --force'")
+        yield
+    finally:
+        lock.release()
 
 
 def _cap(node: dict) -> str:

@@ -16,7 +16,20 @@ def save(fig, out_dir: Path, name: str, formats=FORMATS, dpi: int = 150) -> list
     paths = []
     for fmt in formats:
         p = out_dir / f"{name}.{fmt}"
+        if p.is_symlink():  # a figure is written anew, never through a link to elsewhere
+            p.unlink()
         fig.savefig(p, dpi=dpi, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None)
         paths.append(p)
     plt.close(fig)
     return paths
+
+
+def inside(out_dir: Path, root: Path) -> Path:
+    """out_dir, refused (ValueError) when it resolves outside root: a
+    results folder's 'figures' may be a symlink to anywhere, and figures
+    written by default into a run's folder must stay in it."""
+    real, base = Path(out_dir).resolve(), Path(root).resolve()
+    if real != base and base not in real.parents:
+        raise ValueError(f"{out_dir} leads outside {root} (to {real}): not writing there; remove the "
+                         f"link, or give --output")
+    return out_dir
