@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -113,3 +114,53 @@ def test_a_database_held_past_the_wait_loses_no_window(tmp_path):
     assert run_row(res, run)["status"] == "complete"
     rooftop("doctor", "--results", str(res), "--recover")  # again: nothing doubled
     assert len(stored_once(res, run)) == 3
+
+
+def fill(mnt: Path, leave_kib: int) -> Path:
+    """Fills a file system but leave_kib KiB (the filler file, to remove after)."""
+    filler = mnt / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(0, filler.stat().st_size - leave_kib * 1024))
+    return filler
+
+
+def test_a_full_file_system_names_it_and_loses_no_window(tmp_path):
+    """Results on a 2 MiB tmpfs filled once a bw round's client wrote its
+    document, before collect stores the round. collect names the
+    full file system and every sample not stored, leaves no temporary file;
+    once there is room, doctor --recover stores each once."""
+    from mounts import tmpfs_mount
+
+    with tmpfs_mount(2) as mnt:
+        res = mnt / "res"
+        args = [sys.executable, "-m", "rooftop", "collect", "--metrics", "bw", "--results", str(res),
+                "--duration", "0.4", "--warmup", "0.1", "--samples", "3", "--set", f"engine.lease={LEASE}"]
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        raw = wait_for_round(res, p)
+        while not (raw / "client-0.json").exists() and p.poll() is None:  # the round measured, not yet stored
+            time.sleep(0.002)
+        filler = fill(mnt, 0)
+        out, err = p.communicate(timeout=120)
+        wait_no_engines(str(res), LEASE + 4)
+        assert p.returncode == 2, (out, err)
+        assert "Traceback" not in err and "is full" in err, err
+        left = [f for f in res.rglob("*") if ".tmp" in f.name or f.name.endswith(".new")]
+        assert not left, left
+        filler.unlink()
+        run = only_run(res)
+        # Every sample is stored or named (where the journal found room for some, fewer are named).
+        named = re.search(r"(\d+) measured sample\(s\) of run \S+ are NOT in the database", err)
+        assert len(samples(res, run)) + (int(named[1]) if named else 0) == 3, err
+        p = rooftop("doctor", "--results", str(res), check=False)
+        if named:
+            assert p.returncode == 1 and f"{named[1]} measured samples are in its engine documents" in p.stdout
+        rooftop("doctor", "--results", str(res), "--recover")
+        rows = stored_once(res, run)
+        assert sorted(r["sample"] for r in rows) == [0, 1, 2] and all(r["status"] == "ok" for r in rows)
