@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "fabric.hpp"
@@ -88,12 +90,14 @@ bool Report::emit(const std::string& output) const {
     f << doc;
     f.flush();
     if (!f) {
-      std::fprintf(stderr, "rooftop-engine: cannot write %s\n", tmp.c_str());
+      std::fprintf(stderr, "rooftop-engine: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
+      std::remove(tmp.c_str());  // a full disk: no partial file left behind
       return false;
     }
   }
   if (rename(tmp.c_str(), output.c_str()) != 0) {
-    std::fprintf(stderr, "rooftop-engine: cannot write %s\n", output.c_str());
+    std::fprintf(stderr, "rooftop-engine: cannot write %s: %s\n", output.c_str(), std::strerror(errno));
+    std::remove(tmp.c_str());
     return false;
   }
   return true;

@@ -162,13 +162,13 @@ def split_by_servers(cfg: dict, placements: list[Placement]) -> list[Placement]:
 
 @contextmanager
 def _signals_deferred():
-    """SIGINT/SIGTERM received inside the block take effect when it ends
+    """SIGINT/SIGTERM/SIGHUP received inside the block take effect when it ends
     (main thread only: elsewhere Python delivers no signals anyway)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     got: list[int] = []
-    sigs = (signal.SIGINT, signal.SIGTERM)
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     old = {s: signal.signal(s, lambda n, f: got.append(n)) for s in sigs}
     try:
         yield
@@ -251,8 +251,12 @@ class Leases:
     def _renew(self, path: Path) -> None:
         self._n += 1
         tmp = path.with_name(LEASE_FILE + ".new")
-        write_private(tmp, f"{os.getpid()} {self._n}\n")  # group files are 0600
-        os.replace(tmp, path)  # readers see the old or the new content, never none
+        try:
+            write_private(tmp, f"{os.getpid()} {self._n}\n")  # group files are 0600
+            os.replace(tmp, path)  # readers see the old or the new content, never none
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk: no half-written file left behind
+            raise
 
     def _run(self) -> None:
         while not self._stop.wait(self.period / 5):
@@ -595,9 +599,14 @@ class RoundMeasurer:
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
         """The round's time series (series samplers), saved at once; a
         sampler that recorded nothing says why, once per campaign."""
+        from rooftop.store import StoreError
+
         rows = samplers.series_rows(running)
         if any(rows.values()):
-            self.r.store.add_series(self.r.run_id, rnd.folder, rows)
+            try:
+                self.r.store.add_series(self.r.run_id, rnd.folder, rows)
+            except StoreError as e:  # the round's samples come first: their store says what is lost
+                print(f"rooftop: the time series of round {rnd.folder} were not stored: {e}", file=sys.stderr)
         for note in samplers.notes(running):
             if note not in self.r.said:
                 self.r.said.add(note)
@@ -614,12 +623,19 @@ class RoundMeasurer:
         for old in sdir.glob(progress.WINDOW_LOG.format(rank="*")):
             old.unlink()
         keep = sdir / f"attempt-{attempt - 1}"
-        for old in sdir.glob("client-*.json"):
-            if attempt > 1:
-                keep.mkdir(exist_ok=True)
-                old.rename(keep / old.name)
-            else:
-                old.unlink()
+        earlier = list(sdir.glob("client-*.json"))
+        if earlier and attempt == 1:
+            # An earlier session's documents (a resumed run): never overwritten.
+            # They were ingested at the start (doctor.recover_run); they stay
+            # the record of the rows stored from them, under earlier-N.
+            n = 1 + max([int(p.name[8:]) for p in sdir.glob("earlier-*") if p.name[8:].isdigit()] or [0])
+            keep = sdir / f"earlier-{n}"
+            earlier += [f for f in (sdir / "round.json",) if f.exists()]
+        for old in earlier:
+            keep.mkdir(exist_ok=True)
+            old.rename(keep / old.name)
+        if earlier and attempt == 1:
+            self.r.store.moved_documents(self.r.run_id, sdir, keep)
         (sdir / "round.json").write_text(json.dumps({"keys": rnd.row_keys()}))
         return sdir
 
@@ -820,24 +836,58 @@ class Runner:
         return self._store(measured)
 
     def _store(self, measured: list[tuple[SampleSpec, dict]]) -> list[dict]:
-        """Commits each row at once (and tells on_sample)."""
+        """Commits each row at once (and tells on_sample). A row the database
+        does not take (locked past ROOFTOP_DB_WAIT, a full disk) stops the
+        campaign naming every measured row not stored: the round's engine
+        documents hold them, and rooftop doctor --recover brings them in."""
+        from rooftop.store import StoreError
+
         rows, window_s = [], {}
-        for sp, row in measured:
+        for i, (sp, row) in enumerate(measured):
             # Pairs measured at once share one window of run time.
             counted = window_s.get(sp.index, 0.0)
-            self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - counted))
+            try:
+                self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - counted))
+            except StoreError as e:
+                left = [r for _, r in measured[i:] if r["status"] != "failed"]
+                if not left:
+                    raise
+                where = sorted({r["raw_dir"] for r in left})
+                raise StoreError(
+                    f"{e}. {len(left)} measured sample(s) of run {self.run_id} are NOT in the database: "
+                    f"{', '.join(r['key'] for r in left)}; their engine documents are kept in "
+                    f"{', '.join(where)}: once the database can be written, "
+                    f"'rooftop doctor --results {self.store.dir} --recover' brings them in "
+                    f"(or 'rooftop collect --resume {self.run_id}' does, then measures the rest)") from None
             window_s[sp.index] = max(counted, row["measured_s"])
             self.on_sample(sp, row)
             rows.append(row)
         return rows
 
+    def _recover(self) -> None:
+        """Windows an earlier session measured but did not store (killed,
+        the database locked or full): stored from their documents first,
+        so a resumed campaign neither measures them again nor overwrites
+        their documents (rooftop.doctor.recover_run)."""
+        from rooftop import doctor
+
+        if not (self.run_dir / "raw").is_dir():
+            return
+        rows = doctor.recover_run(self.store, self.run_id, self.cfg)
+        if rows:
+            msg = (f"{len(rows)} sample(s) an earlier session measured but did not store were recovered "
+                   f"from its engine documents")
+            self.log(msg)
+            print(f"rooftop: {msg}", file=sys.stderr)
+
     def run_placements(self, placements: list[Placement], fail_fast: bool = False) -> tuple[int, int]:
         """Runs what is not yet stored; returns (ok, failed) sample counts."""
-        done = self.store.done_keys(self.run_id)
-        ok = failed = 0
         left = stop_stale_groups(self.run_dir)  # a dead campaign's, on --resume
         if left:
             self.log(f"servers of an earlier campaign still publish in {', '.join(map(str, left))}")
+        self._recover()
+        done = self.store.done_keys(self.run_id)
+        ok = failed = 0
         try:
             for placement in placements:
                 todo = [s for s in placement.samples if not all(k in done for k in s.row_keys())]

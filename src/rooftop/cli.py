@@ -142,8 +142,20 @@ def _claim(store, run_id: str, verb: str) -> None:
     store.claim(run_id, f"{verb} running")
 
 
+def _quietly(fn, *args) -> None:
+    """A bookkeeping write that must not hide the error being reported."""
+    from rooftop.store import StoreError
+
+    try:
+        fn(*args)
+    except StoreError:
+        pass
+
+
 def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     import time
+
+    from rooftop.store import StoreError
 
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed
@@ -170,17 +182,23 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         store.set_status(run_id, status, note)
         rc = 1 if failed else 0
     except KeyboardInterrupt:
-        store.set_status(run_id, "interrupted", f"{verb} interrupted")
+        _quietly(store.set_status, run_id, "interrupted", f"{verb} interrupted")
         ui.console.print(f"[yellow]interrupted[/]: completed samples are saved; continue with "
                          f"'rooftop {verb} {'--resume' if verb == 'collect' else '--run'} {run_id}"
                          f"{' --results ' + str(store.dir) if str(store.dir) != 'rooftop-results' else ''}'")
-        rc = 130
+        rc = _interrupted_rc()
     except SampleFailed as e:
         store.set_status(run_id, "failed", str(e))
         ui.console.print(f"[red]stopped (--fail-fast)[/]: {e}")
         rc = 1
+    except StoreError:
+        # The database took no more rows (its message names them): the run
+        # is left for --resume or rooftop doctor --recover, its time kept if it can be.
+        _quietly(store.set_status, run_id, "interrupted", f"{verb} stopped: the results database "
+                 f"could not be written; 'rooftop doctor --recover' brings in what was measured")
+        raise
     finally:
-        store.add_time(run_id, time.monotonic() - t0)
+        _quietly(store.add_time, run_id, time.monotonic() - t0)
     run = store.get_run(run_id)
     samples = store.samples(run_id)
     if args.json:
@@ -340,13 +358,28 @@ def _cmd_runs(args) -> int:
 
 def _cmd_doctor(args) -> int:
     from rooftop import doctor
+    from rooftop.store import StoreError
 
+    if args.recover and not args.rebuild:
+        try:
+            for line in doctor.recover(args.results):
+                print(line)
+        except StoreError as e:
+            print(f"rooftop doctor: cannot recover in {args.results}: {e}", file=sys.stderr)
+            return 1
+        left = doctor.check(args.results)
+        for p in left:
+            print(f"still: {p}")
+        return 1 if left else 0
     problems = doctor.check(args.results)
     if not args.rebuild:
         for p in problems:
             print(f"problem: {p}")
         if problems:
-            print(f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild")
+            if all("--recover" in p for p in problems):
+                print(f"bring them in: rooftop doctor --results {args.results} --recover")
+            else:
+                print(f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild")
             return 1
         print(f"{args.results}: no problem found")
         return 0
@@ -1107,11 +1140,15 @@ def _add_runs(sub) -> None:
 def _add_doctor(sub) -> None:
     dr = sub.add_parser("doctor", help="check a results folder; --rebuild its database from the engine documents",
                         description="Checks the results database (integrity, runs without folders, "
-                        "run folders without rows). --rebuild moves the database aside and rebuilds it "
+                        "run folders without rows, measured windows in engine documents but not in the "
+                        "database). --recover stores those windows; --rebuild moves the database aside and rebuilds it "
                         "from the engine documents under RESULTS/<run>/ (each run's config.json and "
                         "its client documents), keeping the rows the old database still holds.")
     _results_arg(dr)
     dr.add_argument("--rebuild", action="store_true", help="rebuild the database from the engine documents")
+    dr.add_argument("--recover", action="store_true",
+                    help="store the measured windows the engine documents hold and the database lacks "
+                         "(a campaign killed, or stopped by a locked or full database), each once")
     dr.set_defaults(func=_cmd_doctor)
 
 
@@ -1375,8 +1412,47 @@ def _add_engine(sub) -> None:
     en.set_defaults(func=_cmd_engine)
 
 
+#: The signal that stopped this command (SIGINT, SIGTERM, SIGHUP), if any.
+_STOPPED_BY: list[int] = []
+
+
 def _sigterm(signum, frame):
+    """SIGTERM and SIGHUP (a closed terminal) stop like Ctrl-C: clean up,
+    keep every measured window. After SIGHUP nothing may read the terminal
+    any more: output goes nowhere rather than failing."""
+    _STOPPED_BY.append(signum)
+    if signum == signal.SIGHUP:
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream.isatty():
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, stream.fileno())
+                    os.close(null)
+            except (OSError, ValueError):
+                pass
     raise KeyboardInterrupt
+
+
+def _interrupted_rc() -> int:
+    """128 + the signal for SIGHUP (129); 130 for Ctrl-C and SIGTERM, as before."""
+    return 128 + signal.SIGHUP if signal.SIGHUP in _STOPPED_BY else 130
+
+
+def _write_error(e: OSError) -> str | None:
+    """One line for a file the command could not write (a read-only mount,
+    a folder the user may not write, a full disk), None for other errors."""
+    import errno
+
+    if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT):
+        return None
+    what = {errno.EROFS: "the file system is mounted read-only",
+            errno.ENOSPC: "the file system is full", errno.EDQUOT: "the disk quota is used up"}.get(
+        e.errno, "permission denied for this user")
+    where = f" {e.filename}" if e.filename else ""
+    return (f"cannot write{where}: {what} ({e.strerror}); make the results folder writable "
+            f"or choose another --results")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1397,6 +1473,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     signal.signal(signal.SIGTERM, _sigterm)  # stop like Ctrl-C: clean up, keep samples
+    signal.signal(signal.SIGHUP, _sigterm)   # a closed terminal, too
     try:
         return args.func(args)
     except ConfigError as e:
@@ -1407,7 +1484,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("\nrooftop: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted_rc()
+    except OSError as e:
+        line = _write_error(e)
+        if line is None:
+            raise
+        print(f"rooftop {args.command}: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -63,12 +63,24 @@ def check(results: str | Path) -> list[str]:
         if bad != ["ok"]:
             return [f"{db} is damaged: {'; '.join(bad[:3])}"]
         known = {r.id for r in store.runs()}
+        problems = [f"run {p.name}: engine documents in {p} but no row in {db}"
+                    for p in on_disk if p.name not in known]
+        problems += [f"run {r}: its folder {d / r} is missing (its engine documents are gone)"
+                     for r in sorted(known) if not (d / r).is_dir()]
+        for run in store.runs():
+            if run.status == "running":  # its campaign is alive and stores its rounds itself
+                continue
+            try:
+                rows = unstored_rows(store, run.id, run.config)
+            except (KeyError, TypeError, ValueError) as e:
+                problems.append(f"run {run.id}: its engine documents cannot be read ({e!r})")
+                continue
+            if rows:
+                problems.append(f"run {run.id}: {len(rows)} measured samples are in its engine documents but "
+                                f"not in {db} ({', '.join(r['key'] for r in rows)}): "
+                                f"'rooftop doctor --results {d} --recover' brings them in")
     except (StoreError, sqlite3.Error) as e:
         return [str(e)]
-    problems = [f"run {p.name}: engine documents in {p} but no row in {db}"
-                for p in on_disk if p.name not in known]
-    problems += [f"run {r}: its folder {d / r} is missing (its engine documents are gone)"
-                 for r in sorted(known) if not (d / r).is_dir()]
     return problems
 
 
@@ -127,17 +139,44 @@ def _row_maker(run_id: str, cfg: dict):
                                    n.get("emulation")) for n in cfg["nodes"]]).row
 
 
-def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict]]:
-    """(rank -> document, rank -> result of a complete document) of one round."""
-    docs, results = {}, {}
+def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict], dict[int, str]]:
+    """(rank -> document, rank -> result, rank -> why it ended early) of one
+    round. A client that ended early (its campaign killed: "lease lapsed",
+    a signal) gives the windows it measured in full (result.full_windows),
+    as the campaign itself keeps them on Ctrl-C."""
+    from rooftop.campaign import _full_windows, _unusable
+
+    docs, results, early = {}, {}, {}
     for f in sdir.glob("client-*.json"):
         try:
-            docs[int(f.stem.split("-", 1)[1])] = doc = json.loads(f.read_text())
+            rank = int(f.stem.split("-", 1)[1])
+            docs[rank] = doc = json.loads(f.read_text())
         except (OSError, ValueError):
             continue
-        if doc.get("complete") and isinstance(doc.get("result"), dict):
-            results[int(f.stem.split("-", 1)[1])] = doc["result"]
-    return docs, results
+        if not isinstance(doc, dict) or not isinstance(doc.get("result"), dict):
+            continue
+        if doc.get("complete"):
+            results[rank] = doc["result"]
+            continue
+        try:
+            if _unusable(doc, cut=True):
+                continue
+            results[rank] = _full_windows(doc)["result"]
+        except (KeyError, TypeError, ValueError):
+            continue
+        early[rank] = str(doc["result"].get("end") or "; ".join(doc.get("errors") or []) or "stopped")
+    return docs, results, early
+
+
+def _round_dirs(run_dir: Path) -> list[Path]:
+    """Each round's folder, then the documents of its earlier sessions
+    (earlier-N: kept when a resumed campaign measured the round again)."""
+    out = []
+    for sdir in sorted(p for p in (run_dir / "raw").glob("*") if p.is_dir()):
+        out.append(sdir)
+        out += sorted((p for p in sdir.glob("earlier-*") if p.is_dir()),
+                      key=lambda p: -int(p.name.split("-", 1)[1]) if p.name.split("-", 1)[1].isdigit() else 0)
+    return out
 
 
 def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
@@ -148,15 +187,17 @@ def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
     planned, rows, make = _planned_rounds(cfg), [], _row_maker(run_dir.name, cfg)
     hosts = {n["host"] for n in cfg["nodes"]}
     same_clock = on_this_machine(cfg["launcher"]["type"]) or len(hosts) == 1
-    for sdir in sorted(p for p in (run_dir / "raw").glob("*") if p.is_dir()):
-        docs, results = _client_results(sdir)
+    seen: set[str] = set()  # a round's newest documents win over its earlier sessions'
+    for sdir in _round_dirs(run_dir):
+        docs, results, early = _client_results(sdir)
         if not results:
             continue
         offs = windows.offsets({r: res["measure_start_s"] for r, res in results.items()}, same_clock)
-        for w, keys in enumerate(_round_keys(sdir, docs, planned)):
+        named = sdir.parent if sdir.name.startswith("earlier-") else sdir
+        for w, keys in enumerate(_round_keys(sdir, docs, {sdir.name: planned.get(named.name, [])})):
             for j, key in enumerate(keys):
                 m = KEY.match(key)
-                if not m:
+                if not m or key in seen:
                     continue
                 snodes, cnodes = [int(v) for v in m["s"].split("-")], [int(v) for v in m["c"].split("-")]
                 nclients = len(cnodes) * int(m["cpn"])
@@ -165,9 +206,75 @@ def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
                 sp = SimpleNamespace(stage=m["stage"].split("+")[0], metric=m["metric"], index=int(m["i"]))
                 part = (key, snodes, cnodes, len(snodes) * int(m["spn"]), ranks)
                 row = make(sp, part, w, results, errors, offs, sdir)
-                if row["status"] != "failed":
-                    rows.append(row)
+                if row["status"] == "failed":
+                    continue
+                ended = sorted({early[r] for r in ranks if r in early})
+                if ended and row["status"] == "ok":  # marked: what it is
+                    row["error"] = (f"recovered from client documents that ended early ({', '.join(ended)}); "
+                                    f"window {w + 1} was measured in full")
+                seen.add(key)
+                rows.append(row)
     return rows
+
+
+def unstored_rows(store: Store, run_id: str, cfg: dict) -> list[dict]:
+    """Rows the run's engine documents hold that the database lacks (keys
+    with no row: a row the campaign stored, failed ones included, stands)."""
+    have = store.stored_keys(run_id)
+    run_dir = store.run_dir(run_id)
+    if not (run_dir / "raw").is_dir():
+        return []
+    return [r for r in rows_from_documents(run_dir, cfg) if r["key"] not in have]
+
+
+def recover_run(store: Store, run_id: str, cfg: dict) -> list[dict]:
+    """Stores the windows of a run's engine documents missing from its
+    database (each once: keys already stored are kept); returns them."""
+    rows = unstored_rows(store, run_id, cfg)
+    for r in rows:
+        store.add_sample(**{k: v for k, v in r.items() if k != "id"})
+    return rows
+
+
+def recover(results: str | Path) -> list[str]:
+    """Brings every measured window the engine documents hold, and the
+    database lacks, into the database (rooftop doctor --recover)."""
+    store = Store(results, create=False)
+    said = []
+    try:
+        for run in store.runs():
+            if run.status == "running":  # its campaign is alive and stores its rounds itself
+                said.append(f"run {run.id}: left alone: its campaign (pid {run.owner[0]}) is running")
+                continue
+            try:
+                rows = recover_run(store, run.id, run.config)
+            except (KeyError, TypeError, ValueError) as e:
+                said.append(f"run {run.id}: not recovered: its documents or config cannot be read ({e!r})")
+                continue
+            if not rows:
+                continue
+            status, note = run_status(store, run.id, run.config)
+            store.set_status(run.id, status, "; ".join(filter(None, [
+                f"{len(rows)} samples recovered by rooftop doctor", note])))
+            said.append(f"run {run.id}: {len(rows)} samples recovered from engine documents: "
+                        + ", ".join(r["key"] for r in rows))
+    finally:
+        store.close()
+    return said
+
+
+def _run_config(run_dir: Path, old: dict | None) -> dict:
+    """A run's resolved config: its config.json, else the old database's
+    copy; raises ValueError (or KeyError) when neither is usable."""
+    for text in (lambda: (run_dir / "config.json").read_text(), lambda: old["config"]):
+        try:
+            cfg = json.loads(text())
+        except (OSError, ValueError, TypeError):
+            continue
+        if isinstance(cfg, dict) and isinstance(cfg.get("nodes"), list) and "launcher" in cfg:
+            _planned_rounds(cfg)  # a config the planner cannot read raises here, not halfway
+            return cfg
+    raise ValueError("no readable config")
 
 
 def _restore_run(store: Store, run_id: str, cfg: dict, old: dict | None) -> None:
@@ -212,12 +319,15 @@ def rebuild(results: str | Path) -> list[str]:
     said = [f"moved {db} to {_move_aside(db)}"] if db.exists() else []
     store = Store(d)
     for run_id in sorted(set(old_runs) | {p.name for p in _run_dirs(d)}):
-        try:
-            cfg = json.loads((d / run_id / "config.json").read_text())
-        except (OSError, ValueError):
-            cfg = json.loads(old_runs[run_id]["config"])
+        try:  # one damaged run never stops the rebuild of the others
+            cfg = _run_config(d / run_id, old_runs.get(run_id))
+            rows = rows_from_documents(d / run_id, cfg)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            said.append(f"run {run_id}: NOT rebuilt: its config.json ({d / run_id / 'config.json'}) is "
+                        f"damaged and the old database holds no copy ({type(e).__name__}: {e}); "
+                        f"its engine documents are left as they are")
+            continue
         _restore_run(store, run_id, cfg, old_runs.get(run_id))
-        rows = rows_from_documents(d / run_id, cfg)
         have = {r["key"] for r in rows}
         kept = [dict(r, server_nodes=json.loads(r["server_nodes"]), client_nodes=json.loads(r["client_nodes"]))
                 for r in old_samples.get(run_id, []) if r["key"] not in have]

@@ -49,6 +49,7 @@ earlier one.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import secrets
@@ -402,18 +403,55 @@ class Run:
 QUICK_CHECK_BYTES = 256 << 20
 
 
+#: How long a store operation waits, in all, while another process holds
+#: the database (a reader inside a transaction, a backup, a second
+#: campaign): seconds, from the environment variable ROOFTOP_DB_WAIT
+#: (default 300, at most a day). SQLite waits up to 30 s per try; between
+#: tries the transaction is rolled back and tried again after a pause.
+DB_WAIT_DEFAULT = 300.0
+DB_WAIT_MAX = 86400.0
+
+
+def db_wait() -> float:
+    try:
+        value = float(os.environ.get("ROOFTOP_DB_WAIT", DB_WAIT_DEFAULT))
+    except ValueError:
+        value = DB_WAIT_DEFAULT
+    return min(max(value, 0.0), DB_WAIT_MAX) if value == value else DB_WAIT_DEFAULT
+
+
+def _busy(e: Exception) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and any(
+        w in str(e) for w in ("database is locked", "database is busy", "database table is locked"))
+
+
 def _guarded(method):
-    """SQLite and file-system failures become StoreErrors naming the store."""
+    """SQLite and file-system failures become StoreErrors naming the store.
+    A database another process holds is waited for (db_wait(): every try
+    rolls back what it began, so a try is repeated whole)."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
+        outer = not getattr(self, "_in_call", False)
+        start, pause = time.monotonic(), 0.5
+        self._in_call = True
         try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as e:
-            raise StoreError(self.explain(e)) from None
-        except OSError as e:
-            raise StoreError(f"results folder {self.dir}: {e.strerror or e}"
-                             f"{' (' + str(e.filename) + ')' if e.filename else ''}; "
-                             f"check its permissions and free space, or choose another --results") from None
+            while True:
+                try:
+                    return method(self, *args, **kwargs)
+                except sqlite3.Error as e:
+                    waited = time.monotonic() - start
+                    if outer and _busy(e) and waited < self.wait_s:
+                        self._rollback()
+                        time.sleep(min(pause, max(0.0, self.wait_s - waited)))
+                        pause = min(pause * 2, 10.0)
+                        continue
+                    self._rollback()
+                    raise StoreError(self.explain(e, waited if _busy(e) else None)) from None
+                except OSError as e:
+                    raise StoreError(self.explain_os(e)) from None
+        finally:
+            if outer:
+                self._in_call = False
     return call
 
 
@@ -426,11 +464,38 @@ class Store:
         self.path = self.dir / "rooftop.db"
         #: Values every sample this process stores gets (unless the row sets them).
         self.marks: dict = {}
+        #: Seconds an operation waits for a database another process holds (db_wait).
+        self.wait_s = db_wait()
         self._open(create)
 
-    def explain(self, e: Exception) -> str:
+    def _rollback(self) -> None:
+        """Ends a transaction a failed operation left open (its work is undone)."""
+        db = getattr(self, "db", None)
+        if db is not None:
+            try:
+                db.rollback()
+            except sqlite3.Error:
+                pass
+
+    def explain_os(self, e: OSError) -> str:
+        """One message for a file-system failure in the results folder."""
+        where = f" ({e.filename})" if e.filename else ""
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return (f"results folder {self.dir}: its file system is full ({e.strerror}){where}; "
+                    f"free space there or choose another --results")
+        return (f"results folder {self.dir}: {e.strerror or e}{where}; "
+                f"check its permissions and free space, or choose another --results")
+
+    def explain(self, e: Exception, waited: float | None = None) -> str:
         """One message for a database failure: the path and what to do."""
         text = str(e)
+        if waited is not None:
+            return (f"results database {self.path} is locked by another process ({text}; waited "
+                    f"{waited:.0f} s, ROOFTOP_DB_WAIT={self.wait_s:g}): close what holds it "
+                    f"(an open sqlite3 shell, a reader inside a transaction)")
+        if "disk is full" in text or "disk I/O error" in text:
+            return (f"results database {self.path}: the file system of {self.dir} is full or failing "
+                    f"({text}); free space there or choose another --results")
         if isinstance(e, sqlite3.DatabaseError) and any(
                 w in text for w in ("not a database", "malformed", "corrupt", "damaged")):
             return (f"results database {self.path} is damaged ({text}): "
@@ -459,7 +524,9 @@ class Store:
     @_guarded
     def _open(self, create: bool) -> None:
         self._check_folder(create)
-        self.db = sqlite3.connect(self.path, timeout=30)
+        if getattr(self, "db", None) is not None:  # an earlier try found the database busy
+            self.db.close()
+        self.db = sqlite3.connect(self.path, timeout=min(30.0, self.wait_s))
         self.db.row_factory = sqlite3.Row
         if self.path.stat().st_size <= QUICK_CHECK_BYTES:
             problems = [r[0] for r in self.db.execute("PRAGMA quick_check")]
@@ -488,7 +555,7 @@ class Store:
             self.db.commit()
         except BaseException as e:
             self.db.rollback()
-            if isinstance(e, sqlite3.Error):
+            if isinstance(e, sqlite3.Error) and not _busy(e):  # busy: tried again (_guarded)
                 raise StoreError(f"{self.explain(e)} (while upgrading its schema from version {start} "
                                  f"to {SCHEMA_VERSION})") from None
             raise
@@ -668,9 +735,19 @@ class Store:
         if not row.get("raw_dir"):
             return None
         where = Path(row["raw_dir"])
-        if not where.is_dir():
-            where = self.dir / row["run_id"] / "raw" / where.name
+        if not where.is_dir():  # under raw/: the round's folder (and earlier-N in it)
+            parts = where.parts
+            inside = parts[len(parts) - 1 - parts[::-1].index("raw") + 1:] if "raw" in parts else (where.name,)
+            where = self.dir / row["run_id"] / "raw" / Path(*inside) if inside else where
         return where if where.is_dir() else None
+
+    @_guarded
+    def moved_documents(self, run_id: str, old: Path, new: Path) -> None:
+        """A round's documents moved from old to new (an earlier session's,
+        kept when the round is measured again): its rows follow them."""
+        self.db.execute("UPDATE samples SET raw_dir = ? WHERE run_id = ? AND raw_dir = ?",
+                        (str(new), run_id, str(old)))
+        self.db.commit()
 
     def _latency(self, row: dict) -> dict[str, float]:
         """The latency quantities of a sample: its client ranks' bins merged."""

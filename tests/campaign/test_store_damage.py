@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +132,70 @@ def test_rebuilt_from_documents_without_round_manifests(campaign, tmp_path):
     for f in res.glob("*/raw/*/round.json"):
         f.unlink()
     rebuilt_matches(res, run, rows)
+
+
+def test_a_damaged_run_does_not_stop_the_rebuild_of_the_others(campaign, tmp_path):
+    """Database lost, one run's config.json damaged: the healthy run is
+    rebuilt, the damaged one named (issue 27)."""
+    res, run, rows = copy(campaign, tmp_path)
+    bad = "20200101-000000-dead"
+    shutil.copytree(res / run, res / bad)
+    (res / bad / "config.json").write_text('{"nodes": [{"host": 1}]}')
+    (res / "rooftop.db").unlink()
+    p = rooftop("doctor", "--results", str(res), "--rebuild", check=False)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert f"run {run}: {len(rows)} samples from engine documents" in p.stdout, p.stdout
+    assert f"run {bad}: NOT rebuilt" in p.stdout and "config.json" in p.stdout, p.stdout
+    assert p.returncode == 1  # the damaged run is still a problem, said so
+    listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
+    assert [(r["id"], r["samples"]) for r in listed] == [(run, len(rows))]
+
+
+def unwritable(p: subprocess.CompletedProcess, *words: str) -> None:
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr, p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    for w in words:
+        assert w in last, (w, p.stderr)
+
+
+def test_read_only_mount(campaign):
+    """EROFS: collect, validate, report and plot say so in one line (issue 27)."""
+    from mounts import tmpfs_mount
+
+    res, run, _ = campaign
+    with tmpfs_mount(8) as mnt:
+        dst = mnt / "res"
+        shutil.copytree(res, dst)
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        for args in (["collect", "--metrics", "rpc", "--samples", "1", "--duration", "0.2"],
+                     ["validate", "--run", run, "--samples", "1", "--duration", "0.2"],
+                     ["report", run], ["plot", run]):
+            unwritable(rooftop(*args, "--results", str(dst), check=False), str(dst), "read-only")
+
+
+def test_results_folder_the_user_cannot_write():
+    """EACCES: report and plot as a user who may read but not write the
+    results folder say so in one line (issue 27)."""
+    import os
+    import sys
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("switching to user nobody needs root")
+    with tempfile.TemporaryDirectory(prefix="rooftop-eacces-") as tmp:
+        os.chmod(tmp, 0o755)
+        dst = Path(tmp) / "res"
+        run = rooftop("collect", "--metrics", "rpc", "--duration", "0.2", "--warmup", "0.1", "--samples", "1",
+                      "--results", str(dst)).stdout.strip().splitlines()[-1]
+        for d in [dst, *dst.rglob("*")]:
+            os.chmod(d, 0o755 if d.is_dir() else 0o644)
+        home = Path(tmp) / "home"  # the user's own files (matplotlib's cache) may be written
+        home.mkdir(mode=0o777)
+        home.chmod(0o777)
+        env = dict(os.environ, HOME=str(home), MPLCONFIGDIR=str(home))
+        for args in (["report", run], ["plot", run]):
+            p = subprocess.run(["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
+                                sys.executable, "-m", "rooftop", *args, "--results", str(dst)],
+                               capture_output=True, text=True, timeout=300, env=env)
+            unwritable(p, str(dst), "permission denied")

@@ -1,0 +1,166 @@
+"""Every measured window survives every way a campaign can end (issue 27,
+item 4): SIGKILL (the clients' lease lapses mid-round), SIGHUP, a database
+another process holds past the wait, a full file system. 'rooftop doctor'
+names the windows that are in engine documents but not in the database,
+'--recover' (and 'collect --resume') brings each in once, and --resume never
+overwrites a document it has not ingested."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from campaign_util import rooftop, samples
+from test_kill import LEASE, only_run, run_row, start_collect, wait_for_round, wait_no_engines
+
+
+def stored_once(res: Path, run: str) -> list[dict]:
+    rows = samples(res, run)
+    keys = [r["key"] for r in rows]
+    assert len(keys) == len(set(keys)), keys
+    return rows
+
+
+def test_sigkill_mid_round_windows_are_recovered_and_resume_keeps_their_documents(tmp_path):
+    res = tmp_path / "res"
+    p = start_collect(res, "--duration", "0.5", "--warmup", "0.1", "--samples", "12")
+    raw = wait_for_round(res, p)
+    time.sleep(3.2)  # some windows measured, the round not over
+    p.kill()
+    p.communicate(timeout=10)
+    run = only_run(res)
+    wait_no_engines(str(res), LEASE + 4)  # the clients stop once their lease lapsed, and write
+    doc = json.loads((raw / "client-0.json").read_text())
+    assert not doc["complete"] and doc["result"]["end"] == "lease lapsed", doc["result"].get("end")
+    full = doc["result"]["full_windows"]
+    assert 2 <= full < 12, full
+    assert samples(res, run) == []
+    p = rooftop("doctor", "--results", str(res), check=False)
+    assert p.returncode == 1 and f"{full} measured samples are in its engine documents" in p.stdout, p.stdout
+    assert "--recover" in p.stdout
+    # --resume stores them first, keeps their document, then measures the rest.
+    rooftop("collect", "--resume", run, "--results", str(res))
+    rows = stored_once(res, run)
+    assert sorted(r["sample"] for r in rows) == list(range(12))
+    assert all(r["status"] == "ok" for r in rows), rows
+    recovered = [r for r in rows if "lease lapsed" in r["error"]]
+    assert sorted(r["sample"] for r in recovered) == list(range(full))
+    kept = raw / "earlier-1" / "client-0.json"
+    assert json.loads(kept.read_text()) == doc
+    assert all(Path(r["raw_dir"]) == kept.parent for r in recovered)
+    assert run_row(res, run)["status"] == "complete"
+    assert rooftop("doctor", "--results", str(res)).returncode == 0
+    # The documents hold every window: a rebuild finds all 12 again, once each.
+    (res / "rooftop.db").unlink()
+    out = rooftop("doctor", "--results", str(res), "--rebuild").stdout
+    assert f"run {run}: 12 samples from engine documents" in out, out
+    assert sorted(r["sample"] for r in stored_once(res, run)) == list(range(12))
+
+
+def test_sighup_keeps_the_windows_measured(tmp_path):
+    res = tmp_path / "res"
+    p = start_collect(res, "--duration", "0.5", "--warmup", "0.1", "--samples", "12")
+    raw = wait_for_round(res, p)
+    time.sleep(3.2)
+    p.send_signal(signal.SIGHUP)  # a closed terminal
+    p.communicate(timeout=60)
+    assert p.returncode == 129
+    full = min(json.loads(f.read_text())["result"]["full_windows"] for f in raw.glob("client-*.json"))
+    assert full >= 2
+    run = only_run(res)
+    assert sorted(r["sample"] for r in stored_once(res, run)) == list(range(full))
+    assert run_row(res, run)["status"] == "interrupted"
+    assert rooftop("doctor", "--results", str(res)).returncode == 0
+    wait_no_engines(str(res), LEASE + 4)
+
+
+def test_a_database_held_past_the_wait_loses_no_window(tmp_path):
+    """A reader inside a transaction (BEGIN; SELECT) blocks every commit:
+    collect waits ROOFTOP_DB_WAIT seconds (default 300; 3 here), then
+    stops naming each sample not stored; doctor finds them, --recover
+    stores each once."""
+    res = tmp_path / "res"
+    env = dict(os.environ, ROOFTOP_DB_WAIT="3")
+    args = [sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc", "--results", str(res),
+            "--duration", "0.4", "--warmup", "0.1", "--samples", "3", "--set", f"engine.lease={LEASE}"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    wait_for_round(res, p)
+    reader = sqlite3.connect(res / "rooftop.db", isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT * FROM samples").fetchall()  # holds its shared lock until COMMIT
+    try:
+        out, err = p.communicate(timeout=120)
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    assert p.returncode == 2, (out, err)
+    assert "Traceback" not in err, err
+    run = only_run(res)
+    assert "locked" in err and "3 measured sample(s)" in err and "--recover" in err, err
+    assert samples(res, run) == []
+    p = rooftop("doctor", "--results", str(res), check=False)
+    assert p.returncode == 1 and "3 measured samples are in its engine documents" in p.stdout, p.stdout
+    rooftop("doctor", "--results", str(res), "--recover")
+    rows = stored_once(res, run)
+    assert sorted(r["sample"] for r in rows) == [0, 1, 2] and all(r["status"] == "ok" for r in rows)
+    assert rooftop("doctor", "--results", str(res)).stdout.strip().endswith("no problem found")
+    assert run_row(res, run)["status"] == "complete"
+    rooftop("doctor", "--results", str(res), "--recover")  # again: nothing doubled
+    assert len(stored_once(res, run)) == 3
+
+
+def fill(mnt: Path, leave_kib: int) -> Path:
+    """Fills a file system but leave_kib KiB (the filler file, to remove after)."""
+    filler = mnt / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(0, filler.stat().st_size - leave_kib * 1024))
+    return filler
+
+
+def test_a_full_file_system_names_it_and_loses_no_window(tmp_path):
+    """Results on a 2 MiB tmpfs filled once a bw round's client wrote its
+    document, before collect stores the round. collect names the
+    full file system and every sample not stored, leaves no temporary file;
+    once there is room, doctor --recover stores each once."""
+    from mounts import tmpfs_mount
+
+    with tmpfs_mount(2) as mnt:
+        res = mnt / "res"
+        args = [sys.executable, "-m", "rooftop", "collect", "--metrics", "bw", "--results", str(res),
+                "--duration", "0.4", "--warmup", "0.1", "--samples", "3", "--set", f"engine.lease={LEASE}"]
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        raw = wait_for_round(res, p)
+        while not (raw / "client-0.json").exists() and p.poll() is None:  # the round measured, not yet stored
+            time.sleep(0.002)
+        filler = fill(mnt, 0)
+        out, err = p.communicate(timeout=120)
+        wait_no_engines(str(res), LEASE + 4)
+        assert p.returncode == 2, (out, err)
+        assert "Traceback" not in err and "is full" in err, err
+        left = [f for f in res.rglob("*") if ".tmp" in f.name or f.name.endswith(".new")]
+        assert not left, left
+        filler.unlink()
+        run = only_run(res)
+        # Every sample is stored or named (where the journal found room for some, fewer are named).
+        named = re.search(r"(\d+) measured sample\(s\) of run \S+ are NOT in the database", err)
+        assert len(samples(res, run)) + (int(named[1]) if named else 0) == 3, err
+        p = rooftop("doctor", "--results", str(res), check=False)
+        if named:
+            assert p.returncode == 1 and f"{named[1]} measured samples are in its engine documents" in p.stdout
+        rooftop("doctor", "--results", str(res), "--recover")
+        rows = stored_once(res, run)
+        assert sorted(r["sample"] for r in rows) == [0, 1, 2] and all(r["status"] == "ok" for r in rows)
