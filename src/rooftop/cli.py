@@ -1213,7 +1213,9 @@ def _add_learn(sub) -> None:
                         "ridge, lasso, elastic net, SVR, k-nearest neighbours, Gaussian process, tree, "
                         "forest and boosting models with the run's roofline alone and roofline x a learned "
                         "efficiency. Prints the tables and feature importances; saves the best model to "
-                        "RESULTS/RUN/learned/METRIC.joblib (RUN: the first run named).")
+                        "RESULTS/RUN/learned/METRIC.model.json (RUN: the first run named; JSON: "
+                        "the model's name, seed and training data, refitted and checked when loaded; "
+                        "an older rooftop's METRIC.joblib pickle is never loaded: learn again).")
     le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs')")
     le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric measured)")
     le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
@@ -1237,7 +1239,7 @@ def _add_predict(sub) -> None:
     pr.add_argument("--client-nodes", type=int, metavar="N", help="client nodes (default: packed as the training was)")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob's value (repeatable)")
     pr.add_argument("--metric", help="which learned model, when the run has several")
-    pr.add_argument("--model", metavar="FILE", help="a model file instead of the run's")
+    pr.add_argument("--model", metavar="FILE", help="a model file (METRIC.model.json) instead of the run's")
     _results_arg(pr)
     pr.add_argument("--json", action="store_true", help="JSON on stdout")
     pr.set_defaults(func=_cmd_predict)
@@ -1271,7 +1273,8 @@ def _add_tune(sub) -> None:
                     "for the same measurements (default: %(default)s)")
     tu.add_argument("--run", metavar="RUN", help="a run with ceilings on these nodes: the model learns the "
                     "efficiency against its roofline, and the best is compared with it")
-    tu.add_argument("--model", metavar="FILE", help="a model file of 'rooftop learn' ranking the initial "
+    tu.add_argument("--model", metavar="FILE", help="a model file of 'rooftop learn' "
+                    "(RESULTS/RUN/learned/METRIC.model.json) ranking the initial "
                     "configurations (refused when it does not match the tune's parameters)")
     tu.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
     tu.add_argument("-v", "--verbose", action="store_true", help="log every command started")
