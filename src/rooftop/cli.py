@@ -762,14 +762,13 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_learn(args) -> int:
-    from rooftop.learn.run import learn
+    from rooftop.learn.run import learn, metrics_to_learn
     from rooftop.learn.show import print_learned
     from rooftop.store import Store
 
     store = Store(args.results, create=False)
     runs = [store.get_run(r).id for r in args.runs]
-    metrics = [args.target] if args.target else sorted(
-        {s["metric"] for r in runs for s in store.samples(r, stage="validate")}) or ["rpc"]
+    metrics = metrics_to_learn(store, runs, args.target)
     outcomes = [learn(store, runs, m, args.folds, args.seed) for m in metrics]
     if args.json:
         print(json.dumps([o.to_dict() for o in outcomes], indent=1))
@@ -1217,7 +1216,7 @@ def _add_learn(sub) -> None:
                         "the model's name, seed and training data, refitted and checked when loaded; "
                         "an older rooftop's METRIC.joblib pickle is never loaded: learn again).")
     le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs')")
-    le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric measured)")
+    le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric the runs validated)")
     le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
     le.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the models (default: %(default)s)")
     _results_arg(le)

@@ -156,3 +156,29 @@ def test_a_model_file_whose_refit_differs_is_refused(learned, tmp_path, capsys):
                            "--results", str(results), "--model", str(edited))
         assert rc == 2 and "rooftop learn" in err and "Traceback" not in err
 
+
+def _only_bw(folder: Path, run: str, validated: bool) -> None:
+    """Makes run a run that measured only bw (without its validation: collect only)."""
+    db = sqlite3.connect(folder / "rooftop.db")
+    gone = "metric = 'rpc'" + ("" if validated else " OR stage = 'validate'")
+    db.execute(f"DELETE FROM quantities WHERE sample_id IN (SELECT id FROM samples WHERE run_id = ? AND ({gone}))",
+               (run,))
+    db.execute(f"DELETE FROM samples WHERE run_id = ? AND ({gone})", (run,))
+    db.commit()
+
+
+def test_learn_on_a_run_that_measured_only_bw(tmp_path, capsys):
+    run = fixture_runs()[0]
+    shutil.copytree(FIXTURE, tmp_path / "v")
+    _only_bw(tmp_path / "v", run, validated=True)
+    rc, out, err = cli(capsys, "learn", run, "--folds", "3", "--results", str(tmp_path / "v"), "--json")
+    assert rc == 0, err
+    assert [d["metric"] for d in json.loads(out)] == ["bw"]
+    rc, out, err = cli(capsys, "learn", run, "--target", "rpc", "--results", str(tmp_path / "v"))
+    assert rc == 2 and "measured no rpc" in err and "they measured bw" in err
+    # Collected, never validated: the metric it measured is named, with the command that validates.
+    shutil.copytree(FIXTURE, tmp_path / "c")
+    _only_bw(tmp_path / "c", run, validated=False)
+    rc, out, err = cli(capsys, "learn", run, "--results", str(tmp_path / "c"))
+    assert rc == 2 and "bw: no successful validation samples" in err and "rpc" not in err
+    assert f"rooftop validate --run {run}" in err

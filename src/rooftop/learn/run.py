@@ -10,7 +10,8 @@ from pathlib import Path
 
 from sklearn.base import clone
 
-from rooftop.learn import dataset, evaluate
+from rooftop import metrics as metric_table
+from rooftop.learn import LearnError, dataset, evaluate
 from rooftop.learn.modelfile import OLD_SUFFIXES, SUFFIX, load_model, save_model
 
 
@@ -66,6 +67,32 @@ def learn(store, run_ids: list[str], metric: str, folds: int = evaluate.DEFAULT_
     out = Outcome(ds, cv, extra, text, best.name, imp, path, evaluate.noise_floor(ds))
     _save_comparison(out, oof)
     return out
+
+
+def metrics_to_learn(store, run_ids: list[str], target: str | None) -> list[str]:
+    """The metrics `rooftop learn` learns: target (refused, naming what the
+    runs measured, when no run measured it), else every metric the runs'
+    validation measured (else every metric they measured at all, which
+    dataset.load then explains has no validation samples)."""
+    measured = sorted({m for (m,) in store.db.execute(
+        f"SELECT DISTINCT metric FROM samples WHERE run_id IN ({','.join('?' * len(run_ids))})", run_ids)})
+    validated = sorted({m for r in run_ids for m in
+                        (s["metric"] for s in store.samples(r, stage=dataset.STAGE))})
+    runs = ", ".join(run_ids)
+    if target:
+        if target not in metric_table.METRICS:
+            raise LearnError(f"unknown metric {target!r} ({', '.join(metric_table.METRICS)})")
+        if target not in measured:
+            raise LearnError(f"run(s) {runs} measured no {target}: "
+                             + (f"they measured {', '.join(measured)} (--target {measured[0]})"
+                                if measured else "they have no samples"))
+        return [target]
+    if validated:
+        return validated
+    if measured:
+        return measured
+    raise LearnError(f"run(s) {runs} have no samples to learn from (rooftop collect, then rooftop validate "
+                     f"--run RUN)")
 
 
 def _save_comparison(o: Outcome, oof: dict) -> None:
