@@ -812,14 +812,13 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_learn(args) -> int:
-    from rooftop.learn.run import learn
+    from rooftop.learn.run import learn, metrics_to_learn
     from rooftop.learn.show import print_learned
     from rooftop.store import Store
 
     store = Store(args.results, create=False)
     runs = [store.get_run(r).id for r in args.runs]
-    metrics = [args.target] if args.target else sorted(
-        {s["metric"] for r in runs for s in store.samples(r, stage="validate")}) or ["rpc"]
+    metrics = metrics_to_learn(store, runs, args.target)
     outcomes = [learn(store, runs, m, args.folds, args.seed) for m in metrics]
     if args.json:
         print(json.dumps([o.to_dict() for o in outcomes], indent=1))
@@ -1267,9 +1266,11 @@ def _add_learn(sub) -> None:
                         "ridge, lasso, elastic net, SVR, k-nearest neighbours, Gaussian process, tree, "
                         "forest and boosting models with the run's roofline alone and roofline x a learned "
                         "efficiency. Prints the tables and feature importances; saves the best model to "
-                        "RESULTS/RUN/learned/METRIC.joblib (RUN: the first run named).")
+                        "RESULTS/RUN/learned/METRIC.model.json (RUN: the first run named; JSON: "
+                        "the model's name, seed and training data, refitted and checked when loaded; "
+                        "an older rooftop's METRIC.joblib pickle is never loaded: learn again).")
     le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs')")
-    le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric measured)")
+    le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric the runs validated)")
     le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
     le.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the models (default: %(default)s)")
     _results_arg(le)
@@ -1291,7 +1292,7 @@ def _add_predict(sub) -> None:
     pr.add_argument("--client-nodes", type=int, metavar="N", help="client nodes (default: packed as the training was)")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob's value (repeatable)")
     pr.add_argument("--metric", help="which learned model, when the run has several")
-    pr.add_argument("--model", metavar="FILE", help="a model file instead of the run's")
+    pr.add_argument("--model", metavar="FILE", help="a model file (METRIC.model.json) instead of the run's")
     _results_arg(pr)
     pr.add_argument("--json", action="store_true", help="JSON on stdout")
     pr.set_defaults(func=_cmd_predict)
@@ -1325,7 +1326,8 @@ def _add_tune(sub) -> None:
                     "for the same measurements (default: %(default)s)")
     tu.add_argument("--run", metavar="RUN", help="a run with ceilings on these nodes: the model learns the "
                     "efficiency against its roofline, and the best is compared with it")
-    tu.add_argument("--model", metavar="FILE", help="a model file of 'rooftop learn' ranking the initial "
+    tu.add_argument("--model", metavar="FILE", help="a model file of 'rooftop learn' "
+                    "(RESULTS/RUN/learned/METRIC.model.json) ranking the initial "
                     "configurations (refused when it does not match the tune's parameters)")
     tu.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
     tu.add_argument("-v", "--verbose", action="store_true", help="log every command started")

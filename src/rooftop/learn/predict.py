@@ -1,7 +1,8 @@
 """`rooftop predict`: a learned model's answer for a footprint never measured.
 
-The model file (written by `rooftop learn`, a joblib pickle) holds the
-fitted model with what it was trained on: the features, the parameters
+The model file (written by `rooftop learn`, JSON: modelfile.py) holds the
+model's name, seed and training data (the model is refitted on load) with
+what it was trained on: the features, the parameters
 that did not vary (a run whose parameters differ there is refused: the
 model never saw their effect), each training run's knobs and roofline, and
 the spread of its cross-validated errors (the interval). The answer is the
@@ -16,52 +17,33 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import joblib
 import numpy as np
-import sklearn
 
-from rooftop import __version__
 from rooftop.learn import LearnError
 from rooftop.learn.dataset import encode_value, excluded
-
-#: The model file's format; another one is refused (retrain).
-FORMAT = 1
-
-
-def save_model(path: Path, doc: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    joblib.dump({"format": FORMAT, "rooftop": __version__, "sklearn": sklearn.__version__, **doc}, tmp)
-    tmp.replace(path)
-
-
-def load_model(path: Path) -> dict:
-    if not path.is_file():
-        raise LearnError(f"no model file {path}")
-    try:
-        doc = joblib.load(path)
-    except Exception as e:  # a damaged or foreign file: say which
-        raise LearnError(f"{path}: not a rooftop model file ({type(e).__name__}: {e})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise LearnError(f"{path}: not a rooftop model file of format {FORMAT} (retrain: rooftop learn)")
-    if doc["sklearn"] != sklearn.__version__:
-        raise LearnError(f"{path}: written with scikit-learn {doc['sklearn']}, this is "
-                         f"{sklearn.__version__}; retrain it with rooftop learn")
-    return doc
+from rooftop.learn.modelfile import OLD_SUFFIXES, SUFFIX, load_model, metric_of, relearn_hint
 
 
 def find_model(store, run_id: str, metric: str | None) -> Path:
-    """The run's model file for metric (the only one, when metric is None)."""
+    """The run's model file for metric (the only one, when metric is None).
+    A model file of an older rooftop (METRIC.joblib, a pickle) is refused,
+    never opened, with the command that re-learns it."""
     folder = store.run_dir(run_id) / "learned"
-    files = sorted(folder.glob("*.joblib")) if folder.is_dir() else []
+    files = sorted(folder.glob("*" + SUFFIX)) if folder.is_dir() else []
+    old = sorted(p for s in OLD_SUFFIXES for p in folder.glob("*" + s)) if folder.is_dir() else []
     if metric:
-        files = [f for f in files if f.stem == metric]
+        files = [f for f in files if metric_of(f) == metric]
+        old = [f for f in old if f.stem == metric]
+    if not files and old:
+        raise LearnError(f"run {run_id}: {', '.join(p.name for p in old)} is a model file of an older rooftop "
+                         f"(a pickle); rooftop no longer loads pickles, which can run code; "
+                         f"{relearn_hint(run_id)}")
     if not files:
         raise LearnError(f"run {run_id} has no learned model{' for ' + metric if metric else ''} "
                          f"(rooftop learn {run_id}; a model learned over several runs is saved with "
                          f"the first, or give --model FILE)")
     if len(files) > 1:
-        raise LearnError(f"run {run_id} has models for {', '.join(f.stem for f in files)}: "
+        raise LearnError(f"run {run_id} has models for {', '.join(metric_of(f) for f in files)}: "
                          f"choose one with --metric")
     return files[0]
 
@@ -142,7 +124,7 @@ def predict(store, run_id: str, servers: int, clients: int, sets: dict | None = 
     """The predicted per-client rate for a placement, capped by the roofline."""
     run = store.get_run(run_id)
     path = Path(model_file) if model_file else find_model(store, run.id, metric)
-    doc = load_model(path)
+    doc = load_model(path, run.id)
     if metric and doc["metric"] != metric:
         raise LearnError(f"{path} models {doc['metric']}, not {metric}")
     raw, params = query_params(store, run.id, doc["metric"], sets or {})

@@ -18,6 +18,8 @@ def load(run_dir: Path) -> list[dict]:
     folder = run_dir / "learned"
     out = []
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if p.name.endswith(".model.json"):
+            continue  # the model file itself (modelfile.py), not a comparison
         try:
             out.append(json.loads(p.read_text()))
         except (OSError, ValueError):

@@ -1,7 +1,7 @@
 """`rooftop learn`: the dataset, the comparisons, the best model refitted on
-every sample and saved with the run (RESULTS/RUN/learned/METRIC.joblib, RUN
-the first run named), and the comparison beside it (METRIC.json, for the
-report)."""
+every sample and saved with the run (RESULTS/RUN/learned/METRIC.model.json,
+RUN the first run named; JSON that loading cannot execute: modelfile.py),
+and the comparison beside it (METRIC.json, for the report)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 from sklearn.base import clone
 
-from rooftop.learn import dataset, evaluate
-from rooftop.learn.predict import save_model
+from rooftop import metrics as metric_table
+from rooftop.learn import LearnError, dataset, evaluate
+from rooftop.learn.modelfile import OLD_SUFFIXES, SUFFIX, load_model, save_model
 
 
 @dataclass
@@ -52,16 +53,46 @@ def learn(store, run_ids: list[str], metric: str, folds: int = evaluate.DEFAULT_
     kind, est = evaluate.all_models(seed)[best.name]
     fitted = clone(est).fit(ds.X(), ds.y)
     imp = [] if best.name == "roofline alone" else evaluate.importances(fitted, ds, seed)
-    path = store.run_dir(ds.runs[0]) / "learned" / f"{metric}.joblib"
+    path = store.run_dir(ds.runs[0]) / "learned" / f"{metric}{SUFFIX}"
     save_model(path, {
-        "metric": metric, "unit": ds.unit, "model": best.name, "kind": kind, "estimator": fitted,
+        "metric": metric, "unit": ds.unit, "model": best.name, "kind": kind,
         "features": ds.features, "encoder": ds.encoder, "constants": ds.constants, "runs": ds.runs,
         "knobs": {r: ds.knobs(r) for r in ds.runs}, "rooflines": ds.rooflines,
         "interval": evaluate.interval(oof[best.name], ds.y), "cv_median_ape": best.median,
-        "seed": seed, "folds": folds, "ranges": _ranges(ds), "per_node": _per_node(ds)})
+        "seed": seed, "folds": folds, "ranges": _ranges(ds), "per_node": _per_node(ds)},
+        ds.X(), ds.y, fitted.predict(ds.X()))
+    load_model(path, ds.runs[0])  # the file refits to this model, or say so now rather than at predict
+    for suffix in OLD_SUFFIXES:  # an older rooftop's pickle of this metric: replaced
+        (path.parent / f"{metric}{suffix}").unlink(missing_ok=True)
     out = Outcome(ds, cv, extra, text, best.name, imp, path, evaluate.noise_floor(ds))
     _save_comparison(out, oof)
     return out
+
+
+def metrics_to_learn(store, run_ids: list[str], target: str | None) -> list[str]:
+    """The metrics `rooftop learn` learns: target (refused, naming what the
+    runs measured, when no run measured it), else every metric the runs'
+    validation measured (else every metric they measured at all, which
+    dataset.load then explains has no validation samples)."""
+    measured = sorted({m for (m,) in store.db.execute(
+        f"SELECT DISTINCT metric FROM samples WHERE run_id IN ({','.join('?' * len(run_ids))})", run_ids)})
+    validated = sorted({m for r in run_ids for m in
+                        (s["metric"] for s in store.samples(r, stage=dataset.STAGE))})
+    runs = ", ".join(run_ids)
+    if target:
+        if target not in metric_table.METRICS:
+            raise LearnError(f"unknown metric {target!r} ({', '.join(metric_table.METRICS)})")
+        if target not in measured:
+            raise LearnError(f"run(s) {runs} measured no {target}: "
+                             + (f"they measured {', '.join(measured)} (--target {measured[0]})"
+                                if measured else "they have no samples"))
+        return [target]
+    if validated:
+        return validated
+    if measured:
+        return measured
+    raise LearnError(f"run(s) {runs} have no samples to learn from (rooftop collect, then rooftop validate "
+                     f"--run RUN)")
 
 
 def _save_comparison(o: Outcome, oof: dict) -> None:
@@ -73,7 +104,7 @@ def _save_comparison(o: Outcome, oof: dict) -> None:
     shown = [s.name for s in (o.best_of(o.cv, "plain"), o.best_of(o.cv, "roofline")) if s]
     doc = dict(o.to_dict(), predictions={"measured": o.ds.y.tolist(),
                                          "models": {n: oof[n].tolist() for n in shown}})
-    o.path.with_suffix(".json").write_text(json.dumps(doc, indent=1))
+    (o.path.parent / f"{o.ds.metric}.json").write_text(json.dumps(doc, indent=1))
 
 
 def _ranges(ds) -> dict[str, tuple[float, float]]:
