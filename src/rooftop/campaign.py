@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rooftop import limits, metrics, nic_check, nics, progress, samplers, stages, windows
+from rooftop import emulation, limits, metrics, nic_check, nics, progress, samplers, stages, windows
 from rooftop.engine import (TOKEN_FILE, EngineError, NotReady, engine_path, private_dir, reap,
                             run_engine, terminate, wait_published, write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node, on_this_machine
@@ -553,6 +553,51 @@ class Rows:
         return ""
 
 
+class EmulationWatch:
+    """The emulation a round's nodes ran under (rooftop.emulation): read
+    before the round, once every client has measured a window (from the
+    window follower's thread) and at the end. Each row records its nodes'
+    emulation after its window; a window whose nodes changed during it, or
+    differ from the run's, is invalid with the difference as its reason.
+    Off the emulated cluster: nothing read, nothing recorded."""
+
+    def __init__(self, runner: "Runner", placement: Placement, rnd: ClientRound):
+        used = set(placement.server_nodes) | {c for sp in rnd.specs for c in sp.client_nodes}
+        self.nodes = [runner.nodes[i] for i in sorted(used)]
+        self.cfg_nodes = runner.cfg.get("nodes") or []
+        self.physical = emulation.physical_cores(runner.cfg)
+        self.on = any((n.emulation or {}).get("netns") for n in self.nodes)
+        self.reads: list[dict] = [emulation.read(self.nodes)] if self.on else []
+        self.index = {id(sp): w for w, sp in enumerate(rnd.specs)}
+
+    def window_done(self, w: int) -> None:
+        if self.on and len(self.reads) == w + 1:
+            self.reads.append(emulation.read(self.nodes))
+
+    def mark(self, rows: list[tuple[SampleSpec, dict]]) -> list[tuple[SampleSpec, dict]]:
+        if not self.on:
+            return rows
+        end = emulation.read(self.nodes)
+        for sp, row in rows:
+            w = self.index.get(id(sp), 0)
+            before = self.reads[w] if w < len(self.reads) else self.reads[-1]
+            after = self.reads[w + 1] if w + 1 < len(self.reads) else end
+            mine = [str(i) for i in (*row["server_nodes"], *row["client_nodes"])]
+            row["emulation"] = json.dumps({i: after[i] for i in mine if i in after}, sort_keys=True)
+            if row["status"] == "failed":
+                continue
+            changed = emulation.between(before, after, mine)
+            other = emulation.against_run({i: after[i] for i in mine if i in after}, self.cfg_nodes,
+                                          self.physical) if not changed else []
+            why = (f"the emulated cluster changed during the window: {'; '.join(changed[:3])}" if changed
+                   else f"{emulation.OTHER}: {'; '.join(other[:3])}" if other
+                   else "")
+            if why:
+                row["status"] = "invalid"
+                row["error"] = why + (f" | {row['error']}" if row.get("error") else "")
+        return rows
+
+
 def windows_of(result: dict) -> list[dict]:
     """A client result's measured windows (the engine calls them samples)."""
     return result["samples"]
@@ -571,6 +616,7 @@ class RoundMeasurer:
         r, spec = self.r, rnd.first
         sdir = self._folder(rnd, attempt)
         launches = r.commands.client_launches(group.placement, spec, group.gdir, sdir, len(rnd.specs))
+        watch = EmulationWatch(r, group.placement, rnd)  # the emulated cluster, read per window
         running = samplers.start_all(r, group.placement, spec)  # e.g. CPU others use meanwhile
         procs = []
         for i, launch in enumerate(launches):
@@ -583,18 +629,18 @@ class RoundMeasurer:
         nclients = sum(len(l.ranks) for l in launches)
         try:  # the bars advance as every client finishes a window (rooftop.progress)
             with progress.WindowFollower(sdir, nclients, len(rnd.specs),
-                                         lambda w: r.on_window(rnd.specs[w])):
+                                         lambda w: (watch.window_done(w), r.on_window(rnd.specs[w]))):
                 killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
             samplers.stop_all(running)
             self._store_series(rnd, running)
-            raise RoundInterrupted(self._cut(group, rnd, launches, procs, sdir, attempt)) from None
+            raise RoundInterrupted(watch.mark(self._cut(group, rnd, launches, procs, sdir, attempt))) from None
         sampled = samplers.stop_all(running)
         self._store_series(rnd, running)
         r.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit)
         name_server_reasons(group.gdir, errors, r.leases.period)
-        return self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
+        return watch.mark(self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled))
 
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
         """The round's time series (series samplers), saved at once; a
@@ -830,7 +876,12 @@ class Runner:
                     self._store(stop.measured)  # the windows measured before it: not lost
                 raise
             bad = [row for _, row in measured if row["status"] == "invalid"]
-            if not bad or attempt == tries:
+            other = [row for row in bad if row["error"].startswith(emulation.OTHER)]
+            if other and emulation.OTHER not in self.said:  # said once: every later round would repeat it
+                self.said.add(emulation.OTHER)
+                print(f"rooftop: warning: {other[0]['key']}: {other[0]['error']}; such samples are stored "
+                      f"invalid", file=sys.stderr, flush=True)
+            if not bad or attempt == tries or len(other) == len(bad):  # measuring again would not help
                 break
             self.log(f"attempt {attempt} of {rnd.first.key} is invalid ({bad[0]['error']}): measuring again")
         return self._store(measured)

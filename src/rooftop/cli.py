@@ -242,7 +242,7 @@ class _PlannedStore:
 
 
 def _cmd_collect(args) -> int:
-    from rooftop import config, nic_check, nics
+    from rooftop import config, emulation, nic_check, nics
     from rooftop.campaign import Runner, plan_collect
     from rooftop.store import Store
 
@@ -271,6 +271,7 @@ def _cmd_collect(args) -> int:
         return _dry_run(Runner(cfg, store, "<run>", make_launcher(cfg["launcher"])), cfg, plan_collect(cfg))
     if args.resume:
         nic_check.preflight(cfg)
+    emulation.preflight(cfg)  # an emulated cluster not as the run recorded it: refused
     with _campaign_locks(args, store, cfg) as locks:  # a refused campaign creates no run
         run_id = run_id or store.new_run(cfg, _environment(cfg))
         locks.name_run(run_id)
@@ -289,7 +290,7 @@ def _campaign_locks(args, store, cfg: dict):
 
 
 def _cmd_validate(args) -> int:
-    from rooftop import config, nic_check, nics
+    from rooftop import config, emulation, nic_check, nics
     from rooftop.campaign import Runner, plan_validate
     from rooftop.store import Store
 
@@ -303,6 +304,7 @@ def _cmd_validate(args) -> int:
     config.resolve_grid(cfg)  # against the run's own nodes
     if not args.dry_run:
         nic_check.preflight(cfg)
+        emulation.preflight(cfg)  # the cluster rebuilt or changed since the run: refused
     groups = plan_validate(cfg)
     if args.dry_run:
         from rooftop.launchers import make_launcher

@@ -12,7 +12,9 @@ additional properties for that reason.
 Typed columns: `server_nodes`/`client_nodes` are lists of node indices (in
 CSV, JSON text such as "[0, 1]": always a string, whatever the run), next to
 `server_node_count`/`client_node_count` (integers). `ceilings` is the list
-of collect stages a sample stands for (CSV: JSON text). `raw_dir` is the
+of collect stages a sample stands for (CSV: JSON text). `emulation` is what
+the emulated cluster enforced on the sample's nodes during its window
+(rooftop.emulation; null off the emulated cluster; CSV: JSON text or empty). `raw_dir` is the
 folder of the sample's engine documents relative to the results folder
 ("RUN/raw/...", "" when none is left), wherever `collect` ran.
 """
@@ -31,8 +33,8 @@ from rooftop.store import SAMPLE_COLUMNS, Store, stands_for
 
 #: The version of every JSON document below (see the compatibility rule).
 #: 1.1 added the interference impact factors (export, model) and each
-#: metric's ceilings under load (model).
-SCHEMA_VERSION = "1.1"
+#: metric's ceilings under load (model); 1.2 each sample's emulation (export).
+SCHEMA_VERSION = "1.2"
 #: Sample columns as exported, in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: Export formats: name -> one line of help.
@@ -53,7 +55,8 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
     out = []
     for s in store.samples(run_id):
         docs = store.docs_dir(s)
-        out.append(dict(s, ceilings=stands_for(s), server_node_count=len(s["server_nodes"]),
+        out.append(dict(s, ceilings=stands_for(s), emulation=json.loads(s["emulation"]) if s["emulation"] else None,
+                        server_node_count=len(s["server_nodes"]),
                         client_node_count=len(s["client_nodes"]),
                         raw_dir=os.path.relpath(docs, store.dir) if docs else ""))
     return out
@@ -76,7 +79,7 @@ def csv_text(store: Store, run_id: str) -> str:
     w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for s in sample_rows(store, run.id):
-        w.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in s.items()})
+        w.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in s.items()})
     return buf.getvalue()
 
 

@@ -145,6 +145,11 @@ LOCK_COLUMNS = {"concurrent": "INTEGER NOT NULL DEFAULT 0",  # 1: measured with 
 OWNER_COLUMNS = {"owner_pid": "INTEGER NOT NULL DEFAULT 0", "owner_host": "TEXT NOT NULL DEFAULT ''",
                  "owner_start": "TEXT NOT NULL DEFAULT ''"}
 
+# Issue 27: the emulation each sample ran under (rooftop.emulation): JSON
+# {node index: live record} of its nodes on the emulated cluster, read after
+# its window; '' elsewhere and for samples stored before.
+EMULATION_COLUMNS = {"emulation": "TEXT NOT NULL DEFAULT ''"}
+
 QUANTITIES_DDL = """CREATE TABLE IF NOT EXISTS quantities (
     sample_id   INTEGER NOT NULL REFERENCES samples(id),
     quantity    TEXT NOT NULL,          -- a name of store.QUANTITIES
@@ -283,6 +288,8 @@ MIGRATIONS = [
     Migration(10, "tune_steps: every step of a 'rooftop tune' run (issue 17, item 3)", _sql(TUNE_STEPS_DDL)),
     Migration(11, "interference, load_runs: rooftop interfere's impact factors and background loads (issue 18)",
               _sql(INTERFERENCE_DDL, LOAD_RUNS_DDL)),
+    Migration(12, "samples.emulation: the emulated cluster's CPU caps, cores and link rates each sample "
+                  "ran under (issue 27)", _add_columns("samples", EMULATION_COLUMNS)),
 ]
 #: The schema version this code writes (and the newest it can read).
 SCHEMA_VERSION = MIGRATIONS[-1].number
@@ -292,6 +299,7 @@ SAMPLE_COLUMNS = ["run_id", "key", "stage", "metric", "unit", "server_nodes", "c
                   "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "skew_s", "overlap", "barrier_s",
                   "attempt", "concurrent", "foreign_cpu", "created"]
 SAMPLE_COLUMNS += ["ceilings"]  # issue 10 item 7: see CEILINGS_COLUMNS
+SAMPLE_COLUMNS += ["emulation"]  # issue 27: see EMULATION_COLUMNS
 
 
 def _default(decl: str):
@@ -306,6 +314,7 @@ def _default(decl: str):
 #: when the campaign does not set them (ceilings: from its key).
 SAMPLE_DEFAULTS = {name: _default(decl) for cols in (LATE_COLUMNS, BARRIER_COLUMNS, LOCK_COLUMNS)
                    for name, decl in cols.items()}
+SAMPLE_DEFAULTS["emulation"] = ""
 
 
 def flatten(value, key: str = "") -> list[tuple[str, object]]:
