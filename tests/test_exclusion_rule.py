@@ -1,6 +1,6 @@
 """One rule, everywhere (issue 27, item 1): a sample rooftop.model.exclusion
-keeps out of the ceilings (nodes sharing cores, --allow-concurrent, foreign
-CPU above the gate, not ok) feeds no outlier score, no learned dataset row,
+keeps out of the ceilings (nodes sharing cores, --allow-concurrent, not
+ok) feeds no outlier score, no learned dataset row,
 no validation error and no figure's fitted line either."""
 
 from __future__ import annotations
@@ -86,11 +86,10 @@ def test_validation_error_leaves_out_excluded_samples_and_shows_them(tmp_path):
     assert "--allow-concurrent" in ev.excluded[0][1]
     assert abs(ev.median_abs_error() - before.median_abs_error()) < 5  # not the 1.0 ops/s ones
     assert all(c.measured > 1.0 for c in ev.checks)
-    # Foreign CPU above the gate: out as well; below it (a warning only): in.
-    _set(st, run_id, f"key = '{keys[0]}'", concurrent=0, foreign_cpu=model.FOREIGN_GATE + 0.1)
-    _set(st, run_id, f"key = '{keys[1]}'", concurrent=0, foreign_cpu=model.FOREIGN_GATE - 0.1)
+    # Back in once the mark is gone.
+    _set(st, run_id, f"key = '{keys[0]}'", concurrent=0)
     ev = results.load(st, run_id).evaluations["rpc"]
-    assert len(ev.excluded) == 1 and "of a core" in ev.excluded[0][1]
+    assert len(ev.excluded) == 1 and "--allow-concurrent" in ev.excluded[0][1]
     # The roofline figure shows the excluded one, marked.
     from rooftop.plots import roofline
 
@@ -104,7 +103,7 @@ def test_learned_dataset_has_no_excluded_rows(tmp_path):
     st, run_id = realistic_run(tmp_path, nodes=4)
     n = len(dataset.load(st, [run_id], "rpc").rows)
     keys = [s["key"] for s in st.samples(run_id, "validate", "rpc")][:3]
-    _set(st, run_id, f"key IN ({', '.join(repr(k) for k in keys)})", foreign_cpu=0.9)
+    _set(st, run_id, f"key IN ({', '.join(repr(k) for k in keys)})", concurrent=1)
     assert len(dataset.load(st, [run_id], "rpc").rows) == n - 3
 
 

@@ -474,18 +474,17 @@ def _round_windows(raw_dir: str) -> list[set]:
         return []
 
 
-#: Foreign CPU (cores' worth others used on a sample's cores,
-#: rooftop.foreign) above which a sample is not used: a quarter of a core
-#: taken from a measurement. (The report warns from FOREIGN_WARN up.)
-FOREIGN_GATE = 0.25
+#: Foreign CPU is not (yet) part of the rule: rooftop.foreign counts the
+#: softirq time of a round's own network traffic as foreign (recorded bw
+#: rounds read 1.0-1.6 cores on 2 cores), so a gate would drop good
+#: samples; the report warns from FOREIGN_WARN up instead.
 
 
 def exclusion(sample: dict, nodes=None, beside=()) -> str:
     """THE rule: why a sample may feed no ceiling, outlier score, learned
     dataset row, validation error or figure's fitted line ('' when it may).
     Not measured or unusable (status failed or invalid), measured with
-    --allow-concurrent, other processes using more than FOREIGN_GATE of a
-    core on its cores, or nodes sharing cores (core_sharing; beside: the
+    --allow-concurrent, or nodes sharing cores (core_sharing; beside: the
     samples that ran at the same time, ran_beside). Figures may still show
     such a sample, marked."""
     status = sample.get("status")
@@ -493,9 +492,6 @@ def exclusion(sample: dict, nodes=None, beside=()) -> str:
         return f"{status}: {(sample.get('error') or '')[:120]}"
     if sample.get("concurrent"):
         return "measured with --allow-concurrent: another campaign may have shared its cores"
-    fc = sample.get("foreign_cpu")
-    if fc is not None and fc > FOREIGN_GATE:
-        return f"other processes used {fc:.0%} of a core on its cores (more than {FOREIGN_GATE:.0%})"
     return core_sharing(sample, nodes, beside)
 
 

@@ -16,7 +16,7 @@ quiet, uniform machine from being called an outlier. A node with z below
 -THRESHOLD is flagged slow (above +THRESHOLD: fast, reported, not removed).
 
 Only pairs whose samples may feed a ceiling count (rooftop.model.exclusion:
-not nodes sharing cores, not --allow-concurrent, not foreign CPU): a pair
+not nodes sharing cores, not --allow-concurrent, not invalid): a pair
 left out says nothing about its nodes. A node needs MIN_PAIRS usable pairs
 to be scored, and MIN_NODES scored nodes are needed to score any: with
 fewer, the matrix cannot tell a slow node, and nobody is named.

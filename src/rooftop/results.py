@@ -328,8 +328,7 @@ def sharing_lines(samples: list[dict]) -> list[str]:
         worst = max(loaded, key=lambda s: s["foreign_cpu"])
         out.append(f"{len(loaded)} sample(s) shared their cores with other processes (foreign CPU "
                    f"above {FOREIGN_WARN:.0%} of a core; worst {worst['foreign_cpu']:.0%} of a core, "
-                   f"{worst['key']}): their rates may be low (above {model.FOREIGN_GATE:.0%} the "
-                   f"model does not use them); measure again on a quiet machine")
+                   f"{worst['key']}): their rates may be low; measure again on a quiet machine")
     return out
 
 
