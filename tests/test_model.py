@@ -388,7 +388,7 @@ def test_placements_whose_nodes_share_cores_yield_no_ceiling():
     assert {(st, k) for st, k, _ in r.core_shared} >= {("client_peak", "client_peak/rpc/s1x1/c2x1/0"),
                                                        ("client_node", "client_node/rpc/s0-1x1/c2x1/1")}
     v = r.verdict()
-    assert v["kind"] == "cannot_tell" and "server ceiling(s) come only from placements" in v["text"]
+    assert v["kind"] == "cannot_tell" and "server ceiling(s) come only from samples" in v["text"]
     # Without sharing information (a real cluster) every sample counts: the
     # time-sliced pair would be the node-full ceiling, "1 server per 155 clients".
     blind = model.from_run(rows, "rpc")

@@ -51,7 +51,11 @@ def pairs(res: RunResults) -> list[str]:
                        + ", ".join(f"n{a}-n{b} ({fmt_rate(v, pm.unit)})" for (a, b), v in links[:3])
                        + ": slow between those nodes only (a cable, a switch port, a route).")
         if not flagged and not links:
-            if len(pm.rates) < outliers.MIN_NODES:
+            why = outliers.cannot_tell(pm.rates, pm.nodes)
+            if why.startswith("cannot tell") and pm.left_out:
+                out.append(f"{metric}: the pair matrix {why} ({len(pm.left_out)} pair(s) left out: "
+                           f"{next(iter(pm.left_out.values()))[1]}).")
+            elif len(pm.rates) < outliers.MIN_NODES:
                 out.append(f"{metric}: {len(pm.rates)} node pair(s): too few for the pair matrix to "
                            f"point anywhere; collect on 3 or more nodes to tell a slow node.")
             else:

@@ -308,6 +308,24 @@ class ClientRound:
         return [sp.row_keys() for sp in self.specs]
 
 
+def _pair_schedule(cfg: dict, placements: list[Placement]) -> list[str]:
+    """The dry run's account of pair rounds: how many, and the pairs kept
+    apart because their nodes share cores (stages.client_peak.pair_rounds)."""
+    rounds = [sp.pairs for pl in placements for sp in pl.samples[:1] if sp.pairs]
+    if not rounds:
+        return []
+    from rooftop.stages.client_peak import round_robin
+
+    alone = [r[0] for r in rounds if len(r) == 1]
+    planned = len(round_robin(len(cfg["nodes"])))
+    line = (f"# pair rounds: {len(rounds)} round(s) of disjoint pairs (a round-robin needs {planned})")
+    if len(rounds) > planned:
+        line += ("; pairs whose nodes share cores never run at once: "
+                 f"{len(alone)} pair(s) run alone (" + ", ".join(f"n{a}-n{b}" for a, b in alone[:6])
+                 + (", ..." if len(alone) > 6 else "") + ")")
+    return [line]
+
+
 def client_rounds(specs: list[SampleSpec]) -> list[ClientRound]:
     """Consecutive samples of one measurement share a client round."""
     out: list[ClientRound] = []
@@ -981,7 +999,7 @@ class Runner:
 
     def dry_run(self, placements: list[Placement]) -> list[str]:
         """The exact command lines of every placement and sample, not run."""
-        lines = []
+        lines = _pair_schedule(self.cfg, placements)
         gdir = self.run_dir / "groups" / "<group>"
         for pl in placements:
             lines.append(f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node"
@@ -990,8 +1008,11 @@ class Runner:
             for rnd in client_rounds(pl.samples):
                 spec = rnd.first
                 sdir = self.run_dir / "raw" / rnd.folder
+                at_once = ("; pairs measured at once: " + ", ".join(f"n{a}-n{b}" for a, b in spec.pairs)
+                           if spec.pairs and len(spec.pairs) > 1 else
+                           f"; pair n{spec.pairs[0][0]}-n{spec.pairs[0][1]} alone" if spec.pairs else "")
                 lines.append(f"# {spec.stage} {spec.metric}: clients on node(s) {spec.client_nodes}, "
-                             f"{len(rnd.specs)} sample(s) in one round")
+                             f"{len(rnd.specs)} sample(s) in one round{at_once}")
                 nclients = len(spec.client_nodes) * spec.clients_per_node
                 at = f"<launch time + {self.cfg['engine']['start_lead']:g} + {spec.warmup:g}>"
                 start = self.commands.start_args(spec, nclients, barrier_id=0, measure_at=at)

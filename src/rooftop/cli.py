@@ -438,7 +438,8 @@ def _cmd_model(args) -> int:
         samples = res.samples
     if args.params:
         rooflines = model.load_params(args.params)
-        evals = [model.evaluate(r, [s for s in samples if s["stage"] == "validate"])
+        evals = [model.evaluate(r, [s for s in samples if s["stage"] == "validate"],
+                                res.run.config.get("nodes") if res else None)
                  for _, r in sorted(rooflines.items())]
     else:
         if not res.rooflines:
@@ -509,8 +510,10 @@ def _print_roofline(out, e, res) -> None:
         t.add_row("measured once", ", ".join(x.replace("_", " ") for x in stages)
                   + ": the same placement, one set of samples stands for each")
     if r.core_shared:
-        t.add_row("not used (shared cores)", f"{len({k for _, k, _ in r.core_shared})} sample(s): "
+        t.add_row("not used for ceilings", f"{len({k for _, k, _ in r.core_shared})} sample(s): "
                   f"{r.core_shared[0][2]}")
+    if e.excluded:
+        t.add_row("not used for validation", f"{len(e.excluded)} sample(s): {e.excluded[0][1]}")
     t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
     ri = r.ridge_interval
     t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.centre:.3g}"
@@ -520,6 +523,9 @@ def _print_roofline(out, e, res) -> None:
         rec = r.recommended()
         t.add_row("recommended", f"x >= {rec['x']:.3g}; in practice {v['ratio'][0]} server process(es) "
                                  f"per {v['ratio'][1]} client process(es)")
+    pm = res.pairs.get(r.metric) if res else None
+    if pm and len(pm.nodes) >= 3:
+        t.add_row("outlier nodes", "; ".join(pm.outlier_lines()))
     for sc in (res.scores if res else {}).get(r.metric, []):
         if sc.flagged:
             t.add_row(f"[red]outlier node n{sc.node}[/]",
@@ -651,16 +657,17 @@ def _cmd_plot(args) -> int:
         return 2
     if args.params:
         rooflines = model.load_params(args.params)
-        samples, run_id = [], None
+        samples, run_id, nodes = [], None, None
         out = Path("rooftop-plots") / Path(args.params).stem
         if args.run:
             store = Store(args.results, create=False)
             run_id = store.get_run(args.run).id
             samples = store.samples(run_id)
+            nodes = store.get_run(run_id).config.get("nodes")
             # Under the run's figures: plot --params alone does not overwrite it.
             out = _figures_dir(store, run_id, f"params-{Path(args.params).stem}")
         files = plot_params(rooflines, Path(args.output or out), args.format, samples, run_id,
-                            args.yscale)
+                            args.yscale, nodes)
     else:
         store = Store(args.results, create=False)
         run = store.get_run(args.run)

@@ -116,6 +116,17 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
                                                 "max": w.client.hi},
                                      "ridge": {"min": w.ridge.lo, "median": w.ridge.centre,
                                                "max": w.ridge.hi}} if w else None)
+        pm = res.pairs.get(m) if res else None
+        if pm:
+            from rooftop import outliers
+
+            d["outlier_pairs"] = {
+                "used": [list(p) for p in sorted(pm.rates)],
+                "left_out": [{"pair": list(p), "median": v, "why": why}
+                             for p, (v, why) in sorted(pm.left_out.items())],
+                "beside": [{"pair": list(p), "beside": [list(o) for o in others]}
+                           for p, others in sorted(pm.beside.items())],
+                "cannot_tell": outliers.cannot_tell(pm.rates, pm.nodes) or None}
         if res:
             d["under_load"] = interference_report.under_load_json(res, m)
         docs.append(d)

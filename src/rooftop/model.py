@@ -166,9 +166,10 @@ class Roofline:
     #: Stages measured once (one placement stood for each), e.g.
     #: [["server_peak", "client_peak", "client_node"]].
     measured_once: list[list[str]] = field(default_factory=list)
-    #: Samples not used for ceilings: (stage, key, why: nodes sharing cores).
+    #: Samples not used for ceilings: (stage, key, why: exclusion(), e.g.
+    #: nodes sharing cores).
     core_shared: list[tuple[str, str, str]] = field(default_factory=list)
-    #: Ceilings ("client", "server") with no samples but core-sharing ones:
+    #: Ceilings ("client", "server") with no samples but excluded ones:
     #: drawn from those, and the verdict cannot tell.
     core_shared_only: list[str] = field(default_factory=list)
 
@@ -238,7 +239,7 @@ class Roofline:
         the ceilings distinguishable: a best estimate and its span),
         'indistinguishable' (the client and server intervals overlap and
         span several ratios, or are one measurement) or 'cannot_tell' (a
-        ceiling without an interval, or only from nodes sharing cores)."""
+        ceiling without an interval, or only from samples exclusion() names)."""
         ri = self.ridge_interval
         ends = (practical(ri[0]), practical(ri[1])) if ri else (None, None)
         rec = self.recommended()
@@ -270,8 +271,8 @@ class Roofline:
 
     def _cannot_tell(self, ri) -> str:
         if self.core_shared_only:
-            return (f"the {' and '.join(self.core_shared_only)} ceiling(s) come only from placements "
-                    f"whose nodes share cores ({self.core_shared[0][2]}): processes time-slice")
+            return (f"the {' and '.join(self.core_shared_only)} ceiling(s) come only from samples "
+                    f"the model may not use ({self.core_shared[0][2]})")
         if ri is None:
             one = [n for n, c in (("client", self.client_bound), ("server", self.server))
                    if c.interval is None]
@@ -326,6 +327,8 @@ class Evaluation:
     checks: list[Check] = field(default_factory=list)
     #: The same samples against the roofline without the client-node ceiling.
     without_node: "Evaluation | None" = None
+    #: Validation samples exclusion() names: (check, why); no error, shown marked.
+    excluded: list = field(default_factory=list)
 
     def median_abs_error(self, binding: str | None = None) -> float | None:
         errs = [abs(c.error_pct) for c in self.checks if binding is None or c.binding == binding]
@@ -354,6 +357,8 @@ class Evaluation:
                             "error_pct": c.error_pct, "binding": c.binding,
                             "efficiency": c.efficiency, "above_roofline": c.above_roofline}
                            for c in self.checks],
+            "validation_excluded": [{"x": c.x, "measured": c.measured, "why": why}
+                                    for c, why in self.excluded],
             "median_abs_error_pct": {"server_bound": self.median_abs_error("server"),
                                      "client_bound": self.median_abs_error("client"),
                                      "all": self.median_abs_error()},
@@ -370,19 +375,25 @@ def _ceiling_dict(c: Ceiling) -> dict:
     return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
 
 
-def evaluate(roofline: Roofline, samples: list[dict]) -> Evaluation:
+def evaluate(roofline: Roofline, samples: list[dict], nodes=None) -> Evaluation:
     """Validation samples (store rows of stage 'validate') against the model
-    (and, when it has a client-node ceiling, against the model without it)."""
+    (and, when it has a client-node ceiling, against the model without it).
+    Samples exclusion() names give no error: they are kept apart
+    (Evaluation.excluded, shown marked in figures). nodes: the run's nodes."""
     ev = Evaluation(roofline)
     if roofline.client_node is not None:
-        ev.without_node = evaluate(roofline.without_client_node(), samples)
-    for s in samples:
-        if s.get("status") != "ok" or s.get("metric") != roofline.metric:
-            continue
+        ev.without_node = evaluate(roofline.without_client_node(), samples, nodes)
+    mine = [s for s in samples if s.get("metric") == roofline.metric and s.get("status") == "ok"]
+    why = exclusions(mine, nodes)
+    for s in mine:
         x = s["x"]
-        ev.checks.append(Check(x, s["per_client"], roofline.rate(x), roofline.rate(x, "lo"),
-                               roofline.rate(x, "hi"), roofline.binding(x),
-                               len(s.get("server_nodes") or []), len(s.get("client_nodes") or [])))
+        c = Check(x, s["per_client"], roofline.rate(x), roofline.rate(x, "lo"),
+                  roofline.rate(x, "hi"), roofline.binding(x),
+                  len(s.get("server_nodes") or []), len(s.get("client_nodes") or []))
+        if why[_kid(s)]:
+            ev.excluded.append((c, why[_kid(s)]))
+        else:
+            ev.checks.append(c)
     ev.checks.sort(key=lambda c: (c.x, c.measured))
     return ev
 
@@ -396,25 +407,104 @@ def _node_info(nodes) -> dict[int, dict]:
     return out
 
 
-def core_sharing(sample: dict, nodes) -> str:
+def core_sharing(sample: dict, nodes, beside=()) -> str:
     """Why a sample's placement shares cores ('' if it does not): nodes it
     uses share a core (Node.emulation["shared_with"]) and put more processes
-    on those shared cores than there are, so processes time-slice."""
+    on those shared cores than there are, so processes time-slice. beside:
+    the samples that ran at the same time (the other pairs of its pair
+    round, ran_beside): their processes count too."""
     info = _node_info(nodes)
     if not any((d.get("emulation") or {}).get("shared_with") for d in info.values()):
         return ""
     procs: dict[int, float] = {}
-    for where, total in ((sample.get("server_nodes") or [], sample.get("server_procs") or 0),
-                         (sample.get("client_nodes") or [], sample.get("client_procs") or 0)):
-        for i in where:
-            procs[i] = procs.get(i, 0) + total / len(where)
+    for s in (sample, *beside):
+        for where, total in ((s.get("server_nodes") or [], s.get("server_procs") or 0),
+                             (s.get("client_nodes") or [], s.get("client_procs") or 0)):
+            for i in where:
+                procs[i] = procs.get(i, 0) + total / len(where)
+    mine = set(sample.get("server_nodes") or []) | set(sample.get("client_nodes") or [])
     for comp in _sharing_components(sorted(procs), info):
-        cores = sorted(set().union(*(info[i].get("cores") or () for i in comp)))
+        if not mine & set(comp):
+            continue
+        cores = sorted(set().union(*(info[i].get("cores") or () for i in comp if i in info)))
         n = sum(procs[i] for i in comp)
         if len(comp) > 1 and n > len(cores):
+            others = [s for s in beside if set(comp) & (set(s.get("server_nodes") or [])
+                                                          | set(s.get("client_nodes") or []))]
+            at_once = (" with pair(s) " + ", ".join(_pair_name(s) for s in others) + " running at once"
+                       if others else "")
             return (f"nodes {', '.join(f'n{i}' for i in comp)} share core(s) "
-                    f"{','.join(map(str, cores))}: {n:g} processes on {len(cores)} core(s)")
+                    f"{','.join(map(str, cores))}: {n:g} processes on {len(cores)} core(s){at_once}")
     return ""
+
+
+def _pair_name(s: dict) -> str:
+    return "-".join(f"n{i}" for i in (*(s.get("server_nodes") or []), *(s.get("client_nodes") or [])))
+
+
+def ran_beside(samples: list[dict]) -> dict[str, list[dict]]:
+    """Sample identity (_kid) -> the samples measured at the same time as it:
+    the other pairs of its window in a pair round. The round's record is its
+    folder's round.json (window by window, the keys measured at once); rows
+    of one folder, metric, window index and attempt are those of one window."""
+    groups: dict[tuple, list[dict]] = {}
+    for s in samples:
+        if s.get("raw_dir") and s.get("status") != "failed":
+            groups.setdefault((s["raw_dir"], s.get("metric"), s.get("sample"), s.get("attempt", 1)),
+                              []).append(s)
+    out: dict[str, list[dict]] = {}
+    for (raw, *_), rows in groups.items():
+        if len(rows) < 2:
+            continue
+        together = _round_windows(raw)
+        for s in rows:
+            keys = next((w for w in together if s["key"] in w), ())
+            others = [o for o in rows if o is not s and o["key"] in keys]
+            if others:
+                out[_kid(s)] = others
+    return out
+
+
+def _round_windows(raw_dir: str) -> list[set]:
+    """The key sets of a round's windows (round.json), [] when unrecorded."""
+    try:
+        doc = json.loads((Path(raw_dir) / "round.json").read_text())
+        return [set(keys) for keys in doc["keys"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+#: Foreign CPU is not (yet) part of the rule: rooftop.foreign counts the
+#: softirq time of a round's own network traffic as foreign (recorded bw
+#: rounds read 1.0-1.6 cores on 2 cores), so a gate would drop good
+#: samples; the report warns from FOREIGN_WARN up instead.
+
+
+def exclusion(sample: dict, nodes=None, beside=()) -> str:
+    """THE rule: why a sample may feed no ceiling, outlier score, learned
+    dataset row, validation error or figure's fitted line ('' when it may).
+    Not measured or unusable (status failed or invalid), measured with
+    --allow-concurrent, or nodes sharing cores (core_sharing; beside: the
+    samples that ran at the same time, ran_beside). Figures may still show
+    such a sample, marked."""
+    status = sample.get("status")
+    if status != "ok":
+        return f"{status}: {(sample.get('error') or '')[:120]}"
+    if sample.get("concurrent"):
+        return "measured with --allow-concurrent: another campaign may have shared its cores"
+    return core_sharing(sample, nodes, beside)
+
+
+def exclusions(samples: list[dict], nodes=None) -> dict[str, str]:
+    """exclusion() of every sample, by identity (_kid): '' when usable."""
+    beside = ran_beside(samples)
+    return {_kid(s): exclusion(s, nodes, beside.get(_kid(s), ())) for s in samples}
+
+
+def usable(samples: list[dict], nodes=None) -> list[dict]:
+    """The samples exclusion() lets through."""
+    why = exclusions(samples, nodes)
+    return [s for s in samples if not why[_kid(s)]]
 
 
 def _sharing_components(used: list[int], info: dict[int, dict]) -> list[list[int]]:
@@ -453,7 +543,8 @@ def from_run(samples: list[dict], metric: str, source: str = "",
 
     out = set(exclude_nodes)
     ok = [s for s in samples if s["metric"] == metric and s["status"] == "ok"]
-    shared = {_kid(s): core_sharing(s, nodes) for s in ok}
+    why = exclusions([s for s in samples if s["metric"] == metric], nodes)
+    shared = {_kid(s): why[_kid(s)] for s in ok}
     usable = [s for s in ok if not shared[_kid(s)]]
     spoilt = [s for s in ok if shared[_kid(s)]]
     keep = lambda rows: [s for s in rows if not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
@@ -482,8 +573,8 @@ def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: 
     """The node-full client ceiling, or why it is not used."""
     if not rows:
         if spoilt:
-            r.client_node_rejected = (f"every client-node sample ran on nodes sharing cores "
-                                      f"({shared[_kid(spoilt[0])]}): processes time-slice")
+            r.client_node_rejected = (f"no client-node sample may be used "
+                                      f"({shared[_kid(spoilt[0])]})")
         return
     # Only a client-bound measurement is a client ceiling: with too few
     # servers (x * server ceiling near what each client got) the servers

@@ -14,6 +14,12 @@ N(N-1)/2 pairs (half of them with 4 nodes), which would move a pair-level
 median, but only its own node median. The floor keeps ordinary noise on a
 quiet, uniform machine from being called an outlier. A node with z below
 -THRESHOLD is flagged slow (above +THRESHOLD: fast, reported, not removed).
+
+Only pairs whose samples may feed a ceiling count (rooftop.model.exclusion:
+not nodes sharing cores, not --allow-concurrent, not invalid): a pair
+left out says nothing about its nodes. A node needs MIN_PAIRS usable pairs
+to be scored, and MIN_NODES scored nodes are needed to score any: with
+fewer, the matrix cannot tell a slow node, and nobody is named.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ THRESHOLD = 3.5
 FLOOR = 0.05
 #: Fewer nodes than this give no meaningful node medians.
 MIN_NODES = 3
+#: A node with fewer usable pairs than this gets no score: one pair slow
+#: implicates both of its nodes equally.
+MIN_PAIRS = 2
 
 
 @dataclass
@@ -59,14 +68,35 @@ def robust_z(values: list[float], baseline: list[float] | None = None) -> list[f
 
 
 def score_nodes(rates: dict[tuple[int, int], float]) -> list[NodeScore]:
-    """rates: (node a, node b) -> median client rate of that pair."""
-    nodes = sorted({n for pair in rates for n in pair})
+    """rates: (node a, node b) -> median client rate of that pair (usable
+    pairs only). Nodes with fewer than MIN_PAIRS pairs get no score; none
+    at all when fewer than MIN_NODES nodes have enough (cannot_tell)."""
+    per_all = {n: [(p, r) for p, r in rates.items() if n in p] for pair in rates for n in pair}
+    nodes = sorted(n for n, prs in per_all.items() if len(prs) >= MIN_PAIRS)
     if len(nodes) < MIN_NODES:
         return []
-    per = {n: sorted(((p, r) for p, r in rates.items() if n in p), key=lambda pr: pr[1]) for n in nodes}
+    per = {n: sorted(per_all[n], key=lambda pr: pr[1]) for n in nodes}
     med = {n: statistics.median(r for _, r in per[n]) for n in nodes}
     z = robust_z([med[n] for n in nodes])
     return [NodeScore(n, med[n], zi, per[n]) for n, zi in zip(nodes, z)]
+
+
+def cannot_tell(rates: dict[tuple[int, int], float], nodes=()) -> str:
+    """Why the usable pairs cannot tell an outlier node ('' when they can
+    score every node). nodes: every node of the run."""
+    count = {n: 0 for n in nodes}
+    for pair in rates:
+        for n in pair:
+            count[n] = count.get(n, 0) + 1
+    short = sorted(n for n, k in count.items() if k < MIN_PAIRS)
+    scored = len(count) - len(short)
+    if scored >= MIN_NODES and not short:
+        return ""
+    few = ", ".join(f"n{n} ({count[n]})" for n in short)
+    if scored < MIN_NODES:
+        return (f"cannot tell an outlier node: {scored} node(s) have {MIN_PAIRS} or more usable pairs, "
+                f"{MIN_NODES} are needed" + (f"; too few usable pairs: {few}" if few else ""))
+    return f"no score for {few}: fewer than {MIN_PAIRS} usable pairs (cannot tell)"
 
 
 def slow_pairs(rates: dict[tuple[int, int], float],

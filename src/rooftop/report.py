@@ -181,9 +181,13 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
                          f"{fmt_rate(c.predicted, u)} | {c.error_pct:+.0f} % | {c.binding} | "
                          f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |")
         lines.append("")
+    counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
+    if counted:
+        lines += ["## Nodes (client pair matrix)", ""]
+        lines += [f"- {metric}: {line}" for metric, pm in counted.items() for line in pm.outlier_lines()]
+        lines.append("")
     if any(res.scores.values()):
-        lines += ["## Nodes (client pair matrix)", "",
-                  "| metric | node | median of its pairs | score | flag |", "|---|---|---:|---:|---|"]
+        lines += ["| metric | node | median of its pairs | score | flag |", "|---|---|---:|---:|---|"]
         for metric, scores in sorted(res.scores.items()):
             u = res.pairs[metric].unit
             lines += [f"| {metric} | n{sc.node} | {fmt_rate(sc.median, u)} | {sc.z:+.1f} | {sc.flagged or ''} |"
@@ -323,13 +327,15 @@ def _validation_html(res: RunResults) -> str:
 
 
 def _nodes_html(res: RunResults) -> str:
-    if not any(res.scores.values()):
+    counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
+    if not counted:
         return ""
     e = html.escape
     parts = ["<h2>Nodes</h2><p class='small'>Each node's score compares the median of the "
              "client pairs that include it with the typical node, in robust spreads (MAD, at "
              "least 5 %); beyond 3.5 the node is flagged and the ceilings are also given "
-             "without its pairs.</p>"]
+             "without its pairs. Only pairs the model may use count.</p>"]
+    parts += [f"<p>{e(metric)}: {e(line)}</p>" for metric, pm in counted.items() for line in pm.outlier_lines()]
     for metric, scores in sorted(res.scores.items()):
         u = res.pairs[metric].unit
         rows = [[f"n{sc.node}", e(fmt_rate(sc.median, u)), f"{sc.z:+.1f}",

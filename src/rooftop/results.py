@@ -31,6 +31,29 @@ class PairMatrix:
     unit: str
     nodes: list[int]
     rates: dict[tuple[int, int], float]   # (server node, client node) -> median rate
+    #: Pairs with no sample the model may use (rooftop.model.exclusion): pair
+    #: -> (median rate of their samples, why). Shown marked, never scored.
+    left_out: dict[tuple[int, int], tuple[float, str]] = field(default_factory=dict)
+    #: Pairs measured at the same time as other pairs (pair rounds): pair ->
+    #: the pairs beside it, as the rounds recorded them.
+    beside: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+
+    def outlier_lines(self) -> list[str]:
+        """The outlier section's account: how many pairs it used, which it
+        left out and why, and whether it can tell an outlier at all."""
+        total = len(self.rates) + len(self.left_out)
+        out = [f"outlier scores from {len(self.rates)} of {total} node pair(s)"
+               + (f"; left out {len(self.left_out)}: " + "; ".join(
+                   f"n{a}-n{b} ({why})" for (a, b), (_, why) in sorted(self.left_out.items())[:4])
+                  + (" ..." if len(self.left_out) > 4 else "") if self.left_out else "")]
+        if self.beside:
+            out.append(f"{len(self.beside)} pair(s) were measured at the same time as other pairs "
+                       f"(pair rounds), e.g. n{'-n'.join(map(str, next(iter(self.beside))))} beside "
+                       + ", ".join(f"n{a}-n{b}" for a, b in next(iter(self.beside.values()))))
+        why = outliers.cannot_tell(self.rates, self.nodes)
+        if why:
+            out.append(why)
+        return out
 
     def rate(self, a: int, b: int) -> float | None:
         return self.rates.get((a, b), self.rates.get((b, a)))
@@ -126,16 +149,35 @@ class RunResults:
         return sorted({s["metric"] for s in self.samples})
 
 
-def pair_matrix(samples: list[dict], metric: str, nodes: int) -> PairMatrix | None:
+def pair_matrix(samples: list[dict], metric: str, nodes: int,
+                why: dict[str, str] | None = None) -> PairMatrix | None:
+    """The client pair matrix from the samples the model may use (why:
+    model.exclusions of the run's samples; None: all ok ones); pairs with
+    none are left out, with the reason, and pairs measured beside others
+    are named (model.ran_beside)."""
     per: dict[tuple[int, int], list[float]] = {}
+    out: dict[tuple[int, int], tuple[list[float], str]] = {}
     client = stages.of_role("client").name
-    for s in samples:
-        if client in stands_for(s) and s["metric"] == metric and s["status"] == "ok":
-            per.setdefault((s["server_nodes"][0], s["client_nodes"][0]), []).append(s["per_client"])
-    if not per:
+    rows = [s for s in samples if client in stands_for(s) and s["metric"] == metric and s["status"] == "ok"]
+    for s in rows:
+        pair = (s["server_nodes"][0], s["client_nodes"][0])
+        reason = (why or {}).get(model._kid(s), "")
+        if reason:
+            vals, _ = out.setdefault(pair, ([], reason))
+            vals.append(s["per_client"])
+        else:
+            per.setdefault(pair, []).append(s["per_client"])
+    if not per and not out:
         return None
+    beside = {}
+    for kid, others in model.ran_beside(rows).items():
+        s = next(r for r in rows if model._kid(r) == kid)
+        beside.setdefault((s["server_nodes"][0], s["client_nodes"][0]), sorted(
+            {(o["server_nodes"][0], o["client_nodes"][0]) for o in others}))
     return PairMatrix(metric, metrics.get(metric).unit, list(range(nodes)),
-                      {k: statistics.median(v) for k, v in per.items()})
+                      {k: statistics.median(v) for k, v in per.items()},
+                      {k: (statistics.median(v), r) for k, (v, r) in out.items() if k not in per},
+                      beside)
 
 
 def latency_of(samples: list[dict], stage: str, metric: str) -> Latency | None:
@@ -173,8 +215,8 @@ def _method_warnings(metric: str, r: model.Roofline) -> list[str]:
         keys = sorted({k for _, k, _ in r.core_shared})
         used = " (the " + " and ".join(r.core_shared_only) + " ceiling come only from them)" \
             if r.core_shared_only else ""
-        out.append(f"{metric}: {len(keys)} sample(s) not used for ceilings{used}: their nodes share "
-                   f"cores ({r.core_shared[0][2]}), e.g. {keys[0]}")
+        out.append(f"{metric}: {len(keys)} sample(s) not used for ceilings, outlier scores, learning "
+                   f"or validation{used}: {r.core_shared[0][2]}, e.g. {keys[0]}")
     return out
 
 
@@ -234,10 +276,12 @@ def _warnings(res: RunResults) -> list[str]:
     cfg = res.run.config
     shared = [n for n in cfg.get("nodes") or [] if (n.get("emulation") or {}).get("shared_with")]
     local = cfg.get("launcher", {}).get("type") == "local"
-    if cfg.get("collect", {}).get("pairs") == "rounds" and (shared or local) and len(cfg.get("nodes") or []) > 3:
+    together = any(pm.beside for pm in res.pairs.values())
+    if cfg.get("collect", {}).get("pairs") == "rounds" and (shared or local) and together:
         out.append("client pairs were measured in rounds on one machine whose nodes share cores (or "
-                   "memory): pairs measured at once interfere, so the pair matrix mixes that in; "
-                   "--pairs serial measures one pair at a time")
+                   "memory): pairs measured at once interfere, so the pair matrix mixes that in (pairs "
+                   "beside others that share their cores are left out); --pairs serial measures one "
+                   "pair at a time")
     out += invalid_lines(res.samples)
     out += sharing_lines(res.samples)
     failed = [s for s in res.samples if s["status"] == "failed"]
@@ -278,7 +322,7 @@ def sharing_lines(samples: list[dict]) -> list[str]:
     if conc:
         out.append(f"{len(conc)} sample(s) were measured with --allow-concurrent: another campaign "
                    f"may have shared this results folder or the machine's cores, and their rates may "
-                   f"be low (see foreign CPU), e.g. {conc[0]['key']}")
+                   f"be low (see foreign CPU); the model does not use them, e.g. {conc[0]['key']}")
     loaded = [s for s in samples if s["status"] == "ok" and (s.get("foreign_cpu") or 0) > FOREIGN_WARN]
     if loaded:
         worst = max(loaded, key=lambda s: s["foreign_cpu"])
@@ -295,14 +339,15 @@ def load(store: Store, run_id: str) -> RunResults:
     res.learned = report_section.load(store.run_dir(run.id))
     nodes = len(run.config.get("nodes") or [])
     validation = [s for s in samples if s["stage"] == stages.of_role("validation").name]
+    why = model.exclusions(samples, run.config.get("nodes"))  # the one rule (model.exclusion)
     for metric in res.metrics:
         try:
             r = model.from_run(samples, metric, f"run {run.id}", nodes=run.config.get("nodes"))
             res.rooflines[metric] = r
-            res.evaluations[metric] = model.evaluate(r, validation)
+            res.evaluations[metric] = model.evaluate(r, validation, run.config.get("nodes"))
         except model.ModelError:
             pass  # no roofline, but the pair matrix and latency may still be there
-        pm = pair_matrix(samples, metric, nodes)
+        pm = pair_matrix(samples, metric, nodes, why)
         if pm:
             res.pairs[metric] = pm
             res.scores[metric] = outliers.score_nodes(pm.rates)

@@ -44,3 +44,41 @@ def test_rounds_plan_the_same_rows_as_serial_with_fewer_placements():
     # Client i sits on pair i's second node and loads server i (rank % nservers).
     assert [a for a, _ in spec.pairs] == g.server_nodes and [b for _, b in spec.pairs] == spec.client_nodes
     assert g.servers_per_node == 1 and spec.clients_per_node == 1
+
+
+def _netns(n, core_of, launcher="netns"):
+    """n nodes on this machine, node i on core core_of(i) (netns: 3 per core on 2)."""
+    cfg = _cfg(n, "rounds")
+    cfg["launcher"] = {"type": launcher}
+    cfg["engine"] = {"settle": 0.1}
+    cfg["nodes"] = [{"index": i, "cores": [core_of(i)]} for i in range(n)]
+    return cfg
+
+
+def test_rounds_never_run_pairs_sharing_cores_at_once_where_cores_are_known():
+    """Issue 27: 6 emulated nodes on 2 cores (n0, n2, n4 on core 0): a
+    round-robin round of 3 pairs would time-slice every pair. Pairs that
+    share a core move to rounds of their own; the same rows are planned."""
+    from rooftop import progress
+    from rooftop.stages.client_peak import pair_rounds
+
+    cfg = _netns(6, lambda i: i % 2)
+    rounds = plan_collect(cfg)
+    keys = lambda placements: sorted(k for g in placements for s in g.samples for k in s.row_keys())
+    assert keys(rounds) == keys(plan_collect(_cfg(6, "serial")))
+    core = lambda n: {n % 2}
+    for g in rounds:
+        pairs = g.samples[0].pairs
+        for (a, b), (c, d) in itertools.combinations(pairs, 2):
+            assert not (core(a) | core(b)) & (core(c) | core(d)), pairs
+    # 9 cross-core pairs alone, the 6 same-core pairs two by two (one per core).
+    assert sorted(len(r) for r in pair_rounds(cfg)) == [1] * 9 + [2] * 3
+    # The time estimate counts those rounds (one client round each).
+    assert progress.expect(cfg, rounds).rounds == 12
+    blind = dict(_cfg(6, "rounds"), engine={"settle": 0.1})
+    assert progress.expect(blind, plan_collect(blind)).rounds == 5
+    # Disjoint cores (one per node): the round-robin rounds as they were.
+    assert pair_rounds(_netns(6, lambda i: i)) == round_robin(6)
+    # A launcher that cannot know the cores (mpiexec, srun): round-robin,
+    # and the samples record what ran beside them (model.ran_beside).
+    assert pair_rounds(_netns(6, lambda i: i % 2, "mpiexec")) == round_robin(6)

@@ -1,6 +1,7 @@
 """The dataset `rooftop learn` reads from the results store.
 
-One row per validation sample (status ok) of one metric in the runs named:
+One row per validation sample of one metric in the runs named that the
+model may use (status ok and none of rooftop.model.exclusion's reasons):
 its features are every resolved parameter (the `sample_params` view: its
 run's `run_params` plus its placement) that varies across those samples,
 except the keys NOT_FEATURES names (how the campaign measured, not what it
@@ -141,11 +142,19 @@ class Dataset:
 
 
 def _samples(store, run_ids: list[str], metric: str) -> list:
+    """(id, run, per-client rate) of the validation samples the model may
+    use (rooftop.model.exclusion: the rule that keeps samples out of
+    ceilings keeps them out of the dataset too)."""
     marks = ",".join("?" * len(run_ids))
-    return store.db.execute(
+    rows = store.db.execute(
         f"SELECT s.id, s.run_id, q.value FROM samples s JOIN quantities q ON q.sample_id = s.id "
         f"AND q.quantity = 'per_client' WHERE s.run_id IN ({marks}) AND s.metric = ? AND "
         f"s.status = 'ok' AND s.stage = ? ORDER BY s.id", (*run_ids, metric, STAGE)).fetchall()
+    keep = set()
+    for run_id in run_ids:
+        keep |= {s["id"] for s in model.usable(store.samples(run_id, STAGE, metric),
+                                               store.get_run(run_id).config.get("nodes"))}
+    return [r for r in rows if r[0] in keep]
 
 
 def _params(store, ids: list[int]) -> dict[int, dict]:

@@ -18,7 +18,7 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     """slowest: how many boxed pairs the title names; flagged: outlier
     nodes (marked '!' on the axes)."""
     n = len(pm.nodes)
-    top = max(pm.rates.values())
+    top = max([*pm.rates.values(), *(v for v, _ in pm.left_out.values())])
     scale, unit = units.rate_scale(pm.unit, top)
     m = np.full((n, n), np.nan)
     for (a, b), v in pm.rates.items():
@@ -45,12 +45,32 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
                 if not np.isnan(m[a, b]):
                     ax.text(b, a, units.fmt_num(m[a, b]), ha="center", va="center", fontsize=8,
                             color="white" if m[a, b] < vmid else "black")
+    # Pairs the model may not use (rooftop.model.exclusion): grey, hatched,
+    # their rate in grey; never boxed, never scored.
+    for (a, b), (v, _) in pm.left_out.items():
+        for (i, j) in ((a, b), (b, a)):
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=True, fc="#dddddd", ec="grey",
+                                   hatch="//", lw=0.5, gid="left-out-pair"))
+            if n <= 12:
+                ax.text(j, i, units.fmt_num(v / scale), ha="center", va="center", fontsize=7,
+                        color="dimgrey")
+    # Pairs measured at the same time as other pairs (pair rounds): a dot.
+    for (a, b) in pm.beside:
+        for (i, j) in ((a, b), (b, a)):
+            ax.plot(j + 0.32, i - 0.32, marker="o", ms=3, color="white", mec="black", mew=0.5,
+                    gid="beside-pair")
     slow = outliers.slow_pairs(pm.rates, flagged)
     for (a, b), v in slow:
         for (i, j) in ((a, b), (b, a)):
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5,
                                    gid="slow-pair"))
-    ax.set_title(f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}", fontsize=10)
+    notes = []
+    if pm.left_out:
+        notes.append(f"hatched: {len(pm.left_out)} pair(s) not used ({next(iter(pm.left_out.values()))[1][:70]})")
+    if pm.beside:
+        notes.append(f"dot: {len(pm.beside)} pair(s) measured beside other pairs")
+    ax.set_title(f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}"
+                 + ("\n" + "; ".join(notes) if notes else ""), fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -74,6 +94,9 @@ def _verdict(pm: PairMatrix, slow, named: int, scale: float, unit: str, flagged=
                      + f" {unit}{more}")
     if parts:
         return "outliers (boxed): " + "; ".join(parts)
+    why = outliers.cannot_tell(pm.rates, pm.nodes) if len(pm.nodes) >= outliers.MIN_NODES else ""
+    if why.startswith("cannot tell"):
+        return why.split(":")[0] + f": {len(pm.rates)} usable pair(s)"
     if len(pm.rates) < outliers.MIN_NODES:
         return f"{len(pm.rates)} pair{'s' if len(pm.rates) != 1 else ''}: too few to tell an outlier"
     lo, hi = min(pm.rates.values()), max(pm.rates.values())

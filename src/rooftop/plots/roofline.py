@@ -116,10 +116,10 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=()):
     the same stages measured beside background loads (rooftop interfere),
     each drawn as a second, lower band in a colour of its own."""
     r = ev.roofline
-    xs = [c.x for c in ev.checks]
+    xs = [c.x for c in ev.checks] + [c.x for c, _ in ev.excluded]
     lo, hi = x_range(r, xs)
     measured = [c.measured for c in ev.checks]
-    top = max([r.client.hi, *measured])
+    top = max([r.client.hi, *measured, *(c.measured for c, _ in ev.excluded)])
     scale, unit = units.rate_scale(r.unit, top)
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
@@ -135,6 +135,11 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=()):
         ax.scatter([c.x for c in pts], [c.measured / scale for c in pts], s=46, color=col,
                    alpha=0.6, edgecolors="black", linewidths=0.5, zorder=5, gid=f"validation-{n}",
                    label=f"measured, {n} server node{'s' if n != 1 else ''} ({len(pts)})")
+    if ev.excluded:  # shown, marked; no error (rooftop.model.exclusion)
+        ax.scatter([c.x for c, _ in ev.excluded], [c.measured / scale for c, _ in ev.excluded], s=46,
+                   marker="x", color="grey", zorder=5, gid="validation-excluded",
+                   label=f"not used ({len(ev.excluded)}): {ev.excluded[0][1][:60]}")
+        measured = measured + [c.measured for c, _ in ev.excluded]
     values = frame_values(r, ax.get_xlim(), scale) + [v / scale for v in measured]
     values += [v for _, lr in loaded for v in frame_values(lr, ax.get_xlim(), scale)]
     style.y_axis(ax, values, top / scale, yscale, f"rate per client process ({unit})")

@@ -22,7 +22,7 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
             out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale, res.loaded.get(metric, ())),
                                              out_dir, f"roofline-{metric}", formats)
         try:
-            out[f"sweep-{metric}"] = save(sweep.figure(res.samples, metric, title), out_dir,
+            out[f"sweep-{metric}"] = save(sweep.figure(res.samples, metric, title, res.run.config.get("nodes")), out_dir,
                                           f"sweep-{metric}", formats)
         except ValueError:
             pass
@@ -58,13 +58,14 @@ def plot_mixes(mixes, out_dir: Path, run: str | None = None, formats=FORMATS) ->
 
 def plot_params(rooflines: dict[str, model.Roofline], out_dir: Path, formats=FORMATS,
                 samples: list[dict] | None = None, run: str | None = None,
-                yscale: str = "auto") -> dict[str, list[Path]]:
+                yscale: str = "auto", nodes=None) -> dict[str, list[Path]]:
     """The roofline of each metric of a parameters file, with a run's
-    validation samples when given (run: its id, named in the titles)."""
+    validation samples when given (run: its id, named in the titles;
+    nodes: its nodes, for rooftop.model.exclusion)."""
     out = {}
     validation = stages.of_role("validation").name
     for metric, r in sorted(rooflines.items()):
-        ev = model.evaluate(r, [s for s in samples or [] if s["stage"] == validation])
+        ev = model.evaluate(r, [s for s in samples or [] if s["stage"] == validation], nodes)
         title = f"{metric}: {r.source}" + (f", validation samples of run {run}" if run else "")
         out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale), out_dir,
                                          f"roofline-{metric}", formats)

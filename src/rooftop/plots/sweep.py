@@ -7,14 +7,16 @@ import statistics
 
 import matplotlib.pyplot as plt
 
-from rooftop import stages, units
+from rooftop import model, stages, units
 from rooftop.plots import style
 
 
-def figure(samples: list[dict], metric: str, title: str):
+def figure(samples: list[dict], metric: str, title: str, nodes=None):
     """samples: the run's rows of the stage drawing this figure (Stage.figure
     "sweep"; ok ones are used). Falls back to the server ceiling's rows (one
-    point) when no sweep was run."""
+    point) when no sweep was run. nodes: the run's nodes; samples the model
+    may not use (rooftop.model.exclusion) are drawn marked, apart from the
+    medians and the linear line."""
     sweep = {st.name for st in stages.STAGES.values() if st.figure == "sweep"}
     rows = [s for s in samples if s["stage"] in sweep and s["metric"] == metric and s["status"] == "ok"]
     source = "sweep"
@@ -25,6 +27,13 @@ def figure(samples: list[dict], metric: str, title: str):
         source = "server peak only (collect --sweep-servers for the full sweep)"
     if not rows:
         raise ValueError(f"no sweep or server-peak samples for {metric}")
+    kept = model.usable(rows, nodes)
+    left = [s for s in rows if not any(s is k for k in kept)]
+    if left:
+        source += f"; x: {len(left)} sample(s) not used ({model.exclusions(left, nodes)[model._kid(left[0])]})"
+    if not kept:
+        return _marked_only(left, title, source)
+    rows = kept
     by: dict[int, list[float]] = {}
     for s in rows:
         by.setdefault(s["server_procs"], []).append(s["aggregate"])
@@ -44,10 +53,28 @@ def figure(samples: list[dict], metric: str, title: str):
     for p, m in zip(procs, med):
         ax.annotate(f"{units.fmt_num(m / p / scale)}/proc", (p, m / scale), xytext=(0, 8),
                     textcoords="offset points", ha="center", fontsize=8)
+    if left:
+        ax.scatter([s["server_procs"] for s in left], [s["aggregate"] / scale for s in left], marker="x",
+                   color="grey", zorder=4, gid="excluded", label="not used (see title)")
     ax.set_xticks(procs)
     ax.set_xlabel("server processes on the server node")
     ax.set_ylabel(f"aggregate rate ({label})")
     ax.set_ylim(0, max(max(v) for v in by.values()) / scale * 1.25)
+    ax.set_title(f"{title}\n{source}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def _marked_only(rows: list[dict], title: str, source: str):
+    """Only samples the model may not use: drawn marked, no line."""
+    scale, label = units.rate_scale(rows[0]["unit"], max(s["aggregate"] for s in rows))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.scatter([s["server_procs"] for s in rows], [s["aggregate"] / scale for s in rows], marker="x",
+               color="grey", gid="excluded", label="not used (see title)")
+    ax.set_xlabel("server processes on the server node")
+    ax.set_ylabel(f"aggregate rate ({label})")
     ax.set_title(f"{title}\n{source}", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
