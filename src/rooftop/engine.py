@@ -107,16 +107,22 @@ def _parse_doc(text: str) -> dict | None:
 
 
 def run_engine(args: list[str], timeout: float, check: bool = True,
-               env: dict[str, str] | None = None) -> dict:
+               env: dict[str, str] | None = None, guard: bool = False) -> dict:
     """Runs one engine command to completion and returns its JSON document.
 
     env: variables added to this process's environment for it.
+    guard: for a command that takes no --lease (storage) and may run long:
+    it runs in a session of its own, which a guard process (rooftop.guard)
+    kills once this process is gone.
     Raises EngineError if it fails (when check) or does not finish in time.
     """
     cmd = [engine_path(), *args]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, **env} if env else None)
+        if guard:
+            p = _run_guarded(cmd, timeout, {**os.environ, **env} if env else None)
+        else:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                               env={**os.environ, **env} if env else None)
     except subprocess.TimeoutExpired as e:
         raise EngineError(f"'{' '.join(cmd)}' did not finish within {timeout:g} s") from e
     doc = _parse_doc(p.stdout)
@@ -180,6 +186,26 @@ class Leases:
 
     def close(self) -> None:
         self._stop.set()
+
+
+def _run_guarded(cmd: list[str], timeout: float, env) -> subprocess.CompletedProcess:
+    """subprocess.run in a session of its own, under a guard; on any
+    exception (a timeout, Ctrl-C) the command is killed, as run() does."""
+    from rooftop import guard
+
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as p:
+        g = guard.start(p.pid)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except BaseException:
+            _signal_proc(p, signal.SIGKILL)
+            p.wait()
+            raise
+        finally:
+            g.kill()
+            g.wait()
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def _signal_proc(p: subprocess.Popen, sig: int) -> None:

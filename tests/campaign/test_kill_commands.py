@@ -53,6 +53,9 @@ COMMANDS = {
                          "--lease", str(LEASE)], []),
     "audit": (lambda t: ["audit", "--only", "completion", "--repeats", "1", *LONG, "--lease", str(LEASE),
                          "--wait-lock", "120"], []),
+    # The local storage mode (no server, no client; no --lease): its guard.
+    "audit-storage": (lambda t: ["audit", "--only", "allocation", "--repeats", "1", *LONG, "--wait-lock", "120"],
+                      None),
     "bursts": (lambda t: ["bursts", "--progress", "busy", "--bursts", "1", "--on", "30", "--off", "0.5",
                           "--interval", "0.5", "--neighbour", _neighbour(t), "--set", f"engine.lease={LEASE}"],
                ["sleep 120"]),
@@ -64,10 +67,13 @@ COMMANDS = {
 }
 
 
-def _running(procs: dict[int, str], wanted: list[str]) -> bool:
-    """A server, a client and every other wanted process at once."""
+def _running(procs: dict[int, str], wanted: list[str] | None) -> bool:
+    """A server, a client and every other wanted process at once (None:
+    the engine's storage mode)."""
     cmds = list(procs.values())
-    return all(any(w in c for c in cmds) for w in ["rooftop-engine serve", "rooftop-engine load", *wanted])
+    wanted = ["rooftop-engine storage"] if wanted is None else ["rooftop-engine serve", "rooftop-engine load",
+                                                                  *wanted]
+    return all(any(w in c for c in cmds) for w in wanted)
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

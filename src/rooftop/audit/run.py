@@ -75,7 +75,7 @@ def measure_storage(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
         args = ["storage", "--op", p.op, *p.args, *s.client, "--storage-dir", str(work),
                 "--duration", str(opts["duration"]), "--warmup", str(opts["warmup"]), "--cpus", cpus]
         try:
-            doc = run_engine(args, timeout=opts["duration"] + opts["warmup"] + 60)
+            doc = run_engine(args, timeout=opts["duration"] + opts["warmup"] + 60, guard=True)
         except EngineError as e:
             if e.doc:
                 (out / "storage-0.json").write_text(json.dumps(e.doc, indent=1))
