@@ -80,7 +80,7 @@ def test_probe_warns_when_runs_disagree(tmp_path, monkeypatch):
 
     rates = iter([19e3, 54e3, 50e3, 1e9, 1.01e9, 0.99e9])
 
-    def once(fabric, op, extra, duration, cpus):
+    def once(fabric, op, extra, duration, cpus, lease):
         v = next(rates)
         return ({"engine": {"provider": "tcp"}, "result": {
             "ops_per_sec": v, "bytes_per_sec": v, "cpu": {"utilization": 1.0},
@@ -127,7 +127,7 @@ def test_campaign_commands_keep_their_flags():
                  "-h", "-v"},
         "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
                    "--nodes", "--results", "--set", "-h"},
-        "audit": {"--duration", "--fabric", "--help", "--json", "--only", "--repeats", "--results",
+        "audit": {"--duration", "--fabric", "--help", "--json", "--lease", "--only", "--repeats", "--results",
                   "--storage-dir", "--wait-lock", "--warmup", "-h"},
         "bursts": {"--allow-concurrent", "--binding", "--bursts", "--clients", "--config", "--fabric",
                    "--full-rate", "--help", "--interval", "--json", "--launcher", "--metric", "--neighbour",

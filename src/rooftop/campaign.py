@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Callable
 
 from rooftop import emulation, limits, metrics, nic_check, nics, progress, samplers, stages, windows
-from rooftop.engine import (TOKEN_FILE, EngineError, NotReady, engine_path, private_dir, reap,
-                            run_engine, terminate, wait_published, write_private, write_token)
+from rooftop.engine import (LEASE_FILE, TOKEN_FILE, EngineError, Leases, NotReady, engine_path, private_dir,
+                            reap, run_engine, terminate, wait_published, write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node, on_this_machine
 from rooftop.stages import Placement, SampleSpec, sample_key
 
@@ -215,60 +215,6 @@ class RoundInterrupted(KeyboardInterrupt):
     def __init__(self, measured: list):
         super().__init__()
         self.measured = measured
-
-
-LEASE_FILE = "lease"
-
-
-class Leases:
-    """Lease files (one per group folder) a thread rewrites every period/5
-    s: engines started with --lease stop once theirs is removed or left
-    unchanged for the period, so none outlives a killed campaign."""
-
-    def __init__(self, period: float):
-        self.period = period
-        self.paths: set[Path] = set()
-        self._n = 0
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def add(self, gdir: Path) -> Path:
-        path = gdir / LEASE_FILE
-        with self._lock:
-            self.paths.add(path)
-            self._renew(path)
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="rooftop-lease", daemon=True)
-            self._thread.start()
-        return path
-
-    def drop(self, gdir: Path) -> None:
-        with self._lock:
-            self.paths.discard(gdir / LEASE_FILE)
-        (gdir / LEASE_FILE).unlink(missing_ok=True)
-
-    def _renew(self, path: Path) -> None:
-        self._n += 1
-        tmp = path.with_name(LEASE_FILE + ".new")
-        try:
-            write_private(tmp, f"{os.getpid()} {self._n}\n")  # group files are 0600
-            os.replace(tmp, path)  # readers see the old or the new content, never none
-        except OSError:
-            tmp.unlink(missing_ok=True)  # a full disk: no half-written file left behind
-            raise
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.period / 5):
-            with self._lock:
-                for path in list(self.paths):
-                    try:
-                        self._renew(path)
-                    except OSError:
-                        pass  # the next renewal tries again
-
-    def close(self) -> None:
-        self._stop.set()
 
 
 def stop_stale_groups(run_dir: Path, wait: float = 5.0) -> list[Path]:

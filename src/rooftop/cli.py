@@ -82,12 +82,12 @@ def _cmd_probe(args) -> int:
     if not fabrics:
         print("rooftop probe: --fabric names no fabric", file=sys.stderr)
         return 2
-    if args.duration <= 0 or args.repeat < 1:
-        print("rooftop probe: --duration must be > 0 and --repeat at least 1", file=sys.stderr)
+    if args.duration <= 0 or args.repeat < 1 or args.lease <= 0:
+        print("rooftop probe: --duration and --lease must be > 0 and --repeat at least 1", file=sys.stderr)
         return 2
     print(f"rooftop probe: {', '.join(fabrics)}; {args.duration:g} s per measurement, "
           f"{args.repeat} run(s) each")
-    summary = probe.run(fabrics, args.duration, Path(args.results), repeat=args.repeat)
+    summary = probe.run(fabrics, args.duration, Path(args.results), repeat=args.repeat, lease=args.lease)
     failed = [r for r in summary["rows"] if "error" in r]
     print(f"results: {summary['folder']}")
     return 1 if failed else 0
@@ -699,8 +699,8 @@ def _cmd_audit(args) -> int:
     except ValueError as e:
         print(f"rooftop audit: {e}", file=sys.stderr)
         return 2
-    if args.repeats < 1 or args.duration <= 0 or args.warmup < 0:
-        print("rooftop audit: --repeats must be >= 1, --duration > 0, --warmup >= 0", file=sys.stderr)
+    if args.repeats < 1 or args.duration <= 0 or args.warmup < 0 or args.lease <= 0:
+        print("rooftop audit: --repeats must be >= 1, --duration and --lease > 0, --warmup >= 0", file=sys.stderr)
         return 2
     if args.storage_dir and not Path(args.storage_dir).is_dir():
         print(f"rooftop audit: --storage-dir {args.storage_dir}: not a directory", file=sys.stderr)
@@ -708,7 +708,7 @@ def _cmd_audit(args) -> int:
     store = Store(args.results)
     opts = {"repeats": args.repeats, "duration": args.duration, "warmup": args.warmup, "fabric": args.fabric,
             "storage_dir": str(Path(args.storage_dir).resolve()) if args.storage_dir else "",
-            "results": str(store.dir)}
+            "results": str(store.dir), "lease": args.lease}
     say = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     with CampaignLocks(store.dir, "local", args.wait_lock, False,
                        lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)) as locks:
@@ -1368,6 +1368,8 @@ def _add_config(sub) -> None:
 
 
 def _add_probe(sub) -> None:
+    from rooftop.engine import DEFAULT_LEASE
+
     pr = sub.add_parser("probe", help="quick RPC-rate and bandwidth check on this machine",
                         description="One pinned server and one pinned client per fabric: "
                                     "sequential noop RPC rate and 4 MiB bulk-read bandwidth "
@@ -1381,6 +1383,9 @@ def _add_probe(sub) -> None:
                     help="measured seconds per test (default: %(default)s)")
     pr.add_argument("--repeat", type=int, default=3,
                     help="runs per test; the median is reported (default: %(default)s)")
+    pr.add_argument("--lease", type=_seconds, default=DEFAULT_LEASE, metavar="SECONDS",
+                    help="seconds its engines run on once this command is gone (killed): they stop when a lease "
+                         "file it renews is no longer renewed (default: %(default)s)")
     _results_arg(pr)
     pr.set_defaults(func=_cmd_probe)
 
@@ -1408,6 +1413,9 @@ def _add_audit(sub) -> None:
                     help="directory of the storage pitfalls (default: a temporary directory in the run's "
                          "folder under --results, removed after; on tmpfs the O_DIRECT settings are "
                          "reported not measurable)")
+    au.add_argument("--lease", type=_seconds, default=DEFAULTS["lease"], metavar="SECONDS",
+                    help="seconds its engines run on once this command is gone (killed): they stop when a lease "
+                         "file it renews is no longer renewed (default: %(default)s)")
     _results_arg(au)
     au.add_argument("--json", action="store_true", help="print the run id, the report's path and the rows as JSON")
     au.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",

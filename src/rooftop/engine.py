@@ -4,9 +4,10 @@ Locates the engine binary, starts servers and waits until each one is
 really ready (address file published *and* a successful ping), runs client
 loads, and stops everything it started -- also on errors and Ctrl-C.
 
-The one implementation of server readiness (wait_published) and of
-stopping processes (reap, terminate): engine.Group, the campaign's Runner
-and benchmarks/ all use these.
+The one implementation of server readiness (wait_published), of
+stopping processes (reap, terminate) and of leases (Leases: every engine a
+rooftop command starts stops by itself once that command is gone):
+engine.Group, the campaign's Runner and benchmarks/ all use these.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,11 @@ ENGINE_ENV = "ROOFTOP_ENGINE"
 TOKEN_ENV = "ROOFTOP_TOKEN"
 #: A group directory's token file (read by the servers and by shutdown).
 TOKEN_FILE = "token"
+
+#: A group directory's lease file (Leases; the engines' --lease).
+LEASE_FILE = "lease"
+#: Seconds an engine runs on after its lease was last renewed (engine.lease).
+DEFAULT_LEASE = 10.0
 
 #: Engine exit codes (see ``rooftop-engine --help``).
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -100,16 +107,22 @@ def _parse_doc(text: str) -> dict | None:
 
 
 def run_engine(args: list[str], timeout: float, check: bool = True,
-               env: dict[str, str] | None = None) -> dict:
+               env: dict[str, str] | None = None, guard: bool = False) -> dict:
     """Runs one engine command to completion and returns its JSON document.
 
     env: variables added to this process's environment for it.
+    guard: for a command that takes no --lease (storage) and may run long:
+    it runs in a session of its own, which a guard process (rooftop.guard)
+    kills once this process is gone.
     Raises EngineError if it fails (when check) or does not finish in time.
     """
     cmd = [engine_path(), *args]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, **env} if env else None)
+        if guard:
+            p = _run_guarded(cmd, timeout, {**os.environ, **env} if env else None)
+        else:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                               env={**os.environ, **env} if env else None)
     except subprocess.TimeoutExpired as e:
         raise EngineError(f"'{' '.join(cmd)}' did not finish within {timeout:g} s") from e
     doc = _parse_doc(p.stdout)
@@ -121,6 +134,82 @@ def run_engine(args: list[str], timeout: float, check: bool = True,
         raise EngineError(f"rooftop-engine {args[0]} printed no JSON document "
                           f"(exit {p.returncode}): {p.stderr.strip()}", p.returncode, None, p.stderr)
     return doc
+
+
+class Leases:
+    """Lease files (one per group folder) a thread rewrites every period/5
+    s: engines started with --lease (and load workers) stop once theirs is
+    removed or left unchanged for the period, so none outlives a killed
+    rooftop command (a campaign's Runner, an engine.Group)."""
+
+    def __init__(self, period: float):
+        self.period = period
+        self.paths: set[Path] = set()
+        self._n = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, gdir: Path) -> Path:
+        path = gdir / LEASE_FILE
+        with self._lock:
+            self.paths.add(path)
+            self._renew(path)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="rooftop-lease", daemon=True)
+            self._thread.start()
+        return path
+
+    def drop(self, gdir: Path) -> None:
+        with self._lock:
+            self.paths.discard(gdir / LEASE_FILE)
+        (gdir / LEASE_FILE).unlink(missing_ok=True)
+
+    def args(self, gdir: Path) -> list[str]:
+        """An engine's options to hold gdir's lease."""
+        return ["--lease", str(gdir / LEASE_FILE), "--lease-timeout", str(self.period)]
+
+    def _renew(self, path: Path) -> None:
+        self._n += 1
+        tmp = path.with_name(LEASE_FILE + ".new")
+        try:
+            write_private(tmp, f"{os.getpid()} {self._n}\n")  # group files are 0600
+            os.replace(tmp, path)  # readers see the old or the new content, never none
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk: no half-written file left behind
+            raise
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period / 5):
+            with self._lock:
+                for path in list(self.paths):
+                    try:
+                        self._renew(path)
+                    except OSError:
+                        pass  # the next renewal tries again
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def _run_guarded(cmd: list[str], timeout: float, env) -> subprocess.CompletedProcess:
+    """subprocess.run in a session of its own, under a guard; on any
+    exception (a timeout, Ctrl-C) the command is killed, as run() does."""
+    from rooftop import guard
+
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as p:
+        g = guard.start(p.pid)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except BaseException:
+            _signal_proc(p, signal.SIGKILL)
+            p.wait()
+            raise
+        finally:
+            g.kill()
+            g.wait()
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def _signal_proc(p: subprocess.Popen, sig: int) -> None:
@@ -269,6 +358,9 @@ class Group:
     """A group of engine servers sharing a group directory.
 
     Use as a context manager: every server started is stopped on exit.
+    Every server and client it starts holds the directory's lease (lease:
+    its period in seconds; leases: a Leases to share, else its own), so a
+    killed caller leaves none running once the period has passed.
     """
 
     fabric: str = "ofi+tcp"
@@ -277,6 +369,9 @@ class Group:
     servers: list[Server] = field(default_factory=list)
     token_file: Path | None = field(default=None, init=False)  # 0600, in directory
     _tmp: tempfile.TemporaryDirectory | None = None
+    lease: float = DEFAULT_LEASE
+    leases: Leases | None = None
+    _own_leases: bool = field(default=False, init=False)
 
     def __post_init__(self):
         if self.directory is None:
@@ -284,6 +379,9 @@ class Group:
             self.directory = Path(self._tmp.name)
         self.directory = private_dir(Path(self.directory))
         self.token_file = write_token(self.directory, self.token)
+        if self.leases is None:
+            self.leases, self._own_leases = Leases(self.lease), True
+        self.leases.add(self.directory)
 
     def __enter__(self) -> "Group":
         return self
@@ -298,7 +396,8 @@ class Group:
         err = self.directory / f"server-{rank}.stderr"
         args = ["serve", "--fabric", self.fabric, "--group-dir", str(self.directory),
                 "--rank", str(rank), "--progress", progress,
-                "--token-file", str(self.token_file), "--output", str(out)]
+                "--token-file", str(self.token_file), "--output", str(out),
+                *self.leases.args(self.directory)]
         if cpus is not None:
             args += ["--cpus", cpus]
         args += extra or []
@@ -336,7 +435,7 @@ class Group:
         """Runs one client process and returns its document."""
         args = ["load", "--fabric", self.fabric, "--group-dir", str(self.directory),
                 "--op", op, "--duration", str(duration), "--warmup", str(warmup),
-                "--rank", str(rank)]
+                "--rank", str(rank), *self.leases.args(self.directory)]
         if cpus is not None:
             args += ["--cpus", cpus]
         args += extra or []
@@ -344,6 +443,9 @@ class Group:
 
     def close(self) -> list[dict | None]:
         docs = [s.stop() for s in self.servers]
+        self.leases.drop(self.directory)
+        if self._own_leases:
+            self.leases.close()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

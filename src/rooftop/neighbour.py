@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rooftop import guard
 from rooftop.stencil import DEFAULT_ITERATIONS, DEFAULT_SIZE
 
 
@@ -57,6 +58,7 @@ class Job:
     out: Path
     err: Path
     t0: float
+    guard: subprocess.Popen | None = None
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -69,6 +71,10 @@ class Job:
             except ProcessLookupError:
                 pass
         self.proc.wait()
+        if self.guard is not None and self.guard.poll() is None:
+            self.guard.kill()
+        if self.guard is not None:
+            self.guard.wait()
 
     def result(self, timeout: float) -> dict:
         """Waits for it (killing it after timeout) and returns its record:
@@ -113,7 +119,7 @@ def start(argv: list[str], cores: list[int], folder: Path, name: str) -> Job:
                                     preexec_fn=lambda: os.sched_setaffinity(0, pin))
     except (OSError, subprocess.SubprocessError) as e:
         raise NeighbourFailed(f"neighbour {shlex.join(argv)} cannot start: {e}") from None
-    return Job(argv, sorted(pin), proc, out, err, time.monotonic())
+    return Job(argv, sorted(pin), proc, out, err, time.monotonic(), guard.start(proc.pid))
 
 
 def alone(argv: list[str], cores: list[int], folder: Path, timeout: float) -> dict:

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from rooftop.engine import EngineError, Group
+from rooftop.engine import DEFAULT_LEASE, EngineError, Group
 from rooftop.units import fmt_in
 
 #: Runs whose (max - min) / median exceeds this get a warning.
@@ -36,9 +36,11 @@ def _cpus() -> tuple[str | None, str | None]:
     return None, None
 
 
-def _once(fabric: str, op: str, extra: list[str], duration: float, cpus) -> tuple[dict, dict | None]:
-    """One server, one client: (client document, server document)."""
-    with Group(fabric=fabric) as g:
+def _once(fabric: str, op: str, extra: list[str], duration: float, cpus,
+          lease: float = DEFAULT_LEASE) -> tuple[dict, dict | None]:
+    """One server, one client: (client document, server document). Both
+    hold the group's lease: a killed probe leaves neither running."""
+    with Group(fabric=fabric, lease=lease) as g:
         g.start_server(0, cpus=cpus[0])
         doc = g.load(op=op, duration=duration, warmup=min(0.5, duration / 2), cpus=cpus[1], extra=extra)
         return doc, g.close()[0]
@@ -82,7 +84,8 @@ def _line(row: dict, field: str, unit: str, digits: str) -> str:
     return text + f"   p50 {p50:.1f} us" if p50 < 100 else text + f"   p50 {p50:.0f} us"
 
 
-def run(fabrics: list[str], duration: float, results: Path, say=print, repeat: int = 3) -> dict:
+def run(fabrics: list[str], duration: float, results: Path, say=print, repeat: int = 3,
+        lease: float = DEFAULT_LEASE) -> dict:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = results / f"probe-{stamp}"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -96,7 +99,7 @@ def run(fabrics: list[str], duration: float, results: Path, say=print, repeat: i
             try:
                 docs = []
                 for i in range(1, repeat + 1):
-                    doc, server_doc = _once(fabric, op, extra, duration, cpus)
+                    doc, server_doc = _once(fabric, op, extra, duration, cpus, lease)
                     _save(out_dir, name, i, doc, server_doc)
                     docs.append(doc)
             except EngineError as e:

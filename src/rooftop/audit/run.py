@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Callable
 
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
-from rooftop.engine import EngineError, Group, engine_path, run_engine
+from rooftop.engine import DEFAULT_LEASE, EngineError, Group, engine_path, run_engine
 from rooftop.launchers.base import LauncherError, core_sets
 from rooftop.launchers.local import LocalLauncher
 
 #: The defaults of the audit's options (CLI and docs name them).
-DEFAULTS = {"repeats": 3, "duration": 1.0, "warmup": 0.3, "fabric": "ofi+tcp"}
+DEFAULTS = {"repeats": 3, "duration": 1.0, "warmup": 0.3, "fabric": "ofi+tcp", "lease": DEFAULT_LEASE}
 
 
 def config(pitfalls: list[Pitfall], opts: dict, node) -> dict:
@@ -54,7 +54,7 @@ def _cpus(node, binding: str, n: int) -> list[str]:
 def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict:
     """One server and one client, fresh: the client's document."""
     server_cpus, client_cpus = _cpus(node, s.binding, 2)
-    with Group(fabric=opts["fabric"]) as g:
+    with Group(fabric=opts["fabric"], lease=opts.get("lease", DEFAULT_LEASE)) as g:
         g.start_server(0, cpus=server_cpus, progress=s.progress, extra=list(s.server))
         try:
             doc = g.load(op=p.op, duration=opts["duration"], warmup=opts["warmup"], cpus=client_cpus,
@@ -75,7 +75,7 @@ def measure_storage(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
         args = ["storage", "--op", p.op, *p.args, *s.client, "--storage-dir", str(work),
                 "--duration", str(opts["duration"]), "--warmup", str(opts["warmup"]), "--cpus", cpus]
         try:
-            doc = run_engine(args, timeout=opts["duration"] + opts["warmup"] + 60)
+            doc = run_engine(args, timeout=opts["duration"] + opts["warmup"] + 60, guard=True)
         except EngineError as e:
             if e.doc:
                 (out / "storage-0.json").write_text(json.dumps(e.doc, indent=1))
