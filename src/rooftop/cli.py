@@ -1045,7 +1045,7 @@ def build_parser() -> argparse.ArgumentParser:
     from rooftop.interfere_cli import add_parser as add_interfere_parser
     from rooftop.nics import add_parser as add_nics_parser
 
-    from rooftop.bursts import add_parser as add_bursts_parser
+    from rooftop.bursts.run import add_parser as add_bursts_parser
 
     add_bursts_parser(sub)
     add_interfere_parser(sub)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 
-from rooftop import bursts
+from rooftop.bursts import run as bursts
 from rooftop.stages.base import Placement
 
 

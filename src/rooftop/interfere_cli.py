@@ -173,7 +173,7 @@ def _run_environment(cfg: dict) -> dict:
 
     env = _environment(cfg)
     if cfg.get("stages") == ["bursts"]:
-        from rooftop import bursts
+        from rooftop.bursts import run as bursts
 
         env["power_note"] = bursts.power_note()
     return env

@@ -20,7 +20,8 @@ import threading
 import time
 from pathlib import Path
 
-from rooftop import power, procstat
+from rooftop import power
+from rooftop.bursts import procstat
 
 
 class Timeline:

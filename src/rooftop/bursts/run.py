@@ -25,7 +25,8 @@ import re
 import sys
 import time
 
-from rooftop import burst_summary, neighbour
+from rooftop.bursts import neighbour
+from rooftop.bursts import summary as burst_summary
 from rooftop.stages.base import Placement, SampleSpec
 
 MODE = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
@@ -156,7 +157,7 @@ class ModeRun:
 
     def run(self, say) -> dict | None:
         """Runs it; returns the neighbour's record (None: no neighbour)."""
-        from rooftop.timeline import Timeline
+        from rooftop.bursts.timeline import Timeline
 
         r, p = self.runner, self.p
         try:
@@ -322,7 +323,7 @@ def _execute(args, cfg: dict, store, run_id: str) -> int:
 def cmd(args) -> int:
     from rooftop import ui
     from rooftop.cli import _campaign_locks, _environment
-    from rooftop.plots.bursts import plot
+    from rooftop.bursts.figure import plot
     from rooftop.store import Store
 
     try:
