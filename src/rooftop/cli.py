@@ -524,7 +524,7 @@ def _print_roofline(out, e, res) -> None:
                       f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
                       + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
     if res:
-        from rooftop import interference_report
+        from rooftop.interference import report as interference_report
 
         for name, text in interference_report.model_rows(res, r.metric, f):
             t.add_row(name, text)
@@ -1042,7 +1042,7 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe, _add_tune, _add_audit):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
-    from rooftop.interfere_cli import add_parser as add_interfere_parser
+    from rooftop.interference.command import add_parser as add_interfere_parser
     from rooftop.nics import add_parser as add_nics_parser
 
     from rooftop.bursts.run import add_parser as add_bursts_parser

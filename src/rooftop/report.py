@@ -18,7 +18,8 @@ import html
 import json
 from pathlib import Path
 
-from rooftop import __version__, advice, interference_report
+from rooftop import __version__, advice
+from rooftop.interference import report as interference_report
 from rooftop.learn.report_section import html_section as learned_html
 from rooftop.learn.report_section import markdown as learned_markdown
 from rooftop.plots.run import plot_mixes, plot_run

@@ -9,7 +9,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import interference_report, metrics, model, outliers, stages
+from rooftop import metrics, model, outliers, stages
+from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
 from rooftop.store import Run, Store, stands_for
 from rooftop.units import fmt_rate

@@ -19,7 +19,7 @@ LOADED_COLOURS = ("#7f3c8d", "#e68310", "#11a579", "#cf1c90", "#3969ac", "#80ba5
 def attach(store, res) -> None:
     """res.interference (RUN/interference.json) and res.loaded (per metric:
     [(label, roofline of the loaded run)]) when res is an isolated run."""
-    from rooftop.interfere import load_summary
+    from rooftop.interference.run import load_summary
 
     doc = load_summary(store.run_dir(res.run.id))
     if doc is None:

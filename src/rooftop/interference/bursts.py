@@ -83,7 +83,7 @@ def impacts(store, base: str, loaded: str, cfg: dict) -> list[dict]:
 def mode_intervals(cfg: dict):
     """groups for rooftop.interfere.run_condition: per progress mode, when
     its bursts measured (its rounds' folders, raw/bursts_METRIC_MODE_bB)."""
-    from rooftop.interfere import measuring
+    from rooftop.interference.run import measuring
 
     p = cfg["bursts"]
     return lambda run_dir: {mode: measuring(run_dir, f"bursts_{p['metric']}_{mode}_b*") for mode in p["progress"]}

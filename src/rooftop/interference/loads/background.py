@@ -22,8 +22,8 @@ from pathlib import Path
 from rooftop.campaign import LEASE_FILE
 from rooftop.engine import terminate
 from rooftop.launchers import Launch
-from rooftop.loads import get
-from rooftop.loads.base import Context
+from rooftop.interference.loads import get
+from rooftop.interference.loads.base import Context
 
 
 @dataclass
@@ -57,7 +57,7 @@ def launches(kind: str, knobs: dict, nodes: list, launcher, cfg: dict, folder: P
     for pos, node in enumerate(nodes):
         ctx = Context(knobs, pos, nodes, str(folder), cfg, copy)
         n = load.procs(ctx, len(node.cores))
-        argv = [sys.executable, "-m", "rooftop.loads.worker", kind,
+        argv = [sys.executable, "-m", "rooftop.interference.loads.worker", kind,
                 "--units", str(folder / "units-{rank}.jsonl"), "--lease", str(folder / LEASE_FILE),
                 "--lease-timeout", str(cfg["engine"].get("lease", 10.0)), *load.args(ctx)]
         first = pos if load.multi_node else rank

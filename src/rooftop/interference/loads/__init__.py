@@ -10,8 +10,8 @@ on chosen nodes through the campaign's launcher and stops them;
 Adding one: docs/extending.md, "Adding a background load".
 """
 
-from rooftop.loads import cmd, cpu, io, mem, net, numio
-from rooftop.loads.base import Context, Knob, Load
+from rooftop.interference.loads import cmd, cpu, io, mem, net, numio
+from rooftop.interference.loads.base import Context, Knob, Load
 
 __all__ = ["LOADS", "Context", "Knob", "Load", "get"]
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rooftop import stages
 from rooftop.campaign import Runner, measure_once
-from rooftop.loads import background, get
+from rooftop.interference.loads import background, get
 
 DEFAULT_STAGES = ("server_peak", "client_peak")
 
