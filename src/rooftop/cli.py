@@ -242,8 +242,10 @@ class _PlannedStore:
 
 
 def _cmd_collect(args) -> int:
-    from rooftop import config, nic_check, nics
+    from rooftop import config
     from rooftop.campaign import Runner, plan_collect
+    from rooftop.nics import check as nic_check
+    from rooftop.nics import policy as nics
     from rooftop.store import Store
 
     if args.nic_policy and "," in args.nic_policy:  # one run per policy
@@ -289,8 +291,10 @@ def _campaign_locks(args, store, cfg: dict):
 
 
 def _cmd_validate(args) -> int:
-    from rooftop import config, nic_check, nics
+    from rooftop import config
     from rooftop.campaign import Runner, plan_validate
+    from rooftop.nics import check as nic_check
+    from rooftop.nics import policy as nics
     from rooftop.store import Store
 
     store = Store(args.results or "./rooftop-results", create=False)
@@ -717,8 +721,8 @@ def _cmd_audit(args) -> int:
 def _nic_comparison(store, res, nic_runs: str):
     """The NIC policy comparison of this run and the --nic-runs runs, on
     the first metric they all measured."""
-    from rooftop import nic_compare
     from rooftop.config import ConfigError
+    from rooftop.nics import compare as nic_compare
 
     ids = [res.run.id] + [r.strip() for r in nic_runs.split(",") if r.strip() and r.strip() != res.run.id]
     runs = [(r, store.get_run(r).config, store.samples(r)) for r in ids]
@@ -844,11 +848,12 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_tune(args) -> int:
-    from rooftop import config, metrics, nic_check
+    from rooftop import config, metrics
     from rooftop.learn import space as spaces
     from rooftop.learn.predict import load_model
     from rooftop.learn.tune import Settings
     from rooftop.learn.tune_run import prepare, tune
+    from rooftop.nics import check as nic_check
     from rooftop.store import Store
 
     settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
@@ -1043,7 +1048,7 @@ def build_parser() -> argparse.ArgumentParser:
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
     from rooftop.interference.command import add_parser as add_interfere_parser
-    from rooftop.nics import add_parser as add_nics_parser
+    from rooftop.nics.policy import add_parser as add_nics_parser
 
     from rooftop.bursts.run import add_parser as add_bursts_parser
 

@@ -376,7 +376,7 @@ def todo(res: RunResults) -> list[tuple[str, list[str]]]:
 
 def _plot_nic(nic, fig_dir: Path) -> dict:
     """The NIC policy comparison's bar chart."""
-    from rooftop.plots import nic_policies
+    from rooftop.nics import figure as nic_policies
     from rooftop.plots.save import save
 
     title = f"NIC policies, {nic.metric}: {len({b.binding for b in nic.bars})} binding(s)"

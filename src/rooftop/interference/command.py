@@ -132,8 +132,8 @@ def cmd(args) -> int:
         raise ConfigError(str(e)) from None
     if args.dry_run:
         return _dry_run(cfg, plan, plans, lines)
-    from rooftop import nic_check
     from rooftop.cli import _campaign_locks
+    from rooftop.nics import check as nic_check
     from rooftop.store import Store
 
     nic_check.preflight(cfg)
