@@ -4,7 +4,7 @@ network needed) and a Markdown summary beside it.
 In reading order: the verdict per metric (a bold ratio only when the model
 can tell; ceilings with their 95 % intervals, ridge), what to do (the ratio
 to deploy, where the pair matrix points, what to measure again: advice.py),
-the NIC policy comparison (with --nic-runs: rooftop.nic_compare), the
+the NIC policy comparison (with --nic-runs: rooftop.nics.compare), the
 figures, the warnings, the validation table, outlier nodes, the learned
 models (when `rooftop learn` saved one with the run: rooftop.learn.report_section), environment
 and the resolved config. Narrow screens (phones) get one column; wide tables
@@ -388,7 +388,7 @@ def write(res: RunResults, out_dir: Path, mixes=(), nic=None) -> tuple[Path, Pat
     """Writes out_dir/report.html, out_dir/report.md and the figures under
     out_dir/figures/; returns (html, md). mixes: combined rooflines
     (rooftop.mix.Combined) to report and draw; nic: a NIC policy comparison
-    (rooftop.nic_compare.Comparison) to show, with its bar chart."""
+    (rooftop.nics.compare.Comparison) to show, with its bar chart."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = plot_run(res, out_dir / "figures")
     figures.update(plot_mixes(mixes, out_dir / "figures", res.run.id))

@@ -84,7 +84,7 @@ class RunResults:
     learned: list[dict] = field(default_factory=list)
     #: What `rooftop interfere` compared with this run measured alone (RUN/interference.json).
     interference: dict | None = None
-    #: Per metric: (label, roofline) of each run measured beside a load (rooftop.interference_report).
+    #: Per metric: (label, roofline) of each run measured beside a load (rooftop.interference.report).
     loaded: dict[str, list] = field(default_factory=dict)
 
     def flagged(self, metric: str) -> list[int]:

@@ -2,11 +2,11 @@
 pinned), one client or --clients N (the last node), sequential operations of
 one metric in bursts (default 3 bursts of 10 s, 20 s gaps), for each server
 progress mode asked; per interval the client's rate, the server's CPU,
-context switches, wake-ups and package power (rooftop.timeline), then a
-summary per mode (rooftop.burst_summary) and a figure (plots/bursts.py).
+context switches, wake-ups and package power (rooftop.bursts.timeline), then a
+summary per mode (rooftop.bursts.summary) and a figure (bursts/figure.py).
 With --neighbour, a compute job runs pinned to the server's core(s), once
 alone and once per mode: its slowdown is what the service costs the
-application beside it (rooftop.neighbour).
+application beside it (rooftop.bursts.neighbour).
 
 Built on the campaign's machinery: each mode is a Runner whose server
 group is started with that progress mode, each burst a client round of

@@ -1,5 +1,5 @@
 """One progress mode's time line in `rooftop bursts`: every interval, the
-server process's CPU, context switches and wake-ups (rooftop.procstat) and
+server process's CPU, context switches and wake-ups (rooftop.bursts.procstat) and
 package power (rooftop.power, where RAPL is readable); the client's rate
 per window (its window logs); when each burst started and ended.
 

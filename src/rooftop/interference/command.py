@@ -1,4 +1,4 @@
-"""`rooftop interfere`: its parser and its driver (rooftop.interfere does
+"""`rooftop interfere`: its parser and its driver (rooftop.interference.run does
 the work: conditions, load placement, impact factors)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The roofline under load, for a run `rooftop interfere` measured alone
-(rooftop.interfere): each loaded run's ceilings as a second, lower band
+(rooftop.interference.run): each loaded run's ceilings as a second, lower band
 (model text, roofline figure), the interference figure (impact factors
 both ways; the ensemble's normalized slowdown against concurrent copies,
 one line per load kind, as seed 004's Figures 5-7) and the report's

@@ -4,7 +4,7 @@ lines as engines get: pinned with --rank R --cpus C), each in its own
 session; stopped with SIGTERM to each process group, SIGKILL after a
 grace period; its documents and units read back.
 
-The units (rooftop.loads.worker: one JSON line per finished unit of work)
+The units (rooftop.interference.loads.worker: one JSON line per finished unit of work)
 are split by time (`split`): those done before the stages started (the
 load alone) and those done while they ran (beside the service). The
 load's own slowdown is the ratio of the two rates, each work per second of

@@ -1,4 +1,4 @@
-"""One background-load process: `python -m rooftop.loads.worker KIND
+"""One background-load process: `python -m rooftop.interference.loads.worker KIND
 --units FILE [KIND's options] --rank R --cpus C` (the launchers append
 --rank and --cpus as they do for engines; mpiexec and srun give
 --rank FIRST --rank-from-env).
