@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rooftop import burst_summary, bursts, neighbour, procstat
-from rooftop.plots import bursts as bursts_plot
+from rooftop.bursts import figure as bursts_plot
+from rooftop.bursts import neighbour, procstat
+from rooftop.bursts import run as bursts
+from rooftop.bursts import summary as burst_summary
 
 
 def test_progress_modes_and_spindown_sweep():
@@ -207,7 +209,7 @@ def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypat
     import json
     import threading
 
-    from rooftop.timeline import Timeline
+    from rooftop.bursts.timeline import Timeline
 
     zone = _rapl_zone(tmp_path, monkeypatch)
     stop = threading.Event()
@@ -252,7 +254,7 @@ def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypat
 def test_a_garbled_power_reading_skips_one_point_and_the_time_line_goes_on(tmp_path, monkeypatch):
     """A counter read that fails (here: an empty energy_uj) loses that
     interval's power, not the rest of the time line."""
-    from rooftop.timeline import Timeline
+    from rooftop.bursts.timeline import Timeline
 
     zone = _rapl_zone(tmp_path, monkeypatch)
     tl = Timeline(_Store(), "r", "busy", os.getpid(), 60.0)
@@ -271,7 +273,7 @@ def test_a_zone_failing_after_another_was_read_advances_none(tmp_path, monkeypat
     reading is not consumed by the failed point, so the next point has the
     energy of both intervals, and the skip reaches the notes."""
     from rooftop import power
-    from rooftop.timeline import Timeline
+    from rooftop.bursts.timeline import Timeline
 
     zone0 = _rapl_zone(tmp_path, monkeypatch)
     zone1 = zone0.with_name("intel-rapl:1")

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from rooftop import config, nics
+from rooftop import config
 from rooftop.config import ConfigError
 from rooftop.engine import run_engine
 from rooftop.launchers.base import Node, pinned_argvs
+from rooftop.nics import policy as nics
 
 TOPOLOGIES = Path(__file__).resolve().parent / "data" / "topologies"
 

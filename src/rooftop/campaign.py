@@ -37,10 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rooftop import emulation, limits, metrics, nic_check, nics, progress, samplers, stages, windows
+from rooftop import emulation, limits, metrics, progress, samplers, stages, windows
 from rooftop.engine import (LEASE_FILE, TOKEN_FILE, EngineError, Leases, NotReady, engine_path, private_dir,
                             reap, run_engine, terminate, wait_published, write_private, write_token)
 from rooftop.launchers import Launch, Launcher, Node, on_this_machine
+from rooftop.nics import check as nic_check
+from rooftop.nics import policy as nics
 from rooftop.stages import Placement, SampleSpec, sample_key
 
 def _where(placement: Placement, spec: SampleSpec) -> tuple | None:

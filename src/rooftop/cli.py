@@ -242,8 +242,10 @@ class _PlannedStore:
 
 
 def _cmd_collect(args) -> int:
-    from rooftop import config, emulation, nic_check, nics
+    from rooftop import config, emulation
     from rooftop.campaign import Runner, plan_collect
+    from rooftop.nics import check as nic_check
+    from rooftop.nics import policy as nics
     from rooftop.store import Store
 
     if args.nic_policy and "," in args.nic_policy:  # one run per policy
@@ -290,8 +292,10 @@ def _campaign_locks(args, store, cfg: dict):
 
 
 def _cmd_validate(args) -> int:
-    from rooftop import config, emulation, nic_check, nics
+    from rooftop import config, emulation
     from rooftop.campaign import Runner, plan_validate
+    from rooftop.nics import check as nic_check
+    from rooftop.nics import policy as nics
     from rooftop.store import Store
 
     store = Store(args.results or "./rooftop-results", create=False)
@@ -532,7 +536,7 @@ def _print_roofline(out, e, res) -> None:
                       f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
                       + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
     if res:
-        from rooftop import interference_report
+        from rooftop.interference import report as interference_report
 
         for name, text in interference_report.model_rows(res, r.metric, f):
             t.add_row(name, text)
@@ -726,8 +730,8 @@ def _cmd_audit(args) -> int:
 def _nic_comparison(store, res, nic_runs: str):
     """The NIC policy comparison of this run and the --nic-runs runs, on
     the first metric they all measured."""
-    from rooftop import nic_compare
     from rooftop.config import ConfigError
+    from rooftop.nics import compare as nic_compare
 
     ids = [res.run.id] + [r.strip() for r in nic_runs.split(",") if r.strip() and r.strip() != res.run.id]
     runs = [(r, store.get_run(r).config, store.samples(r)) for r in ids]
@@ -853,11 +857,12 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_tune(args) -> int:
-    from rooftop import config, metrics, nic_check
+    from rooftop import config, metrics
     from rooftop.learn import space as spaces
     from rooftop.learn.predict import load_model
     from rooftop.learn.tune import Settings
     from rooftop.learn.tune_run import prepare, tune
+    from rooftop.nics import check as nic_check
     from rooftop.store import Store
 
     settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
@@ -1051,10 +1056,10 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_report, _add_compare, _add_learn, _add_predict, _add_config, _add_probe, _add_tune, _add_audit):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
-    from rooftop.interfere_cli import add_parser as add_interfere_parser
-    from rooftop.nics import add_parser as add_nics_parser
+    from rooftop.interference.command import add_parser as add_interfere_parser
+    from rooftop.nics.policy import add_parser as add_nics_parser
 
-    from rooftop.bursts import add_parser as add_bursts_parser
+    from rooftop.bursts.run import add_parser as add_bursts_parser
 
     add_bursts_parser(sub)
     add_interfere_parser(sub)

@@ -441,7 +441,7 @@ def resolve(cfg: dict) -> dict:
         raise ConfigError(f"metrics: name at least one of {', '.join(metrics.METRICS)}")
     if len(set(cfg["metrics"])) != len(cfg["metrics"]):
         raise ConfigError(f"metrics: {cfg['metrics']} lists a metric twice")
-    from rooftop.nics import check_policy
+    from rooftop.nics.policy import check_policy
 
     check_policy(cfg["nic"]["policy"])
     if cfg["nic"].get("server_policy") is not None:

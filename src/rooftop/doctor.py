@@ -299,7 +299,7 @@ def _move_aside(db: Path) -> Path:
 
 def _restore_interference(store: Store, d: Path) -> list[str]:
     """rooftop interfere's tables, from each isolated run's interference.json."""
-    from rooftop.interfere import load_summary
+    from rooftop.interference.run import load_summary
 
     said = []
     for run_dir in _run_dirs(d):

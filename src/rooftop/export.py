@@ -28,7 +28,7 @@ import math
 import os
 from importlib import resources
 
-from rooftop import interference_report
+from rooftop.interference import report as interference_report
 from rooftop.store import SAMPLE_COLUMNS, Store, stands_for
 
 #: The version of every JSON document below (see the compatibility rule).
@@ -63,7 +63,7 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
 
 
 def json_doc(store: Store, run_id: str) -> dict:
-    from rooftop.interfere import load_summary
+    from rooftop.interference.run import load_summary
 
     run = store.get_run(run_id)
     return {"schema_version": SCHEMA_VERSION, "run": run.id, "status": run.status, "created": run.created,

@@ -4,7 +4,7 @@ network needed) and a Markdown summary beside it.
 In reading order: the verdict per metric (a bold ratio only when the model
 can tell; ceilings with their 95 % intervals, ridge), what to do (the ratio
 to deploy, where the pair matrix points, what to measure again: advice.py),
-the NIC policy comparison (with --nic-runs: rooftop.nic_compare), the
+the NIC policy comparison (with --nic-runs: rooftop.nics.compare), the
 figures, the warnings, the validation table, outlier nodes, the learned
 models (when `rooftop learn` saved one with the run: rooftop.learn.report_section), environment
 and the resolved config. Narrow screens (phones) get one column; wide tables
@@ -18,7 +18,8 @@ import html
 import json
 from pathlib import Path
 
-from rooftop import __version__, advice, interference_report
+from rooftop import __version__, advice
+from rooftop.interference import report as interference_report
 from rooftop.learn.report_section import html_section as learned_html
 from rooftop.learn.report_section import markdown as learned_markdown
 from rooftop.plots.run import plot_mixes, plot_run
@@ -381,7 +382,7 @@ def todo(res: RunResults) -> list[tuple[str, list[str]]]:
 
 def _plot_nic(nic, fig_dir: Path) -> dict:
     """The NIC policy comparison's bar chart."""
-    from rooftop.plots import nic_policies
+    from rooftop.nics import figure as nic_policies
     from rooftop.plots.save import save
 
     title = f"NIC policies, {nic.metric}: {len({b.binding for b in nic.bars})} binding(s)"
@@ -393,7 +394,7 @@ def write(res: RunResults, out_dir: Path, mixes=(), nic=None) -> tuple[Path, Pat
     """Writes out_dir/report.html, out_dir/report.md and the figures under
     out_dir/figures/; returns (html, md). mixes: combined rooflines
     (rooftop.mix.Combined) to report and draw; nic: a NIC policy comparison
-    (rooftop.nic_compare.Comparison) to show, with its bar chart."""
+    (rooftop.nics.compare.Comparison) to show, with its bar chart."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = plot_run(res, out_dir / "figures")
     figures.update(plot_mixes(mixes, out_dir / "figures", res.run.id))

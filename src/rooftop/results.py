@@ -9,7 +9,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import interference_report, metrics, model, outliers, stages
+from rooftop import metrics, model, outliers, stages
+from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
 from rooftop.store import Run, Store, stands_for
 from rooftop.units import fmt_rate
@@ -106,7 +107,7 @@ class RunResults:
     learned: list[dict] = field(default_factory=list)
     #: What `rooftop interfere` compared with this run measured alone (RUN/interference.json).
     interference: dict | None = None
-    #: Per metric: (label, roofline) of each run measured beside a load (rooftop.interference_report).
+    #: Per metric: (label, roofline) of each run measured beside a load (rooftop.interference.report).
     loaded: dict[str, list] = field(default_factory=dict)
 
     def flagged(self, metric: str) -> list[int]:

@@ -189,7 +189,7 @@ TUNE_STEPS_DDL = """CREATE TABLE IF NOT EXISTS tune_steps (
     PRIMARY KEY (run_id, step)
 ) WITHOUT ROWID"""
 
-# rooftop interfere (rooftop.interfere): per loaded run, the service's impact
+# rooftop interfere (rooftop.interference.run): per loaded run, the service's impact
 # factors per stage and metric, and what each background-load copy did.
 INTERFERENCE_DDL = """CREATE TABLE IF NOT EXISTS interference (
     run_id          TEXT NOT NULL REFERENCES runs(id),  -- the isolated run
@@ -831,7 +831,7 @@ class Store:
 
     @_guarded
     def add_interference(self, doc: dict) -> None:
-        """Stores rooftop interfere's comparison (rooftop.interfere.summary),
+        """Stores rooftop interfere's comparison (rooftop.interference.run.summary),
         replacing what an earlier one stored for the same isolated run."""
         base = doc["run"]
         self.db.execute("DELETE FROM interference WHERE run_id = ?", (base,))

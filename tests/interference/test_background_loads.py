@@ -12,8 +12,8 @@ import pytest
 
 from rooftop import config
 from rooftop.campaign import Leases, Processes
+from rooftop.interference.loads import LOADS, background, get
 from rooftop.launchers.local import LocalLauncher
-from rooftop.loads import LOADS, background, get
 
 #: Small knobs, so that each load finishes units within a second or two.
 SMALL = {"cpu": {"procs": 1, "size": 128, "iterations": 20}, "mem": {"size_mib": 8, "copies": 2},

@@ -253,7 +253,7 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
     _rooftop(tmp_path, "report", base)
     md = (tmp_path / base / "report" / "report.md").read_text()
     assert "## Under load" in md and "| bursts/busy | rpc |" in md
-    from rooftop.bursts import power_note
+    from rooftop.bursts.run import power_note
     assert ("power: not measured" in md) == bool(power_note())  # as a 'rooftop bursts' run says
     _rooftop(tmp_path, "report", cond["run"])
     assert f"the same stages alone: run {base}" in (tmp_path / cond["run"] / "report" / "report.md").read_text()

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from rooftop.interfere import Plan, conditions, parse_knobs, shared
+from rooftop.interference.loads import background
+from rooftop.interference.run import Plan, conditions, parse_knobs, shared
 from rooftop.launchers import Launch, Node
 from rooftop.launchers.local import LocalLauncher
-from rooftop.loads import background
 
 
 def test_knobs_resolve_with_defaults_and_unknown_ones_are_named():
@@ -92,8 +92,8 @@ def test_dry_run_prints_every_condition_and_creates_nothing(tmp_path):
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "# isolated run" in out and out.count("# beside") == 4
-    assert out.count("rooftop.loads.worker cpu") == 2 + 4  # 1 and 2 copies, a process per node each
-    assert "rooftop.loads.worker net" in out and "--cpus" in out
+    assert out.count("rooftop.interference.loads.worker cpu") == 2 + 4  # 1 and 2 copies, a process per node each
+    assert "rooftop.interference.loads.worker net" in out and "--cpus" in out
     assert not Path(res).exists()
 
 
@@ -113,7 +113,7 @@ def test_bad_load_options_are_config_errors():
 def test_net_patterns_are_gpcnets_congestors_with_their_direction(tmp_path):
     """incast writes into the hub, broadcast reads out of it, alltoall reads
     unless op says otherwise: the engine lines the dry run prints."""
-    from rooftop.loads.net import direction
+    from rooftop.interference.loads.net import direction
 
     assert [direction(p, "auto") for p in ("incast", "broadcast", "alltoall")] == ["write", "read", "read"]
     assert direction("incast", "read") == "read" and direction("alltoall", "write") == "write"
@@ -122,5 +122,5 @@ def test_net_patterns_are_gpcnets_congestors_with_their_direction(tmp_path):
                             str(tmp_path), "--loads", "net", "--load-nodes", "0,1", "--metrics", "rpc",
                             "--load-set", f"net.pattern={pattern}"], capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, p.stderr
-        (hub, spoke) = [line for line in p.stdout.splitlines() if "rooftop.loads.worker net" in line]
+        (hub, spoke) = [line for line in p.stdout.splitlines() if "rooftop.interference.loads.worker net" in line]
         assert '"serve"' in hub and '"load"' in spoke and f'"--op", "{op}"' in spoke, spoke

@@ -10,8 +10,9 @@ matplotlib.use("Agg")
 
 import pytest
 
-from rooftop import nic_compare, units
-from rooftop.plots import nic_policies
+from rooftop import units
+from rooftop.nics import compare as nic_compare
+from rooftop.nics import figure as nic_policies
 
 
 def run(run_id, binding, policy, values, status="ok"):

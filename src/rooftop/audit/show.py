@@ -79,7 +79,7 @@ def html_section(rows: list[dict], figure: Path | None) -> str:
 
 def write(run, rows: list[dict], out_dir: Path) -> tuple[Path, Path]:
     """out_dir/report.html and report.md, the figure under out_dir/figures/."""
-    from rooftop.plots import audit as audit_plot
+    from rooftop.audit import figure as audit_plot
     from rooftop.plots.save import save
 
     from rooftop.report import CSS

@@ -12,8 +12,8 @@ def _report(store, run, out_dir: Path):
 
 
 def _plot(store, run, out_dir: Path, fmt: str) -> dict:
+    from rooftop.audit import figure as audit_plot
     from rooftop.audit import run as audit_run
-    from rooftop.plots import audit as audit_plot
     from rooftop.plots.save import save
 
     rows = audit_run.rows_of(store, run.id)

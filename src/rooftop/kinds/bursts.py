@@ -6,15 +6,16 @@ from rooftop.kinds.base import RunKind
 
 
 def _report(store, run, out_dir: Path):
-    from rooftop import bursts, bursts_report
+    from rooftop.bursts import report as bursts_report
+    from rooftop.bursts import run as bursts
 
     return bursts_report.write(bursts.results(store, run.id), out_dir)
 
 
 def _plot(store, run, out_dir: Path, fmt: str) -> dict:
-    from rooftop import bursts
+    from rooftop.bursts import figure as bursts_plot
+    from rooftop.bursts import run as bursts
     from rooftop.model import ModelError
-    from rooftop.plots import bursts as bursts_plot
     from rooftop.plots.save import save
 
     res = bursts.results(store, run.id)

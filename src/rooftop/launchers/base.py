@@ -164,5 +164,5 @@ class LauncherSpec:
     on_this_machine: bool = False
     #: Its engines use this machine's own network interfaces: a
     #: fabric.domain this machine lacks is refused before anything starts
-    #: (rooftop.nic_check); otherwise the engine on the node refuses it.
+    #: (rooftop.nics.check); otherwise the engine on the node refuses it.
     interfaces_here: bool = False

@@ -124,7 +124,7 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=()):
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
     draw(ax, r, scale, (scale, unit), xlim=(ticks[0], ticks[-1]))
-    from rooftop.interference_report import LOADED_COLOURS
+    from rooftop.interference.report import LOADED_COLOURS
 
     for (name, lr), colour in zip(loaded, LOADED_COLOURS):
         draw(ax, lr, scale, (scale, unit), colour=colour, label=f"under load, {name}",

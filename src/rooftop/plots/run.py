@@ -37,7 +37,7 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
         except ValueError:
             pass
     if res.interference:
-        from rooftop import interference_report
+        from rooftop.interference import report as interference_report
 
         out["interference"] = save(interference_report.figure(res.interference), out_dir, "interference",
                                    formats)

@@ -4,7 +4,7 @@ lines as engines get: pinned with --rank R --cpus C), each in its own
 session; stopped with SIGTERM to each process group, SIGKILL after a
 grace period; its documents and units read back.
 
-The units (rooftop.loads.worker: one JSON line per finished unit of work)
+The units (rooftop.interference.loads.worker: one JSON line per finished unit of work)
 are split by time (`split`): those done before the stages started (the
 load alone) and those done while they ran (beside the service). The
 load's own slowdown is the ratio of the two rates, each work per second of
@@ -22,8 +22,8 @@ from pathlib import Path
 from rooftop.campaign import LEASE_FILE
 from rooftop.engine import terminate
 from rooftop.launchers import Launch
-from rooftop.loads import get
-from rooftop.loads.base import Context
+from rooftop.interference.loads import get
+from rooftop.interference.loads.base import Context
 
 
 @dataclass
@@ -57,7 +57,7 @@ def launches(kind: str, knobs: dict, nodes: list, launcher, cfg: dict, folder: P
     for pos, node in enumerate(nodes):
         ctx = Context(knobs, pos, nodes, str(folder), cfg, copy)
         n = load.procs(ctx, len(node.cores))
-        argv = [sys.executable, "-m", "rooftop.loads.worker", kind,
+        argv = [sys.executable, "-m", "rooftop.interference.loads.worker", kind,
                 "--units", str(folder / "units-{rank}.jsonl"), "--lease", str(folder / LEASE_FILE),
                 "--lease-timeout", str(cfg["engine"].get("lease", 10.0)), *load.args(ctx)]
         first = pos if load.multi_node else rank

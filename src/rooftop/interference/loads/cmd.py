@@ -11,7 +11,7 @@ import argparse
 import shlex
 import subprocess
 
-from rooftop.loads.base import Knob, Load
+from rooftop.interference.loads.base import Knob, Load
 
 
 class _Child:
@@ -19,9 +19,9 @@ class _Child:
 
 
 def run(argv, stopping, record, rank):
-    from rooftop.loads.worker import repeat
+    from rooftop.interference.loads.worker import repeat
 
-    p = argparse.ArgumentParser(prog="rooftop.loads.worker cmd")
+    p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker cmd")
     p.add_argument("--command", required=True)
     a = p.parse_args(argv)
     codes = []

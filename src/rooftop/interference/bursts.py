@@ -1,5 +1,5 @@
 """`rooftop interfere --bursts RUN`: a bursts run as the service measured
-alone and beside each load (rooftop.interfere does the rest).
+alone and beside each load (rooftop.interference.run does the rest).
 
 The service is RUN's resolved config: its progress modes, bursts, gaps,
 interval, metric and clients (rooftop.bursts), measured again alone (the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 
-from rooftop import bursts
+from rooftop.bursts import run as bursts
 from rooftop.stages.base import Placement
 
 
@@ -69,7 +69,7 @@ def _rate_p99(store, run_id: str, metric: str, mode: str) -> tuple[float | None,
 
 def impacts(store, base: str, loaded: str, cfg: dict) -> list[dict]:
     """Per progress mode: both runs' mean window rate and p99, and the
-    impact factors (as rooftop.interfere.impacts, stage 'bursts/MODE')."""
+    impact factors (as rooftop.interference.run.impacts, stage 'bursts/MODE')."""
     p, out = cfg["bursts"], []
     for mode in p["progress"]:
         ri, pi, unit = _rate_p99(store, base, p["metric"], mode)
@@ -81,9 +81,9 @@ def impacts(store, base: str, loaded: str, cfg: dict) -> list[dict]:
 
 
 def mode_intervals(cfg: dict):
-    """groups for rooftop.interfere.run_condition: per progress mode, when
+    """groups for rooftop.interference.run.run_condition: per progress mode, when
     its bursts measured (its rounds' folders, raw/bursts_METRIC_MODE_bB)."""
-    from rooftop.interfere import measuring
+    from rooftop.interference.run import measuring
 
     p = cfg["bursts"]
     return lambda run_dir: {mode: measuring(run_dir, f"bursts_{p['metric']}_{mode}_b*") for mode in p["progress"]}

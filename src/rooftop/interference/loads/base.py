@@ -1,5 +1,5 @@
 """What a background load is (Load, Knob), and the loop every load process
-runs (python -m rooftop.loads.worker): fixed units of work repeated until
+runs (python -m rooftop.interference.loads.worker): fixed units of work repeated until
 the campaign stops it, each unit's start, end and work appended to a JSON
 lines file as it ends, so the campaign can split the units into those done
 alone and those done beside the service (the load's own slowdown).
@@ -48,7 +48,7 @@ class Context:
 
 @dataclass(frozen=True)
 class Load:
-    """One kind of background load (an entry of rooftop.loads.LOADS)."""
+    """One kind of background load (an entry of rooftop.interference.loads.LOADS)."""
 
     name: str
     #: One line: what it does (interfere --help lists it).

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import argparse
 
-from rooftop.loads.base import Knob, Load
+from rooftop.interference.loads.base import Knob, Load
 
 
 def run(argv, stopping, record, rank):
     import numpy as np
 
-    from rooftop.loads.worker import repeat
+    from rooftop.interference.loads.worker import repeat
 
-    p = argparse.ArgumentParser(prog="rooftop.loads.worker mem")
+    p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker mem")
     p.add_argument("--size-mib", type=int, default=64)
     p.add_argument("--copies", type=int, default=4)
     a = p.parse_args(argv)

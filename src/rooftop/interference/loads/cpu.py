@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 
 from rooftop import stencil
-from rooftop.loads.base import Knob, Load
+from rooftop.interference.loads.base import Knob, Load
 
 
 def run(argv, stopping, record, rank):
-    p = argparse.ArgumentParser(prog="rooftop.loads.worker cpu")
+    p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker cpu")
     p.add_argument("--size", type=int, default=256)
     p.add_argument("--iterations", type=int, default=50)
     a = p.parse_args(argv)
@@ -22,7 +22,7 @@ def run(argv, stopping, record, rank):
         doc = stencil.run(a.size, a.iterations)
         return doc["points"] / 1e6 if doc["completed"] else None
 
-    from rooftop.loads.worker import repeat
+    from rooftop.interference.loads.worker import repeat
 
     repeat(unit, stopping, record)
     return {"size": a.size, "iterations": a.iterations}

@@ -2,11 +2,11 @@
 pinned), one client or --clients N (the last node), sequential operations of
 one metric in bursts (default 3 bursts of 10 s, 20 s gaps), for each server
 progress mode asked; per interval the client's rate, the server's CPU,
-context switches, wake-ups and package power (rooftop.timeline), then a
-summary per mode (rooftop.burst_summary) and a figure (plots/bursts.py).
+context switches, wake-ups and package power (rooftop.bursts.timeline), then a
+summary per mode (rooftop.bursts.summary) and a figure (bursts/figure.py).
 With --neighbour, a compute job runs pinned to the server's core(s), once
 alone and once per mode: its slowdown is what the service costs the
-application beside it (rooftop.neighbour).
+application beside it (rooftop.bursts.neighbour).
 
 Built on the campaign's machinery: each mode is a Runner whose server
 group is started with that progress mode, each burst a client round of
@@ -25,7 +25,8 @@ import re
 import sys
 import time
 
-from rooftop import burst_summary, neighbour
+from rooftop.bursts import neighbour
+from rooftop.bursts import summary as burst_summary
 from rooftop.stages.base import Placement, SampleSpec
 
 MODE = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
@@ -156,7 +157,7 @@ class ModeRun:
 
     def run(self, say) -> dict | None:
         """Runs it; returns the neighbour's record (None: no neighbour)."""
-        from rooftop.timeline import Timeline
+        from rooftop.bursts.timeline import Timeline
 
         r, p = self.runner, self.p
         try:
@@ -263,7 +264,7 @@ def results(store, run_id: str) -> dict:
     series = store.series(run_id)
     lines = burst_summary.lines(series, p["interval"])
     rows = [burst_summary.summarize(lines[m], p["interval"], p["full_rate"]) for m in p["progress"] if m in lines]
-    from rooftop.interfere import load_summary
+    from rooftop.interference.run import load_summary
 
     return {"run": run, "params": p, "lines": lines, "rows": rows, "neighbour": neighbour_of(series),
             "power_note": run.environment.get("power_note", ""),
@@ -322,7 +323,7 @@ def _execute(args, cfg: dict, store, run_id: str) -> int:
 def cmd(args) -> int:
     from rooftop import ui
     from rooftop.cli import _campaign_locks, _environment
-    from rooftop.plots.bursts import plot
+    from rooftop.bursts.figure import plot
     from rooftop.store import Store
 
     try:

@@ -8,15 +8,15 @@ from __future__ import annotations
 import argparse
 import os
 
-from rooftop.loads.base import Knob, Load
+from rooftop.interference.loads.base import Knob, Load
 
 CHUNK = 2**20
 
 
 def run(argv, stopping, record, rank):
-    from rooftop.loads.worker import repeat
+    from rooftop.interference.loads.worker import repeat
 
-    p = argparse.ArgumentParser(prog="rooftop.loads.worker io")
+    p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker io")
     p.add_argument("--dir", required=True)
     p.add_argument("--block-mib", type=int, default=8)
     p.add_argument("--file-mib", type=int, default=256)

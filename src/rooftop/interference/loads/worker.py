@@ -1,4 +1,4 @@
-"""One background-load process: `python -m rooftop.loads.worker KIND
+"""One background-load process: `python -m rooftop.interference.loads.worker KIND
 --units FILE [KIND's options] --rank R --cpus C` (the launchers append
 --rank and --cpus as they do for engines; mpiexec and srun give
 --rank FIRST --rank-from-env).
@@ -125,7 +125,7 @@ def watch_lease(path: str, timeout: float, stop, grace: float = LEASE_GRACE) -> 
 
 
 def parse(argv: list[str]):
-    p = argparse.ArgumentParser(prog="rooftop.loads.worker")
+    p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker")
     p.add_argument("kind")
     p.add_argument("--units", required=True)
     p.add_argument("--rank", type=int, default=0)
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parse(sys.argv[1:] if argv is None else argv)
     if args.cpus:
         os.sched_setaffinity(0, _cpus(args.cpus))
-    module = importlib.import_module(f"rooftop.loads.{args.kind}")
+    module = importlib.import_module(f"rooftop.interference.loads.{args.kind}")
     stopping = threading.Event()
     stop = lambda: (stopping.set(), module.on_stop())
     for sig in (signal.SIGTERM, signal.SIGINT):

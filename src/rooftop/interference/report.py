@@ -1,5 +1,5 @@
 """The roofline under load, for a run `rooftop interfere` measured alone
-(rooftop.interfere): each loaded run's ceilings as a second, lower band
+(rooftop.interference.run): each loaded run's ceilings as a second, lower band
 (model text, roofline figure), the interference figure (impact factors
 both ways; the ensemble's normalized slowdown against concurrent copies,
 one line per load kind, as seed 004's Figures 5-7) and the report's
@@ -19,7 +19,7 @@ LOADED_COLOURS = ("#7f3c8d", "#e68310", "#11a579", "#cf1c90", "#3969ac", "#80ba5
 def attach(store, res) -> None:
     """res.interference (RUN/interference.json) and res.loaded (per metric:
     [(label, roofline of the loaded run)]) when res is an isolated run."""
-    from rooftop.interfere import load_summary
+    from rooftop.interference.run import load_summary
 
     doc = load_summary(store.run_dir(res.run.id))
     if doc is None:

@@ -24,7 +24,7 @@ import os
 import threading
 import time
 
-from rooftop.loads.base import Knob, Load
+from rooftop.interference.loads.base import Knob, Load
 
 MODES = ("sync+imm", "sync", "async")
 
@@ -136,9 +136,9 @@ class _Ranks:
 
 
 def run(argv, stopping, record, rank):
-    from rooftop.loads.worker import repeat
+    from rooftop.interference.loads.worker import repeat
 
-    p = argparse.ArgumentParser(prog="rooftop.loads.worker numio")
+    p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker numio")
     p.add_argument("--mode", choices=MODES, default="sync")
     p.add_argument("--dir", required=True)
     for name, default in (("ranks", 2), ("size", 256), ("sweeps", 200), ("write-every", 20),

@@ -17,7 +17,7 @@ RUN/interference.json of the isolated run) hold the comparison:
   congestion impact factor); above 1: the load hurt the service;
 - per load copy, the **load's own slowdown**: its rate alone / its rate
   beside the service while the service's clients measured (units of fixed
-  work, rooftop.loads.background; `measuring` reads when from the window
+  work, rooftop.interference.loads.background; `measuring` reads when from the window
   logs);
   `normalized`: against one copy alone (the smallest ensemble), seed
   004's normalized slowdown against the number of concurrent jobs;
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rooftop import stages
 from rooftop.campaign import Runner, measure_once
-from rooftop.loads import background, get
+from rooftop.interference.loads import background, get
 
 DEFAULT_STAGES = ("server_peak", "client_peak")
 
@@ -192,7 +192,7 @@ def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: di
                   plan: Plan, log, measure=None, groups=None) -> dict:
     """Starts the condition's load copies, lets them run alone, measures the
     stages beside them (or calls measure() -> (ok, failed): a bursts run,
-    rooftop.interfere_bursts), stops them; returns what the loads did.
+    rooftop.interference.bursts), stops them; returns what the loads did.
     groups(run_dir) -> {name: [(start, end)]}: each copy's slowdown also per
     group of rounds (a bursts run's progress modes), as copy["by"][name]."""
     runner = Runner(cfg, store, run_id, launcher, log=log)

@@ -10,9 +10,11 @@ import html
 import json
 from pathlib import Path
 
-from rooftop import __version__, burst_summary, interference_report
-from rooftop.bursts import shown_table
-from rooftop.plots.bursts import plot
+from rooftop import __version__
+from rooftop.bursts import summary as burst_summary
+from rooftop.bursts.figure import plot
+from rooftop.bursts.run import shown_table
+from rooftop.interference import report as interference_report
 from rooftop.report import CSS, _img, _table
 
 

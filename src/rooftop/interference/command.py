@@ -1,4 +1,4 @@
-"""`rooftop interfere`: its parser and its driver (rooftop.interfere does
+"""`rooftop interfere`: its parser and its driver (rooftop.interference.run does
 the work: conditions, load placement, impact factors)."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import sys
 import textwrap
 import time
 
-from rooftop import interfere, stages, ui
-from rooftop.loads import LOADS, background
+from rooftop import stages, ui
+from rooftop.interference import run as interfere
+from rooftop.interference.loads import LOADS, background
 
 DESCRIPTION = """\
 Roofline stages alone, then beside background loads (one run each):
@@ -131,8 +132,8 @@ def cmd(args) -> int:
         raise ConfigError(str(e)) from None
     if args.dry_run:
         return _dry_run(cfg, plan, plans, lines)
-    from rooftop import nic_check
     from rooftop.cli import _campaign_locks
+    from rooftop.nics import check as nic_check
     from rooftop.store import Store
 
     nic_check.preflight(cfg)
@@ -146,9 +147,9 @@ def cmd(args) -> int:
 def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     """--bursts RUN: RUN's config (results and load keys from this command;
     any other key given is refused rather than ignored)."""
-    from rooftop import interfere_bursts
     from rooftop.cli import _overrides
     from rooftop.config import ConfigError
+    from rooftop.interference import bursts as interfere_bursts
     from rooftop.store import Store, StoreError
 
     if args.stages:
@@ -173,7 +174,7 @@ def _run_environment(cfg: dict) -> dict:
 
     env = _environment(cfg)
     if cfg.get("stages") == ["bursts"]:
-        from rooftop import bursts
+        from rooftop.bursts import run as bursts
 
         env["power_note"] = bursts.power_note()
     return env
@@ -184,7 +185,7 @@ def _measure_fn(cfg: dict, store, run_id: str, log):
     bursts run's modes."""
     if cfg.get("stages") != ["bursts"]:
         return None
-    from rooftop import interfere_bursts
+    from rooftop.interference import bursts as interfere_bursts
 
     say = lambda m: ui.console.print(f"[cyan]bursts[/] {m}")  # stderr: --json keeps stdout
     return lambda: interfere_bursts.measure(cfg, store, run_id, log, say)
@@ -192,7 +193,7 @@ def _measure_fn(cfg: dict, store, run_id: str, log):
 
 def _impacts(store, base: str, current: str, plans: list, cfg: dict, copies: list[dict]) -> list[dict]:
     if cfg.get("stages") == ["bursts"]:
-        from rooftop import interfere_bursts
+        from rooftop.interference import bursts as interfere_bursts
 
         rows = interfere_bursts.impacts(store, base, current, cfg)
         interfere_bursts.add_load_slowdowns(rows, copies)
@@ -251,7 +252,7 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
         else:
             groups = None
             if measure is not None:
-                from rooftop import interfere_bursts
+                from rooftop.interference import bursts as interfere_bursts
 
                 groups = interfere_bursts.mode_intervals(cfg)
             result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log, measure,

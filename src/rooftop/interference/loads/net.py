@@ -28,7 +28,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from rooftop.loads.base import Knob, Load
+from rooftop.interference.loads.base import Knob, Load
 
 
 class _Children:
@@ -73,7 +73,7 @@ class _Tail:
 
 
 def run(argv, stopping, record, rank):
-    p = argparse.ArgumentParser(prog="rooftop.loads.worker net")
+    p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker net")
     for name in ("engine", "group", "serve", "client", "window"):
         p.add_argument(f"--{name}", required=True)
     p.add_argument("--nservers", type=int, required=True)

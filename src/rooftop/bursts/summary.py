@@ -1,11 +1,11 @@
 """What a bursts run measured, per progress mode, from its stored series
-(rooftop.timeline): the time lines for the figure and the summary table.
+(rooftop.bursts.timeline): the time lines for the figure and the summary table.
 
 - burst rate: the median of the client's windows (operations per second);
 - burst CPU, idle CPU: the median server CPU (user + system, cores) over the
   intervals entirely inside bursts' measured windows, or entirely inside
   gaps (outside the bursts, the client's start included); idle CPU wanted:
-  the same of the time it ran or waited to run (rooftop.procstat), which a
+  the same of the time it ran or waited to run (rooftop.bursts.procstat), which a
   loaded machine does not lower;
 - burst and idle watts: the same medians of package power (RAPL);
 - J/op: burst watts / burst rate (the energy of one operation in a burst,

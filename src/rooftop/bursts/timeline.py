@@ -1,5 +1,5 @@
 """One progress mode's time line in `rooftop bursts`: every interval, the
-server process's CPU, context switches and wake-ups (rooftop.procstat) and
+server process's CPU, context switches and wake-ups (rooftop.bursts.procstat) and
 package power (rooftop.power, where RAPL is readable); the client's rate
 per window (its window logs); when each burst started and ended.
 
@@ -20,7 +20,8 @@ import threading
 import time
 from pathlib import Path
 
-from rooftop import power, procstat
+from rooftop import power
+from rooftop.bursts import procstat
 
 
 class Timeline:

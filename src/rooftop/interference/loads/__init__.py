@@ -1,17 +1,17 @@
 """Background loads: one file per load, listed in LOADS (as launchers are
 in rooftop.launchers.LAUNCHERS). Each file declares `LOAD` (a
-rooftop.loads.base.Load: name, help, the resource it stresses, its knobs,
+rooftop.interference.loads.base.Load: name, help, the resource it stresses, its knobs,
 its rate unit, its processes per node and their arguments) and the
 functions its processes run (`run`, `on_stop`, called by
-rooftop.loads.worker). rooftop.loads.background starts a load's processes
+rooftop.interference.loads.worker). rooftop.interference.loads.background starts a load's processes
 on chosen nodes through the campaign's launcher and stops them;
-`rooftop interfere` (rooftop.interfere) runs stages beside them.
+`rooftop interfere` (rooftop.interference.run) runs stages beside them.
 
 Adding one: docs/extending.md, "Adding a background load".
 """
 
-from rooftop.loads import cmd, cpu, io, mem, net, numio
-from rooftop.loads.base import Context, Knob, Load
+from rooftop.interference.loads import cmd, cpu, io, mem, net, numio
+from rooftop.interference.loads.base import Context, Knob, Load
 
 __all__ = ["LOADS", "Context", "Knob", "Load", "get"]
 

@@ -1,0 +1,8 @@
+"""`rooftop bursts`, seed 000's Figure 6 on this machine: the service's
+cost in bursts per server progress mode. `run` (modes, bursts, the run and
+its parser), `timeline` (a mode's intervals: server, power, client,
+schedule), `procstat` (one process's CPU, switches, wake-ups from /proc),
+`neighbour` (the pinned neighbour job), `summary` (the per-mode summary),
+`report` (a bursts run's report) and `figure` (its figure). Docs:
+docs/bursts.md.
+"""
