@@ -63,7 +63,7 @@ COMMANDS = {
     "interfere": (lambda t: ["interfere", "--loads", "cpu", "--load-nodes", "0,1", "--stages", "client_peak",
                              "--metrics", "rpc", "--samples", "1", "--duration", "3", "--warmup", "0.2",
                              "--load-warmup", "0.3", "--set", f"engine.lease={LEASE}"],
-                  ["rooftop.loads.worker"]),
+                  ["rooftop.interference.loads.worker"]),
 }
 
 
