@@ -1,7 +1,8 @@
 """The dataset `rooftop learn` reads from the results store.
 
 One row per validation sample of one metric in the runs named that the
-model may use (status ok and none of rooftop.model.exclusion's reasons):
+model may use (status ok, not failed, invalid or concurrent-marked:
+rooftop.model.exclusion's reasons but core sharing, see _samples):
 its features are every resolved parameter (the `sample_params` view: its
 run's `run_params` plus its placement) that varies across those samples,
 except the keys NOT_FEATURES names (how the campaign measured, not what it
@@ -150,10 +151,15 @@ def _samples(store, run_ids: list[str], metric: str) -> list:
         f"SELECT s.id, s.run_id, q.value FROM samples s JOIN quantities q ON q.sample_id = s.id "
         f"AND q.quantity = 'per_client' WHERE s.run_id IN ({marks}) AND s.metric = ? AND "
         f"s.status = 'ok' AND s.stage = ? ORDER BY s.id", (*run_ids, metric, STAGE)).fetchall()
+    # Not yet the whole rule: nodes=None leaves out its core-sharing test.
+    # On the emulated cluster of a 2-core machine (5 nodes on 2 cores) nearly
+    # every validation placement time-slices, and the learned-model ground
+    # truth (tests/data/learn-cluster) was measured that way; it has to be
+    # measured again under a rule that knows CPU caps before learning can
+    # follow the ceilings here. Failed, invalid and concurrent samples are out.
     keep = set()
     for run_id in run_ids:
-        keep |= {s["id"] for s in model.usable(store.samples(run_id, STAGE, metric),
-                                               store.get_run(run_id).config.get("nodes"))}
+        keep |= {s["id"] for s in model.usable(store.samples(run_id, STAGE, metric), None)}
     return [r for r in rows if r[0] in keep]
 
 
