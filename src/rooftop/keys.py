@@ -1,11 +1,18 @@
-"""A config key's declaration (Key). In a module of its own so that the
-tables declaring keys (rooftop.config for the common ones, each metric file
-for its own) need not import each other; config.KEYS gathers them all."""
+"""A config key's declaration (Key) and the error a config problem raises
+(ConfigError). In a module of its
+own, at the bottom of the package, so that the tables declaring keys
+(rooftop.config for the common ones, each metric file for its own) and the
+checks that refuse a value (rooftop.units, rooftop.nics.policy, each
+metric's) need not import rooftop.config; config.KEYS gathers them all."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config problem; the message names the key and says why."""
 
 
 @dataclass(frozen=True)
@@ -18,3 +25,9 @@ class Key:
     nullable: bool = False
     #: Largest sensible value (numbers; list[int] items): beyond it, an error.
     maximum: float | None = None
+
+
+def short(value: Any) -> str:
+    """repr, cut short (a fuzzed or mistyped value may be huge)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 30 else f"an integer of {len(str(abs(value)))} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
