@@ -21,7 +21,7 @@ from typing import Any
 from rooftop import metrics, samplers, stages
 # ConfigError lives with Key (rooftop.keys) so that what config imports can
 # raise it; config.ConfigError stays its name for callers above config.
-from rooftop.keys import ConfigError, Key, short
+from rooftop.keys import ConfigError, Key, by_path, short
 from rooftop.launchers import BINDINGS, LAUNCHERS, binding_width
 from rooftop.launchers.mpiexec import FLAVORS
 from rooftop.nics.policy import check_policy
@@ -160,7 +160,7 @@ KEYS: list[Key] = [
     # The samplers' keys (rooftop/samplers.py): time series recorded during rounds.
     *samplers.KEYS,
 ]
-KEY_BY_PATH = {k.path: k for k in KEYS}
+KEY_BY_PATH = by_path(KEYS)
 
 
 def _at_most(key: Key, value: float) -> float:
