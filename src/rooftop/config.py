@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -272,10 +273,10 @@ def load_file(path: str | Path) -> dict:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file (expected JSON or TOML)") from None
     if path.suffix == ".toml":
-        try:
+        if sys.version_info >= (3, 11):
             import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore
+        else:  # Python 3.10
+            import tomli as tomllib
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
