@@ -6,12 +6,14 @@ the report without a KeyError."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 import synthetic
 from matplotlib.colors import is_color_like
 
-from rooftop import config, metrics, results, samplers, stages, store, ui, units
+from rooftop import config, keys, metrics, results, samplers, stages, store, ui, units
 from rooftop.campaign import merge_server_args, plan_collect, plan_validate
 from rooftop.plots.run import plot_run
 from rooftop.report import html_page, markdown
@@ -64,6 +66,25 @@ def test_config_keys_list_metric_keys_after_the_metrics_key():
     assert paths[at + 1:at + 1 + len(own)] == own
     assert config.KEY_BY_PATH["metrics"].choices == tuple(metrics.METRICS)
     assert config.KEY_BY_PATH["metrics"].default == metrics.defaults() == ["rpc", "bw"]
+
+
+def test_every_config_key_is_declared_once():
+    assert len(config.KEY_BY_PATH) == len(config.KEYS)
+    with pytest.raises(ValueError, match="config key collect.samples is declared twice"):
+        keys.by_path([keys.Key("collect.samples", "int", 5, "first"),
+                      keys.Key("collect.samples", "int", 3, "again")])
+
+
+def test_a_key_declared_twice_is_an_error_at_import():
+    """A table (here the samplers') declaring a key config declares too:
+    importing config fails naming the key, never keeping the last one."""
+    code = ("from rooftop import samplers\n"
+            "from rooftop.keys import Key\n"
+            "samplers.KEYS = (*samplers.KEYS, Key('collect.samples', 'int', 3, 'again'))\n"
+            "import rooftop.config\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode != 0
+    assert "config key collect.samples is declared twice" in p.stderr
 
 
 def test_units_format_as_before():

@@ -15,17 +15,18 @@ import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from rooftop import metrics, samplers, stages
-from rooftop.keys import Key
-from rooftop.launchers import BINDINGS, LAUNCHERS, binding_width, on_this_machine
+# ConfigError lives with Key (rooftop.keys) so that what config imports can
+# raise it; config.ConfigError stays its name for callers above config.
+from rooftop.keys import ConfigError, Key, by_path, short
+from rooftop.launchers import BINDINGS, LAUNCHERS, binding_width
 from rooftop.launchers.mpiexec import FLAVORS
-
-
-class ConfigError(ValueError):
-    """A config problem; the message names the key and says why."""
+from rooftop.nics.policy import check_policy
+from rooftop.units import parse_size
 
 
 HOUR, DAY = 3600.0, 86400.0
@@ -35,8 +36,6 @@ MAX_MEASUREMENT_S = 30 * DAY
 #: must hold many operations, and 50 ms is ~100x the engine's clock and
 #: start-skew noise; 1e-9 s gave 'ok' rates 20-400x below the real one.
 MIN_DURATION_S = 0.05
-#: Largest transfer or buffer size accepted (the engine's own limit is lower).
-MAX_SIZE = 1 << 40
 #: The validation grid's server-node counts by default: 1..min(this, N-1).
 VALIDATE_SERVER_NODES = 4
 
@@ -162,48 +161,12 @@ KEYS: list[Key] = [
     # The samplers' keys (rooftop/samplers.py): time series recorded during rounds.
     *samplers.KEYS,
 ]
-KEY_BY_PATH = {k.path: k for k in KEYS}
-
-_SIZE = re.compile(r"^(\d+)\s*([kmgt]i?b?|b)?$", re.I)
-
-
-def parse_size(text: Any, key: str = "size") -> int:
-    """Sizes as the engine reads them: 4096, 64KiB, 4MiB, 1GiB (binary), 4MB (decimal)."""
-    if isinstance(text, bool):
-        raise ConfigError(f"{key}: expected a size such as 4MiB, got {text!r}")
-    if isinstance(text, int):
-        if text < 1:
-            raise ConfigError(f"{key}: must be at least 1 byte, got {_short(text)}")
-        return _size_at_most(text, key)
-    m = _SIZE.match(str(text).strip())
-    if not m:
-        raise ConfigError(f"{key}: '{text}' is not a size (e.g. 4096, 64KiB, 4MiB, 1GiB)")
-    n, unit = int(m.group(1)), (m.group(2) or "").lower()
-    mult = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
-            "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
-            "kb": 1000, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}.get(unit)
-    if mult is None:
-        raise ConfigError(f"{key}: unknown unit in '{text}' (use KiB, MiB, GiB)")
-    if n < 1:
-        raise ConfigError(f"{key}: must be at least 1 byte, got '{text}'")
-    return _size_at_most(n * mult, key)
-
-
-def _size_at_most(n: int, key: str) -> int:
-    if n > MAX_SIZE:
-        raise ConfigError(f"{key}: more than {MAX_SIZE >> 40} TiB ({_short(n)} bytes)")
-    return n
-
-
-def _short(value: Any) -> str:
-    """repr, cut short (a fuzzed or mistyped value may be huge)."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 30 else f"an integer of {len(str(abs(value)))} digits"
-    return text if len(text) <= 60 else text[:57] + "..."
+KEY_BY_PATH = by_path(KEYS)
 
 
 def _at_most(key: Key, value: float) -> float:
     if key.maximum is not None and value > key.maximum:
-        raise ConfigError(f"{key.path}: {_short(value)} is beyond any sensible value (at most {key.maximum:g})")
+        raise ConfigError(f"{key.path}: {short(value)} is beyond any sensible value (at most {key.maximum:g})")
     return value
 
 
@@ -225,15 +188,15 @@ def _check(key: Key, value: Any) -> Any:
         return value
     if k == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{p}: expected an integer, got {type(value).__name__} {_short(value)}")
+            raise ConfigError(f"{p}: expected an integer, got {type(value).__name__} {short(value)}")
         return _at_most(key, value)
     if k == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{p}: expected a number, got {type(value).__name__} {_short(value)}")
+            raise ConfigError(f"{p}: expected a number, got {type(value).__name__} {short(value)}")
         try:
             number = float(value)
         except OverflowError:
-            raise ConfigError(f"{p}: {_short(value)} is not a usable number (too large)") from None
+            raise ConfigError(f"{p}: {short(value)} is not a usable number (too large)") from None
         if not math.isfinite(number):
             raise ConfigError(f"{p}: expected a finite number, got {value!r}")
         return _at_most(key, number)
@@ -310,10 +273,10 @@ def load_file(path: str | Path) -> dict:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file (expected JSON or TOML)") from None
     if path.suffix == ".toml":
-        try:
+        if sys.version_info >= (3, 11):
             import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore
+        else:  # Python 3.10
+            import tomli as tomllib
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
@@ -397,16 +360,6 @@ def _not_years(cfg: dict, stage: str) -> None:
                           f"{total / DAY:.0f} days per measurement (at most {MAX_MEASUREMENT_S / DAY:.0f})")
 
 
-def mem_available() -> int | None:
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def _check_start(cfg: dict) -> None:
     e = cfg["engine"]
     if not 0 < e["min_overlap"] <= 1:
@@ -441,8 +394,6 @@ def resolve(cfg: dict) -> dict:
         raise ConfigError(f"metrics: name at least one of {', '.join(metrics.METRICS)}")
     if len(set(cfg["metrics"])) != len(cfg["metrics"]):
         raise ConfigError(f"metrics: {cfg['metrics']} lists a metric twice")
-    from rooftop.nics.policy import check_policy
-
     check_policy(cfg["nic"]["policy"])
     if cfg["nic"].get("server_policy") is not None:
         check_policy(cfg["nic"]["server_policy"], "nic.server_policy")

@@ -55,7 +55,8 @@ class Mix:
 
 
 def _amount(value, metric: str, where: str) -> float:
-    from rooftop.config import ConfigError, parse_size
+    from rooftop.keys import ConfigError
+    from rooftop.units import parse_size
 
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise MixError(f"{where}: {value!r} is not a number or a size")

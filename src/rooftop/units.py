@@ -1,6 +1,8 @@
 """Units of rate: one table (UNITS), each entry a base unit with its named
 scales, how text and figure axes show it, and what a parameters file may
-write. Every rate rooftop prints, plots or reads goes through here.
+write. Every rate rooftop prints, plots or reads goes through here. And
+sizes (parse_size): every transfer or buffer size a config, a load or a
+mix names is read here, as the engine reads it.
 
 Adding a unit: one Unit entry in UNITS (its scales largest first); a metric
 then names it (rooftop.metrics), and tests/test_registries.py checks that
@@ -9,7 +11,11 @@ every metric's unit is here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
+
+from rooftop.keys import ConfigError, short
 
 
 @dataclass(frozen=True)
@@ -121,3 +127,39 @@ def fmt_span(lo: float, hi: float, label: str, scale: float = 1.0) -> str:
 def parse(label: str) -> tuple[str, float]:
     """A scale's label -> (base unit, factor); KeyError if unknown."""
     return PARAM_UNITS[label]
+
+
+# Sizes -------------------------------------------------------------------
+
+#: Largest transfer or buffer size accepted (the engine's own limit is lower).
+MAX_SIZE = 1 << 40
+
+_SIZE = re.compile(r"^(\d+)\s*([kmgt]i?b?|b)?$", re.I)
+
+
+def parse_size(text: Any, key: str = "size") -> int:
+    """Sizes as the engine reads them: 4096, 64KiB, 4MiB, 1GiB (binary), 4MB (decimal)."""
+    if isinstance(text, bool):
+        raise ConfigError(f"{key}: expected a size such as 4MiB, got {text!r}")
+    if isinstance(text, int):
+        if text < 1:
+            raise ConfigError(f"{key}: must be at least 1 byte, got {short(text)}")
+        return _size_at_most(text, key)
+    m = _SIZE.match(str(text).strip())
+    if not m:
+        raise ConfigError(f"{key}: '{text}' is not a size (e.g. 4096, 64KiB, 4MiB, 1GiB)")
+    n, unit = int(m.group(1)), (m.group(2) or "").lower()
+    mult = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+            "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
+            "kb": 1000, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}.get(unit)
+    if mult is None:
+        raise ConfigError(f"{key}: unknown unit in '{text}' (use KiB, MiB, GiB)")
+    if n < 1:
+        raise ConfigError(f"{key}: must be at least 1 byte, got '{text}'")
+    return _size_at_most(n * mult, key)
+
+
+def _size_at_most(n: int, key: str) -> int:
+    if n > MAX_SIZE:
+        raise ConfigError(f"{key}: more than {MAX_SIZE >> 40} TiB ({short(n)} bytes)")
+    return n

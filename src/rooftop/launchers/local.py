@@ -21,6 +21,17 @@ def usable_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+def mem_available() -> int | None:
+    """This machine's available memory in bytes (MemAvailable), None if unknown."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 class LocalLauncher(Launcher):
     name = "local"
 

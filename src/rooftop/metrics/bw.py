@@ -4,8 +4,9 @@ bandwidth)."""
 
 from __future__ import annotations
 
-from rooftop.keys import Key
+from rooftop.keys import ConfigError, Key
 from rooftop.metrics.base import Metric
+from rooftop.units import parse_size
 
 KEYS = (
     Key("bw.op", "choice", "read", "bulk direction: read (server RMA-writes to the client) or write",
@@ -29,14 +30,10 @@ def _client_args(cfg: dict) -> list[str]:
 
 
 def _server_args(cfg: dict) -> list[str]:
-    from rooftop.config import parse_size  # config imports this table
-
     return ["--max-size", str(max(parse_size(cfg["bw"]["size"], "bw.size"), 1 << 20))]
 
 
 def _check(cfg: dict) -> None:
-    from rooftop.config import ConfigError, parse_size  # config imports this table
-
     size = parse_size(cfg["bw"]["size"], "bw.size")
     stream = parse_size(cfg["bw"]["stream_size"], "bw.stream_size")
     if cfg["bw"]["buffer"] == "stream" and stream < size:
@@ -46,8 +43,8 @@ def _check(cfg: dict) -> None:
 
 def _check_memory(cfg: dict) -> None:
     """The client buffers of one node (of every node, on one machine) fit in memory."""
-    from rooftop.config import ConfigError, mem_available, parse_size  # config imports this table
     from rooftop.launchers import on_this_machine
+    from rooftop.launchers.local import mem_available
 
     bw = cfg["bw"]
     which = "stream_size" if bw["buffer"] == "stream" else "size"

@@ -12,7 +12,7 @@ of a meta measurement open no data file worth the name: `--allocation wrap
 
 from __future__ import annotations
 
-from rooftop.keys import Key
+from rooftop.keys import ConfigError, Key
 from rooftop.metrics import storage
 from rooftop.metrics.base import Metric
 
@@ -39,8 +39,6 @@ def _options(cfg: dict) -> dict:
 
 
 def _check(cfg: dict) -> None:
-    from rooftop.config import ConfigError  # config imports this table
-
     if cfg["meta"]["files"] < 1:
         raise ConfigError(f"meta.files: {cfg['meta']['files']} must be at least 1")
 

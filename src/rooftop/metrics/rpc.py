@@ -5,8 +5,9 @@ payloads inline (keys, metadata records) measures its own message sizes."""
 
 from __future__ import annotations
 
-from rooftop.keys import Key
+from rooftop.keys import ConfigError, Key
 from rooftop.metrics.base import Metric
+from rooftop.units import parse_size
 
 #: The servers' default largest message (engine `serve --max-msg`).
 DEFAULT_MAX_MSG = 64 << 10
@@ -24,8 +25,6 @@ KEYS = (
 
 
 def _sizes(cfg: dict) -> tuple[int, int]:
-    from rooftop.config import parse_size  # config imports this table
-
     rpc = cfg["rpc"]
     return tuple(0 if rpc[k] is None else parse_size(rpc[k], f"rpc.{k}")
                  for k in ("request_size", "response_size"))
@@ -50,8 +49,6 @@ def _server_args(cfg: dict) -> list[str]:
 
 
 def _check(cfg: dict) -> None:
-    from rooftop.config import ConfigError  # config imports this table
-
     for key, value in zip(("request_size", "response_size"), _sizes(cfg)):
         if value > MAX_PAYLOAD:
             raise ConfigError(f"rpc.{key}: {cfg['rpc'][key]} is larger than {MAX_PAYLOAD >> 20} MiB "

@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 import re
 
-from rooftop.keys import Key
+from rooftop.keys import ConfigError, Key
+from rooftop.units import parse_size
 
 IO_MODES = ("buffered", "direct", "sync", "dsync", "direct+sync", "direct+dsync")
 
@@ -113,7 +114,6 @@ def key_of(metric: str, section: dict, message: str) -> str:
 
 def check_dir(cfg: dict, metric: str) -> str:
     """The metric's directory, set; on this machine also existing and writable."""
-    from rooftop.config import ConfigError  # config imports the metric table
     from rooftop.launchers import on_this_machine
 
     d = cfg[metric]["dir"]
@@ -134,7 +134,6 @@ def preflight(cfg: dict, metric: str, op_args: list[str], opts: dict | None = No
     and records its file system facts in cfg["storage_fs"][metric]; a
     refusal is a ConfigError naming the key and the file system. opts: the
     engine's storage options (default: options_of the metric's keys)."""
-    from rooftop.config import ConfigError  # config imports the metric table
     from rooftop.engine import EngineError, run_engine
     from rooftop.launchers import on_this_machine
 
@@ -168,8 +167,6 @@ def facts(doc: dict) -> dict:
 # The data metrics (iops, sbw): one put/get per operation ------------------
 
 def _size(cfg: dict, metric: str, key: str) -> int:
-    from rooftop.config import parse_size  # config imports the metric table
-
     return parse_size(cfg[metric][key], f"{metric}.{key}")
 
 
@@ -188,8 +185,6 @@ def data_metric(name: str, help: str, unit: str, work: str, keys: tuple[Key, ...
         return argv(options_of(cfg, name)) + ["--max-size", str(max(_size(cfg, name, "size"), 1 << 20))]
 
     def check(cfg: dict) -> None:
-        from rooftop.config import ConfigError
-
         sec, size, fsize = cfg[name], _size(cfg, name, "size"), _size(cfg, name, "file_size")
         for key, v in (("size", size), ("file_size", fsize)):
             if v < 4096 or v % 4096:

@@ -21,11 +21,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from rooftop.config import ConfigError
+from rooftop.keys import ConfigError
 
 BUCKETS = ("all", "package", "numa")
 SELECTIONS = ("byset", "bycore", "random", "roundrobin", "rank")
-BINDINGS = ("core", "2cores", "none")
 #: Launchers that start each process with its own argv (pinned_argvs): they
 #: give the node-local rank with --local-rank; mpiexec and srun set it in
 #: the environment (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID).

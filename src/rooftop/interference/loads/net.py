@@ -120,7 +120,7 @@ def on_stop() -> None:
 def _args(ctx):
     """One worker per node: the engine lines it runs, as JSON lists."""
     from rooftop import metrics
-    from rooftop.config import parse_size
+    from rooftop.units import parse_size
     from rooftop.engine import engine_path
 
     k, cfg = ctx.knobs, ctx.cfg
