@@ -147,18 +147,20 @@ def test_campaign_commands_keep_their_flags():
 
 
 def test_key_flags_become_config_overrides():
-    from rooftop.cli import _overrides, build_parser, key_values
+    from rooftop.cli import build_parser
+    from rooftop.cli.common import key_values
+    from rooftop.session import overrides
 
     p = build_parser()
     args = p.parse_args(["collect", "--set", "launcher.type=mpiexec", "--set", "collect.samples=9",
                          "--launcher", "srun", "--nodes", "3", "--metrics", "rpc", "--fabric", "ofi+shm",
                          "--binding", "none", "--results", "R", "--duration", "2", "--warmup", "0.5",
                          "--samples", "4", "--fail-fast", "--pairs", "rounds", "--sweep-servers"])
-    assert _overrides(args) == {
+    assert overrides(args) == {
         "launcher.type": "srun", "launcher.nodes": 3, "metrics": ["rpc"], "fabric.provider": "ofi+shm",
         "binding": "none", "results": "R", "collect.duration": 2.0, "collect.warmup": 0.5,
         "collect.samples": 4, "fail_fast": True, "collect.pairs": "rounds", "collect.sweep_servers": True}
-    assert _overrides(p.parse_args(["collect"])) == {}
+    assert overrides(p.parse_args(["collect"])) == {}
     # Abbreviations argparse accepts keep working (README and scripts may use them).
     args = p.parse_args(["validate", "--run", "r", "--server-n", "1,2", "--client-nodes", "1",
                          "--servers-per-node", "2", "--clients-per", "3", "--dur", "1", "--samples", "2"])

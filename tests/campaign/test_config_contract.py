@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from rooftop import cli, config
+from rooftop import cli, config, session
 from rooftop.launchers import BINDINGS, LAUNCHERS, LauncherError, binding_width, make_launcher
 from rooftop.launchers.local import DEFAULT_NODES, usable_cores
 from rooftop.launchers.mpiexec import FLAVORS
@@ -104,7 +104,7 @@ def test_every_registered_launcher_is_accepted_by_config_and_cli(name):
     spec = LAUNCHERS[name]
     assert config.merge(None, {"launcher.type": name})["launcher"]["type"] == name
     args = cli.build_parser().parse_args(["collect", "--launcher", name])
-    assert cli._overrides(args)["launcher.type"] == name
+    assert session.overrides(args)["launcher.type"] == name
     assert spec.name in config.KEY_BY_PATH["launcher.type"].help and spec.help in \
         config.KEY_BY_PATH["launcher.type"].help
     assert set(spec.bindings) <= set(BINDINGS)

@@ -10,7 +10,8 @@ import sys
 import textwrap
 import time
 
-from rooftop import stages, ui
+from rooftop import session, stages, ui
+from rooftop.cli.common import RESULTS_FLAG, add_key_flags, campaign_args, config_args, seconds
 from rooftop.interference import run as interfere
 from rooftop.interference.loads import LOADS, background
 
@@ -46,13 +47,11 @@ def _names(text: str) -> list[str]:
 
 
 def add_parser(sub) -> None:
-    from rooftop.cli import RESULTS_FLAG, _campaign_args, _config_args, _seconds, add_key_flags
-
     p = sub.add_parser("interfere", help="roofline stages alone and beside background loads: impact factors",
                        formatter_class=argparse.RawDescriptionHelpFormatter, description=DESCRIPTION)
-    _config_args(p)
+    config_args(p)
     add_key_flags(p, [RESULTS_FLAG])
-    _campaign_args(p, "collect")
+    campaign_args(p, "collect")
     p.add_argument("--loads", type=_names, required=True, metavar="LIST",
                    help=f"background loads, each its own runs: {', '.join(LOADS)}")
     p.add_argument("--stages", type=_names, metavar="LIST",
@@ -72,9 +71,9 @@ def add_parser(sub) -> None:
                    help="nodes per copy with --placement random (default 1; net: 2)")
     p.add_argument("--ensemble", type=_ints, default=[1], metavar="K,...",
                    help="concurrent copies of each load, one run per count (default 1; e.g. 1,2,4)")
-    p.add_argument("--load-warmup", type=_seconds, default=3.0, metavar="S",
+    p.add_argument("--load-warmup", type=seconds, default=3.0, metavar="S",
                    help="seconds each load runs alone before the stages start: its own baseline (default 3)")
-    p.add_argument("--grace", type=_seconds, default=5.0, metavar="S",
+    p.add_argument("--grace", type=seconds, default=5.0, metavar="S",
                    help="seconds between SIGTERM and SIGKILL when loads are stopped (default 5)")
     p.set_defaults(func=cmd)
 
@@ -94,9 +93,8 @@ def _plan(args) -> interfere.Plan:
 
 def _config(args, plan: interfere.Plan) -> dict:
     from rooftop import config
-    from rooftop.cli import _overrides
 
-    o = _overrides(args)
+    o = session.overrides(args)
     for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
         if f"collect.{k}" in o:
             o.setdefault(f"validate.{k}", o[f"collect.{k}"])
@@ -132,13 +130,12 @@ def cmd(args) -> int:
         raise ConfigError(str(e)) from None
     if args.dry_run:
         return _dry_run(cfg, plan, plans, lines)
-    from rooftop.cli import _campaign_locks
     from rooftop.nics import check as nic_check
     from rooftop.store import Store
 
     nic_check.preflight(cfg)
     store = Store(cfg["results"])
-    with _campaign_locks(args, store, cfg) as locks:
+    with session.campaign_locks(args, store, cfg) as locks:
         base = store.new_run(cfg, _run_environment(cfg))
         locks.name_run(base)
         return _campaign(args, store, cfg, plan, plans, base)
@@ -147,14 +144,13 @@ def cmd(args) -> int:
 def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     """--bursts RUN: RUN's config (results and load keys from this command;
     any other key given is refused rather than ignored)."""
-    from rooftop.cli import _overrides
     from rooftop.config import ConfigError
     from rooftop.interference import bursts as interfere_bursts
     from rooftop.store import Store, StoreError
 
     if args.stages:
         raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")
-    ignored = sorted(k for k in _overrides(args) if k != "results") + (["--config"] if args.config else [])
+    ignored = sorted(k for k in session.overrides(args) if k != "results") + (["--config"] if args.config else [])
     if ignored:
         raise ConfigError(f"--bursts {args.bursts} measures that run's config again, so these would be ignored: "
                           f"{', '.join(ignored)} (give them to 'rooftop bursts' when making the run)")
@@ -170,9 +166,7 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
 def _run_environment(cfg: dict) -> dict:
     """A run's environment; a bursts service's also says why power is not
     measured, as 'rooftop bursts' does (its report and table read it)."""
-    from rooftop.cli import _environment
-
-    env = _environment(cfg)
+    env = session.environment(cfg)
     if cfg.get("stages") == ["bursts"]:
         from rooftop.bursts import run as bursts
 
@@ -305,7 +299,6 @@ def _load_lines(cfg, plan, launcher) -> list[str]:
 
 def _dry_run(cfg, plan, plans, lines) -> int:
     from rooftop.campaign import Runner
-    from rooftop.cli import _PlannedStore
     from rooftop.launchers import make_launcher
 
     if cfg.get("stages") == ["bursts"]:
@@ -315,7 +308,7 @@ def _dry_run(cfg, plan, plans, lines) -> int:
               f"then the same beside each load")
     else:
         print("# isolated run")
-        print("\n".join(Runner(cfg, _PlannedStore(cfg["results"]), "<run>",
+        print("\n".join(Runner(cfg, session.PlannedStore(cfg["results"]), "<run>",
                                make_launcher(cfg["launcher"])).dry_run(plans)))
     print("\n".join(lines))
     if plan.seed is not None:

@@ -1,0 +1,319 @@
+"""The campaign commands: collect and validate (measure a run's stages),
+runs (list them), doctor (check, recover, rebuild a results folder)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rooftop import session
+from rooftop.cli.common import (COLLECT_FLAGS, RESULTS_FLAG, VALIDATE_FLAGS, add_key_flags, campaign_args,
+                                config_args, interrupted_rc, key_values, results_arg)
+
+
+def _cmd_collect(args) -> int:
+    from rooftop import config, emulation
+    from rooftop.campaign import Runner, plan_collect
+    from rooftop.nics import check as nic_check
+    from rooftop.nics import policy as nics
+    from rooftop.store import Store
+
+    if args.nic_policy and "," in args.nic_policy:  # one run per policy
+        return nics.collect_each(args, _cmd_collect)
+    if args.resume:
+        # The run's own config is measured again: refuse what would be ignored.
+        ignored = (sorted(k for k in session.overrides(args) if k != "results")
+                   + (["--config"] if args.config else []))
+        if ignored:
+            raise config.ConfigError(f"--resume {args.resume} measures that run's config, so these would be "
+                                     f"ignored: {', '.join(ignored)} (start a new run to change them)")
+        store = Store(args.results or "./rooftop-results", create=False)
+        run = store.get_run(args.resume)
+        cfg, run_id = run.config, run.id
+    else:
+        cfg = config.build(args.config, session.overrides(args))
+        if not args.dry_run:
+            nic_check.preflight(cfg)  # before a run exists or anything starts
+        cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
+        # A dry run only prints: it creates no folder and no database.
+        store = session.PlannedStore(cfg["results"]) if args.dry_run else Store(cfg["results"])
+        run_id = None
+    if args.dry_run:
+        from rooftop.launchers import make_launcher
+
+        return _dry_run(Runner(cfg, store, "<run>", make_launcher(cfg["launcher"])), cfg, plan_collect(cfg))
+    if args.resume:
+        nic_check.preflight(cfg)
+    emulation.preflight(cfg)  # an emulated cluster not as the run recorded it: refused
+    with session.campaign_locks(args, store, cfg) as locks:  # a refused campaign creates no run
+        run_id = run_id or store.new_run(cfg, session.environment(cfg))
+        locks.name_run(run_id)
+        return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
+
+
+def _cmd_validate(args) -> int:
+    from rooftop import config, emulation
+    from rooftop.campaign import Runner, plan_validate
+    from rooftop.nics import check as nic_check
+    from rooftop.nics import policy as nics
+    from rooftop.store import Store
+
+    store = Store(args.results or "./rooftop-results", create=False)
+    run = store.get_run(args.run)
+    cfg = json.loads(json.dumps(run.config))  # a copy
+    for path, value in key_values(args).items():  # validate.* and fail_fast
+        config.set_key(cfg, path, value)
+    if args.nic_policy:  # a run measures under one policy (old runs: passthrough)
+        nics.same_policy(cfg, args.nic_policy, args.run)
+    config.resolve_grid(cfg)  # against the run's own nodes
+    if not args.dry_run:
+        nic_check.preflight(cfg)
+        emulation.preflight(cfg)  # the cluster rebuilt or changed since the run: refused
+    groups = plan_validate(cfg)
+    if args.dry_run:
+        from rooftop.launchers import make_launcher
+
+        return _dry_run(Runner(cfg, store, run.id, make_launcher(cfg["launcher"])), cfg, groups)
+    # The run's status now covers validation too (runs from before
+    # "stages" was recorded asked for collect).
+    stages = cfg.get("stages") or ["collect"]
+    cfg["stages"] = stages + ([] if "validate" in stages else ["validate"])
+    with session.campaign_locks(args, store, cfg) as locks:
+        locks.name_run(run.id)
+        store.update_config(run.id, cfg)
+        return _run_stage(args, store, run.id, cfg, groups, "validate")
+
+
+def _quietly(fn, *args) -> None:
+    """A bookkeeping write that must not hide the error being reported."""
+    from rooftop.store import StoreError
+
+    try:
+        fn(*args)
+    except StoreError:
+        pass
+
+
+def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
+    import time
+
+    from rooftop.store import StoreError
+
+    from rooftop import ui
+    from rooftop.campaign import Runner, SampleFailed
+    from rooftop.doctor import run_status
+    from rooftop.launchers import make_launcher
+    from rooftop.progress import PROGRESS_LOG
+
+    launcher = make_launcher(cfg["launcher"])
+    log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
+    done = store.done_keys(run_id)
+    _warn_if_long(cfg, groups, done)
+    t0 = time.monotonic()
+    rc = 0
+    session.claim(store, run_id, verb)
+    try:
+        with ui.stage_progress(groups, done, cfg, quiet=args.json,
+                               log=store.run_dir(run_id) / PROGRESS_LOG) as bars:
+            runner = Runner(cfg, store, run_id, launcher, on_sample=bars.on_sample, log=log,
+                            on_window=bars.on_window)
+            ok, failed = runner.run_placements(groups, fail_fast=cfg["fail_fast"])
+        status, note = run_status(store, run_id, cfg)
+        if failed:
+            note = f"{verb}: {failed} failed samples" + (f"; {note}" if note else "")
+        store.set_status(run_id, status, note)
+        rc = 1 if failed else 0
+    except KeyboardInterrupt:
+        _quietly(store.set_status, run_id, "interrupted", f"{verb} interrupted")
+        ui.console.print(f"[yellow]interrupted[/]: completed samples are saved; continue with "
+                         f"'rooftop {verb} {'--resume' if verb == 'collect' else '--run'} {run_id}"
+                         f"{' --results ' + str(store.dir) if str(store.dir) != 'rooftop-results' else ''}'")
+        rc = interrupted_rc()
+    except SampleFailed as e:
+        store.set_status(run_id, "failed", str(e))
+        ui.console.print(f"[red]stopped (--fail-fast)[/]: {e}")
+        rc = 1
+    except StoreError:
+        # The database took no more rows (its message names them): the run
+        # is left for --resume or rooftop doctor --recover, its time kept if it can be.
+        _quietly(store.set_status, run_id, "interrupted", f"{verb} stopped: the results database "
+                 f"could not be written; 'rooftop doctor --recover' brings in what was measured")
+        raise
+    finally:
+        _quietly(store.add_time, run_id, time.monotonic() - t0)
+    run = store.get_run(run_id)
+    samples = store.samples(run_id)
+    if args.json:
+        print(json.dumps({"run": run_id, "status": run.status, "overhead": run.overhead,
+                          "wall_s": run.wall_s, "measured_s": run.measured_s,
+                          "summary": ui.summarize(samples)}, indent=1))
+    else:
+        ui.print_summary(run, samples)
+        ui.console.print(f"results: {store.path} and {store.run_dir(run_id)}/")
+        print(run_id)
+    return rc
+
+
+def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
+    """A campaign expected to take over an hour says so (stderr) before it starts."""
+    from rooftop.progress import expect
+
+    warning = expect(cfg, groups, done).warning()
+    if warning:
+        print(f"rooftop: warning: {warning}", file=sys.stderr, flush=True)
+
+
+def _dry_run(runner, cfg: dict, groups) -> int:
+    """The exact commands of every placement, then the expected run time."""
+    from rooftop.progress import expect
+
+    print("\n".join(runner.dry_run(groups)))
+    print(f"# {expect(cfg, groups).line()}")
+    _warn_if_long(cfg, groups)
+    return 0
+
+
+def _cmd_runs(args) -> int:
+    from rooftop.store import Store
+    from rooftop import ui
+
+    if Path(args.results).is_dir() and not Store.exists(args.results) or not Path(args.results).exists():
+        # Nothing to list: create nothing either (a file in the way is an error below).
+        print("[]" if args.json else f"no runs in {args.results} (start one with 'rooftop collect')")
+        return 0
+    store = Store(args.results, create=False)
+    runs = store.runs()
+    if args.json:
+        print(json.dumps([{"id": r.id, "created": r.created, "status": r.status,
+                           "launcher": r.config["launcher"]["type"], "nodes": len(r.config["nodes"]),
+                           "metrics": r.config["metrics"], "samples": len(store.samples(r.id)),
+                           "invalid": sum(1 for s in store.samples(r.id) if s["status"] == "invalid"),
+                           "wall_s": r.wall_s, "overhead": r.overhead, "note": r.note} for r in runs],
+                         indent=1))
+        return 0
+    if not runs:
+        ui.console.print(f"no runs in {store.path} (start one with 'rooftop collect')")
+        return 0
+    from rich.table import Table
+
+    t = Table(title=str(store.path), title_justify="left")
+    for c in ("run", "created", "status", "launcher", "nodes", "samples", "time", "overhead"):
+        t.add_column(c)
+    for r in runs:
+        n = store.samples(r.id)
+        bad = sum(1 for s in n if s["status"] == "failed")
+        invalid = sum(1 for s in n if s["status"] == "invalid")
+        t.add_row(r.id, r.created, r.status, r.config["launcher"]["type"], str(len(r.config["nodes"])),
+                  f"{len(n)}" + (f" ({bad} failed)" if bad else "") + (f" ({invalid} invalid)" if invalid else ""),
+                  f"{r.wall_s:.0f} s",
+                  f"{r.overhead:.0%}" if r.overhead is not None else "-")
+    ui.print_table(ui.console, t)
+    return 0
+
+
+def _cmd_doctor(args) -> int:
+    from rooftop import doctor
+    from rooftop.store import StoreError
+
+    if args.recover and not args.rebuild:
+        try:
+            for line in doctor.recover(args.results):
+                print(line)
+        except StoreError as e:
+            print(f"rooftop doctor: cannot recover in {args.results}: {e}", file=sys.stderr)
+            return 1
+        left = doctor.check(args.results)
+        for p in left:
+            print(f"still: {p}")
+        return 1 if left else 0
+    problems = doctor.check(args.results)
+    if not args.rebuild:
+        for p in problems:
+            print(f"problem: {p}")
+        if problems:
+            if all("--recover" in p for p in problems):
+                print(f"bring them in: rooftop doctor --results {args.results} --recover")
+            else:
+                print(f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild")
+            return 1
+        print(f"{args.results}: no problem found")
+        return 0
+    try:
+        for line in doctor.rebuild(args.results):
+            print(line)
+    except OSError as e:
+        print(f"rooftop doctor: cannot rebuild in {args.results}: {e}", file=sys.stderr)
+        return 1
+    left = doctor.check(args.results)
+    for p in left:
+        print(f"still: {p}")
+    return 1 if left else 0
+
+
+def add_collect(sub) -> None:
+    co = sub.add_parser("collect", help="measure server and client ceilings; prints the run id",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="The roofline parameter suite, per metric (rpc: sequential noop "
+                        "RPCs; bw: sequential bulk reads):\n"
+                        "  server peak: one node runs S servers, every other node C clients\n"
+                        "               (per-server-process rate = aggregate / S)\n"
+                        "  client peak: one client vs one idle server, every node pair\n"
+                        "               (--pairs rounds: disjoint pairs at once)\n"
+                        "  client node: the last node full of clients vs every other node's servers\n"
+                        "  sweep:       one server node's aggregate as S grows (--sweep-servers)\n"
+                        "Each sample is saved as soon as it is measured; Ctrl-C stops every process "
+                        "and 'rooftop collect --resume RUN' continues.")
+    config_args(co)
+    add_key_flags(co, [RESULTS_FLAG])
+    campaign_args(co, "collect")
+    add_key_flags(co, COLLECT_FLAGS)
+    co.add_argument("--resume", metavar="RUN", help="continue an interrupted run, under its own config "
+                    "(config options given with it are refused, not ignored; --results names its folder)")
+    co.set_defaults(func=_cmd_collect)
+
+
+def add_validate(sub) -> None:
+    va = sub.add_parser("validate", help="add validation samples to a run",
+                        description="Runs the validation grid: server nodes x client nodes "
+                        f"(default 1..min({_validate_server_nodes()}, N-1) x 1..N-servers). Each "
+                        "sample stores the aggregate rate, the per-client-process rate and x = server "
+                        "processes / client processes. Re-running continues where it stopped.")
+    va.add_argument("--run", required=True, help="the run (from 'rooftop collect' or 'rooftop runs')")
+    add_key_flags(va, VALIDATE_FLAGS, "validate")
+    va.add_argument("--nic-policy", help="must be the run's nic.policy (a run measures under one; "
+                    "'rooftop collect --nic-policy A,B' measures one run per policy)")
+    va.add_argument("--results", default=None,
+                    help="results folder holding the run's rooftop.db (default: ./rooftop-results)")
+    campaign_args(va, "validate")
+    va.set_defaults(func=_cmd_validate)
+
+
+def _validate_server_nodes() -> int:
+    from rooftop.config import VALIDATE_SERVER_NODES
+
+    return VALIDATE_SERVER_NODES
+
+
+def add_runs(sub) -> None:
+    ru = sub.add_parser("runs", help="list runs")
+    results_arg(ru)
+    ru.add_argument("--json", action="store_true", help="JSON on stdout")
+    ru.set_defaults(func=_cmd_runs)
+
+
+def add_doctor(sub) -> None:
+    dr = sub.add_parser("doctor", help="check a results folder; --rebuild its database from the engine documents",
+                        description="Checks the results database (integrity, runs without folders, "
+                        "run folders without rows, measured windows in engine documents but not in the "
+                        "database). --recover stores those windows; --rebuild moves the database aside and rebuilds it "
+                        "from the engine documents under RESULTS/<run>/ (each run's config.json and "
+                        "its client documents), keeping the rows the old database still holds.")
+    results_arg(dr)
+    dr.add_argument("--rebuild", action="store_true", help="rebuild the database from the engine documents")
+    dr.add_argument("--recover", action="store_true",
+                    help="store the measured windows the engine documents hold and the database lacks "
+                         "(a campaign killed, or stopped by a locked or full database), each once")
+    dr.set_defaults(func=_cmd_doctor)
+

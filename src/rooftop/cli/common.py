@@ -1,0 +1,216 @@
+"""What the commands share: the flags that set config keys (KeyFlag and its
+tables), the config and campaign flag groups, argument types, and how a
+stop signal ends a command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from dataclasses import dataclass
+
+from rooftop.session import key_values as key_values  # the key flags' values: config overrides
+
+
+@dataclass(frozen=True)
+class KeyFlag:
+    """A flag that sets one config key. Its type, choices, help and default
+    come from the key's entry in config.KEYS, as fio's option table and
+    ReFrame's declared variables carry their own type, default and doc: the
+    command line cannot drift from the config."""
+
+    flag: str
+    #: The config key; "{stage}" is the command's stage (collect or validate).
+    key: str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+#: Every command that builds a config (collect, config show).
+CONFIG_FLAGS = (KeyFlag("--launcher", "launcher.type"), KeyFlag("--nodes", "launcher.nodes", "N"),
+                KeyFlag("--metrics", "metrics", "LIST"), KeyFlag("--fabric", "fabric.provider"),
+                KeyFlag("--binding", "binding"), KeyFlag("--nic-policy", "nic.policy", "POLICY"))
+
+
+#: Both campaign stages (collect, validate).
+STAGE_FLAGS = (KeyFlag("--duration", "{stage}.duration", "S"), KeyFlag("--warmup", "{stage}.warmup", "S"),
+               KeyFlag("--samples", "{stage}.samples", "K"), KeyFlag("--fail-fast", "fail_fast"),
+               KeyFlag("--sample", "sample", "LIST"))
+
+
+COLLECT_FLAGS = (KeyFlag("--pairs", "collect.pairs"), KeyFlag("--sweep-servers", "collect.sweep_servers"))
+
+
+VALIDATE_FLAGS = (KeyFlag("--server-nodes", "validate.server_nodes", "N,..."),
+                  KeyFlag("--client-nodes", "validate.client_nodes", "N,..."),
+                  KeyFlag("--servers-per-node", "validate.servers_per_node", "N"),
+                  KeyFlag("--clients-per-node", "validate.clients_per_node", "N"))
+
+
+RESULTS_FLAG = KeyFlag("--results", "results", "DIR")
+
+
+def _int_list(text: str) -> list[int] | None:
+    """'1,2' -> [1, 2]; blank: not given."""
+    if not text.strip():
+        return None
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated integers, not {text!r}") from None
+
+
+def _str_list(text: str) -> list[str]:
+    """'rpc, bw' -> ['rpc', 'bw']; blank or ',' -> [] (the config then refuses an empty
+    metrics list, naming the key, rather than running the defaults)."""
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _key_help(key) -> str:
+    """The key's own help, its path and its default (a computed default,
+    None here, is stated by the help itself: see test_config_contract)."""
+    if key.kind == "bool":
+        note = f"sets {key.path} to true"
+    elif key.default is None:
+        note = key.path
+    else:
+        shown = ",".join(map(str, key.default)) if isinstance(key.default, list) else key.default
+        note = f"{key.path}; default {json.dumps(shown) if shown == '' else shown}"
+    if key.kind.startswith("list["):
+        note = note.replace(key.path, f"{key.path}; comma-separated", 1)
+    return f"{key.help} ({note})".replace("%", "%%")
+
+
+def _argparse_kind(key) -> dict:
+    """add_argument keywords for a key's kind."""
+    if key.kind == "bool":
+        return {"action": "store_true", "default": None}
+    if key.kind == "choice":
+        return {"choices": list(key.choices)}
+    return {"type": {"int": int, "float": float, "list[int]": _int_list}.get(
+        key.kind, _str_list if key.kind.startswith("list[") else str)}
+
+
+def add_key_flags(p: argparse.ArgumentParser, flags, stage: str = "collect") -> None:
+    """Adds flags to p, each from its config key; the parsed values become
+    config overrides through key_values()."""
+    from rooftop import config
+
+    mapping = dict(p.get_default("key_flags") or {})
+    for f in flags:
+        key = config.KEY_BY_PATH[f.key.format(stage=stage)]
+        kw = _argparse_kind(key)
+        if f.metavar and "choices" not in kw and kw.get("action") != "store_true":
+            kw["metavar"] = f.metavar
+        p.add_argument(f.flag, dest=f.dest, help=_key_help(key), **kw)
+        mapping[f.dest] = key.path
+    p.set_defaults(key_flags=mapping)
+
+
+def config_args(p) -> None:
+    """A config file, the config key flags, and --set."""
+    p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
+    add_key_flags(p, CONFIG_FLAGS)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="any config key, e.g. --set bw.size=1MiB (repeatable)")
+
+
+def campaign_args(p, stage: str) -> None:
+    """What collect and validate share: the stage's key flags, and how the campaign runs."""
+    add_key_flags(p, STAGE_FLAGS[:3], stage)
+    p.add_argument("--dry-run", action="store_true", help="print the exact commands of every stage, then the expected run time; run nothing")
+    add_key_flags(p, STAGE_FLAGS[3:], stage)
+    campaign_flags(p)
+
+
+#: --allow-concurrent's help in the campaign stages (collect, validate, interfere).
+ALLOW_CONCURRENT = ("run even if another campaign holds the locks; every sample is then "
+                    "marked concurrent and the report warns")
+
+
+def campaign_flags(p, json_help: str = "print a JSON summary on stdout (no progress bar)",
+                   verbose: bool = True, wait_lock_help: str | None = None,
+                   allow_concurrent_help: str | None = ALLOW_CONCURRENT) -> None:
+    """How a measuring command runs, the same flags for every one (collect,
+    validate, interfere, bursts, tune, audit), in this order: --json, -v,
+    --wait-lock, --allow-concurrent. Each command keeps its own help texts
+    (what its --json prints, which locks it takes); verbose False or
+    allow_concurrent_help None: the command has no such flag (audit)."""
+    p.add_argument("--json", action="store_true", help=json_help)
+    if verbose:
+        p.add_argument("-v", "--verbose", action="store_true", help="log every command started")
+    if wait_lock_help is None:
+        from rooftop.locks import ON_THIS_MACHINE
+
+        wait_lock_help = (f"another campaign holds the results folder (or, {' and '.join(ON_THIS_MACHINE)} "
+                          "launchers, this machine's cores): wait up to SECONDS for it (default 0: refuse "
+                          "at once, naming its run id, pid and host)")
+    p.add_argument("--wait-lock", type=seconds, default=0.0, metavar="SECONDS", help=wait_lock_help)
+    if allow_concurrent_help is not None:
+        p.add_argument("--allow-concurrent", action="store_true", help=allow_concurrent_help)
+
+
+def results_arg(p, what: str = "results folder") -> None:
+    p.add_argument("--results", default="./rooftop-results", help=f"{what} (default: %(default)s)")
+
+
+def seconds(text: str) -> float:
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not math.isfinite(v) or v < 0 or v > 30 * 86400:
+        raise argparse.ArgumentTypeError(f"seconds from 0 to 30 days, not {text!r}")
+    return v
+
+
+def formats(text: str) -> tuple[str, ...]:
+    fmts = tuple(f.strip().lower() for f in text.split(",") if f.strip())
+    bad = [f for f in fmts if f not in ("png", "svg", "pdf")]
+    if bad or not fmts:
+        raise argparse.ArgumentTypeError(f"formats are png, svg, pdf (comma-separated), not {text!r}")
+    return fmts
+
+
+def print_files(files: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({k: [str(p) for p in v] for k, v in files.items()}, indent=1))
+    else:
+        for paths in files.values():
+            for p in paths:
+                print(p)
+
+
+#: The signal that stopped this command (SIGINT, SIGTERM, SIGHUP), if any.
+_STOPPED_BY: list[int] = []
+
+
+def stop_on_signal(signum, frame):
+    """SIGTERM and SIGHUP (a closed terminal) stop like Ctrl-C: clean up,
+    keep every measured window. After SIGHUP nothing may read the terminal
+    any more: output goes nowhere rather than failing."""
+    _STOPPED_BY.append(signum)
+    if signum == signal.SIGHUP:
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream.isatty():
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, stream.fileno())
+                    os.close(null)
+            except (OSError, ValueError):
+                pass
+    raise KeyboardInterrupt
+
+
+def interrupted_rc() -> int:
+    """128 + the signal for SIGHUP (129); 130 for Ctrl-C and SIGTERM, as before."""
+    return 128 + signal.SIGHUP if signal.SIGHUP in _STOPPED_BY else 130
+

@@ -1,0 +1,198 @@
+"""The learning commands: learn (models of the rate compared, the best
+saved), predict (a learned model's rate, capped by the roofline) and tune
+(the adaptive loop over engine and deployment knobs, measured)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rooftop import session
+from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, add_key_flags, campaign_flags, results_arg
+
+
+def _cmd_learn(args) -> int:
+    from rooftop.learn.run import learn, metrics_to_learn
+    from rooftop.learn.show import print_learned
+    from rooftop.store import Store
+
+    store = Store(args.results, create=False)
+    runs = [store.get_run(r).id for r in args.runs]
+    metrics = metrics_to_learn(store, runs, args.target)
+    outcomes = [learn(store, runs, m, args.folds, args.seed) for m in metrics]
+    if args.json:
+        print(json.dumps([o.to_dict() for o in outcomes], indent=1))
+    for o in [] if args.json else outcomes:
+        print_learned(o, args.folds)
+    return 0
+
+
+def _cmd_predict(args) -> int:
+    from rooftop import config
+    from rooftop.learn.predict import predict
+    from rooftop.learn.show import print_prediction
+    from rooftop.store import Store
+
+    sets = dict(config.parse_override(t) for t in args.set or [])
+    p = predict(Store(args.results, create=False), args.run, args.servers, args.clients, sets,
+                args.metric, args.model, args.server_nodes, args.client_nodes)
+    if args.json:
+        print(json.dumps(p, indent=1))
+    else:
+        print_prediction(p)
+    return 0
+
+
+def _cmd_tune(args) -> int:
+    from rooftop import config, metrics
+    from rooftop.learn import space as spaces
+    from rooftop.learn.predict import load_model
+    from rooftop.learn.tune import Settings
+    from rooftop.learn.tune_run import prepare
+    from rooftop.nics import check as nic_check
+    from rooftop.store import Store
+
+    settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
+    settings.check()  # before anything is created
+    overrides = session.overrides(args)
+    space = spaces.load(args.space, args.metric, config.build(args.config, overrides))
+    if args.metric and space.metric != args.metric:
+        print(f"rooftop tune: {args.space} tunes {space.metric}, not --metric {args.metric}", file=sys.stderr)
+        return 2
+    overrides["metrics"] = [space.metric]
+    build = lambda knobs: config.build(args.config, {**overrides, **knobs})  # noqa: E731
+    base = dict(build({}), stages=["tune"])
+    nic_check.preflight(base)
+    store = Store(base["results"])
+    doc = load_model(Path(args.model)) if args.model else None
+    proposer = prepare(store, base, build, space, settings, args.run, doc)
+    with session.campaign_locks(args, store, base) as locks:  # a refused tune creates no run
+        run_id = store.new_run(base, dict(session.environment(base), tune={
+            "space": space.to_dict(), "settings": vars(settings), "roofline_run": args.run,
+            "model": args.model}))
+        locks.name_run(run_id)
+        return _tune_run(args, store, run_id, proposer, build, settings, metrics.get(space.metric).unit)
+
+
+def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str) -> int:
+    import time
+
+    from rooftop.learn.tune_report import outcome_lines, step_line
+    from rooftop.learn.tune_run import tune
+
+    say = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    log = say if args.verbose else (lambda m: None)
+    say(f"rooftop tune: run {run_id}, {proposer.space.metric} over {proposer.space.size()} configurations "
+        f"({', '.join(proposer.space.knobs)}), budget {settings.budget}")
+    t0 = time.monotonic()
+    session.claim(store, run_id, "tune")
+    try:
+        out = tune(store, run_id, proposer, build, settings, args.run, log, lambda s: say(step_line(s, unit)))
+    except KeyboardInterrupt:
+        store.set_status(run_id, "interrupted", "tune interrupted: its steps so far are stored")
+        raise
+    except Exception as e:
+        store.set_status(run_id, "failed", f"tune: {e}")
+        raise
+    finally:
+        store.add_time(run_id, time.monotonic() - t0)
+    best = out["best"]
+    store.set_status(run_id, "complete" if best else "failed",
+                     f"tune {out['metric']}: {len(out['steps'])} steps; " + (
+                         f"best at step {best['step']}" if best else "nothing measured"))
+    if args.json:
+        print(json.dumps(dict(out, run=run_id), indent=1, default=str))
+    else:
+        for line in outcome_lines(out, unit):
+            say(line)
+        print(run_id)
+    return 0 if best else 1
+
+
+def add_learn(sub) -> None:
+    le = sub.add_parser("learn", help="learned models of the rate, compared; the best saved with the run",
+                        description="Builds a dataset from the runs' validation samples (features: every "
+                        "resolved parameter that varies, and the placement; target: the per-client rate) "
+                        "and compares, by cross-validation grouped by configuration and by extrapolation "
+                        "(trained on small footprints, tested on the largest), scikit-learn's linear, "
+                        "ridge, lasso, elastic net, SVR, k-nearest neighbours, Gaussian process, tree, "
+                        "forest and boosting models with the run's roofline alone and roofline x a learned "
+                        "efficiency. Prints the tables and feature importances; saves the best model to "
+                        "RESULTS/RUN/learned/METRIC.model.json (RUN: the first run named; JSON: "
+                        "the model's name, seed and training data, refitted and checked when loaded; "
+                        "an older rooftop's METRIC.joblib pickle is never loaded: learn again).")
+    le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs')")
+    le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric the runs validated)")
+    le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
+    le.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the models (default: %(default)s)")
+    results_arg(le)
+    le.add_argument("--json", action="store_true", help="JSON on stdout")
+    le.set_defaults(func=_cmd_learn)
+
+
+def add_predict(sub) -> None:
+    pr = sub.add_parser("predict", help="a learned model's rate for a footprint, capped by the roofline",
+                        description="The per-client and aggregate rate the run's learned model (rooftop "
+                        "learn) predicts for S server processes and C client processes, with a "
+                        "90 % interval (from its cross-validated errors), capped by the roofline measured "
+                        "with those knobs, and which ceiling binds. --set KEY=VALUE changes a knob the "
+                        "model learned; a model trained on other parameters than the run's is refused.")
+    pr.add_argument("run", help="a run id (see 'rooftop runs')")
+    pr.add_argument("--servers", type=int, required=True, metavar="S", help="server processes")
+    pr.add_argument("--clients", type=int, required=True, metavar="C", help="client processes")
+    pr.add_argument("--server-nodes", type=int, metavar="N", help="server nodes (default: packed as the training was)")
+    pr.add_argument("--client-nodes", type=int, metavar="N", help="client nodes (default: packed as the training was)")
+    pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob's value (repeatable)")
+    pr.add_argument("--metric", help="which learned model, when the run has several")
+    pr.add_argument("--model", metavar="FILE", help="a model file (METRIC.model.json) instead of the run's")
+    results_arg(pr)
+    pr.add_argument("--json", action="store_true", help="JSON on stdout")
+    pr.set_defaults(func=_cmd_predict)
+
+
+def add_tune(sub) -> None:
+    tu = sub.add_parser("tune", help="the adaptive loop: propose settings from a learned model, measure, "
+                        "retrain; prints the run id",
+                        description="Measures configurations of a search space on the engine, each "
+                        "proposed by a model of the rates measured so far (seed 003's predict-the-best; "
+                        "roofline-informed with --run), until --budget configurations are measured or the "
+                        "best predicted rate stops improving. Every step is stored; 'rooftop report RUN' "
+                        "shows the trajectory. See docs/learning.md.")
+    _tune_config_args(tu)
+    from rooftop import metrics
+
+    tu.add_argument("--metric", choices=list(metrics.METRICS), help="what to tune (default: the space file's, else rpc)")
+    tu.add_argument("--space", metavar="FILE", help="search space (JSON, or TOML by extension): knob -> "
+                    "list of values or {min, max, step|factor}; default: a built-in space per metric")
+    tu.add_argument("--budget", type=int, default=12, metavar="N", help="configurations measured at most "
+                    "(default: %(default)s)")
+    tu.add_argument("--init", type=int, default=3, metavar="N", help="configurations measured before the "
+                    "model proposes: the default, then a model file's best or seeded random ones "
+                    "(default and minimum: %(default)s)")
+    tu.add_argument("--repeat", type=int, default=3, metavar="K", help="windows per configuration; its "
+                    "rate is their median (default: %(default)s)")
+    tu.add_argument("--duration", type=float, default=1.0, metavar="S", help="seconds per window (default: %(default)s)")
+    tu.add_argument("--warmup", type=float, default=0.5, metavar="S", help="warmup seconds per configuration "
+                    "(default: %(default)s)")
+    tu.add_argument("--seed", type=int, default=0, metavar="N", help="random seed: same seed, same proposals "
+                    "for the same measurements (default: %(default)s)")
+    tu.add_argument("--run", metavar="RUN", help="a run with ceilings on these nodes: the model learns the "
+                    "efficiency against its roofline, and the best is compared with it")
+    tu.add_argument("--model", metavar="FILE", help="a model file of 'rooftop learn' "
+                    "(RESULTS/RUN/learned/METRIC.model.json) ranking the initial "
+                    "configurations (refused when it does not match the tune's parameters)")
+    campaign_flags(tu, json_help="print the outcome as JSON on stdout",
+                   wait_lock_help="wait up to SECONDS for another campaign's locks (default 0: refuse at once)",
+                   allow_concurrent_help="run even if another campaign holds the locks (samples marked concurrent)")
+    tu.set_defaults(func=_cmd_tune)
+
+
+def _tune_config_args(p) -> None:
+    """The base config of a tune: a file, key flags (not --metrics: the
+    space's metric is measured), --set."""
+    p.add_argument("--config", help="campaign file (JSON, or TOML by extension): the base configuration")
+    add_key_flags(p, [f for f in CONFIG_FLAGS if f.flag != "--metrics"] + [RESULTS_FLAG])
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="any config key of the base configuration, e.g. --set bw.stream_size=256MiB")
+

@@ -1,0 +1,287 @@
+"""The roofline commands: model (a run's or a parameters file's roofline,
+verdict and validation) and compare (several rooflines on one figure)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rooftop.cli.common import formats, print_files, results_arg
+
+
+def _cmd_model(args) -> int:
+    from rooftop import kinds, model, results, ui
+    from rooftop.store import Store
+
+    if not args.run and not args.params:
+        print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
+        return 2
+    samples, res = [], None
+    if args.run:
+        store = Store(args.results, create=False)
+        kind = kinds.of(store, store.get_run(args.run))
+        if kind is not None:
+            raise model.ModelError(kind.no_roofline(store.get_run(args.run).id))
+        res = results.load(store, args.run)
+        samples = res.samples
+    if args.params:
+        rooflines = model.load_params(args.params)
+        evals = [model.evaluate(r, [s for s in samples if s["stage"] == "validate"],
+                                res.run.config.get("nodes") if res else None)
+                 for _, r in sorted(rooflines.items())]
+    else:
+        if not res.rooflines:
+            metrics = sorted({s["metric"] for s in samples})
+            if metrics:  # the model's own message names what is missing
+                model.from_run(samples, metrics[0])
+            raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
+        evals = [res.evaluations[m] for m in sorted(res.rooflines)]
+    run_res = res if res and not args.params else None  # outlier scores: the run's own model only
+    mixes = combined_mixes(args.mix, {e.roofline.metric: e.roofline for e in evals})
+    if args.json:
+        doc = _model_json(args, evals, samples, run_res)
+        if mixes:
+            doc["mixes"] = [c.to_dict() for c in mixes]
+        print(json.dumps(doc, indent=1))
+        return 0
+    out = ui.Console(highlight=False)
+    if not out.is_terminal:
+        out.width = 110
+    for e in evals:
+        _print_roofline(out, e, run_res)
+        _print_validation(out, e, args.run)
+        for line in results.invalid_lines(samples, e.roofline.metric):
+            out.print(f"[yellow]{line}[/]")
+    for comb in mixes:
+        head, *rest = comb.lines()
+        out.print(f"[bold]{head}[/]", soft_wrap=True)
+        for line in rest:
+            out.print(line, soft_wrap=True)
+    return 0
+
+
+def combined_mixes(files, rooflines) -> list:
+    """The combined roofline of each --mix FILE (rooftop.mix)."""
+    from rooftop import mix
+
+    return [mix.combine(mix.load_mix(f), rooflines) for f in files or ()]
+
+
+def _model_json(args, evals, samples, res) -> dict:
+    """`rooftop model --json` (schema: rooftop/schemas/model.schema.json)."""
+    from rooftop import export
+
+    return export.model_doc(args.run, args.params, evals, samples, res)
+
+
+def _print_roofline(out, e, res) -> None:
+    """One metric's verdict and roofline table (res: the run, for outlier nodes)."""
+    from rich.table import Table
+
+    from rooftop import ui
+
+    r = e.roofline
+    f = lambda v: ui.fmt_rate(v, r.unit)
+    v = r.verdict()
+    out.print(f"[bold]{r.metric}: {_verdict_headline(v)}[/]")
+    t = Table(title=f"{r.metric} roofline ({r.source})", title_justify="left", show_header=False)
+    t.add_column(no_wrap=True)
+    t.add_column(overflow="fold")
+    t.add_row("client ceiling (per process)", _ceiling_text(r.client, f))
+    if r.client_node_rejected:
+        t.add_row("client ceiling, node full", "not used: " + r.client_node_rejected)
+    if r.client_node:
+        t.add_row("client ceiling, node full", _ceiling_text(r.client_node, f) + ": "
+                  + ("lower, the model uses it" if r.node_binds else "not lower, unused"))
+    t.add_row("server ceiling (per process)", _ceiling_text(r.server, f))
+    for stages in r.measured_once:
+        t.add_row("measured once", ", ".join(x.replace("_", " ") for x in stages)
+                  + ": the same placement, one set of samples stands for each")
+    if r.core_shared:
+        t.add_row("not used for ceilings", f"{len({k for _, k, _ in r.core_shared})} sample(s): "
+                  f"{r.core_shared[0][2]}")
+    if e.excluded:
+        t.add_row("not used for validation", f"{len(e.excluded)} sample(s): {e.excluded[0][1]}")
+    t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
+    ri = r.ridge_interval
+    t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.centre:.3g}"
+              + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"))
+    t.add_row("verdict", v["text"])
+    if v["ratio"]:
+        rec = r.recommended()
+        t.add_row("recommended", f"x >= {rec['x']:.3g}; in practice {v['ratio'][0]} server process(es) "
+                                 f"per {v['ratio'][1]} client process(es)")
+    pm = res.pairs.get(r.metric) if res else None
+    if pm and len(pm.nodes) >= 3:
+        t.add_row("outlier nodes", "; ".join(pm.outlier_lines()))
+    for sc in (res.scores if res else {}).get(r.metric, []):
+        if sc.flagged:
+            t.add_row(f"[red]outlier node n{sc.node}[/]",
+                      f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
+                      + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
+    if res:
+        from rooftop.interference import report as interference_report
+
+        for name, text in interference_report.model_rows(res, r.metric, f):
+            t.add_row(name, text)
+    w = res.without_flagged.get(r.metric) if res else None
+    if w:
+        t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
+                                           f"ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
+    ui.print_table(out, t)
+
+
+def _print_validation(out, e, run: str | None) -> None:
+    """One metric's validation samples against its model."""
+    from rich.table import Table
+
+    from rooftop import ui
+
+    r = e.roofline
+    f = lambda v: ui.fmt_rate(v, r.unit)
+    if not e.checks:
+        out.print(f"no validation samples for {r.metric}"
+                  + (f" (rooftop validate --run {run})" if run else ""))
+        return
+    v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
+    for c in ("x", "nodes s/c", "measured", "predicted", "error", "binds", "efficiency"):
+        v.add_column(c, justify="right", no_wrap=True)
+    for c in e.checks:
+        v.add_row(f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", f(c.measured), f(c.predicted),
+                  f"{c.error_pct:+.0f}%", c.binding,
+                  f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""))
+    ui.print_table(out, v)
+    for b in ("server", "client"):
+        m = e.median_abs_error(b)
+        if m is not None:
+            out.print(f"median |error| where {b}s bind: {m:.0f}%")
+    if e.without_node:
+        a, b = e.median_abs_error(), e.without_node.median_abs_error()
+        out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, "
+                  f"{b:.0f}% without it")
+
+
+def _ceiling_text(c, f) -> str:
+    """'a .. b  (median m; 95 % interval of the mean c-d, n samples)'."""
+    text = f"{f(c.lo)} .. {f(c.hi)}  (median {f(c.centre)}"
+    if c.n == 0:
+        return text + ")"
+    if c.interval is None:
+        return text + f"; {c.n} sample, no interval)"
+    return text + f"; 95 % interval {f(c.interval[0])} .. {f(c.interval[1])}, {c.n} samples)"
+
+
+def _verdict_headline(v: dict) -> str:
+    """The one line `model` leads with: a ratio only when the model can tell."""
+    if v["kind"] == "ratio":
+        return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es)"
+    return v["text"]
+
+
+def _verdict_short(v: dict) -> str:
+    """'1:3'; '12:1 (11:1-12:1)'; 'not distinguishable (1:2-2:1)'; 'cannot tell'."""
+    span = "-".join(model_ratio(e) for e in v["range"]) if v["range"] else ""
+    if v["kind"] == "ratio":
+        return model_ratio(v["ratio"])
+    if v["kind"] == "range":
+        return f"{model_ratio(v['ratio'])} ({span})"
+    if v["kind"] == "indistinguishable":
+        return f"not distinguishable ({span})" if span else "not distinguishable"
+    return "cannot tell"
+
+
+def model_ratio(r) -> str:
+    return "?" if r is None else f"{r[0]}:{r[1]}"
+
+
+def _compare_source(text: str, results_dir: str):
+    """A run id in results_dir, or a parameters file."""
+    from rooftop import model, results
+    from rooftop.store import Store, StoreError
+
+    if text.endswith((".json", ".JSON")) or Path(text).is_file():
+        rooflines = model.load_params(text)
+        label = next(iter(rooflines.values())).source
+        return label, rooflines
+    try:
+        res = results.load(Store(results_dir, create=False), text)
+    except StoreError as e:
+        raise StoreError(f"{text}: neither a parameters file nor a run ({e})") from None
+    if not res.rooflines:
+        raise model.ModelError(f"run {text} has no ceiling samples")
+    return f"{res.host}, {res.provider} ({text})", res.rooflines
+
+
+def _cmd_compare(args) -> int:
+    from rich.table import Table
+
+    from rooftop import ui
+    from rooftop.plots.run import plot_compare
+
+    sources = [_compare_source(s, args.results) for s in args.sources]
+    if args.label:
+        if len(args.label) != len(sources):
+            print(f"rooftop compare: {len(args.label)} --label for {len(sources)} sources", file=sys.stderr)
+            return 2
+        sources = [(label, rs) for label, (_, rs) in zip(args.label, sources)]
+    files = plot_compare(sources, Path(args.output), args.format, args.yscale, args.normalise)
+    if not args.json:
+        out = ui.Console(highlight=False, stderr=True)
+        if not out.is_terminal:
+            out.width = 110
+        t = Table(title="rooflines compared", title_justify="left")
+        for c in ("source", "metric", "client ceiling", "server ceiling", "ridge x*", "servers:clients"):
+            t.add_column(c, no_wrap=c not in ("source", "servers:clients"),
+                         min_width=16 if c == "source" else None)
+        for label, rs in sources:
+            for m, r in sorted(rs.items()):
+                t.add_row(label, m, ui.fmt_range(r.client_bound.lo, r.client_bound.hi, r.unit),
+                          ui.fmt_range(r.server.lo, r.server.hi, r.unit),
+                          f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}", _verdict_short(r.verdict()))
+        ui.print_table(out, t)
+    print_files(files, args.json)
+    return 0
+
+
+def add_model(sub) -> None:
+    mo = sub.add_parser("model", help="the roofline of a run (or of a parameters file)",
+                        description="Per metric: client and server ceilings (per process) as "
+                        "[min, max], the roofline r(x) = min(client, x * server) with x = server "
+                        "processes / client processes, the ridge x* = client / server, each "
+                        "ceiling's and the ridge's 95 % interval, the verdict (one practical "
+                        "ratio; a range of them; or the ceilings are not distinguishable, or the "
+                        "model cannot tell, and why), and every validation sample against the model "
+                        "(predicted, error, which ceiling binds, efficiency). --params FILE takes "
+                        "published or hand-written ceilings instead (JSON: {\"name\": ..., "
+                        "\"metrics\": {\"rpc\": {\"unit\": \"K ops/s\", \"client\": [148, 173], "
+                        "\"server\": [524, 530]}}}); with a RUN too, the run's validation samples "
+                        "are set against those ceilings.")
+    mo.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
+    mo.add_argument("--params", help="roofline parameters file (JSON)")
+    mo.add_argument("--mix", action="append", metavar="FILE", help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); adds the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable")
+    results_arg(mo)
+    mo.add_argument("--json", action="store_true", help="JSON on stdout")
+    mo.set_defaults(func=_cmd_model)
+
+
+def add_compare(sub) -> None:
+    cp = sub.add_parser("compare", help="several rooflines on one figure (runs and parameters files)",
+                        description="Each SOURCE is a run id (in --results) or a parameters file "
+                        "(JSON, see 'rooftop model --help'). One figure per metric with every "
+                        "roofline in its own colour, and a table of ceilings and ridges. Example: "
+                        "rooftop compare RUN examples/aurora-table2.json")
+    cp.add_argument("sources", nargs="+", metavar="SOURCE", help="run id or parameters file")
+    cp.add_argument("--label", action="append", help="a label per source, in order (repeat)")
+    results_arg(cp)
+    cp.add_argument("--output", default="./rooftop-compare", help="folder for the figures (default: %(default)s)")
+    cp.add_argument("--format", type=formats, default=("png", "svg"), help="png,svg (default), pdf")
+    cp.add_argument("--yscale", choices=["auto", "log", "linear"], default="auto",
+                    help="y axis: auto (default: log unless linear keeps every ceiling inside the "
+                         "frame; tcp next to shm is log), log or linear; the figure says which")
+    cp.add_argument("--normalise", action="store_true",
+                    help="y = each source's rate / its own client ceiling: every roofline flat at 1, "
+                         "the ridges side by side (linear unless --yscale log)")
+    cp.add_argument("--json", action="store_true", help="print the files as JSON")
+    cp.set_defaults(func=_cmd_compare)
+

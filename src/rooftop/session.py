@@ -1,0 +1,99 @@
+"""A campaign session: what every measuring command does around its runs,
+whichever command it is (collect, validate, tune, bursts, interfere).
+
+  overrides      --set KEY=VALUE and the key flags given -> config overrides
+  environment    the run's environment record (host, versions, argv, engine)
+  claim          this process runs the run now (refused while another does)
+  campaign_locks the results folder's lock and this machine's cores'
+  PlannedStore   where a run's files would go, for --dry-run
+
+Not command-line code: rooftop.cli parses the flags and calls these, and so
+can a study's own driver.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rooftop import __version__
+
+
+def key_values(args) -> dict:
+    """{config key: value} of the key flags given on the command line."""
+    out = {}
+    for dest, path in (getattr(args, "key_flags", None) or {}).items():
+        value = getattr(args, dest, None)
+        if value is not None and value != "":
+            out[path] = value
+    return out
+
+
+def overrides(args) -> dict:
+    """--set KEY=VALUE, then the key flags given (which win)."""
+    from rooftop import config
+
+    o: dict = {}
+    for text in getattr(args, "set", None) or []:
+        k, v = config.parse_override(text)
+        o[k] = v
+    o.update(key_values(args))
+    return o
+
+
+def environment(cfg: dict) -> dict:
+    import platform
+    import socket
+
+    from rooftop.engine import engine_path
+
+    env = {"host": socket.gethostname(), "python": platform.python_version(),
+           "rooftop": __version__, "argv": sys.argv, "launcher": cfg["launcher"]["type"],
+           "nodes": cfg["nodes"]}
+    try:
+        path = cfg["engine"]["path"] or engine_path()
+        import subprocess
+
+        env["engine"] = subprocess.run([path, "version"], capture_output=True, text=True,
+                                       timeout=10).stdout.strip()
+        env["engine_path"] = path
+    except Exception as e:  # recorded, not fatal: the samples record it too
+        env["engine"] = f"unknown ({e})"
+    return env
+
+
+def claim(store, run_id: str, verb: str) -> None:
+    """This process runs the run now; refused while another live campaign
+    on this host runs it (one whose owner is gone reads as interrupted)."""
+    import os
+    import socket
+
+    from rooftop.store import StoreError
+
+    run = store.get_run(run_id)
+    pid, host, _ = run.owner
+    if run.status == "running" and pid and pid != os.getpid() and host == socket.gethostname():
+        raise StoreError(f"run {run_id} is being run by another campaign (pid {pid} on {host}); "
+                         f"wait for it or stop it first")
+    store.claim(run_id, f"{verb} running")
+
+
+class PlannedStore:
+    """Where a run's files would go, for --dry-run (nothing is created)."""
+
+    def __init__(self, results: str):
+        self.dir = Path(results)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.dir / run_id
+
+
+def campaign_locks(args, store, cfg: dict):
+    """The results folder's lock, and this machine's cores' for launchers on
+    it (rooftop.locks); --allow-concurrent marks every sample stored."""
+    from rooftop.locks import CampaignLocks
+
+    if args.allow_concurrent:
+        store.marks["concurrent"] = 1
+    say = lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)
+    return CampaignLocks(store.dir, cfg["launcher"]["type"], args.wait_lock, args.allow_concurrent, say)
