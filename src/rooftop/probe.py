@@ -19,14 +19,16 @@ import sys
 import time
 from pathlib import Path
 
+from rooftop import enginedoc
 from rooftop.engine import DEFAULT_LEASE, EngineError, Group
 from rooftop.units import fmt_in
 
 #: Runs whose (max - min) / median exceeds this get a warning.
 DISAGREE = 0.20
 
-TESTS = (("noop RPC", "noop", [], "ops_per_sec", "ops/s", ",.0f"),
-         ("4 MiB read", "read", ["--size", "4MiB", "--buffer", "stream"], "bytes_per_sec", "GiB/s", ".2f"))
+TESTS = (("noop RPC", "noop", [], enginedoc.rate_field("ops"), "ops/s", ",.0f"),
+         ("4 MiB read", "read", ["--size", "4MiB", "--buffer", "stream"], enginedoc.rate_field("bytes"), "GiB/s",
+          ".2f"))
 
 
 def _cpus() -> tuple[str | None, str | None]:
@@ -62,13 +64,13 @@ def spread(values: list[float]) -> float:
 
 def _row(fabric: str, label: str, field: str, docs: list[dict]) -> dict:
     """The test's row: the median run's numbers, every run's rate, the spread."""
-    rates = [d["result"][field] for d in docs]
-    mid = sorted(docs, key=lambda d: d["result"][field])[(len(docs) - 1) // 2]
+    rates = [enginedoc.rate(d["result"], field) for d in docs]
+    mid = sorted(docs, key=lambda d: enginedoc.rate(d["result"], field))[(len(docs) - 1) // 2]
     r = mid["result"]
     return {"fabric": fabric, "test": label, "provider": mid["engine"]["provider"],
             "domain": mid["engine"].get("domain", ""),
-            "ops_per_sec": statistics.median(d["result"]["ops_per_sec"] for d in docs),
-            "bytes_per_sec": statistics.median(d["result"]["bytes_per_sec"] for d in docs),
+            "ops_per_sec": statistics.median(enginedoc.rate(d["result"], "ops_per_sec") for d in docs),
+            "bytes_per_sec": statistics.median(enginedoc.rate(d["result"], "bytes_per_sec") for d in docs),
             "p50_us": r["latency_us"]["p50"], "p99_us": r["latency_us"]["p99"],
             "client_cpu": r["cpu"]["utilization"], "runs": rates, "spread": spread(rates),
             "disagree": spread(rates) > DISAGREE}

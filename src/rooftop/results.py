@@ -4,12 +4,11 @@ distributions, and the warnings a practitioner needs."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from rooftop import metrics, model, outliers, stages
+from rooftop import enginedoc, metrics, model, outliers, stages
+from rooftop.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
 from rooftop.store import Run, Store, stands_for
@@ -61,33 +60,6 @@ class PairMatrix:
 
     def slowest(self, k: int = 3) -> list[tuple[tuple[int, int], float]]:
         return sorted(self.rates.items(), key=lambda kv: kv[1])[:k]
-
-
-@dataclass
-class Latency:
-    """The merged latency distribution of one stage's client processes."""
-
-    stage: str
-    metric: str
-    bins: list[tuple[float, float, int]]   # [low_us, high_us, count]
-    processes: int
-    #: Other stages the same samples stand for (measured once).
-    also: tuple[str, ...] = ()
-    #: The (server processes, client processes) of its samples' placements.
-    placements: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def count(self) -> int:
-        return sum(b[2] for b in self.bins)
-
-    def quantile(self, q: float) -> float:
-        """Upper edge of the bin holding the q-th sample (microseconds)."""
-        rank, seen = q * self.count, 0
-        for lo, hi, n in self.bins:
-            seen += n
-            if seen >= rank:
-                return hi
-        return self.bins[-1][1]
 
 
 @dataclass
@@ -184,25 +156,20 @@ def pair_matrix(samples: list[dict], metric: str, nodes: int,
 def latency_of(samples: list[dict], stage: str, metric: str) -> Latency | None:
     """Merges the latency bins of every client document of a stage (each
     round's folder once); None when the documents carry no bins."""
-    merged: dict[tuple[float, float], int] = {}
-    procs = 0
+    found = []
     rows = [s for s in samples if s["stage"] == stage and s["metric"] == metric and s["status"] == "ok"]
     also = tuple(x for x in stands_for(rows[0]) if x != stage) if rows else ()
     for d in sorted({s["raw_dir"] for s in rows if s["raw_dir"]}):
-        for f in sorted(Path(d).glob("client-*.json")):
+        for f in enginedoc.client_documents(d):
             try:
-                doc = json.loads(f.read_text())
-                bins = doc["result"]["latency_us"]["bins"]
+                found.append(enginedoc.latency_bins(enginedoc.load(f)))
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            procs += 1
-            for lo, hi, n in bins:
-                merged[(lo, hi)] = merged.get((lo, hi), 0) + n
+    merged = enginedoc.merge_bins(found)
     if not merged:
         return None
     placements = tuple(sorted({(s["server_procs"], s["client_procs"]) for s in rows}))
-    return Latency(stage, metric, [(lo, hi, n) for (lo, hi), n in sorted(merged.items())], procs, also,
-                   placements)
+    return Latency(stage, metric, merged, len(found), also, placements)
 
 
 def _method_warnings(metric: str, r: model.Roofline) -> list[str]:

@@ -61,6 +61,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from rooftop import enginedoc
+
 # --- What each sample measured, in long format (issue 12) -----------------
 #: Every quantity the quantities table holds: name -> (unit, what it is).
 #: Unit None: the sample's own unit (its `unit` column: the metric's rate
@@ -760,33 +762,28 @@ class Store:
 
     def _latency(self, row: dict) -> dict[str, float]:
         """The latency quantities of a sample: its client ranks' bins merged."""
-        from rooftop.results import Latency
-
         docs = self.docs_dir(row)
         if docs is None:
             return {}
         bins = self._round_bins(docs)
         ranks = row_ranks(docs, row)
-        merged: dict[tuple[float, float], int] = {}
-        for rank in sorted(bins) if ranks is None else ranks:
-            for lo, hi, n in bins.get(rank, []):
-                merged[(lo, hi)] = merged.get((lo, hi), 0) + n
+        merged = enginedoc.merge_bins(bins.get(rank, []) for rank in (sorted(bins) if ranks is None else ranks))
         if not merged:
             return {}
-        lat = Latency(row["stage"], row["metric"], [(lo, hi, n) for (lo, hi), n in sorted(merged.items())], 0)
+        lat = enginedoc.Latency(row["stage"], row["metric"], merged, 0)
         return {name: lat.quantile(q) for name, q in LATENCY_QUANTILES.items()}
 
     def _round_bins(self, docs: Path) -> dict[int, list]:
         """Client rank -> latency bins of one round's documents (the last
         folder read is kept while its files are unchanged: a round's rows
         are stored one after another)."""
-        files = sorted(docs.glob("client-*.json"))
+        files = enginedoc.client_documents(docs)
         key = (docs, [(f.name, f.stat().st_mtime_ns) for f in files])
         if self._bins[0] != key:
             bins = {}
             for f in files:
                 try:
-                    bins[int(f.stem.split("-", 1)[1])] = json.loads(f.read_text())["result"]["latency_us"]["bins"]
+                    bins[enginedoc.rank_of(f)] = enginedoc.latency_bins(enginedoc.load(f))
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
             self._bins = (key, bins)

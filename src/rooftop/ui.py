@@ -16,7 +16,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
-from rooftop import progress, stages
+from rooftop import stages
+from rooftop.campaign import progress
 # Re-exported: cli formats rates through ui (the table is rooftop.units).
 from rooftop.units import fmt_range, fmt_rate  # noqa: F401
 
@@ -59,7 +60,7 @@ def _unbroken_width(out: Console, table: Table) -> int:
 class EtaColumn(ProgressColumn):
     """Time until the task's stage (the run, for the run's bar) is expected
     to be done: the plan's time left, scaled by how long the rows counted so
-    far took (rooftop.progress.Tracker); known from the start."""
+    far took (rooftop.campaign.progress.Tracker); known from the start."""
 
     def __init__(self, tracker):
         super().__init__()

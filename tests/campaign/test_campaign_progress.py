@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from rooftop import progress
+from rooftop.campaign import progress
 from rooftop.campaign import plan_collect
-from rooftop.progress import (PLACEMENT_S, ROUND_S, Tracker, WindowFollower, expect,
+from rooftop.campaign.progress import (PLACEMENT_S, ROUND_S, Tracker, WindowFollower, expect,
                               fmt_duration)
 
 from campaign_util import engine_processes, rooftop, samples

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooftop import limits, windows
+from rooftop.campaign import limits, windows
 from rooftop.launchers.base import Node
 
 

@@ -59,7 +59,7 @@ def test_rounds_never_run_pairs_sharing_cores_at_once_where_cores_are_known():
     """Issue 27: 6 emulated nodes on 2 cores (n0, n2, n4 on core 0): a
     round-robin round of 3 pairs would time-slice every pair. Pairs that
     share a core move to rounds of their own; the same rows are planned."""
-    from rooftop import progress
+    from rooftop.campaign import progress
     from rooftop.stages.client_peak import pair_rounds
 
     cfg = _netns(6, lambda i: i % 2)

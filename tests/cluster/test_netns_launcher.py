@@ -89,7 +89,7 @@ def test_no_cluster(tmp_path, monkeypatch):
 
 
 def test_multi_nic_nodes_serve_on_every_nic_and_count_every_link(tmp_path):
-    from rooftop import limits
+    from rooftop.campaign import limits
     from rooftop.nics.check import mismatch
 
     p = fake_state(tmp_path, n=2, cores=((0, 1), (0, 1)))

@@ -8,6 +8,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
+from rooftop import enginedoc
+
 #: The verdict of a comparison whose two settings' repeats overlap.
 INDISTINGUISHABLE = "indistinguishable here"
 
@@ -45,7 +47,7 @@ class Pitfall:
 
     @property
     def field(self) -> str:
-        return "ops_per_sec" if self.unit == "ops/s" else "bytes_per_sec"
+        return enginedoc.rate_field("ops" if self.unit == "ops/s" else "bytes")
 
     def describe(self) -> dict:
         """Every parameter, for the run's config (and so its run_params)."""

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from rooftop import enginedoc
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
 from rooftop.engine import DEFAULT_LEASE, EngineError, Group, engine_path, run_engine
 from rooftop.launchers.base import LauncherError, core_sets
@@ -103,7 +104,7 @@ def where_of(doc: dict) -> str:
 
 def _sample(run_id: str, p: Pitfall, s: Setting, i: int, raw: Path, opts: dict, doc: dict | None,
             error: str) -> dict:
-    rate = doc["result"][p.field] if doc else None
+    rate = enginedoc.rate(doc["result"], p.field) if doc else None
     return {"run_id": run_id, "key": f"audit/{p.name}/{s.name}/{i}", "stage": "audit", "metric": p.name,
             "unit": p.unit, "server_nodes": [0], "client_nodes": [0],
             "server_procs": 1 if p.kind == "network" else 0, "client_procs": 1, "x": 1.0, "sample": i,
@@ -128,7 +129,7 @@ def measure_pitfall(store, run_id: str, p: Pitfall, node, opts: dict, say: Calla
             doc, error = None, ""
             try:
                 doc = how(p, s, node, opts, raw)
-                m.rates.append(doc["result"][p.field])
+                m.rates.append(enginedoc.rate(doc["result"], p.field))
                 where = where_of(doc) or where
             except (EngineError, LauncherError) as e:
                 error = m.error = _why(e)
@@ -199,6 +200,6 @@ def rows_of(store, run_id: str) -> list[dict]:
 
 def _where_from_raw(raw: str) -> str:
     try:
-        return where_of(json.loads((Path(raw) / "storage-0.json").read_text()))
+        return where_of(enginedoc.load(Path(raw) / "storage-0.json"))
     except (OSError, ValueError):
         return ""

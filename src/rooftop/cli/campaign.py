@@ -105,7 +105,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     from rooftop.campaign import Runner, SampleFailed
     from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
-    from rooftop.progress import PROGRESS_LOG
+    from rooftop.campaign.progress import PROGRESS_LOG
 
     launcher = make_launcher(cfg["launcher"])
     log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
@@ -158,7 +158,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
 
 def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
     """A campaign expected to take over an hour says so (stderr) before it starts."""
-    from rooftop.progress import expect
+    from rooftop.campaign.progress import expect
 
     warning = expect(cfg, groups, done).warning()
     if warning:
@@ -167,7 +167,7 @@ def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
 
 def _dry_run(runner, cfg: dict, groups) -> int:
     """The exact commands of every placement, then the expected run time."""
-    from rooftop.progress import expect
+    from rooftop.campaign.progress import expect
 
     print("\n".join(runner.dry_run(groups)))
     print(f"# {expect(cfg, groups).line()}")

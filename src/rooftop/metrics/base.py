@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from rooftop import enginedoc
 from rooftop.keys import Key
 
 
@@ -51,7 +52,7 @@ class Metric:
     #: processes per node), only when it is measured.
     check_resolved: Callable[[dict], None] = _no_check
     #: Its aggregate cannot exceed a known link rate: above it (plus the
-    #: tolerance of rooftop.limits) a window is invalid.
+    #: tolerance of rooftop.campaign.limits) a window is invalid.
     link_bound: bool = False
     #: Measured when the config names no metrics (the metrics key's
     #: default); the storage metrics need a directory, so they are not.
@@ -60,7 +61,7 @@ class Metric:
     @property
     def result_field(self) -> str:
         """The engine result's rate field: ops_per_sec or bytes_per_sec."""
-        return f"{self.work}_per_sec"
+        return enginedoc.rate_field(self.work)
 
     def work_per_op(self, result: dict) -> float:
         """Work one operation of an engine result counts."""

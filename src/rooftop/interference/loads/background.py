@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop.campaign import LEASE_FILE
+from rooftop.engine import LEASE_FILE
 from rooftop.engine import terminate
 from rooftop.launchers import Launch
 from rooftop.interference.loads import get
@@ -38,7 +38,7 @@ class Running:
     launches: list[Launch] = field(default_factory=list)
     procs: list = field(default_factory=list)
     marks: list[float] = field(default_factory=list)
-    #: The campaign's leases (rooftop.campaign.Leases): this copy's folder
+    #: The campaign's leases (rooftop.engine.Leases): this copy's folder
     #: holds one its workers watch, so none outlives a killed campaign.
     leases: object = None
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from rooftop.campaign.plan import client_rounds
 from rooftop.stages import Placement, SampleSpec
 
 #: The overheads the expected time adds to warmups and windows, measured
@@ -109,8 +110,6 @@ def expect(cfg: dict, placements: list[Placement], done: set[str] | frozenset = 
     """The expected run time of what is left of a plan (rows in done are
     stored already), as the Runner measures it: a server group per
     placement with something left, then its client rounds."""
-    from rooftop.campaign import client_rounds  # campaign imports this module
-
     x = Expected()
     for pl in placements:
         todo = [s for s in pl.samples if not all(k in done for k in s.row_keys())]

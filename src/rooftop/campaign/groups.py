@@ -1,0 +1,210 @@
+"""Server groups: which metrics one group of servers can serve (their
+arguments merged), a group's lifecycle (Servers: start, wait until ready,
+stop), the groups a dead campaign left, and the servers' own reasons."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from rooftop import enginedoc, metrics
+from rooftop.campaign.processes import SampleFailed
+from rooftop.engine import (LEASE_FILE, TOKEN_FILE, EngineError, NotReady, private_dir, reap, run_engine,
+                            wait_published, write_private, write_token)
+from rooftop.nics import check as nic_check
+from rooftop.stages import Placement
+
+#: Server options two metrics may both give with different values: the
+#: servers get the largest (each is the size of a buffer slot).
+MERGED_BY_MAX = ("--max-size", "--max-msg")
+
+
+def _server_options(args: list[str]) -> dict[str, tuple[str, ...]]:
+    """Engine arguments by option: {"--size": ("--size", "4KiB"), "--fill":
+    ("--fill=false",), "--verbose": ("--verbose",)}."""
+    out: dict[str, tuple[str, ...]] = {}
+    for i, a in enumerate(args):
+        if a.startswith("--") and "=" in a:
+            out[a.split("=", 1)[0]] = (a,)
+        elif a.startswith("--"):
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            out[a] = (a,) if nxt is None or nxt.startswith("--") else (a, nxt)
+    return out
+
+
+def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
+    """The server arguments serving every one of several metrics, or None
+    when two of them give an option different values (MERGED_BY_MAX aside;
+    a flag given as --flag=false differs from --flag=true)."""
+    from rooftop.units import parse_size
+
+    merged: dict[str, tuple[str, ...]] = {}
+    for args in arg_lists:
+        for opt, given in _server_options(args).items():
+            if opt in merged and merged[opt] != given:
+                if opt not in MERGED_BY_MAX:
+                    return None
+                given = (opt, str(max(parse_size(merged[opt][1], opt), parse_size(given[1], opt))))
+            merged[opt] = given
+    return [a for given in merged.values() for a in given]
+
+
+def server_groups(cfg: dict, names: list[str]) -> list[list[str]]:
+    """The measured metrics, grouped so that the metrics of a group can be
+    served by one server group (merge_server_args), in planned order."""
+    def args(m: str) -> list[str]:
+        # A partial config made by hand (a plan's test) may lack a metric's
+        # section: it cannot ask for servers of its own then.
+        return metrics.get(m).server_args(cfg) if m in cfg else []
+
+    groups: list[list[str]] = []
+    for name in names:
+        for g in groups:
+            if merge_server_args([args(m) for m in (*g, name)]) is not None:
+                g.append(name)
+                break
+        else:
+            groups.append([name])
+    return groups
+
+
+def stop_stale_groups(run_dir: Path, wait: float = 5.0) -> list[Path]:
+    """Servers (and clients) of a campaign that died: their lease files are
+    removed, so they stop at their next check (0.2 s); waits until their
+    address files are withdrawn. Returns the group folders still holding one."""
+    stale = [p.parent for p in (run_dir / "groups").glob(f"*/{LEASE_FILE}")]
+    for gdir in stale:
+        (gdir / LEASE_FILE).unlink(missing_ok=True)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any(any(g.glob("*.addr")) for g in stale):
+        time.sleep(0.05)
+    if stale:  # its clients too (connecting or at a barrier: the engine's lease watchdog, 1.2 s)
+        time.sleep(1.5)
+    return [g for g in stale if any(g.glob("*.addr"))]
+
+
+@dataclass
+class ServerGroup:
+    """The running servers of a placement: their private folder (address,
+    token and lease files) and processes."""
+
+    placement: Placement
+    gdir: Path
+    procs: list[subprocess.Popen]
+
+    @property
+    def nservers(self) -> int:
+        return len(self.placement.server_nodes) * self.placement.servers_per_node
+
+
+class Servers:
+    """The server-group lifecycle: start a placement's servers, wait until
+    each is ready, stop them (shutdown RPC, then kill what is left)."""
+
+    def __init__(self, runner):
+        self.r = runner
+
+    def start(self, placement: Placement) -> ServerGroup:
+        r = self.r
+        # Private (0700 directories, 0600 files): another user of a shared
+        # file system can neither read the token nor find the servers.
+        private_dir(r.run_dir / "groups")
+        gdir = private_dir(r.run_dir / "groups" /
+                           f"{placement.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
+        write_token(gdir, r.token)
+        r.leases.add(gdir)
+        launches = r.commands.server_launches(placement, gdir)
+        procs = []
+        for i, launch in enumerate(launches):
+            r.log("start: " + shlex.join(launch.argv))
+            log = write_private(gdir / f"launch-{i}.log", "")
+            procs.append(r.procs.start(launch, log))
+        group = ServerGroup(placement, gdir, procs)
+        self._wait_ready(gdir, launches, procs, group.nservers)
+        return group
+
+    def _wait_ready(self, gdir: Path, launches, procs, nservers: int) -> None:
+        started = [(p, launch.ranks, gdir / f"launch-{i}.log")
+                   for i, (launch, p) in enumerate(zip(launches, procs))]
+        try:
+            wait_published(gdir, started, self.r.cfg["engine"]["timeout"] + 10)
+        except NotReady as e:
+            if e.index is None:
+                raise SampleFailed(str(e)) from None
+            raise SampleFailed(nic_check.early_exit(launches[e.index], e.missing, e.returncode,
+                                                    e.log)) from None
+        # No separate ping: a server publishes its address only once its
+        # endpoint is up and its receives are posted, and every client's
+        # hello checks that it answers (a silent one fails the samples,
+        # named, within engine.timeout). A ping process would cost a
+        # libfabric start-up per group (0.35 s with Debian's build).
+        wrong_nic = nic_check.server_errors(self.r.cfg, gdir, launches)
+        if wrong_nic:
+            raise SampleFailed("; ".join(wrong_nic[:5]))
+
+    def stop(self, group: ServerGroup) -> None:
+        r, gdir = self.r, group.gdir
+
+        def shutdown(rank: int):
+            try:
+                run_engine(["shutdown", *r.commands.fabric_args(), "--group-dir", str(gdir), "--rank",
+                            str(rank), "--token-file", str(gdir / TOKEN_FILE), "--timeout", "5"],
+                           timeout=20)
+            except EngineError:
+                pass  # killed below if it does not stop
+
+        live = [k for k in range(group.nservers) if (gdir / f"{k}.addr").exists()]
+        if live:
+            with ThreadPoolExecutor(max_workers=min(8, len(live))) as pool:
+                list(pool.map(shutdown, live))
+        reap(group.procs, 10)
+        r.leases.drop(gdir)
+        (gdir / TOKEN_FILE).unlink(missing_ok=True)  # no secret left on disk once they stopped
+        r.procs.forget_finished()
+
+
+def server_reasons(gdir: Path) -> tuple[list[str], list[str]]:
+    """What a group's servers said about why they stopped or failed, in the
+    documents of those that exited (result.stop_reason) and on stderr (their
+    launch logs): (lapsed leases, storage errors)."""
+    lapsed, storage = [], []
+    for doc in sorted(gdir.glob("server-*.json")):
+        try:
+            why = (enginedoc.load(doc).get("result") or {}).get("stop_reason") or ""
+        except (OSError, ValueError, AttributeError):
+            continue
+        if why.startswith("lease file "):
+            lapsed.append(why)
+    for log in sorted(gdir.glob("launch-*.log")):
+        try:
+            lines = log.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            said = line.split("rooftop-engine: ", 1)[-1].strip()
+            if said.startswith("lease file "):
+                lapsed.append(said)
+            elif said.startswith("storage error: "):
+                storage.append(said[len("storage error: "):])
+    return list(dict.fromkeys(lapsed)), list(dict.fromkeys(storage))
+
+
+def name_server_reasons(gdir: Path, errors: dict[int, str], lease_s: float) -> None:
+    """Client errors that only see a symptom (no address file, storage_error)
+    get the servers' own reason: a lapsed lease, or the storage call that
+    failed (ENOSPC, its path)."""
+    if not errors:
+        return
+    lapsed, storage = server_reasons(gdir)
+    for r, why in errors.items():
+        if lapsed:
+            why = (f"lease lapsed: the servers stopped, as this campaign did not renew their lease for "
+                   f"engine.lease = {lease_s:g} s (it was stopped, e.g. SIGSTOP, or starved of CPU); {why}")
+        if storage and "storage_error" in why:
+            why += f" [server: {'; '.join(storage[:3])}]"
+        errors[r] = why

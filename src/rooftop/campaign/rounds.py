@@ -1,0 +1,232 @@
+"""One client round measured against a running server group
+(RoundMeasurer), and the emulation its nodes ran under (EmulationWatch)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+from rooftop import emulation, samplers
+from rooftop.campaign import progress, windows
+from rooftop.campaign.groups import ServerGroup, name_server_reasons
+from rooftop.campaign.plan import ClientRound
+from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
+from rooftop.campaign.rows import Rows
+from rooftop.engine import reap
+from rooftop import enginedoc
+from rooftop.enginedoc import full_windows, unusable, windows_of
+from rooftop.launchers import on_this_machine
+from rooftop.nics import check as nic_check
+from rooftop.stages import Placement, SampleSpec
+
+
+class EmulationWatch:
+    """The emulation a round's nodes ran under (rooftop.emulation): read
+    before the round, once every client has measured a window (from the
+    window follower's thread) and at the end. Each row records its nodes'
+    emulation after its window; a window whose nodes changed during it, or
+    differ from the run's, is invalid with the difference as its reason.
+    Off the emulated cluster: nothing read, nothing recorded."""
+
+    def __init__(self, runner, placement: Placement, rnd: ClientRound):
+        used = set(placement.server_nodes) | {c for sp in rnd.specs for c in sp.client_nodes}
+        self.nodes = [runner.nodes[i] for i in sorted(used)]
+        self.cfg_nodes = runner.cfg.get("nodes") or []
+        self.physical = emulation.physical_cores(runner.cfg)
+        self.on = any((n.emulation or {}).get("netns") for n in self.nodes)
+        self.reads: list[dict] = [emulation.read(self.nodes)] if self.on else []
+        self.index = {id(sp): w for w, sp in enumerate(rnd.specs)}
+
+    def window_done(self, w: int) -> None:
+        if self.on and len(self.reads) == w + 1:
+            self.reads.append(emulation.read(self.nodes))
+
+    def mark(self, rows: list[tuple[SampleSpec, dict]]) -> list[tuple[SampleSpec, dict]]:
+        if not self.on:
+            return rows
+        end = emulation.read(self.nodes)
+        for sp, row in rows:
+            w = self.index.get(id(sp), 0)
+            before = self.reads[w] if w < len(self.reads) else self.reads[-1]
+            after = self.reads[w + 1] if w + 1 < len(self.reads) else end
+            mine = [str(i) for i in (*row["server_nodes"], *row["client_nodes"])]
+            row["emulation"] = json.dumps({i: after[i] for i in mine if i in after}, sort_keys=True)
+            if row["status"] == "failed":
+                continue
+            changed = emulation.between(before, after, mine)
+            other = emulation.against_run({i: after[i] for i in mine if i in after}, self.cfg_nodes,
+                                          self.physical) if not changed else []
+            why = (f"the emulated cluster changed during the window: {'; '.join(changed[:3])}" if changed
+                   else f"{emulation.OTHER}: {'; '.join(other[:3])}" if other
+                   else "")
+            if why:
+                row["status"] = "invalid"
+                row["error"] = why + (f" | {row['error']}" if row.get("error") else "")
+        return rows
+
+
+class RoundMeasurer:
+    """Measures one client round against a running server group: starts its
+    clients (with the samplers), waits for them, reads their documents and
+    makes one row per window (and pair); on Ctrl-C, the rows of the windows
+    measured in full."""
+
+    def __init__(self, runner):
+        self.r = runner
+
+    def measure(self, group: ServerGroup, rnd: ClientRound, attempt: int) -> list[tuple[SampleSpec, dict]]:
+        r, spec = self.r, rnd.first
+        sdir = self._folder(rnd, attempt)
+        launches = r.commands.client_launches(group.placement, spec, group.gdir, sdir, len(rnd.specs))
+        watch = EmulationWatch(r, group.placement, rnd)  # the emulated cluster, read per window
+        running = samplers.start_all(r, group.placement, spec)  # e.g. CPU others use meanwhile
+        procs = []
+        for i, launch in enumerate(launches):
+            r.log("start: " + shlex.join(launch.argv))
+            procs.append(r.procs.start(launch, sdir / f"launch-{i}.log"))
+        e = r.cfg["engine"]
+        limit = (spec.duration * len(rnd.specs) + spec.warmup + e.get("settle", 0.0) + e["start_lead"]
+                 + e.get("barrier_timeout", 60.0)
+                 + 2 * e["timeout"] + 30)
+        nclients = sum(len(l.ranks) for l in launches)
+        try:  # the bars advance as every client finishes a window (rooftop.campaign.progress)
+            with progress.WindowFollower(sdir, nclients, len(rnd.specs),
+                                         lambda w: (watch.window_done(w), r.on_window(rnd.specs[w]))):
+                killed = reap(procs, limit, grace=e["timeout"] + 5)
+        except KeyboardInterrupt:
+            samplers.stop_all(running)
+            self._store_series(rnd, running)
+            raise RoundInterrupted(watch.mark(self._cut(group, rnd, launches, procs, sdir, attempt))) from None
+        sampled = samplers.stop_all(running)
+        self._store_series(rnd, running)
+        r.procs.forget_finished()
+        results, errors = self._read_clients(launches, procs, killed, sdir, limit)
+        name_server_reasons(group.gdir, errors, r.leases.period)
+        return watch.mark(self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled))
+
+    def _store_series(self, rnd: ClientRound, running: dict) -> None:
+        """The round's time series (series samplers), saved at once; a
+        sampler that recorded nothing says why, once per campaign."""
+        from rooftop.store import StoreError
+
+        rows = samplers.series_rows(running)
+        if any(rows.values()):
+            try:
+                self.r.store.add_series(self.r.run_id, rnd.folder, rows)
+            except StoreError as e:  # the round's samples come first: their store says what is lost
+                print(f"rooftop: the time series of round {rnd.folder} were not stored: {e}", file=sys.stderr)
+        for note in samplers.notes(running):
+            if note not in self.r.said:
+                self.r.said.add(note)
+                print(f"rooftop: sampler {note}", file=sys.stderr)
+
+    def _folder(self, rnd: ClientRound, attempt: int) -> Path:
+        """The round's raw folder, emptied of an earlier attempt's client
+        documents (an invalid attempt's stay on record under attempt-N) and
+        window logs (they would advance the bars before this attempt has
+        measured anything), with round.json: which window is which sample
+        (for rooftop doctor)."""
+        sdir = self.r.run_dir / "raw" / rnd.folder
+        sdir.mkdir(parents=True, exist_ok=True)
+        for old in sdir.glob(progress.WINDOW_LOG.format(rank="*")):
+            old.unlink()
+        keep = sdir / f"attempt-{attempt - 1}"
+        earlier = list(sdir.glob("client-*.json"))
+        if earlier and attempt == 1:
+            # An earlier session's documents (a resumed run): never overwritten.
+            # They were ingested at the start (recover.recover_run); they stay
+            # the record of the rows stored from them, under earlier-N.
+            n = 1 + max([int(p.name[8:]) for p in sdir.glob("earlier-*") if p.name[8:].isdigit()] or [0])
+            keep = sdir / f"earlier-{n}"
+            earlier += [f for f in (sdir / "round.json",) if f.exists()]
+        for old in earlier:
+            keep.mkdir(exist_ok=True)
+            old.rename(keep / old.name)
+        if earlier and attempt == 1:
+            self.r.store.moved_documents(self.r.run_id, sdir, keep)
+        (sdir / "round.json").write_text(json.dumps({"keys": rnd.row_keys()}))
+        return sdir
+
+    def _rows(self, group: ServerGroup, rnd: ClientRound, launches, results, errors, sdir, attempt,
+              measured_only: bool = False, sampled: dict | None = None) -> list[tuple[SampleSpec, dict]]:
+        """One row per window (and pair). measured_only: only the rows of
+        windows every client of the row measured in full. sampled: each
+        sampler's value over the round (None: not sampled)."""
+        r = self.r
+        same_clock = on_this_machine(r.launcher.name) or len({l.node.host for l in launches}) == 1
+        starts = {k: res["measure_start_s"] for k, res in results.items()}
+        offs = windows.offsets(starts, same_clock)
+        nclients = sum(len(l.ranks) for l in launches)
+        out = []
+        for w, sp in enumerate(rnd.specs):
+            for part in Rows.parts(group.placement, sp, group.nservers, nclients):
+                if measured_only and not all(k in results and len(windows_of(results[k])) > w
+                                             for k in part[4]):
+                    continue
+                row = r.rows.row(sp, part, w, results, errors, offs, sdir)
+                row["attempt"] = attempt
+                row.update(sampled or {s.name: None for s in samplers.SAMPLERS})
+                out.append((sp, row))
+        return out
+
+    def _cut(self, group: ServerGroup, rnd: ClientRound, launches, procs, sdir, attempt) -> list:
+        """Ctrl-C during a round: stops its clients (each writes what it
+        measured), reads them and returns the rows of the full windows.
+        Further signals wait until then (a few seconds at most)."""
+        rows: list = []
+        try:
+            with _signals_deferred():
+                for p in procs:
+                    try:
+                        os.killpg(p.pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+                killed = reap(procs, 10)
+                self.r.procs.forget_finished()
+                results, errors = self._read_clients(launches, procs, killed, sdir, 10, cut=True)
+                rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, measured_only=True)
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: the round is stopped anyway
+        return rows
+
+    def _read_clients(self, launches, procs, killed, sdir: Path, limit: float,
+                      cut: bool = False) -> tuple[dict, dict]:
+        """Every client's result (rank -> result), and why the others have none.
+        cut: the clients were stopped; their results keep only the windows
+        they measured in full (result.full_windows; an older engine: none)."""
+        errors: dict[int, str] = {}
+        node_of = {r: l.node for l in launches for r in l.ranks}
+        for launch, p in zip(launches, procs):
+            if p in killed:
+                for r in launch.ranks:
+                    errors[r] = f"clients on node {launch.node.index} did not finish within {limit:g} s"
+        results, docs = {}, {}
+        for r in sorted(node_of):
+            if r in errors:
+                continue
+            try:
+                docs[r] = enginedoc.load(sdir / f"client-{r}.json")
+            except (OSError, json.JSONDecodeError):
+                logs = [(sdir / f"launch-{i}.log") for i in range(len(launches))]
+                log = "; ".join(l.read_text().strip()[-400:] for l in logs if l.exists())
+                errors[r] = f"client rank {r}: no result ({log or 'no output'})"
+                continue
+            why = unusable(docs[r], cut)
+            if why:
+                errors[r] = f"client rank {r}: {why}"
+                continue
+            results[r] = docs[r]["result"] if not cut else full_windows(docs[r])["result"]
+        for r, why in nic_check.client_errors(self.r.cfg, launches, sdir).items():
+            if errors.setdefault(r, why) == why:  # measured, but not on what was asked
+                results.pop(r, None)
+        if any("start barrier" in m for m in errors.values()):  # name whom it waited for
+            never = [r for r in sorted(node_of)
+                     if not ((docs.get(r) or {}).get("result") or {}).get("barrier", {}).get("ready_s")]
+            who = ", ".join(f"rank {r} on node {node_of[r].index} ({node_of[r].host})" for r in never[:8])
+            for r in errors:
+                errors[r] += f" [start barrier: never ready: {who or 'unknown'}]"
+        return results, errors
