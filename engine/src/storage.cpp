@@ -242,8 +242,11 @@ Store::Store(Config c) : c_(std::move(c)) {
   if ((c_.open_flags & O_DIRECT) && !direct_honoured_)
     throw UsageError("--io-mode " + c_.io_mode + ": " + where(fs_, c_.dir) +
                      " does not honour O_DIRECT (the data would stay in the page cache)");
-  const std::string suffix = c_.meta_layout == "shared" ? "" : "." + std::to_string(c_.rank);
-  meta_dir_ = c_.dir + "/rooftop-meta" + suffix;
+  meta_dir_ = c_.dir + "/rooftop-meta";
+  if (c_.meta_layout != "shared") {
+    meta_dir_ += '.';
+    meta_dir_ += std::to_string(c_.rank);
+  }
   if (!c_.data) return;
   path_ = c_.dir + "/rooftop-data." + (c_.file_layout == "shared" ? std::string("shared") : std::to_string(c_.rank));
   open_data();

@@ -26,8 +26,12 @@ OptSpec storage_op_option() {
   std::string choices, help;
   for (const ops::Op* op : ops::table()) {
     if (!op->has(ops::kStorage)) continue;
-    choices += (choices.empty() ? "" : "|") + std::string(op->name);
-    help += (help.empty() ? "" : "; ") + std::string(op->name) + ": " + op->help;
+    if (!choices.empty()) choices += '|';
+    choices += op->name;
+    if (!help.empty()) help += "; ";
+    help += op->name;
+    help += ": ";
+    help += op->help;
   }
   return {"op", OptKind::Choice, choices.substr(0, choices.find('|')), help + " (here: in-process)", choices};
 }

@@ -86,7 +86,10 @@ std::string cpu_list_string(const std::vector<int>& cpus) {
     while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) j++;
     if (!s.empty()) s += ',';
     s += std::to_string(cpus[i]);
-    if (j > i) s += "-" + std::to_string(cpus[j]);
+    if (j > i) {
+      s += '-';
+      s += std::to_string(cpus[j]);
+    }
     i = j + 1;
   }
   return s;

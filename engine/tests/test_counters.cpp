@@ -95,8 +95,12 @@ TEST(WireTypes, EveryTypeRoundTrips) {
       EXPECT_EQ(m.type, t.type);
       EXPECT_EQ(m.response, response);
       EXPECT_EQ(m.h.req_id, 11u);
-      if (response && t.resp_bytes) EXPECT_EQ(m.bytes, 77u);
-      if (response && !t.resp_bytes) EXPECT_EQ(m.bytes, 0u);
+      if (response && t.resp_bytes) {
+        EXPECT_EQ(m.bytes, 77u);
+      }
+      if (response && !t.resp_bytes) {
+        EXPECT_EQ(m.bytes, 0u);
+      }
     }
   }
 }

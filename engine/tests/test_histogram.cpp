@@ -280,7 +280,9 @@ TEST(HistogramBins, CoarseBinsKeepCountsAndCoverValues) {
   for (size_t i = 0; i < bins.size(); i++) {
     EXPECT_LT(bins[i].low, bins[i].high);
     EXPECT_GT(bins[i].count, 0u);
-    if (i) EXPECT_LE(bins[i - 1].high, bins[i].low);
+    if (i) {
+      EXPECT_LE(bins[i - 1].high, bins[i].low);
+    }
     total += bins[i].count;
   }
   EXPECT_EQ(total, h.count());
@@ -294,7 +296,10 @@ TEST(HistogramBins, CoarseBinsKeepCountsAndCoverValues) {
   double octaves = std::log2(static_cast<double>(h.max()) / 1000.0) + 1;
   EXPECT_LE(bins.size(), static_cast<size_t>(16 * octaves + 16));
   // Each bin of large values is at most ~1/16 octave wide (plus one fine bucket).
-  for (auto& b : bins)
-    if (b.low >= 1024) EXPECT_LE(static_cast<double>(b.high) / b.low, std::pow(2.0, 1.0 / 16) * 1.01);
+  for (auto& b : bins) {
+    if (b.low >= 1024) {
+      EXPECT_LE(static_cast<double>(b.high) / b.low, std::pow(2.0, 1.0 / 16) * 1.01);
+    }
+  }
   EXPECT_TRUE(Histogram().bins().empty());
 }

@@ -236,8 +236,9 @@ TEST(OpTable, EveryOperationIsComplete) {
     // A storage operation has an io hook, run before or after its RMA if it moves data.
     EXPECT_EQ(op->has(ops::kStorage), op->server.io != nullptr);
     EXPECT_EQ(op->has(ops::kStorage), op->server.io_when != ops::IoWhen::None);
-    if (op->has(ops::kStorage))
+    if (op->has(ops::kStorage)) {
       EXPECT_EQ(op->has(ops::kMovesBulk), op->server.io_when != ops::IoWhen::Alone) << op->name;
+    }
     EXPECT_EQ(ops::find(op->name), op);
     EXPECT_LT(ops::index_of(*op), ops::table().size());
     // Its counter is not one of the server's own.
@@ -254,7 +255,8 @@ TEST(OpTable, OpOptionListsEveryOperationWithItsHelp) {
   EXPECT_EQ(o.def, ops::table().front()->name);
   std::string choices;
   for (const Op* op : ops::table()) {
-    choices += (choices.empty() ? "" : "|") + std::string(op->name);
+    if (!choices.empty()) choices += '|';
+    choices += op->name;
     EXPECT_TRUE(contains(o.help, std::string(op->name) + ": " + op->help)) << o.help;
   }
   EXPECT_EQ(o.choices, choices);
@@ -284,8 +286,11 @@ TEST(OpTable, OptionsAreListedOnceAndAgreeBetweenOperations) {
           }
     }
   // "{ops}" names the operations taking the option.
-  for (const OptSpec& s : ops::options(ops::Place::AfterOp))
-    if (s.name == "size") EXPECT_EQ(s.help, "bytes per bulk operation (read/write/put/get)");
+  for (const OptSpec& s : ops::options(ops::Place::AfterOp)) {
+    if (s.name == "size") {
+      EXPECT_EQ(s.help, "bytes per bulk operation (read/write/put/get)");
+    }
+  }
 }
 
 TEST(OpTable, LoadHelpOfTheBuiltEngineListsEveryOperation) {
