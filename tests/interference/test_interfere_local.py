@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from hung import finish
 from test_background_loads import processes_mentioning
 
 QUICK = ["--metrics", "rpc", "--samples", "2", "--duration", "0.4", "--warmup", "0.3", "--load-warmup", "0.5"]
@@ -171,7 +172,7 @@ def test_ctrl_c_leaves_no_load_behind(kind, knobs, tmp_path):
         time.sleep(0.3)
     finally:
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        out, err = finish(p, 60)
     assert p.returncode == 130, err
     assert processes_mentioning(str(tmp_path)) == [], f"left behind after Ctrl-C: {err[-800:]}"
     db = sqlite3.connect(tmp_path / "rooftop.db")

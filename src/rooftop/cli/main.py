@@ -4,6 +4,7 @@ added from its family's module, signal handling, and main()."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import signal
 import sys
 
@@ -128,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     signal.signal(signal.SIGTERM, stop_on_signal)  # stop like Ctrl-C: clean up, keep samples
     signal.signal(signal.SIGHUP, stop_on_signal)  # a closed terminal, too
+    # A command that seems stuck: 'kill -USR1 PID' prints where each of its
+    # threads is (to stderr) and lets it go on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         return args.func(args)
     except ConfigError as e:
