@@ -30,9 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 try:
     import rooftop  # noqa: F401  (installed: .venv/bin/python)
@@ -63,8 +64,9 @@ def log(msg: str) -> None:
     print(f"[{stamp}] {msg}", file=sys.stderr, flush=True)
 
 
-def spawn(cmd: list[str], *, stdout: Path | None = None, stderr: Path | None = None,
-          env: dict | None = None) -> subprocess.Popen:
+def spawn(
+    cmd: list[str], *, stdout: Path | None = None, stderr: Path | None = None, env: dict | None = None
+) -> subprocess.Popen:
     """Start cmd with stdout/stderr going to files (None: discarded; stderr None with
     stdout set: merged into stdout's file)."""
     out = open(stdout, "w") if stdout is not None else subprocess.DEVNULL
@@ -115,6 +117,7 @@ def _on_signal(signum, _frame):
 # --------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------
+
 
 def pinned(cmd: list[str], cpu: str) -> list[str]:
     return ["taskset", "-c", cpu] + cmd
@@ -180,12 +183,13 @@ def read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise BenchError(f"cannot read {path.name}: {e}")
+        raise BenchError(f"cannot read {path.name}: {e}") from None
 
 
 # --------------------------------------------------------------------------
 # runners: each returns a dict of its figures (rates in ops/s or bytes/s) plus details
 # --------------------------------------------------------------------------
+
 
 @dataclass
 class Cfg:
@@ -194,7 +198,7 @@ class Cfg:
     client_cpu: str
     duration: float
     warmup: float
-    ref_seconds: float        # target length of reference runs
+    ref_seconds: float  # target length of reference runs
     idle_seconds: float
     msg_size: int
     bulk_size: int
@@ -208,9 +212,22 @@ class Engine:
         self.cfg = cfg
 
     def _start_server(self, gdir: Path, fabric: str, progress: str) -> subprocess.Popen:
-        cmd = [self.cfg.engine, "serve", "--fabric", fabric, "--progress", progress,
-               "--group-dir", str(gdir), "--rank", "0", "--cpus", self.cfg.server_cpu,
-               "--output", str(gdir / "server.json")]
+        cmd = [
+            self.cfg.engine,
+            "serve",
+            "--fabric",
+            fabric,
+            "--progress",
+            progress,
+            "--group-dir",
+            str(gdir),
+            "--rank",
+            "0",
+            "--cpus",
+            self.cfg.server_cpu,
+            "--output",
+            str(gdir / "server.json"),
+        ]
         p = spawn(cmd, stdout=gdir / "server.stdout", stderr=gdir / "server.stderr")
         try:
             wait_published(gdir, [(p, [0], gdir / "server.stderr")], 15, own_pid=True)
@@ -228,8 +245,16 @@ class Engine:
             raise BenchError(f"engine server rc {rc}, complete={doc.get('complete')}, errors={doc.get('errors')}")
         return doc
 
-    def run(self, fabric: str, *, server_progress: str = "busy", op: str = "noop",
-            size: int | None = None, buffer: str | None = None, nclients: int = 1) -> dict:
+    def run(
+        self,
+        fabric: str,
+        *,
+        server_progress: str = "busy",
+        op: str = "noop",
+        size: int | None = None,
+        buffer: str | None = None,
+        nclients: int = 1,
+    ) -> dict:
         c = self.cfg
         gdir = Path(tempfile.mkdtemp(prefix="rooftop-bench-"))
         srv = None
@@ -237,10 +262,30 @@ class Engine:
         try:
             srv = self._start_server(gdir, fabric, server_progress)
             for i in range(nclients):
-                cmd = [c.engine, "load", "--fabric", fabric, "--group-dir", str(gdir),
-                       "--rank", str(i), "--server", "0", "--op", op, "--progress", "busy",
-                       "--duration", str(c.duration), "--warmup", str(c.warmup),
-                       "--cpus", c.client_cpu, "--output", str(gdir / f"client{i}.json")]
+                cmd = [
+                    c.engine,
+                    "load",
+                    "--fabric",
+                    fabric,
+                    "--group-dir",
+                    str(gdir),
+                    "--rank",
+                    str(i),
+                    "--server",
+                    "0",
+                    "--op",
+                    op,
+                    "--progress",
+                    "busy",
+                    "--duration",
+                    str(c.duration),
+                    "--warmup",
+                    str(c.warmup),
+                    "--cpus",
+                    c.client_cpu,
+                    "--output",
+                    str(gdir / f"client{i}.json"),
+                ]
                 if size is not None:
                     cmd += ["--size", str(size)]
                 if buffer is not None:
@@ -270,8 +315,10 @@ class Engine:
                 "server_cpu_utilization": sdoc["result"]["cpu"]["utilization"],
                 "server_progress": sdoc["engine"]["progress"],
                 "provider": docs[0]["engine"].get("provider"),
-                "cores_used": {"server": sdoc["environment"].get("cores_used"),
-                               "clients": [d["environment"].get("cores_used") for d in docs]},
+                "cores_used": {
+                    "server": sdoc["environment"].get("cores_used"),
+                    "clients": [d["environment"].get("cores_used") for d in docs],
+                },
             }
         finally:
             for p in clients:
@@ -289,17 +336,20 @@ class Engine:
             sdoc = self._stop_server(gdir, srv)
             srv = None
             r = sdoc["result"]
-            return {"cpu_utilization": r["cpu"]["utilization"], "elapsed_s": r["elapsed_s"],
-                    "user_s": r["cpu"]["user_s"], "sys_s": r["cpu"]["sys_s"],
-                    "progress": sdoc["engine"]["progress"]}
+            return {
+                "cpu_utilization": r["cpu"]["utilization"],
+                "elapsed_s": r["elapsed_s"],
+                "user_s": r["cpu"]["user_s"],
+                "sys_s": r["cpu"]["sys_s"],
+                "progress": sdoc["engine"]["progress"],
+            }
         finally:
             if srv is not None:
                 kill(srv)
             shutil.rmtree(gdir, ignore_errors=True)
 
 
-_FPP_LINE = re.compile(
-    r"^\s*(\d+)\s+(\S+)\s+=?(\S+)\s+(\S+)\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
+_FPP_LINE = re.compile(r"^\s*(\d+)\s+(\S+)\s+=?(\S+)\s+(\S+)\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
 
 
 class FiPingpong:
@@ -307,7 +357,7 @@ class FiPingpong:
 
     def __init__(self, cfg: Cfg, provider: str, address: str, first_rate: float) -> None:
         self.cfg, self.provider, self.address = cfg, provider, address
-        self.rate_estimate = first_rate   # round trips/s, used to size -I for ~ref_seconds
+        self.rate_estimate = first_rate  # round trips/s, used to size -I for ~ref_seconds
 
     def run(self) -> dict:
         c = self.cfg
@@ -321,11 +371,15 @@ class FiPingpong:
                 wait_listen(port, srv, 10, "fi_pingpong")
                 limit = 20 + 4 * iters / max(self.rate_estimate, 1.0)
                 try:
-                    cp = subprocess.run(pinned(base + ["-P", str(port), self.address], c.client_cpu),
-                                        stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                        timeout=limit)
+                    cp = subprocess.run(
+                        pinned(base + ["-P", str(port), self.address], c.client_cpu),
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        text=True,
+                        timeout=limit,
+                    )
                 except subprocess.TimeoutExpired:
-                    raise BenchError(f"fi_pingpong client timed out after {limit:.0f}s")
+                    raise BenchError(f"fi_pingpong client timed out after {limit:.0f}s") from None
                 srv_rc = reap(srv, 15) if cp.returncode == 0 else None
             finally:
                 kill(srv)
@@ -341,10 +395,14 @@ class FiPingpong:
                     raise BenchError(f"fi_pingpong reported zero time: {ln.strip()}")
                 rate = iters / t
                 self.rate_estimate = rate
-                return {"round_trips_per_sec": rate, "iterations": iters, "time_s": t,
-                        "usec_per_xfer": usec_per_xfer,
-                        "round_trips_per_sec_from_usec_per_xfer": 1e6 / (2 * usec_per_xfer) if usec_per_xfer else None,
-                        "line": ln.strip()}
+                return {
+                    "round_trips_per_sec": rate,
+                    "iterations": iters,
+                    "time_s": t,
+                    "usec_per_xfer": usec_per_xfer,
+                    "round_trips_per_sec_from_usec_per_xfer": 1e6 / (2 * usec_per_xfer) if usec_per_xfer else None,
+                    "line": ln.strip(),
+                }
         raise BenchError(f"fi_pingpong output not understood: {cp.stdout.strip()[-300:]}")
 
 
@@ -360,27 +418,49 @@ class Iperf3:
         try:
             wait_listen(port, srv, 10, "iperf3")
             try:
-                cp = subprocess.run(pinned(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-l", "1M",
-                                            "-t", str(t), "-A", f"{c.client_cpu},{c.server_cpu}", "-J"],
-                                           c.client_cpu),
-                                    stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=t + 30)
+                cp = subprocess.run(
+                    pinned(
+                        [
+                            "iperf3",
+                            "-c",
+                            "127.0.0.1",
+                            "-p",
+                            str(port),
+                            "-l",
+                            "1M",
+                            "-t",
+                            str(t),
+                            "-A",
+                            f"{c.client_cpu},{c.server_cpu}",
+                            "-J",
+                        ],
+                        c.client_cpu,
+                    ),
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=t + 30,
+                )
             except subprocess.TimeoutExpired:
-                raise BenchError("iperf3 client timed out")
+                raise BenchError("iperf3 client timed out") from None
             reap(srv, 15)
         finally:
             kill(srv)
         try:
             doc = json.loads(cp.stdout)
         except ValueError:
-            raise BenchError(f"iperf3 rc {cp.returncode}, no JSON: {(cp.stderr or cp.stdout).strip()[-300:]}")
+            raise BenchError(f"iperf3 rc {cp.returncode}, no JSON: {(cp.stderr or cp.stdout).strip()[-300:]}") from None
         if "error" in doc:
             raise BenchError(f"iperf3: {doc['error']}")
         try:
             bps = doc["end"]["sum_received"]["bits_per_second"] / 8.0
         except (KeyError, TypeError):
-            raise BenchError("iperf3 JSON lacks end.sum_received.bits_per_second")
-        return {"bytes_per_sec": bps, "seconds": t,
-                "cpu_utilization_percent": doc["end"].get("cpu_utilization_percent")}
+            raise BenchError("iperf3 JSON lacks end.sum_received.bits_per_second") from None
+        return {
+            "bytes_per_sec": bps,
+            "seconds": t,
+            "cpu_utilization_percent": doc["end"].get("cpu_utilization_percent"),
+        }
 
 
 _UCX_LINE = re.compile(r"^\s*(?:\S+:)?\s*(\d+)\s+" + r"\s+".join([r"([\d.]+)"] * 7) + r"\s*$")
@@ -407,13 +487,32 @@ class UcxPerftest:
                 wait_listen(port, srv, 10, "ucx_perftest")
                 limit = 20 + 4 * (iters + warm) / self.rate_estimate
                 try:
-                    cp = subprocess.run(pinned(["ucx_perftest", "127.0.0.1", "-p", str(port), "-t", "tag_bw",
-                                                "-s", str(size), "-n", str(iters), "-w", str(warm)],
-                                               c.client_cpu),
-                                        stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                        timeout=limit, env=env)
+                    cp = subprocess.run(
+                        pinned(
+                            [
+                                "ucx_perftest",
+                                "127.0.0.1",
+                                "-p",
+                                str(port),
+                                "-t",
+                                "tag_bw",
+                                "-s",
+                                str(size),
+                                "-n",
+                                str(iters),
+                                "-w",
+                                str(warm),
+                            ],
+                            c.client_cpu,
+                        ),
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        text=True,
+                        timeout=limit,
+                        env=env,
+                    )
                 except subprocess.TimeoutExpired:
-                    raise BenchError(f"ucx_perftest client timed out after {limit:.0f}s")
+                    raise BenchError(f"ucx_perftest client timed out after {limit:.0f}s") from None
                 srv_rc = reap(srv, 15) if cp.returncode == 0 else None
             finally:
                 kill(srv)
@@ -424,7 +523,7 @@ class UcxPerftest:
         for ln in cp.stdout.splitlines():
             m = _UCX_LINE.match(ln)
             if m:
-                final = m          # the last numeric line is the final one
+                final = m  # the last numeric line is the final one
         if final is None or "bandwidth (MB/s)" not in cp.stdout:
             raise BenchError(f"ucx_perftest output not understood: {cp.stdout.strip()[-300:]}")
         n = int(final.group(1))
@@ -439,42 +538,52 @@ class UcxPerftest:
         elif abs(bw_overall - mb) <= 0.02 * mb:
             unit = 1e6
         else:
-            raise BenchError(f"ucx_perftest bandwidth {bw_overall} matches neither MiB/s ({mib:.1f}) "
-                             f"nor MB/s ({mb:.1f}) from overhead {lat_overall_us} us")
+            raise BenchError(
+                f"ucx_perftest bandwidth {bw_overall} matches neither MiB/s ({mib:.1f}) "
+                f"nor MB/s ({mb:.1f}) from overhead {lat_overall_us} us"
+            )
         if msg_overall > 0:
             self.rate_estimate = msg_overall
-        return {"bytes_per_sec": bw_overall * unit, "printed_MBps_overall": bw_overall,
-                "printed_unit_bytes": unit, "iterations": n, "warmup_iterations": warm,
-                "overhead_us_overall": lat_overall_us, "msg_per_sec_overall": msg_overall}
+        return {
+            "bytes_per_sec": bw_overall * unit,
+            "printed_MBps_overall": bw_overall,
+            "printed_unit_bytes": unit,
+            "iterations": n,
+            "warmup_iterations": warm,
+            "overhead_us_overall": lat_overall_us,
+            "msg_per_sec_overall": msg_overall,
+        }
 
 
 # --------------------------------------------------------------------------
 # rows and the alternating schedule
 # --------------------------------------------------------------------------
 
+
 @dataclass
 class Row:
     key: str
     title: str
-    unit: str                 # display unit for ours/reference
-    scale: float              # raw value / scale = displayed value
+    unit: str  # display unit for ours/reference
+    scale: float  # raw value / scale = displayed value
     ref_name: str
     target: str = "info"
     target_ratio: float | None = None
-    kind: str = "ratio"       # "ratio", "value" (single figure, e.g. idle cpu), "agg"
-    value_max: float | None = None   # for kind=value targets: value <= value_max
+    kind: str = "ratio"  # "ratio", "value" (single figure, e.g. idle cpu), "agg"
+    value_max: float | None = None  # for kind=value targets: value <= value_max
     ours: list[float] = field(default_factory=list)
     ref: list[float] = field(default_factory=list)
-    cli_cpu: list[float] = field(default_factory=list)   # our client(s)' CPU use per run (sum)
-    srv_cpu: list[float] = field(default_factory=list)   # our server's CPU use per run
+    cli_cpu: list[float] = field(default_factory=list)  # our client(s)' CPU use per run (sum)
+    srv_cpu: list[float] = field(default_factory=list)  # our server's CPU use per run
     ratios: list[float] = field(default_factory=list)
     pairs: list[dict] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     skipped: str | None = None
     note: str = ""
 
-    def add_pair(self, a: dict | None, b: dict | None, a_val: Callable[[dict], float],
-                 b_val: Callable[[dict], float]) -> None:
+    def add_pair(
+        self, a: dict | None, b: dict | None, a_val: Callable[[dict], float], b_val: Callable[[dict], float]
+    ) -> None:
         rec: dict[str, Any] = {"ours": a, "reference": b, "loadavg_after": os.getloadavg()[0]}
         if a is not None:
             self.ours.append(a_val(a))
@@ -506,13 +615,28 @@ class Row:
         return "met" if med(self.ratios) >= self.target_ratio else "MISSED"
 
     def to_json(self) -> dict:
-        return {"key": self.key, "title": self.title, "unit": self.unit, "unit_scale": self.scale,
-                "reference": self.ref_name, "target": self.target, "kind": self.kind,
-                "ours": self.ours, "reference_values": self.ref, "ratios": self.ratios,
-                "median_ours": med(self.ours), "median_reference": med(self.ref),
-                "median_ratio": med(self.ratios), "verdict": self.verdict(),
-                "our_client_cpu": self.cli_cpu, "our_server_cpu": self.srv_cpu,
-                "errors": self.errors, "skipped": self.skipped, "note": self.note, "runs": self.pairs}
+        return {
+            "key": self.key,
+            "title": self.title,
+            "unit": self.unit,
+            "unit_scale": self.scale,
+            "reference": self.ref_name,
+            "target": self.target,
+            "kind": self.kind,
+            "ours": self.ours,
+            "reference_values": self.ref,
+            "ratios": self.ratios,
+            "median_ours": med(self.ours),
+            "median_reference": med(self.ref),
+            "median_ratio": med(self.ratios),
+            "verdict": self.verdict(),
+            "our_client_cpu": self.cli_cpu,
+            "our_server_cpu": self.srv_cpu,
+            "errors": self.errors,
+            "skipped": self.skipped,
+            "note": self.note,
+            "runs": self.pairs,
+        }
 
 
 def attempt(row: Row, label: str, fn: Callable[[], dict]) -> dict | None:
@@ -554,11 +678,19 @@ def missing_tools(*tools: str) -> str | None:
 # the comparisons
 # --------------------------------------------------------------------------
 
-def cmp_noop_rate(cfg: Cfg, pairs: int, fabric: str, provider: str, address: str,
-                  first_rate: float, target: float, key: str) -> list[Row]:
-    row = Row(key, f"noop RPC rate, {fabric} (sequential)", "round trips/s", 1.0,
-              f"fi_pingpong -p {provider} -e rdm -S {cfg.msg_size}",
-              target=f">= {target:.2f}x", target_ratio=target)
+
+def cmp_noop_rate(
+    cfg: Cfg, pairs: int, fabric: str, provider: str, address: str, first_rate: float, target: float, key: str
+) -> list[Row]:
+    row = Row(
+        key,
+        f"noop RPC rate, {fabric} (sequential)",
+        "round trips/s",
+        1.0,
+        f"fi_pingpong -p {provider} -e rdm -S {cfg.msg_size}",
+        target=f">= {target:.2f}x",
+        target_ratio=target,
+    )
     skip = missing_tools("fi_pingpong", "taskset")
     if skip:
         row.skipped = skip
@@ -576,13 +708,34 @@ def cmp_noop_rate(cfg: Cfg, pairs: int, fabric: str, provider: str, address: str
     return [row]
 
 
-def cmp_bulk(cfg: Cfg, pairs: int, fabric: str, key: str, ref_name: str, target: float,
-             tools: tuple[str, ...], make_ref: Callable[[], Any]) -> list[Row]:
+def cmp_bulk(
+    cfg: Cfg,
+    pairs: int,
+    fabric: str,
+    key: str,
+    ref_name: str,
+    target: float,
+    tools: tuple[str, ...],
+    make_ref: Callable[[], Any],
+) -> list[Row]:
     size_txt = f"{cfg.bulk_size / MiB:g} MiB"
-    main = Row(key, f"{size_txt} bulk read, {fabric}, --buffer stream", "MiB/s", MiB, ref_name,
-               target=f">= {target:.2f}x", target_ratio=target)
-    reuse = Row(key + "r", f"{size_txt} bulk read, {fabric}, --buffer reuse", "MiB/s", MiB, ref_name,
-                note="osu_bw-style buffer reuse; informational")
+    main = Row(
+        key,
+        f"{size_txt} bulk read, {fabric}, --buffer stream",
+        "MiB/s",
+        MiB,
+        ref_name,
+        target=f">= {target:.2f}x",
+        target_ratio=target,
+    )
+    reuse = Row(
+        key + "r",
+        f"{size_txt} bulk read, {fabric}, --buffer reuse",
+        "MiB/s",
+        MiB,
+        ref_name,
+        note="osu_bw-style buffer reuse; informational",
+    )
     skip = missing_tools(*tools)
     if skip:
         main.skipped = reuse.skipped = skip
@@ -592,14 +745,16 @@ def cmp_bulk(cfg: Cfg, pairs: int, fabric: str, key: str, ref_name: str, target:
     bv = lambda d: d["bytes_per_sec"]
     for i in range(pairs):
         log(f"{key} round {i + 1}/{pairs}: engine {fabric} read stream")
-        a = attempt(main, f"round {i + 1} ours stream",
-                    lambda: eng.run(fabric, op="read", size=cfg.bulk_size, buffer="stream"))
+        a = attempt(
+            main, f"round {i + 1} ours stream", lambda: eng.run(fabric, op="read", size=cfg.bulk_size, buffer="stream")
+        )
         log(f"{key} round {i + 1}/{pairs}: {ref_name.split()[0]}")
         b = attempt(main, f"round {i + 1} reference", ref.run)
         main.add_pair(a, b, bv, bv)
         log(f"{key} round {i + 1}/{pairs}: engine {fabric} read reuse")
-        c = attempt(reuse, f"round {i + 1} ours reuse",
-                    lambda: eng.run(fabric, op="read", size=cfg.bulk_size, buffer="reuse"))
+        c = attempt(
+            reuse, f"round {i + 1} ours reuse", lambda: eng.run(fabric, op="read", size=cfg.bulk_size, buffer="reuse")
+        )
         if b is None:
             reuse.errors.append(f"round {i + 1}: reference run failed (see row {key})")
         reuse.add_pair(c, b, bv, bv)
@@ -619,15 +774,27 @@ def cmp_progress(cfg: Cfg, pairs: int) -> list[Row]:
     rate_rows = {}
     for m in modes:
         tgt = ">= 0.95x" if m == "spindown" else "info"
-        rate_rows[m] = Row(f"5-{m}", f"noop rate, ofi+tcp, server --progress {m}", "ops/s", 1.0,
-                           "same, server --progress busy", target=tgt,
-                           target_ratio=0.95 if m == "spindown" else None)
+        rate_rows[m] = Row(
+            f"5-{m}",
+            f"noop rate, ofi+tcp, server --progress {m}",
+            "ops/s",
+            1.0,
+            "same, server --progress busy",
+            target=tgt,
+            target_ratio=0.95 if m == "spindown" else None,
+        )
     idle_rows = {}
     for m in ["busy"] + modes:
-        idle_rows[m] = Row(f"5-idle-{m}", f"idle server CPU, --progress {m}", "cores", 1.0,
-                           f"none: server idle {cfg.idle_seconds:g}s, SIGTERM, result.cpu.utilization",
-                           kind="value", target="~0 (<= 0.05)" if m == "spindown" else "info",
-                           value_max=0.05 if m == "spindown" else None)
+        idle_rows[m] = Row(
+            f"5-idle-{m}",
+            f"idle server CPU, --progress {m}",
+            "cores",
+            1.0,
+            f"none: server idle {cfg.idle_seconds:g}s, SIGTERM, result.cpu.utilization",
+            kind="value",
+            target="~0 (<= 0.05)" if m == "spindown" else "info",
+            value_max=0.05 if m == "spindown" else None,
+        )
     eng = Engine(cfg)
     for i in range(pairs):
         for m in modes:
@@ -639,9 +806,11 @@ def cmp_progress(cfg: Cfg, pairs: int) -> list[Row]:
             # ours = the mode under test, reference = busy
             row.add_pair(b_mode, a_busy, lambda d: d["ops_per_sec"], lambda d: d["ops_per_sec"])
             if b_mode and a_busy:
-                log(f"  busy {a_busy['ops_per_sec']:.0f}/s  {m} {b_mode['ops_per_sec']:.0f}/s  "
+                log(
+                    f"  busy {a_busy['ops_per_sec']:.0f}/s  {m} {b_mode['ops_per_sec']:.0f}/s  "
                     f"ratio {row.ratios[-1]:.3f}  (server cpu busy {a_busy['server_cpu_utilization']:.2f}, "
-                    f"{m} {b_mode['server_cpu_utilization']:.2f})")
+                    f"{m} {b_mode['server_cpu_utilization']:.2f})"
+                )
         for m in ["busy"] + modes:
             row = idle_rows[m]
             log(f"5 idle {i + 1}/{pairs}: server --progress {m}, {cfg.idle_seconds:g}s idle")
@@ -654,8 +823,17 @@ def cmp_progress(cfg: Cfg, pairs: int) -> list[Row]:
 
 
 def cmp_multiclient(cfg: Cfg, pairs: int, counts=(1, 2, 4)) -> list[Row]:
-    rows = {n: Row(f"6-{n}", f"noop aggregate, ofi+tcp, {n} client proc(s) on 1 core", "ops/s", 1.0,
-                   "1 client (same round)", kind="agg") for n in counts}
+    rows = {
+        n: Row(
+            f"6-{n}",
+            f"noop aggregate, ofi+tcp, {n} client proc(s) on 1 core",
+            "ops/s",
+            1.0,
+            "1 client (same round)",
+            kind="agg",
+        )
+        for n in counts
+    }
     eng = Engine(cfg)
     for i in range(pairs):
         base = None
@@ -667,8 +845,10 @@ def cmp_multiclient(cfg: Cfg, pairs: int, counts=(1, 2, 4)) -> list[Row]:
                 base = d
             row.add_pair(d, base, lambda x: x["ops_per_sec"], lambda x: x["ops_per_sec"])
             if d:
-                log(f"  aggregate {d['ops_per_sec']:.0f}/s  per client "
-                    + ", ".join(f"{x:.0f}" for x in d["per_client_ops_per_sec"]))
+                log(
+                    f"  aggregate {d['ops_per_sec']:.0f}/s  per client "
+                    + ", ".join(f"{x:.0f}" for x in d["per_client_ops_per_sec"])
+                )
     return list(rows.values())
 
 
@@ -676,9 +856,9 @@ def cmp_multiclient(cfg: Cfg, pairs: int, counts=(1, 2, 4)) -> list[Row]:
 # machine facts, table
 # --------------------------------------------------------------------------
 
+
 def machine_facts(engine: str) -> dict:
-    facts: dict[str, Any] = {"nproc": os.cpu_count(), "kernel": platform.release(),
-                             "host": platform.node()}
+    facts: dict[str, Any] = {"nproc": os.cpu_count(), "kernel": platform.release(), "host": platform.node()}
     try:
         for ln in Path("/proc/cpuinfo").read_text().splitlines():
             if ln.startswith("model name"):
@@ -686,8 +866,12 @@ def machine_facts(engine: str) -> dict:
                 break
     except OSError:
         pass
-    for name, cmd in (("fi_info_version", ["fi_info", "--version"]), ("engine_version", [engine, "version"]),
-                      ("iperf3_version", ["iperf3", "--version"]), ("ucx_version", ["ucx_info", "-v"])):
+    for name, cmd in (
+        ("fi_info_version", ["fi_info", "--version"]),
+        ("engine_version", [engine, "version"]),
+        ("iperf3_version", ["iperf3", "--version"]),
+        ("ucx_version", ["ucx_info", "-v"]),
+    ):
         if shutil.which(cmd[0]) or os.path.exists(cmd[0]):
             try:
                 cp = subprocess.run(cmd, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
@@ -706,9 +890,9 @@ def _proc_cpu_ticks() -> dict[int, tuple[str, int]]:
             st = (d / "stat").read_text()
         except OSError:
             continue
-        comm = st[st.find("(") + 1:st.rfind(")")]
-        f = st[st.rfind(")") + 2:].split()
-        out[int(d.name)] = (comm, int(f[11]) + int(f[12]))   # utime + stime
+        comm = st[st.find("(") + 1 : st.rfind(")")]
+        f = st[st.rfind(")") + 2 :].split()
+        out[int(d.name)] = (comm, int(f[11]) + int(f[12]))  # utime + stime
     return out
 
 
@@ -734,33 +918,67 @@ def busy_processes(interval: float = 1.0, threshold: float = 0.2) -> list[dict]:
 
 
 def render(rows: list[Row]) -> str:
-    hdr = ["row", "comparison", "unit", "ours med", "ref med", "ratio med", "ratio min..max", "n", "target",
-           "verdict", "our cpu cli/srv"]
+    hdr = [
+        "row",
+        "comparison",
+        "unit",
+        "ours med",
+        "ref med",
+        "ratio med",
+        "ratio min..max",
+        "n",
+        "target",
+        "verdict",
+        "our cpu cli/srv",
+    ]
     out = []
     for r in rows:
         cpu = f"{med(r.cli_cpu):.2f}/{med(r.srv_cpu):.2f}" if r.cli_cpu else "-"
         if r.kind == "value":
-            cells = [r.key, r.title, r.unit, fmt(med(r.ours), r.scale), "-", "-",
-                     (f"{min(r.ours):.3f}..{max(r.ours):.3f}" if r.ours else "-"),
-                     str(len(r.ours)), r.target, r.verdict(), cpu]
+            cells = [
+                r.key,
+                r.title,
+                r.unit,
+                fmt(med(r.ours), r.scale),
+                "-",
+                "-",
+                (f"{min(r.ours):.3f}..{max(r.ours):.3f}" if r.ours else "-"),
+                str(len(r.ours)),
+                r.target,
+                r.verdict(),
+                cpu,
+            ]
         else:
             rng = f"{min(r.ratios):.3f}..{max(r.ratios):.3f}" if r.ratios else "-"
-            cells = [r.key, r.title, r.unit, fmt(med(r.ours), r.scale), fmt(med(r.ref), r.scale),
-                     f"{med(r.ratios):.3f}" if r.ratios else "-", rng, str(len(r.ratios)), r.target, r.verdict(),
-                     cpu]
+            cells = [
+                r.key,
+                r.title,
+                r.unit,
+                fmt(med(r.ours), r.scale),
+                fmt(med(r.ref), r.scale),
+                f"{med(r.ratios):.3f}" if r.ratios else "-",
+                rng,
+                str(len(r.ratios)),
+                r.target,
+                r.verdict(),
+                cpu,
+            ]
         out.append(cells)
     widths = [max(len(h), *(len(c[i]) for c in out)) if out else len(h) for i, h in enumerate(hdr)]
     right = {3, 4, 5, 6, 7}
 
     def line(cells):
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
 
     lines = [line(hdr), "  ".join("-" * w for w in widths)]
     lines += [line(c) for c in out]
     lines.append("")
-    lines.append("our cpu cli/srv: median CPU use of our client(s) and server in the runs of that row (cores; "
-                 "a busy-polling side well below 1.00 was sharing its core with something else)")
+    lines.append(
+        "our cpu cli/srv: median CPU use of our client(s) and server in the runs of that row (cores; "
+        "a busy-polling side well below 1.00 was sharing its core with something else)"
+    )
     lines.append("reference per row:")
     kw = max((len(r.key) for r in rows), default=4)
     for r in rows:
@@ -792,12 +1010,16 @@ SECTIONS = ("1", "2", "3", "4", "5", "6")
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--engine", default=os.environ.get("ROOFTOP_ENGINE", DEFAULT_ENGINE),
-                    help=f"rooftop-engine binary (default: $ROOFTOP_ENGINE or {DEFAULT_ENGINE})")
+    ap.add_argument(
+        "--engine",
+        default=os.environ.get("ROOFTOP_ENGINE", DEFAULT_ENGINE),
+        help=f"rooftop-engine binary (default: $ROOFTOP_ENGINE or {DEFAULT_ENGINE})",
+    )
     ap.add_argument("--pairs", type=int, default=None, help="A/B pairs per comparison (default 5; --quick: 2)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 pairs, short durations")
-    ap.add_argument("--only", default=",".join(SECTIONS),
-                    help="comma list of comparisons to run, from 1..6 (default: all)")
+    ap.add_argument(
+        "--only", default=",".join(SECTIONS), help="comma list of comparisons to run, from 1..6 (default: all)"
+    )
     ap.add_argument("--duration", type=float, default=None, help="engine measured seconds (default 3; quick 1)")
     ap.add_argument("--warmup", type=float, default=None, help="engine warmup seconds (default 0.5; quick 0.3)")
     ap.add_argument("--server-cpu", default="0", help="core for servers (default 0)")
@@ -817,14 +1039,25 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--only: unknown comparison(s) {bad}; choose from {','.join(SECTIONS)}")
     duration = args.duration if args.duration is not None else (1.0 if quick else 3.0)
     warmup = args.warmup if args.warmup is not None else (0.3 if quick else 0.5)
-    cfg = Cfg(engine=args.engine, server_cpu=args.server_cpu, client_cpu=args.client_cpu,
-              duration=duration, warmup=warmup, ref_seconds=1.0 if quick else 2.5,
-              idle_seconds=1.0 if quick else 2.0, msg_size=args.msg_size, bulk_size=args.bulk_size)
+    cfg = Cfg(
+        engine=args.engine,
+        server_cpu=args.server_cpu,
+        client_cpu=args.client_cpu,
+        duration=duration,
+        warmup=warmup,
+        ref_seconds=1.0 if quick else 2.5,
+        idle_seconds=1.0 if quick else 2.0,
+        msg_size=args.msg_size,
+        bulk_size=args.bulk_size,
+    )
 
     if not (os.path.isfile(cfg.engine) and os.access(cfg.engine, os.X_OK)):
-        print(f"rooftop-engine not found at {cfg.engine}; build it with\n"
-              "  cmake -S engine -B /tmp/bench-build -G Ninja && ninja -C /tmp/bench-build\n"
-              "or pass --engine PATH", file=sys.stderr)
+        print(
+            f"rooftop-engine not found at {cfg.engine}; build it with\n"
+            "  cmake -S engine -B /tmp/bench-build -G Ninja && ninja -C /tmp/bench-build\n"
+            "or pass --engine PATH",
+            file=sys.stderr,
+        )
         return 2
     if shutil.which("taskset") is None:
         log("warning: taskset not found; reference tools cannot be pinned and will fail")
@@ -836,8 +1069,10 @@ def main(argv: list[str] | None = None) -> int:
     hogs_start = busy_processes()
     for h in hogs_start:
         log(f"note: other process using {h['cpu']:.2f} cores: pid {h['pid']} {h['cmd']}")
-    log(f"rooftop engine vs reference: {pairs} pairs, engine {duration:g}s + {warmup:g}s warmup, "
-        f"server cpu {cfg.server_cpu}, client cpu {cfg.client_cpu}, load avg {load_start[0]:.2f}")
+    log(
+        f"rooftop engine vs reference: {pairs} pairs, engine {duration:g}s + {warmup:g}s warmup, "
+        f"server cpu {cfg.server_cpu}, client cpu {cfg.client_cpu}, load avg {load_start[0]:.2f}"
+    )
     t0 = time.monotonic()
     rows: list[Row] = []
     try:
@@ -846,12 +1081,27 @@ def main(argv: list[str] | None = None) -> int:
         if "2" in only:
             rows += cmp_noop_rate(cfg, pairs, "ofi+shm", "shm", "localhost", 150000.0, 0.80, "2")
         if "3" in only:
-            rows += cmp_bulk(cfg, pairs, "ofi+tcp", "3", "iperf3 -l 1M loopback (TCP stream)", 0.95,
-                             ("iperf3", "taskset"), lambda: Iperf3(cfg))
+            rows += cmp_bulk(
+                cfg,
+                pairs,
+                "ofi+tcp",
+                "3",
+                "iperf3 -l 1M loopback (TCP stream)",
+                0.95,
+                ("iperf3", "taskset"),
+                lambda: Iperf3(cfg),
+            )
         if "4" in only:
-            rows += cmp_bulk(cfg, pairs, "ofi+shm", "4",
-                             f"ucx_perftest -t tag_bw -s {cfg.bulk_size} UCX_TLS=posix,sysv,cma", 0.90,
-                             ("ucx_perftest", "taskset"), lambda: UcxPerftest(cfg))
+            rows += cmp_bulk(
+                cfg,
+                pairs,
+                "ofi+shm",
+                "4",
+                f"ucx_perftest -t tag_bw -s {cfg.bulk_size} UCX_TLS=posix,sysv,cma",
+                0.90,
+                ("ucx_perftest", "taskset"),
+                lambda: UcxPerftest(cfg),
+            )
         if "5" in only:
             rows += cmp_progress(cfg, pairs)
         if "6" in only:
@@ -868,11 +1118,15 @@ def main(argv: list[str] | None = None) -> int:
     hogs_end = busy_processes()
     log(f"done in {elapsed:.0f}s, load avg {load_end[0]:.2f}")
 
-    print(f"rooftop-engine vs reference tools  {started.strftime('%Y-%m-%d %H:%M UTC')}  "
-          f"{facts.get('nproc')} cpus  {facts.get('cpu_model', '?')}  kernel {facts.get('kernel')}")
-    print(f"pairs {pairs}, engine {duration:g}s measured + {warmup:g}s warmup, server on cpu {cfg.server_cpu}, "
-          f"clients on cpu {cfg.client_cpu}; ratio = median of adjacent-pair ratios ours/reference; "
-          f"run took {elapsed:.0f}s, load avg {load_start[0]:.2f} -> {load_end[0]:.2f}")
+    print(
+        f"rooftop-engine vs reference tools  {started.strftime('%Y-%m-%d %H:%M UTC')}  "
+        f"{facts.get('nproc')} cpus  {facts.get('cpu_model', '?')}  kernel {facts.get('kernel')}"
+    )
+    print(
+        f"pairs {pairs}, engine {duration:g}s measured + {warmup:g}s warmup, server on cpu {cfg.server_cpu}, "
+        f"clients on cpu {cfg.client_cpu}; ratio = median of adjacent-pair ratios ours/reference; "
+        f"run took {elapsed:.0f}s, load avg {load_start[0]:.2f} -> {load_end[0]:.2f}"
+    )
     for when, hogs in (("start", hogs_start), ("end", hogs_end)):
         for h in hogs:
             print(f"other busy process at {when}: {h['cpu']:.2f} cores  pid {h['pid']}  {h['cmd']}")
@@ -880,11 +1134,19 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows))
 
     if args.json:
-        doc = {"started_utc": started.isoformat(), "elapsed_s": elapsed, "pairs": pairs, "quick": quick,
-               "config": {k: v for k, v in vars(cfg).items() if k != "ports"},
-               "machine": facts, "loadavg_start": load_start, "loadavg_end": load_end,
-               "other_busy_processes_start": hogs_start, "other_busy_processes_end": hogs_end,
-               "rows": [r.to_json() for r in rows]}
+        doc = {
+            "started_utc": started.isoformat(),
+            "elapsed_s": elapsed,
+            "pairs": pairs,
+            "quick": quick,
+            "config": {k: v for k, v in vars(cfg).items() if k != "ports"},
+            "machine": facts,
+            "loadavg_start": load_start,
+            "loadavg_end": load_end,
+            "other_busy_processes_start": hogs_start,
+            "other_busy_processes_end": hogs_end,
+            "rows": [r.to_json() for r in rows],
+        }
         Path(args.json).write_text(json.dumps(doc, indent=2))
         log(f"raw numbers written to {args.json}")
     return 0

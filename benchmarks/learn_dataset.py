@@ -77,11 +77,25 @@ def run(argv: list[str]) -> str:
 
 def campaign(results: str, knobs: dict, timing: list[str], placements) -> str:
     sets = [a for k, v in {**COMMON, **knobs}.items() for a in ("--set", f"{k}={v}")]
-    run_id = run([rooftop(), "collect", "--results", results, "--binding", "none",
-                  "--metrics", "rpc,bw", *timing, *sets])
+    run_id = run(
+        [rooftop(), "collect", "--results", results, "--binding", "none", "--metrics", "rpc,bw", *timing, *sets]
+    )
     for spn, cpn in placements:
-        run([rooftop(), "validate", "--run", run_id, "--results", results, "--servers-per-node",
-             str(spn), "--clients-per-node", str(cpn), *timing])
+        run(
+            [
+                rooftop(),
+                "validate",
+                "--run",
+                run_id,
+                "--results",
+                results,
+                "--servers-per-node",
+                str(spn),
+                "--clients-per-node",
+                str(cpn),
+                *timing,
+            ]
+        )
     return run_id
 
 
@@ -89,8 +103,22 @@ def cluster_campaign(results: str, knobs: dict, timing: list[str]) -> str:
     """One knob setting on the emulated cluster: collect (client pairs in
     rounds), then validate's default grid of server x client nodes."""
     sets = [a for k, v in {**CLUSTER_COMMON, **knobs}.items() for a in ("--set", f"{k}={v}")]
-    run_id = run([rooftop(), "collect", "--results", results, "--launcher", "netns", "--pairs", "rounds",
-                  "--metrics", "rpc,bw", *timing, *sets])
+    run_id = run(
+        [
+            rooftop(),
+            "collect",
+            "--results",
+            results,
+            "--launcher",
+            "netns",
+            "--pairs",
+            "rounds",
+            "--metrics",
+            "rpc,bw",
+            *timing,
+            *sets,
+        ]
+    )
     run([rooftop(), "validate", "--run", run_id, "--results", results, *timing])
     return run_id
 
@@ -109,12 +137,25 @@ def main() -> int:
     ap.add_argument("--out", required=True, help="folder for rooftop.db (replaced)")
     ap.add_argument("--duration", default="0.4", help="seconds per sample (default %(default)s)")
     ap.add_argument("--samples", default="3", help="samples per measurement (default %(default)s)")
-    ap.add_argument("--settings", type=int, default=len(SETTINGS),
-                    help="use the first N knob settings (default: all: 6, with --cluster 4)")
-    ap.add_argument("--placements", type=int, default=len(PLACEMENTS),
-                    help="validate the first N placements (default: all %(default)s)")
-    ap.add_argument("--cluster", type=int, default=0, metavar="N",
-                    help="measure on an emulated cluster of N nodes (root; see above) instead of 2 logical nodes")
+    ap.add_argument(
+        "--settings",
+        type=int,
+        default=len(SETTINGS),
+        help="use the first N knob settings (default: all: 6, with --cluster 4)",
+    )
+    ap.add_argument(
+        "--placements",
+        type=int,
+        default=len(PLACEMENTS),
+        help="validate the first N placements (default: all %(default)s)",
+    )
+    ap.add_argument(
+        "--cluster",
+        type=int,
+        default=0,
+        metavar="N",
+        help="measure on an emulated cluster of N nodes (root; see above) instead of 2 logical nodes",
+    )
     ap.add_argument("--link-rate", default="200mbit", help="--cluster: every node's link (default %(default)s)")
     args = ap.parse_args()
     os.environ.setdefault("ROOFTOP_CORES_LOCK", "/tmp/rooftop-learn.lock")
@@ -124,10 +165,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="rooftop-learn-") as tmp:
         try:
             if args.cluster:
-                ids = [cluster_campaign(tmp, knobs, timing) for knobs in CLUSTER_SETTINGS[:args.settings]]
+                ids = [cluster_campaign(tmp, knobs, timing) for knobs in CLUSTER_SETTINGS[: args.settings]]
             else:
-                ids = [campaign(tmp, knobs, timing, PLACEMENTS[:args.placements])
-                       for knobs in SETTINGS[:args.settings]]
+                ids = [
+                    campaign(tmp, knobs, timing, PLACEMENTS[: args.placements]) for knobs in SETTINGS[: args.settings]
+                ]
         finally:
             if brought_up:
                 subprocess.run([rooftop(), "cluster", "down"], check=False, stdout=sys.stderr)

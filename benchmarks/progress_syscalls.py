@@ -40,21 +40,64 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float) -> None:
 def measure(engine: str, mode: str, seconds: float) -> dict:
     """Counts of the server's syscalls per op during one sequential burst."""
     g = Path(tempfile.mkdtemp(prefix="rooftop-sys-"))
-    srv = subprocess.Popen(["taskset", "-c", "0", engine, "serve", "--fabric", "ofi+tcp",
-                            "--progress", mode, "--group-dir", str(g), "--rank", "0",
-                            "--output", str(g / "server.json")],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv = subprocess.Popen(
+        [
+            "taskset",
+            "-c",
+            "0",
+            engine,
+            "serve",
+            "--fabric",
+            "ofi+tcp",
+            "--progress",
+            mode,
+            "--group-dir",
+            str(g),
+            "--rank",
+            "0",
+            "--output",
+            str(g / "server.json"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for(g / "0.addr", srv, 15)
         events = ",".join(["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{c}" for c in CALLS])
-        perf = subprocess.Popen(["perf", "stat", "-x", ",", "-e", events, "-p", str(srv.pid),
-                                 "-o", str(g / "perf.csv")])
+        perf = subprocess.Popen(
+            ["perf", "stat", "-x", ",", "-e", events, "-p", str(srv.pid), "-o", str(g / "perf.csv")]
+        )
         time.sleep(0.3)
-        subprocess.run(["taskset", "-c", "1", engine, "load", "--fabric", "ofi+tcp",
-                        "--group-dir", str(g), "--rank", "0", "--server", "0", "--op", "noop",
-                        "--progress", "busy", "--duration", str(seconds), "--warmup", "0.2",
-                        "--output", str(g / "client.json")],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                "taskset",
+                "-c",
+                "1",
+                engine,
+                "load",
+                "--fabric",
+                "ofi+tcp",
+                "--group-dir",
+                str(g),
+                "--rank",
+                "0",
+                "--server",
+                "0",
+                "--op",
+                "noop",
+                "--progress",
+                "busy",
+                "--duration",
+                str(seconds),
+                "--warmup",
+                "0.2",
+                "--output",
+                str(g / "client.json"),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         perf.send_signal(signal.SIGINT)
         perf.wait(15)
         srv.send_signal(signal.SIGTERM)
@@ -66,8 +109,12 @@ def measure(engine: str, mode: str, seconds: float) -> dict:
             f = line.split(",")
             if len(f) > 2 and f[0].strip().isdigit():
                 counts[f[2].split("sys_enter_", 1)[1] if "sys_enter_" in f[2] else "all"] = int(f[0])
-        return {"mode": mode, "ops": ops, "wait_object": doc["engine"]["progress"]["wait_object"],
-                "per_op": {k: v / ops for k, v in counts.items()} if ops else {}}
+        return {
+            "mode": mode,
+            "ops": ops,
+            "wait_object": doc["engine"]["progress"]["wait_object"],
+            "per_op": {k: v / ops for k, v in counts.items()} if ops else {},
+        }
     finally:
         if srv.poll() is None:
             srv.kill()
@@ -84,8 +131,10 @@ def main() -> int:
     rows = [measure(a.engine, m, a.seconds) for m in a.modes.split(",")]
     print(f"{'mode':10} {'ops':>7} {'wait':>5} " + " ".join(f"{c:>10}" for c in ["all"] + CALLS))
     for r in rows:
-        print(f"{r['mode']:10} {r['ops']:7d} {r['wait_object']:>5} " +
-              " ".join(f"{r['per_op'].get(c, 0):10.3f}" for c in ["all"] + CALLS))
+        print(
+            f"{r['mode']:10} {r['ops']:7d} {r['wait_object']:>5} "
+            + " ".join(f"{r['per_op'].get(c, 0):10.3f}" for c in ["all"] + CALLS)
+        )
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -78,8 +78,16 @@ def log(msg: str) -> None:
 
 
 def storage_args(a, d: Path) -> list[str]:
-    return ["--storage-dir", str(d), "--io-mode", a.io_mode, "--file-size", str(a.file_size),
-            "--allocation", "preallocate"]
+    return [
+        "--storage-dir",
+        str(d),
+        "--io-mode",
+        a.io_mode,
+        "--file-size",
+        str(a.file_size),
+        "--allocation",
+        "preallocate",
+    ]
 
 
 def checked(doc: dict) -> dict:
@@ -106,10 +114,27 @@ def in_cgroup(argv: list[str], cg: Path | None) -> list[str]:
 
 
 def local_storage(a, d: Path, cg: Path | None) -> tuple[float, float]:
-    argv = [a.engine, "storage", "--op", "put", "--pattern", "seq", "--cpus", a.server_cpu,
-            "--buffer-pages", a.buffer_pages, *timed(a), *storage_args(a, d)]
-    doc = checked(json.loads(subprocess.run(in_cgroup(argv, cg), capture_output=True, text=True, check=True,
-                                            timeout=a.duration + a.warmup + 120).stdout))
+    argv = [
+        a.engine,
+        "storage",
+        "--op",
+        "put",
+        "--pattern",
+        "seq",
+        "--cpus",
+        a.server_cpu,
+        "--buffer-pages",
+        a.buffer_pages,
+        *timed(a),
+        *storage_args(a, d),
+    ]
+    doc = checked(
+        json.loads(
+            subprocess.run(
+                in_cgroup(argv, cg), capture_output=True, text=True, check=True, timeout=a.duration + a.warmup + 120
+            ).stdout
+        )
+    )
     return float(doc["result"]["bytes_per_sec"]), write_time(doc)
 
 
@@ -118,24 +143,59 @@ def over_network(a, d: Path | None, op: str, cg: Path | None) -> tuple[float, fl
     client's rate and, with storage, the server's mean write time."""
     with tempfile.TemporaryDirectory(prefix="rooftop-put-") as g:
         out = Path(g) / "server.json"
-        serve = [a.engine, "serve", "--fabric", a.fabric, "--group-dir", g, "--progress", a.server_progress,
-                 "--io-threads", str(a.io_threads), "--cpus", a.server_cpu, "--output", str(out),
-                 "--buffer-pages", a.buffer_pages,
-                 *(["--io-async"] if a.io_async and d else [])]
+        serve = [
+            a.engine,
+            "serve",
+            "--fabric",
+            a.fabric,
+            "--group-dir",
+            g,
+            "--progress",
+            a.server_progress,
+            "--io-threads",
+            str(a.io_threads),
+            "--cpus",
+            a.server_cpu,
+            "--output",
+            str(out),
+            "--buffer-pages",
+            a.buffer_pages,
+            *(["--io-async"] if a.io_async and d else []),
+        ]
         serve += storage_args(a, d) if d else []
-        server = subprocess.Popen(in_cgroup(serve, cg if d else None), stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True)
+        server = subprocess.Popen(
+            in_cgroup(serve, cg if d else None), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         try:
             deadline = time.monotonic() + 60
             while not (Path(g) / "0.addr").exists():
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"server did not start: {server.stderr.read()[-500:]}")
                 time.sleep(0.05)
-            load = [a.engine, "load", "--fabric", a.fabric, "--group-dir", g, "--op", op,
-                    "--progress", a.client_progress, "--cpus", a.client_cpu, "--concurrency", str(a.concurrency),
-                    *timed(a)]
-            doc = checked(json.loads(subprocess.run(load, capture_output=True, text=True, check=True,
-                                                    timeout=a.duration + a.warmup + 120).stdout))
+            load = [
+                a.engine,
+                "load",
+                "--fabric",
+                a.fabric,
+                "--group-dir",
+                g,
+                "--op",
+                op,
+                "--progress",
+                a.client_progress,
+                "--cpus",
+                a.client_cpu,
+                "--concurrency",
+                str(a.concurrency),
+                *timed(a),
+            ]
+            doc = checked(
+                json.loads(
+                    subprocess.run(
+                        load, capture_output=True, text=True, check=True, timeout=a.duration + a.warmup + 120
+                    ).stdout
+                )
+            )
         finally:
             server.send_signal(signal.SIGTERM)
             try:
@@ -160,7 +220,7 @@ def one(part: str, a, mnt: Path, i: int, cg: Path | None) -> tuple[float, float 
 def triples(a, mnt: Path, cg: Path | None) -> list[dict]:
     out = []
     for i in range(a.triples):
-        order = PARTS[i % 3:] + PARTS[:i % 3]
+        order = PARTS[i % 3 :] + PARTS[: i % 3]
         t, w = {}, {}
         for p in order:
             t[p], w[p] = one(p, a, mnt, i, cg)
@@ -174,10 +234,12 @@ def triples(a, mnt: Path, cg: Path | None) -> list[dict]:
         # kept it busy, so what the put lost, the device lost).
         t["write_ms_alone"], t["write_ms_in_put"] = w["storage"] * 1e3, w["put"] * 1e3
         t["device_busy"] = t["put"] / MiB * w["put"]
-        log(f"triple {i + 1}/{a.triples} ({', '.join(order)}): network {t['network'] / MiB:,.0f}, "
+        log(
+            f"triple {i + 1}/{a.triples} ({', '.join(order)}): network {t['network'] / MiB:,.0f}, "
             f"storage {t['storage'] / MiB:,.0f}, put {t['put'] / MiB:,.0f} MiB/s: ratio {t['ratio']:.3f}; "
             f"a write took {t['write_ms_alone']:.2f} ms alone, {t['write_ms_in_put']:.2f} ms in the put, "
-            f"busy {t['device_busy']:.2f}")
+            f"busy {t['device_busy']:.2f}"
+        )
         out.append(t)
     return out
 
@@ -237,8 +299,11 @@ def place(a, image_dir: str | None) -> None:
     if a.server_cpu == "auto":
         irq = None if a.device_rate else disk_irq_cpu(image_dir or tempfile.gettempdir())
         a.server_cpu = str(irq if irq in cpus else cpus[0])
-        a.placement = "server on the CPU taking the host disk's interrupts" if irq in cpus else \
-            "server on the first CPU (the disk's interrupts not found)"
+        a.placement = (
+            "server on the CPU taking the host disk's interrupts"
+            if irq in cpus
+            else "server on the first CPU (the disk's interrupts not found)"
+        )
     if a.client_cpu == "auto":
         a.client_cpu = str(next((c for c in cpus if str(c) != a.server_cpu), cpus[0]))
 
@@ -246,83 +311,126 @@ def place(a, image_dir: str | None) -> None:
 def device(a) -> str:
     if a.device_rate:
         return f"loop device on a RAM image, writes capped at {a.device_rate:g} MiB/s (blkio)"
-    return ("loop device on a " + ("sparse" if a.sparse_image else "written") + " image on the host disk"
-            + (", through the host's page cache" if a.host_cache else " (O_DIRECT)"))
+    return (
+        "loop device on a "
+        + ("sparse" if a.sparse_image else "written")
+        + " image on the host disk"
+        + (", through the host's page cache" if a.host_cache else " (O_DIRECT)")
+    )
 
 
 def render(rows: list[dict], a, took: float) -> str:
     med = {p: statistics.median(r[p] for r in rows) for p in PARTS}
     ratios = [r["ratio"] for r in rows]
     ratio = statistics.median(ratios)
-    binds = max(set(r["binds"] for r in rows), key=[r["binds"] for r in rows].count)
+    binds = max({r["binds"] for r in rows}, key=[r["binds"] for r in rows].count)
     verdict = "met" if ratio >= GOAL else ("indistinguishable" if max(ratios) >= GOAL else "MISSED")
-    return "\n".join([
-        f"put_vs_parts {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {os.cpu_count()} cpus  "
-        f"kernel {platform.release()}",
-        f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, {device(a)}, server --progress {a.server_progress} "
-        f"--io-threads {a.io_threads}{' --io-async' if a.io_async else ''}, client --progress {a.client_progress}, "
-        f"client concurrency {a.concurrency}, written buffers in {a.buffer_pages} pages, {a.triples} triples, {a.duration:g} s + "
-        f"{a.warmup:g} s warmup, server cpu {a.server_cpu} ({a.placement}), client cpu {a.client_cpu}, "
-        f"took {took:.0f} s, "
-        f"load avg {os.getloadavg()[0]:.2f}",
-        "",
-        f"network (load --op write)      {med['network'] / MiB:10,.1f} MiB/s (median)",
-        f"storage (storage --op put)     {med['storage'] / MiB:10,.1f} MiB/s (median)",
-        f"put (load --op put, storage)   {med['put'] / MiB:10,.1f} MiB/s (median)",
-        f"put / min(network, storage)    {ratio:10.3f}  (triples {min(ratios):.3f}..{max(ratios):.3f}; "
-        f"goal >= {GOAL}: {verdict}; the smaller part: {binds})",
-        f"one put at a time, at best     {statistics.median(r['serial_bound'] for r in rows):10.3f}  "
-        f"(transfer then write, no overlap: 1 / (1/network + 1/storage), over the smaller)",
-        "",
-        f"one 1 MiB write, alone          {statistics.median(r['write_ms_alone'] for r in rows):10.2f} ms (median)",
-        f"one 1 MiB write, in the put     {statistics.median(r['write_ms_in_put'] for r in rows):10.2f} ms (median)",
-        f"device busy during the put      {statistics.median(r['device_busy'] for r in rows):10.2f}  "
-        f"(1: the engine kept the device writing; what the put lost, the writes lost)",
-    ])
+    return "\n".join(
+        [
+            f"put_vs_parts {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {os.cpu_count()} cpus  "
+            f"kernel {platform.release()}",
+            f"{a.fabric}, 1 MiB sequential, --io-mode {a.io_mode}, {device(a)}, server --progress {a.server_progress} "
+            f"--io-threads {a.io_threads}{' --io-async' if a.io_async else ''}, client --progress {a.client_progress}, "
+            f"client concurrency {a.concurrency}, written buffers in {a.buffer_pages} pages, {a.triples} triples, {a.duration:g} s + "
+            f"{a.warmup:g} s warmup, server cpu {a.server_cpu} ({a.placement}), client cpu {a.client_cpu}, "
+            f"took {took:.0f} s, "
+            f"load avg {os.getloadavg()[0]:.2f}",
+            "",
+            f"network (load --op write)      {med['network'] / MiB:10,.1f} MiB/s (median)",
+            f"storage (storage --op put)     {med['storage'] / MiB:10,.1f} MiB/s (median)",
+            f"put (load --op put, storage)   {med['put'] / MiB:10,.1f} MiB/s (median)",
+            f"put / min(network, storage)    {ratio:10.3f}  (triples {min(ratios):.3f}..{max(ratios):.3f}; "
+            f"goal >= {GOAL}: {verdict}; the smaller part: {binds})",
+            f"one put at a time, at best     {statistics.median(r['serial_bound'] for r in rows):10.3f}  "
+            f"(transfer then write, no overlap: 1 / (1/network + 1/storage), over the smaller)",
+            "",
+            f"one 1 MiB write, alone          {statistics.median(r['write_ms_alone'] for r in rows):10.2f} ms (median)",
+            f"one 1 MiB write, in the put     {statistics.median(r['write_ms_in_put'] for r in rows):10.2f} ms (median)",
+            f"device busy during the put      {statistics.median(r['device_busy'] for r in rows):10.2f}  "
+            f"(1: the engine kept the device writing; what the put lost, the writes lost)",
+        ]
+    )
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--engine", default=str(Path(sys.executable).parent / "rooftop-engine"),
-                   help="the engine binary (default: next to this Python, as the .venv has it)")
+    p.add_argument(
+        "--engine",
+        default=str(Path(sys.executable).parent / "rooftop-engine"),
+        help="the engine binary (default: next to this Python, as the .venv has it)",
+    )
     p.add_argument("--fabric", default="ofi+tcp")
     p.add_argument("--io-mode", default="direct+dsync")
     p.add_argument("--triples", type=int, default=5)
     p.add_argument("--duration", type=float, default=2.0)
     p.add_argument("--warmup", type=float, default=0.5)
     p.add_argument("--file-size", default=str(256 * MiB), help="bytes of each data file (default 256 MiB)")
-    p.add_argument("--server-progress", default="spindown",
-                   help="the server's progress mode (default spindown, the servers' default)")
-    p.add_argument("--client-progress", default="busy",
-                   help="the client's progress mode (default busy)")
-    p.add_argument("--io-threads", type=int, default=-1,
-                   help="the server's storage threads (0: inline on the progress thread; default -1: the engine's auto)")
-    p.add_argument("--concurrency", type=int, default=1,
-                   help="the client's operations in flight, for the network and put parts (default 1: "
-                        "sequential; 2 lets a server with an I/O thread pull the next put while it writes this one)")
-    p.add_argument("--io-async", action="store_true",
-                   help="the server submits its writes with Linux AIO (serve --io-async; needs --io-threads 0 or "
-                        "a server bound to one CPU)")
-    p.add_argument("--server-cpu", default="auto",
-                   help="the server's CPU, also the storage part's (default auto: the CPU that takes the host "
-                        "disk's interrupts, else the first)")
+    p.add_argument(
+        "--server-progress",
+        default="spindown",
+        help="the server's progress mode (default spindown, the servers' default)",
+    )
+    p.add_argument("--client-progress", default="busy", help="the client's progress mode (default busy)")
+    p.add_argument(
+        "--io-threads",
+        type=int,
+        default=-1,
+        help="the server's storage threads (0: inline on the progress thread; default -1: the engine's auto)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="the client's operations in flight, for the network and put parts (default 1: "
+        "sequential; 2 lets a server with an I/O thread pull the next put while it writes this one)",
+    )
+    p.add_argument(
+        "--io-async",
+        action="store_true",
+        help="the server submits its writes with Linux AIO (serve --io-async; needs --io-threads 0 or "
+        "a server bound to one CPU)",
+    )
+    p.add_argument(
+        "--server-cpu",
+        default="auto",
+        help="the server's CPU, also the storage part's (default auto: the CPU that takes the host "
+        "disk's interrupts, else the first)",
+    )
     p.add_argument("--client-cpu", default="auto", help="the client's CPU (default auto: another CPU)")
-    p.add_argument("--image-dir", default=None,
-                   help="where the ext4 image goes (default: a temporary dir; /dev/shm with --device-rate)")
-    p.add_argument("--sparse-image", action="store_true",
-                   help="leave the image sparse (default: written with zeros first, so the file system under it "
-                        "allocates no block during the runs)")
-    p.add_argument("--host-cache", action="store_true",
-                   help="let the loop device write its image through the host's page cache (default: O_DIRECT, "
-                        "losetup --direct-io, so the device is the host's disk)")
-    p.add_argument("--device-rate", type=float, default=None, metavar="MIB_S",
-                   help="cap the loop device's writes at this many MiB/s (a cgroup v1 blkio throttle; the image "
-                        "then lives in RAM, so the cap is the device's only limit: a steady device instead of the "
-                        "host disk's). A token bucket: time the device is idle earns credit, unlike a disk's "
-                        "fixed write time")
-    p.add_argument("--buffer-pages", default="huge", choices=("base", "huge"),
-                   help="the written buffers (server bulk slots, the storage part's): huge (default; reserved "
-                        "here) or base pages, whose physical layout varies run to run")
+    p.add_argument(
+        "--image-dir",
+        default=None,
+        help="where the ext4 image goes (default: a temporary dir; /dev/shm with --device-rate)",
+    )
+    p.add_argument(
+        "--sparse-image",
+        action="store_true",
+        help="leave the image sparse (default: written with zeros first, so the file system under it "
+        "allocates no block during the runs)",
+    )
+    p.add_argument(
+        "--host-cache",
+        action="store_true",
+        help="let the loop device write its image through the host's page cache (default: O_DIRECT, "
+        "losetup --direct-io, so the device is the host's disk)",
+    )
+    p.add_argument(
+        "--device-rate",
+        type=float,
+        default=None,
+        metavar="MIB_S",
+        help="cap the loop device's writes at this many MiB/s (a cgroup v1 blkio throttle; the image "
+        "then lives in RAM, so the cap is the device's only limit: a steady device instead of the "
+        "host disk's). A token bucket: time the device is idle earns credit, unlike a disk's "
+        "fixed write time",
+    )
+    p.add_argument(
+        "--buffer-pages",
+        default="huge",
+        choices=("base", "huge"),
+        help="the written buffers (server bulk slots, the storage part's): huge (default; reserved "
+        "here) or base pages, whose physical layout varies run to run",
+    )
     p.add_argument("--json", default=None, help="write every triple and the summary here")
     return p.parse_args(argv)
 
@@ -352,9 +460,14 @@ def measure(a, image_dir: str | None) -> list[dict]:
     with contextlib.ExitStack() as stack:
         if a.buffer_pages == "huge":  # a server's slots (--max-size 16 MiB x 4) and the storage part's MiB
             stack.enter_context(reserved_huge_pages(40))
-        mnt, dev = stack.enter_context(loop_ext4(4 * int(a.file_size) + 256 * MiB, image_dir,
-                                                 written=not a.sparse_image and not a.device_rate,
-                                                 direct_io=not a.host_cache and not a.device_rate))
+        mnt, dev = stack.enter_context(
+            loop_ext4(
+                4 * int(a.file_size) + 256 * MiB,
+                image_dir,
+                written=not a.sparse_image and not a.device_rate,
+                direct_io=not a.host_cache and not a.device_rate,
+            )
+        )
         cg = stack.enter_context(throttled(dev, int(a.device_rate * MiB))) if a.device_rate else None
         return triples(a, Path(mnt), cg)
 

@@ -57,13 +57,14 @@ KiB, MiB = 1 << 10, 1 << 20
 @dataclass(frozen=True)
 class Case:
     """One comparison: our storage op and fio's job, with identical settings."""
+
     name: str
     label: str
-    op: str            # our --op
-    fio_rw: str        # fio --rw, or the engine for metadata (filecreate/filestat)
+    op: str  # our --op
+    fio_rw: str  # fio --rw, or the engine for metadata (filecreate/filestat)
     bs: int
-    pattern: str       # seq | rand
-    metric: str        # iops | bw
+    pattern: str  # seq | rand
+    metric: str  # iops | bw
     target: float | None = GOAL
 
 
@@ -100,11 +101,33 @@ def log(msg: str) -> None:
 
 # --- command lines ---------------------------------------------------------
 def our_argv(engine: str, case: Case, d: Path, a) -> list[str]:
-    argv = [engine, "storage", "--op", case.op, "--storage-dir", str(d),
-            "--duration", str(a.duration), "--warmup", str(a.warmup)]
+    argv = [
+        engine,
+        "storage",
+        "--op",
+        case.op,
+        "--storage-dir",
+        str(d),
+        "--duration",
+        str(a.duration),
+        "--warmup",
+        str(a.warmup),
+    ]
     if case.bs:
-        argv += ["--size", str(case.bs), "--pattern", case.pattern, "--io-mode", a.io_mode,
-                 "--allocation", "preallocate", "--file-size", str(a.file_size), "--buffer-pages", a.buffer_pages]
+        argv += [
+            "--size",
+            str(case.bs),
+            "--pattern",
+            case.pattern,
+            "--io-mode",
+            a.io_mode,
+            "--allocation",
+            "preallocate",
+            "--file-size",
+            str(a.file_size),
+            "--buffer-pages",
+            a.buffer_pages,
+        ]
         if case.op == "get":
             argv += ["--fill"]
     else:
@@ -113,23 +136,34 @@ def our_argv(engine: str, case: Case, d: Path, a) -> list[str]:
 
 
 def fio_argv(case: Case, d: Path, a) -> list[str]:
-    common = ["fio", "--name=ref", f"--directory={d}", "--output-format=json", "--thread",
-              "--numjobs=1"]
+    common = ["fio", "--name=ref", f"--directory={d}", "--output-format=json", "--thread", "--numjobs=1"]
     if not case.bs:  # metadata engines: files of 4 KiB, one open at a time
         # filecreate is not time-based: it stops after --create-files files (its rate falls as
         # its file list grows); filestat stats --files files laid out before it starts
         n = a.create_files if case.fio_rw == "filecreate" else a.files
-        meta = [f"--ioengine={case.fio_rw}", f"--nrfiles={n}", "--filesize=4k", "--openfiles=1",
-                "--fallocate=none"]
+        meta = [f"--ioengine={case.fio_rw}", f"--nrfiles={n}", "--filesize=4k", "--openfiles=1", "--fallocate=none"]
         if case.fio_rw == "filestat":  # the files exist before (laid out), stat them for --duration
             meta += ["--time_based", f"--runtime={ms(a.duration)}", f"--ramp_time={ms(a.warmup)}"]
         return common + meta
     flags = FIO_FLAGS[a.io_mode]
-    return common + ["--ioengine=psync", "--iodepth=1", f"--rw={case.fio_rw}", f"--bs={case.bs}",
-                     f"--size={a.file_size}", "--filename=fio-data", f"--direct={flags['direct']}",
-                     f"--sync={flags['sync']}", "--fallocate=native", "--time_based",
-                     f"--runtime={ms(a.duration)}", f"--ramp_time={ms(a.warmup)}", "--norandommap",
-                     "--randrepeat=0", "--invalidate=1", f"--iomem={FIO_MEM[a.buffer_pages]}"]
+    return common + [
+        "--ioengine=psync",
+        "--iodepth=1",
+        f"--rw={case.fio_rw}",
+        f"--bs={case.bs}",
+        f"--size={a.file_size}",
+        "--filename=fio-data",
+        f"--direct={flags['direct']}",
+        f"--sync={flags['sync']}",
+        "--fallocate=native",
+        "--time_based",
+        f"--runtime={ms(a.duration)}",
+        f"--ramp_time={ms(a.warmup)}",
+        "--norandommap",
+        "--randrepeat=0",
+        "--invalidate=1",
+        f"--iomem={FIO_MEM[a.buffer_pages]}",
+    ]
 
 
 def ms(seconds: float) -> str:
@@ -142,7 +176,7 @@ def parse_fio(text: str, case: Case) -> dict:
     """fio's JSON output -> {'iops', 'bw'} of the job (bytes/s). The
     metadata engines report their files under 'read'."""
     try:
-        job = json.loads(text[text.index("{"):])["jobs"][0]
+        job = json.loads(text[text.index("{") :])["jobs"][0]
     except (ValueError, KeyError, IndexError) as e:
         raise BenchError(f"fio: unparsable output ({e}): {text[:200]!r}") from None
     if job.get("error"):
@@ -163,10 +197,13 @@ def parse_ours(text: str) -> dict:
     if not doc.get("complete", True) or doc.get("errors"):
         raise BenchError("rooftop-engine: " + "; ".join(doc.get("errors") or ["incomplete run"]))
     r = doc["result"]
-    return {"iops": float(r["ops_per_sec"]), "bw": float(r["bytes_per_sec"]),
-            "direct": r.get("storage", {}).get("o_direct_honoured"),
-            "all_ops": int(r["ops"]) + int(r.get("warmup", {}).get("ops", 0)),
-            "page_bytes": r.get("buffer_page_bytes")}
+    return {
+        "iops": float(r["ops_per_sec"]),
+        "bw": float(r["bytes_per_sec"]),
+        "direct": r.get("storage", {}).get("o_direct_honoured"),
+        "all_ops": int(r["ops"]) + int(r.get("warmup", {}).get("ops", 0)),
+        "page_bytes": r.get("buffer_page_bytes"),
+    }
 
 
 def check_pages(got: dict, pages: str) -> dict:
@@ -245,12 +282,27 @@ class Row:
         ours, ref = self.values(self.ours), self.values(self.ref)
         ratios = pair_ratios(ours, ref)
         med = statistics.median(ratios) if ratios else None
-        pick = lambda xs: statistics.median([x for x in xs if x is not None]) if any(x is not None for x in xs) else None
-        return {"row": self.case.name, "where": self.where, "what": self.case.label, "metric": self.case.metric,
-                "ours_med": pick(ours), "fio_med": pick(ref), "ratio_med": med,
-                "ratio_min": min(ratios) if ratios else None, "ratio_max": max(ratios) if ratios else None,
-                "pairs": len(ratios), "target": self.case.target, "verdict": verdict(med, self.case.target),
-                "o_direct_honoured": self.direct, "ours": ours, "fio": ref, "errors": self.errors}
+        pick = lambda xs: (
+            statistics.median([x for x in xs if x is not None]) if any(x is not None for x in xs) else None
+        )
+        return {
+            "row": self.case.name,
+            "where": self.where,
+            "what": self.case.label,
+            "metric": self.case.metric,
+            "ours_med": pick(ours),
+            "fio_med": pick(ref),
+            "ratio_med": med,
+            "ratio_min": min(ratios) if ratios else None,
+            "ratio_max": max(ratios) if ratios else None,
+            "pairs": len(ratios),
+            "target": self.case.target,
+            "verdict": verdict(med, self.case.target),
+            "o_direct_honoured": self.direct,
+            "ours": ours,
+            "fio": ref,
+            "errors": self.errors,
+        }
 
 
 def measure(case: Case, where: str, d: Path, a) -> Row:
@@ -259,7 +311,7 @@ def measure(case: Case, where: str, d: Path, a) -> Row:
         sides = (("ours", row.ours), ("fio", row.ref))
         # ours first, then fio first, ...: whatever the run before leaves
         # behind (writeback, freed blocks) falls on both sides alike
-        for side, into in (sides if i % 2 == 0 else sides[::-1]):
+        for side, into in sides if i % 2 == 0 else sides[::-1]:
             try:
                 got = one(side, case, d, a)
                 if side == "ours" and got.get("direct") is not None:
@@ -268,8 +320,10 @@ def measure(case: Case, where: str, d: Path, a) -> Row:
                 got = None
                 row.errors.append(f"pair {i + 1} {side}: {e}")
             into.append(got)
-        log(f"  {where} {case.name} pair {i + 1}/{a.pairs}: ours {fmt(row.values(row.ours)[-1], case.metric)}, "
-            f"fio {fmt(row.values(row.ref)[-1], case.metric)}")
+        log(
+            f"  {where} {case.name} pair {i + 1}/{a.pairs}: ours {fmt(row.values(row.ours)[-1], case.metric)}, "
+            f"fio {fmt(row.values(row.ref)[-1], case.metric)}"
+        )
     return row
 
 
@@ -287,8 +341,7 @@ def strace_counts(case: Case, d: Path, a) -> dict:
             ops = got.get("all_ops") or got["iops"] * (a.duration + a.warmup)
             calls = parse_strace(trace.read_text())
             trace.unlink()
-            out[side] = {k: round(v / ops, 3) for k, v in sorted(calls.items(), key=lambda kv: -kv[1])[:8]
-                         if ops > 0}
+            out[side] = {k: round(v / ops, 3) for k, v in sorted(calls.items(), key=lambda kv: -kv[1])[:8] if ops > 0}
         except BenchError as e:
             out[side] = {"error": str(e)}
         finally:
@@ -316,13 +369,27 @@ def loop_ext4(size: int, parent: str | None, written: bool = False, direct_io: b
         with open(image, "wb") as f:
             f.truncate(size)
         if written:
-            subprocess.run(["dd", "if=/dev/zero", f"of={image}", "bs=4M", f"count={-(-size // (4 << 20))}",
-                            "conv=fsync,notrunc", "status=none"], check=True)
+            subprocess.run(
+                [
+                    "dd",
+                    "if=/dev/zero",
+                    f"of={image}",
+                    "bs=4M",
+                    f"count={-(-size // (4 << 20))}",
+                    "conv=fsync,notrunc",
+                    "status=none",
+                ],
+                check=True,
+            )
         # -i 2048: an inode per 2 KiB (default 16 KiB gave 49 152 inodes, which a
         # time-based create run on a quiet machine used up: ENOSPC)
         subprocess.run(["mkfs.ext4", "-q", "-F", "-i", "2048", str(image)], check=True)
-        dev = subprocess.run(["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), str(image)],
-                             check=True, capture_output=True, text=True).stdout.strip()
+        dev = subprocess.run(
+            ["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), str(image)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         try:
             dio = Path(f"/sys/block/{Path(dev).name}/loop/dio")
             if direct_io and (not dio.exists() or dio.read_text().strip() != "1"):
@@ -357,8 +424,10 @@ def reserved_huge_pages(n: int):
     try:
         got = int(nr.read_text()) - before
         if got < n:
-            raise BenchError(f"the kernel reserved {got} of {n} huge pages asked for (memory too fragmented?); "
-                             f"--buffer-pages base measures without them")
+            raise BenchError(
+                f"the kernel reserved {got} of {n} huge pages asked for (memory too fragmented?); "
+                f"--buffer-pages base measures without them"
+            )
         yield
     finally:
         nr.write_text(str(max(0, int(nr.read_text()) - n)))
@@ -381,9 +450,20 @@ def render(rows: list[dict]) -> str:
     lines = [head]
     for r in rows:
         rng = f"{r['ratio_min']:.3f}..{r['ratio_max']:.3f}" if r["pairs"] else "-"
-        lines.append([r["row"], r["where"], r["what"], fmt(r["ours_med"], r["metric"]), fmt(r["fio_med"], r["metric"]),
-                      f"{r['ratio_med']:.3f}" if r["ratio_med"] is not None else "-", rng, str(r["pairs"]),
-                      f">= {r['target']:.2f}x" if r["target"] else "info", r["verdict"]])
+        lines.append(
+            [
+                r["row"],
+                r["where"],
+                r["what"],
+                fmt(r["ours_med"], r["metric"]),
+                fmt(r["fio_med"], r["metric"]),
+                f"{r['ratio_med']:.3f}" if r["ratio_med"] is not None else "-",
+                rng,
+                str(r["pairs"]),
+                f">= {r['target']:.2f}x" if r["target"] else "info",
+                r["verdict"],
+            ]
+        )
     widths = [max(len(l[i]) for l in lines) for i in range(len(head))]
     out = ["  ".join(c.ljust(w) for c, w in zip(l, widths)).rstrip() for l in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
@@ -392,12 +472,14 @@ def render(rows: list[dict]) -> str:
 
 def summary_block(rows: list[dict], facts: dict) -> str:
     """The block to paste into benchmarks/RESULTS.md."""
-    lines = [f"storage_vs_fio {facts['when']}  {facts['cpus']} cpus  kernel {facts['kernel']}  {facts['fio']}",
-             f"io-mode {facts['io_mode']}, pairs {facts['pairs']}, {facts['duration']} s measured + "
-             f"{facts['warmup']} s warmup per run, file {facts['file_size'] // MiB} MiB, cpu {facts['cpu'] or 'any'}, "
-             f"buffers in {facts.get('buffer_pages', 'base')} pages (fio --iomem={facts.get('fio_iomem', 'malloc')}), "
-             f"load avg {facts['load_before']} -> {facts['load_after']}, took {facts['took_s']:.0f} s, "
-             f"{facts.get('image', '')}"]
+    lines = [
+        f"storage_vs_fio {facts['when']}  {facts['cpus']} cpus  kernel {facts['kernel']}  {facts['fio']}",
+        f"io-mode {facts['io_mode']}, pairs {facts['pairs']}, {facts['duration']} s measured + "
+        f"{facts['warmup']} s warmup per run, file {facts['file_size'] // MiB} MiB, cpu {facts['cpu'] or 'any'}, "
+        f"buffers in {facts.get('buffer_pages', 'base')} pages (fio --iomem={facts.get('fio_iomem', 'malloc')}), "
+        f"load avg {facts['load_before']} -> {facts['load_after']}, took {facts['took_s']:.0f} s, "
+        f"{facts.get('image', '')}",
+    ]
     for where, fs in facts["filesystems"].items():
         lines.append(f"{where}: {fs}")
     lines += ["", render(rows)]
@@ -416,34 +498,60 @@ def parse_size(text: str) -> int:
 
 
 def parse_args(argv: list[str] | None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--engine", default=os.environ.get("ROOFTOP_ENGINE") or shutil.which("rooftop-engine")
-                   or str(Path(__file__).resolve().parent.parent / ".venv/bin/rooftop-engine"),
-                   help="rooftop-engine binary (default: $ROOFTOP_ENGINE, PATH, then ./.venv/bin)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--engine",
+        default=os.environ.get("ROOFTOP_ENGINE")
+        or shutil.which("rooftop-engine")
+        or str(Path(__file__).resolve().parent.parent / ".venv/bin/rooftop-engine"),
+        help="rooftop-engine binary (default: $ROOFTOP_ENGINE, PATH, then ./.venv/bin)",
+    )
     p.add_argument("--pairs", type=int, default=3, help="adjacent pairs per row (default 3)")
     p.add_argument("--duration", type=float, default=2.0, help="measured seconds per run (default 2)")
     p.add_argument("--warmup", type=float, default=0.5, help="warm-up seconds per run (default 0.5)")
-    p.add_argument("--io-mode", default="direct", choices=sorted(FIO_FLAGS),
-                   help="open flags of both sides for the data rows (default direct: O_DIRECT)")
+    p.add_argument(
+        "--io-mode",
+        default="direct",
+        choices=sorted(FIO_FLAGS),
+        help="open flags of both sides for the data rows (default direct: O_DIRECT)",
+    )
     p.add_argument("--file-size", type=parse_size, default=256 * MiB, help="data file size (default 256MiB)")
-    p.add_argument("--files", type=int, default=500,
-                   help="files of the metadata rows (default 500: fio lays out and fsyncs each before filestat)")
-    p.add_argument("--create-files", type=int, default=2000,
-                   help="files fio's filecreate makes (it stops after them; default 2000: its rate "
-                        "falls as its file list grows, ~1000/s at 10000 here)")
-    p.add_argument("--only", default="", help="comma-separated row names (default: all): "
-                   + ",".join(c.name for c in CASES))
+    p.add_argument(
+        "--files",
+        type=int,
+        default=500,
+        help="files of the metadata rows (default 500: fio lays out and fsyncs each before filestat)",
+    )
+    p.add_argument(
+        "--create-files",
+        type=int,
+        default=2000,
+        help="files fio's filecreate makes (it stops after them; default 2000: its rate "
+        "falls as its file list grows, ~1000/s at 10000 here)",
+    )
+    p.add_argument(
+        "--only", default="", help="comma-separated row names (default: all): " + ",".join(c.name for c in CASES)
+    )
     p.add_argument("--dir", help="also measure in this directory (a file system you name)")
     p.add_argument("--no-loop", action="store_true", help="skip the loop-mounted ext4 image (then --dir is needed)")
     p.add_argument("--image-dir", help="where the ext4 image file goes (default: the system temporary dir)")
-    p.add_argument("--sparse-image", action="store_true",
-                   help="leave the image sparse (default: written with zeros first)")
-    p.add_argument("--host-cache", action="store_true",
-                   help="let the loop device write its image through the host's page cache (default: O_DIRECT)")
-    p.add_argument("--buffer-pages", default="huge", choices=sorted(FIO_MEM),
-                   help="data buffers of both sides: huge (default; ours --buffer-pages huge, fio --iomem=mmaphuge, "
-                        "reserved here) or base (the kernel's base pages: see the module's help)")
+    p.add_argument(
+        "--sparse-image", action="store_true", help="leave the image sparse (default: written with zeros first)"
+    )
+    p.add_argument(
+        "--host-cache",
+        action="store_true",
+        help="let the loop device write its image through the host's page cache (default: O_DIRECT)",
+    )
+    p.add_argument(
+        "--buffer-pages",
+        default="huge",
+        choices=sorted(FIO_MEM),
+        help="data buffers of both sides: huge (default; ours --buffer-pages huge, fio --iomem=mmaphuge, "
+        "reserved here) or base (the kernel's base pages: see the module's help)",
+    )
     p.add_argument("--cpu", default=None, help="core both sides run on (taskset; default: the last usable core)")
     p.add_argument("--strace", action="store_true", help="also count each side's syscalls per operation")
     p.add_argument("--json", help="save every run and the summary to this file")
@@ -494,8 +602,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         dirs = {}
         if not a.no_loop:
-            mnt, dev = stack.enter_context(loop_ext4(2 * a.file_size + 256 * MiB, a.image_dir,
-                                                     written=not a.sparse_image, direct_io=not a.host_cache))
+            mnt, dev = stack.enter_context(
+                loop_ext4(
+                    2 * a.file_size + 256 * MiB, a.image_dir, written=not a.sparse_image, direct_io=not a.host_cache
+                )
+            )
             dirs[f"ext4 on {dev}"] = mnt
         if a.dir:
             dirs[a.dir] = Path(a.dir)
@@ -505,14 +616,29 @@ def main(argv: list[str] | None = None) -> int:
         fss = {w: fs_of(d) for w, d in dirs.items()}
         rows, traces = measure_all(cases, dirs, a)
     fio_v = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
-    facts = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)), "cpus": os.cpu_count(),
-             "kernel": platform.release(), "fio": fio_v, "io_mode": a.io_mode, "pairs": a.pairs,
-             "duration": a.duration, "warmup": a.warmup, "file_size": a.file_size, "cpu": a.cpu,
-             "buffer_pages": a.buffer_pages, "fio_iomem": FIO_MEM[a.buffer_pages],
-             "load_before": f"{load0:.2f}", "load_after": f"{os.getloadavg()[0]:.2f}",
-             "took_s": time.time() - t0, "filesystems": fss,
-             "image": "" if a.no_loop else ("sparse" if a.sparse_image else "written") + " image, loop device "
-                      + ("through the host's page cache" if a.host_cache else "with O_DIRECT")}
+    facts = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
+        "cpus": os.cpu_count(),
+        "kernel": platform.release(),
+        "fio": fio_v,
+        "io_mode": a.io_mode,
+        "pairs": a.pairs,
+        "duration": a.duration,
+        "warmup": a.warmup,
+        "file_size": a.file_size,
+        "cpu": a.cpu,
+        "buffer_pages": a.buffer_pages,
+        "fio_iomem": FIO_MEM[a.buffer_pages],
+        "load_before": f"{load0:.2f}",
+        "load_after": f"{os.getloadavg()[0]:.2f}",
+        "took_s": time.time() - t0,
+        "filesystems": fss,
+        "image": ""
+        if a.no_loop
+        else ("sparse" if a.sparse_image else "written")
+        + " image, loop device "
+        + ("through the host's page cache" if a.host_cache else "with O_DIRECT"),
+    }
     print(summary_block(rows, facts))
     for name, t in traces.items():
         print(f"\nsyscalls per operation, {name}:")

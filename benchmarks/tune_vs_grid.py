@@ -38,10 +38,12 @@ import tempfile
 import time
 from pathlib import Path
 
-SPACE = {"metric": "bw",
-         "bw.size": ["64KiB", "256KiB", "1MiB", "4MiB", "16MiB"],
-         "engine.concurrency": [1, 2, 4, 8],
-         "engine.server_progress": ["busy", "spindown"]}
+SPACE = {
+    "metric": "bw",
+    "bw.size": ["64KiB", "256KiB", "1MiB", "4MiB", "16MiB"],
+    "engine.concurrency": [1, 2, 4, 8],
+    "engine.server_progress": ["busy", "spindown"],
+}
 #: The base configuration (its values of the knobs are the default).
 BASE = {"bw.size": "256KiB", "bw.stream_size": "256MiB", "fabric.provider": "ofi+tcp"}
 
@@ -53,8 +55,23 @@ def rooftop() -> str:
 
 def tune(results: str, space: Path, args, *more: str) -> dict:
     sets = [a for k, v in BASE.items() for a in ("--set", f"{k}={v}")]
-    argv = [rooftop(), "tune", "--space", str(space), "--results", results, "--json", "--repeat",
-            str(args.repeat), "--duration", str(args.duration), "--warmup", "0.3", *sets, *more]
+    argv = [
+        rooftop(),
+        "tune",
+        "--space",
+        str(space),
+        "--results",
+        results,
+        "--json",
+        "--repeat",
+        str(args.repeat),
+        "--duration",
+        str(args.duration),
+        "--warmup",
+        "0.3",
+        *sets,
+        *more,
+    ]
     print("+", " ".join(argv), file=sys.stderr, flush=True)
     out = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
     if out.returncode != 0:
@@ -65,8 +82,21 @@ def tune(results: str, space: Path, args, *more: str) -> dict:
 def collect(results: str, args) -> str:
     """The ceilings of the base configuration: a bw collect run's id."""
     sets = [a for k, v in BASE.items() for a in ("--set", f"{k}={v}")]
-    argv = [rooftop(), "collect", "--results", results, "--metrics", "bw", "--duration", str(args.duration),
-            "--warmup", "0.3", "--samples", str(args.repeat), *sets]
+    argv = [
+        rooftop(),
+        "collect",
+        "--results",
+        results,
+        "--metrics",
+        "bw",
+        "--duration",
+        str(args.duration),
+        "--warmup",
+        "0.3",
+        "--samples",
+        str(args.repeat),
+        *sets,
+    ]
     print("+", " ".join(argv), file=sys.stderr, flush=True)
     out = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
     if out.returncode != 0:
@@ -84,12 +114,19 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=0.5, help="seconds per window (default %(default)s)")
     ap.add_argument("--repeat", type=int, default=3, help="windows per configuration (default %(default)s)")
     ap.add_argument("--budget", type=int, default=12, help="the tune's budget (default %(default)s)")
-    ap.add_argument("--seeds", type=lambda t: [int(v) for v in t.split(",")], default=[0, 1, 2],
-                    help="one tune per seed (default 0,1,2)")
+    ap.add_argument(
+        "--seeds",
+        type=lambda t: [int(v) for v in t.split(",")],
+        default=[0, 1, 2],
+        help="one tune per seed (default 0,1,2)",
+    )
     ap.add_argument("--json", help="save the outcome to this file")
-    ap.add_argument("--roofline", action="store_true",
-                    help="first measure the ceilings of the base configuration (rooftop collect, bw) and "
-                         "tune against them (--run): the tune's best is then compared with the roofline")
+    ap.add_argument(
+        "--roofline",
+        action="store_true",
+        help="first measure the ceilings of the base configuration (rooftop collect, bw) and "
+        "tune against them (--run): the tune's best is then compared with the roofline",
+    )
     args = ap.parse_args()
     os.environ.setdefault("ROOFTOP_CORES_LOCK", "/tmp/rooftop-tune.lock")
     results = args.results or tempfile.mkdtemp(prefix="rooftop-tune-vs-grid-")
@@ -106,18 +143,32 @@ def main() -> int:
     t_grid = time.monotonic() - t0
     rates = {key(s["params"]): s["measured"] for s in grid["steps"] if s["measured"]}
     best = max(rates.values())
-    out = {"grid_run": grid["run"], "configurations": n, "grid_best": best,
-           "grid_best_params": grid["best"]["params"], "default_over_best": grid["default"] / best,
-           "grid_s": t_grid, "tunes": []}
+    out = {
+        "grid_run": grid["run"],
+        "configurations": n,
+        "grid_best": best,
+        "grid_best_params": grid["best"]["params"],
+        "default_over_best": grid["default"] / best,
+        "grid_s": t_grid,
+        "tunes": [],
+    }
     for seed in args.seeds:
         t1 = time.monotonic()
         tuned = tune(results, space, args, "--budget", str(args.budget), "--seed", str(seed), *more)
-        out["tunes"].append({
-            "seed": seed, "run": tuned["run"], "measured": len(tuned["steps"]), "stopped": tuned["stopped"],
-            "best": tuned["best"]["measured"], "best_params": tuned["best"]["params"],
-            "best_over_grid_best": tuned["best"]["measured"] / best,
-            "choice_in_grid_over_grid_best": rates.get(key(tuned["best"]["params"]), 0.0) / best,
-            "roofline": tuned.get("roofline"), "seconds": time.monotonic() - t1})
+        out["tunes"].append(
+            {
+                "seed": seed,
+                "run": tuned["run"],
+                "measured": len(tuned["steps"]),
+                "stopped": tuned["stopped"],
+                "best": tuned["best"]["measured"],
+                "best_params": tuned["best"]["params"],
+                "best_over_grid_best": tuned["best"]["measured"] / best,
+                "choice_in_grid_over_grid_best": rates.get(key(tuned["best"]["params"]), 0.0) / best,
+                "roofline": tuned.get("roofline"),
+                "seconds": time.monotonic() - t1,
+            }
+        )
     out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))
     if args.json:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up and runs every test: engine unit tests (ctest; built with warnings as
+# Sets up and runs every test: the Python checks (ruff, import-linter, mypy),
+# engine unit tests (ctest; built with warnings as
 # errors), the same unit tests built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, a short fuzz run of the wire decoder, then the
 # end-to-end tests (pytest) with the real engine.
@@ -9,6 +10,15 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
 
 say() { printf '\033[1m[test]\033[0m %s\n' "$*"; }
+
+# The Python code's habits (versions pinned in pyproject's test extra; their
+# settings are in pyproject.toml): lint, formatting, the import layers, types.
+say "python checks: ruff, ruff format, import-linter, mypy"
+.venv/bin/ruff check --quiet src tests benchmarks scripts
+.venv/bin/ruff format --check --quiet src tests benchmarks scripts
+mkdir -p build
+PYTHONPATH=src .venv/bin/lint-imports --no-cache > build/lint-imports.log 2>&1 || { cat build/lint-imports.log; exit 1; }
+.venv/bin/python -m mypy
 
 # ninja --quiet: no progress lines, but every warning and error is shown.
 say "engine unit tests (GoogleTest; warnings are errors)"

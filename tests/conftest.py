@@ -6,8 +6,9 @@ import json
 import os
 from pathlib import Path
 
-import hugepages
 import pytest
+
+import hugepages
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "engine" / "schema" / "engine-output.schema.json"

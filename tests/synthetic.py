@@ -30,10 +30,8 @@ def config_for(nodes: int = 4, cores: int = 1) -> dict:
     """A resolved config of `nodes` nodes of `cores` cores each, with the
     sweep on, 3 collect and 2 validation samples per measurement."""
     cfg = config.defaults()
-    cfg["nodes"] = [{"index": i, "host": "h", "cores": list(range(i * cores, (i + 1) * cores))}
-                    for i in range(nodes)]
-    cfg["collect"].update(servers_per_node=max(2, cores), clients_per_node=cores, samples=3,
-                          sweep_servers=True)
+    cfg["nodes"] = [{"index": i, "host": "h", "cores": list(range(i * cores, (i + 1) * cores))} for i in range(nodes)]
+    cfg["collect"].update(servers_per_node=max(2, cores), clients_per_node=cores, samples=3, sweep_servers=True)
     cfg["validate"].update(servers_per_node=cores, clients_per_node=cores, samples=2)
     return config.resolve_grid(cfg)
 
@@ -48,18 +46,35 @@ def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[store.Store, str]:
     for pl in plan_collect(cfg) + plan_validate(cfg):
         for sp in pl.samples:
             raw = tmp_path / "raw" / f"{sp.stage}-{sp.metric}"
-            parts = Rows.parts(pl, sp, len(pl.server_nodes) * pl.servers_per_node,
-                               len(sp.client_nodes) * sp.clients_per_node)
+            parts = Rows.parts(
+                pl, sp, len(pl.server_nodes) * pl.servers_per_node, len(sp.client_nodes) * sp.clients_per_node
+            )
             for key, snodes, cnodes, ns, ranks in parts:
                 nc = len(ranks)
                 agg = rate(sp.stage, sp.metric, snodes, cnodes, ns, nc, sp.index)
                 if not raw.is_dir():
                     raw.mkdir(parents=True)
-                    (raw / "client-0.json").write_text(json.dumps(
-                        {"result": {"latency_us": {"bins": latency(sp.stage, sp.metric, agg / nc)}}}))
-                st.add_sample(**rows.blank(sp, key, snodes, cnodes, ns, nc, x=ns / nc, status="ok",
-                                           error="", raw_dir=str(raw), aggregate=agg, per_server=agg / ns,
-                                           per_client=agg / nc, measured_s=1.0))
+                    (raw / "client-0.json").write_text(
+                        json.dumps({"result": {"latency_us": {"bins": latency(sp.stage, sp.metric, agg / nc)}}})
+                    )
+                st.add_sample(
+                    **rows.blank(
+                        sp,
+                        key,
+                        snodes,
+                        cnodes,
+                        ns,
+                        nc,
+                        x=ns / nc,
+                        status="ok",
+                        error="",
+                        raw_dir=str(raw),
+                        aggregate=agg,
+                        per_server=agg / ns,
+                        per_client=agg / nc,
+                        measured_s=1.0,
+                    )
+                )
     st.set_status(run_id, "complete")
     return st, run_id
 
@@ -67,16 +82,24 @@ def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[store.Store, str]:
 def uniform_run(tmp_path: Path, cfg: dict | None = None) -> tuple[store.Store, str]:
     """Server ceiling 100 and client ceiling 50 per process (x 1000 base
     units), 1 % apart between samples; one latency histogram for all."""
+
     def rate(stage, metric, snodes, cnodes, ns, nc, i):
         return min(nc * 50e3, ns * 100e3) * (1 + 0.01 * i)
 
-    return _store(tmp_path, cfg or config_for(), rate,
-                  lambda stage, metric, per_client: [[10, 11, 5], [11, 12, 3], [40, 42, 1]])
+    return _store(
+        tmp_path, cfg or config_for(), rate, lambda stage, metric, per_client: [[10, 11, 5], [11, 12, 3], [40, 42, 1]]
+    )
 
 
-def realistic_run(tmp_path: Path, nodes: int = 4, cores: int = 1, slow_node: int | None = None,
-                  slow_pair: tuple[int, int] | None = None, noise: float = 0.03,
-                  seed: int = 1) -> tuple[store.Store, str]:
+def realistic_run(
+    tmp_path: Path,
+    nodes: int = 4,
+    cores: int = 1,
+    slow_node: int | None = None,
+    slow_pair: tuple[int, int] | None = None,
+    noise: float = 0.03,
+    seed: int = 1,
+) -> tuple[store.Store, str]:
     """A run on `nodes` nodes whose rates follow REALISTIC with `noise`
     (relative, uniform): bandwidth shares each node's link among its
     processes; clients or servers on slow_node run at 55 %, and the client
@@ -86,14 +109,13 @@ def realistic_run(tmp_path: Path, nodes: int = 4, cores: int = 1, slow_node: int
 
     def rate(stage, metric, snodes, cnodes, ns, nc, i):
         server, client, link, _ = REALISTIC[metric]
-        if link is not None:   # a node's link saturates first
+        if link is not None:  # a node's link saturates first
             client = min(client, link * len(cnodes) / nc)
             server = min(server, link * len(snodes) / ns)
         agg = min(nc * client, ns * server)
         if slow_node is not None and slow_node in (*snodes, *cnodes):
             agg *= 0.55
-        if slow_pair is not None and len(snodes) == len(cnodes) == nc == 1 and \
-                {snodes[0], cnodes[0]} == set(slow_pair):
+        if slow_pair is not None and len(snodes) == len(cnodes) == nc == 1 and {snodes[0], cnodes[0]} == set(slow_pair):
             agg *= 0.6
         return agg * (1 + rnd.uniform(-noise, noise))
 

@@ -18,10 +18,14 @@ from rooftop.bursts import summary as burst_summary
 
 
 def test_progress_modes_and_spindown_sweep():
-    assert bursts.progress_modes("busy,spindown:10,adaptive,block") == ["busy", "spindown:10", "adaptive",
-                                                                         "block"]
-    assert bursts.progress_modes("busy, spindown:0,1,10,50") == ["busy", "spindown:0", "spindown:1",
-                                                                   "spindown:10", "spindown:50"]
+    assert bursts.progress_modes("busy,spindown:10,adaptive,block") == ["busy", "spindown:10", "adaptive", "block"]
+    assert bursts.progress_modes("busy, spindown:0,1,10,50") == [
+        "busy",
+        "spindown:0",
+        "spindown:1",
+        "spindown:10",
+        "spindown:50",
+    ]
     assert bursts.progress_modes("spindown") == ["spindown"]
     assert bursts.progress_modes("spindown:0.1,1,2.5") == ["spindown:0.1", "spindown:1", "spindown:2.5"]
     with pytest.raises(bursts.BurstsError, match="up to 3 decimals"):
@@ -34,8 +38,9 @@ def test_progress_modes_and_spindown_sweep():
         bursts.progress_modes("busy,10")  # a number continues only a spindown
 
 
-def _proc_tree(root: Path, pid: int, utime: int, stime: int, tasks: dict[int, tuple[int, int, int]],
-               ran_ns: int = 100) -> None:
+def _proc_tree(
+    root: Path, pid: int, utime: int, stime: int, tasks: dict[int, tuple[int, int, int]], ran_ns: int = 100
+) -> None:
     base = root / str(pid)
     (base / "task").mkdir(parents=True, exist_ok=True)
     fields = ["S"] + ["0"] * 10 + [str(utime), str(stime)] + ["0"] * 30
@@ -43,8 +48,7 @@ def _proc_tree(root: Path, pid: int, utime: int, stime: int, tasks: dict[int, tu
     for tid, (vol, invol, slices) in tasks.items():
         t = base / "task" / str(tid)
         t.mkdir(exist_ok=True)
-        (t / "status").write_text(f"Name:\tx\nvoluntary_ctxt_switches:\t{vol}\n"
-                                  f"nonvoluntary_ctxt_switches:\t{invol}\n")
+        (t / "status").write_text(f"Name:\tx\nvoluntary_ctxt_switches:\t{vol}\nnonvoluntary_ctxt_switches:\t{invol}\n")
         (t / "schedstat").write_text(f"{ran_ns} 200 {slices}\n")
 
 
@@ -54,8 +58,7 @@ def test_procstat_sums_threads_and_gives_rates(tmp_path):
     m = procstat.ProcMeter(42, tmp_path)
     assert procstat.counters(42, tmp_path)["voluntary_switches"] == 15
     time.sleep(0.2)
-    _proc_tree(tmp_path, 42, ticks // 10, ticks // 20, {42: (110, 1, 111), 43: (25, 3, 28)},
-               ran_ns=100 + 50_000_000)
+    _proc_tree(tmp_path, 42, ticks // 10, ticks // 20, {42: (110, 1, 111), 43: (25, 3, 28)}, ran_ns=100 + 50_000_000)
     rates = {q: v for q, v, _ in m.rates()}
     dt = 0.2
     assert rates["cpu_user"] == pytest.approx(0.1 / dt, rel=0.3)
@@ -122,8 +125,9 @@ def test_summary_from_series():
 def test_a_burst_column_left_empty_is_explained():
     """Bursts as long as the interval, not aligned with it: no interval lies
     wholly inside one, burst CPU is empty, and the notes say why."""
-    rows = [r for r in _series("busy", 1.0, 1.0, 40000, watts=False)
-            if r["sampler"] != "server" or r["t"] % 1.0 == 0.5]  # server points at 0.5, 1.5, ...
+    rows = [
+        r for r in _series("busy", 1.0, 1.0, 40000, watts=False) if r["sampler"] != "server" or r["t"] % 1.0 == 0.5
+    ]  # server points at 0.5, 1.5, ...
     line = burst_summary.lines(rows, 1.0)["busy"]
     line.measured = [(1.25, 2.25), (5.25, 6.25)]  # the bursts' measured spans
     row = burst_summary.summarize(line, 1.0)
@@ -139,11 +143,23 @@ def test_a_burst_column_left_empty_is_explained():
 def test_figure_one_panel_per_mode_and_says_when_power_is_absent():
     rows = _series("busy", 1.0, 1.0, 40000, watts=True) + _series("block", 0.001, 0.6, 20000, watts=False)
     lines = burst_summary.lines(rows, 0.5)
-    params = {"progress": ["busy", "block"], "interval": 0.5, "metric": "rpc", "clients": 1, "on": 2.0,
-              "off": 2.0, "full_rate": 0.9}
+    params = {
+        "progress": ["busy", "block"],
+        "interval": 0.5,
+        "metric": "rpc",
+        "clients": 1,
+        "on": 2.0,
+        "off": 2.0,
+        "full_rate": 0.9,
+    }
     run = type("Run", (), {"id": "r1"})()
-    res = {"params": params, "lines": lines, "run": run, "power_note": "",
-           "rows": [burst_summary.summarize(lines[m], 0.5) for m in lines]}
+    res = {
+        "params": params,
+        "lines": lines,
+        "run": run,
+        "power_note": "",
+        "rows": [burst_summary.summarize(lines[m], 0.5) for m in lines],
+    }
     fig = bursts_plot.figure(res)
     gids = [l.get_gid() for a in fig.axes for l in a.lines]
     # Two panels: rate and CPU each; watts only where power was measured (busy).
@@ -168,8 +184,9 @@ def test_neighbour_that_fails_says_why_and_leaves_nothing(tmp_path):
     argv = [sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(3)"]
     with pytest.raises(neighbour.NeighbourFailed, match="exited with 3: boom"):
         neighbour.alone(argv, sorted(os.sched_getaffinity(0))[:1], tmp_path, 30)
-    job = neighbour.start([sys.executable, "-c", "import time; time.sleep(60)"],
-                          sorted(os.sched_getaffinity(0))[:1], tmp_path, "sleeper")
+    job = neighbour.start(
+        [sys.executable, "-c", "import time; time.sleep(60)"], sorted(os.sched_getaffinity(0))[:1], tmp_path, "sleeper"
+    )
     job.stop()
     assert job.proc.poll() is not None
 
@@ -230,11 +247,20 @@ def test_timeline_samples_a_process_power_and_client_windows(tmp_path, monkeypat
     sdir = tmp_path / "raw"
     sdir.mkdir()
     t0 = tl.t0
-    (sdir / "windows-0.jsonl").write_text("\n".join(json.dumps(e) for e in [
-        {"event": "measure"}, {"event": "window", "window": 0, "end_s": t0 + 0.5, "elapsed_s": 0.25, "ops": 100},
-        {"event": "window", "window": 1, "end_s": t0 + 0.75, "elapsed_s": 0.25, "ops": 120}]) + "\n{\"event\": \"wi")
-    (sdir / "windows-1.jsonl").write_text(json.dumps(
-        {"event": "window", "window": 0, "end_s": t0 + 0.5, "elapsed_s": 0.25, "ops": 50}) + "\n")
+    (sdir / "windows-0.jsonl").write_text(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {"event": "measure"},
+                {"event": "window", "window": 0, "end_s": t0 + 0.5, "elapsed_s": 0.25, "ops": 100},
+                {"event": "window", "window": 1, "end_s": t0 + 0.75, "elapsed_s": 0.25, "ops": 120},
+            ]
+        )
+        + '\n{"event": "wi'
+    )
+    (sdir / "windows-1.jsonl").write_text(
+        json.dumps({"event": "window", "window": 0, "end_s": t0 + 0.5, "elapsed_s": 0.25, "ops": 50}) + "\n"
+    )
     assert tl.add_windows(sdir) == 2
     time.sleep(1.3)
     tl.mark("burst_end", 0)
@@ -295,8 +321,11 @@ def test_a_zone_failing_after_another_was_read_advances_none(tmp_path, monkeypat
     (zone1 / "energy_uj").write_text("")
     tl._tick()
     tl.save()
-    rows = [{"round": "bursts/busy", "sampler": s, "t": t, "quantity": q, "value": v, "unit": u}
-            for s, pts in tl.store.saved["bursts/busy"].items() for t, q, v, u in pts]
+    rows = [
+        {"round": "bursts/busy", "sampler": s, "t": t, "quantity": q, "value": v, "unit": u}
+        for s, pts in tl.store.saved["bursts/busy"].items()
+        for t, q, v, u in pts
+    ]
     rows += [{"round": "bursts/busy", "sampler": "client", "t": 1.0, "quantity": "rate", "value": 5.0, "unit": ""}]
     row = burst_summary.summarize(burst_summary.lines(rows, 60.0)["busy"], 60.0)
     assert row["power_skipped"] == 1

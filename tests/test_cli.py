@@ -12,8 +12,7 @@ import rooftop
 
 
 def rooftop_cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_version():
@@ -48,8 +47,7 @@ def test_help_teaches():
 
 
 def test_probe_end_to_end(tmp_path):
-    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.5", "--results",
-                    str(tmp_path))
+    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.5", "--results", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "ops/s" in p.stdout and "GiB/s" in p.stdout
     (folder,) = list(tmp_path.glob("probe-*"))
@@ -62,8 +60,7 @@ def test_probe_end_to_end(tmp_path):
 
 
 def test_probe_repeats_and_reports_median_and_spread(tmp_path):
-    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.3", "--repeat", "2", "--results",
-                    str(tmp_path))
+    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.3", "--repeat", "2", "--results", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("median of 2 (") == 2 and "spread" in p.stdout
     (folder,) = list(tmp_path.glob("probe-*"))
@@ -82,9 +79,18 @@ def test_probe_warns_when_runs_disagree(tmp_path, monkeypatch):
 
     def once(fabric, op, extra, duration, cpus, lease):
         v = next(rates)
-        return ({"engine": {"provider": "tcp"}, "result": {
-            "ops_per_sec": v, "bytes_per_sec": v, "cpu": {"utilization": 1.0},
-            "latency_us": {"p50": 1e6 / v, "p99": 2e6 / v}}}, None)
+        return (
+            {
+                "engine": {"provider": "tcp"},
+                "result": {
+                    "ops_per_sec": v,
+                    "bytes_per_sec": v,
+                    "cpu": {"utilization": 1.0},
+                    "latency_us": {"p50": 1e6 / v, "p99": 2e6 / v},
+                },
+            },
+            None,
+        )
 
     monkeypatch.setattr(probe, "_once", once)
     said = []
@@ -98,8 +104,7 @@ def test_probe_warns_when_runs_disagree(tmp_path, monkeypatch):
 
 
 def test_probe_bad_fabric_fails_clearly(tmp_path):
-    p = rooftop_cli("probe", "--fabric", "ofi+bogus", "--duration", "0.2", "--results",
-                    str(tmp_path))
+    p = rooftop_cli("probe", "--fabric", "ofi+bogus", "--duration", "0.2", "--results", str(tmp_path))
     assert p.returncode == 1
     assert "unknown or unavailable provider" in p.stdout
 
@@ -114,30 +119,173 @@ def test_campaign_commands_keep_their_flags():
     # Flags that set config keys come from the key table; the names stay
     # what README, docs and scripts use.
     expected = {
-        "collect": {"--allow-concurrent", "--binding", "--config", "--dry-run", "--duration", "--fabric",
-                    "--fail-fast", "--help", "--json", "--launcher", "--metrics", "--nic-policy", "--nodes", "--pairs",
-                    "--results", "--resume", "--sample", "--samples", "--set", "--sweep-servers", "--verbose",
-                    "--wait-lock", "--warmup", "-h", "-v"},
-        "validate": {"--allow-concurrent", "--client-nodes", "--clients-per-node", "--dry-run", "--duration",
-                     "--fail-fast", "--help", "--json", "--nic-policy", "--results", "--run", "--sample", "--samples", "--server-nodes",
-                     "--servers-per-node", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
-        "tune": {"--allow-concurrent", "--binding", "--budget", "--config", "--duration", "--fabric", "--help",
-                 "--init", "--json", "--launcher", "--metric", "--model", "--nic-policy", "--nodes", "--repeat",
-                 "--results", "--run", "--seed", "--set", "--space", "--verbose", "--wait-lock", "--warmup",
-                 "-h", "-v"},
-        "config": {"--binding", "--config", "--fabric", "--help", "--launcher", "--metrics", "--nic-policy",
-                   "--nodes", "--results", "--set", "-h"},
-        "audit": {"--duration", "--fabric", "--help", "--json", "--lease", "--only", "--repeats", "--results",
-                  "--storage-dir", "--wait-lock", "--warmup", "-h"},
-        "bursts": {"--allow-concurrent", "--binding", "--bursts", "--clients", "--config", "--fabric",
-                   "--full-rate", "--help", "--interval", "--json", "--launcher", "--metric", "--neighbour",
-                   "--neighbour-timeout", "--nic-policy", "--nodes", "--off", "--on", "--progress", "--results",
-                   "--set", "--stencil-iterations", "--stencil-size", "--verbose", "--wait-lock", "-h", "-v"},
-        "interfere": {"--allow-concurrent", "--binding", "--bursts", "--config", "--dry-run", "--duration", "--ensemble",
-                      "--fabric", "--fail-fast", "--grace", "--help", "--json", "--launcher", "--load-node-count",
-                      "--load-nodes", "--load-set", "--load-warmup", "--loads", "--metrics", "--nic-policy",
-                      "--nodes", "--placement", "--results", "--sample", "--samples", "--seed", "--set",
-                      "--stages", "--verbose", "--wait-lock", "--warmup", "-h", "-v"},
+        "collect": {
+            "--allow-concurrent",
+            "--binding",
+            "--config",
+            "--dry-run",
+            "--duration",
+            "--fabric",
+            "--fail-fast",
+            "--help",
+            "--json",
+            "--launcher",
+            "--metrics",
+            "--nic-policy",
+            "--nodes",
+            "--pairs",
+            "--results",
+            "--resume",
+            "--sample",
+            "--samples",
+            "--set",
+            "--sweep-servers",
+            "--verbose",
+            "--wait-lock",
+            "--warmup",
+            "-h",
+            "-v",
+        },
+        "validate": {
+            "--allow-concurrent",
+            "--client-nodes",
+            "--clients-per-node",
+            "--dry-run",
+            "--duration",
+            "--fail-fast",
+            "--help",
+            "--json",
+            "--nic-policy",
+            "--results",
+            "--run",
+            "--sample",
+            "--samples",
+            "--server-nodes",
+            "--servers-per-node",
+            "--verbose",
+            "--wait-lock",
+            "--warmup",
+            "-h",
+            "-v",
+        },
+        "tune": {
+            "--allow-concurrent",
+            "--binding",
+            "--budget",
+            "--config",
+            "--duration",
+            "--fabric",
+            "--help",
+            "--init",
+            "--json",
+            "--launcher",
+            "--metric",
+            "--model",
+            "--nic-policy",
+            "--nodes",
+            "--repeat",
+            "--results",
+            "--run",
+            "--seed",
+            "--set",
+            "--space",
+            "--verbose",
+            "--wait-lock",
+            "--warmup",
+            "-h",
+            "-v",
+        },
+        "config": {
+            "--binding",
+            "--config",
+            "--fabric",
+            "--help",
+            "--launcher",
+            "--metrics",
+            "--nic-policy",
+            "--nodes",
+            "--results",
+            "--set",
+            "-h",
+        },
+        "audit": {
+            "--duration",
+            "--fabric",
+            "--help",
+            "--json",
+            "--lease",
+            "--only",
+            "--repeats",
+            "--results",
+            "--storage-dir",
+            "--wait-lock",
+            "--warmup",
+            "-h",
+        },
+        "bursts": {
+            "--allow-concurrent",
+            "--binding",
+            "--bursts",
+            "--clients",
+            "--config",
+            "--fabric",
+            "--full-rate",
+            "--help",
+            "--interval",
+            "--json",
+            "--launcher",
+            "--metric",
+            "--neighbour",
+            "--neighbour-timeout",
+            "--nic-policy",
+            "--nodes",
+            "--off",
+            "--on",
+            "--progress",
+            "--results",
+            "--set",
+            "--stencil-iterations",
+            "--stencil-size",
+            "--verbose",
+            "--wait-lock",
+            "-h",
+            "-v",
+        },
+        "interfere": {
+            "--allow-concurrent",
+            "--binding",
+            "--bursts",
+            "--config",
+            "--dry-run",
+            "--duration",
+            "--ensemble",
+            "--fabric",
+            "--fail-fast",
+            "--grace",
+            "--help",
+            "--json",
+            "--launcher",
+            "--load-node-count",
+            "--load-nodes",
+            "--load-set",
+            "--load-warmup",
+            "--loads",
+            "--metrics",
+            "--nic-policy",
+            "--nodes",
+            "--placement",
+            "--results",
+            "--sample",
+            "--samples",
+            "--seed",
+            "--set",
+            "--stages",
+            "--verbose",
+            "--wait-lock",
+            "--warmup",
+            "-h",
+            "-v",
+        },
         "model": {"--help", "--json", "--mix", "--params", "--results", "-h"},
         "report": {"--help", "--mix", "--nic-runs", "--output", "--results", "-h"},
     }
@@ -152,21 +300,80 @@ def test_key_flags_become_config_overrides():
     from rooftop.session import overrides
 
     p = build_parser()
-    args = p.parse_args(["collect", "--set", "launcher.type=mpiexec", "--set", "collect.samples=9",
-                         "--launcher", "srun", "--nodes", "3", "--metrics", "rpc", "--fabric", "ofi+shm",
-                         "--binding", "none", "--results", "R", "--duration", "2", "--warmup", "0.5",
-                         "--samples", "4", "--fail-fast", "--pairs", "rounds", "--sweep-servers"])
+    args = p.parse_args(
+        [
+            "collect",
+            "--set",
+            "launcher.type=mpiexec",
+            "--set",
+            "collect.samples=9",
+            "--launcher",
+            "srun",
+            "--nodes",
+            "3",
+            "--metrics",
+            "rpc",
+            "--fabric",
+            "ofi+shm",
+            "--binding",
+            "none",
+            "--results",
+            "R",
+            "--duration",
+            "2",
+            "--warmup",
+            "0.5",
+            "--samples",
+            "4",
+            "--fail-fast",
+            "--pairs",
+            "rounds",
+            "--sweep-servers",
+        ]
+    )
     assert overrides(args) == {
-        "launcher.type": "srun", "launcher.nodes": 3, "metrics": ["rpc"], "fabric.provider": "ofi+shm",
-        "binding": "none", "results": "R", "collect.duration": 2.0, "collect.warmup": 0.5,
-        "collect.samples": 4, "fail_fast": True, "collect.pairs": "rounds", "collect.sweep_servers": True}
+        "launcher.type": "srun",
+        "launcher.nodes": 3,
+        "metrics": ["rpc"],
+        "fabric.provider": "ofi+shm",
+        "binding": "none",
+        "results": "R",
+        "collect.duration": 2.0,
+        "collect.warmup": 0.5,
+        "collect.samples": 4,
+        "fail_fast": True,
+        "collect.pairs": "rounds",
+        "collect.sweep_servers": True,
+    }
     assert overrides(p.parse_args(["collect"])) == {}
     # Abbreviations argparse accepts keep working (README and scripts may use them).
-    args = p.parse_args(["validate", "--run", "r", "--server-n", "1,2", "--client-nodes", "1",
-                         "--servers-per-node", "2", "--clients-per", "3", "--dur", "1", "--samples", "2"])
-    assert key_values(args) == {"validate.server_nodes": [1, 2], "validate.client_nodes": [1],
-                                "validate.servers_per_node": 2, "validate.clients_per_node": 3,
-                                "validate.duration": 1.0, "validate.samples": 2}
+    args = p.parse_args(
+        [
+            "validate",
+            "--run",
+            "r",
+            "--server-n",
+            "1,2",
+            "--client-nodes",
+            "1",
+            "--servers-per-node",
+            "2",
+            "--clients-per",
+            "3",
+            "--dur",
+            "1",
+            "--samples",
+            "2",
+        ]
+    )
+    assert key_values(args) == {
+        "validate.server_nodes": [1, 2],
+        "validate.client_nodes": [1],
+        "validate.servers_per_node": 2,
+        "validate.clients_per_node": 3,
+        "validate.duration": 1.0,
+        "validate.samples": 2,
+    }
     assert args.results is None  # validate's --results is where the run is, not a config key
 
 
@@ -188,8 +395,14 @@ def test_tables_to_a_pipe_or_a_narrow_terminal_cut_no_number(tmp_path):
 
     from rooftop import model, ui
 
-    cells = ["client node (per client process, node full) *", "rpc", "3", "108.8 K ops/s",
-             "117.2 K ops/s", "126.8 K ops/s"]
+    cells = [
+        "client node (per client process, node full) *",
+        "rpc",
+        "3",
+        "108.8 K ops/s",
+        "117.2 K ops/s",
+        "126.8 K ops/s",
+    ]
     for terminal, width in ((False, 110), (True, 70)):
         t = Table()
         for i, c in enumerate(("stage", "metric", "samples", "min", "median", "max")):
@@ -204,7 +417,7 @@ def test_tables_to_a_pipe_or_a_narrow_terminal_cut_no_number(tmp_path):
         for number in ("108.8", "117.2", "126.8"):
             assert flat.count(number) == 3, (terminal, text)
         if not terminal:
-            assert all(c in text for c in cells), text          # whole, on one line
+            assert all(c in text for c in cells), text  # whole, on one line
     # End to end, stdout and stderr pipes: every ceiling of every system whole.
     examples = sorted(str(p) for p in (Path(__file__).parent.parent / "examples").glob("*-table2.json"))
     p = rooftop_cli("compare", *examples, "--output", str(tmp_path))

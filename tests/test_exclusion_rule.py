@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 
-from synthetic import realistic_run
-
 from rooftop import model, outliers, results
+from synthetic import realistic_run
 
 
 def _emulate(st, run_id, core_of):
@@ -17,16 +16,24 @@ def _emulate(st, run_id, core_of):
     run = st.get_run(run_id)
     cfg = run.config
     n = len(cfg["nodes"])
-    cfg["nodes"] = [{"index": i, "host": f"rooftop-n{i}", "cores": [core_of(i)],
-                     "emulation": {"shared_with": [j for j in range(n) if j != i and core_of(j) == core_of(i)]}}
-                    for i in range(n)]
+    cfg["nodes"] = [
+        {
+            "index": i,
+            "host": f"rooftop-n{i}",
+            "cores": [core_of(i)],
+            "emulation": {"shared_with": [j for j in range(n) if j != i and core_of(j) == core_of(i)]},
+        }
+        for i in range(n)
+    ]
     st.db.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(cfg), run_id))
     st.db.commit()
 
 
 def _set(st, run_id, where: str, **cols):
-    st.db.execute(f"UPDATE samples SET {', '.join(f'{c} = ?' for c in cols)} WHERE run_id = ? AND {where}",
-                  (*cols.values(), run_id))
+    st.db.execute(
+        f"UPDATE samples SET {', '.join(f'{c} = ?' for c in cols)} WHERE run_id = ? AND {where}",
+        (*cols.values(), run_id),
+    )
     st.db.commit()
 
 
@@ -36,8 +43,10 @@ def test_outliers_use_only_pairs_the_ceilings_may_use(tmp_path):
     now they are left out, said so, and n2 alone is named."""
     st, run_id = realistic_run(tmp_path, nodes=6, slow_node=2)
     _emulate(st, run_id, lambda i: i % 2)
-    same = " OR ".join(f"(server_nodes = '[{a}]' AND client_nodes = '[{b}]')"
-                       for a, b in ((0, 2), (0, 4), (2, 4), (1, 3), (1, 5), (3, 5)))
+    same = " OR ".join(
+        f"(server_nodes = '[{a}]' AND client_nodes = '[{b}]')"
+        for a, b in ((0, 2), (0, 4), (2, 4), (1, 3), (1, 5), (3, 5))
+    )
     _set(st, run_id, f"stage = 'client_peak' AND ({same})", per_client=26.0, aggregate=26.0)
     res = results.load(st, run_id)
     pm = res.pairs["rpc"]
@@ -56,8 +65,13 @@ def test_outliers_use_only_pairs_the_ceilings_may_use(tmp_path):
     # model --json says which pairs it used and left out.
     from rooftop import export
 
-    doc = export.model_doc(run_id, None, [res.evaluations.get("rpc") or model.evaluate(
-        res.rooflines["rpc"], [])], res.samples, res) if "rpc" in res.rooflines else None
+    doc = (
+        export.model_doc(
+            run_id, None, [res.evaluations.get("rpc") or model.evaluate(res.rooflines["rpc"], [])], res.samples, res
+        )
+        if "rpc" in res.rooflines
+        else None
+    )
     if doc:
         op = doc["metrics"][0]["outlier_pairs"]
         assert len(op["used"]) == 9 and len(op["left_out"]) == 6
@@ -110,16 +124,27 @@ def test_learned_dataset_has_no_excluded_rows(tmp_path):
 def test_pairs_of_a_round_sharing_cores_are_excluded_by_what_ran_beside(tmp_path):
     """A pair round recorded in round.json: two pairs whose nodes share core
     0 ran at once (2 on core 0 + ...): both are left out; a pair alone is not."""
-    nodes = [{"index": i, "cores": [i % 2], "emulation": {"shared_with": [j for j in range(4)
-                                                                         if j != i and j % 2 == i % 2]}}
-             for i in range(4)]
+    nodes = [
+        {"index": i, "cores": [i % 2], "emulation": {"shared_with": [j for j in range(4) if j != i and j % 2 == i % 2]}}
+        for i in range(4)
+    ]
     raw = tmp_path / "round"
     raw.mkdir()
     k1, k2 = "client_peak/rpc/s0x1/c1x1/0", "client_peak/rpc/s2x1/c3x1/0"
     (raw / "round.json").write_text(json.dumps({"keys": [[k1, k2]]}))
-    row = lambda k, a, b: {"key": k, "stage": "client_peak", "metric": "rpc", "status": "ok",
-                           "server_nodes": [a], "client_nodes": [b], "server_procs": 1,
-                           "client_procs": 1, "raw_dir": str(raw), "sample": 0, "attempt": 1}
+    row = lambda k, a, b: {
+        "key": k,
+        "stage": "client_peak",
+        "metric": "rpc",
+        "status": "ok",
+        "server_nodes": [a],
+        "client_nodes": [b],
+        "server_procs": 1,
+        "client_procs": 1,
+        "raw_dir": str(raw),
+        "sample": 0,
+        "attempt": 1,
+    }
     rows = [row(k1, 0, 1), row(k2, 2, 3)]
     why = model.exclusions(rows, nodes)
     assert all("running at once" in w for w in why.values()), why

@@ -16,18 +16,19 @@ import jsonschema
 import pytest
 
 from rooftop import export, results, stages
-from rooftop.store import Store
-
 from test_registries import _synthetic_run
 
 #: What Ramble's and JUBE's regex FOM parsers are given (no custom code).
-FOM_LINE = re.compile(r"^(?P<name>[a-z_]+(?:\.[a-z_0-9]+)+): (?P<value>-?[0-9.eE+-]+) (?P<unit>\S+) "
-                      r"\((?P<better>higher|lower) is better\)$")
+FOM_LINE = re.compile(
+    r"^(?P<name>[a-z_]+(?:\.[a-z_0-9]+)+): (?P<value>-?[0-9.eE+-]+) (?P<unit>\S+) "
+    r"\((?P<better>higher|lower) is better\)$"
+)
 
 
 def cli(*args, check=True):
-    return subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
-                          check=check, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, check=check, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +66,39 @@ def test_raw_dir_is_relative_to_the_results_folder_wherever_collect_ran(tmp_path
     names the documents relative to the results folder, and they are there."""
     res = tmp_path / "res"
     (tmp_path / "elsewhere").mkdir()
-    p = subprocess.run([sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc", "--duration", "0.3",
-                        "--warmup", "0.1", "--samples", "1", "--results", "res"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "collect",
+            "--metrics",
+            "rpc",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "1",
+            "--results",
+            "res",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     run = p.stdout.split()[-1]
-    doc = json.loads(subprocess.run([sys.executable, "-m", "rooftop", "export", run, "--format", "json",
-                                     "--results", str(res)], cwd=tmp_path / "elsewhere", capture_output=True,
-                                    text=True, check=True).stdout)
+    doc = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "rooftop", "export", run, "--format", "json", "--results", str(res)],
+            cwd=tmp_path / "elsewhere",
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     jsonschema.validate(doc, export.schema("export"))
     for s in doc["samples"]:
         assert s["raw_dir"].startswith(run + "/") and list((res / s["raw_dir"]).glob("client-*.json"))

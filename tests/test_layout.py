@@ -17,8 +17,11 @@ def layout() -> str:
 
 def test_every_module_and_engine_file_is_in_the_layout_table():
     table = layout()
-    names = {p.stem for p in (ROOT / "src" / "rooftop").iterdir()
-             if not p.name.startswith("__") and (p.suffix == ".py" or p.is_dir())}
+    names = {
+        p.stem
+        for p in (ROOT / "src" / "rooftop").iterdir()
+        if not p.name.startswith("__") and (p.suffix == ".py" or p.is_dir())
+    }
     names |= {p.stem for p in (ROOT / "engine" / "src").iterdir() if p.suffix in (".cpp", ".hpp")}
     missing = sorted(n for n in names if f"`{n}`" not in table and f"`{n}/`" not in table)
     assert not missing, f"README layout table does not name: {missing}"

@@ -22,8 +22,11 @@ def _roof(metric: str, unit: str, client: float, server: float) -> Roofline:
 
 
 #: Per process: rpc 40 K / 100 K ops/s, iops 20 K / 5 K ops/s, sbw 2 GiB/s / 500 MiB/s.
-ROOFS = {"rpc": _roof("rpc", "ops/s", 40e3, 100e3), "iops": _roof("iops", "ops/s", 20e3, 5e3),
-         "sbw": _roof("sbw", "bytes/s", 2048 * MIB, 500 * MIB)}
+ROOFS = {
+    "rpc": _roof("rpc", "ops/s", 40e3, 100e3),
+    "iops": _roof("iops", "ops/s", 20e3, 5e3),
+    "sbw": _roof("sbw", "bytes/s", 2048 * MIB, 500 * MIB),
+}
 
 
 def _mix(tmp_path, text: str, name: str = "m.toml") -> mix.Mix:
@@ -54,8 +57,7 @@ def test_the_binding_resource_changes_at_the_ridge(tmp_path):
 
 
 def test_shares_weight_the_operations(tmp_path):
-    m = _mix(tmp_path, "[operations.put]\nshare = 1\nrpc = 1\niops = 1\n"
-                       "[operations.get]\nshare = 3\nrpc = 1\n")
+    m = _mix(tmp_path, "[operations.put]\nshare = 1\nrpc = 1\niops = 1\n[operations.get]\nshare = 3\nrpc = 1\n")
     assert m.demand == {"rpc": 1.0, "iops": 0.25}
     comb = mix.combine(m, ROOFS)
     assert comb.roofline.server.centre == 20e3 and comb.server_metric == "iops"  # 5 K / 0.25
@@ -69,17 +71,20 @@ def test_json_mix_files_are_read_too(tmp_path):
     assert m.name == "ckpt" and m.demand == {"sbw": float(MIB)}
 
 
-@pytest.mark.parametrize("text, says", [
-    ("[operations.put]\nrpcs = 1\n", "operations.put.rpcs: unknown metric"),
-    ("[operations.put]\nrpc = '4KiB'\n", "operations.put.rpc: rpc counts operations"),
-    ("[operations.put]\nsbw = 'lots'\n", "operations.put.sbw"),
-    ("[operations.put]\nrpc = -1\n", "operations.put.rpc: -1"),
-    ("[operations.put]\nshare = 0\nrpc = 1\n", "operations.put.share: 0 must be a number > 0"),
-    ("name = 'x'\n", "operations: give at least one operation"),
-    ("weights = 1\n[operations.put]\nrpc = 1\n", "weights: unknown key"),
-    ("[operations.put]\nrpc = 0\n", "no operation uses any metric"),
-    ("[operations\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("[operations.put]\nrpcs = 1\n", "operations.put.rpcs: unknown metric"),
+        ("[operations.put]\nrpc = '4KiB'\n", "operations.put.rpc: rpc counts operations"),
+        ("[operations.put]\nsbw = 'lots'\n", "operations.put.sbw"),
+        ("[operations.put]\nrpc = -1\n", "operations.put.rpc: -1"),
+        ("[operations.put]\nshare = 0\nrpc = 1\n", "operations.put.share: 0 must be a number > 0"),
+        ("name = 'x'\n", "operations: give at least one operation"),
+        ("weights = 1\n[operations.put]\nrpc = 1\n", "weights: unknown key"),
+        ("[operations.put]\nrpc = 0\n", "no operation uses any metric"),
+        ("[operations\n", "not valid TOML"),
+    ],
+)
 def test_bad_mix_files_name_the_file_and_the_key(tmp_path, text, says):
     with pytest.raises(mix.MixError) as e:
         _mix(tmp_path, text, "bad.toml")
@@ -94,12 +99,21 @@ def test_a_mix_needs_every_metric_it_uses(tmp_path):
 
 def test_model_params_with_a_mix_on_the_command_line(tmp_path):
     params = tmp_path / "p.json"
-    params.write_text(json.dumps({"name": "synthetic", "metrics": {
-        "rpc": {"unit": "K ops/s", "client": 40, "server": 100},
-        "iops": {"unit": "K ops/s", "client": 20, "server": 5}}}))
+    params.write_text(
+        json.dumps(
+            {
+                "name": "synthetic",
+                "metrics": {
+                    "rpc": {"unit": "K ops/s", "client": 40, "server": 100},
+                    "iops": {"unit": "K ops/s", "client": 20, "server": 5},
+                },
+            }
+        )
+    )
     (tmp_path / "kv.toml").write_text("name = 'kv put'\n[operations.put]\nrpc = 1\niops = 1\n")
-    run = lambda *a: subprocess.run([sys.executable, "-m", "rooftop", "model", "--params", str(params), *a],
-                                    capture_output=True, text=True)
+    run = lambda *a: subprocess.run(
+        [sys.executable, "-m", "rooftop", "model", "--params", str(params), *a], capture_output=True, text=True
+    )
     doc = json.loads(run("--mix", str(tmp_path / "kv.toml"), "--json").stdout)
     assert doc["mixes"][0]["binds"] == {"server": "iops", "client": "iops"}
     assert doc["mixes"][0]["server"] == pytest.approx(5e3) and doc["mixes"][0]["ridge"] == pytest.approx(4)

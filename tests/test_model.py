@@ -34,7 +34,7 @@ def test_aurora_rpc_from_the_paper():
     rec = r.recommended()
     assert (rec["servers"], rec["clients"]) == (1, 3) and 1 / 3 >= rec["x"]
     bw = model.load_params(AURORA)["bw"]
-    assert bw.unit == "bytes/s" and bw.client.lo == pytest.approx(20.2 * 2 ** 30)
+    assert bw.unit == "bytes/s" and bw.client.lo == pytest.approx(20.2 * 2**30)
     # One client process alone on its node could use ~12 servers' worth of bandwidth...
     alone = bw.without_client_node()
     assert alone.ridge.centre == pytest.approx(20.35 / 1.75)
@@ -42,7 +42,7 @@ def test_aurora_rpc_from_the_paper():
     # ...but with its node full, the node's links share out 1.625 GiB/s per
     # process (8 NICs x 200 Gb/s x 0.89 / 102 cores), and 1:1 is enough, as
     # the paper found on every system (see tests/test_paper_tables.py).
-    assert bw.client_node.centre == pytest.approx(1.625 * 2 ** 30)
+    assert bw.client_node.centre == pytest.approx(1.625 * 2**30)
     assert bw.ridge.centre == pytest.approx(1.625 / 1.75)
     assert (bw.recommended()["servers"], bw.recommended()["clients"]) == (1, 1)
 
@@ -50,12 +50,33 @@ def test_aurora_rpc_from_the_paper():
 def test_validation_against_hand_computed_predictions():
     r = Roofline("rpc", "ops/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400))
     samples = [
-        {"stage": "validate", "metric": "rpc", "status": "ok", "x": 0.125, "per_client": 45.0,
-         "server_nodes": [0], "client_nodes": [1, 2]},   # server-bound: predicted 50
-        {"stage": "validate", "metric": "rpc", "status": "ok", "x": 1.0, "per_client": 80.0,
-         "server_nodes": [0], "client_nodes": [1]},      # client-bound: predicted 100
-        {"stage": "validate", "metric": "rpc", "status": "ok", "x": 0.5, "per_client": 120.0,
-         "server_nodes": [0], "client_nodes": [1]},      # above the roofline
+        {
+            "stage": "validate",
+            "metric": "rpc",
+            "status": "ok",
+            "x": 0.125,
+            "per_client": 45.0,
+            "server_nodes": [0],
+            "client_nodes": [1, 2],
+        },  # server-bound: predicted 50
+        {
+            "stage": "validate",
+            "metric": "rpc",
+            "status": "ok",
+            "x": 1.0,
+            "per_client": 80.0,
+            "server_nodes": [0],
+            "client_nodes": [1],
+        },  # client-bound: predicted 100
+        {
+            "stage": "validate",
+            "metric": "rpc",
+            "status": "ok",
+            "x": 0.5,
+            "per_client": 120.0,
+            "server_nodes": [0],
+            "client_nodes": [1],
+        },  # above the roofline
         {"stage": "validate", "metric": "rpc", "status": "failed", "x": 0.5, "per_client": None},
         {"stage": "validate", "metric": "bw", "status": "ok", "x": 0.5, "per_client": 1.0},
     ]
@@ -74,9 +95,11 @@ def test_validation_against_hand_computed_predictions():
 
 
 def test_ceilings_from_run_samples():
-    rows = ([{"stage": "client_peak", "metric": "rpc", "status": "ok", "per_client": v} for v in (80, 100, 90)]
-            + [{"stage": "server_peak", "metric": "rpc", "status": "ok", "per_server": v} for v in (300, 310)]
-            + [{"stage": "client_peak", "metric": "rpc", "status": "failed", "per_client": None}])
+    rows = (
+        [{"stage": "client_peak", "metric": "rpc", "status": "ok", "per_client": v} for v in (80, 100, 90)]
+        + [{"stage": "server_peak", "metric": "rpc", "status": "ok", "per_server": v} for v in (300, 310)]
+        + [{"stage": "client_peak", "metric": "rpc", "status": "failed", "per_client": None}]
+    )
     r = model.from_run(rows, "rpc")
     assert (r.client.lo, r.client.centre, r.client.hi) == (80, 90, 100)
     assert (r.server.lo, r.server.centre, r.server.hi) == (300, 305, 310)
@@ -84,15 +107,18 @@ def test_ceilings_from_run_samples():
         model.from_run(rows[:3], "rpc")
 
 
-@pytest.mark.parametrize("text, why", [
-    ('{"metrics": {"rpc": {"unit": "furlongs", "client": 1, "server": 2}}}', "metrics.rpc.unit"),
-    ('{"metrics": {"rpc": {"unit": "GiB/s", "client": 1, "server": 2}}}', "does not measure rpc"),
-    ('{"metrics": {"rpc": {"unit": "ops/s", "client": [1, 2, 3], "server": 2}}}', "metrics.rpc.client"),
-    ('{"metrics": {"rpc": {"unit": "ops/s", "client": -1, "server": 2}}}', "metrics.rpc.client"),
-    ('{"metrics": {"tput": {}}}', "metrics.tput: unknown metric"),
-    ('{"name": "x"}', "expected"),
-    ('{"metrics": ', "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('{"metrics": {"rpc": {"unit": "furlongs", "client": 1, "server": 2}}}', "metrics.rpc.unit"),
+        ('{"metrics": {"rpc": {"unit": "GiB/s", "client": 1, "server": 2}}}', "does not measure rpc"),
+        ('{"metrics": {"rpc": {"unit": "ops/s", "client": [1, 2, 3], "server": 2}}}', "metrics.rpc.client"),
+        ('{"metrics": {"rpc": {"unit": "ops/s", "client": -1, "server": 2}}}', "metrics.rpc.client"),
+        ('{"metrics": {"tput": {}}}', "metrics.tput: unknown metric"),
+        ('{"name": "x"}', "expected"),
+        ('{"metrics": ', "not valid JSON"),
+    ],
+)
 def test_bad_params_files_are_named(tmp_path, text, why):
     f = tmp_path / "p.json"
     f.write_text(text)
@@ -102,8 +128,7 @@ def test_bad_params_files_are_named(tmp_path, text, why):
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_model_command_on_a_real_run_and_params(tmp_path):
@@ -163,8 +188,7 @@ def test_client_node_ceiling_binds_where_lower_and_error_is_shown_both_ways():
     # Seed 000, section 5.2: a lone client reaches 100, but with its node
     # full each client gets 40; servers give 400 each.
     iso = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400))
-    full = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400),
-                    client_node=Ceiling(36, 44, 40))
+    full = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400), client_node=Ceiling(36, 44, 40))
     assert full.node_binds and full.client_bound.centre == 40
     assert full.rate(1.0) == 40 and iso.rate(1.0) == 100
     assert full.rate(1 / 16) == iso.rate(1 / 16) == 25  # server-bound: unchanged
@@ -172,8 +196,18 @@ def test_client_node_ceiling_binds_where_lower_and_error_is_shown_both_ways():
     assert full.ridge.centre == pytest.approx(0.1) and iso.ridge.centre == pytest.approx(0.25)
     assert (full.ridge.lo, full.ridge.hi) == pytest.approx((36 / 420, 44 / 380))
     # Validation saturates at 1:1 near 40: only the third ceiling explains it.
-    samples = [{"stage": "validate", "metric": "bw", "status": "ok", "x": x, "per_client": m,
-                "server_nodes": [0], "client_nodes": [1]} for x, m in ((0.5, 38.0), (1.0, 42.0))]
+    samples = [
+        {
+            "stage": "validate",
+            "metric": "bw",
+            "status": "ok",
+            "x": x,
+            "per_client": m,
+            "server_nodes": [0],
+            "client_nodes": [1],
+        }
+        for x, m in ((0.5, 38.0), (1.0, 42.0))
+    ]
     ev = model.evaluate(full, samples)
     assert [round(c.error_pct) for c in ev.checks] == [-5, 5]
     assert [round(c.error_pct) for c in ev.without_node.checks] == [-62, -58]
@@ -181,19 +215,18 @@ def test_client_node_ceiling_binds_where_lower_and_error_is_shown_both_ways():
     assert d["client_node"]["binds"] and d["median_abs_error_pct"]["all"] == pytest.approx(5)
     assert d["median_abs_error_pct_without_client_node"]["all"] == pytest.approx(60)
     # A higher node ceiling changes nothing.
-    high = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400),
-                    client_node=Ceiling(150, 160, 155))
+    high = Roofline("bw", "bytes/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400), client_node=Ceiling(150, 160, 155))
     assert not high.node_binds and high.rate(1.0) == 100 and high.ridge.centre == iso.ridge.centre
 
 
 def test_params_file_takes_an_optional_client_node_ceiling(tmp_path):
     f = tmp_path / "p.json"
-    f.write_text(json.dumps({"metrics": {"bw": {"unit": "GiB/s", "client": [20, 21], "server": 2,
-                                                "client_node": [6, 7]}}}))
+    f.write_text(
+        json.dumps({"metrics": {"bw": {"unit": "GiB/s", "client": [20, 21], "server": 2, "client_node": [6, 7]}}})
+    )
     r = model.load_params(f)["bw"]
-    assert r.client_node.lo == 6 * 2 ** 30 and r.node_binds
-    f.write_text(json.dumps({"metrics": {"bw": {"unit": "GiB/s", "client": 20, "server": 2,
-                                                "client_node": "fast"}}}))
+    assert r.client_node.lo == 6 * 2**30 and r.node_binds
+    f.write_text(json.dumps({"metrics": {"bw": {"unit": "GiB/s", "client": 20, "server": 2, "client_node": "fast"}}}))
     with pytest.raises(ModelError, match=r"metrics.bw.client_node"):
         model.load_params(f)
 
@@ -213,22 +246,62 @@ def test_outlier_node_is_flagged_and_left_out_of_the_ceiling():
     # Two nodes: no node medians to compare.
     assert outliers.score_nodes({(0, 1): 5.0}) == []
     # Ceilings without the flagged node.
-    rows = [{"stage": "client_peak", "metric": "rpc", "status": "ok", "per_client": v,
-             "server_nodes": [a], "client_nodes": [b]} for (a, b), v in rates.items()]
-    rows.append({"stage": "server_peak", "metric": "rpc", "status": "ok", "per_server": 400.0,
-                 "server_nodes": [0], "client_nodes": [1, 2]})
+    rows = [
+        {
+            "stage": "client_peak",
+            "metric": "rpc",
+            "status": "ok",
+            "per_client": v,
+            "server_nodes": [a],
+            "client_nodes": [b],
+        }
+        for (a, b), v in rates.items()
+    ]
+    rows.append(
+        {
+            "stage": "server_peak",
+            "metric": "rpc",
+            "status": "ok",
+            "per_server": 400.0,
+            "server_nodes": [0],
+            "client_nodes": [1, 2],
+        }
+    )
     assert model.from_run(rows, "rpc").client.lo == 60
     assert model.from_run(rows, "rpc", exclude_nodes=[4]).client.lo == 100
 
 
 def test_a_server_bound_client_node_stage_is_not_a_client_ceiling():
     def rows(node_rate, x):
-        return ([{"stage": "client_peak", "metric": "rpc", "status": "ok", "per_client": 100.0,
-                  "server_nodes": [0], "client_nodes": [1]},
-                 {"stage": "server_peak", "metric": "rpc", "status": "ok", "per_server": 120.0,
-                  "server_nodes": [0], "client_nodes": [1]}]
-                + [{"stage": "client_node", "metric": "rpc", "status": "ok", "per_client": node_rate,
-                    "x": x, "server_nodes": [0], "client_nodes": [1]}])
+        return [
+            {
+                "stage": "client_peak",
+                "metric": "rpc",
+                "status": "ok",
+                "per_client": 100.0,
+                "server_nodes": [0],
+                "client_nodes": [1],
+            },
+            {
+                "stage": "server_peak",
+                "metric": "rpc",
+                "status": "ok",
+                "per_server": 120.0,
+                "server_nodes": [0],
+                "client_nodes": [1],
+            },
+        ] + [
+            {
+                "stage": "client_node",
+                "metric": "rpc",
+                "status": "ok",
+                "per_client": node_rate,
+                "x": x,
+                "server_nodes": [0],
+                "client_nodes": [1],
+            }
+        ]
+
     # 1 server per client (a 2-node machine): 110 of at most 120 is the servers' limit.
     r = model.from_run(rows(110.0, 1.0), "rpc")
     assert r.client_node is None and "server-bound" in r.client_node_rejected
@@ -237,9 +310,19 @@ def test_a_server_bound_client_node_stage_is_not_a_client_ceiling():
     assert r.client_node.centre == 40 and r.node_binds and not r.client_node_rejected
 
 
-@pytest.mark.parametrize("ridge, want", [(0.3046, (1, 3)), (1.002, (1, 1)), (1.05, (1, 1)), (1.06, (2, 1)),
-                                         (1.2, (2, 1)), (11.63, (12, 1)), (0.09, (1, 11)),
-                                         (0.5, (1, 2))])
+@pytest.mark.parametrize(
+    "ridge, want",
+    [
+        (0.3046, (1, 3)),
+        (1.002, (1, 1)),
+        (1.05, (1, 1)),
+        (1.06, (2, 1)),
+        (1.2, (2, 1)),
+        (11.63, (12, 1)),
+        (0.09, (1, 11)),
+        (0.5, (1, 2)),
+    ],
+)
 def test_practical_ratio_reaches_the_client_ceiling_within_5_percent(ridge, want):
     r = Roofline("rpc", "ops/s", Ceiling(ridge * 100, ridge * 100, ridge * 100), Ceiling(100, 100, 100))
     rec = r.recommended()
@@ -249,28 +332,39 @@ def test_practical_ratio_reaches_the_client_ceiling_within_5_percent(ridge, want
 
 # --- confidence intervals and the verdict (issue 10, item 7) -----------------
 
+
 def _row(stage, value, key, server_nodes=(0,), client_nodes=(1,), sp=1, cp=1, ceilings=None):
     rate = "per_server" if stage == "server_peak" else "per_client"
-    return {"stage": stage, "metric": "rpc", "status": "ok", "key": key, rate: value,
-            "server_nodes": list(server_nodes), "client_nodes": list(client_nodes),
-            "server_procs": sp, "client_procs": cp, "x": sp / cp,
-            "ceilings": json.dumps(ceilings) if ceilings else ""}
+    return {
+        "stage": stage,
+        "metric": "rpc",
+        "status": "ok",
+        "key": key,
+        rate: value,
+        "server_nodes": list(server_nodes),
+        "client_nodes": list(client_nodes),
+        "server_procs": sp,
+        "client_procs": cp,
+        "x": sp / cp,
+        "ceilings": json.dumps(ceilings) if ceilings else "",
+    }
 
 
 def _run(client, server):
-    return ([_row("client_peak", v, f"client_peak/rpc/s0x1/c1x1/{i}") for i, v in enumerate(client)]
-            + [_row("server_peak", v, f"server_peak/rpc/s0x1/c1-2x1/{i}", client_nodes=(1, 2), cp=2)
-               for i, v in enumerate(server)])
+    return [_row("client_peak", v, f"client_peak/rpc/s0x1/c1x1/{i}") for i, v in enumerate(client)] + [
+        _row("server_peak", v, f"server_peak/rpc/s0x1/c1-2x1/{i}", client_nodes=(1, 2), cp=2)
+        for i, v in enumerate(server)
+    ]
 
 
 def test_t_interval_of_the_mean():
     assert model.t975(2) == 4.303 and model.t975(1000) == pytest.approx(1.962, abs=1e-3)
-    lo, hi = model.t_interval([1.0, 2.0, 3.0])      # mean 2, s 1, n 3
-    assert (lo, hi) == pytest.approx((0.0, 2 + 4.303 / 3 ** 0.5))  # lower end floored at 0
+    lo, hi = model.t_interval([1.0, 2.0, 3.0])  # mean 2, s 1, n 3
+    assert (lo, hi) == pytest.approx((0.0, 2 + 4.303 / 3**0.5))  # lower end floored at 0
     assert model.t_interval([10.0, 10.0, 10.0]) == (10.0, 10.0)
     assert model.t_interval([5.0]) is None
     c = Ceiling.of([98.0, 100.0, 102.0])
-    assert c.n == 3 and c.interval == pytest.approx((100 - 4.303 * 2 / 3 ** 0.5, 100 + 4.303 * 2 / 3 ** 0.5))
+    assert c.n == 3 and c.interval == pytest.approx((100 - 4.303 * 2 / 3**0.5, 100 + 4.303 * 2 / 3**0.5))
     assert Ceiling(90, 110, 100).interval == (90, 110)  # a range given without samples
 
 
@@ -314,8 +408,7 @@ def test_one_measurement_for_client_and_server_is_not_distinguishable():
     stages = ["server_peak", "client_peak", "client_node"]
     rows = []
     for i, v in enumerate((100.0, 101.0, 99.0)):
-        row = _row("server_peak", v, f"server_peak+client_peak+client_node/rpc/s0x1/c1x1/{i}",
-                   ceilings=stages)
+        row = _row("server_peak", v, f"server_peak+client_peak+client_node/rpc/s0x1/c1x1/{i}", ceilings=stages)
         row["per_client"] = v
         rows.append(row)
     r = model.from_run(rows, "rpc")
@@ -348,8 +441,7 @@ def test_published_ranges_keep_aurora_ratios():
 
 def test_overlapping_published_ranges_are_not_distinguishable(tmp_path):
     f = tmp_path / "p.json"
-    f.write_text(json.dumps({"metrics": {"rpc": {"unit": "K ops/s", "client": [80, 120],
-                                                 "server": [90, 110]}}}))
+    f.write_text(json.dumps({"metrics": {"rpc": {"unit": "K ops/s", "client": [80, 120], "server": [90, 110]}}}))
     v = model.load_params(f)["rpc"].verdict()
     assert v["kind"] == "indistinguishable" and v["range"] == [[1, 1], [2, 1]]
 
@@ -357,27 +449,38 @@ def test_overlapping_published_ranges_are_not_distinguishable(tmp_path):
 def _emulated(shared: dict[int, list[int]], cores: dict[int, list[int]]):
     from rooftop.launchers.base import Node
 
-    return [Node(i, f"rooftop-n{i}", tuple(cores[i]), f"10.231.0.{10 + i}",
-                 {"netns": f"rooftop-n{i}", "cpu_percent": None, "link_rate_bits": None,
-                  "shared_with": shared.get(i, [])}) for i in sorted(cores)]
+    return [
+        Node(
+            i,
+            f"rooftop-n{i}",
+            tuple(cores[i]),
+            f"10.231.0.{10 + i}",
+            {"netns": f"rooftop-n{i}", "cpu_percent": None, "link_rate_bits": None, "shared_with": shared.get(i, [])},
+        )
+        for i in sorted(cores)
+    ]
 
 
 def test_placements_whose_nodes_share_cores_yield_no_ceiling():
     # Seed of the bug: 3 emulated nodes on 2 cores, n1 and n2 share core 1.
     nodes = _emulated({1: [2], 2: [1]}, {0: [0], 1: [1], 2: [1]})
-    assert model.core_sharing(_row("client_peak", 1, "k", (1,), (2,)), nodes) == \
-        "nodes n1, n2 share core(s) 1: 2 processes on 1 core(s)"
+    assert (
+        model.core_sharing(_row("client_peak", 1, "k", (1,), (2,)), nodes)
+        == "nodes n1, n2 share core(s) 1: 2 processes on 1 core(s)"
+    )
     assert model.core_sharing(_row("client_peak", 1, "k", (0,), (2,)), nodes) == ""
     # The same Nodes described in a run's config say the same.
     assert model.core_sharing(_row("client_peak", 1, "k", (1,), (2,)), [n.describe() for n in nodes])
-    rows = ([_row("client_peak", v, f"client_peak/rpc/s0x1/c1x1/{i}") for i, v in enumerate((10e3, 10.2e3))]
-            + [_row("client_peak", v, f"client_peak/rpc/s0x1/c2x1/{i}", (0,), (2,))
-               for i, v in enumerate((9.9e3, 10.1e3))]
-            + [_row("client_peak", 125.0, f"client_peak/rpc/s1x1/c2x1/{i}", (1,), (2,)) for i in range(2)]
-            + [_row("server_peak", v, f"server_peak/rpc/s0x1/c1-2x1/{i}", (0,), (1, 2), 1, 2)
-               for i, v in enumerate((40e3, 41e3))]
-            + [_row("client_node", 125.0, f"client_node/rpc/s0-1x1/c2x1/{i}", (0, 1), (2,), 2, 1)
-               for i in range(2)])
+    rows = (
+        [_row("client_peak", v, f"client_peak/rpc/s0x1/c1x1/{i}") for i, v in enumerate((10e3, 10.2e3))]
+        + [_row("client_peak", v, f"client_peak/rpc/s0x1/c2x1/{i}", (0,), (2,)) for i, v in enumerate((9.9e3, 10.1e3))]
+        + [_row("client_peak", 125.0, f"client_peak/rpc/s1x1/c2x1/{i}", (1,), (2,)) for i in range(2)]
+        + [
+            _row("server_peak", v, f"server_peak/rpc/s0x1/c1-2x1/{i}", (0,), (1, 2), 1, 2)
+            for i, v in enumerate((40e3, 41e3))
+        ]
+        + [_row("client_node", 125.0, f"client_node/rpc/s0-1x1/c2x1/{i}", (0, 1), (2,), 2, 1) for i in range(2)]
+    )
     r = model.from_run(rows, "rpc", nodes=nodes)
     # The 125 ops/s pair n1-n2 is no client ceiling, and no node-full one.
     assert r.client.lo == 9.9e3 and r.client.n == 4
@@ -385,8 +488,10 @@ def test_placements_whose_nodes_share_cores_yield_no_ceiling():
     # The server peak placement (clients on n1 and n2, 2 on core 1) shares too:
     # with no other server sample the ceiling is drawn from it, and the verdict cannot tell.
     assert r.core_shared_only == ["server"]
-    assert {(st, k) for st, k, _ in r.core_shared} >= {("client_peak", "client_peak/rpc/s1x1/c2x1/0"),
-                                                       ("client_node", "client_node/rpc/s0-1x1/c2x1/1")}
+    assert {(st, k) for st, k, _ in r.core_shared} >= {
+        ("client_peak", "client_peak/rpc/s1x1/c2x1/0"),
+        ("client_node", "client_node/rpc/s0-1x1/c2x1/1"),
+    }
     v = r.verdict()
     assert v["kind"] == "cannot_tell" and "server ceiling(s) come only from samples" in v["text"]
     # Without sharing information (a real cluster) every sample counts: the
@@ -401,7 +506,8 @@ def test_unbound_processes_on_nodes_sharing_enough_cores_are_used():
     nodes = _emulated({i: [j for j in range(4) if j != i] for i in range(4)}, {i: [0, 1] for i in range(4)})
     assert model.core_sharing(_row("client_peak", 1, "k", (0,), (3,)), nodes) == ""
     assert model.core_sharing(_row("server_peak", 1, "k", (0,), (1, 2, 3), 2, 6), nodes).endswith(
-        "8 processes on 2 core(s)")
+        "8 processes on 2 core(s)"
+    )
 
 
 def test_compare_table_shows_each_verdict(tmp_path):

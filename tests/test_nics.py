@@ -23,26 +23,35 @@ TOPOLOGIES = Path(__file__).resolve().parent / "data" / "topologies"
 
 
 def rooftop(*args):
-    return subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_default_policy_is_margos_and_resolves():
     cfg = config.build(overrides={"launcher.nodes": 2})
     assert cfg["nic"]["policy"] == "package:roundrobin"
-    assert config.build(overrides={"launcher.nodes": 2, "nic.policy": "numa:rank"})["nic"]["policy"] \
-        == "numa:rank"
+    assert config.build(overrides={"launcher.nodes": 2, "nic.policy": "numa:rank"})["nic"]["policy"] == "numa:rank"
 
 
-@pytest.mark.parametrize("value, message", [
-    ("socket:byset", "nic.policy: 'socket:byset': use passthrough or BUCKET:SELECTION; buckets: "
-                     "all, package, numa; selections: byset, bycore, random, roundrobin, rank"),
-    ("all:first", "nic.policy: 'all:first': unknown selection 'first'; selections: byset, bycore, "
-                  "random, roundrobin, rank"),
-    ("all:byset,package:roundrobin", "nic.policy: 'all:byset,package:roundrobin': one policy per "
-                                     "run; 'rooftop collect --nic-policy A,B' measures one run per "
-                                     "policy"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (
+            "socket:byset",
+            "nic.policy: 'socket:byset': use passthrough or BUCKET:SELECTION; buckets: "
+            "all, package, numa; selections: byset, bycore, random, roundrobin, rank",
+        ),
+        (
+            "all:first",
+            "nic.policy: 'all:first': unknown selection 'first'; selections: byset, bycore, random, roundrobin, rank",
+        ),
+        (
+            "all:byset,package:roundrobin",
+            "nic.policy: 'all:byset,package:roundrobin': one policy per "
+            "run; 'rooftop collect --nic-policy A,B' measures one run per "
+            "policy",
+        ),
+    ],
+)
 def test_a_bad_policy_names_the_key(value, message):
     with pytest.raises(ConfigError) as e:
         config.build(overrides={"launcher.nodes": 2, "nic.policy": value})
@@ -50,8 +59,9 @@ def test_a_bad_policy_names_the_key(value, message):
 
 
 def test_python_names_are_the_engines_table():
-    doc = run_engine(["nics", "--topology", str(TOPOLOGIES / "laptop.xml"), "--binding", "core",
-                      "--processes", "1"], timeout=60)
+    doc = run_engine(
+        ["nics", "--topology", str(TOPOLOGIES / "laptop.xml"), "--binding", "core", "--processes", "1"], timeout=60
+    )
     assert [a["policy"] for a in doc["result"]["assignments"]] == nics.policy_names()
 
 
@@ -61,7 +71,11 @@ def test_engine_args_give_each_node_a_fresh_counter_directory(tmp_path):
     stale.mkdir(parents=True)
     (stale / "package-0").write_text("7\n")  # an earlier attempt's counter
     assert nics.engine_args(cfg, tmp_path / "nic-counters", 1) == [
-        "--nic-policy", "package:roundrobin", "--nic-counters", str(stale)]
+        "--nic-policy",
+        "package:roundrobin",
+        "--nic-counters",
+        str(stale),
+    ]
     assert not stale.exists()  # the engine recreates it, 0700, from counter 0
     # fabric.domain wins over any policy; passthrough is the engine's default.
     assert nics.engine_args({**cfg, "fabric": {"domain": "hsn0"}}, tmp_path, 0) == []
@@ -88,9 +102,19 @@ def test_validate_keeps_the_runs_policy():
 
 
 def test_rooftop_nics_prints_figure_2_on_an_aurora_like_node():
-    p = rooftop("nics", "--fabric", "ofi+cxi", "--topology", str(TOPOLOGIES / "aurora.xml"),
-                "--binding", "2cores,none", "--processes", "8",
-                "--policy", "all:byset,package:roundrobin")
+    p = rooftop(
+        "nics",
+        "--fabric",
+        "ofi+cxi",
+        "--topology",
+        str(TOPOLOGIES / "aurora.xml"),
+        "--binding",
+        "2cores,none",
+        "--processes",
+        "8",
+        "--policy",
+        "all:byset,package:roundrobin",
+    )
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert "  cxi4         pci 0000:98:00.0   package 1, NUMA 1" in lines
@@ -98,11 +122,16 @@ def test_rooftop_nics_prints_figure_2_on_an_aurora_like_node():
     assert "  all:byset           none    cxi1 x8" in lines
     assert "  package:roundrobin  none    cxi0 x2, cxi1 x2, cxi2 x2, cxi3 x2" in lines
     assert "                              per process: cxi1 cxi1 cxi1 cxi1 cxi1 cxi1 cxi1 cxi1" in lines
-    js = rooftop("nics", "--topology", str(TOPOLOGIES / "frontier.xml"), "--json", "--binding", "core",
-                 "--policy", "numa:byset")
+    js = rooftop(
+        "nics", "--topology", str(TOPOLOGIES / "frontier.xml"), "--json", "--binding", "core", "--policy", "numa:byset"
+    )
     result = json.loads(js.stdout)
     assert result["processes"] == 56 and result["assignments"][0]["load"] == {
-        "hsn0": 14, "hsn1": 14, "hsn2": 14, "hsn3": 14}
+        "hsn0": 14,
+        "hsn1": 14,
+        "hsn2": 14,
+        "hsn3": 14,
+    }
 
 
 def test_rooftop_nics_refuses_what_the_engine_refuses(tmp_path):
@@ -114,9 +143,22 @@ def test_rooftop_nics_refuses_what_the_engine_refuses(tmp_path):
 
 def test_collect_passes_the_policy_to_every_engine(tmp_path):
     res = tmp_path / "res"
-    p = rooftop("collect", "--dry-run", "--metrics", "rpc", "--nodes", "2", "--nic-policy", "all:rank",
-                "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                "--results", str(res))
+    p = rooftop(
+        "collect",
+        "--dry-run",
+        "--metrics",
+        "rpc",
+        "--nodes",
+        "2",
+        "--nic-policy",
+        "all:rank",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--results",
+        str(res),
+    )
     assert p.returncode == 0, p.stderr
     engines = [l for l in p.stdout.splitlines() if " serve " in l or " load " in l]
     assert engines and all("--nic-policy all:rank --nic-counters " in l for l in engines)
@@ -128,9 +170,24 @@ def test_collect_passes_the_policy_to_every_engine(tmp_path):
 
 def test_collect_with_several_policies_measures_one_run_each(tmp_path):
     res = tmp_path / "res"
-    quick = ["--metrics", "rpc", "--nodes", "2", "--duration", "0.2", "--warmup", "0.1",
-             "--samples", "1", "--set", "collect.client_peak=false",
-             "--set", "collect.client_node=false", "--results", str(res)]
+    quick = [
+        "--metrics",
+        "rpc",
+        "--nodes",
+        "2",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "1",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--results",
+        str(res),
+    ]
     p = rooftop("collect", "--dry-run", "--nic-policy", "all:byset,numa:roundrobin", *quick)
     assert p.returncode == 0, p.stderr
     serve = [l for l in p.stdout.splitlines() if " serve " in l]
@@ -157,5 +214,5 @@ def test_servers_follow_nic_server_policy_when_it_is_set(tmp_path):
     cfg = {"nic": {"policy": "all:byset", "server_policy": "all:roundrobin"}, "launcher": {"type": "netns"}}
     assert nics.engine_args(cfg, tmp_path, 0, "server")[:2] == ["--nic-policy", "all:roundrobin"]
     assert nics.engine_args(cfg, tmp_path, 0, "client")[:2] == ["--nic-policy", "all:byset"]
-    cfg["nic"]["server_policy"] = None      # default: nic.policy for both
+    cfg["nic"]["server_policy"] = None  # default: nic.policy for both
     assert nics.engine_args(cfg, tmp_path, 0, "server")[:2] == ["--nic-policy", "all:byset"]

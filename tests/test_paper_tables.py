@@ -43,9 +43,10 @@ def test_recommendations_match_the_paper(path):
 def test_node_ceiling_follows_its_derivation(path):
     """client_node = NICs x 200 Gb/s x 0.89 / usable cores (Table 1), as the file says."""
     doc = json.loads(path.read_text())
-    nics, cores = {"aurora": (8, 102), "polaris": (2, 32), "frontier": (4, 56),
-                   "perlmutter": (4, 64)}[path.name.split("-")[0]]
-    expect = nics * 200e9 / 8 * 0.89 / cores / 2 ** 30
+    nics, cores = {"aurora": (8, 102), "polaris": (2, 32), "frontier": (4, 56), "perlmutter": (4, 64)}[
+        path.name.split("-")[0]
+    ]
+    expect = nics * 200e9 / 8 * 0.89 / cores / 2**30
     assert doc["metrics"]["bw"]["client_node"] == pytest.approx(expect, abs=1e-3)
     assert any(f"{nics} NICs" in line for line in doc["derivation"])
 
@@ -58,8 +59,12 @@ def test_compare_draws_all_four_on_one_figure(tmp_path):
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert all(any(s in label for label in labels) for s in SYSTEMS), labels
         plt.close(fig)
-    out = subprocess.run([sys.executable, "-m", "rooftop", "compare", *map(str, FILES),
-                          "--output", str(tmp_path), "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "rooftop", "compare", *map(str, FILES), "--output", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     figures = json.loads(out.stdout)
     assert sorted(figures) == ["compare-bw", "compare-rpc"]
     for files in figures.values():

@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
-import synthetic
 from matplotlib.colors import is_color_like
 
+import synthetic
 from rooftop import config, keys, metrics, results, samplers, stages, store, ui, units
 from rooftop.campaign import merge_server_args, plan_collect, plan_validate
 from rooftop.plots.run import plot_run
@@ -63,7 +63,7 @@ def test_config_keys_list_metric_keys_after_the_metrics_key():
     paths = [k.path for k in config.KEYS]
     at = paths.index("metrics")
     own = [k.path for m in metrics.METRICS.values() for k in m.keys]
-    assert paths[at + 1:at + 1 + len(own)] == own
+    assert paths[at + 1 : at + 1 + len(own)] == own
     assert config.KEY_BY_PATH["metrics"].choices == tuple(metrics.METRICS)
     assert config.KEY_BY_PATH["metrics"].default == metrics.defaults() == ["rpc", "bw"]
 
@@ -71,17 +71,18 @@ def test_config_keys_list_metric_keys_after_the_metrics_key():
 def test_every_config_key_is_declared_once():
     assert len(config.KEY_BY_PATH) == len(config.KEYS)
     with pytest.raises(ValueError, match="config key collect.samples is declared twice"):
-        keys.by_path([keys.Key("collect.samples", "int", 5, "first"),
-                      keys.Key("collect.samples", "int", 3, "again")])
+        keys.by_path([keys.Key("collect.samples", "int", 5, "first"), keys.Key("collect.samples", "int", 3, "again")])
 
 
 def test_a_key_declared_twice_is_an_error_at_import():
     """A table (here the samplers') declaring a key config declares too:
     importing config fails naming the key, never keeping the last one."""
-    code = ("from rooftop import samplers\n"
-            "from rooftop.keys import Key\n"
-            "samplers.KEYS = (*samplers.KEYS, Key('collect.samples', 'int', 3, 'again'))\n"
-            "import rooftop.config\n")
+    code = (
+        "from rooftop import samplers\n"
+        "from rooftop.keys import Key\n"
+        "samplers.KEYS = (*samplers.KEYS, Key('collect.samples', 'int', 3, 'again'))\n"
+        "import rooftop.config\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode != 0
     assert "config key collect.samples is declared twice" in p.stderr
@@ -92,16 +93,16 @@ def test_units_format_as_before():
     assert units.fmt_rate(950, "ops/s") == "950 ops/s"
     assert units.fmt_rate(35_212, "ops/s") == "35.2 K ops/s"
     assert units.fmt_rate(1_234_567, "ops/s") == "1,234.6 K ops/s"
-    assert units.fmt_rate(1.75 * 2 ** 30, "bytes/s") == "1.75 GiB/s"
-    assert units.fmt_rate(300 * 2 ** 20, "bytes/s") == "300.0 MiB/s"
-    assert units.fmt_rate(12 * 2 ** 10, "bytes/s") == "12.0 KiB/s"
+    assert units.fmt_rate(1.75 * 2**30, "bytes/s") == "1.75 GiB/s"
+    assert units.fmt_rate(300 * 2**20, "bytes/s") == "300.0 MiB/s"
+    assert units.fmt_rate(12 * 2**10, "bytes/s") == "12.0 KiB/s"
     assert units.fmt_range(32_600, 39_900, "ops/s") == "32.6-39.9 K ops/s"
     assert units.fmt_range(900, 39_900, "ops/s") == "900 ops/s-39.9 K ops/s"
-    assert units.fmt_range(1.62 * 2**30, 1.62 * 2**30, "bytes/s") == "1.62 GiB/s"   # once (issue 13)
+    assert units.fmt_range(1.62 * 2**30, 1.62 * 2**30, "bytes/s") == "1.62 GiB/s"  # once (issue 13)
     assert units.fmt_span(1.04e6, 1.04e6, "K ops/s", 1e3) == "1,040 K ops/s"
     assert units.fmt_span(148e3, 173e3, "K ops/s", 1e3) == "148–173 K ops/s"
     assert units.fmt_in(123_456, "ops/s", ">10,.0f") == "   123,456 ops/s"
-    assert units.parse("GiB/s") == ("bytes/s", 2.0 ** 30) and units.parse("K ops/s") == ("ops/s", 1e3)
+    assert units.parse("GiB/s") == ("bytes/s", 2.0**30) and units.parse("K ops/s") == ("ops/s", 1e3)
 
 
 @pytest.mark.parametrize("u", units.UNITS.values(), ids=lambda u: u.name)
@@ -123,8 +124,12 @@ def test_callers_of_the_metric_table_never_name_a_metric():
 
     src = Path(config.__file__).parent
     files = [p for c in CALLERS for p in ((src / c).glob("*.py") if (src / c).is_dir() else [src / c])]
-    named = [(p.name, node.lineno, node.value) for p in files for node in ast.walk(ast.parse(p.read_text()))
-             if isinstance(node, ast.Constant) and node.value in metrics.METRICS]
+    named = [
+        (p.name, node.lineno, node.value)
+        for p in files
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.Constant) and node.value in metrics.METRICS
+    ]
     assert len(files) > len(CALLERS) and not named, named
 
 
@@ -143,13 +148,19 @@ def test_servers_get_only_the_measured_metrics_arguments():
     cfg["sbw"]["io_mode"] = "buffered"
     assert {pl.tag for pl in plan_collect(cfg)} == {"rpc+bw+iops", "sbw", "meta"}
     # Slot sizes merge by their maximum; any other option given two values cannot.
-    assert merge_server_args([["--max-size", "4194304"], ["--max-size", "1048576", "--fill"]]) == \
-        ["--max-size", "4194304", "--fill"]
+    assert merge_server_args([["--max-size", "4194304"], ["--max-size", "1048576", "--fill"]]) == [
+        "--max-size",
+        "4194304",
+        "--fill",
+    ]
     assert merge_server_args([["--io-mode", "direct"], ["--io-mode", "buffered"]]) is None
     # A storage flag is given either way: one metric's true is not another's false.
     assert merge_server_args([["--io-async=true"], ["--io-async=false"]]) is None
-    assert merge_server_args([["--io-async=false", "--max-size", "1"], ["--io-async=false"]]) == \
-        ["--io-async=false", "--max-size", "1"]
+    assert merge_server_args([["--io-async=false", "--max-size", "1"], ["--io-async=false"]]) == [
+        "--io-async=false",
+        "--max-size",
+        "1",
+    ]
     cfg["sbw"]["io_mode"] = "direct+dsync"
     cfg["sbw"]["io_async"] = True
     assert {pl.tag for pl in plan_collect(cfg)} == {"rpc+bw+iops", "sbw", "meta"}
@@ -196,15 +207,17 @@ def test_a_run_with_every_stage_and_metric_renders_everywhere(tmp_path, capsys):
     res = results.load(st, run_id)
     assert sorted(res.rooflines) == sorted(metrics.METRICS)
     assert {(lat.stage, lat.metric) for lat in res.latency} == {
-        (s.name, m) for s in stages.STAGES.values() if s.latency for m in metrics.METRICS}
+        (s.name, m) for s in stages.STAGES.values() if s.latency for m in metrics.METRICS
+    }
     summary = ui.summarize(res.samples)
     assert {(r["stage"], r["metric"]) for r in summary} == {(s, m) for s in stages.STAGES for m in metrics.METRICS}
     ui.print_summary(res.run, res.samples)
     shown = capsys.readouterr().err
     assert all(s.label[:30] in shown for s in stages.STAGES.values()), shown  # narrow tables cut labels
     figures = plot_run(res, tmp_path / "figures", formats=("png",))
-    assert sorted(figures) == sorted(f"{kind}-{m}" for kind in ("roofline", "sweep", "pairs", "latency")
-                                     for m in metrics.METRICS)
+    assert sorted(figures) == sorted(
+        f"{kind}-{m}" for kind in ("roofline", "sweep", "pairs", "latency") for m in metrics.METRICS
+    )
     page = html_page(res, figures)
     md = markdown(res, figures, tmp_path)
     for m in metrics.METRICS:

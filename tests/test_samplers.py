@@ -29,8 +29,8 @@ def zone(root: Path, index: str, name: str, energy: int, range_uj: int = 2621433
 
 def test_package_zones_only_and_wrap_around(tmp_path):
     p0 = zone(tmp_path, "0", "package-0", 1_000_000, range_uj=10_000_000)
-    zone(tmp_path, "0:0", "core", 5)          # a sub-zone: not a package
-    zone(tmp_path, "1", "psys", 7)            # platform zone: not a package
+    zone(tmp_path, "0:0", "core", 5)  # a sub-zone: not a package
+    zone(tmp_path, "1", "psys", 7)  # platform zone: not a package
     p1 = zone(tmp_path, "2", "package-1", 0)
     zones = power.package_zones(tmp_path)
     assert [z.name for z in zones] == ["package-0", "package-1"]
@@ -92,23 +92,54 @@ def test_campaign_records_cpu_and_power_series(tmp_path):
     res = tmp_path / "res"
     env = dict(os.environ, ROOFTOP_POWERCAP=str(rapl))
     try:
-        p = subprocess.run([sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc", "--duration", "0.5",
-                            "--warmup", "0.1", "--samples", "2", "--sample", "cpu,power",
-                            "--set", "sample_interval=0.2", "--results", str(res)],
-                           capture_output=True, text=True, env=env, timeout=300)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rooftop",
+                "collect",
+                "--metrics",
+                "rpc",
+                "--duration",
+                "0.5",
+                "--warmup",
+                "0.1",
+                "--samples",
+                "2",
+                "--sample",
+                "cpu,power",
+                "--set",
+                "sample_interval=0.2",
+                "--results",
+                str(res),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     finally:
         burn.kill()
         burn.wait(timeout=10)
     assert p.returncode == 0, p.stderr
     run = p.stdout.split()[-1]
-    out = subprocess.run([sys.executable, "-m", "rooftop", "export", run, "--series", "--results", str(res)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "rooftop", "export", run, "--series", "--results", str(res)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rows = list(csv.DictReader(io.StringIO(out)))
     by = {}
     for r in rows:
         by.setdefault((r["sampler"], r["quantity"]), []).append(r)
-    assert set(by) >= {("cpu", "cpu_user"), ("cpu", "cpu_sys"), ("cpu", "context_switches"),
-                       ("power", "power"), ("power", "energy")}
+    assert set(by) >= {
+        ("cpu", "cpu_user"),
+        ("cpu", "cpu_sys"),
+        ("cpu", "context_switches"),
+        ("power", "power"),
+        ("power", "energy"),
+    }
     cpu = [float(r["value"]) + float(b["value"]) for r, b in zip(by["cpu", "cpu_user"], by["cpu", "cpu_sys"])]
     assert max(cpu) > 0.2  # a busy-polling client and server on the round's cores
     watts = sorted(float(r["value"]) for r in by["power", "power"])
@@ -117,17 +148,43 @@ def test_campaign_records_cpu_and_power_series(tmp_path):
     joules = [float(r["value"]) for r in by["power", "energy"] if r["round"] == by["power", "energy"][0]["round"]]
     assert joules == sorted(joules) and joules[-1] > 20_000_000 / 1e6  # went past a wrap-around
     assert times == sorted(times) and len(times) >= 3
-    doc = json.loads(subprocess.run([sys.executable, "-m", "rooftop", "export", run, "--series", "--format",
-                                     "json", "--results", str(res)], capture_output=True, text=True,
-                                    check=True).stdout)
+    doc = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "rooftop", "export", run, "--series", "--format", "json", "--results", str(res)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     assert len(doc["series"]) == len(rows)
 
 
 def test_without_rapl_the_campaign_says_so_once_and_records_cpu(tmp_path):
     res = tmp_path / "res"
     env = dict(os.environ, ROOFTOP_POWERCAP=str(tmp_path / "none"))
-    p = subprocess.run([sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc", "--duration", "0.3",
-                        "--warmup", "0.1", "--samples", "1", "--sample", "power,cpu", "--results", str(res)],
-                       capture_output=True, text=True, env=env, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "collect",
+            "--metrics",
+            "rpc",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "1",
+            "--sample",
+            "power,cpu",
+            "--results",
+            str(res),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     assert p.stderr.count("sampler power: no RAPL package zones") == 1

@@ -20,17 +20,22 @@ def test_fixed_work_and_deterministic_result():
 
 
 def test_command_prints_one_document():
-    out = subprocess.run([sys.executable, "-m", "rooftop.stencil", "--size", "32",
-                          "--iterations", "5"], capture_output=True, text=True,
-                         timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "rooftop.stencil", "--size", "32", "--iterations", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     doc = json.loads(out.stdout)
     assert doc["kernel"] == "stencil" and doc["size"] == 32
     assert doc["cpu_affinity"] == sorted(os.sched_getaffinity(0))
 
 
 def test_bad_size_is_an_error():
-    out = subprocess.run([sys.executable, "-m", "rooftop.stencil", "--size", "2"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "rooftop.stencil", "--size", "2"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2 and "size must be >= 3" in out.stderr
 
 
@@ -39,8 +44,7 @@ def _wait_catches_sigterm(pid: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with open(f"/proc/{pid}/status") as f:
-            caught = next(int(line.split()[1], 16) for line in f
-                          if line.startswith("SigCgt:"))
+            caught = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
         if caught & (1 << (signal.SIGTERM - 1)):
             return
         time.sleep(0.05)
@@ -48,9 +52,11 @@ def _wait_catches_sigterm(pid: int, timeout: float = 60.0) -> None:
 
 
 def test_sigterm_stops_between_sweeps_and_reports_partial_work():
-    proc = subprocess.Popen([sys.executable, "-m", "rooftop.stencil", "--size", "256",
-                             "--iterations", "10000000"], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rooftop.stencil", "--size", "256", "--iterations", "10000000"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     _wait_catches_sigterm(proc.pid)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)

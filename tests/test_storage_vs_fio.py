@@ -33,7 +33,8 @@ def fio_json(side: str, iops: float, bw_bytes: int, ios: int, error: int = 0) ->
     job[side] = {"iops": iops, "bw_bytes": bw_bytes, "total_ios": ios}
     # fio may print notes before its JSON
     return "note: both iodepth >= 1 and synchronous I/O engine are selected\n" + json.dumps(
-        {"fio version": "fio-3.33", "jobs": [job]})
+        {"fio version": "fio-3.33", "jobs": [job]}
+    )
 
 
 def test_fio_write_read_and_metadata_sides(bench):
@@ -57,11 +58,25 @@ def test_fio_failures_are_bench_errors(bench):
 
 
 def test_engine_document(bench):
-    doc = {"role": "storage", "complete": True, "errors": [],
-           "result": {"ops": 200, "warmup": {"ops": 50}, "ops_per_sec": 100.0, "bytes_per_sec": 409600.0,
-                      "storage": {"o_direct_honoured": True}}}
-    assert bench.parse_ours(json.dumps(doc)) == {"iops": 100.0, "bw": 409600.0, "direct": True, "all_ops": 250,
-                                                 "page_bytes": None}
+    doc = {
+        "role": "storage",
+        "complete": True,
+        "errors": [],
+        "result": {
+            "ops": 200,
+            "warmup": {"ops": 50},
+            "ops_per_sec": 100.0,
+            "bytes_per_sec": 409600.0,
+            "storage": {"o_direct_honoured": True},
+        },
+    }
+    assert bench.parse_ours(json.dumps(doc)) == {
+        "iops": 100.0,
+        "bw": 409600.0,
+        "direct": True,
+        "all_ops": 250,
+        "page_bytes": None,
+    }
     doc.update(complete=False, errors=["--io-mode direct: tmpfs at /t does not honour O_DIRECT"])
     with pytest.raises(bench.BenchError, match="does not honour O_DIRECT"):
         bench.parse_ours(json.dumps(doc))
@@ -86,8 +101,20 @@ def test_pair_ratios_skip_failed_runs_and_verdicts(bench):
 
 
 def test_both_sides_get_identical_settings(bench):
-    a = bench.parse_args(["--duration", "1.5", "--warmup", "0.5", "--io-mode", "direct+sync",
-                          "--file-size", "64MiB", "--engine", "/bin/true"])
+    a = bench.parse_args(
+        [
+            "--duration",
+            "1.5",
+            "--warmup",
+            "0.5",
+            "--io-mode",
+            "direct+sync",
+            "--file-size",
+            "64MiB",
+            "--engine",
+            "/bin/true",
+        ]
+    )
     c = case(bench, "iops-randwrite")
     ours = bench.our_argv("/e", c, Path("/d"), a)
     fio = bench.fio_argv(c, Path("/d"), a)
@@ -116,12 +143,37 @@ def test_a_run_whose_buffer_got_other_pages_is_an_error(bench):
 
 
 def test_summary_block_is_pasteable(bench):
-    row = {"row": "bw-seqwrite", "where": "ext4 on /dev/loop1", "what": "1 MiB sequential write", "metric": "bw",
-           "ours_med": 700 * 2**20, "fio_med": 720 * 2**20, "ratio_med": 0.972, "ratio_min": 0.9, "ratio_max": 1.1,
-           "pairs": 3, "target": 0.95, "verdict": "met", "errors": ["pair 2 fio: fio: job error 5"]}
-    facts = {"when": "2026-11-23 05:00 UTC", "cpus": 2, "kernel": "6.18", "fio": "fio-3.33", "io_mode": "direct",
-             "pairs": 3, "duration": 2.0, "warmup": 0.5, "file_size": 256 << 20, "cpu": "1", "load_before": "1.00",
-             "load_after": "2.00", "took_s": 100.0, "filesystems": {"ext4 on /dev/loop1": "ext4 /dev/loop1 rw"}}
+    row = {
+        "row": "bw-seqwrite",
+        "where": "ext4 on /dev/loop1",
+        "what": "1 MiB sequential write",
+        "metric": "bw",
+        "ours_med": 700 * 2**20,
+        "fio_med": 720 * 2**20,
+        "ratio_med": 0.972,
+        "ratio_min": 0.9,
+        "ratio_max": 1.1,
+        "pairs": 3,
+        "target": 0.95,
+        "verdict": "met",
+        "errors": ["pair 2 fio: fio: job error 5"],
+    }
+    facts = {
+        "when": "2026-11-23 05:00 UTC",
+        "cpus": 2,
+        "kernel": "6.18",
+        "fio": "fio-3.33",
+        "io_mode": "direct",
+        "pairs": 3,
+        "duration": 2.0,
+        "warmup": 0.5,
+        "file_size": 256 << 20,
+        "cpu": "1",
+        "load_before": "1.00",
+        "load_after": "2.00",
+        "took_s": 100.0,
+        "filesystems": {"ext4 on /dev/loop1": "ext4 /dev/loop1 rw"},
+    }
     text = bench.summary_block([row], facts)
     assert "700.0 MiB/s" in text and "0.972" in text and "0.900..1.100" in text and " met" in text
     assert "error: ext4 on /dev/loop1 bw-seqwrite: pair 2 fio" in text and "load avg 1.00 -> 2.00" in text

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rooftop import metrics, samplers, stages
+
 # ConfigError lives with Key (rooftop.keys) so that what config imports can
 # raise it; config.ConfigError stays its name for callers above config.
 from rooftop.keys import ConfigError, Key, by_path, short
@@ -27,7 +28,6 @@ from rooftop.launchers import BINDINGS, LAUNCHERS, binding_width
 from rooftop.launchers.mpiexec import FLAVORS
 from rooftop.nics.policy import check_policy
 from rooftop.units import parse_size
-
 
 HOUR, DAY = 3600.0, 86400.0
 #: A measurement (samples x duration) longer than this is a mistake.
@@ -59,102 +59,261 @@ def _and(names: list[str]) -> str:
     """'a', 'a and b', 'a, b and c'."""
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 2 else names)
 
+
 KEYS: list[Key] = [
     Key("fabric.provider", "str", "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+verbs, ofi+cxi, ..."),
-    Key("fabric.domain", "str", None, "NIC / libfabric domain for every process (e.g. hsn0, cxi0); default: "
+    Key(
+        "fabric.domain",
+        "str",
+        None,
+        "NIC / libfabric domain for every process (e.g. hsn0, cxi0); default: "
         "loopback on one machine. One that does not exist or lacks the provider is refused (before "
         "starting with the local launcher, by the engine on the node otherwise), and every sample "
-        "checks each process used it", nullable=True),
-    Key("nic.policy", "str", "package:roundrobin", "how each engine process picks its NIC when "
+        "checks each process used it",
+        nullable=True,
+    ),
+    Key(
+        "nic.policy",
+        "str",
+        "package:roundrobin",
+        "how each engine process picks its NIC when "
         "fabric.domain is not set: BUCKET:SELECTION (buckets all, package, numa: the NICs near the "
         "process; selections byset, bycore, random, roundrobin, rank) or passthrough (the provider's "
         "first domain, or the interface of the node's address or route). Default as Margo's; with one "
         "NIC every policy picks it. 'rooftop nics' shows what each does here; 'rooftop collect "
-        "--nic-policy A,B' measures one run per policy; docs/nic-policies.md"),
-    Key("nic.server_policy", "str", None, "the NIC policy of server processes when it differs from "
+        "--nic-policy A,B' measures one run per policy; docs/nic-policies.md",
+    ),
+    Key(
+        "nic.server_policy",
+        "str",
+        None,
+        "the NIC policy of server processes when it differs from "
         "nic.policy (which then applies to clients only), as seed 000's Figure 2 fixes each server "
         "on its own NIC and varies the clients' policy: e.g. all:roundrobin; default: nic.policy",
-        nullable=True),
+        nullable=True,
+    ),
     Key("launcher.type", "choice", "local", _launcher_type_help(), tuple(LAUNCHERS)),
     Key("launcher.nodes", "int", None, _launcher_nodes_help(), nullable=True, maximum=100_000),
-    Key("launcher.hosts", "list[str]", None, _for_launchers("hosts", "host names, one per node "
-        "(default none: give hosts or hostfile)"), nullable=True),
-    Key("launcher.hostfile", "str", None, _for_launchers("hostfile", "file with one host per line "
-        "(default none: give hosts or hostfile)"), nullable=True),
-    Key("launcher.cores_per_node", "int", None, _for_launchers("cores_per_node", "usable cores per node "
-        "(default: this machine's)"), nullable=True, maximum=100_000),
-    Key("launcher.command", "str", None, _for_launchers("command", "the launcher's executable (default: "
-        "its name, e.g. mpiexec / srun)"), nullable=True),
-    Key("launcher.flavor", "choice", "auto", _for_launchers("flavor", "MPI flavour (auto: from "
-        "'mpiexec --version')"), FLAVORS),
-    Key("launcher.extra_args", "list[str]", [], _for_launchers("extra_args", "extra launcher arguments, "
-        "placed before the engine")),
-    Key("launcher.oversubscribe", "bool", False, _for_launchers("oversubscribe", "under binding core "
-        "or 2cores, start more processes than a node's cores hold: process k takes the k-th core set "
-        "mod the node's, so processes share cores (for placements such as 16 clients on an emulated "
-        "node of 2 cores; rates that need CPU then share it)")),
-    Key("binding", "choice", "core", "core binding: one process per core, two cores per process, or none",
-        BINDINGS),
+    Key(
+        "launcher.hosts",
+        "list[str]",
+        None,
+        _for_launchers("hosts", "host names, one per node (default none: give hosts or hostfile)"),
+        nullable=True,
+    ),
+    Key(
+        "launcher.hostfile",
+        "str",
+        None,
+        _for_launchers("hostfile", "file with one host per line (default none: give hosts or hostfile)"),
+        nullable=True,
+    ),
+    Key(
+        "launcher.cores_per_node",
+        "int",
+        None,
+        _for_launchers("cores_per_node", "usable cores per node (default: this machine's)"),
+        nullable=True,
+        maximum=100_000,
+    ),
+    Key(
+        "launcher.command",
+        "str",
+        None,
+        _for_launchers("command", "the launcher's executable (default: its name, e.g. mpiexec / srun)"),
+        nullable=True,
+    ),
+    Key(
+        "launcher.flavor",
+        "choice",
+        "auto",
+        _for_launchers("flavor", "MPI flavour (auto: from 'mpiexec --version')"),
+        FLAVORS,
+    ),
+    Key(
+        "launcher.extra_args",
+        "list[str]",
+        [],
+        _for_launchers("extra_args", "extra launcher arguments, placed before the engine"),
+    ),
+    Key(
+        "launcher.oversubscribe",
+        "bool",
+        False,
+        _for_launchers(
+            "oversubscribe",
+            "under binding core "
+            "or 2cores, start more processes than a node's cores hold: process k takes the k-th core set "
+            "mod the node's, so processes share cores (for placements such as 16 clients on an emulated "
+            "node of 2 cores; rates that need CPU then share it)",
+        ),
+    ),
+    Key("binding", "choice", "core", "core binding: one process per core, two cores per process, or none", BINDINGS),
     Key("metrics", "list[choice]", metrics.defaults(), metrics.help_text(), tuple(metrics.METRICS)),
     # Each metric's own keys (declared in its file, rooftop/metrics/), in table order.
     *(k for m in metrics.METRICS.values() for k in m.keys),
-    Key("collect.duration", "float", 5.0, f"measured seconds per sample (at least {MIN_DURATION_S:g})",
-        maximum=DAY),
+    Key("collect.duration", "float", 5.0, f"measured seconds per sample (at least {MIN_DURATION_S:g})", maximum=DAY),
     Key("collect.warmup", "float", 1.0, "warmup seconds before each sample", maximum=HOUR),
     Key("collect.samples", "int", 5, "samples per measurement", maximum=10_000),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
     Key("collect.client_peak", "bool", True, "measure the client ceiling (every node pair)"),
-    Key("collect.pairs", "choice", "serial", "client peak pair scheduling: serial (one node pair at a "
+    Key(
+        "collect.pairs",
+        "choice",
+        "serial",
+        "client peak pair scheduling: serial (one node pair at a "
         "time, as seed 000) or rounds (round-robin tournament: N-1 rounds of N/2 disjoint pairs measured "
-        "at once, about N/2 times faster; pairs may then share a switch)", ("serial", "rounds")),
-    Key("collect.client_node", "bool", True, "measure the node-saturated client ceiling: one client "
-        "node fully populated against the servers of every other node (seed 000, section 5.2)"),
-    Key("collect.sweep_servers", "bool", False, "measure one server node's aggregate as its "
-        "server processes grow 1..max"),
-    Key("collect.servers_per_node", "int", None, "server processes on the server node "
-        "(default: one per usable core under the binding)", nullable=True, maximum=100_000),
-    Key("collect.clients_per_node", "int", None, "client processes per client node (default: one per "
-        "usable core under the binding)", nullable=True, maximum=100_000),
-    Key("validate.server_nodes", "list[int]", None, "server-node counts of the validation grid "
-        f"(default 1..min({VALIDATE_SERVER_NODES}, N-1))", nullable=True, maximum=100_000),
-    Key("validate.client_nodes", "list[int]", None, "client-node counts (default 1..N-servers)",
-        nullable=True, maximum=100_000),
-    Key("validate.servers_per_node", "int", None, "server processes per server node (default: one per "
-        "usable core under the binding)", nullable=True, maximum=100_000),
-    Key("validate.clients_per_node", "int", None, "client processes per client node (default: one per "
-        "usable core under the binding)", nullable=True, maximum=100_000),
-    Key("validate.duration", "float", 5.0, f"measured seconds per validation sample (at least "
-        f"{MIN_DURATION_S:g})", maximum=DAY),
+        "at once, about N/2 times faster; pairs may then share a switch)",
+        ("serial", "rounds"),
+    ),
+    Key(
+        "collect.client_node",
+        "bool",
+        True,
+        "measure the node-saturated client ceiling: one client "
+        "node fully populated against the servers of every other node (seed 000, section 5.2)",
+    ),
+    Key(
+        "collect.sweep_servers",
+        "bool",
+        False,
+        "measure one server node's aggregate as its server processes grow 1..max",
+    ),
+    Key(
+        "collect.servers_per_node",
+        "int",
+        None,
+        "server processes on the server node (default: one per usable core under the binding)",
+        nullable=True,
+        maximum=100_000,
+    ),
+    Key(
+        "collect.clients_per_node",
+        "int",
+        None,
+        "client processes per client node (default: one per usable core under the binding)",
+        nullable=True,
+        maximum=100_000,
+    ),
+    Key(
+        "validate.server_nodes",
+        "list[int]",
+        None,
+        f"server-node counts of the validation grid (default 1..min({VALIDATE_SERVER_NODES}, N-1))",
+        nullable=True,
+        maximum=100_000,
+    ),
+    Key(
+        "validate.client_nodes",
+        "list[int]",
+        None,
+        "client-node counts (default 1..N-servers)",
+        nullable=True,
+        maximum=100_000,
+    ),
+    Key(
+        "validate.servers_per_node",
+        "int",
+        None,
+        "server processes per server node (default: one per usable core under the binding)",
+        nullable=True,
+        maximum=100_000,
+    ),
+    Key(
+        "validate.clients_per_node",
+        "int",
+        None,
+        "client processes per client node (default: one per usable core under the binding)",
+        nullable=True,
+        maximum=100_000,
+    ),
+    Key(
+        "validate.duration",
+        "float",
+        5.0,
+        f"measured seconds per validation sample (at least {MIN_DURATION_S:g})",
+        maximum=DAY,
+    ),
     Key("validate.warmup", "float", 1.0, "warmup seconds per validation sample", maximum=HOUR),
     Key("validate.samples", "int", 1, "samples per grid point", maximum=10_000),
-    Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, "
-        "spindown[:MS]"),
+    Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, spindown[:MS]"),
     Key("engine.client_progress", "str", "busy", "client progress mode"),
-    Key("engine.concurrency", "int", 1, "operations each client process keeps outstanding (1: sequential, "
-        "synchronous, as seed 000 measures)", maximum=4096),
-    Key("engine.handler_threads", "int", 0, "server threads running RPC handlers (0: all in the single "
-        "progress loop, the paper's single-threaded daemon)", maximum=256),
-    Key("engine.start", "choice", "barrier", "how the clients of a sample start measuring together: barrier "
+    Key(
+        "engine.concurrency",
+        "int",
+        1,
+        "operations each client process keeps outstanding (1: sequential, synchronous, as seed 000 measures)",
+        maximum=4096,
+    ),
+    Key(
+        "engine.handler_threads",
+        "int",
+        0,
+        "server threads running RPC handlers (0: all in the single progress loop, the paper's single-threaded daemon)",
+        maximum=256,
+    ),
+    Key(
+        "engine.start",
+        "choice",
+        "barrier",
+        "how the clients of a sample start measuring together: barrier "
         "(each warms up, reports ready to server rank 0 over the fabric and keeps loading; its one answer "
         "starts every client's first window) or clock (a wall-clock instant, launch time + start_lead + "
-        "warmup: a guess, kept to compare with)", ("barrier", "clock")),
-    Key("engine.barrier_timeout", "float", 60.0, "seconds a ready client waits at the start barrier for "
+        "warmup: a guess, kept to compare with)",
+        ("barrier", "clock"),
+    ),
+    Key(
+        "engine.barrier_timeout",
+        "float",
+        60.0,
+        "seconds a ready client waits at the start barrier for "
         "the others: allow for the slowest start-up (a CPU-capped node populating its 1 GiB stream buffer "
-        "takes several seconds); a client that never becomes ready fails its sample after this"),
-    Key("engine.settle", "float", 0.1, "seconds clients load again after the start barrier's release "
-        "before their first window (they drained to report ready: pipelines and TCP windows refill)"),
-    Key("engine.start_lead", "float", 0.5, "engine.start = clock: seconds allowed for client processes to "
-        "start before their warmup", maximum=HOUR),
-    Key("engine.min_overlap", "float", 0.95, "share of each window that all clients of a sample must "
-        "measure together; a round below it is measured again, then stored invalid"),
-    Key("engine.retries", "int", 2, "times an invalid round (clients apart, an aggregate above a known "
-        "link rate) is measured again before its samples are stored invalid"),
-    Key("engine.slices", "int", 20, "slices per window in which clients report their work, to sum it "
-        "over the time all of them measured"),
+        "takes several seconds); a client that never becomes ready fails its sample after this",
+    ),
+    Key(
+        "engine.settle",
+        "float",
+        0.1,
+        "seconds clients load again after the start barrier's release "
+        "before their first window (they drained to report ready: pipelines and TCP windows refill)",
+    ),
+    Key(
+        "engine.start_lead",
+        "float",
+        0.5,
+        "engine.start = clock: seconds allowed for client processes to start before their warmup",
+        maximum=HOUR,
+    ),
+    Key(
+        "engine.min_overlap",
+        "float",
+        0.95,
+        "share of each window that all clients of a sample must "
+        "measure together; a round below it is measured again, then stored invalid",
+    ),
+    Key(
+        "engine.retries",
+        "int",
+        2,
+        "times an invalid round (clients apart, an aggregate above a known "
+        "link rate) is measured again before its samples are stored invalid",
+    ),
+    Key(
+        "engine.slices",
+        "int",
+        20,
+        "slices per window in which clients report their work, to sum it over the time all of them measured",
+    ),
     Key("engine.timeout", "float", 10.0, "seconds before a missing or silent server is an error", maximum=DAY),
-    Key("engine.lease", "float", 10.0, "seconds an engine runs on without hearing from its campaign "
+    Key(
+        "engine.lease",
+        "float",
+        10.0,
+        "seconds an engine runs on without hearing from its campaign "
         "(a lease file in its group folder, renewed every lease/5 s): engines never outlive a campaign "
-        "that was killed", maximum=DAY),
+        "that was killed",
+        maximum=DAY,
+    ),
     Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
     Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
     Key("fail_fast", "bool", False, "stop the campaign at the first failed sample"),
@@ -347,8 +506,10 @@ def _long_enough(cfg: dict, path: str) -> None:
     not a sample (issue 27)."""
     v = _get(cfg, path)
     if v < MIN_DURATION_S:
-        raise ConfigError(f"{path}: {v:g} s is too short for a measured window (at least "
-                          f"{MIN_DURATION_S:g} s: a window must hold many operations)")
+        raise ConfigError(
+            f"{path}: {v:g} s is too short for a measured window (at least "
+            f"{MIN_DURATION_S:g} s: a window must hold many operations)"
+        )
 
 
 def _not_years(cfg: dict, stage: str) -> None:
@@ -356,8 +517,10 @@ def _not_years(cfg: dict, stage: str) -> None:
     st = cfg[stage]
     total = st["samples"] * st["duration"] + st["warmup"]
     if total > MAX_MEASUREMENT_S:
-        raise ConfigError(f"{stage}.samples: {st['samples']} samples of {st['duration']:g} s take "
-                          f"{total / DAY:.0f} days per measurement (at most {MAX_MEASUREMENT_S / DAY:.0f})")
+        raise ConfigError(
+            f"{stage}.samples: {st['samples']} samples of {st['duration']:g} s take "
+            f"{total / DAY:.0f} days per measurement (at most {MAX_MEASUREMENT_S / DAY:.0f})"
+        )
 
 
 def _check_start(cfg: dict) -> None:
@@ -377,16 +540,23 @@ def resolve(cfg: dict) -> dict:
     from rooftop.launchers.base import procs_per_node
 
     cfg = copy.deepcopy(cfg)
-    for p in ("collect.duration", "validate.duration", "engine.timeout", "engine.barrier_timeout",
-              "engine.lease"):
+    for p in ("collect.duration", "validate.duration", "engine.timeout", "engine.barrier_timeout", "engine.lease"):
         _positive(cfg, p)
     for p in ("collect.warmup", "validate.warmup", "engine.start_lead", "engine.settle"):
         _positive(cfg, p, 0, strict=False)
     _long_enough(cfg, "collect.duration")
     _check_start(cfg)
-    for p in ("collect.samples", "validate.samples", "launcher.nodes", "launcher.cores_per_node",
-              "collect.servers_per_node", "collect.clients_per_node",
-              "validate.servers_per_node", "validate.clients_per_node", "engine.concurrency"):
+    for p in (
+        "collect.samples",
+        "validate.samples",
+        "launcher.nodes",
+        "launcher.cores_per_node",
+        "collect.servers_per_node",
+        "collect.clients_per_node",
+        "validate.servers_per_node",
+        "validate.clients_per_node",
+        "engine.concurrency",
+    ):
         _positive(cfg, p)
     _positive(cfg, "engine.handler_threads", 0, strict=False)
     _not_years(cfg, "collect")
@@ -419,13 +589,16 @@ def resolve(cfg: dict) -> dict:
     import socket
 
     local_names = {"localhost", socket.gethostname(), socket.getfqdn()}
-    remote = [nd.host for nd in nodes if nd.host not in local_names and not nd.host.startswith("127.")
-              and not nd.address]
+    remote = [
+        nd.host for nd in nodes if nd.host not in local_names and not nd.host.startswith("127.") and not nd.address
+    ]
     ip_provider = any(p in cfg["fabric"]["provider"] for p in ("tcp", "sockets", "verbs", "udp"))
     if remote and ip_provider and not cfg["fabric"]["domain"]:
-        raise ConfigError(f"fabric.domain: nodes on other hosts ({remote[0]}, ...) cannot reach servers "
-                          f"listening on loopback; set the network interface they share, e.g. "
-                          f"--set fabric.domain=hsn0 (or ib0, eth0)")
+        raise ConfigError(
+            f"fabric.domain: nodes on other hosts ({remote[0]}, ...) cannot reach servers "
+            f"listening on loopback; set the network interface they share, e.g. "
+            f"--set fabric.domain=hsn0 (or ib0, eth0)"
+        )
     cfg["nodes"] = [node.describe() for node in nodes]
     if cfg["launcher"]["type"] == "local" and cfg["launcher"]["nodes"] is None:
         cfg["launcher"]["nodes"] = n
@@ -437,16 +610,26 @@ def resolve(cfg: dict) -> dict:
         if want is None:
             _set(cfg, path, have)
             return have
-        if binding != "none" and want * width > min(len(node.cores) for node in nodes) \
-                and not (cfg["launcher"].get("oversubscribe")
-                         and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys):
-            raise ConfigError(f"{path}: {want} processes x {width} core(s) do not fit on a node with "
-                              f"{min(len(node.cores) for node in nodes)} usable cores "
-                              f"(binding '{binding}')")
+        if (
+            binding != "none"
+            and want * width > min(len(node.cores) for node in nodes)
+            and not (
+                cfg["launcher"].get("oversubscribe") and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys
+            )
+        ):
+            raise ConfigError(
+                f"{path}: {want} processes x {width} core(s) do not fit on a node with "
+                f"{min(len(node.cores) for node in nodes)} usable cores "
+                f"(binding '{binding}')"
+            )
         return want
 
-    for p in ("collect.servers_per_node", "collect.clients_per_node",
-              "validate.servers_per_node", "validate.clients_per_node"):
+    for p in (
+        "collect.servers_per_node",
+        "collect.clients_per_node",
+        "validate.servers_per_node",
+        "validate.clients_per_node",
+    ):
         procs(p)
 
     for name in cfg["metrics"]:  # what measuring each needs on these nodes
@@ -454,8 +637,9 @@ def resolve(cfg: dict) -> dict:
 
     needs_two = any(st.enabled(cfg) for st in stages.of_phase("collect"))
     if needs_two and n < 2:
-        raise ConfigError(f"launcher.nodes: a campaign needs at least 2 nodes (a server node and a "
-                          f"client node); {n} available")
+        raise ConfigError(
+            f"launcher.nodes: a campaign needs at least 2 nodes (a server node and a client node); {n} available"
+        )
 
     return resolve_grid(cfg)
 
@@ -476,19 +660,22 @@ def resolve_grid(cfg: dict) -> dict:
         cores = min(len(nd["cores"]) for nd in cfg["nodes"])
         for p in ("servers_per_node", "clients_per_node"):
             if v[p] is not None and v[p] * width > cores:
-                raise ConfigError(f"validate.{p}: {v[p]} processes x {width} core(s) do not fit on a "
-                                  f"node with {cores} usable cores (binding '{cfg['binding']}')")
+                raise ConfigError(
+                    f"validate.{p}: {v[p]} processes x {width} core(s) do not fit on a "
+                    f"node with {cores} usable cores (binding '{cfg['binding']}')"
+                )
     if v["server_nodes"] is None:
         v["server_nodes"] = list(range(1, max(1, min(VALIDATE_SERVER_NODES, n - 1)) + 1))
     for s in v["server_nodes"]:
         if not 1 <= s <= n - 1:
-            raise ConfigError(f"validate.server_nodes: {s} server nodes leave no client node "
-                              f"among {n} nodes")
+            raise ConfigError(f"validate.server_nodes: {s} server nodes leave no client node among {n} nodes")
     if v["client_nodes"] is not None:
         for c in v["client_nodes"]:
             if not 1 <= c <= n - min(v["server_nodes"]):
-                raise ConfigError(f"validate.client_nodes: {c} client nodes do not fit beside "
-                                  f"{min(v['server_nodes'])} server node(s) among {n} nodes")
+                raise ConfigError(
+                    f"validate.client_nodes: {c} client nodes do not fit beside "
+                    f"{min(v['server_nodes'])} server node(s) among {n} nodes"
+                )
     return cfg
 
 

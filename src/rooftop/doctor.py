@@ -16,6 +16,7 @@ import re
 import sqlite3
 import time
 from pathlib import Path
+
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, unstored_rows
 from rooftop.store import Store, StoreError, now_iso
 
@@ -42,8 +43,7 @@ def run_status(store: Store, run_id: str, cfg: dict) -> tuple[str, str]:
 
 
 def _run_dirs(results: Path) -> list[Path]:
-    return sorted(d for d in results.iterdir()
-                  if d.is_dir() and RUN_ID.match(d.name) and (d / "config.json").is_file())
+    return sorted(d for d in results.iterdir() if d.is_dir() and RUN_ID.match(d.name) and (d / "config.json").is_file())
 
 
 def check(results: str | Path) -> list[str]:
@@ -60,10 +60,12 @@ def check(results: str | Path) -> list[str]:
         if bad != ["ok"]:
             return [f"{db} is damaged: {'; '.join(bad[:3])}"]
         known = {r.id for r in store.runs()}
-        problems = [f"run {p.name}: engine documents in {p} but no row in {db}"
-                    for p in on_disk if p.name not in known]
-        problems += [f"run {r}: its folder {d / r} is missing (its engine documents are gone)"
-                     for r in sorted(known) if not (d / r).is_dir()]
+        problems = [f"run {p.name}: engine documents in {p} but no row in {db}" for p in on_disk if p.name not in known]
+        problems += [
+            f"run {r}: its folder {d / r} is missing (its engine documents are gone)"
+            for r in sorted(known)
+            if not (d / r).is_dir()
+        ]
         for run in store.runs():
             if run.status == "running":  # its campaign is alive and stores its rounds itself
                 continue
@@ -73,9 +75,11 @@ def check(results: str | Path) -> list[str]:
                 problems.append(f"run {run.id}: its engine documents cannot be read ({e!r})")
                 continue
             if rows:
-                problems.append(f"run {run.id}: {len(rows)} measured samples are in its engine documents but "
-                                f"not in {db} ({', '.join(r['key'] for r in rows)}): "
-                                f"'rooftop doctor --results {d} --recover' brings them in")
+                problems.append(
+                    f"run {run.id}: {len(rows)} measured samples are in its engine documents but "
+                    f"not in {db} ({', '.join(r['key'] for r in rows)}): "
+                    f"'rooftop doctor --results {d} --recover' brings them in"
+                )
     except (StoreError, sqlite3.Error) as e:
         return [str(e)]
     return problems
@@ -103,8 +107,6 @@ def _salvage(db: Path) -> tuple[dict[str, dict], dict[str, list[dict]]]:
     return runs, samples
 
 
-
-
 def recover(results: str | Path) -> list[str]:
     """Brings every measured window the engine documents hold, and the
     database lacks, into the database (rooftop doctor --recover)."""
@@ -123,10 +125,13 @@ def recover(results: str | Path) -> list[str]:
             if not rows:
                 continue
             status, note = run_status(store, run.id, run.config)
-            store.set_status(run.id, status, "; ".join(filter(None, [
-                f"{len(rows)} samples recovered by rooftop doctor", note])))
-            said.append(f"run {run.id}: {len(rows)} samples recovered from engine documents: "
-                        + ", ".join(r["key"] for r in rows))
+            store.set_status(
+                run.id, status, "; ".join(filter(None, [f"{len(rows)} samples recovered by rooftop doctor", note]))
+            )
+            said.append(
+                f"run {run.id}: {len(rows)} samples recovered from engine documents: "
+                + ", ".join(r["key"] for r in rows)
+            )
     finally:
         store.close()
     return said
@@ -147,12 +152,13 @@ def _run_config(run_dir: Path, old: dict | None) -> dict:
 
 
 def _restore_run(store: Store, run_id: str, cfg: dict, old: dict | None) -> None:
-    created = old["created"] if old else time.strftime(
-        "%Y-%m-%dT%H:%M:%S", time.strptime(run_id[:15], "%Y%m%d-%H%M%S"))
+    created = old["created"] if old else time.strftime("%Y-%m-%dT%H:%M:%S", time.strptime(run_id[:15], "%Y%m%d-%H%M%S"))
     env = old["environment"] if old else json.dumps({"rebuilt_by": "rooftop doctor"})
-    store.db.execute("INSERT INTO runs (id, created, updated, status, config, environment, wall_s) "
-                     "VALUES (?, ?, ?, 'interrupted', ?, ?, ?)",
-                     (run_id, created, now_iso(), json.dumps(cfg), env, old["wall_s"] if old else 0.0))
+    store.db.execute(
+        "INSERT INTO runs (id, created, updated, status, config, environment, wall_s) "
+        "VALUES (?, ?, ?, 'interrupted', ?, ?, ?)",
+        (run_id, created, now_iso(), json.dumps(cfg), env, old["wall_s"] if old else 0.0),
+    )
     store.put_params(run_id, cfg)
     store.db.commit()
 
@@ -192,21 +198,28 @@ def rebuild(results: str | Path) -> list[str]:
             cfg = _run_config(d / run_id, old_runs.get(run_id))
             rows = rows_from_documents(d / run_id, cfg)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-            said.append(f"run {run_id}: NOT rebuilt: its config.json ({d / run_id / 'config.json'}) is "
-                        f"damaged and the old database holds no copy ({type(e).__name__}: {e}); "
-                        f"its engine documents are left as they are")
+            said.append(
+                f"run {run_id}: NOT rebuilt: its config.json ({d / run_id / 'config.json'}) is "
+                f"damaged and the old database holds no copy ({type(e).__name__}: {e}); "
+                f"its engine documents are left as they are"
+            )
             continue
         _restore_run(store, run_id, cfg, old_runs.get(run_id))
         have = {r["key"] for r in rows}
-        kept = [dict(r, server_nodes=json.loads(r["server_nodes"]), client_nodes=json.loads(r["client_nodes"]))
-                for r in old_samples.get(run_id, []) if r["key"] not in have]
+        kept = [
+            dict(r, server_nodes=json.loads(r["server_nodes"]), client_nodes=json.loads(r["client_nodes"]))
+            for r in old_samples.get(run_id, [])
+            if r["key"] not in have
+        ]
         for r in rows + kept:
             r = {k: v for k, v in r.items() if k != "id"}
             store.add_sample(**r)
         status, note = run_status(store, run_id, cfg)
         store.set_status(run_id, status, "; ".join(filter(None, ["rebuilt by rooftop doctor", note])))
-        said.append(f"run {run_id}: {len(rows)} samples from engine documents, {len(kept)} from the "
-                    f"old database; {status}" + (f" ({note})" if note else ""))
+        said.append(
+            f"run {run_id}: {len(rows)} samples from engine documents, {len(kept)} from the "
+            f"old database; {status}" + (f" ({note})" if note else "")
+        )
     said += _restore_interference(store, d)
     store.close()
     return said

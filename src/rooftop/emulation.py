@@ -88,7 +88,7 @@ def read_node(netns: str, st: dict | None, layout=None) -> dict:
     rec: dict = {"netns": netns}
     node = next((n for n in (st or {}).get("nodes", []) if n.get("netns") == netns), None)
     if node is None:
-        rec["missing"] = True   # the cluster is down, or rebuilt without this node
+        rec["missing"] = True  # the cluster is down, or rebuilt without this node
         return rec
     layout = layout or _layout(st)
     cg = cgroups.read_node(layout, node["index"]) if layout is not None else None
@@ -96,8 +96,12 @@ def read_node(netns: str, st: dict | None, layout=None) -> dict:
         rec.update(cores="unknown", cpu_quota_us="unknown", cpu_period_us="unknown", cpu_cores="unknown")
     else:
         q, period = cg["quota_us"], cg["period_us"]
-        rec.update(cores=_expand(cg["cpus"]), cpu_quota_us=q, cpu_period_us=period,
-                   cpu_cores=None if q is None else round(q / period, 6))
+        rec.update(
+            cores=_expand(cg["cpus"]),
+            cpu_quota_us=q,
+            cpu_period_us=period,
+            cpu_cores=None if q is None else round(q / period, 6),
+        )
     links = []
     root = os.geteuid() == 0
     for nic in lifecycle.node_nics(node):
@@ -106,9 +110,13 @@ def read_node(netns: str, st: dict | None, layout=None) -> dict:
             continue
         up = net.read_rate(nic["name"], netns)
         down = net.read_rate(nic["peer"])
-        links.append({"nic": nic["name"],
-                      "send_bits": "unknown" if up["qdisc"] is None else up["rate_bits"],
-                      "receive_bits": "unknown" if down["qdisc"] is None else down["rate_bits"]})
+        links.append(
+            {
+                "nic": nic["name"],
+                "send_bits": "unknown" if up["qdisc"] is None else up["rate_bits"],
+                "receive_bits": "unknown" if down["qdisc"] is None else down["rate_bits"],
+            }
+        )
     rec["links"] = links
     return rec
 
@@ -139,10 +147,14 @@ def expected(node, ncores: int | None = None) -> dict:
     q = cgroups.quota_us(ncores or len(cores), em.get("cpu_percent"))
     rate = em.get("link_rate_bits")
     nics = [x["name"] for x in em.get("nics") or []] or [None]
-    return {"netns": em.get("netns"), "cores": "unknown" if ncores else sorted(set(cores)), "cpu_quota_us": q,
-            "cpu_period_us": cgroups.PERIOD_US,
-            "cpu_cores": None if q is None else round(q / cgroups.PERIOD_US, 6),
-            "links": [{"nic": n, "send_bits": rate, "receive_bits": rate} for n in nics]}
+    return {
+        "netns": em.get("netns"),
+        "cores": "unknown" if ncores else sorted(set(cores)),
+        "cpu_quota_us": q,
+        "cpu_period_us": cgroups.PERIOD_US,
+        "cpu_cores": None if q is None else round(q / cgroups.PERIOD_US, 6),
+        "links": [{"nic": n, "send_bits": rate, "receive_bits": rate} for n in nics],
+    }
 
 
 def _cpu(v) -> str:
@@ -168,16 +180,24 @@ def differences(have: dict, want: dict, label: str, than: str) -> list[str]:
     (rooftop-n2): a CPU cap of 0.1 cores' worth per period, <than> no CPU cap'."""
     who = f"node {label}" + (f" ({have.get('netns')})" if have.get("netns") else "")
     if have.get("missing") or want.get("missing"):
-        return [] if have.get("missing") and want.get("missing") else \
-            [f"{who}: {'is not' if have.get('missing') else 'is'} in the emulated cluster, {than} "
-             f"{'it was' if have.get('missing') else 'not'}"]
+        return (
+            []
+            if have.get("missing") and want.get("missing")
+            else [
+                f"{who}: {'is not' if have.get('missing') else 'is'} in the emulated cluster, {than} "
+                f"{'it was' if have.get('missing') else 'not'}"
+            ]
+        )
     out = []
     hc, wc = have.get("cores"), want.get("cores")
     if "unknown" not in (hc, wc) and hc != wc:
         out.append(f"{who}: cores {hc}, {than} {wc}")
     hq, wq = have.get("cpu_cores"), want.get("cpu_cores")
-    if "unknown" not in (hq, wq) and (hq is None) != (wq is None) or \
-            (isinstance(hq, (int, float)) and isinstance(wq, (int, float)) and abs(hq - wq) > 1e-6):
+    if (
+        "unknown" not in (hq, wq)
+        and (hq is None) != (wq is None)
+        or (isinstance(hq, (int, float)) and isinstance(wq, (int, float)) and abs(hq - wq) > 1e-6)
+    ):
         out.append(f"{who}: {_cpu(hq)}, {than} {_cpu(wq)}")
     hl, wl = have.get("links") or [], want.get("links") or []
     for k, h in enumerate(hl):
@@ -229,7 +249,10 @@ def preflight(cfg: dict) -> None:
     if diff:
         more = f" (and {len(diff) - 4} more)" if len(diff) > 4 else ""
         raise EmulationChanged(
-            "the emulated cluster is not the one this run was measured on: " + "; ".join(diff[:4]) + more
+            "the emulated cluster is not the one this run was measured on: "
+            + "; ".join(diff[:4])
+            + more
             + ". Samples measured now would not compare with the run's: rebuild the cluster as the run "
-              "recorded it ('rooftop cluster down', then 'cluster up' with the run's rates and caps; "
-              "'rooftop cluster status' shows what the kernel has), or start a new run with 'rooftop collect'")
+            "recorded it ('rooftop cluster down', then 'cluster up' with the run's rates and caps; "
+            "'rooftop cluster status' shows what the kernel has), or start a new run with 'rooftop collect'"
+        )

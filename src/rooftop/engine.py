@@ -22,9 +22,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 ENGINE_ENV = "ROOFTOP_ENGINE"
 #: The engine also takes its shutdown token from this variable (never argv).
@@ -44,8 +44,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 class EngineError(RuntimeError):
     """An engine command failed; carries its exit code and JSON document."""
 
-    def __init__(self, message: str, returncode: int | None = None, doc: dict | None = None,
-                 stderr: str = ""):
+    def __init__(self, message: str, returncode: int | None = None, doc: dict | None = None, stderr: str = ""):
         super().__init__(message)
         self.returncode = returncode
         self.doc = doc
@@ -69,8 +68,8 @@ def engine_path() -> str:
     if found:
         return found
     raise EngineError(
-        "rooftop-engine not found: install the package (pip install .), "
-        f"put it on PATH, or set ${ENGINE_ENV}")
+        f"rooftop-engine not found: install the package (pip install .), put it on PATH, or set ${ENGINE_ENV}"
+    )
 
 
 def private_dir(path: Path) -> Path:
@@ -106,8 +105,9 @@ def _parse_doc(text: str) -> dict | None:
         return None
 
 
-def run_engine(args: list[str], timeout: float, check: bool = True,
-               env: dict[str, str] | None = None, guard: bool = False) -> dict:
+def run_engine(
+    args: list[str], timeout: float, check: bool = True, env: dict[str, str] | None = None, guard: bool = False
+) -> dict:
     """Runs one engine command to completion and returns its JSON document.
 
     env: variables added to this process's environment for it.
@@ -121,18 +121,24 @@ def run_engine(args: list[str], timeout: float, check: bool = True,
         if guard:
             p = _run_guarded(cmd, timeout, {**os.environ, **env} if env else None)
         else:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                               env={**os.environ, **env} if env else None)
+            p = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **env} if env else None
+            )
     except subprocess.TimeoutExpired as e:
         raise EngineError(f"'{' '.join(cmd)}' did not finish within {timeout:g} s") from e
     doc = _parse_doc(p.stdout)
     if check and p.returncode != 0:
         errors = (doc or {}).get("errors") or [p.stderr.strip() or "no output"]
-        raise EngineError(f"rooftop-engine {args[0]} failed (exit {p.returncode}): "
-                          + "; ".join(errors), p.returncode, doc, p.stderr)
+        raise EngineError(
+            f"rooftop-engine {args[0]} failed (exit {p.returncode}): " + "; ".join(errors), p.returncode, doc, p.stderr
+        )
     if doc is None:
-        raise EngineError(f"rooftop-engine {args[0]} printed no JSON document "
-                          f"(exit {p.returncode}): {p.stderr.strip()}", p.returncode, None, p.stderr)
+        raise EngineError(
+            f"rooftop-engine {args[0]} printed no JSON document (exit {p.returncode}): {p.stderr.strip()}",
+            p.returncode,
+            None,
+            p.stderr,
+        )
     return doc
 
 
@@ -197,8 +203,9 @@ def _run_guarded(cmd: list[str], timeout: float, env) -> subprocess.CompletedPro
     exception (a timeout, Ctrl-C) the command is killed, as run() does."""
     from rooftop import guard
 
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                          start_new_session=True) as p:
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    ) as p:
         g = guard.start(p.pid)
         try:
             out, err = p.communicate(timeout=timeout)
@@ -225,8 +232,7 @@ def _signal_proc(p: subprocess.Popen, sig: int) -> None:
         pass  # already gone (its exit status is still ours to reap)
 
 
-def reap(procs: Sequence[subprocess.Popen], timeout: float,
-         grace: float | None = None) -> list[subprocess.Popen]:
+def reap(procs: Sequence[subprocess.Popen], timeout: float, grace: float | None = None) -> list[subprocess.Popen]:
     """Waits for procs until timeout, then kills what is left (with its
     process group, if it leads one); returns the processes that had to be
     killed. grace: once one of them has failed, the others get at most this
@@ -265,8 +271,9 @@ class NotReady(EngineError):
     the process that exited first, with its exit code and log tail. missing:
     the ranks (of that process, or all) without an address file."""
 
-    def __init__(self, message: str, missing: list[int], index: int | None = None,
-                 returncode: int | None = None, log: str = ""):
+    def __init__(
+        self, message: str, missing: list[int], index: int | None = None, returncode: int | None = None, log: str = ""
+    ):
         super().__init__(message, returncode)
         self.missing, self.index, self.log = missing, index, log
 
@@ -283,8 +290,12 @@ def published(directory: Path, rank: int, pid: int | None = None) -> bool:
         return False
 
 
-def wait_published(directory: Path, started: Sequence[tuple[subprocess.Popen, Sequence[int], Path | None]],
-                   timeout: float, own_pid: bool = False) -> None:
+def wait_published(
+    directory: Path,
+    started: Sequence[tuple[subprocess.Popen, Sequence[int], Path | None]],
+    timeout: float,
+    own_pid: bool = False,
+) -> None:
     """Waits until every server rank has published <directory>/<rank>.addr,
     which a server does once its endpoint is up and its receives posted.
 
@@ -297,20 +308,26 @@ def wait_published(directory: Path, started: Sequence[tuple[subprocess.Popen, Se
     deadline = time.monotonic() + timeout
     missing = {r for _, ranks, _ in started for r in ranks}
     while True:
-        missing = {r for r in missing
-                   if not published(directory, r, _pid_of(started, r) if own_pid else None)}
+        missing = {r for r in missing if not published(directory, r, _pid_of(started, r) if own_pid else None)}
         if not missing:
             return
         for i, (p, ranks, log) in enumerate(started):
             lost = sorted(set(ranks) & missing)
             if lost and p.poll() is not None:
                 tail = _tail(log)
-                raise NotReady(f"server rank(s) {lost} exited (code {p.returncode}) before publishing "
-                               f"an address in {directory}: {tail}", lost, i, p.returncode, tail)
+                raise NotReady(
+                    f"server rank(s) {lost} exited (code {p.returncode}) before publishing "
+                    f"an address in {directory}: {tail}",
+                    lost,
+                    i,
+                    p.returncode,
+                    tail,
+                )
         if time.monotonic() > deadline:
             where = ", ".join(f"rank {r}" for r in sorted(missing)[:8])
-            raise NotReady(f"servers not ready within {timeout:g} s: {where} published no address "
-                           f"in {directory}", sorted(missing))
+            raise NotReady(
+                f"servers not ready within {timeout:g} s: {where} published no address in {directory}", sorted(missing)
+            )
         time.sleep(0.005)
 
 
@@ -383,21 +400,39 @@ class Group:
             self.leases, self._own_leases = Leases(self.lease), True
         self.leases.add(self.directory)
 
-    def __enter__(self) -> "Group":
+    def __enter__(self) -> Group:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def start_server(self, rank: int, cpus: str | None = None, progress: str = "busy",
-                     extra: list[str] | None = None, wait: bool = True,
-                     timeout: float = 10.0) -> Server:
+    def start_server(
+        self,
+        rank: int,
+        cpus: str | None = None,
+        progress: str = "busy",
+        extra: list[str] | None = None,
+        wait: bool = True,
+        timeout: float = 10.0,
+    ) -> Server:
         out = self.directory / f"server-{rank}.json"
         err = self.directory / f"server-{rank}.stderr"
-        args = ["serve", "--fabric", self.fabric, "--group-dir", str(self.directory),
-                "--rank", str(rank), "--progress", progress,
-                "--token-file", str(self.token_file), "--output", str(out),
-                *self.leases.args(self.directory)]
+        args = [
+            "serve",
+            "--fabric",
+            self.fabric,
+            "--group-dir",
+            str(self.directory),
+            "--rank",
+            str(rank),
+            "--progress",
+            progress,
+            "--token-file",
+            str(self.token_file),
+            "--output",
+            str(out),
+            *self.leases.args(self.directory),
+        ]
         if cpus is not None:
             args += ["--cpus", cpus]
         args += extra or []
@@ -416,26 +451,61 @@ class Group:
         addr = self.directory / f"{server.rank}.addr"
         deadline = time.monotonic() + timeout
         try:
-            wait_published(self.directory, [(server.proc, [server.rank], server.stderr_path)], timeout,
-                           own_pid=True)
+            wait_published(self.directory, [(server.proc, [server.rank], server.stderr_path)], timeout, own_pid=True)
         except NotReady as e:
             if e.index is None:
-                raise EngineError(f"server rank {server.rank} did not publish {addr} "
-                                  f"within {timeout:g} s") from None
-            raise EngineError(f"server rank {server.rank} exited (code {e.returncode}) "
-                              f"before publishing {addr}: {e.log}", e.returncode) from None
+                raise EngineError(f"server rank {server.rank} did not publish {addr} within {timeout:g} s") from None
+            raise EngineError(
+                f"server rank {server.rank} exited (code {e.returncode}) before publishing {addr}: {e.log}",
+                e.returncode,
+            ) from None
         left = max(1.0, deadline - time.monotonic())
-        run_engine(["ping", "--fabric", self.fabric, "--group-dir", str(self.directory),
-                    "--rank", str(server.rank), "--count", "1", "--timeout", f"{left:.3f}"],
-                   timeout=left + 5)
+        run_engine(
+            [
+                "ping",
+                "--fabric",
+                self.fabric,
+                "--group-dir",
+                str(self.directory),
+                "--rank",
+                str(server.rank),
+                "--count",
+                "1",
+                "--timeout",
+                f"{left:.3f}",
+            ],
+            timeout=left + 5,
+        )
 
-    def load(self, *, op: str = "noop", duration: float = 2.0, warmup: float = 0.5,
-             cpus: str | None = None, rank: int = 0, extra: list[str] | None = None,
-             timeout: float | None = None, check: bool = True) -> dict:
+    def load(
+        self,
+        *,
+        op: str = "noop",
+        duration: float = 2.0,
+        warmup: float = 0.5,
+        cpus: str | None = None,
+        rank: int = 0,
+        extra: list[str] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> dict:
         """Runs one client process and returns its document."""
-        args = ["load", "--fabric", self.fabric, "--group-dir", str(self.directory),
-                "--op", op, "--duration", str(duration), "--warmup", str(warmup),
-                "--rank", str(rank), *self.leases.args(self.directory)]
+        args = [
+            "load",
+            "--fabric",
+            self.fabric,
+            "--group-dir",
+            str(self.directory),
+            "--op",
+            op,
+            "--duration",
+            str(duration),
+            "--warmup",
+            str(warmup),
+            "--rank",
+            str(rank),
+            *self.leases.args(self.directory),
+        ]
         if cpus is not None:
             args += ["--cpus", cpus]
         args += extra or []

@@ -10,9 +10,9 @@ and audit all read documents through it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 
 def load(path: Path) -> dict:
@@ -52,7 +52,7 @@ def full_windows(doc: dict) -> dict:
     if (doc.get("result") or {}).get("samples") is None:
         return doc
     doc = dict(doc, complete=True, result=dict(doc["result"]))
-    doc["result"]["samples"] = windows_of(doc["result"])[:doc["result"].get("full_windows", 0)]
+    doc["result"]["samples"] = windows_of(doc["result"])[: doc["result"].get("full_windows", 0)]
     return doc
 
 
@@ -89,7 +89,7 @@ class Latency:
 
     stage: str
     metric: str
-    bins: list[tuple[float, float, int]]   # [low_us, high_us, count]
+    bins: list[tuple[float, float, int]]  # [low_us, high_us, count]
     processes: int
     #: Other stages the same samples stand for (measured once).
     also: tuple[str, ...] = ()
@@ -103,7 +103,7 @@ class Latency:
     def quantile(self, q: float) -> float:
         """Upper edge of the bin holding the q-th sample (microseconds)."""
         rank, seen = q * self.count, 0
-        for lo, hi, n in self.bins:
+        for _lo, hi, n in self.bins:
             seen += n
             if seen >= rank:
                 return hi

@@ -55,10 +55,16 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
     out = []
     for s in store.samples(run_id):
         docs = store.docs_dir(s)
-        out.append(dict(s, ceilings=stands_for(s), emulation=json.loads(s["emulation"]) if s["emulation"] else None,
-                        server_node_count=len(s["server_nodes"]),
-                        client_node_count=len(s["client_nodes"]),
-                        raw_dir=os.path.relpath(docs, store.dir) if docs else ""))
+        out.append(
+            dict(
+                s,
+                ceilings=stands_for(s),
+                emulation=json.loads(s["emulation"]) if s["emulation"] else None,
+                server_node_count=len(s["server_nodes"]),
+                client_node_count=len(s["client_nodes"]),
+                raw_dir=os.path.relpath(docs, store.dir) if docs else "",
+            )
+        )
     return out
 
 
@@ -66,11 +72,19 @@ def json_doc(store: Store, run_id: str) -> dict:
     from rooftop.interference.run import load_summary
 
     run = store.get_run(run_id)
-    return {"schema_version": SCHEMA_VERSION, "run": run.id, "status": run.status, "created": run.created,
-            "config": run.config, "environment": run.environment, "wall_s": run.wall_s,
-            "measured_s": run.measured_s, "overhead": run.overhead,
-            "samples": sample_rows(store, run.id),
-            "interference": interference_report.interference_json(load_summary(store.run_dir(run.id)))}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": run.id,
+        "status": run.status,
+        "created": run.created,
+        "config": run.config,
+        "environment": run.environment,
+        "wall_s": run.wall_s,
+        "measured_s": run.measured_s,
+        "overhead": run.overhead,
+        "samples": sample_rows(store, run.id),
+        "interference": interference_report.interference_json(load_summary(store.run_dir(run.id))),
+    }
 
 
 def csv_text(store: Store, run_id: str) -> str:
@@ -111,28 +125,39 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
         if m in scores:
             d["nodes"] = [sc.to_dict() for sc in scores[m]]
             w = res.without_flagged.get(m)
-            d["without_flagged"] = ({"nodes": res.flagged(m),
-                                     "client": {"min": w.client.lo, "median": w.client.centre,
-                                                "max": w.client.hi},
-                                     "ridge": {"min": w.ridge.lo, "median": w.ridge.centre,
-                                               "max": w.ridge.hi}} if w else None)
+            d["without_flagged"] = (
+                {
+                    "nodes": res.flagged(m),
+                    "client": {"min": w.client.lo, "median": w.client.centre, "max": w.client.hi},
+                    "ridge": {"min": w.ridge.lo, "median": w.ridge.centre, "max": w.ridge.hi},
+                }
+                if w
+                else None
+            )
         pm = res.pairs.get(m) if res else None
         if pm:
             from rooftop import outliers
 
             d["outlier_pairs"] = {
                 "used": [list(p) for p in sorted(pm.rates)],
-                "left_out": [{"pair": list(p), "median": v, "why": why}
-                             for p, (v, why) in sorted(pm.left_out.items())],
-                "beside": [{"pair": list(p), "beside": [list(o) for o in others]}
-                           for p, others in sorted(pm.beside.items())],
-                "cannot_tell": outliers.cannot_tell(pm.rates, pm.nodes) or None}
+                "left_out": [{"pair": list(p), "median": v, "why": why} for p, (v, why) in sorted(pm.left_out.items())],
+                "beside": [
+                    {"pair": list(p), "beside": [list(o) for o in others]} for p, others in sorted(pm.beside.items())
+                ],
+                "cannot_tell": outliers.cannot_tell(pm.rates, pm.nodes) or None,
+            }
         if res:
             d["under_load"] = interference_report.under_load_json(res, m)
         docs.append(d)
     invalid = [{"key": x["key"], "error": x["error"]} for x in samples if x["status"] == "invalid"]
-    return {"schema_version": SCHEMA_VERSION, "run": run, "params": params, "metrics": docs,
-            "invalid": invalid, "interference": interference_report.interference_json(res.interference if res else None)}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": run,
+        "params": params,
+        "metrics": docs,
+        "invalid": invalid,
+        "interference": interference_report.interference_json(res.interference if res else None),
+    }
 
 
 def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, bool]]:
@@ -166,5 +191,7 @@ def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, b
 def fom_text(store: Store, run_id: str) -> str:
     """One line per figure of merit, for regex-based parsers (Ramble, JUBE):
     NAME: VALUE UNIT (higher is better|lower is better)."""
-    return "".join(f"{name}: {value:.6g} {unit} ({'higher' if hi else 'lower'} is better)\n"
-                   for name, value, unit, hi in figures_of_merit(store, run_id))
+    return "".join(
+        f"{name}: {value:.6g} {unit} ({'higher' if hi else 'lower'} is better)\n"
+        for name, value, unit, hi in figures_of_merit(store, run_id)
+    )

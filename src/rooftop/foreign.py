@@ -110,8 +110,9 @@ def kernel_delta_s(before: dict[int, float], after: dict[int, float]) -> float:
 def _own_s(server_pids: list[int]) -> float:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     me = resource.getrusage(resource.RUSAGE_SELF)
-    return (children.ru_utime + children.ru_stime + me.ru_utime + me.ru_stime
-            + sum(process_cpu_s(p) for p in server_pids))
+    return (
+        children.ru_utime + children.ru_stime + me.ru_utime + me.ru_stime + sum(process_cpu_s(p) for p in server_pids)
+    )
 
 
 class Meter:

@@ -23,8 +23,12 @@ POLL = 0.5
 
 def start(pgid: int) -> subprocess.Popen:
     """A guard of process group pgid for this process."""
-    return subprocess.Popen([sys.executable, "-m", "rooftop.guard", str(os.getpid()), str(pgid)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "rooftop.guard", str(os.getpid()), str(pgid)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _group_alive(pgid: int) -> bool:

@@ -7,8 +7,9 @@ metric's) need not import rooftop.config; config.KEYS gathers them all."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 
 class ConfigError(ValueError):
@@ -18,7 +19,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Key:
     path: str
-    kind: str          # str, int, float, bool, size, list[str], list[int], choice, list[choice]
+    kind: str  # str, int, float, bool, size, list[str], list[int], choice, list[choice]
     default: Any
     help: str
     choices: tuple = ()
@@ -33,13 +34,18 @@ def by_path(keys: Iterable[Key]) -> dict[str, Key]:
     out: dict[str, Key] = {}
     for k in keys:
         if k.path in out:
-            raise ValueError(f"config key {k.path} is declared twice (two Key({k.path!r}, ...) "
-                             f"in the tables config.KEYS gathers)")
+            raise ValueError(
+                f"config key {k.path} is declared twice (two Key({k.path!r}, ...) in the tables config.KEYS gathers)"
+            )
         out[k.path] = k
     return out
 
 
 def short(value: Any) -> str:
     """repr, cut short (a fuzzed or mistyped value may be huge)."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 30 else f"an integer of {len(str(abs(value)))} digits"
+    text = (
+        repr(value)
+        if not isinstance(value, int) or abs(value) < 10**30
+        else f"an integer of {len(str(abs(value)))} digits"
+    )
     return text if len(text) <= 60 else text[:57] + "..."

@@ -32,15 +32,17 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from rooftop.launchers import LAUNCHERS
 
 #: Launchers whose engines run on this machine's cores (their SPEC says so).
 ON_THIS_MACHINE = tuple(name for name, spec in LAUNCHERS.items() if spec.on_this_machine)
-ADVICE = ("wait for it with '--wait-lock SECONDS', or run anyway with '--allow-concurrent' "
-          "(every sample is then marked concurrent and the report warns)")
+ADVICE = (
+    "wait for it with '--wait-lock SECONDS', or run anyway with '--allow-concurrent' "
+    "(every sample is then marked concurrent and the report warns)"
+)
 
 
 class LockBusy(RuntimeError):
@@ -75,9 +77,11 @@ def _open(path: Path) -> tuple[int, bool]:
         return os.open(path, os.O_RDONLY | flags), False
     except PermissionError:
         st = path.stat()
-        raise LockBusy(f"lock file {path} (owner uid {st.st_uid}, mode {st.st_mode & 0o777:o}) "
-                       f"cannot be opened: its owner must make it readable (chmod 644) or "
-                       f"remove it") from None
+        raise LockBusy(
+            f"lock file {path} (owner uid {st.st_uid}, mode {st.st_mode & 0o777:o}) "
+            f"cannot be opened: its owner must make it readable (chmod 644) or "
+            f"remove it"
+        ) from None
 
 
 def _lock_pids(fd: int) -> list[int]:
@@ -150,9 +154,14 @@ class Lock:
         """Who holds it, for the message another campaign gets."""
         if not (self.held and self.writable):
             return
-        doc = {"run": run_id, "pid": os.getpid(), "host": socket.gethostname(),
-               "user": _user_of(os.getpid()), "since": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               "mode": self.held}
+        doc = {
+            "run": run_id,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "user": _user_of(os.getpid()),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "mode": self.held,
+        }
         data = (json.dumps(doc) + "\n").encode()
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, data, 0)
@@ -165,12 +174,18 @@ class Lock:
             doc = {}
         pids, host = _lock_pids(self.fd), socket.gethostname()
         named = doc if doc.get("pid") and (doc.get("pid") in pids or doc.get("host") != host) else None
-        out = [f"run {d.get('run', '?')} (pid {d.get('pid')} on host {d.get('host')}, user "
-               f"{d.get('user', '?')}, since {d.get('since', '?')}"
-               + (", --allow-concurrent" if d.get("mode") == "shared" else "") + ")"
-               for d in ([named] if named else [])]
-        out += [f"pid {p} on host {host} (user {_user_of(p)}; run unknown)"
-                for p in pids if not named or p != named.get("pid")]
+        out = [
+            f"run {d.get('run', '?')} (pid {d.get('pid')} on host {d.get('host')}, user "
+            f"{d.get('user', '?')}, since {d.get('since', '?')}"
+            + (", --allow-concurrent" if d.get("mode") == "shared" else "")
+            + ")"
+            for d in ([named] if named else [])
+        ]
+        out += [
+            f"pid {p} on host {host} (user {_user_of(p)}; run unknown)"
+            for p in pids
+            if not named or p != named.get("pid")
+        ]
         return ", ".join(out) or "another campaign (holder unknown)"
 
     def release(self) -> None:
@@ -183,8 +198,14 @@ class Lock:
 class CampaignLocks:
     """The locks of one campaign, held for as long as it measures (a with block)."""
 
-    def __init__(self, results_dir: Path, launcher: str, wait_s: float = 0.0,
-                 allow_concurrent: bool = False, say: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        results_dir: Path,
+        launcher: str,
+        wait_s: float = 0.0,
+        allow_concurrent: bool = False,
+        say: Callable[[str], None] | None = None,
+    ):
         self.wanted = [(Path(results_dir) / ".lock", f"results folder {results_dir}")]
         if launcher in ON_THIS_MACHINE:
             self.wanted.append((machine_lock_path(), "this machine's cores"))
@@ -193,7 +214,7 @@ class CampaignLocks:
         self.locks: list[Lock] = []
         self.run_id = "(starting)"
 
-    def __enter__(self) -> "CampaignLocks":
+    def __enter__(self) -> CampaignLocks:
         until = time.monotonic() + self.wait_s
         try:
             for path, what in self.wanted:
@@ -208,20 +229,23 @@ class CampaignLocks:
     def _take(self, lock: Lock, until: float) -> None:
         if self.concurrent:
             if not lock.acquire(time.monotonic(), shared=True):
-                self.say(f"the lock of {lock.what} is held by {lock.holder()}: running alongside it "
-                         f"(--allow-concurrent; every sample is marked)")
+                self.say(
+                    f"the lock of {lock.what} is held by {lock.holder()}: running alongside it "
+                    f"(--allow-concurrent; every sample is marked)"
+                )
             lock.write_holder(self.run_id)
             return
         if lock.acquire(time.monotonic()):
             lock.write_holder(self.run_id)
             return
         if self.wait_s > 0:
-            self.say(f"the lock of {lock.what} is held by {lock.holder()}: waiting up to "
-                     f"{max(0.0, until - time.monotonic()):.0f} s (--wait-lock)")
+            self.say(
+                f"the lock of {lock.what} is held by {lock.holder()}: waiting up to "
+                f"{max(0.0, until - time.monotonic()):.0f} s (--wait-lock)"
+            )
         if not lock.acquire(until):
             waited = f" after waiting {self.wait_s:g} s" if self.wait_s > 0 else ""
-            raise LockBusy(f"the lock of {lock.what} is held by {lock.holder()}{waited} ({lock.path}): "
-                           f"{ADVICE}")
+            raise LockBusy(f"the lock of {lock.what} is held by {lock.holder()}{waited} ({lock.path}): {ADVICE}")
         lock.write_holder(self.run_id)
 
     def name_run(self, run_id: str) -> None:

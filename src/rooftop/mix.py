@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from rooftop import metrics
 from rooftop.model import Ceiling, ModelError, Roofline
@@ -122,8 +123,7 @@ def load_mix(path: str | Path) -> Mix:
     name = data.get("name", path.stem)
     if not isinstance(name, str):
         raise MixError(f"{path}: name: {name!r} is not a string")
-    return Mix(name, str(path), demand,
-               {op: {"share": shares[op] / total, **amounts[op]} for op in amounts})
+    return Mix(name, str(path), demand, {op: {"share": shares[op] / total, **amounts[op]} for op in amounts})
 
 
 def _scaled(c: Ceiling, d: float) -> Ceiling:
@@ -136,8 +136,13 @@ def _lowest(cs: list[Ceiling]) -> Ceiling:
     ci = None
     if all(c.interval for c in cs):
         ci = (min(c.interval[0] for c in cs), min(c.interval[1] for c in cs))
-    return Ceiling(min(c.lo for c in cs), min(c.hi for c in cs), min(c.centre for c in cs), ci,
-                   max(c.n for c in cs) if ci else min(c.n for c in cs))
+    return Ceiling(
+        min(c.lo for c in cs),
+        min(c.hi for c in cs),
+        min(c.centre for c in cs),
+        ci,
+        max(c.n for c in cs) if ci else min(c.n for c in cs),
+    )
 
 
 @dataclass
@@ -182,26 +187,44 @@ class Combined:
         r = self.roofline
         ridge = r.ridge.centre
         s, c = self.server_metric, self.client_metric
-        out = [f"mix {self.mix.name}: " + ", ".join(
-            f"{m.metric} {work_text(m.metric, m.demand)}" for m in self.components) + " per operation"]
-        out.append(f"below x = {ridge:.3g} (server/client processes) the servers' {s} binds: "
-                   f"{_ops(r.server.centre)} per server process")
+        out = [
+            f"mix {self.mix.name}: "
+            + ", ".join(f"{m.metric} {work_text(m.metric, m.demand)}" for m in self.components)
+            + " per operation"
+        ]
+        out.append(
+            f"below x = {ridge:.3g} (server/client processes) the servers' {s} binds: "
+            f"{_ops(r.server.centre)} per server process"
+        )
         out.append(f"above x = {ridge:.3g} the clients' {c} binds: {_ops(r.client.centre)} per client process")
         for m in self.components:
-            out.append(f"  {m.metric}: client {_ops(m.client.centre)}, server {_ops(m.server.centre)} per "
-                       f"process (its ceilings / {work_text(m.metric, m.demand)})")
-        out.append(f"without overlap (one resource after the other) at x = {ridge:.3g}: "
-                   f"{_ops(self.serial_rate(ridge))} per client process")
+            out.append(
+                f"  {m.metric}: client {_ops(m.client.centre)}, server {_ops(m.server.centre)} per "
+                f"process (its ceilings / {work_text(m.metric, m.demand)})"
+            )
+        out.append(
+            f"without overlap (one resource after the other) at x = {ridge:.3g}: "
+            f"{_ops(self.serial_rate(ridge))} per client process"
+        )
         return out
 
     def to_dict(self) -> dict:
         r = self.roofline
-        return {"name": self.mix.name, "file": self.mix.path, "unit": "ops/s",
-                "demand": self.mix.demand, "operations": self.mix.operations,
-                "client": r.client.centre, "server": r.server.centre, "ridge": r.ridge.centre,
-                "binds": {"server": self.server_metric, "client": self.client_metric},
-                "components": [{"metric": c.metric, "demand": c.demand, "client": c.client.centre,
-                                "server": c.server.centre} for c in self.components]}
+        return {
+            "name": self.mix.name,
+            "file": self.mix.path,
+            "unit": "ops/s",
+            "demand": self.mix.demand,
+            "operations": self.mix.operations,
+            "client": r.client.centre,
+            "server": r.server.centre,
+            "ridge": r.ridge.centre,
+            "binds": {"server": self.server_metric, "client": self.client_metric},
+            "components": [
+                {"metric": c.metric, "demand": c.demand, "client": c.client.centre, "server": c.server.centre}
+                for c in self.components
+            ],
+        }
 
 
 def _ops(v: float) -> str:
@@ -221,10 +244,15 @@ def combine(mix: Mix, rooflines: dict[str, Roofline], source: str = "") -> Combi
     missing = [m for m in mix.demand if m not in rooflines]
     if missing:
         have = ", ".join(sorted(rooflines)) or "none"
-        raise MixError(f"{mix.path}: operations use {missing[0]}, which has no ceilings here "
-                       f"(measured: {have}; rooftop collect --metrics {','.join(mix.demand)})")
-    comps = [Component(m, d, _scaled(rooflines[m].client_bound, d), _scaled(rooflines[m].server, d))
-             for m, d in mix.demand.items()]
-    roof = Roofline(f"mix {mix.name}", "ops/s", _lowest([c.client for c in comps]),
-                    _lowest([c.server for c in comps]), source)
+        raise MixError(
+            f"{mix.path}: operations use {missing[0]}, which has no ceilings here "
+            f"(measured: {have}; rooftop collect --metrics {','.join(mix.demand)})"
+        )
+    comps = [
+        Component(m, d, _scaled(rooflines[m].client_bound, d), _scaled(rooflines[m].server, d))
+        for m, d in mix.demand.items()
+    ]
+    roof = Roofline(
+        f"mix {mix.name}", "ops/s", _lowest([c.client for c in comps]), _lowest([c.server for c in comps]), source
+    )
     return Combined(mix, comps, roof)

@@ -53,9 +53,38 @@ SERVER_BOUND = 0.8
 #: Confidence of each ceiling's interval.
 CONFIDENCE = 0.95
 #: Student t quantiles t(0.975, df), df = 1..30.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 class ModelError(ValueError):
@@ -68,7 +97,7 @@ def t975(df: int) -> float:
     if df <= len(_T975):
         return _T975[df - 1]
     z = 1.959964
-    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
 def t_interval(values: list[float]) -> tuple[float, float] | None:
@@ -100,12 +129,13 @@ class Ceiling:
     keys: frozenset = frozenset()
 
     @classmethod
-    def of(cls, values: list[float], keys=()) -> "Ceiling":
-        return cls(min(values), max(values), statistics.median(values), t_interval(values),
-                   len(values), frozenset(keys))
+    def of(cls, values: list[float], keys=()) -> Ceiling:
+        return cls(
+            min(values), max(values), statistics.median(values), t_interval(values), len(values), frozenset(keys)
+        )
 
     @classmethod
-    def span(cls, lo: float, hi: float) -> "Ceiling":
+    def span(cls, lo: float, hi: float) -> Ceiling:
         """A published or hand-written range: no samples, centred on its midpoint."""
         return cls(lo, hi, (lo + hi) / 2)
 
@@ -155,7 +185,7 @@ def _span_text(lo: tuple[int, int] | None, hi: tuple[int, int] | None) -> str:
 @dataclass
 class Roofline:
     metric: str
-    unit: str          # base unit: ops/s or bytes/s
+    unit: str  # base unit: ops/s or bytes/s
     client: Ceiling
     server: Ceiling
     source: str = ""
@@ -183,18 +213,31 @@ class Roofline:
         ci = None
         if c.interval and n.interval:
             ci = (min(c.interval[0], n.interval[0]), min(c.interval[1], n.interval[1]))
-        return Ceiling(min(c.lo, n.lo), min(c.hi, n.hi), min(c.centre, n.centre), ci,
-                       max(c.n, n.n, 1) if ci else c.n, c.keys | n.keys)
+        return Ceiling(
+            min(c.lo, n.lo),
+            min(c.hi, n.hi),
+            min(c.centre, n.centre),
+            ci,
+            max(c.n, n.n, 1) if ci else c.n,
+            c.keys | n.keys,
+        )
 
     @property
     def node_binds(self) -> bool:
         """Whether the client-node ceiling is lower than the isolated one."""
         return self.client_node is not None and self.client_node.centre < self.client.centre
 
-    def without_client_node(self) -> "Roofline":
-        return Roofline(self.metric, self.unit, self.client, self.server, self.source,
-                        measured_once=self.measured_once, core_shared=self.core_shared,
-                        core_shared_only=self.core_shared_only)
+    def without_client_node(self) -> Roofline:
+        return Roofline(
+            self.metric,
+            self.unit,
+            self.client,
+            self.server,
+            self.source,
+            measured_once=self.measured_once,
+            core_shared=self.core_shared,
+            core_shared_only=self.core_shared_only,
+        )
 
     def rate(self, x: float, bound: str = "centre") -> float:
         c, s = getattr(self.client_bound, bound), getattr(self.server, bound)
@@ -230,8 +273,13 @@ class Roofline:
         rate is within 5 % of it (a ridge of 1.002 is 1:1, not 2:1)."""
         r = self.ridge
         servers, clients = practical(r.centre)
-        return {"x": r.centre, "x_range": [r.lo, r.hi], "servers": servers, "clients": clients,
-                "reaches": self.rate(servers / clients) / self.client_bound.centre}
+        return {
+            "x": r.centre,
+            "x_range": [r.lo, r.hi],
+            "servers": servers,
+            "clients": clients,
+            "reaches": self.rate(servers / clients) / self.client_bound.centre,
+        }
 
     def verdict(self) -> dict:
         """What the model can tell about the ratio to deploy. kind: 'ratio'
@@ -244,40 +292,51 @@ class Roofline:
         ends = (practical(ri[0]), practical(ri[1])) if ri else (None, None)
         rec = self.recommended()
         best = (rec["servers"], rec["clients"])
-        doc = {"confidence": CONFIDENCE, "ridge_interval": _finite(ri),
-               "range": [list(e) if e else None for e in ends] if ri else None, "ratio": None}
+        doc = {
+            "confidence": CONFIDENCE,
+            "ridge_interval": _finite(ri),
+            "range": [list(e) if e else None for e in ends] if ri else None,
+            "ratio": None,
+        }
         why = self._cannot_tell(ri)
         if why:
             return dict(doc, kind="cannot_tell", text=f"cannot tell: {why}")
         span = _span_text(*ends)
         noise = "within noise" if self.server.n else "within the ranges given"
         if self.one_measurement:
-            text = ("the ceilings are not distinguishable here: the client and server ceilings are "
-                    "one measurement (the same placement), which cannot locate the ridge; collect "
-                    "on 3 or more nodes")
+            text = (
+                "the ceilings are not distinguishable here: the client and server ceilings are "
+                "one measurement (the same placement), which cannot locate the ridge; collect "
+                "on 3 or more nodes"
+            )
             if ends[0] != ends[1]:
                 text += f" ({span} is {noise})"
             return dict(doc, kind="indistinguishable", text=text)
         if ends[0] == ends[1] is not None:  # (both None: intervals reaching 0 and infinity)
-            return dict(doc, kind="ratio", ratio=list(ends[0]),
-                        text=f"{ratio_text(ends[0])} (servers:clients)")
+            return dict(doc, kind="ratio", ratio=list(ends[0]), text=f"{ratio_text(ends[0])} (servers:clients)")
         if ri[0] <= 1 <= ri[1]:
-            return dict(doc, kind="indistinguishable",
-                        text=f"the ceilings are not distinguishable here: {span} (servers:clients) "
-                             f"is {noise}")
+            return dict(
+                doc,
+                kind="indistinguishable",
+                text=f"the ceilings are not distinguishable here: {span} (servers:clients) is {noise}",
+            )
         best = _clip(best, *ends)
-        return dict(doc, kind="range", ratio=list(best),
-                    text=f"about {ratio_text(best)} (servers:clients): {span} is {noise}")
+        return dict(
+            doc, kind="range", ratio=list(best), text=f"about {ratio_text(best)} (servers:clients): {span} is {noise}"
+        )
 
     def _cannot_tell(self, ri) -> str:
         if self.core_shared_only:
-            return (f"the {' and '.join(self.core_shared_only)} ceiling(s) come only from samples "
-                    f"the model may not use ({self.core_shared[0][2]})")
+            return (
+                f"the {' and '.join(self.core_shared_only)} ceiling(s) come only from samples "
+                f"the model may not use ({self.core_shared[0][2]})"
+            )
         if ri is None:
-            one = [n for n, c in (("client", self.client_bound), ("server", self.server))
-                   if c.interval is None]
-            return (f"the {' and '.join(one)} ceiling(s) have a single sample, so no interval "
-                    f"(collect.samples of 3 or more)")
+            one = [n for n, c in (("client", self.client_bound), ("server", self.server)) if c.interval is None]
+            return (
+                f"the {' and '.join(one)} ceiling(s) have a single sample, so no interval "
+                f"(collect.samples of 3 or more)"
+            )
         return ""
 
 
@@ -326,7 +385,7 @@ class Evaluation:
     roofline: Roofline
     checks: list[Check] = field(default_factory=list)
     #: The same samples against the roofline without the client-node ceiling.
-    without_node: "Evaluation | None" = None
+    without_node: Evaluation | None = None
     #: Validation samples exclusion() names: (check, why); no error, shown marked.
     excluded: list = field(default_factory=list)
 
@@ -337,35 +396,56 @@ class Evaluation:
     def to_dict(self) -> dict:
         r = self.roofline
         return {
-            "metric": r.metric, "unit": r.unit, "source": r.source,
+            "metric": r.metric,
+            "unit": r.unit,
+            "source": r.source,
             "client": _ceiling_dict(r.client),
             "server": _ceiling_dict(r.server),
-            "client_node": (dict(_ceiling_dict(r.client_node), binds=r.node_binds)
-                            if r.client_node else None),
+            "client_node": (dict(_ceiling_dict(r.client_node), binds=r.node_binds) if r.client_node else None),
             "client_node_rejected": r.client_node_rejected or None,
-            "ridge": {"min": r.ridge.lo, "median": r.ridge.centre, "max": r.ridge.hi,
-                      "ci95": _finite(r.ridge_interval)},
+            "ridge": {
+                "min": r.ridge.lo,
+                "median": r.ridge.centre,
+                "max": r.ridge.hi,
+                "ci95": _finite(r.ridge_interval),
+            },
             "recommended": r.recommended(),
             "verdict": r.verdict(),
             "measured_once": r.measured_once,
-            "core_shared": {"excluded": [{"stage": st, "key": k, "why": why}
-                                         for st, k, why in r.core_shared],
-                            "only": r.core_shared_only},
-            "validation": [{"x": c.x, "server_nodes": c.server_nodes, "client_nodes": c.client_nodes,
-                            "measured": c.measured, "predicted": c.predicted,
-                            "predicted_range": [c.predicted_lo, c.predicted_hi],
-                            "error_pct": c.error_pct, "binding": c.binding,
-                            "efficiency": c.efficiency, "above_roofline": c.above_roofline}
-                           for c in self.checks],
-            "validation_excluded": [{"x": c.x, "measured": c.measured, "why": why}
-                                    for c, why in self.excluded],
-            "median_abs_error_pct": {"server_bound": self.median_abs_error("server"),
-                                     "client_bound": self.median_abs_error("client"),
-                                     "all": self.median_abs_error()},
+            "core_shared": {
+                "excluded": [{"stage": st, "key": k, "why": why} for st, k, why in r.core_shared],
+                "only": r.core_shared_only,
+            },
+            "validation": [
+                {
+                    "x": c.x,
+                    "server_nodes": c.server_nodes,
+                    "client_nodes": c.client_nodes,
+                    "measured": c.measured,
+                    "predicted": c.predicted,
+                    "predicted_range": [c.predicted_lo, c.predicted_hi],
+                    "error_pct": c.error_pct,
+                    "binding": c.binding,
+                    "efficiency": c.efficiency,
+                    "above_roofline": c.above_roofline,
+                }
+                for c in self.checks
+            ],
+            "validation_excluded": [{"x": c.x, "measured": c.measured, "why": why} for c, why in self.excluded],
+            "median_abs_error_pct": {
+                "server_bound": self.median_abs_error("server"),
+                "client_bound": self.median_abs_error("client"),
+                "all": self.median_abs_error(),
+            },
             "median_abs_error_pct_without_client_node": (
-                {"server_bound": self.without_node.median_abs_error("server"),
-                 "client_bound": self.without_node.median_abs_error("client"),
-                 "all": self.without_node.median_abs_error()} if self.without_node else None),
+                {
+                    "server_bound": self.without_node.median_abs_error("server"),
+                    "client_bound": self.without_node.median_abs_error("client"),
+                    "all": self.without_node.median_abs_error(),
+                }
+                if self.without_node
+                else None
+            ),
         }
 
 
@@ -387,9 +467,16 @@ def evaluate(roofline: Roofline, samples: list[dict], nodes=None) -> Evaluation:
     why = exclusions(mine, nodes)
     for s in mine:
         x = s["x"]
-        c = Check(x, s["per_client"], roofline.rate(x), roofline.rate(x, "lo"),
-                  roofline.rate(x, "hi"), roofline.binding(x),
-                  len(s.get("server_nodes") or []), len(s.get("client_nodes") or []))
+        c = Check(
+            x,
+            s["per_client"],
+            roofline.rate(x),
+            roofline.rate(x, "lo"),
+            roofline.rate(x, "hi"),
+            roofline.binding(x),
+            len(s.get("server_nodes") or []),
+            len(s.get("client_nodes") or []),
+        )
         if why[_kid(s)]:
             ev.excluded.append((c, why[_kid(s)]))
         else:
@@ -418,8 +505,10 @@ def core_sharing(sample: dict, nodes, beside=()) -> str:
         return ""
     procs: dict[int, float] = {}
     for s in (sample, *beside):
-        for where, total in ((s.get("server_nodes") or [], s.get("server_procs") or 0),
-                             (s.get("client_nodes") or [], s.get("client_procs") or 0)):
+        for where, total in (
+            (s.get("server_nodes") or [], s.get("server_procs") or 0),
+            (s.get("client_nodes") or [], s.get("client_procs") or 0),
+        ):
             for i in where:
                 procs[i] = procs.get(i, 0) + total / len(where)
     mine = set(sample.get("server_nodes") or []) | set(sample.get("client_nodes") or [])
@@ -429,12 +518,14 @@ def core_sharing(sample: dict, nodes, beside=()) -> str:
         cores = sorted(set().union(*(info[i].get("cores") or () for i in comp if i in info)))
         n = sum(procs[i] for i in comp)
         if len(comp) > 1 and n > len(cores):
-            others = [s for s in beside if set(comp) & (set(s.get("server_nodes") or [])
-                                                          | set(s.get("client_nodes") or []))]
-            at_once = (" with pair(s) " + ", ".join(_pair_name(s) for s in others) + " running at once"
-                       if others else "")
-            return (f"nodes {', '.join(f'n{i}' for i in comp)} share core(s) "
-                    f"{','.join(map(str, cores))}: {n:g} processes on {len(cores)} core(s){at_once}")
+            others = [
+                s for s in beside if set(comp) & (set(s.get("server_nodes") or []) | set(s.get("client_nodes") or []))
+            ]
+            at_once = " with pair(s) " + ", ".join(_pair_name(s) for s in others) + " running at once" if others else ""
+            return (
+                f"nodes {', '.join(f'n{i}' for i in comp)} share core(s) "
+                f"{','.join(map(str, cores))}: {n:g} processes on {len(cores)} core(s){at_once}"
+            )
     return ""
 
 
@@ -450,8 +541,7 @@ def ran_beside(samples: list[dict]) -> dict[str, list[dict]]:
     groups: dict[tuple, list[dict]] = {}
     for s in samples:
         if s.get("raw_dir") and s.get("status") != "failed":
-            groups.setdefault((s["raw_dir"], s.get("metric"), s.get("sample"), s.get("attempt", 1)),
-                              []).append(s)
+            groups.setdefault((s["raw_dir"], s.get("metric"), s.get("sample"), s.get("attempt", 1)), []).append(s)
     out: dict[str, list[dict]] = {}
     for (raw, *_), rows in groups.items():
         if len(rows) < 2:
@@ -509,6 +599,7 @@ def usable(samples: list[dict], nodes=None) -> list[dict]:
 
 def _sharing_components(used: list[int], info: dict[int, dict]) -> list[list[int]]:
     """The used nodes grouped by shared cores (connected components)."""
+
     def shares(a, b):
         return b in ((info.get(a, {}).get("emulation") or {}).get("shared_with") or ())
 
@@ -531,8 +622,7 @@ def _rows(samples: list[dict], stage: str) -> list[dict]:
     return [s for s in samples if stage in stands_for(s)]
 
 
-def from_run(samples: list[dict], metric: str, source: str = "",
-             exclude_nodes: list[int] = (), nodes=None) -> Roofline:
+def from_run(samples: list[dict], metric: str, source: str = "", exclude_nodes: list[int] = (), nodes=None) -> Roofline:
     """Ceilings from a run's stored samples: client peak per client process
     (every node pair and sample), server peak per server process; a sample
     measured once for several stages counts for each. exclude_nodes: client
@@ -557,10 +647,16 @@ def from_run(samples: list[dict], metric: str, source: str = "",
         server, only = _rows(spoilt, ss), only + ["server"]
     if not client or not server:
         missing = (cs if not client else ss).replace("_", " ")
-        raise ModelError(f"{metric}: the run has no successful {missing} samples "
-                         f"(run 'rooftop collect' with both stages)")
-    r = Roofline(metric, metrics.get(metric).unit, Ceiling.of([s["per_client"] for s in client], map(_kid, client)),
-                 Ceiling.of([s["per_server"] for s in server], map(_kid, server)), source)
+        raise ModelError(
+            f"{metric}: the run has no successful {missing} samples (run 'rooftop collect' with both stages)"
+        )
+    r = Roofline(
+        metric,
+        metrics.get(metric).unit,
+        Ceiling.of([s["per_client"] for s in client], map(_kid, client)),
+        Ceiling.of([s["per_server"] for s in server], map(_kid, server)),
+        source,
+    )
     r.measured_once = sorted({tuple(stands_for(s)) for s in ok if len(stands_for(s)) > 1})
     r.measured_once = [list(t) for t in r.measured_once]
     r.core_shared = [(st, _kid(s), shared[_kid(s)]) for s in spoilt for st in stands_for(s)]
@@ -573,8 +669,7 @@ def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: 
     """The node-full client ceiling, or why it is not used."""
     if not rows:
         if spoilt:
-            r.client_node_rejected = (f"no client-node sample may be used "
-                                      f"({shared[_kid(spoilt[0])]})")
+            r.client_node_rejected = f"no client-node sample may be used ({shared[_kid(spoilt[0])]})"
         return
     # Only a client-bound measurement is a client ceiling: with too few
     # servers (x * server ceiling near what each client got) the servers
@@ -582,14 +677,17 @@ def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: 
     x = statistics.median(s["x"] for s in rows)
     cn = Ceiling.of([s["per_client"] for s in rows], map(_kid, rows))
     if cn.keys <= r.server.keys:
-        r.client_node_rejected = ("the client-node stage was server-bound: it was measured once with "
-                                  "the server peak (the same placement), so its servers, not the "
-                                  "client node, were the limit")
+        r.client_node_rejected = (
+            "the client-node stage was server-bound: it was measured once with "
+            "the server peak (the same placement), so its servers, not the "
+            "client node, were the limit"
+        )
     elif cn.centre >= SERVER_BOUND * x * r.server.centre:
         r.client_node_rejected = (
             f"the client-node stage was server-bound: x = {x:.3g} server processes per client "
             f"give at most {fmt_rate(x * r.server.centre, r.unit)} per client and each got "
-            f"{fmt_rate(cn.centre, r.unit)}; more server nodes are needed to saturate a client node")
+            f"{fmt_rate(cn.centre, r.unit)}; more server nodes are needed to saturate a client node"
+        )
     else:
         r.client_node = cn
 
@@ -602,8 +700,7 @@ PARAM_RANGE = (1e-3, 1e18)
 def _ceiling(v, factor: float, unit: str, where: str) -> Ceiling:
     """A positive number or [min, max] in unit, as a Ceiling in base units."""
     vals = v if isinstance(v, list) else [v]
-    if not vals or len(vals) > 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool)
-                                            for a in vals):
+    if not vals or len(vals) > 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in vals):
         raise ModelError(f"{where}: expected a positive number or [min, max], got {_short(v)}")
     try:
         base = [float(a) * factor for a in vals]
@@ -611,8 +708,10 @@ def _ceiling(v, factor: float, unit: str, where: str) -> Ceiling:
         base = [math.inf]
     lo_ok, hi_ok = PARAM_RANGE
     if not all(math.isfinite(b) and lo_ok <= b <= hi_ok for b in base):
-        raise ModelError(f"{where}: {_short(v)} {unit} is not a usable ceiling (finite, between "
-                         f"{lo_ok:g} and {hi_ok:g} in {PARAM_UNITS[unit][0]})")
+        raise ModelError(
+            f"{where}: {_short(v)} {unit} is not a usable ceiling (finite, between "
+            f"{lo_ok:g} and {hi_ok:g} in {PARAM_UNITS[unit][0]})"
+        )
     return Ceiling.span(min(base), max(base))
 
 
@@ -643,7 +742,7 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
     except UnicodeDecodeError:
         raise ModelError(f"{path}: not a text file (expected JSON)") from None
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict) or not data["metrics"]:
-        raise ModelError(f"{path}: expected {{\"name\": ..., \"metrics\": {{\"rpc\": {{...}}}}}}")
+        raise ModelError(f'{path}: expected {{"name": ..., "metrics": {{"rpc": {{...}}}}}}')
     name = str(data.get("name") or path.stem)
     out = {}
     for metric, m in data["metrics"].items():
@@ -665,6 +764,5 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
                 ceilings[side] = None
                 continue
             ceilings[side] = _ceiling(v, factor, unit, f"{where}.{side}")
-        out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name,
-                               ceilings["client_node"])
+        out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name, ceilings["client_node"])
     return out

@@ -41,9 +41,9 @@ MIN_PAIRS = 2
 @dataclass
 class NodeScore:
     node: int
-    median: float          # median rate of the pairs that include the node
+    median: float  # median rate of the pairs that include the node
     z: float
-    pairs: list[tuple[tuple[int, int], float]]   # the node's pairs, slowest first
+    pairs: list[tuple[tuple[int, int], float]]  # the node's pairs, slowest first
 
     @property
     def flagged(self) -> str | None:
@@ -54,8 +54,13 @@ class NodeScore:
         return None
 
     def to_dict(self) -> dict:
-        return {"node": self.node, "median": self.median, "z": self.z, "flag": self.flagged,
-                "pairs": [{"pair": list(p), "rate": r} for p, r in self.pairs]}
+        return {
+            "node": self.node,
+            "median": self.median,
+            "z": self.z,
+            "flag": self.flagged,
+            "pairs": [{"pair": list(p), "rate": r} for p, r in self.pairs],
+        }
 
 
 def robust_z(values: list[float], baseline: list[float] | None = None) -> list[float]:
@@ -84,7 +89,7 @@ def score_nodes(rates: dict[tuple[int, int], float]) -> list[NodeScore]:
 def cannot_tell(rates: dict[tuple[int, int], float], nodes=()) -> str:
     """Why the usable pairs cannot tell an outlier node ('' when they can
     score every node). nodes: every node of the run."""
-    count = {n: 0 for n in nodes}
+    count = dict.fromkeys(nodes, 0)
     for pair in rates:
         for n in pair:
             count[n] = count.get(n, 0) + 1
@@ -94,13 +99,14 @@ def cannot_tell(rates: dict[tuple[int, int], float], nodes=()) -> str:
         return ""
     few = ", ".join(f"n{n} ({count[n]})" for n in short)
     if scored < MIN_NODES:
-        return (f"cannot tell an outlier node: {scored} node(s) have {MIN_PAIRS} or more usable pairs, "
-                f"{MIN_NODES} are needed" + (f"; too few usable pairs: {few}" if few else ""))
+        return (
+            f"cannot tell an outlier node: {scored} node(s) have {MIN_PAIRS} or more usable pairs, "
+            f"{MIN_NODES} are needed" + (f"; too few usable pairs: {few}" if few else "")
+        )
     return f"no score for {few}: fewer than {MIN_PAIRS} usable pairs (cannot tell)"
 
 
-def slow_pairs(rates: dict[tuple[int, int], float],
-               flagged_nodes=()) -> list[tuple[tuple[int, int], float]]:
+def slow_pairs(rates: dict[tuple[int, int], float], flagged_nodes=()) -> list[tuple[tuple[int, int], float]]:
     """The pairs that are outliers by the same rule as nodes: a pair whose
     rate is below the typical pair by more than THRESHOLD robust spreads,
     the typical pair taken among those of unflagged nodes (a slow node's

@@ -23,8 +23,10 @@ from pathlib import Path
 #: Where powercap lives (tests point ROOFTOP_POWERCAP at a synthetic tree).
 POWERCAP = Path(os.environ.get("ROOFTOP_POWERCAP", "/sys/class/powercap"))
 
-PERMISSION_HINT = ("RAPL energy counters (energy_uj) are readable by root only since Linux 5.10 "
-                   "(CVE-2020-8694): run as root, or have an administrator grant read access")
+PERMISSION_HINT = (
+    "RAPL energy counters (energy_uj) are readable by root only since Linux 5.10 "
+    "(CVE-2020-8694): run as root, or have an administrator grant read access"
+)
 
 
 class PowerUnavailable(RuntimeError):
@@ -33,7 +35,7 @@ class PowerUnavailable(RuntimeError):
 
 @dataclass
 class Zone:
-    name: str          # "package-0"
+    name: str  # "package-0"
     path: Path
     range_uj: int
     last_uj: int = 0
@@ -76,8 +78,9 @@ def package_zones(root: Path | None = None) -> list[Zone]:
             raise PowerUnavailable(f"{top}: unreadable RAPL zone ({e})") from None
         zones.append(zone)
     if not zones:
-        raise PowerUnavailable(f"no RAPL package zones under {root} (virtual machines usually have none): "
-                               "power is not measured, CPU is")
+        raise PowerUnavailable(
+            f"no RAPL package zones under {root} (virtual machines usually have none): power is not measured, CPU is"
+        )
     return zones
 
 

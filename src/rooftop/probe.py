@@ -26,9 +26,10 @@ from rooftop.units import fmt_in
 #: Runs whose (max - min) / median exceeds this get a warning.
 DISAGREE = 0.20
 
-TESTS = (("noop RPC", "noop", [], enginedoc.rate_field("ops"), "ops/s", ",.0f"),
-         ("4 MiB read", "read", ["--size", "4MiB", "--buffer", "stream"], enginedoc.rate_field("bytes"), "GiB/s",
-          ".2f"))
+TESTS = (
+    ("noop RPC", "noop", [], enginedoc.rate_field("ops"), "ops/s", ",.0f"),
+    ("4 MiB read", "read", ["--size", "4MiB", "--buffer", "stream"], enginedoc.rate_field("bytes"), "GiB/s", ".2f"),
+)
 
 
 def _cpus() -> tuple[str | None, str | None]:
@@ -38,8 +39,9 @@ def _cpus() -> tuple[str | None, str | None]:
     return None, None
 
 
-def _once(fabric: str, op: str, extra: list[str], duration: float, cpus,
-          lease: float = DEFAULT_LEASE) -> tuple[dict, dict | None]:
+def _once(
+    fabric: str, op: str, extra: list[str], duration: float, cpus, lease: float = DEFAULT_LEASE
+) -> tuple[dict, dict | None]:
     """One server, one client: (client document, server document). Both
     hold the group's lease: a killed probe leaves neither running."""
     with Group(fabric=fabric, lease=lease) as g:
@@ -67,27 +69,37 @@ def _row(fabric: str, label: str, field: str, docs: list[dict]) -> dict:
     rates = [enginedoc.rate(d["result"], field) for d in docs]
     mid = sorted(docs, key=lambda d: enginedoc.rate(d["result"], field))[(len(docs) - 1) // 2]
     r = mid["result"]
-    return {"fabric": fabric, "test": label, "provider": mid["engine"]["provider"],
-            "domain": mid["engine"].get("domain", ""),
-            "ops_per_sec": statistics.median(enginedoc.rate(d["result"], "ops_per_sec") for d in docs),
-            "bytes_per_sec": statistics.median(enginedoc.rate(d["result"], "bytes_per_sec") for d in docs),
-            "p50_us": r["latency_us"]["p50"], "p99_us": r["latency_us"]["p99"],
-            "client_cpu": r["cpu"]["utilization"], "runs": rates, "spread": spread(rates),
-            "disagree": spread(rates) > DISAGREE}
+    return {
+        "fabric": fabric,
+        "test": label,
+        "provider": mid["engine"]["provider"],
+        "domain": mid["engine"].get("domain", ""),
+        "ops_per_sec": statistics.median(enginedoc.rate(d["result"], "ops_per_sec") for d in docs),
+        "bytes_per_sec": statistics.median(enginedoc.rate(d["result"], "bytes_per_sec") for d in docs),
+        "p50_us": r["latency_us"]["p50"],
+        "p99_us": r["latency_us"]["p99"],
+        "client_cpu": r["cpu"]["utilization"],
+        "runs": rates,
+        "spread": spread(rates),
+        "disagree": spread(rates) > DISAGREE,
+    }
 
 
 def _line(row: dict, field: str, unit: str, digits: str) -> str:
     runs = row["runs"]
     text = fmt_in(row[field], unit, f">10{digits}")
     if len(runs) > 1:
-        text += (f"  median of {len(runs)} ({fmt_in(min(runs), unit, digits).split()[0]} .. "
-                 f"{fmt_in(max(runs), unit, digits).split()[0]}, spread {row['spread']:.0%})")
+        text += (
+            f"  median of {len(runs)} ({fmt_in(min(runs), unit, digits).split()[0]} .. "
+            f"{fmt_in(max(runs), unit, digits).split()[0]}, spread {row['spread']:.0%})"
+        )
     p50 = row["p50_us"]
     return text + f"   p50 {p50:.1f} us" if p50 < 100 else text + f"   p50 {p50:.0f} us"
 
 
-def run(fabrics: list[str], duration: float, results: Path, say=print, repeat: int = 3,
-        lease: float = DEFAULT_LEASE) -> dict:
+def run(
+    fabrics: list[str], duration: float, results: Path, say=print, repeat: int = 3, lease: float = DEFAULT_LEASE
+) -> dict:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = results / f"probe-{stamp}"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -112,11 +124,19 @@ def run(fabrics: list[str], duration: float, results: Path, say=print, repeat: i
             rows.append(row)
             say(_line(row, field, unit, digits))
             if row["disagree"]:
-                say(f"  warning: {fabric} {label}: the {repeat} runs disagree by {row['spread']:.0%} "
+                say(
+                    f"  warning: {fabric} {label}: the {repeat} runs disagree by {row['spread']:.0%} "
                     f"(more than {DISAGREE:.0%}): something else is using this machine's cores or "
-                    f"its clock changes; trust the median less, or measure longer (--duration)")
-    summary = {"when": stamp, "server_cpu": cpus[0], "client_cpu": cpus[1],
-               "duration_s": duration, "repeat": repeat, "rows": rows}
+                    f"its clock changes; trust the median less, or measure longer (--duration)"
+                )
+    summary = {
+        "when": stamp,
+        "server_cpu": cpus[0],
+        "client_cpu": cpus[1],
+        "duration_s": duration,
+        "repeat": repeat,
+        "rows": rows,
+    }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["folder"] = str(out_dir)
     return summary

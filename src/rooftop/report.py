@@ -53,26 +53,26 @@ pre{background:#fff;padding:12px;border-radius:8px;overflow:auto;font-size:12px;
 
 CAPTIONS = {
     "roofline": "Per-client-process rate against x = server processes / client processes (both "
-                "on log scales unless the axis says otherwise). Bands: client ceiling (horizontal) and x times the server ceiling "
-                "(rising); the roofline is the lower of the two; the dashed line marks the ridge. "
-                "Points: validation samples, coloured by number of server nodes.",
+    "on log scales unless the axis says otherwise). Bands: client ceiling (horizontal) and x times the server ceiling "
+    "(rising); the roofline is the lower of the two; the dashed line marks the ridge. "
+    "Points: validation samples, coloured by number of server nodes.",
     "interference": "Left: what each background load did to the service (rooftop interfere): "
-                    "isolated / loaded mean rate and loaded / isolated p99 latency per stage (1: no "
-                    "effect). Right: against the number of concurrent copies of each load, the load's "
-                    "own normalized slowdown (solid) and the service's impact (dashed).",
+    "isolated / loaded mean rate and loaded / isolated p99 latency per stage (1: no "
+    "effect). Right: against the number of concurrent copies of each load, the load's "
+    "own normalized slowdown (solid) and the service's impact (dashed).",
     "sweep": "One server node's aggregate rate as its server processes grow, against linear scaling.",
     "pairs": "Client peak per node pair: one client process against one idle server process. "
-             "Boxed: only the pairs that are outliers (the outlier-node rule applied to pairs); a "
-             "node in every boxed pair is the suspect. No box: no pair stands out.",
+    "Boxed: only the pairs that are outliers (the outlier-node rule applied to pairs); a "
+    "node in every boxed pair is the suspect. No box: no pair stands out.",
     "nic_policies": "Seed 000's Figure 2 on this machine: the server node's aggregate rate per "
-                    "core binding of the clients, one bar per clients' NIC policy (mean over the "
-                    "samples of the runs compared; error bars: one standard deviation).",
+    "core binding of the clients, one bar per clients' NIC policy (mean over the "
+    "samples of the runs compared; error bars: one standard deviation).",
     "latency": "Operation latency of every client process, per stage (merged histograms), up to "
-               "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far).",
+    "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far).",
     "mix": "A workload mix (rooftop model --mix): each metric's roofline in mix operations per "
-           "client process (dashed: its ceilings / what one mix operation asks of it) and the "
-           "binding envelope, the lowest of them (thick), with the resource binding on each side of "
-           "the dotted ridge.",
+    "client process (dashed: its ceilings / what one mix operation asks of it) and the "
+    "binding envelope, the lowest of them (thick), with the resource binding on each side of "
+    "the dotted ridge.",
 }
 
 
@@ -85,29 +85,36 @@ def headline(res: RunResults) -> list[dict]:
     for metric, r in sorted(res.rooflines.items()):
         rec = r.recommended()
         ev = res.evaluations[metric]
-        out.append({
-            "metric": metric, "unit": r.unit,
-            "client": [r.client.lo, r.client.hi], "server": [r.server.lo, r.server.hi],
-            "client_node": [r.client_node.lo, r.client_node.hi] if r.client_node else None,
-            "client_node_binds": r.node_binds,
-            "ridge": [r.ridge.lo, r.ridge.centre, r.ridge.hi], "recommended": rec,
-            "verdict": r.verdict(), "measured_once": r.measured_once,
-            "client_ci": r.client.interval if r.client.n else None,
-            "server_ci": r.server.interval if r.server.n else None,
-            "validation": len(ev.checks),
-            "error_server_bound": ev.median_abs_error("server"),
-            "error_client_bound": ev.median_abs_error("client"),
-            "error_all": ev.median_abs_error(),
-            "error_all_without_client_node": ev.without_node.median_abs_error() if ev.without_node else None,
-        })
+        out.append(
+            {
+                "metric": metric,
+                "unit": r.unit,
+                "client": [r.client.lo, r.client.hi],
+                "server": [r.server.lo, r.server.hi],
+                "client_node": [r.client_node.lo, r.client_node.hi] if r.client_node else None,
+                "client_node_binds": r.node_binds,
+                "ridge": [r.ridge.lo, r.ridge.centre, r.ridge.hi],
+                "recommended": rec,
+                "verdict": r.verdict(),
+                "measured_once": r.measured_once,
+                "client_ci": r.client.interval if r.client.n else None,
+                "server_ci": r.server.interval if r.server.n else None,
+                "validation": len(ev.checks),
+                "error_server_bound": ev.median_abs_error("server"),
+                "error_client_bound": ev.median_abs_error("client"),
+                "error_all": ev.median_abs_error(),
+                "error_all_without_client_node": ev.without_node.median_abs_error() if ev.without_node else None,
+            }
+        )
     return out
 
 
 def _verdict_md(h: dict) -> str:
     v, rec = h["verdict"], h["recommended"]
     if v["kind"] == "ratio":
-        return (f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es) "
-                f"(x >= {_fmt_ratio(rec['x'])})")
+        return (
+            f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es) (x >= {_fmt_ratio(rec['x'])})"
+        )
     if v["kind"] == "range":
         return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es), {v['text']}"
     return "none: " + v["text"]
@@ -139,23 +146,38 @@ def _pct(v) -> str:
 
 def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=(), nic=None) -> str:
     run = res.run
-    lines = [f"# rooftop report: run {run.id}", "",
-             f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}", ""]
+    lines = [
+        f"# rooftop report: run {run.id}",
+        "",
+        f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}",
+        "",
+    ]
     for h in headline(res):
         u = h["unit"]
-        lines += [f"## {h['metric']}", "",
-                  f"- client ceiling (per process): {_rng(h['client'], u)}{_ci(h['client_ci'], u)}"]
+        lines += [
+            f"## {h['metric']}",
+            "",
+            f"- client ceiling (per process): {_rng(h['client'], u)}{_ci(h['client_ci'], u)}",
+        ]
         if h["client_node"]:
-            lines.append(f"- client ceiling with the client node full: {_rng(h['client_node'], u)}"
-                         + (" (lower: the model uses it)" if h["client_node_binds"] else " (not lower)"))
-        lines += [f"- server ceiling (per process): {_rng(h['server'], u)}{_ci(h['server_ci'], u)}",
-                  f"- ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])} "
-                  f"(median {_fmt_ratio(h['ridge'][1])})",
-                  f"- recommended: {_verdict_md(h)}",
-                  *[f"- measured once: {_stages(st)}: the same placement" for st in h["measured_once"]],
-                  f"- validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
-                  + (f" ({_pct(h['error_all_without_client_node'])} without the client-node ceiling)"
-                     if h["error_all_without_client_node"] is not None else ""), ""]
+            lines.append(
+                f"- client ceiling with the client node full: {_rng(h['client_node'], u)}"
+                + (" (lower: the model uses it)" if h["client_node_binds"] else " (not lower)")
+            )
+        lines += [
+            f"- server ceiling (per process): {_rng(h['server'], u)}{_ci(h['server_ci'], u)}",
+            f"- ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])} "
+            f"(median {_fmt_ratio(h['ridge'][1])})",
+            f"- recommended: {_verdict_md(h)}",
+            *[f"- measured once: {_stages(st)}: the same placement" for st in h["measured_once"]],
+            f"- validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
+            + (
+                f" ({_pct(h['error_all_without_client_node'])} without the client-node ceiling)"
+                if h["error_all_without_client_node"] is not None
+                else ""
+            ),
+            "",
+        ]
     lines += ["## What to do", ""]
     for title, said in todo(res):
         lines += [f"**{title}**", "", *[f"- {x}" for x in said], ""]
@@ -175,12 +197,18 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         if not ev.checks:
             continue
         u = ev.roofline.unit
-        lines += [f"### {metric}", "", "| x | server/client nodes | measured | predicted | error | binds | efficiency |",
-                  "|---:|---:|---:|---:|---:|---|---:|"]
+        lines += [
+            f"### {metric}",
+            "",
+            "| x | server/client nodes | measured | predicted | error | binds | efficiency |",
+            "|---:|---:|---:|---:|---:|---|---:|",
+        ]
         for c in ev.checks:
-            lines.append(f"| {c.x:.3g} | {c.server_nodes}/{c.client_nodes} | {fmt_rate(c.measured, u)} | "
-                         f"{fmt_rate(c.predicted, u)} | {c.error_pct:+.0f} % | {c.binding} | "
-                         f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |")
+            lines.append(
+                f"| {c.x:.3g} | {c.server_nodes}/{c.client_nodes} | {fmt_rate(c.measured, u)} | "
+                f"{fmt_rate(c.predicted, u)} | {c.error_pct:+.0f} % | {c.binding} | "
+                f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |"
+            )
         lines.append("")
     counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
     if counted:
@@ -191,20 +219,29 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         lines += ["| metric | node | median of its pairs | score | flag |", "|---|---|---:|---:|---|"]
         for metric, scores in sorted(res.scores.items()):
             u = res.pairs[metric].unit
-            lines += [f"| {metric} | n{sc.node} | {fmt_rate(sc.median, u)} | {sc.z:+.1f} | {sc.flagged or ''} |"
-                      for sc in scores]
+            lines += [
+                f"| {metric} | n{sc.node} | {fmt_rate(sc.median, u)} | {sc.z:+.1f} | {sc.flagged or ''} |"
+                for sc in scores
+            ]
         for metric, w in sorted(res.without_flagged.items()):
-            lines.append(f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
-                         f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
+            lines.append(
+                f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
+                f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}"
+            )
         lines.append("")
     lines += interference_report.markdown(res)
     lines += learned_markdown(res.learned)
     ov = run.overhead
-    lines += ["## Run", "", f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
-              + (f", overhead {ov:.0%}" if ov is not None else ""),
-              f"- launcher {run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes, "
-              f"binding {run.config.get('binding')}",
-              f"- engine {run.environment.get('engine', '?')}", ""]
+    lines += [
+        "## Run",
+        "",
+        f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
+        + (f", overhead {ov:.0%}" if ov is not None else ""),
+        f"- launcher {run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes, "
+        f"binding {run.config.get('binding')}",
+        f"- engine {run.environment.get('engine', '?')}",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -222,8 +259,7 @@ def _img(png: Path, alt: str) -> str:
 
 def _table(head: list[str], rows: list[list[str]], raw: bool = False) -> str:
     h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{c if raw else html.escape(c)}</td>" for c in r) + "</tr>"
-                   for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{c if raw else html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -233,8 +269,11 @@ def _card(h: dict) -> str:
     u = h["unit"]
     node = ""
     if h["client_node"]:
-        node = (f"<div class='small'>node full: {e(_rng(h['client_node'], u))}"
-                + (" (binds)" if h["client_node_binds"] else "") + "</div>")
+        node = (
+            f"<div class='small'>node full: {e(_rng(h['client_node'], u))}"
+            + (" (binds)" if h["client_node_binds"] else "")
+            + "</div>"
+        )
     err = ""
     if h["error_all"] is not None:
         err = f"<div class='small'>validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
@@ -245,11 +284,14 @@ def _card(h: dict) -> str:
         f"<div class='card'><h3>{e(h['metric'])}</h3>"
         f"<div class='big'>{e(_big(h['verdict']))}</div>"
         + (f"<div class='verdict'>{e(h['verdict']['text'])}</div>" if h["verdict"]["kind"] != "ratio" else "")
-        + "".join(f"<div class='small'>measured once: {e(_stages(st))} (the same placement)</div>"
-                  for st in h["measured_once"])
+        + "".join(
+            f"<div class='small'>measured once: {e(_stages(st))} (the same placement)</div>"
+            for st in h["measured_once"]
+        )
         + f"<div class='small'>ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}</div>"
         f"<div class='small'>client ceiling {e(_rng(h['client'], u))} per process{e(_ci(h['client_ci'], u))}</div>{node}"
-        f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process{e(_ci(h['server_ci'], u))}</div>{err}</div>")
+        f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process{e(_ci(h['server_ci'], u))}</div>{err}</div>"
+    )
 
 
 def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=None) -> str:
@@ -257,16 +299,27 @@ def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=Non
     to do, the figures, then warnings and the details."""
     run = res.run
     e = html.escape
-    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-             f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
-             f"<title>rooftop report {e(run.id)}</title><style>{CSS}</style></head><body><main>",
-             f"<h1>rooftop report</h1><div class='sub'>run {e(run.id)}: {e(res.host)}, "
-             f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>",
-             "<section id='verdict'><div class='cards'>", *[_card(h) for h in headline(res)],
-             "</div></section>", _todo_html(res), _mixes_html(mixes), _nic_html(nic), _figures_html(figures), _warnings_html(res),
-             _validation_html(res), _nodes_html(res), interference_report.html_section(res),
-             learned_html(res.learned), _environment_html(res),
-             f"<p class='small'>rooftop {__version__}</p></main></body></html>"]
+    parts = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>rooftop report {e(run.id)}</title><style>{CSS}</style></head><body><main>",
+        f"<h1>rooftop report</h1><div class='sub'>run {e(run.id)}: {e(res.host)}, "
+        f"{e(res.provider)}, {e(run.created)} ({e(run.status)})</div>",
+        "<section id='verdict'><div class='cards'>",
+        *[_card(h) for h in headline(res)],
+        "</div></section>",
+        _todo_html(res),
+        _mixes_html(mixes),
+        _nic_html(nic),
+        _figures_html(figures),
+        _warnings_html(res),
+        _validation_html(res),
+        _nodes_html(res),
+        interference_report.html_section(res),
+        learned_html(res.learned),
+        _environment_html(res),
+        f"<p class='small'>rooftop {__version__}</p></main></body></html>",
+    ]
     return "".join(parts)
 
 
@@ -284,8 +337,11 @@ def _mixes_html(mixes) -> str:
     parts = []
     for comb in mixes:
         head, *rest = comb.lines()
-        parts.append(f"<section class='mix'><h2>Combined roofline: {e(comb.mix.name)}</h2><p>{e(head)}</p><ul>"
-                     + "".join(f"<li>{e(x.strip())}</li>" for x in rest) + "</ul></section>")
+        parts.append(
+            f"<section class='mix'><h2>Combined roofline: {e(comb.mix.name)}</h2><p>{e(head)}</p><ul>"
+            + "".join(f"<li>{e(x.strip())}</li>" for x in rest)
+            + "</ul></section>"
+        )
     return "".join(parts)
 
 
@@ -297,15 +353,19 @@ def _figures_html(figures: dict[str, list[Path]]) -> str:
         if png is None:
             continue
         kind = name.split("-")[0]
-        parts.append(f"<figure id='{e(name)}'>{_img(png, name)}<figcaption>{e(name)}: "
-                     f"{e(CAPTIONS.get(kind, ''))}</figcaption></figure>")
+        parts.append(
+            f"<figure id='{e(name)}'>{_img(png, name)}<figcaption>{e(name)}: "
+            f"{e(CAPTIONS.get(kind, ''))}</figcaption></figure>"
+        )
     return "".join(parts)
 
 
 def _warnings_html(res: RunResults) -> str:
     if not res.warnings:
-        return ("<h2>Warnings</h2><div class='ok'>none: ceilings are tight, no sample above the "
-                "roofline, low overhead</div>")
+        return (
+            "<h2>Warnings</h2><div class='ok'>none: ceilings are tight, no sample above the "
+            "roofline, low overhead</div>"
+        )
     return "<h2>Warnings</h2>" + "".join(f"<div class='warn'>{html.escape(w)}</div>" for w in res.warnings)
 
 
@@ -317,13 +377,24 @@ def _validation_html(res: RunResults) -> str:
         if not ev.checks:
             parts.append(f"<p>{e(metric)}: no validation samples (rooftop validate --run {e(res.run.id)})</p>")
             continue
-        rows = [[f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", e(fmt_rate(c.measured, u)),
-                 e(fmt_rate(c.predicted, u)), f"{c.error_pct:+.0f} %", c.binding,
-                 f"{c.efficiency:.2f}" + (" <span class='above'>above roofline</span>"
-                                          if c.above_roofline else "")] for c in ev.checks]
-        parts.append(f"<h3>{e(metric)}</h3>" + _table(
-            ["x", "server/client nodes", "measured", "predicted", "error", "binds", "efficiency"],
-            rows, raw=True))
+        rows = [
+            [
+                f"{c.x:.3g}",
+                f"{c.server_nodes}/{c.client_nodes}",
+                e(fmt_rate(c.measured, u)),
+                e(fmt_rate(c.predicted, u)),
+                f"{c.error_pct:+.0f} %",
+                c.binding,
+                f"{c.efficiency:.2f}" + (" <span class='above'>above roofline</span>" if c.above_roofline else ""),
+            ]
+            for c in ev.checks
+        ]
+        parts.append(
+            f"<h3>{e(metric)}</h3>"
+            + _table(
+                ["x", "server/client nodes", "measured", "predicted", "error", "binds", "efficiency"], rows, raw=True
+            )
+        )
     return "".join(parts)
 
 
@@ -332,24 +403,36 @@ def _nodes_html(res: RunResults) -> str:
     if not counted:
         return ""
     e = html.escape
-    parts = ["<h2>Nodes</h2><p class='small'>Each node's score compares the median of the "
-             "client pairs that include it with the typical node, in robust spreads (MAD, at "
-             "least 5 %); beyond 3.5 the node is flagged and the ceilings are also given "
-             "without its pairs. Only pairs the model may use count.</p>"]
+    parts = [
+        "<h2>Nodes</h2><p class='small'>Each node's score compares the median of the "
+        "client pairs that include it with the typical node, in robust spreads (MAD, at "
+        "least 5 %); beyond 3.5 the node is flagged and the ceilings are also given "
+        "without its pairs. Only pairs the model may use count.</p>"
+    ]
     parts += [f"<p>{e(metric)}: {e(line)}</p>" for metric, pm in counted.items() for line in pm.outlier_lines()]
     for metric, scores in sorted(res.scores.items()):
         u = res.pairs[metric].unit
-        rows = [[f"n{sc.node}", e(fmt_rate(sc.median, u)), f"{sc.z:+.1f}",
-                 f"<span class='above'>{sc.flagged}</span>" if sc.flagged else "",
-                 e(", ".join(f"n{a}-n{b} {fmt_rate(v, u)}" for (a, b), v in sc.pairs[:3]))]
-                for sc in scores]
-        parts.append(f"<h3>{e(metric)}</h3>" + _table(
-            ["node", "median of its pairs", "score", "flag", "slowest pairs"], rows, raw=True))
+        rows = [
+            [
+                f"n{sc.node}",
+                e(fmt_rate(sc.median, u)),
+                f"{sc.z:+.1f}",
+                f"<span class='above'>{sc.flagged}</span>" if sc.flagged else "",
+                e(", ".join(f"n{a}-n{b} {fmt_rate(v, u)}" for (a, b), v in sc.pairs[:3])),
+            ]
+            for sc in scores
+        ]
+        parts.append(
+            f"<h3>{e(metric)}</h3>"
+            + _table(["node", "median of its pairs", "score", "flag", "slowest pairs"], rows, raw=True)
+        )
         w = res.without_flagged.get(metric)
         if w:
-            parts.append(f"<p>without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
-                         f"{e(_rng([w.client.lo, w.client.hi], w.unit))}, ridge "
-                         f"{w.ridge.lo:.3g} .. {w.ridge.hi:.3g}</p>")
+            parts.append(
+                f"<p>without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
+                f"{e(_rng([w.client.lo, w.client.hi], w.unit))}, ridge "
+                f"{w.ridge.lo:.3g} .. {w.ridge.hi:.3g}</p>"
+            )
     return "".join(parts)
 
 
@@ -357,27 +440,37 @@ def _environment_html(res: RunResults) -> str:
     run = res.run
     e = html.escape
     ov = run.overhead
-    env_rows = [["run time", f"{run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
-                 + (f" (overhead {ov:.0%})" if ov is not None else "")],
-                ["host", str(run.environment.get("host", "?"))],
-                ["launcher", f"{run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes"],
-                ["fabric", f"{res.provider}, domain {run.config.get('fabric', {}).get('domain') or 'default'}"],
-                ["binding", str(run.config.get("binding"))],
-                ["client pairs", str(run.config.get("collect", {}).get("pairs", "serial"))],
-                ["engine", str(run.environment.get("engine", "?"))],
-                ["rooftop", str(run.environment.get("rooftop", __version__))],
-                ["command", " ".join(run.environment.get("argv") or [])]]
-    return ("<h2>Environment</h2>" + _table(["", ""], [[e(a), e(b)] for a, b in env_rows], raw=True)
-            + "<h2>Resolved config</h2><details><summary>every key, defaults included</summary>"
-            f"<pre>{e(json.dumps(run.config, indent=2))}</pre></details>")
+    env_rows = [
+        [
+            "run time",
+            f"{run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
+            + (f" (overhead {ov:.0%})" if ov is not None else ""),
+        ],
+        ["host", str(run.environment.get("host", "?"))],
+        ["launcher", f"{run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes"],
+        ["fabric", f"{res.provider}, domain {run.config.get('fabric', {}).get('domain') or 'default'}"],
+        ["binding", str(run.config.get("binding"))],
+        ["client pairs", str(run.config.get("collect", {}).get("pairs", "serial"))],
+        ["engine", str(run.environment.get("engine", "?"))],
+        ["rooftop", str(run.environment.get("rooftop", __version__))],
+        ["command", " ".join(run.environment.get("argv") or [])],
+    ]
+    return (
+        "<h2>Environment</h2>"
+        + _table(["", ""], [[e(a), e(b)] for a, b in env_rows], raw=True)
+        + "<h2>Resolved config</h2><details><summary>every key, defaults included</summary>"
+        f"<pre>{e(json.dumps(run.config, indent=2))}</pre></details>"
+    )
 
 
 def todo(res: RunResults) -> list[tuple[str, list[str]]]:
     """The 'What to do' parts: (title, sentences)."""
     again = advice.remeasure(res) or ["Nothing: the ceilings are tight and every sample was usable."]
-    return [("Deploy", advice.deploy(res)), ("Pair matrix", advice.pairs(res) or
-                                             ["No client pair matrix in this run (rooftop collect)."]),
-            ("Measure again", again)]
+    return [
+        ("Deploy", advice.deploy(res)),
+        ("Pair matrix", advice.pairs(res) or ["No client pair matrix in this run (rooftop collect)."]),
+        ("Measure again", again),
+    ]
 
 
 def _plot_nic(nic, fig_dir: Path) -> dict:
@@ -386,8 +479,7 @@ def _plot_nic(nic, fig_dir: Path) -> dict:
     from rooftop.plots.save import save
 
     title = f"NIC policies, {nic.metric}: {len({b.binding for b in nic.bars})} binding(s)"
-    return {f"nic_policies-{nic.metric}": save(nic_policies.figure(nic, title), fig_dir,
-                                                f"nic_policies-{nic.metric}")}
+    return {f"nic_policies-{nic.metric}": save(nic_policies.figure(nic, title), fig_dir, f"nic_policies-{nic.metric}")}
 
 
 def write(res: RunResults, out_dir: Path, mixes=(), nic=None) -> tuple[Path, Path]:
@@ -411,8 +503,10 @@ def nic_lines(nic) -> list[str]:
     """The NIC policy comparison as sentences: the verdict, then each bar."""
     out = list(nic.verdict)
     for b in nic.bars:
-        out.append(f"{b.binding}, {b.policy}: {fmt_rate(b.mean, nic.unit)} +- {fmt_rate(b.std, nic.unit)} "
-                   f"({len(b.values)} samples; run {', '.join(b.runs)})")
+        out.append(
+            f"{b.binding}, {b.policy}: {fmt_rate(b.mean, nic.unit)} +- {fmt_rate(b.std, nic.unit)} "
+            f"({len(b.values)} samples; run {', '.join(b.runs)})"
+        )
     return out
 
 
@@ -421,5 +515,8 @@ def _nic_html(nic) -> str:
         return ""
     e = html.escape
     head, rest = nic_lines(nic)[0], nic_lines(nic)[1:]
-    return (f"<section id='nic-policies'><h2>NIC policies</h2><p class='ok'><b>{e(head)}</b></p><ul>"
-            + "".join(f"<li>{e(x)}</li>" for x in rest) + "</ul></section>")
+    return (
+        f"<section id='nic-policies'><h2>NIC policies</h2><p class='ok'><b>{e(head)}</b></p><ul>"
+        + "".join(f"<li>{e(x)}</li>" for x in rest)
+        + "</ul></section>"
+    )

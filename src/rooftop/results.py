@@ -30,7 +30,7 @@ class PairMatrix:
     metric: str
     unit: str
     nodes: list[int]
-    rates: dict[tuple[int, int], float]   # (server node, client node) -> median rate
+    rates: dict[tuple[int, int], float]  # (server node, client node) -> median rate
     #: Pairs with no sample the model may use (rooftop.model.exclusion): pair
     #: -> (median rate of their samples, why). Shown marked, never scored.
     left_out: dict[tuple[int, int], tuple[float, str]] = field(default_factory=dict)
@@ -42,14 +42,22 @@ class PairMatrix:
         """The outlier section's account: how many pairs it used, which it
         left out and why, and whether it can tell an outlier at all."""
         total = len(self.rates) + len(self.left_out)
-        out = [f"outlier scores from {len(self.rates)} of {total} node pair(s)"
-               + (f"; left out {len(self.left_out)}: " + "; ".join(
-                   f"n{a}-n{b} ({why})" for (a, b), (_, why) in sorted(self.left_out.items())[:4])
-                  + (" ..." if len(self.left_out) > 4 else "") if self.left_out else "")]
+        out = [
+            f"outlier scores from {len(self.rates)} of {total} node pair(s)"
+            + (
+                f"; left out {len(self.left_out)}: "
+                + "; ".join(f"n{a}-n{b} ({why})" for (a, b), (_, why) in sorted(self.left_out.items())[:4])
+                + (" ..." if len(self.left_out) > 4 else "")
+                if self.left_out
+                else ""
+            )
+        ]
         if self.beside:
-            out.append(f"{len(self.beside)} pair(s) were measured at the same time as other pairs "
-                       f"(pair rounds), e.g. n{'-n'.join(map(str, next(iter(self.beside))))} beside "
-                       + ", ".join(f"n{a}-n{b}" for a, b in next(iter(self.beside.values()))))
+            out.append(
+                f"{len(self.beside)} pair(s) were measured at the same time as other pairs "
+                f"(pair rounds), e.g. n{'-n'.join(map(str, next(iter(self.beside))))} beside "
+                + ", ".join(f"n{a}-n{b}" for a, b in next(iter(self.beside.values())))
+            )
         why = outliers.cannot_tell(self.rates, self.nodes)
         if why:
             out.append(why)
@@ -114,16 +122,18 @@ class RunResults:
 
     def stage_samples(self, stage: str, metric: str | None = None, ok: bool = True) -> list[dict]:
         """Samples standing for a stage (one measured once counts for each)."""
-        return [s for s in self.samples if stage in stands_for(s)
-                and (metric is None or s["metric"] == metric) and (not ok or s["status"] == "ok")]
+        return [
+            s
+            for s in self.samples
+            if stage in stands_for(s) and (metric is None or s["metric"] == metric) and (not ok or s["status"] == "ok")
+        ]
 
     @property
     def metrics(self) -> list[str]:
         return sorted({s["metric"] for s in self.samples})
 
 
-def pair_matrix(samples: list[dict], metric: str, nodes: int,
-                why: dict[str, str] | None = None) -> PairMatrix | None:
+def pair_matrix(samples: list[dict], metric: str, nodes: int, why: dict[str, str] | None = None) -> PairMatrix | None:
     """The client pair matrix from the samples the model may use (why:
     model.exclusions of the run's samples; None: all ok ones); pairs with
     none are left out, with the reason, and pairs measured beside others
@@ -145,12 +155,18 @@ def pair_matrix(samples: list[dict], metric: str, nodes: int,
     beside = {}
     for kid, others in model.ran_beside(rows).items():
         s = next(r for r in rows if model._kid(r) == kid)
-        beside.setdefault((s["server_nodes"][0], s["client_nodes"][0]), sorted(
-            {(o["server_nodes"][0], o["client_nodes"][0]) for o in others}))
-    return PairMatrix(metric, metrics.get(metric).unit, list(range(nodes)),
-                      {k: statistics.median(v) for k, v in per.items()},
-                      {k: (statistics.median(v), r) for k, (v, r) in out.items() if k not in per},
-                      beside)
+        beside.setdefault(
+            (s["server_nodes"][0], s["client_nodes"][0]),
+            sorted({(o["server_nodes"][0], o["client_nodes"][0]) for o in others}),
+        )
+    return PairMatrix(
+        metric,
+        metrics.get(metric).unit,
+        list(range(nodes)),
+        {k: statistics.median(v) for k, v in per.items()},
+        {k: (statistics.median(v), r) for k, (v, r) in out.items() if k not in per},
+        beside,
+    )
 
 
 def latency_of(samples: list[dict], stage: str, metric: str) -> Latency | None:
@@ -181,10 +197,13 @@ def _method_warnings(metric: str, r: model.Roofline) -> list[str]:
         out.append(f"{metric}: {v['text']}")
     if r.core_shared:
         keys = sorted({k for _, k, _ in r.core_shared})
-        used = " (the " + " and ".join(r.core_shared_only) + " ceiling come only from them)" \
-            if r.core_shared_only else ""
-        out.append(f"{metric}: {len(keys)} sample(s) not used for ceilings, outlier scores, learning "
-                   f"or validation{used}: {r.core_shared[0][2]}, e.g. {keys[0]}")
+        used = (
+            " (the " + " and ".join(r.core_shared_only) + " ceiling come only from them)" if r.core_shared_only else ""
+        )
+        out.append(
+            f"{metric}: {len(keys)} sample(s) not used for ceilings, outlier scores, learning "
+            f"or validation{used}: {r.core_shared[0][2]}, e.g. {keys[0]}"
+        )
     return out
 
 
@@ -196,14 +215,21 @@ def _warnings(res: RunResults) -> list[str]:
             if sc.flagged != "slow":
                 continue
             w = res.without_flagged.get(metric)
-            out.append(f"{metric}: node n{sc.node} is an outlier (score {sc.z:.1f}): its pairs reach "
-                       f"{fmt_rate(sc.median, unit)} (median); slowest: "
-                       + ", ".join(f"n{a}-n{b} {fmt_rate(v, unit)}" for (a, b), v in sc.pairs[:3])
-                       + (f"; without it the client ceiling is {fmt_rate(w.client.lo, unit)} .. "
-                          f"{fmt_rate(w.client.hi, unit)}" if w else ""))
+            out.append(
+                f"{metric}: node n{sc.node} is an outlier (score {sc.z:.1f}): its pairs reach "
+                f"{fmt_rate(sc.median, unit)} (median); slowest: "
+                + ", ".join(f"n{a}-n{b} {fmt_rate(v, unit)}" for (a, b), v in sc.pairs[:3])
+                + (
+                    f"; without it the client ceiling is {fmt_rate(w.client.lo, unit)} .. {fmt_rate(w.client.hi, unit)}"
+                    if w
+                    else ""
+                )
+            )
             if sc.node == 0 and any(s["stage"] == stages.of_role("server").name for s in res.samples):
-                out.append(f"{metric}: the server ceiling was measured on node n0, which is flagged: "
-                           f"re-run with another server node first (launcher.hosts order)")
+                out.append(
+                    f"{metric}: the server ceiling was measured on node n0, which is flagged: "
+                    f"re-run with another server node first (launcher.hosts order)"
+                )
     for metric, r in res.rooflines.items():
         c = r.client
         spread = c.hi / c.lo - 1 if c.lo > 0 else 0.0
@@ -211,45 +237,59 @@ def _warnings(res: RunResults) -> list[str]:
             pm = res.pairs.get(metric)
             if pm and len(pm.rates) > 1:
                 advice = "look at the pair matrix; slowest pairs: " + ", ".join(
-                    f"n{a}-n{b} {fmt_rate(v, r.unit)}" for (a, b), v in pm.slowest(3))
+                    f"n{a}-n{b} {fmt_rate(v, r.unit)}" for (a, b), v in pm.slowest(3)
+                )
             else:
-                advice = ("look at the pair matrix: with a single node pair the spread is between "
-                          "samples of n0-n1 (a noisy machine: longer or more samples)")
-            out.append(f"{metric}: the client ceiling ranges {fmt_rate(c.lo, r.unit)} .. "
-                       f"{fmt_rate(c.hi, r.unit)} ({spread:.0%} wide, more than "
-                       f"{WIDE_CLIENT_RANGE:.0%}): {advice}")
+                advice = (
+                    "look at the pair matrix: with a single node pair the spread is between "
+                    "samples of n0-n1 (a noisy machine: longer or more samples)"
+                )
+            out.append(
+                f"{metric}: the client ceiling ranges {fmt_rate(c.lo, r.unit)} .. "
+                f"{fmt_rate(c.hi, r.unit)} ({spread:.0%} wide, more than "
+                f"{WIDE_CLIENT_RANGE:.0%}): {advice}"
+            )
         out += _method_warnings(metric, r)
         if r.client_node_rejected:
             out.append(f"{metric}: node-full client ceiling not used: {r.client_node_rejected}")
         if r.node_binds:
             n = r.client_node
-            out.append(f"{metric}: with its node full, each client process gets "
-                       f"{fmt_rate(n.centre, r.unit)}, {n.centre / c.centre:.0%} of a lone client: the model "
-                       f"uses this node-saturated ceiling")
+            out.append(
+                f"{metric}: with its node full, each client process gets "
+                f"{fmt_rate(n.centre, r.unit)}, {n.centre / c.centre:.0%} of a lone client: the model "
+                f"uses this node-saturated ceiling"
+            )
         ev = res.evaluations.get(metric)
         if ev:
             above = [ch for ch in ev.checks if ch.above_roofline]
             if above:
-                out.append(f"{metric}: {len(above)} validation sample(s) above the roofline (x = "
-                           + ", ".join(f"{ch.x:.3g}" for ch in above[:5])
-                           + "): a ceiling was under-measured, or the samples are not comparable")
-    late = [s for s in res.samples if s["status"] == "ok" and s.get("late_s", 0) > LATE_SHARE *
-            max(s["measured_s"], 1e-9)]
+                out.append(
+                    f"{metric}: {len(above)} validation sample(s) above the roofline (x = "
+                    + ", ".join(f"{ch.x:.3g}" for ch in above[:5])
+                    + "): a ceiling was under-measured, or the samples are not comparable"
+                )
+    late = [
+        s for s in res.samples if s["status"] == "ok" and s.get("late_s", 0) > LATE_SHARE * max(s["measured_s"], 1e-9)
+    ]
     if late:
         worst = max(late, key=lambda s: s["late_s"])
-        out.append(f"{len(late)} sample(s) had a client start measuring late (worst {worst['late_s']:.2f} s, "
-                   f"{worst['key']}): its clients started on the clock (engine.start = clock); use "
-                   f"engine.start = barrier, or raise engine.start_lead (now "
-                   f"{res.run.config.get('engine', {}).get('start_lead')} s)")
+        out.append(
+            f"{len(late)} sample(s) had a client start measuring late (worst {worst['late_s']:.2f} s, "
+            f"{worst['key']}): its clients started on the clock (engine.start = clock); use "
+            f"engine.start = barrier, or raise engine.start_lead (now "
+            f"{res.run.config.get('engine', {}).get('start_lead')} s)"
+        )
     cfg = res.run.config
     shared = [n for n in cfg.get("nodes") or [] if (n.get("emulation") or {}).get("shared_with")]
     local = cfg.get("launcher", {}).get("type") == "local"
     together = any(pm.beside for pm in res.pairs.values())
     if cfg.get("collect", {}).get("pairs") == "rounds" and (shared or local) and together:
-        out.append("client pairs were measured in rounds on one machine whose nodes share cores (or "
-                   "memory): pairs measured at once interfere, so the pair matrix mixes that in (pairs "
-                   "beside others that share their cores are left out); --pairs serial measures one "
-                   "pair at a time")
+        out.append(
+            "client pairs were measured in rounds on one machine whose nodes share cores (or "
+            "memory): pairs measured at once interfere, so the pair matrix mixes that in (pairs "
+            "beside others that share their cores are left out); --pairs serial measures one "
+            "pair at a time"
+        )
     out += invalid_lines(res.samples)
     out += sharing_lines(res.samples)
     failed = [s for s in res.samples if s["status"] == "failed"]
@@ -257,8 +297,10 @@ def _warnings(res: RunResults) -> list[str]:
         out.append(f"{len(failed)} sample(s) failed, e.g. {failed[0]['key']}: {failed[0]['error'][:200]}")
     ov = res.run.overhead
     if ov is not None and ov > HIGH_OVERHEAD:
-        out.append(f"the run spent {ov:.0%} of its time outside measurement windows (launch, "
-                   f"readiness, warmup): longer samples (collect.duration) amortise it")
+        out.append(
+            f"the run spent {ov:.0%} of its time outside measurement windows (launch, "
+            f"readiness, warmup): longer samples (collect.duration) amortise it"
+        )
     if res.run.status != "complete":
         out.append(f"the run is {res.run.status}: finish it with 'rooftop collect --resume {res.run.id}'")
     return out
@@ -272,12 +314,20 @@ def invalid_lines(samples: list[dict], metric: str | None = None) -> list[str]:
     apart = [s for s in bad if s["error"].startswith("clients measured together")]
     above = [s for s in bad if s["error"].startswith("measurement error")]
     other = len(bad) - len(apart) - len(above)
-    why = ", ".join(f"{n} {w}" for n, w in ((len(apart), "with clients that did not measure together"),
-                                             (len(above), "above a known link rate"),
-                                             (other, "otherwise unusable")) if n)
-    return [f"{len(bad)} invalid sample(s) are not used by any ceiling, model or validation ({why}; "
-            f"each was measured {1 + max(0, bad[0].get('attempt', 1) - 1)} time(s)), e.g. "
-            f"{bad[0]['key']}: {bad[0]['error'][:200]}"]
+    why = ", ".join(
+        f"{n} {w}"
+        for n, w in (
+            (len(apart), "with clients that did not measure together"),
+            (len(above), "above a known link rate"),
+            (other, "otherwise unusable"),
+        )
+        if n
+    )
+    return [
+        f"{len(bad)} invalid sample(s) are not used by any ceiling, model or validation ({why}; "
+        f"each was measured {1 + max(0, bad[0].get('attempt', 1) - 1)} time(s)), e.g. "
+        f"{bad[0]['key']}: {bad[0]['error'][:200]}"
+    ]
 
 
 def sharing_lines(samples: list[dict]) -> list[str]:
@@ -288,15 +338,19 @@ def sharing_lines(samples: list[dict]) -> list[str]:
     out = []
     conc = [s for s in samples if s.get("concurrent")]
     if conc:
-        out.append(f"{len(conc)} sample(s) were measured with --allow-concurrent: another campaign "
-                   f"may have shared this results folder or the machine's cores, and their rates may "
-                   f"be low (see foreign CPU); the model does not use them, e.g. {conc[0]['key']}")
+        out.append(
+            f"{len(conc)} sample(s) were measured with --allow-concurrent: another campaign "
+            f"may have shared this results folder or the machine's cores, and their rates may "
+            f"be low (see foreign CPU); the model does not use them, e.g. {conc[0]['key']}"
+        )
     loaded = [s for s in samples if s["status"] == "ok" and (s.get("foreign_cpu") or 0) > FOREIGN_WARN]
     if loaded:
         worst = max(loaded, key=lambda s: s["foreign_cpu"])
-        out.append(f"{len(loaded)} sample(s) shared their cores with other processes (foreign CPU "
-                   f"above {FOREIGN_WARN:.0%} of a core; worst {worst['foreign_cpu']:.0%} of a core, "
-                   f"{worst['key']}): their rates may be low; measure again on a quiet machine")
+        out.append(
+            f"{len(loaded)} sample(s) shared their cores with other processes (foreign CPU "
+            f"above {FOREIGN_WARN:.0%} of a core; worst {worst['foreign_cpu']:.0%} of a core, "
+            f"{worst['key']}): their rates may be low; measure again on a quiet machine"
+        )
     return out
 
 
@@ -323,8 +377,12 @@ def load(store: Store, run_id: str) -> RunResults:
             if slow:
                 try:
                     res.without_flagged[metric] = model.from_run(
-                        samples, metric, f"run {run.id} without n{', n'.join(map(str, slow))}", slow,
-                        nodes=run.config.get("nodes"))
+                        samples,
+                        metric,
+                        f"run {run.id} without n{', n'.join(map(str, slow))}",
+                        slow,
+                        nodes=run.config.get("nodes"),
+                    )
                 except model.ModelError:
                     pass
         for stage in (st.name for st in stages.STAGES.values() if st.latency):

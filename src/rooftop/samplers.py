@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rooftop import foreign, power
 from rooftop.keys import Key
@@ -98,8 +99,12 @@ def cpu_series(runner, placement, spec):
         u1, s1, c1, i1 = now
         dt = max(t - t0, 1e-6)
         last[:] = [now, t]
-        return [("cpu_user", (u1 - u0) / dt, "cores"), ("cpu_sys", (s1 - s0) / dt, "cores"),
-                ("context_switches", (c1 - c0) / dt, "1/s"), ("interrupts", (i1 - i0) / dt, "1/s")]
+        return [
+            ("cpu_user", (u1 - u0) / dt, "cores"),
+            ("cpu_sys", (s1 - s0) / dt, "cores"),
+            ("context_switches", (c1 - c0) / dt, "1/s"),
+            ("interrupts", (i1 - i0) / dt, "1/s"),
+        ]
 
     return Series(probe, runner.cfg["sample_interval"])
 
@@ -113,31 +118,51 @@ def power_series(runner, placement, spec):
         meter = power.PowerMeter(power.package_zones())
     except power.PowerUnavailable as e:
         return Nothing(str(e))
-    return Series(lambda: [("power", meter.watts(), "W"), ("energy", meter.joules, "J")],
-                  runner.cfg["sample_interval"])
+    return Series(lambda: [("power", meter.watts(), "W"), ("energy", meter.joules, "J")], runner.cfg["sample_interval"])
 
 
 SAMPLERS: tuple[Sampler, ...] = (
-    Sampler("foreign_cpu", "cores",
-            "CPU other processes used on the round's cores while it ran (1.0: a whole core); "
-            "measured for launchers on this machine only",
-            start=foreign.meter, stop=lambda meter: meter.stop()),
-    Sampler("cpu", "cores", "time series: CPU (user, system) of the round's cores, context switches "
-            "and interrupts per second", start=cpu_series, stop=lambda s: s.stop(), column=False),
-    Sampler("power", "W", "time series: package power from RAPL (powercap) and energy; nothing where "
-            "RAPL is absent (most VMs) or root-only", start=power_series, stop=lambda s: s.stop(),
-            column=False),
+    Sampler(
+        "foreign_cpu",
+        "cores",
+        "CPU other processes used on the round's cores while it ran (1.0: a whole core); "
+        "measured for launchers on this machine only",
+        start=foreign.meter,
+        stop=lambda meter: meter.stop(),
+    ),
+    Sampler(
+        "cpu",
+        "cores",
+        "time series: CPU (user, system) of the round's cores, context switches and interrupts per second",
+        start=cpu_series,
+        stop=lambda s: s.stop(),
+        column=False,
+    ),
+    Sampler(
+        "power",
+        "W",
+        "time series: package power from RAPL (powercap) and energy; nothing where "
+        "RAPL is absent (most VMs) or root-only",
+        start=power_series,
+        stop=lambda s: s.stop(),
+        column=False,
+    ),
 )
 
 SERIES = tuple(s.name for s in SAMPLERS if not s.column)
 
 #: Config keys of the samplers (config.KEYS lists them).
 KEYS = (
-    Key("sample", "list[choice]", [], "time series recorded during every round: "
+    Key(
+        "sample",
+        "list[choice]",
+        [],
+        "time series recorded during every round: "
         + "; ".join(f"{s.name}: {s.help.split(': ', 1)[1]}" for s in SAMPLERS if not s.column)
-        + " (default: none)", SERIES),
-    Key("sample_interval", "float", 1.0, "seconds between two points of a time series (default 1.0)",
-        maximum=3600),
+        + " (default: none)",
+        SERIES,
+    ),
+    Key("sample_interval", "float", 1.0, "seconds between two points of a time series (default 1.0)", maximum=3600),
 )
 
 

@@ -47,15 +47,19 @@ def environment(cfg: dict) -> dict:
 
     from rooftop.engine import engine_path
 
-    env = {"host": socket.gethostname(), "python": platform.python_version(),
-           "rooftop": __version__, "argv": sys.argv, "launcher": cfg["launcher"]["type"],
-           "nodes": cfg["nodes"]}
+    env = {
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "rooftop": __version__,
+        "argv": sys.argv,
+        "launcher": cfg["launcher"]["type"],
+        "nodes": cfg["nodes"],
+    }
     try:
         path = cfg["engine"]["path"] or engine_path()
         import subprocess
 
-        env["engine"] = subprocess.run([path, "version"], capture_output=True, text=True,
-                                       timeout=10).stdout.strip()
+        env["engine"] = subprocess.run([path, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
         env["engine_path"] = path
     except Exception as e:  # recorded, not fatal: the samples record it too
         env["engine"] = f"unknown ({e})"
@@ -73,8 +77,9 @@ def claim(store, run_id: str, verb: str) -> None:
     run = store.get_run(run_id)
     pid, host, _ = run.owner
     if run.status == "running" and pid and pid != os.getpid() and host == socket.gethostname():
-        raise StoreError(f"run {run_id} is being run by another campaign (pid {pid} on {host}); "
-                         f"wait for it or stop it first")
+        raise StoreError(
+            f"run {run_id} is being run by another campaign (pid {pid} on {host}); wait for it or stop it first"
+        )
     store.claim(run_id, f"{verb} running")
 
 

@@ -37,8 +37,7 @@ def _ask_stop(signum, frame) -> None:
 
 def sweep(grid, scratch) -> None:
     """One Jacobi sweep of grid's interior into scratch (borders kept)."""
-    scratch[1:-1, 1:-1] = 0.25 * (grid[:-2, 1:-1] + grid[2:, 1:-1]
-                                  + grid[1:-1, :-2] + grid[1:-1, 2:])
+    scratch[1:-1, 1:-1] = 0.25 * (grid[:-2, 1:-1] + grid[2:, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:])
 
 
 def run(size: int = DEFAULT_SIZE, iterations: int = DEFAULT_ITERATIONS) -> dict:
@@ -46,8 +45,7 @@ def run(size: int = DEFAULT_SIZE, iterations: int = DEFAULT_ITERATIONS) -> dict:
     import numpy as np
 
     if size < 3 or iterations < 1:
-        raise ValueError(f"stencil: size must be >= 3 and iterations >= 1 "
-                         f"(got size={size}, iterations={iterations})")
+        raise ValueError(f"stencil: size must be >= 3 and iterations >= 1 (got size={size}, iterations={iterations})")
     grid = np.zeros((size, size))
     grid[0, :] = 1.0  # a hot edge: the values change every sweep
     scratch = grid.copy()
@@ -60,23 +58,31 @@ def run(size: int = DEFAULT_SIZE, iterations: int = DEFAULT_ITERATIONS) -> dict:
     seconds = time.perf_counter() - wall0
     cpu = time.process_time() - cpu0
     points = (size - 2) ** 2 * done
-    return {"kernel": "stencil", "size": size, "iterations": done,
-            "iterations_asked": iterations, "completed": done == iterations,
-            "points": points, "seconds": seconds, "cpu_seconds": cpu,
-            "points_per_sec": points / seconds if seconds > 0 else 0.0,
-            "checksum": float(grid.sum()),
-            "cpu_affinity": sorted(os.sched_getaffinity(0)), "pid": os.getpid()}
+    return {
+        "kernel": "stencil",
+        "size": size,
+        "iterations": done,
+        "iterations_asked": iterations,
+        "completed": done == iterations,
+        "points": points,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "points_per_sec": points / seconds if seconds > 0 else 0.0,
+        "checksum": float(grid.sum()),
+        "cpu_affinity": sorted(os.sched_getaffinity(0)),
+        "pid": os.getpid(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="rooftop-stencil",
-        description="A fixed amount of CPU-bound work (2-D Jacobi stencil); "
-                    "prints its run time as JSON.")
-    parser.add_argument("--size", type=int, default=DEFAULT_SIZE,
-                        help=f"grid points per side (default {DEFAULT_SIZE})")
-    parser.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS,
-                        help=f"sweeps (default {DEFAULT_ITERATIONS})")
+        description="A fixed amount of CPU-bound work (2-D Jacobi stencil); prints its run time as JSON.",
+    )
+    parser.add_argument("--size", type=int, default=DEFAULT_SIZE, help=f"grid points per side (default {DEFAULT_SIZE})")
+    parser.add_argument(
+        "--iterations", type=int, default=DEFAULT_ITERATIONS, help=f"sweeps (default {DEFAULT_ITERATIONS})"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _ask_stop)
     signal.signal(signal.SIGINT, _ask_stop)

@@ -52,14 +52,14 @@ from __future__ import annotations
 import errno
 import functools
 import json
-import secrets
 import os
+import secrets
 import socket
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from rooftop import enginedoc
 
@@ -78,8 +78,11 @@ QUANTITIES: dict[str, tuple[str | None, str]] = {
     "overlap": ("1", "share of the window all the sample's clients measured together"),
     "barrier_s": ("s", "longest a client waited at the start barrier"),
     "foreign_cpu": ("cores", "cores' worth of CPU other processes used on the measured cores"),
-    "latency_p50": ("us", "median operation latency of the sample's client round (every window; "
-                          "its clients' histogram bins merged, the bin's upper edge)"),
+    "latency_p50": (
+        "us",
+        "median operation latency of the sample's client round (every window; "
+        "its clients' histogram bins merged, the bin's upper edge)",
+    ),
     "latency_p90": ("us", "90th percentile latency, as latency_p50"),
     "latency_p99": ("us", "99th percentile latency, as latency_p50"),
 }
@@ -122,7 +125,8 @@ SCHEMA_V1 = (
     raw_dir       TEXT NOT NULL DEFAULT '',
     created       TEXT NOT NULL,
     UNIQUE (run_id, key)
-)""")
+)""",
+)
 
 # Columns added to samples after the first release, with their declarations
 # (older rows get the default).
@@ -134,18 +138,25 @@ LATE_COLUMNS = {"late_s": "REAL NOT NULL DEFAULT 0"}  # latest client's lateness
 # first part ("server_peak+client_peak+client_node/rpc/...") and stored as a
 # JSON list. '' (databases written before): just `stage`.
 CEILINGS_COLUMNS = {"ceilings": "TEXT NOT NULL DEFAULT ''"}
-BARRIER_COLUMNS = {"skew_s": "REAL NOT NULL DEFAULT 0",   # latest client's first-window start - earliest's
-                   "overlap": "REAL NOT NULL DEFAULT 1",  # share of the window all clients measured together
-                   "barrier_s": "REAL NOT NULL DEFAULT 0",  # longest a client waited at the start barrier
-                   "attempt": "INTEGER NOT NULL DEFAULT 1"}  # which measurement of the round (retries)
+BARRIER_COLUMNS = {
+    "skew_s": "REAL NOT NULL DEFAULT 0",  # latest client's first-window start - earliest's
+    "overlap": "REAL NOT NULL DEFAULT 1",  # share of the window all clients measured together
+    "barrier_s": "REAL NOT NULL DEFAULT 0",  # longest a client waited at the start barrier
+    "attempt": "INTEGER NOT NULL DEFAULT 1",
+}  # which measurement of the round (retries)
 # Issue 11 finding 3: concurrent campaigns and foreign load (rooftop.locks, rooftop.foreign).
-LOCK_COLUMNS = {"concurrent": "INTEGER NOT NULL DEFAULT 0",  # 1: measured with --allow-concurrent
-                "foreign_cpu": "REAL DEFAULT NULL"}  # cores' worth of CPU others used (NULL: not measured)
+LOCK_COLUMNS = {
+    "concurrent": "INTEGER NOT NULL DEFAULT 0",  # 1: measured with --allow-concurrent
+    "foreign_cpu": "REAL DEFAULT NULL",
+}  # cores' worth of CPU others used (NULL: not measured)
 #: Columns added to runs: the campaign process that runs it (issue 11,
 #: finding 2). A run 'running' whose owner is gone is shown interrupted; one
 #: whose owner was on another host and holds no results folder lock, unknown.
-OWNER_COLUMNS = {"owner_pid": "INTEGER NOT NULL DEFAULT 0", "owner_host": "TEXT NOT NULL DEFAULT ''",
-                 "owner_start": "TEXT NOT NULL DEFAULT ''"}
+OWNER_COLUMNS = {
+    "owner_pid": "INTEGER NOT NULL DEFAULT 0",
+    "owner_host": "TEXT NOT NULL DEFAULT ''",
+    "owner_start": "TEXT NOT NULL DEFAULT ''",
+}
 
 # Issue 27: the emulation each sample ran under (rooftop.emulation): JSON
 # {node index: live record} of its nodes on the emulated cluster, read after
@@ -241,16 +252,19 @@ def _sql(*statements: str) -> Callable[[Store], None]:
     def apply(store: Store) -> None:
         for statement in statements:
             store.db.execute(statement)
+
     return apply
 
 
 def _add_columns(table: str, columns: dict[str, str]) -> Callable[[Store], None]:
     """Adds the columns a table lacks (an unnumbered database may have some)."""
+
     def apply(store: Store) -> None:
         have = {r["name"] for r in store.db.execute(f"PRAGMA table_info({table})")}
         for name, decl in columns.items():
             if name not in have:
                 store.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+
     return apply
 
 
@@ -258,48 +272,103 @@ def _then(*steps: Callable[[Store], None]) -> Callable[[Store], None]:
     def apply(store: Store) -> None:
         for step in steps:
             step(store)
+
     return apply
 
 
 @dataclass(frozen=True)
 class Migration:
-    number: int       # the database's user_version once applied
-    reason: str       # why (and the commit or issue that needed it)
+    number: int  # the database's user_version once applied
+    reason: str  # why (and the commit or issue that needed it)
     apply: Callable[[Store], None]
 
 
 #: Every schema change, in order. Append; never edit an applied one.
 MIGRATIONS = [
     Migration(1, "runs and samples as first released (a9e41f9)", _sql(*SCHEMA_V1)),
-    Migration(2, "samples.late_s: how late the latest client started measuring (6abe78e)",
-              _add_columns("samples", LATE_COLUMNS)),
-    Migration(3, "samples.ceilings: the stages a sample measured once stands for (a706a74, issue 10)",
-              _add_columns("samples", CEILINGS_COLUMNS)),
-    Migration(4, "samples.skew_s, overlap, barrier_s, attempt: start barrier, common time, retries (54d538a)",
-              _add_columns("samples", BARRIER_COLUMNS)),
-    Migration(5, "samples.concurrent, foreign_cpu: campaign locks and foreign load (3588a0a, issue 11)",
-              _add_columns("samples", LOCK_COLUMNS)),
-    Migration(6, "runs.owner_pid, owner_host, owner_start: the process running a run (38c09f4, issue 11)",
-              _add_columns("runs", OWNER_COLUMNS)),
-    Migration(7, "quantities: each sample's measured quantities in long format, filled for stored samples "
-                 "(issue 12)", _then(_sql(QUANTITIES_DDL), lambda store: store.fill_quantities())),
-    Migration(8, "run_params and the sample_params view: every resolved parameter, filled for stored runs "
-                 "(issue 12)", _then(_sql(RUN_PARAMS_DDL, SAMPLE_PARAMS_DDL), lambda store: store.fill_params())),
-    Migration(9, "series: time series of the series samplers (CPU, power) per round (issue 16)",
-              _sql(SERIES_DDL, SERIES_INDEX_DDL)),
+    Migration(
+        2,
+        "samples.late_s: how late the latest client started measuring (6abe78e)",
+        _add_columns("samples", LATE_COLUMNS),
+    ),
+    Migration(
+        3,
+        "samples.ceilings: the stages a sample measured once stands for (a706a74, issue 10)",
+        _add_columns("samples", CEILINGS_COLUMNS),
+    ),
+    Migration(
+        4,
+        "samples.skew_s, overlap, barrier_s, attempt: start barrier, common time, retries (54d538a)",
+        _add_columns("samples", BARRIER_COLUMNS),
+    ),
+    Migration(
+        5,
+        "samples.concurrent, foreign_cpu: campaign locks and foreign load (3588a0a, issue 11)",
+        _add_columns("samples", LOCK_COLUMNS),
+    ),
+    Migration(
+        6,
+        "runs.owner_pid, owner_host, owner_start: the process running a run (38c09f4, issue 11)",
+        _add_columns("runs", OWNER_COLUMNS),
+    ),
+    Migration(
+        7,
+        "quantities: each sample's measured quantities in long format, filled for stored samples (issue 12)",
+        _then(_sql(QUANTITIES_DDL), lambda store: store.fill_quantities()),
+    ),
+    Migration(
+        8,
+        "run_params and the sample_params view: every resolved parameter, filled for stored runs (issue 12)",
+        _then(_sql(RUN_PARAMS_DDL, SAMPLE_PARAMS_DDL), lambda store: store.fill_params()),
+    ),
+    Migration(
+        9,
+        "series: time series of the series samplers (CPU, power) per round (issue 16)",
+        _sql(SERIES_DDL, SERIES_INDEX_DDL),
+    ),
     Migration(10, "tune_steps: every step of a 'rooftop tune' run (issue 17, item 3)", _sql(TUNE_STEPS_DDL)),
-    Migration(11, "interference, load_runs: rooftop interfere's impact factors and background loads (issue 18)",
-              _sql(INTERFERENCE_DDL, LOAD_RUNS_DDL)),
-    Migration(12, "samples.emulation: the emulated cluster's CPU caps, cores and link rates each sample "
-                  "ran under (issue 27)", _add_columns("samples", EMULATION_COLUMNS)),
+    Migration(
+        11,
+        "interference, load_runs: rooftop interfere's impact factors and background loads (issue 18)",
+        _sql(INTERFERENCE_DDL, LOAD_RUNS_DDL),
+    ),
+    Migration(
+        12,
+        "samples.emulation: the emulated cluster's CPU caps, cores and link rates each sample ran under (issue 27)",
+        _add_columns("samples", EMULATION_COLUMNS),
+    ),
 ]
 #: The schema version this code writes (and the newest it can read).
 SCHEMA_VERSION = MIGRATIONS[-1].number
 
-SAMPLE_COLUMNS = ["run_id", "key", "stage", "metric", "unit", "server_nodes", "client_nodes",
-                  "server_procs", "client_procs", "x", "sample", "status", "aggregate",
-                  "per_server", "per_client", "measured_s", "error", "raw_dir", "late_s", "skew_s", "overlap", "barrier_s",
-                  "attempt", "concurrent", "foreign_cpu", "created"]
+SAMPLE_COLUMNS = [
+    "run_id",
+    "key",
+    "stage",
+    "metric",
+    "unit",
+    "server_nodes",
+    "client_nodes",
+    "server_procs",
+    "client_procs",
+    "x",
+    "sample",
+    "status",
+    "aggregate",
+    "per_server",
+    "per_client",
+    "measured_s",
+    "error",
+    "raw_dir",
+    "late_s",
+    "skew_s",
+    "overlap",
+    "barrier_s",
+    "attempt",
+    "concurrent",
+    "foreign_cpu",
+    "created",
+]
 SAMPLE_COLUMNS += ["ceilings"]  # issue 10 item 7: see CEILINGS_COLUMNS
 SAMPLE_COLUMNS += ["emulation"]  # issue 27: see EMULATION_COLUMNS
 
@@ -314,8 +383,9 @@ def _default(decl: str):
 
 #: What a sample row gets for the columns added after the first release
 #: when the campaign does not set them (ceilings: from its key).
-SAMPLE_DEFAULTS = {name: _default(decl) for cols in (LATE_COLUMNS, BARRIER_COLUMNS, LOCK_COLUMNS)
-                   for name, decl in cols.items()}
+SAMPLE_DEFAULTS = {
+    name: _default(decl) for cols in (LATE_COLUMNS, BARRIER_COLUMNS, LOCK_COLUMNS) for name, decl in cols.items()
+}
 SAMPLE_DEFAULTS["emulation"] = ""
 
 
@@ -433,13 +503,15 @@ def db_wait() -> float:
 
 def _busy(e: Exception) -> bool:
     return isinstance(e, sqlite3.OperationalError) and any(
-        w in str(e) for w in ("database is locked", "database is busy", "database table is locked"))
+        w in str(e) for w in ("database is locked", "database is busy", "database table is locked")
+    )
 
 
 def _guarded(method):
     """SQLite and file-system failures become StoreErrors naming the store.
     A database another process holds is waited for (db_wait(): every try
     rolls back what it began, so a try is repeated whole)."""
+
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         outer = not getattr(self, "_in_call", False)
@@ -463,6 +535,7 @@ def _guarded(method):
         finally:
             if outer:
                 self._in_call = False
+
     return call
 
 
@@ -492,29 +565,42 @@ class Store:
         """One message for a file-system failure in the results folder."""
         where = f" ({e.filename})" if e.filename else ""
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            return (f"results folder {self.dir}: its file system is full ({e.strerror}){where}; "
-                    f"free space there or choose another --results")
-        return (f"results folder {self.dir}: {e.strerror or e}{where}; "
-                f"check its permissions and free space, or choose another --results")
+            return (
+                f"results folder {self.dir}: its file system is full ({e.strerror}){where}; "
+                f"free space there or choose another --results"
+            )
+        return (
+            f"results folder {self.dir}: {e.strerror or e}{where}; "
+            f"check its permissions and free space, or choose another --results"
+        )
 
     def explain(self, e: Exception, waited: float | None = None) -> str:
         """One message for a database failure: the path and what to do."""
         text = str(e)
         if waited is not None:
-            return (f"results database {self.path} is locked by another process ({text}; waited "
-                    f"{waited:.0f} s, ROOFTOP_DB_WAIT={self.wait_s:g}): close what holds it "
-                    f"(an open sqlite3 shell, a reader inside a transaction)")
+            return (
+                f"results database {self.path} is locked by another process ({text}; waited "
+                f"{waited:.0f} s, ROOFTOP_DB_WAIT={self.wait_s:g}): close what holds it "
+                f"(an open sqlite3 shell, a reader inside a transaction)"
+            )
         if "disk is full" in text or "disk I/O error" in text:
-            return (f"results database {self.path}: the file system of {self.dir} is full or failing "
-                    f"({text}); free space there or choose another --results")
+            return (
+                f"results database {self.path}: the file system of {self.dir} is full or failing "
+                f"({text}); free space there or choose another --results"
+            )
         if isinstance(e, sqlite3.DatabaseError) and any(
-                w in text for w in ("not a database", "malformed", "corrupt", "damaged")):
-            return (f"results database {self.path} is damaged ({text}): "
-                    f"'rooftop doctor --results {self.dir} --rebuild' rebuilds it from the engine "
-                    f"documents in {self.dir}")
+            w in text for w in ("not a database", "malformed", "corrupt", "damaged")
+        ):
+            return (
+                f"results database {self.path} is damaged ({text}): "
+                f"'rooftop doctor --results {self.dir} --rebuild' rebuilds it from the engine "
+                f"documents in {self.dir}"
+            )
         if "readonly" in text or "read-only" in text or "unable to open" in text:
-            return (f"results database {self.path} cannot be written ({text}): make {self.dir} "
-                    f"writable or choose another --results")
+            return (
+                f"results database {self.path} cannot be written ({text}): make {self.dir} "
+                f"writable or choose another --results"
+            )
         return f"results database {self.path}: {text}"
 
     @staticmethod
@@ -523,13 +609,16 @@ class Store:
 
     def _check_folder(self, create: bool) -> None:
         if self.dir.exists() and not self.dir.is_dir():
-            raise StoreError(f"results folder {self.dir} is a file, not a folder: give --results "
-                             f"a folder (or move the file away)")
+            raise StoreError(
+                f"results folder {self.dir} is a file, not a folder: give --results a folder (or move the file away)"
+            )
         if self.path.exists() and not self.path.is_file():
             raise StoreError(f"results database {self.path} is not a file: move it away")
         if not create and not self.path.exists():
-            raise StoreError(f"no results in {self.dir} (no {self.path.name}): start a run with "
-                             f"'rooftop collect --results {self.dir}'")
+            raise StoreError(
+                f"no results in {self.dir} (no {self.path.name}): start a run with "
+                f"'rooftop collect --results {self.dir}'"
+            )
         self.dir.mkdir(parents=True, exist_ok=True)
 
     @_guarded
@@ -567,16 +656,19 @@ class Store:
         except BaseException as e:
             self.db.rollback()
             if isinstance(e, sqlite3.Error) and not _busy(e):  # busy: tried again (_guarded)
-                raise StoreError(f"{self.explain(e)} (while upgrading its schema from version {start} "
-                                 f"to {SCHEMA_VERSION})") from None
+                raise StoreError(
+                    f"{self.explain(e)} (while upgrading its schema from version {start} to {SCHEMA_VERSION})"
+                ) from None
             raise
 
     def _check_version(self) -> int:
         have = self.version()
         if have > SCHEMA_VERSION:
-            raise StoreError(f"results database {self.path} has schema version {have}, newer than this "
-                             f"rooftop knows (up to {SCHEMA_VERSION}): it was written by a newer rooftop; "
-                             f"read it with that one, or upgrade this one")
+            raise StoreError(
+                f"results database {self.path} has schema version {have}, newer than this "
+                f"rooftop knows (up to {SCHEMA_VERSION}): it was written by a newer rooftop; "
+                f"read it with that one, or upgrade this one"
+            )
         return have
 
     def close(self) -> None:
@@ -591,10 +683,11 @@ class Store:
         run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
         t = now_iso()
         pid = os.getpid()  # its owner: a run whose owner died reads as interrupted
-        self.db.execute("INSERT INTO runs (id, created, updated, status, config, environment, "
-                        "owner_pid, owner_host, owner_start) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-                        (run_id, t, t, json.dumps(config), json.dumps(environment), pid,
-                         socket.gethostname(), process_start(pid)))
+        self.db.execute(
+            "INSERT INTO runs (id, created, updated, status, config, environment, "
+            "owner_pid, owner_host, owner_start) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            (run_id, t, t, json.dumps(config), json.dumps(environment), pid, socket.gethostname(), process_start(pid)),
+        )
         self.put_params(run_id, config)
         self.db.commit()
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
@@ -608,15 +701,26 @@ class Store:
             known = [r["id"] for r in self.db.execute("SELECT id FROM runs ORDER BY created DESC LIMIT 5")]
             hint = f"; recent runs: {', '.join(known)}" if known else "; there are no runs yet"
             raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
-        run = Run(row["id"], row["created"], row["updated"], row["status"], json.loads(row["config"]),
-                  json.loads(row["environment"]), row["wall_s"], row["measured_s"], row["note"],
-                  (row["owner_pid"], row["owner_host"], row["owner_start"]))
+        run = Run(
+            row["id"],
+            row["created"],
+            row["updated"],
+            row["status"],
+            json.loads(row["config"]),
+            json.loads(row["environment"]),
+            row["wall_s"],
+            row["measured_s"],
+            row["note"],
+            (row["owner_pid"], row["owner_host"], row["owner_start"]),
+        )
         if run.status == "running" and owner_gone(*run.owner):
             # Its campaign died without a word (SIGKILL, a crash, a lost node).
             again = "validate --run" if "validate" in row["note"] else "collect --resume"
             run.status = "interrupted"
-            run.note = (f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; finish it with "
-                        f"'rooftop {again} {run.id}'")
+            run.note = (
+                f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; finish it with "
+                f"'rooftop {again} {run.id}'"
+            )
         elif run.status == "running" and owner_elsewhere(*run.owner):
             from rooftop.locks import held_by_anyone
 
@@ -626,9 +730,11 @@ class Store:
                 # host cannot look at that host's processes.
                 again = "validate --run" if "validate" in row["note"] else "collect --resume"
                 run.status = "unknown"
-                run.note = (f"its campaign (pid {run.owner[0]} on host {run.owner[1]}) holds no lock on "
-                            f"{self.dir / '.lock'}: probably killed (check on {run.owner[1]}); if it is "
-                            f"gone, finish it with 'rooftop {again} {run.id}'")
+                run.note = (
+                    f"its campaign (pid {run.owner[0]} on host {run.owner[1]}) holds no lock on "
+                    f"{self.dir / '.lock'}: probably killed (check on {run.owner[1]}); if it is "
+                    f"gone, finish it with 'rooftop {again} {run.id}'"
+                )
         return run
 
     @_guarded
@@ -640,36 +746,38 @@ class Store:
     def claim(self, run_id: str, note: str = "") -> None:
         """This process runs the run now: status running, owner recorded."""
         pid = os.getpid()
-        self.db.execute("UPDATE runs SET status = 'running', note = ?, updated = ?, owner_pid = ?, "
-                        "owner_host = ?, owner_start = ? WHERE id = ?",
-                        (note, now_iso(), pid, socket.gethostname(), process_start(pid), run_id))
+        self.db.execute(
+            "UPDATE runs SET status = 'running', note = ?, updated = ?, owner_pid = ?, "
+            "owner_host = ?, owner_start = ? WHERE id = ?",
+            (note, now_iso(), pid, socket.gethostname(), process_start(pid), run_id),
+        )
         self.db.commit()
 
     @_guarded
     def set_status(self, run_id: str, status: str, note: str = "") -> None:
-        self.db.execute("UPDATE runs SET status = ?, note = ?, updated = ? WHERE id = ?",
-                        (status, note, now_iso(), run_id))
+        self.db.execute(
+            "UPDATE runs SET status = ?, note = ?, updated = ? WHERE id = ?", (status, note, now_iso(), run_id)
+        )
         self.db.commit()
 
     @_guarded
     def update_config(self, run_id: str, config: dict) -> None:
-        self.db.execute("UPDATE runs SET config = ?, updated = ? WHERE id = ?",
-                        (json.dumps(config), now_iso(), run_id))
+        self.db.execute("UPDATE runs SET config = ?, updated = ? WHERE id = ?", (json.dumps(config), now_iso(), run_id))
         self.put_params(run_id, config)
         self.db.commit()
         (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
 
     @_guarded
     def add_time(self, run_id: str, wall_s: float) -> None:
-        self.db.execute("UPDATE runs SET wall_s = wall_s + ?, updated = ? WHERE id = ?",
-                        (wall_s, now_iso(), run_id))
+        self.db.execute("UPDATE runs SET wall_s = wall_s + ?, updated = ? WHERE id = ?", (wall_s, now_iso(), run_id))
         self.db.commit()
 
     # samples
     @_guarded
     def done_keys(self, run_id: str) -> set[str]:
-        return {r["key"] for r in self.db.execute(
-            "SELECT key FROM samples WHERE run_id = ? AND status = 'ok'", (run_id,))}
+        return {
+            r["key"] for r in self.db.execute("SELECT key FROM samples WHERE run_id = ? AND status = 'ok'", (run_id,))
+        }
 
     @_guarded
     def stored_keys(self, run_id: str) -> set[str]:
@@ -692,13 +800,18 @@ class Store:
         cols = ", ".join(SAMPLE_COLUMNS)
         marks = ", ".join("?" for _ in SAMPLE_COLUMNS)
         # A failed sample retried on resume replaces its earlier attempt (and its quantities).
-        self.db.execute("DELETE FROM quantities WHERE sample_id IN "
-                        "(SELECT id FROM samples WHERE run_id = ? AND key = ?)", (s["run_id"], s["key"]))
-        cur = self.db.execute(f"INSERT OR REPLACE INTO samples ({cols}) VALUES ({marks})",
-                              [s[c] for c in SAMPLE_COLUMNS])
+        self.db.execute(
+            "DELETE FROM quantities WHERE sample_id IN (SELECT id FROM samples WHERE run_id = ? AND key = ?)",
+            (s["run_id"], s["key"]),
+        )
+        cur = self.db.execute(
+            f"INSERT OR REPLACE INTO samples ({cols}) VALUES ({marks})", [s[c] for c in SAMPLE_COLUMNS]
+        )
         self.put_quantities(cur.lastrowid, s)
-        self.db.execute("UPDATE runs SET measured_s = measured_s + ?, updated = ? WHERE id = ?",
-                        (s["measured_s"] if run_time_s is None else run_time_s, now_iso(), s["run_id"]))
+        self.db.execute(
+            "UPDATE runs SET measured_s = measured_s + ?, updated = ? WHERE id = ?",
+            (s["measured_s"] if run_time_s is None else run_time_s, now_iso(), s["run_id"]),
+        )
         self.db.commit()
 
     @_guarded
@@ -722,8 +835,10 @@ class Store:
     # quantities and parameters (issue 12) -----------------------------------
     def put_quantities(self, sample_id: int, row: dict) -> None:
         """Writes the quantities a sample row measured (in the caller's transaction)."""
-        self.db.executemany("INSERT OR REPLACE INTO quantities (sample_id, quantity, value, unit) "
-                            "VALUES (?, ?, ?, ?)", [(sample_id, *q) for q in self.quantities(row)])
+        self.db.executemany(
+            "INSERT OR REPLACE INTO quantities (sample_id, quantity, value, unit) VALUES (?, ?, ?, ?)",
+            [(sample_id, *q) for q in self.quantities(row)],
+        )
 
     def quantities(self, row: dict) -> list[tuple[str, float, str]]:
         """(quantity, value, unit) of everything a sample row measured:
@@ -731,8 +846,11 @@ class Store:
         percentiles when its client documents carry latency bins."""
         if row["status"] == "failed":
             return []
-        out = [(name, float(row[name]), unit or row["unit"]) for name, (unit, _) in QUANTITIES.items()
-               if name not in LATENCY_QUANTILES and row.get(name) is not None]
+        out = [
+            (name, float(row[name]), unit or row["unit"])
+            for name, (unit, _) in QUANTITIES.items()
+            if name not in LATENCY_QUANTILES and row.get(name) is not None
+        ]
         try:
             latency = self._latency(row)
         except OSError:  # documents unreadable: the sample is stored all the same
@@ -748,7 +866,7 @@ class Store:
         where = Path(row["raw_dir"])
         if not where.is_dir():  # under raw/: the round's folder (and earlier-N in it)
             parts = where.parts
-            inside = parts[len(parts) - 1 - parts[::-1].index("raw") + 1:] if "raw" in parts else (where.name,)
+            inside = parts[len(parts) - 1 - parts[::-1].index("raw") + 1 :] if "raw" in parts else (where.name,)
             where = self.dir / row["run_id"] / "raw" / Path(*inside) if inside else where
         return where if where.is_dir() else None
 
@@ -756,8 +874,7 @@ class Store:
     def moved_documents(self, run_id: str, old: Path, new: Path) -> None:
         """A round's documents moved from old to new (an earlier session's,
         kept when the round is measured again): its rows follow them."""
-        self.db.execute("UPDATE samples SET raw_dir = ? WHERE run_id = ? AND raw_dir = ?",
-                        (str(new), run_id, str(old)))
+        self.db.execute("UPDATE samples SET raw_dir = ? WHERE run_id = ? AND raw_dir = ?", (str(new), run_id, str(old)))
         self.db.commit()
 
     def _latency(self, row: dict) -> dict[str, float]:
@@ -793,16 +910,18 @@ class Store:
         """Writes the quantities of every stored sample (migration 7)."""
         top = self.db.execute("SELECT MAX(id) FROM samples").fetchone()[0] or 0
         for lo in range(0, top + 1, 1000):
-            for r in self.db.execute("SELECT * FROM samples WHERE id BETWEEN ? AND ? ORDER BY id",
-                                     (lo, lo + 999)).fetchall():
+            for r in self.db.execute(
+                "SELECT * FROM samples WHERE id BETWEEN ? AND ? ORDER BY id", (lo, lo + 999)
+            ).fetchall():
                 self.put_quantities(r["id"], dict(r))
 
     def put_params(self, run_id: str, config: dict) -> None:
         """Writes a run's resolved config, flattened, as its run_params (in
         the caller's transaction)."""
         self.db.execute("DELETE FROM run_params WHERE run_id = ?", (run_id,))
-        self.db.executemany("INSERT INTO run_params (run_id, key, value) VALUES (?, ?, ?)",
-                            [(run_id, k, v) for k, v in flatten(config)])
+        self.db.executemany(
+            "INSERT INTO run_params (run_id, key, value) VALUES (?, ?, ?)", [(run_id, k, v) for k, v in flatten(config)]
+        )
 
     def fill_params(self) -> None:
         """Writes the run_params of every stored run (migration 8)."""
@@ -814,17 +933,22 @@ class Store:
         """Stores a round's time series: sampler -> [(t, quantity, value, unit)].
         A round measured again (a retry) replaces its earlier series."""
         self.db.execute("DELETE FROM series WHERE run_id = ? AND round = ?", (run_id, round_name))
-        self.db.executemany("INSERT INTO series (run_id, round, sampler, t, quantity, value, unit) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            [(run_id, round_name, name, *row) for name, rs in rows.items() for row in rs])
+        self.db.executemany(
+            "INSERT INTO series (run_id, round, sampler, t, quantity, value, unit) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, round_name, name, *row) for name, rs in rows.items() for row in rs],
+        )
         self.db.commit()
 
     @_guarded
     def series(self, run_id: str) -> list[dict]:
         """Every time-series point of a run, by round, sampler and time."""
-        return [dict(r) for r in self.db.execute(
-            "SELECT run_id, round, sampler, t, quantity, value, unit FROM series WHERE run_id = ? "
-            "ORDER BY rowid", (run_id,))]
+        return [
+            dict(r)
+            for r in self.db.execute(
+                "SELECT run_id, round, sampler, t, quantity, value, unit FROM series WHERE run_id = ? ORDER BY rowid",
+                (run_id,),
+            )
+        ]
 
     @_guarded
     def add_interference(self, doc: dict) -> None:
@@ -836,34 +960,70 @@ class Store:
         for c in doc["conditions"]:
             self.db.executemany(
                 "INSERT INTO interference VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(base, c["run"], c["load"], c["copies"], i["stage"], i["metric"], i["unit"],
-                  i["rate_isolated"], i["rate_loaded"], i["impact_rate"], i["p99_isolated_us"],
-                  i["p99_loaded_us"], i["impact_p99"], c["shared"]) for i in c["impacts"]])
+                [
+                    (
+                        base,
+                        c["run"],
+                        c["load"],
+                        c["copies"],
+                        i["stage"],
+                        i["metric"],
+                        i["unit"],
+                        i["rate_isolated"],
+                        i["rate_loaded"],
+                        i["impact_rate"],
+                        i["p99_isolated_us"],
+                        i["p99_loaded_us"],
+                        i["impact_p99"],
+                        c["shared"],
+                    )
+                    for i in c["impacts"]
+                ],
+            )
             self.db.executemany(
                 "INSERT INTO load_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(base, c["run"], c["load"], x["copy"], c["copies"], json.dumps(x["nodes"]),
-                  json.dumps(x["knobs"]), c["rate_unit"], x["rate_alone"], x["rate_beside"],
-                  x["slowdown"], x.get("normalized"), x["units_alone"], x["units_beside"],
-                  json.dumps(x["processes"])) for x in c["loads"]])
+                [
+                    (
+                        base,
+                        c["run"],
+                        c["load"],
+                        x["copy"],
+                        c["copies"],
+                        json.dumps(x["nodes"]),
+                        json.dumps(x["knobs"]),
+                        c["rate_unit"],
+                        x["rate_alone"],
+                        x["rate_beside"],
+                        x["slowdown"],
+                        x.get("normalized"),
+                        x["units_alone"],
+                        x["units_beside"],
+                        json.dumps(x["processes"]),
+                    )
+                    for x in c["loads"]
+                ],
+            )
         self.db.commit()
 
     @_guarded
     def interference(self, run_id: str) -> list[dict]:
         """The impact factors stored for an isolated run (rooftop interfere)."""
-        return [dict(r) for r in self.db.execute(
-            "SELECT * FROM interference WHERE run_id = ? ORDER BY rowid", (run_id,))]
+        return [
+            dict(r) for r in self.db.execute("SELECT * FROM interference WHERE run_id = ? ORDER BY rowid", (run_id,))
+        ]
 
     @_guarded
     def load_runs(self, run_id: str) -> list[dict]:
         """The background-load copies stored for an isolated run."""
-        return [dict(r) for r in self.db.execute(
-            "SELECT * FROM load_runs WHERE run_id = ? ORDER BY rowid", (run_id,))]
+        return [dict(r) for r in self.db.execute("SELECT * FROM load_runs WHERE run_id = ? ORDER BY rowid", (run_id,))]
 
     @_guarded
     def sample_quantities(self, sample_id: int) -> dict[str, tuple[float, str]]:
         """quantity -> (value, unit) of one sample."""
-        return {r["quantity"]: (r["value"], r["unit"]) for r in self.db.execute(
-            "SELECT quantity, value, unit FROM quantities WHERE sample_id = ?", (sample_id,))}
+        return {
+            r["quantity"]: (r["value"], r["unit"])
+            for r in self.db.execute("SELECT quantity, value, unit FROM quantities WHERE sample_id = ?", (sample_id,))
+        }
 
     @_guarded
     def add_tune_step(self, run_id: str, step: dict) -> None:
@@ -871,8 +1031,18 @@ class Store:
         self.db.execute(
             "INSERT INTO tune_steps (run_id, step, params, how, predicted, measured, best_predicted, keys, "
             "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, step["step"], json.dumps(step["params"]), step["how"], step["predicted"],
-             step["measured"], step["best_predicted"], json.dumps(step["keys"]), now_iso()))
+            (
+                run_id,
+                step["step"],
+                json.dumps(step["params"]),
+                step["how"],
+                step["predicted"],
+                step["measured"],
+                step["best_predicted"],
+                json.dumps(step["keys"]),
+                now_iso(),
+            ),
+        )
         self.db.commit()
 
     @_guarded
@@ -883,5 +1053,7 @@ class Store:
     @_guarded
     def sample_params(self, sample_id: int) -> dict[str, object]:
         """key -> value of every parameter of one sample (its run's and its placement)."""
-        return {r["key"]: r["value"] for r in self.db.execute(
-            "SELECT key, value FROM sample_params WHERE sample_id = ?", (sample_id,))}
+        return {
+            r["key"]: r["value"]
+            for r in self.db.execute("SELECT key, value FROM sample_params WHERE sample_id = ?", (sample_id,))
+        }

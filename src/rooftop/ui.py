@@ -11,13 +11,21 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.measure import Measurement
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, SpinnerColumn,
-                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from rooftop import stages
 from rooftop.campaign import progress
+
 # Re-exported: cli formats rates through ui (the table is rooftop.units).
 from rooftop.units import fmt_range, fmt_rate  # noqa: F401
 
@@ -57,6 +65,7 @@ def _unbroken_width(out: Console, table: Table) -> int:
         natural -= max(m.maximum for m in cells) - max(m.minimum for m in cells)
     return natural
 
+
 class EtaColumn(ProgressColumn):
     """Time until the task's stage (the run, for the run's bar) is expected
     to be done: the plan's time left, scaled by how long the rows counted so
@@ -83,8 +92,9 @@ class Bars:
         self.nfailed: dict[str, int] = {}
         if bars is not None:
             for stage in tracker.order:
-                self.tasks[stage] = bars.add_task(stage, total=tracker.total[stage], failed="",
-                                                  stage=stage, start=False)
+                self.tasks[stage] = bars.add_task(
+                    stage, total=tracker.total[stage], failed="", stage=stage, start=False
+                )
             self.tasks[None] = bars.add_task("run", total=len(tracker.x.cost), failed="", stage=None)
 
     def _advance(self, keys: list[str], event: str) -> list[str]:
@@ -100,8 +110,9 @@ class Bars:
         new = self._advance(spec.row_keys(), "window")
         if new and self.progress is not None and not console.is_terminal:
             n, total = self.tracker.done()
-            console.print(f"  {new[0]}: window measured (run {n}/{total}, "
-                          f"ETA {progress.fmt_duration(self.tracker.eta())})")
+            console.print(
+                f"  {new[0]}: window measured (run {n}/{total}, ETA {progress.fmt_duration(self.tracker.eta())})"
+            )
 
     def on_sample(self, spec, row) -> None:
         self._advance([row["key"]], "sample")
@@ -111,9 +122,14 @@ class Bars:
             self.nfailed[spec.stage] = self.nfailed.get(spec.stage, 0) + 1
             self.progress.update(self.tasks[spec.stage], failed=f"[red]{self.nfailed[spec.stage]} not usable")
         if not console.is_terminal:
-            console.print(f"  {row['key']}: " + (f"{row[stages.get(spec.stage).rate]:.4g} {row['unit']}"
-                                               if row["status"] == "ok"
-                                               else f"{row['status'].upper()} {row['error'][:200]}"))
+            console.print(
+                f"  {row['key']}: "
+                + (
+                    f"{row[stages.get(spec.stage).rate]:.4g} {row['unit']}"
+                    if row["status"] == "ok"
+                    else f"{row['status'].upper()} {row['error'][:200]}"
+                )
+            )
 
 
 @contextmanager
@@ -124,9 +140,17 @@ def stage_progress(groups, done: set[str], cfg: dict, quiet: bool = False, log: 
     if quiet or not tracker.x.cost:
         yield Bars(tracker, None)
         return
-    bars = Progress(SpinnerColumn(), TextColumn("{task.description:14s}"), BarColumn(),
-                    MofNCompleteColumn(), TextColumn("{task.fields[failed]}"),
-                    TimeElapsedColumn(), EtaColumn(tracker), console=console, transient=False)
+    bars = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description:14s}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]}"),
+        TimeElapsedColumn(),
+        EtaColumn(tracker),
+        console=console,
+        transient=False,
+    )
     with bars:
         yield Bars(tracker, bars)
 
@@ -147,12 +171,21 @@ def summarize(samples: list[dict]) -> list[dict]:
         rate = stages.get(stage).rate
         ok = [s[rate] for s in rows if s["status"] == "ok"]
         once = sorted({o for s in rows for o in stands_for(s) if o != stage}, key=stages.order)
-        out.append({"stage": stage, "metric": metric, "rate": rate,
-                    "unit": rows[0]["unit"], "samples": len(rows),
-                    "failed": sum(1 for s in rows if s["status"] == "failed"),
-                    "invalid": sum(1 for s in rows if s["status"] == "invalid"),
-                    "min": min(ok) if ok else None, "median": statistics.median(ok) if ok else None,
-                    "max": max(ok) if ok else None, "once_with": once})
+        out.append(
+            {
+                "stage": stage,
+                "metric": metric,
+                "rate": rate,
+                "unit": rows[0]["unit"],
+                "samples": len(rows),
+                "failed": sum(1 for s in rows if s["status"] == "failed"),
+                "invalid": sum(1 for s in rows if s["status"] == "invalid"),
+                "min": min(ok) if ok else None,
+                "median": statistics.median(ok) if ok else None,
+                "max": max(ok) if ok else None,
+                "once_with": once,
+            }
+        )
     return out
 
 
@@ -161,22 +194,35 @@ def print_summary(run, samples: list[dict]) -> None:
 
     t = Table(title=f"run {run.id} ({run.status})", title_justify="left")
     for col in ("stage", "metric", "samples", "min", "median", "max"):
-        t.add_column(col, no_wrap=True,
-                     justify="right" if col in ("samples", "min", "median", "max") else "left")
+        t.add_column(col, no_wrap=True, justify="right" if col in ("samples", "min", "median", "max") else "left")
     for r in summarize(samples):
-        n = (f"{r['samples']}" + (f" ([red]{r['failed']} failed[/])" if r["failed"] else "")
-             + (f" ([yellow]{r['invalid']} invalid[/])" if r["invalid"] else ""))
+        n = (
+            f"{r['samples']}"
+            + (f" ([red]{r['failed']} failed[/])" if r["failed"] else "")
+            + (f" ([yellow]{r['invalid']} invalid[/])" if r["invalid"] else "")
+        )
         label = stages.get(r["stage"]).label + (" *" if r["once_with"] else "")
-        t.add_row(label, r["metric"], n, fmt_rate(r["min"], r["unit"]),
-                  fmt_rate(r["median"], r["unit"]), fmt_rate(r["max"], r["unit"]))
+        t.add_row(
+            label,
+            r["metric"],
+            n,
+            fmt_rate(r["min"], r["unit"]),
+            fmt_rate(r["median"], r["unit"]),
+            fmt_rate(r["max"], r["unit"]),
+        )
     print_table(console, t)
     once = sorted({tuple(stands_for(s)) for s in samples if len(stands_for(s)) > 1})
     for names in once:
-        console.print("* " + ", ".join(x.replace("_", " ") for x in names)
-                      + ": measured once, the same placement (the same samples stand for each)")
+        console.print(
+            "* "
+            + ", ".join(x.replace("_", " ") for x in names)
+            + ": measured once, the same placement (the same samples stand for each)"
+        )
     if run.overhead is not None:
-        console.print(f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "
-                      f"overhead (launch, readiness, teardown) {run.overhead:.0%}")
+        console.print(
+            f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "
+            f"overhead (launch, readiness, teardown) {run.overhead:.0%}"
+        )
     from rooftop.results import sharing_lines
 
     for line in sharing_lines(samples):

@@ -38,7 +38,7 @@ class Show:
 
 @dataclass(frozen=True)
 class Unit:
-    name: str                  # the base unit, as stored: ops/s, bytes/s
+    name: str  # the base unit, as stored: ops/s, bytes/s
     help: str
     scales: tuple[Scale, ...]  # every named scale, the base unit included
     #: Text (tables, warnings): the first whose `at` the value reaches, else the last.
@@ -50,22 +50,35 @@ class Unit:
         return next(s.factor for s in self.scales if s.label == label)
 
 
-UNITS: dict[str, Unit] = {u.name: u for u in (
-    Unit("ops/s", "operations per second",
-         scales=(Scale("ops/s", 1.0), Scale("K ops/s", 1e3), Scale("M ops/s", 1e6)),
-         text=(Show("K ops/s", 1e4, ",.1f"), Show("ops/s", 0.0, ",.0f")),
-         axis=(Show("M ops/s", 2e6), Show("K ops/s", 2e3), Show("ops/s", 0.0))),
-    Unit("bytes/s", "bytes per second (KiB, MiB, GiB binary; MB, GB decimal)",
-         scales=(Scale("bytes/s", 1.0), Scale("KiB/s", 2.0 ** 10), Scale("MiB/s", 2.0 ** 20),
-                 Scale("GiB/s", 2.0 ** 30), Scale("MB/s", 1e6), Scale("GB/s", 1e9)),
-         text=(Show("GiB/s", 2.0 ** 30, ".2f"), Show("MiB/s", 2.0 ** 20, ".1f"),
-               Show("KiB/s", 0.0, ".1f")),
-         axis=(Show("GiB/s", 2.0 ** 29), Show("MiB/s", 0.0))),
-)}
+UNITS: dict[str, Unit] = {
+    u.name: u
+    for u in (
+        Unit(
+            "ops/s",
+            "operations per second",
+            scales=(Scale("ops/s", 1.0), Scale("K ops/s", 1e3), Scale("M ops/s", 1e6)),
+            text=(Show("K ops/s", 1e4, ",.1f"), Show("ops/s", 0.0, ",.0f")),
+            axis=(Show("M ops/s", 2e6), Show("K ops/s", 2e3), Show("ops/s", 0.0)),
+        ),
+        Unit(
+            "bytes/s",
+            "bytes per second (KiB, MiB, GiB binary; MB, GB decimal)",
+            scales=(
+                Scale("bytes/s", 1.0),
+                Scale("KiB/s", 2.0**10),
+                Scale("MiB/s", 2.0**20),
+                Scale("GiB/s", 2.0**30),
+                Scale("MB/s", 1e6),
+                Scale("GB/s", 1e9),
+            ),
+            text=(Show("GiB/s", 2.0**30, ".2f"), Show("MiB/s", 2.0**20, ".1f"), Show("KiB/s", 0.0, ".1f")),
+            axis=(Show("GiB/s", 2.0**29), Show("MiB/s", 0.0)),
+        ),
+    )
+}
 
 #: Every scale a parameters file may name -> (base unit, factor to it).
-PARAM_UNITS: dict[str, tuple[str, float]] = {
-    s.label: (u.name, s.factor) for u in UNITS.values() for s in u.scales}
+PARAM_UNITS: dict[str, tuple[str, float]] = {s.label: (u.name, s.factor) for u in UNITS.values() for s in u.scales}
 
 
 def _pick(shows: tuple[Show, ...], value: float) -> Show:
@@ -149,9 +162,22 @@ def parse_size(text: Any, key: str = "size") -> int:
     if not m:
         raise ConfigError(f"{key}: '{text}' is not a size (e.g. 4096, 64KiB, 4MiB, 1GiB)")
     n, unit = int(m.group(1)), (m.group(2) or "").lower()
-    mult = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
-            "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
-            "kb": 1000, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}.get(unit)
+    mult = {
+        "": 1,
+        "b": 1,
+        "k": 1 << 10,
+        "kib": 1 << 10,
+        "m": 1 << 20,
+        "mib": 1 << 20,
+        "g": 1 << 30,
+        "gib": 1 << 30,
+        "t": 1 << 40,
+        "tib": 1 << 40,
+        "kb": 1000,
+        "mb": 10**6,
+        "gb": 10**9,
+        "tb": 10**12,
+    }.get(unit)
     if mult is None:
         raise ConfigError(f"{key}: unknown unit in '{text}' (use KiB, MiB, GiB)")
     if n < 1:

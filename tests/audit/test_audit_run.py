@@ -16,9 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import hugepages
 import pytest
 
+import hugepages
 from rooftop.audit import PITFALLS
 from rooftop.audit.base import INDISTINGUISHABLE
 
@@ -29,8 +29,9 @@ SHORT = ["--repeats", "1", "--duration", "0.2", "--warmup", "0.05"]
 
 def rooftop(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "ROOFTOP_CORES_LOCK": os.environ.get("ROOFTOP_CORES_LOCK", "/tmp/rooftop-audit-tests.lock")}
-    return subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def _need_root(*tools: str) -> None:
@@ -54,8 +55,9 @@ def mounted(kind: str):
                 image.write_bytes(b"")
                 os.truncate(image, 128 << 20)
                 subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
-                dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True,
-                                     capture_output=True, text=True).stdout.strip()
+                dev = subprocess.run(
+                    ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
+                ).stdout.strip()
                 subprocess.run(["mount", "-t", "ext4", dev, str(mnt)], check=True)
             else:
                 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)], check=True)
@@ -118,8 +120,21 @@ def test_every_pitfall_measured_stored_and_reported(tmp_path, huge_pages):
 def test_o_direct_on_tmpfs_is_reported_not_measurable(tmp_path):
     results = tmp_path / "results"
     with mounted("tmpfs") as mnt:
-        p = rooftop("audit", "--only", "cache,allocation", "--repeats", "1", "--duration", "0.2",
-                    "--warmup", "0.05", "--storage-dir", str(mnt), "--results", str(results))
+        p = rooftop(
+            "audit",
+            "--only",
+            "cache,allocation",
+            "--repeats",
+            "1",
+            "--duration",
+            "0.2",
+            "--warmup",
+            "0.05",
+            "--storage-dir",
+            str(mnt),
+            "--results",
+            str(results),
+        )
     assert p.returncode == 0, p.stderr  # a refused knob is a row's answer, not the audit's failure
     cache = p.stdout.split("cache mode")[1].split("file allocation")[0]
     assert "buffered " in cache and "sync " in cache
@@ -131,8 +146,13 @@ def test_o_direct_on_tmpfs_is_reported_not_measurable(tmp_path):
     run_id = p.stdout.strip().splitlines()[-1].split()[1].rstrip(";")
     db = sqlite3.connect(results / "rooftop.db")
     failed = db.execute("SELECT key, error FROM samples WHERE run_id = ? AND status = 'failed'", (run_id,)).fetchall()
-    assert {k for k, _ in failed} == {"audit/cache/direct/0", "audit/cache/direct+sync/0", "audit/allocation/preallocate/0",
-                                       "audit/allocation/append/0", "audit/allocation/wrap/0"}
+    assert {k for k, _ in failed} == {
+        "audit/cache/direct/0",
+        "audit/cache/direct+sync/0",
+        "audit/allocation/preallocate/0",
+        "audit/allocation/append/0",
+        "audit/allocation/wrap/0",
+    }
     assert all("tmpfs" in e and "O_DIRECT" in e for _, e in failed)
     md = (results / run_id / "report" / "report.md").read_text()
     assert "## Not measurable here" in md and "does not honour O_DIRECT" in md
@@ -143,8 +163,7 @@ def test_huge_pages_not_reserved_make_the_pages_row_not_measurable(tmp_path):
         pytest.skip("huge pages are reserved and free on this machine: the refusal cannot be shown")
     results = tmp_path / "results"
     with mounted("ext4") as mnt:
-        p = rooftop("audit", "--only", "pages", *SHORT, "--storage-dir", str(mnt), "--results", str(results),
-                    "--json")
+        p = rooftop("audit", "--only", "pages", *SHORT, "--storage-dir", str(mnt), "--results", str(results), "--json")
     assert p.returncode == 0, p.stderr  # a setting this machine cannot run is the row's answer
     (row,) = json.loads(p.stdout)["rows"]
     huge, base = row["settings"]

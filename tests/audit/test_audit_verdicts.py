@@ -37,8 +37,13 @@ def test_a_refused_setting_is_not_measurable_with_its_reason():
     c = compare(stats("direct", [], why), stats("buffered", [5.0, 6.0]))
     assert not c["measurable"] and c["verdict"] == f"not measurable here: {why}"
     p = audit.PITFALLS["cache"]
-    row = summarize(p, {s.name: Measured(s.name, [] if "direct" in s.name else [1.0, 2.0],
-                                         why if "direct" in s.name else "") for s in p.settings})
+    row = summarize(
+        p,
+        {
+            s.name: Measured(s.name, [] if "direct" in s.name else [1.0, 2.0], why if "direct" in s.name else "")
+            for s in p.settings
+        },
+    )
     assert row["meaning"].startswith("not measurable here: --io-mode direct")
 
 

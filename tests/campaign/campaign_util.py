@@ -3,18 +3,16 @@ engine processes a campaign left behind."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 
 def rooftop(*args, timeout=300, env=None, check=True):
-    p = subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
-                       timeout=timeout, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
     if check and p.returncode != 0:
         raise AssertionError(f"rooftop {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
     return p

@@ -24,7 +24,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from campaign_util import rooftop, samples
 
 FABRICS = ["ofi+tcp", "ofi+shm"]
@@ -56,12 +55,26 @@ def _marked(mark: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("fabric,modes,nbursts", [("ofi+tcp", "busy,spindown:10,block", 1),
-                                                   ("ofi+shm", "busy,spindown:10", 1)])
+@pytest.mark.parametrize(
+    "fabric,modes,nbursts", [("ofi+tcp", "busy,spindown:10,block", 1), ("ofi+shm", "busy,spindown:10", 1)]
+)
 def test_bursts_idle_cpu_per_mode_and_the_run_is_stored(fabric, modes, nbursts, tmp_path):
     res = tmp_path / "r"
-    p = rooftop("bursts", "--progress", modes, *SHORT, "--bursts", str(nbursts), "--fabric", fabric,
-                "--results", str(res), "--json", env=_env(tmp_path), timeout=120)
+    p = rooftop(
+        "bursts",
+        "--progress",
+        modes,
+        *SHORT,
+        "--bursts",
+        str(nbursts),
+        "--fabric",
+        fabric,
+        "--results",
+        str(res),
+        "--json",
+        env=_env(tmp_path),
+        timeout=120,
+    )
     out = json.loads(p.stdout)
     rows = {r["mode"]: r for r in out["modes"]}
     assert out["status"] == "complete" and list(rows) == modes.split(",")
@@ -85,12 +98,13 @@ def test_bursts_idle_cpu_per_mode_and_the_run_is_stored(fabric, modes, nbursts, 
     assert [(r["id"], r["status"], r["samples"]) for r in listed] == [(run, "complete", nrows)]
     rows_csv = list(csv.DictReader(io.StringIO(rooftop("export", run, "--results", str(res)).stdout)))
     assert {r["stage"] for r in rows_csv} == {"bursts"} and len(rows_csv) == nrows
-    series = list(csv.DictReader(io.StringIO(
-        rooftop("export", run, "--series", "--results", str(res)).stdout)))
+    series = list(csv.DictReader(io.StringIO(rooftop("export", run, "--series", "--results", str(res)).stdout)))
     assert {f"bursts/{m}" for m in rows} <= {s["round"] for s in series}
     assert {"server", "client", "schedule"} <= {s["sampler"] for s in series}
     assert rooftop("plot", run, "--results", str(res)).stdout.split() == [
-        str(res / run / "figures" / "bursts.png"), str(res / run / "figures" / "bursts.svg")]
+        str(res / run / "figures" / "bursts.png"),
+        str(res / run / "figures" / "bursts.svg"),
+    ]
     page = Path(rooftop("report", run, "--results", str(res)).stdout.strip())
     text = page.read_text()
     assert "Per progress mode" in text and "spindown:10" in text and "data:image/png" in text
@@ -106,9 +120,30 @@ def test_neighbour_slowdown_busy_above_spindown(tmp_path):
     res = tmp_path / "r"
     # A short burst and a longer gap: the job runs mostly in the gap, where
     # the modes differ (in a burst both poll).
-    p = rooftop("bursts", "--progress", "busy,spindown:10", "--bursts", "1", "--on", "0.5", "--off", "4",
-                "--interval", "0.5", "--neighbour", "stencil", "--stencil-size", "256",
-                "--stencil-iterations", "4000", "--results", str(res), "--json", env=_env(tmp_path), timeout=120)
+    p = rooftop(
+        "bursts",
+        "--progress",
+        "busy,spindown:10",
+        "--bursts",
+        "1",
+        "--on",
+        "0.5",
+        "--off",
+        "4",
+        "--interval",
+        "0.5",
+        "--neighbour",
+        "stencil",
+        "--stencil-size",
+        "256",
+        "--stencil-iterations",
+        "4000",
+        "--results",
+        str(res),
+        "--json",
+        env=_env(tmp_path),
+        timeout=120,
+    )
     out = json.loads(p.stdout)
     nb = out["neighbour"]
     assert out["status"] == "complete" and nb["alone_s"] > 0, out
@@ -126,23 +161,70 @@ def test_neighbour_slowdown_busy_above_spindown(tmp_path):
 
 def test_bad_neighbour_is_a_clear_error_and_leaves_nothing(tmp_path):
     mark = uuid.uuid4().hex
-    p = rooftop("bursts", "--progress", "busy", *SHORT, "--neighbour", "no-such-cmd-rooftop --go",
-                "--results", str(tmp_path / "r"), env=_env(tmp_path, mark), check=False)
+    p = rooftop(
+        "bursts",
+        "--progress",
+        "busy",
+        *SHORT,
+        "--neighbour",
+        "no-such-cmd-rooftop --go",
+        "--results",
+        str(tmp_path / "r"),
+        env=_env(tmp_path, mark),
+        check=False,
+    )
     assert p.returncode == 2 and "'no-such-cmd-rooftop' is not an executable command" in p.stderr
     failing = f"{sys.executable} -c 'import sys; sys.exit(4)'"
-    p = rooftop("bursts", "--progress", "busy", *SHORT, "--neighbour", failing,
-                "--results", str(tmp_path / "r"), env=_env(tmp_path, mark), check=False)
+    p = rooftop(
+        "bursts",
+        "--progress",
+        "busy",
+        *SHORT,
+        "--neighbour",
+        failing,
+        "--results",
+        str(tmp_path / "r"),
+        env=_env(tmp_path, mark),
+        check=False,
+    )
     assert p.returncode == 1 and "exited with 4" in p.stderr, p.stderr
     assert _marked(mark) == []
 
 
 def test_ctrl_c_in_a_burst_keeps_its_intervals_and_leaves_no_process(tmp_path):
     mark, res = uuid.uuid4().hex, tmp_path / "r"
-    proc = subprocess.Popen([sys.executable, "-m", "rooftop", "bursts", "--progress", "busy", "--bursts", "2",
-                             "--on", "4", "--off", "1", "--interval", "0.25", "--neighbour", "stencil",
-                             "--stencil-size", "128", "--stencil-iterations", "3000",
-                             "--neighbour-timeout", "60", "--results", str(res)],
-                            env=_env(tmp_path, mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "bursts",
+            "--progress",
+            "busy",
+            "--bursts",
+            "2",
+            "--on",
+            "4",
+            "--off",
+            "1",
+            "--interval",
+            "0.25",
+            "--neighbour",
+            "stencil",
+            "--stencil-size",
+            "128",
+            "--stencil-iterations",
+            "3000",
+            "--neighbour-timeout",
+            "60",
+            "--results",
+            str(res),
+        ],
+        env=_env(tmp_path, mark),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     logs: list[Path] = []
     while time.monotonic() < deadline:  # until the first burst has measured 3 windows

@@ -13,23 +13,32 @@ import sys
 import time
 
 import pytest
-
-from rooftop.campaign import progress
-from rooftop.campaign import plan_collect
-from rooftop.campaign.progress import (PLACEMENT_S, ROUND_S, Tracker, WindowFollower, expect,
-                              fmt_duration)
-
 from campaign_util import engine_processes, rooftop, samples
+
+from rooftop.campaign import plan_collect, progress
+from rooftop.campaign.progress import PLACEMENT_S, ROUND_S, Tracker, WindowFollower, expect, fmt_duration
 
 ENGINE = {"start": "barrier", "settle": 0.1, "start_lead": 0.5}
 
 
 def _cfg(nodes=2, metrics=("rpc", "bw"), samples=3, duration=1.0, warmup=0.5, pairs="serial"):
-    return {"nodes": [{"index": i} for i in range(nodes)], "metrics": list(metrics), "engine": ENGINE,
-            "collect": {"server_peak": True, "client_peak": True, "client_node": True,
-                        "sweep_servers": False, "pairs": pairs, "samples": samples,
-                        "duration": duration, "warmup": warmup, "servers_per_node": 1,
-                        "clients_per_node": 1}}
+    return {
+        "nodes": [{"index": i} for i in range(nodes)],
+        "metrics": list(metrics),
+        "engine": ENGINE,
+        "collect": {
+            "server_peak": True,
+            "client_peak": True,
+            "client_node": True,
+            "sweep_servers": False,
+            "pairs": pairs,
+            "samples": samples,
+            "duration": duration,
+            "warmup": warmup,
+            "servers_per_node": 1,
+            "clients_per_node": 1,
+        },
+    }
 
 
 def test_expected_time_of_a_known_plan():
@@ -62,8 +71,7 @@ def test_expected_time_of_a_plan_of_many_placements_and_pairs(pairs):
     rows = [k for pl in plan for s in pl.samples for k in s.row_keys()]
     assert sorted(x.cost) == sorted(rows)
     assert x.placements == len(plan) > 1
-    assert x.total_s == pytest.approx(x.measuring_s + x.warmup_s + x.placements * PLACEMENT_S
-                                      + x.rounds * ROUND_S)
+    assert x.total_s == pytest.approx(x.measuring_s + x.warmup_s + x.placements * PLACEMENT_S + x.rounds * ROUND_S)
     assert sum(x.cost.values()) == pytest.approx(x.total_s)
     # A pair round measures its pairs at once: one window of time for all.
     assert x.measuring_s == pytest.approx(sum(s.duration for pl in plan for s in pl.samples))
@@ -72,7 +80,15 @@ def test_expected_time_of_a_plan_of_many_placements_and_pairs(pairs):
 
 def test_fmt_duration():
     assert [fmt_duration(s) for s in (0.25, 9.96, 45, 92, 3599, 3600, 7500, 86400 * 3 + 3600)] == [
-        "0.2 s", "10.0 s", "45 s", "1 min 32 s", "59 min 59 s", "1 h 00 min", "2 h 05 min", "3 d 1 h"]
+        "0.2 s",
+        "10.0 s",
+        "45 s",
+        "1 min 32 s",
+        "59 min 59 s",
+        "1 h 00 min",
+        "2 h 05 min",
+        "3 d 1 h",
+    ]
 
 
 def test_the_tracker_counts_a_row_once_and_scales_the_eta(tmp_path):
@@ -140,20 +156,37 @@ def test_the_follower_survives_a_failing_callback(tmp_path):
 
 
 def test_dry_run_prints_the_expected_run_time(tmp_path):
-    p = rooftop("collect", "--dry-run", "--nodes", "2", "--set", "launcher.cores_per_node=1",
-                "--metrics", "rpc", "--samples", "3", "--duration", "2", "--warmup", "0.5",
-                "--results", str(tmp_path))
+    p = rooftop(
+        "collect",
+        "--dry-run",
+        "--nodes",
+        "2",
+        "--set",
+        "launcher.cores_per_node=1",
+        "--metrics",
+        "rpc",
+        "--samples",
+        "3",
+        "--duration",
+        "2",
+        "--warmup",
+        "0.5",
+        "--results",
+        str(tmp_path),
+    )
     total = 3 * 2 + 0.5 + 0.1 + PLACEMENT_S + ROUND_S
     assert p.stdout.splitlines()[-1] == (
         f"# expected run time: {fmt_duration(total)} (1 placement, 1 client round, 3 windows: "
         f"measuring 6.0 s, warmups 0.6 s, overhead {fmt_duration(PLACEMENT_S + ROUND_S)} at "
-        f"{PLACEMENT_S:g} s per placement and {ROUND_S:g} s per round)")
+        f"{PLACEMENT_S:g} s per placement and {ROUND_S:g} s per round)"
+    )
     assert "warning" not in p.stderr
 
 
 def test_dry_run_of_a_campaign_over_an_hour_warns(tmp_path):
-    p = rooftop("collect", "--dry-run", "--metrics", "rpc", "--samples", "10000", "--duration", "1",
-                "--results", str(tmp_path))
+    p = rooftop(
+        "collect", "--dry-run", "--metrics", "rpc", "--samples", "10000", "--duration", "1", "--results", str(tmp_path)
+    )
     assert "# expected run time: 2 h 46 min" in p.stdout.splitlines()[-1]
     assert p.stderr.startswith("rooftop: warning: this campaign is expected to take 2 h 46 min")
 
@@ -164,9 +197,23 @@ def _when(utc: str) -> float:
 
 def test_progress_moves_per_window_before_the_round_ends(tmp_path):
     res = tmp_path / "res"
-    p = rooftop("collect", "--metrics", "rpc", "--samples", "4", "--duration", "0.5", "--warmup", "0.2",
-                "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                "--results", str(res))
+    p = rooftop(
+        "collect",
+        "--metrics",
+        "rpc",
+        "--samples",
+        "4",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--results",
+        str(res),
+    )
     run = p.stdout.strip().splitlines()[-1]
     rows = samples(res, run)
     assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
@@ -188,24 +235,42 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
     # The log lines (stderr is not a terminal here) say so, window by window.
     lines = p.stderr.splitlines()
     measured = [i for i, l in enumerate(lines) if "window measured" in l]
-    stored = [i for i, l in enumerate(lines) if l.strip().startswith(rows[0]["key"] + ": ")
-              and "ops/s" in l]
+    stored = [i for i, l in enumerate(lines) if l.strip().startswith(rows[0]["key"] + ": ") and "ops/s" in l]
     assert len(measured) == 4 and stored and max(measured) < stored[0]
     assert "(run 1/4, ETA " in lines[measured[0]]
     # validate --dry-run prints its own expected time.
-    v = rooftop("validate", "--run", run, "--dry-run", "--samples", "2", "--duration", "1",
-                "--results", str(res))
+    v = rooftop("validate", "--run", run, "--dry-run", "--samples", "2", "--duration", "1", "--results", str(res))
     assert v.stdout.splitlines()[-1].startswith("# expected run time: ")
     assert "2 windows: measuring 2.0 s" in v.stdout.splitlines()[-1]
 
 
 def test_a_campaign_over_an_hour_says_so_first_and_still_runs(tmp_path):
     res = tmp_path / "res"
-    proc = subprocess.Popen([sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc",
-                             "--samples", "5000", "--duration", "1", "--warmup", "0.2",
-                             "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                             "--results", str(res)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "collect",
+            "--metrics",
+            "rpc",
+            "--samples",
+            "5000",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.2",
+            "--set",
+            "collect.client_peak=false",
+            "--set",
+            "collect.client_node=false",
+            "--results",
+            str(res),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines = []
     try:
         deadline = time.monotonic() + 60

@@ -9,19 +9,37 @@ import shutil
 import sqlite3
 
 import pytest
+from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.engine import engine_path
 
-from campaign_util import engine_processes, rooftop, samples
-
 
 def test_srun_command_lines_exactly(tmp_path):
-    env = dict(os.environ, SLURM_JOB_ID="42", SLURM_JOB_NODELIST="nid[001-002]",
-               SLURM_CPUS_ON_NODE="4")
+    env = dict(os.environ, SLURM_JOB_ID="42", SLURM_JOB_NODELIST="nid[001-002]", SLURM_CPUS_ON_NODE="4")
     res = tmp_path / "res"
-    out = rooftop("collect", "--launcher", "srun", "--dry-run", "--set", "fabric.domain=hsn0",
-                  "--metrics", "rpc", "--samples", "2", "--duration", "3", "--warmup", "0.5",
-                  "--set", "collect.client_peak=false", "--set", "collect.client_node=false", "--results", str(res), env=env).stdout
+    out = rooftop(
+        "collect",
+        "--launcher",
+        "srun",
+        "--dry-run",
+        "--set",
+        "fabric.domain=hsn0",
+        "--metrics",
+        "rpc",
+        "--samples",
+        "2",
+        "--duration",
+        "3",
+        "--warmup",
+        "0.5",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--results",
+        str(res),
+        env=env,
+    ).stdout
     e = engine_path()
     g = f"{res}/<run>/groups/<group>"
     srun = "srun --nodes=1 --ntasks=4 --nodelist={} --exact --cpus-per-task=1 --cpu-bind=cores --kill-on-bad-exit=1"
@@ -46,17 +64,46 @@ def test_srun_command_lines_exactly(tmp_path):
     # Outside an allocation the srun launcher says so.
     env.pop("SLURM_JOB_NODELIST")
     env.pop("SLURM_JOB_ID")
-    p = rooftop("collect", "--launcher", "srun", "--dry-run", "--set", "fabric.domain=hsn0",
-                "--results", str(res), env=env, check=False)
+    p = rooftop(
+        "collect",
+        "--launcher",
+        "srun",
+        "--dry-run",
+        "--set",
+        "fabric.domain=hsn0",
+        "--results",
+        str(res),
+        env=env,
+        check=False,
+    )
     assert p.returncode == 2 and "Slurm allocation" in p.stderr
 
 
 @pytest.mark.skipif(not shutil.which("mpiexec"), reason="no mpiexec (Open MPI or MPICH) installed")
 def test_mpiexec_campaign_runs_for_real(tmp_path):
     res = tmp_path / "res"
-    p = rooftop("collect", "--launcher", "mpiexec", "--set", 'launcher.hosts=["localhost","localhost"]',
-                "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2",
-                "--set", "collect.client_peak=false", "--set", "collect.client_node=false", "--results", str(res), "-v")
+    p = rooftop(
+        "collect",
+        "--launcher",
+        "mpiexec",
+        "--set",
+        'launcher.hosts=["localhost","localhost"]',
+        "--metrics",
+        "rpc",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "2",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--results",
+        str(res),
+        "-v",
+    )
     run = p.stdout.strip().splitlines()[-1]
     assert "mpiexec" in p.stderr  # -v logs every command started
     rows = samples(res, run)
@@ -66,7 +113,8 @@ def test_mpiexec_campaign_runs_for_real(tmp_path):
     doc = json.loads(servers[0].read_text())
     assert doc["complete"] and doc["config"]["rank_from_env"] is True
     assert doc["result"]["stop_reason"] == "shutdown rpc"  # stopped with the campaign's token
-    cfg = json.loads(sqlite3.connect(res / "rooftop.db").execute(
-        "SELECT config FROM runs WHERE id=?", (run,)).fetchone()[0])
+    cfg = json.loads(
+        sqlite3.connect(res / "rooftop.db").execute("SELECT config FROM runs WHERE id=?", (run,)).fetchone()[0]
+    )
     assert cfg["launcher"]["type"] == "mpiexec" and len(cfg["nodes"]) == 2
     assert not engine_processes(str(res))

@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from campaign_util import QUICK, engine_processes, rooftop, samples
 
 from rooftop.engine import Group
-
-from campaign_util import QUICK, engine_processes, rooftop, samples
 
 
 def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
@@ -31,10 +30,15 @@ def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
         for stage in json.loads(r["ceilings"]):
             by.setdefault((stage, r["metric"]), []).append(r)
     assert len(rows) == 4
-    assert set(by) == {("server_peak", "rpc"), ("server_peak", "bw"),
-                       ("client_peak", "rpc"), ("client_peak", "bw"),
-                       ("client_node", "rpc"), ("client_node", "bw")}
-    for (stage, metric), rs in by.items():
+    assert set(by) == {
+        ("server_peak", "rpc"),
+        ("server_peak", "bw"),
+        ("client_peak", "rpc"),
+        ("client_peak", "bw"),
+        ("client_node", "rpc"),
+        ("client_node", "bw"),
+    }
+    for (_stage, metric), rs in by.items():
         assert len(rs) == 2 and all(r["status"] == "ok" for r in rs), rs
         for r in rs:
             assert r["aggregate"] > 0 and r["measured_s"] >= 0.4
@@ -42,8 +46,7 @@ def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
             assert r["per_client"] == pytest.approx(r["aggregate"] / r["client_procs"])
             assert r["unit"] == ("ops/s" if metric == "rpc" else "bytes/s")
             # Every engine document of the sample is kept.
-            assert (sorted(os.listdir(r["raw_dir"])) and
-                    any(f.startswith("client-") for f in os.listdir(r["raw_dir"])))
+            assert sorted(os.listdir(r["raw_dir"])) and any(f.startswith("client-") for f in os.listdir(r["raw_dir"]))
     # 2 logical nodes of 1 core: server node 0, client node 1; one pair.
     sp = by[("server_peak", "rpc")][0]
     assert (json.loads(sp["server_nodes"]), json.loads(sp["client_nodes"])) == ([0], [1])
@@ -60,7 +63,8 @@ def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
     # The run records its resolved config, environment and overhead.
     db = sqlite3.connect(res / "rooftop.db")
     cfg, env, status, wall, measured = db.execute(
-        "SELECT config, environment, status, wall_s, measured_s FROM runs WHERE id = ?", (run,)).fetchone()
+        "SELECT config, environment, status, wall_s, measured_s FROM runs WHERE id = ?", (run,)
+    ).fetchone()
     cfg, env = json.loads(cfg), json.loads(env)
     assert status == "complete" and wall > measured > 0
     # Consecutive windows each add their common time; nothing is counted twice or lost.
@@ -74,9 +78,27 @@ def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
 
 def test_validate_grid_stores_every_sample_with_x(tmp_path):
     res = tmp_path / "res"
-    run = rooftop("collect", "--metrics", "rpc", "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                  "--duration", "0.3", "--warmup", "0.1", "--samples", "1",
-                  "--results", str(res)).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop(
+            "collect",
+            "--metrics",
+            "rpc",
+            "--set",
+            "collect.client_peak=false",
+            "--set",
+            "collect.client_node=false",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "1",
+            "--results",
+            str(res),
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     # 3 clients do not fit on a 1-core node with one process per core ...
     p = rooftop("validate", "--run", run, "--clients-per-node", "3", "--results", str(res), check=False)
     assert p.returncode == 2 and "validate.clients_per_node: 3 processes" in p.stderr
@@ -88,8 +110,21 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
     db.commit()
     db.close()
     for cpn in (1, 3):
-        rooftop("validate", "--run", run, "--clients-per-node", str(cpn), "--duration", "0.3",
-                "--warmup", "0.1", "--samples", "2", "--results", str(res))
+        rooftop(
+            "validate",
+            "--run",
+            run,
+            "--clients-per-node",
+            str(cpn),
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "2",
+            "--results",
+            str(res),
+        )
     rows = [r for r in samples(res, run) if r["stage"] == "validate"]
     assert len(rows) == 4 and all(r["status"] == "ok" for r in rows), rows
     xs = sorted({r["x"] for r in rows})
@@ -109,15 +144,42 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
             assert r["overlap"] == pytest.approx(1 - r["skew_s"] / 0.3, abs=1e-6)
             assert r["measured_s"] == pytest.approx(0.3 - r["skew_s"], abs=1e-6)
     # Re-running validate adds nothing: every grid point is already stored.
-    rooftop("validate", "--run", run, "--clients-per-node", "3", "--duration", "0.3",
-            "--warmup", "0.1", "--samples", "2", "--results", str(res))
+    rooftop(
+        "validate",
+        "--run",
+        run,
+        "--clients-per-node",
+        "3",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "2",
+        "--results",
+        str(res),
+    )
     assert len([r for r in samples(res, run) if r["stage"] == "validate"]) == 4
 
 
 def test_ctrl_c_then_resume(tmp_path):
     res = tmp_path / "res"
-    args = [sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc,bw", "--duration", "0.5",
-            "--warmup", "0.1", "--samples", "3", "--results", str(res)]
+    args = [
+        sys.executable,
+        "-m",
+        "rooftop",
+        "collect",
+        "--metrics",
+        "rpc,bw",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "3",
+        "--results",
+        str(res),
+    ]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     db_path = res / "rooftop.db"
     deadline = time.monotonic() + 120
@@ -167,9 +229,24 @@ exec {engine_path()} "$@"
 """)
     wrapper.chmod(0o755)
     res = tmp_path / "res"
-    p = rooftop("collect", "--set", f"engine.path={wrapper}", "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                "--duration", "0.3", "--warmup", "0.1", "--samples", "2", "--results", str(res),
-                check=False)
+    p = rooftop(
+        "collect",
+        "--set",
+        f"engine.path={wrapper}",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "2",
+        "--results",
+        str(res),
+        check=False,
+    )
     assert p.returncode == 1, p.stderr
     run = p.stdout.strip().splitlines()[-1]
     rows = samples(res, run)
@@ -179,9 +256,27 @@ exec {engine_path()} "$@"
     assert len(bw) == 2 and all(r["status"] == "failed" for r in bw)
     assert all("--size must be at least 1 byte" in r["error"] for r in bw)  # the engine's own words
     # --fail-fast stops at the first failure.
-    p = rooftop("collect", "--set", f"engine.path={wrapper}", "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                "--metrics", "bw,rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "1",
-                "--results", str(res), "--fail-fast", check=False)
+    p = rooftop(
+        "collect",
+        "--set",
+        f"engine.path={wrapper}",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--metrics",
+        "bw,rpc",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "1",
+        "--results",
+        str(res),
+        "--fail-fast",
+        check=False,
+    )
     assert p.returncode == 1 and "fail-fast" in p.stderr
     run2 = p.stdout.strip().splitlines()[-1]
     assert [r["metric"] for r in samples(res, run2)] == ["bw"]
@@ -189,8 +284,23 @@ exec {engine_path()} "$@"
 
 def test_runs_and_export(tmp_path):
     res = tmp_path / "res"
-    run = rooftop("collect", "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1",
-                  "--samples", "1", "--results", str(res)).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop(
+            "collect",
+            "--metrics",
+            "rpc",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "1",
+            "--results",
+            str(res),
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
     assert [r["id"] for r in listed] == [run] and listed[0]["status"] == "complete"
     # One sample: server peak, client peak and client node are one placement here.
@@ -222,10 +332,34 @@ def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
 
 def test_server_sweep(tmp_path):
     res = tmp_path / "res"
-    run = rooftop("collect", "--metrics", "rpc", "--sweep-servers", "--binding", "none",
-                  "--set", "collect.servers_per_node=3", "--set", "collect.server_peak=false",
-                  "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                  "--duration", "0.3", "--warmup", "0.1", "--samples", "1", "--results", str(res)).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop(
+            "collect",
+            "--metrics",
+            "rpc",
+            "--sweep-servers",
+            "--binding",
+            "none",
+            "--set",
+            "collect.servers_per_node=3",
+            "--set",
+            "collect.server_peak=false",
+            "--set",
+            "collect.client_peak=false",
+            "--set",
+            "collect.client_node=false",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "1",
+            "--results",
+            str(res),
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     rows = samples(res, run)
     assert [r["server_procs"] for r in rows] == [1, 2, 3]
     assert all(r["stage"] == "sweep_servers" and r["status"] == "ok" for r in rows)
@@ -236,11 +370,31 @@ def test_a_late_client_is_recorded_and_warned_about(tmp_path):
     # Started on the clock (not the barrier), with no lead time and no
     # warmup: every client is late by its own start-up.
     res = tmp_path / "res"
-    run = rooftop("collect", "--metrics", "rpc", "--set", "collect.client_peak=false",
-                  "--set", "collect.client_node=false", "--set", "engine.start_lead=0",
-                  "--set", "engine.start=clock",
-                  "--warmup", "0", "--duration", "0.5", "--samples", "1",
-                  "--results", str(res)).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop(
+            "collect",
+            "--metrics",
+            "rpc",
+            "--set",
+            "collect.client_peak=false",
+            "--set",
+            "collect.client_node=false",
+            "--set",
+            "engine.start_lead=0",
+            "--set",
+            "engine.start=clock",
+            "--warmup",
+            "0",
+            "--duration",
+            "0.5",
+            "--samples",
+            "1",
+            "--results",
+            str(res),
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     (row,) = samples(res, run)
     doc = json.loads((Path(row["raw_dir"]) / "client-0.json").read_text())
     assert row["status"] == "ok" and row["late_s"] == doc["result"]["measure_at_late_s"] > 0

@@ -10,8 +10,11 @@ from rooftop.launchers.base import Node
 
 
 def client(start_s: float, per_slice: list[float], length: float = 1.0, op_bytes: int = 0) -> dict:
-    return {"measure_start_s": start_s, "op_bytes": op_bytes,
-            "samples": [{"elapsed_s": length, "work_ops": sum(per_slice), "slice_ops": per_slice}]}
+    return {
+        "measure_start_s": start_s,
+        "op_bytes": op_bytes,
+        "samples": [{"elapsed_s": length, "work_ops": sum(per_slice), "slice_ops": per_slice}],
+    }
 
 
 def test_only_the_time_all_clients_measured_counts():
@@ -58,11 +61,11 @@ def node(i: int, bits: int | None) -> Node:
 
 def test_link_limits_of_emulated_nodes():
     nodes = [node(0, 80_000_000), node(1, 80_000_000), node(2, 200_000_000), node(3, None)]
-    assert limits.link_limit(nodes, [0], [1, 2]) == 10e6      # the server node's one link
+    assert limits.link_limit(nodes, [0], [1, 2]) == 10e6  # the server node's one link
     assert limits.link_limit(nodes, [1, 2], [0]) == 10e6
-    assert limits.link_limit(nodes, [0, 2], [1]) == 10e6      # the client side is smaller
-    assert limits.link_limit(nodes, [3], [0]) == 10e6         # an unshaped side bounds nothing
+    assert limits.link_limit(nodes, [0, 2], [1]) == 10e6  # the client side is smaller
+    assert limits.link_limit(nodes, [3], [0]) == 10e6  # an unshaped side bounds nothing
     assert limits.link_limit(nodes, [3], [3]) is None
-    assert limits.above_limit(10.2e6, 10e6) == ""             # within 3 %
+    assert limits.above_limit(10.2e6, 10e6) == ""  # within 3 %
     msg = limits.above_limit(17.7e6, 10e6)
     assert msg.startswith("measurement error: 17.70 MB/s is 77% above the 10.00 MB/s")

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from campaign_util import rooftop, samples
 
 QUICK = ["--metrics", "rpc", "--duration", "0.5", "--samples", "2", "--warmup", "0.2"]
@@ -33,8 +32,13 @@ def env(tmp_path):
 
 
 def start(results: Path, env: dict, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "rooftop", "collect", "--results", str(results),
-                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "rooftop", "collect", "--results", str(results), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def holder_of(lock: Path, timeout: float = 60) -> dict:
@@ -98,7 +102,7 @@ def test_second_campaign_is_refused_naming_the_holder_then_waits(tmp_path, env):
 def test_allow_concurrent_runs_both_and_marks_every_sample(tmp_path, env):
     results = tmp_path / "r"
     first = start(results, env, *LONGER, "--allow-concurrent")
-    held = holder_of(results / ".lock")
+    holder_of(results / ".lock")
     second = start(results, env, *QUICK, "--allow-concurrent")
     # An exclusive campaign meanwhile is refused: the concurrent ones hold the locks shared.
     p = rooftop("collect", "--results", str(results), *QUICK, env=env, check=False)
@@ -132,13 +136,11 @@ def quiet_cores(cores: set[int], seconds: float = 1.0) -> float:
     return (cores_busy_s(cores) - b0) / (time.monotonic() - t0)
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not shutil.which("taskset"),
-                    reason="needs 2 cores and taskset")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not shutil.which("taskset"), reason="needs 2 cores and taskset")
 def test_foreign_cpu_on_the_measured_cores_is_marked(tmp_path, env):
     results = tmp_path / "r"
     core = sorted(os.sched_getaffinity(0))[0]  # node 0's core: the server's
-    hog = subprocess.Popen(["taskset", "-c", str(core), "sh", "-c", "while :; do :; done"],
-                           start_new_session=True)
+    hog = subprocess.Popen(["taskset", "-c", str(core), "sh", "-c", "while :; do :; done"], start_new_session=True)
     try:
         time.sleep(0.3)
         c0, t0 = cpu_s(hog.pid), time.monotonic()
@@ -182,8 +184,7 @@ time.sleep(600)
 
 def hold(lock: Path, mode: str, *prefix: str) -> subprocess.Popen:
     """A process holding lock exclusively (as a campaign would) until killed."""
-    p = subprocess.Popen([*prefix, sys.executable, "-c", HOLD, str(lock), mode],
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([*prefix, sys.executable, "-c", HOLD, str(lock), mode], stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "held"
     return p
 
@@ -215,8 +216,14 @@ def test_machine_lock_held_by_another_user_names_its_pid(tmp_path, env):
         nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
         holder = hold(lock, "ro", *nobody)  # can lock it read-only, cannot write its name
         try:
-            p = rooftop("collect", "--results", str(tmp_path / "r"), *QUICK, check=False,
-                        env=dict(env, ROOFTOP_CORES_LOCK=str(lock)))
+            p = rooftop(
+                "collect",
+                "--results",
+                str(tmp_path / "r"),
+                *QUICK,
+                check=False,
+                env=dict(env, ROOFTOP_CORES_LOCK=str(lock)),
+            )
         finally:
             holder.kill()
             holder.wait()

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from campaign_util import rooftop
 
 from rooftop import config
 from rooftop.config import ConfigError
-
-from campaign_util import rooftop
 
 
 def err(data=None, **overrides):
@@ -61,8 +60,7 @@ def test_file_json_and_toml_and_cli(tmp_path):
     assert config.build(str(j))["collect"]["samples"] == 2
     cfg = config.build(str(t))
     assert cfg["metrics"] == ["bw"] and cfg["bw"]["size"] == "1MiB"
-    out = rooftop("config", "show", "--config", str(j), "--set", "collect.duration=2.5",
-                  "--metrics", "rpc,bw").stdout
+    out = rooftop("config", "show", "--config", str(j), "--set", "collect.duration=2.5", "--metrics", "rpc,bw").stdout
     shown = json.loads(out)
     assert shown["collect"]["duration"] == 2.5 and shown["collect"]["samples"] == 2
     assert shown["metrics"] == ["rpc", "bw"]

@@ -74,13 +74,27 @@ def test_validation_grid_default_is_the_constant_its_help_names(n):
 def test_processes_per_node_default_is_one_per_usable_core_under_the_binding(binding):
     # Nodes of 5 cores on hosts that are not this one (nothing is started),
     # so that every binding fits whatever this machine has.
-    cfg = config.resolve(config.merge(None, {
-        "binding": binding, "launcher.type": "mpiexec", "launcher.hosts": ["n1", "n2"],
-        "launcher.cores_per_node": 5, "fabric.domain": "eth0", "metrics": ["rpc"]}))
+    cfg = config.resolve(
+        config.merge(
+            None,
+            {
+                "binding": binding,
+                "launcher.type": "mpiexec",
+                "launcher.hosts": ["n1", "n2"],
+                "launcher.cores_per_node": 5,
+                "fabric.domain": "eth0",
+                "metrics": ["rpc"],
+            },
+        )
+    )
     cores = min(len(n["cores"]) for n in cfg["nodes"])
     assert cores == 5
-    for path in ("collect.servers_per_node", "collect.clients_per_node",
-                 "validate.servers_per_node", "validate.clients_per_node"):
+    for path in (
+        "collect.servers_per_node",
+        "collect.clients_per_node",
+        "validate.servers_per_node",
+        "validate.clients_per_node",
+    ):
         assert "one per usable core under the binding" in config.KEY_BY_PATH[path].help, path
         stage, name = path.split(".")
         assert cfg[stage][name] == max(1, cores // binding_width(binding)), path
@@ -105,15 +119,17 @@ def test_every_registered_launcher_is_accepted_by_config_and_cli(name):
     assert config.merge(None, {"launcher.type": name})["launcher"]["type"] == name
     args = cli.build_parser().parse_args(["collect", "--launcher", name])
     assert session.overrides(args)["launcher.type"] == name
-    assert spec.name in config.KEY_BY_PATH["launcher.type"].help and spec.help in \
-        config.KEY_BY_PATH["launcher.type"].help
+    assert (
+        spec.name in config.KEY_BY_PATH["launcher.type"].help and spec.help in config.KEY_BY_PATH["launcher.type"].help
+    )
     assert set(spec.bindings) <= set(BINDINGS)
     for key in spec.keys:
         assert f"launcher.{key}" in config.KEY_BY_PATH, (name, key)
     # make_launcher reaches this launcher's own class: built, or refused by
     # it for what this machine lacks (no allocation, no emulated cluster).
-    section = dict(config.defaults()["launcher"], type=name,
-                   hosts=["localhost", "localhost"] if "hosts" in spec.keys else None)
+    section = dict(
+        config.defaults()["launcher"], type=name, hosts=["localhost", "localhost"] if "hosts" in spec.keys else None
+    )
     try:
         assert make_launcher(section).name == name
     except LauncherError as e:

@@ -88,8 +88,24 @@ def test_a_database_held_past_the_wait_loses_no_window(tmp_path):
     stores each once."""
     res = tmp_path / "res"
     env = dict(os.environ, ROOFTOP_DB_WAIT="3")
-    args = [sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc", "--results", str(res),
-            "--duration", "0.4", "--warmup", "0.1", "--samples", "3", "--set", f"engine.lease={LEASE}"]
+    args = [
+        sys.executable,
+        "-m",
+        "rooftop",
+        "collect",
+        "--metrics",
+        "rpc",
+        "--results",
+        str(res),
+        "--duration",
+        "0.4",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "3",
+        "--set",
+        f"engine.lease={LEASE}",
+    ]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     wait_for_round(res, p)
     reader = sqlite3.connect(res / "rooftop.db", isolation_level=None)
@@ -140,8 +156,24 @@ def test_a_full_file_system_names_it_and_loses_no_window(tmp_path):
 
     with tmpfs_mount(2) as mnt:
         res = mnt / "res"
-        args = [sys.executable, "-m", "rooftop", "collect", "--metrics", "bw", "--results", str(res),
-                "--duration", "0.4", "--warmup", "0.1", "--samples", "3", "--set", f"engine.lease={LEASE}"]
+        args = [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "collect",
+            "--metrics",
+            "bw",
+            "--results",
+            str(res),
+            "--duration",
+            "0.4",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "3",
+            "--set",
+            f"engine.lease={LEASE}",
+        ]
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         raw = wait_for_round(res, p)
         while not (raw / "client-0.json").exists() and p.poll() is None:  # the round measured, not yet stored

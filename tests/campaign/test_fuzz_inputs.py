@@ -20,16 +20,35 @@ SECTIONS = sorted({k.path.split(".")[0] for k in config.KEYS})
 
 
 def scalar(rnd: random.Random):
-    return rnd.choice([
-        lambda: rnd.randint(-3, 12),
-        lambda: rnd.choice([0, -1, 10 ** rnd.randint(3, 40), -(10 ** rnd.randint(3, 40))]),
-        lambda: rnd.uniform(-10, 100),
-        lambda: rnd.choice([math.nan, math.inf, -math.inf, 1e308, -0.0, 5e-324]),
-        lambda: rnd.choice([True, False]),
-        lambda: rnd.choice(["", "4MiB", "-1KiB", "1e400", "nan", "inf", "rpc", "bw", "core",
-                            "busy", "spindown:5", "ofi+tcp", "0", "x" * rnd.randint(1, 200),
-                            "\u00e9\u00e8\u2603", "99999999999999999999TiB"]),
-    ])()
+    return rnd.choice(
+        [
+            lambda: rnd.randint(-3, 12),
+            lambda: rnd.choice([0, -1, 10 ** rnd.randint(3, 40), -(10 ** rnd.randint(3, 40))]),
+            lambda: rnd.uniform(-10, 100),
+            lambda: rnd.choice([math.nan, math.inf, -math.inf, 1e308, -0.0, 5e-324]),
+            lambda: rnd.choice([True, False]),
+            lambda: rnd.choice(
+                [
+                    "",
+                    "4MiB",
+                    "-1KiB",
+                    "1e400",
+                    "nan",
+                    "inf",
+                    "rpc",
+                    "bw",
+                    "core",
+                    "busy",
+                    "spindown:5",
+                    "ofi+tcp",
+                    "0",
+                    "x" * rnd.randint(1, 200),
+                    "\u00e9\u00e8\u2603",
+                    "99999999999999999999TiB",
+                ]
+            ),
+        ]
+    )()
 
 
 def value(rnd: random.Random, depth: int = 0):
@@ -72,8 +91,11 @@ def toml_value(v) -> str:
 
 def to_toml(data: dict) -> str:
     top = [f"{k} = {toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    tables = [f"[{k}]\n" + "\n".join(f"{kk} = {toml_value(vv)}" for kk, vv in v.items())
-              for k, v in data.items() if isinstance(v, dict)]
+    tables = [
+        f"[{k}]\n" + "\n".join(f"{kk} = {toml_value(vv)}" for kk, vv in v.items())
+        for k, v in data.items()
+        if isinstance(v, dict)
+    ]
     return "\n".join(top + tables) + "\n"
 
 
@@ -82,7 +104,7 @@ def check_config(cfg: dict) -> None:
         v = cfg
         for part in k.path.split("."):
             v = v[part]
-        for x in (v if isinstance(v, list) else [v]):
+        for x in v if isinstance(v, list) else [v]:
             if isinstance(x, float):
                 assert math.isfinite(x), k.path
             if isinstance(x, (int, float)) and k.maximum is not None:
@@ -118,13 +140,15 @@ def test_config_loader_fuzz(fmt, tmp_path):
 
 def test_config_rejects_numbers_that_are_not_numbers(tmp_path):
     f = tmp_path / "c.json"
-    for text, key in [('{"collect": {"duration": NaN}}', "collect.duration"),
-                      ('{"collect": {"duration": Infinity}}', "collect.duration"),
-                      ('{"validate": {"duration": 1e400}}', "validate.duration"),
-                      ('{"collect": {"duration": -5}}', "collect.duration"),
-                      ('{"collect": {"samples": 0}}', "collect.samples"),
-                      ('{"collect": {"samples": 10000, "duration": 86400}}', "collect.samples"),
-                      ('{"engine": {"timeout": 1e400}}', "engine.timeout")]:
+    for text, key in [
+        ('{"collect": {"duration": NaN}}', "collect.duration"),
+        ('{"collect": {"duration": Infinity}}', "collect.duration"),
+        ('{"validate": {"duration": 1e400}}', "validate.duration"),
+        ('{"collect": {"duration": -5}}', "collect.duration"),
+        ('{"collect": {"samples": 0}}', "collect.samples"),
+        ('{"collect": {"samples": 10000, "duration": 86400}}', "collect.samples"),
+        ('{"engine": {"timeout": 1e400}}', "engine.timeout"),
+    ]:
         f.write_text(text)
         with pytest.raises(ConfigError) as e:
             config.build(str(f))
@@ -138,8 +162,11 @@ def test_config_rejects_numbers_that_are_not_numbers(tmp_path):
 def params_case(rnd: random.Random) -> dict:
     metrics = {}
     for m in rnd.sample(["rpc", "bw", "iops"], rnd.randint(1, 2)):
-        entry = {"unit": rnd.choice(["K ops/s", "ops/s", "GiB/s", "MB/s", "furlongs", 3]),
-                 "client": value(rnd), "server": value(rnd)}
+        entry = {
+            "unit": rnd.choice(["K ops/s", "ops/s", "GiB/s", "MB/s", "furlongs", 3]),
+            "client": value(rnd),
+            "server": value(rnd),
+        }
         if rnd.random() < 0.5:
             entry["client_node"] = value(rnd)
         if rnd.random() < 0.7:  # often a plausible ceiling, so some cases get through

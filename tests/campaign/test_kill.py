@@ -19,8 +19,19 @@ LEASE = 2.0
 
 
 def start_collect(res: Path, *extra: str) -> subprocess.Popen:
-    args = [sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc", "--results", str(res),
-            "--set", f"engine.lease={LEASE}", *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "rooftop",
+        "collect",
+        "--metrics",
+        "rpc",
+        "--results",
+        str(res),
+        "--set",
+        f"engine.lease={LEASE}",
+        *extra,
+    ]
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

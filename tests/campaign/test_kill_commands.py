@@ -49,21 +49,72 @@ def _neighbour(tmp: Path) -> str:
 
 LONG = ["--duration", "30", "--warmup", "0.2"]
 COMMANDS = {
-    "probe": (lambda t: ["probe", "--fabric", "ofi+tcp", "--duration", "30", "--repeat", "1",
-                         "--lease", str(LEASE)], []),
-    "audit": (lambda t: ["audit", "--only", "completion", "--repeats", "1", *LONG, "--lease", str(LEASE),
-                         "--wait-lock", "120"], []),
+    "probe": (
+        lambda t: ["probe", "--fabric", "ofi+tcp", "--duration", "30", "--repeat", "1", "--lease", str(LEASE)],
+        [],
+    ),
+    "audit": (
+        lambda t: [
+            "audit",
+            "--only",
+            "completion",
+            "--repeats",
+            "1",
+            *LONG,
+            "--lease",
+            str(LEASE),
+            "--wait-lock",
+            "120",
+        ],
+        [],
+    ),
     # The local storage mode (no server, no client; no --lease): its guard.
-    "audit-storage": (lambda t: ["audit", "--only", "allocation", "--repeats", "1", *LONG, "--wait-lock", "120"],
-                      None),
-    "bursts": (lambda t: ["bursts", "--progress", "busy", "--bursts", "1", "--on", "30", "--off", "0.5",
-                          "--interval", "0.5", "--neighbour", _neighbour(t), "--set", f"engine.lease={LEASE}"],
-               ["sleep 120"]),
+    "audit-storage": (lambda t: ["audit", "--only", "allocation", "--repeats", "1", *LONG, "--wait-lock", "120"], None),
+    "bursts": (
+        lambda t: [
+            "bursts",
+            "--progress",
+            "busy",
+            "--bursts",
+            "1",
+            "--on",
+            "30",
+            "--off",
+            "0.5",
+            "--interval",
+            "0.5",
+            "--neighbour",
+            _neighbour(t),
+            "--set",
+            f"engine.lease={LEASE}",
+        ],
+        ["sleep 120"],
+    ),
     "tune": (lambda t: ["tune", "--budget", "3", "--repeat", "1", *LONG, "--set", f"engine.lease={LEASE}"], []),
-    "interfere": (lambda t: ["interfere", "--loads", "cpu", "--load-nodes", "0,1", "--stages", "client_peak",
-                             "--metrics", "rpc", "--samples", "1", "--duration", "3", "--warmup", "0.2",
-                             "--load-warmup", "0.3", "--set", f"engine.lease={LEASE}"],
-                  ["rooftop.interference.loads.worker"]),
+    "interfere": (
+        lambda t: [
+            "interfere",
+            "--loads",
+            "cpu",
+            "--load-nodes",
+            "0,1",
+            "--stages",
+            "client_peak",
+            "--metrics",
+            "rpc",
+            "--samples",
+            "1",
+            "--duration",
+            "3",
+            "--warmup",
+            "0.2",
+            "--load-warmup",
+            "0.3",
+            "--set",
+            f"engine.lease={LEASE}",
+        ],
+        ["rooftop.interference.loads.worker"],
+    ),
 }
 
 
@@ -71,8 +122,7 @@ def _running(procs: dict[int, str], wanted: list[str] | None) -> bool:
     """A server, a client and every other wanted process at once (None:
     the engine's storage mode)."""
     cmds = list(procs.values())
-    wanted = ["rooftop-engine storage"] if wanted is None else ["rooftop-engine serve", "rooftop-engine load",
-                                                                  *wanted]
+    wanted = ["rooftop-engine storage"] if wanted is None else ["rooftop-engine serve", "rooftop-engine load", *wanted]
     return all(any(w in c for c in cmds) for w in wanted)
 
 
@@ -80,17 +130,26 @@ def _running(procs: dict[int, str], wanted: list[str] | None) -> bool:
 def test_sigkill_of_a_command_leaves_nothing_behind(command, tmp_path):
     marker = uuid.uuid4().hex
     argv, wanted = COMMANDS[command]
-    env = {**os.environ, MARK: marker, "TMPDIR": str(tmp_path),
-           "ROOFTOP_CORES_LOCK": os.environ.get("ROOFTOP_CORES_LOCK", str(tmp_path / "cores.lock"))}
-    p = subprocess.Popen([sys.executable, "-m", "rooftop", *argv(tmp_path), "--results", str(tmp_path / "res")],
-                         stdout=subprocess.DEVNULL, stderr=open(tmp_path / "stderr", "w"), env=env,
-                         start_new_session=True)
+    env = {
+        **os.environ,
+        MARK: marker,
+        "TMPDIR": str(tmp_path),
+        "ROOFTOP_CORES_LOCK": os.environ.get("ROOFTOP_CORES_LOCK", str(tmp_path / "cores.lock")),
+    }
+    p = subprocess.Popen(
+        [sys.executable, "-m", "rooftop", *argv(tmp_path), "--results", str(tmp_path / "res")],
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "stderr", "w"),
+        env=env,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not _running(processes(marker, tmp_path), wanted):
             assert p.poll() is None, f"{command} ended ({p.returncode}): {(tmp_path / 'stderr').read_text()[-2000:]}"
-            assert time.monotonic() < deadline, f"{command}: no server, client and {wanted} at once: " \
-                f"{processes(marker, tmp_path)}"
+            assert time.monotonic() < deadline, (
+                f"{command}: no server, client and {wanted} at once: {processes(marker, tmp_path)}"
+            )
             time.sleep(0.1)
         os.kill(p.pid, signal.SIGKILL)  # the command alone, as the kernel's OOM killer would
         p.wait(timeout=10)

@@ -7,17 +7,25 @@ import json
 import sqlite3
 
 import pytest
+from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.campaign import plan_collect
 from rooftop.store import Store, stands_for
 
-from campaign_util import engine_processes, rooftop, samples
-
 
 def _cfg(n, spn=1, cpn=1, pairs="serial", **stages):
-    c = {"server_peak": True, "client_peak": True, "client_node": True, "sweep_servers": False,
-         "pairs": pairs, "samples": 3, "duration": 1.0, "warmup": 0.5, "servers_per_node": spn,
-         "clients_per_node": cpn}
+    c = {
+        "server_peak": True,
+        "client_peak": True,
+        "client_node": True,
+        "sweep_servers": False,
+        "pairs": pairs,
+        "samples": 3,
+        "duration": 1.0,
+        "warmup": 0.5,
+        "servers_per_node": spn,
+        "clients_per_node": cpn,
+    }
     c.update(stages)
     return {"nodes": [{"index": i} for i in range(n)], "metrics": ["rpc", "bw"], "collect": c}
 
@@ -36,8 +44,9 @@ def test_two_nodes_of_one_core_plan_one_measurement_for_three_stages(pairs):
     for s in specs:
         assert (s.stage, s.also) == ("server_peak", ("client_peak", "client_node"))
         assert s.client_nodes == [1] and s.clients_per_node == 1
-    assert _keys(placements) == sorted(f"server_peak+client_peak+client_node/{m}/s0x1/c1x1/{i}"
-                                   for m in ("rpc", "bw") for i in range(3))
+    assert _keys(placements) == sorted(
+        f"server_peak+client_peak+client_node/{m}/s0x1/c1x1/{i}" for m in ("rpc", "bw") for i in range(3)
+    )
 
 
 def test_more_cores_per_node_share_only_what_is_the_same():
@@ -46,7 +55,8 @@ def test_more_cores_per_node_share_only_what_is_the_same():
     placements = plan_collect(_cfg(2, spn=4, cpn=4))
     keys = _keys(placements)
     assert [k for k in keys if k.startswith("server_peak")] == sorted(
-        f"server_peak+client_node/{m}/s0x4/c1x4/{i}" for m in ("rpc", "bw") for i in range(3))
+        f"server_peak+client_node/{m}/s0x4/c1x4/{i}" for m in ("rpc", "bw") for i in range(3)
+    )
     assert len([k for k in keys if k.startswith("client_peak/")]) == 6 and len(keys) == 12
 
 
@@ -59,16 +69,33 @@ def test_three_nodes_measure_every_stage_apart():
 def test_without_server_peak_the_pair_stands_for_the_node_stage():
     for pairs in ("serial", "rounds"):
         placements = plan_collect(_cfg(2, pairs=pairs, server_peak=False))
-        assert _keys(placements) == sorted(f"client_peak+client_node/{m}/s0x1/c1x1/{i}"
-                                       for m in ("rpc", "bw") for i in range(3))
+        assert _keys(placements) == sorted(
+            f"client_peak+client_node/{m}/s0x1/c1x1/{i}" for m in ("rpc", "bw") for i in range(3)
+        )
 
 
 def test_store_derives_the_ceilings_from_the_key_and_migrates_old_databases(tmp_path):
     st = Store(tmp_path)
     run = st.new_run({}, {})
-    row = dict(run_id=run, stage="server_peak", metric="rpc", unit="ops/s", server_nodes=[0],
-               client_nodes=[1], server_procs=1, client_procs=1, x=1.0, sample=0, status="ok",
-               aggregate=5.0, per_server=5.0, per_client=5.0, measured_s=1.0, error="", raw_dir="")
+    row = dict(
+        run_id=run,
+        stage="server_peak",
+        metric="rpc",
+        unit="ops/s",
+        server_nodes=[0],
+        client_nodes=[1],
+        server_procs=1,
+        client_procs=1,
+        x=1.0,
+        sample=0,
+        status="ok",
+        aggregate=5.0,
+        per_server=5.0,
+        per_client=5.0,
+        measured_s=1.0,
+        error="",
+        raw_dir="",
+    )
     st.add_sample(key="server_peak+client_peak/rpc/s0x1/c1x1/0", **row)
     st.add_sample(key="server_peak/rpc/s0x1/c1x1/1", **dict(row, sample=1))
     a, b = st.samples(run)
@@ -86,8 +113,21 @@ def test_store_derives_the_ceilings_from_the_key_and_migrates_old_databases(tmp_
 
 def test_a_real_collect_on_two_nodes_measures_the_shared_placement_once(tmp_path):
     res = tmp_path / "res"
-    p = rooftop("collect", "--nodes", "2", "--metrics", "rpc", "--duration", "0.3", "--samples", "3",
-                "--warmup", "0.1", "--results", str(res))
+    p = rooftop(
+        "collect",
+        "--nodes",
+        "2",
+        "--metrics",
+        "rpc",
+        "--duration",
+        "0.3",
+        "--samples",
+        "3",
+        "--warmup",
+        "0.1",
+        "--results",
+        str(res),
+    )
     run = p.stdout.strip().splitlines()[-1]
     rows = samples(res, run)
     assert len(rows) == 3 and all(r["status"] == "ok" for r in rows), rows

@@ -11,23 +11,32 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from campaign_util import engine_processes, rooftop, samples
 
 from rooftop import config
 from rooftop.campaign import Runner, plan_collect
 from rooftop.launchers.local import LocalLauncher
 from rooftop.store import Store
 
-from campaign_util import engine_processes, rooftop, samples
-
-ONE_STAGE = ["--metrics", "rpc", "--set", "collect.client_peak=false",
-             "--set", "collect.client_node=false", "--duration", "0.3", "--warmup", "0.1",
-             "--samples", "1"]
+ONE_STAGE = [
+    "--metrics",
+    "rpc",
+    "--set",
+    "collect.client_peak=false",
+    "--set",
+    "collect.client_node=false",
+    "--duration",
+    "0.3",
+    "--warmup",
+    "0.1",
+    "--samples",
+    "1",
+]
 
 
 def test_collect_refuses_a_domain_that_does_not_exist(tmp_path):
     res = tmp_path / "res"
-    p = rooftop("collect", *ONE_STAGE, "--set", "fabric.domain=eth99", "--results", str(res),
-                check=False)
+    p = rooftop("collect", *ONE_STAGE, "--set", "fabric.domain=eth99", "--results", str(res), check=False)
     assert p.returncode == 2, p.stderr
     assert "config error: fabric.domain: --domain eth99: no such network interface" in p.stderr
     assert "lo (127.0.0.1" in p.stderr  # the ones that exist
@@ -37,8 +46,11 @@ def test_collect_refuses_a_domain_that_does_not_exist(tmp_path):
 
 def test_domain_lo_campaign_then_validate_refuses_a_bad_domain(tmp_path):
     res = tmp_path / "res"
-    run = rooftop("collect", *ONE_STAGE, "--set", "fabric.domain=lo",
-                  "--results", str(res)).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop("collect", *ONE_STAGE, "--set", "fabric.domain=lo", "--results", str(res))
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     rows = samples(res, run)
     assert rows and all(r["status"] == "ok" for r in rows), rows
     for doc in Path(rows[0]["raw_dir"]).glob("client-*.json"):
@@ -68,10 +80,18 @@ class AddressedLocal(LocalLauncher):
 
 
 def _collect(tmp_path, launcher) -> list[dict]:
-    cfg = config.build(None, {"metrics": ["rpc"], "collect.client_peak": False,
-                              "collect.client_node": False, "collect.duration": 0.3,
-                              "collect.warmup": 0.1, "collect.samples": 1,
-                              "results": str(tmp_path / "res")})
+    cfg = config.build(
+        None,
+        {
+            "metrics": ["rpc"],
+            "collect.client_peak": False,
+            "collect.client_node": False,
+            "collect.duration": 0.3,
+            "collect.warmup": 0.1,
+            "collect.samples": 1,
+            "results": str(tmp_path / "res"),
+        },
+    )
     store = Store(cfg["results"])
     run = store.new_run(cfg, {})
     Runner(cfg, store, run, launcher).run_placements(plan_collect(cfg))
@@ -84,8 +104,9 @@ def test_sample_fails_when_a_client_did_not_use_its_node_address(tmp_path):
     # but reach 127.0.0.1 from 127.0.0.1: measured, yet not what was asked.
     rows = _collect(tmp_path, AddressedLocal(["127.0.0.1", "::1"]))
     assert rows and all(r["status"] == "failed" for r in rows), rows
-    assert ("client rank 0 on node 1 (localhost) used address 127.0.0.1 (interface lo), "
-            "not the node's address ::1") in rows[0]["error"]
+    assert (
+        "client rank 0 on node 1 (localhost) used address 127.0.0.1 (interface lo), not the node's address ::1"
+    ) in rows[0]["error"]
 
 
 def test_server_refusal_names_the_node_and_host(tmp_path):
@@ -102,9 +123,19 @@ def test_remote_launcher_surfaces_the_engines_refusal(tmp_path):
     # Not checked up front (the interfaces are on the hosts): the engine's
     # exit 2 on the host fails the samples with its message and the host.
     res = tmp_path / "res"
-    p = rooftop("collect", "--launcher", "mpiexec",
-                "--set", 'launcher.hosts=["localhost","localhost"]', *ONE_STAGE,
-                "--set", "fabric.domain=eth99", "--results", str(res), check=False)
+    p = rooftop(
+        "collect",
+        "--launcher",
+        "mpiexec",
+        "--set",
+        'launcher.hosts=["localhost","localhost"]',
+        *ONE_STAGE,
+        "--set",
+        "fabric.domain=eth99",
+        "--results",
+        str(res),
+        check=False,
+    )
     assert p.returncode == 1, p.stderr
     run = p.stdout.strip().splitlines()[-1]
     rows = samples(res, run)

@@ -22,10 +22,22 @@ def test_round_robin_covers_every_pair_once_in_disjoint_rounds(n):
 
 
 def _cfg(n, pairs):
-    return {"nodes": [{"index": i} for i in range(n)], "metrics": ["rpc"],
-            "collect": {"server_peak": False, "client_peak": True, "client_node": False,
-                        "sweep_servers": False, "pairs": pairs, "samples": 2, "duration": 1.0,
-                        "warmup": 0.5, "servers_per_node": 1, "clients_per_node": 1}}
+    return {
+        "nodes": [{"index": i} for i in range(n)],
+        "metrics": ["rpc"],
+        "collect": {
+            "server_peak": False,
+            "client_peak": True,
+            "client_node": False,
+            "sweep_servers": False,
+            "pairs": pairs,
+            "samples": 2,
+            "duration": 1.0,
+            "warmup": 0.5,
+            "servers_per_node": 1,
+            "clients_per_node": 1,
+        },
+    }
 
 
 def test_rounds_plan_the_same_rows_as_serial_with_fewer_placements():

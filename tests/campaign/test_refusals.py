@@ -7,15 +7,13 @@ import fcntl
 import json
 import os
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
+from campaign_util import rooftop
 
 from rooftop import config
 from rooftop.store import Store
-
-from campaign_util import rooftop
 
 DATA = Path(__file__).parent.parent / "data" / "results-19dee6e"
 
@@ -49,8 +47,7 @@ def test_a_deeply_nested_config_is_an_error_naming_the_file(tmp_path, suffix):
 
 
 def test_resume_refuses_the_options_it_would_ignore(tmp_path):
-    err = refused("collect", "--resume", "RUN", "--duration", "0.2", "--metrics", "bw",
-                  "--results", str(tmp_path))
+    err = refused("collect", "--resume", "RUN", "--duration", "0.2", "--metrics", "bw", "--results", str(tmp_path))
     assert "would be ignored: collect.duration, metrics" in err
 
 
@@ -120,10 +117,33 @@ def test_a_lapsed_lease_is_named_in_the_samples_it_failed(tmp_path):
     from campaign_util import samples
 
     res = tmp_path / "res"
-    p = subprocess.Popen([sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc,bw", "--duration", "1",
-                          "--warmup", "0.1", "--samples", "2", "--set", "collect.client_peak=false",
-                          "--set", "collect.client_node=false", "--set", "engine.lease=1", "--results", str(res)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "collect",
+            "--metrics",
+            "rpc,bw",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "2",
+            "--set",
+            "collect.client_peak=false",
+            "--set",
+            "collect.client_node=false",
+            "--set",
+            "engine.lease=1",
+            "--results",
+            str(res),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not list(res.glob("*/raw/*rpc*/windows-*.jsonl")):  # the rpc round measures

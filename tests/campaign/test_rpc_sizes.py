@@ -5,7 +5,6 @@ docs/extending.md: two keys of the rpc metric, one file)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from campaign_util import QUICK, rooftop, samples
 
@@ -24,7 +23,7 @@ def test_sizes_reach_every_engine_and_servers_hold_them(tmp_path):
     assert rows and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
     docs = list((res / run).rglob("client-*.json"))
     assert docs
-    for doc in map(lambda p: json.loads(p.read_text()), docs):
+    for doc in (json.loads(p.read_text()) for p in docs):
         assert (doc["config"]["req_size"], doc["config"]["resp_size"]) == (1024, 131072)
         assert doc["result"]["ops"] > 0
     cfg = json.loads((res / run / "config.json").read_text())
@@ -39,9 +38,7 @@ def test_defaults_leave_the_commands_as_they_were(tmp_path):
 
 
 def test_a_payload_beyond_the_limit_names_the_key(tmp_path):
-    p = rooftop("collect", "--set", "rpc.response_size=32MiB", "--results", str(tmp_path), "--dry-run",
-                check=False)
+    p = rooftop("collect", "--set", "rpc.response_size=32MiB", "--results", str(tmp_path), "--dry-run", check=False)
     assert p.returncode == 2 and "rpc.response_size: 32MiB is larger than 16 MiB" in p.stderr
-    p = rooftop("collect", "--set", "rpc.request_size=lots", "--results", str(tmp_path), "--dry-run",
-                check=False)
+    p = rooftop("collect", "--set", "rpc.request_size=lots", "--results", str(tmp_path), "--dry-run", check=False)
     assert p.returncode == 2 and "rpc.request_size" in p.stderr

@@ -15,8 +15,22 @@ from campaign_util import rooftop
 
 def interrupted_collect(res) -> str:
     """A real collect, SIGINT once its first round is stored (rpc; bw is left)."""
-    args = [sys.executable, "-m", "rooftop", "collect", "--metrics", "rpc,bw", "--duration", "0.4",
-            "--warmup", "0.1", "--samples", "2", "--results", str(res)]
+    args = [
+        sys.executable,
+        "-m",
+        "rooftop",
+        "collect",
+        "--metrics",
+        "rpc,bw",
+        "--duration",
+        "0.4",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "2",
+        "--results",
+        str(res),
+    ]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while True:

@@ -11,11 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.engine import engine_path
-
-from campaign_util import engine_processes, rooftop, samples
 
 QUICK = ["--metrics", "rpc", "--duration", "0.3", "--samples", "1", "--warmup", "0.1"]
 #: Samples of 1 s leave time to look at a group while its servers run.
@@ -71,9 +69,21 @@ def check_while_running(res: Path, token_file: Path, pids: list[int]) -> str:
     wrong = token_file.parent / "wrong-token"
     wrong.write_text("0" * 32 + "\n")
     wrong.chmod(0o600)
-    p = subprocess.run([engine_path(), "shutdown", "--group-dir", str(token_file.parent),
-                        "--token-file", str(wrong), "--timeout", "5"], capture_output=True, text=True,
-                       timeout=30)
+    p = subprocess.run(
+        [
+            engine_path(),
+            "shutdown",
+            "--group-dir",
+            str(token_file.parent),
+            "--token-file",
+            str(wrong),
+            "--timeout",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     wrong.unlink()
     assert p.returncode == 1 and "wrong token" in p.stderr, p.stderr
     return token
@@ -81,9 +91,12 @@ def check_while_running(res: Path, token_file: Path, pids: list[int]) -> str:
 
 def test_campaign_token_stays_secret(tmp_path):
     res = tmp_path / "res"
-    campaign = subprocess.Popen([sys.executable, "-m", "rooftop", "collect", *SLOWER,
-                                 "--results", str(res)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+    campaign = subprocess.Popen(
+        [sys.executable, "-m", "rooftop", "collect", *SLOWER, "--results", str(res)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         token_file, pids = wait_for_servers(res, campaign)
         token = check_while_running(res, token_file, pids)

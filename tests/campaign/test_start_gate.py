@@ -13,15 +13,29 @@ import threading
 import time
 
 import pytest
-
 from campaign_util import engine_processes, rooftop, samples
 
-BASE = ["--metrics", "rpc", "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-        "--binding", "none", "--set", "collect.clients_per_node=2", "--duration", "0.5", "--samples", "2"]
+BASE = [
+    "--metrics",
+    "rpc",
+    "--set",
+    "collect.client_peak=false",
+    "--set",
+    "collect.client_node=false",
+    "--binding",
+    "none",
+    "--set",
+    "collect.clients_per_node=2",
+    "--duration",
+    "0.5",
+    "--samples",
+    "2",
+]
 
 
 def stop_client(marker: str, rank: int, seconds: float | None) -> threading.Thread:
     """Stops client `rank` as soon as it runs, for `seconds` (None: for good)."""
+
     def run():
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -37,6 +51,7 @@ def stop_client(marker: str, rank: int, seconds: float | None) -> threading.Thre
                         os.kill(pid, signal.SIGCONT)
                     return
             time.sleep(0.005)
+
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t
@@ -86,8 +101,11 @@ def test_clients_apart_on_the_clock_are_stored_invalid_and_unused(tmp_path):
 def test_an_invalid_round_is_measured_again(tmp_path):
     res = tmp_path / "res"
     t = stop_client(str(res), 1, 2.5)
-    run = rooftop("collect", *BASE, *CLOCK, "--set", "engine.retries=1",
-                  "--results", str(res)).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop("collect", *BASE, *CLOCK, "--set", "engine.retries=1", "--results", str(res))
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     t.join()
     rows = samples(res, run)
     assert len(rows) == 2 and all(r["status"] == "ok" and r["attempt"] == 2 for r in rows), rows
@@ -101,8 +119,9 @@ def test_a_client_that_never_arrives_fails_the_sample_in_time(tmp_path):
     res = tmp_path / "res"
     t = stop_client(str(res), 1, None)
     t0 = time.monotonic()
-    p = rooftop("collect", *BASE, "--warmup", "0.3", "--set", "engine.barrier_timeout=3", "--results", str(res),
-                check=False)
+    p = rooftop(
+        "collect", *BASE, "--warmup", "0.3", "--set", "engine.barrier_timeout=3", "--results", str(res), check=False
+    )
     took = time.monotonic() - t0
     t.join()
     assert p.returncode == 1 and took < 60, (took, p.stderr)

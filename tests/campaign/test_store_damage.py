@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from campaign_util import rooftop
 
 
@@ -18,8 +17,23 @@ from campaign_util import rooftop
 def campaign(tmp_path_factory):
     """One real, complete campaign: (results folder, run id, its samples)."""
     res = tmp_path_factory.mktemp("store") / "res"
-    run = rooftop("collect", "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1",
-                  "--samples", "2", "--results", str(res)).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop(
+            "collect",
+            "--metrics",
+            "rpc",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "2",
+            "--results",
+            str(res),
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     rows = json.loads(rooftop("export", run, "--format", "json", "--results", str(res)).stdout)["samples"]
     assert len(rows) >= 2 and all(r["status"] == "ok" for r in rows)
     return res, run, rows
@@ -48,8 +62,17 @@ def rebuilt_matches(res, run, rows) -> None:
     by_key = {r["key"]: r for r in new}
     for old in rows:
         r = by_key[old["key"]]
-        for col in ("stage", "metric", "server_nodes", "client_nodes", "server_procs", "client_procs",
-                    "x", "sample", "status"):
+        for col in (
+            "stage",
+            "metric",
+            "server_nodes",
+            "client_nodes",
+            "server_procs",
+            "client_procs",
+            "x",
+            "sample",
+            "status",
+        ):
             assert r[col] == old[col], (old["key"], col)
         assert r["raw_dir"].split("/")[-3:] == old["raw_dir"].split("/")[-3:]  # (folder copied)
         for col in ("aggregate", "per_server", "per_client", "measured_s"):
@@ -74,7 +97,7 @@ def test_corrupted_pages(campaign, tmp_path):
     db = res / "rooftop.db"
     data = bytearray(db.read_bytes())
     page = 4096
-    data[page: len(data)] = bytes((i * 37 + 11) % 256 for i in range(len(data) - page))
+    data[page : len(data)] = bytes((i * 37 + 11) % 256 for i in range(len(data) - page))
     db.write_bytes(bytes(data))
     fails_clearly(rooftop("runs", "--results", str(res), check=False), str(db), "damaged")
     rebuilt_matches(res, run, rows)
@@ -91,8 +114,13 @@ def test_lost_database_is_rebuilt_from_engine_documents(campaign, tmp_path):
 def test_results_path_is_a_file(tmp_path):
     f = tmp_path / "results"
     f.write_text("not a folder\n")
-    for args in (["runs"], ["export", "x"], ["collect", "--metrics", "rpc", "--samples", "1"],
-                 ["validate", "--run", "x"], ["doctor"]):
+    for args in (
+        ["runs"],
+        ["export", "x"],
+        ["collect", "--metrics", "rpc", "--samples", "1"],
+        ["validate", "--run", "x"],
+        ["doctor"],
+    ):
         p = rooftop(*args, "--results", str(f), check=False)
         if args == ["doctor"]:
             assert p.returncode == 1 and "is a file" in p.stdout
@@ -106,8 +134,9 @@ def test_read_only_results_folder(campaign, tmp_path):
     if subprocess.run(["chattr", "+i", str(res)], capture_output=True).returncode != 0:
         pytest.skip("chattr +i is not available here")
     try:
-        p = rooftop("collect", "--metrics", "rpc", "--samples", "1", "--duration", "0.2",
-                    "--results", str(res), check=False)
+        p = rooftop(
+            "collect", "--metrics", "rpc", "--samples", "1", "--duration", "0.2", "--results", str(res), check=False
+        )
         fails_clearly(p, str(res), "writable")
         listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
         assert [r["id"] for r in listed] == [run]  # reading still works
@@ -168,9 +197,12 @@ def test_read_only_mount(campaign):
         dst = mnt / "res"
         shutil.copytree(res, dst)
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
-        for args in (["collect", "--metrics", "rpc", "--samples", "1", "--duration", "0.2"],
-                     ["validate", "--run", run, "--samples", "1", "--duration", "0.2"],
-                     ["report", run], ["plot", run]):
+        for args in (
+            ["collect", "--metrics", "rpc", "--samples", "1", "--duration", "0.2"],
+            ["validate", "--run", run, "--samples", "1", "--duration", "0.2"],
+            ["report", run],
+            ["plot", run],
+        ):
             unwritable(rooftop(*args, "--results", str(dst), check=False), str(dst), "read-only")
 
 
@@ -186,8 +218,23 @@ def test_results_folder_the_user_cannot_write():
     with tempfile.TemporaryDirectory(prefix="rooftop-eacces-") as tmp:
         os.chmod(tmp, 0o755)
         dst = Path(tmp) / "res"
-        run = rooftop("collect", "--metrics", "rpc", "--duration", "0.2", "--warmup", "0.1", "--samples", "1",
-                      "--results", str(dst)).stdout.strip().splitlines()[-1]
+        run = (
+            rooftop(
+                "collect",
+                "--metrics",
+                "rpc",
+                "--duration",
+                "0.2",
+                "--warmup",
+                "0.1",
+                "--samples",
+                "1",
+                "--results",
+                str(dst),
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         for d in [dst, *dst.rglob("*")]:
             os.chmod(d, 0o755 if d.is_dir() else 0o644)
         home = Path(tmp) / "home"  # the user's own files (matplotlib's cache) may be written
@@ -195,7 +242,24 @@ def test_results_folder_the_user_cannot_write():
         home.chmod(0o777)
         env = dict(os.environ, HOME=str(home), MPLCONFIGDIR=str(home))
         for args in (["report", run], ["plot", run]):
-            p = subprocess.run(["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
-                                sys.executable, "-m", "rooftop", *args, "--results", str(dst)],
-                               capture_output=True, text=True, timeout=300, env=env)
+            p = subprocess.run(
+                [
+                    "setpriv",
+                    "--reuid",
+                    "nobody",
+                    "--regid",
+                    "nogroup",
+                    "--clear-groups",
+                    sys.executable,
+                    "-m",
+                    "rooftop",
+                    *args,
+                    "--results",
+                    str(dst),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=env,
+            )
             unwritable(p, str(dst), "permission denied")

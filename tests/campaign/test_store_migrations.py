@@ -14,12 +14,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from campaign_util import rooftop
+
 from rooftop import export
 from rooftop import store as store_mod
-from rooftop.store import (LATENCY_QUANTILES, MIGRATIONS, QUANTITIES, SCHEMA_VERSION, Store,
-                           StoreError, flatten)
+from rooftop.store import LATENCY_QUANTILES, MIGRATIONS, QUANTITIES, SCHEMA_VERSION, Store, StoreError, flatten
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 #: results folder -> (schema version as written, samples it holds)
@@ -65,8 +64,12 @@ def check_filled(res: Path, samples: list[dict]) -> None:
             params = st.sample_params(s["id"])
             cfg = st.get_run(s["run_id"]).config
             assert {k: params[k] for k, _ in flatten(cfg)} == dict(flatten(cfg))
-            assert (params["sample.stage"], params["sample.metric"], params["sample.server_procs"],
-                    params["sample.x"]) == (s["stage"], s["metric"], s["server_procs"], s["x"])
+            assert (
+                params["sample.stage"],
+                params["sample.metric"],
+                params["sample.server_procs"],
+                params["sample.x"],
+            ) == (s["stage"], s["metric"], s["server_procs"], s["x"])
             assert json.loads(params["sample.client_nodes"]) == json.loads(s["client_nodes"])
     finally:
         st.close()
@@ -85,8 +88,9 @@ def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
     for old, new in zip(runs + samples, new_runs + new_samples, strict=True):
         assert {k: new[k] for k in old} == old  # every value as it was
     for old, new in zip(samples, new_samples):  # columns added later: their defaults
-        assert {c: new[c] for c in store_mod.SAMPLE_DEFAULTS if c not in old} == \
-            {c: v for c, v in store_mod.SAMPLE_DEFAULTS.items() if c not in old}
+        assert {c: new[c] for c in store_mod.SAMPLE_DEFAULTS if c not in old} == {
+            c: v for c, v in store_mod.SAMPLE_DEFAULTS.items() if c not in old
+        }
         assert new["ceilings"] == old.get("ceilings", "")
     check_filled(res, new_samples)
 
@@ -124,8 +128,11 @@ def test_newer_database_is_refused(tmp_path):
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.commit()
     db.close()
-    with pytest.raises(StoreError, match=f"{res / 'rooftop.db'} has schema version {SCHEMA_VERSION + 1}, "
-                                         f"newer than this rooftop knows \\(up to {SCHEMA_VERSION}\\)"):
+    with pytest.raises(
+        StoreError,
+        match=f"{res / 'rooftop.db'} has schema version {SCHEMA_VERSION + 1}, "
+        f"newer than this rooftop knows \\(up to {SCHEMA_VERSION}\\)",
+    ):
         Store(res, create=False)
     p = rooftop("runs", "--results", str(res), check=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr and "newer than this rooftop" in p.stderr
@@ -143,6 +150,7 @@ def _open_slowly(res: str, log: str, go) -> None:
                 f.write(f"{m.number}\n")
             time.sleep(0.05)
             m.apply(store)
+
         return store_mod.Migration(m.number, m.reason, apply)
 
     store_mod.MIGRATIONS[:] = [logged(m) for m in MIGRATIONS]
@@ -174,8 +182,9 @@ def test_failed_migration_leaves_the_database_as_it_was(tmp_path, monkeypatch):
     def broken(store):
         store.db.execute("SELECT no_such_column FROM samples")
 
-    monkeypatch.setattr(store_mod, "MIGRATIONS", [*MIGRATIONS[:-1],
-                                                  store_mod.Migration(SCHEMA_VERSION, "broken", broken)])
+    monkeypatch.setattr(
+        store_mod, "MIGRATIONS", [*MIGRATIONS[:-1], store_mod.Migration(SCHEMA_VERSION, "broken", broken)]
+    )
     with pytest.raises(StoreError, match="while upgrading its schema from version 0 to"):
         Store(res, create=False)
     assert user_version(res) == 0 and (res / "rooftop.db").read_bytes() == before
@@ -185,11 +194,24 @@ def test_failed_migration_leaves_the_database_as_it_was(tmp_path, monkeypatch):
 def test_replaced_sample_keeps_no_stale_quantities(tmp_path):
     st = Store(tmp_path / "res")
     run = st.new_run({"metrics": ["rpc"], "nodes": [{"index": 0, "host": "a"}]}, {})
-    row = dict(run_id=run, key="server_peak/rpc/s0x1/c1x1/0", stage="server_peak", metric="rpc",
-               unit="ops/s", server_nodes=[0], client_nodes=[1], server_procs=1, client_procs=1, x=1.0,
-               sample=0, raw_dir="", error="")
-    st.add_sample(**row, status="ok", aggregate=10.0, per_server=10.0, per_client=10.0, measured_s=1.0,
-                  foreign_cpu=0.25)
+    row = dict(
+        run_id=run,
+        key="server_peak/rpc/s0x1/c1x1/0",
+        stage="server_peak",
+        metric="rpc",
+        unit="ops/s",
+        server_nodes=[0],
+        client_nodes=[1],
+        server_procs=1,
+        client_procs=1,
+        x=1.0,
+        sample=0,
+        raw_dir="",
+        error="",
+    )
+    st.add_sample(
+        **row, status="ok", aggregate=10.0, per_server=10.0, per_client=10.0, measured_s=1.0, foreign_cpu=0.25
+    )
     first = st.samples(run)[0]["id"]
     assert st.sample_quantities(first)["foreign_cpu"] == (0.25, "cores")
     st.add_sample(**row, status="failed", aggregate=None, per_server=None, per_client=None, measured_s=0.0)
@@ -206,20 +228,34 @@ def test_latency_of_pairs_and_of_whole_rounds(tmp_path):
     st = Store(tmp_path / "res")
     run = st.new_run({}, {})
     bins = {0: [[10.0, 11.0, 100]], 1: [[20.0, 21.0, 50], [40.0, 42.0, 50]]}
-    for name, keys in (("pairs", [["p/rpc/s0x1/c1x1/0", "p/rpc/s1x1/c0x1/0"]]),
-                       ("round", [["r/rpc/s0x1/c1-2x1/0"]])):
+    for name, keys in (("pairs", [["p/rpc/s0x1/c1x1/0", "p/rpc/s1x1/c0x1/0"]]), ("round", [["r/rpc/s0x1/c1-2x1/0"]])):
         docs = st.run_dir(run) / "raw" / name
         docs.mkdir(parents=True)
         (docs / "round.json").write_text(json.dumps({"keys": keys}))
         for rank, b in bins.items():
             (docs / f"client-{rank}.json").write_text(json.dumps({"result": {"latency_us": {"bins": b}}}))
         for key in keys[0]:
-            st.add_sample(run_id=run, key=key, stage="client_peak", metric="rpc", unit="ops/s",
-                          server_nodes=[0], client_nodes=[1], server_procs=1, client_procs=len(keys) + 1,
-                          x=1.0, sample=0, status="ok", aggregate=1.0, per_server=1.0, per_client=1.0,
-                          measured_s=1.0, error="", raw_dir=str(docs))
-    lat = {s["key"].split("/")[0] + s["key"].split("/")[2]: st.sample_quantities(s["id"])
-           for s in st.samples(run)}
+            st.add_sample(
+                run_id=run,
+                key=key,
+                stage="client_peak",
+                metric="rpc",
+                unit="ops/s",
+                server_nodes=[0],
+                client_nodes=[1],
+                server_procs=1,
+                client_procs=len(keys) + 1,
+                x=1.0,
+                sample=0,
+                status="ok",
+                aggregate=1.0,
+                per_server=1.0,
+                per_client=1.0,
+                measured_s=1.0,
+                error="",
+                raw_dir=str(docs),
+            )
+    lat = {s["key"].split("/")[0] + s["key"].split("/")[2]: st.sample_quantities(s["id"]) for s in st.samples(run)}
     assert [lat["ps0x1"][n][0] for n in LATENCY_QUANTILES] == [11.0, 11.0, 11.0]
     assert [lat["ps1x1"][n][0] for n in LATENCY_QUANTILES] == [21.0, 42.0, 42.0]
     assert [lat["rs0x1"][n][0] for n in LATENCY_QUANTILES] == [11.0, 42.0, 42.0]  # 200 merged
@@ -232,17 +268,47 @@ def test_migrations_are_numbered_in_order_with_a_reason():
 
 
 def test_flatten_config():
-    cfg = {"bw": {"size": "4MiB", "verify": False}, "metrics": ["rpc", "bw"], "engine": {"path": None},
-           "nodes": [{"index": 0, "cores": [0, 1]}, {"index": 1, "cores": [2]}], "extra": {}, "none": []}
-    assert flatten(cfg) == [("bw.size", "4MiB"), ("bw.verify", False), ("metrics", '["rpc", "bw"]'),
-                            ("engine.path", None), ("nodes.0.index", 0), ("nodes.0.cores", "[0, 1]"),
-                            ("nodes.1.index", 1), ("nodes.1.cores", "[2]"), ("extra", "{}"), ("none", "[]")]
+    cfg = {
+        "bw": {"size": "4MiB", "verify": False},
+        "metrics": ["rpc", "bw"],
+        "engine": {"path": None},
+        "nodes": [{"index": 0, "cores": [0, 1]}, {"index": 1, "cores": [2]}],
+        "extra": {},
+        "none": [],
+    }
+    assert flatten(cfg) == [
+        ("bw.size", "4MiB"),
+        ("bw.verify", False),
+        ("metrics", '["rpc", "bw"]'),
+        ("engine.path", None),
+        ("nodes.0.index", 0),
+        ("nodes.0.cores", "[0, 1]"),
+        ("nodes.1.index", 1),
+        ("nodes.1.cores", "[2]"),
+        ("extra", "{}"),
+        ("none", "[]"),
+    ]
 
 
 def test_fresh_campaign_fills_quantities_and_params(tmp_path):
     res = tmp_path / "res"
-    run = rooftop("collect", "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2",
-                  "--results", str(res)).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop(
+            "collect",
+            "--metrics",
+            "rpc",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--samples",
+            "2",
+            "--results",
+            str(res),
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert user_version(res) == SCHEMA_VERSION
     samples = raw_rows(res, "samples")
     assert len(samples) == 2 and {s["run_id"] for s in samples} == {run}

@@ -4,10 +4,10 @@ here (then those tests skip), and the 'rooftop cluster' CLI."""
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 import os
 import shutil
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -31,8 +31,10 @@ def _why_no_cluster() -> str | None:
     except ClusterError as e:
         return str(e)
     if state.load() is not None:
-        return (f"an emulated cluster is already up on this machine ({state.path()}); the tests would "
-                f"remove it: run 'rooftop cluster down' first")
+        return (
+            f"an emulated cluster is already up on this machine ({state.path()}); the tests would "
+            f"remove it: run 'rooftop cluster down' first"
+        )
     return None
 
 

@@ -4,7 +4,6 @@ cluster runs 'cluster down' in its teardown."""
 from __future__ import annotations
 
 import pytest
-
 from cluster_util import cluster, cluster_up, status_json
 
 

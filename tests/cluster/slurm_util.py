@@ -13,11 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from cluster_util import _why_no_cluster
 
-SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "salloc", "srun", "sinfo", "squeue", "scontrol",
-               "nsenter", "mpiexec")
+SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "salloc", "srun", "sinfo", "squeue", "scontrol", "nsenter", "mpiexec")
 
 
 def _why_no_slurm() -> str | None:
@@ -26,8 +24,10 @@ def _why_no_slurm() -> str | None:
         return why
     missing = [t for t in SLURM_TOOLS if shutil.which(t) is None]
     if missing:
-        return (f"{', '.join(missing)} not installed (apt-get install slurm-wlm munge; "
-                f"'bash scripts/setup.sh --test' does it as root)")
+        return (
+            f"{', '.join(missing)} not installed (apt-get install slurm-wlm munge; "
+            f"'bash scripts/setup.sh --test' does it as root)"
+        )
     return None
 
 
@@ -38,15 +38,19 @@ def slurm_env(**extra) -> dict[str, str]:
     from rooftop.cluster import slurm
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SRUN_", "SALLOC_"))}
-    return {**env, "SLURM_CONF": str(slurm.conf_path()),
-            "ROOFTOP_CORES_LOCK": os.environ.get("ROOFTOP_CORES_LOCK", "/tmp/rooftop-slurm-tests.lock"),
-            **extra}
+    return {
+        **env,
+        "SLURM_CONF": str(slurm.conf_path()),
+        "ROOFTOP_CORES_LOCK": os.environ.get("ROOFTOP_CORES_LOCK", "/tmp/rooftop-slurm-tests.lock"),
+        **extra,
+    }
 
 
 def sl(*argv, timeout=30, check=True) -> subprocess.CompletedProcess:
     """A Slurm command against the emulated cluster's Slurm."""
-    p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=slurm_env(),
-                       stdin=subprocess.DEVNULL)
+    p = subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=timeout, env=slurm_env(), stdin=subprocess.DEVNULL
+    )
     if check:
         assert p.returncode == 0, (argv, p.stdout, p.stderr)
     return p
@@ -109,8 +113,7 @@ def check_engines_on_their_nodes(run_dir: Path) -> int:
             continue
         doc = json.loads(f.read_text())
         eng = doc.get("engine") or {}
-        m = re.search(r"_?s([\d-]+)x\d+" if doc["role"] == "server" else r"_c([\d-]+)x\d+",
-                      f.parent.name)
+        m = re.search(r"_?s([\d-]+)x\d+" if doc["role"] == "server" else r"_c([\d-]+)x\d+", f.parent.name)
         assert m, f
         nodes = [int(n) for n in m.group(1).split("-")]
         i = int(eng["domain"].removeprefix("rooftop-p"))

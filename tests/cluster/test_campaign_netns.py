@@ -12,26 +12,36 @@ import shutil
 import statistics
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-
-from cluster_util import needs_root, rooftop
 from campaign_util import samples
+from cluster_util import needs_root, rooftop
 
 pytestmark = needs_root
 
 R_BITS = 200_000_000
-R = R_BITS / 8            # bytes/s
+R = R_BITS / 8  # bytes/s
 
 
 def test_collect_and_validate_end_to_end(cluster3, tmp_path):
     res = tmp_path / "res"
-    p = rooftop("collect", "--launcher", "netns", "--metrics", "rpc,bw", "--duration", "1",
-                "--warmup", "0.3", "--samples", "2", "--results", str(res))
+    p = rooftop(
+        "collect",
+        "--launcher",
+        "netns",
+        "--metrics",
+        "rpc,bw",
+        "--duration",
+        "1",
+        "--warmup",
+        "0.3",
+        "--samples",
+        "2",
+        "--results",
+        str(res),
+    )
     run = p.stdout.strip().splitlines()[-1]
-    rooftop("validate", "--run", run, "--results", str(res), "--duration", "1", "--warmup", "0.3",
-            "--samples", "1")
+    rooftop("validate", "--run", run, "--results", str(res), "--duration", "1", "--warmup", "0.3", "--samples", "1")
     rows = samples(res, run)
     assert rows and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["error"]]
     assert {r["stage"] for r in rows} >= {"server_peak", "client_peak", "validate"}
@@ -39,8 +49,9 @@ def test_collect_and_validate_end_to_end(cluster3, tmp_path):
     # measured over common windows, never add up to more than R.
     one_server_node = [r for r in rows if r["metric"] == "bw" and len(json.loads(r["server_nodes"])) == 1]
     assert any(r["client_procs"] > 1 for r in one_server_node)
-    assert all(r["aggregate"] <= 1.02 * R for r in one_server_node), \
-        [(r["key"], r["aggregate"] / 1e6) for r in one_server_node]
+    assert all(r["aggregate"] <= 1.02 * R for r in one_server_node), [
+        (r["key"], r["aggregate"] / 1e6) for r in one_server_node
+    ]
 
     # Nodes 0 and 2 share a core: no ceiling comes from a placement that puts
     # two processes on it (the pair 0-2, here), and the model says which.
@@ -54,7 +65,10 @@ def test_collect_and_validate_end_to_end(cluster3, tmp_path):
     cfg = json.loads((res / run / "config.json").read_text())
     assert cfg["launcher"]["type"] == "netns"
     assert [(n["host"], n["address"]) for n in cfg["nodes"]] == [
-        ("rooftop-n0", "10.231.0.10"), ("rooftop-n1", "10.231.0.11"), ("rooftop-n2", "10.231.0.12")]
+        ("rooftop-n0", "10.231.0.10"),
+        ("rooftop-n1", "10.231.0.11"),
+        ("rooftop-n2", "10.231.0.12"),
+    ]
     assert all(n["emulation"]["link_rate_bits"] == R_BITS for n in cfg["nodes"])
 
     # engine documents: servers serve on their node's address, clients use their node's veth
@@ -80,18 +94,25 @@ def key_nodes(key: str) -> set[int]:
 def iperf3(server_ns: str, server_addr: str, client_ns: str, seconds: float = 2) -> float:
     """Bytes/s from server to client (-R: the direction of a bulk read)."""
     port = "5299"
-    srv = subprocess.Popen(["ip", "netns", "exec", server_ns, "iperf3", "-s", "-1", "-p", port,
-                            "-B", server_addr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv = subprocess.Popen(
+        ["ip", "netns", "exec", server_ns, "iperf3", "-s", "-1", "-p", port, "-B", server_addr],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        for _ in range(100):            # wait until it listens
-            ss = subprocess.run(["ip", "netns", "exec", server_ns, "ss", "-ltn"], capture_output=True,
-                                text=True, timeout=10).stdout
+        for _ in range(100):  # wait until it listens
+            ss = subprocess.run(
+                ["ip", "netns", "exec", server_ns, "ss", "-ltn"], capture_output=True, text=True, timeout=10
+            ).stdout
             if f":{port}" in ss:
                 break
             time.sleep(0.05)
-        p = subprocess.run(["ip", "netns", "exec", client_ns, "iperf3", "-c", server_addr, "-p", port,
-                            "-R", "-t", str(seconds), "-J"], capture_output=True, text=True,
-                           timeout=seconds + 30)
+        p = subprocess.run(
+            ["ip", "netns", "exec", client_ns, "iperf3", "-c", server_addr, "-p", port, "-R", "-t", str(seconds), "-J"],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 30,
+        )
         assert p.returncode == 0, p.stdout[-500:] + p.stderr
         return json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"] / 8
     finally:
@@ -106,17 +127,35 @@ def test_ground_truth_bandwidth_is_the_link_rate(cluster3, tmp_path):
     # reads of 256 KiB and less stall over a shaped TCP link and get 50-85 % of R; see
     # docs/emulated-cluster.md)
     res = tmp_path / "res"
-    p = rooftop("collect", "--launcher", "netns", "--metrics", "bw", "--set", "bw.size=1MiB",
-                "--duration", "2", "--warmup", "0.5", "--samples", "2",
-                "--set", "collect.client_node=false", "--results", str(res))
+    p = rooftop(
+        "collect",
+        "--launcher",
+        "netns",
+        "--metrics",
+        "bw",
+        "--set",
+        "bw.size=1MiB",
+        "--duration",
+        "2",
+        "--warmup",
+        "0.5",
+        "--samples",
+        "2",
+        "--set",
+        "collect.client_node=false",
+        "--results",
+        str(res),
+    )
     run = p.stdout.strip().splitlines()[-1]
     rows = [r for r in samples(res, run) if r["status"] == "ok"]
     client = statistics.median(r["per_client"] for r in rows if r["stage"] == "client_peak")
     server = [r for r in rows if r["stage"] == "server_peak"]
     # node 0's link carries every client's data: server ceiling x server processes = R
     node0 = statistics.median(r["per_server"] * r["server_procs"] for r in server)
-    report = (f"R {R / 1e6:.1f} MB/s, iperf3 {ref / 1e6:.1f}, client ceiling {client / 1e6:.1f}, "
-              f"server node aggregate {node0 / 1e6:.1f}")
+    report = (
+        f"R {R / 1e6:.1f} MB/s, iperf3 {ref / 1e6:.1f}, client ceiling {client / 1e6:.1f}, "
+        f"server node aggregate {node0 / 1e6:.1f}"
+    )
     print(report)
     assert abs(ref - R) <= 0.10 * R, report
     assert abs(client - R) <= 0.10 * R, report

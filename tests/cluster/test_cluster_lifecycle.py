@@ -6,15 +6,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from cluster_util import cluster, needs_root, status_json
 
 from rooftop.cluster import cgroups, lifecycle, net, state
 from rooftop.cluster.spec import build_spec
-
-from cluster_util import cluster, needs_root, status_json
 
 pytestmark = needs_root
 
@@ -33,16 +31,14 @@ def everything() -> dict:
     for root in layout.roots():
         if root.is_dir():
             cg += [str(root)] + sorted(str(p) for p in root.iterdir() if p.is_dir())
-    return {"netns": net.list_netns(), "links": net.list_links(), "cgroups": cg,
-            "state": state.path().exists()}
+    return {"netns": net.list_netns(), "links": net.list_links(), "cgroups": cg, "state": state.path().exists()}
 
 
 NOTHING = {"netns": [], "links": [], "cgroups": [], "state": False}
 
 
 def test_up_builds_exactly_the_cluster_and_is_idempotent(clean):
-    p = cluster("up", "--nodes", "4", "--link-rate", "100mbit", "--node", "3:rate=50mbit",
-                "--node", "2:cpu=40%")
+    cluster("up", "--nodes", "4", "--link-rate", "100mbit", "--node", "3:rate=50mbit", "--node", "2:cpu=40%")
     layout = cgroups.detect()
     got = everything()
     assert got["netns"] == [f"rooftop-n{i}" for i in range(4)]
@@ -56,8 +52,10 @@ def test_up_builds_exactly_the_cluster_and_is_idempotent(clean):
         addrs = run_json(["ip", "-j", "-n", ns, "-4", "addr", "show", "dev", f"rooftop-p{i}"])
         assert [a["local"] for a in addrs[0]["addr_info"]] == [f"10.231.0.{10 + i}"]
         rate = 50_000_000 if i == 3 else 100_000_000
-        for argv in (["tc", "-j", "-n", ns, "qdisc", "show", "dev", f"rooftop-p{i}"],
-                     ["tc", "-j", "qdisc", "show", "dev", f"rooftop-v{i}"]):
+        for argv in (
+            ["tc", "-j", "-n", ns, "qdisc", "show", "dev", f"rooftop-p{i}"],
+            ["tc", "-j", "qdisc", "show", "dev", f"rooftop-v{i}"],
+        ):
             (q,) = [q for q in run_json(argv) if q.get("root")]
             assert q["kind"] == "tbf" and q["options"]["rate"] * 8 == rate
         master = run_json(["ip", "-j", "link", "show", "dev", f"rooftop-v{i}"])[0]["master"]
@@ -73,14 +71,13 @@ def test_up_builds_exactly_the_cluster_and_is_idempotent(clean):
     assert st["up"] and not st["problems"]
     assert [n["live"]["send_rate_bits"] for n in st["nodes"]] == [10**8, 10**8, 10**8, 5 * 10**7]
     assert [n["live"]["receive_rate_bits"] for n in st["nodes"]] == [10**8, 10**8, 10**8, 5 * 10**7]
-    assert [n["shared_with"] for n in st["nodes"]] == [[2], [3], [0], [1]]   # 4 nodes on 2 cores
+    assert [n["shared_with"] for n in st["nodes"]] == [[2], [3], [0], [1]]  # 4 nodes on 2 cores
     assert st["nodes"][2]["cpu_percent"] == 40.0
     text = cluster("status").stdout
     assert "nodes share cores: 4 nodes on 2 core(s)" in text and "40% (0.40 cores)" in text
 
     before = everything()
-    again = cluster("up", "--nodes", "4", "--link-rate", "100mbit", "--node", "3:rate=50mbit",
-                    "--node", "2:cpu=40%")
+    again = cluster("up", "--nodes", "4", "--link-rate", "100mbit", "--node", "3:rate=50mbit", "--node", "2:cpu=40%")
     assert "already up" in again.stderr
     assert everything() == before
 
@@ -106,7 +103,7 @@ def test_up_repairs_an_incomplete_cluster_and_down_needs_no_state(clean):
     p = cluster("up", "--nodes", "2", "--link-rate", "1gbit")
     assert "incomplete" in p.stderr
     assert not status_json()["problems"]
-    state.path().unlink()            # down finds everything by name
+    state.path().unlink()  # down finds everything by name
     cluster("down")
     assert everything() == NOTHING
 
@@ -130,9 +127,14 @@ def _as_nobody(*args):
     if not os.access(os.path.realpath(py), os.X_OK) or os.path.realpath(py).startswith("/root/"):
         py = "/usr/bin/python3"
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": ":".join([SRC, *site])}
-    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", py, "-m",
-                           "rooftop", "cluster", *args], capture_output=True, text=True, timeout=60,
-                          env=env, cwd="/")
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", py, "-m", "rooftop", "cluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd="/",
+    )
 
 
 def test_not_root_is_a_clear_error(clean, monkeypatch, capsys):
@@ -186,9 +188,12 @@ def test_ctrl_c_during_up_cleans_up(clean):
     """A real SIGINT to 'rooftop cluster up' while it builds node 3 of 60."""
     import signal
 
-    p = subprocess.Popen([sys.executable, "-m", "rooftop", "cluster", "up", "--nodes", "60",
-                          "--link-rate", "100mbit"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "rooftop", "cluster", "up", "--nodes", "60", "--link-rate", "100mbit"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for line in p.stderr:
             if line.startswith("node 2:"):
@@ -225,6 +230,6 @@ def test_processes_run_in_the_node_and_the_cpu_cap_holds(clean):
     assert p.returncode == 0, p.stderr
     first, cg = p.stdout.split("\n", 1)
     ifaces, share = first.rsplit(" ", 1)
-    assert sorted(eval(ifaces)) == ["lo", "rooftop-p1"]      # its own namespace
-    assert ":/rooftop/n1" in cg                              # its cgroups
-    assert 0.2 <= float(share) <= 0.35, share                 # 30 % of its one core
+    assert sorted(eval(ifaces)) == ["lo", "rooftop-p1"]  # its own namespace
+    assert ":/rooftop/n1" in cg  # its cgroups
+    assert 0.2 <= float(share) <= 0.35, share  # 30 % of its one core

@@ -36,17 +36,55 @@ pytestmark = needs_root
 # 1 MiB blocks (the validate stage with one server and one client node):
 # about 15 per window even beside the flood, so the rate is not quantized
 # by whole operations.
-SERVICE = ["--launcher", "netns", "--metrics", "bw", "--stages", "validate",
-           "--set", "validate.server_nodes=[1]", "--set", "validate.client_nodes=[1]",
-           "--set", "validate.servers_per_node=1", "--set", "validate.clients_per_node=1",
-           "--set", "engine.server_progress=block", "--set", "engine.client_progress=block",
-           "--set", "engine.timeout=60", "--set", "bw.size=1MiB",
-           "--duration", "3", "--warmup", "0.5", "--samples", "2", "--load-warmup", "3"]
+SERVICE = [
+    "--launcher",
+    "netns",
+    "--metrics",
+    "bw",
+    "--stages",
+    "validate",
+    "--set",
+    "validate.server_nodes=[1]",
+    "--set",
+    "validate.client_nodes=[1]",
+    "--set",
+    "validate.servers_per_node=1",
+    "--set",
+    "validate.clients_per_node=1",
+    "--set",
+    "engine.server_progress=block",
+    "--set",
+    "engine.client_progress=block",
+    "--set",
+    "engine.timeout=60",
+    "--set",
+    "bw.size=1MiB",
+    "--duration",
+    "3",
+    "--warmup",
+    "0.5",
+    "--samples",
+    "2",
+    "--load-warmup",
+    "3",
+]
 # The flood: n2 reads 1 MiB blocks from a server on n0, one at a time: a
 # flow equal to the service's, through n0's link in the same direction.
 # Its units are windows of 1.5 s: several 1 MiB reads even with 5 flows.
-FLOOD = ["--loads", "net", "--load-nodes", "0,2", "--load-set", "net.pattern=broadcast", "--load-set", "net.size=1MiB",
-         "--load-set", "net.concurrency=1", "--load-set", "net.window=1.5"]
+FLOOD = [
+    "--loads",
+    "net",
+    "--load-nodes",
+    "0,2",
+    "--load-set",
+    "net.pattern=broadcast",
+    "--load-set",
+    "net.size=1MiB",
+    "--load-set",
+    "net.concurrency=1",
+    "--load-set",
+    "net.window=1.5",
+]
 
 
 def _interfere(results: Path, *more) -> dict:

@@ -19,15 +19,48 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 @needs_root
 def test_the_cluster_dataset_command_regenerates_a_dataset_learn_reads(clean, tmp_path):
     out = tmp_path / "dataset"
-    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "learn_dataset.py"), "--cluster", "3",
-                        "--out", str(out), "--settings", "2", "--duration", "0.3", "--samples", "2"],
-                       capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "learn_dataset.py"),
+            "--cluster",
+            "3",
+            "--out",
+            str(out),
+            "--settings",
+            "2",
+            "--duration",
+            "0.3",
+            "--samples",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     runs = p.stdout.split()
     assert len(runs) == 2 and (out / "rooftop.db").is_file()
     assert not status_json().get("up"), "the script brought the cluster up, so it takes it down"
-    learn = subprocess.run([sys.executable, "-m", "rooftop", "learn", *runs, "--results", str(out),
-                            "--folds", "3", "--target", "bw", "--json"], capture_output=True, text=True, timeout=600)
+    learn = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "learn",
+            *runs,
+            "--results",
+            str(out),
+            "--folds",
+            "3",
+            "--target",
+            "bw",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert learn.returncode == 0, learn.stderr[-2000:]
     (bw,) = json.loads(learn.stdout)
     assert {"sample.server_nodes", "sample.client_nodes", "bw.size"} <= set(bw["features"])

@@ -6,9 +6,8 @@ one capped to 20 % CPU, every link shaped to R; bulk reads by 3 clients
 from __future__ import annotations
 
 import pytest
-
-from cluster_util import cluster_up, needs_root, rooftop
 from campaign_util import samples
+from cluster_util import cluster_up, needs_root, rooftop
 
 pytestmark = needs_root
 
@@ -19,9 +18,27 @@ def test_bulk_aggregates_through_one_link_stay_at_its_rate(rate_bits, tmp_path):
     with cluster_up("--nodes", "4", "--link-rate", f"{rate_bits // 1_000_000}mbit", "--node", "3:cpu=20%"):
         for size in ("1MiB", "4MiB"):
             res = tmp_path / f"res-{size}"
-            p = rooftop("collect", "--launcher", "netns", "--metrics", "bw", "--set", f"bw.size={size}",
-                        "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                        "--duration", "1.5", "--warmup", "0.5", "--samples", "2", "--results", str(res))
+            p = rooftop(
+                "collect",
+                "--launcher",
+                "netns",
+                "--metrics",
+                "bw",
+                "--set",
+                f"bw.size={size}",
+                "--set",
+                "collect.client_peak=false",
+                "--set",
+                "collect.client_node=false",
+                "--duration",
+                "1.5",
+                "--warmup",
+                "0.5",
+                "--samples",
+                "2",
+                "--results",
+                str(res),
+            )
             run = p.stdout.strip().splitlines()[-1]
             rows = samples(res, run)
             assert len(rows) == 2 and all(r["client_procs"] == 3 for r in rows), rows

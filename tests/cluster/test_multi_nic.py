@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from cluster_util import cluster, cluster_up, needs_root, rooftop, status_json
 from campaign_util import samples
+from cluster_util import cluster, cluster_up, needs_root, rooftop, status_json
 
 pytestmark = needs_root
 
@@ -44,32 +44,60 @@ def check_rails(st: dict) -> None:
         for k in range(NICS):
             master = run_json(["ip", "-j", "link", "show", "dev", n["nics"][k]["peer"]])[0]["master"]
             assert master == f"rooftop-br{k}"
-            other = f"10.231.3.{10 + 1 - i}"     # the other node's NIC on rail 3
-            route = run_json(["ip", "-j", "-n", n["netns"], "route", "get", other,
-                              "from", f"10.231.{k}.{10 + i}"])[0]
+            other = f"10.231.3.{10 + 1 - i}"  # the other node's NIC on rail 3
+            route = run_json(["ip", "-j", "-n", n["netns"], "route", "get", other, "from", f"10.231.{k}.{10 + i}"])[0]
             assert route["dev"] == nic_name(i, k)
 
 
 def measure(policy: str, res) -> tuple[list[dict], set[str]]:
     """Server peak of 4 servers (node 0) and 8 unbound clients (node 1)
     under the clients' policy: the samples, and the NICs the clients used."""
-    p = rooftop("collect", "--launcher", "netns", "--metrics", "bw", "--binding", "none",
-                "--nic-policy", policy, "--set", "nic.server_policy=all:roundrobin",
-                "--set", "bw.size=1MiB", "--set", "bw.stream_size=64MiB",
-                # 12 processes on 2 cores: they wait for completions instead of polling
-                "--set", "engine.client_progress=block", "--set", "engine.server_progress=block",
-                "--set", "collect.servers_per_node=4", "--set", "collect.clients_per_node=8",
-                "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                "--duration", "3", "--warmup", "0.5", "--samples", "2", "--results", str(res),
-                timeout=300)
+    p = rooftop(
+        "collect",
+        "--launcher",
+        "netns",
+        "--metrics",
+        "bw",
+        "--binding",
+        "none",
+        "--nic-policy",
+        policy,
+        "--set",
+        "nic.server_policy=all:roundrobin",
+        "--set",
+        "bw.size=1MiB",
+        "--set",
+        "bw.stream_size=64MiB",
+        # 12 processes on 2 cores: they wait for completions instead of polling
+        "--set",
+        "engine.client_progress=block",
+        "--set",
+        "engine.server_progress=block",
+        "--set",
+        "collect.servers_per_node=4",
+        "--set",
+        "collect.clients_per_node=8",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--duration",
+        "3",
+        "--warmup",
+        "0.5",
+        "--samples",
+        "2",
+        "--results",
+        str(res),
+        timeout=300,
+    )
     run = p.stdout.strip().splitlines()[-1]
     rows = samples(res, run)
     used = set()
     for doc in (res / run).rglob("client-*.json"):
         engine = json.loads(doc.read_text())["engine"]
         assert engine["nic_policy"]["policy"] == policy
-        assert [c["name"] for c in engine["nic_policy"]["candidates"]] == \
-            [nic_name(1, k) for k in range(NICS)]
+        assert [c["name"] for c in engine["nic_policy"]["candidates"]] == [nic_name(1, k) for k in range(NICS)]
         used.add(engine["nic_policy"]["chosen"]["name"])
         assert engine["interface"] == engine["nic_policy"]["chosen"]["name"]
     servers = set()

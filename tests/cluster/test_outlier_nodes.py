@@ -9,7 +9,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from cluster_util import cluster_up, needs_root, rooftop
 
 pytestmark = needs_root
@@ -22,9 +21,26 @@ pytestmark = needs_root
 # the start barrier's release up to ~0.2 s late on a loaded CI machine, so
 # windows are 1 s and the gate is widened to 60 % (the pairs are what is
 # tested; the model needs a server peak).
-COMMON = ["--launcher", "netns", "--metrics", "rpc", "--binding", "none", "--set", "engine.min_overlap=0.6",
-          "--set", "engine.server_progress=busy", "--set", "collect.client_node=false",
-          "--duration", "1.0", "--warmup", "0.2", "--samples", "3"]
+COMMON = [
+    "--launcher",
+    "netns",
+    "--metrics",
+    "rpc",
+    "--binding",
+    "none",
+    "--set",
+    "engine.min_overlap=0.6",
+    "--set",
+    "engine.server_progress=busy",
+    "--set",
+    "collect.client_node=false",
+    "--duration",
+    "1.0",
+    "--warmup",
+    "0.2",
+    "--samples",
+    "3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +87,7 @@ def test_the_cpu_capped_node_and_only_it_is_flagged(capped4, tmp_path):
 
 @pytest.fixture(scope="module")
 def slowlink4():
-    with cluster_up("--nodes", "4", "--cores-per-node", "2", "--link-rate", "100mbit",
-                    "--node", "3:rate=30mbit"):
+    with cluster_up("--nodes", "4", "--cores-per-node", "2", "--link-rate", "100mbit", "--node", "3:rate=30mbit"):
         yield
 
 
@@ -82,17 +97,50 @@ def test_pair_rounds_on_shared_cores_run_one_pair_at_a_time_and_find_the_slow_li
     cores at once). Link-bound (bulk reads, blocking progress): node 3's
     link is slower than the others."""
     res = tmp_path / "res"
-    run = rooftop("collect", "--launcher", "netns", "--metrics", "bw", "--pairs", "rounds", "--binding", "none",
-                  "--set", "collect.server_peak=false", "--set", "collect.client_node=false",
-                  "--set", "engine.server_progress=block", "--set", "engine.client_progress=block",
-                  "--set", "bw.size=1MiB", "--set", "bw.buffer=reuse",
-                  "--duration", "0.6", "--warmup", "0.3", "--samples", "2", "--results", str(res),
-                  timeout=600).stdout.strip().splitlines()[-1]
+    run = (
+        rooftop(
+            "collect",
+            "--launcher",
+            "netns",
+            "--metrics",
+            "bw",
+            "--pairs",
+            "rounds",
+            "--binding",
+            "none",
+            "--set",
+            "collect.server_peak=false",
+            "--set",
+            "collect.client_node=false",
+            "--set",
+            "engine.server_progress=block",
+            "--set",
+            "engine.client_progress=block",
+            "--set",
+            "bw.size=1MiB",
+            "--set",
+            "bw.buffer=reuse",
+            "--duration",
+            "0.6",
+            "--warmup",
+            "0.3",
+            "--samples",
+            "2",
+            "--results",
+            str(res),
+            timeout=600,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     db = sqlite3.connect(res / "rooftop.db")
     cfg = json.loads(db.execute("SELECT config FROM runs WHERE id=?", (run,)).fetchone()[0])
     assert cfg["collect"]["pairs"] == "rounds"
-    rows = db.execute("SELECT key, server_nodes, client_nodes, raw_dir, status, x FROM samples "
-                      "WHERE run_id=? AND stage='client_peak'", (run,)).fetchall()
+    rows = db.execute(
+        "SELECT key, server_nodes, client_nodes, raw_dir, status, x FROM samples "
+        "WHERE run_id=? AND stage='client_peak'",
+        (run,),
+    ).fetchall()
     # The same rows as serial: 6 pairs x 2 samples, one process each side ...
     pairs = sorted({(json.loads(s)[0], json.loads(c)[0]) for _, s, c, _, _, _ in rows})
     assert pairs == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)] and len(rows) == 12
@@ -127,8 +175,24 @@ def test_pair_rounds_on_shared_cores_run_one_pair_at_a_time_and_find_the_slow_li
 # ran three pairs at once on the 2 cores. One collect (pair rounds), several
 # checks. Windows of 1 s with the start gate at 60 %: the capped node's
 # clients reach the barrier late (as in capped4).
-SIX = ["--launcher", "netns", "--metrics", "rpc", "--pairs", "rounds", "--set", "engine.min_overlap=0.6",
-       "--set", "collect.client_node=false", "--duration", "1.0", "--warmup", "0.2", "--samples", "2"]
+SIX = [
+    "--launcher",
+    "netns",
+    "--metrics",
+    "rpc",
+    "--pairs",
+    "rounds",
+    "--set",
+    "engine.min_overlap=0.6",
+    "--set",
+    "collect.client_node=false",
+    "--duration",
+    "1.0",
+    "--warmup",
+    "0.2",
+    "--samples",
+    "2",
+]
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +210,11 @@ def test_six_nodes_rounds_never_run_pairs_sharing_cores_at_once(capped6):
     cfg = json.loads(db.execute("SELECT config FROM runs WHERE id=?", (run,)).fetchone()[0])
     cores = {n["index"]: set(n["cores"]) for n in cfg["nodes"]}
     assert cores[0] == cores[2] == cores[4] != cores[1] == cores[3] == cores[5]
-    rows = db.execute("SELECT key, server_nodes, client_nodes, raw_dir, sample, status FROM samples "
-                      "WHERE run_id=? AND stage LIKE '%client_peak%'", (run,)).fetchall()
+    rows = db.execute(
+        "SELECT key, server_nodes, client_nodes, raw_dir, sample, status FROM samples "
+        "WHERE run_id=? AND stage LIKE '%client_peak%'",
+        (run,),
+    ).fetchall()
     assert len({k for k, *_ in rows}) == 15 * 2
     at_once: dict[tuple, list] = {}
     for _, s, c, raw, i, _ in rows:

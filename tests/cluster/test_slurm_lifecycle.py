@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rooftop.cluster import hosts, mpi, net, slurm, state
-
 from cluster_util import cluster
 from slurm_util import cmdline, needs_slurm, wait_for
+
+from rooftop.cluster import hosts, mpi, net, slurm, state
 
 pytestmark = needs_slurm
 
@@ -24,10 +24,15 @@ UP = ["up", "--nodes", "2", "--link-rate", "100mbit", "--slurm"]
 def leftovers() -> dict:
     """Everything of the cluster but Slurm's logs."""
     d = state.path().parent
-    files = [str(p) for p in d.rglob("*") if p.is_file() and "log" not in p.relative_to(d).parts[:2]] \
-        if d.exists() else []
-    return {"netns": net.list_netns(), "processes": sorted(slurm.processes().values()),
-            "hosts": hosts.entries(), "files": files}
+    files = (
+        [str(p) for p in d.rglob("*") if p.is_file() and "log" not in p.relative_to(d).parts[:2]] if d.exists() else []
+    )
+    return {
+        "netns": net.list_netns(),
+        "processes": sorted(slurm.processes().values()),
+        "hosts": hosts.entries(),
+        "files": files,
+    }
 
 
 NOTHING = {"netns": [], "processes": [], "hosts": [], "files": []}
@@ -50,7 +55,7 @@ def test_daemons_run_in_their_nodes_and_down_leaves_only_logs(clean):
 
     cluster("down")
     assert leftovers() == NOTHING
-    assert (slurm.paths()["log"] / "slurmctld.log").exists()     # the logs stay
+    assert (slurm.paths()["log"] / "slurmctld.log").exists()  # the logs stay
     assert "rooftop-n0" not in Path("/etc/hosts").read_text()
 
 
@@ -59,8 +64,9 @@ def test_down_after_a_killed_up_and_up_again(clean):
     running with no state file: 'down' finds them all; a second 'up'
     removes them too and starts afresh."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    p = subprocess.Popen([sys.executable, "-m", "rooftop", "cluster", *UP], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "rooftop", "cluster", *UP], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for("slurmctld started", lambda: "slurmctld" in slurm.processes().values(), 60, every=0.02)
     finally:
@@ -71,8 +77,9 @@ def test_down_after_a_killed_up_and_up_again(clean):
     assert leftovers() == NOTHING
 
     # killed again, then 'up' itself cleans up what the first one left
-    p = subprocess.Popen([sys.executable, "-m", "rooftop", "cluster", *UP], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "rooftop", "cluster", *UP], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for("slurmctld started", lambda: "slurmctld" in slurm.processes().values(), 60, every=0.02)
     finally:

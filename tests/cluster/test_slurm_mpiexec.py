@@ -16,11 +16,19 @@ import time
 from pathlib import Path
 
 import pytest
-
-from cluster_util import cluster, cluster_up, rooftop, status_json
 from campaign_util import samples
-from slurm_util import (check_engines_on_their_nodes, cmdline, descendants, needs_slurm, node_processes,
-                        sl, slurm_env, squeue, wait_for)
+from cluster_util import cluster, cluster_up, rooftop, status_json
+from slurm_util import (
+    check_engines_on_their_nodes,
+    cmdline,
+    descendants,
+    needs_slurm,
+    node_processes,
+    sl,
+    slurm_env,
+    squeue,
+    wait_for,
+)
 
 pytestmark = needs_slurm
 
@@ -38,8 +46,14 @@ def slurm3():
 
 def in_allocation(*argv, timeout=300) -> subprocess.CompletedProcess:
     """salloc -N 3 ARGV, as the README writes it (SLURM_CONF set)."""
-    return subprocess.run(["salloc", "-N", "3", *argv], capture_output=True, text=True,
-                          timeout=timeout, env=slurm_env(), stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        ["salloc", "-N", "3", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=slurm_env(),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def run_id(p: subprocess.CompletedProcess) -> str:
@@ -58,11 +72,22 @@ def test_sinfo_shows_every_node_idle_in_status(slurm3):
 
 def test_salloc_srun_collect_and_validate(slurm3, tmp_path):
     res = tmp_path / "res"
-    p = in_allocation(ROOFTOP, "collect", "--launcher", "srun", "--fabric", "ofi+tcp", *SHORT,
-                      "--results", str(res))
+    p = in_allocation(ROOFTOP, "collect", "--launcher", "srun", "--fabric", "ofi+tcp", *SHORT, "--results", str(res))
     run = run_id(p)
-    v = in_allocation(ROOFTOP, "validate", "--run", run, "--results", str(res), "--duration", "0.3",
-                      "--warmup", "0.1", "--samples", "1")
+    v = in_allocation(
+        ROOFTOP,
+        "validate",
+        "--run",
+        run,
+        "--results",
+        str(res),
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "1",
+    )
     assert v.returncode == 0, v.stderr[-3000:]
     rows = samples(res, run)
     assert rows and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["error"]]
@@ -70,25 +95,54 @@ def test_salloc_srun_collect_and_validate(slurm3, tmp_path):
     cfg = json.loads((res / run / "config.json").read_text())
     assert cfg["launcher"]["type"] == "srun" and cfg["fabric"]["domain"] is None
     assert [(n["host"], n["address"], n["emulation"]["shared_with"]) for n in cfg["nodes"]] == [
-        ("rooftop-n0", "10.231.0.10", [2]), ("rooftop-n1", "10.231.0.11", []),
-        ("rooftop-n2", "10.231.0.12", [0])]
+        ("rooftop-n0", "10.231.0.10", [2]),
+        ("rooftop-n1", "10.231.0.11", []),
+        ("rooftop-n2", "10.231.0.12", [0]),
+    ]
     assert check_engines_on_their_nodes(res / run) >= 10
     assert squeue() == []
 
 
 def test_mpiexec_across_nodes_collect_and_validate(slurm3, tmp_path):
     res = tmp_path / "res"
-    p = rooftop("collect", "--launcher", "mpiexec", "--set", HOSTS, "--fabric", "ofi+tcp", *SHORT,
-                "--results", str(res), "-v", env=slurm_env())
+    p = rooftop(
+        "collect",
+        "--launcher",
+        "mpiexec",
+        "--set",
+        HOSTS,
+        "--fabric",
+        "ofi+tcp",
+        *SHORT,
+        "--results",
+        str(res),
+        "-v",
+        env=slurm_env(),
+    )
     run = p.stdout.strip().splitlines()[-1]
-    assert "plm_rsh_agent" in p.stderr          # -v logs each mpiexec line
-    rooftop("validate", "--run", run, "--results", str(res), "--duration", "0.3", "--warmup", "0.1",
-            "--samples", "1", env=slurm_env())
+    assert "plm_rsh_agent" in p.stderr  # -v logs each mpiexec line
+    rooftop(
+        "validate",
+        "--run",
+        run,
+        "--results",
+        str(res),
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "1",
+        env=slurm_env(),
+    )
     rows = samples(res, run)
     assert rows and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["error"]]
     cfg = json.loads((res / run / "config.json").read_text())
     assert [(n["host"], n["address"]) for n in cfg["nodes"]] == [
-        ("rooftop-n0", "10.231.0.10"), ("rooftop-n1", "10.231.0.11"), ("rooftop-n2", "10.231.0.12")]
+        ("rooftop-n0", "10.231.0.10"),
+        ("rooftop-n1", "10.231.0.11"),
+        ("rooftop-n2", "10.231.0.12"),
+    ]
     assert check_engines_on_their_nodes(res / run) >= 10
     assert not any(node_processes().values()), node_processes()
 
@@ -99,12 +153,10 @@ def interrupt_campaign(argv: list[str], started, tmp_path: Path) -> str:
     does), and returns its stderr."""
     err = tmp_path / "stderr"
     with open(err, "w") as f:
-        top = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=f, env=slurm_env(),
-                               stdin=subprocess.DEVNULL)
+        top = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=f, env=slurm_env(), stdin=subprocess.DEVNULL)
     try:
         wait_for("engines started", started, 120)
-        campaign = [p for p in [top.pid] + descendants(top.pid) if " collect " in cmdline(p)
-                    and "python" in cmdline(p)]
+        campaign = [p for p in [top.pid] + descendants(top.pid) if " collect " in cmdline(p) and "python" in cmdline(p)]
         assert campaign, [cmdline(p) for p in descendants(top.pid)]
         time.sleep(0.5)
         os.kill(campaign[0], signal.SIGINT)
@@ -122,12 +174,13 @@ def test_ctrl_c_cancels_the_slurm_steps_and_leaves_no_process(slurm3, tmp_path):
     # The campaign runs under a shell inside the allocation, which records
     # the job's steps once the campaign has exited on Ctrl-C (waiting up to
     # 10 s for Slurm to retire them) before salloc ends the allocation.
-    script = (f"{ROOFTOP} collect --launcher srun --fabric ofi+tcp --metrics rpc,bw --duration 3 "
-              f"--samples 3 --results {res}; "
-              "for i in $(seq 50); do s=$(squeue -h -s -j $SLURM_JOB_ID); [ -z \"$s\" ] && break; "
-              f"sleep 0.2; done; echo \"$s\" > {steps_after}")
-    stderr = interrupt_campaign(["salloc", "-N", "3", "sh", "-c", script],
-                                lambda: squeue(steps=True), tmp_path)
+    script = (
+        f"{ROOFTOP} collect --launcher srun --fabric ofi+tcp --metrics rpc,bw --duration 3 "
+        f"--samples 3 --results {res}; "
+        'for i in $(seq 50); do s=$(squeue -h -s -j $SLURM_JOB_ID); [ -z "$s" ] && break; '
+        f'sleep 0.2; done; echo "$s" > {steps_after}'
+    )
+    stderr = interrupt_campaign(["salloc", "-N", "3", "sh", "-c", script], lambda: squeue(steps=True), tmp_path)
     assert steps_after.read_text().strip() == "", (steps_after.read_text(), stderr[-2000:])
     assert squeue() == [] and squeue(steps=True) == []
     # no engine was left; slurmstepd finishes reporting to slurmctld, then exits
@@ -139,35 +192,62 @@ def test_ctrl_c_cancels_the_slurm_steps_and_leaves_no_process(slurm3, tmp_path):
 
 def test_ctrl_c_of_a_multi_host_mpiexec_campaign_leaves_no_process(slurm3, tmp_path):
     res = tmp_path / "res"
-    interrupt_campaign([ROOFTOP, "collect", "--launcher", "mpiexec", "--set", HOSTS, "--metrics", "rpc",
-                        "--duration", "3", "--samples", "3", "--results", str(res)],
-                       lambda: any("rooftop-engine" in " ".join(c) for c in node_processes().values()),
-                       tmp_path)
+    interrupt_campaign(
+        [
+            ROOFTOP,
+            "collect",
+            "--launcher",
+            "mpiexec",
+            "--set",
+            HOSTS,
+            "--metrics",
+            "rpc",
+            "--duration",
+            "3",
+            "--samples",
+            "3",
+            "--results",
+            str(res),
+        ],
+        lambda: any("rooftop-engine" in " ".join(c) for c in node_processes().values()),
+        tmp_path,
+    )
     wait_for("no process left in the nodes", lambda: not any(node_processes().values()), 15)
     assert not [p for p in descendants(1) if "orted" in cmdline(p)]
 
 
 def test_a_drained_node_is_refused_before_anything_starts(slurm3, tmp_path):
     res = tmp_path / "res"
-    script = ("scontrol update nodename=rooftop-n2 state=drain reason=rooftop-test && "
-              f"{ROOFTOP} collect --launcher srun --fabric ofi+tcp --metrics rpc --results {res}")
+    script = (
+        "scontrol update nodename=rooftop-n2 state=drain reason=rooftop-test && "
+        f"{ROOFTOP} collect --launcher srun --fabric ofi+tcp --metrics rpc --results {res}"
+    )
     try:
         p = in_allocation("sh", "-c", script, timeout=120)
     finally:
         sl("scontrol", "update", "nodename=rooftop-n2", "state=resume")
     assert p.returncode == 2, p.stderr[-2000:]
-    assert "Slurm node rooftop-n2 is" in p.stderr and "DRAIN" in p.stderr and "rooftop-test" in p.stderr, \
-        p.stderr[-2000:]
+    assert "Slurm node rooftop-n2 is" in p.stderr and "DRAIN" in p.stderr and "rooftop-test" in p.stderr, p.stderr[
+        -2000:
+    ]
     assert not list(res.glob("*/groups/*")) and not list(res.glob("*/raw/*"))
-    wait_for("rooftop-n2 idle again", lambda: "idle" in sl("sinfo", "-h", "-n", "rooftop-n2", "-o",
-                                                            "%t").stdout, 30)
+    wait_for("rooftop-n2 idle again", lambda: "idle" in sl("sinfo", "-h", "-n", "rooftop-n2", "-o", "%t").stdout, 30)
 
 
 def test_hostlist_fallback_expands_as_scontrol_does(slurm3):
     from rooftop.launchers.hostlist import expand
 
-    for expr in ("nid[0001-0003,0007],login1", "a[1-2]b[3-4]", "n[8-10]", "x[01-100]", "c1 c2",
-                 "n[1,3-4],m5,n[1-2]", "rooftop-n[0-2]", "h[009-011]", "n[1-2]-ib[3-4]"):
+    for expr in (
+        "nid[0001-0003,0007],login1",
+        "a[1-2]b[3-4]",
+        "n[8-10]",
+        "x[01-100]",
+        "c1 c2",
+        "n[1,3-4],m5,n[1-2]",
+        "rooftop-n[0-2]",
+        "h[009-011]",
+        "n[1-2]-ib[3-4]",
+    ):
         assert expand(expr) == sl("scontrol", "show", "hostnames", expr).stdout.split(), expr
     # Slurm 22.05 refuses text after the last bracket group; the fallback keeps it.
     p = sl("scontrol", "show", "hostnames", "n[1-2]-ib", check=False)
@@ -181,8 +261,7 @@ def test_up_slurm_again_is_safe_and_restarts_a_dead_slurmd(slurm3):
     p = cluster("up", "--nodes", "3", "--link-rate", "200mbit", "--slurm")
     assert "already up" in p.stderr
     before = slurm.processes()
-    (victim,) = [pid for pid, name in before.items()
-                 if name == "slurmd" and "rooftop-n1" in cmdline(pid)]
+    (victim,) = [pid for pid, name in before.items() if name == "slurmd" and "rooftop-n1" in cmdline(pid)]
     os.kill(victim, signal.SIGKILL)
     wait_for("slurmd gone", lambda: victim not in slurm.processes(), 10)
     p = cluster("up", "--nodes", "3", "--link-rate", "200mbit", "--slurm")
@@ -196,16 +275,41 @@ def test_reframe_check_through_the_slurm_scheduler(slurm3, tmp_path):
     runs inside the 3-node allocation with --launcher srun (from the partition)."""
     pytest.importorskip("reframe")
     bin_dir = Path(sys.executable).parent
-    check = subprocess.run([str(bin_dir / "rooftop-reframe-check")], capture_output=True, text=True,
-                           check=True).stdout.strip()
+    check = subprocess.run(
+        [str(bin_dir / "rooftop-reframe-check")], capture_output=True, text=True, check=True
+    ).stdout.strip()
     config = Path(__file__).resolve().parents[2] / "examples" / "reframe" / "emulated-slurm.py"
     report = tmp_path / "report.json"
-    p = subprocess.run([str(bin_dir / "reframe"), "-C", str(config), "-c", check, "-r", "--nocolor",
-                        "--prefix", str(tmp_path / "rfm"), "--report-file", str(report),
-                        "-S", "num_nodes=3", "-S", "metrics=rpc", "-S", "duration=0.3", "-S", "samples=2",
-                        "-S", f"rooftop={bin_dir / 'rooftop'}"],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=900,
-                       env=dict(slurm_env(), RFM_LOG_FILE=str(tmp_path / "rfm.log")))
+    p = subprocess.run(
+        [
+            str(bin_dir / "reframe"),
+            "-C",
+            str(config),
+            "-c",
+            check,
+            "-r",
+            "--nocolor",
+            "--prefix",
+            str(tmp_path / "rfm"),
+            "--report-file",
+            str(report),
+            "-S",
+            "num_nodes=3",
+            "-S",
+            "metrics=rpc",
+            "-S",
+            "duration=0.3",
+            "-S",
+            "samples=2",
+            "-S",
+            f"rooftop={bin_dir / 'rooftop'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=900,
+        env=dict(slurm_env(), RFM_LOG_FILE=str(tmp_path / "rfm.log")),
+    )
     case = json.loads(report.read_text())["runs"][0]["testcases"][0]
     assert p.returncode == 0 and case["result"] == "pass", p.stdout[-3000:]
     assert case["scheduler"] == "squeue" and case["jobid"]

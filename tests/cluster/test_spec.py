@@ -7,11 +7,21 @@ import pytest
 from rooftop.cluster.spec import ClusterError, build_spec, format_rate, parse_rate
 
 
-@pytest.mark.parametrize("text,bits", [
-    ("1gbit", 10**9), ("100mbit", 10**8), ("500Mbit", 5 * 10**8), ("10Gbit", 10**10),
-    ("200mbit/s", 2 * 10**8), ("1GiB/s", 8 * 2**30), ("125MB/s", 10**9), ("64kbit", 64000),
-    ("1.5gbit", 1_500_000_000), ("none", None),
-])
+@pytest.mark.parametrize(
+    "text,bits",
+    [
+        ("1gbit", 10**9),
+        ("100mbit", 10**8),
+        ("500Mbit", 5 * 10**8),
+        ("10Gbit", 10**10),
+        ("200mbit/s", 2 * 10**8),
+        ("1GiB/s", 8 * 2**30),
+        ("125MB/s", 10**9),
+        ("64kbit", 64000),
+        ("1.5gbit", 1_500_000_000),
+        ("none", None),
+    ],
+)
 def test_rates(text, bits):
     assert parse_rate(text) == bits
 
@@ -34,7 +44,7 @@ def test_default_split_and_sharing():
     assert s.shared_with(0) == [2] and s.shared_with(3) == [1]
     s = build_spec(2, cores=[0, 1, 2, 3])
     assert [n.cores for n in s.nodes] == [[0, 1], [2, 3]] and s.shared_with(0) == []
-    assert all(n.link_rate == 10**9 for n in s.nodes)   # default 1gbit
+    assert all(n.link_rate == 10**9 for n in s.nodes)  # default 1gbit
 
 
 def test_cores_per_node_wraps():
@@ -45,21 +55,23 @@ def test_cores_per_node_wraps():
 
 
 def test_node_options():
-    s = build_spec(4, link_rate="1gbit", node_opts=["2:rate=100mbit", "3:cpu=50%", "1:rate=none,cpu=25%"],
-                   cores=[0, 1])
+    s = build_spec(4, link_rate="1gbit", node_opts=["2:rate=100mbit", "3:cpu=50%", "1:rate=none,cpu=25%"], cores=[0, 1])
     assert [n.link_rate for n in s.nodes] == [10**9, None, 10**8, 10**9]
     assert [n.cpu_percent for n in s.nodes] == [None, 25.0, None, 50.0]
 
 
-@pytest.mark.parametrize("opt,msg", [
-    ("9:rate=1gbit", r"--node 9:rate=1gbit: node 9 does not exist \(nodes are 0..3\)"),
-    ("1:rate=fast", r"--node 1:rate=fast: rate 'fast' is not a link rate"),
-    ("1:cpu=150%", r"--node 1:cpu=150%: cpu: 150% must be above 0 and at most 100"),
-    ("1:cpu=0.5", r"--node 1:cpu=0.5: cpu: '0.5' is not a percentage"),
-    ("1:mem=1GiB", r"--node 1:mem=1GiB: unknown key 'mem'"),
-    ("rate=1gbit", r"--node rate=1gbit: expected I:rate=R or I:cpu=P%"),
-    ("1:rate", r"--node 1:rate: 'rate' is not KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "opt,msg",
+    [
+        ("9:rate=1gbit", r"--node 9:rate=1gbit: node 9 does not exist \(nodes are 0..3\)"),
+        ("1:rate=fast", r"--node 1:rate=fast: rate 'fast' is not a link rate"),
+        ("1:cpu=150%", r"--node 1:cpu=150%: cpu: 150% must be above 0 and at most 100"),
+        ("1:cpu=0.5", r"--node 1:cpu=0.5: cpu: '0.5' is not a percentage"),
+        ("1:mem=1GiB", r"--node 1:mem=1GiB: unknown key 'mem'"),
+        ("rate=1gbit", r"--node rate=1gbit: expected I:rate=R or I:cpu=P%"),
+        ("1:rate", r"--node 1:rate: 'rate' is not KEY=VALUE"),
+    ],
+)
 def test_bad_node_options_name_the_part(opt, msg):
     with pytest.raises(ClusterError, match=msg):
         build_spec(4, node_opts=[opt], cores=[0, 1])
@@ -89,8 +101,11 @@ def test_rail_names_and_addresses():
 
     # rail 0 keeps the single-NIC names; NIC k of node I is on 10.231.<k>.0/24
     assert (net.node_veth(3), net.host_veth(3), net.node_address(3)) == ("rooftop-p3", "rooftop-v3", "10.231.0.13")
-    assert (net.node_veth(3, 2), net.host_veth(3, 2), net.node_address(3, 2)) == \
-        ("rooftop-p3r2", "rooftop-v3r2", "10.231.2.13")
+    assert (net.node_veth(3, 2), net.host_veth(3, 2), net.node_address(3, 2)) == (
+        "rooftop-p3r2",
+        "rooftop-v3r2",
+        "10.231.2.13",
+    )
     assert (net.bridge_name(2), net.bridge_address(2)) == ("rooftop-br2", "10.231.2.1")
     assert net.is_bridge("rooftop-br0") and net.is_bridge("rooftop-br7") and not net.is_bridge("rooftop-v1r2")
-    assert len(net.host_veth(63, 7)) <= 15     # interface names are at most 15 bytes
+    assert len(net.host_veth(63, 7)) <= 15  # interface names are at most 15 bytes

@@ -17,8 +17,12 @@ from rooftop.engine import Group, engine_path, run_engine
 def serve(directory, rank=0, timeout=20):
     """A second server process of the group, run to its end (or killed)."""
     t = time.monotonic()
-    p = subprocess.run([engine_path(), "serve", "--group-dir", str(directory), "--rank", str(rank),
-                        "--progress", "block"], capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(
+        [engine_path(), "serve", "--group-dir", str(directory), "--rank", str(rank), "--progress", "block"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return p, time.monotonic() - t
 
 
@@ -58,15 +62,18 @@ def test_stale_file_of_a_dead_server_is_replaced_and_said(cores, validate):
     assert not (g.directory / "0.addr").exists()
 
 
-@pytest.mark.parametrize("command", [["ping"], ["stat"], ["load", "--duration", "1"],
-                                     ["shutdown"]])
+@pytest.mark.parametrize("command", [["ping"], ["stat"], ["load", "--duration", "1"], ["shutdown"]])
 def test_client_fails_at_once_on_a_dead_server(command, cores):
     with Group() as g:
         dead = killed_server(g, cores)
         t = time.monotonic()
-        p = subprocess.run([engine_path(), *command, "--group-dir", str(g.directory),
-                            "--timeout", "30"], capture_output=True, text=True, timeout=60,
-                           env=dict(os.environ, ROOFTOP_TOKEN="x"))
+        p = subprocess.run(
+            [engine_path(), *command, "--group-dir", str(g.directory), "--timeout", "30"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ, ROOFTOP_TOKEN="x"),
+        )
         took = time.monotonic() - t
     assert p.returncode == 3, p.stderr
     assert f"pid {dead} is gone" in p.stderr and "0.addr" in p.stderr

@@ -13,9 +13,27 @@ from rooftop.engine import Group, engine_path
 
 
 def _load(g: Group, rank: int, cpus, out, *extra: str) -> subprocess.Popen:
-    args = [engine_path(), "load", "--fabric", g.fabric, "--group-dir", str(g.directory), "--op", "noop",
-            "--duration", "0.4", "--samples", "2", "--warmup", "0.2", "--rank", str(rank),
-            "--output", str(out), *extra]
+    args = [
+        engine_path(),
+        "load",
+        "--fabric",
+        g.fabric,
+        "--group-dir",
+        str(g.directory),
+        "--op",
+        "noop",
+        "--duration",
+        "0.4",
+        "--samples",
+        "2",
+        "--warmup",
+        "0.2",
+        "--rank",
+        str(rank),
+        "--output",
+        str(out),
+        *extra,
+    ]
     if cpus is not None:
         args += ["--cpus", cpus]
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -26,8 +44,10 @@ def test_a_late_client_is_waited_for(cores, tmp_path, validate):
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
         barrier = ["--barrier", "3", "--barrier-id", "77"]
-        procs = [_load(g, r, client_cpu, tmp_path / f"c{r}.json", *barrier,
-                       *(["--delay-ready", "1.0"] if r == 2 else [])) for r in range(3)]
+        procs = [
+            _load(g, r, client_cpu, tmp_path / f"c{r}.json", *barrier, *(["--delay-ready", "1.0"] if r == 2 else []))
+            for r in range(3)
+        ]
         for p in procs:
             assert p.wait(timeout=60) == 0, p.stderr.read()
         docs = [validate(json.loads((tmp_path / f"c{r}.json").read_text())) for r in range(3)]
@@ -71,8 +91,9 @@ def test_clients_of_another_sample_are_refused(cores, tmp_path):
     server_cpu, client_cpu = cores
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
-        a = _load(g, 0, client_cpu, tmp_path / "a.json", "--barrier", "2", "--barrier-id", "5",
-                  "--barrier-timeout", "5")
+        a = _load(
+            g, 0, client_cpu, tmp_path / "a.json", "--barrier", "2", "--barrier-id", "5", "--barrier-timeout", "5"
+        )
         time.sleep(0.5)
         b = _load(g, 1, client_cpu, tmp_path / "b.json", "--barrier", "3", "--barrier-id", "5")
         assert b.wait(timeout=60) == 1
@@ -82,12 +103,15 @@ def test_clients_of_another_sample_are_refused(cores, tmp_path):
 
 
 def test_barrier_options_are_checked(tmp_path):
-    for args, msg in ((["--barrier", "-1"], "--barrier must be"),
-                      (["--barrier", "2", "--measure-at", "1900000000"], "exclude each other"),
-                      (["--barrier-id", "x"], "--barrier-id 'x'"),
-                      (["--slices", "0"], "--slices must be")):
-        p = subprocess.run([engine_path(), "load", "--group-dir", str(tmp_path), *args],
-                           capture_output=True, text=True, timeout=30)
+    for args, msg in (
+        (["--barrier", "-1"], "--barrier must be"),
+        (["--barrier", "2", "--measure-at", "1900000000"], "exclude each other"),
+        (["--barrier-id", "x"], "--barrier-id 'x'"),
+        (["--slices", "0"], "--slices must be"),
+    ):
+        p = subprocess.run(
+            [engine_path(), "load", "--group-dir", str(tmp_path), *args], capture_output=True, text=True, timeout=30
+        )
         assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
 
 
@@ -95,8 +119,9 @@ def test_settle_delays_every_first_window_alike(cores, tmp_path, validate):
     server_cpu, client_cpu = cores
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
-        procs = [_load(g, r, client_cpu, tmp_path / f"c{r}.json", "--barrier", "2", "--settle", "0.3")
-                 for r in range(2)]
+        procs = [
+            _load(g, r, client_cpu, tmp_path / f"c{r}.json", "--barrier", "2", "--settle", "0.3") for r in range(2)
+        ]
         for p in procs:
             assert p.wait(timeout=60) == 0, p.stderr.read()
         docs = [validate(json.loads((tmp_path / f"c{r}.json").read_text())) for r in range(2)]

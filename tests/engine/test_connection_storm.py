@@ -39,7 +39,6 @@ def test_server_answers_at_once_after_a_connection_storm(progress, cores):
         if progress == "spindown":
             time.sleep(1.2)  # idle long enough to sleep-poll in its longest steps
         storm(g.directory)
-        doc = run_engine(["ping", "--group-dir", str(g.directory), "--count", "1", "--timeout", "3"],
-                         timeout=15)
+        doc = run_engine(["ping", "--group-dir", str(g.directory), "--count", "1", "--timeout", "3"], timeout=15)
         assert doc["complete"], doc
         s.stop()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
 
 import pytest
 
-from rooftop.engine import Group, engine_path, run_engine, EngineError
+from rooftop.engine import EngineError, Group, engine_path, run_engine
 
 
 def engine(*args, timeout=30):
@@ -48,8 +47,7 @@ def test_dead_server_is_reported_not_waited_for(tmp_path, cores):
         s.proc.send_signal(signal.SIGKILL)  # its address file stays behind
         s.proc.wait(timeout=10)
         assert (tmp_path / "0.addr").exists()
-        p, took = engine("load", "--group-dir", str(tmp_path), "--timeout", "2",
-                         "--duration", "1")
+        p, took = engine("load", "--group-dir", str(tmp_path), "--timeout", "2", "--duration", "1")
     assert p.returncode == 3, p.stderr
     assert "rank 0" in p.stderr
     assert took < 15
@@ -77,14 +75,24 @@ def test_size_beyond_registration_fails_before_measuring(cores):
 
 
 def test_size_beyond_memory_fails_before_starting(tmp_path):
-    p, _ = engine("load", "--group-dir", str(tmp_path), "--op", "read", "--size", "1MiB",
-                  "--stream-size", "64TiB", "--timeout", "1")
+    p, _ = engine(
+        "load",
+        "--group-dir",
+        str(tmp_path),
+        "--op",
+        "read",
+        "--size",
+        "1MiB",
+        "--stream-size",
+        "64TiB",
+        "--timeout",
+        "1",
+    )
     assert p.returncode == 2 and "memory" in p.stderr
 
 
 def test_server_memory_check(tmp_path):
-    p, _ = engine("serve", "--group-dir", str(tmp_path), "--max-size", "1TiB",
-                  "--bulk-slots", "64")
+    p, _ = engine("serve", "--group-dir", str(tmp_path), "--max-size", "1TiB", "--bulk-slots", "64")
     assert p.returncode == 2 and "available" in p.stderr
     assert not (tmp_path / "0.addr").exists()
 
@@ -100,16 +108,16 @@ def test_provider_mismatch(cores):
 def test_malformed_messages_are_counted_and_dropped(fabric, cores, validate):
     with Group(fabric=fabric) as g:
         s = g.start_server(0, cpus=cores[0])
-        doc = run_engine(["ping", "--fabric", fabric, "--group-dir", str(g.directory),
-                          "--send-malformed", "30", "--count", "2"], timeout=30)
+        doc = run_engine(
+            ["ping", "--fabric", fabric, "--group-dir", str(g.directory), "--send-malformed", "30", "--count", "2"],
+            timeout=30,
+        )
         assert doc["complete"] and doc["result"]["malformed_sent"] == 30
-        stat = run_engine(["stat", "--fabric", fabric, "--group-dir", str(g.directory)],
-                          timeout=15)
+        stat = run_engine(["stat", "--fabric", fabric, "--group-dir", str(g.directory)], timeout=15)
         assert stat["result"]["dropped"] == 30
         assert s.alive()
         sdoc = validate(s.stop())
     dropped = sdoc["result"]["dropped"]
     assert dropped["total"] == 30
-    for reason in ("truncated", "bad_magic", "bad_version", "bad_type", "bad_length",
-                   "unknown_connection"):
+    for reason in ("truncated", "bad_magic", "bad_version", "bad_type", "bad_length", "unknown_connection"):
         assert dropped[reason] == 5, dropped

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from rooftop.engine import TOKEN_ENV, Group, engine_path, run_engine, EngineError, write_token
+from rooftop.engine import TOKEN_ENV, EngineError, Group, engine_path, run_engine, write_token
 
 
 def test_client_sigterm_writes_partial_result(tmp_path, cores, validate):
@@ -18,8 +18,18 @@ def test_client_sigterm_writes_partial_result(tmp_path, cores, validate):
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
         out = tmp_path / "client.json"
-        args = [engine_path(), "load", "--group-dir", str(g.directory), "--duration", "60",
-                "--warmup", "0.2", "--output", str(out)]
+        args = [
+            engine_path(),
+            "load",
+            "--group-dir",
+            str(g.directory),
+            "--duration",
+            "60",
+            "--warmup",
+            "0.2",
+            "--output",
+            str(out),
+        ]
         if client_cpu:
             args += ["--cpus", client_cpu]
         p = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
@@ -67,12 +77,10 @@ def test_shutdown_needs_the_token(cores, tmp_path):
         s = g.start_server(0, cpus=cores[0])
         wrong = write_token(tmp_path, "wrong")
         with pytest.raises(EngineError) as e:
-            run_engine(["shutdown", "--group-dir", str(g.directory), "--token-file", str(wrong)],
-                       timeout=15)
+            run_engine(["shutdown", "--group-dir", str(g.directory), "--token-file", str(wrong)], timeout=15)
         assert e.value.returncode == 1 and "wrong token" in str(e.value)
         assert s.alive()
-        doc = run_engine(["shutdown", "--group-dir", str(g.directory),
-                          "--token-file", str(g.token_file)], timeout=15)
+        doc = run_engine(["shutdown", "--group-dir", str(g.directory), "--token-file", str(g.token_file)], timeout=15)
         assert doc["result"]["status"] == "ok"
         assert g.token not in json.dumps(doc) and doc["config"]["token"] == "<set>"
         assert s.proc.wait(timeout=10) == 0
@@ -82,16 +90,14 @@ def test_shutdown_needs_the_token(cores, tmp_path):
 
 
 def test_server_without_token_refuses_shutdown(tmp_path):
-    p = subprocess.Popen([engine_path(), "serve", "--group-dir", str(tmp_path),
-                          "--output", str(tmp_path / "s.json")])
+    p = subprocess.Popen([engine_path(), "serve", "--group-dir", str(tmp_path), "--output", str(tmp_path / "s.json")])
     try:
         deadline = time.monotonic() + 10
         while not (tmp_path / "0.addr").exists():
             assert time.monotonic() < deadline
             time.sleep(0.01)
         with pytest.raises(EngineError) as e:
-            run_engine(["shutdown", "--group-dir", str(tmp_path)], timeout=15,
-                       env={TOKEN_ENV: "a guess"})
+            run_engine(["shutdown", "--group-dir", str(tmp_path)], timeout=15, env={TOKEN_ENV: "a guess"})
         assert e.value.returncode == 1
         assert p.poll() is None
     finally:
@@ -104,16 +110,26 @@ def test_rank_from_launcher_environment(tmp_path):
     env = dict(os.environ, PMI_RANK="3")
     for var in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"):
         env.pop(var, None)
-    p = subprocess.Popen([engine_path(), "serve", "--group-dir", str(tmp_path), "--rank", "10",
-                          "--rank-from-env", "--output",
-                          str(tmp_path / "s-{rank}.json")], env={**env, TOKEN_ENV: "t"})
+    p = subprocess.Popen(
+        [
+            engine_path(),
+            "serve",
+            "--group-dir",
+            str(tmp_path),
+            "--rank",
+            "10",
+            "--rank-from-env",
+            "--output",
+            str(tmp_path / "s-{rank}.json"),
+        ],
+        env={**env, TOKEN_ENV: "t"},
+    )
     try:
         deadline = time.monotonic() + 10
         while not (tmp_path / "13.addr").exists():
             assert time.monotonic() < deadline and p.poll() is None
             time.sleep(0.01)
-        run_engine(["shutdown", "--group-dir", str(tmp_path), "--rank", "13"], timeout=15,
-                   env={TOKEN_ENV: "t"})
+        run_engine(["shutdown", "--group-dir", str(tmp_path), "--rank", "13"], timeout=15, env={TOKEN_ENV: "t"})
         assert p.wait(timeout=10) == 0
     finally:
         if p.poll() is None:
@@ -122,6 +138,11 @@ def test_rank_from_launcher_environment(tmp_path):
     assert doc["config"]["rank"] == 13 and doc["config"]["rank_from_env"] is True
     # Without a launcher the option is a clear usage error.
     env.pop("PMI_RANK")
-    q = subprocess.run([engine_path(), "serve", "--group-dir", str(tmp_path), "--rank-from-env"],
-                       env=env, capture_output=True, text=True, timeout=30)
+    q = subprocess.run(
+        [engine_path(), "serve", "--group-dir", str(tmp_path), "--rank-from-env"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert q.returncode == 2 and "PMI_RANK" in q.stderr

@@ -19,8 +19,7 @@ TOPOLOGIES = Path(__file__).resolve().parents[1] / "data" / "topologies"
 
 
 def engine(*args, env=None, timeout=30):
-    return subprocess.run([engine_path(), *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run([engine_path(), *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def other_ipv4() -> str | None:
@@ -38,8 +37,7 @@ def test_a_policy_spreads_servers_over_the_addresses_given(tmp_path, cores, vali
     if ip is None:
         pytest.skip("this host has no interface other than loopback carrying tcp")
     counters = tmp_path / "counters"
-    extra = ["--address", f"127.0.0.1,{ip}", "--nic-policy", "all:roundrobin",
-             "--nic-counters", str(counters)]
+    extra = ["--address", f"127.0.0.1,{ip}", "--nic-policy", "all:roundrobin", "--nic-counters", str(counters)]
     with Group() as g:
         g.start_server(0, cpus=cores[0], extra=extra)
         g.start_server(1, cpus=cores[0], extra=extra)
@@ -53,8 +51,7 @@ def test_a_policy_spreads_servers_over_the_addresses_given(tmp_path, cores, vali
         assert nic["policy"] == "all:roundrobin" and nic["bucket"] == "all"
         assert [c["name"] for c in nic["candidates"]] == ["lo", iface]
         assert nic["chosen"]["name"] == e["domain"] == e["interface"]
-        assert nic["why"] == f"roundrobin: counter of bucket all in {counters} was {k} mod 2 NICs = {k}: " \
-                             f"{e['domain']}"
+        assert nic["why"] == f"roundrobin: counter of bucket all in {counters} was {k} mod 2 NICs = {k}: {e['domain']}"
         assert e["domain_choice"] == f"nic policy all:roundrobin: {nic['why']}"
     assert stat.S_IMODE(counters.stat().st_mode) == 0o700
     assert (counters / "all").read_text() == "2\n"
@@ -63,13 +60,11 @@ def test_a_policy_spreads_servers_over_the_addresses_given(tmp_path, cores, vali
 def test_one_candidate_is_the_choice_and_its_reason_stays(cores, validate):
     with Group() as g:
         g.start_server(0, cpus=cores[0], extra=["--nic-policy", "package:roundrobin"])
-        client = validate(g.load(duration=0.2, warmup=0.1, cpus=cores[1],
-                                 extra=["--nic-policy", "numa:bycore"]))
+        client = validate(g.load(duration=0.2, warmup=0.1, cpus=cores[1], extra=["--nic-policy", "numa:bycore"]))
         server = validate(g.close()[0])
     e = server["engine"]
     assert e["domain"] == "lo" and e["domain_choice"].startswith("default: loopback")
-    assert e["nic_policy"]["candidates"] == [
-        {"name": "lo", "pci": None, "located": False, "packages": [], "numa": []}]
+    assert e["nic_policy"]["candidates"] == [{"name": "lo", "pci": None, "located": False, "packages": [], "numa": []}]
     assert e["nic_policy"]["why"] == "the only NIC of bucket package unknown: lo"
     assert e["nic_policy"]["topology"] == "none needed: no candidate has a PCI device"
     c = client["engine"]
@@ -106,10 +101,13 @@ def test_no_policy_is_todays_behaviour(cores, validate):
     assert e["domain_choice"].startswith("default: loopback")
 
 
-@pytest.mark.parametrize("policy, message", [
-    ("socket:byset", "use passthrough or BUCKET:SELECTION; buckets: all, package, numa"),
-    ("all:first", "unknown selection 'first'; selections: byset, bycore, random, roundrobin, rank"),
-])
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        ("socket:byset", "use passthrough or BUCKET:SELECTION; buckets: all, package, numa"),
+        ("all:first", "unknown selection 'first'; selections: byset, bycore, random, roundrobin, rank"),
+    ],
+)
 def test_unknown_policy_is_refused_up_front(tmp_path, policy, message):
     for command in ("serve", "load"):
         p = engine(command, "--group-dir", str(tmp_path), "--nic-policy", policy)
@@ -121,11 +119,13 @@ def test_rank_selection_needs_a_node_local_rank(tmp_path):
     ip = other_ipv4()
     if ip is None:
         pytest.skip("this host has no interface other than loopback carrying tcp")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PALS_LOCAL_RANKID",
-                        "SLURM_LOCALID", "PMI_LOCAL_RANK")}
-    args = ["serve", "--group-dir", str(tmp_path), "--address", f"127.0.0.1,{ip}",
-            "--nic-policy", "all:rank"]
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PALS_LOCAL_RANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK")
+    }
+    args = ["serve", "--group-dir", str(tmp_path), "--address", f"127.0.0.1,{ip}", "--nic-policy", "all:rank"]
     p = engine(*args, env=env)
     assert p.returncode == 2
     assert "nic policy all:rank: rank: no node-local rank" in p.stderr
@@ -137,11 +137,20 @@ def nics(*args) -> dict:
 
 def test_nics_shows_figure_2_on_an_aurora_like_node(validate):
     aurora = str(TOPOLOGIES / "aurora.xml")
-    r = nics("--fabric", "ofi+cxi", "--topology", aurora, "--processes", "8",
-             "--policy", "all:byset,package:roundrobin", "--binding", "2cores,none")
+    r = nics(
+        "--fabric",
+        "ofi+cxi",
+        "--topology",
+        aurora,
+        "--processes",
+        "8",
+        "--policy",
+        "all:byset,package:roundrobin",
+        "--binding",
+        "2cores,none",
+    )
     assert r["cores"] == 102 and [n["name"] for n in r["nics"]] == [f"cxi{k}" for k in range(8)]
-    assert r["nics"][5] == {"name": "cxi5", "pci": "0000:a9:00.0", "located": True,
-                            "packages": [1], "numa": [1]}
+    assert r["nics"][5] == {"name": "cxi5", "pci": "0000:a9:00.0", "located": True, "packages": [1], "numa": [1]}
     got = {(a["policy"], a["binding"]): a["load"] for a in r["assignments"]}
     assert got == {
         ("all:byset", "2cores"): {"cxi1": 2, "cxi3": 2, "cxi5": 2, "cxi7": 2},
@@ -150,8 +159,9 @@ def test_nics_shows_figure_2_on_an_aurora_like_node(validate):
         ("package:roundrobin", "none"): {"cxi0": 2, "cxi1": 2, "cxi2": 2, "cxi3": 2},
     }
     # The IP view of the same node: its network interfaces.
-    r = nics("--fabric", "ofi+tcp", "--topology", aurora, "--policy", "passthrough",
-             "--binding", "core", "--processes", "1")
+    r = nics(
+        "--fabric", "ofi+tcp", "--topology", aurora, "--policy", "passthrough", "--binding", "core", "--processes", "1"
+    )
     assert [n["name"] for n in r["nics"]] == [f"hsn{k}" for k in range(8)]
     assert r["assignments"][0]["processes"][0]["nic"] is None
 

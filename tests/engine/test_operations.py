@@ -82,9 +82,13 @@ def test_concurrency_and_buffer_modes(cores):
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
         for buf in ("reuse", "stream"):
-            doc = g.load(op="read", duration=0.4, warmup=0.1, cpus=client_cpu,
-                         extra=["--size", "256KiB", "--concurrency", "4", "--buffer", buf,
-                                "--stream-size", "64MiB", "--verify"])
+            doc = g.load(
+                op="read",
+                duration=0.4,
+                warmup=0.1,
+                cpus=client_cpu,
+                extra=["--size", "256KiB", "--concurrency", "4", "--buffer", buf, "--stream-size", "64MiB", "--verify"],
+            )
             r = doc["result"]
             assert doc["complete"] and r["verify"]["failures"] == 0 and r["ops"] > 0
             assert doc["config"]["buffer"] == buf and doc["config"]["concurrency"] == 4
@@ -97,8 +101,7 @@ def test_several_servers_round_robin(cores):
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
         g.start_server(1, cpus=server_cpu)
-        doc = g.load(op="noop", duration=0.4, warmup=0.1, cpus=client_cpu,
-                     extra=["--server", "all"])
+        doc = g.load(op="noop", duration=0.4, warmup=0.1, cpus=client_cpu, extra=["--server", "all"])
         r = doc["result"]
         assert [s["rank"] for s in r["servers"]] == [0, 1]
         assert all(s["ops"] > 0 for s in r["servers"])
@@ -113,8 +116,9 @@ def test_trace_and_intervals(tmp_path, cores):
     trace = tmp_path / "trace.csv"
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
-        doc = g.load(op="noop", duration=0.5, warmup=0.2, cpus=client_cpu,
-                     extra=["--trace", str(trace), "--interval", "50ms"])
+        doc = g.load(
+            op="noop", duration=0.5, warmup=0.2, cpus=client_cpu, extra=["--trace", str(trace), "--interval", "50ms"]
+        )
     r = doc["result"]
     lines = trace.read_text().splitlines()
     assert lines[0] == "t_issue_ns,latency_ns,server_rank,bytes"
@@ -146,8 +150,15 @@ def test_consecutive_sample_windows(cores, validate):
     server_cpu, client_cpu = cores
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
-        doc = validate(g.load(op="read", duration=0.3, warmup=0.1, cpus=client_cpu,
-                              extra=["--samples", "3", "--size", "64KiB", "--verify"]))
+        doc = validate(
+            g.load(
+                op="read",
+                duration=0.3,
+                warmup=0.1,
+                cpus=client_cpu,
+                extra=["--samples", "3", "--size", "64KiB", "--verify"],
+            )
+        )
     r = doc["result"]
     assert doc["complete"] and len(r["samples"]) == 3
     assert sum(w["ops"] for w in r["samples"]) == r["ops"]
@@ -171,14 +182,18 @@ def test_measure_at_aligns_and_reports_lateness(cores, tmp_path, validate):
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
         at = _time.time() + 1.0
-        doc = validate(g.load(op="noop", duration=0.3, cpus=client_cpu,
-                              extra=["--measure-at", f"{at:.3f}"]))
+        doc = validate(g.load(op="noop", duration=0.3, cpus=client_cpu, extra=["--measure-at", f"{at:.3f}"]))
         r = doc["result"]
         assert doc["complete"] and r["measure_at_late_s"] == 0
         assert abs(r["measure_start_s"] - at) < 0.05  # warmed up until then
-        past = validate(g.load(op="noop", duration=0.2, cpus=client_cpu,
-                               extra=["--measure-at", f"{_time.time() - 5:.3f}"]))
+        past = validate(
+            g.load(op="noop", duration=0.2, cpus=client_cpu, extra=["--measure-at", f"{_time.time() - 5:.3f}"])
+        )
         assert past["complete"] and past["result"]["measure_at_late_s"] >= 5
-        p = subprocess.run([engine_path(), "load", "--group-dir", str(g.directory),
-                            "--measure-at", "soon"], capture_output=True, text=True, timeout=30)
+        p = subprocess.run(
+            [engine_path(), "load", "--group-dir", str(g.directory), "--measure-at", "soon"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert p.returncode == 2 and "--measure-at 'soon'" in p.stderr

@@ -20,8 +20,7 @@ def test_mode_serves_and_idles(mode, cores, validate):
     server_cpu, client_cpu = cores
     with Group() as g:
         s = g.start_server(0, cpus=server_cpu, progress=mode)
-        doc = g.load(op="noop", duration=0.3, warmup=0.1, cpus=client_cpu,
-                     extra=["--progress", mode])
+        doc = g.load(op="noop", duration=0.3, warmup=0.1, cpus=client_cpu, extra=["--progress", mode])
         assert doc["complete"] and doc["result"]["ops"] > 0
         assert doc["engine"]["progress"]["requested"] == (mode if mode != "spindown" else "spindown:10")
         time.sleep(1.2)  # idle
@@ -49,11 +48,25 @@ def test_mode_serves_and_idles(mode, cores, validate):
     assert stat["result"]["cpu"]["utilization"] >= 0
 
 
-@pytest.mark.parametrize("bad", ["spindown:-1", "spindown:.5", "spindown:1.", "spindown:0.0001",
-                                 "spindown:1e3", "spindown:nan", "spindown:99999999"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "spindown:-1",
+        "spindown:.5",
+        "spindown:1.",
+        "spindown:0.0001",
+        "spindown:1e3",
+        "spindown:nan",
+        "spindown:99999999",
+    ],
+)
 def test_bad_spindown_time_is_refused(bad, tmp_path):
-    p = subprocess.run([_engine(), "serve", "--group-dir", str(tmp_path), "--progress", bad],
-                       capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [_engine(), "serve", "--group-dir", str(tmp_path), "--progress", bad],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 2 and f"--progress '{bad}': spindown time must be milliseconds >= 0" in p.stderr
 
 
@@ -103,8 +116,11 @@ def test_burst_polls_without_epoll(mode, cores, tmp_path):
     out = tmp_path / "strace.txt"
     with Group() as g:
         s = g.start_server(0, cpus=server_cpu, progress=mode)
-        tracer = subprocess.Popen(["strace", "-f", "-c", "-o", str(out), "-p", str(s.proc.pid)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        tracer = subprocess.Popen(
+            ["strace", "-f", "-c", "-o", str(out), "-p", str(s.proc.pid)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         time.sleep(0.5)  # attached (or refused)
         if tracer.poll() is not None:
             pytest.skip(f"strace cannot attach here: {tracer.stderr.read().decode()[-200:]}")

@@ -20,9 +20,11 @@ def py(code: str, log=None, **kw) -> subprocess.Popen:
 def publish(*ranks: int, delay: float = 0.0) -> str:
     """Code that publishes <cwd>/<rank>.addr of each rank as the engine
     does (atomically, with its pid), then waits."""
-    return (f"import os, time\ntime.sleep({delay})\nfor r in {list(ranks)}:\n"
-            f"    open(f'{{r}}.tmp', 'w').write('ofi+tcp://x\\npid=%d\\n' % os.getpid())\n"
-            f"    os.rename(f'{{r}}.tmp', f'{{r}}.addr')\n    time.sleep(0.1)\ntime.sleep(30)")
+    return (
+        f"import os, time\ntime.sleep({delay})\nfor r in {list(ranks)}:\n"
+        f"    open(f'{{r}}.tmp', 'w').write('ofi+tcp://x\\npid=%d\\n' % os.getpid())\n"
+        f"    os.rename(f'{{r}}.tmp', f'{{r}}.addr')\n    time.sleep(0.1)\ntime.sleep(30)"
+    )
 
 
 def test_every_rank_of_every_process(tmp_path):
@@ -78,9 +80,12 @@ def test_own_pid_skips_a_stale_file(tmp_path):
 def test_reap_kills_what_outlives_its_time_with_its_group(tmp_path):
     # A launcher (own session) whose child would outlive it: both go.
     pidfile = tmp_path / "child"
-    leader = py(f"import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', "
-                f"'import time; time.sleep(60)']); open({str(pidfile)!r}, 'w').write(str(c.pid)); "
-                f"time.sleep(60)", start_new_session=True)
+    leader = py(
+        f"import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', "
+        f"'import time; time.sleep(60)']); open({str(pidfile)!r}, 'w').write(str(c.pid)); "
+        f"time.sleep(60)",
+        start_new_session=True,
+    )
     quick = py("pass")
     while not pidfile.exists() or not pidfile.read_text():
         time.sleep(0.01)

@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mounts import loop_mount, tmpfs_mount
 
+from mounts import loop_mount, tmpfs_mount
 from rooftop.engine import EngineError, Group, engine_path, run_engine
 
 
@@ -37,13 +37,26 @@ def test_put_get_verified_through_a_server_on_ext4(fabric, ext4, cores, validate
     server_cpu, client_cpu = cores
     sdir = storage_dir(mnt, "putget-" + fabric.replace("+", "-"))
     with Group(fabric=fabric) as g:
-        g.start_server(0, cpus=server_cpu, extra=[
-            "--storage-dir", str(sdir), "--io-mode", "direct", "--file-size", "8MiB", "--fsync-every", "4"])
-        docs = [validate(g.load(op="put", duration=0.4, warmup=0.1, cpus=client_cpu,
-                                extra=["--size", "64KiB", "--verify"]))]
+        g.start_server(
+            0,
+            cpus=server_cpu,
+            extra=["--storage-dir", str(sdir), "--io-mode", "direct", "--file-size", "8MiB", "--fsync-every", "4"],
+        )
+        docs = [
+            validate(g.load(op="put", duration=0.4, warmup=0.1, cpus=client_cpu, extra=["--size", "64KiB", "--verify"]))
+        ]
         for pattern in ("seq", "rand"):
-            docs.append(validate(g.load(op="get", duration=0.4, warmup=0.1, cpus=client_cpu,
-                                        extra=["--size", "64KiB", "--verify", "--pattern", pattern])))
+            docs.append(
+                validate(
+                    g.load(
+                        op="get",
+                        duration=0.4,
+                        warmup=0.1,
+                        cpus=client_cpu,
+                        extra=["--size", "64KiB", "--verify", "--pattern", pattern],
+                    )
+                )
+            )
         server = validate(g.close()[0])
     for doc in docs:
         r = doc["result"]
@@ -60,9 +73,17 @@ def test_put_get_verified_through_a_server_on_ext4(fabric, ext4, cores, validate
     assert st["fs"]["mount_point"] == str(mnt) and "rw" in st["fs"]["mount_options"].split(",")
     assert 0 < st["fs"]["free_bytes"] <= st["fs"]["total_bytes"]
     assert st["o_direct_honoured"] is True
-    assert st["knobs"] == {"io_mode": "direct", "fsync_every": 4, "allocation": "preallocate",
-                           "file_layout": "per-process", "file_size": 8 << 20, "fill": False,
-                           "meta_layout": "shared", "meta_files": 1000, "keep_files": False}
+    assert st["knobs"] == {
+        "io_mode": "direct",
+        "fsync_every": 4,
+        "allocation": "preallocate",
+        "file_layout": "per-process",
+        "file_size": 8 << 20,
+        "fill": False,
+        "meta_layout": "shared",
+        "meta_files": 1000,
+        "keep_files": False,
+    }
     # Every operation answered was a storage call that succeeded.
     assert res["requests"]["put"] == st["counts"]["puts"] > 0
     assert res["requests"]["get"] == st["counts"]["gets"] > 0
@@ -84,12 +105,39 @@ def test_inline_asynchronous_puts_are_verified_end_to_end(pattern, ext4, cores, 
     server_cpu, client_cpu = cores
     sdir = storage_dir(mnt, "async-" + pattern)
     with Group() as g:
-        g.start_server(0, cpus=server_cpu, extra=["--storage-dir", str(sdir), "--io-mode", "direct+dsync",
-                                                  "--io-threads", "0", "--io-async", "--file-size", "4MiB"])
-        put = validate(g.load(op="put", duration=0.4, warmup=0.1, cpus=client_cpu,
-                              extra=["--size", "128KiB", "--verify", "--concurrency", "4", "--pattern", pattern]))
-        get = validate(g.load(op="get", duration=0.3, warmup=0.05, cpus=client_cpu,
-                              extra=["--size", "128KiB", "--verify", "--concurrency", "2", "--pattern", pattern]))
+        g.start_server(
+            0,
+            cpus=server_cpu,
+            extra=[
+                "--storage-dir",
+                str(sdir),
+                "--io-mode",
+                "direct+dsync",
+                "--io-threads",
+                "0",
+                "--io-async",
+                "--file-size",
+                "4MiB",
+            ],
+        )
+        put = validate(
+            g.load(
+                op="put",
+                duration=0.4,
+                warmup=0.1,
+                cpus=client_cpu,
+                extra=["--size", "128KiB", "--verify", "--concurrency", "4", "--pattern", pattern],
+            )
+        )
+        get = validate(
+            g.load(
+                op="get",
+                duration=0.3,
+                warmup=0.05,
+                cpus=client_cpu,
+                extra=["--size", "128KiB", "--verify", "--concurrency", "2", "--pattern", pattern],
+            )
+        )
         server = validate(g.close()[0])
     res, st = server["result"], server["result"]["storage"]
     assert server["errors"] == [] and "Linux AIO" in res["io_threads_why"], res["io_threads_why"]
@@ -110,8 +158,22 @@ def test_an_asynchronous_write_that_fails_is_answered_and_reported():
     named once in the server's errors."""
     with loop_mount("ext4", 16) as (mnt, _), Group() as g:
         sdir = storage_dir(mnt, "full")
-        g.start_server(0, extra=["--storage-dir", str(sdir), "--io-mode", "direct", "--io-threads", "0", "--io-async",
-                                 "--allocation", "wrap", "--file-size", "64MiB"])
+        g.start_server(
+            0,
+            extra=[
+                "--storage-dir",
+                str(sdir),
+                "--io-mode",
+                "direct",
+                "--io-threads",
+                "0",
+                "--io-async",
+                "--allocation",
+                "wrap",
+                "--file-size",
+                "64MiB",
+            ],
+        )
         doc = g.load(op="put", duration=1.0, warmup=0.1, extra=["--size", "1MiB"], check=False)
         server = g.close()[0]
     res = server["result"]
@@ -121,20 +183,43 @@ def test_an_asynchronous_write_that_fails_is_answered_and_reported():
     assert doc["result"]["status_errors"], doc["result"]
 
 
-@pytest.mark.parametrize("knobs,says", [
-    (["--io-threads", "1"], "--io-threads 0 or -1"),
-    (["--io-threads", "0", "--io-mode", "buffered"], "--io-async needs --io-mode with direct"),
-    (["--io-threads", "0", "--io-mode", "direct", "--fsync-every", "8"], "--fsync-every 0"),
-    (["--io-threads", "0", "--io-mode", "direct", "--allocation", "append"], "--allocation preallocate or wrap"),
-    (["--io-threads", "0", "--no-storage"], "--io-async needs --storage-dir"),
-])
+@pytest.mark.parametrize(
+    "knobs,says",
+    [
+        (["--io-threads", "1"], "--io-threads 0 or -1"),
+        (["--io-threads", "0", "--io-mode", "buffered"], "--io-async needs --io-mode with direct"),
+        (["--io-threads", "0", "--io-mode", "direct", "--fsync-every", "8"], "--fsync-every 0"),
+        (["--io-threads", "0", "--io-mode", "direct", "--allocation", "append"], "--allocation preallocate or wrap"),
+        (["--io-threads", "0", "--no-storage"], "--io-async needs --storage-dir"),
+    ],
+)
 def test_io_async_where_it_cannot_apply_is_refused(knobs, says, ext4, tmp_path):
     """--io-async is what runs, or an error naming why it cannot (exit 2)."""
     mnt, _ = ext4
-    storage = [] if "--no-storage" in knobs else ["--storage-dir", str(storage_dir(mnt, f"refuse-{len(list(mnt.iterdir()))}"))]
+    storage = (
+        []
+        if "--no-storage" in knobs
+        else ["--storage-dir", str(storage_dir(mnt, f"refuse-{len(list(mnt.iterdir()))}"))]
+    )
     knobs = [k for k in knobs if k != "--no-storage"]
-    p = subprocess.run([engine_path(), "serve", "--group-dir", str(tmp_path), "--rank", "0", "--io-async",
-                        "--file-size", "4MiB", *storage, *knobs], capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [
+            engine_path(),
+            "serve",
+            "--group-dir",
+            str(tmp_path),
+            "--rank",
+            "0",
+            "--io-async",
+            "--file-size",
+            "4MiB",
+            *storage,
+            *knobs,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 2 and says in p.stderr, p.stderr
 
 
@@ -144,9 +229,21 @@ def test_metadata_counts_match_the_directory(ext4, cores, validate):
     sdir = storage_dir(mnt, "meta")
     meta = sdir / "rooftop-meta.0"
     with Group() as g:
-        g.start_server(0, cpus=server_cpu, extra=[
-            "--storage-dir", str(sdir), "--meta-layout", "per-process", "--meta-files", "20", "--keep-files",
-            "--file-size", "1MiB"])
+        g.start_server(
+            0,
+            cpus=server_cpu,
+            extra=[
+                "--storage-dir",
+                str(sdir),
+                "--meta-layout",
+                "per-process",
+                "--meta-files",
+                "20",
+                "--keep-files",
+                "--file-size",
+                "1MiB",
+            ],
+        )
         created = validate(g.load(op="create", duration=0.3, warmup=0.1, cpus=client_cpu))
         after_create = len(list(meta.iterdir()))
         listed = validate(g.load(op="readdir", duration=0.2, warmup=0.05, cpus=client_cpu))
@@ -177,8 +274,22 @@ def test_local_storage_mode_on_ext4(ext4, cores, validate):
     mnt, dev = ext4
     sdir = storage_dir(mnt, "local")
     cpu = cores[1]
-    common = ["storage", "--storage-dir", str(sdir), "--file-size", "4MiB", "--duration", "0.3",
-              "--warmup", "0.05", "--size", "16KiB", "--io-mode", "direct+dsync", "--verify"]
+    common = [
+        "storage",
+        "--storage-dir",
+        str(sdir),
+        "--file-size",
+        "4MiB",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.05",
+        "--size",
+        "16KiB",
+        "--io-mode",
+        "direct+dsync",
+        "--verify",
+    ]
     if cpu is not None:
         common += ["--cpus", cpu]
     put = validate(run_engine(common + ["--op", "put", "--pattern", "rand"], timeout=30))
@@ -198,10 +309,28 @@ def test_local_storage_mode_on_ext4(ext4, cores, validate):
     assert get["result"]["storage"]["fill_s"] > 0
     assert list(sdir.iterdir()) == []
     # Metadata in-process too.
-    doc = validate(run_engine(["storage", "--storage-dir", str(sdir), "--op", "stat", "--duration", "0.2",
-                               "--warmup", "0.05", "--meta-files", "10"], timeout=30))
-    assert doc["complete"] and doc["result"]["ops"] == doc["result"]["storage"]["counts"]["stats"] - \
-        doc["result"]["warmup"]["ops"]
+    doc = validate(
+        run_engine(
+            [
+                "storage",
+                "--storage-dir",
+                str(sdir),
+                "--op",
+                "stat",
+                "--duration",
+                "0.2",
+                "--warmup",
+                "0.05",
+                "--meta-files",
+                "10",
+            ],
+            timeout=30,
+        )
+    )
+    assert (
+        doc["complete"]
+        and doc["result"]["ops"] == doc["result"]["storage"]["counts"]["stats"] - doc["result"]["warmup"]["ops"]
+    )
 
 
 def test_tmpfs_refuses_o_direct_naming_the_knob_and_the_file_system(validate):
@@ -219,8 +348,26 @@ def test_tmpfs_refuses_o_direct_naming_the_knob_and_the_file_system(validate):
         assert "--io-mode direct+sync" in err and "tmpfs" in err and "O_DIRECT" in err
         assert not (g.directory / "0.addr").exists()
         # Buffered is fine there, and the document says O_DIRECT would not be honoured.
-        doc = validate(run_engine(["storage", "--storage-dir", str(tmp), "--op", "put", "--size", "4KiB",
-                                   "--file-size", "1MiB", "--duration", "0.1", "--warmup", "0"], timeout=30))
+        doc = validate(
+            run_engine(
+                [
+                    "storage",
+                    "--storage-dir",
+                    str(tmp),
+                    "--op",
+                    "put",
+                    "--size",
+                    "4KiB",
+                    "--file-size",
+                    "1MiB",
+                    "--duration",
+                    "0.1",
+                    "--warmup",
+                    "0",
+                ],
+                timeout=30,
+            )
+        )
         st = doc["result"]["storage"]
         assert st["fs"]["type"] == "tmpfs" and st["o_direct_honoured"] is False
         assert list(tmp.iterdir()) == []
@@ -235,9 +382,26 @@ def test_ext2_refuses_preallocation_naming_the_knob_and_the_file_system():
         assert "fallocate" in str(e.value)
         # append and wrap allocate as they write: accepted.
         for alloc in ("append", "wrap"):
-            doc = run_engine(["storage", "--storage-dir", str(mnt), "--op", "put", "--size", "4KiB",
-                              "--file-size", "1MiB", "--allocation", alloc, "--duration", "0.1",
-                              "--warmup", "0"], timeout=30)
+            doc = run_engine(
+                [
+                    "storage",
+                    "--storage-dir",
+                    str(mnt),
+                    "--op",
+                    "put",
+                    "--size",
+                    "4KiB",
+                    "--file-size",
+                    "1MiB",
+                    "--allocation",
+                    alloc,
+                    "--duration",
+                    "0.1",
+                    "--warmup",
+                    "0",
+                ],
+                timeout=30,
+            )
             assert doc["complete"] and doc["result"]["storage"]["knobs"]["allocation"] == alloc
 
 
@@ -257,7 +421,19 @@ def test_engine_lists_the_storage_command():
     out = subprocess.run([engine_path(), "--help"], capture_output=True, text=True).stdout
     assert "  storage " in out
     help_ = subprocess.run([engine_path(), "storage", "--help"], capture_output=True, text=True).stdout
-    for opt in ("--storage-dir", "--io-mode", "--fsync-every", "--allocation", "--file-layout", "--file-size",
-                "--fill", "--meta-layout", "--meta-files", "--pattern", "--size", "--verify"):
+    for opt in (
+        "--storage-dir",
+        "--io-mode",
+        "--fsync-every",
+        "--allocation",
+        "--file-layout",
+        "--file-size",
+        "--fill",
+        "--meta-layout",
+        "--meta-files",
+        "--pattern",
+        "--size",
+        "--verify",
+    ):
         assert f"  {opt} " in help_, opt
     assert "  --op put|get|create|stat|open|unlink|readdir" in help_

@@ -50,8 +50,9 @@ def throttled_ext4():
         with open(image, "wb") as f:
             f.truncate(128 << 20)
         subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
-        dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True,
-                             text=True).stdout.strip()
+        dev = subprocess.run(
+            ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
+        ).stdout.strip()
         cg = BLKIO / f"rooftop-test-{os.getpid()}"
         try:
             subprocess.run(["mount", "-t", "ext4", dev, str(mnt)], check=True)
@@ -70,12 +71,35 @@ def put_run(mnt: Path, cg: Path, io_mode: str) -> dict:
     """1 MiB sequential puts from a process inside the cgroup: its result."""
     d = mnt / io_mode
     d.mkdir()
-    argv = [engine_path(), "storage", "--op", "put", "--size", "1MiB", "--pattern", "seq", "--io-mode", io_mode,
-            "--allocation", "preallocate", "--file-size", "48MiB", "--storage-dir", str(d),
-            "--duration", "1", "--warmup", "0.3"]
+    argv = [
+        engine_path(),
+        "storage",
+        "--op",
+        "put",
+        "--size",
+        "1MiB",
+        "--pattern",
+        "seq",
+        "--io-mode",
+        io_mode,
+        "--allocation",
+        "preallocate",
+        "--file-size",
+        "48MiB",
+        "--storage-dir",
+        str(d),
+        "--duration",
+        "1",
+        "--warmup",
+        "0.3",
+    ]
     # The shell joins the cgroup, then becomes the engine: every write it makes is charged there.
-    p = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *argv],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        ["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr + p.stdout
     doc = json.loads(p.stdout)
     assert doc["result"]["storage"]["o_direct_honoured"] is True
@@ -92,7 +116,9 @@ def test_o_direct_is_capped_by_the_throttle_and_buffered_is_not():
     with throttled_ext4() as (mnt, cg):
         d, b = put_run(mnt, cg, "direct"), put_run(mnt, cg, "buffered")
     direct, buffered = d["bytes_per_sec"], b["bytes_per_sec"]
-    assert direct <= THROTTLE * TOLERANCE, f"O_DIRECT {direct / 2**20:.1f} MiB/s above the {THROTTLE >> 20} MiB/s throttle"
+    assert direct <= THROTTLE * TOLERANCE, (
+        f"O_DIRECT {direct / 2**20:.1f} MiB/s above the {THROTTLE >> 20} MiB/s throttle"
+    )
     assert direct >= THROTTLE * 0.5, f"O_DIRECT {direct / 2**20:.1f} MiB/s: far below the throttle, not bound by it"
     assert buffered > THROTTLE * 1.5, f"buffered {buffered / 2**20:.1f} MiB/s: not above the throttle (page cache?)"
     # device_s holds the device's time: a throttled 1 MiB write waits about
@@ -109,8 +135,7 @@ def wait_for_puts(g, n: int, timeout: float = 30.0) -> None:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        doc = run_engine(["stat", "--fabric", g.fabric, "--group-dir", str(g.directory), "--timeout", "5"],
-                         timeout=20)
+        doc = run_engine(["stat", "--fabric", g.fabric, "--group-dir", str(g.directory), "--timeout", "5"], timeout=20)
         if doc["result"]["bulk"] >= n:  # bulk operations served: here puts
             return
         time.sleep(0.05)
@@ -128,12 +153,27 @@ def test_an_inline_server_answers_while_the_device_writes():
     per_write = (1 << 20) / THROTTLE * 1e3
     with throttled_ext4() as (mnt, cg), Group() as g:
         (mnt / "inline").mkdir()
-        server = g.start_server(0, extra=["--storage-dir", str(mnt / "inline"), "--io-mode", "direct",
-                                          "--io-threads", "0", "--io-async", "--file-size", "48MiB"])
+        server = g.start_server(
+            0,
+            extra=[
+                "--storage-dir",
+                str(mnt / "inline"),
+                "--io-mode",
+                "direct",
+                "--io-threads",
+                "0",
+                "--io-async",
+                "--file-size",
+                "48MiB",
+            ],
+        )
         (cg / "cgroup.procs").write_text(f"{server.proc.pid}\n")  # its writes are charged there
         puts = {}
-        t = threading.Thread(target=lambda: puts.update(g.load(
-            op="put", duration=2.0, warmup=0.3, extra=["--size", "1MiB", "--concurrency", "2"])))
+        t = threading.Thread(
+            target=lambda: puts.update(
+                g.load(op="put", duration=2.0, warmup=0.3, extra=["--size", "1MiB", "--concurrency", "2"])
+            )
+        )
         t.start()
         wait_for_puts(g, 3)  # past the client's warmup: its puts are back to back
         noop = g.load(op="noop", duration=0.6, warmup=0.1, extra=["--progress", "block"])
@@ -150,5 +190,6 @@ def test_an_inline_server_answers_while_the_device_writes():
     # every write would hold the noop that arrived during it (half of them:
     # a write's time on average, whatever the median).
     mean_ms = noop["result"]["latency_us"]["mean"] / 1e3
-    assert noop["result"]["ops"] > 0 and mean_ms < 0.1 * per_write, \
+    assert noop["result"]["ops"] > 0 and mean_ms < 0.1 * per_write, (
         f"noop mean {mean_ms:.2f} ms while {per_write:.0f} ms writes ran: the loop waited for the device"
+    )

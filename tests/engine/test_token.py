@@ -11,8 +11,9 @@ from rooftop.engine import TOKEN_ENV, Group, engine_path, run_engine, write_toke
 
 
 def engine(*args, env=None):
-    return subprocess.run([engine_path(), *args], capture_output=True, text=True, timeout=30,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [engine_path(), *args], capture_output=True, text=True, timeout=30, env={**os.environ, **(env or {})}
+    )
 
 
 def test_token_on_the_command_line_is_refused(tmp_path):
@@ -39,19 +40,24 @@ def test_token_file_readable_by_others_is_refused(tmp_path):
 
 def test_shutdown_without_any_token_is_a_usage_error(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
-    p = subprocess.run([engine_path(), "shutdown", "--group-dir", str(tmp_path), "--timeout", "1"],
-                       capture_output=True, text=True, timeout=30, env=env)
+    p = subprocess.run(
+        [engine_path(), "shutdown", "--group-dir", str(tmp_path), "--timeout", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
     assert p.returncode == 2 and "no token" in p.stderr and "--token-file" in p.stderr
 
 
 def test_token_from_environment_stops_the_server_and_is_never_echoed(cores, validate):
     with Group() as g:
         s = g.start_server(0, cpus=cores[0])
-        wrong = run_engine(["shutdown", "--group-dir", str(g.directory)], timeout=15, check=False,
-                           env={TOKEN_ENV: "not-it"})
+        wrong = run_engine(
+            ["shutdown", "--group-dir", str(g.directory)], timeout=15, check=False, env={TOKEN_ENV: "not-it"}
+        )
         assert wrong["result"]["status"] == "denied" and s.alive()
-        doc = run_engine(["shutdown", "--group-dir", str(g.directory)], timeout=15,
-                         env={TOKEN_ENV: g.token})
+        doc = run_engine(["shutdown", "--group-dir", str(g.directory)], timeout=15, env={TOKEN_ENV: g.token})
         assert doc["result"]["status"] == "ok" and doc["config"]["token"] == "<set>"
         assert s.proc.wait(timeout=10) == 0
         sdoc = validate(s.stop())

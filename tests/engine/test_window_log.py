@@ -11,8 +11,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-SCHEMA = Path(__file__).resolve().parents[2] / "engine" / "schema" / "engine-output.schema.json"
 from rooftop.engine import Group
+
+SCHEMA = Path(__file__).resolve().parents[2] / "engine" / "schema" / "engine-output.schema.json"
 
 WINDOWS, DURATION = 4, 0.4
 
@@ -33,9 +34,18 @@ def test_windows_are_logged_as_they_end(tmp_path, cores, validate):
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
         out: dict = {}
-        client = threading.Thread(target=lambda: out.update(doc=g.load(
-            op="noop", duration=DURATION, warmup=0.2, cpus=client_cpu, rank=3,
-            extra=["--samples", str(WINDOWS), "--window-log", str(log)])))
+        client = threading.Thread(
+            target=lambda: out.update(
+                doc=g.load(
+                    op="noop",
+                    duration=DURATION,
+                    warmup=0.2,
+                    cpus=client_cpu,
+                    rank=3,
+                    extra=["--samples", str(WINDOWS), "--window-log", str(log)],
+                )
+            )
+        )
         client.start()
         while client.is_alive():
             for line in lines_of(path):
@@ -71,8 +81,15 @@ def test_an_unwritable_window_log_does_not_fail_the_measurement(tmp_path, cores,
     server_cpu, client_cpu = cores
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
-        doc = validate(g.load(op="noop", duration=0.2, warmup=0.1, cpus=client_cpu,
-                              extra=["--window-log", str(tmp_path / "missing" / "w.jsonl")]))
+        doc = validate(
+            g.load(
+                op="noop",
+                duration=0.2,
+                warmup=0.1,
+                cpus=client_cpu,
+                extra=["--window-log", str(tmp_path / "missing" / "w.jsonl")],
+            )
+        )
     assert doc["complete"] and doc["errors"] == []
     wl = doc["result"]["window_log"]
     assert wl["lines"] == 3 and wl["dropped"] == 3 and "missing/w.jsonl" in wl["error"]

@@ -29,8 +29,21 @@ def check_path() -> str:
 
 def reframe(tmp: Path, config: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
     report = tmp / "report.json"
-    cmd = [str(BIN / "reframe"), "-C", str(config), "-c", check_path(), "-r", "--nocolor",
-           "--prefix", str(tmp / "rfm"), "--report-file", str(report), *QUICK, *extra]
+    cmd = [
+        str(BIN / "reframe"),
+        "-C",
+        str(config),
+        "-c",
+        check_path(),
+        "-r",
+        "--nocolor",
+        "--prefix",
+        str(tmp / "rfm"),
+        "--report-file",
+        str(report),
+        *QUICK,
+        *extra,
+    ]
     env = dict(os.environ, RFM_SAVE_LOG_FILES="n", RFM_LOG_FILE=str(tmp / "rfm.log"))
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env, timeout=900)
     assert report.exists(), p.stdout + p.stderr

@@ -16,10 +16,14 @@ from rooftop.interference.loads import LOADS, background, get
 from rooftop.launchers.local import LocalLauncher
 
 #: Small knobs, so that each load finishes units within a second or two.
-SMALL = {"cpu": {"procs": 1, "size": 128, "iterations": 20}, "mem": {"size_mib": 8, "copies": 2},
-         "net": {"window": 0.2, "size": "64KiB"}, "io": {"block_mib": 1, "file_mib": 8},
-         "numio": {"sweeps": 40, "write_every": 10, "size": 128, "inflate": 2},
-         "cmd": {"command": "sleep 0.1"}}
+SMALL = {
+    "cpu": {"procs": 1, "size": 128, "iterations": 20},
+    "mem": {"size_mib": 8, "copies": 2},
+    "net": {"window": 0.2, "size": "64KiB"},
+    "io": {"block_mib": 1, "file_mib": 8},
+    "numio": {"sweeps": 40, "write_every": 10, "size": 128, "inflate": 2},
+    "cmd": {"command": "sleep 0.1"},
+}
 
 
 class _Runner:
@@ -52,7 +56,8 @@ def wait_units(r, n: int, timeout: float = 40.0) -> None:
     end = time.monotonic() + timeout
     while background.units_done(r) < n:
         assert time.monotonic() < end, f"load {r.kind} finished no {n} units in {timeout} s: " + " ".join(
-            p.read_text()[-400:] for p in r.folder.glob("*.log"))
+            p.read_text()[-400:] for p in r.folder.glob("*.log")
+        )
         assert all(p.poll() is None for p in r.procs), (r.folder / "worker-0.log").read_text()[-800:]
         time.sleep(0.1)
 
@@ -93,8 +98,9 @@ def test_cpu_load_is_pinned_one_process_per_core(tmp_path):
 
 def _numio(mode: str, tmp_path) -> dict:
     runner = _Runner()
-    knobs = get("numio").resolve({"mode": mode, "sweeps": 60, "write_every": 10, "size": 256,
-                                  "inflate": 16, "dir": str(tmp_path / "data")})
+    knobs = get("numio").resolve(
+        {"mode": mode, "sweeps": 60, "write_every": 10, "size": 256, "inflate": 16, "dir": str(tmp_path / "data")}
+    )
     r = background.start("numio", knobs, runner.launcher.nodes()[:1], runner, tmp_path / mode)
     wait_units(r, 1, timeout=60)
     return background.stop(r)["documents"][0]
@@ -121,6 +127,7 @@ def test_the_gaps_between_measuring_windows_are_not_counted_as_slowness():
     """A load as fast beside the service as alone, whose units beside it fall
     in two windows 20 s apart (a bursts run's gap): slowdown 1, not the
     (20 + 2) / 2 the span from first to last unit would give."""
+
     def units(t0, n, rank=0):
         return [{"t0": t0 + k, "t1": t0 + k + 1, "work": 1.0, "rank": rank} for k in range(n)]
 

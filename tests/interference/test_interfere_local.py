@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_background_loads import processes_mentioning
 
 from hung import finish
-from test_background_loads import processes_mentioning
 
 QUICK = ["--metrics", "rpc", "--samples", "2", "--duration", "0.4", "--warmup", "0.3", "--load-warmup", "0.5"]
 
@@ -30,8 +30,13 @@ def env():
 
 
 def interfere(results: Path, *args, timeout=240) -> tuple[dict, str]:
-    p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--results", str(results), "--json",
-                        *args], capture_output=True, text=True, timeout=timeout, env=env())
+    p = subprocess.run(
+        [sys.executable, "-m", "rooftop", "interfere", "--results", str(results), "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(),
+    )
     assert p.returncode == 0, f"{p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
     doc = json.loads(p.stdout)
     return doc, doc["run"]
@@ -41,8 +46,18 @@ def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_pat
     # Four stencils time-share the server's core with a busy-polling server
     # (four, not one: CFS shares a core per session, so the server's loss is
     # diluted by whatever else runs on this machine).
-    doc, base = interfere(tmp_path, "--loads", "cpu", "--load-nodes", "0", "--load-set", "cpu.procs=4",
-                          "--set", "engine.server_progress=busy", *QUICK)
+    doc, base = interfere(
+        tmp_path,
+        "--loads",
+        "cpu",
+        "--load-nodes",
+        "0",
+        "--load-set",
+        "cpu.procs=4",
+        "--set",
+        "engine.server_progress=busy",
+        *QUICK,
+    )
     (cond,) = doc["conditions"]
     (impact,) = [i for i in cond["impacts"] if i["stage"] == "server_peak"]  # also client peak here
     assert impact["impact_rate"] > 1.3, impact
@@ -55,14 +70,24 @@ def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_pat
     assert status == {base: "complete", cond["run"]: "complete"}
     config = json.loads(db.execute("SELECT config FROM runs WHERE id = ?", (cond["run"],)).fetchone()[0])
     assert config["interfere"]["load"] == "cpu" and config["interfere"]["knobs"]["procs"] == 4
-    rep = subprocess.run([sys.executable, "-m", "rooftop", "report", base, "--results", str(tmp_path)],
-                         capture_output=True, text=True, timeout=240, env=env())
+    rep = subprocess.run(
+        [sys.executable, "-m", "rooftop", "report", base, "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env(),
+    )
     assert rep.returncode == 0, rep.stderr
     md = (tmp_path / base / "report" / "report.md").read_text()
     assert "## Under load" in md and "shared resource: CPU" in md
     assert (tmp_path / base / "report" / "figures" / "interference.png").exists()
-    rep = subprocess.run([sys.executable, "-m", "rooftop", "report", cond["run"], "--results", str(tmp_path)],
-                         capture_output=True, text=True, timeout=240, env=env())
+    rep = subprocess.run(
+        [sys.executable, "-m", "rooftop", "report", cond["run"], "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env(),
+    )
     assert rep.returncode == 0, rep.stderr
     assert f"the same stages alone: run {base}" in (tmp_path / cond["run"] / "report" / "report.md").read_text()
     # The roofline under load: a second, lower band on the isolated run's figure.
@@ -82,8 +107,13 @@ def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_pat
 
 
 def _rooftop(results: Path, *args) -> str:
-    p = subprocess.run([sys.executable, "-m", "rooftop", *args, "--results", str(results)],
-                       capture_output=True, text=True, timeout=240, env=env())
+    p = subprocess.run(
+        [sys.executable, "-m", "rooftop", *args, "--results", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env(),
+    )
     assert p.returncode == 0, p.stderr
     return p.stdout
 
@@ -118,9 +148,22 @@ def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
     # from the client here depends on the machine's other sessions (CFS
     # autogroups share a core per session): monotonicity is tested where
     # physics fixes it, on a shaped link (tests/cluster/test_interfere_netns.py).
-    doc, base = interfere(tmp_path, "--loads", "cpu", "--ensemble", "4,1,2", "--load-nodes", "1",
-                          "--load-set", "cpu.procs=1", "--load-set", "cpu.size=128", "--stages", "client_peak",
-                          *QUICK)
+    doc, base = interfere(
+        tmp_path,
+        "--loads",
+        "cpu",
+        "--ensemble",
+        "4,1,2",
+        "--load-nodes",
+        "1",
+        "--load-set",
+        "cpu.procs=1",
+        "--load-set",
+        "cpu.size=128",
+        "--stages",
+        "client_peak",
+        *QUICK,
+    )
     conds = doc["conditions"]
     assert [c["copies"] for c in conds] == [1, 2, 4]
     assert [len(c["loads"]) for c in conds] == [1, 2, 4]
@@ -132,13 +175,19 @@ def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
     assert conds[0]["loads"][0]["normalized"] == pytest.approx(conds[0]["loads"][0]["slowdown"])
     db = sqlite3.connect(tmp_path / "rooftop.db")
     assert db.execute("SELECT count(*) FROM load_runs WHERE run_id = ?", (base,)).fetchone()[0] == 7
-    assert db.execute("SELECT count(DISTINCT loaded_run) FROM interference WHERE run_id = ?",
-                      (base,)).fetchone()[0] == 3
+    assert (
+        db.execute("SELECT count(DISTINCT loaded_run) FROM interference WHERE run_id = ?", (base,)).fetchone()[0] == 3
+    )
     before = db.execute("SELECT * FROM load_runs ORDER BY rowid").fetchall()
     db.close()
     # A rebuilt database gets the comparison back from the isolated run's interference.json.
-    p = subprocess.run([sys.executable, "-m", "rooftop", "doctor", "--rebuild", "--results", str(tmp_path)],
-                       capture_output=True, text=True, timeout=120, env=env())
+    p = subprocess.run(
+        [sys.executable, "-m", "rooftop", "doctor", "--rebuild", "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(),
+    )
     assert p.returncode == 0 and "interference of 3 loaded run(s) restored" in p.stdout + p.stderr, p.stdout
     db = sqlite3.connect(tmp_path / "rooftop.db")
     assert db.execute("SELECT * FROM load_runs ORDER BY rowid").fetchall() == before
@@ -154,17 +203,52 @@ def _first_line(folder: Path, pattern: str, timeout: float) -> Path:
     raise AssertionError(f"no {pattern} under {folder} within {timeout} s")
 
 
-@pytest.mark.parametrize("kind,knobs", [("cpu", []), ("mem", ["mem.size_mib=8"]), ("net", ["net.window=0.2"]),
-                                        ("io", ["io.file_mib=16"]), ("numio", ["numio.sweeps=40"]),
-                                        ("cmd", ["cmd.command=sh -c 'sleep 0.3' {tmp}"])])
+@pytest.mark.parametrize(
+    "kind,knobs",
+    [
+        ("cpu", []),
+        ("mem", ["mem.size_mib=8"]),
+        ("net", ["net.window=0.2"]),
+        ("io", ["io.file_mib=16"]),
+        ("numio", ["numio.sweeps=40"]),
+        ("cmd", ["cmd.command=sh -c 'sleep 0.3' {tmp}"]),
+    ],
+)
 def test_ctrl_c_leaves_no_load_behind(kind, knobs, tmp_path):
     # cmd: the command names the test's folder ($0 of sh), so a command left
     # running would be found below.
     sets = [a for k in knobs for a in ("--load-set", k.format(tmp=tmp_path))]
-    p = subprocess.Popen([sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path), "--loads",
-                          kind, "--load-nodes", "0,1", *sets, "--stages", "client_peak", "--metrics", "rpc",
-                          "--samples", "1", "--duration", "3", "--warmup", "0.2", "--load-warmup", "0.3"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "interfere",
+            "--results",
+            str(tmp_path),
+            "--loads",
+            kind,
+            "--load-nodes",
+            "0,1",
+            *sets,
+            "--stages",
+            "client_peak",
+            "--metrics",
+            "rpc",
+            "--samples",
+            "1",
+            "--duration",
+            "3",
+            "--warmup",
+            "0.2",
+            "--load-warmup",
+            "0.3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
     try:
         # The loaded run's client measures beside the load: interrupt then.
         units = _first_line(tmp_path, "*/loads/*/units-*.jsonl", 120)
@@ -193,21 +277,54 @@ def _wait_for_command(text: str, marker: str, timeout: float) -> None:
     raise AssertionError(f"no process running {text!r} for {marker} within {timeout} s")
 
 
-@pytest.mark.parametrize("kind,knobs", [
-    ("cpu", []), ("net", ["net.window=0.2"]), ("cmd", ["cmd.command=sh -c 'sleep 0.3' {tmp}"]),
-    # A command that ignores SIGTERM, with a grandchild: the worker's group is ended.
-    ("cmd", ["""cmd.command=sh -c 'trap "" TERM; sh -c "sleep 60; :" {tmp} & wait' {tmp}"""])],
-    ids=["cpu", "net", "cmd", "cmd-ignoring-sigterm"])
+@pytest.mark.parametrize(
+    "kind,knobs",
+    [
+        ("cpu", []),
+        ("net", ["net.window=0.2"]),
+        ("cmd", ["cmd.command=sh -c 'sleep 0.3' {tmp}"]),
+        # A command that ignores SIGTERM, with a grandchild: the worker's group is ended.
+        ("cmd", ["""cmd.command=sh -c 'trap "" TERM; sh -c "sleep 60; :" {tmp} & wait' {tmp}"""]),
+    ],
+    ids=["cpu", "net", "cmd", "cmd-ignoring-sigterm"],
+)
 def test_sigkill_of_interfere_leaves_no_load_behind(kind, knobs, tmp_path):
     """A SIGKILLed campaign cannot stop its loads: they watch its lease
     (engine.lease, 2 s here) and stop themselves, with their children
     (net: engines; cmd: the command, and its group when it will not stop)."""
     sets = [a for k in knobs for a in ("--load-set", k.format(tmp=tmp_path))]
-    p = subprocess.Popen([sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path), "--loads",
-                          kind, "--load-nodes", "0,1", *sets, "--stages", "client_peak", "--metrics", "rpc",
-                          "--samples", "1", "--duration", "3", "--warmup", "0.2", "--load-warmup", "0.3",
-                          "--set", "engine.lease=2"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "interfere",
+            "--results",
+            str(tmp_path),
+            "--loads",
+            kind,
+            "--load-nodes",
+            "0,1",
+            *sets,
+            "--stages",
+            "client_peak",
+            "--metrics",
+            "rpc",
+            "--samples",
+            "1",
+            "--duration",
+            "3",
+            "--warmup",
+            "0.2",
+            "--load-warmup",
+            "0.3",
+            "--set",
+            "engine.lease=2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env(),
+    )
     try:
         if "trap" in " ".join(knobs):  # its first unit never ends: wait for the grandchild itself
             _wait_for_command("sh -c sleep 60; :", str(tmp_path), 120)  # the inner sh, not a quoting argv
@@ -227,13 +344,46 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
     """interfere --bursts RUN: RUN's modes measured again alone and beside
     four stencils on the server's core; an impact per progress mode, the
     load's own slowdown, both reports say so, and nothing is left behind."""
-    p = subprocess.run([sys.executable, "-m", "rooftop", "bursts", "--results", str(tmp_path), "--json",
-                        "--progress", "busy,block", "--bursts", "1", "--on", "1", "--off", "0.5",
-                        "--interval", "0.25"], capture_output=True, text=True, timeout=240, env=env())
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "bursts",
+            "--results",
+            str(tmp_path),
+            "--json",
+            "--progress",
+            "busy,block",
+            "--bursts",
+            "1",
+            "--on",
+            "1",
+            "--off",
+            "0.5",
+            "--interval",
+            "0.25",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env(),
+    )
     assert p.returncode == 0, p.stderr
     source = json.loads(p.stdout)["run"]
-    doc, base = interfere(tmp_path, "--bursts", source, "--loads", "cpu", "--load-nodes", "0",
-                          "--load-set", "cpu.procs=4", "--load-warmup", "0.5")
+    doc, base = interfere(
+        tmp_path,
+        "--bursts",
+        source,
+        "--loads",
+        "cpu",
+        "--load-nodes",
+        "0",
+        "--load-set",
+        "cpu.procs=4",
+        "--load-warmup",
+        "0.5",
+    )
     assert base != source
     (cond,) = doc["conditions"]
     assert [i["stage"] for i in cond["impacts"]] == ["bursts/busy", "bursts/block"]
@@ -244,17 +394,22 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
     assert all(i["load_slowdown"] for i in cond["impacts"]), cond["impacts"]
     assert set(cond["loads"][0]["by"]) == {"busy", "block"}
     fom = _rooftop(tmp_path, "export", base, "--format", "fom")
-    assert "interference.cpu.bursts/busy.rpc.impact_rate:" in fom and "interference.cpu.bursts/block.load_slowdown:" in fom
+    assert (
+        "interference.cpu.bursts/busy.rpc.impact_rate:" in fom and "interference.cpu.bursts/block.load_slowdown:" in fom
+    )
     db = sqlite3.connect(tmp_path / "rooftop.db")
     for run in (base, cond["run"]):  # each an ordinary, complete bursts run
         status, config = db.execute("SELECT status, config FROM runs WHERE id = ?", (run,)).fetchone()
         assert status == "complete" and json.loads(config)["stages"] == ["bursts"]
-    assert json.loads(db.execute("SELECT config FROM runs WHERE id = ?", (base,)).fetchone()[0])[
-        "interfere"]["bursts_of"] == source
+    assert (
+        json.loads(db.execute("SELECT config FROM runs WHERE id = ?", (base,)).fetchone()[0])["interfere"]["bursts_of"]
+        == source
+    )
     _rooftop(tmp_path, "report", base)
     md = (tmp_path / base / "report" / "report.md").read_text()
     assert "## Under load" in md and "| bursts/busy | rpc |" in md
     from rooftop.bursts.run import power_note
+
     assert ("power: not measured" in md) == bool(power_note())  # as a 'rooftop bursts' run says
     _rooftop(tmp_path, "report", cond["run"])
     assert f"the same stages alone: run {base}" in (tmp_path / cond["run"] / "report" / "report.md").read_text()
@@ -263,11 +418,21 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
 
 def test_bursts_service_refuses_what_is_not_a_bursts_run(tmp_path):
     doc, base = interfere(tmp_path, "--loads", "cpu", "--load-nodes", "0", *QUICK)
-    for extra, says in ((["--bursts", base], "not a bursts run"), (["--bursts", "nope"], "no run 'nope'"),
-                        (["--bursts", base, "--stages", "validate"], "either a bursts run or roofline stages"),
-                        (["--bursts", base, "--stages", "server_peak,client_peak"], "either a bursts run"),
-                        (["--bursts", base, "--duration", "2", "--set", "engine.lease=3"],
-                         "would be ignored: collect.duration, engine.lease")):
-        p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path),
-                            "--loads", "cpu", *extra], capture_output=True, text=True, timeout=60, env=env())
+    for extra, says in (
+        (["--bursts", base], "not a bursts run"),
+        (["--bursts", "nope"], "no run 'nope'"),
+        (["--bursts", base, "--stages", "validate"], "either a bursts run or roofline stages"),
+        (["--bursts", base, "--stages", "server_peak,client_peak"], "either a bursts run"),
+        (
+            ["--bursts", base, "--duration", "2", "--set", "engine.lease=3"],
+            "would be ignored: collect.duration, engine.lease",
+        ),
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "rooftop", "interfere", "--results", str(tmp_path), "--loads", "cpu", *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env(),
+        )
         assert p.returncode == 2 and says in p.stderr, (extra, p.returncode, p.stderr)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-
 from types import SimpleNamespace
 
 import pytest
@@ -31,8 +30,7 @@ def test_knobs_resolve_with_defaults_and_unknown_ones_are_named():
 
 def test_random_placement_is_reproduced_by_its_seed():
     nodes = LocalLauncher(4, cores=[0, 1, 2, 3]).nodes()
-    plan = Plan(["cpu", "net"], parse_knobs([], ["cpu", "net"]), ["server_peak"], [1, 2], placement="random",
-                seed=11)
+    plan = Plan(["cpu", "net"], parse_knobs([], ["cpu", "net"]), ["server_peak"], [1, 2], placement="random", seed=11)
     first = conditions(plan, nodes)
     assert first == conditions(plan, nodes)
     assert [len(c["nodes"]) for c in first] == [1, 2, 1, 2]
@@ -68,8 +66,9 @@ def test_shared_resource_names_the_services_cores(tmp_path):
 def test_shared_resource_on_cores_the_service_does_not_use(tmp_path):
     # What this 2-core machine cannot run: the load on n0's second core (1).
     words = shared("cpu", [_running("cpu", NODES[0], "1", tmp_path)], _service([0], [1]), NODES)
-    assert words == ("CPU cores: the load runs on n0 but on cores the service does not use "
-                     "(memory, caches and I/O are shared)")
+    assert words == (
+        "CPU cores: the load runs on n0 but on cores the service does not use (memory, caches and I/O are shared)"
+    )
     words = shared("cpu", [_running("cpu", NODES[2], "4", tmp_path)], _service([0], [1]), NODES)
     assert words == "CPU cores: no node of the service runs the load (only machine-wide resources)"
 
@@ -77,18 +76,39 @@ def test_shared_resource_on_cores_the_service_does_not_use(tmp_path):
 def test_shared_resource_of_a_flood_names_the_links(tmp_path):
     flood = background.Running("net", {}, [NODES[0], NODES[2]], tmp_path, 0)
     flood.launches = [Launch(["worker", "net"], NODES[0], [0]), Launch(["worker", "net"], NODES[2], [1])]
-    assert shared("net", [flood], _service([0], [1]), NODES) == \
-        "network: the links of n0 (a server node) carry the flood"
+    assert (
+        shared("net", [flood], _service([0], [1]), NODES) == "network: the links of n0 (a server node) carry the flood"
+    )
     flood.launches = [Launch(["worker", "net"], NODES[2], [1])]
     assert shared("net", [flood], _service([0], [1]), NODES).startswith(
-        "network: the flood runs between nodes the service does not use")
+        "network: the flood runs between nodes the service does not use"
+    )
 
 
 def test_dry_run_prints_every_condition_and_creates_nothing(tmp_path):
     res = tmp_path / "res"
-    p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--dry-run", "--results", str(res),
-                        "--loads", "cpu,net", "--load-nodes", "0,1", "--ensemble", "1,2", "--metrics", "rpc"],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rooftop",
+            "interfere",
+            "--dry-run",
+            "--results",
+            str(res),
+            "--loads",
+            "cpu,net",
+            "--load-nodes",
+            "0,1",
+            "--ensemble",
+            "1,2",
+            "--metrics",
+            "rpc",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "# isolated run" in out and out.count("# beside") == 4
@@ -98,15 +118,23 @@ def test_dry_run_prints_every_condition_and_creates_nothing(tmp_path):
 
 
 def test_bad_load_options_are_config_errors():
-    for args, says in ((["--loads", "gpu"], "unknown load 'gpu'"),
-                       (["--loads", "cmd"], "needs a command"),
-                       (["--loads", "net", "--load-nodes", "0"], "at least two nodes"),
-                       (["--loads", "numio", "--load-set", "numio.mode=later"], "numio.mode 'later'"),
-                       (["--loads", "net", "--load-set", "net.pattern=ring"], "net.pattern=ring: one of"),
-                       (["--loads", "net", "--load-set", "net.pattern=broadcast", "--load-set", "net.op=write"],
-                        "a broadcast sends out of the hub")):
-        p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--dry-run", *args],
-                           capture_output=True, text=True, timeout=60)
+    for args, says in (
+        (["--loads", "gpu"], "unknown load 'gpu'"),
+        (["--loads", "cmd"], "needs a command"),
+        (["--loads", "net", "--load-nodes", "0"], "at least two nodes"),
+        (["--loads", "numio", "--load-set", "numio.mode=later"], "numio.mode 'later'"),
+        (["--loads", "net", "--load-set", "net.pattern=ring"], "net.pattern=ring: one of"),
+        (
+            ["--loads", "net", "--load-set", "net.pattern=broadcast", "--load-set", "net.op=write"],
+            "a broadcast sends out of the hub",
+        ),
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "rooftop", "interfere", "--dry-run", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert p.returncode == 2 and says in p.stderr, (args, p.stderr)
 
 
@@ -118,9 +146,28 @@ def test_net_patterns_are_gpcnets_congestors_with_their_direction(tmp_path):
     assert [direction(p, "auto") for p in ("incast", "broadcast", "alltoall")] == ["write", "read", "read"]
     assert direction("incast", "read") == "read" and direction("alltoall", "write") == "write"
     for pattern, op in (("incast", "write"), ("broadcast", "read")):
-        p = subprocess.run([sys.executable, "-m", "rooftop", "interfere", "--dry-run", "--results",
-                            str(tmp_path), "--loads", "net", "--load-nodes", "0,1", "--metrics", "rpc",
-                            "--load-set", f"net.pattern={pattern}"], capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rooftop",
+                "interfere",
+                "--dry-run",
+                "--results",
+                str(tmp_path),
+                "--loads",
+                "net",
+                "--load-nodes",
+                "0,1",
+                "--metrics",
+                "rpc",
+                "--load-set",
+                f"net.pattern={pattern}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert p.returncode == 0, p.stderr
         (hub, spoke) = [line for line in p.stdout.splitlines() if "rooftop.interference.loads.worker net" in line]
         assert '"serve"' in hub and '"load"' in spoke and f'"--op", "{op}"' in spoke, spoke

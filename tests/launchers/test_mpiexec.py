@@ -20,14 +20,30 @@ from rooftop.launchers import mpiexec as mpx
 from rooftop.launchers.base import LauncherError
 from rooftop.launchers.mpiexec import MpiexecLauncher, detect_flavor, read_hostfile
 
-ENGINE = ["/opt/rooftop/bin/rooftop-engine", "serve", "--group-dir", "/g", "--token-file", "/g/token",
-          "--output", "/g/server-{rank}.json"]
+ENGINE = [
+    "/opt/rooftop/bin/rooftop-engine",
+    "serve",
+    "--group-dir",
+    "/g",
+    "--token-file",
+    "/g/token",
+    "--output",
+    "/g/server-{rank}.json",
+]
 RANKS = ["--rank-from-env"]
 
 
 def cfg(**kw):
-    base = {"type": "mpiexec", "nodes": None, "hosts": None, "hostfile": None,
-            "cores_per_node": None, "command": "mpiexec", "flavor": "auto", "extra_args": []}
+    base = {
+        "type": "mpiexec",
+        "nodes": None,
+        "hosts": None,
+        "hostfile": None,
+        "cores_per_node": None,
+        "command": "mpiexec",
+        "flavor": "auto",
+        "extra_args": [],
+    }
     return {**base, **kw}
 
 
@@ -52,6 +68,7 @@ def fresh_cache():
 
 # ---- Open MPI command lines -------------------------------------------------
 
+
 def ompi(**kw):
     return MpiexecLauncher(cfg(flavor="openmpi", hosts=["n1", "n2"], cores_per_node=16, **kw))
 
@@ -60,40 +77,107 @@ def test_openmpi_core(user):
     launcher = ompi()
     node = launcher.nodes()[1]
     [launch] = launcher.launches(node, ENGINE, 2, "core", 0)
-    assert launch.argv == ["mpiexec", "-n", "2", "--host", "n2:2", "--bind-to", "core",
-                           "--map-by", "core", *ENGINE, "--rank", "0", *RANKS]
+    assert launch.argv == [
+        "mpiexec",
+        "-n",
+        "2",
+        "--host",
+        "n2:2",
+        "--bind-to",
+        "core",
+        "--map-by",
+        "core",
+        *ENGINE,
+        "--rank",
+        "0",
+        *RANKS,
+    ]
     assert launch.ranks == [0, 1] and launch.node == node and launch.env == {}
 
 
 def test_openmpi_2cores(user):
     launcher = ompi()
     [launch] = launcher.launches(launcher.nodes()[0], ENGINE, 8, "2cores", 16)
-    assert launch.argv == ["mpiexec", "-n", "8", "--host", "n1:8", "--bind-to", "core",
-                           "--map-by", "slot:PE=2", *ENGINE, "--rank", "16", *RANKS]
+    assert launch.argv == [
+        "mpiexec",
+        "-n",
+        "8",
+        "--host",
+        "n1:8",
+        "--bind-to",
+        "core",
+        "--map-by",
+        "slot:PE=2",
+        *ENGINE,
+        "--rank",
+        "16",
+        *RANKS,
+    ]
     assert launch.ranks == list(range(16, 24))
 
 
 def test_openmpi_none(user):
     launcher = ompi()
     [launch] = launcher.launches(launcher.nodes()[0], ENGINE, 40, "none", 3)
-    assert launch.argv == ["mpiexec", "-n", "40", "--host", "n1:40", "--bind-to", "none",
-                           "--map-by", "slot", *ENGINE, "--rank", "3", *RANKS]
+    assert launch.argv == [
+        "mpiexec",
+        "-n",
+        "40",
+        "--host",
+        "n1:40",
+        "--bind-to",
+        "none",
+        "--map-by",
+        "slot",
+        *ENGINE,
+        "--rank",
+        "3",
+        *RANKS,
+    ]
 
 
 def test_openmpi_as_root(root):
     launcher = ompi()
     [launch] = launcher.launches(launcher.nodes()[0], ENGINE, 2, "core", 0)
-    assert launch.argv == ["mpiexec", "-n", "2", "--host", "n1:2", "--bind-to", "core",
-                           "--map-by", "core", "--allow-run-as-root", *ENGINE,
-                           "--rank", "0", *RANKS]
+    assert launch.argv == [
+        "mpiexec",
+        "-n",
+        "2",
+        "--host",
+        "n1:2",
+        "--bind-to",
+        "core",
+        "--map-by",
+        "core",
+        "--allow-run-as-root",
+        *ENGINE,
+        "--rank",
+        "0",
+        *RANKS,
+    ]
 
 
 def test_openmpi_command_and_extra_args(user):
     launcher = ompi(command="/opt/ompi/bin/mpirun", extra_args=["--mca", "btl", "self,tcp"])
     [launch] = launcher.launches(launcher.nodes()[0], ENGINE, 1, "core", 0)
-    assert launch.argv == ["/opt/ompi/bin/mpirun", "-n", "1", "--host", "n1:1",
-                           "--bind-to", "core", "--map-by", "core", "--mca", "btl", "self,tcp",
-                           *ENGINE, "--rank", "0", *RANKS]
+    assert launch.argv == [
+        "/opt/ompi/bin/mpirun",
+        "-n",
+        "1",
+        "--host",
+        "n1:1",
+        "--bind-to",
+        "core",
+        "--map-by",
+        "core",
+        "--mca",
+        "btl",
+        "self,tcp",
+        *ENGINE,
+        "--rank",
+        "0",
+        *RANKS,
+    ]
 
 
 def test_openmpi_shared_host_is_mpmd_with_exact_cores(user):
@@ -102,9 +186,26 @@ def test_openmpi_shared_host_is_mpmd_with_exact_cores(user):
     assert (n0.cores, n1.cores) == ((0, 1, 2, 3), (4, 5, 6, 7))
     [launch] = launcher.launches(n1, ENGINE, 2, "core", 2)
     tail = ["--rank", "2", *RANKS]
-    assert launch.argv == ["mpiexec", "--host", "localhost:2", "--bind-to", "none",
-                           "-n", "1", *ENGINE, *tail, "--cpus", "4", ":",
-                           "-n", "1", *ENGINE, *tail, "--cpus", "5"]
+    assert launch.argv == [
+        "mpiexec",
+        "--host",
+        "localhost:2",
+        "--bind-to",
+        "none",
+        "-n",
+        "1",
+        *ENGINE,
+        *tail,
+        "--cpus",
+        "4",
+        ":",
+        "-n",
+        "1",
+        *ENGINE,
+        *tail,
+        "--cpus",
+        "5",
+    ]
     assert launch.ranks == [2, 3]
     [launch] = launcher.launches(n0, ENGINE, 2, "2cores", 0)
     assert launch.argv[-3:] == ["--rank-from-env", "--cpus", "2,3"]
@@ -117,24 +218,51 @@ def test_shared_host_as_root(root, monkeypatch):
     monkeypatch.setattr(mpx.os, "sched_getaffinity", lambda pid: {0, 1})
     launcher = MpiexecLauncher(cfg(flavor="openmpi", hosts=["localhost"] * 2))
     [launch] = launcher.launches(launcher.nodes()[1], ENGINE, 1, "core", 1)
-    assert launch.argv == ["mpiexec", "--host", "localhost:1", "--bind-to", "none",
-                           "--allow-run-as-root", "-n", "1", *ENGINE, "--rank", "1", *RANKS,
-                           "--cpus", "1"]
+    assert launch.argv == [
+        "mpiexec",
+        "--host",
+        "localhost:1",
+        "--bind-to",
+        "none",
+        "--allow-run-as-root",
+        "-n",
+        "1",
+        *ENGINE,
+        "--rank",
+        "1",
+        *RANKS,
+        "--cpus",
+        "1",
+    ]
 
 
 # ---- MPICH command lines ------------------------------------------------------
+
 
 def mpich(**kw):
     return MpiexecLauncher(cfg(flavor="mpich", hosts=["n1", "n2"], cores_per_node=16, **kw))
 
 
-@pytest.mark.parametrize("binding, bind", [("core", "core"), ("2cores", "core:2"),
-                                           ("none", "none")])
+@pytest.mark.parametrize("binding, bind", [("core", "core"), ("2cores", "core:2"), ("none", "none")])
 def test_mpich(root, binding, bind):  # no root option for MPICH
     launcher = mpich(extra_args=["-genv", "X", "1"])
     [launch] = launcher.launches(launcher.nodes()[1], ENGINE, 2, binding, 4)
-    assert launch.argv == ["mpiexec", "-n", "2", "-hosts", "n2", "-bind-to", bind,
-                           "-genv", "X", "1", *ENGINE, "--rank", "4", *RANKS]
+    assert launch.argv == [
+        "mpiexec",
+        "-n",
+        "2",
+        "-hosts",
+        "n2",
+        "-bind-to",
+        bind,
+        "-genv",
+        "X",
+        "1",
+        *ENGINE,
+        "--rank",
+        "4",
+        *RANKS,
+    ]
     assert launch.ranks == [4, 5] and launch.env == {}
 
 
@@ -142,18 +270,37 @@ def test_mpich_shared_host(user):
     launcher = MpiexecLauncher(cfg(flavor="mpich", hosts=["localhost"] * 2))
     [launch] = launcher.launches(launcher.nodes()[0], ENGINE, 2, "core", 0)
     tail = ["--rank", "0", *RANKS]
-    assert launch.argv == ["mpiexec", "-hosts", "localhost", "-bind-to", "none",
-                           "-n", "1", *ENGINE, *tail, "--cpus", "0", ":",
-                           "-n", "1", *ENGINE, *tail, "--cpus", "1"]
+    assert launch.argv == [
+        "mpiexec",
+        "-hosts",
+        "localhost",
+        "-bind-to",
+        "none",
+        "-n",
+        "1",
+        *ENGINE,
+        *tail,
+        "--cpus",
+        "0",
+        ":",
+        "-n",
+        "1",
+        *ENGINE,
+        *tail,
+        "--cpus",
+        "1",
+    ]
 
 
 # ---- hosts, nodes and cores ---------------------------------------------------
 
+
 def test_nodes_and_cores(user):
-    launcher = make_launcher(cfg(flavor="openmpi", hosts=["a", "b", "c"], cores_per_node=4,
-                                 nodes=2))
+    launcher = make_launcher(cfg(flavor="openmpi", hosts=["a", "b", "c"], cores_per_node=4, nodes=2))
     assert [(n.index, n.host, n.cores, n.address) for n in launcher.nodes()] == [
-        (0, "a", (0, 1, 2, 3), None), (1, "b", (0, 1, 2, 3), None)]
+        (0, "a", (0, 1, 2, 3), None),
+        (1, "b", (0, 1, 2, 3), None),
+    ]
     assert launcher.describe()["type"] == "mpiexec"
 
 
@@ -167,24 +314,20 @@ def test_local_cores_follow_affinity(monkeypatch):
     monkeypatch.setattr(mpx.os, "sched_getaffinity", lambda pid: {4, 5, 6, 7})
     nodes = MpiexecLauncher(cfg(flavor="openmpi", hosts=["localhost"] * 2)).nodes()
     assert [n.cores for n in nodes] == [(4, 5), (6, 7)]
-    nodes = MpiexecLauncher(cfg(flavor="openmpi", hosts=["localhost"],
-                                cores_per_node=2)).nodes()
+    nodes = MpiexecLauncher(cfg(flavor="openmpi", hosts=["localhost"], cores_per_node=2)).nodes()
     assert nodes[0].cores == (4, 5)
 
 
 def test_hosts_bracket_notation(user):
-    nodes = MpiexecLauncher(cfg(flavor="openmpi", hosts=["node[01-03]", "gpu1"],
-                                cores_per_node=2)).nodes()
+    nodes = MpiexecLauncher(cfg(flavor="openmpi", hosts=["node[01-03]", "gpu1"], cores_per_node=2)).nodes()
     assert [n.host for n in nodes] == ["node01", "node02", "node03", "gpu1"]
 
 
 def test_hostfile(tmp_path, user):
     hf = tmp_path / "hosts"
-    hf.write_text("# cluster\n\nnode1 slots=4 max_slots=8\n  node2   # second\n"
-                  "node3:16\nlocalhost\n")
+    hf.write_text("# cluster\n\nnode1 slots=4 max_slots=8\n  node2   # second\nnode3:16\nlocalhost\n")
     assert read_hostfile(hf) == ["node1", "node2", "node3", "localhost"]
-    launcher = MpiexecLauncher(cfg(flavor="openmpi", hostfile=str(hf), cores_per_node=4,
-                                   nodes=3))
+    launcher = MpiexecLauncher(cfg(flavor="openmpi", hostfile=str(hf), cores_per_node=4, nodes=3))
     assert [n.host for n in launcher.nodes()] == ["node1", "node2", "node3"]
 
 
@@ -245,6 +388,7 @@ def test_bad_flavor():
 
 # ---- flavor detection ---------------------------------------------------------
 
+
 def fake_mpiexec(tmp_path: Path, body: str) -> str:
     path = tmp_path / "fake-mpiexec"
     path.write_text("#!/bin/sh\n" + body + "\n")
@@ -285,7 +429,7 @@ def test_detection_is_cached(tmp_path):
 
 def test_missing_command():
     with pytest.raises(LauncherError) as e:
-        MpiexecLauncher(cfg(hosts=["n1"], command="no-such-mpiexec-here")).flavor
+        _ = MpiexecLauncher(cfg(hosts=["n1"], command="no-such-mpiexec-here")).flavor
     assert "'no-such-mpiexec-here' not found" in str(e.value)
     assert "launcher.command" in str(e.value)
 
@@ -298,8 +442,7 @@ def test_unknown_mpi(tmp_path):
 
 
 def test_hydra_output_mentioning_open_mpi(tmp_path):
-    cmd = fake_mpiexec(tmp_path, 'echo "HYDRA build details:"; '
-                                 'echo "    Configure options: --with-foo=/opt/openmpi"')
+    cmd = fake_mpiexec(tmp_path, 'echo "HYDRA build details:"; echo "    Configure options: --with-foo=/opt/openmpi"')
     assert detect_flavor(cmd) == "mpich"
 
 
@@ -311,6 +454,7 @@ def test_detection_timeout(tmp_path, monkeypatch):
 
 
 # ---- real runs under the installed Open MPI -------------------------------------
+
 
 def _installed_openmpi() -> bool:
     if shutil.which("mpiexec") is None:
@@ -329,8 +473,7 @@ def _wait_for(paths, procs, timeout=30.0):
     while not all(p.exists() for p in paths):
         for proc, log in procs:
             if proc.poll() is not None:
-                raise AssertionError(f"mpiexec exited {proc.returncode} early:\n"
-                                     + Path(log).read_text())
+                raise AssertionError(f"mpiexec exited {proc.returncode} early:\n" + Path(log).read_text())
         assert time.monotonic() < deadline, f"no {[str(p) for p in paths]} within {timeout} s"
         time.sleep(0.05)
 
@@ -340,26 +483,41 @@ def _run_servers(tmp_path, launcher, plan):
     short client against all of them, shuts them down; returns {rank: doc}."""
     group = private_dir(tmp_path / "group")
     token_file = write_token(group, secrets.token_hex(8))  # on the shared FS, as a campaign does
-    argv = [engine_path(), "serve", "--group-dir", str(group), "--token-file", str(token_file),
-            "--output", f"{group}/server-{{rank}}.json"]
+    argv = [
+        engine_path(),
+        "serve",
+        "--group-dir",
+        str(group),
+        "--token-file",
+        str(token_file),
+        "--output",
+        f"{group}/server-{{rank}}.json",
+    ]
     procs, ranks = [], []
     try:
         for i, (node, nprocs, binding, first) in enumerate(plan):
             [launch] = launcher.launches(node, argv, nprocs, binding, first)
             log = tmp_path / f"mpiexec-{i}.log"
             with open(log, "w") as out:
-                p = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
-                                     stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                     start_new_session=True)
+                p = subprocess.Popen(
+                    launch.argv,
+                    env={**os.environ, **launch.env},
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    start_new_session=True,
+                )
             procs.append((p, log))
             ranks += launch.ranks
         _wait_for([group / f"{r}.addr" for r in ranks], procs)
-        doc = run_engine(["load", "--group-dir", str(group), "--server", "all",
-                          "--duration", "0.3", "--warmup", "0"], timeout=30)
+        doc = run_engine(
+            ["load", "--group-dir", str(group), "--server", "all", "--duration", "0.3", "--warmup", "0"], timeout=30
+        )
         assert doc["complete"] and doc["result"]["ops"] > 0
         for r in ranks:
-            run_engine(["shutdown", "--group-dir", str(group), "--rank", str(r),
-                        "--token-file", str(token_file)], timeout=30)
+            run_engine(
+                ["shutdown", "--group-dir", str(group), "--rank", str(r), "--token-file", str(token_file)], timeout=30
+            )
         for p, log in procs:
             assert p.wait(timeout=20) == 0, Path(log).read_text()
     finally:
@@ -376,8 +534,7 @@ def _run_servers(tmp_path, launcher, plan):
 
 
 def _this_machine(**kw):
-    return MpiexecLauncher(cfg(hosts=["localhost"],
-                               cores_per_node=len(os.sched_getaffinity(0)), **kw))
+    return MpiexecLauncher(cfg(hosts=["localhost"], cores_per_node=len(os.sched_getaffinity(0)), **kw))
 
 
 @needs_openmpi

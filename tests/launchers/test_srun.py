@@ -14,8 +14,16 @@ from rooftop.launchers import make_launcher
 from rooftop.launchers.base import LauncherError
 from rooftop.launchers.srun import SrunLauncher
 
-ENGINE = ["/opt/rooftop/bin/rooftop-engine", "serve", "--group-dir", "/g", "--token-file", "/g/token",
-          "--output", "/g/server-{rank}.json"]
+ENGINE = [
+    "/opt/rooftop/bin/rooftop-engine",
+    "serve",
+    "--group-dir",
+    "/g",
+    "--token-file",
+    "/g/token",
+    "--output",
+    "/g/server-{rank}.json",
+]
 TAIL = ["--kill-on-bad-exit=1", *ENGINE]
 
 
@@ -50,8 +58,18 @@ def test_core_binding(slurm):
     node = SrunLauncher(cfg()).nodes()[1]
     [launch] = SrunLauncher(cfg()).launches(node, ENGINE, 2, "core", 0)
     assert launch.argv == [
-        "srun", "--nodes=1", "--ntasks=2", "--nodelist=nid0002", "--exact",
-        "--cpus-per-task=1", "--cpu-bind=cores", *TAIL, "--rank", "0", "--rank-from-env"]
+        "srun",
+        "--nodes=1",
+        "--ntasks=2",
+        "--nodelist=nid0002",
+        "--exact",
+        "--cpus-per-task=1",
+        "--cpu-bind=cores",
+        *TAIL,
+        "--rank",
+        "0",
+        "--rank-from-env",
+    ]
     assert launch.ranks == [0, 1] and launch.node == node and launch.env == {}
 
 
@@ -59,8 +77,18 @@ def test_2cores_binding(slurm):
     node = SrunLauncher(cfg()).nodes()[0]
     [launch] = SrunLauncher(cfg()).launches(node, ENGINE, 32, "2cores", 8)
     assert launch.argv == [
-        "srun", "--nodes=1", "--ntasks=32", "--nodelist=nid0001", "--exact",
-        "--cpus-per-task=2", "--cpu-bind=cores", *TAIL, "--rank", "8", "--rank-from-env"]
+        "srun",
+        "--nodes=1",
+        "--ntasks=32",
+        "--nodelist=nid0001",
+        "--exact",
+        "--cpus-per-task=2",
+        "--cpu-bind=cores",
+        *TAIL,
+        "--rank",
+        "8",
+        "--rank-from-env",
+    ]
     assert launch.ranks == list(range(8, 40))
 
 
@@ -68,19 +96,39 @@ def test_no_binding(slurm):
     node = SrunLauncher(cfg()).nodes()[3]
     [launch] = SrunLauncher(cfg()).launches(node, ENGINE, 100, "none", 3)
     assert launch.argv == [
-        "srun", "--nodes=1", "--ntasks=100", "--nodelist=nid0010", "--exact",
-        "--cpu-bind=none", *TAIL, "--rank", "3", "--rank-from-env"]
+        "srun",
+        "--nodes=1",
+        "--ntasks=100",
+        "--nodelist=nid0010",
+        "--exact",
+        "--cpu-bind=none",
+        *TAIL,
+        "--rank",
+        "3",
+        "--rank-from-env",
+    ]
     assert launch.ranks == list(range(3, 103))
 
 
 def test_command_and_extra_args(slurm):
-    launcher = SrunLauncher(cfg(command="/usr/local/bin/srun",
-                                extra_args=["--mpi=none", "--mem-per-cpu=1G"]))
+    launcher = SrunLauncher(cfg(command="/usr/local/bin/srun", extra_args=["--mpi=none", "--mem-per-cpu=1G"]))
     [launch] = launcher.launches(launcher.nodes()[0], ENGINE, 1, "core", 5)
     assert launch.argv == [
-        "/usr/local/bin/srun", "--nodes=1", "--ntasks=1", "--nodelist=nid0001", "--exact",
-        "--cpus-per-task=1", "--cpu-bind=cores", "--kill-on-bad-exit=1", "--mpi=none",
-        "--mem-per-cpu=1G", *ENGINE, "--rank", "5", "--rank-from-env"]
+        "/usr/local/bin/srun",
+        "--nodes=1",
+        "--ntasks=1",
+        "--nodelist=nid0001",
+        "--exact",
+        "--cpus-per-task=1",
+        "--cpu-bind=cores",
+        "--kill-on-bad-exit=1",
+        "--mpi=none",
+        "--mem-per-cpu=1G",
+        *ENGINE,
+        "--rank",
+        "5",
+        "--rank-from-env",
+    ]
 
 
 def test_rank_placeholder_left_to_the_engine(slurm):
@@ -110,8 +158,7 @@ def test_no_allocation(slurm):
     slurm.delenv("SLURM_JOB_ID")
     with pytest.raises(LauncherError) as e:
         SrunLauncher(cfg())
-    assert str(e.value) == ("srun launcher needs a Slurm allocation (salloc/sbatch); "
-                            "SLURM_JOB_NODELIST is not set")
+    assert str(e.value) == ("srun launcher needs a Slurm allocation (salloc/sbatch); SLURM_JOB_NODELIST is not set")
 
 
 def test_slurm_nodelist_fallback(slurm):
@@ -158,7 +205,7 @@ def test_heterogeneous_cpu_counts(slurm):
 
 
 def test_cpus_on_node_when_counts_do_not_match(slurm):
-    slurm.setenv("SLURM_JOB_CPUS_PER_NODE", "64(x3)")   # 3 counts for 4 nodes
+    slurm.setenv("SLURM_JOB_CPUS_PER_NODE", "64(x3)")  # 3 counts for 4 nodes
     slurm.setenv("SLURM_CPUS_ON_NODE", "48")
     assert [len(n.cores) for n in SrunLauncher(cfg()).nodes()] == [48] * 4
 
@@ -192,8 +239,7 @@ def test_bad_cpu_variables(slurm):
 
 
 def test_explicit_environ():
-    launcher = SrunLauncher(cfg(), environ={"SLURM_JOB_NODELIST": "a[1-2]",
-                                            "SLURM_CPUS_ON_NODE": "4"})
+    launcher = SrunLauncher(cfg(), environ={"SLURM_JOB_NODELIST": "a[1-2]", "SLURM_CPUS_ON_NODE": "4"})
     assert [(n.host, len(n.cores)) for n in launcher.nodes()] == [("a1", 4), ("a2", 4)]
 
 
@@ -201,7 +247,8 @@ SHOW_NODE = (
     "NodeName=nid0001 Arch=x86_64 CoresPerSocket=1 CPUAlloc=1 CPUTot=64 NodeAddr=10.0.0.1 "
     "NodeHostName=nid0001 State=ALLOCATED Partitions=batch\n"
     "NodeName=nid0002 Arch=x86_64 CoresPerSocket=1 CPUAlloc=1 CPUTot=64 NodeAddr=10.0.0.2 "
-    "NodeHostName=nid0002 State=ALLOCATED+DRAIN Partitions=batch Reason=bad dimm [root@2026-11-23T01:00:00]\n")
+    "NodeHostName=nid0002 State=ALLOCATED+DRAIN Partitions=batch Reason=bad dimm [root@2026-11-23T01:00:00]\n"
+)
 
 
 def fake_scontrol(monkeypatch, show_node: str, hostnames: str | None = None):
@@ -225,8 +272,10 @@ def test_a_drained_node_is_refused_with_slurms_reason(slurm):
     fake_scontrol(slurm, SHOW_NODE)
     with pytest.raises(LauncherError) as e:
         SrunLauncher(cfg())
-    assert str(e.value).startswith("srun launcher: Slurm node nid0002 is ALLOCATED+DRAIN (reason: bad dimm "
-                                   "[root@2026-11-23T01:00:00]); nothing was started")
+    assert str(e.value).startswith(
+        "srun launcher: Slurm node nid0002 is ALLOCATED+DRAIN (reason: bad dimm "
+        "[root@2026-11-23T01:00:00]); nothing was started"
+    )
     fake_scontrol(slurm, SHOW_NODE.replace("ALLOCATED+DRAIN", "IDLE*"))
     with pytest.raises(LauncherError, match="nid0002 is IDLE\\*"):
         SrunLauncher(cfg())

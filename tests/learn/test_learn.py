@@ -13,21 +13,35 @@ import numpy as np
 import pytest
 
 from rooftop.cli import main
-from rooftop.learn import LearnError, dataset, evaluate
+from rooftop.learn import dataset, evaluate
 from rooftop.learn.roofline_models import Efficiency, RooflineAlone
 from rooftop.store import Store
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "learn-dataset"
 #: Every model of the comparison (seed 003's Table 5 and the two roofline-informed kinds).
-MODELS = {"linear", "ridge", "lasso", "elastic net", "SVR (linear)", "SVR (RBF)", "k-nearest neighbours",
-          "Gaussian process", "decision tree", "random forest", "gradient boosting", "roofline alone"}
+MODELS = {
+    "linear",
+    "ridge",
+    "lasso",
+    "elastic net",
+    "SVR (linear)",
+    "SVR (RBF)",
+    "k-nearest neighbours",
+    "Gaussian process",
+    "decision tree",
+    "random forest",
+    "gradient boosting",
+    "roofline alone",
+}
 
 
 def fixture_runs() -> list[tuple[str, str]]:
     """(run id, provider) of the fixture's runs, oldest first."""
     db = sqlite3.connect(FIXTURE / "rooftop.db")
-    return db.execute("SELECT r.id, p.value FROM runs r JOIN run_params p ON p.run_id = r.id "
-                      "AND p.key = 'fabric.provider' ORDER BY r.created").fetchall()
+    return db.execute(
+        "SELECT r.id, p.value FROM runs r JOIN run_params p ON p.run_id = r.id "
+        "AND p.key = 'fabric.provider' ORDER BY r.created"
+    ).fetchall()
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +76,14 @@ def test_dataset_features_are_the_parameters_that_vary(results):
     runs = [r for r, _ in fixture_runs()]
     ds = dataset.load(Store(results, create=False), runs, "bw")
     # The knobs varied by benchmarks/learn_dataset.py, and the placement.
-    for f in ("bw.size", "fabric.provider", "engine.server_progress", "sample.server_procs",
-              "sample.client_procs", "sample.x"):
+    for f in (
+        "bw.size",
+        "fabric.provider",
+        "engine.server_progress",
+        "sample.server_procs",
+        "sample.client_procs",
+        "sample.x",
+    ):
         assert f in ds.features
     # Another metric's keys and the campaign's own are not features.
     assert not [f for f in ds.features if f.startswith(("rpc.", "validate.", "collect.", "results"))]
@@ -99,8 +119,13 @@ def test_learn_compares_every_model_and_saves_the_best(learned, results):
 def test_learn_is_deterministic_given_a_seed(results):
     """The models that draw random numbers give the same errors twice."""
     ds = dataset.load(Store(results, create=False), [r for r, _ in fixture_runs()][:2], "rpc")
-    seeded = {"Gaussian process", "decision tree", "random forest", "gradient boosting",
-              "roofline x efficiency (random forest)"}
+    seeded = {
+        "Gaussian process",
+        "decision tree",
+        "random forest",
+        "gradient boosting",
+        "roofline x efficiency (random forest)",
+    }
     a, _ = evaluate.cross_validate(ds, 3, seed=7, only=seeded)
     b, _ = evaluate.cross_validate(ds, 3, seed=7, only=seeded)
     assert len(a) == len(seeded)
@@ -134,8 +159,20 @@ def test_roofline_models_on_a_known_efficiency():
 
 def test_predict_caps_by_the_roofline_and_names_the_ceiling(learned, results, capsys):
     run = fixture_runs()[0][0]
-    rc, out, err = cli(capsys, "predict", run, "--servers", "2", "--clients", "4", "--json",
-                       "--results", str(results), "--metric", "bw")
+    rc, out, err = cli(
+        capsys,
+        "predict",
+        run,
+        "--servers",
+        "2",
+        "--clients",
+        "4",
+        "--json",
+        "--results",
+        str(results),
+        "--metric",
+        "bw",
+    )
     assert rc == 0, err
     p = json.loads(out)
     assert p["model"] == learned["best"] and p["x"] == 0.5
@@ -143,8 +180,7 @@ def test_predict_caps_by_the_roofline_and_names_the_ceiling(learned, results, ca
     assert p["roofline"]["binds"] in ("server", "client") and p["roofline"]["run"] == run
     assert p["aggregate"] == pytest.approx(4 * p["per_client"])
     # Far beyond the servers' share: clients bind, and the answer never exceeds the ceiling.
-    rc, out, _ = cli(capsys, "predict", run, "--servers", "40", "--clients", "3", "--json",
-                     "--results", str(results))
+    rc, out, _ = cli(capsys, "predict", run, "--servers", "40", "--clients", "3", "--json", "--results", str(results))
     p = json.loads(out)
     assert p["roofline"]["binds"] == "client" and p["per_client"] <= p["roofline"]["cap"]
     assert any("sample.server_procs = 40" in e for e in p["extrapolating"])
@@ -175,11 +211,21 @@ def test_a_model_file_of_other_parameters_is_refused(learned, results, tmp_path,
     db = sqlite3.connect(tmp_path / "r" / "rooftop.db")
     db.execute("UPDATE run_params SET value = '[0, 1]' WHERE run_id = ? AND key = 'nodes.0.cores'", (run,))
     db.commit()
-    rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1", "--model",
-                       learned["model_file"], "--results", str(tmp_path / "r"))
+    rc, out, err = cli(
+        capsys,
+        "predict",
+        run,
+        "--servers",
+        "1",
+        "--clients",
+        "1",
+        "--model",
+        learned["model_file"],
+        "--results",
+        str(tmp_path / "r"),
+    )
     assert rc == 2 and "nodes.0.cores" in err and "trained with" in err
-    rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1",
-                       "--results", str(tmp_path / "r"))
+    rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1", "--results", str(tmp_path / "r"))
     assert rc == 2 and "no learned model" in err and f"rooftop learn {run}" in err
 
 

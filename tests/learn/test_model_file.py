@@ -9,7 +9,6 @@ campaigns on this machine)."""
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import shutil
 import sqlite3
@@ -73,10 +72,23 @@ def test_every_model_round_trips_through_the_file(tmp_path):
     X = ds.X()
     query = X.copy()
     query[:, -1] *= 1.7  # another roofline rate
-    base = {"metric": "bw", "unit": ds.unit, "kind": "?", "features": ds.features, "encoder": ds.encoder,
-            "constants": ds.constants, "runs": ds.runs, "knobs": {r: ds.knobs(r) for r in ds.runs},
-            "rooflines": ds.rooflines, "interval": (0.8, 1.2), "cv_median_ape": 1.0, "seed": 3,
-            "folds": 5, "ranges": {}, "per_node": (2.0, 4.0)}
+    base = {
+        "metric": "bw",
+        "unit": ds.unit,
+        "kind": "?",
+        "features": ds.features,
+        "encoder": ds.encoder,
+        "constants": ds.constants,
+        "runs": ds.runs,
+        "knobs": {r: ds.knobs(r) for r in ds.runs},
+        "rooflines": ds.rooflines,
+        "interval": (0.8, 1.2),
+        "cv_median_ape": 1.0,
+        "seed": 3,
+        "folds": 5,
+        "ranges": {},
+        "per_node": (2.0, 4.0),
+    }
     for name, (_, est) in all_models(3).items():
         fitted = est.fit(X, ds.y)
         path = tmp_path / "m.model.json"
@@ -93,12 +105,12 @@ def test_the_saved_model_is_json_and_predict_reads_it(learned, capsys):
     assert sorted(p.name for p in folder.iterdir()) == ["bw.json", "bw.model.json"]
     doc = json.loads((folder / "bw.model.json").read_text())
     assert doc["metric"] == "bw" and doc["model"] in all_models(0) and len(doc["training"]["y"]) > 0
-    rc, out, err = cli(capsys, "predict", run, "--servers", "2", "--clients", "4", "--json",
-                       "--results", str(results))
+    rc, out, err = cli(capsys, "predict", run, "--servers", "2", "--clients", "4", "--json", "--results", str(results))
     assert rc == 0, err
     assert json.loads(out)["model"] == doc["model"]
     # The report reads the comparison, not the model file.
     from rooftop.learn import report_section
+
     assert [d["metric"] for d in report_section.load(results / run)] == ["bw"]
 
 
@@ -111,8 +123,19 @@ def test_a_crafted_pickle_is_refused_without_running_it(learned, tmp_path, capsy
     rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1", "--results", str(copy))
     assert rc == 2 and "pickle" in err and f"rooftop learn {run}" in err
     for name in ("evil.json", "evil.pkl", "evil"):
-        rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1", "--results", str(copy),
-                           "--model", str(crafted(tmp_path / name, marker)))
+        rc, out, err = cli(
+            capsys,
+            "predict",
+            run,
+            "--servers",
+            "1",
+            "--clients",
+            "1",
+            "--results",
+            str(copy),
+            "--model",
+            str(crafted(tmp_path / name, marker)),
+        )
         assert rc == 2 and "rooftop learn" in err
     with pytest.raises(LearnError, match="pickle"):
         modelfile.load_model(crafted(tmp_path / "x.model.json", marker))
@@ -129,8 +152,19 @@ def test_an_old_joblib_file_is_refused_with_the_relearn_command(learned, tmp_pat
     crafted(folder / "bw.joblib", marker)
     rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1", "--results", str(copy))
     assert rc == 2 and "bw.joblib" in err and "older rooftop" in err and f"rooftop learn {run}" in err
-    rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1", "--results", str(copy),
-                       "--model", str(folder / "bw.joblib"))
+    rc, out, err = cli(
+        capsys,
+        "predict",
+        run,
+        "--servers",
+        "1",
+        "--clients",
+        "1",
+        "--results",
+        str(copy),
+        "--model",
+        str(folder / "bw.joblib"),
+    )
     assert rc == 2 and "older rooftop" in err
     assert not marker.exists()
     # Learning again replaces it.
@@ -146,14 +180,30 @@ def test_a_model_file_whose_refit_differs_is_refused(learned, tmp_path, capsys):
     doc["training"]["y"] = [v * 3 for v in doc["training"]["y"]]
     edited = tmp_path / "bw.model.json"
     edited.write_text(json.dumps(doc))
-    rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1", "--results", str(results),
-                       "--model", str(edited))
+    rc, out, err = cli(
+        capsys, "predict", run, "--servers", "1", "--clients", "1", "--results", str(results), "--model", str(edited)
+    )
     assert rc == 2 and "does not reproduce" in err and "rooftop learn" in err
-    for bad in ({**doc, "model": "os.system"}, {**doc, "training": {"X": [[1]], "y": [1], "predictions": [1]}},
-                {k: v for k, v in doc.items() if k != "rooflines"}, {**doc, "format": 1}):
+    for bad in (
+        {**doc, "model": "os.system"},
+        {**doc, "training": {"X": [[1]], "y": [1], "predictions": [1]}},
+        {k: v for k, v in doc.items() if k != "rooflines"},
+        {**doc, "format": 1},
+    ):
         edited.write_text(json.dumps(bad))
-        rc, out, err = cli(capsys, "predict", run, "--servers", "1", "--clients", "1",
-                           "--results", str(results), "--model", str(edited))
+        rc, out, err = cli(
+            capsys,
+            "predict",
+            run,
+            "--servers",
+            "1",
+            "--clients",
+            "1",
+            "--results",
+            str(results),
+            "--model",
+            str(edited),
+        )
         assert rc == 2 and "rooftop learn" in err and "Traceback" not in err
 
 
@@ -161,8 +211,9 @@ def _only_bw(folder: Path, run: str, validated: bool) -> None:
     """Makes run a run that measured only bw (without its validation: collect only)."""
     db = sqlite3.connect(folder / "rooftop.db")
     gone = "metric = 'rpc'" + ("" if validated else " OR stage = 'validate'")
-    db.execute(f"DELETE FROM quantities WHERE sample_id IN (SELECT id FROM samples WHERE run_id = ? AND ({gone}))",
-               (run,))
+    db.execute(
+        f"DELETE FROM quantities WHERE sample_id IN (SELECT id FROM samples WHERE run_id = ? AND ({gone}))", (run,)
+    )
     db.execute(f"DELETE FROM samples WHERE run_id = ? AND ({gone})", (run,))
     db.commit()
 

@@ -20,8 +20,11 @@ from rooftop.learn.tune import PATIENCE, Settings, best_step, loop, prior_scores
 from rooftop.store import Store
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "learn-dataset"
-SPACE = {"bw.size": ["64KiB", "256KiB", "1MiB", "4MiB"], "engine.concurrency": [1, 2, 4, 8],
-         "engine.server_progress": ["busy", "spindown"]}
+SPACE = {
+    "bw.size": ["64KiB", "256KiB", "1MiB", "4MiB"],
+    "engine.concurrency": [1, 2, 4, 8],
+    "engine.server_progress": ["busy", "spindown"],
+}
 DEFAULT = {"bw.size": "4MiB", "engine.concurrency": 1, "engine.server_progress": "spindown"}
 
 
@@ -34,9 +37,11 @@ def synthetic(params: dict) -> float:
 
 def noisy(seed: int):
     """measure(step, params) with 3 % multiplicative noise, reproducible."""
+
     def measure(step, params):
         rng = np.random.default_rng([seed, step])
         return [synthetic(params) * (1 + 0.03 * rng.standard_normal()) for _ in range(3)], [f"k{step}"], ""
+
     return measure
 
 
@@ -69,9 +74,15 @@ def test_stops_when_the_best_prediction_stalls():
     assert not stalled([1.0] * PATIENCE)
     assert stalled([1.0] * (PATIENCE + 1))
     assert not stalled([1.0] * PATIENCE + [1.5])
-    steps, reason = loop(Proposer(parse({"engine.concurrency": {"min": 1, "max": 1024, "factor": 2}}, "rpc", "t"),
-                                  0, {"engine.concurrency": 1}),
-                         Settings(budget=11), lambda step, p: ([5.0, 5.0], [], ""))
+    steps, reason = loop(
+        Proposer(
+            parse({"engine.concurrency": {"min": 1, "max": 1024, "factor": 2}}, "rpc", "t"),
+            0,
+            {"engine.concurrency": 1},
+        ),
+        Settings(budget=11),
+        lambda step, p: ([5.0, 5.0], [], ""),
+    )
     # A flat rate: the 3 initial steps, then PATIENCE + 1 model steps.
     assert "improved by less than" in reason and len(steps) == MIN_CONFIGS + PATIENCE + 1
 
@@ -96,11 +107,17 @@ def test_space_files_lists_ranges_and_nested_tables(tmp_path):
     from rooftop.learn import space
 
     f = tmp_path / "space.toml"
-    f.write_text('metric = "bw"\nclients_per_node = [1]\n[engine]\nconcurrency = {min = 1, max = 16, factor = 2}\n'
-                 'handler_threads = {min = 0, max = 2, step = 1}\n[bw]\nsize = ["1MiB", "4MiB"]\n')
+    f.write_text(
+        'metric = "bw"\nclients_per_node = [1]\n[engine]\nconcurrency = {min = 1, max = 16, factor = 2}\n'
+        'handler_threads = {min = 0, max = 2, step = 1}\n[bw]\nsize = ["1MiB", "4MiB"]\n'
+    )
     s = space.load(str(f), None, config.build(None, {}))
-    assert s.metric == "bw" and s.knobs == {"clients_per_node": [1], "engine.concurrency": [1, 2, 4, 8, 16],
-                                            "engine.handler_threads": [0, 1, 2], "bw.size": ["1MiB", "4MiB"]}
+    assert s.metric == "bw" and s.knobs == {
+        "clients_per_node": [1],
+        "engine.concurrency": [1, 2, 4, 8, 16],
+        "engine.handler_threads": [0, 1, 2],
+        "bw.size": ["1MiB", "4MiB"],
+    }
     assert s.size() == len(s.grid()) == 30
     with pytest.raises(LearnError, match="bw.size: give a non-empty list"):
         parse({"bw.size": []}, "bw", "f")
@@ -118,8 +135,15 @@ def _fixture_model(folder: Path, metric: str = "bw") -> tuple[dict, dict]:
     runs = [r for (r,) in store.db.execute("SELECT id FROM runs ORDER BY created")]
     ds = dataset.load(store, runs, metric)
     est = Efficiency("ridge").fit(ds.X(), ds.y)
-    doc = {"metric": metric, "features": ds.features, "constants": ds.constants, "encoder": ds.encoder,
-           "estimator": est, "rooflines": ds.rooflines, "runs": ds.runs}
+    doc = {
+        "metric": metric,
+        "features": ds.features,
+        "constants": ds.constants,
+        "encoder": ds.encoder,
+        "estimator": est,
+        "rooflines": ds.rooflines,
+        "runs": ds.runs,
+    }
     params = dict(store.db.execute("SELECT key, value FROM run_params WHERE run_id = ?", (runs[0],)).fetchall())
     return doc, params
 
@@ -134,8 +158,10 @@ def test_a_model_file_is_used_when_it_matches_and_refused_when_not(tmp_path):
     with pytest.raises(LearnError, match="never saw engine.concurrency vary"):
         prior_scores(doc, parse({"engine.concurrency": [1, 2]}, "bw", "f"), [], params, "r")
     other = dict(params, **{"bw.stream_size": "1GiB"})  # the fixture: 64MiB
-    with pytest.raises(LearnError, match="trained with bw.stream_size = 67108864 bytes in every sample; this "
-                                         "tune's base configuration has 1GiB"):
+    with pytest.raises(
+        LearnError,
+        match="trained with bw.stream_size = 67108864 bytes in every sample; this tune's base configuration has 1GiB",
+    ):
         prior_scores(doc, ok, ok.grid(), other, "this tune")
 
 
@@ -158,12 +184,31 @@ def small_tune(tmp_path_factory):
     os.environ.setdefault("ROOFTOP_CORES_LOCK", str(tmp_path_factory.mktemp("lock") / "cores.lock"))
     res = tmp_path_factory.mktemp("tune") / "results"
     space = res.parent / "space.json"
-    space.write_text(json.dumps({"metric": "rpc", "engine.concurrency": [1, 4, 16],
-                                 "engine.server_progress": ["busy", "spindown"]}))
+    space.write_text(
+        json.dumps({"metric": "rpc", "engine.concurrency": [1, 4, 16], "engine.server_progress": ["busy", "spindown"]})
+    )
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["tune", "--space", str(space), "--budget", "4", "--repeat", "2", "--duration", "0.3",
-                   "--warmup", "0.2", "--seed", "3", "--results", str(res), "--json"])
+        rc = main(
+            [
+                "tune",
+                "--space",
+                str(space),
+                "--budget",
+                "4",
+                "--repeat",
+                "2",
+                "--duration",
+                "0.3",
+                "--warmup",
+                "0.2",
+                "--seed",
+                "3",
+                "--results",
+                str(res),
+                "--json",
+            ]
+        )
     return rc, json.loads(buf.getvalue()), res
 
 
@@ -218,11 +263,18 @@ def test_the_outcome_compares_the_best_with_the_roofline_or_says_it_cannot(tmp_p
     from rooftop.learn.tune_run import summary
 
     space = parse({"clients_per_node": [1, 2]}, "rpc", "f")
-    steps = [Step(1, {"clients_per_node": 1}, "default", None, 3.0, None, ["a"]),
-             Step(2, {"clients_per_node": 2}, "random", None, 1.5, None, ["b"])]
+    steps = [
+        Step(1, {"clients_per_node": 1}, "default", None, 3.0, None, ["a"]),
+        Step(2, {"clients_per_node": 2}, "random", None, 1.5, None, ["b"]),
+    ]
     out = summary(steps, "budget", space, _Roof(), "RUN", {"servers_per_node": 1, "clients_per_node": 1})
-    assert out["best"]["step"] == 1 and out["roofline"] == {"run": "RUN", "x": 1.0, "rate": 4.0,
-                                                          "binds": "server", "share": 0.75}
+    assert out["best"]["step"] == 1 and out["roofline"] == {
+        "run": "RUN",
+        "x": 1.0,
+        "rate": 4.0,
+        "binds": "server",
+        "share": 0.75,
+    }
     lines = outcome_lines(out, "ops/s")
     assert any("server ceiling binds; the best reaches 75% of it" in line for line in lines)
     assert any("best / default = 1.00" in line for line in lines)
@@ -237,8 +289,23 @@ def test_concurrency_and_handler_threads_reach_the_engine_only_when_set(tmp_path
     assert main(["collect", "--dry-run", "--results", res, "--metrics", "rpc"]) == 0
     plain = capsys.readouterr().out
     assert "--concurrency" not in plain and "--handler-threads" not in plain
-    assert main(["collect", "--dry-run", "--results", res, "--metrics", "rpc", "--set", "engine.concurrency=4",
-                 "--set", "engine.handler_threads=2"]) == 0
+    assert (
+        main(
+            [
+                "collect",
+                "--dry-run",
+                "--results",
+                res,
+                "--metrics",
+                "rpc",
+                "--set",
+                "engine.concurrency=4",
+                "--set",
+                "engine.handler_threads=2",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert all("--concurrency 4" in l for l in lines if " load " in l) and any(" load " in l for l in lines)
     assert all("--handler-threads 2" in l for l in lines if " serve " in l)
@@ -250,8 +317,13 @@ def test_with_a_roofline_the_model_learns_the_efficiency():
     base = {"servers_per_node": 1, "clients_per_node": 1}
     proposer = Proposer(space, 0, {"clients_per_node": 1, "engine.concurrency": 1}, _Roof(), placement=base)
     steps, _ = loop(proposer, Settings(budget=8), lambda step, p: ([truth(p)] * 2, [], ""))
-    assert [s.params for s in steps] == [s.params for s in loop(
-        Proposer(space, 0, dict(steps[0].params), _Roof(), placement=base), Settings(budget=8),
-        lambda step, p: ([truth(p)] * 2, [], ""))[0]]
+    assert [s.params for s in steps] == [
+        s.params
+        for s in loop(
+            Proposer(space, 0, dict(steps[0].params), _Roof(), placement=base),
+            Settings(budget=8),
+            lambda step, p: ([truth(p)] * 2, [], ""),
+        )[0]
+    ]
     later = [s for s in steps if s.how == "model"]
     assert later and all(abs(s.predicted / truth(s.params) - 1) < 0.5 for s in later)

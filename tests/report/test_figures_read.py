@@ -14,12 +14,12 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
-import synthetic
 
+import rooftop.plots.run as run_mod
+import synthetic
 from rooftop import model, results, stages, units
 from rooftop.model import Ceiling, Roofline
 from rooftop.plots import compare, latency, pairs, roofline
-import rooftop.plots.run as run_mod
 from rooftop.plots.run import plot_run
 from rooftop.results import Latency, PairMatrix
 
@@ -37,15 +37,24 @@ def _texts(ax) -> list[str]:
 
 
 def _points(ax) -> list[float]:
-    return [y for c in ax.collections if (c.get_gid() or "").startswith("validation-")
-            for _, y in c.get_offsets()]
+    return [y for c in ax.collections if (c.get_gid() or "").startswith("validation-") for _, y in c.get_offsets()]
 
 
 # --- the roofline's y axis ------------------------------------------------------
 def _aurora_eval():
     r = model.load_params(AURORA)["rpc"]
-    samples = [{"stage": "validate", "metric": "rpc", "status": "ok", "x": x, "per_client": v,
-                "server_nodes": [0], "client_nodes": [9]} for x, v in ((1 / 16, 30e3), (1, 160e3))]
+    samples = [
+        {
+            "stage": "validate",
+            "metric": "rpc",
+            "status": "ok",
+            "x": x,
+            "per_client": v,
+            "server_nodes": [0],
+            "client_nodes": [9],
+        }
+        for x, v in ((1 / 16, 30e3), (1, 160e3))
+    ]
     return r, model.evaluate(r, samples)
 
 
@@ -59,7 +68,7 @@ def test_default_roofline_is_log_and_holds_every_ceiling_and_point():
     # the client ceiling (well past the ridge), every point.
     must = [v / 1e3 for v in (r.client.lo, r.client.hi, xl[0] * r.server.lo, 3 * r.client.hi)]
     assert _inside(ax, must + _points(ax))
-    assert ax.get_ylim()[1] < 10 * r.client.hi / 1e3      # not decades of nothing above
+    assert ax.get_ylim()[1] < 10 * r.client.hi / 1e3  # not decades of nothing above
     # Tick labels are numbers, not 10^k.
     assert not any("10^" in t.get_text() or "$" in t.get_text() for t in ax.get_yticklabels())
     plt.close(fig)
@@ -78,8 +87,8 @@ def test_auto_is_linear_only_when_linear_keeps_everything_in():
     from rooftop.plots.style import pick_yscale
 
     assert pick_yscale([50, 60, 100], 100) == "linear"
-    assert pick_yscale([5, 60, 100], 100) == "log"      # a point on the floor
-    assert pick_yscale([50, 60, 400], 100) == "log"     # a ceiling above the frame
+    assert pick_yscale([5, 60, 100], 100) == "log"  # a point on the floor
+    assert pick_yscale([50, 60, 400], 100) == "log"  # a ceiling above the frame
     assert pick_yscale([5, 400], 100, "linear") == "linear"
 
 
@@ -136,7 +145,7 @@ def test_latency_axis_spans_the_data_and_marks_the_tail():
     fig = latency.figure([Latency("client_peak", "rpc", bins, 1, placements=((1, 1),))], "rpc", "t")
     ax = fig.axes[0]
     lo, hi = ax.get_xlim()
-    assert lo <= 20 and 42 <= hi < 200        # not 3 x 10^4 for data under 50 µs
+    assert lo <= 20 and 42 <= hi < 200  # not 3 x 10^4 for data under 50 µs
     assert [l.get_gid() for l in ax.lines if (l.get_gid() or "").startswith("tail-")] == ["tail-client_peak"]
     (text,) = _texts(ax)
     assert "tail to 30 ms (0.10%) beyond the axis" in text
@@ -180,8 +189,11 @@ def test_only_an_outlier_pair_is_boxed():
 
 
 # --- whole runs at 2, 4 and 17 nodes ----------------------------------------------------
-@pytest.mark.parametrize("nodes,kw", [(2, {}), (4, {"slow_pair": (1, 3)}), (17, {"cores": 2, "slow_node": 5})],
-                         ids=["2-nodes", "4-nodes", "17-nodes"])
+@pytest.mark.parametrize(
+    "nodes,kw",
+    [(2, {}), (4, {"slow_pair": (1, 3)}), (17, {"cores": 2, "slow_node": 5})],
+    ids=["2-nodes", "4-nodes", "17-nodes"],
+)
 def test_every_figure_of_a_run_reads(tmp_path, monkeypatch, nodes, kw):
     st, run_id = synthetic.realistic_run(tmp_path, nodes=nodes, **kw)
     res = results.load(st, run_id)
@@ -190,7 +202,7 @@ def test_every_figure_of_a_run_reads(tmp_path, monkeypatch, nodes, kw):
     plot_run(res, tmp_path / "figures", formats=("png",))
     for metric, ev in res.evaluations.items():
         ax = figs[f"roofline-{metric}"].axes[0]
-        unit = ax.get_ylabel().split("(")[1].split(",")[0]      # 'rate per client process (GiB/s, log scale)'
+        unit = ax.get_ylabel().split("(")[1].split(",")[0]  # 'rate per client process (GiB/s, log scale)'
         div = units.parse(unit)[1]
         must = [c.measured / div for c in ev.checks] + roofline.frame_values(ev.roofline, ax.get_xlim(), div)
         assert _inside(ax, must), (metric, ax.get_ylim(), min(must), max(must))
@@ -212,8 +224,7 @@ def test_every_figure_of_a_run_reads(tmp_path, monkeypatch, nodes, kw):
 
 # --- rooftop plot: folders and titles --------------------------------------------
 def _cli(*args, cwd=None):
-    p = subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
-                       timeout=300, cwd=cwd)
+    p = subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
     assert p.returncode == 0, p.stderr
     return p
 
@@ -222,9 +233,12 @@ def test_plot_params_with_a_run_does_not_overwrite_plot_params(tmp_path):
     st, run_id = synthetic.realistic_run(tmp_path, nodes=3)
     res = str(tmp_path / "res")
     alone = json.loads(_cli("plot", "--params", str(AURORA), "--json", "--format", "svg", cwd=tmp_path).stdout)
-    mine = json.loads(_cli("plot", run_id, "--params", str(AURORA), "--results", res, "--json", "--format",
-                           "svg", cwd=tmp_path).stdout)
-    a, b = tmp_path / alone["roofline-rpc"][0], Path(mine["roofline-rpc"][0])   # a: relative to cwd
+    mine = json.loads(
+        _cli(
+            "plot", run_id, "--params", str(AURORA), "--results", res, "--json", "--format", "svg", cwd=tmp_path
+        ).stdout
+    )
+    a, b = tmp_path / alone["roofline-rpc"][0], Path(mine["roofline-rpc"][0])  # a: relative to cwd
     assert a.parent == tmp_path / "rooftop-plots" / "aurora-table2"
     assert b.parent == st.run_dir(run_id) / "figures" / "params-aurora-table2"
     assert a.is_file() and b.is_file() and a.read_bytes() != b.read_bytes()

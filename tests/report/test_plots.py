@@ -12,7 +12,7 @@ from matplotlib.colors import to_hex
 
 from rooftop import model, units
 from rooftop.model import Ceiling, Roofline
-from rooftop.plots import compare, latency, pairs, roofline, save, sweep, style
+from rooftop.plots import compare, latency, pairs, roofline, save, style, sweep
 from rooftop.results import Latency, PairMatrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,14 +21,26 @@ TICKS = ["1/16", "1/8", "1/4", "1/2", "1", "2", "4", "8", "16"]
 
 
 def _sample(x, per_client, server_nodes):
-    return {"stage": "validate", "metric": "rpc", "status": "ok", "x": x, "per_client": per_client,
-            "server_nodes": list(range(server_nodes)), "client_nodes": [9]}
+    return {
+        "stage": "validate",
+        "metric": "rpc",
+        "status": "ok",
+        "x": x,
+        "per_client": per_client,
+        "server_nodes": list(range(server_nodes)),
+        "client_nodes": [9],
+    }
 
 
 def test_roofline_figure_axes_points_colours_and_ridge():
     r = model.load_params(AURORA)["rpc"]
-    samples = [_sample(1 / 8, 60e3, 1), _sample(1 / 4, 120e3, 1), _sample(1 / 2, 150e3, 2),
-               _sample(1, 160e3, 2), _sample(2, 158e3, 4)]
+    samples = [
+        _sample(1 / 8, 60e3, 1),
+        _sample(1 / 4, 120e3, 1),
+        _sample(1 / 2, 150e3, 2),
+        _sample(1, 160e3, 2),
+        _sample(2, 158e3, 4),
+    ]
     fig = roofline.figure(model.evaluate(r, samples), "rpc: Aurora, tcp, 2026-11-21")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"
@@ -60,20 +72,27 @@ def test_roofline_figure_axes_points_colours_and_ridge():
 
 
 def test_roofline_axis_widens_for_points_beyond_16_and_draws_the_node_ceiling():
-    r = Roofline("bw", "bytes/s", Ceiling(20 * 2**30, 21 * 2**30, 20.5 * 2**30),
-                 Ceiling(0.15 * 2**30, 0.2 * 2**30, 0.175 * 2**30), client_node=Ceiling(6 * 2**30, 7 * 2**30, 6.5 * 2**30))
+    r = Roofline(
+        "bw",
+        "bytes/s",
+        Ceiling(20 * 2**30, 21 * 2**30, 20.5 * 2**30),
+        Ceiling(0.15 * 2**30, 0.2 * 2**30, 0.175 * 2**30),
+        client_node=Ceiling(6 * 2**30, 7 * 2**30, 6.5 * 2**30),
+    )
     fig = roofline.figure(model.evaluate(r, []), "bw")
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert labels[0] == "1/16" and labels[-1] == "64"   # ridge 6/0.2 .. 7/0.15 needs up to 64
+    assert labels[0] == "1/16" and labels[-1] == "64"  # ridge 6/0.2 .. 7/0.15 needs up to 64
     assert "GiB/s" in ax.get_ylabel()
     assert any("node full 6–7" in t.get_text() for t in ax.get_legend().get_texts())
     plt.close(fig)
 
 
 def test_sweep_pairs_latency_and_compare_figures(tmp_path):
-    rows = [{"stage": "sweep_servers", "metric": "rpc", "status": "ok", "server_procs": s,
-             "aggregate": a, "unit": "ops/s"} for s, a in ((1, 100e3), (1, 110e3), (2, 190e3), (4, 300e3))]
+    rows = [
+        {"stage": "sweep_servers", "metric": "rpc", "status": "ok", "server_procs": s, "aggregate": a, "unit": "ops/s"}
+        for s, a in ((1, 100e3), (1, 110e3), (2, 190e3), (4, 300e3))
+    ]
     fig = sweep.figure(rows, "rpc", "t")
     ax = fig.axes[0]
     (line,) = [l for l in ax.lines if l.get_gid() == "linear"]
@@ -83,8 +102,12 @@ def test_sweep_pairs_latency_and_compare_figures(tmp_path):
     assert [p.name for p in files] == ["sweep.png", "sweep.svg"]
     assert files[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in files[1].read_bytes()
 
-    pm = PairMatrix("rpc", "ops/s", [0, 1, 2, 3],
-                    {(0, 1): 100e3, (0, 2): 101e3, (0, 3): 60e3, (1, 2): 99e3, (1, 3): 61e3, (2, 3): 59e3})
+    pm = PairMatrix(
+        "rpc",
+        "ops/s",
+        [0, 1, 2, 3],
+        {(0, 1): 100e3, (0, 2): 101e3, (0, 3): 60e3, (1, 2): 99e3, (1, 3): 61e3, (2, 3): 59e3},
+    )
     fig = pairs.figure(pm, "pairs", slowest=3, flagged=[3])
     ax = fig.axes[0]
     img = ax.get_images()[0].get_array()
@@ -96,8 +119,10 @@ def test_sweep_pairs_latency_and_compare_figures(tmp_path):
     assert ax.get_xticklabels()[3].get_text() == "n3 !"
     plt.close(fig)
 
-    lat = [Latency("client_peak", "rpc", [(10.0, 10.5, 50), (10.5, 11.0, 40), (20.0, 21.0, 10)], 1),
-           Latency("server_peak", "rpc", [(30.0, 31.0, 100)], 2)]
+    lat = [
+        Latency("client_peak", "rpc", [(10.0, 10.5, 50), (10.5, 11.0, 40), (20.0, 21.0, 10)], 1),
+        Latency("server_peak", "rpc", [(30.0, 31.0, 100)], 2),
+    ]
     fig = latency.figure(lat, "rpc", "lat")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"

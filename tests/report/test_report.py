@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -20,8 +19,7 @@ AURORA = ROOT / "examples" / "aurora-table2.json"
 
 
 def cli(*args, check=True, timeout=300):
-    p = subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True,
-                       timeout=timeout)
+    p = subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError(f"rooftop {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
     return p
@@ -67,15 +65,15 @@ class Page(HTMLParser):
 def test_plot_writes_every_figure_of_the_run(run):
     res, run_id = run
     files = json.loads(cli("plot", run_id, "--results", str(res), "--json").stdout)
-    assert sorted(files) == sorted(f"{k}-{m}" for k in ("roofline", "sweep", "pairs", "latency")
-                                   for m in ("bw", "rpc"))
+    assert sorted(files) == sorted(f"{k}-{m}" for k in ("roofline", "sweep", "pairs", "latency") for m in ("bw", "rpc"))
     for paths in files.values():
         assert [Path(p).suffix for p in paths] == [".png", ".svg"]
         assert all(Path(p).stat().st_size > 5000 for p in paths)
         assert Path(paths[0]).parent == res / run_id / "figures"
     # --params with the run: published ceilings, the run's samples on them.
-    out = cli("plot", run_id, "--params", str(AURORA), "--results", str(res), "--output",
-              str(res / "p"), "--format", "svg").stdout.split()
+    out = cli(
+        "plot", run_id, "--params", str(AURORA), "--results", str(res), "--output", str(res / "p"), "--format", "svg"
+    ).stdout.split()
     assert sorted(Path(p).name for p in out) == ["roofline-bw.svg", "roofline-rpc.svg"]
 
 
@@ -94,8 +92,18 @@ def test_report_is_self_contained_and_renders_in_chromium(run, tmp_path):
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     text = " ".join(doc.text)
-    for needle in ("rooftop report", "ridge x*", "client ceiling", "server ceiling", "Warnings",
-                   "Validation", "Environment", "Resolved config", '"provider": "ofi+tcp"', run_id):
+    for needle in (
+        "rooftop report",
+        "ridge x*",
+        "client ceiling",
+        "server ceiling",
+        "Warnings",
+        "Validation",
+        "Environment",
+        "Resolved config",
+        '"provider": "ofi+tcp"',
+        run_id,
+    ):
         assert needle in text, needle
     # The client-node ceiling is shown, or why it is not used (server-bound on 2 nodes).
     assert "node full:" in text or "node-full client ceiling not used" in text
@@ -121,10 +129,24 @@ def test_report_is_self_contained_and_renders_in_chromium(run, tmp_path):
     # Rendered offline (no network namespace access is needed: the page is
     # self-contained), to a screenshot whose size and content are checked.
     shot = tmp_path / "shot.png"
-    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        "--disable-dev-shm-usage", "--no-first-run", f"--user-data-dir={tmp_path / 'prof'}",
-                        "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri()],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'prof'}",
+            "--window-size=1200,2400",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shot.is_file(), r.stderr[-2000:]
     import matplotlib.image as mpimg
 
@@ -141,10 +163,12 @@ def test_report_warns_about_a_wide_client_ceiling(run, tmp_path):
     run_id, copy, db = _copy_of(run, tmp_path)
     # One pair's client peak made 40 % slower than the others.
     # (On 2 nodes the client peak rows are the one measurement of every stage.)
-    rid = db.execute("SELECT id FROM samples WHERE run_id=? AND ceilings LIKE '%\"client_peak\"%' "
-                     "AND metric='rpc' ORDER BY per_client LIMIT 1", (run_id,)).fetchone()[0]
-    db.execute("UPDATE samples SET per_client = per_client * 0.6, aggregate = aggregate * 0.6 WHERE id=?",
-               (rid,))
+    rid = db.execute(
+        "SELECT id FROM samples WHERE run_id=? AND ceilings LIKE '%\"client_peak\"%' "
+        "AND metric='rpc' ORDER BY per_client LIMIT 1",
+        (run_id,),
+    ).fetchone()[0]
+    db.execute("UPDATE samples SET per_client = per_client * 0.6, aggregate = aggregate * 0.6 WHERE id=?", (rid,))
     db.commit()
     db.close()
     p = cli("report", run_id, "--results", str(copy), "--output", str(tmp_path / "rep"))
@@ -154,8 +178,20 @@ def test_report_warns_about_a_wide_client_ceiling(run, tmp_path):
 
 def test_compare_runs_and_params_on_one_figure(run, tmp_path):
     res, run_id = run
-    p = cli("compare", run_id, str(AURORA), "--results", str(res), "--output", str(tmp_path),
-            "--label", "this machine", "--label", "Aurora", "--json")
+    p = cli(
+        "compare",
+        run_id,
+        str(AURORA),
+        "--results",
+        str(res),
+        "--output",
+        str(tmp_path),
+        "--label",
+        "this machine",
+        "--label",
+        "Aurora",
+        "--json",
+    )
     files = json.loads(p.stdout)
     assert sorted(files) == ["compare-bw", "compare-rpc"]
     assert all(Path(f).stat().st_size > 5000 for fs in files.values() for f in fs)
@@ -170,8 +206,9 @@ def test_model_shows_the_client_node_ceiling_and_errors_both_ways(run):
     out = re.sub(r"[\s│]+", " ", cli("model", run_id, "--results", str(res)).stdout)
     assert "client ceiling, node full" in out
     # Either the third ceiling is used (errors both ways) or the run says why not.
-    assert ("with the client-node ceiling" in out and "without it" in out) or \
-        "not used: the client-node stage was server-bound" in out
+    assert (
+        "with the client-node ceiling" in out and "without it" in out
+    ) or "not used: the client-node stage was server-bound" in out
 
 
 def test_plot_and_report_errors_are_clear(tmp_path):
@@ -190,21 +227,30 @@ def test_a_lower_client_node_ceiling_is_used_and_drawn(run, tmp_path):
     nodes the client-node stage is the one measurement of every stage: the
     copy gets client-node rows of its own.)"""
     run_id, copy, db = _copy_of(run, tmp_path)
-    lone = db.execute("SELECT MIN(per_client) FROM samples WHERE run_id=? AND ceilings LIKE "
-                      "'%\"client_peak\"%' AND metric='rpc'", (run_id,)).fetchone()[0]
-    cur = db.execute("SELECT * FROM samples WHERE run_id=? AND ceilings LIKE '%\"client_node\"%' "
-                     "AND metric='rpc'", (run_id,))
+    lone = db.execute(
+        "SELECT MIN(per_client) FROM samples WHERE run_id=? AND ceilings LIKE '%\"client_peak\"%' AND metric='rpc'",
+        (run_id,),
+    ).fetchone()[0]
+    cur = db.execute(
+        "SELECT * FROM samples WHERE run_id=? AND ceilings LIKE '%\"client_node\"%' AND metric='rpc'", (run_id,)
+    )
     names = [d[0] for d in cur.description]
     for row in cur.fetchall():
         new = dict(zip(names, row))
         new.pop("id")
-        new.update(stage="client_node", key=new["key"].replace("server_peak+client_peak+client_node",
-                                                               "client_node"),
-                   ceilings='["client_node"]', x=8, per_client=0.4 * lone)
-        db.execute(f"INSERT INTO samples ({', '.join(new)}) VALUES ({', '.join('?' for _ in new)})",
-                   list(new.values()))
-    db.execute("UPDATE samples SET ceilings = '[\"server_peak\", \"client_peak\"]' WHERE run_id=? "
-               "AND stage='server_peak' AND metric='rpc'", (run_id,))
+        new.update(
+            stage="client_node",
+            key=new["key"].replace("server_peak+client_peak+client_node", "client_node"),
+            ceilings='["client_node"]',
+            x=8,
+            per_client=0.4 * lone,
+        )
+        db.execute(f"INSERT INTO samples ({', '.join(new)}) VALUES ({', '.join('?' for _ in new)})", list(new.values()))
+    db.execute(
+        'UPDATE samples SET ceilings = \'["server_peak", "client_peak"]\' WHERE run_id=? '
+        "AND stage='server_peak' AND metric='rpc'",
+        (run_id,),
+    )
     db.commit()
     db.close()
     out = cli("model", run_id, "--results", str(copy)).stdout
@@ -247,12 +293,20 @@ def _in_chromium(page: Path, width: int, tmp_path: Path) -> tuple[dict, Path]:
         pytest.skip("chromium is not installed (scripts/setup.sh --test installs it)")
     wrapper = tmp_path / f"at-{width}.html"
     wrapper.write_text(MEASURE.format(src=page.as_uri(), width=width))
-    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            "--disable-dev-shm-usage", "--no-first-run", "--allow-file-access-from-files",
-            f"--user-data-dir={tmp_path / 'prof'}", f"--window-size={max(width, 500)},2400",
-            "--virtual-time-budget=10000"]
-    dom = subprocess.run(base + ["--dump-dom", wrapper.as_uri()], capture_output=True, text=True,
-                         timeout=120).stdout
+    base = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--allow-file-access-from-files",
+        f"--user-data-dir={tmp_path / 'prof'}",
+        f"--window-size={max(width, 500)},2400",
+        "--virtual-time-budget=10000",
+    ]
+    dom = subprocess.run(base + ["--dump-dom", wrapper.as_uri()], capture_output=True, text=True, timeout=120).stdout
     found = re.search(r'<pre id="m">([^<]+)</pre>', dom)
     assert found, dom[-2000:]
     shot = tmp_path / f"report-{width}.png"
@@ -284,7 +338,6 @@ def test_report_leads_with_the_verdict_and_fits_a_phone(run, tmp_path, width):
 
 def test_a_17_node_report_fits_a_phone_and_points_at_the_slow_node(tmp_path):
     import synthetic
-
     from rooftop import report, results
 
     st, run_id = synthetic.realistic_run(tmp_path, nodes=17, cores=2, slow_node=5)

@@ -23,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-import hugepages
 import numpy as np
 import pytest
+
+import hugepages
 from mounts import loop_mount, tmpfs_mount
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "campaign"))
@@ -58,10 +59,27 @@ def ext4_run(tmp_path_factory):
         d = mnt / "rooftop"
         d.mkdir()
         res = tmp / "res"
-        p = rooftop("collect", "--metrics", "iops,sbw,meta", *QUICK, "--results", str(res),
-                    *[a for m in ("iops", "sbw", "meta") for a in ("--set", f"{m}.dir={d}")],
-                    "--set", "iops.file_size=16MiB", "--set", "sbw.file_size=16MiB", "--set", "sbw.io_async=true",
-                    "--set", f"sbw.buffer_pages={'huge' if huge else 'base'}", "--set", "meta.files=50", "--set", "meta.keep_files=true")
+        p = rooftop(
+            "collect",
+            "--metrics",
+            "iops,sbw,meta",
+            *QUICK,
+            "--results",
+            str(res),
+            *[a for m in ("iops", "sbw", "meta") for a in ("--set", f"{m}.dir={d}")],
+            "--set",
+            "iops.file_size=16MiB",
+            "--set",
+            "sbw.file_size=16MiB",
+            "--set",
+            "sbw.io_async=true",
+            "--set",
+            f"sbw.buffer_pages={'huge' if huge else 'base'}",
+            "--set",
+            "meta.files=50",
+            "--set",
+            "meta.keep_files=true",
+        )
         run = p.stdout.strip().splitlines()[-1]
         rooftop("validate", "--run", run, *QUICK, "--results", str(res))
         meta_files = sorted(str(f.relative_to(d)) for f in d.rglob("r*.*") if f.parent.name.startswith("rooftop-meta"))
@@ -97,10 +115,20 @@ def test_every_storage_knob_and_the_file_system_are_stored(ext4_run):
     per_sample = dict(db.execute("SELECT key, value FROM sample_params WHERE sample_id = ?", (sid,)))
     db.close()
     # Every knob with its default: durable 4 KiB random puts.
-    assert {k: params[f"iops.{k}"] for k in ("op", "size", "pattern", "io_mode", "fsync_every", "allocation",
-                                              "file_layout", "fill", "keep_files")} == {
-        "op": "put", "size": "4KiB", "pattern": "rand", "io_mode": "direct+dsync", "fsync_every": 0,
-        "allocation": "preallocate", "file_layout": "per-process", "fill": 0, "keep_files": 0}
+    assert {
+        k: params[f"iops.{k}"]
+        for k in ("op", "size", "pattern", "io_mode", "fsync_every", "allocation", "file_layout", "fill", "keep_files")
+    } == {
+        "op": "put",
+        "size": "4KiB",
+        "pattern": "rand",
+        "io_mode": "direct+dsync",
+        "fsync_every": 0,
+        "allocation": "preallocate",
+        "file_layout": "per-process",
+        "fill": 0,
+        "keep_files": 0,
+    }
     assert params["sbw.size"] == "1MiB" and params["sbw.pattern"] == "seq"
     assert params["meta.op"] == "create" and params["meta.layout"] == "easy"
     for m in ("iops", "sbw", "meta"):
@@ -144,8 +172,7 @@ def test_metadata_creates_are_in_the_directory(ext4_run):
 def test_a_mix_on_the_run_names_the_binding_resource(ext4_run, tmp_path):
     res, run, _, _, _, _ = ext4_run
     (tmp_path / "put.toml").write_text(MIX.replace("rpc = 1\n", "meta = 2\n"))
-    doc = json.loads(rooftop("model", run, "--results", str(res), "--json", "--mix",
-                             str(tmp_path / "put.toml")).stdout)
+    doc = json.loads(rooftop("model", run, "--results", str(res), "--json", "--mix", str(tmp_path / "put.toml")).stdout)
     ceil = {m["metric"]: m for m in doc["metrics"]}
     (mix,) = doc["mixes"]
     want_server = min(("iops", "meta"), key=lambda m: ceil[m]["server"]["median"] / {"iops": 1, "meta": 2}[m])
@@ -157,35 +184,102 @@ def test_a_mix_on_the_run_names_the_binding_resource(ext4_run, tmp_path):
 
 
 def test_a_rpc_and_bw_campaign_never_names_a_storage_directory(tmp_path):
-    out = rooftop("collect", "--dry-run", "--metrics", "rpc,bw", "--set", f"iops.dir={tmp_path}",
-                  "--results", str(tmp_path / "res")).stdout
+    out = rooftop(
+        "collect",
+        "--dry-run",
+        "--metrics",
+        "rpc,bw",
+        "--set",
+        f"iops.dir={tmp_path}",
+        "--results",
+        str(tmp_path / "res"),
+    ).stdout
     assert "serve" in out and "--storage-dir" not in out and "--io-mode" not in out
 
 
 def test_refusals_name_the_key_and_the_file_system(tmp_path):
     p = rooftop("collect", "--metrics", "sbw", "--dry-run", "--results", str(tmp_path / "r"), check=False)
     assert p.returncode == 2 and "sbw.dir: set the directory" in p.stderr
-    p = rooftop("collect", "--metrics", "sbw", "--set", f"sbw.dir={tmp_path}", "--set", "sbw.io_async=true",
-                "--set", "sbw.io_mode=buffered", "--dry-run", "--results", str(tmp_path / "r"), check=False)
+    p = rooftop(
+        "collect",
+        "--metrics",
+        "sbw",
+        "--set",
+        f"sbw.dir={tmp_path}",
+        "--set",
+        "sbw.io_async=true",
+        "--set",
+        "sbw.io_mode=buffered",
+        "--dry-run",
+        "--results",
+        str(tmp_path / "r"),
+        check=False,
+    )
     assert p.returncode == 2 and "sbw.io_async: asynchronous writes need a direct io_mode, not buffered" in p.stderr
     assert "fsync_every" not in p.stderr  # only what is wrong
     if hugepages.free() == 0:  # asked for, not there: the key, and how many to reserve
-        p = rooftop("collect", "--metrics", "sbw", "--set", f"sbw.dir={tmp_path}", "--set", "sbw.buffer_pages=huge",
-                    "--set", "sbw.file_size=4MiB", "--dry-run", "--results", str(tmp_path / "r"), check=False)
+        p = rooftop(
+            "collect",
+            "--metrics",
+            "sbw",
+            "--set",
+            f"sbw.dir={tmp_path}",
+            "--set",
+            "sbw.buffer_pages=huge",
+            "--set",
+            "sbw.file_size=4MiB",
+            "--dry-run",
+            "--results",
+            str(tmp_path / "r"),
+            check=False,
+        )
         assert p.returncode == 2 and "sbw.buffer_pages: --buffer-pages huge: cannot allocate" in p.stderr, p.stderr
         assert "nr_hugepages" in p.stderr and not [f for f in tmp_path.iterdir() if f.name != "r"]
-    p = rooftop("collect", "--metrics", "iops", "--set", f"iops.dir={tmp_path / 'none'}", "--dry-run",
-                "--results", str(tmp_path / "r"), check=False)
+    p = rooftop(
+        "collect",
+        "--metrics",
+        "iops",
+        "--set",
+        f"iops.dir={tmp_path / 'none'}",
+        "--dry-run",
+        "--results",
+        str(tmp_path / "r"),
+        check=False,
+    )
     assert p.returncode == 2 and f"iops.dir: {tmp_path / 'none'} is not a directory" in p.stderr
     with tmpfs_mount() as tmp:
-        p = rooftop("collect", "--metrics", "sbw", "--set", f"sbw.dir={tmp}", "--set", "sbw.io_mode=direct",
-                    "--set", "sbw.file_size=4MiB", "--results", str(tmp_path / "r"), check=False)
+        p = rooftop(
+            "collect",
+            "--metrics",
+            "sbw",
+            "--set",
+            f"sbw.dir={tmp}",
+            "--set",
+            "sbw.io_mode=direct",
+            "--set",
+            "sbw.file_size=4MiB",
+            "--results",
+            str(tmp_path / "r"),
+            check=False,
+        )
         assert p.returncode == 2, p.stderr
         assert "sbw.io_mode:" in p.stderr and "tmpfs" in p.stderr and "O_DIRECT" in p.stderr, p.stderr
         assert not list(tmp.iterdir())  # the probe left nothing behind
         # A data file larger than the file system's free space: the size's key, the free bytes.
-        p = rooftop("collect", "--metrics", "sbw", "--set", f"sbw.dir={tmp}", "--set", "sbw.io_mode=buffered",
-                    "--set", "sbw.file_size=64MiB", "--results", str(tmp_path / "r"), check=False)
+        p = rooftop(
+            "collect",
+            "--metrics",
+            "sbw",
+            "--set",
+            f"sbw.dir={tmp}",
+            "--set",
+            "sbw.io_mode=buffered",
+            "--set",
+            "sbw.file_size=64MiB",
+            "--results",
+            str(tmp_path / "r"),
+            check=False,
+        )
         assert p.returncode == 2, p.stderr
         assert "sbw.file_size:" in p.stderr and "does not fit in tmpfs" in p.stderr and "bytes free" in p.stderr
         assert not list(tmp.iterdir())

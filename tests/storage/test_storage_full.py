@@ -19,11 +19,38 @@ def test_a_full_disk_is_named_in_the_sample(tmp_path):
         d = mnt / "d"
         d.mkdir()
         res = tmp_path / "res"
-        p = rooftop("collect", "--metrics", "sbw", "--duration", "0.3", "--warmup", "0.2", "--samples", "1",
-                    "--binding", "none", "--set", "collect.servers_per_node=2", "--set", "collect.clients_per_node=2",
-                    "--set", "collect.client_peak=false", "--set", "collect.client_node=false",
-                    "--set", f"sbw.dir={d}", "--set", "sbw.allocation=wrap", "--set", "sbw.file_size=16MiB",
-                    "--set", "sbw.io_mode=buffered", "--results", str(res), check=False)
+        p = rooftop(
+            "collect",
+            "--metrics",
+            "sbw",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.2",
+            "--samples",
+            "1",
+            "--binding",
+            "none",
+            "--set",
+            "collect.servers_per_node=2",
+            "--set",
+            "collect.clients_per_node=2",
+            "--set",
+            "collect.client_peak=false",
+            "--set",
+            "collect.client_node=false",
+            "--set",
+            f"sbw.dir={d}",
+            "--set",
+            "sbw.allocation=wrap",
+            "--set",
+            "sbw.file_size=16MiB",
+            "--set",
+            "sbw.io_mode=buffered",
+            "--results",
+            str(res),
+            check=False,
+        )
     assert p.returncode == 1, p.stderr
     run = p.stdout.split()[-1]
     failed = [s for s in samples(res, run) if s["status"] == "failed"]

@@ -14,8 +14,10 @@ from rooftop.audit import allocation, binding, buffer, cache, completion, pages
 from rooftop.audit.base import Pitfall
 
 #: Every pitfall, in the order of the table.
-PITFALLS: dict[str, Pitfall] = {p.name: p for p in (
-    buffer.PITFALL, completion.PITFALL, binding.PITFALL, cache.PITFALL, allocation.PITFALL, pages.PITFALL)}
+PITFALLS: dict[str, Pitfall] = {
+    p.name: p
+    for p in (buffer.PITFALL, completion.PITFALL, binding.PITFALL, cache.PITFALL, allocation.PITFALL, pages.PITFALL)
+}
 
 
 def select(only: str | None) -> list[Pitfall]:

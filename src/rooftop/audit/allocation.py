@@ -21,19 +21,28 @@ def meaning(comps: list[dict]) -> str:
     app = comps[0]
     text = "; ".join(_one(c) for c in comps)
     if app["measurable"] and app.get("winner") == "preallocate":
-        return (f"{text}: a service appending to its log pays the allocation a preallocated benchmark "
-                f"leaves out; benchmark with append, or preallocate in the service")
+        return (
+            f"{text}: a service appending to its log pays the allocation a preallocated benchmark "
+            f"leaves out; benchmark with append, or preallocate in the service"
+        )
     return f"{text}: allocation costs the service nothing measurable beyond what a preallocated benchmark shows"
 
 
 PITFALL = Pitfall(
-    name="allocation", title="file allocation: preallocate vs append vs wrap", kind="storage", op="put",
+    name="allocation",
+    title="file allocation: preallocate vs append vs wrap",
+    kind="storage",
+    op="put",
     args=("--size", "4KiB", "--pattern", "seq", "--io-mode", "direct+sync", "--file-size", FILE),
     unit="ops/s",
     settings=tuple(Setting(a, client=("--allocation", a)) for a in ("preallocate", "append", "wrap")),
     comparisons=(("preallocate", "append"), ("preallocate", "wrap")),
-    rationale=(f"durable (O_DIRECT|O_SYNC, as seed 002) sequential 4 KiB writes to a {FILE} file that was "
-               "fallocated up front (preallocate, fio's default), grows at EOF (append: allocation in every "
-               "write, started again empty at the file size) or is overwritten after EOF (wrap: allocated "
-               "once, then reused); seed 002 found each markedly different"),
-    meaning=meaning, needs_direct=("preallocate", "append", "wrap"))
+    rationale=(
+        f"durable (O_DIRECT|O_SYNC, as seed 002) sequential 4 KiB writes to a {FILE} file that was "
+        "fallocated up front (preallocate, fio's default), grows at EOF (append: allocation in every "
+        "write, started again empty at the file size) or is overwritten after EOF (wrap: allocated "
+        "once, then reused); seed 002 found each markedly different"
+    ),
+    meaning=meaning,
+    needs_direct=("preallocate", "append", "wrap"),
+)

@@ -5,8 +5,8 @@ ratio, or "indistinguishable here" when the repeats overlap."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from rooftop import enginedoc
 
@@ -33,15 +33,15 @@ class Setting:
 class Pitfall:
     """One entry of the audit's table (rooftop.audit.PITFALLS)."""
 
-    name: str             # --only takes it
-    title: str            # the table's first column
-    kind: str             # network (a server and a client) | storage (the local storage mode)
-    op: str               # the engine operation
+    name: str  # --only takes it
+    title: str  # the table's first column
+    kind: str  # network (a server and a client) | storage (the local storage mode)
+    op: str  # the engine operation
     args: tuple[str, ...]  # the client's (storage: the storage command's) arguments of every setting
-    unit: str             # ops/s | bytes/s
+    unit: str  # ops/s | bytes/s
     settings: tuple[Setting, ...]
     comparisons: tuple[tuple[str, str], ...]  # (a, b): a's rate against b's
-    rationale: str        # why the two settings differ, and what seed 002 measured
+    rationale: str  # why the two settings differ, and what seed 002 measured
     meaning: Callable[[list[dict]], str]  # the comparisons -> one line for the service
     needs_direct: tuple[str, ...] = ()  # settings that need O_DIRECT (refused on tmpfs)
 
@@ -51,12 +51,24 @@ class Pitfall:
 
     def describe(self) -> dict:
         """Every parameter, for the run's config (and so its run_params)."""
-        return {"title": self.title, "kind": self.kind, "op": self.op, "args": list(self.args),
-                "unit": self.unit, "rationale": self.rationale,
-                "comparisons": [f"{a} vs {b}" for a, b in self.comparisons],
-                "settings": {s.name: {"server": list(s.server), "client": list(s.client), "binding": s.binding,
-                                      **({"progress": s.progress} if self.kind == "network" else {})}
-                             for s in self.settings}}
+        return {
+            "title": self.title,
+            "kind": self.kind,
+            "op": self.op,
+            "args": list(self.args),
+            "unit": self.unit,
+            "rationale": self.rationale,
+            "comparisons": [f"{a} vs {b}" for a, b in self.comparisons],
+            "settings": {
+                s.name: {
+                    "server": list(s.server),
+                    "client": list(s.client),
+                    "binding": s.binding,
+                    **({"progress": s.progress} if self.kind == "network" else {}),
+                }
+                for s in self.settings
+            },
+        }
 
 
 @dataclass
@@ -70,8 +82,14 @@ class Measured:
     def stats(self) -> dict:
         if not self.rates:
             return {"setting": self.setting, "n": 0, "median": None, "min": None, "max": None, "error": self.error}
-        return {"setting": self.setting, "n": len(self.rates), "median": statistics.median(self.rates),
-                "min": min(self.rates), "max": max(self.rates), "error": self.error}
+        return {
+            "setting": self.setting,
+            "n": len(self.rates),
+            "median": statistics.median(self.rates),
+            "min": min(self.rates),
+            "max": max(self.rates),
+            "error": self.error,
+        }
 
 
 def compare(a: dict, b: dict) -> dict:
@@ -92,8 +110,11 @@ def compare(a: dict, b: dict) -> dict:
         return {**out, "verdict": INDISTINGUISHABLE, "winner": None}
     winner, loser = (a, b) if a["median"] >= b["median"] else (b, a)
     factor = winner["median"] / loser["median"] if loser["median"] else float("inf")
-    return {**out, "verdict": f"{winner['setting']} {factor:.2f}x {loser['setting']}{note}",
-            "winner": winner["setting"]}
+    return {
+        **out,
+        "verdict": f"{winner['setting']} {factor:.2f}x {loser['setting']}{note}",
+        "winner": winner["setting"],
+    }
 
 
 def summarize(p: Pitfall, measured: dict[str, Measured], where: str = "") -> dict:
@@ -101,8 +122,16 @@ def summarize(p: Pitfall, measured: dict[str, Measured], where: str = "") -> dic
     stats = [measured[s.name].stats() for s in p.settings]
     by_name = {s["setting"]: s for s in stats}
     comps = [compare(by_name[a], by_name[b]) for a, b in p.comparisons]
-    return {"pitfall": p.name, "title": p.title, "unit": p.unit, "where": where, "settings": stats,
-            "comparisons": comps, "rationale": p.rationale, "meaning": p.meaning(comps)}
+    return {
+        "pitfall": p.name,
+        "title": p.title,
+        "unit": p.unit,
+        "where": where,
+        "settings": stats,
+        "comparisons": comps,
+        "rationale": p.rationale,
+        "meaning": p.meaning(comps),
+    }
 
 
 def pct(ratio: float) -> str:

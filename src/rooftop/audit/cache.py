@@ -20,19 +20,30 @@ def meaning(comps: list[dict]) -> str:
     if not plain["measurable"] and not synced["measurable"]:
         return plain["verdict"]
     text = f"{_one(plain, 'without O_SYNC')}; {_one(synced, 'with O_SYNC')}"
-    inverted = (plain.get("winner") and synced.get("winner")
-                and (plain["winner"] in DIRECT) != (synced["winner"] in DIRECT))
-    return text + (": the answer inverts with durability, so benchmark with the flags your service uses"
-                   if inverted else ": benchmark with the flags your service uses")
+    inverted = (
+        plain.get("winner") and synced.get("winner") and (plain["winner"] in DIRECT) != (synced["winner"] in DIRECT)
+    )
+    return text + (
+        ": the answer inverts with durability, so benchmark with the flags your service uses"
+        if inverted
+        else ": benchmark with the flags your service uses"
+    )
 
 
 PITFALL = Pitfall(
-    name="cache", title="cache mode: buffered vs O_DIRECT, +/- O_SYNC", kind="storage", op="put",
+    name="cache",
+    title="cache mode: buffered vs O_DIRECT, +/- O_SYNC",
+    kind="storage",
+    op="put",
     args=("--size", "4KiB", "--pattern", "rand", "--allocation", "preallocate", "--file-size", "16MiB"),
     unit="ops/s",
     settings=tuple(Setting(m, client=("--io-mode", m)) for m in ("buffered", "direct", "sync", "direct+sync")),
     comparisons=(("direct", "buffered"), ("direct+sync", "sync")),
-    rationale=("4 KiB random writes through the page cache (buffered: nothing need reach the device), around "
-               "it (O_DIRECT), written through (O_SYNC) or both; seed 002 found direct I/O helped or hurt "
-               "depending on O_SYNC"),
-    meaning=meaning, needs_direct=DIRECT)
+    rationale=(
+        "4 KiB random writes through the page cache (buffered: nothing need reach the device), around "
+        "it (O_DIRECT), written through (O_SYNC) or both; seed 002 found direct I/O helped or hurt "
+        "depending on O_SYNC"
+    ),
+    meaning=meaning,
+    needs_direct=DIRECT,
+)

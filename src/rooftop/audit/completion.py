@@ -10,21 +10,34 @@ def meaning(comps: list[dict]) -> str:
     if not c["measurable"]:
         return c["verdict"]
     if c["verdict"] == INDISTINGUISHABLE:
-        return ("within the noise of these repeats blocking completion costs no RPC rate here: a server may "
-                "sleep on its fd and share its core")
+        return (
+            "within the noise of these repeats blocking completion costs no RPC rate here: a server may "
+            "sleep on its fd and share its core"
+        )
     if c["ratio"] >= 1:
-        return (f"a server blocking on its completion fd serves {c['ratio']:.2f}x fewer RPCs than a busy-polling "
-                f"one: give each server a core of its own, or budget for the blocking rate")
-    return (f"busy polling serves {1 / c['ratio']:.2f}x fewer RPCs than blocking here (its polling competes "
-            f"for the core): let the server block")
+        return (
+            f"a server blocking on its completion fd serves {c['ratio']:.2f}x fewer RPCs than a busy-polling "
+            f"one: give each server a core of its own, or budget for the blocking rate"
+        )
+    return (
+        f"busy polling serves {1 / c['ratio']:.2f}x fewer RPCs than blocking here (its polling competes "
+        f"for the core): let the server block"
+    )
 
 
 PITFALL = Pitfall(
-    name="completion", title="server completion: busy vs block", kind="network", op="noop",
-    args=(), unit="ops/s",
+    name="completion",
+    title="server completion: busy vs block",
+    kind="network",
+    op="noop",
+    args=(),
+    unit="ops/s",
     settings=(Setting("busy", progress="busy"), Setting("block", progress="block")),
     comparisons=(("busy", "block"),),
-    rationale=("the server polls its completion queue without pause (busy: a core used even when idle) or "
-               "sleeps on its fd until an event arrives (block: a context switch per wakeup); seed 002 "
-               "measured 3x the round-trip latency with fd completion (fi_msg_pingpong)"),
-    meaning=meaning)
+    rationale=(
+        "the server polls its completion queue without pause (busy: a core used even when idle) or "
+        "sleeps on its fd until an event arrives (block: a context switch per wakeup); seed 002 "
+        "measured 3x the round-trip latency with fd completion (fi_msg_pingpong)"
+    ),
+    meaning=meaning,
+)

@@ -18,21 +18,32 @@ def meaning(comps: list[dict]) -> str:
     if not c["measurable"]:
         return c["verdict"]
     if c["verdict"] == INDISTINGUISHABLE:
-        return (f"within the noise of these repeats a {LABEL} O_DIRECT write runs as fast from base pages as "
-                "from huge ones here: this device takes the write whole either way")
-    return (f"{LABEL} O_DIRECT writes from huge pages reach {pct(c['ratio'])} bandwidth than from base pages, and "
-            "a base-page buffer's rate depends on which pages its process got: give the service's (and the "
-            "benchmark's) I/O buffers huge pages, or expect that spread between runs")
+        return (
+            f"within the noise of these repeats a {LABEL} O_DIRECT write runs as fast from base pages as "
+            "from huge ones here: this device takes the write whole either way"
+        )
+    return (
+        f"{LABEL} O_DIRECT writes from huge pages reach {pct(c['ratio'])} bandwidth than from base pages, and "
+        "a base-page buffer's rate depends on which pages its process got: give the service's (and the "
+        "benchmark's) I/O buffers huge pages, or expect that spread between runs"
+    )
 
 
 PITFALL = Pitfall(
-    name="pages", title="buffer pages: huge vs base (O_DIRECT)", kind="storage", op="put",
+    name="pages",
+    title="buffer pages: huge vs base (O_DIRECT)",
+    kind="storage",
+    op="put",
     args=("--size", SIZE, "--pattern", "seq", "--io-mode", "direct", "--file-size", "64MiB"),
     unit="bytes/s",
     settings=(Setting("huge", client=("--buffer-pages", "huge")), Setting("base", client=("--buffer-pages", "base"))),
     comparisons=(("huge", "base"),),
-    rationale=(f"sequential {LABEL} O_DIRECT writes from a buffer in huge pages (contiguous: every write reaches "
-               "the device whole) or in base pages (contiguous or not, by chance: a device taking fewer segments "
-               "per request than the write has pages splits it); found here, not in seed 002: on a loop device "
-               "the same command ran at 1.6 - 2.0 or 2.2 - 2.4 GiB/s from run to run"),
-    meaning=meaning, needs_direct=("huge", "base"))
+    rationale=(
+        f"sequential {LABEL} O_DIRECT writes from a buffer in huge pages (contiguous: every write reaches "
+        "the device whole) or in base pages (contiguous or not, by chance: a device taking fewer segments "
+        "per request than the write has pages splits it); found here, not in seed 002: on a loop device "
+        "the same command ran at 1.6 - 2.0 or 2.2 - 2.4 GiB/s from run to run"
+    ),
+    meaning=meaning,
+    needs_direct=("huge", "base"),
+)

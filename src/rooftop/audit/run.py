@@ -23,8 +23,8 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from rooftop import enginedoc
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
@@ -38,13 +38,23 @@ DEFAULTS = {"repeats": 3, "duration": 1.0, "warmup": 0.3, "fabric": "ofi+tcp", "
 
 def config(pitfalls: list[Pitfall], opts: dict, node) -> dict:
     """The run's config: what `rooftop runs` reads, and every audit parameter."""
-    return {"kind": "audit", "launcher": {"type": "local", "nodes": 1}, "nodes": [node.describe()],
-            "metrics": [], "results": opts["results"],
-            "audit": {"pitfalls": {p.name: p.describe() for p in pitfalls}, "repeats": opts["repeats"],
-                      "duration": opts["duration"], "warmup": opts["warmup"], "fabric": opts["fabric"],
-                      "storage_dir": opts["storage_dir"] or "", "storage_dir_default":
-                      "a temporary directory under the run's folder, removed after",
-                      "order": "settings alternate A B, B A over the repeats"}}
+    return {
+        "kind": "audit",
+        "launcher": {"type": "local", "nodes": 1},
+        "nodes": [node.describe()],
+        "metrics": [],
+        "results": opts["results"],
+        "audit": {
+            "pitfalls": {p.name: p.describe() for p in pitfalls},
+            "repeats": opts["repeats"],
+            "duration": opts["duration"],
+            "warmup": opts["warmup"],
+            "fabric": opts["fabric"],
+            "storage_dir": opts["storage_dir"] or "",
+            "storage_dir_default": "a temporary directory under the run's folder, removed after",
+            "order": "settings alternate A B, B A over the repeats",
+        },
+    }
 
 
 def _cpus(node, binding: str, n: int) -> list[str]:
@@ -58,8 +68,9 @@ def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
     with Group(fabric=opts["fabric"], lease=opts.get("lease", DEFAULT_LEASE)) as g:
         g.start_server(0, cpus=server_cpus, progress=s.progress, extra=list(s.server))
         try:
-            doc = g.load(op=p.op, duration=opts["duration"], warmup=opts["warmup"], cpus=client_cpus,
-                         extra=[*p.args, *s.client])
+            doc = g.load(
+                op=p.op, duration=opts["duration"], warmup=opts["warmup"], cpus=client_cpus, extra=[*p.args, *s.client]
+            )
         finally:
             server_doc = g.close()[0]
     (out / "client-0.json").write_text(json.dumps(doc, indent=1))
@@ -73,8 +84,21 @@ def measure_storage(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
     (cpus,) = _cpus(node, s.binding, 1)
     work = Path(tempfile.mkdtemp(prefix=f"{p.name}-{s.name.replace('+', '_')}-", dir=opts["storage_path"]))
     try:
-        args = ["storage", "--op", p.op, *p.args, *s.client, "--storage-dir", str(work),
-                "--duration", str(opts["duration"]), "--warmup", str(opts["warmup"]), "--cpus", cpus]
+        args = [
+            "storage",
+            "--op",
+            p.op,
+            *p.args,
+            *s.client,
+            "--storage-dir",
+            str(work),
+            "--duration",
+            str(opts["duration"]),
+            "--warmup",
+            str(opts["warmup"]),
+            "--cpus",
+            cpus,
+        ]
         try:
             doc = run_engine(args, timeout=opts["duration"] + opts["warmup"] + 60, guard=True)
         except EngineError as e:
@@ -102,15 +126,28 @@ def where_of(doc: dict) -> str:
     return f"{fs.get('type', '?')} at {fs.get('mount_point', '?')} ({fs.get('device', '?')})"
 
 
-def _sample(run_id: str, p: Pitfall, s: Setting, i: int, raw: Path, opts: dict, doc: dict | None,
-            error: str) -> dict:
+def _sample(run_id: str, p: Pitfall, s: Setting, i: int, raw: Path, opts: dict, doc: dict | None, error: str) -> dict:
     rate = enginedoc.rate(doc["result"], p.field) if doc else None
-    return {"run_id": run_id, "key": f"audit/{p.name}/{s.name}/{i}", "stage": "audit", "metric": p.name,
-            "unit": p.unit, "server_nodes": [0], "client_nodes": [0],
-            "server_procs": 1 if p.kind == "network" else 0, "client_procs": 1, "x": 1.0, "sample": i,
-            "status": "ok" if doc else "failed", "aggregate": rate, "per_server": rate, "per_client": rate,
-            "measured_s": doc["result"].get("elapsed_s", opts["duration"]) if doc else 0.0,
-            "error": error, "raw_dir": str(raw)}
+    return {
+        "run_id": run_id,
+        "key": f"audit/{p.name}/{s.name}/{i}",
+        "stage": "audit",
+        "metric": p.name,
+        "unit": p.unit,
+        "server_nodes": [0],
+        "client_nodes": [0],
+        "server_procs": 1 if p.kind == "network" else 0,
+        "client_procs": 1,
+        "x": 1.0,
+        "sample": i,
+        "status": "ok" if doc else "failed",
+        "aggregate": rate,
+        "per_server": rate,
+        "per_client": rate,
+        "measured_s": doc["result"].get("elapsed_s", opts["duration"]) if doc else 0.0,
+        "error": error,
+        "raw_dir": str(raw),
+    }
 
 
 def measure_pitfall(store, run_id: str, p: Pitfall, node, opts: dict, say: Callable[[str], None]) -> dict:
@@ -134,8 +171,10 @@ def measure_pitfall(store, run_id: str, p: Pitfall, node, opts: dict, say: Calla
             except (EngineError, LauncherError) as e:
                 error = m.error = _why(e)
             store.add_sample(**_sample(run_id, p, s, i, raw, opts, doc, error))
-            say(f"  {p.name:10s} {s.name:12s} #{i + 1}: " + (f"{m.rates[-1]:,.0f} {p.unit}" if doc else
-                                                             f"not measured: {error}"))
+            say(
+                f"  {p.name:10s} {s.name:12s} #{i + 1}: "
+                + (f"{m.rates[-1]:,.0f} {p.unit}" if doc else f"not measured: {error}")
+            )
     if p.kind == "storage" and not where:
         where = f"{opts['storage_path']}"
     return summarize(p, measured, where)

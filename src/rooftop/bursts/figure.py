@@ -31,8 +31,15 @@ def _panel(ax, line, interval: float, scale: float, rate_label: str, summary: di
     for start, end in line.measured:
         ax.axvspan(start, end, color="#000", alpha=0.06, lw=0)
     rate = _rate_points(line, interval)
-    ax.plot([t for t, _ in rate], [v / scale for _, v in rate], color=RATE, lw=1.8, marker=".", gid="rate",
-            label=f"rate ({rate_label})")
+    ax.plot(
+        [t for t, _ in rate],
+        [v / scale for _, v in rate],
+        color=RATE,
+        lw=1.8,
+        marker=".",
+        gid="rate",
+        label=f"rate ({rate_label})",
+    )
     ax.set_ylabel(rate_label, color=RATE)
     ax.set_ylim(bottom=0)
     cpu_ax = ax.twinx()
@@ -44,20 +51,34 @@ def _panel(ax, line, interval: float, scale: float, rate_label: str, summary: di
     if watts:
         w_ax = ax.twinx()
         w_ax.spines["right"].set_position(("axes", 1.12))
-        w_ax.plot([t for t, _ in watts], [v for _, v in watts], color=WATTS, lw=1.4, gid="watts",
-                  label="package power (W)")
+        w_ax.plot(
+            [t for t, _ in watts], [v for _, v in watts], color=WATTS, lw=1.4, gid="watts", label="package power (W)"
+        )
         w_ax.set_ylabel("package power (W)", color=WATTS)
         w_ax.set_ylim(bottom=0)
     ran = line.series("neighbour", "wall")
     if ran:  # when the neighbour job ran beside the server (a bar along the top)
         end, wall = ran[-1]
-        ax.plot([max(0.0, end - wall), end], [0.97, 0.97], transform=ax.get_xaxis_transform(), color="#555",
-                lw=3, solid_capstyle="butt", gid="neighbour", label="neighbour job running")
+        ax.plot(
+            [max(0.0, end - wall), end],
+            [0.97, 0.97],
+            transform=ax.get_xaxis_transform(),
+            color="#555",
+            lw=3,
+            solid_capstyle="butt",
+            gid="neighbour",
+            label="neighbour job running",
+        )
     idle = summary.get("idle_cpu")
     wanted = summary.get("idle_cpu_wanted")
-    ax.set_title(f"{line.mode}: burst rate {_fmt(summary.get('burst_rate'))} ops/s, idle CPU "
-                 + ("-" if idle is None else f"{idle:.3f}") + " cores"
-                 + ("" if wanted is None else f" (wanted {wanted:.3f})"), fontsize=10, loc="left")
+    ax.set_title(
+        f"{line.mode}: burst rate {_fmt(summary.get('burst_rate'))} ops/s, idle CPU "
+        + ("-" if idle is None else f"{idle:.3f}")
+        + " cores"
+        + ("" if wanted is None else f" (wanted {wanted:.3f})"),
+        fontsize=10,
+        loc="left",
+    )
 
 
 def _fmt(v) -> str:
@@ -80,12 +101,22 @@ def figure(res: dict):
     for a in fig.axes:
         for l in a.lines:
             seen.setdefault(l.get_label(), l)
-    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=len(seen), fontsize=9,
-               frameon=False, bbox_to_anchor=(0.5, -0.01))
+    fig.legend(
+        list(seen.values()),
+        list(seen),
+        loc="lower center",
+        ncol=len(seen),
+        fontsize=9,
+        frameon=False,
+        bbox_to_anchor=(0.5, -0.01),
+    )
     axes[-1, 0].set_xlabel("time since the server was ready (s); shaded: bursts (lighter: the client starting)")
     power = "" if not res["power_note"] else "\npower not measured here (no readable RAPL): CPU only"
-    fig.suptitle(f"{p['metric']} bursts, {p['clients']} client(s), {p['on']:g} s on / {p['off']:g} s off, "
-                 f"{p['interval']:g} s intervals — run {res['run'].id}{power}", fontsize=11)
+    fig.suptitle(
+        f"{p['metric']} bursts, {p['clients']} client(s), {p['on']:g} s on / {p['off']:g} s off, "
+        f"{p['interval']:g} s intervals — run {res['run'].id}{power}",
+        fontsize=11,
+    )
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 

@@ -83,18 +83,25 @@ class Job:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.stop()
-            raise NeighbourFailed(f"neighbour {shlex.join(self.argv)} did not finish within {timeout:g} s; "
-                                  "stopped") from None
+            raise NeighbourFailed(
+                f"neighbour {shlex.join(self.argv)} did not finish within {timeout:g} s; stopped"
+            ) from None
         wall = time.monotonic() - self.t0
         err = self.err.read_text(errors="replace").strip()[-600:]
         if self.proc.returncode != 0:
-            raise NeighbourFailed(f"neighbour {shlex.join(self.argv)} exited with {self.proc.returncode}"
-                                  + (f": {err}" if err else ""))
+            raise NeighbourFailed(
+                f"neighbour {shlex.join(self.argv)} exited with {self.proc.returncode}" + (f": {err}" if err else "")
+            )
         doc = _last_json(self.out.read_text(errors="replace"))
         seconds = doc.get("seconds") if isinstance(doc.get("seconds"), (int, float)) else None
-        return {"seconds": float(seconds) if seconds is not None else wall,
-                "timed_by": "its own JSON 'seconds'" if seconds is not None else "wall time",
-                "wall_s": wall, "cores": self.cores, "argv": self.argv, "document": doc}
+        return {
+            "seconds": float(seconds) if seconds is not None else wall,
+            "timed_by": "its own JSON 'seconds'" if seconds is not None else "wall time",
+            "wall_s": wall,
+            "cores": self.cores,
+            "argv": self.argv,
+            "document": doc,
+        }
 
 
 def _last_json(text: str) -> dict:
@@ -114,9 +121,14 @@ def start(argv: list[str], cores: list[int], folder: Path, name: str) -> Job:
     pin = set(cores)
     try:
         with open(out, "w") as o, open(err, "w") as e:
-            proc = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                                    start_new_session=True,
-                                    preexec_fn=lambda: os.sched_setaffinity(0, pin))
+            proc = subprocess.Popen(
+                argv,
+                stdout=o,
+                stderr=e,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=lambda: os.sched_setaffinity(0, pin),
+            )
     except (OSError, subprocess.SubprocessError) as e:
         raise NeighbourFailed(f"neighbour {shlex.join(argv)} cannot start: {e}") from None
     return Job(argv, sorted(pin), proc, out, err, time.monotonic(), guard.start(proc.pid))

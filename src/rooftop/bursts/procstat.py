@@ -39,8 +39,12 @@ def counters(pid: int, proc: Path = Path("/proc")) -> dict[str, float]:
     except (FileNotFoundError, ProcessLookupError):
         raise ProcessGone(f"process {pid} is gone") from None
     fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    out = {"cpu_user": int(fields[11]) / TICKS, "cpu_sys": int(fields[12]) / TICKS,
-           "voluntary_switches": 0.0, "involuntary_switches": 0.0}
+    out = {
+        "cpu_user": int(fields[11]) / TICKS,
+        "cpu_sys": int(fields[12]) / TICKS,
+        "voluntary_switches": 0.0,
+        "involuntary_switches": 0.0,
+    }
     wakeups = wanted = 0.0
     have_schedstat = False
     for task in (base / "task").iterdir() if (base / "task").is_dir() else ():
@@ -61,8 +65,14 @@ def counters(pid: int, proc: Path = Path("/proc")) -> dict[str, float]:
     return out
 
 
-UNITS = {"cpu_user": "cores", "cpu_sys": "cores", "voluntary_switches": "1/s",
-         "involuntary_switches": "1/s", "wakeups": "1/s", "cpu_wanted": "cores"}
+UNITS = {
+    "cpu_user": "cores",
+    "cpu_sys": "cores",
+    "voluntary_switches": "1/s",
+    "involuntary_switches": "1/s",
+    "wakeups": "1/s",
+    "cpu_wanted": "cores",
+}
 
 
 class ProcMeter:

@@ -19,7 +19,6 @@ Docs: docs/bursts.md.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import re
 import time
@@ -47,8 +46,11 @@ def progress_modes(text: str) -> list[str]:
         if re.fullmatch(r"[0-9.]+", item) and modes and modes[-1].startswith("spindown"):
             item = f"spindown:{item}"
         if not MODE.match(item):
-            why = ("spindown takes milliseconds >= 0 with up to 3 decimals (the engine's --progress spindown:MS)"
-                   if item.startswith("spindown:") else "modes: busy, block, adaptive, spindown[:MS]")
+            why = (
+                "spindown takes milliseconds >= 0 with up to 3 decimals (the engine's --progress spindown:MS)"
+                if item.startswith("spindown:")
+                else "modes: busy, block, adaptive, spindown[:MS]"
+            )
             raise BurstsError(f"--progress: {item!r} is not a progress mode ({why})")
         if item in modes:
             raise BurstsError(f"--progress: {item} is asked twice")
@@ -63,16 +65,28 @@ def params_of(args) -> dict:
     if args.interval < MIN_INTERVAL:
         raise BurstsError(f"--interval {args.interval:g}: at least {MIN_INTERVAL:g} s")
     if args.on < args.interval or args.bursts < 1 or args.off < 0 or args.clients < 1:
-        raise BurstsError("--on must be at least one --interval, --bursts and --clients at least 1, "
-                          "--off at least 0")
+        raise BurstsError("--on must be at least one --interval, --bursts and --clients at least 1, --off at least 0")
     if not 0 < args.full_rate <= 1:
         raise BurstsError("--full-rate is a fraction in (0, 1]")
-    p = {"progress": progress_modes(args.progress), "bursts": args.bursts, "on": args.on, "off": args.off,
-         "interval": args.interval, "windows_per_burst": max(1, round(args.on / args.interval)),
-         "clients": args.clients, "metric": args.metric, "full_rate": args.full_rate,
-         "neighbour": args.neighbour, "neighbour_argv": None, "neighbour_cores": None,
-         "neighbour_timeout": args.neighbour_timeout, "stencil_size": args.stencil_size,
-         "stencil_iterations": args.stencil_iterations, "server_node": 0, "client_node": None}
+    p = {
+        "progress": progress_modes(args.progress),
+        "bursts": args.bursts,
+        "on": args.on,
+        "off": args.off,
+        "interval": args.interval,
+        "windows_per_burst": max(1, round(args.on / args.interval)),
+        "clients": args.clients,
+        "metric": args.metric,
+        "full_rate": args.full_rate,
+        "neighbour": args.neighbour,
+        "neighbour_argv": None,
+        "neighbour_cores": None,
+        "neighbour_timeout": args.neighbour_timeout,
+        "stencil_size": args.stencil_size,
+        "stencil_iterations": args.stencil_iterations,
+        "server_node": 0,
+        "client_node": None,
+    }
     if args.neighbour:
         try:
             p["neighbour_argv"] = neighbour.command(args.neighbour, args.stencil_size, args.stencil_iterations)
@@ -93,8 +107,10 @@ def build_config(args) -> dict:
     overrides["metrics"] = [p["metric"]]
     cfg = config.build(args.config, overrides)
     if cfg["launcher"]["type"] not in ON_THIS_MACHINE:
-        raise config.ConfigError(f"launcher.type: bursts samples the server's /proc and RAPL here: use "
-                                 f"{' or '.join(ON_THIS_MACHINE)}, not {cfg['launcher']['type']}")
+        raise config.ConfigError(
+            f"launcher.type: bursts samples the server's /proc and RAPL here: use "
+            f"{' or '.join(ON_THIS_MACHINE)}, not {cfg['launcher']['type']}"
+        )
     nodes = make_launcher(cfg["launcher"]).nodes()
     if len(nodes) < 2:
         raise config.ConfigError("launcher.nodes: bursts needs 2 nodes (server on node 0, clients on the last)")
@@ -115,8 +131,14 @@ def burst_round(p: dict, mode: str, b: int):
     from rooftop.campaign import ClientRound
 
     n, m = p["windows_per_burst"], p["metric"]
-    return ClientRound([SampleSpec(f"bursts/{m}/{mode}/b{b}/{i}", "bursts", m, [p["client_node"]],
-                                   p["clients"], i, p["interval"], 0.0) for i in range(n)])
+    return ClientRound(
+        [
+            SampleSpec(
+                f"bursts/{m}/{mode}/b{b}/{i}", "bursts", m, [p["client_node"]], p["clients"], i, p["interval"], 0.0
+            )
+            for i in range(n)
+        ]
+    )
 
 
 def planned_keys(p: dict) -> set[str]:
@@ -162,8 +184,9 @@ class ModeRun:
             self.group = r.servers.start(Placement([p["server_node"]], 1))
             self.timeline = Timeline(self.store, self.run_id, self.mode, server_pid(self.group), p["interval"])
             if p["neighbour_argv"]:
-                self.job = neighbour.start(p["neighbour_argv"], p["neighbour_cores"],
-                                           r.run_dir / "neighbour", f"neighbour-{self.mode}")
+                self.job = neighbour.start(
+                    p["neighbour_argv"], p["neighbour_cores"], r.run_dir / "neighbour", f"neighbour-{self.mode}"
+                )
             for b in range(p["bursts"]):
                 self._burst(b, say)
                 _sleep_gap(p["off"])
@@ -229,10 +252,14 @@ def run_modes(cfg: dict, store, run_id: str, say, log=None) -> int:
     p, launcher = cfg["bursts"], make_launcher(cfg["launcher"])
     if p["neighbour_argv"]:
         say(f"neighbour alone on core(s) {p['neighbour_cores']}: {' '.join(p['neighbour_argv'])}")
-        alone = neighbour.alone(p["neighbour_argv"], p["neighbour_cores"], store.run_dir(run_id) / "neighbour",
-                                p["neighbour_timeout"])
-        store.add_series(run_id, "neighbour/alone", {"neighbour": [(0.0, "seconds", alone["seconds"], "s"),
-                                                                   (0.0, "wall", alone["wall_s"], "s")]})
+        alone = neighbour.alone(
+            p["neighbour_argv"], p["neighbour_cores"], store.run_dir(run_id) / "neighbour", p["neighbour_timeout"]
+        )
+        store.add_series(
+            run_id,
+            "neighbour/alone",
+            {"neighbour": [(0.0, "seconds", alone["seconds"], "s"), (0.0, "wall", alone["wall_s"], "s")]},
+        )
         say(f"neighbour alone: {alone['seconds']:.2f} s")
     failed = 0
     for mode in p["progress"]:
@@ -247,12 +274,15 @@ def run_modes(cfg: dict, store, run_id: str, say, log=None) -> int:
 
 def neighbour_of(series_rows: list[dict]) -> dict:
     """{'alone_s', 'seconds': {mode: s}, 'slowdown': {mode: x}} from the series."""
-    alone = next((r["value"] for r in series_rows if r["round"] == "neighbour/alone"
-                  and r["quantity"] == "seconds"), None)
-    secs = {r["round"].split("/", 1)[1]: r["value"] for r in series_rows
-            if r["round"].startswith("bursts/") and r["sampler"] == "neighbour" and r["quantity"] == "seconds"}
-    return {"alone_s": alone, "seconds": secs,
-            "slowdown": {m: s / alone for m, s in secs.items()} if alone else {}}
+    alone = next(
+        (r["value"] for r in series_rows if r["round"] == "neighbour/alone" and r["quantity"] == "seconds"), None
+    )
+    secs = {
+        r["round"].split("/", 1)[1]: r["value"]
+        for r in series_rows
+        if r["round"].startswith("bursts/") and r["sampler"] == "neighbour" and r["quantity"] == "seconds"
+    }
+    return {"alone_s": alone, "seconds": secs, "slowdown": {m: s / alone for m, s in secs.items()} if alone else {}}
 
 
 def results(store, run_id: str) -> dict:
@@ -264,15 +294,22 @@ def results(store, run_id: str) -> dict:
     rows = [burst_summary.summarize(lines[m], p["interval"], p["full_rate"]) for m in p["progress"] if m in lines]
     from rooftop.interference.run import load_summary
 
-    return {"run": run, "params": p, "lines": lines, "rows": rows, "neighbour": neighbour_of(series),
-            "power_note": run.environment.get("power_note", ""),
-            "interference": load_summary(store.run_dir(run_id))}
+    return {
+        "run": run,
+        "params": p,
+        "lines": lines,
+        "rows": rows,
+        "neighbour": neighbour_of(series),
+        "power_note": run.environment.get("power_note", ""),
+        "interference": load_summary(store.run_dir(run_id)),
+    }
 
 
 def shown_table(res: dict):
     """(header, cells) of the summary table as the CLI and report show it."""
-    return burst_summary.table(res["rows"], res["neighbour"], power=not res["power_note"],
-                               with_neighbour=bool(res["params"].get("neighbour")))
+    return burst_summary.table(
+        res["rows"], res["neighbour"], power=not res["power_note"], with_neighbour=bool(res["params"].get("neighbour"))
+    )
 
 
 def print_summary(res: dict, out=None) -> None:

@@ -113,12 +113,17 @@ def summarize(line: ModeLine, interval: float, full: float = 0.9) -> dict:
     rates = [v for _, v in line.series("client", "rate")]
     rate = _median(rates)
     watts = line.series("power", "power")
-    out = {"mode": line.mode, "bursts": len(line.bursts), "windows": len(rates), "burst_rate": rate,
-           "burst_cpu": _median(_within(line.cpu(), line, interval, "burst")),
-           "idle_cpu": _median(_within(line.cpu(), line, interval, "gap")),
-           "burst_watts": _median(_within(watts, line, interval, "burst")) if watts else None,
-           "idle_watts": _median(_within(watts, line, interval, "gap")) if watts else None,
-           "time_to_full_s": time_to_full(line, interval, full, rate)}
+    out = {
+        "mode": line.mode,
+        "bursts": len(line.bursts),
+        "windows": len(rates),
+        "burst_rate": rate,
+        "burst_cpu": _median(_within(line.cpu(), line, interval, "burst")),
+        "idle_cpu": _median(_within(line.cpu(), line, interval, "gap")),
+        "burst_watts": _median(_within(watts, line, interval, "burst")) if watts else None,
+        "idle_watts": _median(_within(watts, line, interval, "gap")) if watts else None,
+        "time_to_full_s": time_to_full(line, interval, full, rate),
+    }
     for q in ("voluntary_switches", "involuntary_switches", "wakeups", "cpu_wanted"):
         out[f"idle_{q}"] = _median(_within(line.series("server", q), line, interval, "gap"))
         out[f"burst_{q}"] = _median(_within(line.series("server", q), line, interval, "burst"))
@@ -131,20 +136,41 @@ def _num(v, fmt: str, unit: str = "") -> str:
     return "-" if v is None else f"{v:{fmt}}{unit}"
 
 
-HEADER = ["mode", "burst ops/s", "burst CPU", "idle CPU", "idle CPU wanted", "idle wake-ups", "burst W", "idle W",
-          "J/op", "to full rate", "neighbour slowdown"]
+HEADER = [
+    "mode",
+    "burst ops/s",
+    "burst CPU",
+    "idle CPU",
+    "idle CPU wanted",
+    "idle wake-ups",
+    "burst W",
+    "idle W",
+    "J/op",
+    "to full rate",
+    "neighbour slowdown",
+]
 POWER_COLUMNS = ("burst W", "idle W", "J/op")
 
 
 def table_rows(rows: list[dict], neighbour: dict | None = None) -> list[list[str]]:
     """The summary table's text cells (HEADER), one row per mode."""
     slow = (neighbour or {}).get("slowdown", {})
-    return [[r["mode"], _num(r["burst_rate"], ",.0f"), _num(r["burst_cpu"], ".2f"),
-             _num(r["idle_cpu"], ".3f"), _num(r["idle_cpu_wanted"], ".3f"),
-             _num(r["idle_wakeups"], ",.0f", "/s"),
-             _num(r["burst_watts"], ".1f"), _num(r["idle_watts"], ".1f"),
-             _num(r["joules_per_op"], ".3g"), _num(r["time_to_full_s"], ".2f", " s"),
-             _num(slow.get(r["mode"]), ".2f", "x")] for r in rows]
+    return [
+        [
+            r["mode"],
+            _num(r["burst_rate"], ",.0f"),
+            _num(r["burst_cpu"], ".2f"),
+            _num(r["idle_cpu"], ".3f"),
+            _num(r["idle_cpu_wanted"], ".3f"),
+            _num(r["idle_wakeups"], ",.0f", "/s"),
+            _num(r["burst_watts"], ".1f"),
+            _num(r["idle_watts"], ".1f"),
+            _num(r["joules_per_op"], ".3g"),
+            _num(r["time_to_full_s"], ".2f", " s"),
+            _num(slow.get(r["mode"]), ".2f", "x"),
+        ]
+        for r in rows
+    ]
 
 
 def table(rows: list[dict], neighbour: dict | None, power: bool, with_neighbour: bool):
@@ -165,19 +191,28 @@ def notes(params: dict, power_note: str, nb: dict | None = None, rows: list[dict
         out.append(f"power: not measured ({power_note}); CPU only")
     if params.get("neighbour"):
         alone = (nb or {}).get("alone_s")
-        out.append(f"neighbour: {' '.join(params['neighbour_argv'])}, pinned to core(s) "
-                   f"{params['neighbour_cores']} (the server's); alone "
-                   + (f"{alone:.2f} s" if alone is not None else "not measured")
-                   + "; slowdown = its time beside the server / its time alone")
-    out.append("CPU in cores (1.0: one core busy); idle: median over the intervals entirely in gaps; time "
-               f"to full rate: to {params['full_rate']:.0%} of the burst rate, resolution one interval "
-               f"({params['interval']:g} s)")
+        out.append(
+            f"neighbour: {' '.join(params['neighbour_argv'])}, pinned to core(s) "
+            f"{params['neighbour_cores']} (the server's); alone "
+            + (f"{alone:.2f} s" if alone is not None else "not measured")
+            + "; slowdown = its time beside the server / its time alone"
+        )
+    out.append(
+        "CPU in cores (1.0: one core busy); idle: median over the intervals entirely in gaps; time "
+        f"to full rate: to {params['full_rate']:.0%} of the burst rate, resolution one interval "
+        f"({params['interval']:g} s)"
+    )
     skipped = {r["mode"]: r["power_skipped"] for r in rows if r.get("power_skipped")}
     if skipped:
-        out.append("power: readings of the RAPL counter failed and those intervals have no power point ("
-                   + ", ".join(f"{m}: {n}" for m, n in skipped.items()) + ")")
+        out.append(
+            "power: readings of the RAPL counter failed and those intervals have no power point ("
+            + ", ".join(f"{m}: {n}" for m, n in skipped.items())
+            + ")"
+        )
     if any(r.get("burst_rate") is not None and r.get("burst_cpu") is None for r in rows):
-        out.append(f"burst CPU -: no sampling interval of {params['interval']:g} s lay entirely inside a burst of "
-                   f"{params['on']:g} s (intervals are not aligned with bursts): an --interval of at most half "
-                   "of --on gives one")
+        out.append(
+            f"burst CPU -: no sampling interval of {params['interval']:g} s lay entirely inside a burst of "
+            f"{params['on']:g} s (intervals are not aligned with bursts): an --interval of at most half "
+            "of --on gives one"
+        )
     return out

@@ -30,10 +30,25 @@ for the others; its keys name them all ("server_peak+client_peak+...").
 from __future__ import annotations
 
 from rooftop.campaign.commands import Commands
-from rooftop.campaign.groups import (MERGED_BY_MAX, ServerGroup, Servers, merge_server_args, name_server_reasons,
-                                     server_groups, server_reasons, stop_stale_groups)
-from rooftop.campaign.plan import (ClientRound, client_rounds, measure_once, plan, plan_collect, plan_validate,
-                                   split_by_servers)
+from rooftop.campaign.groups import (
+    MERGED_BY_MAX,
+    ServerGroup,
+    Servers,
+    merge_server_args,
+    name_server_reasons,
+    server_groups,
+    server_reasons,
+    stop_stale_groups,
+)
+from rooftop.campaign.plan import (
+    ClientRound,
+    client_rounds,
+    measure_once,
+    plan,
+    plan_collect,
+    plan_validate,
+    split_by_servers,
+)
 from rooftop.campaign.processes import Processes, RoundInterrupted, SampleFailed
 from rooftop.campaign.rounds import EmulationWatch, RoundMeasurer
 from rooftop.campaign.rows import Rows
@@ -41,8 +56,31 @@ from rooftop.campaign.runner import Runner
 from rooftop.engine import LEASE_FILE, Leases
 from rooftop.enginedoc import windows_of
 
-__all__ = ["LEASE_FILE", "MERGED_BY_MAX", "ClientRound", "Commands", "EmulationWatch", "Leases", "Processes",
-           "RoundInterrupted", "RoundMeasurer", "Rows", "Runner", "SampleFailed", "ServerGroup", "Servers",
-           "client_rounds", "measure_once", "merge_server_args", "name_server_reasons", "plan", "plan_collect",
-           "plan_validate", "server_groups", "server_reasons", "split_by_servers", "stop_stale_groups",
-           "windows_of"]
+__all__ = [
+    "LEASE_FILE",
+    "MERGED_BY_MAX",
+    "ClientRound",
+    "Commands",
+    "EmulationWatch",
+    "Leases",
+    "Processes",
+    "RoundInterrupted",
+    "RoundMeasurer",
+    "Rows",
+    "Runner",
+    "SampleFailed",
+    "ServerGroup",
+    "Servers",
+    "client_rounds",
+    "measure_once",
+    "merge_server_args",
+    "name_server_reasons",
+    "plan",
+    "plan_collect",
+    "plan_validate",
+    "server_groups",
+    "server_reasons",
+    "split_by_servers",
+    "stop_stale_groups",
+    "windows_of",
+]

@@ -46,35 +46,63 @@ class Commands:
         launches, rank = [], 0
         for idx in placement.server_nodes:
             node = self.nodes[idx]
-            argv = [self.engine, "serve", *self.fabric_args(), "--group-dir", str(gdir),
-                    "--token-file", str(gdir / TOKEN_FILE),
-                    "--progress", self.cfg["engine"]["server_progress"],
-                    *per_metric, *_non_default(self.cfg, "handler_threads", 0), *self.lease_args(gdir),
-                    "--output", str(gdir / "server-{rank}.json")]
+            argv = [
+                self.engine,
+                "serve",
+                *self.fabric_args(),
+                "--group-dir",
+                str(gdir),
+                "--token-file",
+                str(gdir / TOKEN_FILE),
+                "--progress",
+                self.cfg["engine"]["server_progress"],
+                *per_metric,
+                *_non_default(self.cfg, "handler_threads", 0),
+                *self.lease_args(gdir),
+                "--output",
+                str(gdir / "server-{rank}.json"),
+            ]
             if node.address:
                 argv += ["--address", ",".join(node.nic_addresses())]
             argv += nics.engine_args(self.cfg, gdir / "nic-counters", idx, "server")
-            launches += self.launcher.launches(node, argv, placement.servers_per_node,
-                                               self.cfg["binding"], rank)
+            launches += self.launcher.launches(node, argv, placement.servers_per_node, self.cfg["binding"], rank)
             rank += placement.servers_per_node
         return launches
 
-    def start_args(self, spec: SampleSpec, nclients: int, barrier_id: int | None = None,
-                   measure_at: str | None = None) -> list[str]:
+    def start_args(
+        self, spec: SampleSpec, nclients: int, barrier_id: int | None = None, measure_at: str | None = None
+    ) -> list[str]:
         """How the clients of a sample start measuring together: a start
         barrier gathered by server rank 0 (default), or a wall-clock instant
         (engine.start = clock: launch time + start lead + warmup)."""
         e = self.cfg["engine"]
         if e.get("start", "barrier") == "barrier":
             bid = barrier_id if barrier_id is not None else secrets.randbits(63)
-            return ["--warmup", str(spec.warmup), "--barrier", str(nclients), "--barrier-id", str(bid),
-                    "--barrier-timeout", str(e.get("barrier_timeout", 60.0)), "--settle", str(e.get("settle", 0.0))]
+            return [
+                "--warmup",
+                str(spec.warmup),
+                "--barrier",
+                str(nclients),
+                "--barrier-id",
+                str(bid),
+                "--barrier-timeout",
+                str(e.get("barrier_timeout", 60.0)),
+                "--settle",
+                str(e.get("settle", 0.0)),
+            ]
         if measure_at is None:
             measure_at = f"{time.time() + e['start_lead'] + spec.warmup:.3f}"
         return ["--measure-at", measure_at]
 
-    def client_launches(self, placement: Placement, spec: SampleSpec, gdir: Path, sdir: Path,
-                        nwindows: int = 1, start: list[str] | None = None) -> list[Launch]:
+    def client_launches(
+        self,
+        placement: Placement,
+        spec: SampleSpec,
+        gdir: Path,
+        sdir: Path,
+        nwindows: int = 1,
+        start: list[str] | None = None,
+    ) -> list[Launch]:
         """start: the start options (default: start_args())."""
         nservers = len(placement.server_nodes) * placement.servers_per_node
         if start is None:
@@ -84,16 +112,34 @@ class Commands:
         for idx in spec.client_nodes:
             node = self.nodes[idx]
             # The engine calls its windows "samples" (--samples).
-            argv = [self.engine, "load", *self.fabric_args(), "--group-dir", str(gdir),
-                    "--nservers", str(nservers), "--duration", str(spec.duration),
-                    "--samples", str(nwindows), *start, "--slices", str(e.get("slices", 20)),
-                    "--progress", e["client_progress"], *_non_default(self.cfg, "concurrency", 1),
-                    "--timeout", str(e["timeout"]), *self.lease_args(gdir),
-                    "--output", str(sdir / "client-{rank}.json"),
-                    "--window-log", str(sdir / progress.WINDOW_LOG)]
+            argv = [
+                self.engine,
+                "load",
+                *self.fabric_args(),
+                "--group-dir",
+                str(gdir),
+                "--nservers",
+                str(nservers),
+                "--duration",
+                str(spec.duration),
+                "--samples",
+                str(nwindows),
+                *start,
+                "--slices",
+                str(e.get("slices", 20)),
+                "--progress",
+                e["client_progress"],
+                *_non_default(self.cfg, "concurrency", 1),
+                "--timeout",
+                str(e["timeout"]),
+                *self.lease_args(gdir),
+                "--output",
+                str(sdir / "client-{rank}.json"),
+                "--window-log",
+                str(sdir / progress.WINDOW_LOG),
+            ]
             argv += metrics.get(spec.metric).client_args(self.cfg)
             argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx, "client")
-            launches += self.launcher.launches(node, argv, spec.clients_per_node,
-                                               self.cfg["binding"], rank)
+            launches += self.launcher.launches(node, argv, spec.clients_per_node, self.cfg["binding"], rank)
             rank += spec.clients_per_node
         return launches

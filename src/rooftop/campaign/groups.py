@@ -14,8 +14,18 @@ from pathlib import Path
 
 from rooftop import enginedoc, metrics
 from rooftop.campaign.processes import SampleFailed
-from rooftop.engine import (LEASE_FILE, TOKEN_FILE, EngineError, NotReady, private_dir, reap, run_engine,
-                            wait_published, write_private, write_token)
+from rooftop.engine import (
+    LEASE_FILE,
+    TOKEN_FILE,
+    EngineError,
+    NotReady,
+    private_dir,
+    reap,
+    run_engine,
+    wait_published,
+    write_private,
+    write_token,
+)
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement
 
@@ -57,6 +67,7 @@ def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
 def server_groups(cfg: dict, names: list[str]) -> list[list[str]]:
     """The measured metrics, grouped so that the metrics of a group can be
     served by one server group (merge_server_args), in planned order."""
+
     def args(m: str) -> list[str]:
         # A partial config made by hand (a plan's test) may lack a metric's
         # section: it cannot ask for servers of its own then.
@@ -114,8 +125,7 @@ class Servers:
         # Private (0700 directories, 0600 files): another user of a shared
         # file system can neither read the token nor find the servers.
         private_dir(r.run_dir / "groups")
-        gdir = private_dir(r.run_dir / "groups" /
-                           f"{placement.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
+        gdir = private_dir(r.run_dir / "groups" / f"{placement.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
         write_token(gdir, r.token)
         r.leases.add(gdir)
         launches = r.commands.server_launches(placement, gdir)
@@ -129,15 +139,13 @@ class Servers:
         return group
 
     def _wait_ready(self, gdir: Path, launches, procs, nservers: int) -> None:
-        started = [(p, launch.ranks, gdir / f"launch-{i}.log")
-                   for i, (launch, p) in enumerate(zip(launches, procs))]
+        started = [(p, launch.ranks, gdir / f"launch-{i}.log") for i, (launch, p) in enumerate(zip(launches, procs))]
         try:
             wait_published(gdir, started, self.r.cfg["engine"]["timeout"] + 10)
         except NotReady as e:
             if e.index is None:
                 raise SampleFailed(str(e)) from None
-            raise SampleFailed(nic_check.early_exit(launches[e.index], e.missing, e.returncode,
-                                                    e.log)) from None
+            raise SampleFailed(nic_check.early_exit(launches[e.index], e.missing, e.returncode, e.log)) from None
         # No separate ping: a server publishes its address only once its
         # endpoint is up and its receives are posted, and every client's
         # hello checks that it answers (a silent one fails the samples,
@@ -152,9 +160,21 @@ class Servers:
 
         def shutdown(rank: int):
             try:
-                run_engine(["shutdown", *r.commands.fabric_args(), "--group-dir", str(gdir), "--rank",
-                            str(rank), "--token-file", str(gdir / TOKEN_FILE), "--timeout", "5"],
-                           timeout=20)
+                run_engine(
+                    [
+                        "shutdown",
+                        *r.commands.fabric_args(),
+                        "--group-dir",
+                        str(gdir),
+                        "--rank",
+                        str(rank),
+                        "--token-file",
+                        str(gdir / TOKEN_FILE),
+                        "--timeout",
+                        "5",
+                    ],
+                    timeout=20,
+                )
             except EngineError:
                 pass  # killed below if it does not stop
 
@@ -190,7 +210,7 @@ def server_reasons(gdir: Path) -> tuple[list[str], list[str]]:
             if said.startswith("lease file "):
                 lapsed.append(said)
             elif said.startswith("storage error: "):
-                storage.append(said[len("storage error: "):])
+                storage.append(said[len("storage error: ") :])
     return list(dict.fromkeys(lapsed)), list(dict.fromkeys(storage))
 
 
@@ -203,8 +223,10 @@ def name_server_reasons(gdir: Path, errors: dict[int, str], lease_s: float) -> N
     lapsed, storage = server_reasons(gdir)
     for r, why in errors.items():
         if lapsed:
-            why = (f"lease lapsed: the servers stopped, as this campaign did not renew their lease for "
-                   f"engine.lease = {lease_s:g} s (it was stopped, e.g. SIGSTOP, or starved of CPU); {why}")
+            why = (
+                f"lease lapsed: the servers stopped, as this campaign did not renew their lease for "
+                f"engine.lease = {lease_s:g} s (it was stopped, e.g. SIGSTOP, or starved of CPU); {why}"
+            )
         if storage and "storage_error" in why:
             why += f" [server: {'; '.join(storage[:3])}]"
         errors[r] = why

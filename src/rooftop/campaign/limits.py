@@ -37,5 +37,7 @@ def above_limit(aggregate: float, limit: float | None) -> str:
     """'' when aggregate is within the limit, else why it is an error."""
     if limit is None or aggregate <= limit * (1 + TOLERANCE):
         return ""
-    return (f"measurement error: {aggregate / 1e6:.2f} MB/s is {aggregate / limit - 1:.0%} above the "
-            f"{limit / 1e6:.2f} MB/s its links carry (emulated link rates; tolerance {TOLERANCE:.0%})")
+    return (
+        f"measurement error: {aggregate / 1e6:.2f} MB/s is {aggregate / limit - 1:.0%} above the "
+        f"{limit / 1e6:.2f} MB/s its links carry (emulated link rates; tolerance {TOLERANCE:.0%})"
+    )

@@ -17,8 +17,16 @@ def _where(placement: Placement, spec: SampleSpec) -> tuple | None:
     warmup); None for pair rounds of several pairs (no other stage runs them)."""
     if spec.pairs is not None and len(spec.pairs) != 1:
         return None
-    return (spec.metric, spec.index, tuple(placement.server_nodes), placement.servers_per_node,
-            tuple(spec.client_nodes), spec.clients_per_node, spec.duration, spec.warmup)
+    return (
+        spec.metric,
+        spec.index,
+        tuple(placement.server_nodes),
+        placement.servers_per_node,
+        tuple(spec.client_nodes),
+        spec.clients_per_node,
+        spec.duration,
+        spec.warmup,
+    )
 
 
 def measure_once(placements: list[Placement]) -> list[Placement]:
@@ -69,8 +77,11 @@ def split_by_servers(cfg: dict, placements: list[Placement]) -> list[Placement]:
             out.append(pl)
             continue
         for g in groups:
-            out.append(Placement(pl.server_nodes, pl.servers_per_node,
-                                 [s for s in pl.samples if s.metric in g], tag="+".join(g)))
+            out.append(
+                Placement(
+                    pl.server_nodes, pl.servers_per_node, [s for s in pl.samples if s.metric in g], tag="+".join(g)
+                )
+            )
     return out
 
 
@@ -106,19 +117,22 @@ def _pair_schedule(cfg: dict, placements: list[Placement]) -> list[str]:
 
     alone = [r[0] for r in rounds if len(r) == 1]
     planned = len(round_robin(len(cfg["nodes"])))
-    line = (f"# pair rounds: {len(rounds)} round(s) of disjoint pairs (a round-robin needs {planned})")
+    line = f"# pair rounds: {len(rounds)} round(s) of disjoint pairs (a round-robin needs {planned})"
     if len(rounds) > planned:
-        line += ("; pairs whose nodes share cores never run at once: "
-                 f"{len(alone)} pair(s) run alone (" + ", ".join(f"n{a}-n{b}" for a, b in alone[:6])
-                 + (", ..." if len(alone) > 6 else "") + ")")
+        line += (
+            "; pairs whose nodes share cores never run at once: "
+            f"{len(alone)} pair(s) run alone ("
+            + ", ".join(f"n{a}-n{b}" for a, b in alone[:6])
+            + (", ..." if len(alone) > 6 else "")
+            + ")"
+        )
     return [line]
 
 
 def client_rounds(specs: list[SampleSpec]) -> list[ClientRound]:
     """Consecutive samples of one measurement share a client round."""
     out: list[ClientRound] = []
-    same = lambda sp: (sp.stage, sp.metric, tuple(sp.client_nodes), sp.clients_per_node, sp.duration,
-                       sp.warmup)
+    same = lambda sp: (sp.stage, sp.metric, tuple(sp.client_nodes), sp.clients_per_node, sp.duration, sp.warmup)
     for sp in specs:
         if out and same(out[-1].first) == same(sp):
             out[-1].specs.append(sp)

@@ -46,8 +46,7 @@ class Processes:
         # signals wait until it is on the list stop_all() walks.
         with _signals_deferred():
             with open(log, "w") as f:
-                p = subprocess.Popen(launch.argv, stdout=f, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
+                p = subprocess.Popen(launch.argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             self.procs.append(p)
         return p
 

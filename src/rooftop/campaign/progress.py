@@ -13,9 +13,9 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from rooftop.campaign.plan import client_rounds
 from rooftop.stages import Placement, SampleSpec
@@ -90,20 +90,24 @@ class Expected:
         return self.measuring_s + self.warmup_s + self.overhead_s
 
     def line(self) -> str:
-        return (f"expected run time: {fmt_duration(self.total_s)} ({_n(self.placements, 'placement')}, "
-                f"{_n(self.rounds, 'client round')}, {_n(self.windows, 'window')}: measuring "
-                f"{fmt_duration(self.measuring_s)}, warmups {fmt_duration(self.warmup_s)}, overhead "
-                f"{fmt_duration(self.overhead_s)} at {PLACEMENT_S:g} s per placement and "
-                f"{ROUND_S:g} s per round)")
+        return (
+            f"expected run time: {fmt_duration(self.total_s)} ({_n(self.placements, 'placement')}, "
+            f"{_n(self.rounds, 'client round')}, {_n(self.windows, 'window')}: measuring "
+            f"{fmt_duration(self.measuring_s)}, warmups {fmt_duration(self.warmup_s)}, overhead "
+            f"{fmt_duration(self.overhead_s)} at {PLACEMENT_S:g} s per placement and "
+            f"{ROUND_S:g} s per round)"
+        )
 
     def warning(self) -> str | None:
         """What to say before a campaign longer than LONG_S starts (None: nothing)."""
         if self.total_s <= LONG_S:
             return None
-        return (f"this campaign is expected to take {fmt_duration(self.total_s)} "
-                f"({self.line().split('(', 1)[1]}; fewer samples, a shorter duration or fewer "
-                f"stages shorten it. It runs: Ctrl-C stops it with every sample measured so far "
-                f"stored, and it can be continued")
+        return (
+            f"this campaign is expected to take {fmt_duration(self.total_s)} "
+            f"({self.line().split('(', 1)[1]}; fewer samples, a shorter duration or fewer "
+            f"stages shorten it. It runs: Ctrl-C stops it with every sample measured so far "
+            f"stored, and it can be continued"
+        )
 
 
 def expect(cfg: dict, placements: list[Placement], done: set[str] | frozenset = frozenset()) -> Expected:
@@ -159,24 +163,29 @@ class Tracker:
     actually took. Thread-safe (windows are reported from a follower
     thread). Writes each event to the progress log, if given one."""
 
-    def __init__(self, expected: Expected, log: Path | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, expected: Expected, log: Path | None = None, clock: Callable[[], float] = time.monotonic):
         self.x, self.log, self.clock = expected, log, clock
         self.t0 = clock()
         self.counted: set[str] = set()
         self.done_cost = 0.0
         self.order = list(dict.fromkeys(expected.stage.values()))  # stages in plan order
-        self.left = {s: 0.0 for s in self.order}
-        self.total = {s: 0 for s in self.order}
+        self.left = dict.fromkeys(self.order, 0.0)
+        self.total = dict.fromkeys(self.order, 0)
         for k, st in expected.stage.items():
             self.left[st] += expected.cost[k]
             self.total[st] += 1
-        self.n = {s: 0 for s in self.order}
+        self.n = dict.fromkeys(self.order, 0)
         self._lock = threading.Lock()
         self._at = self.t0  # when the ETAs below were computed
         self._finish = self._finishes(1.0)
-        self._write({"event": "start", "expected_s": round(expected.total_s, 3),
-                     "rows": len(expected.cost), "stages": self.total})
+        self._write(
+            {
+                "event": "start",
+                "expected_s": round(expected.total_s, 3),
+                "rows": len(expected.cost),
+                "stages": self.total,
+            }
+        )
 
     def factor(self) -> float:
         """Time taken per second of plan, over the rows counted (1 before any)."""
@@ -203,10 +212,19 @@ class Tracker:
             if new:
                 self._at, self._finish = self.clock(), self._finishes(self.factor())
                 st = self.x.stage[new[0]]
-                self._write({"event": event, "keys": new, "stage": st, "stage_done": self.n[st],
-                             "stage_total": self.total[st], "run_done": len(self.counted),
-                             "run_total": len(self.x.cost), "stage_eta_s": round(self._eta(st), 3),
-                             "eta_s": round(self._eta(None), 3)})
+                self._write(
+                    {
+                        "event": event,
+                        "keys": new,
+                        "stage": st,
+                        "stage_done": self.n[st],
+                        "stage_total": self.total[st],
+                        "run_done": len(self.counted),
+                        "run_total": len(self.x.cost),
+                        "stage_eta_s": round(self._eta(st), 3),
+                        "eta_s": round(self._eta(None), 3),
+                    }
+                )
             return new
 
     def _eta(self, stage: str | None) -> float:
@@ -244,8 +262,7 @@ class WindowFollower:
     line only delays the count; an exception in on_window is swallowed (a
     progress bar is not worth a measurement)."""
 
-    def __init__(self, folder: Path, ranks: int, windows: int, on_window: Callable[[int], None],
-                 period: float = 0.2):
+    def __init__(self, folder: Path, ranks: int, windows: int, on_window: Callable[[int], None], period: float = 0.2):
         self.folder, self.ranks, self.windows, self.on_window = folder, ranks, windows, on_window
         self.period = period
         self.seen = [0] * ranks  # windows each rank has logged
@@ -255,7 +272,7 @@ class WindowFollower:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rooftop-windows", daemon=True)
 
-    def __enter__(self) -> "WindowFollower":
+    def __enter__(self) -> WindowFollower:
         self._thread.start()
         return self
 

@@ -11,17 +11,19 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+from rooftop import enginedoc
 from rooftop.campaign import windows
 from rooftop.campaign.plan import client_rounds, plan_collect, plan_validate
 from rooftop.campaign.rows import Rows
-from rooftop import enginedoc
 from rooftop.enginedoc import full_windows, unusable
 from rooftop.launchers import on_this_machine
 from rooftop.launchers.base import Node
 from rooftop.store import Store
 
-KEY = re.compile(r"^(?P<stage>[\w+]+)/(?P<metric>\w+)/s(?P<s>[\d-]+)x(?P<spn>\d+)/"
-                 r"c(?P<c>[\d-]+)x(?P<cpn>\d+)/(?P<i>\d+)$")
+KEY = re.compile(
+    r"^(?P<stage>[\w+]+)/(?P<metric>\w+)/s(?P<s>[\d-]+)x(?P<spn>\d+)/"
+    r"c(?P<c>[\d-]+)x(?P<cpn>\d+)/(?P<i>\d+)$"
+)
 
 
 def _planned_rounds(cfg: dict) -> dict[str, list[list[str]]]:
@@ -42,14 +44,17 @@ def _round_keys(sdir: Path, docs: dict[int, dict], planned: dict) -> list[list[s
         pass
     keys = planned.get(sdir.name, [])
     asked = max(int(doc.get("config", {}).get("samples") or 0) for doc in docs.values())
-    return keys[len(keys) - asked:] if 0 < asked <= len(keys) else []
+    return keys[len(keys) - asked :] if 0 < asked <= len(keys) else []
 
 
 def _row_maker(run_id: str, cfg: dict):
     """The campaign's own row computation (Rows.row: aggregate over
     the clients' common time, validity checks), for a run rebuilt from disk."""
-    return Rows(run_id, cfg, [Node(n["index"], n["host"], tuple(n["cores"]), n.get("address"),
-                                   n.get("emulation")) for n in cfg["nodes"]]).row
+    return Rows(
+        run_id,
+        cfg,
+        [Node(n["index"], n["host"], tuple(n["cores"]), n.get("address"), n.get("emulation")) for n in cfg["nodes"]],
+    ).row
 
 
 def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict], dict[int, str]]:
@@ -85,8 +90,10 @@ def _round_dirs(run_dir: Path) -> list[Path]:
     out = []
     for sdir in sorted(p for p in (run_dir / "raw").glob("*") if p.is_dir()):
         out.append(sdir)
-        out += sorted((p for p in sdir.glob("earlier-*") if p.is_dir()),
-                      key=lambda p: -int(p.name.split("-", 1)[1]) if p.name.split("-", 1)[1].isdigit() else 0)
+        out += sorted(
+            (p for p in sdir.glob("earlier-*") if p.is_dir()),
+            key=lambda p: -int(p.name.split("-", 1)[1]) if p.name.split("-", 1)[1].isdigit() else 0,
+        )
     return out
 
 
@@ -118,8 +125,10 @@ def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
                     continue
                 ended = sorted({early[r] for r in ranks if r in early})
                 if ended and row["status"] == "ok":  # marked: what it is
-                    row["error"] = (f"recovered from client documents that ended early ({', '.join(ended)}); "
-                                    f"window {w + 1} was measured in full")
+                    row["error"] = (
+                        f"recovered from client documents that ended early ({', '.join(ended)}); "
+                        f"window {w + 1} was measured in full"
+                    )
                 seen.add(key)
                 rows.append(row)
     return rows

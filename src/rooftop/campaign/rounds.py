@@ -10,14 +10,13 @@ import signal
 import sys
 from pathlib import Path
 
-from rooftop import emulation, samplers
+from rooftop import emulation, enginedoc, samplers
 from rooftop.campaign import progress, windows
 from rooftop.campaign.groups import ServerGroup, name_server_reasons
 from rooftop.campaign.plan import ClientRound
 from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
 from rooftop.campaign.rows import Rows
 from rooftop.engine import reap
-from rooftop import enginedoc
 from rooftop.enginedoc import full_windows, unusable, windows_of
 from rooftop.launchers import on_this_machine
 from rooftop.nics import check as nic_check
@@ -58,11 +57,18 @@ class EmulationWatch:
             if row["status"] == "failed":
                 continue
             changed = emulation.between(before, after, mine)
-            other = emulation.against_run({i: after[i] for i in mine if i in after}, self.cfg_nodes,
-                                          self.physical) if not changed else []
-            why = (f"the emulated cluster changed during the window: {'; '.join(changed[:3])}" if changed
-                   else f"{emulation.OTHER}: {'; '.join(other[:3])}" if other
-                   else "")
+            other = (
+                emulation.against_run({i: after[i] for i in mine if i in after}, self.cfg_nodes, self.physical)
+                if not changed
+                else []
+            )
+            why = (
+                f"the emulated cluster changed during the window: {'; '.join(changed[:3])}"
+                if changed
+                else f"{emulation.OTHER}: {'; '.join(other[:3])}"
+                if other
+                else ""
+            )
             if why:
                 row["status"] = "invalid"
                 row["error"] = why + (f" | {row['error']}" if row.get("error") else "")
@@ -89,13 +95,20 @@ class RoundMeasurer:
             r.log("start: " + shlex.join(launch.argv))
             procs.append(r.procs.start(launch, sdir / f"launch-{i}.log"))
         e = r.cfg["engine"]
-        limit = (spec.duration * len(rnd.specs) + spec.warmup + e.get("settle", 0.0) + e["start_lead"]
-                 + e.get("barrier_timeout", 60.0)
-                 + 2 * e["timeout"] + 30)
+        limit = (
+            spec.duration * len(rnd.specs)
+            + spec.warmup
+            + e.get("settle", 0.0)
+            + e["start_lead"]
+            + e.get("barrier_timeout", 60.0)
+            + 2 * e["timeout"]
+            + 30
+        )
         nclients = sum(len(l.ranks) for l in launches)
         try:  # the bars advance as every client finishes a window (rooftop.campaign.progress)
-            with progress.WindowFollower(sdir, nclients, len(rnd.specs),
-                                         lambda w: (watch.window_done(w), r.on_window(rnd.specs[w]))):
+            with progress.WindowFollower(
+                sdir, nclients, len(rnd.specs), lambda w: (watch.window_done(w), r.on_window(rnd.specs[w]))
+            ):
                 killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
             samplers.stop_all(running)
@@ -151,8 +164,18 @@ class RoundMeasurer:
         (sdir / "round.json").write_text(json.dumps({"keys": rnd.row_keys()}))
         return sdir
 
-    def _rows(self, group: ServerGroup, rnd: ClientRound, launches, results, errors, sdir, attempt,
-              measured_only: bool = False, sampled: dict | None = None) -> list[tuple[SampleSpec, dict]]:
+    def _rows(
+        self,
+        group: ServerGroup,
+        rnd: ClientRound,
+        launches,
+        results,
+        errors,
+        sdir,
+        attempt,
+        measured_only: bool = False,
+        sampled: dict | None = None,
+    ) -> list[tuple[SampleSpec, dict]]:
         """One row per window (and pair). measured_only: only the rows of
         windows every client of the row measured in full. sampled: each
         sampler's value over the round (None: not sampled)."""
@@ -164,8 +187,7 @@ class RoundMeasurer:
         out = []
         for w, sp in enumerate(rnd.specs):
             for part in Rows.parts(group.placement, sp, group.nservers, nclients):
-                if measured_only and not all(k in results and len(windows_of(results[k])) > w
-                                             for k in part[4]):
+                if measured_only and not all(k in results and len(windows_of(results[k])) > w for k in part[4]):
                     continue
                 row = r.rows.row(sp, part, w, results, errors, offs, sdir)
                 row["attempt"] = attempt
@@ -193,8 +215,7 @@ class RoundMeasurer:
             pass  # a second Ctrl-C: the round is stopped anyway
         return rows
 
-    def _read_clients(self, launches, procs, killed, sdir: Path, limit: float,
-                      cut: bool = False) -> tuple[dict, dict]:
+    def _read_clients(self, launches, procs, killed, sdir: Path, limit: float, cut: bool = False) -> tuple[dict, dict]:
         """Every client's result (rank -> result), and why the others have none.
         cut: the clients were stopped; their results keep only the windows
         they measured in full (result.full_windows; an older engine: none)."""
@@ -224,8 +245,11 @@ class RoundMeasurer:
             if errors.setdefault(r, why) == why:  # measured, but not on what was asked
                 results.pop(r, None)
         if any("start barrier" in m for m in errors.values()):  # name whom it waited for
-            never = [r for r in sorted(node_of)
-                     if not ((docs.get(r) or {}).get("result") or {}).get("barrier", {}).get("ready_s")]
+            never = [
+                r
+                for r in sorted(node_of)
+                if not ((docs.get(r) or {}).get("result") or {}).get("barrier", {}).get("ready_s")
+            ]
             who = ", ".join(f"rank {r} on node {node_of[r].index} ({node_of[r].host})" for r in never[:8])
             for r in errors:
                 errors[r] += f" [start barrier: never ready: {who or 'unknown'}]"

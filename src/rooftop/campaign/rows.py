@@ -22,23 +22,43 @@ class Rows:
 
     def blank(self, sp: SampleSpec, key: str, snodes, cnodes, ns: int, nc: int, **more) -> dict:
         """A row with nothing measured yet (more: further or other columns)."""
-        row = dict(run_id=self.run_id, key=key, stage=sp.stage, metric=sp.metric,
-                   unit=metrics.get(sp.metric).unit, sample=sp.index, server_nodes=snodes,
-                   client_nodes=cnodes, server_procs=ns, client_procs=nc, measured_s=0.0,
-                   aggregate=None, per_server=None, per_client=None)
+        row = dict(
+            run_id=self.run_id,
+            key=key,
+            stage=sp.stage,
+            metric=sp.metric,
+            unit=metrics.get(sp.metric).unit,
+            sample=sp.index,
+            server_nodes=snodes,
+            client_nodes=cnodes,
+            server_procs=ns,
+            client_procs=nc,
+            measured_s=0.0,
+            aggregate=None,
+            per_server=None,
+            per_client=None,
+        )
         row.update(more)
         return row
 
     def failed(self, placement: Placement, spec: SampleSpec, error: str) -> list[dict]:
         """The rows of a spec whose servers did not start: failed, with their reason."""
         if spec.pairs is None:
-            parts = [(spec.key, placement.server_nodes, spec.client_nodes,
-                      len(placement.server_nodes) * placement.servers_per_node,
-                      len(spec.client_nodes) * spec.clients_per_node)]
+            parts = [
+                (
+                    spec.key,
+                    placement.server_nodes,
+                    spec.client_nodes,
+                    len(placement.server_nodes) * placement.servers_per_node,
+                    len(spec.client_nodes) * spec.clients_per_node,
+                )
+            ]
         else:
             parts = [(k, [a], [b], 1, 1) for (a, b), k in zip(spec.pairs, spec.row_keys())]
-        return [self.blank(spec, key, snodes, cnodes, ns, nc, x=0.0, status="failed", error=error,
-                           raw_dir="") for key, snodes, cnodes, ns, nc in parts]
+        return [
+            self.blank(spec, key, snodes, cnodes, ns, nc, x=0.0, status="failed", error=error, raw_dir="")
+            for key, snodes, cnodes, ns, nc in parts
+        ]
 
     @staticmethod
     def parts(placement: Placement, sp: SampleSpec, nservers: int, nclients: int) -> list[tuple]:
@@ -48,23 +68,44 @@ class Rows:
         # One row per pair: client rank j loaded server rank j.
         return [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(sp.pairs, sp.row_keys()))]
 
-    def row(self, sp: SampleSpec, part: tuple, w: int, results: dict, errors: dict, offs: dict,
-            sdir: Path) -> dict:
+    def row(self, sp: SampleSpec, part: tuple, w: int, results: dict, errors: dict, offs: dict, sdir: Path) -> dict:
         """The row of window w for one part (parts()) of a spec."""
         rkey, snodes, cnodes, ns, ranks = part
-        row = self.blank(sp, rkey, snodes, cnodes, ns, len(ranks), raw_dir=str(sdir), x=ns / len(ranks),
-                         late_s=0.0, skew_s=0.0, overlap=0.0, barrier_s=0.0, error="")
+        row = self.blank(
+            sp,
+            rkey,
+            snodes,
+            cnodes,
+            ns,
+            len(ranks),
+            raw_dir=str(sdir),
+            x=ns / len(ranks),
+            late_s=0.0,
+            skew_s=0.0,
+            overlap=0.0,
+            barrier_s=0.0,
+            error="",
+        )
         errs = [errors[r] for r in ranks if r in errors]
         short = [r for r in ranks if r not in errors and len(windows_of(results[r])) <= w]
         if errs or short:
-            row.update(status="failed", error=" | ".join(errs[:5]) or
-                       f"client rank {short[0]} reported fewer windows than asked")
+            row.update(
+                status="failed",
+                error=" | ".join(errs[:5]) or f"client rank {short[0]} reported fewer windows than asked",
+            )
             return row
         agg, c = windows.aggregate(results, ranks, w, offs, sp.metric)
-        row.update(status="ok", aggregate=agg, per_server=agg / ns, per_client=agg / len(ranks),
-                   measured_s=max(0.0, c.hi - c.lo), skew_s=c.skew_s, overlap=c.overlap,
-                   late_s=max(float(results[r].get("measure_at_late_s") or 0.0) for r in ranks),
-                   barrier_s=max(float(results[r].get("barrier", {}).get("wait_s") or 0.0) for r in ranks))
+        row.update(
+            status="ok",
+            aggregate=agg,
+            per_server=agg / ns,
+            per_client=agg / len(ranks),
+            measured_s=max(0.0, c.hi - c.lo),
+            skew_s=c.skew_s,
+            overlap=c.overlap,
+            late_s=max(float(results[r].get("measure_at_late_s") or 0.0) for r in ranks),
+            barrier_s=max(float(results[r].get("barrier", {}).get("wait_s") or 0.0) for r in ranks),
+        )
         row["error"] = self.invalid(sp, snodes, cnodes, agg, c)
         if row["error"]:
             row["status"] = "invalid"
@@ -74,8 +115,10 @@ class Rows:
         """Why a measured window cannot be used ('' when it can)."""
         need = float(self.cfg["engine"].get("min_overlap", 0.95))
         if c.overlap < need:
-            return (f"clients measured together for {c.overlap:.0%} of the window (start skew "
-                    f"{c.skew_s:.3f} s); engine.min_overlap asks {need:.0%}")
+            return (
+                f"clients measured together for {c.overlap:.0%} of the window (start skew "
+                f"{c.skew_s:.3f} s); engine.min_overlap asks {need:.0%}"
+            )
         if metrics.get(sp.metric).link_bound:
             return limits.above_limit(agg, limits.link_limit(self.nodes, snodes, cnodes))
         return ""

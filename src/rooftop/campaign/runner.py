@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from rooftop import emulation
 from rooftop.campaign import recover
@@ -27,10 +27,16 @@ class Runner:
     placement (Servers), its client rounds (RoundMeasurer, retried while
     invalid), each row stored at once (Rows)."""
 
-    def __init__(self, cfg: dict, store, run_id: str, launcher: Launcher,
-                 on_sample: Callable[[SampleSpec, dict], None] | None = None,
-                 log: Callable[[str], None] | None = None,
-                 on_window: Callable[[SampleSpec], None] | None = None):
+    def __init__(
+        self,
+        cfg: dict,
+        store,
+        run_id: str,
+        launcher: Launcher,
+        on_sample: Callable[[SampleSpec, dict], None] | None = None,
+        log: Callable[[str], None] | None = None,
+        on_window: Callable[[SampleSpec], None] | None = None,
+    ):
         self.cfg = cfg
         self.store = store
         self.run_id = run_id
@@ -48,8 +54,7 @@ class Runner:
         self.token = os.urandom(16).hex()
         self.run_dir = store.run_dir(run_id)
         self.leases = Leases(float(cfg["engine"].get("lease", 10.0)))
-        self.commands = Commands(cfg, launcher, self.nodes, cfg["engine"]["path"] or engine_path(),
-                                 self.leases.period)
+        self.commands = Commands(cfg, launcher, self.nodes, cfg["engine"]["path"] or engine_path(), self.leases.period)
         self.servers = Servers(self)
         self.rows = Rows(run_id, cfg, self.nodes)
         self.measurer = RoundMeasurer(self)
@@ -71,8 +76,11 @@ class Runner:
             other = [row for row in bad if row["error"].startswith(emulation.OTHER)]
             if other and emulation.OTHER not in self.said:  # said once: every later round would repeat it
                 self.said.add(emulation.OTHER)
-                print(f"rooftop: warning: {other[0]['key']}: {other[0]['error']}; such samples are stored "
-                      f"invalid", file=sys.stderr, flush=True)
+                print(
+                    f"rooftop: warning: {other[0]['key']}: {other[0]['error']}; such samples are stored invalid",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if not bad or attempt == tries or len(other) == len(bad):  # measuring again would not help
                 break
             self.log(f"attempt {attempt} of {rnd.first.key} is invalid ({bad[0]['error']}): measuring again")
@@ -101,7 +109,8 @@ class Runner:
                     f"{', '.join(r['key'] for r in left)}; their engine documents are kept in "
                     f"{', '.join(where)}: once the database can be written, "
                     f"'rooftop doctor --results {self.store.dir} --recover' brings them in "
-                    f"(or 'rooftop collect --resume {self.run_id}' does, then measures the rest)") from None
+                    f"(or 'rooftop collect --resume {self.run_id}' does, then measures the rest)"
+                ) from None
             window_s[sp.index] = max(counted, row["measured_s"])
             self.on_sample(sp, row)
             rows.append(row)
@@ -116,8 +125,10 @@ class Runner:
             return
         rows = recover.recover_run(self.store, self.run_id, self.cfg)
         if rows:
-            msg = (f"{len(rows)} sample(s) an earlier session measured but did not store were recovered "
-                   f"from its engine documents")
+            msg = (
+                f"{len(rows)} sample(s) an earlier session measured but did not store were recovered "
+                f"from its engine documents"
+            )
             self.log(msg)
             print(f"rooftop: {msg}", file=sys.stderr)
 
@@ -140,8 +151,7 @@ class Runner:
             self.leases.close()
         return ok, failed
 
-    def _run_placement(self, placement: Placement, todo: list[SampleSpec],
-                       fail_fast: bool) -> tuple[int, int]:
+    def _run_placement(self, placement: Placement, todo: list[SampleSpec], fail_fast: bool) -> tuple[int, int]:
         ok = failed = 0
         try:
             group = self.servers.start(placement)
@@ -174,24 +184,35 @@ class Runner:
         lines = _pair_schedule(self.cfg, placements)
         gdir = self.run_dir / "groups" / "<group>"
         for pl in placements:
-            lines.append(f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node"
-                         + (f", serving {', '.join(pl.metrics)}" if pl.tag else ""))
+            lines.append(
+                f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node"
+                + (f", serving {', '.join(pl.metrics)}" if pl.tag else "")
+            )
             lines += [shlex.join(l.argv) for l in self.commands.server_launches(pl, gdir)]
             for rnd in client_rounds(pl.samples):
                 spec = rnd.first
                 sdir = self.run_dir / "raw" / rnd.folder
-                at_once = ("; pairs measured at once: " + ", ".join(f"n{a}-n{b}" for a, b in spec.pairs)
-                           if spec.pairs and len(spec.pairs) > 1 else
-                           f"; pair n{spec.pairs[0][0]}-n{spec.pairs[0][1]} alone" if spec.pairs else "")
-                lines.append(f"# {spec.stage} {spec.metric}: clients on node(s) {spec.client_nodes}, "
-                             f"{len(rnd.specs)} sample(s) in one round{at_once}")
+                at_once = (
+                    "; pairs measured at once: " + ", ".join(f"n{a}-n{b}" for a, b in spec.pairs)
+                    if spec.pairs and len(spec.pairs) > 1
+                    else f"; pair n{spec.pairs[0][0]}-n{spec.pairs[0][1]} alone"
+                    if spec.pairs
+                    else ""
+                )
+                lines.append(
+                    f"# {spec.stage} {spec.metric}: clients on node(s) {spec.client_nodes}, "
+                    f"{len(rnd.specs)} sample(s) in one round{at_once}"
+                )
                 nclients = len(spec.client_nodes) * spec.clients_per_node
                 at = f"<launch time + {self.cfg['engine']['start_lead']:g} + {spec.warmup:g}>"
                 start = self.commands.start_args(spec, nclients, barrier_id=0, measure_at=at)
                 if "--barrier-id" in start:
                     start[start.index("--barrier-id") + 1] = "<random>"
-                lines += [shlex.join(l.argv) for l in
-                          self.commands.client_launches(pl, spec, gdir, sdir, len(rnd.specs), start)]
-            lines.append(f"# then: rooftop-engine shutdown --token-file {shlex.quote(str(gdir / TOKEN_FILE))}"
-                         " for each server")
+                lines += [
+                    shlex.join(l.argv)
+                    for l in self.commands.client_launches(pl, spec, gdir, sdir, len(rnd.specs), start)
+                ]
+            lines.append(
+                f"# then: rooftop-engine shutdown --token-file {shlex.quote(str(gdir / TOKEN_FILE))} for each server"
+            )
         return lines

@@ -27,8 +27,8 @@ class Common:
 
     lo: float
     hi: float
-    length: float   # one client's window length
-    skew_s: float   # latest start - earliest start
+    length: float  # one client's window length
+    skew_s: float  # latest start - earliest start
 
     @property
     def overlap(self) -> float:
@@ -41,7 +41,7 @@ def offsets(starts: dict[int, float], same_clock: bool) -> dict[int, float]:
     if not starts:
         return {}
     if not same_clock:
-        return {r: 0.0 for r in starts}
+        return dict.fromkeys(starts, 0.0)
     first = min(starts.values())
     return {r: t - first for r, t in starts.items()}
 
@@ -70,8 +70,9 @@ def work_between(window: dict, a: float, b: float) -> float:
     return total
 
 
-def aggregate(results: dict[int, dict], ranks: list[int], k: int, offs: dict[int, float],
-              metric: str) -> tuple[float, Common]:
+def aggregate(
+    results: dict[int, dict], ranks: list[int], k: int, offs: dict[int, float], metric: str
+) -> tuple[float, Common]:
     """(rate of all the clients together over common time, the common window)."""
     c = common(results, ranks, k, offs)
     if c.hi <= c.lo:

@@ -9,8 +9,17 @@ import sys
 from pathlib import Path
 
 from rooftop import session
-from rooftop.cli.common import (COLLECT_FLAGS, RESULTS_FLAG, VALIDATE_FLAGS, add_key_flags, campaign_args,
-                                config_args, interrupted_rc, key_values, results_arg)
+from rooftop.cli.common import (
+    COLLECT_FLAGS,
+    RESULTS_FLAG,
+    VALIDATE_FLAGS,
+    add_key_flags,
+    campaign_args,
+    config_args,
+    interrupted_rc,
+    key_values,
+    results_arg,
+)
 
 
 def _cmd_collect(args) -> int:
@@ -24,11 +33,12 @@ def _cmd_collect(args) -> int:
         return nics.collect_each(args, _cmd_collect)
     if args.resume:
         # The run's own config is measured again: refuse what would be ignored.
-        ignored = (sorted(k for k in session.overrides(args) if k != "results")
-                   + (["--config"] if args.config else []))
+        ignored = sorted(k for k in session.overrides(args) if k != "results") + (["--config"] if args.config else [])
         if ignored:
-            raise config.ConfigError(f"--resume {args.resume} measures that run's config, so these would be "
-                                     f"ignored: {', '.join(ignored)} (start a new run to change them)")
+            raise config.ConfigError(
+                f"--resume {args.resume} measures that run's config, so these would be "
+                f"ignored: {', '.join(ignored)} (start a new run to change them)"
+            )
         store = Store(args.results or "./rooftop-results", create=False)
         run = store.get_run(args.resume)
         cfg, run_id = run.config, run.id
@@ -99,13 +109,12 @@ def _quietly(fn, *args) -> None:
 def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     import time
 
-    from rooftop.store import StoreError
-
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed
+    from rooftop.campaign.progress import PROGRESS_LOG
     from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
-    from rooftop.campaign.progress import PROGRESS_LOG
+    from rooftop.store import StoreError
 
     launcher = make_launcher(cfg["launcher"])
     log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
@@ -115,10 +124,8 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     rc = 0
     session.claim(store, run_id, verb)
     try:
-        with ui.stage_progress(groups, done, cfg, quiet=args.json,
-                               log=store.run_dir(run_id) / PROGRESS_LOG) as bars:
-            runner = Runner(cfg, store, run_id, launcher, on_sample=bars.on_sample, log=log,
-                            on_window=bars.on_window)
+        with ui.stage_progress(groups, done, cfg, quiet=args.json, log=store.run_dir(run_id) / PROGRESS_LOG) as bars:
+            runner = Runner(cfg, store, run_id, launcher, on_sample=bars.on_sample, log=log, on_window=bars.on_window)
             ok, failed = runner.run_placements(groups, fail_fast=cfg["fail_fast"])
         status, note = run_status(store, run_id, cfg)
         if failed:
@@ -127,9 +134,11 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         rc = 1 if failed else 0
     except KeyboardInterrupt:
         _quietly(store.set_status, run_id, "interrupted", f"{verb} interrupted")
-        ui.console.print(f"[yellow]interrupted[/]: completed samples are saved; continue with "
-                         f"'rooftop {verb} {'--resume' if verb == 'collect' else '--run'} {run_id}"
-                         f"{' --results ' + str(store.dir) if str(store.dir) != 'rooftop-results' else ''}'")
+        ui.console.print(
+            f"[yellow]interrupted[/]: completed samples are saved; continue with "
+            f"'rooftop {verb} {'--resume' if verb == 'collect' else '--run'} {run_id}"
+            f"{' --results ' + str(store.dir) if str(store.dir) != 'rooftop-results' else ''}'"
+        )
         rc = interrupted_rc()
     except SampleFailed as e:
         store.set_status(run_id, "failed", str(e))
@@ -138,17 +147,32 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     except StoreError:
         # The database took no more rows (its message names them): the run
         # is left for --resume or rooftop doctor --recover, its time kept if it can be.
-        _quietly(store.set_status, run_id, "interrupted", f"{verb} stopped: the results database "
-                 f"could not be written; 'rooftop doctor --recover' brings in what was measured")
+        _quietly(
+            store.set_status,
+            run_id,
+            "interrupted",
+            f"{verb} stopped: the results database "
+            f"could not be written; 'rooftop doctor --recover' brings in what was measured",
+        )
         raise
     finally:
         _quietly(store.add_time, run_id, time.monotonic() - t0)
     run = store.get_run(run_id)
     samples = store.samples(run_id)
     if args.json:
-        print(json.dumps({"run": run_id, "status": run.status, "overhead": run.overhead,
-                          "wall_s": run.wall_s, "measured_s": run.measured_s,
-                          "summary": ui.summarize(samples)}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "run": run_id,
+                    "status": run.status,
+                    "overhead": run.overhead,
+                    "wall_s": run.wall_s,
+                    "measured_s": run.measured_s,
+                    "summary": ui.summarize(samples),
+                },
+                indent=1,
+            )
+        )
     else:
         ui.print_summary(run, samples)
         ui.console.print(f"results: {store.path} and {store.run_dir(run_id)}/")
@@ -176,8 +200,8 @@ def _dry_run(runner, cfg: dict, groups) -> int:
 
 
 def _cmd_runs(args) -> int:
-    from rooftop.store import Store
     from rooftop import ui
+    from rooftop.store import Store
 
     if Path(args.results).is_dir() and not Store.exists(args.results) or not Path(args.results).exists():
         # Nothing to list: create nothing either (a file in the way is an error below).
@@ -186,12 +210,27 @@ def _cmd_runs(args) -> int:
     store = Store(args.results, create=False)
     runs = store.runs()
     if args.json:
-        print(json.dumps([{"id": r.id, "created": r.created, "status": r.status,
-                           "launcher": r.config["launcher"]["type"], "nodes": len(r.config["nodes"]),
-                           "metrics": r.config["metrics"], "samples": len(store.samples(r.id)),
-                           "invalid": sum(1 for s in store.samples(r.id) if s["status"] == "invalid"),
-                           "wall_s": r.wall_s, "overhead": r.overhead, "note": r.note} for r in runs],
-                         indent=1))
+        print(
+            json.dumps(
+                [
+                    {
+                        "id": r.id,
+                        "created": r.created,
+                        "status": r.status,
+                        "launcher": r.config["launcher"]["type"],
+                        "nodes": len(r.config["nodes"]),
+                        "metrics": r.config["metrics"],
+                        "samples": len(store.samples(r.id)),
+                        "invalid": sum(1 for s in store.samples(r.id) if s["status"] == "invalid"),
+                        "wall_s": r.wall_s,
+                        "overhead": r.overhead,
+                        "note": r.note,
+                    }
+                    for r in runs
+                ],
+                indent=1,
+            )
+        )
         return 0
     if not runs:
         ui.console.print(f"no runs in {store.path} (start one with 'rooftop collect')")
@@ -205,10 +244,16 @@ def _cmd_runs(args) -> int:
         n = store.samples(r.id)
         bad = sum(1 for s in n if s["status"] == "failed")
         invalid = sum(1 for s in n if s["status"] == "invalid")
-        t.add_row(r.id, r.created, r.status, r.config["launcher"]["type"], str(len(r.config["nodes"])),
-                  f"{len(n)}" + (f" ({bad} failed)" if bad else "") + (f" ({invalid} invalid)" if invalid else ""),
-                  f"{r.wall_s:.0f} s",
-                  f"{r.overhead:.0%}" if r.overhead is not None else "-")
+        t.add_row(
+            r.id,
+            r.created,
+            r.status,
+            r.config["launcher"]["type"],
+            str(len(r.config["nodes"])),
+            f"{len(n)}" + (f" ({bad} failed)" if bad else "") + (f" ({invalid} invalid)" if invalid else ""),
+            f"{r.wall_s:.0f} s",
+            f"{r.overhead:.0%}" if r.overhead is not None else "-",
+        )
     ui.print_table(ui.console, t)
     return 0
 
@@ -253,39 +298,53 @@ def _cmd_doctor(args) -> int:
 
 
 def add_collect(sub) -> None:
-    co = sub.add_parser("collect", help="measure server and client ceilings; prints the run id",
-                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                        description="The roofline parameter suite, per metric (rpc: sequential noop "
-                        "RPCs; bw: sequential bulk reads):\n"
-                        "  server peak: one node runs S servers, every other node C clients\n"
-                        "               (per-server-process rate = aggregate / S)\n"
-                        "  client peak: one client vs one idle server, every node pair\n"
-                        "               (--pairs rounds: disjoint pairs at once)\n"
-                        "  client node: the last node full of clients vs every other node's servers\n"
-                        "  sweep:       one server node's aggregate as S grows (--sweep-servers)\n"
-                        "Each sample is saved as soon as it is measured; Ctrl-C stops every process "
-                        "and 'rooftop collect --resume RUN' continues.")
+    co = sub.add_parser(
+        "collect",
+        help="measure server and client ceilings; prints the run id",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="The roofline parameter suite, per metric (rpc: sequential noop "
+        "RPCs; bw: sequential bulk reads):\n"
+        "  server peak: one node runs S servers, every other node C clients\n"
+        "               (per-server-process rate = aggregate / S)\n"
+        "  client peak: one client vs one idle server, every node pair\n"
+        "               (--pairs rounds: disjoint pairs at once)\n"
+        "  client node: the last node full of clients vs every other node's servers\n"
+        "  sweep:       one server node's aggregate as S grows (--sweep-servers)\n"
+        "Each sample is saved as soon as it is measured; Ctrl-C stops every process "
+        "and 'rooftop collect --resume RUN' continues.",
+    )
     config_args(co)
     add_key_flags(co, [RESULTS_FLAG])
     campaign_args(co, "collect")
     add_key_flags(co, COLLECT_FLAGS)
-    co.add_argument("--resume", metavar="RUN", help="continue an interrupted run, under its own config "
-                    "(config options given with it are refused, not ignored; --results names its folder)")
+    co.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="continue an interrupted run, under its own config "
+        "(config options given with it are refused, not ignored; --results names its folder)",
+    )
     co.set_defaults(func=_cmd_collect)
 
 
 def add_validate(sub) -> None:
-    va = sub.add_parser("validate", help="add validation samples to a run",
-                        description="Runs the validation grid: server nodes x client nodes "
-                        f"(default 1..min({_validate_server_nodes()}, N-1) x 1..N-servers). Each "
-                        "sample stores the aggregate rate, the per-client-process rate and x = server "
-                        "processes / client processes. Re-running continues where it stopped.")
+    va = sub.add_parser(
+        "validate",
+        help="add validation samples to a run",
+        description="Runs the validation grid: server nodes x client nodes "
+        f"(default 1..min({_validate_server_nodes()}, N-1) x 1..N-servers). Each "
+        "sample stores the aggregate rate, the per-client-process rate and x = server "
+        "processes / client processes. Re-running continues where it stopped.",
+    )
     va.add_argument("--run", required=True, help="the run (from 'rooftop collect' or 'rooftop runs')")
     add_key_flags(va, VALIDATE_FLAGS, "validate")
-    va.add_argument("--nic-policy", help="must be the run's nic.policy (a run measures under one; "
-                    "'rooftop collect --nic-policy A,B' measures one run per policy)")
-    va.add_argument("--results", default=None,
-                    help="results folder holding the run's rooftop.db (default: ./rooftop-results)")
+    va.add_argument(
+        "--nic-policy",
+        help="must be the run's nic.policy (a run measures under one; "
+        "'rooftop collect --nic-policy A,B' measures one run per policy)",
+    )
+    va.add_argument(
+        "--results", default=None, help="results folder holding the run's rooftop.db (default: ./rooftop-results)"
+    )
     campaign_args(va, "validate")
     va.set_defaults(func=_cmd_validate)
 
@@ -304,16 +363,21 @@ def add_runs(sub) -> None:
 
 
 def add_doctor(sub) -> None:
-    dr = sub.add_parser("doctor", help="check a results folder; --rebuild its database from the engine documents",
-                        description="Checks the results database (integrity, runs without folders, "
-                        "run folders without rows, measured windows in engine documents but not in the "
-                        "database). --recover stores those windows; --rebuild moves the database aside and rebuilds it "
-                        "from the engine documents under RESULTS/<run>/ (each run's config.json and "
-                        "its client documents), keeping the rows the old database still holds.")
+    dr = sub.add_parser(
+        "doctor",
+        help="check a results folder; --rebuild its database from the engine documents",
+        description="Checks the results database (integrity, runs without folders, "
+        "run folders without rows, measured windows in engine documents but not in the "
+        "database). --recover stores those windows; --rebuild moves the database aside and rebuilds it "
+        "from the engine documents under RESULTS/<run>/ (each run's config.json and "
+        "its client documents), keeping the rows the old database still holds.",
+    )
     results_arg(dr)
     dr.add_argument("--rebuild", action="store_true", help="rebuild the database from the engine documents")
-    dr.add_argument("--recover", action="store_true",
-                    help="store the measured windows the engine documents hold and the database lacks "
-                         "(a campaign killed, or stopped by a locked or full database), each once")
+    dr.add_argument(
+        "--recover",
+        action="store_true",
+        help="store the measured windows the engine documents hold and the database lacks "
+        "(a campaign killed, or stopped by a locked or full database), each once",
+    )
     dr.set_defaults(func=_cmd_doctor)
-

@@ -31,24 +31,35 @@ class KeyFlag:
 
 
 #: Every command that builds a config (collect, config show).
-CONFIG_FLAGS = (KeyFlag("--launcher", "launcher.type"), KeyFlag("--nodes", "launcher.nodes", "N"),
-                KeyFlag("--metrics", "metrics", "LIST"), KeyFlag("--fabric", "fabric.provider"),
-                KeyFlag("--binding", "binding"), KeyFlag("--nic-policy", "nic.policy", "POLICY"))
+CONFIG_FLAGS = (
+    KeyFlag("--launcher", "launcher.type"),
+    KeyFlag("--nodes", "launcher.nodes", "N"),
+    KeyFlag("--metrics", "metrics", "LIST"),
+    KeyFlag("--fabric", "fabric.provider"),
+    KeyFlag("--binding", "binding"),
+    KeyFlag("--nic-policy", "nic.policy", "POLICY"),
+)
 
 
 #: Both campaign stages (collect, validate).
-STAGE_FLAGS = (KeyFlag("--duration", "{stage}.duration", "S"), KeyFlag("--warmup", "{stage}.warmup", "S"),
-               KeyFlag("--samples", "{stage}.samples", "K"), KeyFlag("--fail-fast", "fail_fast"),
-               KeyFlag("--sample", "sample", "LIST"))
+STAGE_FLAGS = (
+    KeyFlag("--duration", "{stage}.duration", "S"),
+    KeyFlag("--warmup", "{stage}.warmup", "S"),
+    KeyFlag("--samples", "{stage}.samples", "K"),
+    KeyFlag("--fail-fast", "fail_fast"),
+    KeyFlag("--sample", "sample", "LIST"),
+)
 
 
 COLLECT_FLAGS = (KeyFlag("--pairs", "collect.pairs"), KeyFlag("--sweep-servers", "collect.sweep_servers"))
 
 
-VALIDATE_FLAGS = (KeyFlag("--server-nodes", "validate.server_nodes", "N,..."),
-                  KeyFlag("--client-nodes", "validate.client_nodes", "N,..."),
-                  KeyFlag("--servers-per-node", "validate.servers_per_node", "N"),
-                  KeyFlag("--clients-per-node", "validate.clients_per_node", "N"))
+VALIDATE_FLAGS = (
+    KeyFlag("--server-nodes", "validate.server_nodes", "N,..."),
+    KeyFlag("--client-nodes", "validate.client_nodes", "N,..."),
+    KeyFlag("--servers-per-node", "validate.servers_per_node", "N"),
+    KeyFlag("--clients-per-node", "validate.clients_per_node", "N"),
+)
 
 
 RESULTS_FLAG = KeyFlag("--results", "results", "DIR")
@@ -91,8 +102,11 @@ def _argparse_kind(key) -> dict:
         return {"action": "store_true", "default": None}
     if key.kind == "choice":
         return {"choices": list(key.choices)}
-    return {"type": {"int": int, "float": float, "list[int]": _int_list}.get(
-        key.kind, _str_list if key.kind.startswith("list[") else str)}
+    return {
+        "type": {"int": int, "float": float, "list[int]": _int_list}.get(
+            key.kind, _str_list if key.kind.startswith("list[") else str
+        )
+    }
 
 
 def add_key_flags(p: argparse.ArgumentParser, flags, stage: str = "collect") -> None:
@@ -115,26 +129,36 @@ def config_args(p) -> None:
     """A config file, the config key flags, and --set."""
     p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
     add_key_flags(p, CONFIG_FLAGS)
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="any config key, e.g. --set bw.size=1MiB (repeatable)")
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. --set bw.size=1MiB (repeatable)"
+    )
 
 
 def campaign_args(p, stage: str) -> None:
     """What collect and validate share: the stage's key flags, and how the campaign runs."""
     add_key_flags(p, STAGE_FLAGS[:3], stage)
-    p.add_argument("--dry-run", action="store_true", help="print the exact commands of every stage, then the expected run time; run nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the exact commands of every stage, then the expected run time; run nothing",
+    )
     add_key_flags(p, STAGE_FLAGS[3:], stage)
     campaign_flags(p)
 
 
 #: --allow-concurrent's help in the campaign stages (collect, validate, interfere).
-ALLOW_CONCURRENT = ("run even if another campaign holds the locks; every sample is then "
-                    "marked concurrent and the report warns")
+ALLOW_CONCURRENT = (
+    "run even if another campaign holds the locks; every sample is then marked concurrent and the report warns"
+)
 
 
-def campaign_flags(p, json_help: str = "print a JSON summary on stdout (no progress bar)",
-                   verbose: bool = True, wait_lock_help: str | None = None,
-                   allow_concurrent_help: str | None = ALLOW_CONCURRENT) -> None:
+def campaign_flags(
+    p,
+    json_help: str = "print a JSON summary on stdout (no progress bar)",
+    verbose: bool = True,
+    wait_lock_help: str | None = None,
+    allow_concurrent_help: str | None = ALLOW_CONCURRENT,
+) -> None:
     """How a measuring command runs, the same flags for every one (collect,
     validate, interfere, bursts, tune, audit), in this order: --json, -v,
     --wait-lock, --allow-concurrent. Each command keeps its own help texts
@@ -146,9 +170,11 @@ def campaign_flags(p, json_help: str = "print a JSON summary on stdout (no progr
     if wait_lock_help is None:
         from rooftop.locks import ON_THIS_MACHINE
 
-        wait_lock_help = (f"another campaign holds the results folder (or, {' and '.join(ON_THIS_MACHINE)} "
-                          "launchers, this machine's cores): wait up to SECONDS for it (default 0: refuse "
-                          "at once, naming its run id, pid and host)")
+        wait_lock_help = (
+            f"another campaign holds the results folder (or, {' and '.join(ON_THIS_MACHINE)} "
+            "launchers, this machine's cores): wait up to SECONDS for it (default 0: refuse "
+            "at once, naming its run id, pid and host)"
+        )
     p.add_argument("--wait-lock", type=seconds, default=0.0, metavar="SECONDS", help=wait_lock_help)
     if allow_concurrent_help is not None:
         p.add_argument("--allow-concurrent", action="store_true", help=allow_concurrent_help)
@@ -213,4 +239,3 @@ def stop_on_signal(signum, frame):
 def interrupted_rc() -> int:
     """128 + the signal for SIGHUP (129); 130 for Ctrl-C and SIGTERM, as before."""
     return 128 + signal.SIGHUP if signal.SIGHUP in _STOPPED_BY else 130
-

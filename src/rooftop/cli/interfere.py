@@ -15,7 +15,8 @@ from rooftop.cli.common import RESULTS_FLAG, add_key_flags, campaign_args, confi
 from rooftop.interference import run as interfere
 from rooftop.interference.loads import LOADS, background
 
-DESCRIPTION = """\
+DESCRIPTION = (
+    """\
 Roofline stages alone, then beside background loads (one run each):
   1. the isolated run: the chosen stages, nothing else running;
   2. per load and ensemble size k: k copies of the load on their nodes
@@ -26,13 +27,17 @@ Per stage: impact factor = isolated / loaded mean rate, and loaded / isolated
 99th-percentile latency; per load copy: its own slowdown (alone / beside the
 service) and, for ensembles, the normalized slowdown against one copy alone.
 Loads:
-""" + "\n".join(textwrap.fill(f"{l.name}: {l.help}", 79, initial_indent="  ", subsequent_indent="    ")
-               for l in LOADS.values()) + """
+"""
+    + "\n".join(
+        textwrap.fill(f"{l.name}: {l.help}", 79, initial_indent="  ", subsequent_indent="    ") for l in LOADS.values()
+    )
+    + """
 With --bursts RUN the service is a bursts run (rooftop bursts) instead of
 --stages: its modes measured again alone and beside each load, an impact per
 progress mode.
 Knobs: --load-set KIND.KNOB=VALUE (docs/interference.md lists them).
 --duration, --warmup and --samples apply to the validate stage too."""
+)
 
 
 def _ints(text: str) -> list[int]:
@@ -47,34 +52,79 @@ def _names(text: str) -> list[str]:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("interfere", help="roofline stages alone and beside background loads: impact factors",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, description=DESCRIPTION)
+    p = sub.add_parser(
+        "interfere",
+        help="roofline stages alone and beside background loads: impact factors",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION,
+    )
     config_args(p)
     add_key_flags(p, [RESULTS_FLAG])
     campaign_args(p, "collect")
-    p.add_argument("--loads", type=_names, required=True, metavar="LIST",
-                   help=f"background loads, each its own runs: {', '.join(LOADS)}")
-    p.add_argument("--stages", type=_names, metavar="LIST",
-                   help="stages measured alone and beside each load (default server_peak,client_peak; "
-                        "also client_node, sweep_servers, validate)")
-    p.add_argument("--bursts", metavar="RUN",
-                   help="the service is a bursts run instead of --stages: RUN's modes, bursts and clients, "
-                        "measured again alone and beside each load (impact per progress mode)")
-    p.add_argument("--load-set", action="append", default=[], metavar="KIND.KNOB=VALUE",
-                   help="a load's knob, e.g. cpu.procs=1 (repeatable)")
-    p.add_argument("--load-nodes", type=_ints, metavar="N,...",
-                   help="nodes every load copy runs on (default: the last node; net: the last two)")
-    p.add_argument("--placement", choices=("given", "random"), default="given",
-                   help="given: --load-nodes; random: each copy's nodes drawn with --seed (recorded)")
+    p.add_argument(
+        "--loads",
+        type=_names,
+        required=True,
+        metavar="LIST",
+        help=f"background loads, each its own runs: {', '.join(LOADS)}",
+    )
+    p.add_argument(
+        "--stages",
+        type=_names,
+        metavar="LIST",
+        help="stages measured alone and beside each load (default server_peak,client_peak; "
+        "also client_node, sweep_servers, validate)",
+    )
+    p.add_argument(
+        "--bursts",
+        metavar="RUN",
+        help="the service is a bursts run instead of --stages: RUN's modes, bursts and clients, "
+        "measured again alone and beside each load (impact per progress mode)",
+    )
+    p.add_argument(
+        "--load-set",
+        action="append",
+        default=[],
+        metavar="KIND.KNOB=VALUE",
+        help="a load's knob, e.g. cpu.procs=1 (repeatable)",
+    )
+    p.add_argument(
+        "--load-nodes",
+        type=_ints,
+        metavar="N,...",
+        help="nodes every load copy runs on (default: the last node; net: the last two)",
+    )
+    p.add_argument(
+        "--placement",
+        choices=("given", "random"),
+        default="given",
+        help="given: --load-nodes; random: each copy's nodes drawn with --seed (recorded)",
+    )
     p.add_argument("--seed", type=int, help="seed of --placement random (default: drawn and recorded)")
-    p.add_argument("--load-node-count", type=int, metavar="N",
-                   help="nodes per copy with --placement random (default 1; net: 2)")
-    p.add_argument("--ensemble", type=_ints, default=[1], metavar="K,...",
-                   help="concurrent copies of each load, one run per count (default 1; e.g. 1,2,4)")
-    p.add_argument("--load-warmup", type=seconds, default=3.0, metavar="S",
-                   help="seconds each load runs alone before the stages start: its own baseline (default 3)")
-    p.add_argument("--grace", type=seconds, default=5.0, metavar="S",
-                   help="seconds between SIGTERM and SIGKILL when loads are stopped (default 5)")
+    p.add_argument(
+        "--load-node-count", type=int, metavar="N", help="nodes per copy with --placement random (default 1; net: 2)"
+    )
+    p.add_argument(
+        "--ensemble",
+        type=_ints,
+        default=[1],
+        metavar="K,...",
+        help="concurrent copies of each load, one run per count (default 1; e.g. 1,2,4)",
+    )
+    p.add_argument(
+        "--load-warmup",
+        type=seconds,
+        default=3.0,
+        metavar="S",
+        help="seconds each load runs alone before the stages start: its own baseline (default 3)",
+    )
+    p.add_argument(
+        "--grace",
+        type=seconds,
+        default=5.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when loads are stopped (default 5)",
+    )
     p.set_defaults(func=cmd)
 
 
@@ -86,9 +136,18 @@ def _plan(args) -> interfere.Plan:
         raise ValueError("--ensemble: counts must be at least 1")
     seed = args.seed if args.seed is not None else (secrets.randbits(31) if args.placement == "random" else None)
     stages = args.stages or list(interfere.DEFAULT_STAGES)
-    return interfere.Plan(args.loads, interfere.parse_knobs(args.load_set, args.loads), stages,
-                          sorted(set(args.ensemble)), args.load_nodes, args.placement, seed,
-                          args.load_node_count, args.load_warmup, args.grace)
+    return interfere.Plan(
+        args.loads,
+        interfere.parse_knobs(args.load_set, args.loads),
+        stages,
+        sorted(set(args.ensemble)),
+        args.load_nodes,
+        args.placement,
+        seed,
+        args.load_node_count,
+        args.load_warmup,
+        args.grace,
+    )
 
 
 def _config(args, plan: interfere.Plan) -> dict:
@@ -152,8 +211,10 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
         raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")
     ignored = sorted(k for k in session.overrides(args) if k != "results") + (["--config"] if args.config else [])
     if ignored:
-        raise ConfigError(f"--bursts {args.bursts} measures that run's config again, so these would be ignored: "
-                          f"{', '.join(ignored)} (give them to 'rooftop bursts' when making the run)")
+        raise ConfigError(
+            f"--bursts {args.bursts} measures that run's config again, so these would be ignored: "
+            f"{', '.join(ignored)} (give them to 'rooftop bursts' when making the run)"
+        )
     plan.stages = ["bursts"]
     try:
         bcfg = interfere_bursts.config(Store(cfg["results"], create=False), args.bursts, plan.record())
@@ -249,8 +310,7 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
                 from rooftop.interference import bursts as interfere_bursts
 
                 groups = interfere_bursts.mode_intervals(cfg)
-            result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log, measure,
-                                             groups)
+            result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log, measure, groups)
     except RuntimeError as e:
         store.set_status(run_id, "failed", str(e))
         raise
@@ -258,8 +318,11 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
         store.add_time(run_id, time.monotonic() - t0)
     keys = {k for pl in plans for s in pl.samples for k in s.row_keys()}
     left = len(keys - store.stored_keys(run_id))
-    store.set_status(run_id, "interrupted" if left else "complete",
-                     f"interfere: {left} of {len(keys)} samples missing" if left else "")
+    store.set_status(
+        run_id,
+        "interrupted" if left else "complete",
+        f"interfere: {left} of {len(keys)} samples missing" if left else "",
+    )
     return result
 
 
@@ -273,12 +336,15 @@ def print_summary(doc: dict) -> None:
             p99 = f"{i['impact_p99']:.2f}" if i["impact_p99"] else "-"
             iso = fmt_rate(i["rate_isolated"], i["unit"]) if i["rate_isolated"] else "-"
             own = f"; the load's own slowdown {i['load_slowdown']:.2f}" if i.get("load_slowdown") else ""
-            ui.console.print(f"  {i['stage']} {i['metric']}: rate {iso} alone, impact {rate} (mean), "
-                             f"{p99} (p99 latency){own}")
+            ui.console.print(
+                f"  {i['stage']} {i['metric']}: rate {iso} alone, impact {rate} (mean), {p99} (p99 latency){own}"
+            )
         for x in c["loads"]:
             sd = f"{x['slowdown']:.2f}" if x["slowdown"] else "-"
-            ui.console.print(f"  load copy {x['copy']} on nodes {x['nodes']}: own slowdown {sd} "
-                             f"({x['units_alone']} units alone, {x['units_beside']} beside)")
+            ui.console.print(
+                f"  load copy {x['copy']} on nodes {x['nodes']}: own slowdown {sd} "
+                f"({x['units_alone']} units alone, {x['units_beside']} beside)"
+            )
 
 
 def _load_lines(cfg, plan, launcher) -> list[str]:
@@ -288,12 +354,18 @@ def _load_lines(cfg, plan, launcher) -> list[str]:
 
     lines, nodes = [], launcher.nodes()
     for cond in interfere.conditions(plan, nodes):
-        lines.append(f"# beside {cond['copies']} x {cond['load']} on nodes {cond['nodes']} "
-                     f"(started {plan.warmup:g} s before the same stages)")
+        lines.append(
+            f"# beside {cond['copies']} x {cond['load']} on nodes {cond['nodes']} "
+            f"(started {plan.warmup:g} s before the same stages)"
+        )
         for i, idxs in enumerate(cond["nodes"]):
             folder = Path(cfg["results"]) / "<run>" / "loads" / f"{cond['load']}-{i}"
-            lines += [shlex.join(l.argv) for l in background.launches(
-                cond["load"], cond["knobs"], [nodes[j] for j in idxs], launcher, cfg, folder, copy=i)]
+            lines += [
+                shlex.join(l.argv)
+                for l in background.launches(
+                    cond["load"], cond["knobs"], [nodes[j] for j in idxs], launcher, cfg, folder, copy=i
+                )
+            ]
     return lines
 
 
@@ -303,13 +375,20 @@ def _dry_run(cfg, plan, plans, lines) -> int:
 
     if cfg.get("stages") == ["bursts"]:
         p = cfg["bursts"]
-        print(f"# isolated run: the bursts of run {cfg['interfere']['bursts_of']} again: {p['bursts']} x "
-              f"{p['on']:g} s of {p['metric']}, {p['off']:g} s gaps, modes {','.join(p['progress'])}; "
-              f"then the same beside each load")
+        print(
+            f"# isolated run: the bursts of run {cfg['interfere']['bursts_of']} again: {p['bursts']} x "
+            f"{p['on']:g} s of {p['metric']}, {p['off']:g} s gaps, modes {','.join(p['progress'])}; "
+            f"then the same beside each load"
+        )
     else:
         print("# isolated run")
-        print("\n".join(Runner(cfg, session.PlannedStore(cfg["results"]), "<run>",
-                               make_launcher(cfg["launcher"])).dry_run(plans)))
+        print(
+            "\n".join(
+                Runner(cfg, session.PlannedStore(cfg["results"]), "<run>", make_launcher(cfg["launcher"])).dry_run(
+                    plans
+                )
+            )
+        )
     print("\n".join(lines))
     if plan.seed is not None:
         print(f"# placement seed {plan.seed}")

@@ -35,8 +35,17 @@ def _cmd_predict(args) -> int:
     from rooftop.store import Store
 
     sets = dict(config.parse_override(t) for t in args.set or [])
-    p = predict(Store(args.results, create=False), args.run, args.servers, args.clients, sets,
-                args.metric, args.model, args.server_nodes, args.client_nodes)
+    p = predict(
+        Store(args.results, create=False),
+        args.run,
+        args.servers,
+        args.clients,
+        sets,
+        args.metric,
+        args.model,
+        args.server_nodes,
+        args.client_nodes,
+    )
     if args.json:
         print(json.dumps(p, indent=1))
     else:
@@ -68,9 +77,18 @@ def _cmd_tune(args) -> int:
     doc = load_model(Path(args.model)) if args.model else None
     proposer = prepare(store, base, build, space, settings, args.run, doc)
     with session.campaign_locks(args, store, base) as locks:  # a refused tune creates no run
-        run_id = store.new_run(base, dict(session.environment(base), tune={
-            "space": space.to_dict(), "settings": vars(settings), "roofline_run": args.run,
-            "model": args.model}))
+        run_id = store.new_run(
+            base,
+            dict(
+                session.environment(base),
+                tune={
+                    "space": space.to_dict(),
+                    "settings": vars(settings),
+                    "roofline_run": args.run,
+                    "model": args.model,
+                },
+            ),
+        )
         locks.name_run(run_id)
         return _tune_run(args, store, run_id, proposer, build, settings, metrics.get(space.metric).unit)
 
@@ -83,8 +101,10 @@ def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str) ->
 
     say = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     log = say if args.verbose else (lambda m: None)
-    say(f"rooftop tune: run {run_id}, {proposer.space.metric} over {proposer.space.size()} configurations "
-        f"({', '.join(proposer.space.knobs)}), budget {settings.budget}")
+    say(
+        f"rooftop tune: run {run_id}, {proposer.space.metric} over {proposer.space.size()} configurations "
+        f"({', '.join(proposer.space.knobs)}), budget {settings.budget}"
+    )
     t0 = time.monotonic()
     session.claim(store, run_id, "tune")
     try:
@@ -98,9 +118,12 @@ def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str) ->
     finally:
         store.add_time(run_id, time.monotonic() - t0)
     best = out["best"]
-    store.set_status(run_id, "complete" if best else "failed",
-                     f"tune {out['metric']}: {len(out['steps'])} steps; " + (
-                         f"best at step {best['step']}" if best else "nothing measured"))
+    store.set_status(
+        run_id,
+        "complete" if best else "failed",
+        f"tune {out['metric']}: {len(out['steps'])} steps; "
+        + (f"best at step {best['step']}" if best else "nothing measured"),
+    )
     if args.json:
         print(json.dumps(dict(out, run=run_id), indent=1, default=str))
     else:
@@ -111,17 +134,20 @@ def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str) ->
 
 
 def add_learn(sub) -> None:
-    le = sub.add_parser("learn", help="learned models of the rate, compared; the best saved with the run",
-                        description="Builds a dataset from the runs' validation samples (features: every "
-                        "resolved parameter that varies, and the placement; target: the per-client rate) "
-                        "and compares, by cross-validation grouped by configuration and by extrapolation "
-                        "(trained on small footprints, tested on the largest), scikit-learn's linear, "
-                        "ridge, lasso, elastic net, SVR, k-nearest neighbours, Gaussian process, tree, "
-                        "forest and boosting models with the run's roofline alone and roofline x a learned "
-                        "efficiency. Prints the tables and feature importances; saves the best model to "
-                        "RESULTS/RUN/learned/METRIC.model.json (RUN: the first run named; JSON: "
-                        "the model's name, seed and training data, refitted and checked when loaded; "
-                        "an older rooftop's METRIC.joblib pickle is never loaded: learn again).")
+    le = sub.add_parser(
+        "learn",
+        help="learned models of the rate, compared; the best saved with the run",
+        description="Builds a dataset from the runs' validation samples (features: every "
+        "resolved parameter that varies, and the placement; target: the per-client rate) "
+        "and compares, by cross-validation grouped by configuration and by extrapolation "
+        "(trained on small footprints, tested on the largest), scikit-learn's linear, "
+        "ridge, lasso, elastic net, SVR, k-nearest neighbours, Gaussian process, tree, "
+        "forest and boosting models with the run's roofline alone and roofline x a learned "
+        "efficiency. Prints the tables and feature importances; saves the best model to "
+        "RESULTS/RUN/learned/METRIC.model.json (RUN: the first run named; JSON: "
+        "the model's name, seed and training data, refitted and checked when loaded; "
+        "an older rooftop's METRIC.joblib pickle is never loaded: learn again).",
+    )
     le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs')")
     le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric the runs validated)")
     le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
@@ -132,12 +158,15 @@ def add_learn(sub) -> None:
 
 
 def add_predict(sub) -> None:
-    pr = sub.add_parser("predict", help="a learned model's rate for a footprint, capped by the roofline",
-                        description="The per-client and aggregate rate the run's learned model (rooftop "
-                        "learn) predicts for S server processes and C client processes, with a "
-                        "90 % interval (from its cross-validated errors), capped by the roofline measured "
-                        "with those knobs, and which ceiling binds. --set KEY=VALUE changes a knob the "
-                        "model learned; a model trained on other parameters than the run's is refused.")
+    pr = sub.add_parser(
+        "predict",
+        help="a learned model's rate for a footprint, capped by the roofline",
+        description="The per-client and aggregate rate the run's learned model (rooftop "
+        "learn) predicts for S server processes and C client processes, with a "
+        "90 % interval (from its cross-validated errors), capped by the roofline measured "
+        "with those knobs, and which ceiling binds. --set KEY=VALUE changes a knob the "
+        "model learned; a model trained on other parameters than the run's is refused.",
+    )
     pr.add_argument("run", help="a run id (see 'rooftop runs')")
     pr.add_argument("--servers", type=int, required=True, metavar="S", help="server processes")
     pr.add_argument("--clients", type=int, required=True, metavar="C", help="client processes")
@@ -152,39 +181,78 @@ def add_predict(sub) -> None:
 
 
 def add_tune(sub) -> None:
-    tu = sub.add_parser("tune", help="the adaptive loop: propose settings from a learned model, measure, "
-                        "retrain; prints the run id",
-                        description="Measures configurations of a search space on the engine, each "
-                        "proposed by a model of the rates measured so far (seed 003's predict-the-best; "
-                        "roofline-informed with --run), until --budget configurations are measured or the "
-                        "best predicted rate stops improving. Every step is stored; 'rooftop report RUN' "
-                        "shows the trajectory. See docs/learning.md.")
+    tu = sub.add_parser(
+        "tune",
+        help="the adaptive loop: propose settings from a learned model, measure, retrain; prints the run id",
+        description="Measures configurations of a search space on the engine, each "
+        "proposed by a model of the rates measured so far (seed 003's predict-the-best; "
+        "roofline-informed with --run), until --budget configurations are measured or the "
+        "best predicted rate stops improving. Every step is stored; 'rooftop report RUN' "
+        "shows the trajectory. See docs/learning.md.",
+    )
     _tune_config_args(tu)
     from rooftop import metrics
 
-    tu.add_argument("--metric", choices=list(metrics.METRICS), help="what to tune (default: the space file's, else rpc)")
-    tu.add_argument("--space", metavar="FILE", help="search space (JSON, or TOML by extension): knob -> "
-                    "list of values or {min, max, step|factor}; default: a built-in space per metric")
-    tu.add_argument("--budget", type=int, default=12, metavar="N", help="configurations measured at most "
-                    "(default: %(default)s)")
-    tu.add_argument("--init", type=int, default=3, metavar="N", help="configurations measured before the "
-                    "model proposes: the default, then a model file's best or seeded random ones "
-                    "(default and minimum: %(default)s)")
-    tu.add_argument("--repeat", type=int, default=3, metavar="K", help="windows per configuration; its "
-                    "rate is their median (default: %(default)s)")
-    tu.add_argument("--duration", type=float, default=1.0, metavar="S", help="seconds per window (default: %(default)s)")
-    tu.add_argument("--warmup", type=float, default=0.5, metavar="S", help="warmup seconds per configuration "
-                    "(default: %(default)s)")
-    tu.add_argument("--seed", type=int, default=0, metavar="N", help="random seed: same seed, same proposals "
-                    "for the same measurements (default: %(default)s)")
-    tu.add_argument("--run", metavar="RUN", help="a run with ceilings on these nodes: the model learns the "
-                    "efficiency against its roofline, and the best is compared with it")
-    tu.add_argument("--model", metavar="FILE", help="a model file of 'rooftop learn' "
-                    "(RESULTS/RUN/learned/METRIC.model.json) ranking the initial "
-                    "configurations (refused when it does not match the tune's parameters)")
-    campaign_flags(tu, json_help="print the outcome as JSON on stdout",
-                   wait_lock_help="wait up to SECONDS for another campaign's locks (default 0: refuse at once)",
-                   allow_concurrent_help="run even if another campaign holds the locks (samples marked concurrent)")
+    tu.add_argument(
+        "--metric", choices=list(metrics.METRICS), help="what to tune (default: the space file's, else rpc)"
+    )
+    tu.add_argument(
+        "--space",
+        metavar="FILE",
+        help="search space (JSON, or TOML by extension): knob -> "
+        "list of values or {min, max, step|factor}; default: a built-in space per metric",
+    )
+    tu.add_argument(
+        "--budget", type=int, default=12, metavar="N", help="configurations measured at most (default: %(default)s)"
+    )
+    tu.add_argument(
+        "--init",
+        type=int,
+        default=3,
+        metavar="N",
+        help="configurations measured before the "
+        "model proposes: the default, then a model file's best or seeded random ones "
+        "(default and minimum: %(default)s)",
+    )
+    tu.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        metavar="K",
+        help="windows per configuration; its rate is their median (default: %(default)s)",
+    )
+    tu.add_argument(
+        "--duration", type=float, default=1.0, metavar="S", help="seconds per window (default: %(default)s)"
+    )
+    tu.add_argument(
+        "--warmup", type=float, default=0.5, metavar="S", help="warmup seconds per configuration (default: %(default)s)"
+    )
+    tu.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="random seed: same seed, same proposals for the same measurements (default: %(default)s)",
+    )
+    tu.add_argument(
+        "--run",
+        metavar="RUN",
+        help="a run with ceilings on these nodes: the model learns the "
+        "efficiency against its roofline, and the best is compared with it",
+    )
+    tu.add_argument(
+        "--model",
+        metavar="FILE",
+        help="a model file of 'rooftop learn' "
+        "(RESULTS/RUN/learned/METRIC.model.json) ranking the initial "
+        "configurations (refused when it does not match the tune's parameters)",
+    )
+    campaign_flags(
+        tu,
+        json_help="print the outcome as JSON on stdout",
+        wait_lock_help="wait up to SECONDS for another campaign's locks (default 0: refuse at once)",
+        allow_concurrent_help="run even if another campaign holds the locks (samples marked concurrent)",
+    )
     tu.set_defaults(func=_cmd_tune)
 
 
@@ -193,6 +261,9 @@ def _tune_config_args(p) -> None:
     space's metric is measured), --set."""
     p.add_argument("--config", help="campaign file (JSON, or TOML by extension): the base configuration")
     add_key_flags(p, [f for f in CONFIG_FLAGS if f.flag != "--metrics"] + [RESULTS_FLAG])
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="any config key of the base configuration, e.g. --set bw.stream_size=256MiB")
-
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any config key of the base configuration, e.g. --set bw.stream_size=256MiB",
+    )

@@ -77,14 +77,30 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rooftop", description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="rooftop", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--version", action="version", version=f"rooftop {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for add in (campaign.add_collect, campaign.add_validate, campaign.add_runs, campaign.add_doctor,
-                report.add_export, model.add_model, report.add_plot, report.add_report, model.add_compare,
-                learn.add_learn, learn.add_predict, tools.add_config, tools.add_probe, learn.add_tune,
-                audit.add_audit, bursts.add_parser, interfere.add_parser):
+    for add in (
+        campaign.add_collect,
+        campaign.add_validate,
+        campaign.add_runs,
+        campaign.add_doctor,
+        report.add_export,
+        model.add_model,
+        report.add_plot,
+        report.add_report,
+        model.add_compare,
+        learn.add_learn,
+        learn.add_predict,
+        tools.add_config,
+        tools.add_probe,
+        learn.add_tune,
+        audit.add_audit,
+        bursts.add_parser,
+        interfere.add_parser,
+    ):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser
     from rooftop.nics.policy import add_parser as add_nics_parser
@@ -102,12 +118,13 @@ def _write_error(e: OSError) -> str | None:
 
     if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT):
         return None
-    what = {errno.EROFS: "the file system is mounted read-only",
-            errno.ENOSPC: "the file system is full", errno.EDQUOT: "the disk quota is used up"}.get(
-        e.errno, "permission denied for this user")
+    what = {
+        errno.EROFS: "the file system is mounted read-only",
+        errno.ENOSPC: "the file system is full",
+        errno.EDQUOT: "the disk quota is used up",
+    }.get(e.errno, "permission denied for this user")
     where = f" {e.filename}" if e.filename else ""
-    return (f"cannot write{where}: {what} ({e.strerror}); make the results folder writable "
-            f"or choose another --results")
+    return f"cannot write{where}: {what} ({e.strerror}); make the results folder writable or choose another --results"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,4 +166,3 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"rooftop {args.command}: {line}", file=sys.stderr)
         return 2
-

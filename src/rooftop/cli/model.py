@@ -27,9 +27,12 @@ def _cmd_model(args) -> int:
         samples = res.samples
     if args.params:
         rooflines = model.load_params(args.params)
-        evals = [model.evaluate(r, [s for s in samples if s["stage"] == "validate"],
-                                res.run.config.get("nodes") if res else None)
-                 for _, r in sorted(rooflines.items())]
+        evals = [
+            model.evaluate(
+                r, [s for s in samples if s["stage"] == "validate"], res.run.config.get("nodes") if res else None
+            )
+            for _, r in sorted(rooflines.items())
+        ]
     else:
         if not res.rooflines:
             metrics = sorted({s["metric"] for s in samples})
@@ -92,34 +95,47 @@ def _print_roofline(out, e, res) -> None:
     if r.client_node_rejected:
         t.add_row("client ceiling, node full", "not used: " + r.client_node_rejected)
     if r.client_node:
-        t.add_row("client ceiling, node full", _ceiling_text(r.client_node, f) + ": "
-                  + ("lower, the model uses it" if r.node_binds else "not lower, unused"))
+        t.add_row(
+            "client ceiling, node full",
+            _ceiling_text(r.client_node, f)
+            + ": "
+            + ("lower, the model uses it" if r.node_binds else "not lower, unused"),
+        )
     t.add_row("server ceiling (per process)", _ceiling_text(r.server, f))
     for stages in r.measured_once:
-        t.add_row("measured once", ", ".join(x.replace("_", " ") for x in stages)
-                  + ": the same placement, one set of samples stands for each")
+        t.add_row(
+            "measured once",
+            ", ".join(x.replace("_", " ") for x in stages) + ": the same placement, one set of samples stands for each",
+        )
     if r.core_shared:
-        t.add_row("not used for ceilings", f"{len({k for _, k, _ in r.core_shared})} sample(s): "
-                  f"{r.core_shared[0][2]}")
+        t.add_row("not used for ceilings", f"{len({k for _, k, _ in r.core_shared})} sample(s): {r.core_shared[0][2]}")
     if e.excluded:
         t.add_row("not used for validation", f"{len(e.excluded)} sample(s): {e.excluded[0][1]}")
     t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
     ri = r.ridge_interval
-    t.add_row("ridge x*", f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.centre:.3g}"
-              + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"))
+    t.add_row(
+        "ridge x*",
+        f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.centre:.3g}"
+        + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"),
+    )
     t.add_row("verdict", v["text"])
     if v["ratio"]:
         rec = r.recommended()
-        t.add_row("recommended", f"x >= {rec['x']:.3g}; in practice {v['ratio'][0]} server process(es) "
-                                 f"per {v['ratio'][1]} client process(es)")
+        t.add_row(
+            "recommended",
+            f"x >= {rec['x']:.3g}; in practice {v['ratio'][0]} server process(es) "
+            f"per {v['ratio'][1]} client process(es)",
+        )
     pm = res.pairs.get(r.metric) if res else None
     if pm and len(pm.nodes) >= 3:
         t.add_row("outlier nodes", "; ".join(pm.outlier_lines()))
     for sc in (res.scores if res else {}).get(r.metric, []):
         if sc.flagged:
-            t.add_row(f"[red]outlier node n{sc.node}[/]",
-                      f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
-                      + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]))
+            t.add_row(
+                f"[red]outlier node n{sc.node}[/]",
+                f"{sc.flagged}, score {sc.z:+.1f}: its pairs' median {f(sc.median)}; "
+                + ", ".join(f"n{a}-n{b} {f(v)}" for (a, b), v in sc.pairs[:3]),
+            )
     if res:
         from rooftop.interference import report as interference_report
 
@@ -127,8 +143,10 @@ def _print_roofline(out, e, res) -> None:
             t.add_row(name, text)
     w = res.without_flagged.get(r.metric) if res else None
     if w:
-        t.add_row("without flagged nodes", f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
-                                           f"ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}")
+        t.add_row(
+            "without flagged nodes",
+            f"client {f(w.client.lo)} .. {f(w.client.hi)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}",
+        )
     ui.print_table(out, t)
 
 
@@ -141,16 +159,21 @@ def _print_validation(out, e, run: str | None) -> None:
     r = e.roofline
     f = lambda v: ui.fmt_rate(v, r.unit)
     if not e.checks:
-        out.print(f"no validation samples for {r.metric}"
-                  + (f" (rooftop validate --run {run})" if run else ""))
+        out.print(f"no validation samples for {r.metric}" + (f" (rooftop validate --run {run})" if run else ""))
         return
     v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
     for c in ("x", "nodes s/c", "measured", "predicted", "error", "binds", "efficiency"):
         v.add_column(c, justify="right", no_wrap=True)
     for c in e.checks:
-        v.add_row(f"{c.x:.3g}", f"{c.server_nodes}/{c.client_nodes}", f(c.measured), f(c.predicted),
-                  f"{c.error_pct:+.0f}%", c.binding,
-                  f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""))
+        v.add_row(
+            f"{c.x:.3g}",
+            f"{c.server_nodes}/{c.client_nodes}",
+            f(c.measured),
+            f(c.predicted),
+            f"{c.error_pct:+.0f}%",
+            c.binding,
+            f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""),
+        )
     ui.print_table(out, v)
     for b in ("server", "client"):
         m = e.median_abs_error(b)
@@ -158,8 +181,7 @@ def _print_validation(out, e, run: str | None) -> None:
             out.print(f"median |error| where {b}s bind: {m:.0f}%")
     if e.without_node:
         a, b = e.median_abs_error(), e.without_node.median_abs_error()
-        out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, "
-                  f"{b:.0f}% without it")
+        out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, {b:.0f}% without it")
 
 
 def _ceiling_text(c, f) -> str:
@@ -232,56 +254,77 @@ def _cmd_compare(args) -> int:
             out.width = 110
         t = Table(title="rooflines compared", title_justify="left")
         for c in ("source", "metric", "client ceiling", "server ceiling", "ridge x*", "servers:clients"):
-            t.add_column(c, no_wrap=c not in ("source", "servers:clients"),
-                         min_width=16 if c == "source" else None)
+            t.add_column(c, no_wrap=c not in ("source", "servers:clients"), min_width=16 if c == "source" else None)
         for label, rs in sources:
             for m, r in sorted(rs.items()):
-                t.add_row(label, m, ui.fmt_range(r.client_bound.lo, r.client_bound.hi, r.unit),
-                          ui.fmt_range(r.server.lo, r.server.hi, r.unit),
-                          f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}", _verdict_short(r.verdict()))
+                t.add_row(
+                    label,
+                    m,
+                    ui.fmt_range(r.client_bound.lo, r.client_bound.hi, r.unit),
+                    ui.fmt_range(r.server.lo, r.server.hi, r.unit),
+                    f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}",
+                    _verdict_short(r.verdict()),
+                )
         ui.print_table(out, t)
     print_files(files, args.json)
     return 0
 
 
 def add_model(sub) -> None:
-    mo = sub.add_parser("model", help="the roofline of a run (or of a parameters file)",
-                        description="Per metric: client and server ceilings (per process) as "
-                        "[min, max], the roofline r(x) = min(client, x * server) with x = server "
-                        "processes / client processes, the ridge x* = client / server, each "
-                        "ceiling's and the ridge's 95 % interval, the verdict (one practical "
-                        "ratio; a range of them; or the ceilings are not distinguishable, or the "
-                        "model cannot tell, and why), and every validation sample against the model "
-                        "(predicted, error, which ceiling binds, efficiency). --params FILE takes "
-                        "published or hand-written ceilings instead (JSON: {\"name\": ..., "
-                        "\"metrics\": {\"rpc\": {\"unit\": \"K ops/s\", \"client\": [148, 173], "
-                        "\"server\": [524, 530]}}}); with a RUN too, the run's validation samples "
-                        "are set against those ceilings.")
+    mo = sub.add_parser(
+        "model",
+        help="the roofline of a run (or of a parameters file)",
+        description="Per metric: client and server ceilings (per process) as "
+        "[min, max], the roofline r(x) = min(client, x * server) with x = server "
+        "processes / client processes, the ridge x* = client / server, each "
+        "ceiling's and the ridge's 95 % interval, the verdict (one practical "
+        "ratio; a range of them; or the ceilings are not distinguishable, or the "
+        "model cannot tell, and why), and every validation sample against the model "
+        "(predicted, error, which ceiling binds, efficiency). --params FILE takes "
+        'published or hand-written ceilings instead (JSON: {"name": ..., '
+        '"metrics": {"rpc": {"unit": "K ops/s", "client": [148, 173], '
+        '"server": [524, 530]}}}); with a RUN too, the run\'s validation samples '
+        "are set against those ceilings.",
+    )
     mo.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
     mo.add_argument("--params", help="roofline parameters file (JSON)")
-    mo.add_argument("--mix", action="append", metavar="FILE", help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); adds the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable")
+    mo.add_argument(
+        "--mix",
+        action="append",
+        metavar="FILE",
+        help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); adds the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable",
+    )
     results_arg(mo)
     mo.add_argument("--json", action="store_true", help="JSON on stdout")
     mo.set_defaults(func=_cmd_model)
 
 
 def add_compare(sub) -> None:
-    cp = sub.add_parser("compare", help="several rooflines on one figure (runs and parameters files)",
-                        description="Each SOURCE is a run id (in --results) or a parameters file "
-                        "(JSON, see 'rooftop model --help'). One figure per metric with every "
-                        "roofline in its own colour, and a table of ceilings and ridges. Example: "
-                        "rooftop compare RUN examples/aurora-table2.json")
+    cp = sub.add_parser(
+        "compare",
+        help="several rooflines on one figure (runs and parameters files)",
+        description="Each SOURCE is a run id (in --results) or a parameters file "
+        "(JSON, see 'rooftop model --help'). One figure per metric with every "
+        "roofline in its own colour, and a table of ceilings and ridges. Example: "
+        "rooftop compare RUN examples/aurora-table2.json",
+    )
     cp.add_argument("sources", nargs="+", metavar="SOURCE", help="run id or parameters file")
     cp.add_argument("--label", action="append", help="a label per source, in order (repeat)")
     results_arg(cp)
     cp.add_argument("--output", default="./rooftop-compare", help="folder for the figures (default: %(default)s)")
     cp.add_argument("--format", type=formats, default=("png", "svg"), help="png,svg (default), pdf")
-    cp.add_argument("--yscale", choices=["auto", "log", "linear"], default="auto",
-                    help="y axis: auto (default: log unless linear keeps every ceiling inside the "
-                         "frame; tcp next to shm is log), log or linear; the figure says which")
-    cp.add_argument("--normalise", action="store_true",
-                    help="y = each source's rate / its own client ceiling: every roofline flat at 1, "
-                         "the ridges side by side (linear unless --yscale log)")
+    cp.add_argument(
+        "--yscale",
+        choices=["auto", "log", "linear"],
+        default="auto",
+        help="y axis: auto (default: log unless linear keeps every ceiling inside the "
+        "frame; tcp next to shm is log), log or linear; the figure says which",
+    )
+    cp.add_argument(
+        "--normalise",
+        action="store_true",
+        help="y = each source's rate / its own client ceiling: every roofline flat at 1, "
+        "the ridges side by side (linear unless --yscale log)",
+    )
     cp.add_argument("--json", action="store_true", help="print the files as JSON")
     cp.set_defaults(func=_cmd_compare)
-

@@ -25,7 +25,7 @@ def _cmd_report(args) -> int:
         print(page)
         return 0
     res = results.load(store, args.run)
-    if not res.rooflines and not args.nic_runs:    # a NIC comparison needs server peaks only
+    if not res.rooflines and not args.nic_runs:  # a NIC comparison needs server peaks only
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
     out = Path(args.output) if args.output else store.run_dir(res.run.id) / "report"
     nic = _nic_comparison(store, res, args.nic_runs) if args.nic_runs else None
@@ -76,8 +76,7 @@ def _cmd_plot(args) -> int:
             nodes = store.get_run(run_id).config.get("nodes")
             # Under the run's figures: plot --params alone does not overwrite it.
             out = _figures_dir(store, run_id, f"params-{Path(args.params).stem}")
-        files = plot_params(rooflines, Path(args.output or out), args.format, samples, run_id,
-                            args.yscale, nodes)
+        files = plot_params(rooflines, Path(args.output or out), args.format, samples, run_id, args.yscale, nodes)
     else:
         store = Store(args.results, create=False)
         run = store.get_run(args.run)
@@ -138,62 +137,85 @@ def add_export(sub) -> None:
     from rooftop.export import FORMATS, SCHEMA_VERSION
 
     ex = sub.add_parser(
-        "export", help="export a run's samples", formatter_class=argparse.RawDescriptionHelpFormatter,
+        "export",
+        help="export a run's samples",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A run's samples for other tools. Formats:\n"
         + "".join(f"  {k:5} {v}\n" for k, v in FORMATS.items())
         + f"\nJSON carries schema_version {SCHEMA_VERSION} (a MINOR release only adds fields). CSV columns "
-        "are typed:\nserver_nodes/client_nodes hold JSON lists of node indices (\"[0, 1]\"), their "
+        'are typed:\nserver_nodes/client_nodes hold JSON lists of node indices ("[0, 1]"), their '
         "counts are\nserver_node_count/client_node_count, ceilings is a JSON list, raw_dir is relative "
         "to\nthe results folder. With pandas: pd.read_csv(path, converters={'server_nodes': json.loads,\n"
-        "'client_nodes': json.loads, 'ceilings': json.loads}).")
+        "'client_nodes': json.loads, 'ceilings': json.loads}).",
+    )
     ex.add_argument("run", help="a run id (see 'rooftop runs')")
     ex.add_argument("--format", choices=list(FORMATS), default="csv", help="csv (default), json or fom")
-    ex.add_argument("--series", action="store_true",
-                    help="the run's time series instead (collect/validate --sample cpu,power): one point "
-                         "per row: round, sampler, t, quantity, value, unit")
+    ex.add_argument(
+        "--series",
+        action="store_true",
+        help="the run's time series instead (collect/validate --sample cpu,power): one point "
+        "per row: round, sampler, t, quantity, value, unit",
+    )
     results_arg(ex)
     ex.add_argument("--output", help="write to this file instead of stdout")
     ex.set_defaults(func=_cmd_export)
 
 
 def add_plot(sub) -> None:
-    pl = sub.add_parser("plot", help="figures of a run (or of a parameters file): PNG and SVG",
-                        description="Per metric: the roofline (rate per client process against x = "
-                        "server/client processes, log scale, ceilings as bands, validation points "
-                        "coloured by server-node count, ridge marked), the server-process sweep, the "
-                        "client pair matrix (outlier pairs boxed) and latency distributions. Files go "
-                        "to RESULTS/RUN/figures (--output to change); their paths are printed. "
-                        "--params FILE draws published or hand-written ceilings (see 'rooftop model "
-                        "--help') into rooftop-plots/FILE-STEM, or, with a RUN's validation samples "
-                        "on them when a RUN is given too, into RESULTS/RUN/figures/params-FILE-STEM.")
+    pl = sub.add_parser(
+        "plot",
+        help="figures of a run (or of a parameters file): PNG and SVG",
+        description="Per metric: the roofline (rate per client process against x = "
+        "server/client processes, log scale, ceilings as bands, validation points "
+        "coloured by server-node count, ridge marked), the server-process sweep, the "
+        "client pair matrix (outlier pairs boxed) and latency distributions. Files go "
+        "to RESULTS/RUN/figures (--output to change); their paths are printed. "
+        "--params FILE draws published or hand-written ceilings (see 'rooftop model "
+        "--help') into rooftop-plots/FILE-STEM, or, with a RUN's validation samples "
+        "on them when a RUN is given too, into RESULTS/RUN/figures/params-FILE-STEM.",
+    )
     pl.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
     pl.add_argument("--params", help="roofline parameters file (JSON)")
     results_arg(pl)
     pl.add_argument("--output", help="folder for the figures")
     pl.add_argument("--format", type=formats, default=("png", "svg"), help="png,svg (default), pdf")
-    pl.add_argument("--yscale", choices=["auto", "log", "linear"], default="auto",
-                    help="the roofline's y axis: log (every ceiling and point inside the frame), "
-                         "linear (seed 000's style: the server ceiling leaves the frame past the "
-                         "ridge), or auto (default: linear only when it keeps everything inside)")
+    pl.add_argument(
+        "--yscale",
+        choices=["auto", "log", "linear"],
+        default="auto",
+        help="the roofline's y axis: log (every ceiling and point inside the frame), "
+        "linear (seed 000's style: the server ceiling leaves the frame past the "
+        "ridge), or auto (default: linear only when it keeps everything inside)",
+    )
     pl.add_argument("--json", action="store_true", help="print the files as JSON")
     pl.set_defaults(func=_cmd_plot)
 
 
 def add_report(sub) -> None:
-    rp = sub.add_parser("report", help="one self-contained HTML report (+ Markdown) of a run",
-                        description="Writes RESULTS/RUN/report/report.html (every figure inline: "
-                        "open it anywhere, no network needed) and report.md beside it: the verdict "
-                        "(ratio, ceilings, ridge), what to do (the ratio to deploy, where the pair "
-                        "matrix points, what to measure again), figures, warnings (wide client "
-                        "ceiling, samples above the roofline, overhead, failures), the validation "
-                        "table, the learned models (after 'rooftop learn'), the environment and the resolved config. Prints the HTML file's path.")
+    rp = sub.add_parser(
+        "report",
+        help="one self-contained HTML report (+ Markdown) of a run",
+        description="Writes RESULTS/RUN/report/report.html (every figure inline: "
+        "open it anywhere, no network needed) and report.md beside it: the verdict "
+        "(ratio, ceilings, ridge), what to do (the ratio to deploy, where the pair "
+        "matrix points, what to measure again), figures, warnings (wide client "
+        "ceiling, samples above the roofline, overhead, failures), the validation "
+        "table, the learned models (after 'rooftop learn'), the environment and the resolved config. Prints the HTML file's path.",
+    )
     rp.add_argument("run", help="a run id (see 'rooftop runs')")
-    rp.add_argument("--mix", action="append", metavar="FILE", help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); the report adds a section and a figure with the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable")
+    rp.add_argument(
+        "--mix",
+        action="append",
+        metavar="FILE",
+        help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); the report adds a section and a figure with the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable",
+    )
     results_arg(rp)
     rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
-    rp.add_argument("--nic-runs", metavar="RUN,...",
-                    help="add a NIC policy comparison (seed 000, Figure 2) of RUN and these runs: their "
-                         "server-peak aggregates by binding and nic.policy, a bar chart (mean, one "
-                         "standard deviation) and the best policy, or that they are indistinguishable")
+    rp.add_argument(
+        "--nic-runs",
+        metavar="RUN,...",
+        help="add a NIC policy comparison (seed 000, Figure 2) of RUN and these runs: their "
+        "server-peak aggregates by binding and nic.policy, a bar chart (mean, one "
+        "standard deviation) and the best policy, or that they are indistinguishable",
+    )
     rp.set_defaults(func=_cmd_report)
-

@@ -24,8 +24,7 @@ def _cmd_probe(args) -> int:
     if args.duration <= 0 or args.repeat < 1 or args.lease <= 0:
         print("rooftop probe: --duration and --lease must be > 0 and --repeat at least 1", file=sys.stderr)
         return 2
-    print(f"rooftop probe: {', '.join(fabrics)}; {args.duration:g} s per measurement, "
-          f"{args.repeat} run(s) each")
+    print(f"rooftop probe: {', '.join(fabrics)}; {args.duration:g} s per measurement, {args.repeat} run(s) each")
     summary = probe.run(fabrics, args.duration, Path(args.results), repeat=args.repeat, lease=args.lease)
     failed = [r for r in summary["rows"] if "error" in r]
     print(f"results: {summary['folder']}")
@@ -56,10 +55,13 @@ def cmd_engine(args) -> int:
 
 
 def add_config(sub) -> None:
-    cf = sub.add_parser("config", help="show the resolved config, or list every key",
-                        description="'rooftop config show' prints the fully resolved config "
-                        "(every default, the nodes found, the validation grid) for the given file "
-                        "and overrides; 'rooftop config keys' documents every key.")
+    cf = sub.add_parser(
+        "config",
+        help="show the resolved config, or list every key",
+        description="'rooftop config show' prints the fully resolved config "
+        "(every default, the nodes found, the validation grid) for the given file "
+        "and overrides; 'rooftop config keys' documents every key.",
+    )
     cf.add_argument("action", choices=["show", "keys"])
     config_args(cf)
     add_key_flags(cf, [RESULTS_FLAG])
@@ -69,29 +71,34 @@ def add_config(sub) -> None:
 def add_probe(sub) -> None:
     from rooftop.engine import DEFAULT_LEASE
 
-    pr = sub.add_parser("probe", help="quick RPC-rate and bandwidth check on this machine",
-                        description="One pinned server and one pinned client per fabric: "
-                                    "sequential noop RPC rate and 4 MiB bulk-read bandwidth "
-                                    "(streaming buffer), each measured --repeat times (a fresh "
-                                    "server each time): the median, the range of the runs and "
-                                    "their spread, with a warning when they disagree by more "
-                                    "than 20 %. Engine documents are saved under --results.")
-    pr.add_argument("--fabric", default="ofi+tcp,ofi+shm",
-                    help="comma-separated fabrics (default: %(default)s)")
-    pr.add_argument("--duration", type=float, default=3.0,
-                    help="measured seconds per test (default: %(default)s)")
-    pr.add_argument("--repeat", type=int, default=3,
-                    help="runs per test; the median is reported (default: %(default)s)")
-    pr.add_argument("--lease", type=seconds, default=DEFAULT_LEASE, metavar="SECONDS",
-                    help="seconds its engines run on once this command is gone (killed): they stop when a lease "
-                         "file it renews is no longer renewed (default: %(default)s)")
+    pr = sub.add_parser(
+        "probe",
+        help="quick RPC-rate and bandwidth check on this machine",
+        description="One pinned server and one pinned client per fabric: "
+        "sequential noop RPC rate and 4 MiB bulk-read bandwidth "
+        "(streaming buffer), each measured --repeat times (a fresh "
+        "server each time): the median, the range of the runs and "
+        "their spread, with a warning when they disagree by more "
+        "than 20 %. Engine documents are saved under --results.",
+    )
+    pr.add_argument("--fabric", default="ofi+tcp,ofi+shm", help="comma-separated fabrics (default: %(default)s)")
+    pr.add_argument("--duration", type=float, default=3.0, help="measured seconds per test (default: %(default)s)")
+    pr.add_argument(
+        "--repeat", type=int, default=3, help="runs per test; the median is reported (default: %(default)s)"
+    )
+    pr.add_argument(
+        "--lease",
+        type=seconds,
+        default=DEFAULT_LEASE,
+        metavar="SECONDS",
+        help="seconds its engines run on once this command is gone (killed): they stop when a lease "
+        "file it renews is no longer renewed (default: %(default)s)",
+    )
     results_arg(pr)
     pr.set_defaults(func=_cmd_probe)
 
 
 def add_engine(sub) -> None:
-    en = sub.add_parser("engine", help="run rooftop-engine with the given arguments",
-                        add_help=False)
+    en = sub.add_parser("engine", help="run rooftop-engine with the given arguments", add_help=False)
     en.add_argument("engine_args", nargs=argparse.REMAINDER)
     en.set_defaults(func=cmd_engine)
-

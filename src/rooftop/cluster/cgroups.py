@@ -34,8 +34,8 @@ PERIOD_US = 100_000
 @dataclass(frozen=True)
 class Layout:
     version: int
-    cpu: Path        # root of the hierarchy with the cpu controller
-    cpuset: Path     # root of the hierarchy with the cpuset controller (v2: same)
+    cpu: Path  # root of the hierarchy with the cpu controller
+    cpuset: Path  # root of the hierarchy with the cpuset controller (v2: same)
 
     def roots(self) -> list[Path]:
         return [self.cpu / GROUP] if self.version == 2 else [self.cpu / GROUP, self.cpuset / GROUP]
@@ -65,8 +65,10 @@ def detect() -> Layout:
             have = (root / "cgroup.controllers").read_text().split()
             missing = [c for c in ("cpu", "cpuset") if c not in have]
             if missing:
-                raise ClusterError(f"cgroup v2 at {root} lacks the {' and '.join(missing)} "
-                                   f"controller(s) (cgroup.controllers: {' '.join(have)})")
+                raise ClusterError(
+                    f"cgroup v2 at {root} lacks the {' and '.join(missing)} "
+                    f"controller(s) (cgroup.controllers: {' '.join(have)})"
+                )
             return Layout(2, root, root)
     cpu = cpuset = None
     for point, fstype, opts in mounts:
@@ -78,8 +80,10 @@ def detect() -> Layout:
             cpuset = Path(point)
     if cpu is None or cpuset is None:
         missing = [n for n, p in (("cpu", cpu), ("cpuset", cpuset)) if p is None]
-        raise ClusterError(f"no cgroup v1 hierarchy with the {' and '.join(missing)} controller is "
-                           f"mounted and /sys/fs/cgroup is not cgroup2 (see 'mount | grep cgroup')")
+        raise ClusterError(
+            f"no cgroup v1 hierarchy with the {' and '.join(missing)} controller is "
+            f"mounted and /sys/fs/cgroup is not cgroup2 (see 'mount | grep cgroup')"
+        )
     return Layout(1, cpu, cpuset)
 
 
@@ -146,12 +150,18 @@ def read_node(layout: Layout, i: int) -> dict | None:
         if layout.version == 2:
             d = dirs[0]
             q, period = _read(d / "cpu.max").split()
-            return {"cpus": _read(d / "cpuset.cpus"), "quota_us": None if q == "max" else int(q),
-                    "period_us": int(period)}
+            return {
+                "cpus": _read(d / "cpuset.cpus"),
+                "quota_us": None if q == "max" else int(q),
+                "period_us": int(period),
+            }
         cpu, cs = dirs
         q = int(_read(cpu / "cpu.cfs_quota_us"))
-        return {"cpus": _read(cs / "cpuset.cpus"), "quota_us": None if q < 0 else q,
-                "period_us": int(_read(cpu / "cpu.cfs_period_us"))}
+        return {
+            "cpus": _read(cs / "cpuset.cpus"),
+            "quota_us": None if q < 0 else q,
+            "period_us": int(_read(cpu / "cpu.cfs_period_us")),
+        }
     except (OSError, ValueError):
         return None
 
@@ -165,9 +175,11 @@ def join_script(files: list[str]) -> str:
     same process: the command stays in the caller's process group). Exits
     126 with a message naming the cgroup when it cannot join (not root)."""
     targets = " ".join(shlex.quote(f) for f in files)
-    return (f"for f in {targets}; do {{ echo $$ > \"$f\"; }} 2>/dev/null || "
-            f"{{ echo \"rooftop: cannot join cgroup $f (root needed; is the cluster up?)\" >&2; "
-            f"exit 126; }}; done; exec \"$@\"")
+    return (
+        f'for f in {targets}; do {{ echo $$ > "$f"; }} 2>/dev/null || '
+        f'{{ echo "rooftop: cannot join cgroup $f (root needed; is the cluster up?)" >&2; '
+        f'exit 126; }}; done; exec "$@"'
+    )
 
 
 def _pids(d: Path) -> list[int]:
@@ -203,7 +215,7 @@ def remove_all(layout: Layout | None = None) -> list[str]:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.02)    # killed processes leave the cgroup asynchronously
+                    time.sleep(0.02)  # killed processes leave the cgroup asynchronously
             else:
                 raise ClusterError(f"cannot remove cgroup {d}: processes {_pids(d)} remain in it")
     return removed

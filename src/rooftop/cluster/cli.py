@@ -35,31 +35,56 @@ Rates: {RATE_FORMS} (bit units are bits per second; B/s units are bytes).
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("cluster", help="emulated cluster on this machine (root): up, status, down",
-                       description="Emulated cluster: N nodes on this machine (network namespaces, "
-                                   "shaped veth links, cgroups).",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "cluster",
+        help="emulated cluster on this machine (root): up, status, down",
+        description="Emulated cluster: N nodes on this machine (network namespaces, shaped veth links, cgroups).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     acts = p.add_subparsers(dest="action", metavar="ACTION")
     acts.required = True
 
-    up = acts.add_parser("up", help="build the cluster (idempotent)", epilog=EPILOG,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    up = acts.add_parser(
+        "up", help="build the cluster (idempotent)", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     up.add_argument("--nodes", type=int, required=True, help="number of nodes")
-    up.add_argument("--cores-per-node", type=int, metavar="K",
-                    help="cores of each node (default: the machine's cores split evenly, at least one; "
-                         "nodes share cores when there are more nodes than cores)")
-    up.add_argument("--link-rate", metavar="RATE", default=None,
-                    help=f"every node's link rate, each direction (default {DEFAULT_RATE}; none: unshaped)")
-    up.add_argument("--nics-per-node", type=int, default=1, metavar="K",
-                    help="NICs of each node (default 1): NIC k of every node on rail k (bridge "
-                         "rooftop-br<k>, subnet 10.231.<k>.0/24), each shaped to the link rate; the "
-                         "rails reach each other through the root namespace")
-    up.add_argument("--node", action="append", default=[], metavar="I:KEY=VALUE",
-                    help="one node differs: I:rate=RATE (its link) or I:cpu=P%% (its CPU time, "
-                         "P %% of its cores); repeatable, or I:rate=R,cpu=P%%")
-    up.add_argument("--slurm", action="store_true",
-                    help="also run Slurm: munged, slurmctld on the bridge address, one slurmd per node "
-                         "in its namespace and cgroup (adds Slurm to the same cluster already up)")
+    up.add_argument(
+        "--cores-per-node",
+        type=int,
+        metavar="K",
+        help="cores of each node (default: the machine's cores split evenly, at least one; "
+        "nodes share cores when there are more nodes than cores)",
+    )
+    up.add_argument(
+        "--link-rate",
+        metavar="RATE",
+        default=None,
+        help=f"every node's link rate, each direction (default {DEFAULT_RATE}; none: unshaped)",
+    )
+    up.add_argument(
+        "--nics-per-node",
+        type=int,
+        default=1,
+        metavar="K",
+        help="NICs of each node (default 1): NIC k of every node on rail k (bridge "
+        "rooftop-br<k>, subnet 10.231.<k>.0/24), each shaped to the link rate; the "
+        "rails reach each other through the root namespace",
+    )
+    up.add_argument(
+        "--node",
+        action="append",
+        default=[],
+        metavar="I:KEY=VALUE",
+        help="one node differs: I:rate=RATE (its link) or I:cpu=P%% (its CPU time, "
+        "P %% of its cores); repeatable, or I:rate=R,cpu=P%%",
+    )
+    up.add_argument(
+        "--slurm",
+        action="store_true",
+        help="also run Slurm: munged, slurmctld on the bridge address, one slurmd per node "
+        "in its namespace and cgroup (adds Slurm to the same cluster already up)",
+    )
     up.add_argument("--json", action="store_true", help="print the status as JSON")
     up.add_argument("-v", "--verbose", action="store_true", help="print every command run")
     up.set_defaults(func=cmd_up)
@@ -70,9 +95,12 @@ def add_parser(sub) -> None:
 
     dn = acts.add_parser("down", help="remove every namespace, link, bridge, qdisc and cgroup (idempotent)")
     dn.add_argument("-v", "--verbose", action="store_true", help="list what was removed")
-    dn.add_argument("--force", action="store_true",
-                    help="remove it even while a campaign holds this machine's cores lock (its samples "
-                         "then fail); without it, 'down' refuses, naming the run and pid holding it")
+    dn.add_argument(
+        "--force",
+        action="store_true",
+        help="remove it even while a campaign holds this machine's cores lock (its samples "
+        "then fail); without it, 'down' refuses, naming the run and pid holding it",
+    )
     dn.set_defaults(func=cmd_down)
 
 
@@ -99,8 +127,7 @@ def cmd_up(args) -> int:
 
     _trace(args)
     lifecycle.require_root("up")
-    spec = build_spec(args.nodes, args.cores_per_node, args.link_rate, args.node,
-                      nics_per_node=args.nics_per_node)
+    spec = build_spec(args.nodes, args.cores_per_node, args.link_rate, args.node, nics_per_node=args.nics_per_node)
     st, built = lifecycle.up(spec, log=_log, with_slurm=args.slurm)
     if not built:
         _log(f"rooftop cluster up: already up ({lifecycle.describe(st)}); nothing to do")
@@ -126,8 +153,11 @@ def cmd_down(args) -> int:
         for r in removed:
             _log(f"removed {r}")
     nns = sum(r.startswith("netns") for r in removed)
-    print(f"emulated cluster down: removed {nns} namespace(s), {len(removed) - nns} other object(s)"
-          if removed else "emulated cluster down: nothing to remove")
+    print(
+        f"emulated cluster down: removed {nns} namespace(s), {len(removed) - nns} other object(s)"
+        if removed
+        else "emulated cluster down: nothing to remove"
+    )
     return 0
 
 
@@ -145,9 +175,11 @@ def _no_campaign(force: bool):
     lock = Lock(machine_lock_path(), "this machine's cores")
     try:
         if not lock.acquire(time.monotonic()):
-            raise ClusterError(f"a campaign holds this machine's cores lock ({lock.path}): "
-                               f"{lock.holder()}; its samples would fail. Wait for it to end, stop it, "
-                               f"or take the cluster down anyway with 'rooftop cluster down --force'")
+            raise ClusterError(
+                f"a campaign holds this machine's cores lock ({lock.path}): "
+                f"{lock.holder()}; its samples would fail. Wait for it to end, stop it, "
+                f"or take the cluster down anyway with 'rooftop cluster down --force'"
+            )
         yield
     finally:
         lock.release()
@@ -167,9 +199,11 @@ def _nics_table(st: dict):
     """One row per NIC of every node: its rail, address and shaping."""
     from rich.table import Table
 
-    t = Table(title=f"NICs: {st['nics_per_node']} per node, NIC k on rail k "
-                    f"({', '.join(r['bridge'] + ' ' + r['subnet'] for r in st['rails'])})",
-              title_justify="left")
+    t = Table(
+        title=f"NICs: {st['nics_per_node']} per node, NIC k on rail k "
+        f"({', '.join(r['bridge'] + ' ' + r['subnet'] for r in st['rails'])})",
+        title_justify="left",
+    )
     for col in ("node", "NIC", "rail", "address", "send", "receive"):
         t.add_column(col)
     for n in st["nodes"]:
@@ -193,15 +227,12 @@ def _show(st: dict, as_json: bool) -> int:
     if not out.is_terminal:
         out.width = 120
     if not st["up"]:
-        out.print(f"no emulated cluster is up (no state at {st['state']}); "
-                  f"'rooftop cluster up --nodes N' builds one")
+        out.print(f"no emulated cluster is up (no state at {st['state']}); 'rooftop cluster up --nodes N' builds one")
         if st["leftovers"]:
-            out.print(f"[yellow]leftovers[/]: {', '.join(st['leftovers'])} ('rooftop cluster down' "
-                      f"removes them)")
+            out.print(f"[yellow]leftovers[/]: {', '.join(st['leftovers'])} ('rooftop cluster down' removes them)")
         return 1
     t = Table(title=f"emulated cluster: {st['summary']}", title_justify="left")
-    for col in ("node", "namespace", "address", "cores", "shared with", "CPU cap",
-                "link send", "link receive", "ok"):
+    for col in ("node", "namespace", "address", "cores", "shared with", "CPU cap", "link send", "link receive", "ok"):
         t.add_column(col)
     for n in st["nodes"]:
         live = n["live"]
@@ -210,24 +241,38 @@ def _show(st: dict, as_json: bool) -> int:
         else:
             send = _rate(live["send_rate_bits"])
             recv = _rate(live["receive_rate_bits"])
-        t.add_row(n["name"], n["netns"], n["address"], ",".join(map(str, n["cores"])),
-                  ",".join(f"n{j}" for j in n["shared_with"]) or "-", _cap(n), send, recv,
-                  "?" if live is None else "[green]yes[/]" if not n["problems"] else "[red]no[/]")
+        t.add_row(
+            n["name"],
+            n["netns"],
+            n["address"],
+            ",".join(map(str, n["cores"])),
+            ",".join(f"n{j}" for j in n["shared_with"]) or "-",
+            _cap(n),
+            send,
+            recv,
+            "?" if live is None else "[green]yes[/]" if not n["problems"] else "[red]no[/]",
+        )
     out.print(t)
     if st.get("nics_per_node", 1) > 1:
         out.print(_nics_table(st))
     shared = [n for n in st["nodes"] if n["shared_with"]]
     if shared:
         ncores = len(st["machine_cores"])
-        out.print(f"[yellow]nodes share cores[/]: {len(st['nodes'])} nodes on {ncores} core(s); "
-                  f"nodes sharing a core time-slice it, so their CPU-bound rates interfere")
+        out.print(
+            f"[yellow]nodes share cores[/]: {len(st['nodes'])} nodes on {ncores} core(s); "
+            f"nodes sharing a core time-slice it, so their CPU-bound rates interfere"
+        )
     if not st.get("verified", True):
         out.print("not root: shown from the state file, not read back from the kernel")
     if st.get("tcp_congestion_control"):
-        out.print(f"TCP congestion control in the nodes: {st['tcp_congestion_control']} (the machine's; "
-                  f"it decides how flows through one link share it)")
-    out.print(f"state: {st['state']}; bridge {st['bridge']['name']} {st['bridge']['address']}; "
-              f"cgroup v{st['cgroup']['version']}")
+        out.print(
+            f"TCP congestion control in the nodes: {st['tcp_congestion_control']} (the machine's; "
+            f"it decides how flows through one link share it)"
+        )
+    out.print(
+        f"state: {st['state']}; bridge {st['bridge']['name']} {st['bridge']['address']}; "
+        f"cgroup v{st['cgroup']['version']}"
+    )
     if st.get("mpi"):
         out.print(f"mpiexec: host names rooftop-n<I> in /etc/hosts; rsh agent {st['mpi']['rsh_agent']}")
     if st.get("slurm"):

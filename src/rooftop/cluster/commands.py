@@ -22,8 +22,7 @@ def run(argv: list[str], timeout: float = TIMEOUT, check: bool = True) -> subpro
     if shutil.which(argv[0]) is None:
         raise ClusterError(f"'{argv[0]}' is not installed (Debian: apt-get install iproute2)")
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                           stdin=subprocess.DEVNULL)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise ClusterError(f"'{shlex.join(argv)}' did not finish within {timeout:g} s") from None
     if check and p.returncode != 0:

@@ -61,8 +61,9 @@ def add(names: list[tuple[str, str]], p: Path | None = None) -> None:
         fields = line.split("#", 1)[0].split()
         for name in fields[1:]:
             if name in wanted and fields[0] != wanted[name]:
-                raise ClusterError(f"{p} already maps {name} to {fields[0]} (not {wanted[name]}): "
-                                   f"remove that line first")
+                raise ClusterError(
+                    f"{p} already maps {name} to {fields[0]} (not {wanted[name]}): remove that line first"
+                )
     _write(p, kept + [f"{addr} {name}  {MARKER}" for addr, name in names])
 
 

@@ -27,7 +27,7 @@ import datetime
 import fcntl
 import os
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 from rooftop.cluster import cgroups, hosts, mpi, net, slurm, state
 from rooftop.cluster.spec import ClusterError, ClusterSpec
@@ -37,8 +37,9 @@ Log = Callable[[str], None]
 
 def require_root(action: str) -> None:
     if os.geteuid() != 0:
-        raise ClusterError(f"'cluster {action}' needs root (network namespaces, tc and cgroups): "
-                           f"run it with sudo, or as root")
+        raise ClusterError(
+            f"'cluster {action}' needs root (network namespaces, tc and cgroups): run it with sudo, or as root"
+        )
 
 
 LOCK = "/run/rooftop-cluster.lock"
@@ -75,21 +76,40 @@ def leftovers(layout: cgroups.Layout | None = None) -> list[str]:
 
 def nic_records(i: int, rails: int) -> list[dict]:
     """Node i's NICs, NIC k on rail k (NIC 0 is the node's address)."""
-    return [{"rail": k, "name": net.node_veth(i, k), "peer": net.host_veth(i, k),
-             "address": net.node_address(i, k), "prefixlen": net.rail_subnet(k).prefixlen,
-             "bridge": net.bridge_name(k)} for k in range(rails)]
+    return [
+        {
+            "rail": k,
+            "name": net.node_veth(i, k),
+            "peer": net.host_veth(i, k),
+            "address": net.node_address(i, k),
+            "prefixlen": net.rail_subnet(k).prefixlen,
+            "bridge": net.bridge_name(k),
+        }
+        for k in range(rails)
+    ]
 
 
 def node_record(spec: ClusterSpec, layout: cgroups.Layout, i: int) -> dict:
     n = spec.nodes[i]
-    return {"index": i, "name": f"n{i}", "netns": net.netns_name(i), "hostname": net.netns_name(i),
-            "address": net.node_address(i), "nics": nic_records(i, spec.nics_per_node),
-            "prefixlen": net.SUBNET.prefixlen, "veth_host": net.host_veth(i), "veth_node": net.node_veth(i),
-            "cores": list(n.cores), "shared_with": spec.shared_with(i),
-            "cpu_percent": n.cpu_percent, "cpu_quota_us": cgroups.quota_us(len(n.cores), n.cpu_percent),
-            "cpu_period_us": cgroups.PERIOD_US, "link_rate_bits": n.link_rate,
-            "cgroups": [str(d) for d in layout.node_dirs(i)],
-            "cgroup_procs": cgroups.procs_files(layout, i)}
+    return {
+        "index": i,
+        "name": f"n{i}",
+        "netns": net.netns_name(i),
+        "hostname": net.netns_name(i),
+        "address": net.node_address(i),
+        "nics": nic_records(i, spec.nics_per_node),
+        "prefixlen": net.SUBNET.prefixlen,
+        "veth_host": net.host_veth(i),
+        "veth_node": net.node_veth(i),
+        "cores": list(n.cores),
+        "shared_with": spec.shared_with(i),
+        "cpu_percent": n.cpu_percent,
+        "cpu_quota_us": cgroups.quota_us(len(n.cores), n.cpu_percent),
+        "cpu_period_us": cgroups.PERIOD_US,
+        "link_rate_bits": n.link_rate,
+        "cgroups": [str(d) for d in layout.node_dirs(i)],
+        "cgroup_procs": cgroups.procs_files(layout, i),
+    }
 
 
 def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
@@ -102,21 +122,33 @@ def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
     nodes = []
     for n in spec.nodes:
         net.create_node(n.index, rails)
-        net.shape_node(n.index, n.link_rate)              # NIC 0
-        for k in range(1, rails):                         # the other rails' NICs
+        net.shape_node(n.index, n.link_rate)  # NIC 0
+        for k in range(1, rails):  # the other rails' NICs
             net.shape_node(n.index, n.link_rate, k)
         cgroups.create_node(layout, n.index, n.cores, n.cpu_percent)
         nodes.append(node_record(spec, layout, n.index))
-        log(f"node {n.index}: {net.netns_name(n.index)} "
-            + ", ".join(net.node_address(n.index, k) for k in range(rails)))
-    data = {"version": state.VERSION,
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "spec": _spec_key(spec.to_dict()),
-            "bridge": {"name": net.BRIDGE, "address": f"{net.BRIDGE_ADDRESS}/{net.SUBNET.prefixlen}"},
-            "rails": [{"rail": k, "bridge": net.bridge_name(k), "subnet": str(net.rail_subnet(k)),
-                       "address": f"{net.bridge_address(k)}/{net.rail_subnet(k).prefixlen}"}
-                      for k in range(rails)],
-            "cgroup": layout.describe(), "machine_cores": spec.machine_cores, "nodes": nodes}
+        log(
+            f"node {n.index}: {net.netns_name(n.index)} "
+            + ", ".join(net.node_address(n.index, k) for k in range(rails))
+        )
+    data = {
+        "version": state.VERSION,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "spec": _spec_key(spec.to_dict()),
+        "bridge": {"name": net.BRIDGE, "address": f"{net.BRIDGE_ADDRESS}/{net.SUBNET.prefixlen}"},
+        "rails": [
+            {
+                "rail": k,
+                "bridge": net.bridge_name(k),
+                "subnet": str(net.rail_subnet(k)),
+                "address": f"{net.bridge_address(k)}/{net.rail_subnet(k).prefixlen}",
+            }
+            for k in range(rails)
+        ],
+        "cgroup": layout.describe(),
+        "machine_cores": spec.machine_cores,
+        "nodes": nodes,
+    }
     hosts.add([(n["address"], n["hostname"]) for n in nodes])
     data["mpi"] = {"rsh_agent": str(mpi.write_agent(nodes)), "subnet": str(net.SUBNET)}
     state.save(data)
@@ -170,8 +202,9 @@ def _up(spec: ClusterSpec, log: Log) -> tuple[dict, bool]:
     old = state.load()
     if old is not None:
         if old["spec"] != _spec_key(spec.to_dict()):
-            raise ClusterError(f"a different emulated cluster is up ({describe(old)}); run "
-                               f"'rooftop cluster down' first")
+            raise ClusterError(
+                f"a different emulated cluster is up ({describe(old)}); run 'rooftop cluster down' first"
+            )
         problems = check(old, layout)
         if not problems:
             return old, False
@@ -180,8 +213,9 @@ def _up(spec: ClusterSpec, log: Log) -> tuple[dict, bool]:
     else:
         found = leftovers(layout)
         if found:
-            log(f"removing leftovers of an earlier cluster: {', '.join(found[:4])}"
-                + (" ..." if len(found) > 4 else ""))
+            log(
+                f"removing leftovers of an earlier cluster: {', '.join(found[:4])}" + (" ..." if len(found) > 4 else "")
+            )
             remove_everything(layout)
     try:
         return build(spec, layout, log), True
@@ -221,19 +255,27 @@ def describe(st: dict) -> str:
     caps = [f"n{n['index']}:cpu={n['cpu_percent']:g}%" for n in s["nodes"] if n["cpu_percent"]]
     k = s.get("nics_per_node", 1)
     nics = f", {k} NICs each (rails)" if k > 1 else ""
-    return (f"{len(s['nodes'])} nodes, {s['cores_per_node']} core(s) each{nics}, links "
-            f"{'/'.join(format_rate(r) for r in rates)}" + (f", {' '.join(caps)}" if caps else ""))
+    return (
+        f"{len(s['nodes'])} nodes, {s['cores_per_node']} core(s) each{nics}, links "
+        f"{'/'.join(format_rate(r) for r in rates)}" + (f", {' '.join(caps)}" if caps else "")
+    )
 
 
 def nic_status(node: dict, nic: dict, netns_exists: bool = True) -> tuple[dict, list[str]]:
     """What the kernel says about one NIC of a node: its addresses and the
     rates of its two shapers, and what differs from the state file."""
     i, ns, k = node["index"], node["netns"], nic["rail"]
-    up_q = net.read_rate(nic["name"], ns)       # egress of the node: what it sends
-    down_q = net.read_rate(nic["peer"])         # egress towards it: what it receives
-    live = {"name": nic["name"], "rail": k, "addresses": net.node_addresses(i, k),
-            "send_qdisc": up_q["qdisc"], "send_rate_bits": up_q["rate_bits"],
-            "receive_qdisc": down_q["qdisc"], "receive_rate_bits": down_q["rate_bits"]}
+    up_q = net.read_rate(nic["name"], ns)  # egress of the node: what it sends
+    down_q = net.read_rate(nic["peer"])  # egress towards it: what it receives
+    live = {
+        "name": nic["name"],
+        "rail": k,
+        "addresses": net.node_addresses(i, k),
+        "send_qdisc": up_q["qdisc"],
+        "send_rate_bits": up_q["rate_bits"],
+        "receive_qdisc": down_q["qdisc"],
+        "receive_rate_bits": down_q["rate_bits"],
+    }
     what = f"node {i}" + (f" NIC {nic['name']}" if k else "")
     problems = []
     if netns_exists and nic["address"] not in live["addresses"]:
@@ -249,9 +291,16 @@ def nic_status(node: dict, nic: dict, netns_exists: bool = True) -> tuple[dict, 
 
 def node_nics(node: dict) -> list[dict]:
     """The node's NICs (a state written before NICs were recorded: its one veth)."""
-    return node.get("nics") or [{"rail": 0, "name": node["veth_node"], "peer": node["veth_host"],
-                                 "address": node["address"], "prefixlen": node["prefixlen"],
-                                 "bridge": net.BRIDGE}]
+    return node.get("nics") or [
+        {
+            "rail": 0,
+            "name": node["veth_node"],
+            "peer": node["veth_host"],
+            "address": node["address"],
+            "prefixlen": node["prefixlen"],
+            "bridge": net.BRIDGE,
+        }
+    ]
 
 
 def node_status(node: dict, layout: cgroups.Layout | None) -> dict:
@@ -268,8 +317,9 @@ def node_status(node: dict, layout: cgroups.Layout | None) -> dict:
         nic_live.append(got)
         problems += why
     first = nic_live[0]
-    live.update({key: first[key] for key in ("addresses", "send_qdisc", "send_rate_bits",
-                                            "receive_qdisc", "receive_rate_bits")})
+    live.update(
+        {key: first[key] for key in ("addresses", "send_qdisc", "send_rate_bits", "receive_qdisc", "receive_rate_bits")}
+    )
     live["nics"] = nic_live
     if len(nics) > 1 and live["netns"]:
         rules = net.node_rules(i)
@@ -280,8 +330,7 @@ def node_status(node: dict, layout: cgroups.Layout | None) -> dict:
     if cg is None:
         problems.append(f"node {i} has no cgroup")
     else:
-        if cg["cpus"] != cgroups._cpulist(node["cores"]) and \
-                _expand(cg["cpus"]) != sorted(set(node["cores"])):
+        if cg["cpus"] != cgroups._cpulist(node["cores"]) and _expand(cg["cpus"]) != sorted(set(node["cores"])):
             problems.append(f"node {i} cgroup cpus are {cg['cpus']}, not {node['cores']}")
         if cg["quota_us"] != node["cpu_quota_us"]:
             problems.append(f"node {i} CPU quota is {cg['quota_us']}, not {node['cpu_quota_us']}")
@@ -338,10 +387,9 @@ def status() -> dict:
     st = state.load()
     if st is None:
         found = leftovers(layout) if os.geteuid() == 0 else []
-        return {"up": False, "state": str(state.path()), "nodes": [], "problems": [],
-                "leftovers": found}
+        return {"up": False, "state": str(state.path()), "nodes": [], "problems": [], "leftovers": found}
     root = os.geteuid() == 0
-    if not root:    # namespaces cannot be entered: the state file only
+    if not root:  # namespaces cannot be entered: the state file only
         nodes = [{**n, "live": None, "problems": []} for n in st["nodes"]]
     else:
         nodes = [node_status(n, layout) for n in st["nodes"]]
@@ -352,12 +400,23 @@ def status() -> dict:
         problems += names_problems(st)
     slurm_st = None
     if st.get("slurm"):
-        slurm_st = {**st["slurm"], "problems": slurm.problems(st) if root else [],
-                    "sinfo": slurm.sinfo_text()}
+        slurm_st = {**st["slurm"], "problems": slurm.problems(st) if root else [], "sinfo": slurm.sinfo_text()}
         problems += slurm_st["problems"]
-    return {"up": True, "state": str(state.path()), "created": st["created"], "bridge": st["bridge"],
-            "rails": st.get("rails") or [], "nics_per_node": st["spec"].get("nics_per_node", 1),
-            "cgroup": st["cgroup"], "machine_cores": st["machine_cores"], "summary": describe(st),
-            "nodes": nodes, "problems": problems, "leftovers": [], "verified": root,
-            "mpi": st.get("mpi"), "slurm": slurm_st,
-            "tcp_congestion_control": net.congestion_control(st["nodes"][0]["netns"]) if root and nodes else None}
+    return {
+        "up": True,
+        "state": str(state.path()),
+        "created": st["created"],
+        "bridge": st["bridge"],
+        "rails": st.get("rails") or [],
+        "nics_per_node": st["spec"].get("nics_per_node", 1),
+        "cgroup": st["cgroup"],
+        "machine_cores": st["machine_cores"],
+        "summary": describe(st),
+        "nodes": nodes,
+        "problems": problems,
+        "leftovers": [],
+        "verified": root,
+        "mpi": st.get("mpi"),
+        "slurm": slurm_st,
+        "tcp_congestion_control": net.congestion_control(st["nodes"][0]["netns"]) if root and nodes else None,
+    }

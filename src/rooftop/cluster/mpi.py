@@ -38,8 +38,9 @@ def agent_path() -> Path:
 
 
 def agent_script(nodes: list[dict]) -> str:
-    cases = "\n".join(f"  {shlex.quote(n['netns'])}) procs={shlex.quote(' '.join(n['cgroup_procs']))} ;;"
-                      for n in nodes)
+    cases = "\n".join(
+        f"  {shlex.quote(n['netns'])}) procs={shlex.quote(' '.join(n['cgroup_procs']))} ;;" for n in nodes
+    )
     tmp = directory() / "tmp"
     nsenter = shutil.which("nsenter") or "nsenter"
     return f"""#!/bin/sh
@@ -79,5 +80,14 @@ def remove() -> list[str]:
 def mca_args(st: dict) -> list[str]:
     """Open MPI options for mpiexec across the nodes of the cluster state st."""
     subnet = st["mpi"]["subnet"]
-    return ["--mca", "plm_rsh_agent", st["mpi"]["rsh_agent"],
-            "--mca", "oob_tcp_if_include", subnet, "--mca", "btl_tcp_if_include", subnet]
+    return [
+        "--mca",
+        "plm_rsh_agent",
+        st["mpi"]["rsh_agent"],
+        "--mca",
+        "oob_tcp_if_include",
+        subnet,
+        "--mca",
+        "btl_tcp_if_include",
+        subnet,
+    ]

@@ -87,7 +87,7 @@ def node_address(i: int, k: int = 0) -> str:
 
 
 def is_bridge(name: str) -> bool:
-    return name.startswith(f"{PREFIX}br") and name[len(PREFIX) + 2:].isdigit()
+    return name.startswith(f"{PREFIX}br") and name[len(PREFIX) + 2 :].isdigit()
 
 
 def burst_bytes(rate_bits: int) -> int:
@@ -122,8 +122,10 @@ def check_subnet_free(rails: int = 1) -> None:
             net = ipaddress.ip_network(f"{a['local']}/{a['prefixlen']}", strict=False)
             for sub in subnets:
                 if net.overlaps(sub):
-                    raise ClusterError(f"{e['ifname']} has address {a['local']}/{a['prefixlen']}, in "
-                                       f"the emulated cluster's subnet {sub}; remove it first")
+                    raise ClusterError(
+                        f"{e['ifname']} has address {a['local']}/{a['prefixlen']}, in "
+                        f"the emulated cluster's subnet {sub}; remove it first"
+                    )
     for r in run_json(["ip", "-j", "-4", "route", "show"]):
         dev, dst = r.get("dev", ""), r.get("dst", "")
         if dev.startswith(PREFIX) or dst in ("default", ""):
@@ -131,8 +133,9 @@ def check_subnet_free(rails: int = 1) -> None:
         try:
             for sub in subnets:
                 if ipaddress.ip_network(dst, strict=False).overlaps(sub):
-                    raise ClusterError(f"route {dst} dev {dev} overlaps the emulated cluster's subnet "
-                                       f"{sub}; remove it first")
+                    raise ClusterError(
+                        f"route {dst} dev {dev} overlaps the emulated cluster's subnet {sub}; remove it first"
+                    )
         except ValueError:
             continue
 
@@ -144,7 +147,7 @@ def create_bridge(k: int = 0, rails: int = 1) -> None:
     run(["ip", "link", "add", br, "type", "bridge"])
     run(["ip", "addr", "add", f"{bridge_address(k)}/{rail_subnet(k).prefixlen}", "dev", br])
     run(["ip", "link", "set", br, "up"])
-    if rails > 1:   # this bridge only: the machine's own forwarding setting is left alone
+    if rails > 1:  # this bridge only: the machine's own forwarding setting is left alone
         set_forwarding(br)
 
 
@@ -153,8 +156,9 @@ def set_forwarding(dev: str) -> None:
         with open(f"/proc/sys/net/ipv4/conf/{dev}/forwarding", "w") as f:
             f.write("1\n")
     except OSError as e:
-        raise ClusterError(f"cannot enable forwarding on {dev} "
-                           f"(/proc/sys/net/ipv4/conf/{dev}/forwarding): {e.strerror}") from None
+        raise ClusterError(
+            f"cannot enable forwarding on {dev} (/proc/sys/net/ipv4/conf/{dev}/forwarding): {e.strerror}"
+        ) from None
 
 
 def forwarding(dev: str) -> bool:
@@ -186,12 +190,9 @@ def route_nic(i: int, k: int) -> None:
     """What node i sends from NIC k's address leaves through NIC k: to its
     rail directly, to the other rails through the root namespace."""
     ns, nv, table = netns_name(i), node_veth(i, k), str(TABLE_BASE + k)
-    run(["ip", "-n", ns, "route", "add", str(rail_subnet(k)), "dev", nv, "src", node_address(i, k),
-         "table", table])
-    run(["ip", "-n", ns, "route", "add", str(FABRIC), "via", bridge_address(k), "dev", nv,
-         "table", table])
-    run(["ip", "-n", ns, "rule", "add", "from", node_address(i, k), "lookup", table,
-         "priority", str(TABLE_BASE + k)])
+    run(["ip", "-n", ns, "route", "add", str(rail_subnet(k)), "dev", nv, "src", node_address(i, k), "table", table])
+    run(["ip", "-n", ns, "route", "add", str(FABRIC), "via", bridge_address(k), "dev", nv, "table", table])
+    run(["ip", "-n", ns, "rule", "add", "from", node_address(i, k), "lookup", table, "priority", str(TABLE_BASE + k)])
 
 
 def node_rules(i: int) -> dict[str, str]:
@@ -209,14 +210,29 @@ def shape(dev: str, rate_bits: int | None, netns: str | None = None) -> None:
     if rate_bits is None:
         run(pre + ["qdisc", "del", "dev", dev, "root"], check=False)
         return
-    run(pre + ["qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_bits}bit",
-               "burst", str(burst_bytes(rate_bits)), "latency", TBF_LATENCY])
+    run(
+        pre
+        + [
+            "qdisc",
+            "replace",
+            "dev",
+            dev,
+            "root",
+            "tbf",
+            "rate",
+            f"{rate_bits}bit",
+            "burst",
+            str(burst_bytes(rate_bits)),
+            "latency",
+            TBF_LATENCY,
+        ]
+    )
 
 
 def shape_node(i: int, rate_bits: int | None, k: int = 0) -> None:
     """Node i's NIC k, on its own."""
-    shape(node_veth(i, k), rate_bits, netns_name(i))   # what node i sends through it
-    shape(host_veth(i, k), rate_bits)                   # what node i receives through it
+    shape(node_veth(i, k), rate_bits, netns_name(i))  # what node i sends through it
+    shape(host_veth(i, k), rate_bits)  # what node i receives through it
 
 
 # reading back ----------------------------------------------------------------------
@@ -288,7 +304,7 @@ def remove_all() -> list[str]:
             removed.append(f"link {link}")
     for ns in list_netns():
         run(["ip", "netns", "del", ns], check=False)
-        if os.path.exists(f"/run/netns/{ns}"):      # an empty file left by a failed 'netns add'
+        if os.path.exists(f"/run/netns/{ns}"):  # an empty file left by a failed 'netns add'
             try:
                 os.unlink(f"/run/netns/{ns}")
             except OSError:

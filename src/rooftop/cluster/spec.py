@@ -44,10 +44,27 @@ class ClusterError(LauncherError):
     """The emulated cluster cannot do what was asked (names the reason)."""
 
 
-_BIT_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12,
-              "kibit": 2**10, "mibit": 2**20, "gibit": 2**30}
-_BYTE_UNITS = {"B": 1, "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-               "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+_BIT_UNITS = {
+    "bit": 1,
+    "kbit": 10**3,
+    "mbit": 10**6,
+    "gbit": 10**9,
+    "tbit": 10**12,
+    "kibit": 2**10,
+    "mibit": 2**20,
+    "gibit": 2**30,
+}
+_BYTE_UNITS = {
+    "B": 1,
+    "kB": 10**3,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+}
 RATE_FORMS = "e.g. 100mbit, 1gbit, 500Mbit, 10gbit, 125MB/s, 1GiB/s, or none"
 
 
@@ -68,8 +85,9 @@ def parse_rate(text: str, what: str = "rate") -> int | None:
             if bits < 8000:
                 raise ClusterError(f"{what} '{text}': below 8 kbit/s; tc cannot shape that slowly")
             return int(round(bits))
-    raise ClusterError(f"{what} '{text}' is not a link rate ({RATE_FORMS}; "
-                       f"'bps' and 'Mb/s' are ambiguous between bits and bytes)")
+    raise ClusterError(
+        f"{what} '{text}' is not a link rate ({RATE_FORMS}; 'bps' and 'Mb/s' are ambiguous between bits and bytes)"
+    )
 
 
 def format_rate(bits: int | None) -> str:
@@ -86,8 +104,9 @@ def format_rate(bits: int | None) -> str:
 def parse_cpu(text: str, what: str) -> float:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%", str(text).strip())
     if not m:
-        raise ClusterError(f"{what}: '{text}' is not a percentage (e.g. cpu=50%: the node may use "
-                           f"half of its cores' time)")
+        raise ClusterError(
+            f"{what}: '{text}' is not a percentage (e.g. cpu=50%: the node may use half of its cores' time)"
+        )
     p = float(m.group(1))
     if not 0 < p <= 100:
         raise ClusterError(f"{what}: {p:g}% must be above 0 and at most 100")
@@ -98,7 +117,7 @@ def parse_cpu(text: str, what: str) -> float:
 class NodeSpec:
     index: int
     cores: list[int]
-    link_rate: int | None          # bit/s, None: unshaped
+    link_rate: int | None  # bit/s, None: unshaped
     cpu_percent: float | None = None
 
 
@@ -135,14 +154,20 @@ def place_cores(n: int, per: int | None, cores: list[int]) -> tuple[int, list[li
     if per < 1:
         raise ClusterError(f"--cores-per-node {per}: must be at least 1")
     if per > total:
-        raise ClusterError(f"--cores-per-node {per}: this machine has only {total} usable cores "
-                           f"({','.join(map(str, cores))})")
+        raise ClusterError(
+            f"--cores-per-node {per}: this machine has only {total} usable cores ({','.join(map(str, cores))})"
+        )
     return per, [[cores[(i * per + k) % total] for k in range(per)] for i in range(n)]
 
 
-def build_spec(nodes: int, cores_per_node: int | None = None, link_rate: str | None = None,
-               node_opts: list[str] | None = None, cores: list[int] | None = None,
-               nics_per_node: int = 1) -> ClusterSpec:
+def build_spec(
+    nodes: int,
+    cores_per_node: int | None = None,
+    link_rate: str | None = None,
+    node_opts: list[str] | None = None,
+    cores: list[int] | None = None,
+    nics_per_node: int = 1,
+) -> ClusterSpec:
     """Validates the options of 'cluster up' into a ClusterSpec."""
     if not isinstance(nodes, int) or nodes < 1:
         raise ClusterError(f"--nodes {nodes}: must be at least 1")

@@ -62,8 +62,7 @@ def load(p: Path | None = None) -> dict | None:
     except ValueError:
         raise ClusterError(f"the cluster state {p} is not JSON; run 'rooftop cluster down'") from None
     if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("nodes"), list):
-        raise ClusterError(f"the cluster state {p} is not a version {VERSION} state; "
-                           f"run 'rooftop cluster down'")
+        raise ClusterError(f"the cluster state {p} is not a version {VERSION} state; run 'rooftop cluster down'")
     return data
 
 
@@ -122,7 +121,14 @@ def emulated_nodes(hosts: list[str], p: Path | None = None) -> dict[str, dict] |
     out = {}
     for h in hosts:
         n = by_name[h]
-        out[h] = {**n, "state": st, "emulation": {
-            "netns": n["netns"], "cpu_percent": n["cpu_percent"], "link_rate_bits": n["link_rate_bits"],
-            "shared_with": [position[j] for j in n["shared_with"] if j in position]}}
+        out[h] = {
+            **n,
+            "state": st,
+            "emulation": {
+                "netns": n["netns"],
+                "cpu_percent": n["cpu_percent"],
+                "link_rate_bits": n["link_rate_bits"],
+                "shared_with": [position[j] for j in n["shared_with"] if j in position],
+            },
+        }
     return out

@@ -114,8 +114,10 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
     def set_commands(self):
         launcher = self.current_partition.launcher_type.registered_name
         if launcher not in LAUNCHERS:
-            raise ValueError(f"partition {self.current_partition.fullname}: launcher '{launcher}' "
-                             f"is not one rooftop can use ({', '.join(LAUNCHERS)})")
+            raise ValueError(
+                f"partition {self.current_partition.fullname}: launcher '{launcher}' "
+                f"is not one rooftop can use ({', '.join(LAUNCHERS)})"
+            )
         rt, res = shlex.quote(self.rooftop), "--results results"
         common = f"{res} --metrics {shlex.quote(self.metrics)} --fabric {shlex.quote(self.fabric)}"
         quick = f"--duration {self.duration:g} --samples {self.samples}"
@@ -126,8 +128,10 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
         ]
         self.executable = rt
         self.executable_opts = ["validate", "--run", '"$RUN"', res, quick, self.validate_args]
-        self.postrun_cmds = [f'{rt} model "$RUN" {res} --json > model.json',
-                             f'{rt} export "$RUN" {res} --format json --output export.json']
+        self.postrun_cmds = [
+            f'{rt} model "$RUN" {res} --json > model.json',
+            f'{rt} export "$RUN" {res} --format json --output export.json',
+        ]
 
     @run_before("run")
     def run_rooftop_directly(self):
@@ -139,9 +143,13 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
     def run_is_clean(self):
         export = os.path.join(self.stagedir, "export.json")
         status = _run_status(export)
-        return sn.all([sn.assert_found(r"rooftop run: \S+", self.stdout),
-                       sn.assert_eq(status[0], "complete", msg="rooftop run status is {0}, not complete"),
-                       sn.assert_eq(status[1], 0, msg="{0} samples are not ok (invalid or failed)")])
+        return sn.all(
+            [
+                sn.assert_found(r"rooftop run: \S+", self.stdout),
+                sn.assert_eq(status[0], "complete", msg="rooftop run status is {0}, not complete"),
+                sn.assert_eq(status[1], 0, msg="{0} samples are not ok (invalid or failed)"),
+            ]
+        )
 
     @run_before("performance")
     def set_perf_variables(self):
@@ -152,11 +160,14 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
             for side in ("client", "server"):
                 for stat in STATS:
                     self.perf_variables[f"{metric}_{side}_{stat}"] = sn.make_performance_function(
-                        _model_value(path, metric, side, stat), unit)
+                        _model_value(path, metric, side, stat), unit
+                    )
             self.perf_variables[f"{metric}_ridge"] = sn.make_performance_function(
-                _model_value(path, metric, "ridge", "median"), "servers/client")
+                _model_value(path, metric, "ridge", "median"), "servers/client"
+            )
             self.perf_variables[f"{metric}_validation_error"] = sn.make_performance_function(
-                _model_value(path, metric, "median_abs_error_pct", "all"), "%")
+                _model_value(path, metric, "median_abs_error_pct", "all"), "%"
+            )
         self.reference = self._references()
 
     def _references(self) -> dict:
@@ -169,7 +180,9 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
         for system, values in refs.items():
             for name, ref in values.items():
                 if name not in units:
-                    raise ValueError(f"{self.references_file}: {system}.{name} is not a performance "
-                                     f"variable of this check ({', '.join(units)})")
+                    raise ValueError(
+                        f"{self.references_file}: {system}.{name} is not a performance "
+                        f"variable of this check ({', '.join(units)})"
+                    )
                 out.setdefault(system, {})[name] = (*ref[:3], units[name])
         return out

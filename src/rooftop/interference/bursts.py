@@ -43,8 +43,7 @@ def placements(cfg: dict) -> list[Placement]:
     """The service as one placement: the server on its node, every burst
     window of every mode (what `shared` and the status check read)."""
     p = cfg["bursts"]
-    specs = [sp for mode in p["progress"] for b in range(p["bursts"])
-             for sp in bursts.burst_round(p, mode, b).specs]
+    specs = [sp for mode in p["progress"] for b in range(p["bursts"]) for sp in bursts.burst_round(p, mode, b).specs]
     return [Placement([p["server_node"]], 1, specs)]
 
 
@@ -74,9 +73,19 @@ def impacts(store, base: str, loaded: str, cfg: dict) -> list[dict]:
     for mode in p["progress"]:
         ri, pi, unit = _rate_p99(store, base, p["metric"], mode)
         rl, pl, _ = _rate_p99(store, loaded, p["metric"], mode)
-        out.append({"stage": f"bursts/{mode}", "metric": p["metric"], "unit": unit,
-                    "rate_isolated": ri, "rate_loaded": rl, "impact_rate": ri / rl if ri and rl else None,
-                    "p99_isolated_us": pi, "p99_loaded_us": pl, "impact_p99": pl / pi if pi and pl else None})
+        out.append(
+            {
+                "stage": f"bursts/{mode}",
+                "metric": p["metric"],
+                "unit": unit,
+                "rate_isolated": ri,
+                "rate_loaded": rl,
+                "impact_rate": ri / rl if ri and rl else None,
+                "p99_isolated_us": pi,
+                "p99_loaded_us": pl,
+                "impact_p99": pl / pi if pi and pl else None,
+            }
+        )
     return out
 
 

@@ -50,8 +50,10 @@ def model_rows(res, metric: str, f) -> list[tuple[str, str]]:
     for name, r in res.loaded.get(metric, []):
         text = f"client {f(r.client_bound.centre)}, server {f(r.server.centre)}"
         if iso is not None:
-            text += (f" (isolated / loaded: client {iso.client_bound.centre / r.client_bound.centre:.2f}, "
-                     f"server {iso.server.centre / r.server.centre:.2f})")
+            text += (
+                f" (isolated / loaded: client {iso.client_bound.centre / r.client_bound.centre:.2f}, "
+                f"server {iso.server.centre / r.server.centre:.2f})"
+            )
         rows.append((f"under load: {name}", text))
     return rows
 
@@ -67,10 +69,23 @@ def under_load_json(res, metric: str) -> list[dict]:
     iso = res.rooflines.get(metric)
     out = []
     for name, r in res.loaded.get(metric, []):
-        down = None if iso is None else {"client": iso.client_bound.centre / r.client_bound.centre,
-                                         "server": iso.server.centre / r.server.centre}
-        out.append({"condition": name, "run": r.source.removeprefix("run "), "client": _ceiling(r.client_bound),
-                    "server": _ceiling(r.server), "isolated_over_loaded": down})
+        down = (
+            None
+            if iso is None
+            else {
+                "client": iso.client_bound.centre / r.client_bound.centre,
+                "server": iso.server.centre / r.server.centre,
+            }
+        )
+        out.append(
+            {
+                "condition": name,
+                "run": r.source.removeprefix("run "),
+                "client": _ceiling(r.client_bound),
+                "server": _ceiling(r.server),
+                "isolated_over_loaded": down,
+            }
+        )
     return out
 
 
@@ -85,11 +100,22 @@ def interference_json(doc: dict | None) -> dict | None:
     load copy's rate alone and beside the service."""
     if doc is None:
         return None
-    conds = [{"run": c["run"], "load": c["load"], "copies": c["copies"], "knobs": c["knobs"],
-              "shared": c["shared"], "resource": c["resource"], "rate_unit": c["rate_unit"],
-              "ok": c["ok"], "failed": c["failed"], "impacts": c["impacts"],
-              "loads": [{k: x.get(k) for k in LOAD_FIELDS} for x in c["loads"]]}
-             for c in doc["conditions"]]
+    conds = [
+        {
+            "run": c["run"],
+            "load": c["load"],
+            "copies": c["copies"],
+            "knobs": c["knobs"],
+            "shared": c["shared"],
+            "resource": c["resource"],
+            "rate_unit": c["rate_unit"],
+            "ok": c["ok"],
+            "failed": c["failed"],
+            "impacts": c["impacts"],
+            "loads": [{k: x.get(k) for k in LOAD_FIELDS} for x in c["loads"]],
+        }
+        for c in doc["conditions"]
+    ]
     return {"isolated_run": doc["run"], "conditions": conds}
 
 
@@ -125,22 +151,42 @@ def table_rows(doc: dict) -> list[list[str]]:
         own = [x["slowdown"] for x in c["loads"] if x["slowdown"]]
         norm = [x.get("normalized") for x in c["loads"] if x.get("normalized")]
         for i in c["impacts"]:
-            rows.append([f"{c['copies']} x {c['load']}", i["stage"].replace("_", " "), i["metric"],
-                         fmt_rate(i["rate_isolated"], i["unit"]) if i["rate_isolated"] else "-",
-                         fmt_rate(i["rate_loaded"], i["unit"]) if i["rate_loaded"] else "-",
-                         _num(i["impact_rate"]), _num(i["impact_p99"]),
-                         _num(i["load_slowdown"] if "load_slowdown" in i else sum(own) / len(own) if own else None),
-                         _num(sum(norm) / len(norm) if norm else None), c["shared"]])
+            rows.append(
+                [
+                    f"{c['copies']} x {c['load']}",
+                    i["stage"].replace("_", " "),
+                    i["metric"],
+                    fmt_rate(i["rate_isolated"], i["unit"]) if i["rate_isolated"] else "-",
+                    fmt_rate(i["rate_loaded"], i["unit"]) if i["rate_loaded"] else "-",
+                    _num(i["impact_rate"]),
+                    _num(i["impact_p99"]),
+                    _num(i["load_slowdown"] if "load_slowdown" in i else sum(own) / len(own) if own else None),
+                    _num(sum(norm) / len(norm) if norm else None),
+                    c["shared"],
+                ]
+            )
     return rows
 
 
-HEAD = ["load", "stage", "metric", "rate alone", "rate loaded", "impact (mean rate)", "impact (p99 latency)",
-        "load's own slowdown", "normalized slowdown", "shared resource"]
+HEAD = [
+    "load",
+    "stage",
+    "metric",
+    "rate alone",
+    "rate loaded",
+    "impact (mean rate)",
+    "impact (p99 latency)",
+    "load's own slowdown",
+    "normalized slowdown",
+    "shared resource",
+]
 
-EXPLAIN = ("Impact factor: isolated / loaded mean rate, and loaded / isolated 99th-percentile latency "
-           "(above 1: the load slowed the service down). The load's own slowdown: its rate alone / "
-           "its rate beside the service (the same fixed units of work); normalized: against one "
-           "copy alone.")
+EXPLAIN = (
+    "Impact factor: isolated / loaded mean rate, and loaded / isolated 99th-percentile latency "
+    "(above 1: the load slowed the service down). The load's own slowdown: its rate alone / "
+    "its rate beside the service (the same fixed units of work); normalized: against one "
+    "copy alone."
+)
 
 
 def beside(run) -> str:
@@ -148,9 +194,11 @@ def beside(run) -> str:
     i = run.config.get("interfere") or {}
     if i.get("role") != "loaded":
         return ""
-    return (f"Measured beside {i['copies']} copy(ies) of the '{i['load']}' background load on nodes "
-            f"{i['load_nodes']} (rooftop interfere; the same stages alone: run {i['of']}, whose report "
-            f"compares them).")
+    return (
+        f"Measured beside {i['copies']} copy(ies) of the '{i['load']}' background load on nodes "
+        f"{i['load_nodes']} (rooftop interfere; the same stages alone: run {i['of']}, whose report "
+        f"compares them)."
+    )
 
 
 def html_section(res) -> str:
@@ -166,9 +214,12 @@ def html_of(doc: dict | None, run) -> str:
         return ""
     head = "".join(f"<th>{e(h)}</th>" for h in HEAD)
     body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in table_rows(doc))
-    return (f"<section id='interference'><h2>Under load</h2><p class='small'>{e(EXPLAIN)}</p>"
-            f"<table><tr>{head}</tr>{body}</table>"
-            + "".join(f"<p>{e(line)}</p>" for line in shared_lines(doc)) + "</section>")
+    return (
+        f"<section id='interference'><h2>Under load</h2><p class='small'>{e(EXPLAIN)}</p>"
+        f"<table><tr>{head}</tr>{body}</table>"
+        + "".join(f"<p>{e(line)}</p>" for line in shared_lines(doc))
+        + "</section>"
+    )
 
 
 def shared_lines(doc: dict) -> list[str]:
@@ -177,8 +228,10 @@ def shared_lines(doc: dict) -> list[str]:
     for c in doc["conditions"]:
         if c["load"] not in seen:
             seen.add(c["load"])
-            out.append(f"{c['load']} (runs {', '.join(x['run'] for x in doc['conditions'] if x['load'] == c['load'])}): "
-                       f"shared resource: {c['shared']}")
+            out.append(
+                f"{c['load']} (runs {', '.join(x['run'] for x in doc['conditions'] if x['load'] == c['load'])}): "
+                f"shared resource: {c['shared']}"
+            )
     return out
 
 
@@ -191,8 +244,7 @@ def markdown_of(doc: dict | None, run) -> list[str]:
         return ["## Under load", "", beside(run), ""]
     if not doc:
         return []
-    lines = ["## Under load", "", EXPLAIN, "", "| " + " | ".join(HEAD) + " |",
-             "|" + "---|" * len(HEAD)]
+    lines = ["## Under load", "", EXPLAIN, "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(doc)]
     return lines + [""] + [f"- {x}" for x in shared_lines(doc)] + [""]
 
@@ -210,15 +262,26 @@ def figure(doc: dict):
     width = 0.8 / max(1, 2 * len(keys))
     for k, (stage, metric) in enumerate(keys):
         for j, what in enumerate(("impact_rate", "impact_p99")):
-            vals = [next((i[what] or 0 for i in c["impacts"] if (i["stage"], i["metric"]) == (stage, metric)), 0)
-                    for c in conds]
+            vals = [
+                next((i[what] or 0 for i in c["impacts"] if (i["stage"], i["metric"]) == (stage, metric)), 0)
+                for c in conds
+            ]
             pos = [n + (2 * k + j) * width for n in range(len(conds))]
-            left.bar(pos, vals, width, label=f"{stage.replace('_', ' ')} {metric}, "
-                                             f"{'mean rate' if j == 0 else 'p99 latency'}",
-                     alpha=0.9 if j == 0 else 0.5, gid=f"impact-{stage}-{metric}-{what}")
+            left.bar(
+                pos,
+                vals,
+                width,
+                label=f"{stage.replace('_', ' ')} {metric}, {'mean rate' if j == 0 else 'p99 latency'}",
+                alpha=0.9 if j == 0 else 0.5,
+                gid=f"impact-{stage}-{metric}-{what}",
+            )
     left.axhline(1.0, color="#222", lw=1)
-    left.set_xticks([n + 0.4 - width / 2 for n in range(len(conds))],
-                    [f"{c['copies']} x {c['load']}" for c in conds], rotation=20, fontsize=8)
+    left.set_xticks(
+        [n + 0.4 - width / 2 for n in range(len(conds))],
+        [f"{c['copies']} x {c['load']}" for c in conds],
+        rotation=20,
+        fontsize=8,
+    )
     left.set(ylabel="impact factor (1: no effect)", title="what each load does to the service")
     left.legend(fontsize=7)
     _ensemble(right, conds)
@@ -236,8 +299,11 @@ def _ensemble(ax, conds: list[dict]) -> None:
         ax.plot(ks, own, "o-", color=colour, label=f"{kind}: its normalized slowdown", gid=f"ensemble-{kind}")
         ax.plot(ks, svc, "s--", color=colour, label=f"{kind}: the service's impact (mean rate)")
     ax.axhline(1.0, color="#222", lw=1)
-    ax.set(xlabel="concurrent copies of the load", ylabel="slowdown (1: none)",
-           title="ensembles: slowdown against concurrent copies")
+    ax.set(
+        xlabel="concurrent copies of the load",
+        ylabel="slowdown (1: none)",
+        title="ensembles: slowdown against concurrent copies",
+    )
     ax.legend(fontsize=7)
 
 

@@ -56,10 +56,18 @@ class Plan:
     grace: float = 5.0
 
     def record(self) -> dict:
-        return {"loads": self.loads, "knobs": self.knobs, "stages": self.stages,
-                "ensemble": self.ensemble, "load_nodes": self.load_nodes, "placement": self.placement,
-                "seed": self.seed, "node_count": self.node_count, "warmup": self.warmup,
-                "grace": self.grace}
+        return {
+            "loads": self.loads,
+            "knobs": self.knobs,
+            "stages": self.stages,
+            "ensemble": self.ensemble,
+            "load_nodes": self.load_nodes,
+            "placement": self.placement,
+            "seed": self.seed,
+            "node_count": self.node_count,
+            "warmup": self.warmup,
+            "grace": self.grace,
+        }
 
 
 def parse_knobs(items: list[str], kinds: list[str]) -> dict[str, dict]:
@@ -113,8 +121,14 @@ def conditions(plan: Plan, nodes: list) -> list[dict]:
     out = []
     for kind in plan.loads:
         for k in plan.ensemble:
-            out.append({"load": kind, "copies": k, "knobs": plan.knobs[kind],
-                        "nodes": [draw_nodes(plan, kind, nodes, rng) for _ in range(k)]})
+            out.append(
+                {
+                    "load": kind,
+                    "copies": k,
+                    "knobs": plan.knobs[kind],
+                    "nodes": [draw_nodes(plan, kind, nodes, rng) for _ in range(k)],
+                }
+            )
     return out
 
 
@@ -135,32 +149,39 @@ def shared(kind: str, running: list, plans: list, nodes: list) -> str:
     on = sorted(used & svc)
     if kind == "net":
         if on:
-            return ("network: the links of " + ", ".join(f"n{i} (a {role(i)} node)" for i in on)
-                    + " carry the flood")
+            return "network: the links of " + ", ".join(f"n{i} (a {role(i)} node)" for i in on) + " carry the flood"
         return "network: the flood runs between nodes the service does not use (only shared switches)"
     load_cores = {c for r in running for l in r.launches for c in _cpus_of(l)}
     svc_cores = {c for i in svc for c in nodes[i].cores}
     if load_cores & svc_cores:
         where = ", ".join(f"n{i} ({role(i)})" for i in on) or "the service's nodes"
-        what = {"cpu": "CPU", "mem": "CPU and memory bandwidth", "io": "CPU and storage",
-                "numio": "CPU, memory and storage", "cmd": "CPU"}.get(kind, "CPU")
-        return (f"{what}: the load runs on cores {','.join(map(str, sorted(load_cores & svc_cores)))} "
-                f"of {where}, which the service uses")
+        what = {
+            "cpu": "CPU",
+            "mem": "CPU and memory bandwidth",
+            "io": "CPU and storage",
+            "numio": "CPU, memory and storage",
+            "cmd": "CPU",
+        }.get(kind, "CPU")
+        return (
+            f"{what}: the load runs on cores {','.join(map(str, sorted(load_cores & svc_cores)))} "
+            f"of {where}, which the service uses"
+        )
     if on:
-        return (f"{get(kind).resource}: the load runs on " + ", ".join(f"n{i}" for i in on)
-                + " but on cores the service does not use (memory, caches and I/O are shared)")
+        return (
+            f"{get(kind).resource}: the load runs on "
+            + ", ".join(f"n{i}" for i in on)
+            + " but on cores the service does not use (memory, caches and I/O are shared)"
+        )
     return f"{get(kind).resource}: no node of the service runs the load (only machine-wide resources)"
 
 
 def _rate_p99(store, run_id: str, stage: str, metric: str) -> tuple[float | None, float | None, str]:
     st = stages.get(stage)
-    rows = [s for s in store.samples(run_id, metric=metric)
-            if s["status"] == "ok" and stage in store_stands_for(s)]
+    rows = [s for s in store.samples(run_id, metric=metric) if s["status"] == "ok" and stage in store_stands_for(s)]
     if not rows:
         return None, None, ""
     rates = [s[st.rate] for s in rows if s[st.rate] is not None]
-    p99s = [q["latency_p99"][0] for q in (store.sample_quantities(s["id"]) for s in rows)
-            if "latency_p99" in q]
+    p99s = [q["latency_p99"][0] for q in (store.sample_quantities(s["id"]) for s in rows) if "latency_p99" in q]
     mean = lambda v: sum(v) / len(v) if v else None
     return mean(rates), mean(p99s), rows[0]["unit"]
 
@@ -174,22 +195,32 @@ def store_stands_for(row: dict) -> list[str]:
 def impacts(store, base: str, loaded: str, plans: list, metrics: list[str]) -> list[dict]:
     """Per stage and metric: both runs' mean rate and p99, and the impact factors."""
     out = []
-    chosen = [st for st in stages.STAGES.values()
-              if any(st.name in (s.stage, *s.also) for pl in plans for s in pl.samples)]
+    chosen = [
+        st for st in stages.STAGES.values() if any(st.name in (s.stage, *s.also) for pl in plans for s in pl.samples)
+    ]
     for st in chosen:
         for metric in metrics:
             ri, pi, unit = _rate_p99(store, base, st.name, metric)
             rl, pl_, _ = _rate_p99(store, loaded, st.name, metric)
-            out.append({"stage": st.name, "metric": metric, "unit": unit,
-                        "rate_isolated": ri, "rate_loaded": rl,
-                        "impact_rate": ri / rl if ri and rl else None,
-                        "p99_isolated_us": pi, "p99_loaded_us": pl_,
-                        "impact_p99": pl_ / pi if pi and pl_ else None})
+            out.append(
+                {
+                    "stage": st.name,
+                    "metric": metric,
+                    "unit": unit,
+                    "rate_isolated": ri,
+                    "rate_loaded": rl,
+                    "impact_rate": ri / rl if ri and rl else None,
+                    "p99_isolated_us": pi,
+                    "p99_loaded_us": pl_,
+                    "impact_p99": pl_ / pi if pi and pl_ else None,
+                }
+            )
     return out
 
 
-def run_condition(cfg: dict, store, run_id: str, launcher, plans: list, cond: dict,
-                  plan: Plan, log, measure=None, groups=None) -> dict:
+def run_condition(
+    cfg: dict, store, run_id: str, launcher, plans: list, cond: dict, plan: Plan, log, measure=None, groups=None
+) -> dict:
     """Starts the condition's load copies, lets them run alone, measures the
     stages beside them (or calls measure() -> (ok, failed): a bursts run,
     rooftop.interference.bursts), stops them; returns what the loads did.
@@ -213,8 +244,9 @@ def _loaded(store, run_id, runner, plans, cond, plan, running, measure, groups) 
     try:
         for i, idxs in enumerate(cond["nodes"]):
             folder = store.run_dir(run_id) / "loads" / f"{cond['load']}-{i}"
-            running.append(background.start(cond["load"], cond["knobs"], [nodes[j] for j in idxs],
-                                            runner, folder, copy=i))
+            running.append(
+                background.start(cond["load"], cond["knobs"], [nodes[j] for j in idxs], runner, folder, copy=i)
+            )
         _wait_alone(running, plan.warmup)
         t_mark = time.time()
         ok, failed = measure() if measure else runner.run_placements(plans)
@@ -225,14 +257,27 @@ def _loaded(store, run_id, runner, plans, cond, plan, running, measure, groups) 
     copies = []
     for r in running:
         done = background.stop(r, plan.grace)
-        by = {name: background.split(done["units"], t_mark, iv)
-              for name, iv in (groups(store.run_dir(run_id)) if groups else {}).items()}
-        copies.append({**r.describe(), **background.split(done["units"], t_mark, during),
-                       "killed": done["killed"], "documents": done["documents"],
-                       **({"by": by} if by else {})})
-    return {"ok": ok, "failed": failed, "copies": copies,
-            "shared": shared(cond["load"], running, plans, nodes), "t_mark": t_mark,
-            "t_unmark": t_unmark}
+        by = {
+            name: background.split(done["units"], t_mark, iv)
+            for name, iv in (groups(store.run_dir(run_id)) if groups else {}).items()
+        }
+        copies.append(
+            {
+                **r.describe(),
+                **background.split(done["units"], t_mark, during),
+                "killed": done["killed"],
+                "documents": done["documents"],
+                **({"by": by} if by else {}),
+            }
+        )
+    return {
+        "ok": ok,
+        "failed": failed,
+        "copies": copies,
+        "shared": shared(cond["load"], running, plans, nodes),
+        "t_mark": t_mark,
+        "t_unmark": t_unmark,
+    }
 
 
 def measuring(run_dir: Path, pattern: str = "*") -> list[tuple[float, float]]:
@@ -269,11 +314,11 @@ def _wait_alone(running: list, seconds: float, patience: float = 60.0) -> None:
                 i = r.procs.index(dead[0])
                 log = r.folder / f"worker-{i}.log"
                 tail = log.read_text()[-600:] if log.exists() else ""
-                raise RuntimeError(f"load '{r.kind}' exited (code {dead[0].returncode}) before the "
-                                   f"stages started: {tail.strip()}")
+                raise RuntimeError(
+                    f"load '{r.kind}' exited (code {dead[0].returncode}) before the stages started: {tail.strip()}"
+                )
         waited = time.monotonic() - start
-        if waited >= seconds and (waited >= seconds + patience
-                                  or all(background.units_done(r) >= 2 for r in running)):
+        if waited >= seconds and (waited >= seconds + patience or all(background.units_done(r) >= 2 for r in running)):
             return
         time.sleep(0.1)
 
@@ -281,9 +326,15 @@ def _wait_alone(running: list, seconds: float, patience: float = 60.0) -> None:
 def loaded_config(cfg: dict, base: str, cond: dict, plan: Plan) -> dict:
     """A loaded run's config: the isolated run's, plus what ran beside it."""
     c = copying.deepcopy(cfg)
-    c["interfere"] = {"role": "loaded", "of": base, "load": cond["load"], "copies": cond["copies"],
-                      "knobs": cond["knobs"], "load_nodes": cond["nodes"], **{
-                          k: v for k, v in plan.record().items() if k in ("placement", "seed", "warmup")}}
+    c["interfere"] = {
+        "role": "loaded",
+        "of": base,
+        "load": cond["load"],
+        "copies": cond["copies"],
+        "knobs": cond["knobs"],
+        "load_nodes": cond["nodes"],
+        **{k: v for k, v in plan.record().items() if k in ("placement", "seed", "warmup")},
+    }
     return c
 
 
@@ -303,13 +354,28 @@ def normalise(conds: list[dict]) -> None:
 
 def summary(base: str, plan: Plan, conds: list[dict]) -> dict:
     """The document saved as RUN/interference.json (and in the store)."""
-    return {"run": base, "plan": plan.record(), "conditions": [
-        {"run": c["run"], "load": c["load"], "copies": c["copies"], "knobs": c["knobs"],
-         "nodes": c["nodes"], "shared": c["result"]["shared"], "resource": get(c["load"]).resource,
-         "rate_unit": get(c["load"]).rate_unit, "impacts": c["impacts"],
-         "loads": [{k: v for k, v in x.items() if k != "documents"} for x in c["result"]["copies"]],
-         "documents": [x["documents"] for x in c["result"]["copies"]],
-         "ok": c["result"]["ok"], "failed": c["result"]["failed"]} for c in conds]}
+    return {
+        "run": base,
+        "plan": plan.record(),
+        "conditions": [
+            {
+                "run": c["run"],
+                "load": c["load"],
+                "copies": c["copies"],
+                "knobs": c["knobs"],
+                "nodes": c["nodes"],
+                "shared": c["result"]["shared"],
+                "resource": get(c["load"]).resource,
+                "rate_unit": get(c["load"]).rate_unit,
+                "impacts": c["impacts"],
+                "loads": [{k: v for k, v in x.items() if k != "documents"} for x in c["result"]["copies"]],
+                "documents": [x["documents"] for x in c["result"]["copies"]],
+                "ok": c["result"]["ok"],
+                "failed": c["result"]["failed"],
+            }
+            for c in conds
+        ],
+    }
 
 
 def save(store, doc: dict) -> Path:

@@ -6,7 +6,8 @@ from rooftop.kinds.base import RunKind
 
 
 def _report(store, run, out_dir: Path):
-    from rooftop.audit import run as audit_run, show
+    from rooftop.audit import run as audit_run
+    from rooftop.audit import show
 
     return show.write(run, audit_run.rows_of(store, run.id), out_dir)
 
@@ -20,6 +21,10 @@ def _plot(store, run, out_dir: Path, fmt: str) -> dict:
     return {"audit": save(audit_plot.figure(rows, f"rooftop audit {run.id}"), out_dir, "audit", fmt)}
 
 
-KIND = RunKind(name="audit", command="rooftop audit",
-               recognises=lambda store, run: run.config.get("kind") == "audit",
-               report=_report, plot=_plot)
+KIND = RunKind(
+    name="audit",
+    command="rooftop audit",
+    recognises=lambda store, run: run.config.get("kind") == "audit",
+    report=_report,
+    plot=_plot,
+)

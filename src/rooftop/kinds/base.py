@@ -9,9 +9,9 @@ and no roofline. Each such kind is an entry here, so `report`, `plot` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 
 def _no_plot(store, run, out_dir: Path, fmt: str) -> dict:
@@ -34,5 +34,7 @@ class RunKind:
 
     def no_roofline(self, run_id: str) -> str:
         """What `rooftop model` says about a run of this kind."""
-        return (f"run {run_id} is a {self.command} run: it measures no roofline "
-                f"(rooftop report {run_id} shows what it measured)")
+        return (
+            f"run {run_id} is a {self.command} run: it measures no roofline "
+            f"(rooftop report {run_id} shows what it measured)"
+        )

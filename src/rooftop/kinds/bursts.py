@@ -24,6 +24,10 @@ def _plot(store, run, out_dir: Path, fmt: str) -> dict:
     return {"bursts": save(bursts_plot.figure(res), out_dir, "bursts", fmt)}
 
 
-KIND = RunKind(name="bursts", command="rooftop bursts",
-               recognises=lambda store, run: "bursts" in run.config,
-               report=_report, plot=_plot)
+KIND = RunKind(
+    name="bursts",
+    command="rooftop bursts",
+    recognises=lambda store, run: "bursts" in run.config,
+    report=_report,
+    plot=_plot,
+)

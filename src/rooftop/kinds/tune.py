@@ -20,6 +20,6 @@ def _report(store, run, out_dir: Path):
     return tune_report.write(out, metrics.get(out["metric"]).unit, run.id, out_dir)
 
 
-KIND = RunKind(name="tune", command="rooftop tune",
-               recognises=lambda store, run: bool(store.tune_steps(run.id)),
-               report=_report)
+KIND = RunKind(
+    name="tune", command="rooftop tune", recognises=lambda store, run: bool(store.tune_steps(run.id)), report=_report
+)

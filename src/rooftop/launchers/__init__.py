@@ -11,11 +11,20 @@ LAUNCHERS lists them, as IOR's available_aiori[] lists its backends. The
 """
 
 from rooftop.launchers import local, mpiexec, netns, srun
-from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node,
-                                    binding_width)
+from rooftop.launchers.base import BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node, binding_width
 
-__all__ = ["BINDINGS", "LAUNCHERS", "Launch", "Launcher", "LauncherError", "LauncherSpec", "Node",
-           "binding_width", "make_launcher", "on_this_machine"]
+__all__ = [
+    "BINDINGS",
+    "LAUNCHERS",
+    "Launch",
+    "Launcher",
+    "LauncherError",
+    "LauncherSpec",
+    "Node",
+    "binding_width",
+    "make_launcher",
+    "on_this_machine",
+]
 
 #: Every launcher, by name, in the order help lists them (local first: the default).
 LAUNCHERS: dict[str, LauncherSpec] = {s.name: s for s in (local.SPEC, netns.SPEC, mpiexec.SPEC, srun.SPEC)}

@@ -4,8 +4,8 @@ start K engine processes on one node with a given core binding."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 #: Core-binding scenarios (seed 000, Figure 2): one process per core,
 #: two cores per process, or no binding at all.
@@ -43,8 +43,7 @@ class Node:
         return [self.address] if self.address else []
 
     def describe(self) -> dict:
-        d = {"index": self.index, "host": self.host, "cores": list(self.cores),
-             "address": self.address}
+        d = {"index": self.index, "host": self.host, "cores": list(self.cores), "address": self.address}
         if self.emulation is not None:
             d["emulation"] = dict(self.emulation)
         return d
@@ -81,8 +80,7 @@ def procs_per_node(node: Node, binding: str) -> int:
     return max(1, len(node.cores) // binding_width(binding))
 
 
-def core_sets(node: Node, nprocs: int, binding: str,
-              wrap: bool = False) -> list[tuple[int, ...] | None]:
+def core_sets(node: Node, nprocs: int, binding: str, wrap: bool = False) -> list[tuple[int, ...] | None]:
     """The cores each of nprocs processes is bound to (None: unbound).
     wrap: more processes than fit take the node's core sets again, in
     order (process k: set k mod sets), so processes share cores."""
@@ -91,16 +89,18 @@ def core_sets(node: Node, nprocs: int, binding: str,
     width = binding_width(binding)
     if wrap and len(node.cores) >= width:
         sets = len(node.cores) // width
-        return [tuple(node.cores[(i % sets) * width:(i % sets + 1) * width]) for i in range(nprocs)]
+        return [tuple(node.cores[(i % sets) * width : (i % sets + 1) * width]) for i in range(nprocs)]
     if nprocs * width > len(node.cores):
         raise LauncherError(
             f"node {node.index} ({node.host}) has {len(node.cores)} usable cores: "
-            f"{nprocs} processes x {width} core(s) do not fit (binding '{binding}')")
-    return [tuple(node.cores[i * width:(i + 1) * width]) for i in range(nprocs)]
+            f"{nprocs} processes x {width} core(s) do not fit (binding '{binding}')"
+        )
+    return [tuple(node.cores[i * width : (i + 1) * width]) for i in range(nprocs)]
 
 
-def pinned_argvs(node: Node, engine_argv: list[str], nprocs: int, binding: str,
-                 first_rank: int, wrap: bool = False) -> list[tuple[int, list[str]]]:
+def pinned_argvs(
+    node: Node, engine_argv: list[str], nprocs: int, binding: str, first_rank: int, wrap: bool = False
+) -> list[tuple[int, list[str]]]:
     """(rank, argv) of each of nprocs engine processes started one by one on
     node, each bound with the engine's own --cpus ('none': all of the
     node's cores; wrap: as core_sets); "{rank}" in engine_argv becomes the
@@ -124,8 +124,7 @@ class Launcher(ABC):
         """The nodes this launcher can use, in order."""
 
     @abstractmethod
-    def launches(self, node: Node, engine_argv: list[str], nprocs: int, binding: str,
-                 first_rank: int) -> list[Launch]:
+    def launches(self, node: Node, engine_argv: list[str], nprocs: int, binding: str, first_rank: int) -> list[Launch]:
         """Command lines starting nprocs engine processes with ranks
         first_rank..first_rank+nprocs-1 on node.
 

@@ -75,8 +75,8 @@ def _numbers(group: str, token: str) -> list[str]:
         m = _RANGE.fullmatch(part)
         if not m:
             raise HostlistError(
-                f"host list entry '{token}': '{part}' is not a number or a lo-hi range "
-                "of non-negative integers")
+                f"host list entry '{token}': '{part}' is not a number or a lo-hi range of non-negative integers"
+            )
         lo_text, hi_text = m.group(1), m.group(2)
         lo = int(lo_text)
         hi = int(hi_text) if hi_text is not None else lo
@@ -100,8 +100,7 @@ def _expand_token(token: str) -> list[str]:
     for c in choices:
         total *= len(c)
     if total > MAX_HOSTS:
-        raise HostlistError(f"host list entry '{token}' expands to {total} hosts "
-                            f"(more than {MAX_HOSTS})")
+        raise HostlistError(f"host list entry '{token}' expands to {total} hosts (more than {MAX_HOSTS})")
     out = []
     for combo in itertools.product(*choices):  # first group outermost
         parts = [literals[0]]

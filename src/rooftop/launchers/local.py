@@ -41,22 +41,27 @@ class LocalLauncher(Launcher):
         if n < 1:
             raise LauncherError("launcher.nodes must be at least 1")
         if n > len(self._cores):
-            raise LauncherError(f"launcher.nodes = {n}: this machine has only "
-                                f"{len(self._cores)} usable cores to split into nodes")
+            raise LauncherError(
+                f"launcher.nodes = {n}: this machine has only {len(self._cores)} usable cores to split into nodes"
+            )
         per = len(self._cores) // n
-        self._nodes = [Node(i, "localhost", tuple(self._cores[i * per:(i + 1) * per]))
-                       for i in range(n)]
+        self._nodes = [Node(i, "localhost", tuple(self._cores[i * per : (i + 1) * per])) for i in range(n)]
 
     def nodes(self) -> list[Node]:
         return list(self._nodes)
 
     def launches(self, node, engine_argv, nprocs, binding, first_rank):
-        return [Launch(argv, node, [rank])
-                for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank)]
+        return [
+            Launch(argv, node, [rank]) for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank)
+        ]
 
 
 SPEC = LauncherSpec(
-    "local", "this machine's cores split into logical nodes (no root needed)",
+    "local",
+    "this machine's cores split into logical nodes (no root needed)",
     lambda cfg: LocalLauncher(cfg.get("nodes")),
-    default_nodes=f"min({DEFAULT_NODES}, cores) logical nodes, this machine's cores split evenly", keys=("nodes",), on_this_machine=True,
-    interfaces_here=True)
+    default_nodes=f"min({DEFAULT_NODES}, cores) logical nodes, this machine's cores split evenly",
+    keys=("nodes",),
+    on_this_machine=True,
+    interfaces_here=True,
+)

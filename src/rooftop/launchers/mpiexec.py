@@ -90,8 +90,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node,
-                                    core_sets, first_nodes)
+from rooftop.launchers.base import BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node, core_sets, first_nodes
 from rooftop.launchers.hostlist import expand
 
 FLAVORS = ("auto", "openmpi", "mpich")
@@ -100,24 +99,27 @@ FLAVORS = ("auto", "openmpi", "mpich")
 VERSION_TIMEOUT = 10.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def detect_flavor(command: str) -> str:
     """'openmpi' or 'mpich', from `<command> --version` (cached per command)."""
     try:
-        p = subprocess.run([command, "--version"], capture_output=True, text=True,
-                           timeout=VERSION_TIMEOUT, stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            [command, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT, stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         raise LauncherError(
             f"mpiexec launcher: command '{command}' not found; install Open MPI or MPICH, "
             "or set launcher.command to the mpiexec to use (a name on PATH or a full path)"
         ) from None
     except PermissionError:
-        raise LauncherError(f"mpiexec launcher: command '{command}' is not executable; "
-                            "set launcher.command to the mpiexec to use") from None
+        raise LauncherError(
+            f"mpiexec launcher: command '{command}' is not executable; set launcher.command to the mpiexec to use"
+        ) from None
     except subprocess.TimeoutExpired:
         raise LauncherError(
             f"mpiexec launcher: '{command} --version' did not finish within "
-            f"{VERSION_TIMEOUT:g} s; set launcher.flavor to openmpi or mpich") from None
+            f"{VERSION_TIMEOUT:g} s; set launcher.flavor to openmpi or mpich"
+        ) from None
     text = p.stdout + p.stderr
     # Hydra first: its build details list configure options and paths, which
     # may mention anything (an Open MPI install prefix, say).
@@ -128,7 +130,8 @@ def detect_flavor(command: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else "no output"
     raise LauncherError(
         f"mpiexec launcher: cannot tell which MPI '{command} --version' belongs to "
-        f"({first!r}); set launcher.flavor to openmpi or mpich")
+        f"({first!r}); set launcher.flavor to openmpi or mpich"
+    )
 
 
 def read_hostfile(path: str | os.PathLike) -> list[str]:
@@ -168,14 +171,12 @@ class MpiexecLauncher(Launcher):
         self.command = cfg.get("command") or "mpiexec"
         self._flavor = cfg.get("flavor") or "auto"
         if self._flavor not in FLAVORS:
-            raise LauncherError(f"launcher.flavor '{self._flavor}': must be one of "
-                                + ", ".join(FLAVORS))
+            raise LauncherError(f"launcher.flavor '{self._flavor}': must be one of " + ", ".join(FLAVORS))
         self.extra_args = [str(a) for a in (cfg.get("extra_args") or [])]
 
         hosts, hostfile = cfg.get("hosts"), cfg.get("hostfile")
         if hosts and hostfile:
-            raise LauncherError("mpiexec launcher: give launcher.hosts or launcher.hostfile, "
-                                "not both")
+            raise LauncherError("mpiexec launcher: give launcher.hosts or launcher.hostfile, not both")
         if hosts:
             if isinstance(hosts, str):
                 hosts = [hosts]
@@ -185,12 +186,14 @@ class MpiexecLauncher(Launcher):
         else:
             raise LauncherError(
                 "mpiexec launcher needs hosts: set launcher.hosts (a list of host names; "
-                "repeat 'localhost' for several nodes on this machine) or launcher.hostfile")
+                "repeat 'localhost' for several nodes on this machine) or launcher.hostfile"
+            )
         if not names:
             raise LauncherError("mpiexec launcher: launcher.hosts is empty")
 
-        names = first_nodes(names, cfg.get("nodes"),
-                            "only {count} hosts are listed (launcher.hosts / launcher.hostfile)")
+        names = first_nodes(
+            names, cfg.get("nodes"), "only {count} hosts are listed (launcher.hosts / launcher.hostfile)"
+        )
 
         cpn = cfg.get("cores_per_node")
         if cpn is not None and cpn < 1:
@@ -198,9 +201,16 @@ class MpiexecLauncher(Launcher):
         self.cores_per_node = cpn
         self._emulated = self._emulated_cluster(names, cpn)
         if self._emulated:
-            self._nodes = [Node(i, h, tuple(range(len(self._emulated[h]["cores"]))),
-                                self._emulated[h]["address"], self._emulated[h]["emulation"])
-                           for i, h in enumerate(names)]
+            self._nodes = [
+                Node(
+                    i,
+                    h,
+                    tuple(range(len(self._emulated[h]["cores"]))),
+                    self._emulated[h]["address"],
+                    self._emulated[h]["emulation"],
+                )
+                for i, h in enumerate(names)
+            ]
         else:
             self._nodes = self._make_nodes(names, cpn)
         counts: dict[str, int] = {}
@@ -219,11 +229,15 @@ class MpiexecLauncher(Launcher):
         except LauncherError as e:
             raise LauncherError(f"mpiexec launcher: {e}") from None
         if emulated and cpn is not None:
-            raise LauncherError("launcher.cores_per_node does not apply to the emulated cluster's "
-                                "nodes: their cores are set by 'rooftop cluster up'")
+            raise LauncherError(
+                "launcher.cores_per_node does not apply to the emulated cluster's "
+                "nodes: their cores are set by 'rooftop cluster up'"
+            )
         if emulated and not next(iter(emulated.values()))["state"].get("mpi"):
-            raise LauncherError("mpiexec launcher: the emulated cluster has no rsh agent (built by an "
-                                "older rooftop): 'rooftop cluster down', then 'rooftop cluster up'")
+            raise LauncherError(
+                "mpiexec launcher: the emulated cluster has no rsh agent (built by an "
+                "older rooftop): 'rooftop cluster down', then 'rooftop cluster up'"
+            )
         return emulated
 
     def _cluster_args(self) -> list[str]:
@@ -231,8 +245,10 @@ class MpiexecLauncher(Launcher):
         if not self._emulated:
             return []
         if self.flavor != "openmpi":
-            raise LauncherError("mpiexec launcher: only Open MPI runs across the emulated cluster's "
-                                "nodes (its rsh agent); set launcher.command to Open MPI's mpiexec")
+            raise LauncherError(
+                "mpiexec launcher: only Open MPI runs across the emulated cluster's "
+                "nodes (its rsh agent); set launcher.command to Open MPI's mpiexec"
+            )
         from rooftop.cluster.mpi import mca_args
 
         return mca_args(next(iter(self._emulated.values()))["state"])
@@ -256,9 +272,10 @@ class MpiexecLauncher(Launcher):
             if per < 1:
                 raise LauncherError(
                     f"host {host} is listed {len(indices)} times (one node each) but has only "
-                    f"{len(cores)} cores to split between them")
+                    f"{len(cores)} cores to split between them"
+                )
             for j, i in enumerate(indices):
-                nodes[i] = Node(i, host, tuple(cores[j * per:(j + 1) * per]))
+                nodes[i] = Node(i, host, tuple(cores[j * per : (j + 1) * per]))
         return nodes  # type: ignore[return-value]
 
     @property
@@ -287,10 +304,22 @@ class MpiexecLauncher(Launcher):
         if node.host in self.shared_hosts:
             return [Launch(self._mpmd(node, engine_argv, sets, rank_args), node, ranks)]
         if flavor == "openmpi":
-            bind, mapping = {"core": ("core", "core"), "2cores": ("core", "slot:PE=2"),
-                             "none": ("none", "slot")}[binding]
-            argv = [self.command, "-n", k, "--host", f"{node.host}:{k}",
-                    "--bind-to", bind, "--map-by", mapping, *self._root_args(), *self._cluster_args()]
+            bind, mapping = {"core": ("core", "core"), "2cores": ("core", "slot:PE=2"), "none": ("none", "slot")}[
+                binding
+            ]
+            argv = [
+                self.command,
+                "-n",
+                k,
+                "--host",
+                f"{node.host}:{k}",
+                "--bind-to",
+                bind,
+                "--map-by",
+                mapping,
+                *self._root_args(),
+                *self._cluster_args(),
+            ]
         else:
             bind = {"core": "core", "2cores": "core:2", "none": "none"}[binding]
             argv = [self.command, "-n", k, "-hosts", node.host, "-bind-to", bind]
@@ -301,8 +330,7 @@ class MpiexecLauncher(Launcher):
         """One application context per process, each with its own --cpus."""
         k = str(len(sets))
         if self.flavor == "openmpi":
-            argv = [self.command, "--host", f"{node.host}:{k}", "--bind-to", "none",
-                    *self._root_args()]
+            argv = [self.command, "--host", f"{node.host}:{k}", "--bind-to", "none", *self._root_args()]
         else:
             argv = [self.command, "-hosts", node.host, "-bind-to", "none"]
         argv += self.extra_args
@@ -310,12 +338,14 @@ class MpiexecLauncher(Launcher):
             cpus = cores if cores is not None else node.cores
             if i:
                 argv.append(":")
-            argv += ["-n", "1", *engine_argv, *rank_args,
-                     "--cpus", ",".join(map(str, cpus))]
+            argv += ["-n", "1", *engine_argv, *rank_args, "--cpus", ",".join(map(str, cpus))]
         return argv
 
 
 SPEC = LauncherSpec(
-    "mpiexec", "Open MPI or MPICH hydra over launcher.hosts or launcher.hostfile", MpiexecLauncher,
+    "mpiexec",
+    "Open MPI or MPICH hydra over launcher.hosts or launcher.hostfile",
+    MpiexecLauncher,
     default_nodes="all hosts listed",
-    keys=("nodes", "hosts", "hostfile", "cores_per_node", "command", "flavor", "extra_args"))
+    keys=("nodes", "hosts", "hostfile", "cores_per_node", "command", "flavor", "extra_args"),
+)

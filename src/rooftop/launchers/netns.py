@@ -35,8 +35,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from rooftop.launchers.base import (Launch, Launcher, LauncherError, LauncherSpec, Node, first_nodes,
-                                    pinned_argvs)
+from rooftop.launchers.base import Launch, Launcher, LauncherError, LauncherSpec, Node, first_nodes, pinned_argvs
 
 NOT_UP = "run 'rooftop cluster up --nodes N' first (as root)"
 
@@ -51,8 +50,10 @@ class NetnsLauncher(Launcher):
         cfg = dict(cfg or {})
         for key in ("hosts", "hostfile", "cores_per_node", "command"):
             if cfg.get(key) not in (None, [], ""):
-                raise LauncherError(f"launcher.{key} does not apply to the netns launcher: the "
-                                    f"emulated cluster's nodes and cores are set by 'rooftop cluster up'")
+                raise LauncherError(
+                    f"launcher.{key} does not apply to the netns launcher: the "
+                    f"emulated cluster's nodes and cores are set by 'rooftop cluster up'"
+                )
         self._extra = list(cfg.get("extra_args") or [])
         self._wrap = bool(cfg.get("oversubscribe"))
         try:
@@ -66,22 +67,27 @@ class NetnsLauncher(Launcher):
         self._join = join_script
         nodes = []
         for n in st["nodes"]:
-            emulation = {"netns": n["netns"], "cpu_percent": n["cpu_percent"],
-                         "link_rate_bits": n["link_rate_bits"], "shared_with": list(n["shared_with"])}
-            if len(n.get("nics") or []) > 1:   # rails: servers may serve on any of them
-                emulation["nics"] = [{"name": x["name"], "rail": x["rail"], "address": x["address"]}
-                                     for x in n["nics"]]
+            emulation = {
+                "netns": n["netns"],
+                "cpu_percent": n["cpu_percent"],
+                "link_rate_bits": n["link_rate_bits"],
+                "shared_with": list(n["shared_with"]),
+            }
+            if len(n.get("nics") or []) > 1:  # rails: servers may serve on any of them
+                emulation["nics"] = [{"name": x["name"], "rail": x["rail"], "address": x["address"]} for x in n["nics"]]
             nodes.append(Node(n["index"], n["netns"], tuple(n["cores"]), n["address"], emulation))
-        self._nodes = first_nodes(nodes, cfg.get("nodes"),
-                                  "the emulated cluster has {count} nodes ('rooftop cluster status')")
+        self._nodes = first_nodes(
+            nodes, cfg.get("nodes"), "the emulated cluster has {count} nodes ('rooftop cluster status')"
+        )
         self._procs = {n["index"]: list(n["cgroup_procs"]) for n in st["nodes"]}
         self._sh = "/bin/sh"
         self._ip = shutil.which("ip") or "ip"
         if state_path is None:
             missing = [n.host for n in self._nodes if not os.path.exists(f"/run/netns/{n.host}")]
             if missing:
-                raise LauncherError(f"the emulated cluster's namespace {missing[0]} is missing; "
-                                    f"'rooftop cluster down' then {NOT_UP}")
+                raise LauncherError(
+                    f"the emulated cluster's namespace {missing[0]} is missing; 'rooftop cluster down' then {NOT_UP}"
+                )
 
     def nodes(self) -> list[Node]:
         return list(self._nodes)
@@ -90,22 +96,33 @@ class NetnsLauncher(Launcher):
         """argv run inside node's cgroups and namespace."""
         files = self._procs[node.index]
         script = self._join(files)
-        return [self._sh, "-c", script, node.host, self._ip, "netns", "exec", node.host,
-                *self._extra, *argv]
+        return [self._sh, "-c", script, node.host, self._ip, "netns", "exec", node.host, *self._extra, *argv]
 
     def launches(self, node, engine_argv, nprocs, binding, first_rank):
-        return [Launch(self.wrap(node, argv), node, [rank])
-                for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank,
-                                               self._wrap)]
+        return [
+            Launch(self.wrap(node, argv), node, [rank])
+            for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank, self._wrap)
+        ]
 
     def describe(self) -> dict:
         st = self._state
-        return {"type": self.name, "nodes": [n.describe() for n in self.nodes()],
-                "cluster": {"created": st["created"], "bridge": st["bridge"], "cgroup": st["cgroup"],
-                            "machine_cores": st["machine_cores"]}}
+        return {
+            "type": self.name,
+            "nodes": [n.describe() for n in self.nodes()],
+            "cluster": {
+                "created": st["created"],
+                "bridge": st["bridge"],
+                "cgroup": st["cgroup"],
+                "machine_cores": st["machine_cores"],
+            },
+        }
 
 
 SPEC = LauncherSpec(
-    "netns", "the emulated cluster of 'rooftop cluster up' (network namespaces on this machine)",
-    NetnsLauncher, default_nodes="all of the emulated cluster's", keys=("nodes", "extra_args", "oversubscribe"),
-    on_this_machine=True)
+    "netns",
+    "the emulated cluster of 'rooftop cluster up' (network namespaces on this machine)",
+    NetnsLauncher,
+    default_nodes="all of the emulated cluster's",
+    keys=("nodes", "extra_args", "oversubscribe"),
+    on_this_machine=True,
+)

@@ -51,12 +51,10 @@ Node.cores is 0..count-1: Slurm picks the actual CPUs inside the step.
 from __future__ import annotations
 
 import os
-
 import re
 import subprocess
 
-from rooftop.launchers.base import (BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node,
-                                    core_sets, first_nodes)
+from rooftop.launchers.base import BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node, core_sets, first_nodes
 from rooftop.launchers.hostlist import HostlistError, expand, expand_counts
 
 #: How long one scontrol call may take.
@@ -69,20 +67,27 @@ def scontrol(args: list[str], env) -> str | None:
     """scontrol's output; None when it cannot run here (not installed, no
     configuration). A scontrol that hangs is an error."""
     try:
-        p = subprocess.run(["scontrol", *args], capture_output=True, text=True, env=dict(env),
-                           timeout=SCONTROL_TIMEOUT, stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            ["scontrol", *args],
+            capture_output=True,
+            text=True,
+            env=dict(env),
+            timeout=SCONTROL_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
     except FileNotFoundError:
         return None
     except subprocess.TimeoutExpired:
-        raise LauncherError(f"srun launcher: 'scontrol {' '.join(args)}' did not answer within "
-                            f"{SCONTROL_TIMEOUT:g} s") from None
+        raise LauncherError(
+            f"srun launcher: 'scontrol {' '.join(args)}' did not answer within {SCONTROL_TIMEOUT:g} s"
+        ) from None
     return p.stdout if p.returncode == 0 else None
 
 
 def slurm_hosts(nodelist: str, env) -> list[str] | None:
     """The host names of a Slurm node list, expanded by scontrol."""
     out = scontrol(["show", "hostnames", nodelist], env)
-    return out.split() or None if out is not None else None   # "Invalid hostlist": exit 0, no output
+    return out.split() or None if out is not None else None  # "Invalid hostlist": exit 0, no output
 
 
 def slurm_nodes(hosts: list[str], env) -> dict[str, dict] | None:
@@ -95,8 +100,11 @@ def slurm_nodes(hosts: list[str], env) -> dict[str, dict] | None:
         fields = dict(re.findall(r"(\w+)=(\S*)", line.split(" Reason=")[0]))
         if "NodeName" in fields:
             reason = line.split(" Reason=", 1)[1].strip() if " Reason=" in line else ""
-            info[fields["NodeName"]] = {"state": fields.get("State", ""),
-                                        "addr": fields.get("NodeAddr"), "reason": reason}
+            info[fields["NodeName"]] = {
+                "state": fields.get("State", ""),
+                "addr": fields.get("NodeAddr"),
+                "reason": reason,
+            }
     return info
 
 
@@ -108,7 +116,8 @@ def check_states(info: dict[str, dict]) -> None:
             raise LauncherError(
                 f"srun launcher: Slurm node {host} is {n['state']}{why}; nothing was started. "
                 f"Resume it (scontrol update nodename={host} state=resume) or use an allocation "
-                f"without it")
+                f"without it"
+            )
 
 
 class SrunLauncher(Launcher):
@@ -122,8 +131,7 @@ class SrunLauncher(Launcher):
         var = "SLURM_JOB_NODELIST" if env.get("SLURM_JOB_NODELIST") else "SLURM_NODELIST"
         nodelist = env.get(var)
         if not nodelist:
-            raise LauncherError("srun launcher needs a Slurm allocation (salloc/sbatch); "
-                                "SLURM_JOB_NODELIST is not set")
+            raise LauncherError("srun launcher needs a Slurm allocation (salloc/sbatch); SLURM_JOB_NODELIST is not set")
         hosts = slurm_hosts(nodelist, env)
         if hosts is None:
             try:
@@ -135,8 +143,9 @@ class SrunLauncher(Launcher):
         self.job_id = env.get("SLURM_JOB_ID")
 
         counts = self._cpu_counts(env, len(hosts))
-        hosts = first_nodes(hosts, cfg.get("nodes"),
-                            "the Slurm allocation has only {count} nodes (" + f"{var}={nodelist})")
+        hosts = first_nodes(
+            hosts, cfg.get("nodes"), "the Slurm allocation has only {count} nodes (" + f"{var}={nodelist})"
+        )
         info = slurm_nodes(hosts, env)
         if info is not None:
             check_states(info)
@@ -166,8 +175,7 @@ class SrunLauncher(Launcher):
             try:
                 counts = expand_counts(per_node)
             except HostlistError as e:
-                raise LauncherError(f"srun launcher: cannot read SLURM_JOB_CPUS_PER_NODE: "
-                                    f"{e}") from None
+                raise LauncherError(f"srun launcher: cannot read SLURM_JOB_CPUS_PER_NODE: {e}") from None
             if len(counts) == nhosts and all(c > 0 for c in counts):
                 return counts
         on_node = env.get("SLURM_CPUS_ON_NODE")
@@ -175,8 +183,7 @@ class SrunLauncher(Launcher):
             try:
                 return [int(on_node)] * nhosts
             except ValueError:
-                raise LauncherError(f"srun launcher: SLURM_CPUS_ON_NODE='{on_node}' is not "
-                                    "a number") from None
+                raise LauncherError(f"srun launcher: SLURM_CPUS_ON_NODE='{on_node}' is not a number") from None
         if per_node:  # a count list that does not match the node list: use its first value
             return [expand_counts(per_node)[0]] * nhosts
         return [os.cpu_count() or 1] * nhosts
@@ -190,18 +197,27 @@ class SrunLauncher(Launcher):
         if nprocs < 1:
             raise LauncherError(f"node {node.index}: nprocs must be at least 1, not {nprocs}")
         core_sets(node, nprocs, binding)  # raises if the processes do not fit
-        argv = [self.command, "--nodes=1", f"--ntasks={nprocs}", f"--nodelist={node.host}",
-                "--exact"]
+        argv = [self.command, "--nodes=1", f"--ntasks={nprocs}", f"--nodelist={node.host}", "--exact"]
         if binding == "core":
             argv.append("--cpus-per-task=1")
         elif binding == "2cores":
             argv.append("--cpus-per-task=2")
-        argv += [f"--cpu-bind={'none' if binding == 'none' else 'cores'}",
-                 "--kill-on-bad-exit=1", *self.extra_args,
-                 *engine_argv, "--rank", str(first_rank), "--rank-from-env"]
+        argv += [
+            f"--cpu-bind={'none' if binding == 'none' else 'cores'}",
+            "--kill-on-bad-exit=1",
+            *self.extra_args,
+            *engine_argv,
+            "--rank",
+            str(first_rank),
+            "--rank-from-env",
+        ]
         return [Launch(argv, node, list(range(first_rank, first_rank + nprocs)))]
 
 
 SPEC = LauncherSpec(
-    "srun", "Slurm job steps inside an allocation (salloc/sbatch)", SrunLauncher,
-    default_nodes="all of the allocation's", keys=("nodes", "command", "extra_args"))
+    "srun",
+    "Slurm job steps inside an allocation (salloc/sbatch)",
+    SrunLauncher,
+    default_nodes="all of the allocation's",
+    keys=("nodes", "command", "extra_args"),
+)

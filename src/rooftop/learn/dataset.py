@@ -34,22 +34,31 @@ from rooftop.learn import LearnError
 NOT_FEATURES = (
     ("collect.*", "how the ceilings were measured"),
     ("validate.*", "how validation was measured (the placement is the sample's own)"),
-    ("results", "where results go"), ("stages", "which stages ran"), ("metrics", "which metrics ran"),
-    ("fail_fast", "campaign control"), ("engine.path", "where the engine is"),
-    ("engine.timeout", "campaign control"), ("engine.lease", "campaign control"),
-    ("engine.barrier_timeout", "campaign control"), ("engine.retries", "campaign control"),
-    ("engine.min_overlap", "sample acceptance"), ("engine.slices", "measurement resolution"),
-    ("engine.settle", "measurement start"), ("engine.start", "measurement start"),
-    ("engine.start_lead", "measurement start"), ("launcher.command", "launcher executable"),
-    ("launcher.extra_args", "launcher arguments"), ("launcher.hostfile", "where hosts are listed"),
-    ("launcher.flavor", "MPI flavour"), ("sample.stage", "one stage is learned"),
+    ("results", "where results go"),
+    ("stages", "which stages ran"),
+    ("metrics", "which metrics ran"),
+    ("fail_fast", "campaign control"),
+    ("engine.path", "where the engine is"),
+    ("engine.timeout", "campaign control"),
+    ("engine.lease", "campaign control"),
+    ("engine.barrier_timeout", "campaign control"),
+    ("engine.retries", "campaign control"),
+    ("engine.min_overlap", "sample acceptance"),
+    ("engine.slices", "measurement resolution"),
+    ("engine.settle", "measurement start"),
+    ("engine.start", "measurement start"),
+    ("engine.start_lead", "measurement start"),
+    ("launcher.command", "launcher executable"),
+    ("launcher.extra_args", "launcher arguments"),
+    ("launcher.hostfile", "where hosts are listed"),
+    ("launcher.flavor", "MPI flavour"),
+    ("sample.stage", "one stage is learned"),
     ("sample.metric", "one metric is learned"),
     ("storage_fs.*.free_bytes", "free space when the run started, not a setting"),
     ("*.dir", "where a storage metric wrote (its file system is storage_fs.*)"),
 )
 #: The placement: always features (the query of `rooftop predict` sets them).
-PLACEMENT = ("sample.server_nodes", "sample.client_nodes", "sample.server_procs",
-             "sample.client_procs", "sample.x")
+PLACEMENT = ("sample.server_nodes", "sample.client_nodes", "sample.server_procs", "sample.client_procs", "sample.x")
 #: The stage whose samples are learned (the ceilings' stages make the roofline).
 STAGE = "validate"
 
@@ -86,9 +95,8 @@ class Encoder:
     categories: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
-    def fit(cls, features: list[str], rows: list[dict]) -> "Encoder":
-        cats = {f: sorted({str(r[f]) for r in rows}) for f in features
-                if any(isinstance(r[f], str) for r in rows)}
+    def fit(cls, features: list[str], rows: list[dict]) -> Encoder:
+        cats = {f: sorted({str(r[f]) for r in rows}) for f in features if any(isinstance(r[f], str) for r in rows)}
         return cls(list(features), cats)
 
     def columns(self) -> list[tuple[str, str | None]]:
@@ -151,7 +159,9 @@ def _samples(store, run_ids: list[str], metric: str) -> list:
     rows = store.db.execute(
         f"SELECT s.id, s.run_id, q.value FROM samples s JOIN quantities q ON q.sample_id = s.id "
         f"AND q.quantity = 'per_client' WHERE s.run_id IN ({marks}) AND s.metric = ? AND "
-        f"s.status = 'ok' AND s.stage = ? ORDER BY s.id", (*run_ids, metric, STAGE)).fetchall()
+        f"s.status = 'ok' AND s.stage = ? ORDER BY s.id",
+        (*run_ids, metric, STAGE),
+    ).fetchall()
     # Not yet the whole rule: nodes=None leaves out its core-sharing test.
     # On the emulated cluster of a 2-core machine (5 nodes on 2 cores) nearly
     # every validation placement time-slices, and the learned-model ground
@@ -168,11 +178,13 @@ def _params(store, ids: list[int]) -> dict[int, dict]:
     """sample id -> {key: value}; node lists as their length (counts)."""
     out: dict[int, dict] = {i: {} for i in ids}
     for chunk in range(0, len(ids), 500):
-        part = ids[chunk:chunk + 500]
+        part = ids[chunk : chunk + 500]
         rows = store.db.execute(
             "SELECT sample_id, key, CASE WHEN key IN ('sample.server_nodes', 'sample.client_nodes') "
             "THEN json_array_length(value) ELSE value END FROM sample_params WHERE sample_id IN "
-            f"({','.join('?' * len(part))})", part)
+            f"({','.join('?' * len(part))})",
+            part,
+        )
         for sid, key, value in rows:
             out[sid][key] = value
     return out
@@ -183,8 +195,7 @@ def _rooflines(store, run_ids: list[str], metric: str) -> dict[str, model.Roofli
     for run_id in run_ids:
         run = store.get_run(run_id)
         try:
-            out[run_id] = model.from_run(store.samples(run_id), metric, run_id,
-                                         nodes=run.config.get("nodes"))
+            out[run_id] = model.from_run(store.samples(run_id), metric, run_id, nodes=run.config.get("nodes"))
         except model.ModelError as e:
             raise LearnError(f"run {run_id}: no roofline to learn against ({e})") from None
     return out
@@ -197,11 +208,12 @@ def load(store, run_ids: list[str], metric: str) -> Dataset:
         raise LearnError(f"unknown metric {metric!r} ({', '.join(metrics.METRICS)})")
     rows = _samples(store, run_ids, metric)
     if not rows:
-        raise LearnError(f"{metric}: no successful validation samples in run(s) {', '.join(run_ids)} "
-                         f"(rooftop validate --run {run_ids[0]})")
+        raise LearnError(
+            f"{metric}: no successful validation samples in run(s) {', '.join(run_ids)} "
+            f"(rooftop validate --run {run_ids[0]})"
+        )
     params = _params(store, [r[0] for r in rows])
-    raw = [{k: encode_value(k, v) for k, v in params[sid].items() if not excluded(k, metric)}
-           for sid, _, _ in rows]
+    raw = [{k: encode_value(k, v) for k, v in params[sid].items() if not excluded(k, metric)} for sid, _, _ in rows]
     keys = sorted(set().union(*raw))
     for r in raw:  # a key some runs lack (an older rooftop's) is unset there
         for k in keys:
@@ -215,8 +227,19 @@ def load(store, run_ids: list[str], metric: str) -> Dataset:
     roof = np.array([rooflines[run].rate(xi) for (_, run, _), xi in zip(rows, x)])
     configs: dict[tuple, int] = {}
     groups = np.array([configs.setdefault(tuple(str(r[k]) for k in varying), len(configs)) for r in raw])
-    foot = np.array([params[sid]["sample.server_procs"] + params[sid]["sample.client_procs"]
-                     for sid, _, _ in rows], dtype=float)
-    return Dataset(metric, metrics.get(metric).unit, run_ids, varying, raw,
-                   np.array([v for _, _, v in rows], dtype=float), roof, groups, foot, constants,
-                   rooflines)
+    foot = np.array(
+        [params[sid]["sample.server_procs"] + params[sid]["sample.client_procs"] for sid, _, _ in rows], dtype=float
+    )
+    return Dataset(
+        metric,
+        metrics.get(metric).unit,
+        run_ids,
+        varying,
+        raw,
+        np.array([v for _, _, v in rows], dtype=float),
+        roof,
+        groups,
+        foot,
+        constants,
+        rooflines,
+    )

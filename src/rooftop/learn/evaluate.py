@@ -62,9 +62,15 @@ class Score:
         return min(vals), max(vals)
 
     def to_dict(self) -> dict:
-        return {"model": self.name, "kind": self.kind, "median_ape": self.median, "mean_ape": self.mean,
-                "median_ape_folds": self.spread(0), "mean_ape_folds": self.spread(1),
-                "samples": len(self.errors)}
+        return {
+            "model": self.name,
+            "kind": self.kind,
+            "median_ape": self.median,
+            "mean_ape": self.mean,
+            "median_ape_folds": self.spread(0),
+            "mean_ape_folds": self.spread(1),
+            "samples": len(self.errors),
+        }
 
 
 def check_folds(ds, folds: int) -> None:
@@ -76,7 +82,8 @@ def check_folds(ds, folds: int) -> None:
             f"{ds.metric}: {ds.configurations} configuration(s) in run(s) {', '.join(ds.runs)}; "
             f"{folds}-fold cross-validation grouped by configuration needs at least {folds} "
             f"(measure more placements or knob settings: rooftop validate --servers-per-node / "
-            f"--clients-per-node, or more runs; or lower --folds)")
+            f"--clients-per-node, or more runs; or lower --folds)"
+        )
 
 
 def splits(ds, folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -114,8 +121,14 @@ def extrapolation_split(ds) -> tuple[np.ndarray, np.ndarray, str] | None:
     limit = sizes[(len(sizes) - 1) // 2]
     train = np.flatnonzero(ds.footprint <= limit)
     test = np.flatnonzero(ds.footprint == sizes[-1])
-    return train, test, (f"trained on footprints of {sizes[0]:g}..{limit:g} processes (server + client), "
-                         f"tested on the largest, {sizes[-1]:g}")
+    return (
+        train,
+        test,
+        (
+            f"trained on footprints of {sizes[0]:g}..{limit:g} processes (server + client), "
+            f"tested on the largest, {sizes[-1]:g}"
+        ),
+    )
 
 
 def extrapolate(ds, seed: int) -> tuple[list[Score], str]:

@@ -56,8 +56,20 @@ SUFFIX = ".model.json"
 #: Names of model files of older rooftops (pickles), refused.
 OLD_SUFFIXES = (".joblib", ".pkl", ".pickle")
 #: The fields every model file has (besides encoder, rooflines, training).
-REQUIRED = ("metric", "unit", "model", "features", "constants", "runs", "knobs", "interval", "ranges",
-            "per_node", "cv_median_ape", "seed")
+REQUIRED = (
+    "metric",
+    "unit",
+    "model",
+    "features",
+    "constants",
+    "runs",
+    "knobs",
+    "interval",
+    "ranges",
+    "per_node",
+    "cv_median_ape",
+    "seed",
+)
 #: How close the refit's predictions must be to the stored ones (relative).
 RTOL = 1e-6
 
@@ -69,16 +81,23 @@ def relearn_hint(run_id: str | None) -> str:
 def metric_of(path: Path) -> str:
     """The metric a model file's name says (rpc.model.json: rpc)."""
     name = path.name
-    return name[:-len(SUFFIX)] if name.endswith(SUFFIX) else path.stem
+    return name[: -len(SUFFIX)] if name.endswith(SUFFIX) else path.stem
 
 
 # Rooflines and the encoder as JSON ---------------------------------------------------------
 
+
 def _ceiling_json(c) -> dict | None:
     if c is None:
         return None
-    return {"lo": c.lo, "hi": c.hi, "centre": c.centre, "ci": None if c.ci is None else list(c.ci),
-            "n": c.n, "keys": sorted(str(k) for k in c.keys)}
+    return {
+        "lo": c.lo,
+        "hi": c.hi,
+        "centre": c.centre,
+        "ci": None if c.ci is None else list(c.ci),
+        "n": c.n,
+        "keys": sorted(str(k) for k in c.keys),
+    }
 
 
 def _ceiling_of(d):
@@ -87,9 +106,14 @@ def _ceiling_of(d):
     if d is None:
         return None
     ci = d.get("ci")
-    return Ceiling(float(d["lo"]), float(d["hi"]), float(d["centre"]),
-                   None if ci is None else (float(ci[0]), float(ci[1])), int(d.get("n", 0)),
-                   frozenset(str(k) for k in d.get("keys", ())))
+    return Ceiling(
+        float(d["lo"]),
+        float(d["hi"]),
+        float(d["centre"]),
+        None if ci is None else (float(ci[0]), float(ci[1])),
+        int(d.get("n", 0)),
+        frozenset(str(k) for k in d.get("keys", ())),
+    )
 
 
 def roofline_json(r) -> dict:
@@ -126,11 +150,11 @@ def encoder_json(e) -> dict:
 def encoder_of(d: dict):
     from rooftop.learn.dataset import Encoder
 
-    return Encoder([str(f) for f in d["features"]],
-                   {str(k): [str(c) for c in v] for k, v in d["categories"].items()})
+    return Encoder([str(f) for f in d["features"]], {str(k): [str(c) for c in v] for k, v in d["categories"].items()})
 
 
 # Writing and reading -------------------------------------------------------------------------
+
 
 def save_model(path: Path, doc: dict, X: np.ndarray, y: np.ndarray, predictions: np.ndarray) -> None:
     """Writes the model file atomically (a temporary file renamed over it).
@@ -142,10 +166,19 @@ def save_model(path: Path, doc: dict, X: np.ndarray, y: np.ndarray, predictions:
     body.pop("estimator", None)
     body["encoder"] = encoder_json(doc["encoder"])
     body["rooflines"] = {run: roofline_json(r) for run, r in doc["rooflines"].items()}
-    out = {"format": FORMAT, "content": KIND, "rooftop": __version__, "sklearn": sklearn.__version__,
-           "numpy": np.__version__, **body,
-           "training": {"X": np.asarray(X, dtype=float).tolist(), "y": np.asarray(y, dtype=float).tolist(),
-                        "predictions": np.asarray(predictions, dtype=float).tolist()}}
+    out = {
+        "format": FORMAT,
+        "content": KIND,
+        "rooftop": __version__,
+        "sklearn": sklearn.__version__,
+        "numpy": np.__version__,
+        **body,
+        "training": {
+            "X": np.asarray(X, dtype=float).tolist(),
+            "y": np.asarray(y, dtype=float).tolist(),
+            "predictions": np.asarray(predictions, dtype=float).tolist(),
+        },
+    }
     text = json.dumps(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -181,8 +214,10 @@ def load_model(path: Path, run_id: str | None = None) -> dict:
     except OSError as e:
         raise LearnError(f"cannot read model file {path}: {e.strerror}") from None
     if _looks_pickled(path, data[:1]):
-        raise LearnError(f"{path}: a model file of an older rooftop (a pickle); rooftop no longer loads "
-                         f"pickles, which can run code; {relearn_hint(run_id)}")
+        raise LearnError(
+            f"{path}: a model file of an older rooftop (a pickle); rooftop no longer loads "
+            f"pickles, which can run code; {relearn_hint(run_id)}"
+        )
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -190,8 +225,10 @@ def load_model(path: Path, run_id: str | None = None) -> dict:
     if not isinstance(doc, dict) or doc.get("content") != KIND:
         raise LearnError(f"{path}: not a rooftop model file; {relearn_hint(run_id)}")
     if doc.get("format") != FORMAT:
-        raise LearnError(f"{path}: a rooftop model file of format {doc.get('format')!r}, this rooftop "
-                         f"reads format {FORMAT}; {relearn_hint(run_id)}")
+        raise LearnError(
+            f"{path}: a rooftop model file of format {doc.get('format')!r}, this rooftop "
+            f"reads format {FORMAT}; {relearn_hint(run_id)}"
+        )
     try:
         doc["encoder"] = encoder_of(doc["encoder"])
         doc["rooflines"] = {str(run): roofline_of(r) for run, r in doc["rooflines"].items()}
@@ -202,8 +239,9 @@ def load_model(path: Path, run_id: str | None = None) -> dict:
     except LearnError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        raise LearnError(f"{path}: a damaged rooftop model file ({type(e).__name__}: {e}); "
-                         f"{relearn_hint(run_id)}") from None
+        raise LearnError(
+            f"{path}: a damaged rooftop model file ({type(e).__name__}: {e}); {relearn_hint(run_id)}"
+        ) from None
     return doc
 
 
@@ -216,27 +254,33 @@ def _refit(doc: dict, path: Path, run_id: str | None):
     from rooftop.learn.evaluate import all_models
 
     seed = doc["seed"]
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 32:
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
         raise ValueError(f"seed {seed!r} is not an integer in 0..2^32-1")
     models = all_models(seed)
     if doc["model"] not in models:
-        raise LearnError(f"{path}: model {doc['model']!r} is not one this rooftop compares "
-                         f"({', '.join(models)}); {relearn_hint(run_id)}")
+        raise LearnError(
+            f"{path}: model {doc['model']!r} is not one this rooftop compares "
+            f"({', '.join(models)}); {relearn_hint(run_id)}"
+        )
     t = doc["training"]
     X = np.asarray(t["X"], dtype=float)
     y = np.asarray(t["y"], dtype=float)
     pred = np.asarray(t["predictions"], dtype=float)
     width = len(doc["encoder"].columns()) + 1
     if X.ndim != 2 or len(X) < 1 or X.shape[1] != width or y.shape != (len(X),) or pred.shape != y.shape:
-        raise ValueError(f"training data of shape X {X.shape}, y {y.shape}, predictions {pred.shape}; "
-                         f"the encoder makes {width} columns")
+        raise ValueError(
+            f"training data of shape X {X.shape}, y {y.shape}, predictions {pred.shape}; "
+            f"the encoder makes {width} columns"
+        )
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y)) and np.all(y > 0) and np.all(X[:, -1] > 0)):
         raise ValueError("training data that is not finite and positive")
     fitted = clone(models[doc["model"]][1]).fit(X, y)
     got = fitted.predict(X)
     if not np.allclose(got, pred, rtol=RTOL, atol=0.0):
         worst = float(np.max(np.abs(got - pred) / np.maximum(np.abs(pred), 1e-300)))
-        raise LearnError(f"{path}: refitting {doc['model']} on its training data does not reproduce the "
-                         f"predictions it was saved with (up to {worst:.2g} apart; saved with scikit-learn "
-                         f"{doc.get('sklearn')}, this is {sklearn.__version__}); {relearn_hint(run_id)}")
+        raise LearnError(
+            f"{path}: refitting {doc['model']} on its training data does not reproduce the "
+            f"predictions it was saved with (up to {worst:.2g} apart; saved with scikit-learn "
+            f"{doc.get('sklearn')}, this is {sklearn.__version__}); {relearn_hint(run_id)}"
+        )
     return fitted

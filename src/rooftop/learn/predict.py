@@ -35,16 +35,21 @@ def find_model(store, run_id: str, metric: str | None) -> Path:
         files = [f for f in files if metric_of(f) == metric]
         old = [f for f in old if f.stem == metric]
     if not files and old:
-        raise LearnError(f"run {run_id}: {', '.join(p.name for p in old)} is a model file of an older rooftop "
-                         f"(a pickle); rooftop no longer loads pickles, which can run code; "
-                         f"{relearn_hint(run_id)}")
+        raise LearnError(
+            f"run {run_id}: {', '.join(p.name for p in old)} is a model file of an older rooftop "
+            f"(a pickle); rooftop no longer loads pickles, which can run code; "
+            f"{relearn_hint(run_id)}"
+        )
     if not files:
-        raise LearnError(f"run {run_id} has no learned model{' for ' + metric if metric else ''} "
-                         f"(rooftop learn {run_id}; a model learned over several runs is saved with "
-                         f"the first, or give --model FILE)")
+        raise LearnError(
+            f"run {run_id} has no learned model{' for ' + metric if metric else ''} "
+            f"(rooftop learn {run_id}; a model learned over several runs is saved with "
+            f"the first, or give --model FILE)"
+        )
     if len(files) > 1:
-        raise LearnError(f"run {run_id} has models for {', '.join(metric_of(f) for f in files)}: "
-                         f"choose one with --metric")
+        raise LearnError(
+            f"run {run_id} has models for {', '.join(metric_of(f) for f in files)}: choose one with --metric"
+        )
     return files[0]
 
 
@@ -53,8 +58,7 @@ def query_params(store, run_id: str, metric: str, sets: dict) -> tuple[dict, dic
     as stored, and encoded as features are (dataset.encode_value)."""
     from rooftop.config import KEY_BY_PATH
 
-    params = {k: v for k, v in store.db.execute(
-        "SELECT key, value FROM run_params WHERE run_id = ?", (run_id,))}
+    params = dict(store.db.execute("SELECT key, value FROM run_params WHERE run_id = ?", (run_id,)))
     for key, value in sets.items():
         if key not in KEY_BY_PATH:
             raise LearnError(f"--set {key}: not a config key (rooftop config keys)")
@@ -68,13 +72,14 @@ def check_params(doc: dict, params: dict, run_id: str) -> None:
     for key, trained in sorted(doc["constants"].items()):
         have = params.get(key, "(unset)")
         if str(have) != str(trained):
-            raise LearnError(f"the model was trained with {key} = {_shown(trained)} in every sample; "
-                             f"run {run_id} (with --set) has {_shown(have)}: it cannot tell the effect "
-                             f"(learn from runs that vary {key})")
+            raise LearnError(
+                f"the model was trained with {key} = {_shown(trained)} in every sample; "
+                f"run {run_id} (with --set) has {_shown(have)}: it cannot tell the effect "
+                f"(learn from runs that vary {key})"
+            )
     for key, cats in doc["encoder"].categories.items():
         if not key.startswith("sample.") and str(params.get(key, "(unset)")) not in cats:
-            raise LearnError(f"{key} = {_shown(params.get(key))}: the model saw only "
-                             f"{', '.join(cats)}")
+            raise LearnError(f"{key} = {_shown(params.get(key))}: the model saw only {', '.join(cats)}")
 
 
 def _shown(v) -> str:
@@ -89,12 +94,14 @@ def _roofline(doc: dict, knobs: dict, run_id: str) -> tuple[str, object, str]:
         r = run_id if run_id in same else same[0]
         return r, doc["rooflines"][r], ""
     r = run_id if run_id in doc["runs"] else doc["runs"][0]
-    return r, doc["rooflines"][r], (f"no training run was measured with these knobs: the roofline is "
-                                    f"run {r}'s, measured with other knobs")
+    return (
+        r,
+        doc["rooflines"][r],
+        (f"no training run was measured with these knobs: the roofline is run {r}'s, measured with other knobs"),
+    )
 
 
-def placement(doc: dict, servers: int, clients: int, server_nodes: int | None,
-              client_nodes: int | None) -> dict:
+def placement(doc: dict, servers: int, clients: int, server_nodes: int | None, client_nodes: int | None) -> dict:
     """The query's placement features; nodes default to the processes packed
     as densely as the training measured (its most processes per node)."""
     if servers < 1 or clients < 1:
@@ -102,9 +109,13 @@ def placement(doc: dict, servers: int, clients: int, server_nodes: int | None,
     spn, cpn = doc["per_node"]
     sn = server_nodes or math.ceil(servers / spn)
     cn = client_nodes or math.ceil(clients / cpn)
-    return {"sample.server_procs": float(servers), "sample.client_procs": float(clients),
-            "sample.server_nodes": float(sn), "sample.client_nodes": float(cn),
-            "sample.x": encode_value("sample.x", servers / clients)}
+    return {
+        "sample.server_procs": float(servers),
+        "sample.client_procs": float(clients),
+        "sample.server_nodes": float(sn),
+        "sample.client_nodes": float(cn),
+        "sample.x": encode_value("sample.x", servers / clients),
+    }
 
 
 def outside(doc: dict, row: dict) -> list[str]:
@@ -113,14 +124,22 @@ def outside(doc: dict, row: dict) -> list[str]:
     for f, (lo, hi) in sorted(doc["ranges"].items()):
         v = row[f]
         if isinstance(v, float) and not lo - 1e-9 <= v <= hi + 1e-9:
-            shown = (lambda a: f"{2 ** a:.3g}") if f == "sample.x" else (lambda a: f"{a:g}")
+            shown = (lambda a: f"{2**a:.3g}") if f == "sample.x" else (lambda a: f"{a:g}")
             out.append(f"{f} = {shown(v)} is outside the measured {shown(lo)}..{shown(hi)}")
     return out
 
 
-def predict(store, run_id: str, servers: int, clients: int, sets: dict | None = None,
-            metric: str | None = None, model_file: str | None = None,
-            server_nodes: int | None = None, client_nodes: int | None = None) -> dict:
+def predict(
+    store,
+    run_id: str,
+    servers: int,
+    clients: int,
+    sets: dict | None = None,
+    metric: str | None = None,
+    model_file: str | None = None,
+    server_nodes: int | None = None,
+    client_nodes: int | None = None,
+) -> dict:
     """The predicted per-client rate for a placement, capped by the roofline."""
     run = store.get_run(run_id)
     path = Path(model_file) if model_file else find_model(store, run.id, metric)
@@ -141,13 +160,31 @@ def predict(store, run_id: str, servers: int, clients: int, sets: dict | None = 
     capped = rate > cap
     point = min(rate, cap)
     binds = roof.binding(x)
-    return {"run": run.id, "metric": doc["metric"], "unit": doc["unit"], "model": doc["model"],
-            "model_file": str(path), "servers": servers, "clients": clients, "x": x,
-            "server_nodes": row["sample.server_nodes"], "client_nodes": row["sample.client_nodes"],
-            "per_client": point, "interval": [min(rate * lo_f, cap), min(rate * hi_f, cap)],
-            "aggregate": point * clients, "model_rate": rate, "capped": capped,
-            "roofline": {"run": roof_run, "rate": roof.rate(x), "cap": cap, "binds": binds,
-                         "ceiling": (roof.client_bound.centre if binds == "client"
-                                     else x * roof.server.centre), "note": note},
-            "cv_median_ape": doc["cv_median_ape"], "extrapolating": outside(doc, row),
-            "knobs": {k: raw.get(k) for k in knobs}}
+    return {
+        "run": run.id,
+        "metric": doc["metric"],
+        "unit": doc["unit"],
+        "model": doc["model"],
+        "model_file": str(path),
+        "servers": servers,
+        "clients": clients,
+        "x": x,
+        "server_nodes": row["sample.server_nodes"],
+        "client_nodes": row["sample.client_nodes"],
+        "per_client": point,
+        "interval": [min(rate * lo_f, cap), min(rate * hi_f, cap)],
+        "aggregate": point * clients,
+        "model_rate": rate,
+        "capped": capped,
+        "roofline": {
+            "run": roof_run,
+            "rate": roof.rate(x),
+            "cap": cap,
+            "binds": binds,
+            "ceiling": (roof.client_bound.centre if binds == "client" else x * roof.server.centre),
+            "note": note,
+        },
+        "cv_median_ape": doc["cv_median_ape"],
+        "extrapolating": outside(doc, row),
+        "knobs": {k: raw.get(k) for k in knobs},
+    }

@@ -113,9 +113,11 @@ class Proposer:
         configurations measured)."""
         measured = [o for o in history if o.rates]
         if len(measured) < MIN_CONFIGS:
-            raise LearnError(f"too few samples to learn: the model needs at least {MIN_CONFIGS} measured "
-                             f"configurations, {len(measured)} have been measured (--init {MIN_CONFIGS} "
-                             f"or more)")
+            raise LearnError(
+                f"too few samples to learn: the model needs at least {MIN_CONFIGS} measured "
+                f"configurations, {len(measured)} have been measured (--init {MIN_CONFIGS} "
+                f"or more)"
+            )
         rows = [self._row(o.params) for o in measured for _ in o.rates]
         roof = np.array([self._roof(o.params) for o in measured for _ in o.rates])
         y = np.log([r for o in measured for r in o.rates]) - np.log(roof)
@@ -143,8 +145,7 @@ class Proposer:
             return self._initial(left, len(history))
         mean, std = self.predict(self.fit(history))
         best = max(left, key=lambda i: (mean[i] + KAPPA * std[i], -i))
-        return Proposal(dict(self.candidates[best]), float(math.exp(mean[best])), "model",
-                        float(math.exp(mean.max())))
+        return Proposal(dict(self.candidates[best]), float(math.exp(mean[best])), "model", float(math.exp(mean.max())))
 
     def best_predicted(self, history: list[Observation]) -> float:
         """The best rate over the space, the model retrained on history."""

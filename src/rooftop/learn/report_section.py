@@ -40,9 +40,13 @@ def figure(doc: dict):
         ax.scatter(y, values, s=14, alpha=0.7, color=colour, label=name)
     lo, hi = min(y + sum(pred["models"].values(), [])), max(y + sum(pred["models"].values(), []))
     ax.plot([lo, hi], [lo, hi], color="#222222", lw=1, label="predicted = measured")
-    ax.set(xscale="log", yscale="log", xlabel=f"measured per client ({doc['unit']})",
-           ylabel=f"predicted ({doc['unit']})",
-           title=f"{doc['metric']}: cross-validated predictions")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel=f"measured per client ({doc['unit']})",
+        ylabel=f"predicted ({doc['unit']})",
+        title=f"{doc['metric']}: cross-validated predictions",
+    )
     ax.legend(fontsize=7)
     return fig
 
@@ -57,8 +61,16 @@ def _rows(models: list[dict]) -> list[list[str]]:
     def spread(v):
         return "-" if not v else f"{v[0]:.1f}..{v[1]:.1f}"
 
-    return [[m["model"], f"{m['median_ape']:.1f}", spread(m["median_ape_folds"]), f"{m['mean_ape']:.1f}",
-             spread(m["mean_ape_folds"])] for m in models]
+    return [
+        [
+            m["model"],
+            f"{m['median_ape']:.1f}",
+            spread(m["median_ape_folds"]),
+            f"{m['mean_ape']:.1f}",
+            spread(m["mean_ape_folds"]),
+        ]
+        for m in models
+    ]
 
 
 #: (No "|" in them: the Markdown table would split there.)
@@ -67,16 +79,24 @@ HEAD = ["model", "median abs. error %", "over folds", "mean abs. error %", "over
 
 def _summary(doc: dict) -> str:
     noise = doc.get("repeat_noise_median_ape")
-    return (f"{doc['samples']} samples, {doc['configurations']} configurations from run(s) "
-            f"{', '.join(doc['runs'])}; saved model: {doc['best']}"
-            + (f"; repeats of one configuration differ by {noise:.1f} % (median)" if noise else ""))
+    return (
+        f"{doc['samples']} samples, {doc['configurations']} configurations from run(s) "
+        f"{', '.join(doc['runs'])}; saved model: {doc['best']}"
+        + (f"; repeats of one configuration differ by {noise:.1f} % (median)" if noise else "")
+    )
 
 
 def markdown(docs: list[dict]) -> list[str]:
     lines = []
     for d in docs:
-        lines += [f"## Learned model: {d['metric']}", "", _summary(d), "",
-                  "| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
+        lines += [
+            f"## Learned model: {d['metric']}",
+            "",
+            _summary(d),
+            "",
+            "| " + " | ".join(HEAD) + " |",
+            "|" + " --- |" * len(HEAD),
+        ]
         lines += ["| " + " | ".join(r) + " |" for r in _rows(d["cross_validation"])]
         ex = d["extrapolation"]
         lines += ["", f"Extrapolation: {ex['split']}", ""]
@@ -99,13 +119,18 @@ def html_section(docs: list[dict]) -> str:
     parts = []
     for d in docs:
         ex = d["extrapolation"]
-        parts += [f"<h2>Learned model: {e(d['metric'])}</h2><p class='small'>{e(_summary(d))}</p>",
-                  "<h3>Cross-validation grouped by configuration</h3>", _table(_rows(d["cross_validation"])),
-                  f"<h3>Extrapolation</h3><p class='small'>{e(ex['split'])}</p>",
-                  _table(_rows(ex["models"])) if ex["models"] else ""]
+        parts += [
+            f"<h2>Learned model: {e(d['metric'])}</h2><p class='small'>{e(_summary(d))}</p>",
+            "<h3>Cross-validation grouped by configuration</h3>",
+            _table(_rows(d["cross_validation"])),
+            f"<h3>Extrapolation</h3><p class='small'>{e(ex['split'])}</p>",
+            _table(_rows(ex["models"])) if ex["models"] else "",
+        ]
         if d.get("predictions"):
-            parts.append(f"<figure><img alt='{e(d['metric'])} predicted against measured' "
-                         f"src='data:image/png;base64,{_png(figure(d))}'><figcaption>predicted "
-                         f"against measured: the best plain and the best roofline-informed model, each "
-                         f"sample predicted by the fold that did not train on it</figcaption></figure>")
+            parts.append(
+                f"<figure><img alt='{e(d['metric'])} predicted against measured' "
+                f"src='data:image/png;base64,{_png(figure(d))}'><figcaption>predicted "
+                f"against measured: the best plain and the best roofline-informed model, each "
+                f"sample predicted by the fold that did not train on it</figcaption></figure>"
+            )
     return "".join(parts)

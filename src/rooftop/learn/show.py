@@ -41,20 +41,31 @@ def scores_table(title: str, scores, best: str | None = None) -> Table:
 def print_learned(o, folds: int) -> None:
     out = _console()
     ds = o.ds
-    out.print(f"[bold]{ds.metric}[/]: {len(ds.y)} samples, {ds.configurations} configurations, "
-              f"{len(ds.runs)} run(s); features: {', '.join(ds.features)}")
-    out.print(scores_table(f"{ds.metric}: {folds}-fold cross-validation grouped by configuration "
-                           f"(per-client rate)", o.cv, o.best))
+    out.print(
+        f"[bold]{ds.metric}[/]: {len(ds.y)} samples, {ds.configurations} configurations, "
+        f"{len(ds.runs)} run(s); features: {', '.join(ds.features)}"
+    )
+    out.print(
+        scores_table(
+            f"{ds.metric}: {folds}-fold cross-validation grouped by configuration (per-client rate)", o.cv, o.best
+        )
+    )
     plain, roof = o.best_of(o.cv, "plain"), o.best_of(o.cv, "roofline")
-    out.print("median %, mean %: absolute percentage error of the per-client rate; * saved"
-              + (f"; repeats of one configuration differ by {o.noise:.1f} % (median)" if o.noise else ""))
-    out.print(f"best plain model: {plain.name} {plain.median:.1f} %; best roofline-informed: "
-              f"{roof.name} {roof.median:.1f} % (median |error|)")
+    out.print(
+        "median %, mean %: absolute percentage error of the per-client rate; * saved"
+        + (f"; repeats of one configuration differ by {o.noise:.1f} % (median)" if o.noise else "")
+    )
+    out.print(
+        f"best plain model: {plain.name} {plain.median:.1f} %; best roofline-informed: "
+        f"{roof.name} {roof.median:.1f} % (median |error|)"
+    )
     if o.extrapolation:
         out.print(scores_table(f"{ds.metric}: extrapolation, {o.extrapolation_text}", o.extrapolation))
         plain, roof = o.best_of(o.extrapolation, "plain"), o.best_of(o.extrapolation, "roofline")
-        out.print(f"extrapolation: best plain {plain.name} {plain.median:.1f} %; best roofline-informed "
-                  f"{roof.name} {roof.median:.1f} %")
+        out.print(
+            f"extrapolation: best plain {plain.name} {plain.median:.1f} %; best roofline-informed "
+            f"{roof.name} {roof.median:.1f} %"
+        )
     else:
         out.print(o.extrapolation_text)
     if o.importances:
@@ -71,14 +82,20 @@ def print_prediction(p: dict) -> None:
     out = _console()
     f = lambda v: fmt_rate(v, p["unit"])
     r = p["roofline"]
-    out.print(f"[bold]{p['metric']}[/]: {p['servers']} server process(es) on {p['server_nodes']:g} "
-              f"node(s), {p['clients']} client process(es) on {p['client_nodes']:g} node(s), "
-              f"x = {p['x']:.3g}")
-    out.print(f"predicted per client process: [bold]{f(p['per_client'])}[/] (90 % interval "
-              f"{f(p['interval'][0])} .. {f(p['interval'][1])}); aggregate {f(p['aggregate'])}")
+    out.print(
+        f"[bold]{p['metric']}[/]: {p['servers']} server process(es) on {p['server_nodes']:g} "
+        f"node(s), {p['clients']} client process(es) on {p['client_nodes']:g} node(s), "
+        f"x = {p['x']:.3g}"
+    )
+    out.print(
+        f"predicted per client process: [bold]{f(p['per_client'])}[/] (90 % interval "
+        f"{f(p['interval'][0])} .. {f(p['interval'][1])}); aggregate {f(p['aggregate'])}"
+    )
     cap = "capped at the roofline's highest ceilings" if p["capped"] else "below the roofline"
-    out.print(f"roofline r(x) {f(r['rate'])}: the {r['binds']} ceiling binds ({f(r['ceiling'])}); "
-              f"model {p['model']} gave {f(p['model_rate'])}, {cap} ({f(r['cap'])})")
+    out.print(
+        f"roofline r(x) {f(r['rate'])}: the {r['binds']} ceiling binds ({f(r['ceiling'])}); "
+        f"model {p['model']} gave {f(p['model_rate'])}, {cap} ({f(r['cap'])})"
+    )
     if r["note"]:
         out.print(f"[yellow]note[/]: {r['note']}")
     for line in p["extrapolating"]:

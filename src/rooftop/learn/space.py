@@ -33,12 +33,16 @@ from rooftop.learn import LearnError
 PLACEMENT_KNOBS = ("servers_per_node", "clients_per_node")
 #: Default spaces (placement knobs are added from the nodes' cores).
 DEFAULT_SPACES = {
-    "bw": {"bw.size": ["64KiB", "256KiB", "1MiB", "4MiB", "16MiB"],
-           "engine.concurrency": [1, 2, 4, 8, 16],
-           "engine.server_progress": ["busy", "spindown"]},
-    "rpc": {"engine.concurrency": [1, 2, 4, 8, 16, 32],
-            "engine.server_progress": ["busy", "spindown", "block"],
-            "engine.handler_threads": [0, 1, 2]},
+    "bw": {
+        "bw.size": ["64KiB", "256KiB", "1MiB", "4MiB", "16MiB"],
+        "engine.concurrency": [1, 2, 4, 8, 16],
+        "engine.server_progress": ["busy", "spindown"],
+    },
+    "rpc": {
+        "engine.concurrency": [1, 2, 4, 8, 16, 32],
+        "engine.server_progress": ["busy", "spindown", "block"],
+        "engine.handler_threads": [0, 1, 2],
+    },
 }
 #: Grids larger than this are proposed from a seeded sample of this many.
 MAX_CANDIDATES = 4096
@@ -72,8 +76,9 @@ def tunable(key: str, metric: str) -> bool:
     from rooftop.config import KEY_BY_PATH
     from rooftop.learn.dataset import excluded
 
-    return key in PLACEMENT_KNOBS or (key in KEY_BY_PATH and not excluded(key, metric)
-                                      and not key.startswith(("nodes", "launcher.", "sample")))
+    return key in PLACEMENT_KNOBS or (
+        key in KEY_BY_PATH and not excluded(key, metric) and not key.startswith(("nodes", "launcher.", "sample"))
+    )
 
 
 def _flatten(data: dict, prefix: str = "") -> dict:
@@ -112,8 +117,10 @@ def _unknown(key: str, metric: str) -> LearnError:
     known = [k for k in KEY_BY_PATH if tunable(k, metric)] + list(PLACEMENT_KNOBS)
     close = difflib.get_close_matches(key, known, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    return LearnError(f"unknown knob {key!r}{hint}: a space names config keys of the service measured "
-                      f"or {', '.join(PLACEMENT_KNOBS)} (tunable: {', '.join(sorted(known))})")
+    return LearnError(
+        f"unknown knob {key!r}{hint}: a space names config keys of the service measured "
+        f"or {', '.join(PLACEMENT_KNOBS)} (tunable: {', '.join(sorted(known))})"
+    )
 
 
 def parse(data: dict, metric: str | None, source: str) -> Space:

@@ -13,8 +13,8 @@ has not improved by more than TOLERANCE for PATIENCE steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -27,8 +27,7 @@ TOLERANCE = 0.02
 #: ...within this many model steps, or the tune stops.
 PATIENCE = 4
 #: Where placement knobs go in the config (the processes of each node).
-PLACEMENT_KEYS = {"servers_per_node": "validate.servers_per_node",
-                  "clients_per_node": "validate.clients_per_node"}
+PLACEMENT_KEYS = {"servers_per_node": "validate.servers_per_node", "clients_per_node": "validate.clients_per_node"}
 
 
 @dataclass
@@ -42,8 +41,10 @@ class Settings:
 
     def check(self) -> None:
         if self.init < MIN_CONFIGS:
-            raise LearnError(f"--init {self.init}: too few samples to learn from; the model needs at least "
-                             f"{MIN_CONFIGS} measured configurations")
+            raise LearnError(
+                f"--init {self.init}: too few samples to learn from; the model needs at least "
+                f"{MIN_CONFIGS} measured configurations"
+            )
         if self.budget < self.init:
             raise LearnError(f"--budget {self.budget} must be at least --init ({self.init})")
         if self.repeat < 1 or self.duration <= 0 or self.warmup < 0:
@@ -89,26 +90,37 @@ def prior_scores(doc: dict, space: Space, candidates: list[dict], base: dict, ru
         if key in PLACEMENT_KNOBS:
             continue
         if key not in doc["features"]:
-            raise LearnError(f"the model file never saw {key} vary (trained with "
-                             f"{doc['constants'].get(key, '(unset)')} in every sample): it cannot rank "
-                             f"the space's values of {key}; learn from runs that vary it")
+            raise LearnError(
+                f"the model file never saw {key} vary (trained with "
+                f"{doc['constants'].get(key, '(unset)')} in every sample): it cannot rank "
+                f"the space's values of {key}; learn from runs that vary it"
+            )
         params.pop(key, None)
     for key, trained in sorted(doc["constants"].items()):
         if str(params.get(key, "(unset)")) != str(trained):
-            raise LearnError(f"the model file was trained with {key} = {_raw(key, trained)} in every sample; "
-                             f"this tune's base configuration has {base.get(key, '(unset)')}: the model cannot "
-                             f"tell the effect (set {key} as it was, or learn from runs that vary it)")
+            raise LearnError(
+                f"the model file was trained with {key} = {_raw(key, trained)} in every sample; "
+                f"this tune's base configuration has {base.get(key, '(unset)')}: the model cannot "
+                f"tell the effect (set {key} as it was, or learn from runs that vary it)"
+            )
     roof = doc["rooflines"][doc["runs"][0]]
     out = []
     for c in candidates:
         knobs = {k: encode_value(k, v) for k, v in c.items() if k not in PLACEMENT_KNOBS}
         check_params(doc, {**params, **knobs}, run_id)  # a value of the space it never saw, too
-        spn, cpn = c.get("servers_per_node", base.get(PLACEMENT_KEYS["servers_per_node"], 1)), \
-            c.get("clients_per_node", base.get(PLACEMENT_KEYS["clients_per_node"], 1))
-        row = {**params, **knobs,
-               "sample.server_procs": float(spn), "sample.client_procs": float(cpn),
-               "sample.server_nodes": 1.0, "sample.client_nodes": 1.0,
-               "sample.x": encode_value("sample.x", spn / cpn)}
+        spn, cpn = (
+            c.get("servers_per_node", base.get(PLACEMENT_KEYS["servers_per_node"], 1)),
+            c.get("clients_per_node", base.get(PLACEMENT_KEYS["clients_per_node"], 1)),
+        )
+        row = {
+            **params,
+            **knobs,
+            "sample.server_procs": float(spn),
+            "sample.client_procs": float(cpn),
+            "sample.server_nodes": 1.0,
+            "sample.client_nodes": 1.0,
+            "sample.x": encode_value("sample.x", spn / cpn),
+        }
         X = np.hstack([doc["encoder"].matrix([row]), [[roof.rate(spn / cpn)]]])
         out.append(float(doc["estimator"].predict(X)[0]))
     return out
@@ -120,7 +132,7 @@ def _raw(key: str, value):
 
     k = KEY_BY_PATH.get(key)
     if k is not None and k.kind == "size" and isinstance(value, float):
-        return f"{round(2 ** value - 1)} bytes"
+        return f"{round(2**value - 1)} bytes"
     return value
 
 
@@ -137,9 +149,17 @@ class Step:
     error: str = ""
 
     def to_dict(self) -> dict:
-        return {"step": self.step, "params": self.params, "how": self.how, "predicted": self.predicted,
-                "measured": self.measured, "best_predicted": self.best_predicted, "keys": self.keys,
-                "rates": self.rates, "error": self.error}
+        return {
+            "step": self.step,
+            "params": self.params,
+            "how": self.how,
+            "predicted": self.predicted,
+            "measured": self.measured,
+            "best_predicted": self.best_predicted,
+            "keys": self.keys,
+            "rates": self.rates,
+            "error": self.error,
+        }
 
 
 def stalled(best: list[float | None]) -> bool:
@@ -152,8 +172,12 @@ def stalled(best: list[float | None]) -> bool:
     return recent <= before * (1 + TOLERANCE)
 
 
-def loop(proposer: Proposer, settings: Settings, measure: Callable[[int, dict], tuple[list[float], list[str], str]],
-         on_step: Callable[[Step], None] = lambda s: None) -> tuple[list[Step], str]:
+def loop(
+    proposer: Proposer,
+    settings: Settings,
+    measure: Callable[[int, dict], tuple[list[float], list[str], str]],
+    on_step: Callable[[Step], None] = lambda s: None,
+) -> tuple[list[Step], str]:
     """The adaptive loop over measure(step, params) -> (rates, keys, error);
     returns the steps and why it stopped."""
     history: list[Observation] = []
@@ -167,13 +191,21 @@ def loop(proposer: Proposer, settings: Settings, measure: Callable[[int, dict], 
         rates, keys, error = measure(len(steps) + 1, p.params)
         history.append(Observation(p.params, rates))
         best = proposer.best_predicted(history) if sum(1 for o in history if o.rates) >= MIN_CONFIGS else None
-        s = Step(len(steps) + 1, p.params, p.how, p.predicted,
-                 float(np.median(rates)) if rates else None, best, keys, rates, error)
+        s = Step(
+            len(steps) + 1,
+            p.params,
+            p.how,
+            p.predicted,
+            float(np.median(rates)) if rates else None,
+            best,
+            keys,
+            rates,
+            error,
+        )
         steps.append(s)
         on_step(s)
         if stalled([t.best_predicted for t in steps if t.how == "model"]):
-            return steps, (f"the best predicted rate improved by less than {TOLERANCE:.0%} in "
-                           f"{PATIENCE} steps")
+            return steps, (f"the best predicted rate improved by less than {TOLERANCE:.0%} in {PATIENCE} steps")
 
 
 def best_step(steps: list[Step]) -> Step | None:

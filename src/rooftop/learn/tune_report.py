@@ -34,16 +34,20 @@ def outcome_lines(out: dict, unit: str) -> list[str]:
     if best is None:
         return [f"stopped: {out['stopped']}", "no configuration was measured successfully"]
     counted = "" if out["stopped"].startswith("budget") else f" ({len(out['steps'])} configurations measured)"
-    lines = [f"stopped: {out['stopped']}{counted}",
-             f"best: {_rate(best['measured'], unit)} per client process at step {best['step']}: "
-             f"{_knobs(best['params'])}"]
+    lines = [
+        f"stopped: {out['stopped']}{counted}",
+        f"best: {_rate(best['measured'], unit)} per client process at step {best['step']}: {_knobs(best['params'])}",
+    ]
     if out["default"]:
-        lines.append(f"default: {_rate(out['default'], unit)} (best / default = "
-                     f"{best['measured'] / out['default']:.2f})")
+        lines.append(
+            f"default: {_rate(out['default'], unit)} (best / default = {best['measured'] / out['default']:.2f})"
+        )
     r = out.get("roofline")
     if r:
-        lines.append(f"roofline (run {r['run']}): r(x = {r['x']:.3g}) = {_rate(r['rate'], unit)}, "
-                     f"{r['binds']} ceiling binds; the best reaches {r['share']:.0%} of it")
+        lines.append(
+            f"roofline (run {r['run']}): r(x = {r['x']:.3g}) = {_rate(r['rate'], unit)}, "
+            f"{r['binds']} ceiling binds; the best reaches {r['share']:.0%} of it"
+        )
     else:
         lines.append(out.get("roofline_note", ""))
     return lines
@@ -62,12 +66,17 @@ def figure(out: dict, unit: str):
     ax = fig.add_subplot()
 
     def series(field: str):
-        return zip(*[(s["step"], s[field] / div) for s in steps if s[field] is not None]) if any(
-            s[field] is not None for s in steps) else None
+        return (
+            zip(*[(s["step"], s[field] / div) for s in steps if s[field] is not None])
+            if any(s[field] is not None for s in steps)
+            else None
+        )
 
     ax.plot(*series("measured") or ([], []), "o-", color="#1f77b4", label="measured (median of windows)")
-    for field, style, colour, text in (("predicted", "x", "#d62728", "predicted before measuring"),
-                                       ("best_predicted", "--", "#7f7f7f", "best predicted over the space")):
+    for field, style, colour, text in (
+        ("predicted", "x", "#d62728", "predicted before measuring"),
+        ("best_predicted", "--", "#7f7f7f", "best predicted over the space"),
+    ):
         if series(field):
             ax.plot(*series(field), style, color=colour, label=text)
     if out.get("roofline"):
@@ -78,16 +87,33 @@ def figure(out: dict, unit: str):
 
 
 def _rows(out: dict, unit: str) -> list[list[str]]:
-    return [[str(s["step"]), s["how"], _knobs(s["params"]), _rate(s["measured"], unit),
-             _rate(s["predicted"], unit), _rate(s["best_predicted"], unit)] for s in out["steps"]]
+    return [
+        [
+            str(s["step"]),
+            s["how"],
+            _knobs(s["params"]),
+            _rate(s["measured"], unit),
+            _rate(s["predicted"], unit),
+            _rate(s["best_predicted"], unit),
+        ]
+        for s in out["steps"]
+    ]
 
 
 HEAD = ["step", "chosen by", "configuration", "measured", "predicted", "best predicted"]
 
 
 def markdown(out: dict, unit: str, png: str) -> str:
-    lines = [f"# rooftop tune: {out['metric']}", "", *[f"- {l}" for l in outcome_lines(out, unit) if l], "",
-             f"![trajectory]({png})", "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines = [
+        f"# rooftop tune: {out['metric']}",
+        "",
+        *[f"- {l}" for l in outcome_lines(out, unit) if l],
+        "",
+        f"![trajectory]({png})",
+        "",
+        "| " + " | ".join(HEAD) + " |",
+        "|" + "---|" * len(HEAD),
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in _rows(out, unit)]
     return "\n".join(lines) + "\n"
 
@@ -97,12 +123,14 @@ def html_page(out: dict, unit: str, png_b64: str, run_id: str) -> str:
     items = "".join(f"<li>{esc(l)}</li>" for l in outcome_lines(out, unit) if l)
     head = "".join(f"<th>{esc(h)}</th>" for h in HEAD)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in _rows(out, unit))
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>rooftop tune {esc(run_id)}</title>"
-            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}</style></head><body>"
-            f"<h1>rooftop tune: {esc(out['metric'])} (run {esc(run_id)})</h1><h2>Best configuration</h2>"
-            f"<ul>{items}</ul><h2>Trajectory</h2><img alt='trajectory' src='data:image/png;base64,{png_b64}'>"
-            f"<table><tr>{head}</tr>{body}</table></body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>rooftop tune {esc(run_id)}</title>"
+        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}</style></head><body>"
+        f"<h1>rooftop tune: {esc(out['metric'])} (run {esc(run_id)})</h1><h2>Best configuration</h2>"
+        f"<ul>{items}</ul><h2>Trajectory</h2><img alt='trajectory' src='data:image/png;base64,{png_b64}'>"
+        f"<table><tr>{head}</tr>{body}</table></body></html>"
+    )
 
 
 def write(out: dict, unit: str, run_id: str, folder: Path) -> tuple[Path, Path]:

@@ -14,14 +14,23 @@ windows' per-client rates.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from rooftop.learn import LearnError
 from rooftop.learn.propose import Proposer, x_of
 from rooftop.learn.space import Space
-from rooftop.learn.tune import (PLACEMENT_KEYS, Settings, Step, best_step, check_values, default_params, loop,
-                                overrides_of, prior_scores)
+from rooftop.learn.tune import (
+    PLACEMENT_KEYS,
+    Settings,
+    Step,
+    best_step,
+    check_values,
+    default_params,
+    loop,
+    overrides_of,
+    prior_scores,
+)
 
 STAGE = "tune"
 TUNE_FILE = "tune.json"
@@ -38,8 +47,9 @@ def specs(metric: str, step: int, spn: int, cpn: int, settings: Settings):
     return pl
 
 
-def measurer(store, run_id: str, build: Callable[[dict], dict], metric: str, settings: Settings,
-             log: Callable[[str], None]):
+def measurer(
+    store, run_id: str, build: Callable[[dict], dict], metric: str, settings: Settings, log: Callable[[str], None]
+):
     """measure(step, params) -> (per-client rates, sample keys, error)."""
     from rooftop.campaign import Runner
     from rooftop.config import ConfigError
@@ -52,13 +62,13 @@ def measurer(store, run_id: str, build: Callable[[dict], dict], metric: str, set
             return [], [], f"not a valid configuration: {e}"
         if len(cfg["nodes"]) < 2:
             raise LearnError("a tune needs 2 nodes (a server node and a client node); the launcher has 1")
-        pl = specs(metric, step, cfg["validate"]["servers_per_node"], cfg["validate"]["clients_per_node"],
-                   settings)
+        pl = specs(metric, step, cfg["validate"]["servers_per_node"], cfg["validate"]["clients_per_node"], settings)
         keys = [sp.key for sp in pl.samples]
         Runner(cfg, store, run_id, make_launcher(cfg["launcher"]), log=log).run_placements([pl])
         rows = [s for s in store.samples(run_id, stage=STAGE, metric=metric) if s["key"] in keys]
         errors = sorted({s["error"] for s in rows if s["status"] != "ok" and s["error"]})
         return [s["per_client"] for s in rows if s["status"] == "ok"], keys, "; ".join(errors)[:500]
+
     return measure
 
 
@@ -78,21 +88,40 @@ def roofline_of(store, run_id: str | None, metric: str):
 def summary(steps: list[Step], reason: str, space: Space, roof, roof_run: str | None, placement: dict) -> dict:
     """The tune's outcome: its steps, the best configuration, against the roofline."""
     best = best_step(steps)
-    out = {"metric": space.metric, "space": space.to_dict(), "stopped": reason,
-           "steps": [s.to_dict() for s in steps], "best": best.to_dict() if best else None,
-           "default": steps[0].measured if steps else None, "roofline": None}
+    out = {
+        "metric": space.metric,
+        "space": space.to_dict(),
+        "stopped": reason,
+        "steps": [s.to_dict() for s in steps],
+        "best": best.to_dict() if best else None,
+        "default": steps[0].measured if steps else None,
+        "roofline": None,
+    }
     if best and roof is not None:
         x = x_of(best.params, placement)
-        out["roofline"] = {"run": roof_run, "x": x, "rate": roof.rate(x), "binds": roof.binding(x),
-                           "share": best.measured / roof.rate(x)}
+        out["roofline"] = {
+            "run": roof_run,
+            "x": x,
+            "rate": roof.rate(x),
+            "binds": roof.binding(x),
+            "share": best.measured / roof.rate(x),
+        }
     elif best:
-        out["roofline_note"] = ("no ceilings to compare against: give --run RUN, a collect run on these "
-                                "nodes (rooftop collect)")
+        out["roofline_note"] = (
+            "no ceilings to compare against: give --run RUN, a collect run on these nodes (rooftop collect)"
+        )
     return out
 
 
-def prepare(store, base: dict, build: Callable[[dict], dict], space: Space, settings: Settings,
-            roof_run: str | None = None, model_doc: dict | None = None) -> Proposer:
+def prepare(
+    store,
+    base: dict,
+    build: Callable[[dict], dict],
+    space: Space,
+    settings: Settings,
+    roof_run: str | None = None,
+    model_doc: dict | None = None,
+) -> Proposer:
     """Everything checked before a run exists: the space's values, the
     roofline run, the model file against the base config's parameters."""
     from rooftop.store import flatten
@@ -103,13 +132,20 @@ def prepare(store, base: dict, build: Callable[[dict], dict], space: Space, sett
     roof = roofline_of(store, roof_run, space.metric)
     proposer = Proposer(space, settings.seed, default_params(space, base), roof, placement=placement)
     if model_doc is not None:
-        proposer.prior = prior_scores(model_doc, space, proposer.candidates, dict(flatten(base)),
-                                      "this tune")
+        proposer.prior = prior_scores(model_doc, space, proposer.candidates, dict(flatten(base)), "this tune")
     return proposer
 
 
-def tune(store, run_id: str, proposer: Proposer, build: Callable[[dict], dict], settings: Settings,
-         roof_run: str | None = None, log=lambda m: None, on_step=lambda s: None) -> dict:
+def tune(
+    store,
+    run_id: str,
+    proposer: Proposer,
+    build: Callable[[dict], dict],
+    settings: Settings,
+    roof_run: str | None = None,
+    log=lambda m: None,
+    on_step=lambda s: None,
+) -> dict:
     """The loop, measured on the engine, every step stored."""
     space = proposer.space
     measure = measurer(store, run_id, build, space.metric, settings, log)
@@ -137,10 +173,15 @@ def outcome_of(store, run) -> dict:
     """The outcome of an interrupted tune, from its stored steps (no
     roofline comparison: the run ended before it was made)."""
     tune = run.environment.get("tune", {})
-    space = Space(tune.get("space", {}).get("metric", run.config["metrics"][0]),
-                  tune.get("space", {}).get("knobs", {}), tune.get("space", {}).get("source", ""))
-    steps = [Step(s["step"], s["params"], s["how"], s["predicted"], s["measured"], s["best_predicted"],
-                  s["keys"]) for s in store.tune_steps(run.id)]
+    space = Space(
+        tune.get("space", {}).get("metric", run.config["metrics"][0]),
+        tune.get("space", {}).get("knobs", {}),
+        tune.get("space", {}).get("source", ""),
+    )
+    steps = [
+        Step(s["step"], s["params"], s["how"], s["predicted"], s["measured"], s["best_predicted"], s["keys"])
+        for s in store.tune_steps(run.id)
+    ]
     out = summary(steps, f"interrupted ({run.status}: {run.note})", space, None, None, {})
     out["roofline_note"] = "the tune was interrupted before its comparison with the roofline"
     return out

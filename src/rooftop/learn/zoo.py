@@ -10,7 +10,7 @@ the roofline rate as its last column; plain models never see it
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -41,8 +41,9 @@ REGRESSORS: dict[str, Callable[[int], object]] = {
     "k-nearest neighbours": lambda seed: KNeighborsRegressor(n_neighbors=5, weights="distance"),
     "Gaussian process": _gp,
     "decision tree": lambda seed: DecisionTreeRegressor(min_samples_leaf=2, random_state=seed),
-    "random forest": lambda seed: RandomForestRegressor(n_estimators=100, min_samples_leaf=2,
-                                                        random_state=seed, n_jobs=1),
+    "random forest": lambda seed: RandomForestRegressor(
+        n_estimators=100, min_samples_leaf=2, random_state=seed, n_jobs=1
+    ),
     "gradient boosting": lambda seed: GradientBoostingRegressor(random_state=seed),
 }
 
@@ -81,4 +82,3 @@ class Plain(RegressorMixin, BaseEstimator):
 
 def plain_models(seed: int) -> dict[str, Plain]:
     return {name: Plain(name, seed) for name in REGRESSORS}
-

@@ -12,8 +12,7 @@ from __future__ import annotations
 from rooftop.metrics import bw, iops, meta, rpc, sbw
 from rooftop.metrics.base import Metric
 
-METRICS: dict[str, Metric] = {m.name: m for m in (rpc.METRIC, bw.METRIC, iops.METRIC, sbw.METRIC,
-                                                  meta.METRIC)}
+METRICS: dict[str, Metric] = {m.name: m for m in (rpc.METRIC, bw.METRIC, iops.METRIC, sbw.METRIC, meta.METRIC)}
 
 
 def get(name: str) -> Metric:

@@ -9,11 +9,11 @@ from rooftop.metrics.base import Metric
 from rooftop.units import parse_size
 
 KEYS = (
-    Key("bw.op", "choice", "read", "bulk direction: read (server RMA-writes to the client) or write",
-        ("read", "write")),
+    Key(
+        "bw.op", "choice", "read", "bulk direction: read (server RMA-writes to the client) or write", ("read", "write")
+    ),
     Key("bw.size", "size", "4MiB", "bytes per bulk transfer"),
-    Key("bw.buffer", "choice", "stream", "client buffer: stream (walk a large buffer) or reuse",
-        ("stream", "reuse")),
+    Key("bw.buffer", "choice", "stream", "client buffer: stream (walk a large buffer) or reuse", ("stream", "reuse")),
     Key("bw.stream_size", "size", "1GiB", "client buffer walked by bw.buffer = stream"),
 )
 
@@ -25,8 +25,16 @@ def _title(cfg: dict) -> str:
 
 def _client_args(cfg: dict) -> list[str]:
     bw = cfg["bw"]
-    return ["--op", bw["op"], "--size", str(bw["size"]), "--buffer", bw["buffer"],
-            "--stream-size", str(bw["stream_size"])]
+    return [
+        "--op",
+        bw["op"],
+        "--size",
+        str(bw["size"]),
+        "--buffer",
+        bw["buffer"],
+        "--stream-size",
+        str(bw["stream_size"]),
+    ]
 
 
 def _server_args(cfg: dict) -> list[str]:
@@ -37,8 +45,7 @@ def _check(cfg: dict) -> None:
     size = parse_size(cfg["bw"]["size"], "bw.size")
     stream = parse_size(cfg["bw"]["stream_size"], "bw.stream_size")
     if cfg["bw"]["buffer"] == "stream" and stream < size:
-        raise ConfigError(f"bw.stream_size: {cfg['bw']['stream_size']} is smaller than bw.size "
-                          f"{cfg['bw']['size']}")
+        raise ConfigError(f"bw.stream_size: {cfg['bw']['stream_size']} is smaller than bw.size {cfg['bw']['size']}")
 
 
 def _check_memory(cfg: dict) -> None:
@@ -54,9 +61,11 @@ def _check_memory(cfg: dict) -> None:
         need *= len(cfg["nodes"])
     avail = mem_available()
     if avail and need > avail * 0.9:
-        raise ConfigError(f"bw.stream_size: the client buffers need {need >> 20} MiB but only "
-                          f"{avail >> 20} MiB of memory are available (lower bw.stream_size or "
-                          f"clients per node)")
+        raise ConfigError(
+            f"bw.stream_size: the client buffers need {need >> 20} MiB but only "
+            f"{avail >> 20} MiB of memory are available (lower bw.stream_size or "
+            f"clients per node)"
+        )
 
 
 METRIC = Metric(

@@ -16,15 +16,31 @@ from rooftop.keys import Key
 from rooftop.metrics import storage
 
 KEYS = (
-    Key("iops.op", "choice", "put", "storage operation: put (durable write) or get (read; needs data: "
-        "iops.fill or puts first)", ("put", "get")),
+    Key(
+        "iops.op",
+        "choice",
+        "put",
+        "storage operation: put (durable write) or get (read; needs data: iops.fill or puts first)",
+        ("put", "get"),
+    ),
     Key("iops.size", "size", "4KiB", "bytes per operation (whole 4 KiB blocks)"),
-    Key("iops.pattern", "choice", "rand", "file offsets: rand (random, in multiples of iops.size) or seq",
-        ("rand", "seq")),
-    *storage.data_keys("iops", "direct+dsync", "default direct+dsync: each put is on the device when "
-                       "the server answers"),
+    Key(
+        "iops.pattern",
+        "choice",
+        "rand",
+        "file offsets: rand (random, in multiples of iops.size) or seq",
+        ("rand", "seq"),
+    ),
+    *storage.data_keys(
+        "iops", "direct+dsync", "default direct+dsync: each put is on the device when the server answers"
+    ),
 )
 
 METRIC = storage.data_metric(
-    name="iops", help="4 KiB random durable storage writes (ops/s)", unit="ops/s", work="ops", keys=KEYS,
-    title=lambda sec: f"storage IOPS ({sec['size']} {sec['pattern']} {sec['op']}, {sec['io_mode']})")
+    name="iops",
+    help="4 KiB random durable storage writes (ops/s)",
+    unit="ops/s",
+    work="ops",
+    keys=KEYS,
+    title=lambda sec: f"storage IOPS ({sec['size']} {sec['pattern']} {sec['op']}, {sec['io_mode']})",
+)

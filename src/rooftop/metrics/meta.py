@@ -21,21 +21,43 @@ LAYOUTS = {"easy": "per-process", "hard": "shared"}
 
 KEYS = (
     storage.dir_key("meta"),
-    Key("meta.op", "choice", "create", "metadata operation the server performs: create, stat, open "
-        "(open+close), unlink or readdir", OPS),
-    Key("meta.layout", "choice", "easy", "easy: a directory per server process; hard: one directory "
+    Key(
+        "meta.op",
+        "choice",
+        "create",
+        "metadata operation the server performs: create, stat, open (open+close), unlink or readdir",
+        OPS,
+    ),
+    Key(
+        "meta.layout",
+        "choice",
+        "easy",
+        "easy: a directory per server process; hard: one directory "
         "shared by the processes of a node (mdtest's easy and hard; the engine's --meta-layout "
-        "per-process and shared)", tuple(LAYOUTS)),
-    Key("meta.files", "int", 1000, "files each server process creates before its first operation "
-        "(--meta-files)", maximum=10_000_000),
+        "per-process and shared)",
+        tuple(LAYOUTS),
+    ),
+    Key(
+        "meta.files",
+        "int",
+        1000,
+        "files each server process creates before its first operation (--meta-files)",
+        maximum=10_000_000,
+    ),
     Key("meta.keep_files", "bool", False, "leave the files in place when the servers stop (--keep-files)"),
 )
 
 
 def _options(cfg: dict) -> dict:
     m = cfg["meta"]
-    return {"storage-dir": m["dir"], "meta-layout": LAYOUTS[m["layout"]], "meta-files": m["files"],
-            "keep-files": m["keep_files"], "allocation": "wrap", "file-size": "4KiB"}
+    return {
+        "storage-dir": m["dir"],
+        "meta-layout": LAYOUTS[m["layout"]],
+        "meta-files": m["files"],
+        "keep-files": m["keep_files"],
+        "allocation": "wrap",
+        "file-size": "4KiB",
+    }
 
 
 def _check(cfg: dict) -> None:
@@ -52,8 +74,9 @@ METRIC = Metric(
     help="metadata operations (ops/s)",
     unit="ops/s",
     work="ops",
-    title=lambda cfg: (f"metadata rate ({cfg['meta']['op']}, {cfg['meta']['layout']})" if "meta" in cfg
-                       else "metadata rate"),
+    title=lambda cfg: (
+        f"metadata rate ({cfg['meta']['op']}, {cfg['meta']['layout']})" if "meta" in cfg else "metadata rate"
+    ),
     op=lambda cfg: cfg["meta"]["op"],
     keys=KEYS,
     client_args=lambda cfg: ["--op", cfg["meta"]["op"]],

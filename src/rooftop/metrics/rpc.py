@@ -16,18 +16,28 @@ DEFAULT_MAX_MSG = 64 << 10
 MAX_PAYLOAD = 16 << 20
 
 KEYS = (
-    Key("rpc.request_size", "size", None, "each noop request padded to this many bytes (Quintain "
-        "req_buffer_size; default: the minimal message, about 40 bytes)", nullable=True),
-    Key("rpc.response_size", "size", None, "each noop response padded to this many bytes (Quintain "
+    Key(
+        "rpc.request_size",
+        "size",
+        None,
+        "each noop request padded to this many bytes (Quintain "
+        "req_buffer_size; default: the minimal message, about 40 bytes)",
+        nullable=True,
+    ),
+    Key(
+        "rpc.response_size",
+        "size",
+        None,
+        "each noop response padded to this many bytes (Quintain "
         "resp_buffer_size; default: the minimal message); servers get a --max-msg that holds it",
-        nullable=True),
+        nullable=True,
+    ),
 )
 
 
 def _sizes(cfg: dict) -> tuple[int, int]:
     rpc = cfg["rpc"]
-    return tuple(0 if rpc[k] is None else parse_size(rpc[k], f"rpc.{k}")
-                 for k in ("request_size", "response_size"))
+    return tuple(0 if rpc[k] is None else parse_size(rpc[k], f"rpc.{k}") for k in ("request_size", "response_size"))
 
 
 def _title(cfg: dict) -> str:
@@ -39,8 +49,7 @@ def _title(cfg: dict) -> str:
 
 def _client_args(cfg: dict) -> list[str]:
     req, resp = _sizes(cfg)
-    return ["--op", "noop"] + (["--req-size", str(req)] if req else []) + \
-        (["--resp-size", str(resp)] if resp else [])
+    return ["--op", "noop"] + (["--req-size", str(req)] if req else []) + (["--resp-size", str(resp)] if resp else [])
 
 
 def _server_args(cfg: dict) -> list[str]:
@@ -51,8 +60,10 @@ def _server_args(cfg: dict) -> list[str]:
 def _check(cfg: dict) -> None:
     for key, value in zip(("request_size", "response_size"), _sizes(cfg)):
         if value > MAX_PAYLOAD:
-            raise ConfigError(f"rpc.{key}: {cfg['rpc'][key]} is larger than {MAX_PAYLOAD >> 20} MiB "
-                              f"(payloads that large are bulk transfers: use the bw metric)")
+            raise ConfigError(
+                f"rpc.{key}: {cfg['rpc'][key]} is larger than {MAX_PAYLOAD >> 20} MiB "
+                f"(payloads that large are bulk transfers: use the bw metric)"
+            )
 
 
 METRIC = Metric(

@@ -15,16 +15,32 @@ from rooftop.keys import Key
 from rooftop.metrics import storage
 
 KEYS = (
-    Key("sbw.op", "choice", "put", "storage operation: put (durable write) or get (read; needs data: "
-        "sbw.fill or puts first)", ("put", "get")),
+    Key(
+        "sbw.op",
+        "choice",
+        "put",
+        "storage operation: put (durable write) or get (read; needs data: sbw.fill or puts first)",
+        ("put", "get"),
+    ),
     Key("sbw.size", "size", "1MiB", "bytes per operation (the block size; whole 4 KiB blocks)"),
-    Key("sbw.pattern", "choice", "seq", "file offsets: seq (sequential) or rand (multiples of sbw.size)",
-        ("seq", "rand")),
-    *storage.data_keys("sbw", "direct+dsync", "default direct+dsync: each block is on the device when "
-                       "the server answers"),
+    Key(
+        "sbw.pattern",
+        "choice",
+        "seq",
+        "file offsets: seq (sequential) or rand (multiples of sbw.size)",
+        ("seq", "rand"),
+    ),
+    *storage.data_keys(
+        "sbw", "direct+dsync", "default direct+dsync: each block is on the device when the server answers"
+    ),
 )
 
 METRIC = storage.data_metric(
-    name="sbw", help="1 MiB sequential durable storage writes (bytes/s)", unit="bytes/s", work="bytes",
-    keys=KEYS, link_bound=True,
-    title=lambda sec: f"storage bandwidth ({sec['size']} {sec['pattern']} {sec['op']}, {sec['io_mode']})")
+    name="sbw",
+    help="1 MiB sequential durable storage writes (bytes/s)",
+    unit="bytes/s",
+    work="bytes",
+    keys=KEYS,
+    link_bound=True,
+    title=lambda sec: f"storage bandwidth ({sec['size']} {sec['pattern']} {sec['op']}, {sec['io_mode']})",
+)

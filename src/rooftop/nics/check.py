@@ -44,15 +44,13 @@ def preflight(cfg: dict) -> None:
     domain = cfg["fabric"]["domain"]
     if not domain or cfg["launcher"]["type"] not in LOCAL_LAUNCHERS:
         return
-    cmd = [cfg["engine"]["path"] or engine_path(), "domains",
-           "--fabric", cfg["fabric"]["provider"], "--domain", domain]
+    cmd = [cfg["engine"]["path"] or engine_path(), "domains", "--fabric", cfg["fabric"]["provider"], "--domain", domain]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     if p.returncode == EXIT_USAGE:
         why = p.stderr.strip().removeprefix("rooftop-engine domains: ")
         raise ConfigError(f"fabric.domain: {why}")
     if p.returncode != 0:
-        raise ConfigError(f"fabric.domain: '{' '.join(cmd)}' failed (exit {p.returncode}): "
-                          f"{p.stderr.strip()}")
+        raise ConfigError(f"fabric.domain: '{' '.join(cmd)}' failed (exit {p.returncode}): {p.stderr.strip()}")
 
 
 def mismatch(cfg: dict, node, used: dict) -> str:
@@ -60,12 +58,16 @@ def mismatch(cfg: dict, node, used: dict) -> str:
     config asked for on this node; "" if it is."""
     asked = cfg["fabric"]["domain"]
     if asked and asked not in (used.get("domain"), used.get("interface")):
-        return f"used domain '{used.get('domain')}' (interface {used.get('interface') or 'none'}), " \
-               f"not fabric.domain '{asked}'"
+        return (
+            f"used domain '{used.get('domain')}' (interface {used.get('interface') or 'none'}), "
+            f"not fabric.domain '{asked}'"
+        )
     allowed = node.nic_addresses() if node.address else []
     if allowed and _ip_provider(cfg) and used.get("ip") not in allowed:
-        return f"used address {used.get('ip') or 'none'} (interface {used.get('interface') or 'none'}), " \
-               f"not the node's address {' or '.join(allowed)}"
+        return (
+            f"used address {used.get('ip') or 'none'} (interface {used.get('interface') or 'none'}), "
+            f"not the node's address {' or '.join(allowed)}"
+        )
     return ""
 
 
@@ -121,6 +123,5 @@ def early_exit(launch, ranks: list[int], code: int | None, log: str) -> str:
     (usage: e.g. a --domain the host lacks) says the host refused it."""
     where = f"server rank(s) {ranks} on node {launch.node.index} ({launch.node.host})"
     if code == EXIT_USAGE:
-        return (f"{where}: rooftop-engine on host {launch.node.host} refused its arguments "
-                f"(exit 2): {log}")
+        return f"{where}: rooftop-engine on host {launch.node.host} refused its arguments (exit 2): {log}"
     return f"{where} exited with code {code} before becoming ready: {log}"

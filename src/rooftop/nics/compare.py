@@ -65,8 +65,11 @@ def gather(runs: list[tuple[str, dict, list[dict]]], metric: str | None = None) 
     server = stages.of_role("server").name
     bars: dict[tuple[str, str], Bar] = {}
     for run_id, cfg, samples in runs:
-        rows = [s for s in samples if s["stage"] == server and s["status"] == "ok"
-                and (metric is None or s["metric"] == metric)]
+        rows = [
+            s
+            for s in samples
+            if s["stage"] == server and s["status"] == "ok" and (metric is None or s["metric"] == metric)
+        ]
         key = (cfg.get("binding", "?"), cfg.get("nic", {}).get("policy", "passthrough"))
         bar = bars.setdefault(key, Bar(*key, []))
         bar.values += [s["aggregate"] for s in rows]
@@ -83,12 +86,13 @@ def compare(runs: list[tuple[str, dict, list[dict]]], metric: str) -> Comparison
     bars = gather(runs, metric)
     policies = sorted({b.policy for b in bars})
     if len(policies) < 2:
-        raise ValueError(f"NIC policy comparison: the runs measure {metric} under "
-                         f"{len(policies)} NIC policy ({', '.join(policies) or 'none'}); give runs of "
-                         f"at least two (rooftop collect --nic-policy A,B)")
+        raise ValueError(
+            f"NIC policy comparison: the runs measure {metric} under "
+            f"{len(policies)} NIC policy ({', '.join(policies) or 'none'}); give runs of "
+            f"at least two (rooftop collect --nic-policy A,B)"
+        )
     unit = next(s["unit"] for _, _, ss in runs for s in ss if s["metric"] == metric)
-    bindings = sorted({b.binding for b in bars},
-                      key=lambda x: BINDING_ORDER.index(x) if x in BINDING_ORDER else 9)
+    bindings = sorted({b.binding for b in bars}, key=lambda x: BINDING_ORDER.index(x) if x in BINDING_ORDER else 9)
     bars.sort(key=lambda b: (bindings.index(b.binding), policies.index(b.policy)))
     best, verdict, wins = {}, [], {}
     for bnd in bindings:
@@ -103,22 +107,32 @@ def compare(runs: list[tuple[str, dict, list[dict]]], metric: str) -> Comparison
             wins.setdefault(p, set()).add(bnd)
         if winner:
             ranked = sorted(group, key=lambda b: b.mean, reverse=True)
-            verdict.append(f"binding {bnd}: {winner} is best ({ranked[0].mean / ranked[1].mean:.2f}x "
-                           f"{ranked[1].policy}, beyond one standard deviation of each)")
+            verdict.append(
+                f"binding {bnd}: {winner} is best ({ranked[0].mean / ranked[1].mean:.2f}x "
+                f"{ranked[1].policy}, beyond one standard deviation of each)"
+            )
         else:
-            verdict.append(f"binding {bnd}: {', '.join(tied)} are indistinguishable (their mean +- "
-                           f"one standard deviation overlap): no recommendation between them")
+            verdict.append(
+                f"binding {bnd}: {', '.join(tied)} are indistinguishable (their mean +- "
+                f"one standard deviation overlap): no recommendation between them"
+            )
     compared = [b for b in bindings if len([x for x in bars if x.binding == b]) > 1]
-    overall = [p for p in policies if all(b in wins.get(p, set()) for b in compared)
-               and any(best.get(b) == p for b in compared)]
+    overall = [
+        p
+        for p in policies
+        if all(b in wins.get(p, set()) for b in compared) and any(best.get(b) == p for b in compared)
+    ]
     chosen = overall[0] if len(overall) == 1 else None
     if chosen:
-        verdict.insert(0, f"best NIC policy: {chosen} (best or indistinguishable from the best under "
-                          f"every binding measured)")
+        verdict.insert(
+            0, f"best NIC policy: {chosen} (best or indistinguishable from the best under every binding measured)"
+        )
     elif not any(best.values()):
-        verdict.insert(0, "the NIC policies are indistinguishable here (every difference is within "
-                          "the noise): none is recommended over another")
+        verdict.insert(
+            0,
+            "the NIC policies are indistinguishable here (every difference is within "
+            "the noise): none is recommended over another",
+        )
     else:
-        verdict.insert(0, "no NIC policy is best under every binding: choose by the binding your "
-                          "processes use")
+        verdict.insert(0, "no NIC policy is best under every binding: choose by the binding your processes use")
     return Comparison(metric, unit, bars, best, chosen, verdict)

@@ -28,8 +28,16 @@ def figure(c: Comparison, title: str):
             xs.append(i - 0.4 + width * (j + 0.5))
             ms.append(bar.mean / scale)
             sd.append(bar.std / scale)
-        ax.bar(xs, ms, width * 0.95, yerr=sd, capsize=4, color=COLOURS[j % len(COLOURS)],
-               label=f"{pol}", gid=f"policy-{pol}")
+        ax.bar(
+            xs,
+            ms,
+            width * 0.95,
+            yerr=sd,
+            capsize=4,
+            color=COLOURS[j % len(COLOURS)],
+            label=f"{pol}",
+            gid=f"policy-{pol}",
+        )
     ax.set_xticks(range(len(bindings)))
     ax.set_xticklabels([f"binding {b}" for b in bindings])
     ax.set_ylabel(f"server node aggregate ({label})")
@@ -37,7 +45,15 @@ def figure(c: Comparison, title: str):
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(title="clients' NIC policy", fontsize=8, loc="upper right")
-    ax.text(0.01, 0.98, "bars: mean over samples; error bars: one standard deviation",
-            transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#555555")
+    ax.text(
+        0.01,
+        0.98,
+        "bars: mean over samples; error bars: one standard deviation",
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize=8,
+        color="#555555",
+    )
     fig.tight_layout()
     return fig

@@ -41,18 +41,21 @@ def check_policy(value, key: str = "nic.policy") -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{key}: expected a policy such as package:roundrobin, got {value!r}")
     if "," in value:
-        raise ConfigError(f"{key}: '{value}': one policy per run; 'rooftop collect --nic-policy "
-                          f"A,B' measures one run per policy, and 'rooftop nics' shows the NIC "
-                          f"each process gets under each")
+        raise ConfigError(
+            f"{key}: '{value}': one policy per run; 'rooftop collect --nic-policy "
+            f"A,B' measures one run per policy, and 'rooftop nics' shows the NIC "
+            f"each process gets under each"
+        )
     if value == "passthrough":
         return value
     bucket, _, selection = value.partition(":")
     if bucket not in BUCKETS:
-        raise ConfigError(f"{key}: '{value}': use passthrough or BUCKET:SELECTION; buckets: "
-                          f"{', '.join(BUCKETS)}; selections: {', '.join(SELECTIONS)}")
+        raise ConfigError(
+            f"{key}: '{value}': use passthrough or BUCKET:SELECTION; buckets: "
+            f"{', '.join(BUCKETS)}; selections: {', '.join(SELECTIONS)}"
+        )
     if selection not in SELECTIONS:
-        raise ConfigError(f"{key}: '{value}': unknown selection '{selection}'; selections: "
-                          f"{', '.join(SELECTIONS)}")
+        raise ConfigError(f"{key}: '{value}': unknown selection '{selection}'; selections: {', '.join(SELECTIONS)}")
     return value
 
 
@@ -85,9 +88,11 @@ def same_policy(cfg: dict, asked: str, run_id: str) -> None:
     check_policy(asked, "--nic-policy")
     own = cfg.get("nic", {}).get("policy", "passthrough")
     if asked != own:
-        raise ConfigError(f"--nic-policy {asked}: run {run_id} measures under nic.policy {own}; "
-                          f"a run keeps one policy: start another with 'rooftop collect "
-                          f"--nic-policy {asked}'")
+        raise ConfigError(
+            f"--nic-policy {asked}: run {run_id} measures under nic.policy {own}; "
+            f"a run keeps one policy: start another with 'rooftop collect "
+            f"--nic-policy {asked}'"
+        )
 
 
 def collect_each(args, collect) -> int:
@@ -113,19 +118,32 @@ def collect_each(args, collect) -> int:
         if rc != 0:
             return rc
     if not args.dry_run and not args.json:
-        print(f"rooftop: one run per NIC policy ({', '.join(policies)}), their ids above: "
-              f"'rooftop compare RUN...' puts their rooflines on one figure, 'rooftop report RUN "
-              f"--nic-runs RUN2,...' their server-node aggregates per binding and policy", file=sys.stderr)
+        print(
+            f"rooftop: one run per NIC policy ({', '.join(policies)}), their ids above: "
+            f"'rooftop compare RUN...' puts their rooflines on one figure, 'rooftop report RUN "
+            f"--nic-runs RUN2,...' their server-node aggregates per binding and policy",
+            file=sys.stderr,
+        )
     return 0
 
 
 # rooftop nics -------------------------------------------------------------
 
-def run(engine: str, fabric: str, topology: str | None, policies: str, bindings: str,
-        processes: int) -> dict:
+
+def run(engine: str, fabric: str, topology: str | None, policies: str, bindings: str, processes: int) -> dict:
     """The engine's `nics` result; ConfigError with its message on exit 2."""
-    cmd = [engine, "nics", "--fabric", fabric, "--policy", policies, "--binding", bindings,
-           "--processes", str(processes)]
+    cmd = [
+        engine,
+        "nics",
+        "--fabric",
+        fabric,
+        "--policy",
+        policies,
+        "--binding",
+        bindings,
+        "--processes",
+        str(processes),
+    ]
     if topology:
         cmd += ["--topology", topology]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -146,42 +164,48 @@ def _where(nic: dict) -> str:
 def render(result: dict, per_process_up_to: int = 16) -> str:
     """The NICs with their locality, then per policy and binding the NIC of
     each process (up to per_process_up_to processes) and the load per NIC."""
-    lines = [f"NICs for {result['provider']} ({result['topology']}; "
-             f"{result['cores']} usable cores):"]
+    lines = [f"NICs for {result['provider']} ({result['topology']}; {result['cores']} usable cores):"]
     for n in result["nics"] or []:
         lines.append(f"  {n['name']:<12} pci {n['pci'] or '-':<13}  {_where(n)}")
     if not result["nics"]:
         lines.append("  none")
     n = result["processes"]
-    lines += ["", f"{n} processes, placed on the usable cores in order "
-                  f"(none: unbound, assumed to run on the k-th core):"]
+    lines += [
+        "",
+        f"{n} processes, placed on the usable cores in order (none: unbound, assumed to run on the k-th core):",
+    ]
     width = max([len(a["policy"]) for a in result["assignments"]] + [6])
     for a in result["assignments"]:
-        load = ", ".join(f"{nic} x{k}" for nic, k in sorted(a["load"].items())) or \
-            "the provider's or the route's choice"
+        load = (
+            ", ".join(f"{nic} x{k}" for nic, k in sorted(a["load"].items())) or "the provider's or the route's choice"
+        )
         lines.append(f"  {a['policy']:<{width}}  {a['binding']:<6}  {load}")
         if n <= per_process_up_to and a["load"]:
-            lines.append(f"  {'':<{width}}  {'':<6}  per process: "
-                         + " ".join(p["nic"] or "-" for p in a["processes"]))
+            lines.append(f"  {'':<{width}}  {'':<6}  per process: " + " ".join(p["nic"] or "-" for p in a["processes"]))
         fell = sum(1 for p in a["processes"] if p["fell_back"])
         if fell:
-            lines.append(f"  {'':<{width}}  {'':<6}  {fell} process(es) found no NIC in their "
-                         f"bucket and used all")
+            lines.append(f"  {'':<{width}}  {'':<6}  {fell} process(es) found no NIC in their bucket and used all")
     return "\n".join(lines)
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("nics", help="the NICs here and the NIC each process would get per policy",
-                       description="The NICs --fabric can use on this node (or in an hwloc XML "
-                       "topology) with their locality, and the NIC each of N processes would get "
-                       "under each NIC policy (nic.policy) and binding. Nothing is started.")
+    p = sub.add_parser(
+        "nics",
+        help="the NICs here and the NIC each process would get per policy",
+        description="The NICs --fabric can use on this node (or in an hwloc XML "
+        "topology) with their locality, and the NIC each of N processes would get "
+        "under each NIC policy (nic.policy) and binding. Nothing is started.",
+    )
     p.add_argument("--fabric", default="ofi+tcp", help="libfabric provider (default: %(default)s)")
-    p.add_argument("--topology", metavar="FILE.xml",
-                   help="an hwloc XML topology (lstopo --of xml) instead of this machine")
-    p.add_argument("--binding", default="all", help="core, 2cores, none, comma-separated, or all "
-                   "(default: %(default)s)")
-    p.add_argument("--processes", type=int, default=0, metavar="N",
-                   help="processes on the node (default: one per usable core)")
+    p.add_argument(
+        "--topology", metavar="FILE.xml", help="an hwloc XML topology (lstopo --of xml) instead of this machine"
+    )
+    p.add_argument(
+        "--binding", default="all", help="core, 2cores, none, comma-separated, or all (default: %(default)s)"
+    )
+    p.add_argument(
+        "--processes", type=int, default=0, metavar="N", help="processes on the node (default: one per usable core)"
+    )
     p.add_argument("--policy", default="all", help="policies, comma-separated, or all (default)")
     p.add_argument("--json", action="store_true", help="the engine's JSON result")
     p.set_defaults(func=_cmd_nics)
@@ -195,7 +219,6 @@ def _cmd_nics(args) -> int:
     if args.policy != "all":
         for pol in args.policy.split(","):
             check_policy(pol, "--policy")
-    result = run(engine_path(), args.fabric, args.topology, args.policy, args.binding,
-                 args.processes)
+    result = run(engine_path(), args.fabric, args.topology, args.policy, args.binding, args.processes)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0

@@ -75,13 +75,22 @@ def figure(lats: list[Latency], metric: str, title: str):
     for i, lat in enumerate(lats):
         dens, edges = _steps(lat)
         colour = stages.STAGES[lat.stage].colour if lat.stage in stages.STAGES else None
-        label = (f"{_name(lat)}: p50 {fmt_us(lat.quantile(0.5))}, "
-                 f"p99 {fmt_us(lat.quantile(0.99))} ({lat.processes} proc.)")
+        label = (
+            f"{_name(lat)}: p50 {fmt_us(lat.quantile(0.5))}, p99 {fmt_us(lat.quantile(0.99))} ({lat.processes} proc.)"
+        )
         tail = _tail(lat, right)
         if tail:
             label += f"; tail to {fmt_us(tail[0])} ({tail[1]:.2%}) beyond the axis ▶"
-            ax.plot([right], [0.92 - 0.07 * i], marker=">", ms=9, color=colour, clip_on=False, gid=f"tail-{lat.stage}",
-                    transform=ax.get_xaxis_transform())
+            ax.plot(
+                [right],
+                [0.92 - 0.07 * i],
+                marker=">",
+                ms=9,
+                color=colour,
+                clip_on=False,
+                gid=f"tail-{lat.stage}",
+                transform=ax.get_xaxis_transform(),
+            )
         ax.stairs(dens, edges, color=colour, lw=1.6, gid=f"latency-{lat.stage}", label=label)
     ax.set_xscale("log")
     ax.set_xlim(left, right)

@@ -27,13 +27,27 @@ def figure(comb: Combined, title: str, yscale: str = "log"):
     for i, c in enumerate(comb.components):
         y = np.minimum(c.client.centre, x * c.server.centre) / scale
         values += [float(y.min()), float(y.max())]
-        ax.plot(x, y, color=COLOURS[i % len(COLOURS)], lw=1.2, ls="--", gid=f"component-{c.metric}",
-                label=f"{c.metric} ({work_text(c.metric, c.demand)} per operation)")
+        ax.plot(
+            x,
+            y,
+            color=COLOURS[i % len(COLOURS)],
+            lw=1.2,
+            ls="--",
+            gid=f"component-{c.metric}",
+            label=f"{c.metric} ({work_text(c.metric, c.demand)} per operation)",
+        )
     env = np.minimum(r.client.centre, x * r.server.centre) / scale
     ridge = r.ridge.centre
-    ax.plot(x, env, color="black", lw=3, alpha=0.75, gid="envelope",
-            label=f"binding: servers' {comb.server_metric} below x = {style.ratio_label(ridge) if ridge >= 1 else f'{ridge:.3g}'}, "
-                  f"clients' {comb.client_metric} above")
+    ax.plot(
+        x,
+        env,
+        color="black",
+        lw=3,
+        alpha=0.75,
+        gid="envelope",
+        label=f"binding: servers' {comb.server_metric} below x = {style.ratio_label(ridge) if ridge >= 1 else f'{ridge:.3g}'}, "
+        f"clients' {comb.client_metric} above",
+    )
     ax.axvline(ridge, color="black", ls=":", lw=1, gid="ridge")
     style.y_axis(ax, values, top / scale, yscale, f"mix operations per client process ({unit})")
     ax.set_title(title, fontsize=11)

@@ -43,34 +43,51 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
         for a in range(n):
             for b in range(n):
                 if not np.isnan(m[a, b]):
-                    ax.text(b, a, units.fmt_num(m[a, b]), ha="center", va="center", fontsize=8,
-                            color="white" if m[a, b] < vmid else "black")
+                    ax.text(
+                        b,
+                        a,
+                        units.fmt_num(m[a, b]),
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if m[a, b] < vmid else "black",
+                    )
     # Pairs the model may not use (rooftop.model.exclusion): grey, hatched,
     # their rate in grey; never boxed, never scored.
     for (a, b), (v, _) in pm.left_out.items():
-        for (i, j) in ((a, b), (b, a)):
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=True, fc="#dddddd", ec="grey",
-                                   hatch="//", lw=0.5, gid="left-out-pair"))
+        for i, j in ((a, b), (b, a)):
+            ax.add_patch(
+                Rectangle(
+                    (j - 0.5, i - 0.5),
+                    1,
+                    1,
+                    fill=True,
+                    fc="#dddddd",
+                    ec="grey",
+                    hatch="//",
+                    lw=0.5,
+                    gid="left-out-pair",
+                )
+            )
             if n <= 12:
-                ax.text(j, i, units.fmt_num(v / scale), ha="center", va="center", fontsize=7,
-                        color="dimgrey")
+                ax.text(j, i, units.fmt_num(v / scale), ha="center", va="center", fontsize=7, color="dimgrey")
     # Pairs measured at the same time as other pairs (pair rounds): a dot.
-    for (a, b) in pm.beside:
-        for (i, j) in ((a, b), (b, a)):
-            ax.plot(j + 0.32, i - 0.32, marker="o", ms=3, color="white", mec="black", mew=0.5,
-                    gid="beside-pair")
+    for a, b in pm.beside:
+        for i, j in ((a, b), (b, a)):
+            ax.plot(j + 0.32, i - 0.32, marker="o", ms=3, color="white", mec="black", mew=0.5, gid="beside-pair")
     slow = outliers.slow_pairs(pm.rates, flagged)
-    for (a, b), v in slow:
-        for (i, j) in ((a, b), (b, a)):
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5,
-                                   gid="slow-pair"))
+    for (a, b), _rate in slow:
+        for i, j in ((a, b), (b, a)):
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5, gid="slow-pair"))
     notes = []
     if pm.left_out:
         notes.append(f"hatched: {len(pm.left_out)} pair(s) not used ({next(iter(pm.left_out.values()))[1][:70]})")
     if pm.beside:
         notes.append(f"dot: {len(pm.beside)} pair(s) measured beside other pairs")
-    ax.set_title(f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}"
-                 + ("\n" + "; ".join(notes) if notes else ""), fontsize=10)
+    ax.set_title(
+        f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}" + ("\n" + "; ".join(notes) if notes else ""),
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -85,13 +102,15 @@ def _verdict(pm: PairMatrix, slow, named: int, scale: float, unit: str, flagged=
         total = sum(1 for p in pm.rates if node in p)
         if mine:
             (a, b), v = mine[0]
-            parts.append(f"node n{node}: {len(mine)} of its {total} pairs (slowest n{a}–n{b} "
-                         f"{units.fmt_num(v / scale)} {unit})")
+            parts.append(
+                f"node n{node}: {len(mine)} of its {total} pairs (slowest n{a}–n{b} {units.fmt_num(v / scale)} {unit})"
+            )
     rest = [(p, v) for p, v in slow if not set(p) & set(flagged)]
     if rest:
         more = f" and {len(rest) - named} more" if len(rest) > named else ""
-        parts.append(", ".join(f"n{a}–n{b} {units.fmt_num(v / scale)}" for (a, b), v in rest[:named])
-                     + f" {unit}{more}")
+        parts.append(
+            ", ".join(f"n{a}–n{b} {units.fmt_num(v / scale)}" for (a, b), v in rest[:named]) + f" {unit}{more}"
+        )
     if parts:
         return "outliers (boxed): " + "; ".join(parts)
     why = outliers.cannot_tell(pm.rates, pm.nodes) if len(pm.nodes) >= outliers.MIN_NODES else ""

@@ -14,8 +14,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rooftop.model import Evaluation, Roofline
 from rooftop import units
+from rooftop.model import Evaluation, Roofline
 from rooftop.plots import style
 
 
@@ -41,9 +41,17 @@ def frame_values(r: Roofline, xlim: tuple[float, float], scale: float = 1.0) -> 
     return [v / scale for v in vals]
 
 
-def draw(ax, r: Roofline, scale: float, show: tuple[float, str], colour: str | None = None,
-         label: str | None = None, xlim: tuple[float, float] = (1 / 16, 16), bands: bool = True,
-         ridge: bool = True) -> None:
+def draw(
+    ax,
+    r: Roofline,
+    scale: float,
+    show: tuple[float, str],
+    colour: str | None = None,
+    label: str | None = None,
+    xlim: tuple[float, float] = (1 / 16, 16),
+    bands: bool = True,
+    ridge: bool = True,
+) -> None:
     """Draws one roofline on ax: ceilings (min/max lines, shaded), the
     roofline itself and the ridge. y = rate / scale; show: (divisor, unit
     label) of the legends' values. colour/label: one colour per roofline
@@ -56,18 +64,24 @@ def draw(ax, r: Roofline, scale: float, show: tuple[float, str], colour: str | N
     hi = np.array([r.rate(v, "hi") for v in x]) / scale
     mid = np.array([r.rate(v) for v in x]) / scale
     ax.fill_between(x, lo, hi, color=rc, alpha=0.12 if not colour else 0.25, lw=0)
-    summary = (f"{label}: client {_range(r.client_bound, show)}, server {_range(r.server, show)}, "
-               f"ridge {_ridge(r)}")
-    ax.plot(x, mid, color=rc, lw=2.5, gid="roofline",
-            label=summary if colour else "roofline r(x) = min(client, x · server)")
+    summary = f"{label}: client {_range(r.client_bound, show)}, server {_range(r.server, show)}, ridge {_ridge(r)}"
+    ax.plot(
+        x, mid, color=rc, lw=2.5, gid="roofline", label=summary if colour else "roofline r(x) = min(client, x · server)"
+    )
     if ridge:
         rg = r.ridge
         ax.axvspan(rg.lo, rg.hi, color=colour or style.RIDGE, alpha=0.15, lw=0)
         ax.axvline(rg.centre, color=colour or style.RIDGE, lw=1.5, ls="--", gid="ridge")
         if not colour:
-            ax.annotate(f"ridge x* = {_ridge(r)}", xy=(rg.centre, r.client_bound.centre / scale),
-                        xytext=(8, 10), textcoords="offset points", color=style.RIDGE,
-                        fontsize=9, fontweight="bold")
+            ax.annotate(
+                f"ridge x* = {_ridge(r)}",
+                xy=(rg.centre, r.client_bound.centre / scale),
+                xytext=(8, 10),
+                textcoords="offset points",
+                color=style.RIDGE,
+                fontsize=9,
+                fontweight="bold",
+            )
 
 
 def _bands(ax, r: Roofline, x, scale: float, show, colour: str | None) -> None:
@@ -82,14 +96,26 @@ def _bands(ax, r: Roofline, x, scale: float, show, colour: str | None) -> None:
         ax.plot([], [], color=cc, lw=6, alpha=0.3, label=f"client ceiling {_range(r.client, show)}")
     if r.client_node is not None:
         nc = colour or style.CLIENT_NODE
-        ax.axhspan(r.client_node.lo / scale, r.client_node.hi / scale, color=nc, alpha=0.15,
-                   lw=0, hatch="//" if colour else None)
+        ax.axhspan(
+            r.client_node.lo / scale,
+            r.client_node.hi / scale,
+            color=nc,
+            alpha=0.15,
+            lw=0,
+            hatch="//" if colour else None,
+        )
         for v in (r.client_node.lo, r.client_node.hi):
             ax.axhline(v / scale, color=nc, lw=1, ls="--")
         if not colour:
-            ax.plot([], [], color=nc, lw=1.5, ls="--",
-                    label=f"client ceiling, node full {_range(r.client_node, show)}"
-                          + ("" if r.node_binds else " (not lower: unused)"))
+            ax.plot(
+                [],
+                [],
+                color=nc,
+                lw=1.5,
+                ls="--",
+                label=f"client ceiling, node full {_range(r.client_node, show)}"
+                + ("" if r.node_binds else " (not lower: unused)"),
+            )
     ax.fill_between(x, x * r.server.lo / scale, x * r.server.hi / scale, color=sc, alpha=0.15, lw=0)
     for v in (r.server.lo, r.server.hi):
         ax.plot(x, x * v / scale, color=sc, lw=1, ls="-" if not colour else ":")
@@ -127,18 +153,42 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=()):
     from rooftop.interference.report import LOADED_COLOURS
 
     for (name, lr), colour in zip(loaded, LOADED_COLOURS):
-        draw(ax, lr, scale, (scale, unit), colour=colour, label=f"under load, {name}",
-             xlim=(ticks[0], ticks[-1]), ridge=False)
+        draw(
+            ax,
+            lr,
+            scale,
+            (scale, unit),
+            colour=colour,
+            label=f"under load, {name}",
+            xlim=(ticks[0], ticks[-1]),
+            ridge=False,
+        )
     colours = style.server_node_colours(c.server_nodes for c in ev.checks)
     for n, col in colours.items():
         pts = [c for c in ev.checks if c.server_nodes == n]
-        ax.scatter([c.x for c in pts], [c.measured / scale for c in pts], s=46, color=col,
-                   alpha=0.6, edgecolors="black", linewidths=0.5, zorder=5, gid=f"validation-{n}",
-                   label=f"measured, {n} server node{'s' if n != 1 else ''} ({len(pts)})")
+        ax.scatter(
+            [c.x for c in pts],
+            [c.measured / scale for c in pts],
+            s=46,
+            color=col,
+            alpha=0.6,
+            edgecolors="black",
+            linewidths=0.5,
+            zorder=5,
+            gid=f"validation-{n}",
+            label=f"measured, {n} server node{'s' if n != 1 else ''} ({len(pts)})",
+        )
     if ev.excluded:  # shown, marked; no error (rooftop.model.exclusion)
-        ax.scatter([c.x for c, _ in ev.excluded], [c.measured / scale for c, _ in ev.excluded], s=46,
-                   marker="x", color="grey", zorder=5, gid="validation-excluded",
-                   label=f"not used ({len(ev.excluded)}): {ev.excluded[0][1][:60]}")
+        ax.scatter(
+            [c.x for c, _ in ev.excluded],
+            [c.measured / scale for c, _ in ev.excluded],
+            s=46,
+            marker="x",
+            color="grey",
+            zorder=5,
+            gid="validation-excluded",
+            label=f"not used ({len(ev.excluded)}): {ev.excluded[0][1][:60]}",
+        )
         measured = measured + [c.measured for c, _ in ev.excluded]
     values = frame_values(r, ax.get_xlim(), scale) + [v / scale for v in measured]
     values += [v for _, lr in loaded for v in frame_values(lr, ax.get_xlim(), scale)]

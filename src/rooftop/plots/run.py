@@ -19,28 +19,36 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
         title = res.title(metric)
         ev = res.evaluations.get(metric)
         if ev is not None:
-            out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale, res.loaded.get(metric, ())),
-                                             out_dir, f"roofline-{metric}", formats)
+            out[f"roofline-{metric}"] = save(
+                roofline.figure(ev, title, yscale, res.loaded.get(metric, ())), out_dir, f"roofline-{metric}", formats
+            )
         try:
-            out[f"sweep-{metric}"] = save(sweep.figure(res.samples, metric, title, res.run.config.get("nodes")), out_dir,
-                                          f"sweep-{metric}", formats)
+            out[f"sweep-{metric}"] = save(
+                sweep.figure(res.samples, metric, title, res.run.config.get("nodes")),
+                out_dir,
+                f"sweep-{metric}",
+                formats,
+            )
         except ValueError:
             pass
         pm = res.pairs.get(metric)
         if pm is not None:
-            out[f"pairs-{metric}"] = save(pairs.figure(pm, f"client pair matrix, {title}",
-                                                       flagged=res.flagged(metric)),
-                                          out_dir, f"pairs-{metric}", formats)
+            out[f"pairs-{metric}"] = save(
+                pairs.figure(pm, f"client pair matrix, {title}", flagged=res.flagged(metric)),
+                out_dir,
+                f"pairs-{metric}",
+                formats,
+            )
         try:
-            out[f"latency-{metric}"] = save(latency.figure(res.latency, metric, f"latency, {title}"),
-                                            out_dir, f"latency-{metric}", formats)
+            out[f"latency-{metric}"] = save(
+                latency.figure(res.latency, metric, f"latency, {title}"), out_dir, f"latency-{metric}", formats
+            )
         except ValueError:
             pass
     if res.interference:
         from rooftop.interference import report as interference_report
 
-        out["interference"] = save(interference_report.figure(res.interference), out_dir, "interference",
-                                   formats)
+        out["interference"] = save(interference_report.figure(res.interference), out_dir, "interference", formats)
     return out
 
 
@@ -56,9 +64,15 @@ def plot_mixes(mixes, out_dir: Path, run: str | None = None, formats=FORMATS) ->
     return out
 
 
-def plot_params(rooflines: dict[str, model.Roofline], out_dir: Path, formats=FORMATS,
-                samples: list[dict] | None = None, run: str | None = None,
-                yscale: str = "auto", nodes=None) -> dict[str, list[Path]]:
+def plot_params(
+    rooflines: dict[str, model.Roofline],
+    out_dir: Path,
+    formats=FORMATS,
+    samples: list[dict] | None = None,
+    run: str | None = None,
+    yscale: str = "auto",
+    nodes=None,
+) -> dict[str, list[Path]]:
     """The roofline of each metric of a parameters file, with a run's
     validation samples when given (run: its id, named in the titles;
     nodes: its nodes, for rooftop.model.exclusion)."""
@@ -67,13 +81,17 @@ def plot_params(rooflines: dict[str, model.Roofline], out_dir: Path, formats=FOR
     for metric, r in sorted(rooflines.items()):
         ev = model.evaluate(r, [s for s in samples or [] if s["stage"] == validation], nodes)
         title = f"{metric}: {r.source}" + (f", validation samples of run {run}" if run else "")
-        out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale), out_dir,
-                                         f"roofline-{metric}", formats)
+        out[f"roofline-{metric}"] = save(roofline.figure(ev, title, yscale), out_dir, f"roofline-{metric}", formats)
     return out
 
 
-def plot_compare(sources: list[tuple[str, dict[str, model.Roofline]]], out_dir: Path,
-                 formats=FORMATS, yscale: str = "auto", normalise: bool = False) -> dict[str, list[Path]]:
+def plot_compare(
+    sources: list[tuple[str, dict[str, model.Roofline]]],
+    out_dir: Path,
+    formats=FORMATS,
+    yscale: str = "auto",
+    normalise: bool = False,
+) -> dict[str, list[Path]]:
     """One figure per metric with every source's roofline that has it (y:
     compare.figure's yscale and normalise)."""
     out = {}

@@ -30,6 +30,7 @@ def inside(out_dir: Path, root: Path) -> Path:
     written by default into a run's folder must stay in it."""
     real, base = Path(out_dir).resolve(), Path(root).resolve()
     if real != base and base not in real.parents:
-        raise ValueError(f"{out_dir} leads outside {root} (to {real}): not writing there; remove the "
-                         f"link, or give --output")
+        raise ValueError(
+            f"{out_dir} leads outside {root} (to {real}): not writing there; remove the link, or give --output"
+        )
     return out_dir

@@ -48,8 +48,18 @@ def ratio_axis(ax, lo: float = 1 / 16, hi: float = 16.0) -> list[float]:
 
 
 #: Validation points by number of server nodes: distinct from the ceilings' colours.
-POINT_PALETTE = ("#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f", "#2ca02c",
-                 "#1a55b0", "#a0522d", "#000000")
+POINT_PALETTE = (
+    "#ff7f0e",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#7f7f7f",
+    "#2ca02c",
+    "#1a55b0",
+    "#a0522d",
+    "#000000",
+)
 
 
 def server_node_colours(counts) -> dict[int, str]:

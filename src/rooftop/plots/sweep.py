@@ -22,8 +22,7 @@ def figure(samples: list[dict], metric: str, title: str, nodes=None):
     source = "sweep"
     if not rows:
         server = stages.of_role("server").name
-        rows = [s for s in samples if s["stage"] == server and s["metric"] == metric
-                and s["status"] == "ok"]
+        rows = [s for s in samples if s["stage"] == server and s["metric"] == metric and s["status"] == "ok"]
         source = "server peak only (collect --sweep-servers for the full sweep)"
     if not rows:
         raise ValueError(f"no sweep or server-peak samples for {metric}")
@@ -44,18 +43,45 @@ def figure(samples: list[dict], metric: str, title: str, nodes=None):
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     lo = [m - min(by[p]) for p, m in zip(procs, med)]
     hi = [max(by[p]) - m for p, m in zip(procs, med)]
-    ax.errorbar(procs, [m / scale for m in med], yerr=[[v / scale for v in lo], [v / scale for v in hi]],
-                marker="o", color=style.SERVER, capsize=4, lw=2, gid="sweep",
-                label="server node aggregate (median, min–max)")
+    ax.errorbar(
+        procs,
+        [m / scale for m in med],
+        yerr=[[v / scale for v in lo], [v / scale for v in hi]],
+        marker="o",
+        color=style.SERVER,
+        capsize=4,
+        lw=2,
+        gid="sweep",
+        label="server node aggregate (median, min–max)",
+    )
     per1 = med[0] / procs[0]
-    ax.plot(procs, [per1 * p / scale for p in procs], ls="--", color="grey", gid="linear",
-            label=f"linear from {procs[0]} process{'es' if procs[0] != 1 else ''}")
+    ax.plot(
+        procs,
+        [per1 * p / scale for p in procs],
+        ls="--",
+        color="grey",
+        gid="linear",
+        label=f"linear from {procs[0]} process{'es' if procs[0] != 1 else ''}",
+    )
     for p, m in zip(procs, med):
-        ax.annotate(f"{units.fmt_num(m / p / scale)}/proc", (p, m / scale), xytext=(0, 8),
-                    textcoords="offset points", ha="center", fontsize=8)
+        ax.annotate(
+            f"{units.fmt_num(m / p / scale)}/proc",
+            (p, m / scale),
+            xytext=(0, 8),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
     if left:
-        ax.scatter([s["server_procs"] for s in left], [s["aggregate"] / scale for s in left], marker="x",
-                   color="grey", zorder=4, gid="excluded", label="not used (see title)")
+        ax.scatter(
+            [s["server_procs"] for s in left],
+            [s["aggregate"] / scale for s in left],
+            marker="x",
+            color="grey",
+            zorder=4,
+            gid="excluded",
+            label="not used (see title)",
+        )
     ax.set_xticks(procs)
     ax.set_xlabel("server processes on the server node")
     ax.set_ylabel(f"aggregate rate ({label})")
@@ -71,8 +97,14 @@ def _marked_only(rows: list[dict], title: str, source: str):
     """Only samples the model may not use: drawn marked, no line."""
     scale, label = units.rate_scale(rows[0]["unit"], max(s["aggregate"] for s in rows))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    ax.scatter([s["server_procs"] for s in rows], [s["aggregate"] / scale for s in rows], marker="x",
-               color="grey", gid="excluded", label="not used (see title)")
+    ax.scatter(
+        [s["server_procs"] for s in rows],
+        [s["aggregate"] / scale for s in rows],
+        marker="x",
+        color="grey",
+        gid="excluded",
+        label="not used (see title)",
+    )
     ax.set_xlabel("server processes on the server node")
     ax.set_ylabel(f"aggregate rate ({label})")
     ax.set_title(f"{title}\n{source}", fontsize=10)

@@ -12,11 +12,24 @@ from __future__ import annotations
 from rooftop.stages import client_node, client_peak, server_peak, sweep_servers, validate
 from rooftop.stages.base import ROLES, PairRound, Placement, SampleSpec, Stage, sample_key
 
-__all__ = ["ROLES", "STAGES", "PairRound", "Placement", "SampleSpec", "Stage", "get", "names",
-           "of_phase", "of_role", "order", "sample_key"]
+__all__ = [
+    "ROLES",
+    "STAGES",
+    "PairRound",
+    "Placement",
+    "SampleSpec",
+    "Stage",
+    "get",
+    "names",
+    "of_phase",
+    "of_role",
+    "order",
+    "sample_key",
+]
 
-STAGES: dict[str, Stage] = {s.name: s for s in (
-    server_peak.STAGE, client_peak.STAGE, client_node.STAGE, sweep_servers.STAGE, validate.STAGE)}
+STAGES: dict[str, Stage] = {
+    s.name: s for s in (server_peak.STAGE, client_peak.STAGE, client_node.STAGE, sweep_servers.STAGE, validate.STAGE)
+}
 
 
 def get(name: str) -> Stage:

@@ -3,8 +3,8 @@ once) and the sample specs measured against them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 #: A stage's part in the roofline model (rooftop.model):
 ROLES = {
@@ -78,17 +78,26 @@ class Placement:
         """The metrics measured against its servers, in planned order."""
         return list(dict.fromkeys(s.metric for s in self.samples))
 
-    def measure(self, stage: str, cfg: dict, section: str, client_nodes: list[int],
-                clients_per_node: int, pairs: PairRound | None = None) -> "Placement":
+    def measure(
+        self,
+        stage: str,
+        cfg: dict,
+        section: str,
+        client_nodes: list[int],
+        clients_per_node: int,
+        pairs: PairRound | None = None,
+    ) -> Placement:
         """Adds one measurement: every metric of cfg, cfg[section]["samples"]
         samples each, of clients_per_node clients on client_nodes."""
         s = cfg[section]
         for m in cfg["metrics"]:
             for i in range(s["samples"]):
-                key = sample_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes,
-                                 clients_per_node, i)
-                self.samples.append(SampleSpec(key, stage, m, client_nodes, clients_per_node, i,
-                                               s["duration"], s["warmup"], pairs=pairs))
+                key = sample_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes, clients_per_node, i)
+                self.samples.append(
+                    SampleSpec(
+                        key, stage, m, client_nodes, clients_per_node, i, s["duration"], s["warmup"], pairs=pairs
+                    )
+                )
         return self
 
 
@@ -135,8 +144,7 @@ class Stage:
         if all(c > s for s, c in placements):
             return f"{self.legend} (saturated)"
         s, c = min(placements, key=lambda p: p[1] - p[0])
-        return (f"{self.legend} (not saturated: {s} server{'s' if s != 1 else ''}, "
-                f"{c} client{'s' if c != 1 else ''})")
+        return f"{self.legend} (not saturated: {s} server{'s' if s != 1 else ''}, {c} client{'s' if c != 1 else ''})"
 
     def enabled(self, cfg: dict) -> bool:
         """Whether cfg asks for it (its switch)."""

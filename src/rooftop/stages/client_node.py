@@ -8,8 +8,11 @@ from rooftop.stages.base import Placement, Stage
 def plan(cfg: dict) -> list[Placement]:
     c = cfg["collect"]
     n = len(cfg["nodes"])
-    return [Placement(list(range(n - 1)), c["servers_per_node"]).measure(
-        "client_node", cfg, "collect", [n - 1], c["clients_per_node"])]
+    return [
+        Placement(list(range(n - 1)), c["servers_per_node"]).measure(
+            "client_node", cfg, "collect", [n - 1], c["clients_per_node"]
+        )
+    ]
 
 
 STAGE = Stage(

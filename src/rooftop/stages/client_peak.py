@@ -69,9 +69,12 @@ def plan(cfg: dict) -> list[Placement]:
     if cfg["collect"]["pairs"] == "rounds":
         # Disjoint pairs measured at once: one server on each pair's first
         # node, one client on its second, client i loading server i.
-        return [Placement([a for a, _ in pairs], 1).measure("client_peak", cfg, "collect",
-                                                            [b for _, b in pairs], 1, pairs=pairs)
-                for pairs in pair_rounds(cfg)]
+        return [
+            Placement([a for a, _ in pairs], 1).measure(
+                "client_peak", cfg, "collect", [b for _, b in pairs], 1, pairs=pairs
+            )
+            for pairs in pair_rounds(cfg)
+        ]
     out = []
     for a in range(n - 1):
         p = Placement([a], 1)

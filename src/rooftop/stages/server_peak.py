@@ -8,8 +8,7 @@ from rooftop.stages.base import Placement, Stage
 def plan(cfg: dict) -> list[Placement]:
     c = cfg["collect"]
     others = list(range(1, len(cfg["nodes"])))
-    return [Placement([0], c["servers_per_node"]).measure("server_peak", cfg, "collect", others,
-                                                           c["clients_per_node"])]
+    return [Placement([0], c["servers_per_node"]).measure("server_peak", cfg, "collect", others, c["clients_per_node"])]
 
 
 STAGE = Stage(

@@ -7,8 +7,10 @@ from rooftop.stages.base import Placement, Stage
 def plan(cfg: dict) -> list[Placement]:
     c = cfg["collect"]
     others = list(range(1, len(cfg["nodes"])))
-    return [Placement([0], s).measure("sweep_servers", cfg, "collect", others, c["clients_per_node"])
-            for s in range(1, c["servers_per_node"] + 1)]
+    return [
+        Placement([0], s).measure("sweep_servers", cfg, "collect", others, c["clients_per_node"])
+        for s in range(1, c["servers_per_node"] + 1)
+    ]
 
 
 STAGE = Stage(

@@ -19,11 +19,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop.engine import LEASE_FILE
-from rooftop.engine import terminate
-from rooftop.launchers import Launch
+from rooftop.engine import LEASE_FILE, terminate
 from rooftop.interference.loads import get
 from rooftop.interference.loads.base import Context
+from rooftop.launchers import Launch
 
 
 @dataclass
@@ -43,23 +42,38 @@ class Running:
     leases: object = None
 
     def describe(self) -> dict:
-        return {"load": self.kind, "copy": self.copy, "knobs": self.knobs,
-                "nodes": [n.index for n in self.nodes], "folder": str(self.folder),
-                "processes": [{"node": l.node.index, "ranks": l.ranks, "argv": l.argv}
-                              for l in self.launches]}
+        return {
+            "load": self.kind,
+            "copy": self.copy,
+            "knobs": self.knobs,
+            "nodes": [n.index for n in self.nodes],
+            "folder": str(self.folder),
+            "processes": [{"node": l.node.index, "ranks": l.ranks, "argv": l.argv} for l in self.launches],
+        }
 
 
-def launches(kind: str, knobs: dict, nodes: list, launcher, cfg: dict, folder: Path,
-             copy: int = 0, binding: str = "core") -> list[Launch]:
+def launches(
+    kind: str, knobs: dict, nodes: list, launcher, cfg: dict, folder: Path, copy: int = 0, binding: str = "core"
+) -> list[Launch]:
     """The command lines of one copy of a load on nodes (nothing started)."""
     load = get(kind)
     out, rank = [], 0
     for pos, node in enumerate(nodes):
         ctx = Context(knobs, pos, nodes, str(folder), cfg, copy)
         n = load.procs(ctx, len(node.cores))
-        argv = [sys.executable, "-m", "rooftop.interference.loads.worker", kind,
-                "--units", str(folder / "units-{rank}.jsonl"), "--lease", str(folder / LEASE_FILE),
-                "--lease-timeout", str(cfg["engine"].get("lease", 10.0)), *load.args(ctx)]
+        argv = [
+            sys.executable,
+            "-m",
+            "rooftop.interference.loads.worker",
+            kind,
+            "--units",
+            str(folder / "units-{rank}.jsonl"),
+            "--lease",
+            str(folder / LEASE_FILE),
+            "--lease-timeout",
+            str(cfg["engine"].get("lease", 10.0)),
+            *load.args(ctx),
+        ]
         first = pos if load.multi_node else rank
         width = binding if n <= len(node.cores) else "none"
         out += launcher.launches(node, argv, n, width, first)
@@ -160,7 +174,12 @@ def split(units: list[dict], t_mark: float, beside_in: list[tuple[float, float]]
     alone = [u for u in units if u["t1"] <= t_mark]
     beside = [u for u in units if any(a <= u["t0"] and u["t1"] <= b for a, b in beside_in)]
     ra, rb = _rate(alone), _rate(beside, beside_in)
-    return {"units_alone": len(alone), "units_beside": len(beside), "rate_alone": ra,
-            "rate_beside": rb, "slowdown": ra / rb if ra and rb else None,
-            "unit_s_alone": statistics.mean(u["t1"] - u["t0"] for u in alone) if alone else None,
-            "unit_s_beside": statistics.mean(u["t1"] - u["t0"] for u in beside) if beside else None}
+    return {
+        "units_alone": len(alone),
+        "units_beside": len(beside),
+        "rate_alone": ra,
+        "rate_beside": rb,
+        "slowdown": ra / rb if ra and rb else None,
+        "unit_s_alone": statistics.mean(u["t1"] - u["t0"] for u in alone) if alone else None,
+        "unit_s_beside": statistics.mean(u["t1"] - u["t0"] for u in beside) if beside else None,
+    }

@@ -7,8 +7,8 @@ alone and those done beside the service (the load's own slowdown).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,6 @@ class Load:
         out = {k.name: k.default for k in self.knobs}
         for name, value in given.items():
             if name not in known:
-                raise ValueError(f"load '{self.name}' has no knob '{name}' "
-                                 f"(knobs: {', '.join(known) or 'none'})")
+                raise ValueError(f"load '{self.name}' has no knob '{name}' (knobs: {', '.join(known) or 'none'})")
             out[name] = known[name].parse(value) if isinstance(value, str) else value
         return out

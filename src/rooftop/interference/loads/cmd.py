@@ -50,9 +50,14 @@ def _args(ctx):
 
 
 LOAD = Load(
-    "cmd", "any command, run again each time it ends", "whatever the command uses",
-    (Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
-     Knob("command", str, "", "the command line ({rank}: the process's rank)")),
+    "cmd",
+    "any command, run again each time it ends",
+    "whatever the command uses",
+    (
+        Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
+        Knob("command", str, "", "the command line ({rank}: the process's rank)"),
+    ),
     "runs/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,
-    args=_args)
+    args=_args,
+)

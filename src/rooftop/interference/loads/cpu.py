@@ -37,10 +37,15 @@ def _args(ctx):
 
 
 LOAD = Load(
-    "cpu", "a fixed-work Jacobi stencil per core (rooftop-stencil), repeated", "CPU cores",
-    (Knob("procs", int, 0, "processes per node (0: one per core of the node)"),
-     Knob("size", int, 256, "grid points per side of one unit"),
-     Knob("iterations", int, 50, "sweeps per unit")),
+    "cpu",
+    "a fixed-work Jacobi stencil per core (rooftop-stencil), repeated",
+    "CPU cores",
+    (
+        Knob("procs", int, 0, "processes per node (0: one per core of the node)"),
+        Knob("size", int, 256, "grid points per side of one unit"),
+        Knob("iterations", int, 50, "sweeps per unit"),
+    ),
     "Mpoints/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,
-    args=_args)
+    args=_args,
+)

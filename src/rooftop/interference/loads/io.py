@@ -55,16 +55,20 @@ def on_stop() -> None:
 
 def _args(ctx):
     where = ctx.knobs["dir"] or os.path.join(ctx.folder, "data")
-    return ["--dir", where, "--block-mib", str(ctx.knobs["block_mib"]),
-            "--file-mib", str(ctx.knobs["file_mib"])]
+    return ["--dir", where, "--block-mib", str(ctx.knobs["block_mib"]), "--file-mib", str(ctx.knobs["file_mib"])]
 
 
 LOAD = Load(
-    "io", "a storage flood: fsynced 1 MiB writes to a file, repeated", "storage",
-    (Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
-     Knob("dir", str, "", "folder written to (default: the load's folder under the run)"),
-     Knob("block_mib", int, 8, "MiB written and fsynced per unit"),
-     Knob("file_mib", int, 256, "file size at which the file starts again empty")),
+    "io",
+    "a storage flood: fsynced 1 MiB writes to a file, repeated",
+    "storage",
+    (
+        Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
+        Knob("dir", str, "", "folder written to (default: the load's folder under the run)"),
+        Knob("block_mib", int, 8, "MiB written and fsynced per unit"),
+        Knob("file_mib", int, 256, "file size at which the file starts again empty"),
+    ),
     "MB/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,
-    args=_args)
+    args=_args,
+)

@@ -37,10 +37,15 @@ def on_stop() -> None:
 
 
 LOAD = Load(
-    "mem", "a memory-bandwidth streamer (numpy copy of a large array), repeated", "memory bandwidth",
-    (Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
-     Knob("size_mib", int, 64, "array size in MiB (two arrays per process)"),
-     Knob("copies", int, 4, "copies per unit")),
+    "mem",
+    "a memory-bandwidth streamer (numpy copy of a large array), repeated",
+    "memory bandwidth",
+    (
+        Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
+        Knob("size_mib", int, 64, "array size in MiB (two arrays per process)"),
+        Knob("copies", int, 4, "copies per unit"),
+    ),
     "GB/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,
-    args=lambda ctx: ["--size-mib", str(ctx.knobs["size_mib"]), "--copies", str(ctx.knobs["copies"])])
+    args=lambda ctx: ["--size-mib", str(ctx.knobs["size_mib"]), "--copies", str(ctx.knobs["copies"])],
+)

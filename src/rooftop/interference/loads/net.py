@@ -63,7 +63,7 @@ class _Tail:
         with open(self.log) as f:
             f.seek(self.offset)
             text = f.read()
-        complete = text[:text.rfind("\n") + 1]  # a line still being written waits
+        complete = text[: text.rfind("\n") + 1]  # a line still being written waits
         self.offset += len(complete)
         for line in complete.splitlines():
             ev = json.loads(line)
@@ -87,8 +87,19 @@ def run(argv, stopping, record, rank):
     wlog = gdir / f"windows-{rank}.jsonl"
     tail = _Tail(wlog, a.size, record)
     if client and _wait_servers(gdir, a.nservers, stopping):
-        _start([a.engine, *client, "--rank", str(rank), "--window-log", str(wlog),
-                "--output", str(gdir / f"client-{rank}.json")], gdir / f"client-{rank}.log")
+        _start(
+            [
+                a.engine,
+                *client,
+                "--rank",
+                str(rank),
+                "--window-log",
+                str(wlog),
+                "--output",
+                str(gdir / f"client-{rank}.json"),
+            ],
+            gdir / f"client-{rank}.log",
+        )
     while not stopping.wait(0.2):
         tail.read()
         dead = [c for c in _Children.procs if c.poll() is not None]
@@ -120,39 +131,78 @@ def on_stop() -> None:
 def _args(ctx):
     """One worker per node: the engine lines it runs, as JSON lists."""
     from rooftop import metrics
-    from rooftop.units import parse_size
     from rooftop.engine import engine_path
+    from rooftop.units import parse_size
 
     k, cfg = ctx.knobs, ctx.cfg
     if len(ctx.nodes) < 2:
         raise ValueError("load 'net' needs at least two nodes (its flood goes between them)")
     op = direction(k["pattern"], k["op"])
     gdir = Path(ctx.folder) / "group"
-    fab = ["--fabric", cfg["fabric"]["provider"]] + (["--domain", cfg["fabric"]["domain"]]
-                                                      if cfg["fabric"]["domain"] else [])
+    fab = ["--fabric", cfg["fabric"]["provider"]] + (
+        ["--domain", cfg["fabric"]["domain"]] if cfg["fabric"]["domain"] else []
+    )
     bw = dict(cfg["bw"], op=op, size=k["size"], buffer="reuse")  # a flood needs no fresh pages
     flood_cfg = dict(cfg, bw=bw)
     incast = k["pattern"] != "alltoall"  # incast and broadcast: a hub and its spokes
     node = ctx.nodes[ctx.position]
     serve = []
     if ctx.position == 0 or not incast:
-        serve = ["serve", *fab, "--group-dir", str(gdir), "--progress", cfg["engine"]["server_progress"],
-                 "--output", str(gdir / f"server-{ctx.position}.json"),
-                 *metrics.get("bw").server_args(flood_cfg)]  # the flood is bw operations
+        serve = [
+            "serve",
+            *fab,
+            "--group-dir",
+            str(gdir),
+            "--progress",
+            cfg["engine"]["server_progress"],
+            "--output",
+            str(gdir / f"server-{ctx.position}.json"),
+            *metrics.get("bw").server_args(flood_cfg),
+        ]  # the flood is bw operations
         if node.address:
             serve += ["--address", node.address]
     client = []
     if ctx.position > 0 or not incast:
         nservers = 1 if incast else len(ctx.nodes)
-        client = ["load", *fab, "--group-dir", str(gdir), "--nservers", str(nservers),
-                  "--server", "0" if incast else "all", "--duration", str(k["window"]),
-                  "--samples", "100000", "--warmup", "0", "--concurrency", str(k["concurrency"]),
-                  "--progress", cfg["engine"]["client_progress"],
-                  "--timeout", "30", *metrics.get("bw").client_args(flood_cfg)]
-    return ["--engine", cfg["engine"]["path"] or engine_path(), "--group", str(gdir),
-            "--serve", json.dumps(serve), "--client", json.dumps(client),
-            "--window", str(k["window"]), "--nservers", str(1 if incast else len(ctx.nodes)),
-            "--size", str(parse_size(k["size"]))]
+        client = [
+            "load",
+            *fab,
+            "--group-dir",
+            str(gdir),
+            "--nservers",
+            str(nservers),
+            "--server",
+            "0" if incast else "all",
+            "--duration",
+            str(k["window"]),
+            "--samples",
+            "100000",
+            "--warmup",
+            "0",
+            "--concurrency",
+            str(k["concurrency"]),
+            "--progress",
+            cfg["engine"]["client_progress"],
+            "--timeout",
+            "30",
+            *metrics.get("bw").client_args(flood_cfg),
+        ]
+    return [
+        "--engine",
+        cfg["engine"]["path"] or engine_path(),
+        "--group",
+        str(gdir),
+        "--serve",
+        json.dumps(serve),
+        "--client",
+        json.dumps(client),
+        "--window",
+        str(k["window"]),
+        "--nservers",
+        str(1 if incast else len(ctx.nodes)),
+        "--size",
+        str(parse_size(k["size"])),
+    ]
 
 
 PATTERNS = {"incast": "write", "broadcast": "read", "alltoall": "read"}
@@ -165,20 +215,32 @@ def direction(pattern: str, op: str) -> str:
     if op not in ("auto", "read", "write"):
         raise ValueError(f"net.op={op}: auto, read or write")
     if pattern == "broadcast" and op == "write":
-        raise ValueError("net.op=write with net.pattern=broadcast: a broadcast sends out of the hub "
-                         "(op read); data into the hub is net.pattern=incast")
+        raise ValueError(
+            "net.op=write with net.pattern=broadcast: a broadcast sends out of the hub "
+            "(op read); data into the hub is net.pattern=incast"
+        )
     return PATTERNS[pattern] if op == "auto" else op
 
 
 LOAD = Load(
-    "net", "a network flood between its nodes (GPCNeT's congestors: incast into the first, broadcast "
-           "out of it, or all-to-all) through the engine's bulk operations", "network links",
-    (Knob("pattern", str, "incast", "incast (every other node sends into the first), broadcast (the first "
-                                    "sends to every other) or alltoall"),
-     Knob("op", str, "auto", "bulk direction: auto (the pattern's), read (data leaves the servers) or write"),
-     Knob("size", str, "1MiB", "bytes per bulk operation"),
-     Knob("concurrency", int, 4, "operations in flight per client"),
-     Knob("window", float, 0.5, "seconds per measured unit")),
+    "net",
+    "a network flood between its nodes (GPCNeT's congestors: incast into the first, broadcast "
+    "out of it, or all-to-all) through the engine's bulk operations",
+    "network links",
+    (
+        Knob(
+            "pattern",
+            str,
+            "incast",
+            "incast (every other node sends into the first), broadcast (the first sends to every other) or alltoall",
+        ),
+        Knob("op", str, "auto", "bulk direction: auto (the pattern's), read (data leaves the servers) or write"),
+        Knob("size", str, "1MiB", "bytes per bulk operation"),
+        Knob("concurrency", int, 4, "operations in flight per client"),
+        Knob("window", float, 0.5, "seconds per measured unit"),
+    ),
     "GB/s",
     procs=lambda ctx, cores: 1,
-    args=_args, multi_node=True)
+    args=_args,
+    multi_node=True,
+)

@@ -104,8 +104,7 @@ def rank_job(r: int, a, up, down, out) -> None:
             io.point(np.repeat(grid[1:-1], a.inflate, axis=0).tobytes())
     io.close()
     runtime = time.perf_counter() - t0
-    out.send({"runtime": runtime, "io_blocked_s": io.blocked, "io_work_s": io.work,
-              "compute_s": runtime - io.blocked})
+    out.send({"runtime": runtime, "io_blocked_s": io.blocked, "io_work_s": io.work, "compute_s": runtime - io.blocked})
 
 
 def job(a) -> dict | None:
@@ -141,8 +140,14 @@ def run(argv, stopping, record, rank):
     p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker numio")
     p.add_argument("--mode", choices=MODES, default="sync")
     p.add_argument("--dir", required=True)
-    for name, default in (("ranks", 2), ("size", 256), ("sweeps", 200), ("write-every", 20),
-                          ("inflate", 8), ("timeout", 600)):
+    for name, default in (
+        ("ranks", 2),
+        ("size", 256),
+        ("sweeps", 200),
+        ("write-every", 20),
+        ("inflate", 8),
+        ("timeout", 600),
+    ):
         p.add_argument(f"--{name}", type=int, default=default)
     a = p.parse_args(argv)
     os.makedirs(a.dir, exist_ok=True)
@@ -157,10 +162,16 @@ def run(argv, stopping, record, rank):
         return 1.0
 
     repeat(unit, stopping, record)
-    hidden = (min(1.0, max(0.0, 1 - totals["io_blocked_s"] / totals["io_work_s"]))
-              if totals["io_work_s"] > 0 else None)
-    return {"mode": a.mode, "ranks": a.ranks, "size": a.size, "sweeps": a.sweeps,
-            "write_every": a.write_every, **totals, "io_hidden": hidden}
+    hidden = min(1.0, max(0.0, 1 - totals["io_blocked_s"] / totals["io_work_s"])) if totals["io_work_s"] > 0 else None
+    return {
+        "mode": a.mode,
+        "ranks": a.ranks,
+        "size": a.size,
+        "sweeps": a.sweeps,
+        "write_every": a.write_every,
+        **totals,
+        "io_hidden": hidden,
+    }
 
 
 def on_stop() -> None:
@@ -174,21 +185,38 @@ def _args(ctx):
     if k["mode"] not in MODES:
         raise ValueError(f"numio.mode '{k['mode']}': one of {', '.join(MODES)}")
     where = k["dir"] or os.path.join(ctx.folder, "data")
-    return ["--mode", k["mode"], "--dir", where, "--ranks", str(k["ranks"]), "--size", str(k["size"]),
-            "--sweeps", str(k["sweeps"]), "--write-every", str(k["write_every"]),
-            "--inflate", str(k["inflate"])]
+    return [
+        "--mode",
+        k["mode"],
+        "--dir",
+        where,
+        "--ranks",
+        str(k["ranks"]),
+        "--size",
+        str(k["size"]),
+        "--sweeps",
+        str(k["sweeps"]),
+        "--write-every",
+        str(k["write_every"]),
+        "--inflate",
+        str(k["inflate"]),
+    ]
 
 
 LOAD = Load(
-    "numio", "a numio-like job: Jacobi stencil ranks with halo exchange and periodic writes "
-             "(modes sync+imm, sync, async)", "CPU cores, memory and storage",
-    (Knob("mode", str, "sync", "overlap mode: sync+imm, sync or async (seed 004)"),
-     Knob("ranks", int, 2, "processes of one job (row blocks exchanging halos)"),
-     Knob("size", int, 256, "grid points per side"),
-     Knob("sweeps", int, 200, "sweeps per job (one unit)"),
-     Knob("write_every", int, 20, "sweeps between writes"),
-     Knob("inflate", int, 8, "each rank writes its block this many times over (more data per write)"),
-     Knob("dir", str, "", "folder written to (default: the load's folder under the run)")),
+    "numio",
+    "a numio-like job: Jacobi stencil ranks with halo exchange and periodic writes (modes sync+imm, sync, async)",
+    "CPU cores, memory and storage",
+    (
+        Knob("mode", str, "sync", "overlap mode: sync+imm, sync or async (seed 004)"),
+        Knob("ranks", int, 2, "processes of one job (row blocks exchanging halos)"),
+        Knob("size", int, 256, "grid points per side"),
+        Knob("sweeps", int, 200, "sweeps per job (one unit)"),
+        Knob("write_every", int, 20, "sweeps between writes"),
+        Knob("inflate", int, 8, "each rank writes its block this many times over (more data per write)"),
+        Knob("dir", str, "", "folder written to (default: the load's folder under the run)"),
+    ),
     "jobs/s",
     procs=lambda ctx, cores: 1,
-    args=_args)
+    args=_args,
+)

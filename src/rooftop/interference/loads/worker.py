@@ -155,10 +155,19 @@ def main(argv: list[str] | None = None) -> int:
     start = time.time()
     extra = module.run(rest, stopping, record, args.rank) or {}
     seconds = (record.last - record.first) if record.units else 0.0
-    doc = {"load": args.kind, "rank": args.rank, "units": record.units, "work": record.work,
-           "seconds": seconds, "busy_seconds": record.busy, "started": start,
-           "rate": record.work / record.busy if record.busy > 0 else 0.0,
-           "cpu_affinity": sorted(os.sched_getaffinity(0)), "pid": os.getpid(), **extra}
+    doc = {
+        "load": args.kind,
+        "rank": args.rank,
+        "units": record.units,
+        "work": record.work,
+        "seconds": seconds,
+        "busy_seconds": record.busy,
+        "started": start,
+        "rate": record.work / record.busy if record.busy > 0 else 0.0,
+        "cpu_affinity": sorted(os.sched_getaffinity(0)),
+        "pid": os.getpid(),
+        **extra,
+    }
     print(json.dumps(doc), flush=True)
     return 0
 
