@@ -322,10 +322,42 @@ KEYS: list[Key] = [
 ]
 KEY_BY_PATH = by_path(KEYS)
 
+#: The studies' own keys (rooftop.bursts.keys, rooftop.learn.keys, ...), by
+#: section (the first part of their paths: bursts, tune, audit, loads, probe).
+#: A study registers its table with register() when its keys module is
+#: imported (the layers forbid config from importing a study). They are in
+#: KEY_BY_PATH (`--set`, config files, `config keys`) but only in the config
+#: of a command that reads them: build(..., sections=("bursts",)).
+STUDY_KEYS: dict[str, list[Key]] = {}
+
+
+def register(section: str, keys: list[Key]) -> None:
+    """Adds a study's keys (every path under `section.`); a key declared
+    twice, here or in KEYS, is an error, as in by_path."""
+    bad = [k.path for k in keys if not k.path.startswith(section + ".")]
+    if bad or any(k.path == section or k.path.startswith(section + ".") for k in KEYS):
+        raise ValueError(f"study keys of section {section}: {bad or section} not under a section of their own")
+    if STUDY_KEYS.get(section) == keys:  # the same table again (a module imported twice)
+        return
+    new = by_path(keys)
+    twice = sorted(set(new) & set(KEY_BY_PATH))
+    if twice:
+        raise ValueError(f"config key {twice[0]} is declared twice (a study's table and another)")
+    STUDY_KEYS.setdefault(section, []).extend(keys)
+    KEY_BY_PATH.update(new)
+
+
+def section_of(path: str) -> str | None:
+    """The study section a key belongs to (None: a common key)."""
+    head = path.split(".", 1)[0]
+    return head if head in STUDY_KEYS else None
+
 
 def _at_most(key: Key, value: float) -> float:
     if key.maximum is not None and value > key.maximum:
         raise ConfigError(f"{key.path}: {short(value)} is beyond any sensible value (at most {key.maximum:g})")
+    if key.minimum is not None and value < key.minimum:
+        raise ConfigError(f"{key.path}: {short(value)} is too small (at least {key.minimum:g})")
     return value
 
 
@@ -372,15 +404,16 @@ def _check(key: Key, value: Any) -> Any:
         inner = k[5:-1]
         out = []
         for i, v in enumerate(value):
-            sub = Key(f"{p}[{i}]", inner, None, "", key.choices, maximum=key.maximum)
+            sub = Key(f"{p}[{i}]", inner, None, "", key.choices, maximum=key.maximum, minimum=key.minimum)
             out.append(_check(sub, v))
         return out
     raise AssertionError(k)
 
 
-def defaults() -> dict:
+def defaults(sections: tuple[str, ...] = ()) -> dict:
+    """Every common key's default, and those of the study sections named."""
     cfg: dict = {}
-    for k in KEYS:
+    for k in [*KEYS, *(k for s in sections for k in STUDY_KEYS.get(s, []))]:
         _set(cfg, k.path, copy.deepcopy(k.default))
     return cfg
 
@@ -478,18 +511,31 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def merge(file_data: dict | None, overrides: dict[str, Any]) -> dict:
-    """Defaults <- file <- overrides, type-checked; not yet resolved."""
-    cfg = defaults()
+def merge(file_data: dict | None, overrides: dict[str, Any], sections: tuple[str, ...] = ()) -> dict:
+    """Defaults <- file <- overrides, type-checked; not yet resolved.
+    Keys of a study section not in `sections` are checked and left out if
+    the file sets them (one file may serve several commands), refused if
+    given as overrides (this command would ignore them)."""
+    cfg = defaults(sections)
     where = ""
     flat = _flatten(file_data or {}, "", where)
+    for path in overrides:
+        other = section_of(path)
+        if other and other not in sections:
+            raise ConfigError(f"{path}: a key of 'rooftop {STUDY_COMMAND.get(other, other)}', not read by this command")
     flat.update(overrides)
     for path, value in flat.items():
         key = KEY_BY_PATH.get(path)
         if key is None:
             raise ConfigError(f"{path}: unknown key")
-        _set(cfg, path, _check(key, value))
+        value = _check(key, value)
+        if section_of(path) in (None, *sections):
+            _set(cfg, path, value)
     return cfg
+
+
+#: The command that reads a study section, where it is not the section's name.
+STUDY_COMMAND = {"loads": "interfere"}
 
 
 def _positive(cfg: dict, path: str, minimum: float = 0, strict: bool = True) -> None:
@@ -679,16 +725,23 @@ def resolve_grid(cfg: dict) -> dict:
     return cfg
 
 
-def build(config_file: str | None = None, overrides: dict[str, Any] | None = None) -> dict:
-    """File + overrides -> resolved config."""
+def build(
+    config_file: str | None = None, overrides: dict[str, Any] | None = None, sections: tuple[str, ...] = ()
+) -> dict:
+    """File + overrides -> resolved config (with the study sections named)."""
     data = load_file(config_file) if config_file else None
-    return resolve(merge(data, overrides or {}))
+    return resolve(merge(data, overrides or {}, sections))
 
 
 def describe_keys() -> str:
     lines = []
-    for k in KEYS:
+    studies = [(s, k) for s, keys in STUDY_KEYS.items() for k in keys]
+    for section, k in [(None, k) for k in KEYS] + studies:
         d = json.dumps(k.default)
         choices = f" ({'|'.join(k.choices)})" if k.choices else ""
-        lines.append(f"{k.path:30s} {k.kind}{choices}, default {d}\n    {k.help}")
+        limits = [f"at least {k.minimum:g}"] if k.minimum is not None else []
+        limits += [f"at most {k.maximum:g}"] if k.maximum is not None else []
+        read = f" [rooftop {STUDY_COMMAND.get(section, section)} only]" if section else ""
+        bounds = f", {' and '.join(limits)}" if limits else ""
+        lines.append(f"{k.path:30s} {k.kind}{choices}, default {d}{bounds}{read}\n    {k.help}")
     return "\n".join(lines)

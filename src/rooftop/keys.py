@@ -26,6 +26,8 @@ class Key:
     nullable: bool = False
     #: Largest sensible value (numbers; list[int] items): beyond it, an error.
     maximum: float | None = None
+    #: Smallest allowed value (numbers; list[int] items): below it, an error.
+    minimum: float | None = None
 
 
 def by_path(keys: Iterable[Key]) -> dict[str, Key]:

@@ -23,24 +23,24 @@ import copy
 import re
 import time
 
+from rooftop.bursts import keys as _keys  # noqa: F401  (registers the bursts.* config keys)
 from rooftop.bursts import neighbour
 from rooftop.bursts import summary as burst_summary
 from rooftop.stages.base import Placement, SampleSpec
 
 MODE = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
-DEFAULT_PROGRESS = "busy,spindown:10,adaptive,block"
-MIN_INTERVAL = 0.1
 
 
 class BurstsError(ValueError):
     """A bad bursts parameter (usage error, exit 2)."""
 
 
-def progress_modes(text: str) -> list[str]:
-    """'busy,spindown:0,1,10' -> ['busy', 'spindown:0', 'spindown:1',
-    'spindown:10']: a bare number after a spindown continues the sweep."""
+def progress_modes(text: str | list[str]) -> list[str]:
+    """'busy,spindown:0,1,10' (or that list) -> ['busy', 'spindown:0',
+    'spindown:1', 'spindown:10']: a bare number after a spindown continues
+    the sweep."""
     modes: list[str] = []
-    for item in (t.strip() for t in text.split(",")):
+    for item in (t.strip() for t in (text.split(",") if isinstance(text, str) else text)):
         if not item:
             continue
         if re.fullmatch(r"[0-9.]+", item) and modes and modes[-1].startswith("spindown"):
@@ -51,61 +51,53 @@ def progress_modes(text: str) -> list[str]:
                 if item.startswith("spindown:")
                 else "modes: busy, block, adaptive, spindown[:MS]"
             )
-            raise BurstsError(f"--progress: {item!r} is not a progress mode ({why})")
+            raise BurstsError(f"bursts.progress (--progress): {item!r} is not a progress mode ({why})")
         if item in modes:
-            raise BurstsError(f"--progress: {item} is asked twice")
+            raise BurstsError(f"bursts.progress (--progress): {item} is asked twice")
         modes.append(item)
     if not modes:
-        raise BurstsError("--progress names no mode")
+        raise BurstsError("bursts.progress (--progress) names no mode")
     return modes
 
 
-def params_of(args) -> dict:
-    """Every bursts parameter, defaults included (recorded as config 'bursts')."""
-    if args.interval < MIN_INTERVAL:
-        raise BurstsError(f"--interval {args.interval:g}: at least {MIN_INTERVAL:g} s")
-    if args.on < args.interval or args.bursts < 1 or args.off < 0 or args.clients < 1:
-        raise BurstsError("--on must be at least one --interval, --bursts and --clients at least 1, --off at least 0")
-    if not 0 < args.full_rate <= 1:
-        raise BurstsError("--full-rate is a fraction in (0, 1]")
-    p = {
-        "progress": progress_modes(args.progress),
-        "bursts": args.bursts,
-        "on": args.on,
-        "off": args.off,
-        "interval": args.interval,
-        "windows_per_burst": max(1, round(args.on / args.interval)),
-        "clients": args.clients,
-        "metric": args.metric,
-        "full_rate": args.full_rate,
-        "neighbour": args.neighbour,
-        "neighbour_argv": None,
-        "neighbour_cores": None,
-        "neighbour_timeout": args.neighbour_timeout,
-        "stencil_size": args.stencil_size,
-        "stencil_iterations": args.stencil_iterations,
-        "server_node": 0,
-        "client_node": None,
-    }
-    if args.neighbour:
+def params_of(keys: dict) -> dict:
+    """The bursts section of a merged config (its keys, each checked against
+    its type and limits: rooftop.bursts.keys), checked against each other,
+    with what they resolve to (recorded as the run's config 'bursts')."""
+    if keys["on"] < keys["interval"]:
+        raise BurstsError(
+            f"bursts.on (--on) {keys['on']:g}: at least one bursts.interval (--interval, {keys['interval']:g} s)"
+        )
+    p = dict(
+        keys,
+        progress=progress_modes(keys["progress"]),
+        windows_per_burst=max(1, round(keys["on"] / keys["interval"])),
+        neighbour_argv=None,
+        neighbour_cores=None,
+        server_node=0,
+        client_node=None,
+    )
+    if p["neighbour"]:
         try:
-            p["neighbour_argv"] = neighbour.command(args.neighbour, args.stencil_size, args.stencil_iterations)
+            p["neighbour_argv"] = neighbour.command(p["neighbour"], p["stencil_size"], p["stencil_iterations"])
         except neighbour.NeighbourFailed as e:
-            raise BurstsError(str(e)) from None
+            raise BurstsError(f"bursts.neighbour: {e}") from None
     return p
 
 
-def build_config(args) -> dict:
-    """The resolved campaign config with the run's bursts parameters."""
-    from rooftop import config, session
+def build_config(config_file: str | None, overrides: dict) -> dict:
+    """The resolved campaign config with the run's bursts parameters: the
+    common keys and the bursts section (a file, then overrides: --set and
+    the command's flags); the metric measured is bursts.metric."""
+    from rooftop import config
     from rooftop.launchers import LauncherError, make_launcher
     from rooftop.launchers.base import core_sets
     from rooftop.locks import ON_THIS_MACHINE
 
-    p = params_of(args)
-    overrides = session.overrides(args)
-    overrides["metrics"] = [p["metric"]]
-    cfg = config.build(args.config, overrides)
+    merged = config.merge(config.load_file(config_file) if config_file else None, overrides, ("bursts",))
+    p = params_of(merged["bursts"])
+    merged["metrics"] = [p["metric"]]
+    cfg = config.resolve(merged)
     if cfg["launcher"]["type"] not in ON_THIS_MACHINE:
         raise config.ConfigError(
             f"launcher.type: bursts samples the server's /proc and RAPL here: use "
@@ -119,7 +111,7 @@ def build_config(args) -> dict:
         server_cores = core_sets(nodes[0], 1, cfg["binding"])[0]
         core_sets(nodes[-1], p["clients"], cfg["binding"])  # the clients fit on their node
     except LauncherError as e:
-        raise config.ConfigError(f"--clients {p['clients']}: {e}") from None
+        raise config.ConfigError(f"bursts.clients (--clients) {p['clients']}: {e}") from None
     p["neighbour_cores"] = list(server_cores or nodes[0].cores) if p["neighbour"] else None
     cfg["bursts"] = p
     cfg["stages"] = ["bursts"]

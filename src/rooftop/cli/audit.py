@@ -102,12 +102,5 @@ def add_audit(sub) -> None:
         "file it renews is no longer renewed (default: %(default)s)",
     )
     results_arg(au)
-    campaign_flags(
-        au,
-        json_help="print the run id, the report's path and the rows as JSON",
-        verbose=False,
-        wait_lock_help="another campaign holds the results folder or this machine's cores: wait up "
-        "to SECONDS (default 0: refuse at once)",
-        allow_concurrent_help=None,
-    )
+    campaign_flags(au, verbose=False, allow_concurrent=False)
     au.set_defaults(func=_cmd_audit)

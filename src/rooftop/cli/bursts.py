@@ -9,18 +9,24 @@ import time
 
 from rooftop import session
 from rooftop.bursts import neighbour
-from rooftop.bursts.run import (
-    DEFAULT_PROGRESS,
-    MIN_INTERVAL,
-    BurstsError,
-    build_config,
-    planned_keys,
-    power_note,
-    print_summary,
-    results,
-    run_modes,
+from rooftop.bursts.run import BurstsError, build_config, planned_keys, power_note, print_summary, results, run_modes
+from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags
+
+#: The command's own flags, each setting a key of rooftop.bursts.keys.
+BURSTS_FLAGS = (
+    KeyFlag("--progress", "bursts.progress", "MODES"),
+    KeyFlag("--metric", "bursts.metric"),
+    KeyFlag("--clients", "bursts.clients", "N"),
+    KeyFlag("--bursts", "bursts.bursts", "K"),
+    KeyFlag("--on", "bursts.on", "S"),
+    KeyFlag("--off", "bursts.off", "S"),
+    KeyFlag("--interval", "bursts.interval", "S"),
+    KeyFlag("--full-rate", "bursts.full_rate", "F"),
+    KeyFlag("--neighbour", "bursts.neighbour", "CMD"),
+    KeyFlag("--neighbour-timeout", "bursts.neighbour_timeout", "S"),
+    KeyFlag("--stencil-size", "bursts.stencil_size", "N"),
+    KeyFlag("--stencil-iterations", "bursts.stencil_iterations", "K"),
 )
-from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, add_key_flags, campaign_flags
 
 
 def _execute(args, cfg: dict, store, run_id: str) -> int:
@@ -54,7 +60,7 @@ def cmd(args) -> int:
     from rooftop.store import Store
 
     try:
-        cfg = build_config(args)
+        cfg = build_config(args.config, session.overrides(args))
     except BurstsError as e:
         print(f"rooftop bursts: {e}", file=sys.stderr)
         return 2
@@ -92,10 +98,6 @@ def cmd(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from rooftop import metrics
-    from rooftop.locks import ON_THIS_MACHINE
-    from rooftop.stencil import DEFAULT_ITERATIONS, DEFAULT_SIZE
-
     b = sub.add_parser(
         "bursts",
         help="rate, CPU and power per progress mode in bursts of operations "
@@ -110,71 +112,13 @@ def add_parser(sub) -> None:
     )
     b.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
     add_key_flags(b, [f for f in CONFIG_FLAGS if f.key != "metrics"])
-    b.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key (repeatable)")
+    b.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any config key, e.g. --set bursts.interval=0.5 (repeatable)",
+    )
     add_key_flags(b, [RESULTS_FLAG])
-    b.add_argument(
-        "--progress",
-        default=DEFAULT_PROGRESS,
-        metavar="MODES",
-        help="server progress modes, in order (default: %(default)s); a spindown sweep: "
-        "spindown:0.1,1,10,50 (milliseconds, down to 0.001)",
-    )
-    b.add_argument(
-        "--metric", default="rpc", choices=list(metrics.METRICS), help="what the client sends (default: %(default)s)"
-    )
-    b.add_argument("--clients", type=int, default=1, metavar="N", help="client processes (default: 1)")
-    b.add_argument("--bursts", type=int, default=3, metavar="K", help="bursts per mode (default: 3)")
-    b.add_argument("--on", type=float, default=10.0, metavar="S", help="seconds per burst (default: 10)")
-    b.add_argument("--off", type=float, default=20.0, metavar="S", help="seconds of gap after each burst (default: 20)")
-    b.add_argument(
-        "--interval",
-        type=float,
-        default=1.0,
-        metavar="S",
-        help=f"seconds per interval, at least {MIN_INTERVAL:g} (default: 1)",
-    )
-    b.add_argument(
-        "--full-rate",
-        type=float,
-        default=0.9,
-        metavar="F",
-        help="'full rate' after a gap: this fraction of the burst rate (default: 0.9)",
-    )
-    b.add_argument(
-        "--neighbour",
-        metavar="CMD",
-        help="a compute job pinned to the server's core(s): "
-        "'stencil' (rooftop-stencil) or a command line; run alone, then during each mode",
-    )
-    b.add_argument(
-        "--neighbour-timeout",
-        type=float,
-        default=600.0,
-        metavar="S",
-        help="a neighbour run longer than this is stopped and fails the run (default: 600)",
-    )
-    b.add_argument(
-        "--stencil-size",
-        type=int,
-        default=DEFAULT_SIZE,
-        metavar="N",
-        help=f"--neighbour stencil: grid points per side (default: {DEFAULT_SIZE})",
-    )
-    b.add_argument(
-        "--stencil-iterations",
-        type=int,
-        default=DEFAULT_ITERATIONS,
-        metavar="K",
-        help=f"--neighbour stencil: sweeps (default: {DEFAULT_ITERATIONS})",
-    )
-    locked = (
-        f"another campaign holds the results folder (or, {' and '.join(ON_THIS_MACHINE)} "
-        "launchers, this machine's cores): wait up to SECONDS (default 0: refuse at once)"
-    )
-    campaign_flags(
-        b,
-        json_help="print a JSON summary on stdout (no progress)",
-        wait_lock_help=locked,
-        allow_concurrent_help="run even if another campaign holds the locks (samples marked concurrent)",
-    )
+    add_key_flags(b, BURSTS_FLAGS)
+    campaign_flags(b)
     b.set_defaults(func=cmd)

@@ -146,38 +146,36 @@ def campaign_args(p, stage: str) -> None:
     campaign_flags(p)
 
 
-#: --allow-concurrent's help in the campaign stages (collect, validate, interfere).
-ALLOW_CONCURRENT = (
-    "run even if another campaign holds the locks; every sample is then marked concurrent and the report warns"
-)
+def campaign_flags(p, verbose: bool = True, allow_concurrent: bool = True) -> None:
+    """How a measuring command runs, declared once for every one (collect,
+    validate, interfere, bursts, tune, audit) with the same help texts, in
+    this order: --json, -v, --wait-lock, --allow-concurrent. verbose or
+    allow_concurrent False: the command has no such flag (audit)."""
+    from rooftop.locks import ON_THIS_MACHINE
 
-
-def campaign_flags(
-    p,
-    json_help: str = "print a JSON summary on stdout (no progress bar)",
-    verbose: bool = True,
-    wait_lock_help: str | None = None,
-    allow_concurrent_help: str | None = ALLOW_CONCURRENT,
-) -> None:
-    """How a measuring command runs, the same flags for every one (collect,
-    validate, interfere, bursts, tune, audit), in this order: --json, -v,
-    --wait-lock, --allow-concurrent. Each command keeps its own help texts
-    (what its --json prints, which locks it takes); verbose False or
-    allow_concurrent_help None: the command has no such flag (audit)."""
-    p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the outcome as JSON on stdout (the run id and what it measured; no progress bar)",
+    )
     if verbose:
         p.add_argument("-v", "--verbose", action="store_true", help="log every command started")
-    if wait_lock_help is None:
-        from rooftop.locks import ON_THIS_MACHINE
-
-        wait_lock_help = (
-            f"another campaign holds the results folder (or, {' and '.join(ON_THIS_MACHINE)} "
-            "launchers, this machine's cores): wait up to SECONDS for it (default 0: refuse "
-            "at once, naming its run id, pid and host)"
+    p.add_argument(
+        "--wait-lock",
+        type=seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help=f"another campaign holds the results folder (or, {' and '.join(ON_THIS_MACHINE)} "
+        "launchers, this machine's cores): wait up to SECONDS for it (default 0: refuse "
+        "at once, naming its run id, pid and host)",
+    )
+    if allow_concurrent:
+        p.add_argument(
+            "--allow-concurrent",
+            action="store_true",
+            help="run even if another campaign holds the locks; every sample is then marked concurrent "
+            "and the report warns",
         )
-    p.add_argument("--wait-lock", type=seconds, default=0.0, metavar="SECONDS", help=wait_lock_help)
-    if allow_concurrent_help is not None:
-        p.add_argument("--allow-concurrent", action="store_true", help=allow_concurrent_help)
 
 
 def results_arg(p, what: str = "results folder") -> None:

@@ -247,12 +247,7 @@ def add_tune(sub) -> None:
         "(RESULTS/RUN/learned/METRIC.model.json) ranking the initial "
         "configurations (refused when it does not match the tune's parameters)",
     )
-    campaign_flags(
-        tu,
-        json_help="print the outcome as JSON on stdout",
-        wait_lock_help="wait up to SECONDS for another campaign's locks (default 0: refuse at once)",
-        allow_concurrent_help="run even if another campaign holds the locks (samples marked concurrent)",
-    )
+    campaign_flags(tu)
     tu.set_defaults(func=_cmd_tune)
 
 

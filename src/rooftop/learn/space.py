@@ -72,12 +72,16 @@ class Space:
 
 def tunable(key: str, metric: str) -> bool:
     """A knob a space may name: a placement knob, or a config key of the
-    service (not a campaign control, not another metric's)."""
-    from rooftop.config import KEY_BY_PATH
+    service (not a campaign control, not another metric's, not a study's
+    own: bursts.*, tune.*, ...)."""
+    from rooftop.config import KEY_BY_PATH, section_of
     from rooftop.learn.dataset import excluded
 
     return key in PLACEMENT_KNOBS or (
-        key in KEY_BY_PATH and not excluded(key, metric) and not key.startswith(("nodes", "launcher.", "sample"))
+        key in KEY_BY_PATH
+        and section_of(key) is None
+        and not excluded(key, metric)
+        and not key.startswith(("nodes", "launcher.", "sample"))
     )
 
 
