@@ -91,7 +91,7 @@ def test_too_few_samples_to_learn_says_how_many_are_needed():
     p = Proposer(parse(dict(SPACE), "bw", "test"), 0, dict(DEFAULT))
     with pytest.raises(LearnError, match=f"needs at least {MIN_CONFIGS} measured configurations, 2 have"):
         p.fit([Observation(DEFAULT, [1.0]), Observation(dict(DEFAULT, **{"bw.size": "1MiB"}), [2.0])])
-    with pytest.raises(LearnError, match=f"--init 1: too few samples.*at least {MIN_CONFIGS}"):
+    with pytest.raises(LearnError, match=f"tune.init \\(--init\\) 1: too few samples.*at least {MIN_CONFIGS}"):
         Settings(init=1).check()
 
 
@@ -233,6 +233,12 @@ def test_a_small_tune_stores_every_step(small_tune, capsys):
     assert "Trajectory" in page.read_text() and (page.parent / "trajectory.png").is_file()
 
 
+def test_the_tune_flags_are_keys_recorded_in_the_runs_config(small_tune):
+    _, out, res = small_tune
+    tune = Store(res, create=False).get_run(out["run"]).config["tune"]  # rooftop.learn.keys
+    assert (tune["budget"], tune["repeat"], tune["duration"], tune["seed"], tune["init"]) == (4, 2, 0.3, 3, 3)
+
+
 def test_tune_refuses_bad_inputs_before_a_run_exists(tmp_path, capsys):
     space = tmp_path / "space.json"
     space.write_text(json.dumps({"engine.concurency": [1, 2]}))
@@ -243,7 +249,9 @@ def test_tune_refuses_bad_inputs_before_a_run_exists(tmp_path, capsys):
     assert "engine.concurrency = 0" in capsys.readouterr().err
     assert not Store(tmp_path / "r", create=False).runs()  # no run created
     assert main(["tune", "--init", "2", "--results", str(tmp_path / "r2")]) == 2
-    assert "needs at least 3" in capsys.readouterr().err
+    assert "tune.init: 2 is too small (at least 3)" in capsys.readouterr().err
+    assert main(["tune", "--set", "tune.budget=many", "--results", str(tmp_path / "r2")]) == 2
+    assert "tune.budget: expected an integer" in capsys.readouterr().err
     assert not (tmp_path / "r2").exists()  # nothing created
 
 

@@ -9,7 +9,22 @@ import sys
 from pathlib import Path
 
 from rooftop import session
-from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, add_key_flags, campaign_flags, results_arg
+from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags, results_arg
+from rooftop.learn import keys as _tune_keys  # noqa: F401  (registers the tune.* config keys)
+
+#: The tune's own flags, each setting a key of rooftop.learn.keys.
+TUNE_FLAGS = (
+    KeyFlag("--metric", "tune.metric"),
+    KeyFlag("--space", "tune.space", "FILE"),
+    KeyFlag("--budget", "tune.budget", "N"),
+    KeyFlag("--init", "tune.init", "N"),
+    KeyFlag("--repeat", "tune.repeat", "K"),
+    KeyFlag("--duration", "tune.duration", "S"),
+    KeyFlag("--warmup", "tune.warmup", "S"),
+    KeyFlag("--seed", "tune.seed", "N"),
+    KeyFlag("--run", "tune.run", "RUN"),
+    KeyFlag("--model", "tune.model", "FILE"),
+)
 
 
 def _cmd_learn(args) -> int:
@@ -62,20 +77,21 @@ def _cmd_tune(args) -> int:
     from rooftop.nics import check as nic_check
     from rooftop.store import Store
 
-    settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
-    settings.check()  # before anything is created
     overrides = session.overrides(args)
-    space = spaces.load(args.space, args.metric, config.build(args.config, overrides))
-    if args.metric and space.metric != args.metric:
-        print(f"rooftop tune: {args.space} tunes {space.metric}, not --metric {args.metric}", file=sys.stderr)
+    t = config.merge(config.load_file(args.config) if args.config else None, overrides, ("tune",))["tune"]
+    settings = Settings(t["budget"], t["init"], t["repeat"], t["duration"], t["warmup"], t["seed"])
+    settings.check()  # before anything is created
+    space = spaces.load(t["space"], t["metric"], config.build(args.config, overrides, ("tune",)))
+    if t["metric"] and space.metric != t["metric"]:
+        print(f"rooftop tune: {t['space']} tunes {space.metric}, not tune.metric {t['metric']}", file=sys.stderr)
         return 2
     overrides["metrics"] = [space.metric]
-    build = lambda knobs: config.build(args.config, {**overrides, **knobs})  # noqa: E731
+    build = lambda knobs: config.build(args.config, {**overrides, **knobs}, ("tune",))  # noqa: E731
     base = dict(build({}), stages=["tune"])
     nic_check.preflight(base)
     store = Store(base["results"])
-    doc = load_model(Path(args.model)) if args.model else None
-    proposer = prepare(store, base, build, space, settings, args.run, doc)
+    doc = load_model(Path(t["model"])) if t["model"] else None
+    proposer = prepare(store, base, build, space, settings, t["run"], doc)
     with session.campaign_locks(args, store, base) as locks:  # a refused tune creates no run
         run_id = store.new_run(
             base,
@@ -84,16 +100,16 @@ def _cmd_tune(args) -> int:
                 tune={
                     "space": space.to_dict(),
                     "settings": vars(settings),
-                    "roofline_run": args.run,
-                    "model": args.model,
+                    "roofline_run": t["run"],
+                    "model": t["model"],
                 },
             ),
         )
         locks.name_run(run_id)
-        return _tune_run(args, store, run_id, proposer, build, settings, metrics.get(space.metric).unit)
+        return _tune_run(args, store, run_id, proposer, build, settings, metrics.get(space.metric).unit, t["run"])
 
 
-def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str) -> int:
+def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str, roofline_run: str | None) -> int:
     import time
 
     from rooftop.learn.tune_report import outcome_lines, step_line
@@ -108,7 +124,7 @@ def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str) ->
     t0 = time.monotonic()
     session.claim(store, run_id, "tune")
     try:
-        out = tune(store, run_id, proposer, build, settings, args.run, log, lambda s: say(step_line(s, unit)))
+        out = tune(store, run_id, proposer, build, settings, roofline_run, log, lambda s: say(step_line(s, unit)))
     except KeyboardInterrupt:
         store.set_status(run_id, "interrupted", "tune interrupted: its steps so far are stored")
         raise
@@ -191,62 +207,7 @@ def add_tune(sub) -> None:
         "shows the trajectory. See docs/learning.md.",
     )
     _tune_config_args(tu)
-    from rooftop import metrics
-
-    tu.add_argument(
-        "--metric", choices=list(metrics.METRICS), help="what to tune (default: the space file's, else rpc)"
-    )
-    tu.add_argument(
-        "--space",
-        metavar="FILE",
-        help="search space (JSON, or TOML by extension): knob -> "
-        "list of values or {min, max, step|factor}; default: a built-in space per metric",
-    )
-    tu.add_argument(
-        "--budget", type=int, default=12, metavar="N", help="configurations measured at most (default: %(default)s)"
-    )
-    tu.add_argument(
-        "--init",
-        type=int,
-        default=3,
-        metavar="N",
-        help="configurations measured before the "
-        "model proposes: the default, then a model file's best or seeded random ones "
-        "(default and minimum: %(default)s)",
-    )
-    tu.add_argument(
-        "--repeat",
-        type=int,
-        default=3,
-        metavar="K",
-        help="windows per configuration; its rate is their median (default: %(default)s)",
-    )
-    tu.add_argument(
-        "--duration", type=float, default=1.0, metavar="S", help="seconds per window (default: %(default)s)"
-    )
-    tu.add_argument(
-        "--warmup", type=float, default=0.5, metavar="S", help="warmup seconds per configuration (default: %(default)s)"
-    )
-    tu.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        metavar="N",
-        help="random seed: same seed, same proposals for the same measurements (default: %(default)s)",
-    )
-    tu.add_argument(
-        "--run",
-        metavar="RUN",
-        help="a run with ceilings on these nodes: the model learns the "
-        "efficiency against its roofline, and the best is compared with it",
-    )
-    tu.add_argument(
-        "--model",
-        metavar="FILE",
-        help="a model file of 'rooftop learn' "
-        "(RESULTS/RUN/learned/METRIC.model.json) ranking the initial "
-        "configurations (refused when it does not match the tune's parameters)",
-    )
+    add_key_flags(tu, TUNE_FLAGS)
     campaign_flags(tu)
     tu.set_defaults(func=_cmd_tune)
 
@@ -260,5 +221,6 @@ def _tune_config_args(p) -> None:
         "--set",
         action="append",
         metavar="KEY=VALUE",
-        help="any config key of the base configuration, e.g. --set bw.stream_size=256MiB",
+        help="any config key of the base configuration or the tune, e.g. --set bw.stream_size=256MiB, "
+        "--set tune.budget=20",
     )

@@ -38,6 +38,7 @@ NOT_FEATURES = (
     ("stages", "which stages ran"),
     ("metrics", "which metrics ran"),
     ("fail_fast", "campaign control"),
+    ("tune.*", "how a tune ran (its budget, windows, seed)"),
     ("engine.path", "where the engine is"),
     ("engine.timeout", "campaign control"),
     ("engine.lease", "campaign control"),

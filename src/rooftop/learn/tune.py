@@ -42,13 +42,13 @@ class Settings:
     def check(self) -> None:
         if self.init < MIN_CONFIGS:
             raise LearnError(
-                f"--init {self.init}: too few samples to learn from; the model needs at least "
+                f"tune.init (--init) {self.init}: too few samples to learn from; the model needs at least "
                 f"{MIN_CONFIGS} measured configurations"
             )
         if self.budget < self.init:
-            raise LearnError(f"--budget {self.budget} must be at least --init ({self.init})")
+            raise LearnError(f"tune.budget (--budget) {self.budget} must be at least tune.init (--init, {self.init})")
         if self.repeat < 1 or self.duration <= 0 or self.warmup < 0:
-            raise LearnError("--repeat must be at least 1, --duration > 0 and --warmup >= 0")
+            raise LearnError("tune.repeat must be at least 1, tune.duration > 0 and tune.warmup >= 0")
 
 
 def overrides_of(params: dict) -> dict:
