@@ -209,6 +209,8 @@ def test_campaign_commands_keep_their_flags():
             "-h",
         },
         "audit": {
+            "--config",
+            "--set",
             "--duration",
             "--fabric",
             "--help",

@@ -70,6 +70,11 @@ def test_bad_values_name_the_key(tmp_path):
         (["bursts", "--on", "0.5", "--interval", "1"], "bursts.on (--on) 0.5: at least one bursts.interval"),
         (["bursts", "--progress", "busy,poll"], "bursts.progress (--progress): 'poll' is not a progress mode"),
         (["config", "show", "--set", "bursts.on=3"], "bursts.on: a key of 'rooftop bursts', not read"),
+        (["tune", "--init", "2"], "tune.init: 2 is too small (at least 3)"),
+        (["audit", "--only", "nope"], "audit.only[0]: 'nope' is not one of buffer"),
+        (["audit", "--set", "collect.samples=3"], "collect.samples: not read by rooftop audit"),
+        (["audit", "--lease", "0"], "engine.lease: must be > 0"),
+        (["probe", "--set", "probe.repeat=0"], "probe.repeat: 0 is too small (at least 1)"),
     ]
     for argv, message in cases:
         p = rooftop(*argv, "--results", res, check=False)
@@ -122,3 +127,12 @@ def test_set_and_flags_land_in_the_runs_config(bursts_run):
     assert (p["bursts"], p["interval"], p["on"], p["off"], p["progress"]) == (1, 0.25, 0.5, 0.0, ["busy"])
     assert p["windows_per_burst"] == 2 and p["full_rate"] == 0.9  # a default, recorded
     assert out["status"] == "complete"
+
+
+def test_probe_reads_its_keys_from_a_file_and_set(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps({"probe": {"repeat": 1, "fabrics": ["ofi+tcp"]}, "engine": {"lease": 7}}))
+    p = rooftop("probe", "--config", str(f), "--set", "probe.duration=0.2", "--results", str(tmp_path / "r"))
+    assert "ofi+tcp; 0.2 s per measurement, 1 run(s) each" in p.stdout
+    summary = json.loads(next((tmp_path / "r").glob("probe-*/summary.json")).read_text())
+    assert (summary["repeat"], summary["duration_s"], summary["lease_s"]) == (1, 0.2, 7.0)

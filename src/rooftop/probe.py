@@ -19,9 +19,21 @@ import sys
 import time
 from pathlib import Path
 
-from rooftop import enginedoc
+from rooftop import config, enginedoc
 from rooftop.engine import DEFAULT_LEASE, EngineError, Group
+from rooftop.keys import Key
 from rooftop.units import fmt_in
+
+#: The config keys of `rooftop probe` (section `probe`; its --lease is the
+#: common key engine.lease), registered in the key table: `rooftop config
+#: keys` lists them, --set and a config file's [probe] table set them, and
+#: its flags (--fabric, --duration, --repeat) are KeyFlags of them.
+KEYS = [
+    Key("probe.fabrics", "list[str]", ["ofi+tcp", "ofi+shm"], "the fabrics probed, one after the other"),
+    Key("probe.duration", "float", 3.0, "measured seconds per test", minimum=0.05, maximum=3600),
+    Key("probe.repeat", "int", 3, "runs per test; the median is reported", minimum=1, maximum=1000),
+]
+config.register("probe", KEYS)
 
 #: Runs whose (max - min) / median exceeds this get a warning.
 DISAGREE = 0.20
@@ -135,6 +147,7 @@ def run(
         "client_cpu": cpus[1],
         "duration_s": duration,
         "repeat": repeat,
+        "lease_s": lease,
         "rows": rows,
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -32,9 +32,6 @@ from rooftop.engine import DEFAULT_LEASE, EngineError, Group, engine_path, run_e
 from rooftop.launchers.base import LauncherError, core_sets
 from rooftop.launchers.local import LocalLauncher
 
-#: The defaults of the audit's options (CLI and docs name them).
-DEFAULTS = {"repeats": 3, "duration": 1.0, "warmup": 0.3, "fabric": "ofi+tcp", "lease": DEFAULT_LEASE}
-
 
 def config(pitfalls: list[Pitfall], opts: dict, node) -> dict:
     """The run's config: what `rooftop runs` reads, and every audit parameter."""
@@ -44,6 +41,7 @@ def config(pitfalls: list[Pitfall], opts: dict, node) -> dict:
         "nodes": [node.describe()],
         "metrics": [],
         "results": opts["results"],
+        "engine": {"lease": opts["lease"]},
         "audit": {
             "pitfalls": {p.name: p.describe() for p in pitfalls},
             "repeats": opts["repeats"],

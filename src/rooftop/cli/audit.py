@@ -7,37 +7,62 @@ import json
 import sys
 from pathlib import Path
 
-from rooftop.cli.common import campaign_flags, results_arg, seconds
+from rooftop.audit import keys as _audit_keys  # noqa: F401  (registers the audit.* config keys)
+from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags
+
+#: The audit's own flags: keys of rooftop.audit.keys, and engine.lease.
+AUDIT_FLAGS = (
+    KeyFlag("--only", "audit.only", "NAMES"),
+    KeyFlag("--repeats", "audit.repeats", "N"),
+    KeyFlag("--duration", "audit.duration", "SECONDS"),
+    KeyFlag("--warmup", "audit.warmup", "SECONDS"),
+    KeyFlag("--fabric", "audit.fabric"),
+    KeyFlag("--storage-dir", "audit.storage_dir", "DIR"),
+    KeyFlag("--lease", "engine.lease", "SECONDS"),
+)
+
+#: The common keys the audit reads (any other given is refused, not ignored).
+READS = ("engine.lease", "results")
+
+
+def options(config_file: str | None, overrides: dict) -> dict:
+    """The audit's options from its keys (defaults <- file <- overrides)."""
+    from rooftop import config
+
+    other = sorted(k for k in overrides if k not in READS and config.section_of(k) != "audit")
+    if other:
+        raise config.ConfigError(f"{other[0]}: not read by rooftop audit (its keys: audit.*, {', '.join(READS)})")
+    cfg = config.merge(config.load_file(config_file) if config_file else None, overrides, ("audit",))
+    if cfg["engine"]["lease"] <= 0:
+        raise config.ConfigError(f"engine.lease: must be > 0, got {cfg['engine']['lease']}")
+    a = cfg["audit"]
+    if not a["only"]:
+        raise config.ConfigError("audit.only: name at least one pitfall")
+    if a["storage_dir"] and not Path(a["storage_dir"]).is_dir():
+        raise config.ConfigError(f"audit.storage_dir: {a['storage_dir']}: not a directory")
+    return {
+        "only": a["only"],
+        "repeats": a["repeats"],
+        "duration": a["duration"],
+        "warmup": a["warmup"],
+        "fabric": a["fabric"],
+        "storage_dir": str(Path(a["storage_dir"]).resolve()) if a["storage_dir"] else "",
+        "results": cfg["results"],
+        "lease": cfg["engine"]["lease"],
+    }
 
 
 def _cmd_audit(args) -> int:
-    from rooftop import audit
+    from rooftop import audit, session
     from rooftop.audit import run as audit_run
     from rooftop.audit import show
     from rooftop.locks import CampaignLocks
     from rooftop.store import Store
 
-    try:
-        pitfalls = audit.select(args.only)
-    except ValueError as e:
-        print(f"rooftop audit: {e}", file=sys.stderr)
-        return 2
-    if args.repeats < 1 or args.duration <= 0 or args.warmup < 0 or args.lease <= 0:
-        print("rooftop audit: --repeats must be >= 1, --duration and --lease > 0, --warmup >= 0", file=sys.stderr)
-        return 2
-    if args.storage_dir and not Path(args.storage_dir).is_dir():
-        print(f"rooftop audit: --storage-dir {args.storage_dir}: not a directory", file=sys.stderr)
-        return 2
-    store = Store(args.results)
-    opts = {
-        "repeats": args.repeats,
-        "duration": args.duration,
-        "warmup": args.warmup,
-        "fabric": args.fabric,
-        "storage_dir": str(Path(args.storage_dir).resolve()) if args.storage_dir else "",
-        "results": str(store.dir),
-        "lease": args.lease,
-    }
+    opts = options(args.config, session.overrides(args))
+    pitfalls = audit.select(",".join(opts.pop("only")))
+    store = Store(opts["results"])
+    opts["results"] = str(store.dir)
     say = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     with CampaignLocks(
         store.dir, "local", args.wait_lock, False, lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)
@@ -55,7 +80,6 @@ def _cmd_audit(args) -> int:
 
 def add_audit(sub) -> None:
     from rooftop.audit import PITFALLS
-    from rooftop.audit.run import DEFAULTS
 
     au = sub.add_parser(
         "audit",
@@ -67,40 +91,11 @@ def add_audit(sub) -> None:
         "overlap are 'indistinguishable here'. Stored as a run (rooftop runs, "
         "rooftop report RUN); prints the table and the report's path.",
     )
-    au.add_argument("--only", metavar="NAMES", help=f"comma-separated pitfalls (default: all: {','.join(PITFALLS)})")
-    au.add_argument("--repeats", type=int, default=DEFAULTS["repeats"], help="runs per setting (default: %(default)s)")
+    au.add_argument("--config", help="config file (JSON, or TOML by extension); see 'rooftop config keys'")
     au.add_argument(
-        "--duration",
-        type=seconds,
-        default=DEFAULTS["duration"],
-        metavar="SECONDS",
-        help="measured seconds per run (default: %(default)s)",
+        "--set", action="append", metavar="KEY=VALUE", help="an audit key or engine.lease, e.g. --set audit.repeats=5"
     )
-    au.add_argument(
-        "--warmup",
-        type=seconds,
-        default=DEFAULTS["warmup"],
-        metavar="SECONDS",
-        help="warm-up seconds per run (default: %(default)s)",
-    )
-    au.add_argument(
-        "--fabric", default=DEFAULTS["fabric"], help="fabric of the network pitfalls (default: %(default)s)"
-    )
-    au.add_argument(
-        "--storage-dir",
-        metavar="DIR",
-        help="directory of the storage pitfalls (default: a temporary directory in the run's "
-        "folder under --results, removed after; on tmpfs the O_DIRECT settings are "
-        "reported not measurable)",
-    )
-    au.add_argument(
-        "--lease",
-        type=seconds,
-        default=DEFAULTS["lease"],
-        metavar="SECONDS",
-        help="seconds its engines run on once this command is gone (killed): they stop when a lease "
-        "file it renews is no longer renewed (default: %(default)s)",
-    )
-    results_arg(au)
+    add_key_flags(au, AUDIT_FLAGS)
+    add_key_flags(au, [RESULTS_FLAG])
     campaign_flags(au, verbose=False, allow_concurrent=False)
     au.set_defaults(func=_cmd_audit)

@@ -10,22 +10,34 @@ import os
 import sys
 from pathlib import Path
 
+from rooftop import probe as _probe  # noqa: F401  (registers the probe.* config keys)
 from rooftop import session
-from rooftop.cli.common import RESULTS_FLAG, add_key_flags, config_args, results_arg, seconds
+from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, config_args
+
+#: probe's flags: keys of rooftop.probe.KEYS, and engine.lease.
+PROBE_FLAGS = (
+    KeyFlag("--fabric", "probe.fabrics", "LIST"),
+    KeyFlag("--duration", "probe.duration", "S"),
+    KeyFlag("--repeat", "probe.repeat", "K"),
+    KeyFlag("--lease", "engine.lease", "SECONDS"),
+)
 
 
 def _cmd_probe(args) -> int:
-    from rooftop import probe
+    from rooftop import config, probe
 
-    fabrics = [f.strip() for f in args.fabric.split(",") if f.strip()]
-    if not fabrics:
-        print("rooftop probe: --fabric names no fabric", file=sys.stderr)
-        return 2
-    if args.duration <= 0 or args.repeat < 1 or args.lease <= 0:
-        print("rooftop probe: --duration and --lease must be > 0 and --repeat at least 1", file=sys.stderr)
-        return 2
-    print(f"rooftop probe: {', '.join(fabrics)}; {args.duration:g} s per measurement, {args.repeat} run(s) each")
-    summary = probe.run(fabrics, args.duration, Path(args.results), repeat=args.repeat, lease=args.lease)
+    overrides = session.overrides(args)
+    other = sorted(k for k in overrides if k not in ("engine.lease", "results") and config.section_of(k) != "probe")
+    if other:
+        raise config.ConfigError(f"{other[0]}: not read by rooftop probe (its keys: probe.*, engine.lease, results)")
+    cfg = config.merge(config.load_file(args.config) if args.config else None, overrides, ("probe",))
+    p, lease = cfg["probe"], cfg["engine"]["lease"]
+    if not p["fabrics"]:
+        raise config.ConfigError("probe.fabrics: names no fabric")
+    if lease <= 0:
+        raise config.ConfigError(f"engine.lease: must be > 0, got {lease}")
+    print(f"rooftop probe: {', '.join(p['fabrics'])}; {p['duration']:g} s per measurement, {p['repeat']} run(s) each")
+    summary = probe.run(p["fabrics"], p["duration"], Path(cfg["results"]), repeat=p["repeat"], lease=lease)
     failed = [r for r in summary["rows"] if "error" in r]
     print(f"results: {summary['folder']}")
     return 1 if failed else 0
@@ -69,8 +81,6 @@ def add_config(sub) -> None:
 
 
 def add_probe(sub) -> None:
-    from rooftop.engine import DEFAULT_LEASE
-
     pr = sub.add_parser(
         "probe",
         help="quick RPC-rate and bandwidth check on this machine",
@@ -81,20 +91,11 @@ def add_probe(sub) -> None:
         "their spread, with a warning when they disagree by more "
         "than 20 %. Engine documents are saved under --results.",
     )
-    pr.add_argument("--fabric", default="ofi+tcp,ofi+shm", help="comma-separated fabrics (default: %(default)s)")
-    pr.add_argument("--duration", type=float, default=3.0, help="measured seconds per test (default: %(default)s)")
+    pr.add_argument("--config", help="config file (JSON, or TOML by extension); see 'rooftop config keys'")
     pr.add_argument(
-        "--repeat", type=int, default=3, help="runs per test; the median is reported (default: %(default)s)"
+        "--set", action="append", metavar="KEY=VALUE", help="a probe key or engine.lease, e.g. --set probe.repeat=5"
     )
-    pr.add_argument(
-        "--lease",
-        type=seconds,
-        default=DEFAULT_LEASE,
-        metavar="SECONDS",
-        help="seconds its engines run on once this command is gone (killed): they stop when a lease "
-        "file it renews is no longer renewed (default: %(default)s)",
-    )
-    results_arg(pr)
+    add_key_flags(pr, [*PROBE_FLAGS, RESULTS_FLAG])
     pr.set_defaults(func=_cmd_probe)
 
 

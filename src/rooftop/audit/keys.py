@@ -1,0 +1,32 @@
+"""The config keys of `rooftop audit` (section `audit`): which pitfalls,
+the repeats, the measured and warm-up seconds, the fabric and the storage
+directory; declared once with type, default, limits and help, and
+registered in the key table (rooftop.config.register). `rooftop config
+keys` lists them; `--set audit.repeats=5`, a config file's [audit] table
+and the command's flags (rooftop.cli.audit: --repeats, --only, ...) set
+them; the run's config records them under `audit`. Its --lease is the
+common key engine.lease."""
+
+from __future__ import annotations
+
+from rooftop import config
+from rooftop.audit import PITFALLS
+from rooftop.keys import Key
+
+KEYS = [
+    Key("audit.only", "list[choice]", list(PITFALLS), "the pitfalls measured", tuple(PITFALLS)),
+    Key("audit.repeats", "int", 3, "runs per setting", minimum=1, maximum=1000),
+    Key("audit.duration", "float", 1.0, "measured seconds per run", minimum=0.05, maximum=86400),
+    Key("audit.warmup", "float", 0.3, "warm-up seconds per run", minimum=0, maximum=3600),
+    Key("audit.fabric", "str", "ofi+tcp", "fabric of the network pitfalls"),
+    Key(
+        "audit.storage_dir",
+        "str",
+        None,
+        "directory of the storage pitfalls (default: a temporary directory in the run's folder under the "
+        "results folder, removed after; on tmpfs the O_DIRECT settings are reported not measurable)",
+        nullable=True,
+    ),
+]
+
+config.register("audit", KEYS)
