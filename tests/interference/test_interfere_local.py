@@ -158,13 +158,17 @@ def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
         "1",
         "--load-set",
         "cpu.procs=1",
-        "--load-set",
-        "cpu.size=128",
+        "--set",
+        "loads.cpu.size=128",  # a load's knob is a config key too
         "--stages",
         "client_peak",
         *QUICK,
     )
     conds = doc["conditions"]
+    from rooftop.store import Store
+
+    recorded = Store(tmp_path, create=False).get_run(base).config["loads"]
+    assert recorded == {"cpu": {"procs": 1, "size": 128, "iterations": 50}}
     assert [c["copies"] for c in conds] == [1, 2, 4]
     assert [len(c["loads"]) for c in conds] == [1, 2, 4]
     for c in conds:

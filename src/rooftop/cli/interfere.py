@@ -35,7 +35,8 @@ Loads:
 With --bursts RUN the service is a bursts run (rooftop bursts) instead of
 --stages: its modes measured again alone and beside each load, an impact per
 progress mode.
-Knobs: --load-set KIND.KNOB=VALUE (docs/interference.md lists them).
+Knobs: --load-set KIND.KNOB=VALUE, or the config keys loads.KIND.KNOB
+(--set, a config file; 'rooftop config keys' and docs/interference.md list them).
 --duration, --warmup and --samples apply to the validate stage too."""
 )
 
@@ -86,7 +87,8 @@ def add_parser(sub) -> None:
         action="append",
         default=[],
         metavar="KIND.KNOB=VALUE",
-        help="a load's knob, e.g. cpu.procs=1 (repeatable)",
+        help="a load's knob, e.g. cpu.procs=1, the same as --set loads.cpu.procs=1 (repeatable; "
+        "'rooftop config keys' lists every loads.* key)",
     )
     p.add_argument(
         "--load-nodes",
@@ -157,7 +159,11 @@ def _config(args, plan: interfere.Plan) -> dict:
     for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
         if f"collect.{k}" in o:
             o.setdefault(f"validate.{k}", o[f"collect.{k}"])
-    cfg = config.build(args.config, o)
+    o.update(interfere.load_set_overrides(args.load_set, plan.loads))  # --load-set wins over --set
+    cfg = config.build(args.config, o, ("loads",))
+    # The loads' knobs are keys (loads.KIND.KNOB): a file, --set, --load-set; those of the loads run recorded.
+    cfg["loads"] = {k: cfg["loads"][k] for k in plan.loads}
+    plan.knobs = {k: dict(v) for k, v in cfg["loads"].items()}
     cfg["stages"] = ["collect"] + (["validate"] if "validate" in plan.stages else [])
     for st in stages.STAGES.values():  # the config says which stages ran
         if st.switch:
@@ -209,7 +215,9 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
 
     if args.stages:
         raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")
-    ignored = sorted(k for k in session.overrides(args) if k != "results") + (["--config"] if args.config else [])
+    ignored = sorted(k for k in session.overrides(args) if k != "results" and not k.startswith("loads.")) + (
+        ["--config"] if args.config else []
+    )
     if ignored:
         raise ConfigError(
             f"--bursts {args.bursts} measures that run's config again, so these would be ignored: "
@@ -221,6 +229,7 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     except (ValueError, StoreError) as e:
         raise ConfigError(str(e)) from None
     bcfg["results"] = cfg["results"]
+    bcfg["loads"] = cfg["loads"]
     return bcfg, interfere_bursts.placements(bcfg)
 
 

@@ -70,9 +70,9 @@ class Plan:
         }
 
 
-def parse_knobs(items: list[str], kinds: list[str]) -> dict[str, dict]:
-    """--load-set KIND.KNOB=VALUE, checked against each load's knobs; every
-    asked load gets all its knobs resolved."""
+def load_set_overrides(items: list[str], kinds: list[str]) -> dict:
+    """--load-set KIND.KNOB=VALUE as config overrides (loads.KIND.KNOB:
+    value), each knob checked against the load's (and against --loads)."""
     given: dict[str, dict] = {k: {} for k in kinds}
     for text in items:
         name, eq, value = text.partition("=")
@@ -82,7 +82,20 @@ def parse_knobs(items: list[str], kinds: list[str]) -> dict[str, dict]:
         if kind not in given:
             raise ValueError(f"--load-set '{text}': load '{kind}' is not in --loads")
         given[kind][knob] = value
-    return {k: get(k).resolve(v) for k, v in given.items()}
+    out = {}
+    for kind, values in given.items():
+        resolved = get(kind).resolve(values)  # names and values checked
+        out.update({f"loads.{kind}.{n}": resolved[n] for n in values})
+    return out
+
+
+def parse_knobs(items: list[str], kinds: list[str]) -> dict[str, dict]:
+    """--load-set KIND.KNOB=VALUE, checked against each load's knobs; every
+    asked load gets all its knobs resolved."""
+    o = load_set_overrides(items, kinds)
+    return {
+        k: get(k).resolve({p.rsplit(".", 1)[1]: v for p, v in o.items() if p.startswith(f"loads.{k}.")}) for k in kinds
+    }
 
 
 def placements(cfg: dict, chosen: list[str]) -> list:

@@ -39,6 +39,7 @@ NOT_FEATURES = (
     ("metrics", "which metrics ran"),
     ("fail_fast", "campaign control"),
     ("tune.*", "how a tune ran (its budget, windows, seed)"),
+    ("loads.*", "the knobs of interfere's loads (also in the isolated run, where no load ran)"),
     ("engine.path", "where the engine is"),
     ("engine.timeout", "campaign control"),
     ("engine.lease", "campaign control"),

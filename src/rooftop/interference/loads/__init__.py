@@ -10,13 +10,17 @@ on chosen nodes through the campaign's launcher and stops them;
 Adding one: docs/extending.md, "Adding a background load".
 """
 
+from rooftop import config
 from rooftop.interference.loads import cmd, cpu, io, mem, net, numio
-from rooftop.interference.loads.base import Context, Knob, Load
+from rooftop.interference.loads.base import Context, Load, knob
 
-__all__ = ["LOADS", "Context", "Knob", "Load", "get"]
+__all__ = ["LOADS", "Context", "Load", "get", "knob"]
 
 #: Every background load, by name, in the order help lists them.
 LOADS: dict[str, Load] = {m.LOAD.name: m.LOAD for m in (cpu, mem, net, io, numio, cmd)}
+
+# Their knobs are config keys (section loads: loads.cpu.procs, ...).
+config.register("loads", [k for load in LOADS.values() for k in load.knobs])
 
 
 def get(name: str) -> Load:

@@ -1,4 +1,4 @@
-"""What a background load is (Load, Knob), and the loop every load process
+"""What a background load is (Load; its knobs are config keys, knob()), and the loop every load process
 runs (python -m rooftop.interference.loads.worker): fixed units of work repeated until
 the campaign stops it, each unit's start, end and work appended to a JSON
 lines file as it ends, so the campaign can split the units into those done
@@ -10,22 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rooftop.keys import Key
 
-@dataclass(frozen=True)
-class Knob:
-    """One setting of a load: `--load-set KIND.NAME=VALUE`."""
 
-    name: str
-    kind: type
-    default: object
-    help: str
+def knob(load: str, name: str, kind: str, default, help: str, **limits) -> Key:
+    """A load's knob: the config key loads.LOAD.NAME (type, default, limits
+    and help as every key's). `--load-set LOAD.NAME=VALUE`, `--set
+    loads.LOAD.NAME=VALUE` and a config file's [loads.LOAD] table set it."""
+    return Key(f"loads.{load}.{name}", kind, default, help, **limits)
 
-    def parse(self, text: str):
-        if self.kind is bool:
-            if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
-                raise ValueError(f"{self.name}: expected true or false, got '{text}'")
-            return text.lower() in ("1", "true", "yes")
-        return self.kind(text)
+
+def knob_name(key: Key) -> str:
+    """loads.cpu.procs -> procs."""
+    return key.path.rsplit(".", 1)[1]
 
 
 @dataclass
@@ -55,8 +52,8 @@ class Load:
     help: str
     #: The resource it stresses, in words the report uses.
     resource: str
-    #: Its knobs, in the order help lists them.
-    knobs: tuple[Knob, ...]
+    #: Its knobs (config keys loads.NAME.KNOB, made by knob()), in the order help lists them.
+    knobs: tuple[Key, ...]
     #: What one unit of work counts in (its rate's unit, e.g. "GB/s").
     rate_unit: str
     #: Processes on a node of its placement (ctx -> count); default one per core.
@@ -67,11 +64,18 @@ class Load:
     multi_node: bool = False
 
     def resolve(self, given: dict) -> dict:
-        """The knobs with defaults filled in; unknown names refused."""
-        known = {k.name: k for k in self.knobs}
-        out = {k.name: k.default for k in self.knobs}
+        """The knobs (short names) with defaults filled in, each value
+        checked as its config key is (type, limits, choices); unknown names
+        refused."""
+        from rooftop import config
+
+        known = {knob_name(k): k for k in self.knobs}
+        overrides = {}
         for name, value in given.items():
             if name not in known:
                 raise ValueError(f"load '{self.name}' has no knob '{name}' (knobs: {', '.join(known) or 'none'})")
-            out[name] = known[name].parse(value) if isinstance(value, str) else value
-        return out
+            key = known[name]
+            if isinstance(value, str) and key.kind not in ("str", "size", "choice"):
+                value = config.parse_override(f"{key.path}={value}")[1]
+            overrides[key.path] = value
+        return config.merge(None, overrides, ("loads",))["loads"].get(self.name, {})

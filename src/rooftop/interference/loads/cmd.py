@@ -11,7 +11,7 @@ import argparse
 import shlex
 import subprocess
 
-from rooftop.interference.loads.base import Knob, Load
+from rooftop.interference.loads.base import Load, knob
 
 
 class _Child:
@@ -54,8 +54,8 @@ LOAD = Load(
     "any command, run again each time it ends",
     "whatever the command uses",
     (
-        Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
-        Knob("command", str, "", "the command line ({rank}: the process's rank)"),
+        knob("cmd", "procs", "int", 1, "processes per node (0: one per core of the node)", minimum=0),
+        knob("cmd", "command", "str", "", "the command line ({rank}: the process's rank)"),
     ),
     "runs/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,

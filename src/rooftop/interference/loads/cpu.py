@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from rooftop import stencil
-from rooftop.interference.loads.base import Knob, Load
+from rooftop.interference.loads.base import Load, knob
 
 
 def run(argv, stopping, record, rank):
@@ -41,9 +41,9 @@ LOAD = Load(
     "a fixed-work Jacobi stencil per core (rooftop-stencil), repeated",
     "CPU cores",
     (
-        Knob("procs", int, 0, "processes per node (0: one per core of the node)"),
-        Knob("size", int, 256, "grid points per side of one unit"),
-        Knob("iterations", int, 50, "sweeps per unit"),
+        knob("cpu", "procs", "int", 0, "processes per node (0: one per core of the node)", minimum=0),
+        knob("cpu", "size", "int", 256, "grid points per side of one unit", minimum=3),
+        knob("cpu", "iterations", "int", 50, "sweeps per unit", minimum=1),
     ),
     "Mpoints/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,

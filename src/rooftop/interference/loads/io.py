@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from rooftop.interference.loads.base import Knob, Load
+from rooftop.interference.loads.base import Load, knob
 
 CHUNK = 2**20
 
@@ -63,10 +63,10 @@ LOAD = Load(
     "a storage flood: fsynced 1 MiB writes to a file, repeated",
     "storage",
     (
-        Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
-        Knob("dir", str, "", "folder written to (default: the load's folder under the run)"),
-        Knob("block_mib", int, 8, "MiB written and fsynced per unit"),
-        Knob("file_mib", int, 256, "file size at which the file starts again empty"),
+        knob("io", "procs", "int", 1, "processes per node (0: one per core of the node)", minimum=0),
+        knob("io", "dir", "str", "", "folder written to (default: the load's folder under the run)"),
+        knob("io", "block_mib", "int", 8, "MiB written and fsynced per unit", minimum=1),
+        knob("io", "file_mib", "int", 256, "file size at which the file starts again empty", minimum=1),
     ),
     "MB/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from rooftop.interference.loads.base import Knob, Load
+from rooftop.interference.loads.base import Load, knob
 
 
 def run(argv, stopping, record, rank):
@@ -41,9 +41,9 @@ LOAD = Load(
     "a memory-bandwidth streamer (numpy copy of a large array), repeated",
     "memory bandwidth",
     (
-        Knob("procs", int, 1, "processes per node (0: one per core of the node)"),
-        Knob("size_mib", int, 64, "array size in MiB (two arrays per process)"),
-        Knob("copies", int, 4, "copies per unit"),
+        knob("mem", "procs", "int", 1, "processes per node (0: one per core of the node)", minimum=0),
+        knob("mem", "size_mib", "int", 64, "array size in MiB (two arrays per process)", minimum=1),
+        knob("mem", "copies", "int", 4, "copies per unit", minimum=1),
     ),
     "GB/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,

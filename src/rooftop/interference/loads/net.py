@@ -28,7 +28,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from rooftop.interference.loads.base import Knob, Load
+from rooftop.interference.loads.base import Load, knob
 
 
 class _Children:
@@ -228,16 +228,19 @@ LOAD = Load(
     "out of it, or all-to-all) through the engine's bulk operations",
     "network links",
     (
-        Knob(
+        knob(
+            "net",
             "pattern",
-            str,
+            "str",
             "incast",
             "incast (every other node sends into the first), broadcast (the first sends to every other) or alltoall",
         ),
-        Knob("op", str, "auto", "bulk direction: auto (the pattern's), read (data leaves the servers) or write"),
-        Knob("size", str, "1MiB", "bytes per bulk operation"),
-        Knob("concurrency", int, 4, "operations in flight per client"),
-        Knob("window", float, 0.5, "seconds per measured unit"),
+        knob(
+            "net", "op", "str", "auto", "bulk direction: auto (the pattern's), read (data leaves the servers) or write"
+        ),
+        knob("net", "size", "str", "1MiB", "bytes per bulk operation"),
+        knob("net", "concurrency", "int", 4, "operations in flight per client", minimum=1),
+        knob("net", "window", "float", 0.5, "seconds per measured unit", minimum=0.01),
     ),
     "GB/s",
     procs=lambda ctx, cores: 1,

@@ -24,7 +24,7 @@ import os
 import threading
 import time
 
-from rooftop.interference.loads.base import Knob, Load
+from rooftop.interference.loads.base import Load, knob
 
 MODES = ("sync+imm", "sync", "async")
 
@@ -208,13 +208,20 @@ LOAD = Load(
     "a numio-like job: Jacobi stencil ranks with halo exchange and periodic writes (modes sync+imm, sync, async)",
     "CPU cores, memory and storage",
     (
-        Knob("mode", str, "sync", "overlap mode: sync+imm, sync or async (seed 004)"),
-        Knob("ranks", int, 2, "processes of one job (row blocks exchanging halos)"),
-        Knob("size", int, 256, "grid points per side"),
-        Knob("sweeps", int, 200, "sweeps per job (one unit)"),
-        Knob("write_every", int, 20, "sweeps between writes"),
-        Knob("inflate", int, 8, "each rank writes its block this many times over (more data per write)"),
-        Knob("dir", str, "", "folder written to (default: the load's folder under the run)"),
+        knob("numio", "mode", "str", "sync", "overlap mode: sync+imm, sync or async (seed 004)"),
+        knob("numio", "ranks", "int", 2, "processes of one job (row blocks exchanging halos)", minimum=1),
+        knob("numio", "size", "int", 256, "grid points per side", minimum=3),
+        knob("numio", "sweeps", "int", 200, "sweeps per job (one unit)", minimum=1),
+        knob("numio", "write_every", "int", 20, "sweeps between writes", minimum=1),
+        knob(
+            "numio",
+            "inflate",
+            "int",
+            8,
+            "each rank writes its block this many times over (more data per write)",
+            minimum=1,
+        ),
+        knob("numio", "dir", "str", "", "folder written to (default: the load's folder under the run)"),
     ),
     "jobs/s",
     procs=lambda ctx, cores: 1,
