@@ -203,8 +203,15 @@ def _cmd_runs(args) -> int:
     from rooftop import ui
     from rooftop.store import Store
 
-    if Path(args.results).is_dir() and not Store.exists(args.results) or not Path(args.results).exists():
-        # Nothing to list: create nothing either (a file in the way is an error below).
+    if not Path(args.results).exists():
+        print(
+            f"rooftop runs: no results folder {args.results} (start one with 'rooftop collect --results "
+            f"{args.results}')",
+            file=sys.stderr,
+        )
+        return 2
+    if Path(args.results).is_dir() and not Store.exists(args.results):
+        # A folder without a database: nothing to list, and nothing created (a file in the way is an error below).
         print("[]" if args.json else f"no runs in {args.results} (start one with 'rooftop collect')")
         return 0
     store = Store(args.results, create=False)
@@ -254,7 +261,7 @@ def _cmd_runs(args) -> int:
             f"{r.wall_s:.0f} s",
             f"{r.overhead:.0%}" if r.overhead is not None else "-",
         )
-    ui.print_table(ui.console, t)
+    ui.print_table(ui.Console(highlight=False), t)  # the table is the output: 'rooftop runs > f' keeps it
     return 0
 
 

@@ -249,7 +249,7 @@ def _cmd_compare(args) -> int:
         sources = [(label, rs) for label, (_, rs) in zip(args.label, sources)]
     files = plot_compare(sources, Path(args.output), args.format, args.yscale, args.normalise)
     if not args.json:
-        out = ui.Console(highlight=False, stderr=True)
+        out = ui.Console(highlight=False)  # the table is the output: 'rooftop compare … > f' keeps it
         if not out.is_terminal:
             out.width = 110
         t = Table(title="rooflines compared", title_justify="left")
