@@ -13,10 +13,11 @@ import pytest
 from matplotlib.colors import is_color_like
 
 import synthetic
-from rooftop import config, keys, metrics, results, samplers, stages, store, ui, units
+from rooftop import config, keys, metrics, results, samplers, stages, ui, units
 from rooftop.campaign import merge_server_args, plan_collect, plan_validate
 from rooftop.plots.run import plot_run
 from rooftop.report import html_page, markdown
+from rooftop.store import schema
 
 
 # --- stages -----------------------------------------------------------------
@@ -26,7 +27,7 @@ def test_every_stage_has_label_colour_role_rate_and_plan(st):
     assert st.label and st.legend and st.help
     assert is_color_like(st.colour)
     assert st.role in stages.ROLES
-    assert st.rate in ("per_server", "per_client", "aggregate") and st.rate in store.SAMPLE_COLUMNS
+    assert st.rate in ("per_server", "per_client", "aggregate") and st.rate in schema.SAMPLE_COLUMNS
     assert st.phase in ("collect", "validate")
     if st.switch is not None:
         assert config.KEY_BY_PATH[st.switch].kind == "bool"
@@ -172,7 +173,7 @@ def test_every_sampler_is_stored_and_has_hooks(s):
     """A column sampler has its sample column; a series sampler is a choice
     of the `sample` key and its rows go to the series table."""
     if s.column:
-        assert s.name in store.SAMPLE_COLUMNS
+        assert s.name in schema.SAMPLE_COLUMNS
     else:
         assert s.name in config.KEY_BY_PATH["sample"].choices and s.name in samplers.SERIES
     assert s.unit and s.help and callable(s.start) and callable(s.stop)

@@ -617,7 +617,7 @@ def _kid(s: dict) -> str:
 
 
 def _rows(samples: list[dict], stage: str) -> list[dict]:
-    from rooftop.store import stands_for
+    from rooftop.store.records import stands_for
 
     return [s for s in samples if stage in stands_for(s)]
 
@@ -629,7 +629,7 @@ def from_run(samples: list[dict], metric: str, source: str = "", exclude_nodes: 
     peak pairs that include these nodes are left out (flagged outlier
     nodes). nodes: the run's nodes (config "nodes"): samples whose nodes
     share cores (core_sharing) are left out of ceilings."""
-    from rooftop.store import stands_for
+    from rooftop.store.records import stands_for
 
     out = set(exclude_nodes)
     ok = [s for s in samples if s["metric"] == metric and s["status"] == "ok"]

@@ -11,7 +11,8 @@ from rooftop import enginedoc, metrics, model, outliers, stages
 from rooftop.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
-from rooftop.store import Run, Store, stands_for
+from rooftop.store.db import Store
+from rooftop.store.records import Run, stands_for
 from rooftop.units import fmt_rate
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.

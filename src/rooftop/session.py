@@ -72,7 +72,7 @@ def claim(store, run_id: str, verb: str) -> None:
     import os
     import socket
 
-    from rooftop.store import StoreError
+    from rooftop.store.records import StoreError
 
     run = store.get_run(run_id)
     pid, host, _ = run.owner

@@ -399,7 +399,7 @@ def test_a_late_client_is_recorded_and_warned_about(tmp_path):
     doc = json.loads((Path(row["raw_dir"]) / "client-0.json").read_text())
     assert row["status"] == "ok" and row["late_s"] == doc["result"]["measure_at_late_s"] > 0
     from rooftop import results
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     warnings = results.load(Store(res), run).warnings
     assert any("start measuring late" in w and "engine.start_lead" in w for w in warnings), warnings

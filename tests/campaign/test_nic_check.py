@@ -16,7 +16,7 @@ from campaign_util import engine_processes, rooftop, samples
 from rooftop import config
 from rooftop.campaign import Runner, plan_collect
 from rooftop.launchers.local import LocalLauncher
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 ONE_STAGE = [
     "--metrics",

@@ -13,7 +13,7 @@ import pytest
 from campaign_util import rooftop
 
 from rooftop import config
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 DATA = Path(__file__).parent.parent / "data" / "results-19dee6e"
 

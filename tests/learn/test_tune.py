@@ -17,7 +17,7 @@ from rooftop.learn.propose import MIN_CONFIGS, Observation, Proposer
 from rooftop.learn.roofline_models import Efficiency
 from rooftop.learn.space import parse
 from rooftop.learn.tune import PATIENCE, Settings, best_step, loop, prior_scores, stalled
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "learn-dataset"
 SPACE = {

@@ -18,7 +18,7 @@ from rooftop.campaign.rows import Rows
 from rooftop.enginedoc import full_windows, unusable
 from rooftop.launchers import on_this_machine
 from rooftop.launchers.base import Node
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 KEY = re.compile(
     r"^(?P<stage>[\w+]+)/(?P<metric>\w+)/s(?P<s>[\d-]+)x(?P<spn>\d+)/"

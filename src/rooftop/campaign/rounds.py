@@ -124,7 +124,7 @@ class RoundMeasurer:
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
         """The round's time series (series samplers), saved at once; a
         sampler that recorded nothing says why, once per campaign."""
-        from rooftop.store import StoreError
+        from rooftop.store.records import StoreError
 
         rows = samplers.series_rows(running)
         if any(rows.values()):

@@ -91,7 +91,7 @@ class Runner:
         does not take (locked past ROOFTOP_DB_WAIT, a full disk) stops the
         campaign naming every measured row not stored: the round's engine
         documents hold them, and rooftop doctor --recover brings them in."""
-        from rooftop.store import StoreError
+        from rooftop.store.records import StoreError
 
         rows, window_s = [], {}
         for i, (sp, row) in enumerate(measured):

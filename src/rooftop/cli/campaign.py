@@ -27,7 +27,7 @@ def _cmd_collect(args) -> int:
     from rooftop.campaign import Runner, plan_collect
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     if args.nic_policy and "," in args.nic_policy:  # one run per policy
         return nics.collect_each(args, _cmd_collect)
@@ -68,7 +68,7 @@ def _cmd_validate(args) -> int:
     from rooftop.campaign import Runner, plan_validate
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results or "./rooftop-results", create=False)
     run = store.get_run(args.run)
@@ -98,7 +98,7 @@ def _cmd_validate(args) -> int:
 
 def _quietly(fn, *args) -> None:
     """A bookkeeping write that must not hide the error being reported."""
-    from rooftop.store import StoreError
+    from rooftop.store.records import StoreError
 
     try:
         fn(*args)
@@ -112,9 +112,9 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed
     from rooftop.campaign.progress import PROGRESS_LOG
-    from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
-    from rooftop.store import StoreError
+    from rooftop.store.doctor import run_status
+    from rooftop.store.records import StoreError
 
     launcher = make_launcher(cfg["launcher"])
     log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
@@ -201,7 +201,7 @@ def _dry_run(runner, cfg: dict, groups) -> int:
 
 def _cmd_runs(args) -> int:
     from rooftop import ui
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     if Path(args.results).is_dir() and not Store.exists(args.results) or not Path(args.results).exists():
         # Nothing to list: create nothing either (a file in the way is an error below).
@@ -259,8 +259,8 @@ def _cmd_runs(args) -> int:
 
 
 def _cmd_doctor(args) -> int:
-    from rooftop import doctor
-    from rooftop.store import StoreError
+    from rooftop.store import doctor
+    from rooftop.store.records import StoreError
 
     if args.recover and not args.rebuild:
         try:

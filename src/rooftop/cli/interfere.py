@@ -190,7 +190,7 @@ def cmd(args) -> int:
     if args.dry_run:
         return _dry_run(cfg, plan, plans, lines)
     from rooftop.nics import check as nic_check
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     nic_check.preflight(cfg)
     store = Store(cfg["results"])
@@ -205,7 +205,8 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     any other key given is refused rather than ignored)."""
     from rooftop.config import ConfigError
     from rooftop.interference import bursts as interfere_bursts
-    from rooftop.store import Store, StoreError
+    from rooftop.store.db import Store
+    from rooftop.store.records import StoreError
 
     if args.stages:
         raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")

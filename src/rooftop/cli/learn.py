@@ -15,7 +15,7 @@ from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, add_key_flags, campai
 def _cmd_learn(args) -> int:
     from rooftop.learn.run import learn, metrics_to_learn
     from rooftop.learn.show import print_learned
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results, create=False)
     runs = [store.get_run(r).id for r in args.runs]
@@ -32,7 +32,7 @@ def _cmd_predict(args) -> int:
     from rooftop import config
     from rooftop.learn.predict import predict
     from rooftop.learn.show import print_prediction
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     sets = dict(config.parse_override(t) for t in args.set or [])
     p = predict(
@@ -60,7 +60,7 @@ def _cmd_tune(args) -> int:
     from rooftop.learn.tune import Settings
     from rooftop.learn.tune_run import prepare
     from rooftop.nics import check as nic_check
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
     settings.check()  # before anything is created

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop.learn import LearnError
     from rooftop.locks import LockBusy
     from rooftop.model import ModelError
-    from rooftop.store import StoreError
+    from rooftop.store.records import StoreError
 
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv

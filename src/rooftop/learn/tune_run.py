@@ -124,7 +124,7 @@ def prepare(
 ) -> Proposer:
     """Everything checked before a run exists: the space's values, the
     roofline run, the model file against the base config's parameters."""
-    from rooftop.store import flatten
+    from rooftop.store.records import flatten
 
     settings.check()
     check_values(space, build)

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, unstored_rows
-from rooftop.store import Store, StoreError, now_iso
+from rooftop.store.db import Store
+from rooftop.store.records import StoreError, now_iso
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
