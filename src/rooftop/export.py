@@ -138,7 +138,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
             )
         pm = res.pairs.get(m) if res else None
         if pm:
-            from rooftop import outliers
+            from rooftop.model import outliers
 
             d["outlier_pairs"] = {
                 "used": [list(p) for p in sorted(pm.rates)],

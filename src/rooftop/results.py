@@ -7,10 +7,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from rooftop import enginedoc, metrics, model, outliers, stages
+from rooftop import enginedoc, metrics, model, stages
 from rooftop.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
+from rooftop.model import outliers
 from rooftop.store.db import Store
 from rooftop.store.records import Run, stands_for
 from rooftop.units import fmt_rate

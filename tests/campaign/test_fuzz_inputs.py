@@ -13,7 +13,7 @@ import pytest
 
 from rooftop import config, model
 from rooftop.config import ConfigError
-from rooftop.model import ModelError
+from rooftop.model.ceilings import ModelError
 
 CASES = 1500
 SECTIONS = sorted({k.path.split(".")[0] for k in config.KEYS})

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop.launchers import LauncherError
     from rooftop.learn import LearnError
     from rooftop.locks import LockBusy
-    from rooftop.model import ModelError
+    from rooftop.model.ceilings import ModelError
     from rooftop.store.records import StoreError
 
     parser = build_parser()

@@ -65,8 +65,8 @@ def _cmd_model(args) -> int:
 
 
 def combined_mixes(files, rooflines) -> list:
-    """The combined roofline of each --mix FILE (rooftop.mix)."""
-    from rooftop import mix
+    """The combined roofline of each --mix FILE (rooftop.model.mix)."""
+    from rooftop.model import mix
 
     return [mix.combine(mix.load_mix(f), rooflines) for f in files or ()]
 

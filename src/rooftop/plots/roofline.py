@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rooftop import units
-from rooftop.model import Evaluation, Roofline
+from rooftop.model.evaluation import Evaluation
+from rooftop.model.roofline import Roofline
 from rooftop.plots import style
 
 

@@ -37,7 +37,8 @@ from pathlib import Path
 import tomllib
 
 from rooftop import metrics
-from rooftop.model import Ceiling, ModelError, Roofline
+from rooftop.model.ceilings import Ceiling, ModelError
+from rooftop.model.roofline import Roofline
 from rooftop.units import fmt_rate
 
 
