@@ -40,8 +40,9 @@ try:
 except ImportError:  # python3 from a checkout: its src/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from rooftop.config import ConfigError
-from rooftop.engine import NotReady, terminate, wait_published
-from rooftop.engine import reap as rooftop_reap
+from rooftop.engine.groups import NotReady, wait_published
+from rooftop.engine.processes import reap as rooftop_reap
+from rooftop.engine.processes import terminate
 from rooftop.units import parse_size as rooftop_parse_size
 
 MiB = float(1 << 20)

@@ -15,7 +15,7 @@ import pytest
 
 from rooftop import config
 from rooftop.config import ConfigError
-from rooftop.engine import run_engine
+from rooftop.engine.commands import run_engine
 from rooftop.launchers.base import Node, pinned_argvs
 from rooftop.nics import policy as nics
 

@@ -19,8 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from rooftop import enginedoc
-from rooftop.engine import DEFAULT_LEASE, EngineError, Group
+from rooftop.engine import enginedoc
+from rooftop.engine.base import DEFAULT_LEASE, EngineError
+from rooftop.engine.groups import Group
 from rooftop.units import fmt_in
 
 #: Runs whose (max - min) / median exceeds this get a warning.

@@ -7,8 +7,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from rooftop import enginedoc, metrics, model, stages
-from rooftop.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
+from rooftop import metrics, model, stages
+from rooftop.engine import enginedoc
+from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
 from rooftop.model import outliers

@@ -45,7 +45,7 @@ def environment(cfg: dict) -> dict:
     import platform
     import socket
 
-    from rooftop.engine import engine_path
+    from rooftop.engine.base import engine_path
 
     env = {
         "host": socket.gethostname(),

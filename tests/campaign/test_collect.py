@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from campaign_util import QUICK, engine_processes, rooftop, samples
 
-from rooftop.engine import Group
+from rooftop.engine.groups import Group
 
 
 def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
@@ -219,7 +219,7 @@ def test_ctrl_c_then_resume(tmp_path):
 def test_failing_engine_is_recorded_and_campaign_continues(tmp_path):
     real = rooftop("engine", "version").stdout  # the engine works
     assert real
-    from rooftop.engine import engine_path
+    from rooftop.engine.base import engine_path
 
     wrapper = tmp_path / "engine.sh"
     wrapper.write_text(f"""#!/bin/sh

@@ -12,20 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooftop import enginedoc, metrics
+from rooftop import metrics
 from rooftop.campaign.processes import SampleFailed
-from rooftop.engine import (
-    LEASE_FILE,
-    TOKEN_FILE,
-    EngineError,
-    NotReady,
-    private_dir,
-    reap,
-    run_engine,
-    wait_published,
-    write_private,
-    write_token,
-)
+from rooftop.engine import enginedoc
+from rooftop.engine.base import LEASE_FILE, TOKEN_FILE, EngineError, private_dir, write_private, write_token
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import NotReady, wait_published
+from rooftop.engine.processes import reap
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement
 

@@ -10,14 +10,15 @@ import signal
 import sys
 from pathlib import Path
 
-from rooftop import emulation, enginedoc, samplers
+from rooftop import emulation, samplers
 from rooftop.campaign import progress, windows
 from rooftop.campaign.groups import ServerGroup, name_server_reasons
 from rooftop.campaign.plan import ClientRound
 from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
 from rooftop.campaign.rows import Rows
-from rooftop.engine import reap
-from rooftop.enginedoc import full_windows, unusable, windows_of
+from rooftop.engine import enginedoc
+from rooftop.engine.enginedoc import full_windows, unusable, windows_of
+from rooftop.engine.processes import reap
 from rooftop.launchers import on_this_machine
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement, SampleSpec

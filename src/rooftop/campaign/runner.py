@@ -17,7 +17,8 @@ from rooftop.campaign.plan import ClientRound, _pair_schedule, client_rounds
 from rooftop.campaign.processes import Processes, RoundInterrupted, SampleFailed, _signals_deferred
 from rooftop.campaign.rounds import RoundMeasurer
 from rooftop.campaign.rows import Rows
-from rooftop.engine import TOKEN_FILE, Leases, engine_path
+from rooftop.engine.base import TOKEN_FILE, engine_path
+from rooftop.engine.leases import Leases
 from rooftop.launchers import Launcher, Node
 from rooftop.stages import Placement, SampleSpec
 

@@ -43,7 +43,7 @@ def _cmd_config(args) -> int:
 
 
 def cmd_engine(args) -> int:
-    from rooftop.engine import EngineError, engine_path
+    from rooftop.engine.base import EngineError, engine_path
 
     try:
         path = engine_path()
@@ -69,7 +69,7 @@ def add_config(sub) -> None:
 
 
 def add_probe(sub) -> None:
-    from rooftop.engine import DEFAULT_LEASE
+    from rooftop.engine.base import DEFAULT_LEASE
 
     pr = sub.add_parser(
         "probe",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rooftop import enginedoc
+from rooftop.engine import enginedoc
 from rooftop.keys import Key
 
 

@@ -189,7 +189,8 @@ def preflight(cfg: dict, metric: str, op_args: list[str], opts: dict | None = No
     and records its file system facts in cfg["storage_fs"][metric]; a
     refusal is a ConfigError naming the key and the file system. opts: the
     engine's storage options (default: options_of the metric's keys)."""
-    from rooftop.engine import EngineError, run_engine
+    from rooftop.engine.base import EngineError
+    from rooftop.engine.commands import run_engine
     from rooftop.launchers import on_this_machine
 
     check_dir(cfg, metric)

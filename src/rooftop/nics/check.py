@@ -25,7 +25,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from rooftop.engine import EXIT_USAGE, engine_path
+from rooftop.engine.base import EXIT_USAGE, engine_path
 from rooftop.keys import ConfigError
 from rooftop.launchers import LAUNCHERS
 

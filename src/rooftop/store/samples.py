@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rooftop import enginedoc
+from rooftop.engine import enginedoc
 from rooftop.store.connection import StoreBase, guarded
 from rooftop.store.records import flatten, key_stages, now_iso, row_ranks
 from rooftop.store.schema import LATENCY_QUANTILES, QUANTITIES, SAMPLE_COLUMNS, SAMPLE_DEFAULTS
