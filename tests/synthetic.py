@@ -16,8 +16,9 @@ import math
 import random
 from pathlib import Path
 
-from rooftop import config
 from rooftop.campaign import Rows, plan_collect, plan_validate
+from rooftop.config.files import defaults
+from rooftop.config.resolve import resolve_grid
 from rooftop.launchers.base import Node
 from rooftop.store.db import Store
 
@@ -30,11 +31,11 @@ REALISTIC = {"rpc": (110e3, 42e3, None, 0), "bw": (2.5 * 2**30, 2.5 * 2**30, 3.2
 def config_for(nodes: int = 4, cores: int = 1) -> dict:
     """A resolved config of `nodes` nodes of `cores` cores each, with the
     sweep on, 3 collect and 2 validation samples per measurement."""
-    cfg = config.defaults()
+    cfg = defaults()
     cfg["nodes"] = [{"index": i, "host": "h", "cores": list(range(i * cores, (i + 1) * cores))} for i in range(nodes)]
     cfg["collect"].update(servers_per_node=max(2, cores), clients_per_node=cores, samples=3, sweep_servers=True)
     cfg["validate"].update(servers_per_node=cores, clients_per_node=cores, samples=2)
-    return config.resolve_grid(cfg)
+    return resolve_grid(cfg)
 
 
 def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[Store, str]:

@@ -19,13 +19,13 @@ import json
 from pathlib import Path
 
 from rooftop import __version__
+from rooftop.config.units import fmt_rate
 from rooftop.interference import report as interference_report
 from rooftop.learn.report_section import html_section as learned_html
 from rooftop.learn.report_section import markdown as learned_markdown
 from rooftop.model import advice
 from rooftop.plots.run import plot_mixes, plot_run
 from rooftop.results import RunResults
-from rooftop.units import fmt_rate
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}

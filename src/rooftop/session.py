@@ -31,11 +31,11 @@ def key_values(args) -> dict:
 
 def overrides(args) -> dict:
     """--set KEY=VALUE, then the key flags given (which win)."""
-    from rooftop import config
+    from rooftop.config.files import parse_override
 
     o: dict = {}
     for text in getattr(args, "set", None) or []:
-        k, v = config.parse_override(text)
+        k, v = parse_override(text)
         o[k] = v
     o.update(key_values(args))
     return o

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from campaign_util import engine_processes, rooftop, samples
 
-from rooftop import config
 from rooftop.campaign import Runner, plan_collect
+from rooftop.config.resolve import build
 from rooftop.launchers.local import LocalLauncher
 from rooftop.store.db import Store
 
@@ -80,7 +80,7 @@ class AddressedLocal(LocalLauncher):
 
 
 def _collect(tmp_path, launcher) -> list[dict]:
-    cfg = config.build(
+    cfg = build(
         None,
         {
             "metrics": ["rpc"],

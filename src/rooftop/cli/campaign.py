@@ -23,8 +23,10 @@ from rooftop.cli.common import (
 
 
 def _cmd_collect(args) -> int:
-    from rooftop import config, emulation
+    from rooftop import emulation
     from rooftop.campaign import Runner, plan_collect
+    from rooftop.config.keys import ConfigError
+    from rooftop.config.resolve import build
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
     from rooftop.store.db import Store
@@ -35,7 +37,7 @@ def _cmd_collect(args) -> int:
         # The run's own config is measured again: refuse what would be ignored.
         ignored = sorted(k for k in session.overrides(args) if k != "results") + (["--config"] if args.config else [])
         if ignored:
-            raise config.ConfigError(
+            raise ConfigError(
                 f"--resume {args.resume} measures that run's config, so these would be "
                 f"ignored: {', '.join(ignored)} (start a new run to change them)"
             )
@@ -43,7 +45,7 @@ def _cmd_collect(args) -> int:
         run = store.get_run(args.resume)
         cfg, run_id = run.config, run.id
     else:
-        cfg = config.build(args.config, session.overrides(args))
+        cfg = build(args.config, session.overrides(args))
         if not args.dry_run:
             nic_check.preflight(cfg)  # before a run exists or anything starts
         cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
@@ -64,8 +66,10 @@ def _cmd_collect(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    from rooftop import config, emulation
+    from rooftop import emulation
     from rooftop.campaign import Runner, plan_validate
+    from rooftop.config.files import set_key
+    from rooftop.config.resolve import resolve_grid
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
     from rooftop.store.db import Store
@@ -74,10 +78,10 @@ def _cmd_validate(args) -> int:
     run = store.get_run(args.run)
     cfg = json.loads(json.dumps(run.config))  # a copy
     for path, value in key_values(args).items():  # validate.* and fail_fast
-        config.set_key(cfg, path, value)
+        set_key(cfg, path, value)
     if args.nic_policy:  # a run measures under one policy (old runs: passthrough)
         nics.same_policy(cfg, args.nic_policy, args.run)
-    config.resolve_grid(cfg)  # against the run's own nodes
+    resolve_grid(cfg)  # against the run's own nodes
     if not args.dry_run:
         nic_check.preflight(cfg)
         emulation.preflight(cfg)  # the cluster rebuilt or changed since the run: refused
@@ -350,7 +354,7 @@ def add_validate(sub) -> None:
 
 
 def _validate_server_nodes() -> int:
-    from rooftop.config import VALIDATE_SERVER_NODES
+    from rooftop.config.catalog import VALIDATE_SERVER_NODES
 
     return VALIDATE_SERVER_NODES
 

@@ -128,7 +128,7 @@ def _write_error(e: OSError) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
     from rooftop.engine.base import EngineError
     from rooftop.launchers import LauncherError
     from rooftop.learn import LearnError

@@ -32,12 +32,12 @@ def _cmd_probe(args) -> int:
 
 
 def _cmd_config(args) -> int:
-    from rooftop import config
+    from rooftop.config.resolve import build, describe_keys
 
     if args.action == "keys":
-        print(config.describe_keys())
+        print(describe_keys())
         return 0
-    cfg = config.build(args.config, session.overrides(args))
+    cfg = build(args.config, session.overrides(args))
     print(json.dumps(cfg, indent=2))
     return 0
 

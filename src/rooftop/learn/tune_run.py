@@ -52,7 +52,7 @@ def measurer(
 ):
     """measure(step, params) -> (per-client rates, sample keys, error)."""
     from rooftop.campaign import Runner
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
     from rooftop.launchers import make_launcher
 
     def measure(step: int, params: dict):
