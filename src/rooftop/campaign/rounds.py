@@ -106,10 +106,13 @@ class RoundMeasurer:
             + 30
         )
         nclients = sum(len(l.ranks) for l in launches)
+
+        def window_done(w: int) -> None:
+            watch.window_done(w)
+            r.on_window(rnd.specs[w])
+
         try:  # the bars advance as every client finishes a window (rooftop.campaign.progress)
-            with progress.WindowFollower(
-                sdir, nclients, len(rnd.specs), lambda w: (watch.window_done(w), r.on_window(rnd.specs[w]))
-            ):
+            with progress.WindowFollower(sdir, nclients, len(rnd.specs), window_done):
                 killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
             samplers.stop_all(running)

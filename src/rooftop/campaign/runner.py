@@ -94,7 +94,8 @@ class Runner:
         documents hold them, and rooftop doctor --recover brings them in."""
         from rooftop.store.records import StoreError
 
-        rows, window_s = [], {}
+        rows: list[dict] = []
+        window_s: dict = {}
         for i, (sp, row) in enumerate(measured):
             # Pairs measured at once share one window of run time.
             counted = window_s.get(sp.index, 0.0)

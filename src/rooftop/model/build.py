@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 
 from rooftop import metrics, stages
@@ -15,7 +16,9 @@ from rooftop.model.exclude import _kid, _rows, exclusions
 from rooftop.model.roofline import Roofline
 
 
-def from_run(samples: list[dict], metric: str, source: str = "", exclude_nodes: list[int] = (), nodes=None) -> Roofline:
+def from_run(
+    samples: list[dict], metric: str, source: str = "", exclude_nodes: Sequence[int] = (), nodes=None
+) -> Roofline:
     """Ceilings from a run's stored samples: client peak per client process
     (every node pair and sample), server peak per server process; a sample
     measured once for several stages counts for each. exclude_nodes: client
@@ -33,7 +36,7 @@ def from_run(samples: list[dict], metric: str, source: str = "", exclude_nodes: 
     keep = lambda rows: [s for s in rows if not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
     cs, ss, ns = (stages.of_role(role).name for role in ("client", "server", "node"))
     client, server = keep(_rows(usable, cs)), _rows(usable, ss)
-    only = []
+    only: list[str] = []
     if not client and keep(_rows(spoilt, cs)):
         client, only = keep(_rows(spoilt, cs)), only + ["client"]
     if not server and _rows(spoilt, ss):
@@ -50,8 +53,7 @@ def from_run(samples: list[dict], metric: str, source: str = "", exclude_nodes: 
         Ceiling.of([s["per_server"] for s in server], map(_kid, server)),
         source,
     )
-    r.measured_once = sorted({tuple(stands_for(s)) for s in ok if len(stands_for(s)) > 1})
-    r.measured_once = [list(t) for t in r.measured_once]
+    r.measured_once = [list(t) for t in sorted({tuple(stands_for(s)) for s in ok if len(stands_for(s)) > 1})]
     r.core_shared = [(st, _kid(s), shared[_kid(s)]) for s in spoilt for st in stands_for(s)]
     r.core_shared_only = only
     _set_client_node(r, _rows(usable, ns), _rows(spoilt, ns), shared)
@@ -150,12 +152,11 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
         base, factor = PARAM_UNITS[unit]
         if base != metrics.get(metric).unit:
             raise ModelError(f"{where}.unit: {unit} does not measure {metric}")
-        ceilings = {}
+        ceilings: dict[str, Ceiling] = {}
         for side in ("client", "server", "client_node"):
             v = m.get(side)
             if side == "client_node" and v is None:
-                ceilings[side] = None
                 continue
             ceilings[side] = _ceiling(v, factor, unit, f"{where}.{side}")
-        out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name, ceilings["client_node"])
+        out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name, ceilings.get("client_node"))
     return out

@@ -99,7 +99,9 @@ class Roofline:
         server per k clients' or 'm servers per client', whose predicted
         rate is within 5 % of it (a ridge of 1.002 is 1:1, not 2:1)."""
         r = self.ridge
-        servers, clients = practical(r.centre)
+        ratio = practical(r.centre)
+        assert ratio is not None, f"no practical ratio for a ridge of {r.centre}"
+        servers, clients = ratio
         return {
             "x": r.centre,
             "x_range": [r.lo, r.hi],
@@ -139,8 +141,9 @@ class Roofline:
             if ends[0] != ends[1]:
                 text += f" ({span} is {noise})"
             return dict(doc, kind="indistinguishable", text=text)
-        if ends[0] == ends[1] is not None:  # (both None: intervals reaching 0 and infinity)
+        if ends[0] is not None and ends[0] == ends[1]:  # (both None: intervals reaching 0 and infinity)
             return dict(doc, kind="ratio", ratio=list(ends[0]), text=f"{ratio_text(ends[0])} (servers:clients)")
+        assert ri is not None  # else _cannot_tell named the ceiling without an interval
         if ri[0] <= 1 <= ri[1]:
             return dict(
                 doc,

@@ -10,9 +10,10 @@ import os
 import sqlite3
 import time
 from pathlib import Path
+from typing import cast
 
 from rooftop.store.records import StoreError
-from rooftop.store.schema import MIGRATIONS, SCHEMA_VERSION
+from rooftop.store.schema import MIGRATIONS, SCHEMA_VERSION, Migrating
 
 #: Databases up to this size are checked (PRAGMA quick_check) on every open.
 QUICK_CHECK_BYTES = 256 << 20
@@ -74,8 +75,11 @@ def guarded(method):
 
 
 class StoreBase:
-    """create: make the folder and database if missing (collect); else a
+    """The connection under the tables (rooftop.store.db.Store gathers them).
+    create: make the folder and database if missing (collect); else a
     missing store is a StoreError and nothing is created."""
+
+    db: sqlite3.Connection
 
     def __init__(self, results_dir: str | Path, create: bool = True):
         self.dir = Path(results_dir)
@@ -183,8 +187,9 @@ class StoreBase:
         try:
             self.db.execute("BEGIN IMMEDIATE")
             start = self._check_version()  # as of holding the lock
+            store = cast(Migrating, self)  # Store: its SampleTables fill the new tables
             for m in MIGRATIONS[start:]:
-                m.apply(self)
+                m.apply(store)
                 self.db.execute(f"PRAGMA user_version = {m.number}")
             self.db.commit()
         except BaseException as e:

@@ -141,7 +141,7 @@ def recover(results: str | Path) -> list[str]:
 def _run_config(run_dir: Path, old: dict | None) -> dict:
     """A run's resolved config: its config.json, else the old database's
     copy; raises ValueError (or KeyError) when neither is usable."""
-    for text in (lambda: (run_dir / "config.json").read_text(), lambda: old["config"]):
+    for text in (lambda: (run_dir / "config.json").read_text(), lambda: old["config"] if old else ""):
         try:
             cfg = json.loads(text())
         except (OSError, ValueError, TypeError):

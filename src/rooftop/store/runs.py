@@ -8,12 +8,13 @@ import secrets
 import socket
 import time
 
-from rooftop.store.connection import StoreBase, guarded
+from rooftop.store.connection import guarded
 from rooftop.store.records import Run, StoreError, now_iso, owner_elsewhere, owner_gone, process_start
+from rooftop.store.samples import SampleTables
 
 
-class RunTables(StoreBase):
-    """The runs table."""
+class RunTables(SampleTables):
+    """The runs table (a run's parameters go with its samples: put_params)."""
 
     # runs
     @guarded

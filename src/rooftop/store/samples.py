@@ -50,6 +50,7 @@ class SampleTables(StoreBase):
         cur = self.db.execute(
             f"INSERT OR REPLACE INTO samples ({cols}) VALUES ({marks})", [s[c] for c in SAMPLE_COLUMNS]
         )
+        assert cur.lastrowid is not None  # an INSERT sets it
         self.put_quantities(cur.lastrowid, s)
         self.db.execute(
             "UPDATE runs SET measured_s = measured_s + ?, updated = ? WHERE id = ?",
