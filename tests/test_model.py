@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from rooftop import model
-from rooftop.model import Ceiling, ModelError, Roofline
+from rooftop.model.ceilings import Ceiling, ModelError
+from rooftop.model.roofline import Roofline
 
 ROOT = Path(__file__).resolve().parent.parent
 AURORA = ROOT / "examples" / "aurora-table2.json"
@@ -232,7 +233,7 @@ def test_params_file_takes_an_optional_client_node_ceiling(tmp_path):
 
 
 def test_outlier_node_is_flagged_and_left_out_of_the_ceiling():
-    from rooftop import outliers
+    from rooftop.model import outliers
 
     # Seed 000's Polaris picture in small: 6 nodes, every pair with node 4 slow.
     rates = {(a, b): (60.0 if 4 in (a, b) else 100.0 + (a + b) % 3) for a in range(6) for b in range(a + 1, 6)}

@@ -29,7 +29,9 @@ import os
 from importlib import resources
 
 from rooftop.interference import report as interference_report
-from rooftop.store import SAMPLE_COLUMNS, Store, stands_for
+from rooftop.store.db import Store
+from rooftop.store.records import stands_for
+from rooftop.store.schema import SAMPLE_COLUMNS
 
 #: The version of every JSON document below (see the compatibility rule).
 #: 1.1 added the interference impact factors (export, model) and each
@@ -136,7 +138,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
             )
         pm = res.pairs.get(m) if res else None
         if pm:
-            from rooftop import outliers
+            from rooftop.model import outliers
 
             d["outlier_pairs"] = {
                 "used": [list(p) for p in sorted(pm.rates)],

@@ -19,9 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from rooftop import enginedoc
-from rooftop.engine import DEFAULT_LEASE, EngineError, Group
-from rooftop.units import fmt_in
+from rooftop.config.units import fmt_in
+from rooftop.engine import enginedoc
+from rooftop.engine.base import DEFAULT_LEASE, EngineError
+from rooftop.engine.groups import Group
 
 #: Runs whose (max - min) / median exceeds this get a warning.
 DISAGREE = 0.20

@@ -18,13 +18,14 @@ import html
 import json
 from pathlib import Path
 
-from rooftop import __version__, advice
+from rooftop import __version__
+from rooftop.config.units import fmt_rate
 from rooftop.interference import report as interference_report
 from rooftop.learn.report_section import html_section as learned_html
 from rooftop.learn.report_section import markdown as learned_markdown
+from rooftop.model import advice
 from rooftop.plots.run import plot_mixes, plot_run
 from rooftop.results import RunResults
-from rooftop.units import fmt_rate
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
@@ -332,7 +333,7 @@ def _todo_html(res: RunResults) -> str:
 
 
 def _mixes_html(mixes) -> str:
-    """Per workload mix (rooftop.mix.Combined): which resource binds where."""
+    """Per workload mix (rooftop.model.mix.Combined): which resource binds where."""
     e = html.escape
     parts = []
     for comb in mixes:
@@ -485,7 +486,7 @@ def _plot_nic(nic, fig_dir: Path) -> dict:
 def write(res: RunResults, out_dir: Path, mixes=(), nic=None) -> tuple[Path, Path]:
     """Writes out_dir/report.html, out_dir/report.md and the figures under
     out_dir/figures/; returns (html, md). mixes: combined rooflines
-    (rooftop.mix.Combined) to report and draw; nic: a NIC policy comparison
+    (rooftop.model.mix.Combined) to report and draw; nic: a NIC policy comparison
     (rooftop.nics.compare.Comparison) to show, with its bar chart."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = plot_run(res, out_dir / "figures")

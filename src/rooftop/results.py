@@ -7,12 +7,15 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from rooftop import enginedoc, metrics, model, outliers, stages
-from rooftop.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
+from rooftop import metrics, model, stages
+from rooftop.config.units import fmt_rate
+from rooftop.engine import enginedoc
+from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
-from rooftop.store import Run, Store, stands_for
-from rooftop.units import fmt_rate
+from rooftop.model import outliers
+from rooftop.store.db import Store
+from rooftop.store.records import Run, stands_for
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
 WIDE_CLIENT_RANGE = 0.25

@@ -93,7 +93,7 @@ def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_pat
     # The roofline under load: a second, lower band on the isolated run's figure.
     from rooftop import results
     from rooftop.plots import roofline
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     res = results.load(Store(tmp_path, create=False), base)
     ((name, loaded),) = res.loaded["rpc"]

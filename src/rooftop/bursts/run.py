@@ -97,7 +97,9 @@ def params_of(args) -> dict:
 
 def build_config(args) -> dict:
     """The resolved campaign config with the run's bursts parameters."""
-    from rooftop import config, session
+    from rooftop import session
+    from rooftop.config.keys import ConfigError
+    from rooftop.config.resolve import build
     from rooftop.launchers import LauncherError, make_launcher
     from rooftop.launchers.base import core_sets
     from rooftop.locks import ON_THIS_MACHINE
@@ -105,21 +107,21 @@ def build_config(args) -> dict:
     p = params_of(args)
     overrides = session.overrides(args)
     overrides["metrics"] = [p["metric"]]
-    cfg = config.build(args.config, overrides)
+    cfg = build(args.config, overrides)
     if cfg["launcher"]["type"] not in ON_THIS_MACHINE:
-        raise config.ConfigError(
+        raise ConfigError(
             f"launcher.type: bursts samples the server's /proc and RAPL here: use "
             f"{' or '.join(ON_THIS_MACHINE)}, not {cfg['launcher']['type']}"
         )
     nodes = make_launcher(cfg["launcher"]).nodes()
     if len(nodes) < 2:
-        raise config.ConfigError("launcher.nodes: bursts needs 2 nodes (server on node 0, clients on the last)")
+        raise ConfigError("launcher.nodes: bursts needs 2 nodes (server on node 0, clients on the last)")
     p["client_node"] = len(nodes) - 1
     try:
         server_cores = core_sets(nodes[0], 1, cfg["binding"])[0]
         core_sets(nodes[-1], p["clients"], cfg["binding"])  # the clients fit on their node
     except LauncherError as e:
-        raise config.ConfigError(f"--clients {p['clients']}: {e}") from None
+        raise ConfigError(f"--clients {p['clients']}: {e}") from None
     p["neighbour_cores"] = list(server_cores or nodes[0].cores) if p["neighbour"] else None
     cfg["bursts"] = p
     cfg["stages"] = ["bursts"]

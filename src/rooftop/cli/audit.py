@@ -15,7 +15,7 @@ def _cmd_audit(args) -> int:
     from rooftop.audit import run as audit_run
     from rooftop.audit import show
     from rooftop.locks import CampaignLocks
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     try:
         pitfalls = audit.select(args.only)

@@ -151,13 +151,13 @@ def _plan(args) -> interfere.Plan:
 
 
 def _config(args, plan: interfere.Plan) -> dict:
-    from rooftop import config
+    from rooftop.config.resolve import build
 
     o = session.overrides(args)
     for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
         if f"collect.{k}" in o:
             o.setdefault(f"validate.{k}", o[f"collect.{k}"])
-    cfg = config.build(args.config, o)
+    cfg = build(args.config, o)
     cfg["stages"] = ["collect"] + (["validate"] if "validate" in plan.stages else [])
     for st in stages.STAGES.values():  # the config says which stages ran
         if st.switch:
@@ -168,7 +168,7 @@ def _config(args, plan: interfere.Plan) -> dict:
 
 
 def cmd(args) -> int:
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
 
     try:
         plan = _plan(args)
@@ -190,7 +190,7 @@ def cmd(args) -> int:
     if args.dry_run:
         return _dry_run(cfg, plan, plans, lines)
     from rooftop.nics import check as nic_check
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     nic_check.preflight(cfg)
     store = Store(cfg["results"])
@@ -203,9 +203,10 @@ def cmd(args) -> int:
 def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     """--bursts RUN: RUN's config (results and load keys from this command;
     any other key given is refused rather than ignored)."""
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
     from rooftop.interference import bursts as interfere_bursts
-    from rooftop.store import Store, StoreError
+    from rooftop.store.db import Store
+    from rooftop.store.records import StoreError
 
     if args.stages:
         raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")
@@ -327,7 +328,7 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
 
 
 def print_summary(doc: dict) -> None:
-    from rooftop.units import fmt_rate
+    from rooftop.config.units import fmt_rate
 
     for c in doc["conditions"]:
         ui.console.print(f"[bold]{c['copies']} x {c['load']}[/] (run {c['run']}): shared {c['shared']}")

@@ -15,7 +15,7 @@ from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, add_key_flags, campai
 def _cmd_learn(args) -> int:
     from rooftop.learn.run import learn, metrics_to_learn
     from rooftop.learn.show import print_learned
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results, create=False)
     runs = [store.get_run(r).id for r in args.runs]
@@ -29,12 +29,12 @@ def _cmd_learn(args) -> int:
 
 
 def _cmd_predict(args) -> int:
-    from rooftop import config
+    from rooftop.config.files import parse_override
     from rooftop.learn.predict import predict
     from rooftop.learn.show import print_prediction
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
-    sets = dict(config.parse_override(t) for t in args.set or [])
+    sets = dict(parse_override(t) for t in args.set or [])
     p = predict(
         Store(args.results, create=False),
         args.run,
@@ -54,23 +54,24 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_tune(args) -> int:
-    from rooftop import config, metrics
+    from rooftop import metrics
+    from rooftop.config.resolve import build
     from rooftop.learn import space as spaces
     from rooftop.learn.predict import load_model
     from rooftop.learn.tune import Settings
     from rooftop.learn.tune_run import prepare
     from rooftop.nics import check as nic_check
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
     settings.check()  # before anything is created
     overrides = session.overrides(args)
-    space = spaces.load(args.space, args.metric, config.build(args.config, overrides))
+    space = spaces.load(args.space, args.metric, build(args.config, overrides))
     if args.metric and space.metric != args.metric:
         print(f"rooftop tune: {args.space} tunes {space.metric}, not --metric {args.metric}", file=sys.stderr)
         return 2
     overrides["metrics"] = [space.metric]
-    build = lambda knobs: config.build(args.config, {**overrides, **knobs})  # noqa: E731
+    build = lambda knobs: build(args.config, {**overrides, **knobs})  # noqa: E731
     base = dict(build({}), stages=["tune"])
     nic_check.preflight(base)
     store = Store(base["results"])

@@ -128,13 +128,13 @@ def _write_error(e: OSError) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rooftop.config import ConfigError
-    from rooftop.engine import EngineError
+    from rooftop.config.keys import ConfigError
+    from rooftop.engine.base import EngineError
     from rooftop.launchers import LauncherError
     from rooftop.learn import LearnError
     from rooftop.locks import LockBusy
-    from rooftop.model import ModelError
-    from rooftop.store import StoreError
+    from rooftop.model.ceilings import ModelError
+    from rooftop.store.records import StoreError
 
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv

@@ -12,7 +12,7 @@ from rooftop.cli.common import formats, print_files, results_arg
 
 def _cmd_model(args) -> int:
     from rooftop import kinds, model, results, ui
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     if not args.run and not args.params:
         print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
@@ -65,8 +65,8 @@ def _cmd_model(args) -> int:
 
 
 def combined_mixes(files, rooflines) -> list:
-    """The combined roofline of each --mix FILE (rooftop.mix)."""
-    from rooftop import mix
+    """The combined roofline of each --mix FILE (rooftop.model.mix)."""
+    from rooftop.model import mix
 
     return [mix.combine(mix.load_mix(f), rooflines) for f in files or ()]
 
@@ -220,7 +220,8 @@ def model_ratio(r) -> str:
 def _compare_source(text: str, results_dir: str):
     """A run id in results_dir, or a parameters file."""
     from rooftop import model, results
-    from rooftop.store import Store, StoreError
+    from rooftop.store.db import Store
+    from rooftop.store.records import StoreError
 
     if text.endswith((".json", ".JSON")) or Path(text).is_file():
         rooflines = model.load_params(text)

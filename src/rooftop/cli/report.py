@@ -14,7 +14,7 @@ from rooftop.cli.model import combined_mixes
 
 def _cmd_report(args) -> int:
     from rooftop import kinds, model, report, results
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results, create=False)
     run = store.get_run(args.run)
@@ -43,7 +43,7 @@ def _cmd_report(args) -> int:
 def _nic_comparison(store, res, nic_runs: str):
     """The NIC policy comparison of this run and the --nic-runs runs, on
     the first metric they all measured."""
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
     from rooftop.nics import compare as nic_compare
 
     ids = [res.run.id] + [r.strip() for r in nic_runs.split(",") if r.strip() and r.strip() != res.run.id]
@@ -60,7 +60,7 @@ def _nic_comparison(store, res, nic_runs: str):
 def _cmd_plot(args) -> int:
     from rooftop import kinds, model, results
     from rooftop.plots.run import plot_params, plot_run
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     if not args.run and not args.params:
         print("rooftop plot: give a RUN, a --params FILE, or both", file=sys.stderr)
@@ -100,7 +100,7 @@ def _cmd_plot(args) -> int:
 def _figures_dir(store, run_id: str, sub: str = "") -> Path:
     """RESULTS/RUN/figures[/sub], refused when a symlink leads it out of the run's folder."""
     from rooftop.plots.save import inside
-    from rooftop.store import StoreError
+    from rooftop.store.records import StoreError
 
     out = store.run_dir(run_id) / "figures" / sub if sub else store.run_dir(run_id) / "figures"
     try:
@@ -111,7 +111,7 @@ def _figures_dir(store, run_id: str, sub: str = "") -> Path:
 
 def _cmd_export(args) -> int:
     from rooftop import export
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results, create=False)
     run = store.get_run(args.run).id

@@ -32,18 +32,18 @@ def _cmd_probe(args) -> int:
 
 
 def _cmd_config(args) -> int:
-    from rooftop import config
+    from rooftop.config.resolve import build, describe_keys
 
     if args.action == "keys":
-        print(config.describe_keys())
+        print(describe_keys())
         return 0
-    cfg = config.build(args.config, session.overrides(args))
+    cfg = build(args.config, session.overrides(args))
     print(json.dumps(cfg, indent=2))
     return 0
 
 
 def cmd_engine(args) -> int:
-    from rooftop.engine import EngineError, engine_path
+    from rooftop.engine.base import EngineError, engine_path
 
     try:
         path = engine_path()
@@ -69,7 +69,7 @@ def add_config(sub) -> None:
 
 
 def add_probe(sub) -> None:
-    from rooftop.engine import DEFAULT_LEASE
+    from rooftop.engine.base import DEFAULT_LEASE
 
     pr = sub.add_parser(
         "probe",

@@ -14,8 +14,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rooftop import units
-from rooftop.model import Evaluation, Roofline
+from rooftop.config import units
+from rooftop.model.evaluation import Evaluation
+from rooftop.model.roofline import Roofline
 from rooftop.plots import style
 
 

@@ -53,7 +53,7 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
 
 
 def plot_mixes(mixes, out_dir: Path, run: str | None = None, formats=FORMATS) -> dict[str, list[Path]]:
-    """mix-<name> per combined roofline (rooftop.mix.Combined)."""
+    """mix-<name> per combined roofline (rooftop.model.mix.Combined)."""
     from rooftop.plots import mix as mix_plot
 
     out = {}

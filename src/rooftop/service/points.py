@@ -102,7 +102,7 @@ def specs(store, run_id: str) -> dict[str, dict]:
 
 def add(store, run_id: str, point: ServicePoint) -> None:
     """Stores one point at once (committed: a Ctrl-C after it loses nothing)."""
-    from rooftop.store import now_iso
+    from rooftop.store.records import now_iso
 
     if point.source not in SOURCES:
         raise ValueError(f"point source {point.source!r} is not one of {', '.join(SOURCES)}")
