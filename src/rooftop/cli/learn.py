@@ -55,7 +55,7 @@ def _cmd_predict(args) -> int:
 
 def _cmd_tune(args) -> int:
     from rooftop import metrics
-    from rooftop.config.resolve import build
+    from rooftop.config.resolve import build as build_config
     from rooftop.learn import space as spaces
     from rooftop.learn.predict import load_model
     from rooftop.learn.tune import Settings
@@ -66,12 +66,12 @@ def _cmd_tune(args) -> int:
     settings = Settings(args.budget, args.init, args.repeat, args.duration, args.warmup, args.seed)
     settings.check()  # before anything is created
     overrides = session.overrides(args)
-    space = spaces.load(args.space, args.metric, build(args.config, overrides))
+    space = spaces.load(args.space, args.metric, build_config(args.config, overrides))
     if args.metric and space.metric != args.metric:
         print(f"rooftop tune: {args.space} tunes {space.metric}, not --metric {args.metric}", file=sys.stderr)
         return 2
     overrides["metrics"] = [space.metric]
-    build = lambda knobs: build(args.config, {**overrides, **knobs})  # noqa: E731
+    build = lambda knobs: build_config(args.config, {**overrides, **knobs})  # noqa: E731
     base = dict(build({}), stages=["tune"])
     nic_check.preflight(base)
     store = Store(base["results"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import io
 import signal
 import sys
 
@@ -148,7 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, stop_on_signal)  # a closed terminal, too
     # A command that seems stuck: 'kill -USR1 PID' prints where each of its
     # threads is (to stderr) and lets it go on.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        pass  # stderr is not a file (rooftop called from Python with stderr captured)
     try:
         return args.func(args)
     except ConfigError as e:
