@@ -91,11 +91,11 @@ def add_size(sub) -> None:
         "service's measured efficiency at the nearest measured ratios: with --target RATE the "
         "smallest S whose aggregate reaches it; without, the knee (the smallest S from which "
         "the clients bind) and the aggregate for a few S around it. Each end of the answer "
-        "uses the ends of the ceilings' 95 %% intervals (a published range is its own): "
+        "uses the ends of the ceilings' 95 % intervals (a published range is its own): "
         "'19 to 20 server processes; 19 at the median'. When the target is reachable at one "
         "end and not at the other, or the model cannot tell the ceilings apart, the answer "
         "says 'not distinguishable' instead of recommending. Example: rooftop size "
-        "examples/aurora-table2.json --clients 100 --target '10 M ops/s'",
+        "examples/aurora-table2.json --clients 100 --target '10 M ops/s'. docs/services.md",
     )
     p.add_argument("source", metavar="SOURCE", help="a run id (in --results) or a parameters file (JSON)")
     p.add_argument("--clients", type=int, required=True, metavar="C", help="client processes")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 
 from rooftop.service import efficiency, points, sizing
 
@@ -44,15 +45,24 @@ def model_json(services, notes) -> dict:
 
 def fom_rows(res) -> list[tuple[str, float, str, bool]]:
     """service.NAME.efficiency.{server_bound,client_bound} (%) and
-    service.NAME.placements, per service with a roofline."""
+    service.NAME.placements, per service with a roofline. NAME is the
+    service's name in lower case with every character but a-z, 0-9 and _
+    as _ (redis-get: redis_get), so every line keeps matching the figures
+    of merit's one regex (rooftop.export.fom_text)."""
     out = []
     for s in res.services:
+        name = fom_name(s.service)
         for side in ("server", "client"):
             m = s.median(side)
             if m is not None:
-                out.append((f"service.{s.service}.efficiency.{side}_bound", m * 100, "%", True))
-        out.append((f"service.{s.service}.placements", len(s.placements), "placements", True))
+                out.append((f"service.{name}.efficiency.{side}_bound", m * 100, "%", True))
+        out.append((f"service.{name}.placements", len(s.placements), "placements", True))
     return out
+
+
+def fom_name(service: str) -> str:
+    """'redis-get' -> 'redis_get'."""
+    return re.sub(r"[^a-z0-9_]", "_", service.lower())
 
 
 # --- the report ---------------------------------------------------------------
