@@ -95,7 +95,7 @@ def add_size(sub) -> None:
         "'19 to 20 server processes; 19 at the median'. When the target is reachable at one "
         "end and not at the other, or the model cannot tell the ceilings apart, the answer "
         "says 'not distinguishable' instead of recommending. Example: rooftop size "
-        "examples/aurora-table2.json --clients 100 --target '10 M ops/s'. docs/services.md",
+        "examples/aurora-table2.json --clients 100 --target '10 M ops/s' (docs/services.md)",
     )
     p.add_argument("source", metavar="SOURCE", help="a run id (in --results) or a parameters file (JSON)")
     p.add_argument("--clients", type=int, required=True, metavar="C", help="client processes")
