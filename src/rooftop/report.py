@@ -26,6 +26,7 @@ from rooftop.learn.report_section import markdown as learned_markdown
 from rooftop.model import advice
 from rooftop.plots.run import plot_mixes, plot_run
 from rooftop.results import RunResults
+from rooftop.service import report as service_report
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
@@ -179,6 +180,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             ),
             "",
         ]
+    lines += service_report.sizing_markdown(res)
     lines += ["## What to do", ""]
     for title, said in todo(res):
         lines += [f"**{title}**", "", *[f"- {x}" for x in said], ""]
@@ -187,7 +189,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
     if nic is not None:
         lines += ["## NIC policies", "", *[f"- {x}" for x in nic_lines(nic)], ""]
     lines += ["## Figures", ""]
-    for name, paths in figures.items():
+    for name, paths in service_report.other_figures(figures).items():
         png = [p for p in paths if p.suffix == ".png"]
         if png:
             lines.append(f"![{name}]({_rel(png[0], base)})")
@@ -211,6 +213,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
                 f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |"
             )
         lines.append("")
+    lines += service_report.markdown(res, figures, base)
     counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
     if counted:
         lines += ["## Nodes (client pair matrix)", ""]
@@ -309,12 +312,14 @@ def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=Non
         "<section id='verdict'><div class='cards'>",
         *[_card(h) for h in headline(res)],
         "</div></section>",
+        service_report.sizing_html(res),
         _todo_html(res),
         _mixes_html(mixes),
         _nic_html(nic),
-        _figures_html(figures),
+        _figures_html(service_report.other_figures(figures)),
         _warnings_html(res),
         _validation_html(res),
+        service_report.html_section(res, figures),
         _nodes_html(res),
         interference_report.html_section(res),
         learned_html(res.learned),

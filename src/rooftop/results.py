@@ -14,6 +14,7 @@ from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests t
 from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
 from rooftop.model import outliers
+from rooftop.service import report as service_report
 from rooftop.store.db import Store
 from rooftop.store.records import Run, stands_for
 
@@ -92,6 +93,11 @@ class RunResults:
     interference: dict | None = None
     #: Per metric: (label, roofline) of each run measured beside a load (rooftop.interference.report).
     loaded: dict[str, list] = field(default_factory=dict)
+    #: Each service's points against its metric's roofline
+    #: (rooftop.service.efficiency.ServiceEfficiency), and lines for services
+    #: whose metric has no roofline here (rooftop.service.report.attach).
+    services: list = field(default_factory=list)
+    service_notes: list[str] = field(default_factory=list)
 
     def flagged(self, metric: str) -> list[int]:
         return outliers.flagged(self.scores.get(metric, []))
@@ -393,5 +399,6 @@ def load(store: Store, run_id: str) -> RunResults:
             if lat:
                 res.latency.append(lat)
     interference_report.attach(store, res)
+    service_report.attach(store, res)
     res.warnings = _warnings(res)
     return res

@@ -120,6 +120,11 @@ def _cmd_export(args) -> int:
             print("rooftop export: --series is csv or json", file=sys.stderr)
             return 2
         text = export.series_text(store, run, args.format)
+    elif args.services:
+        if args.format == "fom":
+            print("rooftop export: --services is csv or json", file=sys.stderr)
+            return 2
+        text = export.services_text(store, run, args.format)
     elif args.format == "json":
         text = json.dumps(export.json_doc(store, run), indent=1)
     elif args.format == "fom":
@@ -155,6 +160,13 @@ def add_export(sub) -> None:
         action="store_true",
         help="the run's time series instead (collect/validate --sample cpu,power): one point "
         "per row: round, sampler, t, quantity, value, unit",
+    )
+    ex.add_argument(
+        "--services",
+        action="store_true",
+        help="the run's service points instead (rooftop service): one per row: service, metric, "
+        "server_procs, client_procs, sample, per_client, unit, status, ...; the CSV reads back "
+        "with 'rooftop service --import'",
     )
     results_arg(ex)
     ex.add_argument("--output", help="write to this file instead of stdout")
