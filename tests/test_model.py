@@ -517,4 +517,4 @@ def test_compare_table_shows_each_verdict(tmp_path):
     (tmp_path / "alone.json").write_text(json.dumps(alone))
     p = cli("compare", str(tmp_path / "alone.json"), "--output", str(tmp_path))
     assert p.returncode == 0, p.stderr
-    assert "12:1 (11:1-12:1)" in p.stderr and "│ 1:3 " in p.stderr
+    assert "12:1 (11:1-12:1)" in p.stdout and "│ 1:3 " in p.stdout  # the table is the output
