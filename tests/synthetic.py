@@ -16,9 +16,11 @@ import math
 import random
 from pathlib import Path
 
-from rooftop import config, store
 from rooftop.campaign import Rows, plan_collect, plan_validate
+from rooftop.config.files import defaults
+from rooftop.config.resolve import resolve_grid
 from rooftop.launchers.base import Node
+from rooftop.store.db import Store
 
 #: Per metric: (a lone server process's rate, a lone client process's rate,
 #: a node's link shared by the processes on it or None) in base units, and
@@ -29,18 +31,18 @@ REALISTIC = {"rpc": (110e3, 42e3, None, 0), "bw": (2.5 * 2**30, 2.5 * 2**30, 3.2
 def config_for(nodes: int = 4, cores: int = 1) -> dict:
     """A resolved config of `nodes` nodes of `cores` cores each, with the
     sweep on, 3 collect and 2 validation samples per measurement."""
-    cfg = config.defaults()
+    cfg = defaults()
     cfg["nodes"] = [{"index": i, "host": "h", "cores": list(range(i * cores, (i + 1) * cores))} for i in range(nodes)]
     cfg["collect"].update(servers_per_node=max(2, cores), clients_per_node=cores, samples=3, sweep_servers=True)
     cfg["validate"].update(servers_per_node=cores, clients_per_node=cores, samples=2)
-    return config.resolve_grid(cfg)
+    return resolve_grid(cfg)
 
 
-def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[store.Store, str]:
+def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[Store, str]:
     """Every planned row ok, rate(stage, metric, snodes, cnodes, ns, nc,
     index) -> aggregate; latency(stage, metric, per_client) -> bins of one
     client document per (stage, metric)."""
-    st = store.Store(tmp_path / "res")
+    st = Store(tmp_path / "res")
     run_id = st.new_run(cfg, {"host": "h"})
     rows = Rows(run_id, cfg, [Node(n["index"], n["host"], tuple(n["cores"])) for n in cfg["nodes"]])
     for pl in plan_collect(cfg) + plan_validate(cfg):
@@ -79,7 +81,7 @@ def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[store.Store, str]:
     return st, run_id
 
 
-def uniform_run(tmp_path: Path, cfg: dict | None = None) -> tuple[store.Store, str]:
+def uniform_run(tmp_path: Path, cfg: dict | None = None) -> tuple[Store, str]:
     """Server ceiling 100 and client ceiling 50 per process (x 1000 base
     units), 1 % apart between samples; one latency histogram for all."""
 
@@ -99,7 +101,7 @@ def realistic_run(
     slow_pair: tuple[int, int] | None = None,
     noise: float = 0.03,
     seed: int = 1,
-) -> tuple[store.Store, str]:
+) -> tuple[Store, str]:
     """A run on `nodes` nodes whose rates follow REALISTIC with `noise`
     (relative, uniform): bandwidth shares each node's link among its
     processes; clients or servers on slow_node run at 55 %, and the client

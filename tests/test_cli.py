@@ -423,9 +423,26 @@ def test_tables_to_a_pipe_or_a_narrow_terminal_cut_no_number(tmp_path):
     # End to end, stdout and stderr pipes: every ceiling of every system whole.
     examples = sorted(str(p) for p in (Path(__file__).parent.parent / "examples").glob("*-table2.json"))
     p = rooftop_cli("compare", *examples, "--output", str(tmp_path))
-    assert p.returncode == 0 and "…" not in p.stderr
-    for f in examples:
+    assert p.returncode == 0 and "…" not in p.stdout
+    for f in examples:  # the table is the output: on stdout
         for r in model.load_params(f).values():
-            assert ui.fmt_range(r.server.lo, r.server.hi, r.unit) in p.stderr
+            assert ui.fmt_range(r.server.lo, r.server.hi, r.unit) in p.stdout
     p = rooftop_cli("model", "--params", examples[0])
     assert p.returncode == 0 and "…" not in p.stdout and "20.20 GiB/s .. 20.50 GiB/s" in p.stdout
+
+
+def test_runs_lists_on_stdout_and_a_missing_folder_is_an_error(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    res = tmp_path / "r"
+    shutil.copytree(Path(__file__).parent / "data" / "learn-cluster", res)
+    p = rooftop_cli("runs", "--results", str(res))
+    assert p.returncode == 0 and p.stdout.count("complete") >= 1, p.stderr  # 'rooftop runs > f' keeps the table
+    missing = tmp_path / "nowhere"
+    p = rooftop_cli("runs", "--results", str(missing))
+    assert p.returncode == 2 and f"no results folder {missing}" in p.stderr and not missing.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    p = rooftop_cli("runs", "--results", str(empty))
+    assert p.returncode == 0 and "no runs" in p.stdout and not (empty / "rooftop.db").exists()

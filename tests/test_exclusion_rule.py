@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from rooftop import model, outliers, results
+from rooftop import model, results
+from rooftop.model import outliers
 from synthetic import realistic_run
 
 

@@ -1,4 +1,4 @@
-"""Combined rooflines of a workload mix (rooftop.mix) on synthetic
+"""Combined rooflines of a workload mix (rooftop.model.mix) on synthetic
 ceilings: the binding resource on each side of the mix's ridge, the
 conversion of each metric's ceilings into mix operations, the mix file's
 errors (naming file and key), and `rooftop model --params --mix`."""
@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
-from rooftop import mix
-from rooftop.model import Ceiling, Roofline
+from rooftop.model import mix
+from rooftop.model.ceilings import Ceiling
+from rooftop.model.roofline import Roofline
 
 MIB = 1 << 20
 

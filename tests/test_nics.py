@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rooftop import config
-from rooftop.config import ConfigError
-from rooftop.engine import run_engine
+from rooftop.config.keys import ConfigError
+from rooftop.config.resolve import build
+from rooftop.engine.commands import run_engine
 from rooftop.launchers.base import Node, pinned_argvs
 from rooftop.nics import policy as nics
 
@@ -27,9 +27,9 @@ def rooftop(*args):
 
 
 def test_default_policy_is_margos_and_resolves():
-    cfg = config.build(overrides={"launcher.nodes": 2})
+    cfg = build(overrides={"launcher.nodes": 2})
     assert cfg["nic"]["policy"] == "package:roundrobin"
-    assert config.build(overrides={"launcher.nodes": 2, "nic.policy": "numa:rank"})["nic"]["policy"] == "numa:rank"
+    assert build(overrides={"launcher.nodes": 2, "nic.policy": "numa:rank"})["nic"]["policy"] == "numa:rank"
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_default_policy_is_margos_and_resolves():
 )
 def test_a_bad_policy_names_the_key(value, message):
     with pytest.raises(ConfigError) as e:
-        config.build(overrides={"launcher.nodes": 2, "nic.policy": value})
+        build(overrides={"launcher.nodes": 2, "nic.policy": value})
     assert str(e.value).startswith(message)
 
 

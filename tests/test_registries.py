@@ -13,10 +13,14 @@ import pytest
 from matplotlib.colors import is_color_like
 
 import synthetic
-from rooftop import config, keys, metrics, results, samplers, stages, store, ui, units
+from rooftop import metrics, results, samplers, stages, ui
 from rooftop.campaign import merge_server_args, plan_collect, plan_validate
+from rooftop.config import keys, units
+from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_KEYS
+from rooftop.config.files import defaults
 from rooftop.plots.run import plot_run
 from rooftop.report import html_page, markdown
+from rooftop.store import schema
 
 
 # --- stages -----------------------------------------------------------------
@@ -26,10 +30,10 @@ def test_every_stage_has_label_colour_role_rate_and_plan(st):
     assert st.label and st.legend and st.help
     assert is_color_like(st.colour)
     assert st.role in stages.ROLES
-    assert st.rate in ("per_server", "per_client", "aggregate") and st.rate in store.SAMPLE_COLUMNS
+    assert st.rate in ("per_server", "per_client", "aggregate") and st.rate in schema.SAMPLE_COLUMNS
     assert st.phase in ("collect", "validate")
     if st.switch is not None:
-        assert config.KEY_BY_PATH[st.switch].kind == "bool"
+        assert KEY_BY_PATH[st.switch].kind == "bool"
     assert callable(st.plan)
 
 
@@ -51,8 +55,8 @@ def test_every_metric_has_a_known_unit_and_declared_keys(m):
     assert m.unit in units.UNITS
     assert m.work in ("ops", "bytes") and m.result_field in ("ops_per_sec", "bytes_per_sec")
     for key in m.keys:
-        assert config.KEY_BY_PATH[key.path] is key and key.path.startswith(m.name + ".")
-    cfg = config.defaults()
+        assert KEY_BY_PATH[key.path] is key and key.path.startswith(m.name + ".")
+    cfg = defaults()
     assert m.client_args(cfg)[:2] == ["--op", m.op(cfg)]
     assert all(isinstance(a, str) for a in m.server_args(cfg))
     assert m.title(cfg)
@@ -60,17 +64,17 @@ def test_every_metric_has_a_known_unit_and_declared_keys(m):
 
 
 def test_config_keys_list_metric_keys_after_the_metrics_key():
-    paths = [k.path for k in config.KEYS]
+    paths = [k.path for k in KEYS]
     at = paths.index("metrics")
     own = [k.path for m in metrics.METRICS.values() for k in m.keys]
     assert paths[at + 1 : at + 1 + len(own)] == own
-    assert config.KEY_BY_PATH["metrics"].choices == tuple(metrics.METRICS)
-    assert config.KEY_BY_PATH["metrics"].default == metrics.defaults() == ["rpc", "bw"]
+    assert KEY_BY_PATH["metrics"].choices == tuple(metrics.METRICS)
+    assert KEY_BY_PATH["metrics"].default == metrics.defaults() == ["rpc", "bw"]
 
 
 def test_every_config_key_is_declared_once():
-    studies = [k for ks in config.STUDY_KEYS.values() for k in ks]  # bursts.*, tune.*, ... (register)
-    assert len(config.KEY_BY_PATH) == len(config.KEYS) + len(studies)
+    studies = [k for ks in STUDY_KEYS.values() for k in ks]  # bursts.*, tune.*, ... (register)
+    assert len(KEY_BY_PATH) == len(KEYS) + len(studies)
     with pytest.raises(ValueError, match="config key collect.samples is declared twice"):
         keys.by_path([keys.Key("collect.samples", "int", 5, "first"), keys.Key("collect.samples", "int", 3, "again")])
 
@@ -80,9 +84,9 @@ def test_a_key_declared_twice_is_an_error_at_import():
     importing config fails naming the key, never keeping the last one."""
     code = (
         "from rooftop import samplers\n"
-        "from rooftop.keys import Key\n"
+        "from rooftop.config.keys import Key\n"
         "samplers.KEYS = (*samplers.KEYS, Key('collect.samples', 'int', 3, 'again'))\n"
-        "import rooftop.config\n"
+        "import rooftop.config.catalog\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode != 0
@@ -114,7 +118,7 @@ def test_every_display_scale_is_a_named_scale(u):
     assert u.text[-1].at == 0 and u.axis[-1].at == 0  # every value has a display
 
 
-CALLERS = ("campaign", "ui.py", "results.py", "model.py", "report.py", "plots")
+CALLERS = ("campaign", "ui.py", "results.py", "model", "report.py", "plots")
 
 
 def test_callers_of_the_metric_table_never_name_a_metric():
@@ -123,7 +127,7 @@ def test_callers_of_the_metric_table_never_name_a_metric():
     import ast
     from pathlib import Path
 
-    src = Path(config.__file__).parent
+    src = Path(metrics.__file__).parent.parent
     files = [p for c in CALLERS for p in ((src / c).glob("*.py") if (src / c).is_dir() else [src / c])]
     named = [
         (p.name, node.lineno, node.value)
@@ -173,9 +177,9 @@ def test_every_sampler_is_stored_and_has_hooks(s):
     """A column sampler has its sample column; a series sampler is a choice
     of the `sample` key and its rows go to the series table."""
     if s.column:
-        assert s.name in store.SAMPLE_COLUMNS
+        assert s.name in schema.SAMPLE_COLUMNS
     else:
-        assert s.name in config.KEY_BY_PATH["sample"].choices and s.name in samplers.SERIES
+        assert s.name in KEY_BY_PATH["sample"].choices and s.name in samplers.SERIES
     assert s.unit and s.help and callable(s.start) and callable(s.stop)
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from rooftop import cli, config
-from rooftop.keys import Key
+from rooftop import cli
+from rooftop.config.catalog import STUDY_KEYS, register
+from rooftop.config.keys import Key
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -37,7 +38,7 @@ def commands() -> dict:
 
 def test_config_keys_lists_every_study_key():
     out = rooftop("config", "keys").stdout
-    for keys in config.STUDY_KEYS.values():
+    for keys in STUDY_KEYS.values():
         for k in keys:
             assert f"{k.path:30s} {k.kind}" in out and k.help in out, k.path
     assert f"{'bursts.interval':30s} float, default 1.0, at least 0.1 and at most 3600" in out
@@ -46,9 +47,9 @@ def test_config_keys_lists_every_study_key():
 
 def test_a_study_key_declared_twice_is_an_error():
     with pytest.raises(ValueError, match="bursts.on is declared twice"):
-        config.register("bursts", [Key("bursts.on", "float", 1.0, "again")])
+        register("bursts", [Key("bursts.on", "float", 1.0, "again")])
     with pytest.raises(ValueError, match="not under a section of their own"):
-        config.register("engine", [Key("engine.x", "int", 1, "a common section")])
+        register("engine", [Key("engine.x", "int", 1, "a common section")])
 
 
 def test_campaign_flags_are_declared_once_with_one_help():
@@ -119,7 +120,7 @@ def bursts_run(tmp_path_factory):
 
 
 def test_set_and_flags_land_in_the_runs_config(bursts_run):
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     res, out = bursts_run
     run = Store(res, create=False).get_run(out["run"])

@@ -29,12 +29,17 @@ import os
 from importlib import resources
 
 from rooftop.interference import report as interference_report
-from rooftop.store import SAMPLE_COLUMNS, Store, stands_for
+from rooftop.service import points as service_points
+from rooftop.service import report as service_report
+from rooftop.store.db import Store
+from rooftop.store.records import stands_for
+from rooftop.store.schema import SAMPLE_COLUMNS
 
 #: The version of every JSON document below (see the compatibility rule).
 #: 1.1 added the interference impact factors (export, model) and each
-#: metric's ceilings under load (model); 1.2 each sample's emulation (export).
-SCHEMA_VERSION = "1.2"
+#: metric's ceilings under load (model); 1.2 each sample's emulation (export);
+#: 1.3 a run's service points (export) and each service's efficiency (model).
+SCHEMA_VERSION = "1.3"
 #: Sample columns as exported, in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: Export formats: name -> one line of help.
@@ -84,6 +89,7 @@ def json_doc(store: Store, run_id: str) -> dict:
         "overhead": run.overhead,
         "samples": sample_rows(store, run.id),
         "interference": interference_report.interference_json(load_summary(store.run_dir(run.id))),
+        "service_points": [service_points.as_dict(p) for p in service_points.load(store, run.id)],
     }
 
 
@@ -94,6 +100,28 @@ def csv_text(store: Store, run_id: str) -> str:
     w.writeheader()
     for s in sample_rows(store, run.id):
         w.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in s.items()})
+    return buf.getvalue()
+
+
+#: `rooftop export RUN --services` CSV columns: read back by `rooftop service --import`.
+SERVICE_COLUMNS = [
+    "service", "metric", "server_procs", "client_procs", "sample", "per_client", "unit",
+    "status", "aggregate", "x", "source", "key", "error",
+]  # fmt: skip
+
+
+def services_text(store: Store, run_id: str, fmt: str) -> str:
+    """`rooftop export RUN --services`: the run's service points, one per
+    row (CSV, whose ok rows `rooftop service --import` reads back) or a list
+    (JSON)."""
+    run = store.get_run(run_id)
+    pts = [service_points.as_dict(p) for p in service_points.load(store, run.id)]
+    if fmt == "json":
+        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=SERVICE_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    w.writerows(dict(p, key=p["key"] or f"s{p['server_procs']}-c{p['client_procs']}-{p['sample']}") for p in pts)
     return buf.getvalue()
 
 
@@ -136,7 +164,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
             )
         pm = res.pairs.get(m) if res else None
         if pm:
-            from rooftop import outliers
+            from rooftop.model import outliers
 
             d["outlier_pairs"] = {
                 "used": [list(p) for p in sorted(pm.rates)],
@@ -181,6 +209,7 @@ def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, b
         if err is not None:
             out.append((f"{metric}.validation.median_abs_error", err, "%", False))
     out += interference_report.fom_rows(res.interference)
+    out += service_report.fom_rows(res)
     bad = sum(1 for s in res.samples if s["status"] != "ok")
     out.append(("run.samples_not_ok", bad, "samples", False))
     if run.overhead is not None:

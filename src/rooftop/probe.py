@@ -19,10 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-from rooftop import config, enginedoc
-from rooftop.engine import DEFAULT_LEASE, EngineError, Group
-from rooftop.keys import Key
-from rooftop.units import fmt_in
+from rooftop.config.catalog import register
+from rooftop.config.keys import Key
+from rooftop.config.units import fmt_in
+from rooftop.engine import enginedoc
+from rooftop.engine.base import DEFAULT_LEASE, EngineError
+from rooftop.engine.groups import Group
 
 #: The config keys of `rooftop probe` (section `probe`; its --lease is the
 #: common key engine.lease), registered in the key table: `rooftop config
@@ -33,7 +35,7 @@ KEYS = [
     Key("probe.duration", "float", 3.0, "measured seconds per test", minimum=0.05, maximum=3600),
     Key("probe.repeat", "int", 3, "runs per test; the median is reported", minimum=1, maximum=1000),
 ]
-config.register("probe", KEYS)
+register("probe", KEYS)
 
 #: Runs whose (max - min) / median exceeds this get a warning.
 DISAGREE = 0.20

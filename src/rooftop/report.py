@@ -18,13 +18,15 @@ import html
 import json
 from pathlib import Path
 
-from rooftop import __version__, advice
+from rooftop import __version__
+from rooftop.config.units import fmt_rate
 from rooftop.interference import report as interference_report
 from rooftop.learn.report_section import html_section as learned_html
 from rooftop.learn.report_section import markdown as learned_markdown
+from rooftop.model import advice
 from rooftop.plots.run import plot_mixes, plot_run
 from rooftop.results import RunResults
-from rooftop.units import fmt_rate
+from rooftop.service import report as service_report
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
@@ -178,6 +180,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             ),
             "",
         ]
+    lines += service_report.sizing_markdown(res)
     lines += ["## What to do", ""]
     for title, said in todo(res):
         lines += [f"**{title}**", "", *[f"- {x}" for x in said], ""]
@@ -186,7 +189,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
     if nic is not None:
         lines += ["## NIC policies", "", *[f"- {x}" for x in nic_lines(nic)], ""]
     lines += ["## Figures", ""]
-    for name, paths in figures.items():
+    for name, paths in service_report.other_figures(figures).items():
         png = [p for p in paths if p.suffix == ".png"]
         if png:
             lines.append(f"![{name}]({_rel(png[0], base)})")
@@ -210,6 +213,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
                 f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |"
             )
         lines.append("")
+    lines += service_report.markdown(res, figures, base)
     counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
     if counted:
         lines += ["## Nodes (client pair matrix)", ""]
@@ -308,12 +312,14 @@ def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=Non
         "<section id='verdict'><div class='cards'>",
         *[_card(h) for h in headline(res)],
         "</div></section>",
+        service_report.sizing_html(res),
         _todo_html(res),
         _mixes_html(mixes),
         _nic_html(nic),
-        _figures_html(figures),
+        _figures_html(service_report.other_figures(figures)),
         _warnings_html(res),
         _validation_html(res),
+        service_report.html_section(res, figures),
         _nodes_html(res),
         interference_report.html_section(res),
         learned_html(res.learned),
@@ -332,7 +338,7 @@ def _todo_html(res: RunResults) -> str:
 
 
 def _mixes_html(mixes) -> str:
-    """Per workload mix (rooftop.mix.Combined): which resource binds where."""
+    """Per workload mix (rooftop.model.mix.Combined): which resource binds where."""
     e = html.escape
     parts = []
     for comb in mixes:
@@ -485,7 +491,7 @@ def _plot_nic(nic, fig_dir: Path) -> dict:
 def write(res: RunResults, out_dir: Path, mixes=(), nic=None) -> tuple[Path, Path]:
     """Writes out_dir/report.html, out_dir/report.md and the figures under
     out_dir/figures/; returns (html, md). mixes: combined rooflines
-    (rooftop.mix.Combined) to report and draw; nic: a NIC policy comparison
+    (rooftop.model.mix.Combined) to report and draw; nic: a NIC policy comparison
     (rooftop.nics.compare.Comparison) to show, with its bar chart."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = plot_run(res, out_dir / "figures")

@@ -7,12 +7,16 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from rooftop import enginedoc, metrics, model, outliers, stages
-from rooftop.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
+from rooftop import metrics, model, stages
+from rooftop.config.units import fmt_rate
+from rooftop.engine import enginedoc
+from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.interference import report as interference_report
 from rooftop.learn import report_section
-from rooftop.store import Run, Store, stands_for
-from rooftop.units import fmt_rate
+from rooftop.model import outliers
+from rooftop.service import report as service_report
+from rooftop.store.db import Store
+from rooftop.store.records import Run, stands_for
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
 WIDE_CLIENT_RANGE = 0.25
@@ -89,6 +93,11 @@ class RunResults:
     interference: dict | None = None
     #: Per metric: (label, roofline) of each run measured beside a load (rooftop.interference.report).
     loaded: dict[str, list] = field(default_factory=dict)
+    #: Each service's points against its metric's roofline
+    #: (rooftop.service.efficiency.ServiceEfficiency), and lines for services
+    #: whose metric has no roofline here (rooftop.service.report.attach).
+    services: list = field(default_factory=list)
+    service_notes: list[str] = field(default_factory=list)
 
     def flagged(self, metric: str) -> list[int]:
         return outliers.flagged(self.scores.get(metric, []))
@@ -390,5 +399,6 @@ def load(store: Store, run_id: str) -> RunResults:
             if lat:
                 res.latency.append(lat)
     interference_report.attach(store, res)
+    service_report.attach(store, res)
     res.warnings = _warnings(res)
     return res

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooftop import foreign, power
-from rooftop.keys import Key
+from rooftop.config.keys import Key
 from rooftop.locks import ON_THIS_MACHINE
 
 

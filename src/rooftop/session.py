@@ -31,11 +31,11 @@ def key_values(args) -> dict:
 
 def overrides(args) -> dict:
     """--set KEY=VALUE, then the key flags given (which win)."""
-    from rooftop import config
+    from rooftop.config.files import parse_override
 
     o: dict = {}
     for text in getattr(args, "set", None) or []:
-        k, v = config.parse_override(text)
+        k, v = parse_override(text)
         o[k] = v
     o.update(key_values(args))
     return o
@@ -45,7 +45,7 @@ def environment(cfg: dict) -> dict:
     import platform
     import socket
 
-    from rooftop.engine import engine_path
+    from rooftop.engine.base import engine_path
 
     env = {
         "host": socket.gethostname(),
@@ -72,7 +72,7 @@ def claim(store, run_id: str, verb: str) -> None:
     import os
     import socket
 
-    from rooftop.store import StoreError
+    from rooftop.store.records import StoreError
 
     run = store.get_run(run_id)
     pid, host, _ = run.owner

@@ -26,8 +26,8 @@ from rich.text import Text
 from rooftop import stages
 from rooftop.campaign import progress
 
-# Re-exported: cli formats rates through ui (the table is rooftop.units).
-from rooftop.units import fmt_range, fmt_rate  # noqa: F401
+# Re-exported: cli formats rates through ui (the table is rooftop.config.units).
+from rooftop.config.units import fmt_range, fmt_rate  # noqa: F401
 
 console = Console(stderr=True, highlight=False)
 if not console.is_terminal:
@@ -159,7 +159,7 @@ def summarize(samples: list[dict]) -> list[dict]:
     """Per stage and metric: samples, failures, min/median/max of its rate.
     A sample measured once for several stages counts for each of them
     ("once_with": the other stages it stands for)."""
-    from rooftop.store import stands_for
+    from rooftop.store.records import stands_for
 
     by: dict[tuple[str, str], list[dict]] = {}
     for s in samples:
@@ -190,7 +190,7 @@ def summarize(samples: list[dict]) -> list[dict]:
 
 
 def print_summary(run, samples: list[dict]) -> None:
-    from rooftop.store import stands_for
+    from rooftop.store.records import stands_for
 
     t = Table(title=f"run {run.id} ({run.status})", title_justify="left")
     for col in ("stage", "metric", "samples", "min", "median", "max"):

@@ -89,7 +89,7 @@ def test_every_pitfall_measured_stored_and_reported(tmp_path, huge_pages):
     got = {d["config"]["buffer_pages"]: d["result"]["buffer_page_bytes"] for d in docs}
     assert got == {"huge": hugepages.page_bytes(), "base": os.sysconf("SC_PAGE_SIZE")}, got
 
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     cfg = Store(results, create=False).get_run(out["run"]).config  # the flags' keys, recorded
     assert (cfg["audit"]["repeats"], cfg["audit"]["duration"], cfg["engine"]["lease"]) == (1, 0.2, 10.0)

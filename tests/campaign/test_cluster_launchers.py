@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 from campaign_util import engine_processes, rooftop, samples
 
-from rooftop.engine import engine_path
+from rooftop.engine.base import engine_path
 
 
 def test_srun_command_lines_exactly(tmp_path):

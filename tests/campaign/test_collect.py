@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from campaign_util import QUICK, engine_processes, rooftop, samples
 
-from rooftop.engine import Group
+from rooftop.engine.groups import Group
 
 
 def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):
@@ -219,7 +219,7 @@ def test_ctrl_c_then_resume(tmp_path):
 def test_failing_engine_is_recorded_and_campaign_continues(tmp_path):
     real = rooftop("engine", "version").stdout  # the engine works
     assert real
-    from rooftop.engine import engine_path
+    from rooftop.engine.base import engine_path
 
     wrapper = tmp_path / "engine.sh"
     wrapper.write_text(f"""#!/bin/sh
@@ -399,7 +399,7 @@ def test_a_late_client_is_recorded_and_warned_about(tmp_path):
     doc = json.loads((Path(row["raw_dir"]) / "client-0.json").read_text())
     assert row["status"] == "ok" and row["late_s"] == doc["result"]["measure_at_late_s"] > 0
     from rooftop import results
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     warnings = results.load(Store(res), run).warnings
     assert any("start measuring late" in w and "engine.start_lead" in w for w in warnings), warnings

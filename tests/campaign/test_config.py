@@ -7,13 +7,15 @@ import json
 import pytest
 from campaign_util import rooftop
 
-from rooftop import config
-from rooftop.config import ConfigError
+from rooftop.config.catalog import KEYS
+from rooftop.config.files import merge
+from rooftop.config.keys import ConfigError
+from rooftop.config.resolve import build, resolve
 
 
 def err(data=None, **overrides):
     with pytest.raises(ConfigError) as e:
-        config.resolve(config.merge(data, overrides))
+        resolve(merge(data, overrides))
     return str(e.value)
 
 
@@ -31,7 +33,7 @@ def test_errors_name_the_key():
 
 
 def test_impossible_values_for_this_machine():
-    n = len(config.build()["nodes"][0]["cores"])
+    n = len(build()["nodes"][0]["cores"])
     assert "collect.servers_per_node" in err({"collect": {"servers_per_node": n + 1}})
     assert "do not fit" in err({"collect": {"servers_per_node": n + 1}})
     assert "launcher: launcher.nodes = 99" in err({"launcher": {"nodes": 99}})
@@ -42,8 +44,8 @@ def test_impossible_values_for_this_machine():
 
 
 def test_resolved_config_has_every_default(tmp_path):
-    cfg = config.build()
-    for k in config.KEYS:
+    cfg = build()
+    for k in KEYS:
         node = cfg
         for part in k.path.split("."):
             assert part in node, k.path
@@ -57,8 +59,8 @@ def test_file_json_and_toml_and_cli(tmp_path):
     j.write_text(json.dumps({"metrics": ["rpc"], "collect": {"samples": 2}}))
     t = tmp_path / "c.toml"
     t.write_text('metrics = ["bw"]\n[collect]\nsamples = 4\n[bw]\nsize = "1MiB"\n')
-    assert config.build(str(j))["collect"]["samples"] == 2
-    cfg = config.build(str(t))
+    assert build(str(j))["collect"]["samples"] == 2
+    cfg = build(str(t))
     assert cfg["metrics"] == ["bw"] and cfg["bw"]["size"] == "1MiB"
     out = rooftop("config", "show", "--config", str(j), "--set", "collect.duration=2.5", "--metrics", "rpc,bw").stdout
     shown = json.loads(out)

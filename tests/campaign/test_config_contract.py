@@ -10,7 +10,11 @@ import json
 
 import pytest
 
-from rooftop import cli, config, session
+from rooftop import cli, session
+from rooftop.config.catalog import KEY_BY_PATH, KEYS, VALIDATE_SERVER_NODES, _and
+from rooftop.config.files import defaults, merge
+from rooftop.config.keys import ConfigError
+from rooftop.config.resolve import build, describe_keys, resolve, resolve_grid
 from rooftop.launchers import BINDINGS, LAUNCHERS, LauncherError, binding_width, make_launcher
 from rooftop.launchers.local import DEFAULT_NODES, usable_cores
 from rooftop.launchers.mpiexec import FLAVORS
@@ -26,12 +30,12 @@ def key_flag_actions():
         mapping = parser.get_default("key_flags") or {}
         for action in parser._actions:
             if action.dest in mapping:
-                yield name, action, config.KEY_BY_PATH[mapping[action.dest]]
+                yield name, action, KEY_BY_PATH[mapping[action.dest]]
 
 
 def test_static_defaults_are_in_the_help_the_cli_and_config_keys_show():
-    listing = config.describe_keys()
-    for k in config.KEYS:
+    listing = describe_keys()
+    for k in KEYS:
         if k.default is None:
             # Computed when the config is resolved: the help itself must say
             # how (the constants are checked against the code below).
@@ -46,10 +50,10 @@ def test_static_defaults_are_in_the_help_the_cli_and_config_keys_show():
 
 
 def test_local_launcher_nodes_default_is_the_constant_its_help_names():
-    k = config.KEY_BY_PATH["launcher.nodes"]
+    k = KEY_BY_PATH["launcher.nodes"]
     assert f"min({DEFAULT_NODES}, cores)" in k.help
     assert "min(4" not in k.help
-    cfg = config.build()
+    cfg = build()
     assert cfg["launcher"]["type"] == "local"
     assert len(cfg["nodes"]) == cfg["launcher"]["nodes"] == min(DEFAULT_NODES, len(usable_cores()))
     # And every launcher's default is named in it.
@@ -59,23 +63,23 @@ def test_local_launcher_nodes_default_is_the_constant_its_help_names():
 
 @pytest.mark.parametrize("n", [2, 3, 5, 6, 9])
 def test_validation_grid_default_is_the_constant_its_help_names(n):
-    k = config.KEY_BY_PATH["validate.server_nodes"]
-    assert f"min({config.VALIDATE_SERVER_NODES}, N-1)" in k.help
-    cfg = copy.deepcopy(config.build())
+    k = KEY_BY_PATH["validate.server_nodes"]
+    assert f"min({VALIDATE_SERVER_NODES}, N-1)" in k.help
+    cfg = copy.deepcopy(build())
     cfg["nodes"] = [dict(cfg["nodes"][0], index=i) for i in range(n)]
     cfg["validate"]["server_nodes"] = None
-    grid = config.resolve_grid(cfg)["validate"]["server_nodes"]
-    assert grid == list(range(1, min(config.VALIDATE_SERVER_NODES, n - 1) + 1))
+    grid = resolve_grid(cfg)["validate"]["server_nodes"]
+    assert grid == list(range(1, min(VALIDATE_SERVER_NODES, n - 1) + 1))
     validate_help = commands()["validate"].description
-    assert f"min({config.VALIDATE_SERVER_NODES}, N-1)" in validate_help
+    assert f"min({VALIDATE_SERVER_NODES}, N-1)" in validate_help
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_processes_per_node_default_is_one_per_usable_core_under_the_binding(binding):
     # Nodes of 5 cores on hosts that are not this one (nothing is started),
     # so that every binding fits whatever this machine has.
-    cfg = config.resolve(
-        config.merge(
+    cfg = resolve(
+        merge(
             None,
             {
                 "binding": binding,
@@ -95,7 +99,7 @@ def test_processes_per_node_default_is_one_per_usable_core_under_the_binding(bin
         "validate.servers_per_node",
         "validate.clients_per_node",
     ):
-        assert "one per usable core under the binding" in config.KEY_BY_PATH[path].help, path
+        assert "one per usable core under the binding" in KEY_BY_PATH[path].help, path
         stage, name = path.split(".")
         assert cfg[stage][name] == max(1, cores // binding_width(binding)), path
 
@@ -109,26 +113,24 @@ def test_cli_choices_are_the_config_choices():
         else:
             assert action.choices is None, (command, action.option_strings)
     assert {"launcher.type", "binding", "collect.pairs"} <= seen
-    assert config.KEY_BY_PATH["binding"].choices == BINDINGS
-    assert config.KEY_BY_PATH["launcher.flavor"].choices == FLAVORS
+    assert KEY_BY_PATH["binding"].choices == BINDINGS
+    assert KEY_BY_PATH["launcher.flavor"].choices == FLAVORS
 
 
 @pytest.mark.parametrize("name", list(LAUNCHERS))
 def test_every_registered_launcher_is_accepted_by_config_and_cli(name):
     spec = LAUNCHERS[name]
-    assert config.merge(None, {"launcher.type": name})["launcher"]["type"] == name
+    assert merge(None, {"launcher.type": name})["launcher"]["type"] == name
     args = cli.build_parser().parse_args(["collect", "--launcher", name])
     assert session.overrides(args)["launcher.type"] == name
-    assert (
-        spec.name in config.KEY_BY_PATH["launcher.type"].help and spec.help in config.KEY_BY_PATH["launcher.type"].help
-    )
+    assert spec.name in KEY_BY_PATH["launcher.type"].help and spec.help in KEY_BY_PATH["launcher.type"].help
     assert set(spec.bindings) <= set(BINDINGS)
     for key in spec.keys:
-        assert f"launcher.{key}" in config.KEY_BY_PATH, (name, key)
+        assert f"launcher.{key}" in KEY_BY_PATH, (name, key)
     # make_launcher reaches this launcher's own class: built, or refused by
     # it for what this machine lacks (no allocation, no emulated cluster).
     section = dict(
-        config.defaults()["launcher"], type=name, hosts=["localhost", "localhost"] if "hosts" in spec.keys else None
+        defaults()["launcher"], type=name, hosts=["localhost", "localhost"] if "hosts" in spec.keys else None
     )
     try:
         assert make_launcher(section).name == name
@@ -138,18 +140,18 @@ def test_every_registered_launcher_is_accepted_by_config_and_cli(name):
 
 def test_every_launcher_key_is_read_by_a_launcher():
     read = {k for spec in LAUNCHERS.values() for k in spec.keys}
-    for k in config.KEYS:
+    for k in KEYS:
         if k.path.startswith("launcher.") and k.path != "launcher.type":
             assert k.path.split(".", 1)[1] in read, k.path
     # ... and its help names the launchers that read it.
     for k in ("hosts", "hostfile", "cores_per_node", "command", "flavor", "extra_args"):
         users = [s.name for s in LAUNCHERS.values() if k in s.keys]
-        assert config.KEY_BY_PATH[f"launcher.{k}"].help.startswith(config._and(users) + ":")
-    assert config._and(["a", "b", "c"]) == "a, b and c" and config._and(["a"]) == "a"
+        assert KEY_BY_PATH[f"launcher.{k}"].help.startswith(_and(users) + ":")
+    assert _and(["a", "b", "c"]) == "a, b and c" and _and(["a"]) == "a"
 
 
 def test_unknown_launcher_is_refused_naming_the_registered_ones():
     with pytest.raises(LauncherError, match="must be one of " + ", ".join(LAUNCHERS)):
         make_launcher({"type": "pbs"})
-    with pytest.raises(config.ConfigError, match="'pbs' is not one of " + ", ".join(LAUNCHERS)):
-        config.merge(None, {"launcher.type": "pbs"})
+    with pytest.raises(ConfigError, match="'pbs' is not one of " + ", ".join(LAUNCHERS)):
+        merge(None, {"launcher.type": "pbs"})

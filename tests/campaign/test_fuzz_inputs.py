@@ -11,12 +11,14 @@ import random
 
 import pytest
 
-from rooftop import config, model
-from rooftop.config import ConfigError
-from rooftop.model import ModelError
+from rooftop import model
+from rooftop.config.catalog import KEY_BY_PATH, KEYS
+from rooftop.config.keys import ConfigError
+from rooftop.config.resolve import build
+from rooftop.model.ceilings import ModelError
 
 CASES = 1500
-SECTIONS = sorted({k.path.split(".")[0] for k in config.KEYS})
+SECTIONS = sorted({k.path.split(".")[0] for k in KEYS})
 
 
 def scalar(rnd: random.Random):
@@ -64,7 +66,7 @@ def case(rnd: random.Random) -> dict:
     """A config of 1-3 keys with random values (sometimes an unknown key)."""
     data: dict = {}
     for _ in range(rnd.randint(1, 3)):
-        path = rnd.choice([k.path for k in config.KEYS] + ["collect.bogus", "nodes"])
+        path = rnd.choice([k.path for k in KEYS] + ["collect.bogus", "nodes"])
         if path == "launcher.type":  # no real cluster launcher here: keep it local
             continue
         node = data
@@ -100,7 +102,7 @@ def to_toml(data: dict) -> str:
 
 
 def check_config(cfg: dict) -> None:
-    for k in config.KEYS:
+    for k in KEYS:
         v = cfg
         for part in k.path.split("."):
             v = v[part]
@@ -115,7 +117,7 @@ def check_config(cfg: dict) -> None:
 
 def names_a_key(message: str) -> bool:
     head = message.split(":", 1)[0].split("[", 1)[0]
-    return head in config.KEY_BY_PATH or head in SECTIONS or head in ("collect.bogus", "nodes")
+    return head in KEY_BY_PATH or head in SECTIONS or head in ("collect.bogus", "nodes")
 
 
 @pytest.mark.parametrize("fmt", ["json", "toml"])
@@ -127,7 +129,7 @@ def test_config_loader_fuzz(fmt, tmp_path):
         data = case(rnd)
         f.write_text(json.dumps(data) if fmt == "json" else to_toml(data))
         try:
-            cfg = config.build(str(f))
+            cfg = build(str(f))
         except ConfigError as e:
             assert names_a_key(str(e)) or str(f) in str(e), f"case {i} {data}: {e}"
             assert len(str(e)) < 400, f"case {i}: {e}"
@@ -151,12 +153,12 @@ def test_config_rejects_numbers_that_are_not_numbers(tmp_path):
     ]:
         f.write_text(text)
         with pytest.raises(ConfigError) as e:
-            config.build(str(f))
+            build(str(f))
         assert str(e.value).startswith(key + ":"), (text, str(e.value))
     toml = tmp_path / "c.toml"
     toml.write_text("[collect]\nduration = nan\n")
     with pytest.raises(ConfigError, match="^collect.duration: expected a finite number"):
-        config.build(str(toml))
+        build(str(toml))
 
 
 def params_case(rnd: random.Random) -> dict:

@@ -10,7 +10,8 @@ import pytest
 from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.campaign import plan_collect
-from rooftop.store import Store, stands_for
+from rooftop.store.db import Store
+from rooftop.store.records import stands_for
 
 
 def _cfg(n, spn=1, cpn=1, pairs="serial", **stages):

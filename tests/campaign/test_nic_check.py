@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from campaign_util import engine_processes, rooftop, samples
 
-from rooftop import config
 from rooftop.campaign import Runner, plan_collect
+from rooftop.config.resolve import build
 from rooftop.launchers.local import LocalLauncher
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 ONE_STAGE = [
     "--metrics",
@@ -80,7 +80,7 @@ class AddressedLocal(LocalLauncher):
 
 
 def _collect(tmp_path, launcher) -> list[dict]:
-    cfg = config.build(
+    cfg = build(
         None,
         {
             "metrics": ["rpc"],

@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 from campaign_util import rooftop
 
-from rooftop import config
-from rooftop.store import Store
+from rooftop.config.catalog import MIN_DURATION_S
+from rooftop.config.files import merge
+from rooftop.config.keys import ConfigError
+from rooftop.config.resolve import build, resolve
+from rooftop.store.db import Store
 
 DATA = Path(__file__).parent.parent / "data" / "results-19dee6e"
 
@@ -26,10 +29,10 @@ def refused(*args, env=None) -> str:
 
 def test_a_window_too_short_for_operations_is_refused(tmp_path):
     err = refused("collect", "--duration", "1e-9", "--samples", "2", "--results", str(tmp_path / "r"))
-    assert "collect.duration: 1e-09 s is too short" in err and f"{config.MIN_DURATION_S:g} s" in err
+    assert "collect.duration: 1e-09 s is too short" in err and f"{MIN_DURATION_S:g} s" in err
     assert not (tmp_path / "r").exists()
-    with pytest.raises(config.ConfigError, match="validate.duration"):
-        config.resolve(config.merge({"validate": {"duration": 0.001}}, {}))
+    with pytest.raises(ConfigError, match="validate.duration"):
+        resolve(merge({"validate": {"duration": 0.001}}, {}))
 
 
 def test_empty_metrics_is_refused_not_the_defaults(tmp_path):
@@ -54,7 +57,7 @@ def test_resume_refuses_the_options_it_would_ignore(tmp_path):
 def test_a_run_of_another_host_without_its_lock_reads_unknown(tmp_path):
     res = tmp_path / "res"
     store = Store(res)
-    run = store.new_run(config.build(overrides={"results": str(res)}), {})
+    run = store.new_run(build(overrides={"results": str(res)}), {})
     store.db.execute("UPDATE runs SET owner_pid = 4242, owner_host = 'elsewhere' WHERE id = ?", (run,))
     store.db.commit()
     store.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from campaign_util import engine_processes, rooftop, samples
 
-from rooftop.engine import engine_path
+from rooftop.engine.base import engine_path
 
 QUICK = ["--metrics", "rpc", "--duration", "0.3", "--samples", "1", "--warmup", "0.1"]
 #: Samples of 1 s leave time to look at a group while its servers run.

@@ -92,7 +92,7 @@ def test_clients_apart_on_the_clock_are_stored_invalid_and_unused(tmp_path):
     m = rooftop("model", run, "--results", str(res), check=False)
     assert m.returncode != 0 and "Traceback" not in m.stderr
     from rooftop import results
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     warnings = results.load(Store(res), run).warnings
     assert any("2 invalid sample(s) are not used" in w and "did not measure together" in w for w in warnings)

@@ -17,8 +17,10 @@ import pytest
 from campaign_util import rooftop
 
 from rooftop import export
-from rooftop import store as store_mod
-from rooftop.store import LATENCY_QUANTILES, MIGRATIONS, QUANTITIES, SCHEMA_VERSION, Store, StoreError, flatten
+from rooftop.store import connection, schema
+from rooftop.store.db import Store
+from rooftop.store.records import StoreError, flatten
+from rooftop.store.schema import LATENCY_QUANTILES, MIGRATIONS, QUANTITIES, SCHEMA_VERSION
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 #: results folder -> (schema version as written, samples it holds)
@@ -88,8 +90,8 @@ def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
     for old, new in zip(runs + samples, new_runs + new_samples, strict=True):
         assert {k: new[k] for k in old} == old  # every value as it was
     for old, new in zip(samples, new_samples):  # columns added later: their defaults
-        assert {c: new[c] for c in store_mod.SAMPLE_DEFAULTS if c not in old} == {
-            c: v for c, v in store_mod.SAMPLE_DEFAULTS.items() if c not in old
+        assert {c: new[c] for c in schema.SAMPLE_DEFAULTS if c not in old} == {
+            c: v for c, v in schema.SAMPLE_DEFAULTS.items() if c not in old
         }
         assert new["ceilings"] == old.get("ceilings", "")
     check_filled(res, new_samples)
@@ -151,9 +153,9 @@ def _open_slowly(res: str, log: str, go) -> None:
             time.sleep(0.05)
             m.apply(store)
 
-        return store_mod.Migration(m.number, m.reason, apply)
+        return schema.Migration(m.number, m.reason, apply)
 
-    store_mod.MIGRATIONS[:] = [logged(m) for m in MIGRATIONS]
+    schema.MIGRATIONS[:] = [logged(m) for m in MIGRATIONS]
     go.wait()
     Store(res, create=False).close()
 
@@ -182,8 +184,9 @@ def test_failed_migration_leaves_the_database_as_it_was(tmp_path, monkeypatch):
     def broken(store):
         store.db.execute("SELECT no_such_column FROM samples")
 
+    # Store._migrate (rooftop.store.connection) reads the list it imported.
     monkeypatch.setattr(
-        store_mod, "MIGRATIONS", [*MIGRATIONS[:-1], store_mod.Migration(SCHEMA_VERSION, "broken", broken)]
+        connection, "MIGRATIONS", [*MIGRATIONS[:-1], schema.Migration(SCHEMA_VERSION, "broken", broken)]
     )
     with pytest.raises(StoreError, match="while upgrading its schema from version 0 to"):
         Store(res, create=False)

@@ -156,7 +156,7 @@ def test_pair_rounds_on_shared_cores_run_one_pair_at_a_time_and_find_the_slow_li
     # No server peak, so no roofline; the pair matrix still names node 3,
     # whose pairs run at its link's rate.
     from rooftop import results
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     r = results.load(Store(res), run)
     assert r.flagged("bw") == [3], [(sc.node, sc.z) for sc in r.scores["bw"]]

@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-from rooftop.engine import Group, engine_path, run_engine
+from rooftop.engine.base import engine_path
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 
 def serve(directory, rank=0, timeout=20):

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from rooftop.engine import Group, engine_path
+from rooftop.engine.base import engine_path
+from rooftop.engine.groups import Group
 
 
 def _load(g: Group, rank: int, cpus, out, *extra: str) -> subprocess.Popen:

@@ -19,7 +19,9 @@ import pytest
 
 import hugepages
 from mounts import loop_mount
-from rooftop.engine import EngineError, Group, engine_path, run_engine
+from rooftop.engine.base import EngineError, engine_path
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 HUGE = hugepages.page_bytes()
 

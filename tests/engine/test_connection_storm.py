@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from rooftop.engine import Group, run_engine
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 STORM = 2000
 

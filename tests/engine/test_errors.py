@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from rooftop.engine import EngineError, Group, engine_path, run_engine
+from rooftop.engine.base import EngineError, engine_path
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 
 def engine(*args, timeout=30):

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from rooftop.engine import TOKEN_ENV, EngineError, Group, engine_path, run_engine, write_token
+from rooftop.engine.base import TOKEN_ENV, EngineError, engine_path, write_token
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 
 def test_client_sigterm_writes_partial_result(tmp_path, cores, validate):

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from rooftop.engine import Group, engine_path, run_engine
+from rooftop.engine.base import engine_path
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 #: TEST-NET-3 (RFC 5737): never assigned to a host.
 FOREIGN_IP = "203.0.113.77"

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.engine import Group, engine_path, run_engine
+from rooftop.engine.base import engine_path
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "data" / "topologies"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.engine import Group
+from rooftop.engine.groups import Group
 
 FABRICS = ["ofi+tcp", "ofi+shm"]
 SIZE = 1 << 20
@@ -176,7 +176,7 @@ def test_measure_at_aligns_and_reports_lateness(cores, tmp_path, validate):
     import subprocess
     import time as _time
 
-    from rooftop.engine import engine_path
+    from rooftop.engine.base import engine_path
 
     server_cpu, client_cpu = cores
     with Group() as g:

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from rooftop.engine import Group, run_engine
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 MODES = ["busy", "block", "adaptive", "spindown", "spindown:2", "spindown:0.25"]
 
@@ -71,7 +72,7 @@ def test_bad_spindown_time_is_refused(bad, tmp_path):
 
 
 def _engine() -> str:
-    from rooftop.engine import engine_path
+    from rooftop.engine.base import engine_path
 
     return str(engine_path())
 

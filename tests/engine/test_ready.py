@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from rooftop.engine import NotReady, reap, terminate, wait_published
+from rooftop.engine.groups import NotReady, wait_published
+from rooftop.engine.processes import reap, terminate
 
 
 def py(code: str, log=None, **kw) -> subprocess.Popen:

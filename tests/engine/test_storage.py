@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from mounts import loop_mount, tmpfs_mount
-from rooftop.engine import EngineError, Group, engine_path, run_engine
+from rooftop.engine.base import EngineError, engine_path
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 
 @pytest.fixture(scope="module")

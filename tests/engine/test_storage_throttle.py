@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.engine import engine_path
+from rooftop.engine.base import engine_path
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
 THROTTLE = 16 << 20  # bytes/s
@@ -131,7 +131,7 @@ def test_o_direct_is_capped_by_the_throttle_and_buffered_is_not():
 
 def wait_for_puts(g, n: int, timeout: float = 30.0) -> None:
     """Until server 0 has answered n puts (its stat RPC)."""
-    from rooftop.engine import run_engine
+    from rooftop.engine.commands import run_engine
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -148,7 +148,7 @@ def test_an_inline_server_answers_while_the_device_writes():
     client while the throttled device writes (a 1 MiB write: 62 ms). Were
     the write waited for in the loop, a noop would wait for it: half a
     write at the median."""
-    from rooftop.engine import Group
+    from rooftop.engine.groups import Group
 
     per_write = (1 << 20) / THROTTLE * 1e3
     with throttled_ext4() as (mnt, cg), Group() as g:

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 
-from rooftop.engine import TOKEN_ENV, Group, engine_path, run_engine, write_token
+from rooftop.engine.base import TOKEN_ENV, engine_path, write_token
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 
 
 def engine(*args, env=None):

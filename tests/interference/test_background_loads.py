@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop import config
 from rooftop.campaign import Leases, Processes
+from rooftop.config.resolve import build
 from rooftop.interference.loads import LOADS, background, get
 from rooftop.launchers.local import LocalLauncher
 
@@ -30,7 +30,7 @@ class _Runner:
     """What background.start needs of a campaign.Runner."""
 
     def __init__(self):
-        self.cfg = config.build(None, {"engine.timeout": 10})
+        self.cfg = build(None, {"engine.timeout": 10})
         self.launcher = LocalLauncher(2)
         self.procs = Processes()
         self.leases = Leases(10.0)  # the loads watch theirs

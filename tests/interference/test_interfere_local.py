@@ -93,7 +93,7 @@ def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_pat
     # The roofline under load: a second, lower band on the isolated run's figure.
     from rooftop import results
     from rooftop.plots import roofline
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     res = results.load(Store(tmp_path, create=False), base)
     ((name, loaded),) = res.loaded["rpc"]
@@ -165,7 +165,7 @@ def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
         *QUICK,
     )
     conds = doc["conditions"]
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     recorded = Store(tmp_path, create=False).get_run(base).config["loads"]
     assert recorded == {"cpu": {"procs": 1, "size": 128, "iterations": 50}}

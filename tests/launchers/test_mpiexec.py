@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.engine import engine_path, private_dir, run_engine, write_token
+from rooftop.engine.base import engine_path, private_dir, write_token
+from rooftop.engine.commands import run_engine
 from rooftop.launchers import make_launcher
 from rooftop.launchers import mpiexec as mpx
 from rooftop.launchers.base import LauncherError

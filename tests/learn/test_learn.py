@@ -15,7 +15,7 @@ import pytest
 from rooftop.cli import main
 from rooftop.learn import dataset, evaluate
 from rooftop.learn.roofline_models import Efficiency, RooflineAlone
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "learn-dataset"
 #: Every model of the comparison (seed 003's Table 5 and the two roofline-informed kinds).

@@ -20,7 +20,7 @@ import pytest
 from rooftop.cli import main
 from rooftop.learn import LearnError, dataset, modelfile
 from rooftop.learn.evaluate import all_models
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "learn-dataset"
 

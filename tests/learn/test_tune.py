@@ -17,7 +17,7 @@ from rooftop.learn.propose import MIN_CONFIGS, Observation, Proposer
 from rooftop.learn.roofline_models import Efficiency
 from rooftop.learn.space import parse
 from rooftop.learn.tune import PATIENCE, Settings, best_step, loop, prior_scores, stalled
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "learn-dataset"
 SPACE = {
@@ -103,7 +103,7 @@ def test_unknown_knob_names_the_key():
 
 
 def test_space_files_lists_ranges_and_nested_tables(tmp_path):
-    from rooftop import config
+    from rooftop.config.resolve import build
     from rooftop.learn import space
 
     f = tmp_path / "space.toml"
@@ -111,7 +111,7 @@ def test_space_files_lists_ranges_and_nested_tables(tmp_path):
         'metric = "bw"\nclients_per_node = [1]\n[engine]\nconcurrency = {min = 1, max = 16, factor = 2}\n'
         'handler_threads = {min = 0, max = 2, step = 1}\n[bw]\nsize = ["1MiB", "4MiB"]\n'
     )
-    s = space.load(str(f), None, config.build(None, {}))
+    s = space.load(str(f), None, build(None, {}))
     assert s.metric == "bw" and s.knobs == {
         "clients_per_node": [1],
         "engine.concurrency": [1, 2, 4, 8, 16],

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rooftop import enginedoc
+from rooftop.engine import enginedoc
 
 #: The verdict of a comparison whose two settings' repeats overlap.
 INDISTINGUISHABLE = "indistinguishable here"

@@ -1,7 +1,7 @@
 """The config keys of `rooftop audit` (section `audit`): which pitfalls,
 the repeats, the measured and warm-up seconds, the fabric and the storage
 directory; declared once with type, default, limits and help, and
-registered in the key table (rooftop.config.register). `rooftop config
+registered in the key table (rooftop.config.catalog.register). `rooftop config
 keys` lists them; `--set audit.repeats=5`, a config file's [audit] table
 and the command's flags (rooftop.cli.audit: --repeats, --only, ...) set
 them; the run's config records them under `audit`. Its --lease is the
@@ -9,9 +9,9 @@ common key engine.lease."""
 
 from __future__ import annotations
 
-from rooftop import config
 from rooftop.audit import PITFALLS
-from rooftop.keys import Key
+from rooftop.config.catalog import register
+from rooftop.config.keys import Key
 
 KEYS = [
     Key("audit.only", "list[choice]", list(PITFALLS), "the pitfalls measured", tuple(PITFALLS)),
@@ -29,4 +29,4 @@ KEYS = [
     ),
 ]
 
-config.register("audit", KEYS)
+register("audit", KEYS)

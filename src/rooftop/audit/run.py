@@ -26,9 +26,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rooftop import enginedoc
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
-from rooftop.engine import DEFAULT_LEASE, EngineError, Group, engine_path, run_engine
+from rooftop.engine import enginedoc
+from rooftop.engine.base import DEFAULT_LEASE, EngineError, engine_path
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import Group
 from rooftop.launchers.base import LauncherError, core_sets
 from rooftop.launchers.local import LocalLauncher
 

@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 
 from rooftop import __version__
-from rooftop.units import fmt_rate
+from rooftop.config.units import fmt_rate
 
 
 def setting_text(s: dict, unit: str) -> str:

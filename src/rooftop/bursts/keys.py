@@ -1,6 +1,6 @@
 """The config keys of `rooftop bursts` (section `bursts`): every knob of
 the command, declared once with its type, default, limits and help, and
-registered in the key table (rooftop.config.register). `rooftop config
+registered in the key table (rooftop.config.catalog.register). `rooftop config
 keys` lists them; `--set bursts.on=5`, a config file's [bursts] table and
 the command's flags (rooftop.cli.bursts: --on, --interval, ...) set them;
 the run's config records them under `bursts`, with what they resolve to
@@ -9,8 +9,9 @@ the nodes)."""
 
 from __future__ import annotations
 
-from rooftop import config, metrics
-from rooftop.keys import Key
+from rooftop import metrics
+from rooftop.config.catalog import register
+from rooftop.config.keys import Key
 from rooftop.stencil import DEFAULT_ITERATIONS, DEFAULT_SIZE
 
 #: Shortest interval: the server's CPU is read from /proc per interval.
@@ -66,4 +67,4 @@ KEYS = [
     Key("bursts.stencil_iterations", "int", DEFAULT_ITERATIONS, "neighbour stencil: sweeps", minimum=1, maximum=10**9),
 ]
 
-config.register("bursts", KEYS)
+register("bursts", KEYS)

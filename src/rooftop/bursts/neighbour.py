@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooftop import guard
+from rooftop.engine import guard
 from rooftop.stencil import DEFAULT_ITERATIONS, DEFAULT_SIZE
 
 

@@ -89,29 +89,31 @@ def build_config(config_file: str | None, overrides: dict) -> dict:
     """The resolved campaign config with the run's bursts parameters: the
     common keys and the bursts section (a file, then overrides: --set and
     the command's flags); the metric measured is bursts.metric."""
-    from rooftop import config
+    from rooftop.config.files import load_file, merge
+    from rooftop.config.keys import ConfigError
+    from rooftop.config.resolve import resolve
     from rooftop.launchers import LauncherError, make_launcher
     from rooftop.launchers.base import core_sets
     from rooftop.locks import ON_THIS_MACHINE
 
-    merged = config.merge(config.load_file(config_file) if config_file else None, overrides, ("bursts",))
+    merged = merge(load_file(config_file) if config_file else None, overrides, ("bursts",))
     p = params_of(merged["bursts"])
     merged["metrics"] = [p["metric"]]
-    cfg = config.resolve(merged)
+    cfg = resolve(merged)
     if cfg["launcher"]["type"] not in ON_THIS_MACHINE:
-        raise config.ConfigError(
+        raise ConfigError(
             f"launcher.type: bursts samples the server's /proc and RAPL here: use "
             f"{' or '.join(ON_THIS_MACHINE)}, not {cfg['launcher']['type']}"
         )
     nodes = make_launcher(cfg["launcher"]).nodes()
     if len(nodes) < 2:
-        raise config.ConfigError("launcher.nodes: bursts needs 2 nodes (server on node 0, clients on the last)")
+        raise ConfigError("launcher.nodes: bursts needs 2 nodes (server on node 0, clients on the last)")
     p["client_node"] = len(nodes) - 1
     try:
         server_cores = core_sets(nodes[0], 1, cfg["binding"])[0]
         core_sets(nodes[-1], p["clients"], cfg["binding"])  # the clients fit on their node
     except LauncherError as e:
-        raise config.ConfigError(f"bursts.clients (--clients) {p['clients']}: {e}") from None
+        raise ConfigError(f"bursts.clients (--clients) {p['clients']}: {e}") from None
     p["neighbour_cores"] = list(server_cores or nodes[0].cores) if p["neighbour"] else None
     cfg["bursts"] = p
     cfg["stages"] = ["bursts"]

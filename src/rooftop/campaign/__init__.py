@@ -19,7 +19,7 @@ windows (aggregates over common time), limits (link rates a sample cannot
 exceed), runner (Runner: the loop over placements, retries, storing),
 progress (expected run time, window logs followed, the progress log) and
 recover (windows in engine documents but not in the database). Engine
-documents are read through rooftop.enginedoc.
+documents are read through rooftop.engine.enginedoc.
 
 Shared stages that would run the identical placement are measured once
 (measure_once): on 2 nodes of one core, server peak, client peak and client
@@ -53,8 +53,9 @@ from rooftop.campaign.processes import Processes, RoundInterrupted, SampleFailed
 from rooftop.campaign.rounds import EmulationWatch, RoundMeasurer
 from rooftop.campaign.rows import Rows
 from rooftop.campaign.runner import Runner
-from rooftop.engine import LEASE_FILE, Leases
-from rooftop.enginedoc import windows_of
+from rooftop.engine.base import LEASE_FILE
+from rooftop.engine.enginedoc import windows_of
+from rooftop.engine.leases import Leases
 
 __all__ = [
     "LEASE_FILE",

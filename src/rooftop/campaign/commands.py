@@ -10,7 +10,7 @@ from pathlib import Path
 from rooftop import metrics
 from rooftop.campaign import progress
 from rooftop.campaign.groups import merge_server_args
-from rooftop.engine import LEASE_FILE, TOKEN_FILE
+from rooftop.engine.base import LEASE_FILE, TOKEN_FILE
 from rooftop.launchers import Launch, Launcher, Node
 from rooftop.nics import policy as nics
 from rooftop.stages import Placement, SampleSpec

@@ -12,20 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooftop import enginedoc, metrics
+from rooftop import metrics
 from rooftop.campaign.processes import SampleFailed
-from rooftop.engine import (
-    LEASE_FILE,
-    TOKEN_FILE,
-    EngineError,
-    NotReady,
-    private_dir,
-    reap,
-    run_engine,
-    wait_published,
-    write_private,
-    write_token,
-)
+from rooftop.engine import enginedoc
+from rooftop.engine.base import LEASE_FILE, TOKEN_FILE, EngineError, private_dir, write_private, write_token
+from rooftop.engine.commands import run_engine
+from rooftop.engine.groups import NotReady, wait_published
+from rooftop.engine.processes import reap
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement
 
@@ -51,7 +44,7 @@ def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
     """The server arguments serving every one of several metrics, or None
     when two of them give an option different values (MERGED_BY_MAX aside;
     a flag given as --flag=false differs from --flag=true)."""
-    from rooftop.units import parse_size
+    from rooftop.config.units import parse_size
 
     merged: dict[str, tuple[str, ...]] = {}
     for args in arg_lists:

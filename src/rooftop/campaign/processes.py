@@ -11,7 +11,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from rooftop.engine import terminate
+from rooftop.engine.processes import terminate
 from rooftop.launchers import Launch
 
 

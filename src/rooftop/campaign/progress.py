@@ -193,7 +193,8 @@ class Tracker:
 
     def _finishes(self, factor: float) -> dict[str | None, float]:
         """Seconds from now until each stage (and the run: None) is done."""
-        out, before = {}, 0.0
+        out: dict[str | None, float] = {}
+        before = 0.0
         for st in self.order:
             before += self.left[st]
             out[st] = before * factor

@@ -11,14 +11,14 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-from rooftop import enginedoc
 from rooftop.campaign import windows
 from rooftop.campaign.plan import client_rounds, plan_collect, plan_validate
 from rooftop.campaign.rows import Rows
-from rooftop.enginedoc import full_windows, unusable
+from rooftop.engine import enginedoc
+from rooftop.engine.enginedoc import full_windows, unusable
 from rooftop.launchers import on_this_machine
 from rooftop.launchers.base import Node
-from rooftop.store import Store
+from rooftop.store.db import Store
 
 KEY = re.compile(
     r"^(?P<stage>[\w+]+)/(?P<metric>\w+)/s(?P<s>[\d-]+)x(?P<spn>\d+)/"

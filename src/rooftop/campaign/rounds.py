@@ -10,14 +10,15 @@ import signal
 import sys
 from pathlib import Path
 
-from rooftop import emulation, enginedoc, samplers
+from rooftop import emulation, samplers
 from rooftop.campaign import progress, windows
 from rooftop.campaign.groups import ServerGroup, name_server_reasons
 from rooftop.campaign.plan import ClientRound
 from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
 from rooftop.campaign.rows import Rows
-from rooftop.engine import reap
-from rooftop.enginedoc import full_windows, unusable, windows_of
+from rooftop.engine import enginedoc
+from rooftop.engine.enginedoc import full_windows, unusable, windows_of
+from rooftop.engine.processes import reap
 from rooftop.launchers import on_this_machine
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement, SampleSpec
@@ -105,10 +106,13 @@ class RoundMeasurer:
             + 30
         )
         nclients = sum(len(l.ranks) for l in launches)
+
+        def window_done(w: int) -> None:
+            watch.window_done(w)
+            r.on_window(rnd.specs[w])
+
         try:  # the bars advance as every client finishes a window (rooftop.campaign.progress)
-            with progress.WindowFollower(
-                sdir, nclients, len(rnd.specs), lambda w: (watch.window_done(w), r.on_window(rnd.specs[w]))
-            ):
+            with progress.WindowFollower(sdir, nclients, len(rnd.specs), window_done):
                 killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
             samplers.stop_all(running)
@@ -124,7 +128,7 @@ class RoundMeasurer:
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
         """The round's time series (series samplers), saved at once; a
         sampler that recorded nothing says why, once per campaign."""
-        from rooftop.store import StoreError
+        from rooftop.store.records import StoreError
 
         rows = samplers.series_rows(running)
         if any(rows.values()):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rooftop import metrics
 from rooftop.campaign import limits, windows
-from rooftop.enginedoc import windows_of
+from rooftop.engine.enginedoc import windows_of
 from rooftop.launchers import Node
 from rooftop.stages import Placement, SampleSpec
 

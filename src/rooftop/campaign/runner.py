@@ -17,7 +17,8 @@ from rooftop.campaign.plan import ClientRound, _pair_schedule, client_rounds
 from rooftop.campaign.processes import Processes, RoundInterrupted, SampleFailed, _signals_deferred
 from rooftop.campaign.rounds import RoundMeasurer
 from rooftop.campaign.rows import Rows
-from rooftop.engine import TOKEN_FILE, Leases, engine_path
+from rooftop.engine.base import TOKEN_FILE, engine_path
+from rooftop.engine.leases import Leases
 from rooftop.launchers import Launcher, Node
 from rooftop.stages import Placement, SampleSpec
 
@@ -91,9 +92,10 @@ class Runner:
         does not take (locked past ROOFTOP_DB_WAIT, a full disk) stops the
         campaign naming every measured row not stored: the round's engine
         documents hold them, and rooftop doctor --recover brings them in."""
-        from rooftop.store import StoreError
+        from rooftop.store.records import StoreError
 
-        rows, window_s = [], {}
+        rows: list[dict] = []
+        window_s: dict = {}
         for i, (sp, row) in enumerate(measured):
             # Pairs measured at once share one window of run time.
             counted = window_s.get(sp.index, 0.0)

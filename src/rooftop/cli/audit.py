@@ -27,19 +27,21 @@ READS = ("engine.lease", "results")
 
 def options(config_file: str | None, overrides: dict) -> dict:
     """The audit's options from its keys (defaults <- file <- overrides)."""
-    from rooftop import config
+    from rooftop.config.catalog import section_of
+    from rooftop.config.files import load_file, merge
+    from rooftop.config.keys import ConfigError
 
-    other = sorted(k for k in overrides if k not in READS and config.section_of(k) != "audit")
+    other = sorted(k for k in overrides if k not in READS and section_of(k) != "audit")
     if other:
-        raise config.ConfigError(f"{other[0]}: not read by rooftop audit (its keys: audit.*, {', '.join(READS)})")
-    cfg = config.merge(config.load_file(config_file) if config_file else None, overrides, ("audit",))
+        raise ConfigError(f"{other[0]}: not read by rooftop audit (its keys: audit.*, {', '.join(READS)})")
+    cfg = merge(load_file(config_file) if config_file else None, overrides, ("audit",))
     if cfg["engine"]["lease"] <= 0:
-        raise config.ConfigError(f"engine.lease: must be > 0, got {cfg['engine']['lease']}")
+        raise ConfigError(f"engine.lease: must be > 0, got {cfg['engine']['lease']}")
     a = cfg["audit"]
     if not a["only"]:
-        raise config.ConfigError("audit.only: name at least one pitfall")
+        raise ConfigError("audit.only: name at least one pitfall")
     if a["storage_dir"] and not Path(a["storage_dir"]).is_dir():
-        raise config.ConfigError(f"audit.storage_dir: {a['storage_dir']}: not a directory")
+        raise ConfigError(f"audit.storage_dir: {a['storage_dir']}: not a directory")
     return {
         "only": a["only"],
         "repeats": a["repeats"],
@@ -57,7 +59,7 @@ def _cmd_audit(args) -> int:
     from rooftop.audit import run as audit_run
     from rooftop.audit import show
     from rooftop.locks import CampaignLocks
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     opts = options(args.config, session.overrides(args))
     pitfalls = audit.select(",".join(opts.pop("only")))

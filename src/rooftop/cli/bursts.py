@@ -57,7 +57,7 @@ def _execute(args, cfg: dict, store, run_id: str) -> int:
 def cmd(args) -> int:
     from rooftop import ui
     from rooftop.bursts.figure import plot
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     try:
         cfg = build_config(args.config, session.overrides(args))

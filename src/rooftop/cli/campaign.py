@@ -23,11 +23,13 @@ from rooftop.cli.common import (
 
 
 def _cmd_collect(args) -> int:
-    from rooftop import config, emulation
+    from rooftop import emulation
     from rooftop.campaign import Runner, plan_collect
+    from rooftop.config.keys import ConfigError
+    from rooftop.config.resolve import build
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     if args.nic_policy and "," in args.nic_policy:  # one run per policy
         return nics.collect_each(args, _cmd_collect)
@@ -35,7 +37,7 @@ def _cmd_collect(args) -> int:
         # The run's own config is measured again: refuse what would be ignored.
         ignored = sorted(k for k in session.overrides(args) if k != "results") + (["--config"] if args.config else [])
         if ignored:
-            raise config.ConfigError(
+            raise ConfigError(
                 f"--resume {args.resume} measures that run's config, so these would be "
                 f"ignored: {', '.join(ignored)} (start a new run to change them)"
             )
@@ -43,7 +45,7 @@ def _cmd_collect(args) -> int:
         run = store.get_run(args.resume)
         cfg, run_id = run.config, run.id
     else:
-        cfg = config.build(args.config, session.overrides(args))
+        cfg = build(args.config, session.overrides(args))
         if not args.dry_run:
             nic_check.preflight(cfg)  # before a run exists or anything starts
         cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
@@ -64,20 +66,22 @@ def _cmd_collect(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    from rooftop import config, emulation
+    from rooftop import emulation
     from rooftop.campaign import Runner, plan_validate
+    from rooftop.config.files import set_key
+    from rooftop.config.resolve import resolve_grid
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results or "./rooftop-results", create=False)
     run = store.get_run(args.run)
     cfg = json.loads(json.dumps(run.config))  # a copy
     for path, value in key_values(args).items():  # validate.* and fail_fast
-        config.set_key(cfg, path, value)
+        set_key(cfg, path, value)
     if args.nic_policy:  # a run measures under one policy (old runs: passthrough)
         nics.same_policy(cfg, args.nic_policy, args.run)
-    config.resolve_grid(cfg)  # against the run's own nodes
+    resolve_grid(cfg)  # against the run's own nodes
     if not args.dry_run:
         nic_check.preflight(cfg)
         emulation.preflight(cfg)  # the cluster rebuilt or changed since the run: refused
@@ -98,7 +102,7 @@ def _cmd_validate(args) -> int:
 
 def _quietly(fn, *args) -> None:
     """A bookkeeping write that must not hide the error being reported."""
-    from rooftop.store import StoreError
+    from rooftop.store.records import StoreError
 
     try:
         fn(*args)
@@ -112,9 +116,9 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed
     from rooftop.campaign.progress import PROGRESS_LOG
-    from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
-    from rooftop.store import StoreError
+    from rooftop.store.doctor import run_status
+    from rooftop.store.records import StoreError
 
     launcher = make_launcher(cfg["launcher"])
     log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
@@ -201,10 +205,17 @@ def _dry_run(runner, cfg: dict, groups) -> int:
 
 def _cmd_runs(args) -> int:
     from rooftop import ui
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
-    if Path(args.results).is_dir() and not Store.exists(args.results) or not Path(args.results).exists():
-        # Nothing to list: create nothing either (a file in the way is an error below).
+    if not Path(args.results).exists():
+        print(
+            f"rooftop runs: no results folder {args.results} (start one with 'rooftop collect --results "
+            f"{args.results}')",
+            file=sys.stderr,
+        )
+        return 2
+    if Path(args.results).is_dir() and not Store.exists(args.results):
+        # A folder without a database: nothing to list, and nothing created (a file in the way is an error below).
         print("[]" if args.json else f"no runs in {args.results} (start one with 'rooftop collect')")
         return 0
     store = Store(args.results, create=False)
@@ -254,13 +265,13 @@ def _cmd_runs(args) -> int:
             f"{r.wall_s:.0f} s",
             f"{r.overhead:.0%}" if r.overhead is not None else "-",
         )
-    ui.print_table(ui.console, t)
+    ui.print_table(ui.Console(highlight=False), t)  # the table is the output: 'rooftop runs > f' keeps it
     return 0
 
 
 def _cmd_doctor(args) -> int:
-    from rooftop import doctor
-    from rooftop.store import StoreError
+    from rooftop.store import doctor
+    from rooftop.store.records import StoreError
 
     if args.recover and not args.rebuild:
         try:
@@ -350,7 +361,7 @@ def add_validate(sub) -> None:
 
 
 def _validate_server_nodes() -> int:
-    from rooftop.config import VALIDATE_SERVER_NODES
+    from rooftop.config.catalog import VALIDATE_SERVER_NODES
 
     return VALIDATE_SERVER_NODES
 

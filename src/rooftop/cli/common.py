@@ -16,7 +16,7 @@ from rooftop.session import key_values as key_values  # the key flags' values: c
 @dataclass(frozen=True)
 class KeyFlag:
     """A flag that sets one config key. Its type, choices, help and default
-    come from the key's entry in config.KEYS, as fio's option table and
+    come from the key's entry in KEYS, as fio's option table and
     ReFrame's declared variables carry their own type, default and doc: the
     command line cannot drift from the config."""
 
@@ -112,11 +112,11 @@ def _argparse_kind(key) -> dict:
 def add_key_flags(p: argparse.ArgumentParser, flags, stage: str = "collect") -> None:
     """Adds flags to p, each from its config key; the parsed values become
     config overrides through key_values()."""
-    from rooftop import config
+    from rooftop.config.catalog import KEY_BY_PATH
 
     mapping = dict(p.get_default("key_flags") or {})
     for f in flags:
-        key = config.KEY_BY_PATH[f.key.format(stage=stage)]
+        key = KEY_BY_PATH[f.key.format(stage=stage)]
         kw = _argparse_kind(key)
         if f.metavar and "choices" not in kw and kw.get("action") != "store_true":
             kw["metavar"] = f.metavar

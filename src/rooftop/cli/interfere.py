@@ -153,14 +153,14 @@ def _plan(args) -> interfere.Plan:
 
 
 def _config(args, plan: interfere.Plan) -> dict:
-    from rooftop import config
+    from rooftop.config.resolve import build
 
     o = session.overrides(args)
     for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
         if f"collect.{k}" in o:
             o.setdefault(f"validate.{k}", o[f"collect.{k}"])
     o.update(interfere.load_set_overrides(args.load_set, plan.loads))  # --load-set wins over --set
-    cfg = config.build(args.config, o, ("loads",))
+    cfg = build(args.config, o, ("loads",))
     # The loads' knobs are keys (loads.KIND.KNOB): a file, --set, --load-set; those of the loads run recorded.
     cfg["loads"] = {k: cfg["loads"][k] for k in plan.loads}
     plan.knobs = {k: dict(v) for k, v in cfg["loads"].items()}
@@ -174,7 +174,7 @@ def _config(args, plan: interfere.Plan) -> dict:
 
 
 def cmd(args) -> int:
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
 
     try:
         plan = _plan(args)
@@ -196,7 +196,7 @@ def cmd(args) -> int:
     if args.dry_run:
         return _dry_run(cfg, plan, plans, lines)
     from rooftop.nics import check as nic_check
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     nic_check.preflight(cfg)
     store = Store(cfg["results"])
@@ -209,9 +209,10 @@ def cmd(args) -> int:
 def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     """--bursts RUN: RUN's config (results and load keys from this command;
     any other key given is refused rather than ignored)."""
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
     from rooftop.interference import bursts as interfere_bursts
-    from rooftop.store import Store, StoreError
+    from rooftop.store.db import Store
+    from rooftop.store.records import StoreError
 
     if args.stages:
         raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")
@@ -336,7 +337,7 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
 
 
 def print_summary(doc: dict) -> None:
-    from rooftop.units import fmt_rate
+    from rooftop.config.units import fmt_rate
 
     for c in doc["conditions"]:
         ui.console.print(f"[bold]{c['copies']} x {c['load']}[/] (run {c['run']}): shared {c['shared']}")

@@ -30,7 +30,7 @@ TUNE_FLAGS = (
 def _cmd_learn(args) -> int:
     from rooftop.learn.run import learn, metrics_to_learn
     from rooftop.learn.show import print_learned
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results, create=False)
     runs = [store.get_run(r).id for r in args.runs]
@@ -44,12 +44,12 @@ def _cmd_learn(args) -> int:
 
 
 def _cmd_predict(args) -> int:
-    from rooftop import config
+    from rooftop.config.files import parse_override
     from rooftop.learn.predict import predict
     from rooftop.learn.show import print_prediction
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
-    sets = dict(config.parse_override(t) for t in args.set or [])
+    sets = dict(parse_override(t) for t in args.set or [])
     p = predict(
         Store(args.results, create=False),
         args.run,
@@ -69,24 +69,26 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_tune(args) -> int:
-    from rooftop import config, metrics
+    from rooftop import metrics
+    from rooftop.config.files import load_file, merge
+    from rooftop.config.resolve import build as build_config
     from rooftop.learn import space as spaces
     from rooftop.learn.predict import load_model
     from rooftop.learn.tune import Settings
     from rooftop.learn.tune_run import prepare
     from rooftop.nics import check as nic_check
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     overrides = session.overrides(args)
-    t = config.merge(config.load_file(args.config) if args.config else None, overrides, ("tune",))["tune"]
+    t = merge(load_file(args.config) if args.config else None, overrides, ("tune",))["tune"]
     settings = Settings(t["budget"], t["init"], t["repeat"], t["duration"], t["warmup"], t["seed"])
     settings.check()  # before anything is created
-    space = spaces.load(t["space"], t["metric"], config.build(args.config, overrides, ("tune",)))
+    space = spaces.load(t["space"], t["metric"], build_config(args.config, overrides, ("tune",)))
     if t["metric"] and space.metric != t["metric"]:
         print(f"rooftop tune: {t['space']} tunes {space.metric}, not tune.metric {t['metric']}", file=sys.stderr)
         return 2
     overrides["metrics"] = [space.metric]
-    build = lambda knobs: config.build(args.config, {**overrides, **knobs}, ("tune",))  # noqa: E731
+    build = lambda knobs: build_config(args.config, {**overrides, **knobs}, ("tune",))  # noqa: E731
     base = dict(build({}), stages=["tune"])
     nic_check.preflight(base)
     store = Store(base["results"])

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import io
 import signal
 import sys
 
 from rooftop import __version__
-from rooftop.cli import audit, bursts, campaign, interfere, learn, model, report, tools
+from rooftop.cli import audit, bursts, campaign, interfere, learn, model, report, size, tools
 from rooftop.cli.common import interrupted_rc, stop_on_signal
 
 DESCRIPTION = """\
@@ -36,6 +37,8 @@ commands:
             latency), PNG and SVG
   report    one self-contained HTML report (+ Markdown) of a run
   compare   several rooflines (runs, parameters files) on one figure
+  size      how many server processes for C client processes (a target
+            rate, or the knee), with the ceilings' intervals carried through
   learn     compare learned models of the rate (and the roofline-informed
             ones) on runs' samples; save the best with the run
   predict   a learned model's rate for servers and clients never measured,
@@ -68,6 +71,7 @@ examples:
   rooftop collect --resume $RUN                      # after Ctrl-C
   rooftop cluster up --nodes 4 --link-rate 200mbit && rooftop collect --launcher netns
   rooftop compare $RUN examples/aurora-table2.json
+  rooftop size examples/aurora-table2.json --clients 100 --target '10 M ops/s'
   rooftop learn $RUN $RUN2 && rooftop predict $RUN --servers 3 --clients 40
   rooftop audit --only cache,allocation --storage-dir /mnt/nvme/tmp
   rooftop tune --metric bw --run $RUN --budget 12   # settings for this machine
@@ -92,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         report.add_plot,
         report.add_report,
         model.add_compare,
+        size.add_size,
         learn.add_learn,
         learn.add_predict,
         tools.add_config,
@@ -128,13 +133,13 @@ def _write_error(e: OSError) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rooftop.config import ConfigError
-    from rooftop.engine import EngineError
+    from rooftop.config.keys import ConfigError
+    from rooftop.engine.base import EngineError
     from rooftop.launchers import LauncherError
     from rooftop.learn import LearnError
     from rooftop.locks import LockBusy
-    from rooftop.model import ModelError
-    from rooftop.store import StoreError
+    from rooftop.model.ceilings import ModelError
+    from rooftop.store.records import StoreError
 
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
@@ -148,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, stop_on_signal)  # a closed terminal, too
     # A command that seems stuck: 'kill -USR1 PID' prints where each of its
     # threads is (to stderr) and lets it go on.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        pass  # stderr is not a file (rooftop called from Python with stderr captured)
     try:
         return args.func(args)
     except ConfigError as e:

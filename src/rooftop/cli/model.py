@@ -12,7 +12,8 @@ from rooftop.cli.common import formats, print_files, results_arg
 
 def _cmd_model(args) -> int:
     from rooftop import kinds, model, results, ui
-    from rooftop.store import Store
+    from rooftop.service import report as service_report
+    from rooftop.store.db import Store
 
     if not args.run and not args.params:
         print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
@@ -42,8 +43,15 @@ def _cmd_model(args) -> int:
         evals = [res.evaluations[m] for m in sorted(res.rooflines)]
     run_res = res if res and not args.params else None  # outlier scores: the run's own model only
     mixes = combined_mixes(args.mix, {e.roofline.metric: e.roofline for e in evals})
+    services = service_report.evaluate(
+        store if args.run else None,
+        args.run,
+        {e.roofline.metric: e.roofline for e in evals},
+        res and res.run.config.get("nodes"),
+    )
     if args.json:
         doc = _model_json(args, evals, samples, run_res)
+        doc.update(service_report.model_json(*services))
         if mixes:
             doc["mixes"] = [c.to_dict() for c in mixes]
         print(json.dumps(doc, indent=1))
@@ -56,6 +64,7 @@ def _cmd_model(args) -> int:
         _print_validation(out, e, args.run)
         for line in results.invalid_lines(samples, e.roofline.metric):
             out.print(f"[yellow]{line}[/]")
+    _print_services(out, *services)
     for comb in mixes:
         head, *rest = comb.lines()
         out.print(f"[bold]{head}[/]", soft_wrap=True)
@@ -64,9 +73,30 @@ def _cmd_model(args) -> int:
     return 0
 
 
+def _print_services(out, services, notes) -> None:
+    """Each service's headline, table and left-out points (rich console)."""
+    from rich.table import Table
+
+    from rooftop import ui
+
+    for s in services:
+        out.print(f"[bold]{s.headline()}[/]", soft_wrap=True)
+        t = Table(title=f"{s.service} against the {s.metric} roofline ({s.roofline.source})", title_justify="left")
+        for c in s.HEAD:
+            t.add_column(c, justify="left" if c == "binds" else "right", no_wrap=True)
+        for row in s.rows():
+            t.add_row(*row)
+        if s.placements:
+            ui.print_table(out, t)
+        for line in s.left_out_lines():
+            out.print(f"[yellow]{line}[/]", soft_wrap=True)
+    for line in notes:
+        out.print(f"[yellow]{line}[/]", soft_wrap=True)
+
+
 def combined_mixes(files, rooflines) -> list:
-    """The combined roofline of each --mix FILE (rooftop.mix)."""
-    from rooftop import mix
+    """The combined roofline of each --mix FILE (rooftop.model.mix)."""
+    from rooftop.model import mix
 
     return [mix.combine(mix.load_mix(f), rooflines) for f in files or ()]
 
@@ -218,21 +248,23 @@ def model_ratio(r) -> str:
 
 
 def _compare_source(text: str, results_dir: str):
-    """A run id in results_dir, or a parameters file."""
+    """A run id in results_dir, or a parameters file: (label, rooflines,
+    the run's services against its rooflines)."""
     from rooftop import model, results
-    from rooftop.store import Store, StoreError
+    from rooftop.store.db import Store
+    from rooftop.store.records import StoreError
 
     if text.endswith((".json", ".JSON")) or Path(text).is_file():
         rooflines = model.load_params(text)
         label = next(iter(rooflines.values())).source
-        return label, rooflines
+        return label, rooflines, []
     try:
         res = results.load(Store(results_dir, create=False), text)
     except StoreError as e:
         raise StoreError(f"{text}: neither a parameters file nor a run ({e})") from None
     if not res.rooflines:
         raise model.ModelError(f"run {text} has no ceiling samples")
-    return f"{res.host}, {res.provider} ({text})", res.rooflines
+    return f"{res.host}, {res.provider} ({text})", res.rooflines, res.services + res.service_notes
 
 
 def _cmd_compare(args) -> int:
@@ -241,7 +273,8 @@ def _cmd_compare(args) -> int:
     from rooftop import ui
     from rooftop.plots.run import plot_compare
 
-    sources = [_compare_source(s, args.results) for s in args.sources]
+    loaded = [_compare_source(s, args.results) for s in args.sources]
+    sources = [(label, rs) for label, rs, _ in loaded]
     if args.label:
         if len(args.label) != len(sources):
             print(f"rooftop compare: {len(args.label)} --label for {len(sources)} sources", file=sys.stderr)
@@ -249,7 +282,7 @@ def _cmd_compare(args) -> int:
         sources = [(label, rs) for label, (_, rs) in zip(args.label, sources)]
     files = plot_compare(sources, Path(args.output), args.format, args.yscale, args.normalise)
     if not args.json:
-        out = ui.Console(highlight=False, stderr=True)
+        out = ui.Console(highlight=False)  # the table is the output: 'rooftop compare … > f' keeps it
         if not out.is_terminal:
             out.width = 110
         t = Table(title="rooflines compared", title_justify="left")
@@ -266,6 +299,17 @@ def _cmd_compare(args) -> int:
                     _verdict_short(r.verdict()),
                 )
         ui.print_table(out, t)
+        services = [(label, s) for (label, _), (_, _, found) in zip(sources, loaded) for s in found]
+        if services:
+            st = Table(title="services on those rooflines", title_justify="left")
+            for c in ("source", "service", "metric", "placements", "headline"):
+                st.add_column(c, overflow="fold")
+            for label, s in services:
+                if isinstance(s, str):  # a service whose metric has no roofline in that run
+                    st.add_row(label, "", "", "", s)
+                else:
+                    st.add_row(label, s.service, s.metric, str(len(s.placements)), s.headline())
+            ui.print_table(out, st)
     print_files(files, args.json)
     return 0
 

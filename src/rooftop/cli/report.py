@@ -14,7 +14,7 @@ from rooftop.cli.model import combined_mixes
 
 def _cmd_report(args) -> int:
     from rooftop import kinds, model, report, results
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results, create=False)
     run = store.get_run(args.run)
@@ -43,7 +43,7 @@ def _cmd_report(args) -> int:
 def _nic_comparison(store, res, nic_runs: str):
     """The NIC policy comparison of this run and the --nic-runs runs, on
     the first metric they all measured."""
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
     from rooftop.nics import compare as nic_compare
 
     ids = [res.run.id] + [r.strip() for r in nic_runs.split(",") if r.strip() and r.strip() != res.run.id]
@@ -60,7 +60,7 @@ def _nic_comparison(store, res, nic_runs: str):
 def _cmd_plot(args) -> int:
     from rooftop import kinds, model, results
     from rooftop.plots.run import plot_params, plot_run
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     if not args.run and not args.params:
         print("rooftop plot: give a RUN, a --params FILE, or both", file=sys.stderr)
@@ -100,7 +100,7 @@ def _cmd_plot(args) -> int:
 def _figures_dir(store, run_id: str, sub: str = "") -> Path:
     """RESULTS/RUN/figures[/sub], refused when a symlink leads it out of the run's folder."""
     from rooftop.plots.save import inside
-    from rooftop.store import StoreError
+    from rooftop.store.records import StoreError
 
     out = store.run_dir(run_id) / "figures" / sub if sub else store.run_dir(run_id) / "figures"
     try:
@@ -111,7 +111,7 @@ def _figures_dir(store, run_id: str, sub: str = "") -> Path:
 
 def _cmd_export(args) -> int:
     from rooftop import export
-    from rooftop.store import Store
+    from rooftop.store.db import Store
 
     store = Store(args.results, create=False)
     run = store.get_run(args.run).id
@@ -120,6 +120,11 @@ def _cmd_export(args) -> int:
             print("rooftop export: --series is csv or json", file=sys.stderr)
             return 2
         text = export.series_text(store, run, args.format)
+    elif args.services:
+        if args.format == "fom":
+            print("rooftop export: --services is csv or json", file=sys.stderr)
+            return 2
+        text = export.services_text(store, run, args.format)
     elif args.format == "json":
         text = json.dumps(export.json_doc(store, run), indent=1)
     elif args.format == "fom":
@@ -155,6 +160,13 @@ def add_export(sub) -> None:
         action="store_true",
         help="the run's time series instead (collect/validate --sample cpu,power): one point "
         "per row: round, sampler, t, quantity, value, unit",
+    )
+    ex.add_argument(
+        "--services",
+        action="store_true",
+        help="the run's service points instead (rooftop service): one per row: service, metric, "
+        "server_procs, client_procs, sample, per_client, unit, status, ...; the CSV reads back "
+        "with 'rooftop service --import'",
     )
     results_arg(ex)
     ex.add_argument("--output", help="write to this file instead of stdout")

@@ -24,18 +24,21 @@ PROBE_FLAGS = (
 
 
 def _cmd_probe(args) -> int:
-    from rooftop import config, probe
+    from rooftop import probe
+    from rooftop.config.catalog import section_of
+    from rooftop.config.files import load_file, merge
+    from rooftop.config.keys import ConfigError
 
     overrides = session.overrides(args)
-    other = sorted(k for k in overrides if k not in ("engine.lease", "results") and config.section_of(k) != "probe")
+    other = sorted(k for k in overrides if k not in ("engine.lease", "results") and section_of(k) != "probe")
     if other:
-        raise config.ConfigError(f"{other[0]}: not read by rooftop probe (its keys: probe.*, engine.lease, results)")
-    cfg = config.merge(config.load_file(args.config) if args.config else None, overrides, ("probe",))
+        raise ConfigError(f"{other[0]}: not read by rooftop probe (its keys: probe.*, engine.lease, results)")
+    cfg = merge(load_file(args.config) if args.config else None, overrides, ("probe",))
     p, lease = cfg["probe"], cfg["engine"]["lease"]
     if not p["fabrics"]:
-        raise config.ConfigError("probe.fabrics: names no fabric")
+        raise ConfigError("probe.fabrics: names no fabric")
     if lease <= 0:
-        raise config.ConfigError(f"engine.lease: must be > 0, got {lease}")
+        raise ConfigError(f"engine.lease: must be > 0, got {lease}")
     print(f"rooftop probe: {', '.join(p['fabrics'])}; {p['duration']:g} s per measurement, {p['repeat']} run(s) each")
     summary = probe.run(p["fabrics"], p["duration"], Path(cfg["results"]), repeat=p["repeat"], lease=lease)
     failed = [r for r in summary["rows"] if "error" in r]
@@ -44,18 +47,18 @@ def _cmd_probe(args) -> int:
 
 
 def _cmd_config(args) -> int:
-    from rooftop import config
+    from rooftop.config.resolve import build, describe_keys
 
     if args.action == "keys":
-        print(config.describe_keys())
+        print(describe_keys())
         return 0
-    cfg = config.build(args.config, session.overrides(args))
+    cfg = build(args.config, session.overrides(args))
     print(json.dumps(cfg, indent=2))
     return 0
 
 
 def cmd_engine(args) -> int:
-    from rooftop.engine import EngineError, engine_path
+    from rooftop.engine.base import EngineError, engine_path
 
     try:
         path = engine_path()

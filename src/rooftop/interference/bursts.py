@@ -25,7 +25,7 @@ from rooftop.stages.base import Placement
 
 def config(store, run_id: str, record: dict) -> dict:
     """RUN's config as the isolated run's (ValueError: not a bursts run)."""
-    from rooftop.store import StoreError
+    from rooftop.store.records import StoreError
 
     try:
         run = store.get_run(run_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 
 from rooftop import model
-from rooftop.units import fmt_rate
+from rooftop.config.units import fmt_rate
 
 #: Colours of the loaded rooflines, one per condition, in order.
 LOADED_COLOURS = ("#7f3c8d", "#e68310", "#11a579", "#cf1c90", "#3969ac", "#80ba5a")

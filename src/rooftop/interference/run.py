@@ -200,7 +200,7 @@ def _rate_p99(store, run_id: str, stage: str, metric: str) -> tuple[float | None
 
 
 def store_stands_for(row: dict) -> list[str]:
-    from rooftop.store import stands_for
+    from rooftop.store.records import stands_for
 
     return stands_for(row)
 

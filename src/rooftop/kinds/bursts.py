@@ -15,7 +15,7 @@ def _report(store, run, out_dir: Path):
 def _plot(store, run, out_dir: Path, fmt: str) -> dict:
     from rooftop.bursts import figure as bursts_plot
     from rooftop.bursts import run as bursts
-    from rooftop.model import ModelError
+    from rooftop.model.ceilings import ModelError
     from rooftop.plots.save import save
 
     res = bursts.results(store, run.id)

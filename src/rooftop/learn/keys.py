@@ -1,15 +1,16 @@
 """The config keys of `rooftop tune` (section `tune`): its budget, the
 windows per configuration, the seed, the space and model files, the
 roofline run; declared once with type, default, limits and help, and
-registered in the key table (rooftop.config.register). `rooftop config
+registered in the key table (rooftop.config.catalog.register). `rooftop config
 keys` lists them; `--set tune.budget=20`, a config file's [tune] table and
 the command's flags (rooftop.cli.learn: --budget, --repeat, ...) set them;
 the run's config records them under `tune`."""
 
 from __future__ import annotations
 
-from rooftop import config, metrics
-from rooftop.keys import Key
+from rooftop import metrics
+from rooftop.config.catalog import register
+from rooftop.config.keys import Key
 from rooftop.learn.propose import MIN_CONFIGS
 
 KEYS = [
@@ -68,4 +69,4 @@ KEYS = [
     ),
 ]
 
-config.register("tune", KEYS)
+register("tune", KEYS)

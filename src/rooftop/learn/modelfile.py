@@ -101,7 +101,7 @@ def _ceiling_json(c) -> dict | None:
 
 
 def _ceiling_of(d):
-    from rooftop.model import Ceiling
+    from rooftop.model.ceilings import Ceiling
 
     if d is None:
         return None
@@ -118,7 +118,7 @@ def _ceiling_of(d):
 
 def roofline_json(r) -> dict:
     """A rooftop.model.Roofline as JSON: every field, ceilings as numbers."""
-    from rooftop.model import Ceiling
+    from rooftop.model.ceilings import Ceiling
 
     out = {}
     for f in dataclasses.fields(r):
@@ -129,7 +129,7 @@ def roofline_json(r) -> dict:
 
 def roofline_of(d: dict):
     """roofline_json's inverse (fields this rooftop does not know are ignored)."""
-    from rooftop.model import Roofline
+    from rooftop.model.roofline import Roofline
 
     if not isinstance(d, dict):
         raise TypeError("a roofline is an object")

@@ -56,7 +56,7 @@ def find_model(store, run_id: str, metric: str | None) -> Path:
 def query_params(store, run_id: str, metric: str, sets: dict) -> tuple[dict, dict]:
     """The run's resolved parameters (run_params), --set overrides applied:
     as stored, and encoded as features are (dataset.encode_value)."""
-    from rooftop.config import KEY_BY_PATH
+    from rooftop.config.catalog import KEY_BY_PATH
 
     params = dict(store.db.execute("SELECT key, value FROM run_params WHERE run_id = ?", (run_id,)))
     for key, value in sets.items():

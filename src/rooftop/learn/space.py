@@ -74,7 +74,7 @@ def tunable(key: str, metric: str) -> bool:
     """A knob a space may name: a placement knob, or a config key of the
     service (not a campaign control, not another metric's, not a study's
     own: bursts.*, tune.*, ...)."""
-    from rooftop.config import KEY_BY_PATH, section_of
+    from rooftop.config.catalog import KEY_BY_PATH, section_of
     from rooftop.learn.dataset import excluded
 
     return key in PLACEMENT_KNOBS or (
@@ -116,7 +116,7 @@ def _range(key: str, spec: dict) -> list:
 
 
 def _unknown(key: str, metric: str) -> LearnError:
-    from rooftop.config import KEY_BY_PATH
+    from rooftop.config.catalog import KEY_BY_PATH
 
     known = [k for k in KEY_BY_PATH if tunable(k, metric)] + list(PLACEMENT_KNOBS)
     close = difflib.get_close_matches(key, known, n=1)
@@ -154,7 +154,8 @@ def load(path: str | None, metric: str | None, cfg: dict) -> Space:
     """The space file's, or the metric's default (with the process counts
     this config's nodes allow)."""
     if path:
-        from rooftop.config import ConfigError, load_file
+        from rooftop.config.files import load_file
+        from rooftop.config.keys import ConfigError
 
         if not Path(path).is_file():
             raise LearnError(f"no search-space file {path}")

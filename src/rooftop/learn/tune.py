@@ -58,7 +58,7 @@ def overrides_of(params: dict) -> dict:
 
 def default_params(space: Space, cfg: dict) -> dict:
     """The base config's value of every knob of the space."""
-    from rooftop.config import _get
+    from rooftop.config.files import _get
 
     return {k: _get(cfg, PLACEMENT_KEYS.get(k, k)) for k in space.knobs}
 
@@ -66,7 +66,7 @@ def default_params(space: Space, cfg: dict) -> dict:
 def check_values(space: Space, build: Callable[[dict], dict]) -> None:
     """Each value of each knob, alone, is a valid config (else the error
     names the knob)."""
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
 
     for key, values in space.knobs.items():
         for v in values:
@@ -128,7 +128,7 @@ def prior_scores(doc: dict, space: Space, candidates: list[dict], base: dict, ru
 
 def _raw(key: str, value):
     """An encoded constant as a config value (sizes back to bytes)."""
-    from rooftop.config import KEY_BY_PATH
+    from rooftop.config.catalog import KEY_BY_PATH
 
     k = KEY_BY_PATH.get(key)
     if k is not None and k.kind == "size" and isinstance(value, float):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from rooftop.units import fmt_rate
+from rooftop.config.units import fmt_rate
 
 
 def _knobs(params: dict) -> str:
@@ -57,7 +57,7 @@ def figure(out: dict, unit: str):
     """Measured and predicted rate per step, and the best predicted so far."""
     from matplotlib.figure import Figure
 
-    from rooftop.units import rate_scale
+    from rooftop.config.units import rate_scale
 
     steps = out["steps"]
     values = [v for s in steps for v in (s["measured"], s["predicted"], s["best_predicted"]) if v]

@@ -52,7 +52,7 @@ def measurer(
 ):
     """measure(step, params) -> (per-client rates, sample keys, error)."""
     from rooftop.campaign import Runner
-    from rooftop.config import ConfigError
+    from rooftop.config.keys import ConfigError
     from rooftop.launchers import make_launcher
 
     def measure(step: int, params: dict):
@@ -124,7 +124,7 @@ def prepare(
 ) -> Proposer:
     """Everything checked before a run exists: the space's values, the
     roofline run, the model file against the base config's parameters."""
-    from rooftop.store import flatten
+    from rooftop.store.records import flatten
 
     settings.check()
     check_values(space, build)

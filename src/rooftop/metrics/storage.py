@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 import re
 
-from rooftop.keys import ConfigError, Key
-from rooftop.units import parse_size
+from rooftop.config.keys import ConfigError, Key
+from rooftop.config.units import parse_size
 
 IO_MODES = ("buffered", "direct", "sync", "dsync", "direct+sync", "direct+dsync")
 
@@ -189,7 +189,8 @@ def preflight(cfg: dict, metric: str, op_args: list[str], opts: dict | None = No
     and records its file system facts in cfg["storage_fs"][metric]; a
     refusal is a ConfigError naming the key and the file system. opts: the
     engine's storage options (default: options_of the metric's keys)."""
-    from rooftop.engine import EngineError, run_engine
+    from rooftop.engine.base import EngineError
+    from rooftop.engine.commands import run_engine
     from rooftop.launchers import on_this_machine
 
     check_dir(cfg, metric)

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from rooftop.keys import ConfigError
+from rooftop.config.keys import ConfigError
 
 BUCKETS = ("all", "package", "numa")
 SELECTIONS = ("byset", "bycore", "random", "roundrobin", "rank")
@@ -212,7 +212,7 @@ def add_parser(sub) -> None:
 
 
 def _cmd_nics(args) -> int:
-    from rooftop.engine import engine_path
+    from rooftop.engine.base import engine_path
 
     if args.processes < 0:
         raise ConfigError(f"--processes: must be 0 or more, not {args.processes}")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from rooftop import units
-from rooftop.model import Roofline
+from rooftop.config import units
+from rooftop.model.roofline import Roofline
 from rooftop.plots import roofline as rl
 from rooftop.plots import style
 

@@ -1,4 +1,4 @@
-"""A workload mix's combined roofline (rooftop.mix): each metric's roofline
+"""A workload mix's combined roofline (rooftop.model.mix): each metric's roofline
 converted into mix operations per second per client process (its ceilings
 divided by what one mix operation asks of it), and the binding envelope,
 the lowest of them at each x, with the resource that binds on each side of
@@ -9,8 +9,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rooftop import units
-from rooftop.mix import Combined, work_text
+from rooftop.config import units
+from rooftop.model.mix import Combined, work_text
 from rooftop.plots import style
 
 COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#7f7f7f")

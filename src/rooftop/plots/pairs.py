@@ -1,6 +1,6 @@
 """The client pair matrix as a node x node heatmap (seed 000's Polaris
 lesson: slow pairs that share one node). Boxed: only the pairs that are
-outliers by rooftop.outliers' rule (the same robust spread that flags
+outliers by rooftop.model.outliers' rule (the same robust spread that flags
 nodes); a uniform matrix has no box, and its title says so."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from rooftop import outliers, units
+from rooftop.config import units
+from rooftop.model import outliers
 from rooftop.plots import style
 from rooftop.results import PairMatrix
 

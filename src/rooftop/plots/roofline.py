@@ -14,8 +14,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rooftop import units
-from rooftop.model import Evaluation, Roofline
+from rooftop.config import units
+from rooftop.model.evaluation import Evaluation
+from rooftop.model.roofline import Roofline
 from rooftop.plots import style
 
 
@@ -136,15 +137,24 @@ def _ridge(r: Roofline) -> str:
     return a if a == b else f"{a}–{b}"
 
 
-def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=()):
+#: A service's points (rooftop.service): marker and colour, one per service.
+SERVICE_MARKERS = ("D", "^", "s", "P", "v", "*")
+SERVICE_COLOURS = ("#c51b7d", "#4d9221", "#542788", "#b35806", "#01665e", "#8e0152")
+
+
+def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services=()):
     """The roofline of ev.roofline with ev's validation samples; yscale:
     auto, log or linear (style.pick_yscale). loaded: (label, Roofline) of
     the same stages measured beside background loads (rooftop interfere),
-    each drawn as a second, lower band in a colour of its own."""
+    each drawn as a second, lower band in a colour of its own. services:
+    rooftop.service.efficiency.ServiceEfficiency of this metric, each
+    service's placements (median per client) in a marker and colour of its
+    own."""
     r = ev.roofline
-    xs = [c.x for c in ev.checks] + [c.x for c, _ in ev.excluded]
+    svc = [(p.x, p.measured) for s in services for p in s.placements]
+    xs = [c.x for c in ev.checks] + [c.x for c, _ in ev.excluded] + [x for x, _ in svc]
     lo, hi = x_range(r, xs)
-    measured = [c.measured for c in ev.checks]
+    measured = [c.measured for c in ev.checks] + [m for _, m in svc]
     top = max([r.client.hi, *measured, *(c.measured for c, _ in ev.excluded)])
     scale, unit = units.rate_scale(r.unit, top)
     fig, ax = plt.subplots(figsize=(9, 5.6))
@@ -190,6 +200,8 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=()):
             label=f"not used ({len(ev.excluded)}): {ev.excluded[0][1][:60]}",
         )
         measured = measured + [c.measured for c, _ in ev.excluded]
+    for i, s in enumerate(services):
+        _service(ax, s, scale, SERVICE_MARKERS[i % len(SERVICE_MARKERS)], SERVICE_COLOURS[i % len(SERVICE_COLOURS)])
     values = frame_values(r, ax.get_xlim(), scale) + [v / scale for v in measured]
     values += [v for _, lr in loaded for v in frame_values(lr, ax.get_xlim(), scale)]
     style.y_axis(ax, values, top / scale, yscale, f"rate per client process ({unit})")
@@ -198,3 +210,23 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=()):
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
     fig.tight_layout()
     return fig
+
+
+def _service(ax, s, scale: float, marker: str, colour: str) -> None:
+    """One service's placements (gid service-NAME), its median efficiency
+    per side in the legend."""
+    eff = ", ".join(
+        f"{side}-bound {m * 100:.0f} %" for side in ("server", "client") if (m := s.median(side)) is not None
+    )
+    ax.scatter(
+        [p.x for p in s.placements],
+        [p.measured / scale for p in s.placements],
+        s=70,
+        marker=marker,
+        color=colour,
+        edgecolors="white",
+        linewidths=0.8,
+        zorder=6,
+        gid=f"service-{s.service}",
+        label=f"{s.service} ({len(s.placements)} placements{': ' + eff if eff else ''})",
+    )

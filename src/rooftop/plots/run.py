@@ -19,9 +19,16 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
         title = res.title(metric)
         ev = res.evaluations.get(metric)
         if ev is not None:
+            services = [s for s in res.services if s.metric == metric and s.placements]
             out[f"roofline-{metric}"] = save(
-                roofline.figure(ev, title, yscale, res.loaded.get(metric, ())), out_dir, f"roofline-{metric}", formats
+                roofline.figure(ev, title, yscale, res.loaded.get(metric, ()), services),
+                out_dir,
+                f"roofline-{metric}",
+                formats,
             )
+            for s in services:  # one figure per service, for its report section
+                name = f"service-{s.service}"
+                out[name] = save(roofline.figure(ev, f"{s.service}, {title}", yscale, (), [s]), out_dir, name, formats)
         try:
             out[f"sweep-{metric}"] = save(
                 sweep.figure(res.samples, metric, title, res.run.config.get("nodes")),
@@ -53,7 +60,7 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
 
 
 def plot_mixes(mixes, out_dir: Path, run: str | None = None, formats=FORMATS) -> dict[str, list[Path]]:
-    """mix-<name> per combined roofline (rooftop.mix.Combined)."""
+    """mix-<name> per combined roofline (rooftop.model.mix.Combined)."""
     from rooftop.plots import mix as mix_plot
 
     out = {}

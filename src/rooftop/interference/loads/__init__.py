@@ -10,7 +10,7 @@ on chosen nodes through the campaign's launcher and stops them;
 Adding one: docs/extending.md, "Adding a background load".
 """
 
-from rooftop import config
+from rooftop.config.catalog import register
 from rooftop.interference.loads import cmd, cpu, io, mem, net, numio
 from rooftop.interference.loads.base import Context, Load, knob
 
@@ -20,7 +20,7 @@ __all__ = ["LOADS", "Context", "Load", "get", "knob"]
 LOADS: dict[str, Load] = {m.LOAD.name: m.LOAD for m in (cpu, mem, net, io, numio, cmd)}
 
 # Their knobs are config keys (section loads: loads.cpu.procs, ...).
-config.register("loads", [k for load in LOADS.values() for k in load.knobs])
+register("loads", [k for load in LOADS.values() for k in load.knobs])
 
 
 def get(name: str) -> Load:

@@ -19,7 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop.engine import LEASE_FILE, terminate
+from rooftop.engine.base import LEASE_FILE
+from rooftop.engine.processes import terminate
 from rooftop.interference.loads import get
 from rooftop.interference.loads.base import Context
 from rooftop.launchers import Launch

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rooftop.keys import Key
+from rooftop.config.keys import Key
 
 
 def knob(load: str, name: str, kind: str, default, help: str, **limits) -> Key:
@@ -67,7 +67,7 @@ class Load:
         """The knobs (short names) with defaults filled in, each value
         checked as its config key is (type, limits, choices); unknown names
         refused."""
-        from rooftop import config
+        from rooftop.config.files import merge, parse_override
 
         known = {knob_name(k): k for k in self.knobs}
         overrides = {}
@@ -76,6 +76,6 @@ class Load:
                 raise ValueError(f"load '{self.name}' has no knob '{name}' (knobs: {', '.join(known) or 'none'})")
             key = known[name]
             if isinstance(value, str) and key.kind not in ("str", "size", "choice"):
-                value = config.parse_override(f"{key.path}={value}")[1]
+                value = parse_override(f"{key.path}={value}")[1]
             overrides[key.path] = value
-        return config.merge(None, overrides, ("loads",))["loads"].get(self.name, {})
+        return merge(None, overrides, ("loads",))["loads"].get(self.name, {})

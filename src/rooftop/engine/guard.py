@@ -1,4 +1,4 @@
-"""python -m rooftop.guard PARENT PGID: ends process group PGID (SIGKILL)
+"""python -m rooftop.engine.guard PARENT PGID: ends process group PGID (SIGKILL)
 once process PARENT is gone, and exits once that group is empty.
 
 For helper processes that are not engines (and so hold no --lease) and
@@ -24,7 +24,7 @@ POLL = 0.5
 def start(pgid: int) -> subprocess.Popen:
     """A guard of process group pgid for this process."""
     return subprocess.Popen(
-        [sys.executable, "-m", "rooftop.guard", str(os.getpid()), str(pgid)],
+        [sys.executable, "-m", "rooftop.engine.guard", str(os.getpid()), str(pgid)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

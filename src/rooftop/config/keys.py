@@ -2,7 +2,7 @@
 (ConfigError), and the index of a key table (by_path). In a module of its
 own, at the bottom of the package, so that the tables declaring keys
 (rooftop.config for the common ones, each metric file for its own) and the
-checks that refuse a value (rooftop.units, rooftop.nics.policy, each
+checks that refuse a value (rooftop.config.units, rooftop.nics.policy, each
 metric's) need not import rooftop.config; config.KEYS gathers them all."""
 
 from __future__ import annotations

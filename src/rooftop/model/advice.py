@@ -6,10 +6,10 @@ report and `model` already show, and add no judgement of their own."""
 
 from __future__ import annotations
 
-from rooftop import outliers
+from rooftop.config.units import fmt_rate
 from rooftop.foreign import FOREIGN_WARN
+from rooftop.model import outliers
 from rooftop.results import WIDE_CLIENT_RANGE, RunResults
-from rooftop.units import fmt_rate
 
 
 def deploy(res: RunResults) -> list[str]:

@@ -37,8 +37,9 @@ from pathlib import Path
 import tomllib
 
 from rooftop import metrics
-from rooftop.model import Ceiling, ModelError, Roofline
-from rooftop.units import fmt_rate
+from rooftop.config.units import fmt_rate
+from rooftop.model.ceilings import Ceiling, ModelError
+from rooftop.model.roofline import Roofline
 
 
 class MixError(ModelError):
@@ -56,8 +57,8 @@ class Mix:
 
 
 def _amount(value, metric: str, where: str) -> float:
-    from rooftop.keys import ConfigError
-    from rooftop.units import parse_size
+    from rooftop.config.keys import ConfigError
+    from rooftop.config.units import parse_size
 
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise MixError(f"{where}: {value!r} is not a number or a size")
@@ -96,7 +97,8 @@ def load_mix(path: str | Path) -> Mix:
     ops = data.get("operations")
     if not isinstance(ops, dict) or not ops:
         raise MixError(f"{path}: operations: give at least one operation, e.g. [operations.put] rpc = 1")
-    shares, amounts = {}, {}
+    shares: dict = {}
+    amounts: dict = {}
     for op, body in ops.items():
         where = f"{path}: operations.{op}"
         if not isinstance(body, dict):
@@ -134,8 +136,9 @@ def _scaled(c: Ceiling, d: float) -> Ceiling:
 def _lowest(cs: list[Ceiling]) -> Ceiling:
     """The lower of several ceilings, bound by bound (as Roofline.client_bound)."""
     ci = None
-    if all(c.interval for c in cs):
-        ci = (min(c.interval[0] for c in cs), min(c.interval[1] for c in cs))
+    intervals = [i for c in cs if (i := c.interval)]
+    if len(intervals) == len(cs):
+        ci = (min(i[0] for i in intervals), min(i[1] for i in intervals))
     return Ceiling(
         min(c.lo for c in cs),
         min(c.hi for c in cs),

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, unstored_rows
-from rooftop.store import Store, StoreError, now_iso
+from rooftop.store.db import Store
+from rooftop.store.records import StoreError, now_iso
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
@@ -140,7 +141,7 @@ def recover(results: str | Path) -> list[str]:
 def _run_config(run_dir: Path, old: dict | None) -> dict:
     """A run's resolved config: its config.json, else the old database's
     copy; raises ValueError (or KeyError) when neither is usable."""
-    for text in (lambda: (run_dir / "config.json").read_text(), lambda: old["config"]):
+    for text in (lambda: (run_dir / "config.json").read_text(), lambda: old["config"] if old else ""):
         try:
             cfg = json.loads(text())
         except (OSError, ValueError, TypeError):

@@ -1,0 +1,55 @@
+"""`rooftop service --import FILE.csv --run RUN [--name NAME] [--metric M]`:
+a service's points measured elsewhere stored in a run
+(rooftop.service.importing). The `service` command's parser takes these
+options with add_import_options(parser) and hands over with
+`if args.import_file: return cmd_import(args)`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_import_options(p) -> None:
+    """--import FILE.csv and --name (the --run, --results, --metric and --json
+    of the `service` command are shared)."""
+    p.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE.csv",
+        help="store points measured elsewhere instead of measuring: a CSV with columns server_procs, "
+        "client_procs, per_client, unit (and optional sample, service); docs/services.md",
+    )
+    p.add_argument("--name", help="with --import: the service's name (default: the file's name without .csv)")
+
+
+def cmd_import(args) -> int:
+    """Imports args.import_file into args.run; prints what was stored and,
+    when the run has the metric's roofline, the service's efficiency."""
+    from rooftop import results
+    from rooftop.service import importing
+    from rooftop.service import report as service_report
+    from rooftop.store.db import Store
+
+    if not getattr(args, "run", None):
+        print("rooftop service: --import needs --run RUN (the run whose roofline the points go on)", file=sys.stderr)
+        return 2
+    store = Store(args.results, create=False)
+    metric = getattr(args, "metric", None) or "rpc"
+    pts = importing.import_csv(store, args.run, args.import_file, getattr(args, "name", None), metric)
+    res = results.load(store, args.run)
+    names = sorted({p.service for p in pts})
+    mine = [s for s in res.services if s.service in names]
+    if getattr(args, "json", False):
+        doc = service_report.model_json(mine, [n for n in res.service_notes if n.split(":")[0] in names])
+        print(json.dumps({"run": res.run.id, "imported": len(pts), **doc}, indent=1))
+        return 0
+    print(
+        f"imported {len(pts)} point(s) of {', '.join(names)} ({metric}) into run {res.run.id} from {args.import_file}"
+    )
+    for s in mine:
+        print(s.headline())
+    for n in res.service_notes:
+        if n.split(":")[0] in names:
+            print(n)
+    return 0

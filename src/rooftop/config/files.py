@@ -1,0 +1,198 @@
+"""A config's values: each checked against its key, the defaults, a config
+file (JSON or TOML) read and flattened, command-line overrides, the two
+merged."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_COMMAND, STUDY_KEYS, section_of
+from rooftop.config.keys import ConfigError, Key, short
+from rooftop.config.units import parse_size
+
+
+def _at_most(key: Key, value: float) -> float:
+    if key.maximum is not None and value > key.maximum:
+        raise ConfigError(f"{key.path}: {short(value)} is beyond any sensible value (at most {key.maximum:g})")
+    if key.minimum is not None and value < key.minimum:
+        raise ConfigError(f"{key.path}: {short(value)} is too small (at least {key.minimum:g})")
+    return value
+
+
+def _check(key: Key, value: Any) -> Any:
+    """Type-checks one value; returns it normalised."""
+    p = key.path
+    if value is None:
+        if key.nullable:
+            return None
+        raise ConfigError(f"{p}: may not be null")
+    k = key.kind
+    if k == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{p}: expected a string, got {type(value).__name__} {value!r}")
+        return value
+    if k == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{p}: expected true or false, got {value!r}")
+        return value
+    if k == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{p}: expected an integer, got {type(value).__name__} {short(value)}")
+        return _at_most(key, value)
+    if k == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{p}: expected a number, got {type(value).__name__} {short(value)}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ConfigError(f"{p}: {short(value)} is not a usable number (too large)") from None
+        if not math.isfinite(number):
+            raise ConfigError(f"{p}: expected a finite number, got {value!r}")
+        return _at_most(key, number)
+    if k == "size":
+        parse_size(value, p)
+        return value
+    if k == "choice":
+        if value not in key.choices:
+            raise ConfigError(f"{p}: '{value}' is not one of {', '.join(key.choices)}")
+        return value
+    if k.startswith("list["):
+        if not isinstance(value, list):
+            raise ConfigError(f"{p}: expected a list, got {type(value).__name__} {value!r}")
+        inner = k[5:-1]
+        out = []
+        for i, v in enumerate(value):
+            sub = Key(f"{p}[{i}]", inner, None, "", key.choices, maximum=key.maximum, minimum=key.minimum)
+            out.append(_check(sub, v))
+        return out
+    raise AssertionError(k)
+
+
+def defaults(sections: tuple[str, ...] = ()) -> dict:
+    """Every common key's default, and those of the study sections named."""
+    cfg: dict = {}
+    for k in [*KEYS, *(k for s in sections for k in STUDY_KEYS.get(s, []))]:
+        _set(cfg, k.path, copy.deepcopy(k.default))
+    return cfg
+
+
+def _set(cfg: dict, path: str, value: Any) -> None:
+    parts = path.split(".")
+    d = cfg
+    for part in parts[:-1]:
+        d = d.setdefault(part, {})
+    d[parts[-1]] = value
+
+
+def set_key(cfg: dict, path: str, value: Any) -> None:
+    """Sets one dotted key of a config (e.g. validate.samples), unchecked:
+    resolve or resolve_grid checks it."""
+    _set(cfg, path, value)
+
+
+def _get(cfg: dict, path: str) -> Any:
+    d = cfg
+    for part in path.split("."):
+        d = d[part]
+    return d
+
+
+def _flatten(data: dict, prefix: str = "", where: str = "") -> dict[str, Any]:
+    """Nested user config -> {dotted path: value}; unknown keys are errors."""
+    flat = {}
+    for name, value in data.items():
+        path = f"{prefix}{name}"
+        if path in KEY_BY_PATH:
+            flat[path] = value
+        elif isinstance(value, dict) and any(k.startswith(path + ".") for k in KEY_BY_PATH):
+            flat.update(_flatten(value, path + ".", where))
+        else:
+            near = difflib.get_close_matches(path, list(KEY_BY_PATH), n=1, cutoff=0.75)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise ConfigError(f"{path}: unknown key{where}{hint}")
+    return flat
+
+
+def load_file(path: str | Path) -> dict:
+    """Reads a JSON or TOML campaign file (by extension; JSON otherwise)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (expected JSON or TOML)") from None
+    if path.suffix == ".toml":
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # Python 3.10
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{path}: not valid TOML: {e}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: nested too deeply to be a config (TOML)") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: not valid JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: nested too deeply to be a config (JSON)") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be an object of settings")
+    return data
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'key=value' from --set: the value is JSON if it parses, else a string."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text}: expected KEY=VALUE (e.g. collect.samples=3)")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if key not in KEY_BY_PATH:
+        raise ConfigError(f"{key}: unknown key (see 'rooftop config keys')")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    except RecursionError:
+        raise ConfigError(f"--set {key}: the value is nested too deeply") from None
+    if KEY_BY_PATH[key].kind.startswith("list[") and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+        if KEY_BY_PATH[key].kind == "list[int]":
+            try:
+                value = [int(v) for v in value]
+            except ValueError:
+                raise ConfigError(f"{key}: expected comma-separated integers, got '{raw}'") from None
+    return key, value
+
+
+def merge(file_data: dict | None, overrides: dict[str, Any], sections: tuple[str, ...] = ()) -> dict:
+    """Defaults <- file <- overrides, type-checked; not yet resolved.
+    Keys of a study section not in `sections` are checked and left out if
+    the file sets them (one file may serve several commands), refused if
+    given as overrides (this command would ignore them)."""
+    cfg = defaults(sections)
+    where = ""
+    flat = _flatten(file_data or {}, "", where)
+    for path in overrides:
+        other = section_of(path)
+        if other and other not in sections:
+            raise ConfigError(f"{path}: a key of 'rooftop {STUDY_COMMAND.get(other, other)}', not read by this command")
+    flat.update(overrides)
+    for path, value in flat.items():
+        key = KEY_BY_PATH.get(path)
+        if key is None:
+            raise ConfigError(f"{path}: unknown key")
+        value = _check(key, value)
+        if section_of(path) in (None, *sections):
+            _set(cfg, path, value)
+    return cfg

@@ -1,0 +1,235 @@
+"""The fully resolved config (resolve, build): every default filled in, the
+nodes the launcher found, the keys checked against each other, the
+validation grid; and the keys described for --help."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from typing import Any
+
+from rooftop import metrics, stages
+from rooftop.config.catalog import (
+    DAY,
+    KEYS,
+    MAX_MEASUREMENT_S,
+    MIN_DURATION_S,
+    STUDY_COMMAND,
+    STUDY_KEYS,
+    VALIDATE_SERVER_NODES,
+)
+from rooftop.config.files import _get, _set, load_file, merge
+from rooftop.config.keys import ConfigError
+from rooftop.launchers import LAUNCHERS, binding_width
+from rooftop.nics.policy import check_policy
+
+
+def _positive(cfg: dict, path: str, minimum: float = 0, strict: bool = True) -> None:
+    v = _get(cfg, path)
+    if v is None:
+        return
+    if (strict and v <= minimum) or (not strict and v < minimum):
+        op = ">" if strict else ">="
+        raise ConfigError(f"{path}: must be {op} {minimum:g}, got {v}")
+
+
+def _long_enough(cfg: dict, path: str) -> None:
+    """A measured window too short to hold a few operations is a mistake,
+    not a sample (issue 27)."""
+    v = _get(cfg, path)
+    if v < MIN_DURATION_S:
+        raise ConfigError(
+            f"{path}: {v:g} s is too short for a measured window (at least "
+            f"{MIN_DURATION_S:g} s: a window must hold many operations)"
+        )
+
+
+def _not_years(cfg: dict, stage: str) -> None:
+    """One measurement (samples x (warmup + duration)) must end this month."""
+    st = cfg[stage]
+    total = st["samples"] * st["duration"] + st["warmup"]
+    if total > MAX_MEASUREMENT_S:
+        raise ConfigError(
+            f"{stage}.samples: {st['samples']} samples of {st['duration']:g} s take "
+            f"{total / DAY:.0f} days per measurement (at most {MAX_MEASUREMENT_S / DAY:.0f})"
+        )
+
+
+def _check_start(cfg: dict) -> None:
+    e = cfg["engine"]
+    if not 0 < e["min_overlap"] <= 1:
+        raise ConfigError(f"engine.min_overlap: {e['min_overlap']} is not a share in (0, 1]")
+    if not 0 <= e["retries"] <= 10:
+        raise ConfigError(f"engine.retries: {e['retries']} is not 0..10")
+    if not 1 <= e["slices"] <= 1000:
+        raise ConfigError(f"engine.slices: {e['slices']} is not 1..1000")
+
+
+def resolve(cfg: dict) -> dict:
+    """Checks values against each other and the machine, and fills in what
+    depends on them (nodes, processes per node, the validation grid)."""
+    from rooftop.launchers import LauncherError, make_launcher
+    from rooftop.launchers.base import procs_per_node
+
+    cfg = copy.deepcopy(cfg)
+    for p in ("collect.duration", "validate.duration", "engine.timeout", "engine.barrier_timeout", "engine.lease"):
+        _positive(cfg, p)
+    for p in ("collect.warmup", "validate.warmup", "engine.start_lead", "engine.settle"):
+        _positive(cfg, p, 0, strict=False)
+    _long_enough(cfg, "collect.duration")
+    _check_start(cfg)
+    for p in (
+        "collect.samples",
+        "validate.samples",
+        "launcher.nodes",
+        "launcher.cores_per_node",
+        "collect.servers_per_node",
+        "collect.clients_per_node",
+        "validate.servers_per_node",
+        "validate.clients_per_node",
+        "engine.concurrency",
+    ):
+        _positive(cfg, p)
+    _positive(cfg, "engine.handler_threads", 0, strict=False)
+    _not_years(cfg, "collect")
+    if not cfg["metrics"]:
+        raise ConfigError(f"metrics: name at least one of {', '.join(metrics.METRICS)}")
+    if len(set(cfg["metrics"])) != len(cfg["metrics"]):
+        raise ConfigError(f"metrics: {cfg['metrics']} lists a metric twice")
+    check_policy(cfg["nic"]["policy"])
+    if cfg["nic"].get("server_policy") is not None:
+        check_policy(cfg["nic"]["server_policy"], "nic.server_policy")
+    prog = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
+    for p in ("engine.server_progress", "engine.client_progress"):
+        if not prog.match(_get(cfg, p)):
+            raise ConfigError(f"{p}: '{_get(cfg, p)}' is not busy, block, adaptive or spindown[:MS]")
+    for m in metrics.METRICS.values():
+        m.check(cfg)
+    if cfg["engine"]["path"] and not os.access(cfg["engine"]["path"], os.X_OK):
+        raise ConfigError(f"engine.path: {cfg['engine']['path']} is not an executable file")
+
+    try:
+        launcher = make_launcher(cfg["launcher"])
+        nodes = launcher.nodes()
+    except LauncherError as e:
+        raise ConfigError(f"launcher: {e}") from None
+    n = len(nodes)
+    binding = cfg["binding"]
+    # Servers serve on loopback unless told otherwise: across real hosts an
+    # IP provider needs the interface they should listen on (nodes that
+    # carry their own address, as emulated ones do, serve on it).
+    import socket
+
+    local_names = {"localhost", socket.gethostname(), socket.getfqdn()}
+    remote = [
+        nd.host for nd in nodes if nd.host not in local_names and not nd.host.startswith("127.") and not nd.address
+    ]
+    ip_provider = any(p in cfg["fabric"]["provider"] for p in ("tcp", "sockets", "verbs", "udp"))
+    if remote and ip_provider and not cfg["fabric"]["domain"]:
+        raise ConfigError(
+            f"fabric.domain: nodes on other hosts ({remote[0]}, ...) cannot reach servers "
+            f"listening on loopback; set the network interface they share, e.g. "
+            f"--set fabric.domain=hsn0 (or ib0, eth0)"
+        )
+    cfg["nodes"] = [node.describe() for node in nodes]
+    if cfg["launcher"]["type"] == "local" and cfg["launcher"]["nodes"] is None:
+        cfg["launcher"]["nodes"] = n
+
+    def procs(path: str) -> int:
+        want = _get(cfg, path)
+        have = min(procs_per_node(node, binding) for node in nodes)
+        width = binding_width(binding)
+        if want is None:
+            _set(cfg, path, have)
+            return have
+        if (
+            binding != "none"
+            and want * width > min(len(node.cores) for node in nodes)
+            and not (
+                cfg["launcher"].get("oversubscribe") and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys
+            )
+        ):
+            raise ConfigError(
+                f"{path}: {want} processes x {width} core(s) do not fit on a node with "
+                f"{min(len(node.cores) for node in nodes)} usable cores "
+                f"(binding '{binding}')"
+            )
+        return want
+
+    for p in (
+        "collect.servers_per_node",
+        "collect.clients_per_node",
+        "validate.servers_per_node",
+        "validate.clients_per_node",
+    ):
+        procs(p)
+
+    for name in cfg["metrics"]:  # what measuring each needs on these nodes
+        metrics.get(name).check_resolved(cfg)
+
+    needs_two = any(st.enabled(cfg) for st in stages.of_phase("collect"))
+    if needs_two and n < 2:
+        raise ConfigError(
+            f"launcher.nodes: a campaign needs at least 2 nodes (a server node and a client node); {n} available"
+        )
+
+    return resolve_grid(cfg)
+
+
+def resolve_grid(cfg: dict) -> dict:
+    """Fills and checks the validation grid against the config's nodes."""
+    n = len(cfg["nodes"])
+    v = cfg["validate"]
+    for p in ("validate.duration",):
+        _positive(cfg, p)
+        _long_enough(cfg, p)
+    _positive(cfg, "validate.warmup", 0, strict=False)
+    for p in ("validate.samples", "validate.servers_per_node", "validate.clients_per_node"):
+        _positive(cfg, p)
+    _not_years(cfg, "validate")
+    if cfg["binding"] != "none":
+        width = binding_width(cfg["binding"])
+        cores = min(len(nd["cores"]) for nd in cfg["nodes"])
+        for p in ("servers_per_node", "clients_per_node"):
+            if v[p] is not None and v[p] * width > cores:
+                raise ConfigError(
+                    f"validate.{p}: {v[p]} processes x {width} core(s) do not fit on a "
+                    f"node with {cores} usable cores (binding '{cfg['binding']}')"
+                )
+    if v["server_nodes"] is None:
+        v["server_nodes"] = list(range(1, max(1, min(VALIDATE_SERVER_NODES, n - 1)) + 1))
+    for s in v["server_nodes"]:
+        if not 1 <= s <= n - 1:
+            raise ConfigError(f"validate.server_nodes: {s} server nodes leave no client node among {n} nodes")
+    if v["client_nodes"] is not None:
+        for c in v["client_nodes"]:
+            if not 1 <= c <= n - min(v["server_nodes"]):
+                raise ConfigError(
+                    f"validate.client_nodes: {c} client nodes do not fit beside "
+                    f"{min(v['server_nodes'])} server node(s) among {n} nodes"
+                )
+    return cfg
+
+
+def build(
+    config_file: str | None = None, overrides: dict[str, Any] | None = None, sections: tuple[str, ...] = ()
+) -> dict:
+    """File + overrides -> resolved config (with the study sections named)."""
+    data = load_file(config_file) if config_file else None
+    return resolve(merge(data, overrides or {}, sections))
+
+
+def describe_keys() -> str:
+    lines = []
+    studies = [(s, k) for s, keys in STUDY_KEYS.items() for k in keys]
+    for section, k in [(None, k) for k in KEYS] + studies:
+        d = json.dumps(k.default)
+        choices = f" ({'|'.join(k.choices)})" if k.choices else ""
+        limits = [f"at least {k.minimum:g}"] if k.minimum is not None else []
+        limits += [f"at most {k.maximum:g}"] if k.maximum is not None else []
+        read = f" [rooftop {STUDY_COMMAND.get(section, section)} only]" if section else ""
+        bounds = f", {' and '.join(limits)}" if limits else ""
+        lines.append(f"{k.path:30s} {k.kind}{choices}, default {d}{bounds}{read}\n    {k.help}")
+    return "\n".join(lines)

@@ -1,0 +1,17 @@
+"""Drive rooftop-engine processes from Python.
+
+Locates the engine binary, starts servers and waits until each one is
+really ready (address file published *and* a successful ping), runs client
+loads, and stops everything it started -- also on errors and Ctrl-C.
+
+The one implementation of server readiness (wait_published), of
+stopping processes (reap, terminate) and of leases (Leases: every engine a
+rooftop command starts stops by itself once that command is gone):
+engine.Group, the campaign's Runner and benchmarks/ all use these.
+
+The package: base (the binary, its environment and exit codes, EngineError,
+private files), commands (one-shot commands: run_engine), leases (Leases),
+processes (reap, terminate), groups (Server, Group, wait_published); guard
+(kills a helper's session once rooftop is gone: python -m
+rooftop.engine.guard) and enginedoc (the one reader of engine documents).
+"""

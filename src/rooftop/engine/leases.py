@@ -1,0 +1,66 @@
+"""Leases: every engine a rooftop command starts stops by itself once that
+command is gone (the engines' --lease)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from rooftop.engine.base import LEASE_FILE, write_private
+
+
+class Leases:
+    """Lease files (one per group folder) a thread rewrites every period/5
+    s: engines started with --lease (and load workers) stop once theirs is
+    removed or left unchanged for the period, so none outlives a killed
+    rooftop command (a campaign's Runner, an engine.Group)."""
+
+    def __init__(self, period: float):
+        self.period = period
+        self.paths: set[Path] = set()
+        self._n = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, gdir: Path) -> Path:
+        path = gdir / LEASE_FILE
+        with self._lock:
+            self.paths.add(path)
+            self._renew(path)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="rooftop-lease", daemon=True)
+            self._thread.start()
+        return path
+
+    def drop(self, gdir: Path) -> None:
+        with self._lock:
+            self.paths.discard(gdir / LEASE_FILE)
+        (gdir / LEASE_FILE).unlink(missing_ok=True)
+
+    def args(self, gdir: Path) -> list[str]:
+        """An engine's options to hold gdir's lease."""
+        return ["--lease", str(gdir / LEASE_FILE), "--lease-timeout", str(self.period)]
+
+    def _renew(self, path: Path) -> None:
+        self._n += 1
+        tmp = path.with_name(LEASE_FILE + ".new")
+        try:
+            write_private(tmp, f"{os.getpid()} {self._n}\n")  # group files are 0600
+            os.replace(tmp, path)  # readers see the old or the new content, never none
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk: no half-written file left behind
+            raise
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period / 5):
+            with self._lock:
+                for path in list(self.paths):
+                    try:
+                        self._renew(path)
+                    except OSError:
+                        pass  # the next renewal tries again
+
+    def close(self) -> None:
+        self._stop.set()

@@ -1,0 +1,55 @@
+"""Stopping processes: the one implementation of reap and terminate."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+
+
+def signal_proc(p: subprocess.Popen, sig: int) -> None:
+    """Sends sig to p's process group when p leads one (campaigns start
+    every engine in its own session, so a launcher's children go too),
+    else to p alone."""
+    try:
+        if os.getpgid(p.pid) == p.pid:
+            os.killpg(p.pid, sig)
+        else:
+            p.send_signal(sig)
+    except ProcessLookupError:
+        pass  # already gone (its exit status is still ours to reap)
+
+
+def reap(procs: Sequence[subprocess.Popen], timeout: float, grace: float | None = None) -> list[subprocess.Popen]:
+    """Waits for procs until timeout, then kills what is left (with its
+    process group, if it leads one); returns the processes that had to be
+    killed. grace: once one of them has failed, the others get at most this
+    long (a client stuck before the start barrier is not waited for in
+    full)."""
+    deadline = time.monotonic() + timeout
+    if grace is not None:
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            if any(p.poll() not in (None, 0) for p in procs):
+                deadline = min(deadline, time.monotonic() + grace)
+            time.sleep(0.05)
+    killed = []
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.05, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            signal_proc(p, signal.SIGKILL)
+            p.wait()
+            killed.append(p)
+    return killed
+
+
+def terminate(procs: Sequence[subprocess.Popen], grace: float = 5.0) -> list[subprocess.Popen]:
+    """SIGTERM to every live one of procs (their process groups, for
+    leaders), then reap them: SIGKILL after grace seconds. Returns the
+    processes that had to be killed."""
+    live = [p for p in procs if p.poll() is None]
+    for p in live:
+        signal_proc(p, signal.SIGTERM)
+    return reap(live, grace)

@@ -1,0 +1,142 @@
+"""A roofline against measured samples: each placement's check and the model
+error with and without the client-node ceiling (rooftop.model)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from rooftop.model.ceilings import Ceiling
+from rooftop.model.exclude import _kid, exclusions
+from rooftop.model.roofline import Roofline, _finite
+
+
+@dataclass
+class Check:
+    """One validation sample against the model."""
+
+    x: float
+    measured: float
+    predicted: float
+    predicted_lo: float
+    predicted_hi: float
+    binding: str
+    server_nodes: int = 0
+    client_nodes: int = 0
+
+    @property
+    def error_pct(self) -> float:
+        return (self.measured - self.predicted) / self.predicted * 100.0
+
+    @property
+    def efficiency(self) -> float:
+        return self.measured / self.predicted
+
+    @property
+    def above_roofline(self) -> bool:
+        return self.measured > self.predicted_hi * 1.05
+
+
+@dataclass
+class Evaluation:
+    roofline: Roofline
+    checks: list[Check] = field(default_factory=list)
+    #: The same samples against the roofline without the client-node ceiling.
+    without_node: Evaluation | None = None
+    #: Validation samples exclusion() names: (check, why); no error, shown marked.
+    excluded: list = field(default_factory=list)
+
+    def median_abs_error(self, binding: str | None = None) -> float | None:
+        errs = [abs(c.error_pct) for c in self.checks if binding is None or c.binding == binding]
+        return statistics.median(errs) if errs else None
+
+    def to_dict(self) -> dict:
+        r = self.roofline
+        return {
+            "metric": r.metric,
+            "unit": r.unit,
+            "source": r.source,
+            "client": _ceiling_dict(r.client),
+            "server": _ceiling_dict(r.server),
+            "client_node": (dict(_ceiling_dict(r.client_node), binds=r.node_binds) if r.client_node else None),
+            "client_node_rejected": r.client_node_rejected or None,
+            "ridge": {
+                "min": r.ridge.lo,
+                "median": r.ridge.centre,
+                "max": r.ridge.hi,
+                "ci95": _finite(r.ridge_interval),
+            },
+            "recommended": r.recommended(),
+            "verdict": r.verdict(),
+            "measured_once": r.measured_once,
+            "core_shared": {
+                "excluded": [{"stage": st, "key": k, "why": why} for st, k, why in r.core_shared],
+                "only": r.core_shared_only,
+            },
+            "validation": [
+                {
+                    "x": c.x,
+                    "server_nodes": c.server_nodes,
+                    "client_nodes": c.client_nodes,
+                    "measured": c.measured,
+                    "predicted": c.predicted,
+                    "predicted_range": [c.predicted_lo, c.predicted_hi],
+                    "error_pct": c.error_pct,
+                    "binding": c.binding,
+                    "efficiency": c.efficiency,
+                    "above_roofline": c.above_roofline,
+                }
+                for c in self.checks
+            ],
+            "validation_excluded": [{"x": c.x, "measured": c.measured, "why": why} for c, why in self.excluded],
+            "median_abs_error_pct": {
+                "server_bound": self.median_abs_error("server"),
+                "client_bound": self.median_abs_error("client"),
+                "all": self.median_abs_error(),
+            },
+            "median_abs_error_pct_without_client_node": (
+                {
+                    "server_bound": self.without_node.median_abs_error("server"),
+                    "client_bound": self.without_node.median_abs_error("client"),
+                    "all": self.without_node.median_abs_error(),
+                }
+                if self.without_node
+                else None
+            ),
+        }
+
+
+def _ceiling_dict(c: Ceiling) -> dict:
+    """min, median, max; ci95: the interval the verdict uses (None: one
+    sample); samples: how many (0: a published range)."""
+    return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
+
+
+def evaluate(roofline: Roofline, samples: list[dict], nodes=None) -> Evaluation:
+    """Validation samples (store rows of stage 'validate') against the model
+    (and, when it has a client-node ceiling, against the model without it).
+    Samples exclusion() names give no error: they are kept apart
+    (Evaluation.excluded, shown marked in figures). nodes: the run's nodes."""
+    ev = Evaluation(roofline)
+    if roofline.client_node is not None:
+        ev.without_node = evaluate(roofline.without_client_node(), samples, nodes)
+    mine = [s for s in samples if s.get("metric") == roofline.metric and s.get("status") == "ok"]
+    why = exclusions(mine, nodes)
+    for s in mine:
+        x = s["x"]
+        c = Check(
+            x,
+            s["per_client"],
+            roofline.rate(x),
+            roofline.rate(x, "lo"),
+            roofline.rate(x, "hi"),
+            roofline.binding(x),
+            len(s.get("server_nodes") or []),
+            len(s.get("client_nodes") or []),
+        )
+        if why[_kid(s)]:
+            ev.excluded.append((c, why[_kid(s)]))
+        else:
+            ev.checks.append(c)
+    ev.checks.sort(key=lambda c: (c.x, c.measured))
+    return ev

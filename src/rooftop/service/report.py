@@ -1,0 +1,160 @@
+"""A run's services wherever the run is shown: attached to its results
+(results.load calls attach), printed by `rooftop model`, in `model --json`,
+a section per service in the report (headline, table, figure), the sizing
+beside the verdict, and the figures of merit of `rooftop export`.
+Figures: rooftop.plots.roofline draws each service's placements."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+
+from rooftop.service import efficiency, points, sizing
+
+#: Client process counts the report sizes for (with the run's largest validated one).
+REPORT_CLIENTS = (16, 128, 1024)
+
+
+def attach(store, res) -> None:
+    """res.services and res.service_notes: the run's service points against
+    its own rooflines (the run's nodes for the exclusion rule)."""
+    pts = points.load(store, res.run.id)
+    if pts:
+        res.services, res.service_notes = efficiency.of_points(res.rooflines, pts, res.run.config.get("nodes"))
+
+
+def evaluate(store, run_id: str | None, rooflines: dict, nodes=None):
+    """(services, notes) of a run's points against any rooflines (a
+    parameters file's too); ([], []) without a run."""
+    if not run_id:
+        return [], []
+    return efficiency.of_points(rooflines, points.load(store, run_id), nodes)
+
+
+# --- rooftop model --json ----------------------------------------------------
+
+
+def model_json(services, notes) -> dict:
+    """`model --json`'s services (added in schema 1.3)."""
+    return {"services": [s.to_dict() for s in services], "service_notes": list(notes)}
+
+
+# --- figures of merit ---------------------------------------------------------
+
+
+def fom_rows(res) -> list[tuple[str, float, str, bool]]:
+    """service.NAME.efficiency.{server_bound,client_bound} (%) and
+    service.NAME.placements, per service with a roofline. NAME is the
+    service's name in lower case with every character but a-z, 0-9 and _
+    as _ (redis-get: redis_get), so every line keeps matching the figures
+    of merit's one regex (rooftop.export.fom_text)."""
+    out = []
+    for s in res.services:
+        name = fom_name(s.service)
+        for side in ("server", "client"):
+            m = s.median(side)
+            if m is not None:
+                out.append((f"service.{name}.efficiency.{side}_bound", m * 100, "%", True))
+        out.append((f"service.{name}.placements", len(s.placements), "placements", True))
+    return out
+
+
+def fom_name(service: str) -> str:
+    """'redis-get' -> 'redis_get'."""
+    return re.sub(r"[^a-z0-9_]", "_", service.lower())
+
+
+# --- the report ---------------------------------------------------------------
+
+
+def other_figures(figures: dict) -> dict:
+    """The figures but the services' own (shown in their sections)."""
+    return {k: v for k, v in figures.items() if not k.startswith("service-")}
+
+
+def report_sizings(res) -> list[sizing.Sizing]:
+    """How many servers for a few client counts, per metric (the knee)."""
+    biggest = [s["client_procs"] for s in res.samples if s.get("stage") == "validate" and s.get("client_procs")]
+    counts = sorted(set(REPORT_CLIENTS) | ({max(biggest)} if biggest else set()))
+    return [sizing.size(r, c) for _, r in sorted(res.rooflines.items()) for c in counts]
+
+
+def sizing_markdown(res) -> list[str]:
+    sz = report_sizings(res)
+    if not sz:
+        return []
+    return ["## How many servers", "", *[f"- {s.metric}: {s.text}" for s in sz], ""]
+
+
+def sizing_html(res) -> str:
+    sz = report_sizings(res)
+    if not sz:
+        return ""
+    e = html.escape
+    return (
+        "<section id='sizing'><h2>How many servers</h2><ul>"
+        + "".join(f"<li><b>{e(s.metric)}</b>: {e(s.text)}</li>" for s in sz)
+        + "</ul><p class='small'>From the roofline (rooftop size RUN --clients C [--target RATE] "
+        "[--service NAME]); each end uses the ends of the ceilings' 95 % intervals.</p></section>"
+    )
+
+
+def markdown(res, figures: dict, base) -> list[str]:
+    """A section per service: headline, table, figure, left-out points."""
+    out: list[str] = []
+    for s in res.services:
+        out += [f"## Service: {s.service} ({s.metric})", "", f"**{s.headline()}**", ""]
+        if s.placements:
+            out += ["| " + " | ".join(s.HEAD) + " |", "|" + "---:|" * (len(s.HEAD) - 1) + "---|"]
+            out += ["| " + " | ".join(row) + " |" for row in s.rows()]
+            out.append("")
+        png = _png(figures, s.service)
+        if png is not None:
+            out += [f"![{s.service}]({_rel(png, base)})", ""]
+        out += [f"- {line}" for line in s.left_out_lines()]
+    if res.service_notes:
+        out += [f"- {line}" for line in res.service_notes] + [""]
+    return out
+
+
+def html_section(res, figures: dict) -> str:
+    e = html.escape
+    parts = []
+    for s in res.services:
+        parts.append(
+            f"<section class='service' id='service-{e(s.service)}'><h2>Service: {e(s.service)} ({e(s.metric)})</h2>"
+            f"<p><b>{e(s.headline())}</b></p>"
+        )
+        if s.placements:
+            parts.append(_table(list(s.HEAD), s.rows()))
+        png = _png(figures, s.service)
+        if png is not None:
+            data = base64.b64encode(png.read_bytes()).decode()
+            parts.append(
+                f"<figure><img alt='{e(s.service)} on the roofline' src='data:image/png;base64,{data}'>"
+                f"<figcaption>{e(s.service)}'s placements (median per client process over usable samples) "
+                f"beside the engine's validation samples on the {e(s.metric)} roofline; efficiency = measured / "
+                "r(x).</figcaption></figure>"
+            )
+        parts += [f"<div class='warn'>{e(line)}</div>" for line in s.left_out_lines()]
+        parts.append("</section>")
+    parts += [f"<div class='warn'>{e(line)}</div>" for line in res.service_notes]
+    return "".join(parts)
+
+
+def _png(figures: dict, service: str):
+    return next((p for p in figures.get(f"service-{service}", []) if p.suffix == ".png"), None)
+
+
+def _rel(p, base) -> str:
+    try:
+        return str(p.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"

@@ -1,0 +1,228 @@
+"""How many servers: from a roofline (a run's or a parameters file's), the
+aggregate rate C client processes reach with S server processes,
+
+    A(S) = min(C * client, S * server)          (C * r(S / C))
+
+times, for a service, its measured efficiency at that ratio (interpolated
+between the nearest measured ratios, rooftop.service.efficiency).
+
+With a target rate T: the smallest S with A(S) >= T. Without one: the knee,
+the smallest S from which the clients bind (S * server >= C * client), and
+A(S) for a few S around it.
+
+The ceilings' intervals are carried through: each end of the answer uses
+the ends of the ceilings' intervals (Ceiling.interval: the 95 % interval of
+the mean of a run's samples; a published range is its own interval), so an
+answer reads "12 to 14 servers; 13 at the median". When the intervals
+make the answer indistinguishable -- the target is reachable at one end
+and not at the other, or the model itself cannot tell the ceilings apart
+(Roofline.verdict) -- the answer says so instead of recommending.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rooftop import model
+from rooftop.config.units import fmt_range, fmt_rate
+from rooftop.service.efficiency import ServiceEfficiency, nearest_efficiency, pct
+
+#: Each end of an answer: fewest servers (the ceilings' upper ends), the
+#: median, most servers (lower ends).
+ENDS = ("hi", "centre", "lo")
+#: A search for S with a service's efficiency stops here.
+MAX_SERVERS = 1_000_000
+
+
+def _ends(c: model.Ceiling) -> dict[str, float]:
+    lo, hi = c.interval if c.interval is not None else (c.lo, c.hi)
+    return {"lo": lo, "centre": c.centre, "hi": hi}
+
+
+@dataclass
+class Sizing:
+    """One answer (kind: servers | knee | unreachable | indistinguishable |
+    cannot_tell) and its table of S."""
+
+    metric: str
+    unit: str
+    source: str
+    clients: int
+    target: float | None
+    kind: str
+    text: str
+    #: Servers at each end: fewest (ceilings' upper ends), median, most (None: not reachable).
+    servers: dict[str, int | None] = field(default_factory=dict)
+    rows: list[dict] = field(default_factory=list)
+    service: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "source": self.source,
+            "clients": self.clients,
+            "target": self.target,
+            "service": self.service,
+            "kind": self.kind,
+            "text": self.text,
+            "servers": {
+                "fewest": self.servers.get("hi"),
+                "median": self.servers.get("centre"),
+                "most": self.servers.get("lo"),
+            },
+            "rows": self.rows,
+            "notes": self.notes,
+        }
+
+
+class Sizer:
+    """A(S) for C clients on a roofline, optionally scaled by a service's efficiency."""
+
+    def __init__(self, r: model.Roofline, clients: int, service: ServiceEfficiency | None = None):
+        if clients < 1:
+            raise model.ModelError(f"--clients: {clients} is less than 1")
+        self.r, self.c, self.service = r, clients, service
+        self.client, self.server = _ends(r.client_bound), _ends(r.server)
+
+    def eff(self, s: int) -> float:
+        if self.service is None:
+            return 1.0
+        e = nearest_efficiency(self.service, s / self.c)
+        return 1.0 if e is None else e
+
+    def aggregate(self, s: int, end: str = "centre") -> float:
+        return min(self.c * self.client[end], s * self.server[end]) * self.eff(s)
+
+    def binding(self, s: int, end: str = "centre") -> str:
+        return "server" if s * self.server[end] < self.c * self.client[end] else "client"
+
+    def servers_for(self, target: float, end: str) -> int | None:
+        """The smallest S reaching target at one end of the intervals (None: none does)."""
+        srv, cli = self.server[end], self.client[end]
+        if srv <= 0:
+            return None
+        if self.service is None:
+            if target > self.c * cli * (1 + 1e-12):
+                return None
+            return max(1, math.ceil(target / srv - 1e-9))
+        # With efficiency the rate need not grow with S: search up to the
+        # last measured ratio or the ridge (beyond both nothing changes).
+        last = max([p.x for p in self.service.placements] + [cli / srv, target / srv / self.c])
+        for s in range(1, min(MAX_SERVERS, math.ceil(last * self.c) + 2) + 1):
+            if self.aggregate(s, end) >= target * (1 - 1e-12):
+                return s
+        return None
+
+    def knee(self, end: str) -> int | None:
+        """The smallest S from which the clients bind at one end: S * server >= C * client."""
+        lo_end = {"hi": "lo", "centre": "centre", "lo": "hi"}[end]  # fewest servers: fast servers, slow clients
+        srv, cli = self.server[end], self.client[lo_end]
+        if srv <= 0:
+            return None
+        return max(1, math.ceil(self.c * cli / srv - 1e-9))
+
+    def row(self, s: int) -> dict:
+        lo, mid, hi = (self.aggregate(s, e) for e in ("lo", "centre", "hi"))
+        d = {
+            "servers": s,
+            "x": s / self.c,
+            "aggregate": mid,
+            "aggregate_range": [lo, hi],
+            "per_client": mid / self.c,
+            "binding": self.binding(s),
+        }
+        if self.service is not None:
+            d["efficiency"] = self.eff(s)
+        return d
+
+
+def size(
+    r: model.Roofline, clients: int, target: float | None = None, service: ServiceEfficiency | None = None
+) -> Sizing:
+    """The answer for C clients (module docstring)."""
+    z = Sizer(r, clients, service)
+    f = lambda v: fmt_rate(v, r.unit)  # noqa: E731
+    out = Sizing(r.metric, r.unit, r.source, clients, target, "", "", service=service.service if service else None)
+    if service is not None:
+        out.notes.append(
+            f"{service.service}'s measured efficiency scales each rate (at the nearest measured ratios: "
+            + ", ".join(f"x = {p.x:.3g}: {pct(p.efficiency)}" for p in service.placements[:6])
+            + ")"
+        )
+    v = r.verdict()
+    model_doubt = v["kind"] == "cannot_tell" or r.one_measurement
+    who = f"{clients} {service.service} client processes" if service else f"{clients} client processes"
+    if target is not None:
+        if not target > 0:
+            raise model.ModelError(f"--target: {target} is not a positive rate")
+        ends = {e: z.servers_for(target, e) for e in ENDS}
+        out.servers = ends
+        few, mid, many = ends["hi"], ends["centre"], ends["lo"]
+        top = [z.aggregate(max(1, math.ceil(clients * 1e3)), e) for e in ("lo", "hi")]
+        shown = sorted({s for s in (few and few - 1, few, mid, many) if s})
+        out.rows = [z.row(s) for s in shown]
+        reach = f"{who} reach {f(target)}"
+        if few is None:
+            out.kind = "unreachable"
+            out.text = (
+                f"{who} cannot reach {f(target)}: at most {fmt_range(top[0], top[1], r.unit)} "
+                "however many servers (the clients bind)"
+            )
+        elif many is None:
+            out.kind = "indistinguishable"
+            out.text = (
+                f"not distinguishable: whether {reach} is within the ceilings' intervals (at most "
+                f"{fmt_range(top[0], top[1], r.unit)}); it takes at least {few} server process(es)"
+            )
+        else:
+            out.kind = "servers"
+            out.text = f"{reach} with {_span(few, many, mid)} server processes" + (
+                "" if few == many else f"; {mid} at the median"
+            )
+    else:
+        ends = {e: z.knee(e) for e in ENDS}
+        out.servers = ends
+        few, mid, many = ends["hi"], ends["centre"], ends["lo"]
+        out.kind = "knee"
+        if few is None or many is None or mid is None:
+            out.kind = "cannot_tell"
+            out.text = "cannot tell: a server ceiling's interval reaches 0"
+        else:
+            shown = sorted({max(1, mid // 4), max(1, mid // 2), few, mid, many, many * 2})
+            out.rows = [z.row(s) for s in shown]
+            agg = z.row(many)
+            out.text = (
+                f"{who} bind (the knee) from {_span(few, many, mid)} server processes"
+                + ("" if few == many else f"; {mid} at the median")
+                + f"; there they reach {fmt_range(*agg['aggregate_range'], r.unit)}"
+                " and more servers add nothing"
+            )
+            if v["kind"] == "indistinguishable" and few != many:
+                out.kind = "indistinguishable"
+                out.text = f"not distinguishable: {out.text} ({v['text']})"
+    if model_doubt and out.kind in ("servers", "knee"):
+        out.kind = "indistinguishable" if r.one_measurement else "cannot_tell"
+        out.text = f"{'not distinguishable' if r.one_measurement else 'cannot tell'}: {out.text} ({v['text']})"
+    return out
+
+
+def _span(a: int, b: int, mid: int) -> str:
+    return str(a) if a == b else f"{a} to {b}"
+
+
+def lines(s: Sizing) -> list[str]:
+    """The answer and its table as text lines."""
+    f = lambda v: fmt_rate(v, s.unit)  # noqa: E731
+    out = [f"{s.metric} ({s.source}): {s.text}"]
+    for row in s.rows:
+        lo, hi = row["aggregate_range"]
+        eff = f", {pct(row['efficiency'])} of the roofline" if "efficiency" in row else ""
+        out.append(
+            f"  {row['servers']:>6} servers: {fmt_range(lo, hi, s.unit)} (median {f(row['aggregate'])}), "
+            f"{row['binding']}s bind{eff}"
+        )
+    out += [f"  note: {n}" for n in s.notes]
+    return out

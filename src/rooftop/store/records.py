@@ -1,0 +1,101 @@
+"""What the store's rows hold and small helpers on them: a run (Run), a config
+flattened to dotted keys, a sample's ranks and stages, a run owner's identity."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def flatten(value, key: str = "") -> list[tuple[str, object]]:
+    """(dotted key, value) of every leaf of a config: objects by key, lists
+    of objects by index, other lists as their JSON text."""
+    if isinstance(value, dict) and value:
+        return [kv for k, v in value.items() for kv in flatten(v, f"{key}.{k}" if key else str(k))]
+    if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+        return [kv for i, x in enumerate(value) for kv in flatten(x, f"{key}.{i}")]
+    if isinstance(value, (dict, list, tuple)):
+        return [(key, json.dumps(value))]
+    return [(key, value)]
+
+
+def row_ranks(docs: Path, row: dict) -> list[int] | None:
+    """The client ranks a sample row stands for within its round's folder
+    (round.json: one window's row keys; several are pairs, rank j is row j);
+    None: all of them; [] when unknown."""
+    try:
+        windows = json.loads((docs / "round.json").read_text())["keys"]
+    except (OSError, ValueError, KeyError, TypeError):
+        # A round written before its manifest: all clients when their number matches.
+        return None if len(list(docs.glob("client-*.json"))) == row["client_procs"] else []
+    for keys in windows:
+        if row["key"] in keys:
+            return None if len(keys) == 1 else [keys.index(row["key"])]
+    return []
+
+
+def process_start(pid: int) -> str:
+    """Identifies a process beyond its pid: boot id + start time (clock
+    ticks since boot); '' if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+    return f"{boot}:{stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def owner_gone(pid: int, host: str, start: str) -> bool:
+    """True when the recorded owner is known to be dead: on this host, no
+    process with that pid and start time. Another host's: not known (False)."""
+    if not pid or host != socket.gethostname():
+        return False
+    return process_start(pid) != start
+
+
+def owner_elsewhere(pid: int, host: str, start: str) -> bool:
+    """The recorded owner ran on another host (its process cannot be checked here)."""
+    return bool(pid) and bool(host) and host != socket.gethostname()
+
+
+def key_stages(key: str) -> list[str]:
+    """The stages a sample key stands for: its first part, split on '+'."""
+    return key.split("/", 1)[0].split("+")
+
+
+def stands_for(row: dict) -> list[str]:
+    """The collect stages (ceilings) a stored sample stands for."""
+    text = row.get("ceilings") or ""
+    return json.loads(text) if text else [row["stage"]]
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+@dataclass
+class Run:
+    id: str
+    created: str
+    updated: str
+    status: str
+    config: dict
+    environment: dict
+    wall_s: float
+    measured_s: float
+    note: str
+    owner: tuple = (0, "", "")  # pid, host, process start of the campaign running it
+
+    @property
+    def overhead(self) -> float | None:
+        """Share of the run's time spent outside measurement windows."""
+        if self.wall_s <= 0:
+            return None
+        return max(0.0, 1.0 - self.measured_s / self.wall_s)

@@ -1,0 +1,112 @@
+"""The runs table: one campaign each, its config, status, owner and time."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import time
+
+from rooftop.store.connection import guarded
+from rooftop.store.records import Run, StoreError, now_iso, owner_elsewhere, owner_gone, process_start
+from rooftop.store.samples import SampleTables
+
+
+class RunTables(SampleTables):
+    """The runs table (a run's parameters go with its samples: put_params)."""
+
+    # runs
+    @guarded
+    def new_run(self, config: dict, environment: dict) -> str:
+        run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+        t = now_iso()
+        pid = os.getpid()  # its owner: a run whose owner died reads as interrupted
+        self.db.execute(
+            "INSERT INTO runs (id, created, updated, status, config, environment, "
+            "owner_pid, owner_host, owner_start) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            (run_id, t, t, json.dumps(config), json.dumps(environment), pid, socket.gethostname(), process_start(pid)),
+        )
+        self.put_params(run_id, config)
+        self.db.commit()
+        self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
+        (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
+        return run_id
+
+    @guarded
+    def get_run(self, run_id: str) -> Run:
+        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            known = [r["id"] for r in self.db.execute("SELECT id FROM runs ORDER BY created DESC LIMIT 5")]
+            hint = f"; recent runs: {', '.join(known)}" if known else "; there are no runs yet"
+            raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
+        run = Run(
+            row["id"],
+            row["created"],
+            row["updated"],
+            row["status"],
+            json.loads(row["config"]),
+            json.loads(row["environment"]),
+            row["wall_s"],
+            row["measured_s"],
+            row["note"],
+            (row["owner_pid"], row["owner_host"], row["owner_start"]),
+        )
+        if run.status == "running" and owner_gone(*run.owner):
+            # Its campaign died without a word (SIGKILL, a crash, a lost node).
+            again = "validate --run" if "validate" in row["note"] else "collect --resume"
+            run.status = "interrupted"
+            run.note = (
+                f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; finish it with "
+                f"'rooftop {again} {run.id}'"
+            )
+        elif run.status == "running" and owner_elsewhere(*run.owner):
+            from rooftop.locks import held_by_anyone
+
+            if not held_by_anyone(self.dir / ".lock"):
+                # A campaign running it would hold the results folder's lock:
+                # its owner on another host was most likely killed, but this
+                # host cannot look at that host's processes.
+                again = "validate --run" if "validate" in row["note"] else "collect --resume"
+                run.status = "unknown"
+                run.note = (
+                    f"its campaign (pid {run.owner[0]} on host {run.owner[1]}) holds no lock on "
+                    f"{self.dir / '.lock'}: probably killed (check on {run.owner[1]}); if it is "
+                    f"gone, finish it with 'rooftop {again} {run.id}'"
+                )
+        return run
+
+    @guarded
+    def runs(self) -> list[Run]:
+        ids = [r["id"] for r in self.db.execute("SELECT id FROM runs ORDER BY created, id")]
+        return [self.get_run(i) for i in ids]
+
+    @guarded
+    def claim(self, run_id: str, note: str = "") -> None:
+        """This process runs the run now: status running, owner recorded."""
+        pid = os.getpid()
+        self.db.execute(
+            "UPDATE runs SET status = 'running', note = ?, updated = ?, owner_pid = ?, "
+            "owner_host = ?, owner_start = ? WHERE id = ?",
+            (note, now_iso(), pid, socket.gethostname(), process_start(pid), run_id),
+        )
+        self.db.commit()
+
+    @guarded
+    def set_status(self, run_id: str, status: str, note: str = "") -> None:
+        self.db.execute(
+            "UPDATE runs SET status = ?, note = ?, updated = ? WHERE id = ?", (status, note, now_iso(), run_id)
+        )
+        self.db.commit()
+
+    @guarded
+    def update_config(self, run_id: str, config: dict) -> None:
+        self.db.execute("UPDATE runs SET config = ?, updated = ? WHERE id = ?", (json.dumps(config), now_iso(), run_id))
+        self.put_params(run_id, config)
+        self.db.commit()
+        (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
+
+    @guarded
+    def add_time(self, run_id: str, wall_s: float) -> None:
+        self.db.execute("UPDATE runs SET wall_s = wall_s + ?, updated = ? WHERE id = ?", (wall_s, now_iso(), run_id))
+        self.db.commit()
