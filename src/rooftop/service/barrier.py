@@ -97,10 +97,11 @@ def _send(sig: int) -> None:
 def _on_signal(signum, frame) -> None:
     """SIGTERM or SIGINT to the wrapper: SIGTERM to the service, SIGKILL
     GRACE seconds later if it is still there; the wrapper ends with it."""
+    if _CHILD is None:  # still at the barrier: nothing to stop
+        os._exit(1)
     if _STOPPING.is_set():
         return
     _STOPPING.set()
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _send(signal.SIGTERM)
     t = threading.Timer(GRACE, _send, (signal.SIGKILL,))
     t.daemon = True
@@ -111,8 +112,7 @@ def _end_group() -> None:
     """The lease ended (a thread): SIGTERM, then SIGKILL after GRACE
     seconds, to the service; then the wrapper exits."""
     _STOPPING.set()
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _send(signal.SIGTERM)
+    _send(signal.SIGTERM)  # the wrapper's own handler (_on_signal) ignores it
     deadline = time.monotonic() + GRACE
     while time.monotonic() < deadline and (_CHILD is None or _CHILD.returncode is None):
         time.sleep(0.05)
@@ -124,7 +124,6 @@ def _finish(rc: int) -> int:
     """The service process ended: after a stop, whatever it left in the
     wrapper's process group goes too."""
     if _STOPPING.is_set() and os.getpgid(0) == os.getpid():
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         os.killpg(os.getpid(), signal.SIGTERM)
     return rc
 
@@ -201,7 +200,6 @@ def serve(a: argparse.Namespace, cores: str) -> int:
     values = {"rank": a.rank, "port": a.base_port + a.rank, "cores": cores, "dir": str(d), "address": a.address}
     argv = shlex.split(fill(a.command, values))
     print(f"rooftop.service.barrier: server rank {a.rank}: {shlex.join(argv)}", file=sys.stderr, flush=True)
-    _forward_term()
     child = _spawn(argv, json.loads(a.env))
     return _finish(child.wait())
 
@@ -232,7 +230,6 @@ def client(a: argparse.Namespace, cores: str) -> int:
         except OSError as e:
             print(f"rooftop.service.barrier: cannot start {argv[0]}: {e.strerror}", file=sys.stderr, flush=True)
             return EXIT_CANNOT_START
-    _forward_term()
     with open(out, "wb") as f:
         child = _spawn(argv, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if a.stop_after is not None:
@@ -284,6 +281,7 @@ def _lines(stream, copy):
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(sys.argv[1:] if argv is None else argv)
+    _forward_term()
     cores = ""
     if a.cpus:
         os.sched_setaffinity(0, _cpus(a.cpus))

@@ -291,26 +291,32 @@ class ServiceRun:
                 return "failed", None, f"client rank {r} on node {rank_node[r]} exited with code {p.returncode}; last lines: {tail(sdir / f'client-{r}.out')}", 0.0, detail  # fmt: skip
         w = Window(starts, end)
         detail.update(skew_s=w.skew_s, overlap=w.overlap, shared_s=w.shared_s)
-        if w.overlap < need:
-            why = (
-                f"clients ran together for {w.overlap:.0%} of their time (start skew {w.skew_s:.3f} s); "
-                f"engine.min_overlap asks {need:.0%}"
-            )
-            return "invalid", None, why, w.shared_s, detail
+        progress = bool(self.spec.rate.progress)
+        if progress and w.overlap < need:  # progress rates are read over the shared time
+            return "invalid", None, _apart(w, need), w.shared_s, detail
         rates = {}
         for r in sorted(rank_node):
             out = sdir / f"client-{r}.out"
             try:
                 raw = (
                     progress_rate(self.spec, sdir / f"progress-{r}.jsonl", out, w.lo, w.hi)
-                    if self.spec.rate.progress
+                    if progress
                     else final_rate(self.spec, out)
                 )
             except RateError as e:
                 return "failed", None, f"client rank {r} on node {rank_node[r]}: {e}", w.shared_s, detail
             rates[r] = self.spec.to_metric(raw)
+        if w.overlap < need:
+            return "invalid", None, _apart(w, need), w.shared_s, detail
         detail["per_client_rates"] = [rates[r] for r in sorted(rates)]
         return "ok", sum(rates.values()), "", w.shared_s, detail
+
+
+def _apart(w: Window, need: float) -> str:
+    return (
+        f"clients ran together for {w.overlap:.0%} of their time (start skew {w.skew_s:.3f} s); "
+        f"engine.min_overlap asks {need:.0%}"
+    )
 
 
 def _by_servers(placements: list[Placement]) -> dict[tuple, list[Placement]]:
