@@ -36,6 +36,9 @@ if [ "$want_test" = 1 ]; then pkgs+=(slurm-wlm munge); fi
 # e2fsprogs makes its loop-mounted ext4 image, strace counts both sides' syscalls;
 # perf: benchmarks/progress_syscalls.py).
 if [ "$want_bench" = 1 ]; then pkgs+=(iperf3 ucx-utils fio e2fsprogs strace linux-perf); fi
+# redis and memcached with their clients: rooftop service's presets are tested
+# with the real programs (tests/service; the packages' own daemons are not used).
+if [ "$want_test" = 1 ]; then pkgs+=(redis-server redis-tools memcached libmemcached-tools); fi
 # strace: the progress test counts a spinning server's polling calls;
 # e2fsprogs: the storage tests make loop-mounted ext4 images.
 if [ "$want_test" = 1 ]; then pkgs+=(strace e2fsprogs); fi

@@ -10,7 +10,7 @@ import signal
 import sys
 
 from rooftop import __version__
-from rooftop.cli import audit, bursts, campaign, interfere, learn, model, report, size, tools
+from rooftop.cli import audit, bursts, campaign, interfere, learn, model, report, service, size, tools
 from rooftop.cli.common import interrupted_rc, stop_on_signal
 
 DESCRIPTION = """\
@@ -47,6 +47,8 @@ commands:
             learned model, measure, retrain (prints the run id)
   interfere  the stages alone, then beside background loads (cpu, mem, net,
             io, numio, cmd): impact factors both ways, ensembles
+  service   a real data service (a spec or a preset: redis, memcached) measured
+            over a run's validation grid, its points stored in the run
   cluster   an emulated cluster on this machine (root): up, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
@@ -77,6 +79,7 @@ examples:
   rooftop tune --metric bw --run $RUN --budget 12   # settings for this machine
   rooftop bursts --progress busy,spindown:10,block --neighbour stencil
   rooftop interfere --loads cpu,net --load-nodes 0,1 --ensemble 1,2,4
+  rooftop service --preset redis --run $RUN          # redis GET on the same grid
 """
 
 
@@ -105,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         audit.add_audit,
         bursts.add_parser,
         interfere.add_parser,
+        service.add_parser,
     ):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser

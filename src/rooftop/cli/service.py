@@ -1,0 +1,149 @@
+"""rooftop service: a real data service measured over a run's validation
+grid, its points stored in the run beside the engine's samples."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import sys
+
+from rooftop import metrics, session
+from rooftop.cli import service_import
+from rooftop.cli.common import campaign_flags, interrupted_rc
+
+DESCRIPTION = """\
+Measures a real data service (its own servers and clients, as a service spec
+declares them, or a preset) over the same grid of server and client nodes as
+'rooftop validate' on RUN: the run's launcher, nodes, processes per node and
+binding; servers started once per server placement, one port each (base port
++ rank); clients spread over the servers round-robin and released together
+from a barrier; collect.samples samples of collect.duration seconds per
+placement. A sample whose clients shared less than engine.min_overlap of
+their time is measured again (engine.retries), then stored invalid. Points
+are stored in the run as soon as measured; every command line and output is
+kept under RUN/service/NAME/. The spec's fields: docs/services.md.
+
+With --import FILE.csv nothing is measured: points measured elsewhere are
+stored in RUN instead (columns: docs/services.md)."""
+
+
+def _spec(args):
+    from rooftop.config.keys import ConfigError
+    from rooftop.service import presets
+    from rooftop.service.spec import load
+
+    if bool(args.spec) == bool(args.preset):
+        raise ConfigError("give a service spec file or --preset NAME (one of them)")
+    if args.preset:
+        return presets.spec(args.preset), presets.get(args.preset).programs
+    spec = load(args.spec)
+    progs = tuple(
+        shlex.split(t)[0] for t in (spec.server.command, spec.client.command) if not shlex.split(t)[0].startswith("{")
+    )
+    return spec, progs
+
+
+def _cmd_service(args) -> int:
+    if args.import_file:
+        from rooftop.config.keys import ConfigError
+
+        if args.spec or args.preset or args.resume or args.dry_run:
+            raise ConfigError("--import stores points measured elsewhere: no spec, --preset, --resume or --dry-run")
+        return service_import.cmd_import(args)
+    from rooftop import emulation, ui
+    from rooftop.config.keys import ConfigError
+    from rooftop.launchers import make_launcher, on_this_machine
+    from rooftop.service import points
+    from rooftop.service.run import ServiceRun, grid
+    from rooftop.store.db import Store
+
+    spec, programs = _spec(args)
+    store = Store(args.results, create=False)
+    run = store.get_run(args.run)
+    cfg = json.loads(json.dumps(run.config))
+    placements = grid(cfg)
+    launcher = make_launcher(cfg["launcher"])
+    runner = ServiceRun(cfg, store, run.id, spec, launcher)
+    if args.dry_run:
+        print("\n".join(runner.dry_run(placements)))
+        return 0
+    if on_this_machine(cfg["launcher"]["type"]):
+        missing = [p for p in programs if shutil.which(p) is None]
+        if missing:
+            raise ConfigError(
+                f"{spec.source}: {', '.join(missing)} not found on PATH "
+                "(Debian: apt-get install redis-server redis-tools memcached libmemcached-tools)"
+            )
+    emulation.preflight(cfg)
+    done = points.done_keys(store, run.id, spec.name)
+    if done and not args.resume:
+        raise ConfigError(
+            f"run {run.id} already has {len(done)} points of service {spec.name}: "
+            f"--resume measures the others (or use another spec name)"
+        )
+    total = sum(1 for pl in placements for i in range(runner.samples) if pl.key(i) not in done)
+    counts = {"ok": 0, "failed": 0, "invalid": 0}
+
+    def on_point(p) -> None:
+        counts[p.status] = counts.get(p.status, 0) + 1
+        rate = "" if p.aggregate is None else f" {p.aggregate:,.1f} {p.unit} ({p.per_client:,.1f} per client)"
+        line = f"{spec.name} {p.key} S={p.server_procs} C={p.client_procs}: {p.status}{rate}"
+        if not args.json:
+            ui.console.print(line + (f" [dim]{p.error}[/]" if p.error else ""), highlight=False)
+
+    rc = 0
+    with session.campaign_locks(args, store, cfg) as locks:
+        locks.name_run(run.id)
+        before = store.get_run(run.id)
+        session.claim(store, run.id, "service")
+        try:
+            points.save_spec(store, run.id, spec.name, spec.metric, spec.resolved())
+            if not args.json:
+                ui.console.print(f"service {spec.name}: {total} point(s) to measure on run {run.id}")
+            runner.run(placements, done, on_point)
+            rc = 1 if counts["failed"] else 0
+        except KeyboardInterrupt:
+            print(
+                f"\nrooftop service: interrupted; the points measured are stored: continue with "
+                f"'rooftop service {args.spec or '--preset ' + args.preset} --run {run.id} --resume"
+                f"{'' if args.results == './rooftop-results' else ' --results ' + args.results}'",
+                file=sys.stderr,
+            )
+            rc = interrupted_rc()
+        finally:
+            runner.procs.stop_all(3.0)
+            store.set_status(run.id, before.status, before.note)
+    if args.json:
+        print(json.dumps({"run": run.id, "service": spec.name, **counts}, indent=1))
+    elif rc != interrupted_rc():
+        ui.console.print(
+            f"service {spec.name}: {counts['ok']} ok, {counts['failed']} failed, {counts['invalid']} invalid"
+        )
+    return rc
+
+
+def add_parser(sub) -> None:
+    from rooftop.service import presets
+
+    p = sub.add_parser(
+        "service",
+        help="measure a real data service (a spec, or a preset) over a run's validation grid",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("spec", nargs="?", help="the service spec (TOML; docs/services.md)")
+    p.add_argument("--preset", choices=presets.names(), help="a service that ships with rooftop instead of a spec")
+    p.add_argument("--run", required=True, help="the run whose launcher, nodes and grid are used")
+    p.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    p.add_argument("--resume", action="store_true", help="measure only the points not stored yet")
+    p.add_argument("--dry-run", action="store_true", help="print the exact commands; run nothing")
+    campaign_flags(p)
+    service_import.add_import_options(p)
+    p.add_argument(
+        "--metric",
+        choices=metrics.METRICS,
+        help="with --import: the rooftop metric the points are compared with (default: rpc)",
+    )
+    p.set_defaults(func=_cmd_service)
