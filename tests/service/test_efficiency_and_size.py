@@ -8,7 +8,6 @@ exports of a synthetic run."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -95,18 +94,26 @@ def test_a_bad_file_names_line_and_column_and_stores_nothing(run, text, where):
     assert points.load(st, run_id, "bad") == []
 
 
-def test_the_import_command_exits_2_on_a_bad_unit(run):
-    from rooftop.cli.service_import import cmd_import
+def test_rooftop_service_import_stores_a_good_file_and_exits_2_on_a_bad_unit(tmp_path):
+    import subprocess
+    import sys
 
-    st, run_id, _, tmp = run
-    f = tmp / "bad-unit.csv"
-    f.write_text("server_procs,client_procs,per_client,unit\n1,2,5,parsecs\n")
-    args = argparse.Namespace(
-        run=run_id, results=str(st.dir), import_file=str(f), name="x", metric="rpc", json=False, command="service"
-    )
-    # What main() turns into 'config error: ...' and exit 2.
-    with pytest.raises(ConfigError, match="line 2, column unit"):
-        cmd_import(args)
+    tmp = tmp_path
+    st, run_id = synthetic.uniform_run(tmp)  # a run of its own: the shared one keeps only redis-get
+    good = tmp / "kv-get.csv"
+    good.write_text("server_procs,client_procs,per_client,unit\n1,2,5,K ops/s\n1,2,6,K ops/s\n")
+    base = [sys.executable, "-m", "rooftop", "service", "--run", run_id, "--results", str(st.dir), "--import"]
+    p = subprocess.run([*base, str(good), "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["imported"] == 2
+    assert [pt.per_client for pt in points.load(st, run_id, "kv-get")] == [5000.0, 6000.0]
+    bad = tmp / "bad-unit.csv"
+    bad.write_text("server_procs,client_procs,per_client,unit\n1,2,5,parsecs\n")
+    p = subprocess.run([*base, str(bad)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "line 2, column unit" in p.stderr, p.stderr
+    assert points.load(st, run_id, "bad-unit") == []
+    p = subprocess.run([*base, str(good), "--preset", "redis"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "--import stores points measured elsewhere" in p.stderr, p.stderr
 
 
 # --- efficiency ---------------------------------------------------------------

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop import config, session
+from rooftop import session
+from rooftop.config.resolve import build as build_config
 from rooftop.service import points
 from rooftop.store.db import Store
 
@@ -39,7 +40,7 @@ def make_run(res: Path, **over) -> str:
         "engine.lease": 2.0,
         **over,
     }
-    cfg = config.build(None, ov)
+    cfg = build_config(None, ov)
     st = Store(str(res))
     rid = st.new_run(cfg, session.environment(cfg))
     st.set_status(rid, "complete", "")

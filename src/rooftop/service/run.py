@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooftop import config
 from rooftop.campaign.plan import plan_validate
 from rooftop.campaign.processes import Processes
+from rooftop.config.resolve import resolve_grid
 from rooftop.engine.base import LEASE_FILE
 from rooftop.engine.leases import Leases
 from rooftop.engine.processes import terminate
@@ -79,7 +79,7 @@ def grid(cfg: dict) -> list[Placement]:
     c = copy.deepcopy(cfg)
     c["metrics"] = c["metrics"][:1]
     c["validate"]["samples"] = 1
-    config.resolve_grid(c)
+    resolve_grid(c)
     out = []
     for pl in plan_validate(c):
         for sp in pl.samples:
