@@ -80,8 +80,10 @@ def test_an_entry_reaches_results_report_and_figures_only_when_handed_in(runs, t
     extra = Section(
         name="extra",
         read=lambda store, res: {"n": len(res.metrics)},
-        markdown=lambda res, data: ["## Extra part", "", f"{data['n']} metric(s)", ""],
-        html=lambda res, data: f"<section id='extra-part'><h2>Extra part</h2><p>{data['n']} metric(s)</p></section>",
+        markdown=lambda res, data, figures, base: ["## Extra part", "", f"{data['n']} metric(s)", ""],
+        html=lambda res, data, figures: (
+            f"<section id='extra-part'><h2>Extra part</h2><p>{data['n']} metric(s)</p></section>"
+        ),
         figures=figures,
         captions={"extra": "what the extra section draws"},
     )
@@ -104,7 +106,7 @@ def test_an_entry_reaches_results_report_and_figures_only_when_handed_in(runs, t
 def test_report_shows_the_studies_sections_of_the_table(runs):
     from rooftop.kinds.sections import SECTIONS
 
-    assert [s.name for s in SECTIONS] == ["interference", "learned"]
+    assert [s.name for s in SECTIONS] == ["sizing", "services", "interference", "learned"]
     st, base = runs
     p = subprocess.run(
         [sys.executable, "-m", "rooftop", "report", base, "--results", str(st.dir)],
@@ -114,7 +116,13 @@ def test_report_shows_the_studies_sections_of_the_table(runs):
     )
     assert p.returncode == 0, p.stderr
     text = (st.run_dir(base) / "report" / "report.md").read_text()
-    assert text.index("## Under load") < text.index("## Learned model: rpc") < text.index("## Run")
+    assert text.index("## How many servers") < text.index("## What to do")
+    assert (
+        text.index("## Nodes")
+        < text.index("## Under load")
+        < text.index("## Learned model: rpc")
+        < text.index("## Run")
+    )
     assert "shared resource: cores" in text and "![interference](figures/interference.png)" in text
     page = (st.run_dir(base) / "report" / "report.html").read_text()
     assert "<section id='interference'>" in page and "Learned model: rpc" in page
