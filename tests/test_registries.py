@@ -118,7 +118,7 @@ def test_every_display_scale_is_a_named_scale(u):
     assert u.text[-1].at == 0 and u.axis[-1].at == 0  # every value has a display
 
 
-CALLERS = ("campaign", "ui.py", "results.py", "model", "report.py", "plots")
+CALLERS = ("campaign", "ui.py", "results", "model", "report", "plots")
 
 
 def test_callers_of_the_metric_table_never_name_a_metric():
