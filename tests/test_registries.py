@@ -118,7 +118,7 @@ def test_every_display_scale_is_a_named_scale(u):
     assert u.text[-1].at == 0 and u.axis[-1].at == 0  # every value has a display
 
 
-CALLERS = ("campaign", "ui.py", "results.py", "model", "report.py", "plots")
+CALLERS = ("campaign", "ui.py", "results", "model", "report", "plots")
 
 
 def test_callers_of_the_metric_table_never_name_a_metric():
@@ -208,8 +208,13 @@ def _synthetic_run(tmp_path):
 
 
 def test_a_run_with_every_stage_and_metric_renders_everywhere(tmp_path, capsys):
+    from rooftop.kinds.sections import SECTIONS
+
     st, run_id = _synthetic_run(tmp_path)
-    res = results.load(st, run_id)
+    res = results.load(st, run_id, SECTIONS)  # every report section, none with data for this run
+    assert len({s.name for s in SECTIONS}) == len(SECTIONS) and all(
+        data is None or data == [] for _, data in res.sections
+    )
     assert sorted(res.rooflines) == sorted(metrics.METRICS)
     assert {(lat.stage, lat.metric) for lat in res.latency} == {
         (s.name, m) for s in stages.STAGES.values() if s.latency for m in metrics.METRICS

@@ -184,7 +184,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
         "params": params,
         "metrics": docs,
         "invalid": invalid,
-        "interference": interference_report.interference_json(res.interference if res else None),
+        "interference": interference_report.interference_json(res.part("interference") if res else None),
     }
 
 
@@ -193,7 +193,7 @@ def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, b
     ridge and validation error (where the run has them), then the run's own."""
     from rooftop import results
 
-    res = results.load(store, run_id)
+    res = results.load(store, run_id, [interference_report.SECTION, service_report.SECTION])  # their figures of merit
     run = store.get_run(run_id)
     out: list[tuple[str, float, str, bool]] = []
     for metric in sorted(res.rooflines):
@@ -208,7 +208,7 @@ def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, b
         err = d["median_abs_error_pct"]["all"]
         if err is not None:
             out.append((f"{metric}.validation.median_abs_error", err, "%", False))
-    out += interference_report.fom_rows(res.interference)
+    out += interference_report.fom_rows(res.part("interference"))
     out += service_report.fom_rows(res)
     bad = sum(1 for s in res.samples if s["status"] != "ok")
     out.append(("run.samples_not_ok", bad, "samples", False))

@@ -92,10 +92,11 @@ def test_cpu_load_on_the_servers_core_lowers_rpc_and_the_report_says_cpu(tmp_pat
     assert f"the same stages alone: run {base}" in (tmp_path / cond["run"] / "report" / "report.md").read_text()
     # The roofline under load: a second, lower band on the isolated run's figure.
     from rooftop import results
+    from rooftop.kinds.sections import SECTIONS
     from rooftop.plots import roofline
     from rooftop.store.db import Store
 
-    res = results.load(Store(tmp_path, create=False), base)
+    res = results.load(Store(tmp_path, create=False), base, SECTIONS)
     ((name, loaded),) = res.loaded["rpc"]
     assert name == "beside cpu" and loaded.client_bound.centre < res.rooflines["rpc"].client_bound.centre
     fig = roofline.figure(res.evaluations["rpc"], "t", loaded=res.loaded["rpc"])

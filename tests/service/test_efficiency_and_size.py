@@ -20,6 +20,7 @@ import pytest
 
 from rooftop import export, model, results
 from rooftop.config.keys import ConfigError
+from rooftop.kinds.sections import SECTIONS
 from rooftop.model import Ceiling, Roofline
 from rooftop.service import efficiency, importing, points, sizing
 from rooftop.service.points import ServicePoint
@@ -194,7 +195,7 @@ def test_size_with_a_service_scales_by_its_efficiency(run):
     p = cli("size", run_id, "--results", str(st.dir), "--clients", "8", "--service", "redis-get", "--json")
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
-    res = results.load(st, run_id)
+    res = results.load(st, run_id, SECTIONS)
     (svc,) = res.services
     r = res.rooflines["rpc"]
     assert d["service"] == "redis-get" and all("efficiency" in row for row in d["rows"])
@@ -231,7 +232,7 @@ def test_report_section_and_figure_show_the_service(run):
     from rooftop.plots import roofline
 
     st, run_id, _, tmp = run
-    res = results.load(st, run_id)
+    res = results.load(st, run_id, SECTIONS)
     page, md = report.write(res, tmp / "report")
     text = md.read_text()
     assert "## Service: redis-get (rpc)" in text and "| 0.25 | 1 x 4 | 2 |" in text

@@ -2,7 +2,9 @@
 bursts`): the summary table per progress mode with its notes, what each mode
 costs a job beside the server (when a neighbour ran), the figure, every
 parameter and the environment; one self-contained HTML file and a Markdown
-summary, as the roofline report."""
+summary, as the roofline report. Other studies' parts (the run under load,
+`rooftop interfere --bursts`) come from the caller, the bursts run kind
+(rooftop.kinds.bursts), so this study names no other."""
 
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ from rooftop import __version__
 from rooftop.bursts import summary as burst_summary
 from rooftop.bursts.figure import plot
 from rooftop.bursts.run import shown_table
-from rooftop.interference import report as interference_report
 from rooftop.report import CSS, _img, _table
 
 
@@ -31,8 +32,9 @@ def _neighbour_lines(res: dict) -> list[str]:
     ]
 
 
-def markdown(res: dict, figure: str | None) -> str:
-    """figure: the PNG's path relative to the Markdown file."""
+def markdown(res: dict, figure: str | None, studies=()) -> str:
+    """figure: the PNG's path relative to the Markdown file; studies: other
+    studies' parts, (Markdown lines, HTML) each."""
     run, (header, rows) = res["run"], shown_table(res)
     out = [
         f"# rooftop bursts {run.id}",
@@ -49,16 +51,16 @@ def markdown(res: dict, figure: str | None) -> str:
     nb = _neighbour_lines(res)
     if nb:
         out += ["", "## Cost to the neighbour", ""] + [f"- {n}" for n in nb]
-    under = interference_report.markdown_of(res.get("interference"), run)
-    if under:
-        out += [""] + under
+    for lines, _ in studies:
+        if lines:
+            out += [""] + lines
     if figure:
         out += ["", f"![rate, CPU and power per mode]({figure})"]
     out += ["", "## Parameters", "", "```json", json.dumps(res["params"], indent=1), "```"]
     return "\n".join(out) + "\n"
 
 
-def html_page(res: dict, figure: Path | None) -> str:
+def html_page(res: dict, figure: Path | None, studies=()) -> str:
     run, e = res["run"], html.escape
     header, rows = shown_table(res)
     notes = "".join(
@@ -87,7 +89,7 @@ def html_page(res: dict, figure: Path | None) -> str:
             + "".join(f"<li>{e(n)}</li>" for n in nb)
             + "</ul></section>"
         )
-    parts.append(interference_report.html_of(res.get("interference"), run))
+    parts.extend(h for _, h in studies)
     if figure:
         parts.append(
             f"<figure>{_img(figure, 'rate, CPU and power per mode')}<figcaption>Per mode: the "
@@ -104,12 +106,14 @@ def html_page(res: dict, figure: Path | None) -> str:
     return "".join(parts)
 
 
-def write(res: dict, out_dir: Path) -> tuple[Path, Path]:
-    """Writes out_dir/report.html, report.md and figures/bursts.*; returns (html, md)."""
+def write(res: dict, out_dir: Path, studies=()) -> tuple[Path, Path]:
+    """Writes out_dir/report.html, report.md and figures/bursts.*; returns
+    (html, md). studies: other studies' parts of the report, (Markdown lines,
+    HTML) each, shown after the neighbour's cost."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figs = plot(res, out_dir / "figures") if res["lines"] else []
     png = next((f for f in figs if f.suffix == ".png"), None)
     page, md = out_dir / "report.html", out_dir / "report.md"
-    page.write_text(html_page(res, png))
-    md.write_text(markdown(res, f"figures/{png.name}" if png else None))
+    page.write_text(html_page(res, png, studies))
+    md.write_text(markdown(res, f"figures/{png.name}" if png else None, studies))
     return page, md

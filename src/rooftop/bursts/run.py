@@ -286,8 +286,6 @@ def results(store, run_id: str) -> dict:
     series = store.series(run_id)
     lines = burst_summary.lines(series, p["interval"])
     rows = [burst_summary.summarize(lines[m], p["interval"], p["full_rate"]) for m in p["progress"] if m in lines]
-    from rooftop.interference.run import load_summary
-
     return {
         "run": run,
         "params": p,
@@ -295,7 +293,6 @@ def results(store, run_id: str) -> dict:
         "rows": rows,
         "neighbour": neighbour_of(series),
         "power_note": run.environment.get("power_note", ""),
-        "interference": load_summary(store.run_dir(run_id)),
     }
 
 

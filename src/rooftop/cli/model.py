@@ -12,6 +12,7 @@ from rooftop.cli.common import formats, print_files, results_arg
 
 def _cmd_model(args) -> int:
     from rooftop import kinds, model, results, ui
+    from rooftop.kinds.sections import SECTIONS
     from rooftop.service import report as service_report
     from rooftop.store.db import Store
 
@@ -24,7 +25,7 @@ def _cmd_model(args) -> int:
         kind = kinds.of(store, store.get_run(args.run))
         if kind is not None:
             raise model.ModelError(kind.no_roofline(store.get_run(args.run).id))
-        res = results.load(store, args.run)
+        res = results.load(store, args.run, SECTIONS)
         samples = res.samples
     if args.params:
         rooflines = model.load_params(args.params)
@@ -251,6 +252,7 @@ def _compare_source(text: str, results_dir: str):
     """A run id in results_dir, or a parameters file: (label, rooflines,
     the run's services against its rooflines)."""
     from rooftop import model, results
+    from rooftop.service import report as service_report
     from rooftop.store.db import Store
     from rooftop.store.records import StoreError
 
@@ -259,7 +261,7 @@ def _compare_source(text: str, results_dir: str):
         label = next(iter(rooflines.values())).source
         return label, rooflines, []
     try:
-        res = results.load(Store(results_dir, create=False), text)
+        res = results.load(Store(results_dir, create=False), text, [service_report.SECTION])
     except StoreError as e:
         raise StoreError(f"{text}: neither a parameters file nor a run ({e})") from None
     if not res.rooflines:

@@ -14,6 +14,7 @@ from rooftop.cli.model import combined_mixes
 
 def _cmd_report(args) -> int:
     from rooftop import kinds, model, report, results
+    from rooftop.kinds.sections import SECTIONS
     from rooftop.store.db import Store
 
     store = Store(args.results, create=False)
@@ -24,7 +25,7 @@ def _cmd_report(args) -> int:
         print(f"markdown summary: {md}", file=sys.stderr)
         print(page)
         return 0
-    res = results.load(store, args.run)
+    res = results.load(store, args.run, SECTIONS)
     if not res.rooflines and not args.nic_runs:  # a NIC comparison needs server peaks only
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
     out = Path(args.output) if args.output else store.run_dir(res.run.id) / "report"
@@ -59,6 +60,7 @@ def _nic_comparison(store, res, nic_runs: str):
 
 def _cmd_plot(args) -> int:
     from rooftop import kinds, model, results
+    from rooftop.kinds.sections import SECTIONS
     from rooftop.plots.run import plot_params, plot_run
     from rooftop.store.db import Store
 
@@ -88,7 +90,7 @@ def _cmd_plot(args) -> int:
                 raise model.ModelError(f"{kind.no_roofline(run.id)}; it has no figure of its own")
             print_files(files, args.json)
             return 0
-        res = results.load(store, args.run)
+        res = results.load(store, args.run, SECTIONS)
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
         out = Path(args.output) if args.output else _figures_dir(store, res.run.id)

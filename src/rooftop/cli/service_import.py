@@ -37,7 +37,7 @@ def cmd_import(args) -> int:
     store = Store(args.results, create=False)
     metric = getattr(args, "metric", None) or "rpc"
     pts = importing.import_csv(store, args.run, args.import_file, getattr(args, "name", None), metric)
-    res = results.load(store, args.run)
+    res = results.load(store, args.run, [service_report.SECTION])  # its efficiency
     names = sorted({p.service for p in pts})
     mine = [s for s in res.services if s.service in names]
     if getattr(args, "json", False):

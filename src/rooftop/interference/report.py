@@ -3,7 +3,9 @@
 (model text, roofline figure), the interference figure (impact factors
 both ways; the ensemble's normalized slowdown against concurrent copies,
 one line per load kind, as seed 004's Figures 5-7) and the report's
-section saying which resource each load shared."""
+section saying which resource each load shared: SECTION, an entry of the
+report sections table (rooftop.kinds.sections; rooftop.results.sections
+says what an entry is)."""
 
 from __future__ import annotations
 
@@ -11,20 +13,18 @@ import html
 
 from rooftop import model
 from rooftop.config.units import fmt_rate
-
-#: Colours of the loaded rooflines, one per condition, in order.
-LOADED_COLOURS = ("#7f3c8d", "#e68310", "#11a579", "#cf1c90", "#3969ac", "#80ba5a")
+from rooftop.results.sections import Section
 
 
-def attach(store, res) -> None:
-    """res.interference (RUN/interference.json) and res.loaded (per metric:
-    [(label, roofline of the loaded run)]) when res is an isolated run."""
+def read(store, res) -> dict | None:
+    """The section's data: RUN/interference.json when res is an isolated
+    run (None: it is not); fills res.loaded (per metric: [(label, roofline
+    of the loaded run)])."""
     from rooftop.interference.run import load_summary
 
     doc = load_summary(store.run_dir(res.run.id))
     if doc is None:
-        return
-    res.interference = doc
+        return None
     for c in doc["conditions"]:
         try:
             samples = store.samples(c["run"])
@@ -36,6 +36,7 @@ def attach(store, res) -> None:
             except model.ModelError:
                 continue
             res.loaded.setdefault(metric, []).append((label(c), r))
+    return doc
 
 
 def label(c: dict) -> str:
@@ -201,10 +202,6 @@ def beside(run) -> str:
     )
 
 
-def html_section(res) -> str:
-    return html_of(getattr(res, "interference", None), res.run)
-
-
 def html_of(doc: dict | None, run) -> str:
     """The report's "Under load" section (doc: RUN/interference.json)."""
     e = html.escape
@@ -233,10 +230,6 @@ def shared_lines(doc: dict) -> list[str]:
                 f"shared resource: {c['shared']}"
             )
     return out
-
-
-def markdown(res) -> list[str]:
-    return markdown_of(getattr(res, "interference", None), res.run)
 
 
 def markdown_of(doc: dict | None, run) -> list[str]:
@@ -290,6 +283,8 @@ def figure(doc: dict):
 
 
 def _ensemble(ax, conds: list[dict]) -> None:
+    from rooftop.plots.style import LOADED_COLOURS
+
     for n, kind in enumerate(sorted({c["load"] for c in conds})):
         colour = LOADED_COLOURS[n % len(LOADED_COLOURS)]
         cs = sorted((c for c in conds if c["load"] == kind), key=lambda c: c["copies"])
@@ -310,3 +305,20 @@ def _ensemble(ax, conds: list[dict]) -> None:
 def _mean(vals) -> float:
     vals = [v for v in vals if v]
     return sum(vals) / len(vals) if vals else float("nan")
+
+
+CAPTION = (
+    "Left: what each background load did to the service (rooftop interfere): "
+    "isolated / loaded mean rate and loaded / isolated p99 latency per stage (1: no "
+    "effect). Right: against the number of concurrent copies of each load, the load's "
+    "own normalized slowdown (solid) and the service's impact (dashed)."
+)
+
+SECTION = Section(
+    name="interference",
+    read=read,
+    markdown=lambda res, doc, figures, base: markdown_of(doc, res.run),
+    html=lambda res, doc, figures: html_of(doc, res.run),
+    figures=lambda res, doc: {"interference": figure(doc)} if doc else {},
+    captions={"interference": CAPTION},
+)

@@ -8,8 +8,14 @@ from rooftop.kinds.base import RunKind
 def _report(store, run, out_dir: Path):
     from rooftop.bursts import report as bursts_report
     from rooftop.bursts import run as bursts
+    from rooftop.interference import report as interference_report
+    from rooftop.interference.run import load_summary
 
-    return bursts_report.write(bursts.results(store, run.id), out_dir)
+    # Measured with `rooftop interfere --bursts`: alone (then the impact
+    # factors, RUN/interference.json) or beside a load.
+    doc = load_summary(store.run_dir(run.id))
+    under_load = (interference_report.markdown_of(doc, run), interference_report.html_of(doc, run))
+    return bursts_report.write(bursts.results(store, run.id), out_dir, [under_load])
 
 
 def _plot(store, run, out_dir: Path, fmt: str) -> dict:

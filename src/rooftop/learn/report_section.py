@@ -2,7 +2,9 @@
 learn` saved beside its model (RESULTS/RUN/learned/METRIC.json): the
 comparison table, the extrapolation table, and predicted against measured
 for the best plain and the best roofline-informed model (their
-cross-validated predictions)."""
+cross-validated predictions). SECTION is its entry of the report sections
+table (rooftop.kinds.sections; rooftop.results.sections says what an entry
+is)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import html
 import io
 import json
 from pathlib import Path
+
+from rooftop.results.sections import Section
 
 
 def load(run_dir: Path) -> list[dict]:
@@ -134,3 +138,11 @@ def html_section(docs: list[dict]) -> str:
                 f"sample predicted by the fold that did not train on it</figcaption></figure>"
             )
     return "".join(parts)
+
+
+SECTION = Section(
+    name="learned",
+    read=lambda store, res: load(store.run_dir(res.run.id)),
+    markdown=lambda res, docs, figures, base: markdown(docs),
+    html=lambda res, docs, figures: html_section(docs),
+)

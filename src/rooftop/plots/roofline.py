@@ -145,8 +145,9 @@ SERVICE_COLOURS = ("#c51b7d", "#4d9221", "#542788", "#b35806", "#01665e", "#8e01
 def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services=()):
     """The roofline of ev.roofline with ev's validation samples; yscale:
     auto, log or linear (style.pick_yscale). loaded: (label, Roofline) of
-    the same stages measured beside background loads (rooftop interfere),
-    each drawn as a second, lower band in a colour of its own. services:
+    the same stages measured under other conditions (RunResults.loaded:
+    beside background loads, rooftop interfere), each drawn as a second,
+    lower band in a colour of its own. services:
     rooftop.service.efficiency.ServiceEfficiency of this metric, each
     service's placements (median per client) in a marker and colour of its
     own."""
@@ -160,9 +161,7 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
     draw(ax, r, scale, (scale, unit), xlim=(ticks[0], ticks[-1]))
-    from rooftop.interference.report import LOADED_COLOURS
-
-    for (name, lr), colour in zip(loaded, LOADED_COLOURS):
+    for (name, lr), colour in zip(loaded, style.LOADED_COLOURS):
         draw(
             ax,
             lr,

@@ -12,7 +12,8 @@ from rooftop.results import RunResults
 
 def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "auto") -> dict[str, list[Path]]:
     """Writes roofline-<metric>, sweep-<metric>, pairs-<metric> and
-    latency-<metric> (when the run has their data); returns name -> files.
+    latency-<metric> (when the run has their data), then the figures of the
+    report sections in res.sections; returns name -> files.
     yscale: the rooflines' y axis (auto, log, linear)."""
     out: dict[str, list[Path]] = {}
     for metric in res.metrics:
@@ -52,10 +53,9 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
             )
         except ValueError:
             pass
-    if res.interference:
-        from rooftop.interference import report as interference_report
-
-        out["interference"] = save(interference_report.figure(res.interference), out_dir, "interference", formats)
+    for section, data in res.sections:  # the studies' figures (rooftop.results.sections)
+        for name, fig in section.figures(res, data).items():
+            out[name] = save(fig, out_dir, name, formats)
     return out
 
 

@@ -15,6 +15,9 @@ CLIENT_NODE = "#9467bd"
 SERVER = "#d62728"
 ROOF = "#222222"
 RIDGE = "#2ca02c"
+#: Rooflines measured under other conditions (RunResults.loaded: rooftop
+#: interfere's loaded runs), one colour per condition, in order.
+LOADED_COLOURS = ("#7f3c8d", "#e68310", "#11a579", "#cf1c90", "#3969ac", "#80ba5a")
 
 
 def ratio_label(x: float) -> str:

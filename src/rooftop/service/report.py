@@ -1,8 +1,10 @@
 """A run's services wherever the run is shown: attached to its results
-(results.load calls attach), printed by `rooftop model`, in `model --json`,
-a section per service in the report (headline, table, figure), the sizing
-beside the verdict, and the figures of merit of `rooftop export`.
-Figures: rooftop.plots.roofline draws each service's placements."""
+(SECTION's read), printed by `rooftop model`, in `model --json`, a section
+per service in the report (headline, table, figure: SECTION), the sizing
+beside the verdict (SIZING), and the figures of merit of `rooftop export`.
+Figures: rooftop.plots.roofline draws each service's placements. SECTION
+and SIZING are entries of the report sections table
+(rooftop.kinds.sections; rooftop.results.sections says what an entry is)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import base64
 import html
 import re
 
+from rooftop.results.sections import Section
 from rooftop.service import efficiency, points, sizing
 
 #: Client process counts the report sizes for (with the run's largest validated one).
@@ -158,3 +161,28 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _read(store, res) -> list | None:
+    attach(store, res)
+    return res.services or res.service_notes or None
+
+
+#: A section per service, after the validation tables; its figures
+#: (service-NAME, drawn by rooftop.plots.run.plot_run) are shown there.
+SECTION = Section(
+    name="services",
+    read=_read,
+    markdown=lambda res, data, figures, base: markdown(res, figures, base),
+    html=lambda res, data, figures: html_section(res, figures),
+    where="validation",
+    own_figures="service-",
+)
+
+#: How many servers, beside the verdict (from the rooflines alone).
+SIZING = Section(
+    name="sizing",
+    markdown=lambda res, data, figures, base: sizing_markdown(res),
+    html=lambda res, data, figures: sizing_html(res),
+    where="verdict",
+)

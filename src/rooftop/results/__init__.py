@@ -1,20 +1,21 @@
 """A run's results assembled once for `model`, `plot` and `report`: the
 rooflines and their validation, the client pair matrix, the latency
-distributions, and the warnings a practitioner needs."""
+distributions, the warnings a practitioner needs, and the data of the
+studies' report sections the caller hands in (rooftop.results.sections)."""
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rooftop import metrics, model, stages
 from rooftop.config.units import fmt_rate
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
-from rooftop.interference import report as interference_report
-from rooftop.learn import report_section
 from rooftop.model import outliers
-from rooftop.service import report as service_report
+from rooftop.results.sections import Section
 from rooftop.store.db import Store
 from rooftop.store.records import Run, stands_for
 
@@ -87,20 +88,27 @@ class RunResults:
     scores: dict[str, list[outliers.NodeScore]] = field(default_factory=dict)
     #: Per metric, when nodes are flagged slow: the roofline without their pairs.
     without_flagged: dict[str, model.Roofline] = field(default_factory=dict)
-    #: What `rooftop learn` saved with the run, per metric (rooftop.learn.report_section).
-    learned: list[dict] = field(default_factory=list)
-    #: What `rooftop interfere` compared with this run measured alone (RUN/interference.json).
-    interference: dict | None = None
-    #: Per metric: (label, roofline) of each run measured beside a load (rooftop.interference.report).
+    #: Per metric: (label, roofline) of the same stages measured under other
+    #: conditions, drawn as lower bands on the roofline figure; a section's
+    #: `read` fills it (rooftop.interference.report: each run beside a load).
     loaded: dict[str, list] = field(default_factory=dict)
     #: Each service's points against its metric's roofline
     #: (rooftop.service.efficiency.ServiceEfficiency), and lines for services
-    #: whose metric has no roofline here (rooftop.service.report.attach).
+    #: whose metric has no roofline here; the services section's `read`
+    #: fills them (rooftop.service.report), the roofline figure draws them.
     services: list = field(default_factory=list)
     service_notes: list[str] = field(default_factory=list)
+    #: The studies' report sections (rooftop.results.sections) with the
+    #: data each read for this run, in the table's order.
+    sections: list[tuple[Section, Any]] = field(default_factory=list)
 
     def flagged(self, metric: str) -> list[int]:
         return outliers.flagged(self.scores.get(metric, []))
+
+    def part(self, name: str) -> Any:
+        """The data section `name` read for this run (None: none, or the
+        section was not in the table given to load)."""
+        return next((data for s, data in self.sections if s.name == name), None)
 
     # --- describing the run ------------------------------------------------
     @property
@@ -363,11 +371,13 @@ def sharing_lines(samples: list[dict]) -> list[str]:
     return out
 
 
-def load(store: Store, run_id: str) -> RunResults:
+def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResults:
+    """A run's results; sections: the studies' report sections whose data
+    to read (rooftop.kinds.sections.SECTIONS; none: the campaign's own
+    parts only)."""
     run = store.get_run(run_id)
     samples = store.samples(run.id)
     res = RunResults(run, samples)
-    res.learned = report_section.load(store.run_dir(run.id))
     nodes = len(run.config.get("nodes") or [])
     validation = [s for s in samples if s["stage"] == stages.of_role("validation").name]
     why = model.exclusions(samples, run.config.get("nodes"))  # the one rule (model.exclusion)
@@ -398,7 +408,6 @@ def load(store: Store, run_id: str) -> RunResults:
             lat = latency_of(samples, stage, metric)
             if lat:
                 res.latency.append(lat)
-    interference_report.attach(store, res)
-    service_report.attach(store, res)
+    res.sections = [(s, s.read(store, res)) for s in sections]
     res.warnings = _warnings(res)
     return res

@@ -1,0 +1,23 @@
+"""The report sections table: what studies add to a campaign run's results,
+report and figures (one entry per study, defined with it;
+rooftop.results.sections documents the fields). It lives here, above the
+studies, so that results, report and plots never name a study: the
+commands that build a run's results (`report`, `plot`, `model`, `export`)
+pass SECTIONS to rooftop.results.load, and the report and figures take
+each section from the results. The report shows each where its entry says
+(after the verdict, the validation tables or the outlier nodes), in this
+order."""
+
+from __future__ import annotations
+
+from rooftop.interference import report as interference_report
+from rooftop.learn import report_section as learned
+from rooftop.results.sections import Section
+from rooftop.service import report as service_report
+
+SECTIONS: tuple[Section, ...] = (
+    service_report.SIZING,
+    service_report.SECTION,
+    interference_report.SECTION,
+    learned.SECTION,
+)

@@ -1,0 +1,51 @@
+"""The report of a run: one self-contained HTML file (figures inline, no
+network needed; rooftop.report.page) and a Markdown summary beside it
+(rooftop.report.summary); what both say in common: rooftop.report.parts.
+
+In reading order: the verdict per metric (a bold ratio only when the model
+can tell; ceilings with their 95 % intervals, ridge), what to do (the ratio
+to deploy, where the pair matrix points, what to measure again: advice.py),
+the NIC policy comparison (with --nic-runs: rooftop.nics.compare), the
+figures, the warnings, the validation table, outlier nodes, the studies'
+report sections (rooftop.results.sections: the run under load, `rooftop
+interfere`; the learned models, `rooftop learn`), environment and the
+resolved config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooftop.plots.run import plot_mixes, plot_run
+from rooftop.report.page import CSS, _img, _table, html_page
+from rooftop.report.parts import CAPTIONS, headline, nic_lines, todo
+from rooftop.report.summary import markdown
+from rooftop.results import RunResults
+
+__all__ = ["CAPTIONS", "CSS", "_img", "_table", "headline", "html_page", "markdown", "nic_lines", "todo", "write"]
+
+
+def _plot_nic(nic, fig_dir: Path) -> dict:
+    """The NIC policy comparison's bar chart."""
+    from rooftop.nics import figure as nic_policies
+    from rooftop.plots.save import save
+
+    title = f"NIC policies, {nic.metric}: {len({b.binding for b in nic.bars})} binding(s)"
+    return {f"nic_policies-{nic.metric}": save(nic_policies.figure(nic, title), fig_dir, f"nic_policies-{nic.metric}")}
+
+
+def write(res: RunResults, out_dir: Path, mixes=(), nic=None) -> tuple[Path, Path]:
+    """Writes out_dir/report.html, out_dir/report.md and the figures under
+    out_dir/figures/; returns (html, md). mixes: combined rooflines
+    (rooftop.model.mix.Combined) to report and draw; nic: a NIC policy comparison
+    (rooftop.nics.compare.Comparison) to show, with its bar chart."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = plot_run(res, out_dir / "figures")
+    figures.update(plot_mixes(mixes, out_dir / "figures", res.run.id))
+    if nic is not None:
+        figures.update(_plot_nic(nic, out_dir / "figures"))
+    page = out_dir / "report.html"
+    md = out_dir / "report.md"
+    page.write_text(html_page(res, figures, mixes, nic))
+    md.write_text(markdown(res, figures, out_dir, mixes, nic))
+    return page, md

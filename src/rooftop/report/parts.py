@@ -1,0 +1,144 @@
+"""What the report's Markdown and HTML share: the headline per metric, the
+'What to do' parts, the NIC policy lines, the figure captions, the report
+sections of a slot (rooftop.results.sections) and the formatting of rates,
+ratios and intervals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooftop.config.units import fmt_rate
+from rooftop.model import advice
+from rooftop.results import RunResults
+
+#: Caption per figure kind (a figure's name before the first "-"); the
+#: report sections add theirs (captions()).
+CAPTIONS = {
+    "roofline": "Per-client-process rate against x = server processes / client processes (both "
+    "on log scales unless the axis says otherwise). Bands: client ceiling (horizontal) and x times the server ceiling "
+    "(rising); the roofline is the lower of the two; the dashed line marks the ridge. "
+    "Points: validation samples, coloured by number of server nodes.",
+    "sweep": "One server node's aggregate rate as its server processes grow, against linear scaling.",
+    "pairs": "Client peak per node pair: one client process against one idle server process. "
+    "Boxed: only the pairs that are outliers (the outlier-node rule applied to pairs); a "
+    "node in every boxed pair is the suspect. No box: no pair stands out.",
+    "nic_policies": "Seed 000's Figure 2 on this machine: the server node's aggregate rate per "
+    "core binding of the clients, one bar per clients' NIC policy (mean over the "
+    "samples of the runs compared; error bars: one standard deviation).",
+    "latency": "Operation latency of every client process, per stage (merged histograms), up to "
+    "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far).",
+    "mix": "A workload mix (rooftop model --mix): each metric's roofline in mix operations per "
+    "client process (dashed: its ceilings / what one mix operation asks of it) and the "
+    "binding envelope, the lowest of them (thick), with the resource binding on each side of "
+    "the dotted ridge.",
+}
+
+
+def captions(res: RunResults) -> dict[str, str]:
+    """CAPTIONS and the captions of the run's report sections."""
+    return {**CAPTIONS, **{k: v for s, _ in res.sections for k, v in s.captions.items()}}
+
+
+def shown_figures(res: RunResults, figures: dict[str, list[Path]]) -> dict[str, list[Path]]:
+    """The report's Figures: all but those a report section shows itself."""
+    own = tuple(s.own_figures for s, _ in res.sections if s.own_figures)
+    return {k: v for k, v in figures.items() if not (own and k.startswith(own))}
+
+
+def markdown_of(res: RunResults, where: str, figures: dict[str, list[Path]], base: Path) -> list[str]:
+    """The Markdown of the report sections shown at `where`, in the table's order."""
+    return [line for s, data in res.sections if s.where == where for line in s.markdown(res, data, figures, base)]
+
+
+def html_of(res: RunResults, where: str, figures: dict[str, list[Path]]) -> str:
+    """The HTML of the report sections shown at `where`, in the table's order."""
+    return "".join(s.html(res, data, figures) for s, data in res.sections if s.where == where)
+
+
+def _fmt_ratio(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def headline(res: RunResults) -> list[dict]:
+    out = []
+    for metric, r in sorted(res.rooflines.items()):
+        rec = r.recommended()
+        ev = res.evaluations[metric]
+        out.append(
+            {
+                "metric": metric,
+                "unit": r.unit,
+                "client": [r.client.lo, r.client.hi],
+                "server": [r.server.lo, r.server.hi],
+                "client_node": [r.client_node.lo, r.client_node.hi] if r.client_node else None,
+                "client_node_binds": r.node_binds,
+                "ridge": [r.ridge.lo, r.ridge.centre, r.ridge.hi],
+                "recommended": rec,
+                "verdict": r.verdict(),
+                "measured_once": r.measured_once,
+                "client_ci": r.client.interval if r.client.n else None,
+                "server_ci": r.server.interval if r.server.n else None,
+                "validation": len(ev.checks),
+                "error_server_bound": ev.median_abs_error("server"),
+                "error_client_bound": ev.median_abs_error("client"),
+                "error_all": ev.median_abs_error(),
+                "error_all_without_client_node": ev.without_node.median_abs_error() if ev.without_node else None,
+            }
+        )
+    return out
+
+
+def _verdict_md(h: dict) -> str:
+    v, rec = h["verdict"], h["recommended"]
+    if v["kind"] == "ratio":
+        return (
+            f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es) (x >= {_fmt_ratio(rec['x'])})"
+        )
+    if v["kind"] == "range":
+        return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es), {v['text']}"
+    return "none: " + v["text"]
+
+
+def _stages(stages: list[str]) -> str:
+    return ", ".join(x.replace("_", " ") for x in stages)
+
+
+def _ci(ci, unit) -> str:
+    return "" if ci is None else f" (95 % interval {_rng(ci, unit)})"
+
+
+def _big(v: dict) -> str:
+    """The card's big line: a ratio when the model can tell, else what it says."""
+    if v["kind"] in ("ratio", "range"):
+        s, c = v["ratio"]
+        return f"{s} server{'s' if s != 1 else ''} : {c} client{'s' if c != 1 else ''}"
+    return "not distinguishable" if v["kind"] == "indistinguishable" else "cannot tell"
+
+
+def _rng(vals, unit) -> str:
+    return f"{fmt_rate(vals[0], unit)} .. {fmt_rate(vals[1], unit)}"
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.0f} %"
+
+
+def todo(res: RunResults) -> list[tuple[str, list[str]]]:
+    """The 'What to do' parts: (title, sentences)."""
+    again = advice.remeasure(res) or ["Nothing: the ceilings are tight and every sample was usable."]
+    return [
+        ("Deploy", advice.deploy(res)),
+        ("Pair matrix", advice.pairs(res) or ["No client pair matrix in this run (rooftop collect)."]),
+        ("Measure again", again),
+    ]
+
+
+def nic_lines(nic) -> list[str]:
+    """The NIC policy comparison as sentences: the verdict, then each bar."""
+    out = list(nic.verdict)
+    for b in nic.bars:
+        out.append(
+            f"{b.binding}, {b.policy}: {fmt_rate(b.mean, nic.unit)} +- {fmt_rate(b.std, nic.unit)} "
+            f"({len(b.values)} samples; run {', '.join(b.runs)})"
+        )
+    return out

@@ -1,0 +1,131 @@
+"""The report's Markdown summary (report.md), in the page's reading order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooftop import __version__
+from rooftop.config.units import fmt_rate
+from rooftop.report.parts import (
+    _ci,
+    _fmt_ratio,
+    _pct,
+    _rng,
+    _stages,
+    _verdict_md,
+    headline,
+    markdown_of,
+    nic_lines,
+    shown_figures,
+    todo,
+)
+from rooftop.results import RunResults
+
+
+def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=(), nic=None) -> str:
+    run = res.run
+    lines = [
+        f"# rooftop report: run {run.id}",
+        "",
+        f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}",
+        "",
+    ]
+    for h in headline(res):
+        u = h["unit"]
+        lines += [
+            f"## {h['metric']}",
+            "",
+            f"- client ceiling (per process): {_rng(h['client'], u)}{_ci(h['client_ci'], u)}",
+        ]
+        if h["client_node"]:
+            lines.append(
+                f"- client ceiling with the client node full: {_rng(h['client_node'], u)}"
+                + (" (lower: the model uses it)" if h["client_node_binds"] else " (not lower)")
+            )
+        lines += [
+            f"- server ceiling (per process): {_rng(h['server'], u)}{_ci(h['server_ci'], u)}",
+            f"- ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])} "
+            f"(median {_fmt_ratio(h['ridge'][1])})",
+            f"- recommended: {_verdict_md(h)}",
+            *[f"- measured once: {_stages(st)}: the same placement" for st in h["measured_once"]],
+            f"- validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
+            + (
+                f" ({_pct(h['error_all_without_client_node'])} without the client-node ceiling)"
+                if h["error_all_without_client_node"] is not None
+                else ""
+            ),
+            "",
+        ]
+    lines += markdown_of(res, "verdict", figures, base)  # rooftop.results.sections
+    lines += ["## What to do", ""]
+    for title, said in todo(res):
+        lines += [f"**{title}**", "", *[f"- {x}" for x in said], ""]
+    for comb in mixes:
+        lines += [f"## Combined roofline: {comb.mix.name}", "", *[f"- {x.strip()}" for x in comb.lines()], ""]
+    if nic is not None:
+        lines += ["## NIC policies", "", *[f"- {x}" for x in nic_lines(nic)], ""]
+    lines += ["## Figures", ""]
+    for name, paths in shown_figures(res, figures).items():
+        png = [p for p in paths if p.suffix == ".png"]
+        if png:
+            lines.append(f"![{name}]({_rel(png[0], base)})")
+    lines += ["", "## Warnings", ""]
+    lines += [f"- {w}" for w in res.warnings] or ["- none"]
+    lines += ["", "## Validation", ""]
+    for metric, ev in sorted(res.evaluations.items()):
+        if not ev.checks:
+            continue
+        u = ev.roofline.unit
+        lines += [
+            f"### {metric}",
+            "",
+            "| x | server/client nodes | measured | predicted | error | binds | efficiency |",
+            "|---:|---:|---:|---:|---:|---|---:|",
+        ]
+        for c in ev.checks:
+            lines.append(
+                f"| {c.x:.3g} | {c.server_nodes}/{c.client_nodes} | {fmt_rate(c.measured, u)} | "
+                f"{fmt_rate(c.predicted, u)} | {c.error_pct:+.0f} % | {c.binding} | "
+                f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |"
+            )
+        lines.append("")
+    lines += markdown_of(res, "validation", figures, base)
+    counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
+    if counted:
+        lines += ["## Nodes (client pair matrix)", ""]
+        lines += [f"- {metric}: {line}" for metric, pm in counted.items() for line in pm.outlier_lines()]
+        lines.append("")
+    if any(res.scores.values()):
+        lines += ["| metric | node | median of its pairs | score | flag |", "|---|---|---:|---:|---|"]
+        for metric, scores in sorted(res.scores.items()):
+            u = res.pairs[metric].unit
+            lines += [
+                f"| {metric} | n{sc.node} | {fmt_rate(sc.median, u)} | {sc.z:+.1f} | {sc.flagged or ''} |"
+                for sc in scores
+            ]
+        for metric, w in sorted(res.without_flagged.items()):
+            lines.append(
+                f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
+                f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}"
+            )
+        lines.append("")
+    lines += markdown_of(res, "nodes", figures, base)
+    ov = run.overhead
+    lines += [
+        "## Run",
+        "",
+        f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
+        + (f", overhead {ov:.0%}" if ov is not None else ""),
+        f"- launcher {run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes, "
+        f"binding {run.config.get('binding')}",
+        f"- engine {run.environment.get('engine', '?')}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _rel(p: Path, base: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(p)
