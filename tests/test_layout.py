@@ -1,6 +1,6 @@
-"""The README's layout table matches the tree: every Python module or
-package of src/rooftop and every engine source file (stem) is named in it,
-and every top-level folder it lists exists."""
+"""The README's layout table matches the tree, one line per folder: every
+folder of src/rooftop has its row, every top-level module is named in the
+row of the shared modules, and every path the table lists exists."""
 
 from __future__ import annotations
 
@@ -15,18 +15,31 @@ def layout() -> str:
     return text.split("## Layout", 1)[1].split("\n## ", 1)[0]
 
 
-def test_every_module_and_engine_file_is_in_the_layout_table():
-    table = layout()
-    names = {
-        p.stem
-        for p in (ROOT / "src" / "rooftop").iterdir()
-        if not p.name.startswith("__") and (p.suffix == ".py" or p.is_dir())
-    }
-    names |= {p.stem for p in (ROOT / "engine" / "src").iterdir() if p.suffix in (".cpp", ".hpp")}
-    missing = sorted(n for n in names if f"`{n}`" not in table and f"`{n}/`" not in table)
-    assert not missing, f"README layout table does not name: {missing}"
+def rows() -> dict[str, str]:
+    out = {}
+    for line in layout().splitlines():
+        m = re.match(r"^\| ([^|]+) \| (.+) \|$", line)
+        if m and m.group(1) != "path" and not m.group(1).startswith("-"):
+            for path in re.findall(r"`([^`]+)`", m.group(1)):
+                out[path] = m.group(2)
+    return out
 
 
-def test_every_listed_folder_exists():
-    for path in re.findall(r"^\| `([^`]+/)`", layout(), flags=re.M):
-        assert (ROOT / path).is_dir(), path
+def test_every_folder_has_its_row_and_every_module_is_named():
+    table = rows()
+    pkg = ROOT / "src" / "rooftop"
+    folders = sorted(p.name for p in pkg.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    missing = [f for f in folders if f"src/rooftop/{f}/" not in table]
+    assert not missing, f"README layout table has no row for: {missing}"
+    shared = table["src/rooftop/*.py"]
+    modules = sorted(p.stem for p in pkg.glob("*.py") if not p.name.startswith("__"))
+    unnamed = [m for m in modules if f"`{m}`" not in shared]
+    assert not unnamed, f"README layout table does not name the module(s): {unnamed}"
+
+
+def test_every_listed_path_exists():
+    for path in rows():
+        if "*" in path:
+            assert list(ROOT.glob(path)), path
+        else:
+            assert (ROOT / path).exists(), path
