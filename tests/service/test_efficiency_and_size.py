@@ -271,3 +271,12 @@ def test_exports_carry_the_service(run):
     assert len(points_again) == 4
     st2.db.execute("DELETE FROM service_points WHERE service = 'redis-again'")
     st2.db.commit()
+
+
+def test_the_reports_sizing_says_a_cannot_tell_once_per_metric():
+    from rooftop.service.report import _said_once
+
+    same = "cannot tell: a server ceiling's interval reaches 0"
+    sz = [sizing.Sizing("rpc", "ops/s", "run", c, None, "cannot_tell", same) for c in (16, 128, 1024)]
+    sz.append(sizing.Sizing("bw", "bytes/s", "run", 16, None, "knee", "16 client processes bind at 2 servers"))
+    assert _said_once(sz) == [("rpc", same), ("bw", "16 client processes bind at 2 servers")]

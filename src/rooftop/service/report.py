@@ -83,11 +83,21 @@ def report_sizings(res) -> list[sizing.Sizing]:
     return [sizing.size(r, c) for _, r in sorted(res.rooflines.items()) for c in counts]
 
 
+def _said_once(sz: list[sizing.Sizing]) -> list[tuple[str, str]]:
+    """(metric, text) of each sizing, a text said once per metric (a roofline
+    that cannot tell says so once, not once per client count)."""
+    out: list[tuple[str, str]] = []
+    for s in sz:
+        if (s.metric, s.text) not in out:
+            out.append((s.metric, s.text))
+    return out
+
+
 def sizing_markdown(res) -> list[str]:
     sz = report_sizings(res)
     if not sz:
         return []
-    return ["## How many servers", "", *[f"- {s.metric}: {s.text}" for s in sz], ""]
+    return ["## How many servers", "", *[f"- {m}: {t}" for m, t in _said_once(sz)], ""]
 
 
 def sizing_html(res) -> str:
@@ -97,7 +107,7 @@ def sizing_html(res) -> str:
     e = html.escape
     return (
         "<section id='sizing'><h2>How many servers</h2><ul>"
-        + "".join(f"<li><b>{e(s.metric)}</b>: {e(s.text)}</li>" for s in sz)
+        + "".join(f"<li><b>{e(m)}</b>: {e(t)}</li>" for m, t in _said_once(sz))
         + "</ul><p class='small'>From the roofline (rooftop size RUN --clients C [--target RATE] "
         "[--service NAME]); each end uses the ends of the ceilings' 95 % intervals.</p></section>"
     )
