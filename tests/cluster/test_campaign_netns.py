@@ -136,6 +136,7 @@ def test_service_presets_on_the_cluster(netns_run):
     services = {s["service"]: s for s in model["services"]}
     assert set(services) == {"redis", "memcached"}
     for name, s in services.items():
+        print(s["headline"], [round(p["efficiency"], 3) for p in s["placements"]])
         # 1 server on n0, 1 client on n1 is the one placement whose nodes share no core
         assert [(p["server_procs"], p["client_procs"]) for p in s["placements"]] == [(1, 1)], (name, s)
         assert all(0 < p["efficiency"] <= 1.05 for p in s["placements"]), (name, s["placements"])
