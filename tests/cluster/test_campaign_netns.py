@@ -12,6 +12,7 @@ import shutil
 import statistics
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from campaign_util import samples
@@ -23,8 +24,10 @@ R_BITS = 200_000_000
 R = R_BITS / 8  # bytes/s
 
 
-def test_collect_and_validate_end_to_end(cluster3, tmp_path):
-    res = tmp_path / "res"
+@pytest.fixture(scope="module")
+def netns_run(cluster3, tmp_path_factory):
+    """One rpc+bw campaign on the cluster, validated: (results folder, run id)."""
+    res = tmp_path_factory.mktemp("netns") / "res"
     p = rooftop(
         "collect",
         "--launcher",
@@ -42,6 +45,11 @@ def test_collect_and_validate_end_to_end(cluster3, tmp_path):
     )
     run = p.stdout.strip().splitlines()[-1]
     rooftop("validate", "--run", run, "--results", str(res), "--duration", "1", "--warmup", "0.3", "--samples", "1")
+    return res, run
+
+
+def test_collect_and_validate_end_to_end(netns_run):
+    res, run = netns_run
     rows = samples(res, run)
     assert rows and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["error"]]
     assert {r["stage"] for r in rows} >= {"server_peak", "client_peak", "validate"}
@@ -89,6 +97,50 @@ def key_nodes(key: str) -> set[int]:
     """The nodes of a sample key 'stage/metric/s0-1x2/c2x1/i'."""
     s, c = key.split("/")[2:4]
     return {int(n) for part in (s[1:], c[1:]) for n in part.split("x")[0].split("-")}
+
+
+def live(marker: str) -> list[str]:
+    """Command lines of live (not zombie) processes naming marker."""
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in cmd and state != "Z":
+            out.append(cmd)
+    return out
+
+
+@pytest.mark.skipif(
+    any(shutil.which(p) is None for p in ("redis-server", "redis-benchmark", "memcached", "memcaslap")),
+    reason="needs redis-server, redis-tools, memcached, libmemcached-tools (scripts/setup.sh --test)",
+)
+def test_service_presets_on_the_cluster(netns_run):
+    """rooftop service on the nodes: servers bound to their node's address,
+    clients in their own nodes' namespaces; points whose nodes share a core
+    are left out of the efficiencies, the others are in (0, 1.05]."""
+    res, run = netns_run
+    dry = rooftop("service", "--preset", "redis", "--run", run, "--results", str(res), "--dry-run").stdout
+    # every process's own command, filled in: the server on node 0's address, the client aimed at it
+    assert "server rank 0 on node 0: redis-server --bind 10.231.0.10 --port 16379 " in dry, dry
+    assert "client rank 0 on node 1: redis-benchmark -h 10.231.0.10 -p 16379 -c 1 -P 1 " in dry, dry
+    assert "ip netns exec rooftop-n1" in dry
+    for preset in ("redis", "memcached"):
+        out = json.loads(rooftop("service", "--preset", preset, "--run", run, "--results", str(res), "--json").stdout)
+        assert out["ok"] == 6 and out["failed"] == out["invalid"] == 0, out  # 3 placements x 2 samples
+        assert not live("redis-server --bind 10.231.") and not live("memcached -u")
+    assert (res / run / "service" / "redis" / "s0x1" / "server-0" / "redis.log").exists()
+    model = json.loads(rooftop("model", run, "--results", str(res), "--json").stdout)
+    services = {s["service"]: s for s in model["services"]}
+    assert set(services) == {"redis", "memcached"}
+    for name, s in services.items():
+        print(s["headline"], [round(p["efficiency"], 3) for p in s["placements"]])
+        # 1 server on n0, 1 client on n1 is the one placement whose nodes share no core
+        assert [(p["server_procs"], p["client_procs"]) for p in s["placements"]] == [(1, 1)], (name, s)
+        assert all(0 < p["efficiency"] <= 1.05 for p in s["placements"]), (name, s["placements"])
+        assert len(s["left_out"]) == 4 and all("share" in x["why"] for x in s["left_out"]), (name, s["left_out"])
 
 
 def iperf3(server_ns: str, server_addr: str, client_ns: str, seconds: float = 2) -> float:

@@ -92,6 +92,19 @@ def spec(tmp_path: Path, name: str, client: str, server: str = "sleep 30.25", ex
     return p
 
 
+def test_dry_run_prints_each_process_command(run):
+    """--dry-run: the launches, and each process's service command as its wrapper will fill it in."""
+    res, rid = run
+    r = rooftop("service", "--preset", "redis", "--run", rid, "--results", str(res), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    folder = res / rid / "service" / "redis" / "s0x1"
+    assert "#   server rank 0 on node 0: redis-server --bind 127.0.0.1 --port 16379 " in r.stdout, r.stdout
+    assert f"--dir {folder}/server-0 " in r.stdout
+    for rank in (0, 1):  # both clients of the one server
+        assert f"#   client rank {rank} on node 1: redis-benchmark -h 127.0.0.1 -p 16379 -c 1 -P 1 " in r.stdout
+    assert not folder.exists() or not any(folder.rglob("release"))  # nothing ran
+
+
 @needs("redis-server", "redis-benchmark", "redis-cli")
 def test_redis_preset_end_to_end(run):
     res, rid = run

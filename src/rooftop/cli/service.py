@@ -138,7 +138,12 @@ def add_parser(sub) -> None:
     p.add_argument("--run", required=True, help="the run whose launcher, nodes and grid are used")
     p.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
     p.add_argument("--resume", action="store_true", help="measure only the points not stored yet")
-    p.add_argument("--dry-run", action="store_true", help="print the exact commands; run nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the exact commands (each launch, and under it each process's own command, "
+        "its placeholders filled in); run nothing",
+    )
     campaign_flags(p)
     service_import.add_import_options(p)
     p.add_argument(

@@ -194,11 +194,26 @@ def _forward_term() -> None:
     signal.signal(signal.SIGINT, _on_signal)
 
 
-def serve(a: argparse.Namespace, cores: str) -> int:
+def server_command(a: argparse.Namespace, cores: str) -> list[str]:
+    """The server's command line, its placeholders filled for rank a.rank
+    (also what 'rooftop service --dry-run' prints)."""
     d = Path(a.dir_base) / f"server-{a.rank}"
-    d.mkdir(parents=True, exist_ok=True)
     values = {"rank": a.rank, "port": a.base_port + a.rank, "cores": cores, "dir": str(d), "address": a.address}
-    argv = shlex.split(fill(a.command, values))
+    return shlex.split(fill(a.command, values))
+
+
+def client_command(a: argparse.Namespace, cores: str) -> list[str]:
+    """The client's command line for rank a.rank: server r mod S of --servers
+    (also what 'rooftop service --dry-run' prints)."""
+    servers = [s.rsplit(":", 1) for s in a.servers.split(",") if s]
+    host, port = servers[a.rank % len(servers)]
+    values = {"rank": a.rank, "server_address": host, "server_port": port, "cores": cores}
+    return shlex.split(fill(a.command, values))
+
+
+def serve(a: argparse.Namespace, cores: str) -> int:
+    (Path(a.dir_base) / f"server-{a.rank}").mkdir(parents=True, exist_ok=True)
+    argv = server_command(a, cores)
     print(f"rooftop.service.barrier: server rank {a.rank}: {shlex.join(argv)}", file=sys.stderr, flush=True)
     child = _spawn(argv, json.loads(a.env))
     return _finish(child.wait())
@@ -206,10 +221,7 @@ def serve(a: argparse.Namespace, cores: str) -> int:
 
 def client(a: argparse.Namespace, cores: str) -> int:
     folder = Path(a.folder)
-    servers = [s.rsplit(":", 1) for s in a.servers.split(",") if s]
-    host, port = servers[a.rank % len(servers)]
-    values = {"rank": a.rank, "server_address": host, "server_port": port, "cores": cores}
-    argv = shlex.split(fill(a.command, values))
+    argv = client_command(a, cores)
     _write_json(folder / f"ready-{a.rank}", {"pid": os.getpid(), "t": time.time()})
     release = folder / "release"
     deadline = time.monotonic() + a.release_timeout

@@ -34,7 +34,7 @@ from rooftop.engine.base import LEASE_FILE
 from rooftop.engine.leases import Leases
 from rooftop.engine.processes import terminate
 from rooftop.launchers import Launch, Node
-from rooftop.service import points, ready
+from rooftop.service import barrier, points, ready
 from rooftop.service.rates import RateError, Window, final_rate, progress_rate, tail
 from rooftop.service.spec import ServiceSpec, fill, seconds_text
 
@@ -152,14 +152,14 @@ class ServiceRun:
         for spl, pls in _by_servers(placements).items():
             gdir = self.folder / spl[0]
             lines.append(f"# servers {spl[0]}: {len(self.server_launches(pls[0], gdir))} launch(es)")
-            lines += [shlex.join(lc.argv) for lc in self.server_launches(pls[0], gdir)]
+            lines += _with_commands(self.server_launches(pls[0], gdir))
             for pl in pls:
                 sdir = gdir / f"{pl.client_label}-<sample>"
                 lines.append(
                     f"# clients {pl.client_label}: {self.samples} sample(s) of {pl.clients} client(s) "
                     f"vs {pl.servers} server(s), {seconds_text(self.duration)} s each"
                 )
-                lines += [shlex.join(lc.argv) for lc in self.client_launches(pl, gdir, sdir)]
+                lines += _with_commands(self.client_launches(pl, gdir, sdir))
         return lines
 
     # measuring -------------------------------------------------------------
@@ -177,6 +177,10 @@ class ServiceRun:
         return stored
 
     def _store(self, pl: Placement, i: int, status: str, agg, error: str, measured_s: float, detail: dict, on_point):
+        # what the model's exclusion rule reads: nodes (sharing cores?) and --allow-concurrent
+        detail = {**detail, "server_nodes": list(pl.server_nodes), "client_nodes": list(pl.client_nodes)}
+        if self.store.marks.get("concurrent"):
+            detail["concurrent"] = True
         p = points.ServicePoint(
             self.spec.name, self.spec.metric, self.spec.unit, pl.servers, pl.clients, i, status, agg,
             key=pl.key(i), error=error, measured_s=measured_s, detail=detail,
@@ -326,6 +330,22 @@ def _by_servers(placements: list[Placement]) -> dict[tuple, list[Placement]]:
     for pl in placements:
         out.setdefault((pl.server_label,), []).append(pl)
     return out
+
+
+def _with_commands(launches: list[Launch]) -> list[str]:
+    """Each launch's command line, then, per process it starts, the
+    service's own command as the wrapper will run it (placeholders filled:
+    the same functions the wrapper calls)."""
+    lines = []
+    for lc in launches:
+        lines.append(shlex.join(lc.argv))
+        at = lc.argv.index(WRAPPER[-1]) + 1
+        a = barrier.parse(lc.argv[at:])
+        for r in lc.ranks:
+            a.rank = r
+            argv = (barrier.server_command if a.role == "server" else barrier.client_command)(a, a.cpus or "")
+            lines.append(f"#   {a.role} rank {r} on node {lc.node.index}: {shlex.join(argv)}")
+    return lines
 
 
 def _write_commands(path: Path, launches: list[Launch]) -> None:
