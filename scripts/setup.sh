@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up rooftop on this machine; safe to re-run.
 #   bash scripts/setup.sh          build + runtime dependencies, venv, package
-#   bash scripts/setup.sh --test   also what the tests need
+#   bash scripts/setup.sh --learn  also scikit-learn (rooftop learn, predict, tune)
+#   bash scripts/setup.sh --test   also what the tests need (scikit-learn included)
 #   bash scripts/setup.sh --bench  also the reference tools of benchmarks/
 # System packages come from Debian (apt) when running as root; otherwise the
 # missing ones are listed. Python packages go into ./.venv. On a cluster use
@@ -9,12 +10,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-want_test=0 want_bench=0
+want_test=0 want_bench=0 want_learn=0
 for a in "$@"; do
   case "$a" in
+    --learn) want_learn=1 ;;
     --test) want_test=1 ;;
     --bench) want_bench=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -82,7 +84,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 extras=""
-[ "$want_test" = 1 ] && extras="[test]"
+[ "$want_learn" = 1 ] && extras="[learn]"
+[ "$want_test" = 1 ] && extras="[test]"  # the test extra includes learn
 say "building the engine and installing rooftop into .venv (first time: ~1 min)"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q ".${extras}"

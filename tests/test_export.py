@@ -1,7 +1,8 @@
 """Exports other tools rely on: JSON that validates against the shipped
 schemas (every stage and metric), CSV whose columns keep one type whatever
-the run, figures of merit one per line for regex parsers, and the model's
-JSON against its schema."""
+the run and hold no JSON (node lists in their own long table), times with
+their zone, figures of merit one per line for regex parsers (a direction
+only where one is better), and the model's JSON against its schema."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+from datetime import datetime
 
 import jsonschema
 import pytest
@@ -20,8 +22,8 @@ from test_registries import _synthetic_run
 
 #: What Ramble's and JUBE's regex FOM parsers are given (no custom code).
 FOM_LINE = re.compile(
-    r"^(?P<name>[a-z_]+(?:\.[a-z_0-9]+)+): (?P<value>-?[0-9.eE+-]+) (?P<unit>\S+) "
-    r"\((?P<better>higher|lower) is better\)$"
+    r"^(?P<name>[a-z_]+(?:\.[a-z_0-9]+)+): (?P<value>-?[0-9.eE+-]+) (?P<unit>\S+)"
+    r"(?: \((?P<better>higher|lower) is better\))?$"
 )
 
 
@@ -44,20 +46,33 @@ def test_json_of_every_stage_validates_against_the_schema(synthetic):
     assert {s["stage"] for s in doc["samples"]} == set(stages.STAGES)
     for s in doc["samples"]:
         assert s["server_node_count"] == len(s["server_nodes"]) and isinstance(s["ceilings"], list)
+    for t in [doc["created"], *(s["created"] for s in doc["samples"])]:
+        assert datetime.fromisoformat(t).utcoffset() is not None, t  # ISO-8601 with its zone
     broken = dict(doc, samples=[dict(doc["samples"][0], server_nodes="0 1")])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, export.schema("export"))
+    with pytest.raises(jsonschema.ValidationError):  # a time without its zone
+        jsonschema.validate(dict(doc, created="2026-11-23T02:27:50"), export.schema("export"))
 
 
 def test_csv_columns_keep_their_type_in_every_run(synthetic):
     st, run = synthetic
     rows = list(csv.DictReader(io.StringIO(cli("export", run, "--results", str(st.dir)).stdout)))
-    assert list(rows[0]) == export.COLUMNS
+    assert list(rows[0]) == export.CSV_COLUMNS
+    nodes = list(csv.DictReader(io.StringIO(cli("export", run, "--nodes", "--results", str(st.dir)).stdout)))
+    assert list(nodes[0]) == export.NODE_COLUMNS
+    doc = {
+        s["id"]: s
+        for s in json.loads(cli("export", run, "--format", "json", "--results", str(st.dir)).stdout)["samples"]
+    }
     for r in rows:
-        servers, clients = json.loads(r["server_nodes"]), json.loads(r["client_nodes"])
-        assert r["server_nodes"].startswith("[") and r["client_nodes"].startswith("[")  # text, never a bare int
-        assert int(r["server_node_count"]) == len(servers) and int(r["client_node_count"]) == len(clients)
-        assert isinstance(json.loads(r["ceilings"]), list)
+        assert not any(v.startswith(("[", "{")) for v in r.values()), r  # no JSON in a cell
+        s = doc[int(r["id"])]
+        for side in ("server", "client"):
+            mine = [int(n["node"]) for n in nodes if n["sample_id"] == r["id"] and n["side"] == side]
+            assert mine == s[f"{side}_nodes"] and int(r[f"{side}_node_count"]) == len(mine)
+        assert r["ceilings"].split() == s["ceilings"] and r["ceilings"]
+        assert datetime.fromisoformat(r["created"]).utcoffset() is not None
         assert not r["raw_dir"].startswith("/")
 
 
@@ -116,7 +131,10 @@ def test_fom_lines_parse_with_one_regex(synthetic):
         assert float(f["value"]) == pytest.approx(r.server.centre, rel=1e-5)
         assert f["unit"] == r.unit and f["better"] == "higher"
         assert foms[f"{metric}.ridge.median"]["unit"] == "servers/client"
-    assert foms["run.samples_not_ok"]["value"] == "0"
+        assert foms[f"{metric}.ridge.median"]["better"] is None  # neither higher nor lower is better
+    assert foms["run.samples_not_ok"]["value"] == "0" and foms["run.samples_not_ok"]["better"] == "lower"
+    if "run.wall" in foms:
+        assert foms["run.wall"]["better"] is None
 
 
 def test_model_json_validates_for_a_run_and_for_published_parameters(synthetic):

@@ -20,13 +20,15 @@ def test_fixed_work_and_deterministic_result():
 
 
 def test_command_prints_one_document():
-    out = subprocess.run(
-        [sys.executable, "-m", "rooftop.stencil", "--size", "32", "--iterations", "5"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    """The bursts neighbour's command runs the stencil with rooftop's own
+    interpreter (`python -m rooftop.stencil`): nothing on PATH is needed
+    (no rooftop-stencil script is installed)."""
+    from rooftop.bursts import neighbour
+
+    argv = neighbour.command("stencil", 32, 5)
+    assert argv[:3] == [sys.executable, "-m", "rooftop.stencil"]
+    env = dict(os.environ, PATH="", PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True, env=env)
     doc = json.loads(out.stdout)
     assert doc["kernel"] == "stencil" and doc["size"] == 32
     assert doc["cpu_affinity"] == sorted(os.sched_getaffinity(0))

@@ -9,14 +9,17 @@ what it does not know keeps working. Anything else -- a field removed,
 renamed or retyped, a unit changed -- raises MAJOR. The schemas allow
 additional properties for that reason.
 
-Typed columns: `server_nodes`/`client_nodes` are lists of node indices (in
-CSV, JSON text such as "[0, 1]": always a string, whatever the run), next to
-`server_node_count`/`client_node_count` (integers). `ceilings` is the list
-of collect stages a sample stands for (CSV: JSON text). `emulation` is what
-the emulated cluster enforced on the sample's nodes during its window
-(rooftop.emulation; null off the emulated cluster; CSV: JSON text or empty). `raw_dir` is the
-folder of the sample's engine documents relative to the results folder
-("RUN/raw/...", "" when none is left), wherever `collect` ran.
+Typed columns, and no JSON in a CSV cell: `server_nodes`/`client_nodes`
+are lists of node indices (JSON lists; the CSV has their counts,
+`server_node_count`/`client_node_count`, and the lists themselves in a long
+table of their own, `--nodes`: one row per sample, side and node).
+`ceilings` is the list of collect stages a sample stands for (CSV: the
+names separated by spaces; a stage name has none). `emulation` is what the
+emulated cluster enforced on the sample's nodes during its window
+(rooftop.emulation; null off the emulated cluster; JSON only). `created`
+is ISO-8601 with its time zone. `raw_dir` is the folder of the sample's
+engine documents relative to the results folder ("RUN/raw/...", "" when
+none is left), wherever `collect` ran.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import io
 import json
 import math
 import os
+from datetime import datetime
 from importlib import resources
 
 from rooftop.interference import report as interference_report
@@ -38,21 +42,35 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: The version of every JSON document below (see the compatibility rule).
 #: 1.1 added the interference impact factors (export, model) and each
 #: metric's ceilings under load (model); 1.2 each sample's emulation (export);
-#: 1.3 a run's service points (export) and each service's efficiency (model).
-SCHEMA_VERSION = "1.3"
-#: Sample columns as exported, in order.
+#: 1.3 a run's service points (export) and each service's efficiency (model);
+#: 1.4 times (`created`) with their time zone.
+SCHEMA_VERSION = "1.4"
+#: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
+#: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
+CSV_COLUMNS = [c for c in COLUMNS if c not in ("server_nodes", "client_nodes", "emulation")]
+#: `rooftop export RUN --nodes`: the samples' nodes, one row per sample, side and node.
+NODE_COLUMNS = ["sample_id", "side", "node"]
 #: Export formats: name -> one line of help.
 FORMATS = {
     "csv": "one row per sample, typed columns (below)",
     "json": "the run (config, environment, timing) and its samples; schema rooftop/schemas/export.schema.json",
-    "fom": "one figure of merit per line: 'NAME: VALUE UNIT (higher|lower is better)'",
+    "fom": "one figure of merit per line: 'NAME: VALUE UNIT', then ' (higher|lower is better)' where one is",
 }
 
 
 def schema(name: str) -> dict:
     """A shipped JSON Schema: 'export' or 'model'."""
     return json.loads(resources.files("rooftop").joinpath("schemas", f"{name}.schema.json").read_text())
+
+
+def iso_time(stamp: str | None) -> str | None:
+    """A stored time as ISO-8601 with its zone: the store records local
+    time without one (records.now_iso), read here in this machine's zone."""
+    if not stamp:
+        return stamp
+    t = datetime.fromisoformat(stamp)
+    return (t if t.tzinfo else t.astimezone()).isoformat(timespec="seconds")
 
 
 def sample_rows(store: Store, run_id: str) -> list[dict]:
@@ -64,6 +82,7 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
             dict(
                 s,
                 ceilings=stands_for(s),
+                created=iso_time(s["created"]),
                 emulation=json.loads(s["emulation"]) if s["emulation"] else None,
                 server_node_count=len(s["server_nodes"]),
                 client_node_count=len(s["client_nodes"]),
@@ -81,7 +100,7 @@ def json_doc(store: Store, run_id: str) -> dict:
         "schema_version": SCHEMA_VERSION,
         "run": run.id,
         "status": run.status,
-        "created": run.created,
+        "created": iso_time(run.created),
         "config": run.config,
         "environment": run.environment,
         "wall_s": run.wall_s,
@@ -94,12 +113,33 @@ def json_doc(store: Store, run_id: str) -> dict:
 
 
 def csv_text(store: Store, run_id: str) -> str:
+    """One row per sample (CSV_COLUMNS): numbers and text only."""
     run = store.get_run(run_id)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for s in sample_rows(store, run.id):
-        w.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in s.items()})
+        w.writerow(dict(s, ceilings=" ".join(s["ceilings"])))
+    return buf.getvalue()
+
+
+def nodes_text(store: Store, run_id: str, fmt: str) -> str:
+    """`rooftop export RUN --nodes`: which nodes each sample ran on, one row
+    per sample, side (server, client) and node index (CSV: joins the
+    samples' `id` on `sample_id`), or a list (JSON)."""
+    run = store.get_run(run_id)
+    rows = [
+        {"sample_id": s["id"], "side": side, "node": n}
+        for s in store.samples(run.id)
+        for side in ("server", "client")
+        for n in s[f"{side}_nodes"]
+    ]
+    if fmt == "json":
+        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "nodes": rows}, indent=1)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=NODE_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
     return buf.getvalue()
 
 
@@ -188,14 +228,19 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
     }
 
 
-def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, bool]]:
-    """(name, value, unit, higher_is_better) of a run: per metric its ceilings,
+#: The direction of a figure of merit: "higher" or "lower" is better, or None
+#: (a value with no better direction: the ridge, the wall time).
+Better = str | None
+
+
+def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, Better]]:
+    """(name, value, unit, better) of a run: per metric its ceilings,
     ridge and validation error (where the run has them), then the run's own."""
     from rooftop import results
 
     res = results.load(store, run_id, [interference_report.SECTION, service_report.SECTION])  # their figures of merit
     run = store.get_run(run_id)
-    out: list[tuple[str, float, str, bool]] = []
+    out: list[tuple[str, float, str, Better]] = []
     for metric in sorted(res.rooflines):
         e = res.evaluations[metric]
         d = e.to_dict()
@@ -203,24 +248,27 @@ def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, b
             c = d.get(side)
             for stat in ("min", "median", "max"):
                 if c and c.get(stat) is not None:
-                    out.append((f"{metric}.{side}.{stat}", c[stat], d["unit"], True))
-        out.append((f"{metric}.ridge.median", d["ridge"]["median"], "servers/client", False))
+                    out.append((f"{metric}.{side}.{stat}", c[stat], d["unit"], "higher"))
+        # Where the ridge lies is a property of the platform, neither good nor bad.
+        out.append((f"{metric}.ridge.median", d["ridge"]["median"], "servers/client", None))
         err = d["median_abs_error_pct"]["all"]
         if err is not None:
-            out.append((f"{metric}.validation.median_abs_error", err, "%", False))
-    out += interference_report.fom_rows(res.part("interference"))
-    out += service_report.fom_rows(res)
+            out.append((f"{metric}.validation.median_abs_error", err, "%", "lower"))
+    studies = interference_report.fom_rows(res.part("interference")) + service_report.fom_rows(res)
+    out += [(name, value, unit, "higher" if hi else "lower") for name, value, unit, hi in studies]
     bad = sum(1 for s in res.samples if s["status"] != "ok")
-    out.append(("run.samples_not_ok", bad, "samples", False))
+    out.append(("run.samples_not_ok", bad, "samples", "lower"))
     if run.overhead is not None:
-        out += [("run.overhead", run.overhead * 100, "%", False), ("run.wall", run.wall_s, "s", False)]
+        # The wall time follows from what was asked (samples, durations): no better direction.
+        out += [("run.overhead", run.overhead * 100, "%", "lower"), ("run.wall", run.wall_s, "s", None)]
     return [f for f in out if isinstance(f[1], (int, float)) and math.isfinite(f[1])]
 
 
 def fom_text(store: Store, run_id: str) -> str:
     """One line per figure of merit, for regex-based parsers (Ramble, JUBE):
-    NAME: VALUE UNIT (higher is better|lower is better)."""
+    NAME: VALUE UNIT, then (higher is better) or (lower is better) where
+    the figure has a better direction."""
     return "".join(
-        f"{name}: {value:.6g} {unit} ({'higher' if hi else 'lower'} is better)\n"
-        for name, value, unit, hi in figures_of_merit(store, run_id)
+        f"{name}: {value:.6g} {unit}" + (f" ({better} is better)" if better else "") + "\n"
+        for name, value, unit, better in figures_of_merit(store, run_id)
     )

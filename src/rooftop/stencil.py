@@ -6,8 +6,8 @@ work is fixed (size × size points, `iterations` sweeps), the time is what
 varies. It runs in one thread (numpy's slicing arithmetic does not use BLAS
 threads), so pinning the process to a core confines it to that core.
 
-Command: `rooftop-stencil --size N --iterations K` (or
-`python -m rooftop.stencil`) prints one JSON document on stdout:
+Command: `python -m rooftop.stencil --size N --iterations K` (an internal
+helper, not installed on PATH) prints one JSON document on stdout:
 `{"kernel": "stencil", "size", "iterations", "points", "seconds",
 "cpu_seconds", "points_per_sec", "checksum", "cpu_affinity", "pid"}`.
 SIGTERM or SIGINT stop it between sweeps; the document then says
@@ -76,7 +76,7 @@ def run(size: int = DEFAULT_SIZE, iterations: int = DEFAULT_ITERATIONS) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="rooftop-stencil",
+        prog="python -m rooftop.stencil",
         description="A fixed amount of CPU-bound work (2-D Jacobi stencil); prints its run time as JSON.",
     )
     parser.add_argument("--size", type=int, default=DEFAULT_SIZE, help=f"grid points per side (default {DEFAULT_SIZE})")
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = run(args.size, args.iterations)
     except ValueError as err:
-        print(f"rooftop-stencil: {err}", file=sys.stderr)
+        print(f"rooftop.stencil: {err}", file=sys.stderr)
         return 2
     print(json.dumps(doc))
     return 0 if doc["completed"] else 1

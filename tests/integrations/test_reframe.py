@@ -1,9 +1,13 @@
 """The ReFrame check, run by ReFrame itself: a real campaign inside
-ReFrame's job, sanity, performance variables with units, and a site
-reference that turns a fallen ceiling into a failure."""
+ReFrame's job (with the rooftop beside ReFrame's Python, the venv not on
+PATH), sanity, performance variables with units, and a site reference that
+turns a fallen ceiling into a failure; and its performance variables for
+every metric (storage ones too) from `rooftop model --json`."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -12,16 +16,23 @@ from pathlib import Path
 
 import pytest
 
+import synthetic
+from rooftop.cli import main
+
 pytest.importorskip("reframe")
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 LOCAL = ROOT / "examples" / "reframe" / "local.py"
-QUICK = ["-S", "metrics=rpc", "-S", "duration=0.3", "-S", "samples=2", "-S", f"rooftop={BIN / 'rooftop'}"]
+#: No `rooftop` variable: the check runs the rooftop beside ReFrame's Python.
+QUICK = ["-S", "metrics=rpc", "-S", "duration=0.3", "-S", "samples=2"]
 
 
 def check_path() -> str:
-    out = subprocess.run([str(BIN / "rooftop-reframe-check")], capture_output=True, text=True, check=True)
+    """The check file, as `rooftop-reframe-check` prints it (from the rooftop
+    under test: its function run by this interpreter)."""
+    code = "from rooftop.integrations import reframe_check_path; reframe_check_path()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     path = out.stdout.strip()
     assert Path(path).is_file() and path.endswith("integrations/reframe.py")
     return path
@@ -44,7 +55,9 @@ def reframe(tmp: Path, config: Path, *extra: str) -> tuple[subprocess.CompletedP
         *QUICK,
         *extra,
     ]
-    env = dict(os.environ, RFM_SAVE_LOG_FILES="n", RFM_LOG_FILE=str(tmp / "rfm.log"))
+    # The venv's bin is not on PATH: the check finds rooftop beside its Python.
+    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if d and Path(d) != BIN)
+    env = dict(os.environ, PATH=path, RFM_SAVE_LOG_FILES="n", RFM_LOG_FILE=str(tmp / "rfm.log"))
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env, timeout=900)
     assert report.exists(), p.stdout + p.stderr
     return p, json.loads(report.read_text())["runs"][0]["testcases"][0]
@@ -65,6 +78,9 @@ def test_check_reports_ceilings_with_units(tmp_path):
     assert model["metrics"][0]["client"]["median"] == pytest.approx(perf["rpc_client_median"][0])
     assert json.loads((out / "export.json").read_text())["status"] == "complete"
     assert (out / "results" / "rooftop.db").exists()
+    # The job script runs the rooftop beside ReFrame's Python, and sets no variable nothing reads.
+    script = (out / "rfm_job.sh").read_text()
+    assert f"{BIN / 'rooftop'} collect" in script and "ROOFTOP_LAUNCHER" not in script
 
 
 def test_site_reference_alerts_when_a_ceiling_falls(tmp_path):
@@ -83,3 +99,31 @@ def test_unknown_reference_name_is_an_error(tmp_path):
     p, case = reframe(tmp_path, LOCAL, "-S", f"references_file={refs}")
     assert p.returncode != 0 and case["result"] == "fail"
     assert "rpc_sever_median is not a performance variable" in p.stdout + json.dumps(case)
+
+
+def test_every_metric_has_its_units_from_the_model(tmp_path):
+    """A storage run's `rooftop model --json` (synthetic samples): every
+    performance variable of sbw and iops resolves, in the model's unit."""
+    from rooftop.integrations import reframe as check
+
+    cfg = dict(synthetic.config_for(), metrics=["sbw", "iops"])
+    _store, run_id = synthetic.uniform_run(tmp_path, cfg)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["model", run_id, "--results", str(tmp_path / "res"), "--json"]) == 0
+    path = tmp_path / "model.json"
+    path.write_text(buf.getvalue())
+    variables = check.performance_variables(check._model(str(path)), ["sbw", "iops"])
+    assert len(variables) == 2 * 8
+    assert variables["sbw_server_median"][2] == "bytes/s" and variables["iops_client_max"][2] == "ops/s"
+    assert variables["sbw_ridge"][2] == "servers/client" and variables["iops_validation_error"][2] == "%"
+    for metric, keys, _unit in variables.values():
+        assert check._model_value(str(path), metric, *keys).evaluate() >= 0
+    with pytest.raises(ValueError, match="metric 'meta' is not in rooftop's model"):
+        check.performance_variables(check._model(str(path)), ["meta"])
+
+
+def test_default_rooftop_is_beside_the_interpreter():
+    from rooftop.integrations import reframe as check
+
+    assert check.default_rooftop() == str(BIN / "rooftop")

@@ -44,7 +44,7 @@ KEYS = [
         "bursts.neighbour",
         "str",
         None,
-        "a compute job pinned to the server's core(s): 'stencil' (rooftop-stencil) or a command line; "
+        "a compute job pinned to the server's core(s): 'stencil' (python -m rooftop.stencil) or a command line; "
         "run alone, then during each mode (default: none)",
         nullable=True,
     ),

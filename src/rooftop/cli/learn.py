@@ -11,6 +11,7 @@ from pathlib import Path
 from rooftop import session
 from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags, results_arg
 from rooftop.learn import keys as _tune_keys  # noqa: F401  (registers the tune.* config keys)
+from rooftop.learn import require_sklearn
 
 #: The tune's own flags, each setting a key of rooftop.learn.keys.
 TUNE_FLAGS = (
@@ -28,6 +29,7 @@ TUNE_FLAGS = (
 
 
 def _cmd_learn(args) -> int:
+    require_sklearn()
     from rooftop.learn.run import learn, metrics_to_learn
     from rooftop.learn.show import print_learned
     from rooftop.store.db import Store
@@ -44,6 +46,7 @@ def _cmd_learn(args) -> int:
 
 
 def _cmd_predict(args) -> int:
+    require_sklearn()
     from rooftop.config.files import parse_override
     from rooftop.learn.predict import predict
     from rooftop.learn.show import print_prediction
@@ -69,6 +72,7 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_tune(args) -> int:
+    require_sklearn()
     from rooftop import metrics
     from rooftop.config.files import load_file, merge
     from rooftop.config.resolve import build as build_config

@@ -117,7 +117,15 @@ def _cmd_export(args) -> int:
 
     store = Store(args.results, create=False)
     run = store.get_run(args.run).id
-    if args.series:
+    if args.series + args.services + args.nodes > 1:
+        print("rooftop export: --series, --services and --nodes are separate exports: give one", file=sys.stderr)
+        return 2
+    if args.nodes:
+        if args.format == "fom":
+            print("rooftop export: --nodes is csv or json", file=sys.stderr)
+            return 2
+        text = export.nodes_text(store, run, args.format)
+    elif args.series:
         if args.format == "fom":
             print("rooftop export: --series is csv or json", file=sys.stderr)
             return 2
@@ -150,10 +158,10 @@ def add_export(sub) -> None:
         description="A run's samples for other tools. Formats:\n"
         + "".join(f"  {k:5} {v}\n" for k, v in FORMATS.items())
         + f"\nJSON carries schema_version {SCHEMA_VERSION} (a MINOR release only adds fields). CSV columns "
-        'are typed:\nserver_nodes/client_nodes hold JSON lists of node indices ("[0, 1]"), their '
-        "counts are\nserver_node_count/client_node_count, ceilings is a JSON list, raw_dir is relative "
-        "to\nthe results folder. With pandas: pd.read_csv(path, converters={'server_nodes': json.loads,\n"
-        "'client_nodes': json.loads, 'ceilings': json.loads}).",
+        "are typed,\nnumbers and text only (no JSON in a cell): server_node_count/client_node_count count "
+        "the\nnodes (which ones: --nodes, one row per sample, side and node), ceilings is the stage\n"
+        "names separated by spaces, created is ISO-8601 with its time zone, raw_dir is relative to\n"
+        "the results folder; emulation is in the JSON only. docs/exports.md shows pandas reading both.",
     )
     ex.add_argument("run", help="a run id (see 'rooftop runs')")
     ex.add_argument("--format", choices=list(FORMATS), default="csv", help="csv (default), json or fom")
@@ -169,6 +177,12 @@ def add_export(sub) -> None:
         help="the run's service points instead (rooftop service): one per row: service, metric, "
         "server_procs, client_procs, sample, per_client, unit, status, ...; the CSV reads back "
         "with 'rooftop service --import'",
+    )
+    ex.add_argument(
+        "--nodes",
+        action="store_true",
+        help="which nodes each sample ran on instead: one row per sample, side and node: sample_id "
+        "(the samples' id), side (server, client), node (index)",
     )
     results_arg(ex)
     ex.add_argument("--output", help="write to this file instead of stdout")

@@ -15,10 +15,14 @@ inside ReFrame's job, on the nodes ReFrame's scheduler gave it:
   logical nodes). rooftop itself is run directly in the job script, never
   under the launcher: it launches its own servers and clients.
 - Sanity: the run is complete and no sample is invalid or failed.
-- Performance variables, per metric (`rpc`, `bw`): client and server
-  ceilings (`<metric>_client_min`, `_median`, `_max`; `_server_...`), the
-  ridge ratio (`<metric>_ridge`, servers per client) and the validation
-  median absolute error (`<metric>_validation_error`, %), with units.
+- Performance variables, per metric measured (any of rooftop's metrics,
+  storage ones included): client and server ceilings (`<metric>_client_min`,
+  `_median`, `_max`; `_server_...`) in the unit `rooftop model --json`
+  gives the metric (ops/s, bytes/s), the ridge ratio (`<metric>_ridge`,
+  servers per client) and the validation median absolute error
+  (`<metric>_validation_error`, %).
+- rooftop: by default the `rooftop` beside the Python running ReFrame (the
+  same installation; no need for it on PATH), else the one on PATH.
 - References: `references_file` is JSON mapping a ReFrame system
   (`"*"`, `"cluster"` or `"cluster:partition"`) to performance variables
   and `[value, lower, upper]` (ReFrame's relative thresholds, e.g.
@@ -34,6 +38,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
+import sys
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -42,8 +48,6 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 
 #: ReFrame launcher name -> rooftop launcher.type.
 LAUNCHERS = {"local": "local", "srun": "srun", "mpirun": "mpiexec", "mpiexec": "mpiexec"}
-#: Per metric, the unit of its ceilings in rooftop's model JSON.
-UNITS = {"rpc": "ops/s", "bw": "bytes/s"}
 #: Ceiling statistics reported for each side.
 STATS = ("min", "median", "max")
 
@@ -51,6 +55,39 @@ STATS = ("min", "median", "max")
 def _model(path: str) -> dict:
     with open(path) as f:
         return {m["metric"]: m for m in json.load(f)["metrics"]}
+
+
+def performance_variables(model: dict, metrics: list[str]) -> dict[str, tuple[str, tuple[str, ...], str]]:
+    """The performance variables of `metrics`: name -> (metric, keys of
+    the value in the metric's entry of `rooftop model --json`, unit). The ceilings'
+    unit is the one the model gives the metric (any metric; ValueError
+    names a metric the model does not have)."""
+    out = {}
+    for metric in metrics:
+        if metric not in model:
+            raise ValueError(f"metric {metric!r} is not in rooftop's model ({', '.join(model) or 'none'})")
+        unit = model[metric]["unit"]
+        for side in ("client", "server"):
+            for stat in STATS:
+                out[f"{metric}_{side}_{stat}"] = (metric, (side, stat), unit)
+        out[f"{metric}_ridge"] = (metric, ("ridge", "median"), "servers/client")
+        out[f"{metric}_validation_error"] = (metric, ("median_abs_error_pct", "all"), "%")
+    return out
+
+
+def default_rooftop() -> str:
+    """The rooftop of this installation: the script beside the running
+    interpreter (sys.executable's folder, not resolved: a venv's bin), else
+    `rooftop` on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "rooftop")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("rooftop")
+    if found is None:
+        raise ValueError(
+            f"no rooftop beside this Python ({beside}) nor on PATH: set -S rooftop_check.rooftop=/path/to/rooftop"
+        )
+    return found
 
 
 @sn.deferrable
@@ -99,8 +136,8 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
     collect_args = variable(str, value="")
     #: More arguments for `rooftop validate`, shell-quoted.
     validate_args = variable(str, value="")
-    #: The rooftop command (a path, or 'rooftop' on PATH).
-    rooftop = variable(str, value="rooftop")
+    #: The rooftop command; '' (default): the one beside ReFrame's Python, else on PATH.
+    rooftop = variable(str, value="")
     #: JSON file of site references (see the module docstring); '' for none.
     references_file = variable(str, value="")
 
@@ -118,10 +155,9 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
                 f"partition {self.current_partition.fullname}: launcher '{launcher}' "
                 f"is not one rooftop can use ({', '.join(LAUNCHERS)})"
             )
-        rt, res = shlex.quote(self.rooftop), "--results results"
+        rt, res = shlex.quote(self.rooftop or default_rooftop()), "--results results"
         common = f"{res} --metrics {shlex.quote(self.metrics)} --fabric {shlex.quote(self.fabric)}"
         quick = f"--duration {self.duration:g} --samples {self.samples}"
-        self.env_vars["ROOFTOP_LAUNCHER"] = LAUNCHERS[launcher]
         self.prerun_cmds = [
             f"RUN=$({rt} collect {common} {quick} --launcher {LAUNCHERS[launcher]} {self.collect_args})",
             'echo "rooftop run: $RUN"',
@@ -154,20 +190,11 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
     @run_before("performance")
     def set_perf_variables(self):
         path = os.path.join(self.stagedir, "model.json")
-        self.perf_variables = {}
-        for metric in self.metrics.split(","):
-            unit = UNITS[metric]
-            for side in ("client", "server"):
-                for stat in STATS:
-                    self.perf_variables[f"{metric}_{side}_{stat}"] = sn.make_performance_function(
-                        _model_value(path, metric, side, stat), unit
-                    )
-            self.perf_variables[f"{metric}_ridge"] = sn.make_performance_function(
-                _model_value(path, metric, "ridge", "median"), "servers/client"
-            )
-            self.perf_variables[f"{metric}_validation_error"] = sn.make_performance_function(
-                _model_value(path, metric, "median_abs_error_pct", "all"), "%"
-            )
+        metrics = [m.strip() for m in self.metrics.split(",") if m.strip()]
+        self.perf_variables = {
+            name: sn.make_performance_function(_model_value(path, metric, *keys), unit)
+            for name, (metric, keys, unit) in performance_variables(_model(path), metrics).items()
+        }
         self.reference = self._references()
 
     def _references(self) -> dict:

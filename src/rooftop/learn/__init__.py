@@ -16,3 +16,25 @@ footprint never measured, with an interval, capped by the roofline.
 class LearnError(ValueError):
     """Data or a model file that cannot be learned from or used; the
     message says why and what to do."""
+
+
+#: How to get scikit-learn, which only learn, predict and tune need (the
+#: `learn` extra of pyproject.toml; a plain install has none).
+INSTALL_HINT = "pip install 'rooftop[learn]'"
+
+
+class MissingLearnExtra(LearnError):
+    """scikit-learn is not installed: the message says how to install it."""
+
+
+def require_sklearn() -> None:
+    """Raises MissingLearnExtra (the CLI: exit 2) when scikit-learn cannot
+    be imported; the learned models, the tune's proposals and a saved
+    model's refit all need it."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError as e:
+        raise MissingLearnExtra(
+            f"needs scikit-learn, which is not installed here ({e}); install the learn extra: "
+            f"{INSTALL_HINT} (from a checkout: pip install '.[learn]', or bash scripts/setup.sh --learn)"
+        ) from None

@@ -24,12 +24,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from rooftop.learn import LearnError
 from rooftop.learn.dataset import Encoder, encode_value
 from rooftop.learn.space import MAX_CANDIDATES, Space
-from rooftop.learn.zoo import regressor
 
 #: Configurations measured before the model is trusted to propose.
 MIN_CONFIGS = 3
@@ -122,6 +120,12 @@ class Proposer:
         roof = np.array([self._roof(o.params) for o in measured for _ in o.rates])
         y = np.log([r for o in measured for r in o.rates]) - np.log(roof)
         X = self.encoder.matrix(rows)
+        # scikit-learn (the `learn` extra) is imported here, not with the
+        # module: the tune config keys and a tune run's report need none.
+        from sklearn.exceptions import ConvergenceWarning
+
+        from rooftop.learn.zoo import regressor
+
         with warnings.catch_warnings():  # a few noisy rows: bounds reached are expected
             warnings.simplefilter("ignore", ConvergenceWarning)
             return regressor("Gaussian process", self.seed).fit(X, y)

@@ -38,7 +38,7 @@ def _args(ctx):
 
 LOAD = Load(
     "cpu",
-    "a fixed-work Jacobi stencil per core (rooftop-stencil), repeated",
+    "a fixed-work Jacobi stencil per core (rooftop.stencil), repeated",
     "CPU cores",
     (
         knob("cpu", "procs", "int", 0, "processes per node (0: one per core of the node)", minimum=0),
