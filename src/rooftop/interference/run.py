@@ -75,8 +75,9 @@ class Plan:
 def plan_of(keys: dict, knobs: dict[str, dict]) -> Plan:
     """The plan of a config's `interference` section (each key already
     checked against its type and limits: rooftop.interference.keys), checked
-    as a whole; a random placement without a seed gets a drawn one,
-    written back into `keys` so that the run's config records it."""
+    as a whole; a random placement without a seed gets a drawn one, and
+    the ensemble is sorted, both written back into `keys` so that the runs'
+    configs record what ran."""
     if not keys["loads"]:
         raise ValueError(
             "interference.loads (--loads): name at least one load to run beside the stages "
@@ -91,11 +92,12 @@ def plan_of(keys: dict, knobs: dict[str, dict]) -> Plan:
         raise ValueError(f"interference.loads (--loads): '{twice[0]}' is named twice")
     if keys["seed"] is None and keys["placement"] == "random":
         keys["seed"] = secrets.randbits(31)
+    keys["ensemble"] = sorted(set(keys["ensemble"]))  # the runs' order
     return Plan(
         list(keys["loads"]),
         knobs,
         list(keys["stages"]),
-        sorted(set(keys["ensemble"])),
+        list(keys["ensemble"]),
         keys["load_nodes"],
         keys["placement"],
         keys["seed"],
