@@ -43,6 +43,8 @@ def test_config_keys_lists_every_study_key():
             assert f"{k.path:30s} {k.kind}" in out and k.help in out, k.path
     assert f"{'bursts.interval':30s} float, default 1.0, at least 0.1 and at most 3600" in out
     assert "[rooftop bursts only]" in out
+    assert f"{'interference.load_warmup':30s} float, default 3.0, at least 0" in out
+    assert "[rooftop interfere only]" in out
 
 
 def test_a_study_key_declared_twice_is_an_error():
@@ -76,6 +78,16 @@ def test_bad_values_name_the_key(tmp_path):
         (["audit", "--set", "collect.samples=3"], "collect.samples: not read by rooftop audit"),
         (["audit", "--lease", "0"], "engine.lease: must be > 0"),
         (["probe", "--set", "probe.repeat=0"], "probe.repeat: 0 is too small (at least 1)"),
+        (["interfere"], "interference.loads (--loads): name at least one load"),
+        (["interfere", "--loads", "cpu", "--ensemble", "2,0"], "interference.ensemble[1]: 0 is too small (at least 1)"),
+        (["interfere", "--loads", "cpu", "--placement", "anywhere"], "invalid choice: 'anywhere'"),
+        (
+            ["interfere", "--set", "interference.placement=anywhere", "--loads", "cpu"],
+            "interference.placement: 'anywhere' is not one of given, random",
+        ),
+        (["interfere", "--loads", "cpu", "--load-warmup", "-1"], "interference.load_warmup: -1.0 is too small"),
+        (["interfere", "--loads", "cpu", "--load-nodes", "9"], "interference.load_nodes (--load-nodes) 9: nodes are"),
+        (["bursts", "--set", "interference.grace=1"], "interference.grace: a key of 'rooftop interfere', not read"),
     ]
     for argv, message in cases:
         p = rooftop(*argv, "--results", res, check=False)
@@ -94,6 +106,29 @@ def test_a_config_file_sets_study_keys_and_other_commands_leave_them_out(tmp_pat
     assert cfg["bursts"]["windows_per_burst"] == 6 and cfg["collect"]["samples"] == 2
     shown = json.loads(rooftop("config", "show", "--config", str(f)).stdout)
     assert "bursts" not in shown and shown["collect"]["samples"] == 2
+
+
+def test_interfere_keys_from_a_file_set_and_flags_resolve_into_the_config(tmp_path):
+    """File < --set < flags, as for every key; the resolved `interference`
+    section (a drawn seed and the sorted ensemble included) is what the
+    runs' configs record; other commands leave the file's table out."""
+    from rooftop.cli.interfere import _config
+
+    f = tmp_path / "c.toml"
+    f.write_text(
+        '[interference]\nloads = ["cpu", "mem"]\nensemble = [4, 1]\nload_warmup = 2\nplacement = "random"\n'
+        "[loads.cpu]\nprocs = 1\n"
+    )
+    argv = ["interfere", "--config", str(f), "--set", "interference.load_warmup=0.5", "--set", "interference.grace=1"]
+    args = cli.build_parser().parse_args([*argv, "--ensemble", "2,1", "--results", str(tmp_path / "r")])
+    cfg, plan = _config(args)
+    keys = cfg["interference"]
+    assert (keys["loads"], keys["ensemble"], keys["load_warmup"], keys["grace"]) == (["cpu", "mem"], [1, 2], 0.5, 1.0)
+    assert keys["placement"] == "random" and isinstance(keys["seed"], int)  # drawn, and recorded
+    assert cfg["interfere"] == {"role": "isolated", **plan.record()} and plan.seed == keys["seed"]
+    assert (plan.ensemble, plan.warmup, plan.grace, plan.knobs["cpu"]["procs"]) == ([1, 2], 0.5, 1.0, 1)
+    shown = json.loads(rooftop("config", "show", "--config", str(f)).stdout)
+    assert "interference" not in shown and "loads" not in shown
 
 
 @pytest.fixture(scope="module")

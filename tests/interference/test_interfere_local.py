@@ -161,6 +161,8 @@ def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
         "cpu.procs=1",
         "--set",
         "loads.cpu.size=128",  # a load's knob is a config key too
+        "--set",
+        "interference.grace=2",  # and so is each option of the command
         "--stages",
         "client_peak",
         *QUICK,
@@ -168,8 +170,17 @@ def test_ensembles_of_1_2_4_copies_run_and_are_recorded(tmp_path):
     conds = doc["conditions"]
     from rooftop.store.db import Store
 
-    recorded = Store(tmp_path, create=False).get_run(base).config["loads"]
-    assert recorded == {"cpu": {"procs": 1, "size": 128, "iterations": 50}}
+    config = Store(tmp_path, create=False).get_run(base).config
+    assert config["loads"] == {"cpu": {"procs": 1, "size": 128, "iterations": 50}}
+    keys = config["interference"]  # the interference.* keys, as resolved
+    assert (keys["loads"], keys["ensemble"], keys["load_nodes"], keys["stages"]) == (
+        ["cpu"],
+        [1, 2, 4],
+        [1],
+        ["client_peak"],
+    )
+    assert (keys["grace"], keys["load_warmup"], keys["placement"], keys["seed"]) == (2.0, 0.5, "given", None)
+    assert config["interfere"]["grace"] == 2.0 and config["interfere"]["role"] == "isolated"
     assert [c["copies"] for c in conds] == [1, 2, 4]
     assert [len(c["loads"]) for c in conds] == [1, 2, 4]
     for c in conds:
@@ -388,6 +399,8 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
         "cpu.procs=4",
         "--load-warmup",
         "0.5",
+        "--grace",
+        "2",  # a key of this command: not refused as ignored
     )
     assert base != source
     (cond,) = doc["conditions"]
@@ -406,10 +419,9 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
     for run in (base, cond["run"]):  # each an ordinary, complete bursts run
         status, config = db.execute("SELECT status, config FROM runs WHERE id = ?", (run,)).fetchone()
         assert status == "complete" and json.loads(config)["stages"] == ["bursts"]
-    assert (
-        json.loads(db.execute("SELECT config FROM runs WHERE id = ?", (base,)).fetchone()[0])["interfere"]["bursts_of"]
-        == source
-    )
+    base_config = json.loads(db.execute("SELECT config FROM runs WHERE id = ?", (base,)).fetchone()[0])
+    assert base_config["interfere"]["bursts_of"] == source
+    assert base_config["interference"]["grace"] == 2.0 and base_config["interference"]["stages"] == ["bursts"]
     _rooftop(tmp_path, "report", base)
     md = (tmp_path / base / "report" / "report.md").read_text()
     assert "## Under load" in md and "| bursts/busy | rpc |" in md

@@ -24,7 +24,7 @@ def test_knobs_resolve_with_defaults_and_unknown_ones_are_named():
     assert knobs["numio"]["mode"] == "async" and knobs["numio"]["sweeps"] == 200
     with pytest.raises(ValueError, match="no knob 'speed'"):
         parse_knobs(["cpu.speed=3"], ["cpu"])
-    with pytest.raises(ValueError, match="not in --loads"):
+    with pytest.raises(ValueError, match=r"not in interference.loads \(--loads\)"):
         parse_knobs(["mem.copies=3"], ["cpu"])
 
 
@@ -119,7 +119,7 @@ def test_dry_run_prints_every_condition_and_creates_nothing(tmp_path):
 
 def test_bad_load_options_are_config_errors():
     for args, says in (
-        (["--loads", "gpu"], "unknown load 'gpu'"),
+        (["--loads", "gpu"], "interference.loads[0]: 'gpu' is not one of cpu, mem"),
         (["--loads", "cmd"], "needs a command"),
         (["--loads", "net", "--load-nodes", "0"], "at least two nodes"),
         (["--loads", "numio", "--load-set", "numio.mode=later"], "numio.mode 'later'"),

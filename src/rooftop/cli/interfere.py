@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import sys
 import textwrap
 import time
 
 from rooftop import session, stages, ui
-from rooftop.cli.common import RESULTS_FLAG, add_key_flags, campaign_args, config_args, seconds
+from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, campaign_args, config_args
 from rooftop.interference import run as interfere
 from rooftop.interference.loads import LOADS, background
 
@@ -35,21 +34,28 @@ Loads:
 With --bursts RUN the service is a bursts run (rooftop bursts) instead of
 --stages: its modes measured again alone and beside each load, an impact per
 progress mode.
-Knobs: --load-set KIND.KNOB=VALUE, or the config keys loads.KIND.KNOB
-(--set, a config file; 'rooftop config keys' and docs/interference.md list them).
+--loads, --stages, --load-nodes, --placement, --seed, --load-node-count,
+--ensemble, --load-warmup and --grace set config keys interference.* (e.g.
+interference.load_warmup); the loads' knobs are keys loads.KIND.KNOB
+(--load-set KIND.KNOB=VALUE). Set any with --set or a config file's
+[interference] and [loads.KIND] tables; 'rooftop config keys' and
+docs/interference.md list them.
 --duration, --warmup and --samples apply to the validate stage too."""
 )
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}': expected whole numbers, e.g. 1,2,4") from None
-
-
-def _names(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+#: The command's own flags, each setting a key of rooftop.interference.keys
+#: (--bursts names a run and --load-set sets loads.KIND.KNOB keys: not here).
+INTERFERE_FLAGS = (KeyFlag("--loads", "interference.loads", "LIST"), KeyFlag("--stages", "interference.stages", "LIST"))
+PLACEMENT_FLAGS = (
+    KeyFlag("--load-nodes", "interference.load_nodes", "N,..."),
+    KeyFlag("--placement", "interference.placement"),
+    KeyFlag("--seed", "interference.seed", "N"),
+    KeyFlag("--load-node-count", "interference.load_node_count", "N"),
+    KeyFlag("--ensemble", "interference.ensemble", "K,..."),
+    KeyFlag("--load-warmup", "interference.load_warmup", "S"),
+    KeyFlag("--grace", "interference.grace", "S"),
+)
 
 
 def add_parser(sub) -> None:
@@ -62,20 +68,7 @@ def add_parser(sub) -> None:
     config_args(p)
     add_key_flags(p, [RESULTS_FLAG])
     campaign_args(p, "collect")
-    p.add_argument(
-        "--loads",
-        type=_names,
-        required=True,
-        metavar="LIST",
-        help=f"background loads, each its own runs: {', '.join(LOADS)}",
-    )
-    p.add_argument(
-        "--stages",
-        type=_names,
-        metavar="LIST",
-        help="stages measured alone and beside each load (default server_peak,client_peak; "
-        "also client_node, sweep_servers, validate)",
-    )
+    add_key_flags(p, INTERFERE_FLAGS)
     p.add_argument(
         "--bursts",
         metavar="RUN",
@@ -90,77 +83,32 @@ def add_parser(sub) -> None:
         help="a load's knob, e.g. cpu.procs=1, the same as --set loads.cpu.procs=1 (repeatable; "
         "'rooftop config keys' lists every loads.* key)",
     )
-    p.add_argument(
-        "--load-nodes",
-        type=_ints,
-        metavar="N,...",
-        help="nodes every load copy runs on (default: the last node; net: the last two)",
-    )
-    p.add_argument(
-        "--placement",
-        choices=("given", "random"),
-        default="given",
-        help="given: --load-nodes; random: each copy's nodes drawn with --seed (recorded)",
-    )
-    p.add_argument("--seed", type=int, help="seed of --placement random (default: drawn and recorded)")
-    p.add_argument(
-        "--load-node-count", type=int, metavar="N", help="nodes per copy with --placement random (default 1; net: 2)"
-    )
-    p.add_argument(
-        "--ensemble",
-        type=_ints,
-        default=[1],
-        metavar="K,...",
-        help="concurrent copies of each load, one run per count (default 1; e.g. 1,2,4)",
-    )
-    p.add_argument(
-        "--load-warmup",
-        type=seconds,
-        default=3.0,
-        metavar="S",
-        help="seconds each load runs alone before the stages start: its own baseline (default 3)",
-    )
-    p.add_argument(
-        "--grace",
-        type=seconds,
-        default=5.0,
-        metavar="S",
-        help="seconds between SIGTERM and SIGKILL when loads are stopped (default 5)",
-    )
+    add_key_flags(p, PLACEMENT_FLAGS)
     p.set_defaults(func=cmd)
 
 
-def _plan(args) -> interfere.Plan:
-    unknown = [l for l in args.loads if l not in LOADS]
-    if unknown:
-        raise ValueError(f"--loads: unknown load '{unknown[0]}' (one of {', '.join(LOADS)})")
-    if not args.ensemble or min(args.ensemble) < 1:
-        raise ValueError("--ensemble: counts must be at least 1")
-    seed = args.seed if args.seed is not None else (secrets.randbits(31) if args.placement == "random" else None)
-    stages = args.stages or list(interfere.DEFAULT_STAGES)
-    return interfere.Plan(
-        args.loads,
-        interfere.parse_knobs(args.load_set, args.loads),
-        stages,
-        sorted(set(args.ensemble)),
-        args.load_nodes,
-        args.placement,
-        seed,
-        args.load_node_count,
-        args.load_warmup,
-        args.grace,
-    )
+#: The study sections `rooftop interfere` reads: its own keys and the loads' knobs.
+SECTIONS = ("loads", "interference")
 
 
-def _config(args, plan: interfere.Plan) -> dict:
+def _config(args) -> tuple[dict, interfere.Plan]:
+    """The isolated run's config and the plan, from a config file, --set,
+    the key flags and --load-set; a bad value is a ConfigError naming its key."""
+    from rooftop.config.keys import ConfigError
     from rooftop.config.resolve import build
 
     o = session.overrides(args)
     for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
         if f"collect.{k}" in o:
             o.setdefault(f"validate.{k}", o[f"collect.{k}"])
-    o.update(interfere.load_set_overrides(args.load_set, plan.loads))  # --load-set wins over --set
-    cfg = build(args.config, o, ("loads",))
+    cfg = build(args.config, o, SECTIONS)
+    try:
+        if args.load_set:  # --load-set wins over --set; its loads are those of interference.loads
+            o.update(interfere.load_set_overrides(args.load_set, cfg["interference"]["loads"] or []))
+            cfg = build(args.config, o, SECTIONS)
+        plan = interfere.plan_of(cfg["interference"], {})  # a drawn seed is recorded in cfg["interference"]
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     # The loads' knobs are keys (loads.KIND.KNOB): a file, --set, --load-set; those of the loads run recorded.
     cfg["loads"] = {k: cfg["loads"][k] for k in plan.loads}
     plan.knobs = {k: dict(v) for k, v in cfg["loads"].items()}
@@ -170,23 +118,21 @@ def _config(args, plan: interfere.Plan) -> dict:
             section, key = st.switch.split(".")
             cfg[section][key] = st.name in plan.stages
     cfg["interfere"] = {"role": "isolated", **plan.record()}
-    return cfg
+    return cfg, plan
 
 
 def cmd(args) -> int:
     from rooftop.config.keys import ConfigError
 
-    try:
-        plan = _plan(args)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    cfg = _config(args, plan)
+    cfg, plan = _config(args)
     if args.bursts:
         cfg, plans = _bursts_service(args, plan, cfg)
     else:
         plans = interfere.placements(cfg, plan.stages)
     if not plans:
-        raise ConfigError(f"--stages {','.join(plan.stages)}: nothing to measure with this config")
+        raise ConfigError(
+            f"interference.stages (--stages) {','.join(plan.stages)}: nothing to measure with this config"
+        )
     from rooftop.launchers import make_launcher
 
     try:  # every load's command lines, before anything runs: a bad knob is named now
@@ -214,9 +160,12 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     from rooftop.store.db import Store
     from rooftop.store.records import StoreError
 
-    if args.stages:
-        raise ConfigError("--bursts and --stages: the service is either a bursts run or roofline stages")
-    ignored = sorted(k for k in session.overrides(args) if k != "results" and not k.startswith("loads.")) + (
+    given = session.overrides(args)
+    if "interference.stages" in given:
+        raise ConfigError(
+            "--bursts and interference.stages (--stages): the service is either a bursts run or roofline stages"
+        )
+    ignored = sorted(k for k in given if k != "results" and k.split(".")[0] not in SECTIONS) + (
         ["--config"] if args.config else []
     )
     if ignored:
@@ -231,6 +180,7 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
         raise ConfigError(str(e)) from None
     bcfg["results"] = cfg["results"]
     bcfg["loads"] = cfg["loads"]
+    bcfg["interference"] = dict(cfg["interference"], stages=plan.stages)
     return bcfg, interfere_bursts.placements(bcfg)
 
 

@@ -29,15 +29,17 @@ from __future__ import annotations
 import copy as copying
 import json
 import random
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rooftop import stages
 from rooftop.campaign import Runner, measure_once
+from rooftop.interference import keys as _keys  # registers the interference.* config keys
 from rooftop.interference.loads import background, get
 
-DEFAULT_STAGES = ("server_peak", "client_peak")
+DEFAULT_STAGES = tuple(_keys.DEFAULT_STAGES)
 
 
 @dataclass
@@ -70,6 +72,41 @@ class Plan:
         }
 
 
+def plan_of(keys: dict, knobs: dict[str, dict]) -> Plan:
+    """The plan of a config's `interference` section (each key already
+    checked against its type and limits: rooftop.interference.keys), checked
+    as a whole; a random placement without a seed gets a drawn one, and
+    the ensemble is sorted, both written back into `keys` so that the runs'
+    configs record what ran."""
+    if not keys["loads"]:
+        raise ValueError(
+            "interference.loads (--loads): name at least one load to run beside the stages "
+            f"(one of {', '.join(_keys.KEYS[0].choices)})"
+        )
+    if not keys["stages"]:
+        raise ValueError("interference.stages (--stages): name at least one stage")
+    if not keys["ensemble"]:
+        raise ValueError("interference.ensemble (--ensemble): name at least one count of copies")
+    twice = sorted({k for k in keys["loads"] if keys["loads"].count(k) > 1})
+    if twice:
+        raise ValueError(f"interference.loads (--loads): '{twice[0]}' is named twice")
+    if keys["seed"] is None and keys["placement"] == "random":
+        keys["seed"] = secrets.randbits(31)
+    keys["ensemble"] = sorted(set(keys["ensemble"]))  # the runs' order
+    return Plan(
+        list(keys["loads"]),
+        knobs,
+        list(keys["stages"]),
+        list(keys["ensemble"]),
+        keys["load_nodes"],
+        keys["placement"],
+        keys["seed"],
+        keys["load_node_count"],
+        keys["load_warmup"],
+        keys["grace"],
+    )
+
+
 def load_set_overrides(items: list[str], kinds: list[str]) -> dict:
     """--load-set KIND.KNOB=VALUE as config overrides (loads.KIND.KNOB:
     value), each knob checked against the load's (and against --loads)."""
@@ -80,7 +117,7 @@ def load_set_overrides(items: list[str], kinds: list[str]) -> dict:
         if not eq or not dot:
             raise ValueError(f"--load-set '{text}': expected KIND.KNOB=VALUE (e.g. cpu.procs=1)")
         if kind not in given:
-            raise ValueError(f"--load-set '{text}': load '{kind}' is not in --loads")
+            raise ValueError(f"--load-set '{text}': load '{kind}' is not in interference.loads (--loads)")
         given[kind][knob] = value
     out = {}
     for kind, values in given.items():
@@ -117,14 +154,17 @@ def draw_nodes(plan: Plan, kind: str, nodes: list, rng: random.Random) -> list[i
     want = plan.node_count or (2 if get(kind).multi_node else 1)
     if plan.placement == "random":
         if want > len(nodes):
-            raise ValueError(f"load '{kind}' wants {want} nodes; there are {len(nodes)}")
+            raise ValueError(
+                f"interference.load_node_count (--load-node-count): load '{kind}' wants {want} nodes; "
+                f"there are {len(nodes)}"
+            )
         return sorted(rng.sample(range(len(nodes)), want))
     chosen = plan.load_nodes if plan.load_nodes is not None else list(range(len(nodes)))[-want:]
     bad = [i for i in chosen if not 0 <= i < len(nodes)]
     if bad:
-        raise ValueError(f"--load-nodes {bad[0]}: nodes are 0..{len(nodes) - 1}")
+        raise ValueError(f"interference.load_nodes (--load-nodes) {bad[0]}: nodes are 0..{len(nodes) - 1}")
     if get(kind).multi_node and len(chosen) < 2:
-        raise ValueError(f"load '{kind}' needs at least two nodes (--load-nodes A,B)")
+        raise ValueError(f"load '{kind}' needs at least two nodes (interference.load_nodes, --load-nodes A,B)")
     return chosen
 
 
