@@ -5,8 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
+
+#: Seconds a process is waited for after SIGKILL: one that has not ended by
+#: then is stuck in the kernel, and no wait of rooftop's is without an end.
+KILL_WAIT = 10.0
 
 
 def signal_proc(p: subprocess.Popen, sig: int) -> None:
@@ -40,7 +45,15 @@ def reap(procs: Sequence[subprocess.Popen], timeout: float, grace: float | None 
             p.wait(timeout=max(0.05, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             signal_proc(p, signal.SIGKILL)
-            p.wait()
+            try:
+                p.wait(timeout=KILL_WAIT)
+            except subprocess.TimeoutExpired:  # in the kernel (uninterruptible I/O): said, not waited for
+                print(
+                    f"rooftop: warning: process {p.pid} ({' '.join(map(str, p.args))[:120]}) did not end "
+                    f"{KILL_WAIT:g} s after SIGKILL",
+                    file=sys.stderr,
+                    flush=True,
+                )
             killed.append(p)
     return killed
 
