@@ -1,4 +1,4 @@
-"""rooftop audit: seed 002's five benchmark pitfalls, and a sixth found
+"""rooftop audit: the Dark Side of Microbenchmarking talk's five benchmark pitfalls, and a sixth found
 here (buffer pages), measured on this machine as deltas, each with both
 settings side by side.
 

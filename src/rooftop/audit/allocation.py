@@ -1,6 +1,6 @@
 """Pitfall 5, file allocation: preallocated (fio's default), appended at EOF
 (what a service does) or wrapped around after EOF (a misconfigured
-benchmark) (seed 002, case 5: O_SYNC|O_DIRECT writes differed markedly)."""
+benchmark) (“The Dark Side of Microbenchmarking”, case 5: O_SYNC|O_DIRECT writes differed markedly)."""
 
 from rooftop.audit.base import INDISTINGUISHABLE, Pitfall, Setting
 
@@ -38,10 +38,10 @@ PITFALL = Pitfall(
     settings=tuple(Setting(a, client=("--allocation", a)) for a in ("preallocate", "append", "wrap")),
     comparisons=(("preallocate", "append"), ("preallocate", "wrap")),
     rationale=(
-        f"durable (O_DIRECT|O_SYNC, as seed 002) sequential 4 KiB writes to a {FILE} file that was "
+        f"durable (O_DIRECT|O_SYNC, as “The Dark Side of Microbenchmarking”) sequential 4 KiB writes to a {FILE} file that was "
         "fallocated up front (preallocate, fio's default), grows at EOF (append: allocation in every "
         "write, started again empty at the file size) or is overwritten after EOF (wrap: allocated "
-        "once, then reused); seed 002 found each markedly different"
+        "once, then reused); “The Dark Side of Microbenchmarking” found each markedly different"
     ),
     meaning=meaning,
     needs_direct=("preallocate", "append", "wrap"),

@@ -41,7 +41,7 @@ class Pitfall:
     unit: str  # ops/s | bytes/s
     settings: tuple[Setting, ...]
     comparisons: tuple[tuple[str, str], ...]  # (a, b): a's rate against b's
-    rationale: str  # why the two settings differ, and what seed 002 measured
+    rationale: str  # why the two settings differ, and what “The Dark Side of Microbenchmarking” measured
     meaning: Callable[[list[dict]], str]  # the comparisons -> one line for the service
     needs_direct: tuple[str, ...] = ()  # settings that need O_DIRECT (refused on tmpfs)
 

@@ -1,5 +1,5 @@
 """Pitfall 3, core binding: the launcher's binding policy decides where a
-process runs; seed 002 (case 3) gained 22.5 % by turning the default
+process runs; “The Dark Side of Microbenchmarking” (case 3) gained 22.5 % by turning the default
 binding off."""
 
 from rooftop.audit.base import INDISTINGUISHABLE, Pitfall, Setting
@@ -33,7 +33,7 @@ PITFALL = Pitfall(
     comparisons=(("core", "none"),),
     rationale=(
         "server and client each pinned to a core of their own (core) or both free to run on any "
-        "usable core (none: the scheduler places and moves them); seed 002 gained 22.5 % by turning "
+        "usable core (none: the scheduler places and moves them); “The Dark Side of Microbenchmarking” gained 22.5 % by turning "
         "the launcher's default binding off"
     ),
     meaning=meaning,

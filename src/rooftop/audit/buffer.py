@@ -1,5 +1,5 @@
 """Pitfall 1, buffer reuse: osu_bw-style benchmarks move every transfer from
-one buffer, a data service walks through its memory (seed 002, case 1: 40 %
+one buffer, a data service walks through its memory (“The Dark Side of Microbenchmarking”, case 1: 40 %
 less on Summit once the buffer was 1 GiB)."""
 
 from rooftop.audit.base import INDISTINGUISHABLE, Pitfall, Setting, pct
@@ -36,7 +36,7 @@ PITFALL = Pitfall(
     comparisons=(("reuse", "stream"),),
     rationale=(
         "every 4 MiB read lands in the same buffer (reuse: caches and TLB stay warm, as osu_bw) "
-        f"or walks {STREAM} (stream: as a data service); seed 002 measured 40 % less with a 1 GiB "
+        f"or walks {STREAM} (stream: as a data service); “The Dark Side of Microbenchmarking” measured 40 % less with a 1 GiB "
         "buffer on Summit"
     ),
     meaning=meaning,

@@ -1,5 +1,5 @@
 """Pitfall 4, cache modes: O_DIRECT bypasses the page cache, O_SYNC writes
-through every cache; whether direct I/O helps depends on O_SYNC (seed 002,
+through every cache; whether direct I/O helps depends on O_SYNC (“The Dark Side of Microbenchmarking”,
 case 4: the answer inverted)."""
 
 from rooftop.audit.base import INDISTINGUISHABLE, Pitfall, Setting
@@ -41,7 +41,7 @@ PITFALL = Pitfall(
     comparisons=(("direct", "buffered"), ("direct+sync", "sync")),
     rationale=(
         "4 KiB random writes through the page cache (buffered: nothing need reach the device), around "
-        "it (O_DIRECT), written through (O_SYNC) or both; seed 002 found direct I/O helped or hurt "
+        "it (O_DIRECT), written through (O_SYNC) or both; “The Dark Side of Microbenchmarking” found direct I/O helped or hurt "
         "depending on O_SYNC"
     ),
     meaning=meaning,

@@ -1,6 +1,6 @@
 """Pitfall 2, completion: a server that busy-polls its completion queue owns
 a core; one that blocks on the queue's fd shares it but pays a wakeup per
-event (seed 002, case 2: 3x the round-trip latency with fd completion)."""
+event (“The Dark Side of Microbenchmarking”, case 2: 3x the round-trip latency with fd completion)."""
 
 from rooftop.audit.base import INDISTINGUISHABLE, Pitfall, Setting
 
@@ -36,7 +36,7 @@ PITFALL = Pitfall(
     comparisons=(("busy", "block"),),
     rationale=(
         "the server polls its completion queue without pause (busy: a core used even when idle) or "
-        "sleeps on its fd until an event arrives (block: a context switch per wakeup); seed 002 "
+        "sleeps on its fd until an event arrives (block: a context switch per wakeup); “The Dark Side of Microbenchmarking” "
         "measured 3x the round-trip latency with fd completion (fi_msg_pingpong)"
     ),
     meaning=meaning,

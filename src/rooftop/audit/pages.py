@@ -41,7 +41,7 @@ PITFALL = Pitfall(
     rationale=(
         f"sequential {LABEL} O_DIRECT writes from a buffer in huge pages (contiguous: every write reaches "
         "the device whole) or in base pages (contiguous or not, by chance: a device taking fewer segments "
-        "per request than the write has pages splits it); found here, not in seed 002: on a loop device "
+        "per request than the write has pages splits it); found here, not in “The Dark Side of Microbenchmarking”: on a loop device "
         "the same command ran at 1.6 - 2.0 or 2.2 - 2.4 GiB/s from run to run"
     ),
     meaning=meaning,

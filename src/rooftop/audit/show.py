@@ -40,7 +40,7 @@ def markdown(run_id: str, rows: list[dict], figure: Path | None) -> str:
     lines = [
         f"# rooftop audit {run_id}",
         "",
-        "## Pitfalls measured here (seed 002)",
+        "## Pitfalls measured here (“The Dark Side of Microbenchmarking”)",
         "",
         "| pitfall | settings (median, range of repeats) | verdict | what this means for your service |",
         "| --- | --- | --- | --- |",

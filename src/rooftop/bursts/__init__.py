@@ -1,4 +1,4 @@
-"""`rooftop bursts`, seed 000's Figure 6 on this machine: the service's
+"""`rooftop bursts`, Figure 6 of Carns et al. (CUG 2025) on this machine: the service's
 cost in bursts per server progress mode. `run` (modes, bursts, the run and
 its parser), `timeline` (a mode's intervals: server, power, client,
 schedule), `procstat` (one process's CPU, switches, wake-ups from /proc),

@@ -1,4 +1,4 @@
-"""Rate, CPU and power over time per progress mode (seed 000, Figure 6):
+"""Rate, CPU and power over time per progress mode (Carns et al., CUG 2025, Figure 6):
 one panel per mode on a shared time axis; the client's rate per interval
 (left axis, 0 in the gaps), the server's CPU in cores (right axis) and,
 where RAPL is readable, package watts (a third axis); bursts shaded; a bar along the top while a neighbour job

@@ -1,4 +1,4 @@
-"""`rooftop bursts`: seed 000's Figure 6 on this machine. One server (node 0,
+"""`rooftop bursts`: Figure 6 of Carns et al. (CUG 2025) on this machine. One server (node 0,
 pinned), one client or --clients N (the last node), sequential operations of
 one metric in bursts (default 3 bursts of 10 s, 20 s gaps), for each server
 progress mode asked; per interval the client's rate, the server's CPU,

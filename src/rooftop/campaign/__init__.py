@@ -7,7 +7,7 @@ ready when their address files exist -- no sleeps. Every sample is stored
 the moment it is measured; every process started is stopped on any exit,
 Ctrl-C included.
 
-What each stage plans lives in its file under rooftop/stages/ (seed 000,
+What each stage plans lives in its file under rooftop/stages/ (Carns et al. (CUG 2025),
 sections 4.3 and 5); this package runs the plans and names no stage.
 
 The pieces, a module each: plan (placements, shared stages measured once,

@@ -85,7 +85,7 @@ def add_audit(sub) -> None:
 
     au = sub.add_parser(
         "audit",
-        help="seed 002's five benchmark pitfalls and a sixth, measured here as deltas",
+        help="the Dark Side of Microbenchmarking talk's five benchmark pitfalls and a sixth, measured here as deltas",
         description="Measures each pitfall's settings side by side on this machine "
         "(local launcher, one logical node of its usable cores): "
         + "; ".join(f"{p.name}: {p.title}" for p in PITFALLS.values())

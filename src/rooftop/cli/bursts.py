@@ -101,7 +101,7 @@ def add_parser(sub) -> None:
     b = sub.add_parser(
         "bursts",
         help="rate, CPU and power per progress mode in bursts of operations "
-        "(seed 000's Figure 6), and the cost to a job beside the server",
+        "(Figure 6 of Carns et al. (CUG 2025)), and the cost to a job beside the server",
         description="One server (node 0, pinned) and its client(s) on the last node: "
         "sequential operations in bursts with idle gaps, for each server progress mode. "
         "Per interval: the client's rate, the server's CPU (user, system), context "

@@ -207,7 +207,7 @@ def add_tune(sub) -> None:
         "tune",
         help="the adaptive loop: propose settings from a learned model, measure, retrain; prints the run id",
         description="Measures configurations of a search space on the engine, each "
-        "proposed by a model of the rates measured so far (seed 003's predict-the-best; "
+        "proposed by a model of the rates measured so far (Kumar et al.'s (SC13) predict-the-best; "
         "roofline-informed with --run), until --budget configurations are measured or the "
         "best predicted rate stops improving. Every step is stored; 'rooftop report RUN' "
         "shows the trajectory. See docs/learning.md.",

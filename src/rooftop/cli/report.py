@@ -212,7 +212,7 @@ def add_plot(sub) -> None:
         choices=["auto", "log", "linear"],
         default="auto",
         help="the roofline's y axis: log (every ceiling and point inside the frame), "
-        "linear (seed 000's style: the server ceiling leaves the frame past the "
+        "linear (the CUG 2025 roofline paper's style: the server ceiling leaves the frame past the "
         "ridge), or auto (default: linear only when it keeps everything inside)",
     )
     pl.add_argument("--json", action="store_true", help="print the files as JSON")
@@ -242,7 +242,7 @@ def add_report(sub) -> None:
     rp.add_argument(
         "--nic-runs",
         metavar="RUN,...",
-        help="add a NIC policy comparison (seed 000, Figure 2) of RUN and these runs: their "
+        help="add a NIC policy comparison (Carns et al., CUG 2025, Figure 2) of RUN and these runs: their "
         "server-peak aggregates by binding and nic.policy, a bar chart (mean, one "
         "standard deviation) and the best policy, or that they are indistinguishable",
     )

@@ -28,7 +28,7 @@ rail k, a bridge and subnet of its own, as multi-rail fabrics are built:
 
 Rail 0 keeps the single-NIC names (rooftop-br0, rooftop-v<I>, rooftop-p<I>).
 Each NIC is shaped to the link rate on its own. As on a fabric where every
-NIC reaches every other (Slingshot, seed 000), a NIC reaches the other
+NIC reaches every other (Slingshot, Carns et al. (CUG 2025)), a NIC reaches the other
 rails too: the root namespace routes between the rail bridges (forwarding is
 enabled on the rooftop bridges only, not machine-wide), and each node sends
 what comes from a NIC's address out of that NIC (a routing rule per NIC,

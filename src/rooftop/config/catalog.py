@@ -67,7 +67,7 @@ KEYS: list[Key] = [
         "str",
         None,
         "the NIC policy of server processes when it differs from "
-        "nic.policy (which then applies to clients only), as seed 000's Figure 2 fixes each server "
+        "nic.policy (which then applies to clients only), as Figure 2 of Carns et al. (CUG 2025) fixes each server "
         "on its own NIC and varies the clients' policy: e.g. all:roundrobin; default: nic.policy",
         nullable=True,
     ),
@@ -141,7 +141,7 @@ KEYS: list[Key] = [
         "choice",
         "serial",
         "client peak pair scheduling: serial (one node pair at a "
-        "time, as seed 000) or rounds (round-robin tournament: N-1 rounds of N/2 disjoint pairs measured "
+        "time, as Carns et al. (CUG 2025)) or rounds (round-robin tournament: N-1 rounds of N/2 disjoint pairs measured "
         "at once, about N/2 times faster; pairs may then share a switch)",
         ("serial", "rounds"),
     ),
@@ -150,7 +150,7 @@ KEYS: list[Key] = [
         "bool",
         True,
         "measure the node-saturated client ceiling: one client "
-        "node fully populated against the servers of every other node (seed 000, section 5.2)",
+        "node fully populated against the servers of every other node (Carns et al., CUG 2025, section 5.2)",
     ),
     Key(
         "collect.sweep_servers",
@@ -221,7 +221,7 @@ KEYS: list[Key] = [
         "engine.concurrency",
         "int",
         1,
-        "operations each client process keeps outstanding (1: sequential, synchronous, as seed 000 measures)",
+        "operations each client process keeps outstanding (1: sequential, synchronous, as Carns et al. (CUG 2025) measures)",
         maximum=4096,
     ),
     Key(

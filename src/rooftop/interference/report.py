@@ -2,7 +2,7 @@
 (rooftop.interference.run): each loaded run's ceilings as a second, lower band
 (model text, roofline figure), the interference figure (impact factors
 both ways; the ensemble's normalized slowdown against concurrent copies,
-one line per load kind, as seed 004's Figures 5-7) and the report's
+one line per load kind, as Figures 5-7 of Fuchs et al. (ISPDC 2024)) and the report's
 section saying which resource each load shared: SECTION, an entry of the
 report sections table (rooftop.kinds.sections; rooftop.results.sections
 says what an entry is)."""

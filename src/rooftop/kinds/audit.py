@@ -1,4 +1,4 @@
-"""Runs of `rooftop audit`: seed 002's pitfalls as deltas (rooftop.audit)."""
+"""Runs of `rooftop audit`: the Dark Side of Microbenchmarking talk's pitfalls as deltas (rooftop.audit)."""
 
 from pathlib import Path
 

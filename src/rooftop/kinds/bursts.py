@@ -1,4 +1,4 @@
-"""Runs of `rooftop bursts`: seed 000's Figure 6 per progress mode."""
+"""Runs of `rooftop bursts`: Figure 6 of Carns et al. (CUG 2025) per progress mode."""
 
 from pathlib import Path
 

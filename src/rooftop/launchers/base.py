@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-#: Core-binding scenarios (seed 000, Figure 2): one process per core,
+#: Core-binding scenarios (Carns et al., CUG 2025, Figure 2): one process per core,
 #: two cores per process, or no binding at all.
 BINDINGS = ("core", "2cores", "none")
 #: Cores each process is bound to under a binding (None: unbound).

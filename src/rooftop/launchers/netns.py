@@ -24,7 +24,7 @@ Configuration (the resolved config's "launcher" section): nodes (the first
 N nodes of the cluster, default all); extra_args (placed before the engine,
 inside the namespace, e.g. a profiler); oversubscribe (bind more processes
 than a node has cores under core or 2cores: process k takes the k-th core
-set mod the node's, as seed 000's Figure 2 places 16 clients on a node
+set mod the node's, as Figure 2 of Carns et al. (CUG 2025) places 16 clients on a node
 that here has 2 cores). hosts, hostfile, cores_per_node and
 command belong to other launchers and are refused: the cluster's shape is
 set by 'rooftop cluster up'.

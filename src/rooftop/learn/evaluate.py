@@ -2,7 +2,7 @@
 (sklearn GroupKFold: every repeat of one configuration is in the same fold,
 so no model is tested on a configuration it was trained on), and
 extrapolation (trained on the small footprints, tested on the largest, as
-seed 003 section 5.2 trains on small core counts). Errors are absolute
+Kumar et al. (SC13) section 5.2 trains on small core counts). Errors are absolute
 percentage errors |predicted - measured| / measured; a model's median and
 mean over every held-out sample, with their spread over the folds.
 """

@@ -1,4 +1,4 @@
-"""What `rooftop tune` measures next: seed 003's predict-the-best (Kumar
+"""What `rooftop tune` measures next: Kumar et al.'s (SC13) predict-the-best (Kumar
 et al., PIDX, SC13, Figure 11) with the learn package's models.
 
 Proposer.propose(history) fits a model of the rate on every sample

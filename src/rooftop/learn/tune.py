@@ -1,4 +1,4 @@
-"""`rooftop tune`: the adaptive loop (issue 17, item 3; seed 003's Figure 11).
+"""`rooftop tune`: the adaptive loop (issue 17, item 3; Figure 11 of Kumar et al. (SC13)).
 
 Each step takes the configuration the proposer (learn.propose) asks for,
 measures it on the real engine through the campaign machinery (one server

@@ -1,4 +1,4 @@
-"""The plain models: scikit-learn regressors as seed 003's Table 5 compares
+"""The plain models: scikit-learn regressors as Table 5 of Kumar et al. (SC13) compares
 them (Kumar et al., PIDX, SC13), one table entry each.
 
 Every model sees the features (dataset.Encoder's matrix, standardised) and
@@ -30,7 +30,7 @@ def _gp(seed: int):
     return GaussianProcessRegressor(kernel, normalize_y=True, random_state=seed)
 
 
-#: name -> regressor factory(seed). Order: as seed 003's Table 5.
+#: name -> regressor factory(seed). Order: as Table 5 of Kumar et al. (SC13).
 REGRESSORS: dict[str, Callable[[int], object]] = {
     "linear": lambda seed: LinearRegression(),
     "ridge": lambda seed: Ridge(alpha=1.0),

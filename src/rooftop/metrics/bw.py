@@ -1,5 +1,5 @@
 """bw: sequential bulk transfers (RDMA read or write), one in flight per
-client process, over a buffer the client walks or reuses (seed 000's
+client process, over a buffer the client walks or reuses (the CUG 2025 roofline paper's
 bandwidth)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""rpc: sequential noop RPCs, one in flight per client process (seed 000's
+"""rpc: sequential noop RPCs, one in flight per client process (the CUG 2025 roofline paper's
 RPC rate). Its keys pad the request and the response, as Quintain's
 req_buffer_size / resp_buffer_size do: a service whose RPCs carry small
 payloads inline (keys, metadata records) measures its own message sizes."""

@@ -1,4 +1,4 @@
-"""The data-service roofline (seed 000, section 4.2).
+"""The data-service roofline (Carns et al., CUG 2025, section 4.2).
 
 x = server processes / client processes. The rate one client process can
 expect is bounded by what it can issue alone (the client ceiling) and by

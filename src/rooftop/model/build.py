@@ -118,7 +118,7 @@ def _short(v) -> str:
 def load_params(path: str | Path) -> dict[str, Roofline]:
     """A parameters file: published or hand-written ceilings, e.g.
 
-    {"name": "Aurora (seed 000, Table 2)",
+    {"name": "Aurora (Carns et al., CUG 2025, Table 2)",
      "metrics": {"rpc": {"unit": "K ops/s", "client": [148, 173], "server": [524, 530]},
                  "bw":  {"unit": "GiB/s",   "client": [20.2, 20.5], "server": [1.7, 1.8]}}}
 

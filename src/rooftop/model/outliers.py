@@ -1,4 +1,4 @@
-"""Outlier nodes from the client pair matrix (seed 000's Polaris lesson:
+"""Outlier nodes from the client pair matrix (the CUG 2025 roofline paper's Polaris lesson:
 eleven slow pairs that all shared one node).
 
 A node's score compares the median rate of the pairs that include it with

@@ -1,4 +1,4 @@
-"""NIC policies compared across runs (seed 000, Figure 2): the server-node
+"""NIC policies compared across runs (Carns et al., CUG 2025, Figure 2): the server-node
 aggregate of each run's server-peak samples, grouped by core binding and
 NIC policy (the clients' nic.policy), mean and standard deviation over the
 samples, and which policy is best per binding -- or that the policies

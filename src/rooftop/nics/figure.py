@@ -1,4 +1,4 @@
-"""NIC policies compared (seed 000, Figure 2): the server node's aggregate
+"""NIC policies compared (Carns et al., CUG 2025, Figure 2): the server node's aggregate
 rate per core binding, one bar per NIC policy, mean over the samples with
 one standard deviation as the error bar."""
 

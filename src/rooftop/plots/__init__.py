@@ -1,4 +1,4 @@
-"""Pictures of a run (matplotlib, PNG and SVG), in the style of seed 000's
+"""Pictures of a run (matplotlib, PNG and SVG), in the style of the CUG 2025 roofline paper's
 figures: the roofline per metric (13-14), the server-process sweep (9-10),
 the client pair matrix, latency distributions, and several rooflines on one
 figure (compare).

@@ -1,4 +1,4 @@
-"""The client pair matrix as a node x node heatmap (seed 000's Polaris
+"""The client pair matrix as a node x node heatmap (the CUG 2025 roofline paper's Polaris
 lesson: slow pairs that share one node). Boxed: only the pairs that are
 outliers by rooftop.model.outliers' rule (the same robust spread that flags
 nodes); a uniform matrix has no box, and its title says so."""

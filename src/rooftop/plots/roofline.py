@@ -1,4 +1,4 @@
-"""The roofline figure (seed 000, Figures 13-14): per-process rate against
+"""The roofline figure (Carns et al., CUG 2025, Figures 13-14): per-process rate against
 the server/client ratio x on a log scale, client and server ceilings as
 min/max lines with a shaded band, the roofline, the ridge, and validation
 samples coloured by the number of server nodes.
@@ -6,7 +6,7 @@ samples coloured by the number of server nodes.
 The y axis is log by default (style.pick_yscale: every ceiling and every
 point inside the frame, the rising x·server a straight line well past the
 ridge: frame_values);
-yscale="linear" is seed 000's style (the server ceiling curves and leaves
+yscale="linear" is the CUG 2025 roofline paper's style (the server ceiling curves and leaves
 the frame past the ridge)."""
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def pick_yscale(values, top: float, yscale: str = "auto") -> str:
     """The y scale of a roofline figure. values: everything that must be
     inside the frame (points, the ceilings: plots.roofline.frame_values);
     top: the highest flat thing (client ceilings, points), where a linear
-    frame ends (as in seed 000, whose rising server ceiling leaves the frame
+    frame ends (as in Carns et al. (CUG 2025), whose rising server ceiling leaves the frame
     just past the ridge). auto: linear when that frame holds every value,
     none below LINEAR_FLOOR of its height; otherwise log (a straight x·server
     line; with the ratio axis reaching past the ridge, that is always)."""

@@ -1,4 +1,4 @@
-"""The server-process sweep (seed 000, Figures 9-10): one server node's
+"""The server-process sweep (Carns et al., CUG 2025, Figures 9-10): one server node's
 aggregate rate as its server processes grow, against linear scaling."""
 
 from __future__ import annotations

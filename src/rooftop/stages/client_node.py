@@ -1,4 +1,4 @@
-"""client_node: the node-saturated client ceiling (seed 000, section 5.2:
+"""client_node: the node-saturated client ceiling (Carns et al., CUG 2025, section 5.2:
 a lone client outruns a busy node). The last node full of client
 processes against the servers of every other node."""
 

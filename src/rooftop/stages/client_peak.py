@@ -1,4 +1,4 @@
-"""client_peak: the client ceiling (seed 000, section 4.3). One client
+"""client_peak: the client ceiling (Carns et al., CUG 2025, section 4.3). One client
 process against one idle server process on another node, for every
 unordered node pair: one pair at a time (collect.pairs = serial), or in
 pair rounds of disjoint pairs measured at once (rounds). On launchers that

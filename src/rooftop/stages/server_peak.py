@@ -1,4 +1,4 @@
-"""server_peak: the server ceiling (seed 000, section 4.3). Node 0 runs S
+"""server_peak: the server ceiling (Carns et al., CUG 2025, section 4.3). Node 0 runs S
 server processes (one per usable core), every other node C clients; the
 rate per server process is aggregate / S."""
 

@@ -1,5 +1,5 @@
 """sweep_servers: one server node's aggregate as its server processes grow
-1..max (seed 000, Figures 9-10); drawn by plots/sweep.py."""
+1..max (Carns et al., CUG 2025, Figures 9-10); drawn by plots/sweep.py."""
 
 from rooftop.stages.base import Placement, Stage
 

@@ -1,7 +1,7 @@
-"""numio: a numio-like job (seed 004): a 2-D Jacobi stencil split into
+"""numio: a numio-like job (Fuchs et al., ISPDC 2024): a 2-D Jacobi stencil split into
 `ranks` row blocks, one process each, exchanging halo rows with their
 neighbours every sweep (pipes), and every `write_every` sweeps each rank
-writes its block to a file of its own, in one of seed 004's overlap modes:
+writes its block to a file of its own, in one of Fuchs et al.'s (ISPDC 2024) overlap modes:
 
 - sync+imm: a blocking write, then fsync at once; compute waits for both;
 - sync: a blocking write that also starts the kernel's write-back
@@ -208,7 +208,7 @@ LOAD = Load(
     "a numio-like job: Jacobi stencil ranks with halo exchange and periodic writes (modes sync+imm, sync, async)",
     "CPU cores, memory and storage",
     (
-        knob("numio", "mode", "str", "sync", "overlap mode: sync+imm, sync or async (seed 004)"),
+        knob("numio", "mode", "str", "sync", "overlap mode: sync+imm, sync or async (Fuchs et al., ISPDC 2024)"),
         knob("numio", "ranks", "int", 2, "processes of one job (row blocks exchanging halos)", minimum=1),
         knob("numio", "size", "int", 256, "grid points per side", minimum=3),
         knob("numio", "sweeps", "int", 200, "sweeps per job (one unit)", minimum=1),
