@@ -89,6 +89,15 @@ def check(results: str | Path) -> list[str]:
     return problems
 
 
+#: Words of the path problems (_path_problems): a rebuild does not mend them.
+PATH_PROBLEMS = ("does not resolve", "could not be mapped")
+
+
+def needs_rebuild(problem: str) -> bool:
+    """A problem `rooftop doctor --rebuild` mends (not a missing documents folder)."""
+    return not any(w in problem for w in PATH_PROBLEMS)
+
+
 def _old_path(store: Store, run_id: str, raw: str) -> str:
     """An old row's documents folder as add_sample takes it (a path to open)."""
     mapped = paths.map_old(store.dir, run_id, raw)
@@ -105,8 +114,8 @@ def _path_problems(store: Store, run_id: str) -> list[str]:
         shown = "; ".join(f"sample {k}: {p}" for k, p in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         out.append(
-            f"run {run_id}: {len(missing)} sample(s) name an engine documents folder that does not "
-            f"resolve in {store.dir} ({shown}{more}): their latency and the pair rounds' records "
+            f"run {run_id}: {len(missing)} sample(s) name an engine documents folder that {PATH_PROBLEMS[0]} "
+            f"in {store.dir} ({shown}{more}): their latency and the pair rounds' records "
             f"are missing from the report; copy the folders back under {store.dir / run_id / 'raw'}"
         )
     unmapped = store.db.execute(
@@ -114,7 +123,7 @@ def _path_problems(store: Store, run_id: str) -> list[str]:
     ).fetchall()
     if unmapped:
         out.append(
-            f"run {run_id}: {len(unmapped)} sample path(s) from an older rooftop could not be mapped "
+            f"run {run_id}: {len(unmapped)} sample path(s) from an older rooftop {PATH_PROBLEMS[1]} "
             f"into {store.dir} when its database was upgraded (e.g. sample {unmapped[0]['key']}: "
             f"{unmapped[0]['path']})"
         )
