@@ -23,6 +23,8 @@ def samples(results: Path, run: str) -> list[dict]:
     db.row_factory = sqlite3.Row
     rows = [dict(r) for r in db.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY id", (run,))]
     db.close()
+    for r in rows:  # stored relative to the results folder (migration 13): as a path to open
+        r["raw_dir"] = str(results / r["raw_dir"]) if r["raw_dir"] else ""
     return rows
 
 

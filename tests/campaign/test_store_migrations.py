@@ -88,7 +88,14 @@ def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
     assert [(r["id"], r["status"], r["samples"]) for r in listed] == [(runs[0]["id"], "complete", len(samples))]
     new_runs, new_samples = raw_rows(res, "runs"), raw_rows(res, "samples")
     for old, new in zip(runs + samples, new_runs + new_samples, strict=True):
-        assert {k: new[k] for k in old} == old  # every value as it was
+        # Every value as it was, but raw_dir: written absolute (/tmp/store-mig-*/RUN/raw/ROUND),
+        # now relative to the results folder (migration 13).
+        assert {k: new[k] for k in old if k != "raw_dir"} == {k: v for k, v in old.items() if k != "raw_dir"}
+    for old, new in zip(samples, new_samples):
+        assert Path(old["raw_dir"]).is_absolute() and not (res / old["raw_dir"]).is_dir()
+        assert new["raw_dir"] == str(Path(*Path(old["raw_dir"]).parts[-3:]))
+        assert new["raw_dir"].startswith(f"{new['run_id']}/raw/") and (res / new["raw_dir"]).is_dir()
+    assert raw_rows(res, "unmapped_paths") == []
     for old, new in zip(samples, new_samples):  # columns added later: their defaults
         assert {c: new[c] for c in schema.SAMPLE_DEFAULTS if c not in old} == {
             c: v for c, v in schema.SAMPLE_DEFAULTS.items() if c not in old
@@ -109,6 +116,40 @@ def test_commands_work_on_a_migrated_database(name, tmp_path):
     jsonschema.validate(exported, export.schema("export"))
     out = rooftop("model", run, "--results", str(res)).stdout
     assert "rpc" in out and "bw" in out
+
+
+def test_migrated_paths_carry_and_what_cannot_be_mapped_is_recorded(tmp_path):
+    """Migration 13: old paths (absolute, of a folder since moved; relative
+    to where collect ran) map into the folder; one that cannot is left, in
+    unmapped_paths, and doctor reports it. The old database's report has
+    its latency figures (read from the documents its folder holds)."""
+    res = old_copy("results-19dee6e", tmp_path)
+    run = raw_rows(res, "runs")[0]["id"]
+    db = sqlite3.connect(res / "rooftop.db")
+    keys = [r[0] for r in db.execute("SELECT key FROM samples ORDER BY id")]
+    round_ = "validate_rpc_s0x1_c1x1"
+    db.execute(  # as collect wrote it when run with --results rooftop-results
+        "UPDATE samples SET raw_dir = ? WHERE key = ?", (f"rooftop-results/{run}/raw/{round_}", keys[-1])
+    )
+    db.execute("UPDATE samples SET raw_dir = ? WHERE key = ?", ("/nowhere/documents", keys[0]))
+    db.commit()
+    db.close()
+    p = rooftop("doctor", "--results", str(res), check=False)  # opening migrates
+    assert user_version(res) == SCHEMA_VERSION
+    new = {s["key"]: s["raw_dir"] for s in raw_rows(res, "samples")}
+    assert new[keys[-1]] == f"{run}/raw/{round_}"
+    assert new[keys[0]] == "/nowhere/documents"
+    assert all(new[k].startswith(f"{run}/raw/") for k in keys[1:])
+    assert [(r["tbl"], r["run_id"], r["key"], r["path"]) for r in raw_rows(res, "unmapped_paths")] == [
+        ("samples", run, keys[0], "/nowhere/documents")
+    ]
+    assert p.returncode == 1
+    assert f"run {run}: 1 sample(s) name an engine documents folder that does not resolve" in p.stdout, p.stdout
+    assert f"sample {keys[0]}: /nowhere/documents" in p.stdout
+    assert "could not be mapped" in p.stdout
+    out = tmp_path / "rep"
+    rooftop("report", run, "--results", str(res), "--output", str(out))
+    assert {f"latency-{m}.png" for m in ("rpc", "bw")} <= {f.name for f in (out / "figures").iterdir()}
 
 
 def test_rebuild_fills_quantities_and_params(tmp_path):

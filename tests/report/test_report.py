@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 AURORA = ROOT / "examples" / "aurora-table2.json"
 
 
-def cli(*args, check=True, timeout=300):
-    p = subprocess.run([sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=timeout)
+def cli(*args, check=True, timeout=300, cwd=None):
+    p = subprocess.run(
+        [sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
     if check and p.returncode != 0:
         raise AssertionError(f"rooftop {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
     return p
@@ -28,12 +30,13 @@ def cli(*args, check=True, timeout=300):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """A small real campaign: rpc and bw ceilings (with the client-node
-    stage) and validation."""
-    res = tmp_path_factory.mktemp("report") / "res"
-    quick = ["--duration", "0.4", "--warmup", "0.1", "--samples", "2", "--results", str(res)]
-    run_id = cli("collect", "--metrics", "rpc,bw", *quick).stdout.strip().splitlines()[-1]
-    cli("validate", "--run", run_id, *quick)
-    return res, run_id
+    stage) and validation, collected as a user would, with --results
+    relative to the directory it ran in (the tests read it from elsewhere)."""
+    where = tmp_path_factory.mktemp("report")
+    quick = ["--duration", "0.4", "--warmup", "0.1", "--samples", "2", "--results", "res"]
+    run_id = cli("collect", "--metrics", "rpc,bw", *quick, cwd=where).stdout.strip().splitlines()[-1]
+    cli("validate", "--run", run_id, *quick, cwd=where)
+    return where / "res", run_id
 
 
 def _copy_of(run, tmp_path):
@@ -75,6 +78,49 @@ def test_plot_writes_every_figure_of_the_run(run):
         "plot", run_id, "--params", str(AURORA), "--results", str(res), "--output", str(res / "p"), "--format", "svg"
     ).stdout.split()
     assert sorted(Path(p).name for p in out) == ["roofline-bw.svg", "roofline-rpc.svg"]
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_copied_folder_reports_the_same_from_anywhere(run, tmp_path):
+    """Issue 30, item 2: the results folder copied elsewhere, and the
+    original moved away, gives the same report and figures, byte for byte,
+    opened from another directory (the database stores its paths relative
+    to the folder); both latency figures are there."""
+    res, run_id = run
+    first = tmp_path / "first" / "res"
+    shutil.copytree(res, first)
+    ref = tmp_path / "ref"
+    cli("report", run_id, "--results", str(first), "--output", str(ref))
+    cli("plot", run_id, "--results", str(first), "--output", str(ref / "plot"), "--format", "png,svg,pdf")
+    assert cli("doctor", "--results", str(first)).stdout.strip().endswith("no problem found")
+    # Copied, then the original moved away; read with relative paths from a third directory.
+    carried = tmp_path / "elsewhere" / "deeper" / "carried"
+    shutil.copytree(first, carried)
+    first.rename(tmp_path / "first" / "moved")
+    here = tmp_path / "third"
+    here.mkdir()
+    rel = Path("..") / "elsewhere" / "deeper" / "carried"
+    cli("report", run_id, "--results", str(rel), "--output", "out", cwd=here)
+    cli("plot", run_id, "--results", str(rel), "--output", "out/plot", "--format", "png,svg,pdf", cwd=here)
+    a, b = _files(ref), _files(here / "out")
+    assert sorted(a) == sorted(b)
+    assert {f"figures/latency-{m}.{x}" for m in ("rpc", "bw") for x in ("png", "svg")} <= set(a)
+    assert {f"plot/latency-{m}.pdf" for m in ("rpc", "bw")} <= set(a)
+    assert [f for f in a if a[f] != b[f]] == []
+    assert b"tIME" not in a["figures/latency-rpc.png"]  # no time stamp in a PNG
+    assert cli("doctor", "--results", str(rel), cwd=here).stdout.strip().endswith("no problem found")
+    # A round's documents gone: doctor names the run, its samples and the path, exit 1.
+    raw = carried / run_id / "raw"
+    gone = next(d for d in sorted(raw.iterdir()) if d.name.startswith("validate_rpc"))
+    shutil.rmtree(gone)
+    p = cli("doctor", "--results", str(carried), check=False)
+    assert p.returncode == 1, p.stdout
+    assert f"run {run_id}:" in p.stdout and f"{run_id}/raw/{gone.name}" in p.stdout, p.stdout
+    assert "sample validate/rpc/" in p.stdout and "does not resolve" in p.stdout
+    assert "--rebuild" not in p.stdout  # a rebuild would not bring the documents back
 
 
 def test_report_is_self_contained_and_renders_in_chromium(run, tmp_path):

@@ -289,9 +289,10 @@ def _cmd_doctor(args) -> int:
         for p in problems:
             print(f"problem: {p}")
         if problems:
-            if all("--recover" in p for p in problems):
+            mend = [p for p in problems if doctor.needs_rebuild(p)]  # (a missing documents folder: not)
+            if mend and all("--recover" in p for p in mend):
                 print(f"bring them in: rooftop doctor --results {args.results} --recover")
-            else:
+            elif mend:
                 print(f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild")
             return 1
         print(f"{args.results}: no problem found")
@@ -379,7 +380,7 @@ def add_doctor(sub) -> None:
         help="check a results folder; --rebuild its database from the engine documents",
         description="Checks the results database (integrity, runs without folders, "
         "run folders without rows, measured windows in engine documents but not in the "
-        "database). --recover stores those windows; --rebuild moves the database aside and rebuilds it "
+        "database, samples whose engine documents folder does not resolve in RESULTS). --recover stores those windows; --rebuild moves the database aside and rebuilds it "
         "from the engine documents under RESULTS/<run>/ (each run's config.json and "
         "its client documents), keeping the rows the old database still holds.",
     )

@@ -18,7 +18,12 @@ def save(fig, out_dir: Path, name: str, formats=FORMATS, dpi: int = 150) -> list
         p = out_dir / f"{name}.{fmt}"
         if p.is_symlink():  # a figure is written anew, never through a link to elsewhere
             p.unlink()
-        fig.savefig(p, dpi=dpi, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None)
+        # The same figure gives the same bytes (a results folder moved or
+        # copied reports identically): no date in SVG or PDF (PNG has none),
+        # and SVG element ids from a fixed salt, not a random one per file.
+        undated = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
+        with plt.rc_context({"svg.hashsalt": f"rooftop-{name}"}):
+            fig.savefig(p, dpi=dpi, bbox_inches="tight", metadata=undated)
         paths.append(p)
     plt.close(fig)
     return paths

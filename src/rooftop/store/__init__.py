@@ -4,7 +4,7 @@ runs         one campaign: its resolved config, environment, status, timing
 samples      one measurement: stage, metric, which nodes and how many
              processes, the aggregate and per-process rates, the engine's
              errors, and the folder holding every engine document of that
-             sample
+             sample (raw_dir, relative to the results folder: see paths)
 quantities   every measured quantity of a sample in long format:
              (sample_id, quantity, value, unit), one row per quantity the
              sample has (QUANTITIES below names them, with their units)
@@ -48,6 +48,7 @@ earlier one.
 
 The modules: schema (the tables and their numbered migrations), records (Run
 and helpers on rows), connection (opening, waiting, errors), runs, samples and
-studies (the tables' operations), db (Store, all of them), doctor (rooftop
-doctor: checks and repairs a results folder).
+studies (the tables' operations), paths (stored paths relative to the results
+folder, so a folder can be moved or copied), db (Store, all of them), doctor
+(rooftop doctor: checks and repairs a results folder).
 """

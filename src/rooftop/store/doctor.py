@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, unstored_rows
+from rooftop.store import paths
 from rooftop.store.db import Store
 from rooftop.store.records import StoreError, now_iso
 
@@ -68,6 +69,8 @@ def check(results: str | Path) -> list[str]:
             if not (d / r).is_dir()
         ]
         for run in store.runs():
+            if (d / run.id).is_dir():  # (a missing run folder is said above)
+                problems += _path_problems(store, run.id)
             if run.status == "running":  # its campaign is alive and stores its rounds itself
                 continue
             try:
@@ -84,6 +87,47 @@ def check(results: str | Path) -> list[str]:
     except (StoreError, sqlite3.Error) as e:
         return [str(e)]
     return problems
+
+
+#: Words of the path problems (_path_problems): a rebuild does not mend them.
+PATH_PROBLEMS = ("does not resolve", "could not be mapped")
+
+
+def needs_rebuild(problem: str) -> bool:
+    """A problem `rooftop doctor --rebuild` mends (not a missing documents folder)."""
+    return not any(w in problem for w in PATH_PROBLEMS)
+
+
+def _old_path(store: Store, run_id: str, raw: str) -> str:
+    """An old row's documents folder as add_sample takes it (a path to open)."""
+    mapped = paths.map_old(store.dir, run_id, raw)
+    return raw if mapped is None else paths.resolved(store.dir, mapped)
+
+
+def _path_problems(store: Store, run_id: str) -> list[str]:
+    """A run's stored paths that do not resolve in its results folder:
+    each sample's engine documents folder, and what migration 13 could not
+    map (store.paths)."""
+    out = []
+    missing = store.unresolved_paths(run_id)
+    if missing:
+        shown = "; ".join(f"sample {k}: {p}" for k, p in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        out.append(
+            f"run {run_id}: {len(missing)} sample(s) name an engine documents folder that {PATH_PROBLEMS[0]} "
+            f"in {store.dir} ({shown}{more}): their latency and the pair rounds' records "
+            f"are missing from the report; copy the folders back under {store.dir / run_id / 'raw'}"
+        )
+    unmapped = store.db.execute(
+        "SELECT key, path FROM unmapped_paths WHERE run_id = ? ORDER BY key", (run_id,)
+    ).fetchall()
+    if unmapped:
+        out.append(
+            f"run {run_id}: {len(unmapped)} sample path(s) from an older rooftop {PATH_PROBLEMS[1]} "
+            f"into {store.dir} when its database was upgraded (e.g. sample {unmapped[0]['key']}: "
+            f"{unmapped[0]['path']})"
+        )
+    return out
 
 
 def _salvage(db: Path) -> tuple[dict[str, dict], dict[str, list[dict]]]:
@@ -208,7 +252,12 @@ def rebuild(results: str | Path) -> list[str]:
         _restore_run(store, run_id, cfg, old_runs.get(run_id))
         have = {r["key"] for r in rows}
         kept = [
-            dict(r, server_nodes=json.loads(r["server_nodes"]), client_nodes=json.loads(r["client_nodes"]))
+            dict(
+                r,
+                server_nodes=json.loads(r["server_nodes"]),
+                client_nodes=json.loads(r["client_nodes"]),
+                raw_dir=_old_path(store, run_id, r["raw_dir"]),
+            )
             for r in old_samples.get(run_id, [])
             if r["key"] not in have
         ]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from rooftop.engine import enginedoc
+from rooftop.store import paths
 from rooftop.store.connection import StoreBase, guarded
 from rooftop.store.records import flatten, key_stages, now_iso, row_ranks
 from rooftop.store.schema import LATENCY_QUANTILES, QUANTITIES, SAMPLE_COLUMNS, SAMPLE_DEFAULTS
@@ -40,6 +41,8 @@ class SampleTables(StoreBase):
         s.setdefault("ceilings", json.dumps(key_stages(s["key"])))
         s["server_nodes"] = json.dumps(s["server_nodes"])
         s["client_nodes"] = json.dumps(s["client_nodes"])
+        given = s["raw_dir"]  # as the caller can open it: relative to the current directory or absolute
+        s["raw_dir"] = paths.stored(self.dir, given) if given else ""  # relative to the results folder
         cols = ", ".join(SAMPLE_COLUMNS)
         marks = ", ".join("?" for _ in SAMPLE_COLUMNS)
         # A failed sample retried on resume replaces its earlier attempt (and its quantities).
@@ -51,7 +54,7 @@ class SampleTables(StoreBase):
             f"INSERT OR REPLACE INTO samples ({cols}) VALUES ({marks})", [s[c] for c in SAMPLE_COLUMNS]
         )
         assert cur.lastrowid is not None  # an INSERT sets it
-        self.put_quantities(cur.lastrowid, s)
+        self.put_quantities(cur.lastrowid, dict(s, raw_dir=given))
         self.db.execute(
             "UPDATE runs SET measured_s = measured_s + ?, updated = ? WHERE id = ?",
             (s["measured_s"] if run_time_s is None else run_time_s, now_iso(), s["run_id"]),
@@ -73,6 +76,7 @@ class SampleTables(StoreBase):
             d = {c: r[c] for c in ("id", *SAMPLE_COLUMNS)}  # one column order, however the table grew
             d["server_nodes"] = json.loads(d["server_nodes"])
             d["client_nodes"] = json.loads(d["client_nodes"])
+            d["raw_dir"] = paths.resolved(self.dir, d["raw_dir"])  # stored relative to the results folder
             out.append(d)
         return out
 
@@ -103,11 +107,15 @@ class SampleTables(StoreBase):
         return out
 
     def docs_dir(self, row: dict) -> Path | None:
-        """The folder of a sample's engine documents: its raw_dir, or the same
-        folder in this results folder (the folder was moved or copied)."""
+        """The folder of a sample's engine documents: its raw_dir (as read by
+        samples(), relative to the results folder as stored, or as a
+        database written before migration 13 held it), or the same round's
+        folder in this results folder."""
         if not row.get("raw_dir"):
             return None
         where = Path(row["raw_dir"])
+        if not where.is_absolute() and not where.is_dir():
+            where = self.dir / where  # as stored
         if not where.is_dir():  # under raw/: the round's folder (and earlier-N in it)
             parts = where.parts
             inside = parts[len(parts) - 1 - parts[::-1].index("raw") + 1 :] if "raw" in parts else (where.name,)
@@ -118,8 +126,41 @@ class SampleTables(StoreBase):
     def moved_documents(self, run_id: str, old: Path, new: Path) -> None:
         """A round's documents moved from old to new (an earlier session's,
         kept when the round is measured again): its rows follow them."""
-        self.db.execute("UPDATE samples SET raw_dir = ? WHERE run_id = ? AND raw_dir = ?", (str(new), run_id, str(old)))
+        self.db.execute(
+            "UPDATE samples SET raw_dir = ? WHERE run_id = ? AND raw_dir = ?",
+            (paths.stored(self.dir, new), run_id, paths.stored(self.dir, old)),
+        )
         self.db.commit()
+
+    def relative_paths(self) -> None:
+        """Migration 13: every stored raw_dir relative to the results folder;
+        the paths that cannot be mapped stay and go to unmapped_paths."""
+        rows = self.db.execute("SELECT DISTINCT run_id, raw_dir FROM samples WHERE raw_dir != ''").fetchall()
+        for r in rows:
+            mapped = paths.map_old(self.dir, r["run_id"], r["raw_dir"])
+            if mapped is None:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO unmapped_paths (tbl, run_id, key, path) "
+                    "SELECT 'samples', run_id, key, raw_dir FROM samples WHERE run_id = ? AND raw_dir = ?",
+                    (r["run_id"], r["raw_dir"]),
+                )
+            elif mapped != r["raw_dir"]:
+                self.db.execute(
+                    "UPDATE samples SET raw_dir = ? WHERE run_id = ? AND raw_dir = ?",
+                    (mapped, r["run_id"], r["raw_dir"]),
+                )
+
+    @guarded
+    def unresolved_paths(self, run_id: str) -> list[tuple[str, str]]:
+        """(sample key, path as stored) of a run's samples whose documents
+        folder does not resolve in this results folder (rooftop doctor)."""
+        out = []
+        for r in self.db.execute(
+            "SELECT key, raw_dir FROM samples WHERE run_id = ? AND raw_dir != '' ORDER BY id", (run_id,)
+        ):
+            if not Path(paths.resolved(self.dir, r["raw_dir"])).is_dir():
+                out.append((r["key"], r["raw_dir"]))
+        return out
 
     def _latency(self, row: dict) -> dict[str, float]:
         """The latency quantities of a sample: its client ranks' bins merged."""

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from rooftop.store.paths import UNMAPPED_DDL
+
 # --- What each sample measured, in long format (issue 12) -----------------
 #: Every quantity the quantities table holds: name -> (unit, what it is).
 #: Unit None: the sample's own unit (its `unit` column: the metric's rate
@@ -202,6 +204,8 @@ class Migrating(Protocol):
 
     def fill_params(self) -> None: ...
 
+    def relative_paths(self) -> None: ...
+
 
 def _sql(*statements: str) -> Callable[[Migrating], None]:
     def apply(store: Migrating) -> None:
@@ -291,6 +295,12 @@ MIGRATIONS = [
         12,
         "samples.emulation: the emulated cluster's CPU caps, cores and link rates each sample ran under (issue 27)",
         _add_columns("samples", EMULATION_COLUMNS),
+    ),
+    Migration(
+        13,
+        "samples.raw_dir relative to the results folder, so a folder can be moved or copied; "
+        "unmapped_paths: what could not be mapped (issue 30, item 2)",
+        _then(_sql(UNMAPPED_DDL), lambda store: store.relative_paths()),
     ),
 ]
 #: The schema version this code writes (and the newest it can read).
