@@ -146,9 +146,8 @@ def test_read_only_results_folder(campaign, tmp_path):
 
 def test_runs_and_dry_run_create_nothing(tmp_path):
     where = tmp_path / "new" / "results"
-    p = rooftop("runs", "--results", str(where))
-    assert "no runs" in p.stdout
-    assert json.loads(rooftop("runs", "--json", "--results", str(where)).stdout) == []
+    for extra in ([], ["--json"]):  # a folder that does not exist is an error, and is not made
+        fails_clearly(rooftop("runs", *extra, "--results", str(where), check=False), "no results folder")
     rooftop("collect", "--dry-run", "--metrics", "rpc", "--results", str(where))
     fails_clearly(rooftop("export", "x", "--results", str(where), check=False), "no results")
     assert not (tmp_path / "new").exists()

@@ -79,8 +79,18 @@ class ServicePoint:
 
 
 def _ensure(db) -> None:
+    """Creates the tables (before a write)."""
     db.execute(POINTS_DDL)
     db.execute(SPECS_DDL)
+
+
+def _exists(db) -> bool:
+    """Whether the tables are there (a reader creates nothing: the results
+    folder may be someone else's, or read-only)."""
+    return (
+        db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'service_points'").fetchone()
+        is not None
+    )
 
 
 def save_spec(store, run_id: str, service: str, metric: str, spec: dict) -> None:
@@ -95,7 +105,8 @@ def save_spec(store, run_id: str, service: str, metric: str, spec: dict) -> None
 
 def specs(store, run_id: str) -> dict[str, dict]:
     """The resolved specs of a run's services, by name."""
-    _ensure(store.db)
+    if not _exists(store.db):
+        return {}
     rows = store.db.execute("SELECT service, spec FROM service_specs WHERE run_id = ? ORDER BY service", (run_id,))
     return {name: json.loads(spec) for name, spec in rows}
 
@@ -122,14 +133,16 @@ def add(store, run_id: str, point: ServicePoint) -> None:
 
 def done_keys(store, run_id: str, service: str) -> set[str]:
     """Keys of the points of a service already stored in a run (--resume skips them)."""
-    _ensure(store.db)
+    if not _exists(store.db):
+        return set()
     rows = store.db.execute("SELECT key FROM service_points WHERE run_id = ? AND service = ?", (run_id, service))
     return {k for (k,) in rows}
 
 
 def load(store, run_id: str, service: str | None = None) -> list[ServicePoint]:
     """A run's service points (of one service, or all), in placement order."""
-    _ensure(store.db)
+    if not _exists(store.db):
+        return []
     sql = (
         "SELECT service, metric, unit, server_procs, client_procs, sample, status, aggregate, key, error, "
         "source, measured_s, detail FROM service_points WHERE run_id = ?"
