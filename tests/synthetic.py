@@ -4,6 +4,8 @@ stage and metric, without measuring, for tests of what reads a run
 
 uniform_run: the contract run (every rate exact: server ceiling 100, client
 ceiling 50, in each metric's base unit x 1000).
+scaled_run: the contract run with its ceilings scaled and a creation
+time of choice (a history of runs over weeks).
 realistic_run: rates with noise, a node-full client ceiling for bandwidth,
 an optional slow node and slow pair, and latency histograms with a far
 tail, as a campaign on N nodes would store them.
@@ -91,6 +93,26 @@ def uniform_run(tmp_path: Path, cfg: dict | None = None) -> tuple[Store, str]:
     return _store(
         tmp_path, cfg or config_for(), rate, lambda stage, metric, per_client: [[10, 11, 5], [11, 12, 3], [40, 42, 1]]
     )
+
+
+def scaled_run(
+    tmp_path: Path, server: float = 1.0, client: float = 1.0, created: str = "", cfg: dict | None = None
+) -> tuple[Store, str]:
+    """uniform_run with the server ceiling x `server` and the client
+    ceiling x `client` (samples 1 % apart), created at `created` (ISO
+    time; "": now): runs of one results folder made in the same second
+    still get their order."""
+
+    def rate(stage, metric, snodes, cnodes, ns, nc, i):
+        return min(nc * 50e3 * client, ns * 100e3 * server) * (1 + 0.01 * i)
+
+    st, run_id = _store(
+        tmp_path, cfg or config_for(), rate, lambda stage, metric, per_client: [[10, 11, 5], [11, 12, 3], [40, 42, 1]]
+    )
+    if created:
+        st.db.execute("UPDATE runs SET created = ? WHERE id = ?", (created, run_id))
+        st.db.commit()
+    return st, run_id
 
 
 def realistic_run(

@@ -10,7 +10,7 @@ import signal
 import sys
 
 from rooftop import __version__
-from rooftop.cli import audit, bursts, campaign, interfere, learn, model, report, service, size, tools
+from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, report, service, size, tools
 from rooftop.cli.common import interrupted_rc, stop_on_signal
 
 DESCRIPTION = """\
@@ -49,6 +49,10 @@ commands:
             io, numio, cmd): impact factors both ways, ensembles
   service   a real data service (a spec or a preset: redis, memcached) measured
             over a run's validation grid, its points stored in the run
+  history   each ceiling's median and interval per run, runs grouped by
+            what makes them comparable, with the changes found
+  check     did a ceiling fall beyond noise against a baseline, a run or the
+            history (exit 1: a CI gate); --save-baseline NAME
   cluster   an emulated cluster on this machine (root): up, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
@@ -80,6 +84,7 @@ examples:
   rooftop bursts --progress busy,spindown:10,block --neighbour stencil
   rooftop interfere --loads cpu,net --load-nodes 0,1 --ensemble 1,2,4
   rooftop service --preset redis --run $RUN          # redis GET on the same grid
+  rooftop collect && rooftop check latest --against history   # a weekly gate
 """
 
 
@@ -109,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
         bursts.add_parser,
         interfere.add_parser,
         service.add_parser,
+        history.add_history,
+        history.add_check,
     ):
         add(sub)
     from rooftop.cluster.cli import add_parser as add_cluster_parser

@@ -10,6 +10,7 @@ order."""
 
 from __future__ import annotations
 
+from rooftop.history import report as history_report
 from rooftop.interference import report as interference_report
 from rooftop.learn import report_section as learned
 from rooftop.results.sections import Section
@@ -20,4 +21,5 @@ SECTIONS: tuple[Section, ...] = (
     service_report.SECTION,
     interference_report.SECTION,
     learned.SECTION,
+    history_report.SECTION,
 )

@@ -1,0 +1,85 @@
+"""The report's "Since the last comparable run" section: per metric, the
+run's ceilings against the last comparable run before it (the baseline
+rule, rooftop.history.check), and the history figure when there are at
+least MIN_RUNS comparable runs up to this one. SECTION is an entry of the
+report sections table (rooftop.kinds.sections)."""
+
+from __future__ import annotations
+
+import html
+
+from rooftop.history import check, series
+from rooftop.results.sections import Section
+
+#: Comparable runs (this one included) from which the figure is drawn.
+MIN_RUNS = 3
+CAPTION = (
+    "Ceilings over the comparable runs up to this one (95 % intervals; dashed line: a step change "
+    "the history rule found), with the recommended ratio and the validation error"
+)
+
+
+def read(store, res) -> dict | None:
+    """{metric: {"runs": [RunCeilings], "check": MetricCheck, "events":
+    [Event]}} for the run's metrics with an earlier comparable run; None:
+    none has one (or the run is not complete)."""
+    if res.run.status != "complete":
+        return None
+    mine = series.of_run(store, res.run.id)
+    if not mine:
+        return None
+    groups = series.history(store)
+    out = {}
+    for metric, rc in mine.items():
+        runs = [r for r in groups.get(rc.key, []) if (r.created, r.run) <= (rc.created, rc.run)]
+        prior = [r for r in runs if r.run != rc.run]
+        if not prior:
+            continue
+        mc = check.against_run(rc, prior[-1], check.DEFAULT_THRESHOLD, f"run {prior[-1].run}")
+        out[metric] = {"runs": runs, "check": mc, "events": check.steps(runs, check.DEFAULT_THRESHOLD)}
+    return out or None
+
+
+def lines(data: dict) -> list[str]:
+    out = []
+    for metric, d in data.items():
+        mc = d["check"]
+        prior = d["runs"][-2]
+        changes = "; ".join(c.text() for c in mc.changes)
+        out.append(f"{metric}: against run {prior.run} ({prior.created}): {mc.bound_moved()}. {changes}")
+    return out
+
+
+def markdown(res, data, figures, base) -> list[str]:
+    if not data:
+        return []
+    out = ["## Since the last comparable run", ""] + [f"- {x}" for x in lines(data)] + [""]
+    return out
+
+
+def html_of(res, data, figures) -> str:
+    if not data:
+        return ""
+    items = "".join(f"<li>{html.escape(x)}</li>" for x in lines(data))
+    return f"<section id='history'><h2>Since the last comparable run</h2><ul>{items}</ul></section>"
+
+
+def figures(res, data) -> dict:
+    from rooftop.history.figure import history_figure
+
+    return {
+        f"history-{metric}": history_figure(d["runs"], d["events"])
+        for metric, d in (data or {}).items()
+        if len(d["runs"]) >= MIN_RUNS
+    }
+
+
+SECTION = Section(
+    name="history",
+    read=read,
+    markdown=markdown,
+    html=html_of,
+    figures=figures,
+    captions={"history": CAPTION},
+    where="verdict",
+)
