@@ -42,9 +42,16 @@ def save(store, name: str, run_id: str) -> dict[str, RunCeilings]:
     return got
 
 
+def _exists(store) -> bool:
+    """Whether the table is there (a reader creates nothing: the folder may be read-only)."""
+    q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'baselines'"
+    return store.db.execute(q).fetchone() is not None
+
+
 def load(store, name: str) -> tuple[str, dict[str, RunCeilings]] | None:
     """(run id, {metric: ceilings}) of baseline `name`, None when there is none."""
-    _table(store)
+    if not _exists(store):
+        return None
     row = store.db.execute("SELECT run_id, ceilings FROM baselines WHERE name = ?", (name,)).fetchone()
     if row is None:
         return None
@@ -53,5 +60,6 @@ def load(store, name: str) -> tuple[str, dict[str, RunCeilings]] | None:
 
 def names(store) -> list[tuple[str, str, str]]:
     """(name, run id, saved) of every baseline."""
-    _table(store)
+    if not _exists(store):
+        return []
     return [tuple(r) for r in store.db.execute("SELECT name, run_id, created FROM baselines ORDER BY name")]
