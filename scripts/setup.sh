@@ -6,7 +6,7 @@
 #   bash scripts/setup.sh --bench  also the reference tools of benchmarks/
 # System packages come from Debian (apt) when running as root; otherwise the
 # missing ones are listed. Python packages go into ./.venv. On a cluster use
-# your site's libfabric instead (see README: "On a cluster").
+# your site's libfabric instead (see README: "With your site's libfabric", and docs/install.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,7 +74,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   else
     echo "setup.sh: missing system packages: ${missing[*]}" >&2
     echo "  install them (sudo apt-get install ${missing[*]}) or load your site's modules" >&2
-    echo "  (see README: On a cluster), then re-run." >&2
+    echo "  (see README: \"With your site's libfabric\"), then re-run." >&2
     exit 1
   fi
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: the Python checks (ruff, import-linter, mypy),
+# the documentation's strict build (MkDocs),
 # engine unit tests (ctest; built with warnings as
 # errors), the same unit tests built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, a short fuzz run of the wire decoder, then the
@@ -19,6 +20,14 @@ say "python checks: ruff, ruff format, import-linter, mypy"
 mkdir -p build
 PYTHONPATH=src .venv/bin/lint-imports --no-cache > build/lint-imports.log 2>&1 || { cat build/lint-imports.log; exit 1; }
 .venv/bin/python -m mypy
+
+# The documentation site: the reference pages generated from this tree's
+# code, then a strict build (a broken link or anchor, a missing page or a
+# page left out of mkdocs.yml's nav fails). Not --quiet: it would hide the
+# warnings that --strict counts; the log is shown on failure.
+say "documentation: reference pages from the code, mkdocs build --strict"
+.venv/bin/python scripts/gen_reference.py >/dev/null
+.venv/bin/mkdocs build --strict --site-dir build/site > build/mkdocs.log 2>&1 || { cat build/mkdocs.log; exit 1; }
 
 # ninja --quiet: no progress lines, but every warning and error is shown.
 say "engine unit tests (GoogleTest; warnings are errors)"

@@ -1,4 +1,4 @@
-"""The README's layout table matches the tree, one line per folder: every
+"""The layout table (docs/layout.md) matches the tree, one line per folder: every
 folder of src/rooftop has its row, every top-level module is named in the
 row of the shared modules, and every path the table lists exists."""
 
@@ -11,8 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def layout() -> str:
-    text = (ROOT / "README.md").read_text()
-    return text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    return (ROOT / "docs" / "layout.md").read_text()
 
 
 def rows() -> dict[str, str]:
@@ -30,11 +29,11 @@ def test_every_folder_has_its_row_and_every_module_is_named():
     pkg = ROOT / "src" / "rooftop"
     folders = sorted(p.name for p in pkg.iterdir() if p.is_dir() and (p / "__init__.py").exists())
     missing = [f for f in folders if f"src/rooftop/{f}/" not in table]
-    assert not missing, f"README layout table has no row for: {missing}"
+    assert not missing, f"docs/layout.md has no row for: {missing}"
     shared = table["src/rooftop/*.py"]
     modules = sorted(p.stem for p in pkg.glob("*.py") if not p.name.startswith("__"))
     unnamed = [m for m in modules if f"`{m}`" not in shared]
-    assert not unnamed, f"README layout table does not name the module(s): {unnamed}"
+    assert not unnamed, f"docs/layout.md does not name the module(s): {unnamed}"
 
 
 def test_every_listed_path_exists():
