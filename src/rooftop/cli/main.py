@@ -57,11 +57,11 @@ commands:
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
-  audit     seed 002's five benchmark pitfalls and a sixth measured here as
+  audit     the Dark Side of Microbenchmarking talk's five benchmark pitfalls and a sixth measured here as
             deltas (buffer reuse, completion, binding, cache modes, file
             allocation, buffer pages)
   bursts    rate, server CPU, wake-ups and power per progress mode in bursts
-            (seed 000's Figure 6); --neighbour: the cost to a job beside it
+            (Figure 6 of Carns et al. (CUG 2025)); --neighbour: the cost to a job beside it
   nics      the NICs here (or in an hwloc XML topology) with their locality and
             the NIC each process would get under each NIC policy and binding
   engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)

@@ -176,7 +176,7 @@ LOAD_RUNS_DDL = """CREATE TABLE IF NOT EXISTS load_runs (
     rate_unit    TEXT,
     rate_alone   REAL, rate_beside REAL,
     slowdown     REAL,                  -- rate_alone / rate_beside (same copies, without the service)
-    normalized   REAL,                  -- one copy alone / rate_beside (seed 004's normalized slowdown)
+    normalized   REAL,                  -- one copy alone / rate_beside (Fuchs et al.'s (ISPDC 2024) normalized slowdown)
     units_alone  INTEGER, units_beside INTEGER,
     processes    TEXT                   -- JSON: each process's node, ranks and command line
 )"""
