@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 from rooftop.engine.base import LEASE_FILE, write_private
@@ -64,3 +65,22 @@ class Leases:
 
     def close(self) -> None:
         self._stop.set()
+
+
+def wait_until_lapsed(path: str | Path, timeout: float) -> None:
+    """Returns once the lease file at path is gone or has not changed for
+    timeout seconds: what a process that is not an engine (a load worker,
+    a service's wrapper) watches, as the engine watches its --lease."""
+    last, since = None, time.monotonic()
+    while True:
+        time.sleep(min(0.5, timeout / 4))
+        try:
+            now = Path(path).read_text()
+        except FileNotFoundError:
+            return
+        except OSError:
+            now = last
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since > timeout:
+            return

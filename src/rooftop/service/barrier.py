@@ -46,6 +46,8 @@ import threading
 import time
 from pathlib import Path
 
+from rooftop.engine.leases import wait_until_lapsed
+
 #: Environment variables an MPI or Slurm launcher gives each process's rank in.
 RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
 #: Seconds between SIGTERM and SIGKILL when a service process is stopped.
@@ -132,19 +134,7 @@ def watch_lease(path: str, timeout: float) -> threading.Thread:
     """Ends the process group once path is gone or unchanged for timeout s."""
 
     def run():
-        last, since = None, time.monotonic()
-        while True:
-            time.sleep(min(0.5, timeout / 4))
-            try:
-                now = Path(path).read_text()
-            except FileNotFoundError:
-                break
-            except OSError:
-                now = last
-            if now != last:
-                last, since = now, time.monotonic()
-            elif time.monotonic() - since > timeout:
-                break
+        wait_until_lapsed(path, timeout)
         print(f"rooftop.service.barrier: lease {path} ended: stopping", file=sys.stderr, flush=True)
         _end_group()
 

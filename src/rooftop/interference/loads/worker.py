@@ -30,6 +30,8 @@ import sys
 import threading
 import time
 
+from rooftop.engine.leases import wait_until_lapsed
+
 #: Environment variables an MPI or Slurm launcher gives each process's rank in.
 RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
 
@@ -101,20 +103,7 @@ def watch_lease(path: str, timeout: float, stop, grace: float = LEASE_GRACE) -> 
     the worker is still running grace seconds later, ends its process group."""
 
     def run():
-        last, since = None, time.monotonic()
-        while True:
-            time.sleep(min(0.5, timeout / 4))
-            try:
-                with open(path) as f:
-                    now = f.read()
-            except FileNotFoundError:
-                break
-            except OSError:
-                now = last
-            if now != last:
-                last, since = now, time.monotonic()
-            elif time.monotonic() - since > timeout:
-                break
+        wait_until_lapsed(path, timeout)
         stop()
         time.sleep(grace)
         _end_group(grace)
