@@ -47,11 +47,11 @@ def make_run(res: Path, **over) -> str:
     return rid
 
 
-def rooftop(*args, env=None, timeout=120):
+def rooftop(*args, env=None, timeout=120, cwd=None):
     e = dict(os.environ, **(env or {}))
     e["PYTHONPATH"] = os.pathsep.join(filter(None, [(env or {}).get("PYTHONPATH"), SRC]))
     return subprocess.run(
-        [sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=timeout, env=e
+        [sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, timeout=timeout, env=e, cwd=cwd
     )
 
 
@@ -103,6 +103,11 @@ def test_dry_run_prints_each_process_command(run):
     for rank in (0, 1):  # both clients of the one server
         assert f"#   client rank {rank} on node 1: redis-benchmark -h 127.0.0.1 -p 16379 -c 1 -P 1 " in r.stdout
     assert not folder.exists() or not any(folder.rglob("release"))  # nothing ran
+    # --results relative to this directory: the service's folders are still given as absolute
+    # paths (an mpiexec or srun process starts elsewhere, and its redis-server found no log file).
+    r = rooftop("service", "--preset", "redis", "--run", rid, "--results", res.name, "--dry-run", cwd=res.parent)
+    assert r.returncode == 0, r.stderr
+    assert f"--dir {folder}/server-0 " in r.stdout, r.stdout
 
 
 @needs("redis-server", "redis-benchmark", "redis-cli")

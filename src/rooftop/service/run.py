@@ -97,7 +97,8 @@ def address(node: Node) -> str:
 class ServiceRun:
     def __init__(self, cfg: dict, store, run_id: str, spec: ServiceSpec, launcher, say=None):
         self.cfg, self.store, self.run_id, self.spec, self.launcher = cfg, store, run_id, spec, launcher
-        self.folder = Path(store.run_dir(run_id)) / "service" / spec.name
+        # Absolute: an mpiexec or srun process does not start in this directory.
+        self.folder = Path(store.run_dir(run_id)).absolute() / "service" / spec.name
         self.nodes = {n.index: n for n in launcher.nodes()}
         self.samples = int(cfg["collect"]["samples"])
         self.duration = float(cfg["collect"]["duration"])
