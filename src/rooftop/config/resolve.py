@@ -22,6 +22,7 @@ from rooftop.config.catalog import (
 )
 from rooftop.config.files import _get, _set, load_file, merge
 from rooftop.config.keys import ConfigError
+from rooftop.exits import Unreachable
 from rooftop.launchers import LAUNCHERS, binding_width
 from rooftop.nics.policy import check_policy
 
@@ -114,6 +115,8 @@ def resolve(cfg: dict) -> dict:
         launcher = make_launcher(cfg["launcher"])
         nodes = launcher.nodes()
     except LauncherError as e:
+        if isinstance(e, Unreachable):
+            raise  # not the config's fault: the nodes are not there to reach (rooftop exits 3)
         raise ConfigError(f"launcher: {e}") from None
     n = len(nodes)
     binding = cfg["binding"]
