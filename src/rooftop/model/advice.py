@@ -106,7 +106,7 @@ def remeasure(res: RunResults) -> list[str]:
             )
         ev = res.evaluations.get(metric)
         if ev is not None and not ev.checks:
-            out.append(f"{metric}: no validation yet: rooftop validate --run {run}.")
+            out.append(f"{metric}: no validation yet: rooftop validate {run}.")
         elif ev is not None and any(ch.above_roofline for ch in ev.checks):
             out.append(
                 f"{metric}: validation samples sit above the roofline: measure the server "

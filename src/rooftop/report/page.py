@@ -177,7 +177,7 @@ def _validation_html(res: RunResults) -> str:
     for metric, ev in sorted(res.evaluations.items()):
         u = ev.roofline.unit
         if not ev.checks:
-            parts.append(f"<p>{e(metric)}: no validation samples (rooftop validate --run {e(res.run.id)})</p>")
+            parts.append(f"<p>{e(metric)}: no validation samples (rooftop validate {e(res.run.id)})</p>")
             continue
         rows = [
             [
