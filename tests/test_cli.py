@@ -547,6 +547,15 @@ def test_latest_is_the_newest_run_and_none_is_a_clear_error(tmp_path, capsys):
     Store(tmp_path / "empty")  # a results folder without a run
     assert main(["report", "latest", "--results", str(tmp_path / "empty")]) == 2
     assert f"'latest': no run in {tmp_path / 'empty'} yet" in capsys.readouterr().err
+    # The commands that gained --json print JSON with it, and nothing else on stdout.
+    assert main(["doctor", "--results", str(res), "--json"]) == 1  # the fixture has no run folders
+    doc = json.loads(capsys.readouterr().out)
+    assert any(newest in p for p in doc["problems"]) and "--rebuild" in doc["advice"]
+    assert main(["config", "keys", "--json"]) == 0
+    keys = {k["key"]: k for k in json.loads(capsys.readouterr().out)}
+    assert keys["collect.samples"]["default"] == 5 and keys["tune.run"]["only"] == "rooftop tune"
+    assert main(["export", "latest", "--json", "--format", "csv", "--results", str(res)]) == 2
+    assert "--json is --format json" in capsys.readouterr().err
 
 
 def test_the_exit_codes_of_real_commands(tmp_path):

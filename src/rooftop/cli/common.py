@@ -84,7 +84,7 @@ def str_list(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
 
 
-def _key_help(key) -> str:
+def key_help(key) -> str:
     """The key's own help, its path and its default (a computed default,
     None here, is stated by the help itself: see test_config_contract)."""
     if key.kind == "bool":
@@ -123,7 +123,7 @@ def add_key_flags(p: argparse.ArgumentParser, flags, stage: str = "collect") -> 
         kw = _argparse_kind(key)
         if f.metavar and "choices" not in kw and kw.get("action") != "store_true":
             kw["metavar"] = f.metavar
-        p.add_argument(f.flag, dest=f.dest, help=_key_help(key), **kw)
+        p.add_argument(f.flag, dest=f.dest, help=key_help(key), **kw)
         for old in f.old:
             deprecated(p, old, f.flag, dest=f.dest, **kw)
         mapping[f.dest] = key.path

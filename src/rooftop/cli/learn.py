@@ -17,6 +17,7 @@ from rooftop.cli.common import (
     campaign_flags,
     deprecated,
     json_flag,
+    key_help,
     resolve_run,
     results_arg,
     run_arg,
@@ -232,16 +233,12 @@ def add_tune(sub) -> None:
         description="Measures configurations of a search space on the engine, each "
         "proposed by a model of the rates measured so far (Kumar et al.'s (SC13) predict-the-best; "
         "roofline-informed with RUN), until --budget configurations are measured or the "
-        "best predicted rate stops improving. Every step is stored; 'rooftop report RUN' "
-        "shows the trajectory. See docs/learning.md.",
+        "best predicted rate stops improving. Every step is stored; 'rooftop report' on the run "
+        "it prints shows the trajectory. See docs/learning.md.",
     )
-    run_arg(
-        tu,
-        "a run with ceilings on these nodes (tune.run): the model learns the efficiency against its roofline",
-        optional=True,
-        old="--run",
-        resolve=False,
-    )
+    from rooftop.config.catalog import KEY_BY_PATH
+
+    run_arg(tu, key_help(KEY_BY_PATH["tune.run"]), optional=True, old="--run", resolve=False)
     tu.set_defaults(key_flags={"run": "tune.run"})
     _tune_config_args(tu)
     add_key_flags(tu, TUNE_FLAGS)
