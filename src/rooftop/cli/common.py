@@ -223,8 +223,8 @@ class Deprecated(argparse.Action):
 
 
 def deprecated(p, old: str, use: str, **kw) -> None:
-    """Adds old as a Deprecated spelling of use (a flag, or e.g. 'RUN
-    (positional)'); kw: dest, type, choices... as the new spelling's."""
+    """Adds old as a Deprecated spelling of the flag use; kw: dest, type,
+    choices... as the new spelling's."""
     if kw.pop("action", None) == "store_true":
         kw.update(nargs=0, const=True)
     p.add_argument(old, action=Deprecated, use=use, **kw)
@@ -268,8 +268,8 @@ class CommandParser(argparse.ArgumentParser):
             rest: list[str] = []
             items = iter(args)
             for a in items:
-                if a == self.old_run:
-                    runs.append(next(items, ""))
+                if a == self.old_run and (value := next(items, None)) is not None:
+                    runs.append(value)
                 elif a.startswith(self.old_run + "="):
                     runs.append(a.split("=", 1)[1])
                 else:
@@ -306,8 +306,12 @@ def resolve_latest(args) -> None:
     the newest run's id in args.results."""
     from pathlib import Path
 
-    def one(v):
-        return resolve_run(getattr(args, "results", None), v) if v == LATEST and not Path(v).is_file() else v
+    def one(v: str) -> str:
+        return (
+            latest_run(getattr(args, "results", None) or DEFAULT_RESULTS)
+            if v == LATEST and not Path(v).is_file()
+            else v
+        )
 
     for attr in getattr(args, "run_attrs", ()):
         value = getattr(args, attr, None)
