@@ -9,11 +9,12 @@ rooftop.campaign.estimate. Each constant says what it is, where it was
 measured and how; benchmarks/plan_constants.py measures them again on the
 machine it runs on (docs/measurement.md, "Planning a campaign").
 
-A launch mode is an entry of LAUNCH_MODES; the config picks one with
-launcher.mode (default "process": fresh engine processes per placement and
-per round). A mode that starts something once per node for the whole
-campaign (agents, issue 31) declares its own constants and sets
-once_per_node: the campaign then counts one launch per node."""
+A launch mode is an entry of LAUNCH_MODES: "process" (fresh engine
+processes per placement and per round) is the only one so far. A mode
+that starts something once per node for the whole campaign (agents, issue
+31) declares its own constants and sets once_per_node: the campaign then
+counts one launch per node. launch_mode() reads the config's
+launcher.mode, which that mode's code declares as a key with it."""
 
 from __future__ import annotations
 
@@ -129,7 +130,8 @@ LAUNCH_MODES: dict[str, LaunchMode] = {m.name: m for m in (PROCESS,)}
 
 
 def launch_mode(cfg: dict) -> LaunchMode:
-    """The launch mode a config asks for (launcher.mode; default process)."""
+    """The launch mode a config names (launcher.mode, once a second mode
+    declares that key; until then, and when unset, process)."""
     name = (cfg.get("launcher") or {}).get("mode") or "process"
     if name not in LAUNCH_MODES:
         raise ConfigError(f"launcher.mode: {name!r} is not one of {', '.join(LAUNCH_MODES)}")
