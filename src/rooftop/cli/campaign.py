@@ -194,11 +194,14 @@ def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
 
 
 def _dry_run(runner, cfg: dict, groups) -> int:
-    """The exact commands of every placement, then the expected run time."""
-    from rooftop.campaign.progress import expect
+    """The exact commands of every placement, then the expected run time
+    (the figures 'rooftop plan' gives for as many nodes)."""
+    from rooftop.campaign.forecast import of_placements
 
     print("\n".join(runner.dry_run(groups)))
-    print(f"# {expect(cfg, groups).line()}")
+    x = of_placements(cfg, groups)
+    print("\n".join(f"#   {line}" for line in x.lines()))
+    print(f"# {x.line()}")
     _warn_if_long(cfg, groups)
     return 0
 

@@ -10,7 +10,7 @@ import signal
 import sys
 
 from rooftop import __version__
-from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, report, service, size, tools
+from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, plan, report, service, size, tools
 from rooftop.cli.common import interrupted_rc, stop_on_signal
 
 DESCRIPTION = """\
@@ -27,6 +27,8 @@ commands:
   collect   measure the roofline parameters: server and client ceilings
             (prints the run id)
   validate  add validation samples (server nodes x client nodes) to a run
+  plan      how long collect and validate take on N nodes, per stage, before
+            any allocation (launches, pairs, rounds)
   runs      list the runs in a results folder
   doctor    check a results folder; --rebuild its database from the engine
             documents
@@ -97,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (
         campaign.add_collect,
         campaign.add_validate,
+        plan.add_parser,
         campaign.add_runs,
         campaign.add_doctor,
         report.add_export,
