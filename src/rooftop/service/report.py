@@ -82,13 +82,15 @@ def report_sizings(res) -> list[sizing.Sizing]:
     return [sizing.size(r, c) for _, r in sorted(res.rooflines.items()) for c in counts]
 
 
-def _said_once(res, sz: list[sizing.Sizing]) -> list[tuple[str, str]]:
+def _said_once(sz: list[sizing.Sizing], rooflines: dict | None = None) -> list[tuple[str, str]]:
     """(metrics, text) of each sizing, each text said once: a roofline that
     cannot tell says so once, not once per client count, and without the
     verdict its card already says; metrics whose ceilings are one
-    measurement share one sentence (no knee to size from)."""
+    measurement share one sentence (no knee to size from). rooflines: the
+    run's, by metric (none: every sizing as it is, once)."""
+    rooflines = rooflines or {}
     out: list[tuple[str, str]] = []
-    once = [m for m, r in sorted(res.rooflines.items()) if r.one_measurement]
+    once = [m for m, r in sorted(rooflines.items()) if r.one_measurement]
     if once:
         out.append(
             (
@@ -100,7 +102,8 @@ def _said_once(res, sz: list[sizing.Sizing]) -> list[tuple[str, str]]:
     for s in sz:
         if s.metric in once:
             continue
-        text = s.text.replace(f" ({res.rooflines[s.metric].verdict()['text']})", "")
+        r = rooflines.get(s.metric)
+        text = s.text.replace(f" ({r.verdict()['text']})", "") if r is not None else s.text
         if (s.metric, text) not in out:
             out.append((s.metric, text))
     return out
@@ -110,13 +113,13 @@ def sizing_markdown(res) -> list[str]:
     sz = report_sizings(res)
     if not sz:
         return []
-    return ["## How many servers", "", *[f"- {m}: {t}" for m, t in _said_once(res, sz)], ""]
+    return ["## How many servers", "", *[f"- {m}: {t}" for m, t in _said_once(sz, res.rooflines)], ""]
 
 
 def sizing_context(res) -> dict | None:
     """What sections/sizing.html shows; None: no roofline to size from."""
     sz = report_sizings(res)
-    return {"lines": _said_once(res, sz)} if sz else None
+    return {"lines": _said_once(sz, res.rooflines)} if sz else None
 
 
 def markdown(res, figures: dict, base) -> list[str]:
