@@ -24,7 +24,7 @@ from rooftop.cli.common import (
 
 def _cmd_collect(args) -> int:
     from rooftop import emulation
-    from rooftop.campaign import Runner, plan_collect
+    from rooftop.campaign import Runner, outlook, plan_collect
     from rooftop.config.keys import ConfigError
     from rooftop.config.resolve import build
     from rooftop.nics import check as nic_check
@@ -52,6 +52,8 @@ def _cmd_collect(args) -> int:
         # A dry run only prints: it creates no folder and no database.
         store = session.PlannedStore(cfg["results"]) if args.dry_run else Store(cfg["results"])
         run_id = None
+    # What this run can tell, before measuring anything (stderr).
+    print(outlook.line(cfg, plan_collect(cfg)), file=sys.stderr)
     if args.dry_run:
         from rooftop.launchers import make_launcher
 

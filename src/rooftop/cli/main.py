@@ -69,7 +69,7 @@ commands:
   engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
 
 examples:
-  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 logical nodes
+  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 or 3 logical nodes
   rooftop validate --run $RUN
   rooftop report $RUN                                # prints the HTML report's path
   rooftop runs
