@@ -48,5 +48,11 @@ def references(ceilings: dict[str, RunCeilings], rule: Rule, system: str = "*") 
 def write(path: str | Path, ceilings: dict[str, RunCeilings], rule: Rule) -> dict:
     """Writes the references file (JSON); returns what it wrote."""
     doc = references(ceilings, rule)
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+    systems = [
+        f"{json.dumps(system)}: {{\n"
+        + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in refs.items())
+        + "\n}"
+        for system, refs in doc.items()
+    ]
+    Path(path).write_text("{" + ",\n".join(systems) + "}\n")  # one variable per line
     return doc

@@ -4,6 +4,8 @@ platform's roofline on a schedule and alerts when a ceiling falls.
     pip install 'rooftop[reframe]'
     reframe -C site-config.py -c "$(rooftop-reframe-check)" -r \\
         -S rooftop_check.references_file=refs.json
+    reframe ... -S rooftop_check.baseline=before-upgrade \\
+        -S rooftop_check.baseline_results=/site/rooftop-results
 
 The check runs `rooftop collect`, `rooftop validate` and `rooftop model`
 inside ReFrame's job, on the nodes ReFrame's scheduler gave it:
