@@ -55,7 +55,7 @@ commands:
             what makes them comparable, with the changes found
   check     did a ceiling fall beyond noise against a baseline, a run or the
             history (exit 1: a CI gate); --save-baseline NAME
-  cluster   an emulated cluster on this machine (root): up, status, down
+  cluster   an emulated cluster on this machine (root): up, reshape, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
