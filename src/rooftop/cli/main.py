@@ -10,7 +10,7 @@ import signal
 import sys
 
 from rooftop import __version__
-from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, report, service, size, tools
+from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, plan, report, service, size, tools
 from rooftop.cli.common import CommandParser, interrupted_rc, resolve_latest, stop_on_signal
 
 DESCRIPTION = """\
@@ -24,7 +24,7 @@ it run for its clients? rooftop measures it with its native engine
 
 EXAMPLES = """\
 examples:
-  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 logical nodes
+  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 or 3 logical nodes
   rooftop validate $RUN
   rooftop report latest                              # prints the HTML report's path
   rooftop runs
@@ -63,6 +63,7 @@ def _add_cluster(sub) -> None:
 COMMANDS = (
     ("measure", campaign.add_collect),
     ("measure", campaign.add_validate),
+    ("measure", plan.add_parser),
     ("measure", service.add_parser),
     ("measure", tools.add_probe),
     ("read results", campaign.add_runs),

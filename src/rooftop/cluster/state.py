@@ -27,6 +27,10 @@ address ({"rail": k, "bridge": "rooftop-br<k>", "subnet": "10.231.<k>.0/24",
 "address": "10.231.<k>.1/24"}) and each node's "nics" its K NICs, NIC k on
 rail k ("address" and "veth_*" stay NIC 0's). link_rate_bits is each NIC's.
 
+'cluster reshape' changes nodes' link_rate_bits, cpu_percent and
+cpu_quota_us (and the spec) in place, and appends {"at": time, "changes":
+[text, ...]} to "reshaped".
+
 cpu_percent null: no CPU cap (the node has its cores); link_rate_bits null:
 the link is not shaped. shared_with: the other nodes using one of its cores.
 """

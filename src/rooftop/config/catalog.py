@@ -7,6 +7,7 @@ from rooftop import metrics, samplers
 from rooftop.config.keys import Key, by_path
 from rooftop.launchers import BINDINGS, LAUNCHERS
 from rooftop.launchers.mpiexec import FLAVORS
+from rooftop.stages.pairs import PAIRS
 
 HOUR, DAY = 3600.0, 86400.0
 #: A measurement (samples x duration) longer than this is a mistake.
@@ -140,10 +141,8 @@ KEYS: list[Key] = [
         "collect.pairs",
         "choice",
         "serial",
-        "client peak pair scheduling: serial (one node pair at a "
-        "time, as Carns et al. (CUG 2025)) or rounds (round-robin tournament: N-1 rounds of N/2 disjoint pairs measured "
-        "at once, about N/2 times faster; pairs may then share a switch)",
-        ("serial", "rounds"),
+        "client peak pair scheduling: " + " or ".join(s.help for s in PAIRS.values()),
+        tuple(PAIRS),
     ),
     Key(
         "collect.client_node",
@@ -303,7 +302,7 @@ KEY_BY_PATH = by_path(KEYS)
 
 #: The studies' own keys (rooftop.bursts.keys, rooftop.learn.keys, ...), by
 #: section (the first part of their paths: bursts, tune, audit, loads,
-#: interference, probe).
+#: interference, probe, check).
 #: A study registers its table with register() when its keys module is
 #: imported (the layers forbid config from importing a study). They are in
 #: KEY_BY_PATH (`--set`, config files, `config keys`) but only in the config
@@ -334,4 +333,4 @@ def section_of(path: str) -> str | None:
 
 
 #: The command that reads a study section, where it is not the section's name.
-STUDY_COMMAND = {"loads": "interfere", "interference": "interfere"}
+STUDY_COMMAND = {"loads": "interfere", "interference": "interfere", "check": "check/history"}
