@@ -85,7 +85,6 @@ def campaign(results: str, knobs: dict, timing: list[str], placements) -> str:
             [
                 rooftop(),
                 "validate",
-                "--run",
                 run_id,
                 "--results",
                 results,
@@ -119,7 +118,7 @@ def cluster_campaign(results: str, knobs: dict, timing: list[str]) -> str:
             *sets,
         ]
     )
-    run([rooftop(), "validate", "--run", run_id, "--results", results, *timing])
+    run([rooftop(), "validate", run_id, "--results", results, *timing])
     return run_id
 
 

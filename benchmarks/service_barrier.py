@@ -29,9 +29,9 @@ prints the efficiency tables of the run's services (redis, memcached, ...)
 as `rooftop model RUN --json` has them. To make them on this machine:
 
     RUN=$(rooftop collect --metrics rpc --duration 2 --samples 3 --results DIR | tail -1)
-    rooftop validate --run $RUN --results DIR
-    rooftop service --preset redis --run $RUN --results DIR
-    rooftop service --preset memcached --run $RUN --results DIR
+    rooftop validate $RUN --results DIR
+    rooftop service $RUN --preset redis --results DIR
+    rooftop service $RUN --preset memcached --results DIR
     rooftop model $RUN --results DIR          # the same tables, and the roofline
 
 (on the emulated cluster: `rooftop cluster up --nodes 3` as root, then
@@ -203,7 +203,7 @@ def tables(a: argparse.Namespace) -> int:
         raise SystemExit(f"rooftop model {a.run}: {p.stderr.strip()}")
     services = json.loads(p.stdout).get("services") or []
     if not services:
-        print(f"run {a.run} has no service points (rooftop service --preset redis --run {a.run})")
+        print(f"run {a.run} has no service points (rooftop service {a.run} --preset redis)")
         return 1
     for s in services:
         print(f"\n{s['headline']}  [{s['metric']}, {s['unit']}; roofline: {s['roofline_source']}]")

@@ -63,7 +63,7 @@ def tune(results: str, space: Path, args, *more: str) -> dict:
         "--results",
         results,
         "--json",
-        "--repeat",
+        "--repeats",
         str(args.repeat),
         "--duration",
         str(args.duration),
@@ -136,7 +136,7 @@ def main() -> int:
     for k, v in SPACE.items():
         n *= len(v) if k != "metric" else 1
     t0 = time.monotonic()
-    more = ["--run", collect(results, args)] if args.roofline else []
+    more = [collect(results, args)] if args.roofline else []  # the roofline run: tune's RUN
     # The grid's order comes from a seed no tune uses: its first random
     # picks are not the tunes' own.
     grid = tune(results, space, args, "--init", str(n), "--budget", str(n), "--seed", "1000")

@@ -16,7 +16,7 @@ results="${RESULTS:-./rooftop-results}"
 short=(--duration 2 --warmup 0.3 --samples 6 --results "$results")
 collect_only=(--set bw.stream_size=256MiB)
 run=$(.venv/bin/rooftop collect "${short[@]}" "${collect_only[@]}" "$@")
-.venv/bin/rooftop validate --run "$run" "${short[@]}" >/dev/null
+.venv/bin/rooftop validate "$run" "${short[@]}" >/dev/null
 .venv/bin/rooftop model "$run" --results "$results"
 report=$(.venv/bin/rooftop report "$run" --results "$results")
 cat <<TXT

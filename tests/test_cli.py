@@ -30,20 +30,23 @@ def test_engine_passthrough():
     assert p.returncode == 0 and p.stdout.startswith("usage: rooftop-engine COMMAND"), p.stderr
 
 
-def test_help_teaches():
+def test_help_lists_each_command_once_by_group():
     p = rooftop_cli("--help")
-    assert p.returncode == 0 and "probe" in p.stdout and "examples" in p.stdout
-    # Every sub-command is listed in the epilog, and has its own --help.
+    assert p.returncode == 0 and "examples:" in p.stdout and "exit status:" in p.stdout
     import re
 
-    listed = set(re.findall(r"^  (\w+)\s{2,}", p.stdout.split("commands:")[1].split("examples:")[0], re.M))
     from rooftop.cli import build_parser
+    from rooftop.cli.main import COMMANDS
 
+    head = p.stdout.split("options:")[0]
+    listed = re.findall(r"^  ([a-z]+)  ", head, re.M)
     sub = next(a for a in build_parser()._actions if a.dest == "command")
-    assert listed == set(sub.choices), set(sub.choices) ^ listed
+    assert sorted(listed) == sorted(sub.choices), listed  # each command once, none missing
+    groups = re.findall(r"^([a-z ]+):$", head, re.M)
+    assert groups == list(dict.fromkeys(g for g, _ in COMMANDS)) == ["measure", "read results", "studies", "tools"]
     for cmd in sorted(set(sub.choices) - {"engine"}):
         h = rooftop_cli(cmd, "--help")
-        assert h.returncode == 0 and len(h.stdout) > 200, cmd
+        assert h.returncode == 0 and len(h.stdout) > 200 and h.stdout.startswith(f"usage: rooftop {cmd} "), cmd
 
 
 def test_probe_end_to_end(tmp_path):
@@ -60,7 +63,7 @@ def test_probe_end_to_end(tmp_path):
 
 
 def test_probe_repeats_and_reports_median_and_spread(tmp_path):
-    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.3", "--repeat", "2", "--results", str(tmp_path))
+    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.3", "--repeats", "2", "--results", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("median of 2 (") == 2 and "spread" in p.stdout
     (folder,) = list(tmp_path.glob("probe-*"))
@@ -116,8 +119,10 @@ def _commands():
 
 
 def test_campaign_commands_keep_their_flags():
+    from rooftop.cli.common import Deprecated
+
     # Flags that set config keys come from the key table; the names stay
-    # what README, docs and scripts use.
+    # what README, docs and scripts use (old spellings, kept for a release, not counted).
     expected = {
         "collect": {
             "--allow-concurrent",
@@ -136,7 +141,7 @@ def test_campaign_commands_keep_their_flags():
             "--pairs",
             "--results",
             "--resume",
-            "--sample",
+            "--series",
             "--samples",
             "--set",
             "--sweep-servers",
@@ -157,9 +162,8 @@ def test_campaign_commands_keep_their_flags():
             "--json",
             "--nic-policy",
             "--results",
-            "--run",
-            "--sample",
             "--samples",
+            "--series",
             "--server-nodes",
             "--servers-per-node",
             "--verbose",
@@ -179,13 +183,12 @@ def test_campaign_commands_keep_their_flags():
             "--init",
             "--json",
             "--launcher",
-            "--metric",
+            "--metrics",
             "--model",
             "--nic-policy",
             "--nodes",
-            "--repeat",
+            "--repeats",
             "--results",
-            "--run",
             "--seed",
             "--set",
             "--space",
@@ -200,6 +203,7 @@ def test_campaign_commands_keep_their_flags():
             "--config",
             "--fabric",
             "--help",
+            "--json",
             "--launcher",
             "--metrics",
             "--nic-policy",
@@ -236,7 +240,7 @@ def test_campaign_commands_keep_their_flags():
             "--interval",
             "--json",
             "--launcher",
-            "--metric",
+            "--metrics",
             "--neighbour",
             "--neighbour-timeout",
             "--nic-policy",
@@ -256,7 +260,7 @@ def test_campaign_commands_keep_their_flags():
         "interfere": {
             "--allow-concurrent",
             "--binding",
-            "--bursts",
+            "--bursts-run",
             "--config",
             "--dry-run",
             "--duration",
@@ -277,9 +281,9 @@ def test_campaign_commands_keep_their_flags():
             "--nodes",
             "--placement",
             "--results",
-            "--sample",
             "--samples",
             "--seed",
+            "--series",
             "--set",
             "--stages",
             "--verbose",
@@ -289,11 +293,12 @@ def test_campaign_commands_keep_their_flags():
             "-v",
         },
         "model": {"--help", "--json", "--mix", "--params", "--results", "-h"},
-        "report": {"--help", "--mix", "--nic-runs", "--output", "--results", "-h"},
+        "report": {"--help", "--json", "--mix", "--nic-runs", "--out-dir", "--results", "-h"},
     }
     commands = _commands()
     for name, flags in expected.items():
-        assert {o for a in commands[name]._actions for o in a.option_strings} == flags, name
+        shown = {o for a in commands[name]._actions if not isinstance(a, Deprecated) for o in a.option_strings}
+        assert shown == flags, name
 
 
 def test_key_flags_become_config_overrides():
@@ -352,7 +357,6 @@ def test_key_flags_become_config_overrides():
     args = p.parse_args(
         [
             "validate",
-            "--run",
             "r",
             "--server-n",
             "1,2",
@@ -380,7 +384,7 @@ def test_key_flags_become_config_overrides():
 
 
 def test_key_flag_errors_are_usage_errors():
-    p = rooftop_cli("validate", "--run", "r", "--server-nodes", "1,x")
+    p = rooftop_cli("validate", "r", "--server-nodes", "1,x")
     assert p.returncode == 2 and "--server-nodes: comma-separated integers, not '1,x'" in p.stderr
     p = rooftop_cli("collect", "--launcher", "pbs")
     assert p.returncode == 2 and "invalid choice: 'pbs'" in p.stderr
@@ -422,7 +426,7 @@ def test_tables_to_a_pipe_or_a_narrow_terminal_cut_no_number(tmp_path):
             assert all(c in text for c in cells), text  # whole, on one line
     # End to end, stdout and stderr pipes: every ceiling of every system whole.
     examples = sorted(str(p) for p in (Path(__file__).parent.parent / "examples").glob("*-table2.json"))
-    p = rooftop_cli("compare", *examples, "--output", str(tmp_path))
+    p = rooftop_cli("compare", *examples, "--out-dir", str(tmp_path))
     assert p.returncode == 0 and "…" not in p.stdout
     for f in examples:  # the table is the output: on stdout
         for r in model.load_params(f).values():
@@ -446,3 +450,178 @@ def test_runs_lists_on_stdout_and_a_missing_folder_is_an_error(tmp_path):
     empty.mkdir()
     p = rooftop_cli("runs", "--results", str(empty))
     assert p.returncode == 0 and "no runs" in p.stdout and not (empty / "rooftop.db").exists()
+
+
+#: (an old spelling, the same in the new one): each old one kept for one release, with a warning.
+RENAMED = [
+    (["validate", "--run", "R"], ["validate", "R"]),
+    (["service", "s.toml", "--run", "R"], ["service", "R", "s.toml"]),
+    (["service", "--import", "p.csv", "--run=R"], ["service", "R", "--import", "p.csv"]),
+    (["tune", "--run", "R"], ["tune", "R"]),
+    (["collect", "--sample", "cpu"], ["collect", "--series", "cpu"]),
+    (["validate", "R", "--sample", "cpu"], ["validate", "R", "--series", "cpu"]),
+    (["interfere", "--sample", "cpu"], ["interfere", "--series", "cpu"]),
+    (["probe", "--repeat", "2"], ["probe", "--repeats", "2"]),
+    (["tune", "--repeat", "2"], ["tune", "--repeats", "2"]),
+    (["tune", "--metric", "bw"], ["tune", "--metrics", "bw"]),
+    (["bursts", "--metric", "bw"], ["bursts", "--metrics", "bw"]),
+    (["learn", "R", "--target", "bw"], ["learn", "R", "--metrics", "bw"]),
+    (
+        ["predict", "R", "--servers", "1", "--clients", "2", "--metric", "bw"],
+        ["predict", "R", "--servers", "1", "--clients", "2", "--metrics", "bw"],
+    ),
+    (["size", "f.json", "--clients", "2", "--metric", "bw"], ["size", "f.json", "--clients", "2", "--metrics", "bw"]),
+    (["service", "R", "--import", "p.csv", "--metric", "bw"], ["service", "R", "--import", "p.csv", "--metrics", "bw"]),
+    (["plot", "R", "--output", "d"], ["plot", "R", "--out-dir", "d"]),
+    (["report", "R", "--output", "d"], ["report", "R", "--out-dir", "d"]),
+    (["compare", "R", "--output", "d"], ["compare", "R", "--out-dir", "d"]),
+    (["interfere", "--bursts", "R"], ["interfere", "--bursts-run", "R"]),
+]
+
+
+@pytest.mark.parametrize("old,new", RENAMED, ids=[" ".join(o) for o, _ in RENAMED])
+def test_an_old_spelling_parses_as_the_new_one_and_warns_once(old, new, capsys):
+    from rooftop.cli import build_parser
+
+    p = build_parser()
+    was = vars(p.parse_args(old))
+    warned = capsys.readouterr().err
+    assert vars(p.parse_args(new)) == was and capsys.readouterr().err == ""
+    assert warned.count("\n") == 1 and warned.startswith("rooftop: warning: ") and "deprecated" in warned, warned
+    flag = next(a for a in old if a.startswith("--") and a.split("=")[0] not in new)
+    assert flag.split("=")[0] in warned
+
+
+def test_one_grammar_across_commands():
+    """RUN is positional, every command that prints a result has --json,
+    and a flag has one meaning wherever it appears."""
+    from rooftop.cli.common import Deprecated
+
+    commands = dict(_commands())
+    cluster = next(a for a in commands.pop("cluster")._actions if a.dest == "action").choices
+    commands.update({f"cluster {k}": v for k, v in cluster.items()})
+    shown = {
+        name: {o for a in sp._actions if not isinstance(a, Deprecated) for o in a.option_strings}
+        for name, sp in commands.items()
+    }
+    for name, flags in shown.items():
+        assert "--json" in flags or name == "engine", f"{name}: no --json"
+        assert not flags & {"--run", "--metric", "--repeat", "--sample"}, name  # RUN; --metrics, --repeats, --series
+        assert ("-o" in flags) == ("--output" in flags) == (name == "export"), name  # a file; a folder is --out-dir
+        assert ("--bursts" in flags) == (name == "bursts"), name  # a count; a bursts run is --bursts-run
+        assert "--target" not in flags or name == "size", name  # a rate there; learn's metrics are --metrics
+    positional = {
+        name for name, sp in commands.items() if any(a.metavar == "RUN" and not a.option_strings for a in sp._actions)
+    }
+    assert positional == {
+        "validate",
+        "service",
+        "tune",
+        "export",
+        "model",
+        "plot",
+        "report",
+        "learn",
+        "predict",
+        "check",
+    }
+
+
+def test_latest_is_the_newest_run_and_none_is_a_clear_error(tmp_path, capsys):
+    import shutil
+    from pathlib import Path
+
+    from rooftop.cli import main
+    from rooftop.store.db import Store
+
+    res = tmp_path / "r"
+    shutil.copytree(Path(__file__).parent / "data" / "learn-cluster", res)
+    assert main(["runs", "--results", str(res), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    newest = max(runs, key=lambda r: r["created"])["id"]
+    assert len(runs) > 1 and newest == runs[-1]["id"]
+    assert main(["export", "latest", "--json", "--results", str(res)]) == 0
+    assert json.loads(capsys.readouterr().out)["run"] == newest
+    assert main(["model", "latest", "--json", "--results", str(res)]) == 0
+    assert json.loads(capsys.readouterr().out)["run"] == newest
+    Store(tmp_path / "empty")  # a results folder without a run
+    assert main(["report", "latest", "--results", str(tmp_path / "empty")]) == 2
+    assert f"'latest': no run in {tmp_path / 'empty'} yet" in capsys.readouterr().err
+    # The commands that gained --json print JSON with it, and nothing else on stdout.
+    assert main(["doctor", "--results", str(res), "--json"]) == 1  # the fixture has no run folders
+    doc = json.loads(capsys.readouterr().out)
+    assert any(newest in p for p in doc["problems"]) and "--rebuild" in doc["advice"]
+    assert main(["config", "keys", "--json"]) == 0
+    keys = {k["key"]: k for k in json.loads(capsys.readouterr().out)}
+    assert keys["collect.samples"]["default"] == 5 and keys["tune.run"]["only"] == "rooftop tune"
+    assert main(["export", "latest", "--json", "--format", "csv", "--results", str(res)]) == 2
+    assert "--json is --format json" in capsys.readouterr().err
+
+
+def test_the_exit_codes_of_real_commands(tmp_path):
+    import os
+    import signal
+    import time
+
+    from rooftop import exits
+
+    # 2: a bad flag; a bad config file (named, with its key)
+    p = rooftop_cli("collect", "--bogus")
+    assert p.returncode == exits.USAGE and "unrecognized arguments: --bogus" in p.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[collect]\nsamples = 'many'\n")
+    p = rooftop_cli("collect", "--config", str(bad), "--results", str(tmp_path / "r"))
+    assert p.returncode == exits.USAGE and "collect.samples" in p.stderr
+    # 1: a result that failed (doctor finds runs whose folders are gone)
+    import shutil
+    from pathlib import Path
+
+    shutil.copytree(Path(__file__).parent / "data" / "learn-cluster", tmp_path / "lc")
+    p = rooftop_cli("doctor", "--results", str(tmp_path / "lc"))
+    assert p.returncode == exits.FAILED and "problem: run " in p.stdout
+    # 3: no emulated cluster to reach
+    env = dict(os.environ, ROOFTOP_CLUSTER_STATE=str(tmp_path / "no-cluster.json"))
+    p = subprocess.run(
+        [sys.executable, "-m", "rooftop", "collect", "--launcher", "netns", "--results", str(tmp_path / "n")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert p.returncode == exits.UNREACHABLE and "no emulated cluster is up" in p.stderr, p.stderr
+    assert not (tmp_path / "n").exists()
+    # 130: Ctrl-C of a real collect, once its first round started
+    res = tmp_path / "c"
+    args = ["collect", "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "40"]
+    c = subprocess.Popen(
+        [sys.executable, "-m", "rooftop", *args, "--results", str(res)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(res.glob("*/raw/*/launch-0.log")):
+            assert time.monotonic() < deadline and c.poll() is None, c.communicate(timeout=10)
+            time.sleep(0.05)
+        c.send_signal(signal.SIGINT)
+        _, err = c.communicate(timeout=60)
+    finally:
+        if c.poll() is None:
+            c.kill()
+            c.communicate(timeout=10)
+    assert c.returncode == exits.INTERRUPTED, err
+    assert "rooftop collect --resume" in err
+
+
+def test_the_exit_codes_are_documented_as_declared():
+    from pathlib import Path
+
+    from rooftop.exits import CODES
+
+    page = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    rows = [line.split("|")[1].strip() for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert rows == [str(code) for code, _ in CODES]
+    help_text = rooftop_cli("--help").stdout.split("exit status:")[1]
+    for code, _ in CODES:
+        assert f"\n  {code} " in help_text

@@ -138,7 +138,7 @@ def test_model_command_on_a_real_run_and_params(tmp_path):
     p = cli("collect", "--metrics", "rpc", *quick)
     assert p.returncode == 0, p.stderr
     run = p.stdout.strip().splitlines()[-1]
-    assert cli("validate", "--run", run, *quick).returncode == 0
+    assert cli("validate", run, *quick).returncode == 0
     doc = json.loads(cli("model", run, "--results", str(res), "--json").stdout)
     (m,) = doc["metrics"]
     assert m["metric"] == "rpc" and m["client"]["min"] > 0 and m["server"]["min"] > 0
@@ -515,6 +515,6 @@ def test_compare_table_shows_each_verdict(tmp_path):
     alone = json.loads(AURORA.read_text())
     del alone["metrics"]["bw"]["client_node"]  # a single client per node: the range verdict
     (tmp_path / "alone.json").write_text(json.dumps(alone))
-    p = cli("compare", str(tmp_path / "alone.json"), "--output", str(tmp_path))
+    p = cli("compare", str(tmp_path / "alone.json"), "--out-dir", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "12:1 (11:1-12:1)" in p.stdout and "│ 1:3 " in p.stdout  # the table is the output

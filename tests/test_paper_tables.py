@@ -60,7 +60,7 @@ def test_compare_draws_all_four_on_one_figure(tmp_path):
         assert all(any(s in label for label in labels) for s in SYSTEMS), labels
         plt.close(fig)
     out = subprocess.run(
-        [sys.executable, "-m", "rooftop", "compare", *map(str, FILES), "--output", str(tmp_path), "--json"],
+        [sys.executable, "-m", "rooftop", "compare", *map(str, FILES), "--out-dir", str(tmp_path), "--json"],
         capture_output=True,
         text=True,
         check=True,

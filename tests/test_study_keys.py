@@ -169,6 +169,6 @@ def test_probe_reads_its_keys_from_a_file_and_set(tmp_path):
     f = tmp_path / "c.json"
     f.write_text(json.dumps({"probe": {"repeat": 1, "fabrics": ["ofi+tcp"]}, "engine": {"lease": 7}}))
     p = rooftop("probe", "--config", str(f), "--set", "probe.duration=0.2", "--results", str(tmp_path / "r"))
-    assert "ofi+tcp; 0.2 s per measurement, 1 run(s) each" in p.stdout
+    assert "ofi+tcp; 0.2 s per measurement, 1 run(s) each" in p.stderr  # what it will do: stderr; the table: stdout
     summary = json.loads(next((tmp_path / "r").glob("probe-*/summary.json")).read_text())
     assert (summary["repeat"], summary["duration_s"], summary["lease_s"]) == (1, 0.2, 7.0)

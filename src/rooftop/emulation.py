@@ -5,7 +5,7 @@ A run on the emulated cluster records, per node, the emulation the cluster
 was built with (config "nodes"[i]["emulation"]: cpu_percent, link_rate_bits,
 and the node's cores). What the kernel enforces can change under a run: a
 node's CPU quota written by hand, or the cluster rebuilt with other rates
-and caps before 'validate --run' or 'collect --resume'. So a campaign reads
+and caps before 'validate RUN' or 'collect --resume'. So a campaign reads
 the live emulation of the nodes a round uses before the round, after each
 of its windows and at its end (read(), one record per node):
 
@@ -21,7 +21,7 @@ Each sample stores the record of its nodes as read after its window
 (samples.emulation, JSON keyed by the run's node index). A window whose
 nodes' emulation differs before and after it, or from the run's, is stored
 invalid with the difference as its error; a campaign (collect --resume,
-validate --run) whose cluster differs from the run's is refused before it
+validate RUN) whose cluster differs from the run's is refused before it
 starts (preflight). Launchers that are not on the emulated cluster record
 nothing.
 """
@@ -239,7 +239,7 @@ def physical_cores(cfg: dict) -> bool:
 
 def preflight(cfg: dict) -> None:
     """Refuses a campaign for a run whose emulated cluster is not the one
-    its samples were measured on (collect --resume, validate --run on a
+    its samples were measured on (collect --resume, validate RUN on a
     rebuilt cluster, or a node's CPU quota or link changed by hand)."""
     nodes = cfg.get("nodes") or []
     live = read(nodes)

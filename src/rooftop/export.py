@@ -170,7 +170,7 @@ SERIES_COLUMNS = ["run_id", "round", "sampler", "t", "quantity", "value", "unit"
 
 def series_text(store: Store, run_id: str, fmt: str) -> str:
     """`rooftop export RUN --series`: the time series of the run's series
-    samplers (`--sample cpu,power`), one point per row (CSV) or a list (JSON)."""
+    samplers (`--series cpu,power`), one point per row (CSV) or a list (JSON)."""
     run = store.get_run(run_id)
     points = store.series(run.id)
     if fmt == "json":

@@ -29,7 +29,7 @@ from rooftop.engine.groups import Group
 #: The config keys of `rooftop probe` (section `probe`; its --lease is the
 #: common key engine.lease), registered in the key table: `rooftop config
 #: keys` lists them, --set and a config file's [probe] table set them, and
-#: its flags (--fabric, --duration, --repeat) are KeyFlags of them.
+#: its flags (--fabric, --duration, --repeats) are KeyFlags of them.
 KEYS = [
     Key("probe.fabrics", "list[str]", ["ofi+tcp", "ofi+shm"], "the fabrics probed, one after the other"),
     Key("probe.duration", "float", 3.0, "measured seconds per test", minimum=0.05, maximum=3600),

@@ -8,7 +8,7 @@ they are reaped.
   `sample_interval` seconds while the round runs, stored in the store's
   `series` table (round, sampler, t, quantity, value, unit) and exported
   with `rooftop export RUN --series`. Series samplers are chosen with the
-  `sample` key (`--sample cpu,power`); they measure this machine, so with
+  `sample` key (`--series cpu,power`); they measure this machine, so with
   launchers whose engines run elsewhere they record nothing.
 
 Adding one: docs/extending.md.

@@ -114,7 +114,7 @@ def test_every_pitfall_measured_stored_and_reported(tmp_path, huge_pages):
     assert (Path(rep.stdout.strip()).parent / "figures" / "audit.svg").exists()
 
     # plot draws its figure; model says it is no roofline run (rooftop.kinds)
-    plot = rooftop("plot", run["id"], "--results", str(results), "--output", str(tmp_path / "fig"))
+    plot = rooftop("plot", run["id"], "--results", str(results), "--out-dir", str(tmp_path / "fig"))
     assert plot.returncode == 0, plot.stderr
     assert (tmp_path / "fig" / "audit.png").exists()
     mod = rooftop("model", run["id"], "--results", str(results))

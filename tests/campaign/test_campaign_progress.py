@@ -242,7 +242,7 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
     assert len(measured) == 4 and stored and max(measured) < stored[0]
     assert "(run 1/4, ETA " in lines[measured[0]]
     # validate --dry-run prints its own expected time.
-    v = rooftop("validate", "--run", run, "--dry-run", "--samples", "2", "--duration", "1", "--results", str(res))
+    v = rooftop("validate", run, "--dry-run", "--samples", "2", "--duration", "1", "--results", str(res))
     assert v.stdout.splitlines()[-1].startswith("# expected run time: ")
     assert "2 windows: measuring 2.0 s" in v.stdout.splitlines()[-1]
 

@@ -100,7 +100,7 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
         .splitlines()[-1]
     )
     # 3 clients do not fit on a 1-core node with one process per core ...
-    p = rooftop("validate", "--run", run, "--clients-per-node", "3", "--results", str(res), check=False)
+    p = rooftop("validate", run, "--clients-per-node", "3", "--results", str(res), check=False)
     assert p.returncode == 2 and "validate.clients_per_node: 3 processes" in p.stderr
     # ... but unbound they do: x = 1/1, then 1/3.
     db = sqlite3.connect(res / "rooftop.db")
@@ -112,7 +112,6 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
     for cpn in (1, 3):
         rooftop(
             "validate",
-            "--run",
             run,
             "--clients-per-node",
             str(cpn),
@@ -146,7 +145,6 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
     # Re-running validate adds nothing: every grid point is already stored.
     rooftop(
         "validate",
-        "--run",
         run,
         "--clients-per-node",
         "3",

@@ -5,6 +5,7 @@ launcher.nodes help once said min(4, cores) where the code used min(2, ...))."""
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 
@@ -25,11 +26,12 @@ def commands() -> dict:
 
 
 def key_flag_actions():
-    """(command, argparse action, config key) of every flag that sets a key."""
+    """(command, argparse action, config key) of every flag that sets a key
+    (not the old spellings kept for a release: hidden, they say what to use)."""
     for name, parser in commands().items():
         mapping = parser.get_default("key_flags") or {}
         for action in parser._actions:
-            if action.dest in mapping:
+            if action.dest in mapping and action.help != argparse.SUPPRESS:
                 yield name, action, KEY_BY_PATH[mapping[action.dest]]
 
 

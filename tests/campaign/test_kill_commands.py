@@ -50,7 +50,7 @@ def _neighbour(tmp: Path) -> str:
 LONG = ["--duration", "30", "--warmup", "0.2"]
 COMMANDS = {
     "probe": (
-        lambda t: ["probe", "--fabric", "ofi+tcp", "--duration", "30", "--repeat", "1", "--lease", str(LEASE)],
+        lambda t: ["probe", "--fabric", "ofi+tcp", "--duration", "30", "--repeats", "1", "--lease", str(LEASE)],
         [],
     ),
     "audit": (
@@ -90,7 +90,7 @@ COMMANDS = {
         ],
         ["sleep 120"],
     ),
-    "tune": (lambda t: ["tune", "--budget", "3", "--repeat", "1", *LONG, "--set", f"engine.lease={LEASE}"], []),
+    "tune": (lambda t: ["tune", "--budget", "3", "--repeats", "1", *LONG, "--set", f"engine.lease={LEASE}"], []),
     "interfere": (
         lambda t: [
             "interfere",

@@ -65,7 +65,7 @@ def test_domain_lo_campaign_then_validate_refuses_a_bad_domain(tmp_path):
     db.execute("UPDATE runs SET config=? WHERE id=?", (json.dumps(cfg), run))
     db.commit()
     db.close()
-    p = rooftop("validate", "--run", run, "--results", str(res), check=False)
+    p = rooftop("validate", run, "--results", str(res), check=False)
     assert p.returncode == 2 and "fabric.domain: --domain eth99" in p.stderr
     assert not [r for r in samples(res, run) if r["stage"] == "validate"]
 

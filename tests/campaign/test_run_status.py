@@ -56,7 +56,7 @@ def test_validate_on_an_interrupted_run_does_not_complete_it(tmp_path):
     res = tmp_path / "res"
     run = interrupted_collect(res)
     quick = ["--duration", "0.3", "--warmup", "0.1", "--samples", "1", "--results", str(res)]
-    rooftop("validate", "--run", run, "--server-nodes", "1", "--client-nodes", "1", *quick)
+    rooftop("validate", run, "--server-nodes", "1", "--client-nodes", "1", *quick)
     row = run_row(res, run)
     assert row["status"] == "interrupted", row
     assert "collect:" in row["note"] and f"collect --resume {run}" in row["note"]

@@ -84,7 +84,7 @@ def test_truncated_database(campaign, tmp_path):
     res, run, rows = copy(campaign, tmp_path)
     db = res / "rooftop.db"
     db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
-    for args in (["runs"], ["export", run], ["model", run], ["validate", "--run", run]):
+    for args in (["runs"], ["export", run], ["model", run], ["validate", run]):
         fails_clearly(rooftop(*args, "--results", str(res), check=False), str(db), "rooftop doctor")
     p = rooftop("doctor", "--results", str(res), check=False)
     assert p.returncode == 1 and "damaged" in p.stdout and "--rebuild" in p.stdout
@@ -118,7 +118,7 @@ def test_results_path_is_a_file(tmp_path):
         ["runs"],
         ["export", "x"],
         ["collect", "--metrics", "rpc", "--samples", "1"],
-        ["validate", "--run", "x"],
+        ["validate", "x"],
         ["doctor"],
     ):
         p = rooftop(*args, "--results", str(f), check=False)
@@ -198,7 +198,7 @@ def test_read_only_mount(campaign):
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
         for args in (
             ["collect", "--metrics", "rpc", "--samples", "1", "--duration", "0.2"],
-            ["validate", "--run", run, "--samples", "1", "--duration", "0.2"],
+            ["validate", run, "--samples", "1", "--duration", "0.2"],
             ["report", run],
             ["plot", run],
         ):

@@ -148,7 +148,7 @@ def test_migrated_paths_carry_and_what_cannot_be_mapped_is_recorded(tmp_path):
     assert f"sample {keys[0]}: /nowhere/documents" in p.stdout
     assert "could not be mapped" in p.stdout
     out = tmp_path / "rep"
-    rooftop("report", run, "--results", str(res), "--output", str(out))
+    rooftop("report", run, "--results", str(res), "--out-dir", str(out))
     assert {f"latency-{m}.png" for m in ("rpc", "bw")} <= {f.name for f in (out / "figures").iterdir()}
 
 

@@ -44,7 +44,7 @@ def netns_run(cluster3, tmp_path_factory):
         str(res),
     )
     run = p.stdout.strip().splitlines()[-1]
-    rooftop("validate", "--run", run, "--results", str(res), "--duration", "1", "--warmup", "0.3", "--samples", "1")
+    rooftop("validate", run, "--results", str(res), "--duration", "1", "--warmup", "0.3", "--samples", "1")
     return res, run
 
 
@@ -122,13 +122,13 @@ def test_service_presets_on_the_cluster(netns_run):
     clients in their own nodes' namespaces; points whose nodes share a core
     are left out of the efficiencies, the others are in (0, 1.05]."""
     res, run = netns_run
-    dry = rooftop("service", "--preset", "redis", "--run", run, "--results", str(res), "--dry-run").stdout
+    dry = rooftop("service", run, "--preset", "redis", "--results", str(res), "--dry-run").stdout
     # every process's own command, filled in: the server on node 0's address, the client aimed at it
     assert "server rank 0 on node 0: redis-server --bind 10.231.0.10 --port 16379 " in dry, dry
     assert "client rank 0 on node 1: redis-benchmark -h 10.231.0.10 -p 16379 -c 1 -P 1 " in dry, dry
     assert "ip netns exec rooftop-n1" in dry
     for preset in ("redis", "memcached"):
-        out = json.loads(rooftop("service", "--preset", preset, "--run", run, "--results", str(res), "--json").stdout)
+        out = json.loads(rooftop("service", run, "--preset", preset, "--results", str(res), "--json").stdout)
         assert out["ok"] == 6 and out["failed"] == out["invalid"] == 0, out  # 3 placements x 2 samples
         assert not live("redis-server --bind 10.231.") and not live("memcached -u")
     assert (res / run / "service" / "redis" / "s0x1" / "server-0" / "redis.log").exists()

@@ -108,7 +108,7 @@ def test_a_halved_link_fails_the_check_and_noise_does_not(cluster3, tmp_path):
     for r in samples(res, third):
         assert all(n["links"][0]["send_bits"] == 100_000_000 for n in json.loads(r["emulation"]).values()), r
     # The first run, measured at 200 Mbit/s, is not validated on the re-shaped cluster.
-    p = rooftop("validate", "--run", first, "--results", str(res), "--samples", "1", check=False)
+    p = rooftop("validate", first, "--results", str(res), "--samples", "1", check=False)
     assert p.returncode != 0 and "send rate 100Mbit, the run's: 200Mbit" in p.stderr, p.stderr
 
 

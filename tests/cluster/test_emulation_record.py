@@ -1,6 +1,6 @@
 """Each sample records the emulation it ran under, read from the live
 cluster (issue 27): a node's CPU capped mid-run makes the windows measured
-under the cap invalid, with the reason; 'validate --run' on a cluster
+under the cap invalid, with the reason; 'validate RUN' on a cluster
 rebuilt with other rates and caps is refused; the record is exported."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def test_cpu_capped_mid_run_marks_its_windows_and_a_rebuilt_cluster_is_refused(t
     # The cluster rebuilt with other rates and caps: validating the first
     # run there is refused, and says what differs.
     with cluster_up("--nodes", "2", "--link-rate", "100mbit", "--node", "1:cpu=50%"):
-        p = rooftop("validate", "--run", run, "--results", str(res), "--duration", "0.5", "--samples", "1", check=False)
+        p = rooftop("validate", run, "--results", str(res), "--duration", "0.5", "--samples", "1", check=False)
         assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
         assert "not the one this run was measured on" in p.stderr, p.stderr
         assert "send rate 100Mbit, the run's: 200Mbit" in p.stderr, p.stderr

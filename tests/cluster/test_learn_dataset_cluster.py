@@ -53,7 +53,7 @@ def test_the_cluster_dataset_command_regenerates_a_dataset_learn_reads(clean, tm
             str(out),
             "--folds",
             "3",
-            "--target",
+            "--metrics",
             "bw",
             "--json",
         ],

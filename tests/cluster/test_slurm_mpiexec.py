@@ -75,18 +75,7 @@ def test_salloc_srun_collect_and_validate(slurm3, tmp_path):
     p = in_allocation(ROOFTOP, "collect", "--launcher", "srun", "--fabric", "ofi+tcp", *SHORT, "--results", str(res))
     run = run_id(p)
     v = in_allocation(
-        ROOFTOP,
-        "validate",
-        "--run",
-        run,
-        "--results",
-        str(res),
-        "--duration",
-        "0.3",
-        "--warmup",
-        "0.1",
-        "--samples",
-        "1",
+        ROOFTOP, "validate", run, "--results", str(res), "--duration", "0.3", "--warmup", "0.1", "--samples", "1"
     )
     assert v.returncode == 0, v.stderr[-3000:]
     rows = samples(res, run)
@@ -123,7 +112,6 @@ def test_mpiexec_across_nodes_collect_and_validate(slurm3, tmp_path):
     assert "plm_rsh_agent" in p.stderr  # -v logs each mpiexec line
     rooftop(
         "validate",
-        "--run",
         run,
         "--results",
         str(res),

@@ -357,7 +357,7 @@ def test_sigkill_of_interfere_leaves_no_load_behind(kind, knobs, tmp_path):
 
 
 def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
-    """interfere --bursts RUN: RUN's modes measured again alone and beside
+    """interfere --bursts-run RUN: RUN's modes measured again alone and beside
     four stencils on the server's core; an impact per progress mode, the
     load's own slowdown, both reports say so, and nothing is left behind."""
     p = subprocess.run(
@@ -389,7 +389,7 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
     source = json.loads(p.stdout)["run"]
     doc, base = interfere(
         tmp_path,
-        "--bursts",
+        "--bursts-run",
         source,
         "--loads",
         "cpu",
@@ -436,12 +436,12 @@ def test_a_bursts_run_as_the_service_alone_and_beside_a_cpu_load(tmp_path):
 def test_bursts_service_refuses_what_is_not_a_bursts_run(tmp_path):
     doc, base = interfere(tmp_path, "--loads", "cpu", "--load-nodes", "0", *QUICK)
     for extra, says in (
-        (["--bursts", base], "not a bursts run"),
-        (["--bursts", "nope"], "no run 'nope'"),
-        (["--bursts", base, "--stages", "validate"], "either a bursts run or roofline stages"),
-        (["--bursts", base, "--stages", "server_peak,client_peak"], "either a bursts run"),
+        (["--bursts-run", base], "not a bursts run"),
+        (["--bursts-run", "nope"], "no run 'nope'"),
+        (["--bursts-run", base, "--stages", "validate"], "either a bursts run or roofline stages"),
+        (["--bursts-run", base, "--stages", "server_peak,client_peak"], "either a bursts run"),
         (
-            ["--bursts", base, "--duration", "2", "--set", "engine.lease=3"],
+            ["--bursts-run", base, "--duration", "2", "--set", "engine.lease=3"],
             "would be ignored: collect.duration, engine.lease",
         ),
     ):

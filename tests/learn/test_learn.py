@@ -67,7 +67,7 @@ def learned(results) -> dict:
     runs = [r for r, _ in fixture_runs()]
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["learn", *runs, "--target", "bw", "--results", str(results), "--json"])
+        rc = main(["learn", *runs, "--metrics", "bw", "--results", str(results), "--json"])
     assert rc == 0
     return json.loads(buf.getvalue())[0]
 
@@ -134,7 +134,7 @@ def test_learn_is_deterministic_given_a_seed(results):
 
 def test_too_few_configurations_says_how_many_are_needed(results, capsys):
     run = fixture_runs()[0][0]
-    rc, out, err = cli(capsys, "learn", run, "--target", "rpc", "--folds", "40", "--results", str(results))
+    rc, out, err = cli(capsys, "learn", run, "--metrics", "rpc", "--folds", "40", "--results", str(results))
     assert rc == 2 and "needs at least 40" in err and "8 configuration(s)" in err
 
 
@@ -170,7 +170,7 @@ def test_predict_caps_by_the_roofline_and_names_the_ceiling(learned, results, ca
         "--json",
         "--results",
         str(results),
-        "--metric",
+        "--metrics",
         "bw",
     )
     assert rc == 0, err

@@ -54,11 +54,11 @@ def crafted(path: Path, marker: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def learned(tmp_path_factory) -> tuple[Path, str]:
-    """A copy of the fixture in which `rooftop learn RUN --target bw` saved a model."""
+    """A copy of the fixture in which `rooftop learn RUN --metrics bw` saved a model."""
     results = tmp_path_factory.mktemp("modelfile") / "results"
     shutil.copytree(FIXTURE, results)
     run = fixture_runs()[0]
-    assert main(["learn", run, "--target", "bw", "--results", str(results), "--json"]) == 0
+    assert main(["learn", run, "--metrics", "bw", "--results", str(results), "--json"]) == 0
     return results, run
 
 
@@ -168,7 +168,7 @@ def test_an_old_joblib_file_is_refused_with_the_relearn_command(learned, tmp_pat
     assert rc == 2 and "older rooftop" in err
     assert not marker.exists()
     # Learning again replaces it.
-    assert cli(capsys, "learn", run, "--target", "bw", "--results", str(copy))[0] == 0
+    assert cli(capsys, "learn", run, "--metrics", "bw", "--results", str(copy))[0] == 0
     assert sorted(p.name for p in folder.iterdir()) == ["bw.json", "bw.model.json"]
 
 
@@ -225,11 +225,11 @@ def test_learn_on_a_run_that_measured_only_bw(tmp_path, capsys):
     rc, out, err = cli(capsys, "learn", run, "--folds", "3", "--results", str(tmp_path / "v"), "--json")
     assert rc == 0, err
     assert [d["metric"] for d in json.loads(out)] == ["bw"]
-    rc, out, err = cli(capsys, "learn", run, "--target", "rpc", "--results", str(tmp_path / "v"))
+    rc, out, err = cli(capsys, "learn", run, "--metrics", "rpc", "--results", str(tmp_path / "v"))
     assert rc == 2 and "measured no rpc" in err and "they measured bw" in err
     # Collected, never validated: the metric it measured is named, with the command that validates.
     shutil.copytree(FIXTURE, tmp_path / "c")
     _only_bw(tmp_path / "c", run, validated=False)
     rc, out, err = cli(capsys, "learn", run, "--results", str(tmp_path / "c"))
     assert rc == 2 and "bw: no successful validation samples" in err and "rpc" not in err
-    assert f"rooftop validate --run {run}" in err
+    assert f"rooftop validate {run}" in err

@@ -196,7 +196,7 @@ def small_tune(tmp_path_factory):
                 str(space),
                 "--budget",
                 "4",
-                "--repeat",
+                "--repeats",
                 "2",
                 "--duration",
                 "0.3",

@@ -70,14 +70,18 @@ def results(tmp_path_factory) -> Path:
     in this process) and saved beside RUN."""
     out = tmp_path_factory.mktemp("nosk") / "results"
     shutil.copytree(FIXTURE, out)
-    assert main(["learn", RUN, "--target", "bw", "--folds", "2", "--results", str(out), "--json"]) == 0
+    assert main(["learn", RUN, "--metrics", "bw", "--folds", "2", "--results", str(out), "--json"]) == 0
     assert (out / RUN / "learned" / "bw.model.json").is_file()
     return out
 
 
 @pytest.mark.parametrize(
     "args",
-    [["learn", RUN, "--target", "bw"], ["predict", RUN, "--servers", "1", "--clients", "2"], ["tune", "--budget", "2"]],
+    [
+        ["learn", RUN, "--metrics", "bw"],
+        ["predict", RUN, "--servers", "1", "--clients", "2"],
+        ["tune", "--budget", "2"],
+    ],
     ids=["learn", "predict", "tune"],
 )
 def test_learning_commands_say_how_to_install_it(results, args):

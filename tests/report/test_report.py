@@ -36,7 +36,7 @@ def run(tmp_path_factory):
     where = tmp_path_factory.mktemp("report")
     quick = ["--duration", "0.4", "--warmup", "0.1", "--samples", "2", "--results", "res"]
     run_id = cli("collect", "--metrics", "rpc,bw", *quick, cwd=where).stdout.strip().splitlines()[-1]
-    cli("validate", "--run", run_id, *quick, cwd=where)
+    cli("validate", run_id, *quick, cwd=where)
     return where / "res", run_id
 
 
@@ -82,7 +82,7 @@ def test_plot_writes_every_figure_of_the_run(run):
         assert Path(paths[0]).parent == res / run_id / "figures"
     # --params with the run: published ceilings, the run's samples on them.
     out = cli(
-        "plot", run_id, "--params", str(AURORA), "--results", str(res), "--output", str(res / "p"), "--format", "svg"
+        "plot", run_id, "--params", str(AURORA), "--results", str(res), "--out-dir", str(res / "p"), "--format", "svg"
     ).stdout.split()
     assert sorted(Path(p).name for p in out) == ["roofline-bw.svg", "roofline-rpc.svg"]
 
@@ -100,8 +100,8 @@ def test_a_copied_folder_reports_the_same_from_anywhere(run, tmp_path):
     first = tmp_path / "first" / "res"
     shutil.copytree(res, first)
     ref = tmp_path / "ref"
-    cli("report", run_id, "--results", str(first), "--output", str(ref))
-    cli("plot", run_id, "--results", str(first), "--output", str(ref / "plot"), "--format", "png,svg,pdf")
+    cli("report", run_id, "--results", str(first), "--out-dir", str(ref))
+    cli("plot", run_id, "--results", str(first), "--out-dir", str(ref / "plot"), "--format", "png,svg,pdf")
     assert cli("doctor", "--results", str(first)).stdout.strip().endswith("no problem found")
     # Copied, then the original moved away; read with relative paths from a third directory.
     carried = tmp_path / "elsewhere" / "deeper" / "carried"
@@ -110,8 +110,8 @@ def test_a_copied_folder_reports_the_same_from_anywhere(run, tmp_path):
     here = tmp_path / "third"
     here.mkdir()
     rel = Path("..") / "elsewhere" / "deeper" / "carried"
-    cli("report", run_id, "--results", str(rel), "--output", "out", cwd=here)
-    cli("plot", run_id, "--results", str(rel), "--output", "out/plot", "--format", "png,svg,pdf", cwd=here)
+    cli("report", run_id, "--results", str(rel), "--out-dir", "out", cwd=here)
+    cli("plot", run_id, "--results", str(rel), "--out-dir", "out/plot", "--format", "png,svg,pdf", cwd=here)
     a, b = _files(ref), _files(here / "out")
     assert sorted(a) == sorted(b)
     assert {f"figures/latency-{m}.{x}" for m in ("rpc", "bw") for x in ("png", "svg")} <= set(a)
@@ -202,7 +202,7 @@ def test_report_warns_about_a_wide_client_ceiling(run, tmp_path):
     db.execute("UPDATE samples SET per_client = per_client * 0.6, aggregate = aggregate * 0.6 WHERE id=?", (rid,))
     db.commit()
     db.close()
-    p = cli("report", run_id, "--results", str(copy), "--output", str(tmp_path / "rep"))
+    p = cli("report", run_id, "--results", str(copy), "--out-dir", str(tmp_path / "rep"))
     assert "look at the pair matrix" in p.stderr and "spread is between samples of n0-n1" in p.stderr
     assert "look at the pair matrix" in (tmp_path / "rep" / "report.html").read_text()
 
@@ -215,7 +215,7 @@ def test_compare_runs_and_params_on_one_figure(run, tmp_path):
         str(AURORA),
         "--results",
         str(res),
-        "--output",
+        "--out-dir",
         str(tmp_path),
         "--label",
         "this machine",
@@ -230,7 +230,7 @@ def test_compare_runs_and_params_on_one_figure(run, tmp_path):
     # client ceiling is the node-full one the file derived, beside the
     # paper's own (Table 2) for a lone client.
     table = re.sub(
-        r"[\s│]+", " ", cli("compare", run_id, str(AURORA), "--results", str(res), "--output", str(tmp_path)).stdout
+        r"[\s│]+", " ", cli("compare", run_id, str(AURORA), "--results", str(res), "--out-dir", str(tmp_path)).stdout
     )
     assert "client ceiling per" in table and "server ceiling per" in table  # ... process (headers wrap)
     # (cells wrap: "1.62 GiB/s (node full, derived; alone 20.2–20.5 GiB/s, published)")
@@ -303,7 +303,7 @@ def test_a_lower_client_node_ceiling_is_used_and_drawn(run, tmp_path):
     rpc = next(m for m in doc["metrics"] if m["metric"] == "rpc")
     assert rpc["client_node"]["binds"] and rpc["client_node"]["median"] == pytest.approx(0.4 * lone)
     assert rpc["ridge"]["median"] == pytest.approx(0.4 * lone / rpc["server"]["median"])
-    p = cli("report", run_id, "--results", str(copy), "--output", str(tmp_path / "rep"))
+    p = cli("report", run_id, "--results", str(copy), "--out-dir", str(tmp_path / "rep"))
     assert "the model uses this node-saturated ceiling" in p.stderr
     page = Page()
     page.feed((tmp_path / "rep" / "report.html").read_text())

@@ -103,7 +103,7 @@ def test_rooftop_service_import_stores_a_good_file_and_exits_2_on_a_bad_unit(tmp
     st, run_id = synthetic.uniform_run(tmp)  # a run of its own: the shared one keeps only redis-get
     good = tmp / "kv-get.csv"
     good.write_text("server_procs,client_procs,per_client,unit\n1,2,5,K ops/s\n1,2,6,K ops/s\n")
-    base = [sys.executable, "-m", "rooftop", "service", "--run", run_id, "--results", str(st.dir), "--import"]
+    base = [sys.executable, "-m", "rooftop", "service", run_id, "--results", str(st.dir), "--import"]
     p = subprocess.run([*base, str(good), "--json"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["imported"] == 2

@@ -95,7 +95,7 @@ def spec(tmp_path: Path, name: str, client: str, server: str = "sleep 30.25", ex
 def test_dry_run_prints_each_process_command(run):
     """--dry-run: the launches, and each process's service command as its wrapper will fill it in."""
     res, rid = run
-    r = rooftop("service", "--preset", "redis", "--run", rid, "--results", str(res), "--dry-run")
+    r = rooftop("service", rid, "--preset", "redis", "--results", str(res), "--dry-run")
     assert r.returncode == 0, r.stderr
     folder = res / rid / "service" / "redis" / "s0x1"
     assert "#   server rank 0 on node 0: redis-server --bind 127.0.0.1 --port 16379 " in r.stdout, r.stdout
@@ -105,7 +105,7 @@ def test_dry_run_prints_each_process_command(run):
     assert not folder.exists() or not any(folder.rglob("release"))  # nothing ran
     # --results relative to this directory: the service's folders are still given as absolute
     # paths (an mpiexec or srun process starts elsewhere, and its redis-server found no log file).
-    r = rooftop("service", "--preset", "redis", "--run", rid, "--results", res.name, "--dry-run", cwd=res.parent)
+    r = rooftop("service", rid, "--preset", "redis", "--results", res.name, "--dry-run", cwd=res.parent)
     assert r.returncode == 0, r.stderr
     assert f"--dir {folder}/server-0 " in r.stdout, r.stdout
 
@@ -113,7 +113,7 @@ def test_dry_run_prints_each_process_command(run):
 @needs("redis-server", "redis-benchmark", "redis-cli")
 def test_redis_preset_end_to_end(run):
     res, rid = run
-    r = rooftop("service", "--preset", "redis", "--run", rid, "--results", str(res), "--json")
+    r = rooftop("service", rid, "--preset", "redis", "--results", str(res), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["ok"] == 2
     pts = stored(res, rid, "redis")
@@ -128,16 +128,16 @@ def test_redis_preset_end_to_end(run):
     assert "GET: rps=" in (folder / "c1x2-0" / "try0" / "client-1.out").read_text()
     assert not left_with("redis-server --bind")
     # Stored points are skipped with --resume, refused without it.
-    again = rooftop("service", "--preset", "redis", "--run", rid, "--results", str(res))
+    again = rooftop("service", rid, "--preset", "redis", "--results", str(res))
     assert again.returncode == 2 and "--resume" in again.stderr
-    assert rooftop("service", "--preset", "redis", "--run", rid, "--results", str(res), "--resume").returncode == 0
+    assert rooftop("service", rid, "--preset", "redis", "--results", str(res), "--resume").returncode == 0
     assert Store(str(res), create=False).get_run(rid).status == "complete"  # the run's own status is kept
 
 
 @needs("memcached", "memcaslap")
 def test_memcached_preset(run):
     res, rid = run
-    r = rooftop("service", "--preset", "memcached", "--run", rid, "--results", str(res))
+    r = rooftop("service", rid, "--preset", "memcached", "--results", str(res))
     assert r.returncode == 0, r.stderr
     pts = stored(res, rid, "memcached")
     assert [p.status for p in pts] == ["ok", "ok"] and all(p.aggregate > 0 for p in pts)
@@ -148,7 +148,7 @@ def test_server_never_ready(run, tmp_path):
     res, rid = run
     p = spec(tmp_path, "never", "echo {server_address}:{server_port} rate=1", server="sleep 30.5")
     p.write_text(p.read_text().replace('file = "{dir}"\ntimeout = 5', "tcp = true\ntimeout = 1"))
-    r = rooftop("service", str(p), "--run", rid, "--results", str(res))
+    r = rooftop("service", rid, str(p), "--results", str(res))
     assert r.returncode == 1
     pts = stored(res, rid, "never")
     assert [p.status for p in pts] == ["failed", "failed"]
@@ -159,7 +159,7 @@ def test_server_never_ready(run, tmp_path):
 def test_client_output_does_not_match(run, tmp_path):
     res, rid = run
     p = spec(tmp_path, "nomatch", "sh -c 'sleep {duration}; echo {server_address}:{server_port} hello-from-the-client'")
-    r = rooftop("service", str(p), "--run", rid, "--results", str(res))
+    r = rooftop("service", rid, str(p), "--results", str(res))
     assert r.returncode == 1
     pts = stored(res, rid, "nomatch")
     assert {p.status for p in pts} == {"failed"}
@@ -182,7 +182,7 @@ def test_late_client_is_held_by_the_barrier(run, tmp_path):
     (tmp_path / "sitecustomize.py").write_text(SITE)
     p = spec(tmp_path, "late", "sh -c 'sleep {duration}; echo {server_address}:{server_port} rate=5'")
     r = rooftop(
-        "service", str(p), "--run", rid, "--results", str(res),
+        "service", rid, str(p), "--results", str(res),
         env={"PYTHONPATH": str(tmp_path), "L29_CLIENT_DELAY": "1.5"},
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
@@ -203,7 +203,7 @@ def test_client_that_never_starts(run, tmp_path):
         extra="start_timeout = 1.5", server="sleep 30.75",
     )  # fmt: skip
     r = rooftop(
-        "service", str(p), "--run", rid, "--results", str(res),
+        "service", rid, str(p), "--results", str(res),
         env={"PYTHONPATH": str(tmp_path), "L29_CLIENT_DELAY": "3600"},
     )  # fmt: skip
     assert r.returncode == 0, r.stderr  # invalid, not failed
@@ -224,7 +224,7 @@ def test_sigkilled_campaign_leaves_no_service_process(tmp_path):
     )  # fmt: skip
     e = dict(os.environ, PYTHONPATH=SRC)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rooftop", "service", str(p), "--run", rid, "--results", str(res)],
+        [sys.executable, "-m", "rooftop", "service", rid, str(p), "--results", str(res)],
         env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:

@@ -81,7 +81,7 @@ def ext4_run(tmp_path_factory):
             "meta.keep_files=true",
         )
         run = p.stdout.strip().splitlines()[-1]
-        rooftop("validate", "--run", run, *QUICK, "--results", str(res))
+        rooftop("validate", run, *QUICK, "--results", str(res))
         meta_files = sorted(str(f.relative_to(d)) for f in d.rglob("r*.*") if f.parent.name.startswith("rooftop-meta"))
         yield res, run, d, dev, meta_files, huge
 

@@ -3,7 +3,7 @@ bursts`): the summary table per progress mode with its notes, what each mode
 costs a job beside the server (when a neighbour ran), the figure, every
 parameter and the environment; one self-contained HTML file and a Markdown
 summary, as the roofline report. Other studies' parts (the run under load,
-`rooftop interfere --bursts`) come from the caller, the bursts run kind
+`rooftop interfere --bursts-run`) come from the caller, the bursts run kind
 (rooftop.kinds.bursts), so this study names no other."""
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ import time
 from rooftop import session
 from rooftop.bursts import neighbour
 from rooftop.bursts.run import BurstsError, build_config, planned_keys, power_note, print_summary, results, run_modes
-from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags
+from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags, interrupted_rc
 
 #: The command's own flags, each setting a key of rooftop.bursts.keys.
 BURSTS_FLAGS = (
     KeyFlag("--progress", "bursts.progress", "MODES"),
-    KeyFlag("--metric", "bursts.metric"),
+    KeyFlag("--metrics", "bursts.metric", old=("--metric",)),
     KeyFlag("--clients", "bursts.clients", "N"),
     KeyFlag("--bursts", "bursts.bursts", "K"),
     KeyFlag("--on", "bursts.on", "S"),
@@ -41,7 +41,11 @@ def _execute(args, cfg: dict, store, run_id: str) -> int:
         failed = run_modes(cfg, store, run_id, say, log)
         status, note, rc = "complete", (f"{failed} windows failed" if failed else ""), 1 if failed else 0
     except KeyboardInterrupt:
-        status, note, rc = "interrupted", "bursts interrupted: the intervals measured so far are stored", 130
+        status, note, rc = (
+            "interrupted",
+            "bursts interrupted: the intervals measured so far are stored",
+            interrupted_rc(),
+        )
     except (neighbour.NeighbourFailed, SampleFailed) as e:
         status, note, rc = "failed", str(e), 1
         print(f"rooftop bursts: {e}", file=sys.stderr)

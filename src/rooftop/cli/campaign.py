@@ -17,8 +17,11 @@ from rooftop.cli.common import (
     campaign_args,
     config_args,
     interrupted_rc,
+    json_flag,
     key_values,
     results_arg,
+    run_arg,
+    takes_runs,
 )
 
 
@@ -142,7 +145,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         _quietly(store.set_status, run_id, "interrupted", f"{verb} interrupted")
         ui.console.print(
             f"[yellow]interrupted[/]: completed samples are saved; continue with "
-            f"'rooftop {verb} {'--resume' if verb == 'collect' else '--run'} {run_id}"
+            f"'rooftop {verb} {'--resume ' if verb == 'collect' else ''}{run_id}"
             f"{' --results ' + str(store.dir) if str(store.dir) != 'rooftop-results' else ''}'"
         )
         rc = interrupted_rc()
@@ -278,40 +281,41 @@ def _cmd_doctor(args) -> int:
     from rooftop.store import doctor
     from rooftop.store.records import StoreError
 
+    done = None  # the lines of --recover or --rebuild
     if args.recover and not args.rebuild:
         try:
-            for line in doctor.recover(args.results):
-                print(line)
+            done = list(doctor.recover(args.results))
         except StoreError as e:
             print(f"rooftop doctor: cannot recover in {args.results}: {e}", file=sys.stderr)
             return 1
-        left = doctor.check(args.results)
-        for p in left:
-            print(f"still: {p}")
-        return 1 if left else 0
+    elif args.rebuild:
+        try:
+            done = list(doctor.rebuild(args.results))
+        except OSError as e:
+            print(f"rooftop doctor: cannot rebuild in {args.results}: {e}", file=sys.stderr)
+            return 1
     problems = doctor.check(args.results)
-    if not args.rebuild:
+    advice = None
+    if done is None and problems:
+        mend = [p for p in problems if doctor.needs_rebuild(p)]  # (a missing documents folder: not)
+        if mend and all("--recover" in p for p in mend):
+            advice = f"bring them in: rooftop doctor --results {args.results} --recover"
+        elif mend:
+            advice = f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild"
+    if args.json:
+        doc = {"results": str(args.results), "problems": problems, "advice": advice}
+        print(json.dumps(doc if done is None else dict(doc, done=done), indent=1))
+    elif done is not None:
+        for line in done + [f"still: {p}" for p in problems]:
+            print(line)
+    else:
         for p in problems:
             print(f"problem: {p}")
-        if problems:
-            mend = [p for p in problems if doctor.needs_rebuild(p)]  # (a missing documents folder: not)
-            if mend and all("--recover" in p for p in mend):
-                print(f"bring them in: rooftop doctor --results {args.results} --recover")
-            elif mend:
-                print(f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild")
-            return 1
-        print(f"{args.results}: no problem found")
-        return 0
-    try:
-        for line in doctor.rebuild(args.results):
-            print(line)
-    except OSError as e:
-        print(f"rooftop doctor: cannot rebuild in {args.results}: {e}", file=sys.stderr)
-        return 1
-    left = doctor.check(args.results)
-    for p in left:
-        print(f"still: {p}")
-    return 1 if left else 0
+        if advice:
+            print(advice)
+        if not problems:
+            print(f"{args.results}: no problem found")
+    return 1 if problems else 0
 
 
 def add_collect(sub) -> None:
@@ -337,22 +341,23 @@ def add_collect(sub) -> None:
     co.add_argument(
         "--resume",
         metavar="RUN",
-        help="continue an interrupted run, under its own config "
+        help="continue an interrupted run ('latest': the newest), under its own config "
         "(config options given with it are refused, not ignored; --results names its folder)",
     )
+    takes_runs(co, "resume")
     co.set_defaults(func=_cmd_collect)
 
 
 def add_validate(sub) -> None:
     va = sub.add_parser(
         "validate",
-        help="add validation samples to a run",
+        help="add validation samples (server nodes x client nodes) to a run",
         description="Runs the validation grid: server nodes x client nodes "
         f"(default 1..min({_validate_server_nodes()}, N-1) x 1..N-servers). Each "
         "sample stores the aggregate rate, the per-client-process rate and x = server "
         "processes / client processes. Re-running continues where it stopped.",
     )
-    va.add_argument("--run", required=True, help="the run (from 'rooftop collect' or 'rooftop runs')")
+    run_arg(va, "the run (from 'rooftop collect' or 'rooftop runs')", old="--run")
     add_key_flags(va, VALIDATE_FLAGS, "validate")
     va.add_argument(
         "--nic-policy",
@@ -373,9 +378,9 @@ def _validate_server_nodes() -> int:
 
 
 def add_runs(sub) -> None:
-    ru = sub.add_parser("runs", help="list runs")
+    ru = sub.add_parser("runs", help="list the runs in a results folder")
     results_arg(ru)
-    ru.add_argument("--json", action="store_true", help="JSON on stdout")
+    json_flag(ru, "the runs")
     ru.set_defaults(func=_cmd_runs)
 
 
@@ -397,4 +402,5 @@ def add_doctor(sub) -> None:
         help="store the measured windows the engine documents hold and the database lacks "
         "(a campaign killed, or stopped by a locked or full database), each once",
     )
+    json_flag(dr, "the problems found and what was done")
     dr.set_defaults(func=_cmd_doctor)

@@ -1,6 +1,7 @@
 """What the commands share: the flags that set config keys (KeyFlag and its
-tables), the config and campaign flag groups, argument types, and how a
-stop signal ends a command."""
+tables), the config and campaign flag groups, RUN and 'latest', the old
+spellings kept for one release (Deprecated), argument types, and how a stop
+signal ends a command."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ class KeyFlag:
     #: The config key; "{stage}" is the command's stage (collect or validate).
     key: str
     metavar: str | None = None
+    #: Earlier spellings of the flag, kept for one release (each warns: Deprecated).
+    old: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -47,7 +50,7 @@ STAGE_FLAGS = (
     KeyFlag("--warmup", "{stage}.warmup", "S"),
     KeyFlag("--samples", "{stage}.samples", "K"),
     KeyFlag("--fail-fast", "fail_fast"),
-    KeyFlag("--sample", "sample", "LIST"),
+    KeyFlag("--series", "sample", "LIST", old=("--sample",)),
 )
 
 
@@ -75,13 +78,13 @@ def _int_list(text: str) -> list[int] | None:
         raise argparse.ArgumentTypeError(f"comma-separated integers, not {text!r}") from None
 
 
-def _str_list(text: str) -> list[str]:
+def str_list(text: str) -> list[str]:
     """'rpc, bw' -> ['rpc', 'bw']; blank or ',' -> [] (the config then refuses an empty
     metrics list, naming the key, rather than running the defaults)."""
     return [v.strip() for v in text.split(",") if v.strip()]
 
 
-def _key_help(key) -> str:
+def key_help(key) -> str:
     """The key's own help, its path and its default (a computed default,
     None here, is stated by the help itself: see test_config_contract)."""
     if key.kind == "bool":
@@ -104,7 +107,7 @@ def _argparse_kind(key) -> dict:
         return {"choices": list(key.choices)}
     return {
         "type": {"int": int, "float": float, "list[int]": _int_list}.get(
-            key.kind, _str_list if key.kind.startswith("list[") else str
+            key.kind, str_list if key.kind.startswith("list[") else str
         )
     }
 
@@ -120,7 +123,9 @@ def add_key_flags(p: argparse.ArgumentParser, flags, stage: str = "collect") -> 
         kw = _argparse_kind(key)
         if f.metavar and "choices" not in kw and kw.get("action") != "store_true":
             kw["metavar"] = f.metavar
-        p.add_argument(f.flag, dest=f.dest, help=_key_help(key), **kw)
+        p.add_argument(f.flag, dest=f.dest, help=key_help(key), **kw)
+        for old in f.old:
+            deprecated(p, old, f.flag, dest=f.dest, **kw)
         mapping[f.dest] = key.path
     p.set_defaults(key_flags=mapping)
 
@@ -179,7 +184,141 @@ def campaign_flags(p, verbose: bool = True, allow_concurrent: bool = True) -> No
 
 
 def results_arg(p, what: str = "results folder") -> None:
-    p.add_argument("--results", default="./rooftop-results", help=f"{what} (default: %(default)s)")
+    p.add_argument("--results", default=DEFAULT_RESULTS, help=f"{what} (default: %(default)s)")
+
+
+def json_flag(p, what: str = "the result") -> None:
+    """--json, the same on every command that prints a result."""
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout")
+
+
+def out_dir_arg(p, what: str, default: str | None = None) -> None:
+    """--out-dir DIR: the folder a command writes its files into (-o/--output
+    is a file: rooftop export). --output, its spelling before, is kept for one release."""
+    p.add_argument("--out-dir", metavar="DIR", default=default, help=what)
+    deprecated(p, "--output", "--out-dir", dest="out_dir", metavar="DIR")
+
+
+#: The results folder when --results (or the config's results) is not given.
+DEFAULT_RESULTS = "./rooftop-results"
+#: The run id that stands for the newest run of the results folder.
+LATEST = "latest"
+
+
+class Deprecated(argparse.Action):
+    """An earlier spelling kept for one release: it stores what the new
+    spelling stores, hidden from --help, and says so in one line on stderr."""
+
+    def __init__(self, option_strings, dest, use: str, **kw):
+        kw["help"] = argparse.SUPPRESS
+        super().__init__(option_strings, dest, **kw)
+        self.use = use
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(
+            f"rooftop: warning: {option_string} is deprecated and goes in the next release: use {self.use}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def deprecated(p, old: str, use: str, **kw) -> None:
+    """Adds old as a Deprecated spelling of the flag use; kw: dest, type,
+    choices... as the new spelling's."""
+    if kw.pop("action", None) == "store_true":
+        kw.update(nargs=0, const=True)
+    p.add_argument(old, action=Deprecated, use=use, **kw)
+
+
+def run_arg(p, what: str, optional: bool = False, old: str | None = None, resolve: bool = True) -> None:
+    """RUN, positional: a run id or 'latest'. old: the option that named it
+    before (--run), kept for one release (CommandParser moves it to RUN).
+    resolve False: the command resolves 'latest' itself (its results folder
+    may come from its config)."""
+    p.add_argument(
+        "run",
+        nargs="?" if optional else None,
+        metavar="RUN",
+        help=f"{what}: a run id, or '{LATEST}' (the newest run of the results folder)",
+    )
+    if old:
+        p.old_run = old
+    if resolve:
+        takes_runs(p, "run")
+
+
+def takes_runs(p, *attrs: str) -> None:
+    """args.ATTR names runs (a run id, a list of them, or 'RUN,...'): 'latest'
+    in it becomes the newest run's id before the command runs (resolve_latest)."""
+    p.set_defaults(run_attrs=tuple(p.get_default("run_attrs") or ()) + attrs)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser. RUN given the old way (old_run, '--run RUN') is
+    moved to the front of the command's arguments, where RUN is its first
+    positional, with a warning; so 'rooftop service SPEC --run RUN' is
+    'rooftop service RUN SPEC'."""
+
+    #: The option that named RUN before it was positional, kept for one release.
+    old_run: str | None = None
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self.old_run and args:
+            runs: list[str] = []
+            rest: list[str] = []
+            items = iter(args)
+            for a in items:
+                if a == self.old_run and (value := next(items, None)) is not None:
+                    runs.append(value)
+                elif a.startswith(self.old_run + "="):
+                    runs.append(a.split("=", 1)[1])
+                else:
+                    rest.append(a)
+            if runs:
+                print(
+                    f"rooftop: warning: {self.old_run} is deprecated and goes in the next release: "
+                    f"give RUN first ({self.prog} RUN)",
+                    file=sys.stderr,
+                )
+                args = runs + rest
+        return super().parse_known_args(args, namespace)
+
+
+def latest_run(results: str) -> str:
+    """The newest run of the results folder (StoreError when it has none)."""
+    from rooftop.store.db import Store
+    from rooftop.store.records import StoreError
+
+    store = Store(results, create=False)
+    runs = store.runs()
+    if not runs:
+        raise StoreError(f"'{LATEST}': no run in {store.dir} yet (start one with 'rooftop collect')")
+    return runs[-1].id
+
+
+def resolve_run(results: str | None, text: str | None) -> str | None:
+    """text, or the newest run's id when it is 'latest'."""
+    return latest_run(results or DEFAULT_RESULTS) if text == LATEST else text
+
+
+def resolve_latest(args) -> None:
+    """'latest' in every argument that names a run (takes_runs) becomes
+    the newest run's id in args.results."""
+    from pathlib import Path
+
+    def one(v: str) -> str:
+        return (
+            latest_run(getattr(args, "results", None) or DEFAULT_RESULTS)
+            if v == LATEST and not Path(v).is_file()
+            else v
+        )
+
+    for attr in getattr(args, "run_attrs", ()):
+        value = getattr(args, attr, None)
+        if isinstance(value, list):
+            setattr(args, attr, [one(v) for v in value])
+        elif isinstance(value, str):
+            setattr(args, attr, ",".join(one(v.strip()) for v in value.split(",")) if "," in value else one(value))
 
 
 def seconds(text: str) -> float:

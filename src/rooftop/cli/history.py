@@ -74,7 +74,7 @@ def add_check(sub) -> None:
         epilog=CHECK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("run", nargs="?", help="a run id or 'latest'")
+    p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest' (the newest complete run)")
     p.add_argument("--against", metavar="BASELINE|RUN|history", help="what RUN is compared with")
     p.add_argument("--save-baseline", metavar="NAME", help="store RUN's ceilings as baseline NAME and exit")
     p.add_argument("--json", action="store_true", help="JSON on stdout")

@@ -10,7 +10,16 @@ import textwrap
 import time
 
 from rooftop import session, stages, ui
-from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, campaign_args, config_args
+from rooftop.cli.common import (
+    RESULTS_FLAG,
+    KeyFlag,
+    add_key_flags,
+    campaign_args,
+    config_args,
+    deprecated,
+    interrupted_rc,
+    resolve_run,
+)
 from rooftop.interference import run as interfere
 from rooftop.interference.loads import LOADS, background
 
@@ -31,9 +40,9 @@ Loads:
         textwrap.fill(f"{l.name}: {l.help}", 79, initial_indent="  ", subsequent_indent="    ") for l in LOADS.values()
     )
     + """
-With --bursts RUN the service is a bursts run (rooftop bursts) instead of
---stages: its modes measured again alone and beside each load, an impact per
-progress mode.
+With --bursts-run RUN the service is a bursts run (rooftop bursts) instead
+of --stages: its modes measured again alone and beside each load, an impact
+per progress mode.
 --loads, --stages, --load-nodes, --placement, --seed, --load-node-count,
 --ensemble, --load-warmup and --grace set config keys interference.* (e.g.
 interference.load_warmup); the loads' knobs are keys loads.KIND.KNOB
@@ -45,7 +54,7 @@ docs/interference.md list them.
 
 
 #: The command's own flags, each setting a key of rooftop.interference.keys
-#: (--bursts names a run and --load-set sets loads.KIND.KNOB keys: not here).
+#: (--bursts-run names a run and --load-set sets loads.KIND.KNOB keys: not here).
 INTERFERE_FLAGS = (KeyFlag("--loads", "interference.loads", "LIST"), KeyFlag("--stages", "interference.stages", "LIST"))
 PLACEMENT_FLAGS = (
     KeyFlag("--load-nodes", "interference.load_nodes", "N,..."),
@@ -61,7 +70,7 @@ PLACEMENT_FLAGS = (
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "interfere",
-        help="roofline stages alone and beside background loads: impact factors",
+        help="roofline stages alone and beside background loads (cpu, mem, net, io, ...): impact factors",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=DESCRIPTION,
     )
@@ -70,11 +79,12 @@ def add_parser(sub) -> None:
     campaign_args(p, "collect")
     add_key_flags(p, INTERFERE_FLAGS)
     p.add_argument(
-        "--bursts",
+        "--bursts-run",
         metavar="RUN",
         help="the service is a bursts run instead of --stages: RUN's modes, bursts and clients, "
-        "measured again alone and beside each load (impact per progress mode)",
+        "measured again alone and beside each load (impact per progress mode); 'latest': the newest run",
     )
+    deprecated(p, "--bursts", "--bursts-run", dest="bursts_run", metavar="RUN")
     p.add_argument(
         "--load-set",
         action="append",
@@ -125,7 +135,7 @@ def cmd(args) -> int:
     from rooftop.config.keys import ConfigError
 
     cfg, plan = _config(args)
-    if args.bursts:
+    if args.bursts_run:
         cfg, plans = _bursts_service(args, plan, cfg)
     else:
         plans = interfere.placements(cfg, plan.stages)
@@ -153,7 +163,7 @@ def cmd(args) -> int:
 
 
 def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
-    """--bursts RUN: RUN's config (results and load keys from this command;
+    """--bursts-run RUN: RUN's config (results and load keys from this command;
     any other key given is refused rather than ignored)."""
     from rooftop.config.keys import ConfigError
     from rooftop.interference import bursts as interfere_bursts
@@ -163,19 +173,20 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     given = session.overrides(args)
     if "interference.stages" in given:
         raise ConfigError(
-            "--bursts and interference.stages (--stages): the service is either a bursts run or roofline stages"
+            "--bursts-run and interference.stages (--stages): the service is either a bursts run or roofline stages"
         )
     ignored = sorted(k for k in given if k != "results" and k.split(".")[0] not in SECTIONS) + (
         ["--config"] if args.config else []
     )
     if ignored:
         raise ConfigError(
-            f"--bursts {args.bursts} measures that run's config again, so these would be ignored: "
+            f"--bursts-run {args.bursts_run} measures that run's config again, so these would be ignored: "
             f"{', '.join(ignored)} (give them to 'rooftop bursts' when making the run)"
         )
     plan.stages = ["bursts"]
     try:
-        bcfg = interfere_bursts.config(Store(cfg["results"], create=False), args.bursts, plan.record())
+        run = resolve_run(cfg["results"], args.bursts_run)  # 'latest': in the results folder of the config
+        bcfg = interfere_bursts.config(Store(cfg["results"], create=False), run, plan.record())
     except (ValueError, StoreError) as e:
         raise ConfigError(str(e)) from None
     bcfg["results"] = cfg["results"]
@@ -237,7 +248,7 @@ def _campaign(args, store, cfg, plan, plans, base) -> int:
     except KeyboardInterrupt:
         store.set_status(current, "interrupted", "interfere interrupted")
         say("[yellow]interrupted[/]: every load and engine was stopped")
-        return 130
+        return interrupted_rc()
     except RuntimeError as e:  # a load that died before the stages started
         print(f"rooftop interfere: {e}", file=sys.stderr)
         return 1

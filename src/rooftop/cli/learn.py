@@ -9,21 +9,34 @@ import sys
 from pathlib import Path
 
 from rooftop import session
-from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags, results_arg
+from rooftop.cli.common import (
+    CONFIG_FLAGS,
+    RESULTS_FLAG,
+    KeyFlag,
+    add_key_flags,
+    campaign_flags,
+    deprecated,
+    json_flag,
+    key_help,
+    resolve_run,
+    results_arg,
+    run_arg,
+    str_list,
+    takes_runs,
+)
 from rooftop.learn import keys as _tune_keys  # noqa: F401  (registers the tune.* config keys)
 from rooftop.learn import require_sklearn
 
 #: The tune's own flags, each setting a key of rooftop.learn.keys.
 TUNE_FLAGS = (
-    KeyFlag("--metric", "tune.metric"),
+    KeyFlag("--metrics", "tune.metric", "METRIC", old=("--metric",)),
     KeyFlag("--space", "tune.space", "FILE"),
     KeyFlag("--budget", "tune.budget", "N"),
     KeyFlag("--init", "tune.init", "N"),
-    KeyFlag("--repeat", "tune.repeat", "K"),
+    KeyFlag("--repeats", "tune.repeat", "K", old=("--repeat",)),
     KeyFlag("--duration", "tune.duration", "S"),
     KeyFlag("--warmup", "tune.warmup", "S"),
     KeyFlag("--seed", "tune.seed", "N"),
-    KeyFlag("--run", "tune.run", "RUN"),
     KeyFlag("--model", "tune.model", "FILE"),
 )
 
@@ -36,7 +49,7 @@ def _cmd_learn(args) -> int:
 
     store = Store(args.results, create=False)
     runs = [store.get_run(r).id for r in args.runs]
-    metrics = metrics_to_learn(store, runs, args.target)
+    metrics = [m for t in args.metrics or [None] for m in metrics_to_learn(store, runs, t)]
     outcomes = [learn(store, runs, m, args.folds, args.seed) for m in metrics]
     if args.json:
         print(json.dumps([o.to_dict() for o in outcomes], indent=1))
@@ -59,7 +72,7 @@ def _cmd_predict(args) -> int:
         args.servers,
         args.clients,
         sets,
-        args.metric,
+        args.metrics,
         args.model,
         args.server_nodes,
         args.client_nodes,
@@ -84,7 +97,10 @@ def _cmd_tune(args) -> int:
     from rooftop.store.db import Store
 
     overrides = session.overrides(args)
-    t = merge(load_file(args.config) if args.config else None, overrides, ("tune",))["tune"]
+    merged = merge(load_file(args.config) if args.config else None, overrides, ("tune",))
+    t = merged["tune"]
+    if t["run"]:  # 'latest': the newest run of the results folder the tune writes to
+        t["run"] = overrides["tune.run"] = resolve_run(merged["results"], t["run"])
     settings = Settings(t["budget"], t["init"], t["repeat"], t["duration"], t["warmup"], t["seed"])
     settings.check()  # before anything is created
     space = spaces.load(t["space"], t["metric"], build_config(args.config, overrides, ("tune",)))
@@ -170,12 +186,19 @@ def add_learn(sub) -> None:
         "the model's name, seed and training data, refitted and checked when loaded; "
         "an older rooftop's METRIC.joblib pickle is never loaded: learn again).",
     )
-    le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs')")
-    le.add_argument("--target", metavar="METRIC", help="the metric to learn (default: every metric the runs validated)")
+    le.add_argument("runs", nargs="+", metavar="RUN", help="run ids (see 'rooftop runs'), or 'latest'")
+    takes_runs(le, "runs")
+    le.add_argument(
+        "--metrics",
+        type=str_list,
+        metavar="LIST",
+        help="the metrics to learn, comma-separated (default: every metric the runs validated)",
+    )
+    deprecated(le, "--target", "--metrics", dest="metrics", type=str_list, metavar="LIST")
     le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
     le.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the models (default: %(default)s)")
     results_arg(le)
-    le.add_argument("--json", action="store_true", help="JSON on stdout")
+    json_flag(le, "the models' scores")
     le.set_defaults(func=_cmd_learn)
 
 
@@ -189,16 +212,17 @@ def add_predict(sub) -> None:
         "with those knobs, and which ceiling binds. --set KEY=VALUE changes a knob the "
         "model learned; a model trained on other parameters than the run's is refused.",
     )
-    pr.add_argument("run", help="a run id (see 'rooftop runs')")
+    run_arg(pr, "the run whose learned model predicts (see 'rooftop runs')")
     pr.add_argument("--servers", type=int, required=True, metavar="S", help="server processes")
     pr.add_argument("--clients", type=int, required=True, metavar="C", help="client processes")
     pr.add_argument("--server-nodes", type=int, metavar="N", help="server nodes (default: packed as the training was)")
     pr.add_argument("--client-nodes", type=int, metavar="N", help="client nodes (default: packed as the training was)")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob's value (repeatable)")
-    pr.add_argument("--metric", help="which learned model, when the run has several")
+    pr.add_argument("--metrics", metavar="METRIC", help="which learned model, one metric, when the run has several")
+    deprecated(pr, "--metric", "--metrics", dest="metrics", metavar="METRIC")
     pr.add_argument("--model", metavar="FILE", help="a model file (METRIC.model.json) instead of the run's")
     results_arg(pr)
-    pr.add_argument("--json", action="store_true", help="JSON on stdout")
+    json_flag(pr, "the prediction")
     pr.set_defaults(func=_cmd_predict)
 
 
@@ -208,10 +232,14 @@ def add_tune(sub) -> None:
         help="the adaptive loop: propose settings from a learned model, measure, retrain; prints the run id",
         description="Measures configurations of a search space on the engine, each "
         "proposed by a model of the rates measured so far (Kumar et al.'s (SC13) predict-the-best; "
-        "roofline-informed with --run), until --budget configurations are measured or the "
-        "best predicted rate stops improving. Every step is stored; 'rooftop report RUN' "
-        "shows the trajectory. See docs/learning.md.",
+        "roofline-informed with RUN), until --budget configurations are measured or the "
+        "best predicted rate stops improving. Every step is stored; 'rooftop report' on the run "
+        "it prints shows the trajectory. See docs/learning.md.",
     )
+    from rooftop.config.catalog import KEY_BY_PATH
+
+    run_arg(tu, key_help(KEY_BY_PATH["tune.run"]), optional=True, old="--run", resolve=False)
+    tu.set_defaults(key_flags={"run": "tune.run"})
     _tune_config_args(tu)
     add_key_flags(tu, TUNE_FLAGS)
     campaign_flags(tu)

@@ -11,7 +11,7 @@ import sys
 
 from rooftop import __version__
 from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, plan, report, service, size, tools
-from rooftop.cli.common import interrupted_rc, stop_on_signal
+from rooftop.cli.common import CommandParser, interrupted_rc, resolve_latest, stop_on_signal
 
 DESCRIPTION = """\
 rooftop: empirical rooflines for distributed data services.
@@ -22,58 +22,13 @@ it run for its clients? rooftop measures it with its native engine
 """
 
 
-EPILOG = """\
-commands:
-  collect   measure the roofline parameters: server and client ceilings
-            (prints the run id)
-  validate  add validation samples (server nodes x client nodes) to a run
-  plan      how long collect and validate take on N nodes, per stage, before
-            any allocation (launches, pairs, rounds)
-  runs      list the runs in a results folder
-  doctor    check a results folder; --rebuild its database from the engine
-            documents
-  export    a run's samples as CSV or JSON
-  model     the roofline: ceilings, ridge ratio, the verdict on the ratio,
-            validation, outlier nodes
-  plot      figures of a run or parameters file (roofline, sweep, pair matrix,
-            latency), PNG and SVG
-  report    one self-contained HTML report (+ Markdown) of a run
-  compare   several rooflines (runs, parameters files) on one figure
-  size      how many server processes for C client processes (a target
-            rate, or the knee), with the ceilings' intervals carried through
-  learn     compare learned models of the rate (and the roofline-informed
-            ones) on runs' samples; save the best with the run
-  predict   a learned model's rate for servers and clients never measured,
-            capped by the roofline
-  tune      the adaptive loop over engine and deployment knobs: propose from a
-            learned model, measure, retrain (prints the run id)
-  interfere  the stages alone, then beside background loads (cpu, mem, net,
-            io, numio, cmd): impact factors both ways, ensembles
-  service   a real data service (a spec or a preset: redis, memcached) measured
-            over a run's validation grid, its points stored in the run
-  history   each ceiling's median and interval per run, runs grouped by
-            what makes them comparable, with the changes found
-  check     did a ceiling fall beyond noise against a baseline, a run or the
-            history (exit 1: a CI gate); --save-baseline NAME
-  cluster   an emulated cluster on this machine (root): up, reshape, status, down
-  config    show the fully resolved config (or every key with 'config keys')
-  probe     one server + one client per fabric on this machine: RPC rate and
-            4 MiB bulk-read bandwidth (the quick answer)
-  audit     the Dark Side of Microbenchmarking talk's five benchmark pitfalls and a sixth measured here as
-            deltas (buffer reuse, completion, binding, cache modes, file
-            allocation, buffer pages)
-  bursts    rate, server CPU, wake-ups and power per progress mode in bursts
-            (Figure 6 of Carns et al. (CUG 2025)); --neighbour: the cost to a job beside it
-  nics      the NICs here (or in an hwloc XML topology) with their locality and
-            the NIC each process would get under each NIC policy and binding
-  engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
-
+EXAMPLES = """\
 examples:
   RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 or 3 logical nodes
-  rooftop validate --run $RUN
-  rooftop report $RUN                                # prints the HTML report's path
+  rooftop validate $RUN
+  rooftop report latest                              # prints the HTML report's path
   rooftop runs
-  rooftop export $RUN --format csv
+  rooftop export $RUN --format csv -o samples.csv
   rooftop collect --launcher mpiexec --set launcher.hosts=n1,n2,n3 --set fabric.domain=hsn0
   rooftop collect --launcher srun --nodes 8          # inside salloc/sbatch
   rooftop collect --resume $RUN                      # after Ctrl-C
@@ -82,51 +37,119 @@ examples:
   rooftop size examples/aurora-table2.json --clients 100 --target '10 M ops/s'
   rooftop learn $RUN $RUN2 && rooftop predict $RUN --servers 3 --clients 40
   rooftop audit --only cache,allocation --storage-dir /mnt/nvme/tmp
-  rooftop tune --metric bw --run $RUN --budget 12   # settings for this machine
+  rooftop tune $RUN --metrics bw --budget 12        # settings for this machine
   rooftop bursts --progress busy,spindown:10,block --neighbour stencil
   rooftop interfere --loads cpu,net --load-nodes 0,1 --ensemble 1,2,4
-  rooftop service --preset redis --run $RUN          # redis GET on the same grid
+  rooftop service $RUN --preset redis                # redis GET on the same grid
   rooftop collect && rooftop check latest --against history   # a weekly gate
 """
 
 
+def _add_nics(sub) -> None:
+    from rooftop.nics.policy import add_parser
+
+    add_parser(sub)
+
+
+def _add_cluster(sub) -> None:
+    from rooftop.cluster.cli import add_parser
+
+    add_parser(sub)
+
+
+#: Every command, one a line, in the order `rooftop --help` lists them
+#: under their group's heading. A new command is a line here (its module's
+#: function that adds its parser).
+COMMANDS = (
+    ("measure", campaign.add_collect),
+    ("measure", campaign.add_validate),
+    ("measure", plan.add_parser),
+    ("measure", service.add_parser),
+    ("measure", tools.add_probe),
+    ("read results", campaign.add_runs),
+    ("read results", model.add_model),
+    ("read results", report.add_report),
+    ("read results", report.add_plot),
+    ("read results", report.add_export),
+    ("read results", model.add_compare),
+    ("read results", size.add_size),
+    ("read results", history.add_history),
+    ("read results", history.add_check),
+    ("studies", audit.add_audit),
+    ("studies", bursts.add_parser),
+    ("studies", interfere.add_parser),
+    ("studies", learn.add_learn),
+    ("studies", learn.add_predict),
+    ("studies", learn.add_tune),
+    ("tools", campaign.add_doctor),
+    ("tools", tools.add_config),
+    ("tools", _add_nics),
+    ("tools", _add_cluster),
+    ("tools", tools.add_engine),
+)
+
+
+class _Listed:
+    """What each command's module is handed as `sub`: it adds the parser
+    and keeps its one-line help for the grouped list, which argparse would
+    otherwise print a second time, ungrouped."""
+
+    def __init__(self, sub):
+        self.sub = sub
+        self.help: dict[str, str] = {}
+
+    def add_parser(self, name: str, help: str = "", **kw):  # noqa: A002 (argparse's name)
+        self.help[name] = help
+        kw.setdefault("description", help.replace("%%", "%"))
+        return self.sub.add_parser(name, **kw)
+
+
+def _command_list(groups: dict[str, list[tuple[str, str]]]) -> str:
+    """Each group's heading, then its commands, one line of help each (wrapped at 79)."""
+    import textwrap
+
+    width = max(len(name) for rows in groups.values() for name, _ in rows) + 2
+    out = []
+    for group, rows in groups.items():
+        out.append(f"{group}:")
+        for name, text in rows:
+            out.append(
+                textwrap.fill(
+                    text, 79, initial_indent=f"  {name:<{width}}", subsequent_indent=" " * (width + 2)
+                ).replace("%%", "%")
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def _exit_codes() -> str:
+    import textwrap
+
+    from rooftop.exits import CODES
+
+    return "exit status:\n" + "\n".join(
+        textwrap.fill(text, 79, initial_indent=f"  {code:<5}", subsequent_indent=" " * 7) for code, text in CODES
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="rooftop", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="rooftop",
+        usage="rooftop [-h] [--version] COMMAND ...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"rooftop {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for add in (
-        campaign.add_collect,
-        campaign.add_validate,
-        plan.add_parser,
-        campaign.add_runs,
-        campaign.add_doctor,
-        report.add_export,
-        model.add_model,
-        report.add_plot,
-        report.add_report,
-        model.add_compare,
-        size.add_size,
-        learn.add_learn,
-        learn.add_predict,
-        tools.add_config,
-        tools.add_probe,
-        learn.add_tune,
-        audit.add_audit,
-        bursts.add_parser,
-        interfere.add_parser,
-        service.add_parser,
-        history.add_history,
-        history.add_check,
-    ):
-        add(sub)
-    from rooftop.cluster.cli import add_parser as add_cluster_parser
-    from rooftop.nics.policy import add_parser as add_nics_parser
-
-    add_cluster_parser(sub)
-    add_nics_parser(sub)
-    tools.add_engine(sub)
+    sub = p.add_subparsers(
+        dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog="rooftop", parser_class=CommandParser
+    )
+    listed = _Listed(sub)
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for group, add in COMMANDS:
+        before = set(listed.help)
+        add(listed)
+        groups.setdefault(group, []).extend((n, h) for n, h in listed.help.items() if n not in before)
+    p.description = f"{DESCRIPTION}\n{_command_list(groups)}'rooftop COMMAND --help' shows a command's options."
+    p.epilog = f"{_exit_codes()}\n\n{EXAMPLES}"
     return p
 
 
@@ -147,8 +170,10 @@ def _write_error(e: OSError) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command; returns rooftop's exit code (rooftop.exits)."""
+    from rooftop import exits
     from rooftop.config.keys import ConfigError
-    from rooftop.engine.base import EngineError
+    from rooftop.engine.base import EXIT_UNREACHABLE, EngineError
     from rooftop.launchers import LauncherError
     from rooftop.learn import LearnError
     from rooftop.locks import LockBusy
@@ -161,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         return tools.cmd_engine(argparse.Namespace(engine_args=argv[1:]))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        parser.print_help(sys.stderr)
+        return exits.USAGE
     signal.signal(signal.SIGTERM, stop_on_signal)  # stop like Ctrl-C: clean up, keep samples
     signal.signal(signal.SIGHUP, stop_on_signal)  # a closed terminal, too
     # A command that seems stuck: 'kill -USR1 PID' prints where each of its
@@ -172,13 +197,20 @@ def main(argv: list[str] | None = None) -> int:
     except (AttributeError, ValueError, io.UnsupportedOperation):
         pass  # stderr is not a file (rooftop called from Python with stderr captured)
     try:
+        resolve_latest(args)
         return args.func(args)
+    except exits.Unreachable as e:
+        print(f"rooftop {args.command}: {e}", file=sys.stderr)
+        return exits.UNREACHABLE
     except ConfigError as e:
         print(f"rooftop {args.command}: config error: {e}", file=sys.stderr)
-        return 2
-    except (StoreError, LauncherError, EngineError, ModelError, LockBusy, LearnError) as e:
+        return exits.USAGE
+    except EngineError as e:  # the engine's own exit 3: a server it did not reach
         print(f"rooftop {args.command}: {e}", file=sys.stderr)
-        return 2
+        return exits.UNREACHABLE if e.returncode == EXIT_UNREACHABLE else exits.USAGE
+    except (StoreError, LauncherError, ModelError, LockBusy, LearnError) as e:
+        print(f"rooftop {args.command}: {e}", file=sys.stderr)
+        return exits.USAGE
     except KeyboardInterrupt:
         print("\nrooftop: interrupted", file=sys.stderr)
         return interrupted_rc()
@@ -187,4 +219,4 @@ def main(argv: list[str] | None = None) -> int:
         if line is None:
             raise
         print(f"rooftop {args.command}: {line}", file=sys.stderr)
-        return 2
+        return exits.USAGE

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from rooftop.cli.common import formats, print_files, results_arg
+from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
 
 
 def _cmd_model(args) -> int:
@@ -190,7 +190,7 @@ def _print_validation(out, e, run: str | None) -> None:
     r = e.roofline
     f = lambda v: ui.fmt_rate(v, r.unit)
     if not e.checks:
-        out.print(f"no validation samples for {r.metric}" + (f" (rooftop validate --run {run})" if run else ""))
+        out.print(f"no validation samples for {r.metric}" + (f" (rooftop validate {run})" if run else ""))
         return
     v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
     for c in ("x", "nodes s/c", "measured", "predicted", "error", "binds", "efficiency"):
@@ -284,7 +284,7 @@ def _cmd_compare(args) -> int:
             print(f"rooftop compare: {len(args.label)} --label for {len(sources)} sources", file=sys.stderr)
             return 2
         sources = [(label, rs) for label, (_, rs) in zip(args.label, sources)]
-    files = plot_compare(sources, Path(args.output), args.format, args.yscale, args.normalise)
+    files = plot_compare(sources, Path(args.out_dir), args.format, args.yscale, args.normalise)
     if not args.json:
         out = ui.Console(highlight=False)  # the table is the output: 'rooftop compare … > f' keeps it
         if not out.is_terminal:
@@ -323,7 +323,7 @@ def _cmd_compare(args) -> int:
 def add_model(sub) -> None:
     mo = sub.add_parser(
         "model",
-        help="the roofline of a run (or of a parameters file)",
+        help="the roofline of a run (or of a parameters file): ceilings, ridge, verdict, validation",
         description="Per metric: client and server ceilings (per process) as "
         "[min, max], the roofline r(x) = min(client, x * server) with x = server "
         "processes / client processes, the ridge x* = client / server, each "
@@ -336,7 +336,7 @@ def add_model(sub) -> None:
         '"server": [524, 530]}}}); with a RUN too, the run\'s validation samples '
         "are set against those ceilings.",
     )
-    mo.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
+    run_arg(mo, "the run (see 'rooftop runs')", optional=True)
     mo.add_argument("--params", help="roofline parameters file (JSON)")
     mo.add_argument(
         "--mix",
@@ -345,7 +345,7 @@ def add_model(sub) -> None:
         help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); adds the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable",
     )
     results_arg(mo)
-    mo.add_argument("--json", action="store_true", help="JSON on stdout")
+    json_flag(mo, "the rooflines, verdicts and validation")
     mo.set_defaults(func=_cmd_model)
 
 
@@ -353,15 +353,16 @@ def add_compare(sub) -> None:
     cp = sub.add_parser(
         "compare",
         help="several rooflines on one figure (runs and parameters files)",
-        description="Each SOURCE is a run id (in --results) or a parameters file "
+        description="Each SOURCE is a run id (in --results; 'latest': the newest run) or a parameters file "
         "(JSON, see 'rooftop model --help'). One figure per metric with every "
         "roofline in its own colour, and a table of ceilings and ridges. Example: "
         "rooftop compare RUN examples/aurora-table2.json",
     )
-    cp.add_argument("sources", nargs="+", metavar="SOURCE", help="run id or parameters file")
+    cp.add_argument("sources", nargs="+", metavar="SOURCE", help="run id, 'latest', or parameters file")
+    takes_runs(cp, "sources")
     cp.add_argument("--label", action="append", help="a label per source, in order (repeat)")
     results_arg(cp)
-    cp.add_argument("--output", default="./rooftop-compare", help="folder for the figures (default: %(default)s)")
+    out_dir_arg(cp, "folder for the figures (default: %(default)s)", "./rooftop-compare")
     cp.add_argument("--format", type=formats, default=("png", "svg"), help="png,svg (default), pdf")
     cp.add_argument(
         "--yscale",
@@ -376,5 +377,5 @@ def add_compare(sub) -> None:
         help="y = each source's rate / its own client ceiling: every roofline flat at 1, "
         "the ridges side by side (linear unless --yscale log)",
     )
-    cp.add_argument("--json", action="store_true", help="print the files as JSON")
+    json_flag(cp, "the files written (no table)")
     cp.set_defaults(func=_cmd_compare)

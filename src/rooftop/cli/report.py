@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from rooftop.cli.common import formats, print_files, results_arg
+from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
 from rooftop.cli.model import combined_mixes
 
 
@@ -21,20 +21,27 @@ def _cmd_report(args) -> int:
     run = store.get_run(args.run)
     kind = kinds.of(store, run)
     if kind is not None:  # audit, tune, bursts...: their own report
-        page, md = kind.report(store, run, Path(args.output) if args.output else store.run_dir(run.id) / "report")
-        print(f"markdown summary: {md}", file=sys.stderr)
-        print(page)
-        return 0
+        page, md = kind.report(store, run, Path(args.out_dir) if args.out_dir else store.run_dir(run.id) / "report")
+        return _report_written(args, run.id, page, md, [], [])
     res = results.load(store, args.run, SECTIONS)
     if not res.rooflines and not args.nic_runs:  # a NIC comparison needs server peaks only
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
-    out = Path(args.output) if args.output else store.run_dir(res.run.id) / "report"
+    out = Path(args.out_dir) if args.out_dir else store.run_dir(res.run.id) / "report"
     nic = _nic_comparison(store, res, args.nic_runs) if args.nic_runs else None
     page, md = report.write(res, out, combined_mixes(args.mix, res.rooflines), nic)
-    if nic is not None:
-        for line in nic.verdict:
-            print(f"NIC policies: {line}", file=sys.stderr)
-    for w in res.warnings:
+    return _report_written(args, res.run.id, page, md, nic.verdict if nic is not None else [], res.warnings)
+
+
+def _report_written(args, run_id: str, page, md, nic_verdict, warnings) -> int:
+    """The page's path on stdout (or, --json, the paths, verdict and
+    warnings); the rest on stderr."""
+    if args.json:
+        doc = {"run": run_id, "html": str(page), "markdown": str(md), "warnings": list(warnings)}
+        print(json.dumps(dict(doc, nic_policies=list(nic_verdict)) if nic_verdict else doc, indent=1))
+        return 0
+    for line in nic_verdict:
+        print(f"NIC policies: {line}", file=sys.stderr)
+    for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"markdown summary: {md}", file=sys.stderr)
     print(page)
@@ -78,13 +85,13 @@ def _cmd_plot(args) -> int:
             nodes = store.get_run(run_id).config.get("nodes")
             # Under the run's figures: plot --params alone does not overwrite it.
             out = _figures_dir(store, run_id, f"params-{Path(args.params).stem}")
-        files = plot_params(rooflines, Path(args.output or out), args.format, samples, run_id, args.yscale, nodes)
+        files = plot_params(rooflines, Path(args.out_dir or out), args.format, samples, run_id, args.yscale, nodes)
     else:
         store = Store(args.results, create=False)
         run = store.get_run(args.run)
         kind = kinds.of(store, run)
         if kind is not None:  # audit, tune, bursts...: their own figures
-            out = Path(args.output) if args.output else _figures_dir(store, run.id)
+            out = Path(args.out_dir) if args.out_dir else _figures_dir(store, run.id)
             files = kind.plot(store, run, out, args.format)
             if not files:
                 raise model.ModelError(f"{kind.no_roofline(run.id)}; it has no figure of its own")
@@ -93,7 +100,7 @@ def _cmd_plot(args) -> int:
         res = results.load(store, args.run, SECTIONS)
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
-        out = Path(args.output) if args.output else _figures_dir(store, res.run.id)
+        out = Path(args.out_dir) if args.out_dir else _figures_dir(store, res.run.id)
         files = plot_run(res, out, args.format, args.yscale)
         for name, why in left_out(res).items():  # figures that would carry no information
             print(f"{name}: not drawn: {why}", file=sys.stderr)
@@ -117,6 +124,12 @@ def _cmd_export(args) -> int:
     from rooftop import export
     from rooftop.store.db import Store
 
+    if args.json:
+        if args.format not in (None, "json"):
+            print(f"rooftop export: --json is --format json, not --format {args.format}", file=sys.stderr)
+            return 2
+        args.format = "json"
+    args.format = args.format or "csv"
     store = Store(args.results, create=False)
     run = store.get_run(args.run).id
     if args.series + args.services + args.nodes > 1:
@@ -165,12 +178,13 @@ def add_export(sub) -> None:
         "names separated by spaces, created is ISO-8601 with its time zone, raw_dir is relative to\n"
         "the results folder; emulation is in the JSON only. docs/exports.md shows pandas reading both.",
     )
-    ex.add_argument("run", help="a run id (see 'rooftop runs')")
-    ex.add_argument("--format", choices=list(FORMATS), default="csv", help="csv (default), json or fom")
+    run_arg(ex, "the run (see 'rooftop runs')")
+    ex.add_argument("--format", choices=list(FORMATS), help="csv (default), json or fom")
+    ex.add_argument("--json", action="store_true", help="the same as --format json")
     ex.add_argument(
         "--series",
         action="store_true",
-        help="the run's time series instead (collect/validate --sample cpu,power): one point "
+        help="the run's time series instead (collect/validate --series cpu,power): one point "
         "per row: round, sampler, t, quantity, value, unit",
     )
     ex.add_argument(
@@ -187,7 +201,7 @@ def add_export(sub) -> None:
         "(the samples' id), side (server, client), node (index)",
     )
     results_arg(ex)
-    ex.add_argument("--output", help="write to this file instead of stdout")
+    ex.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     ex.set_defaults(func=_cmd_export)
 
 
@@ -199,15 +213,15 @@ def add_plot(sub) -> None:
         "server/client processes, log scale, ceilings as bands, validation points "
         "coloured by server-node count, ridge marked), the server-process sweep, the "
         "client pair matrix (outlier pairs boxed) and latency distributions. Files go "
-        "to RESULTS/RUN/figures (--output to change); their paths are printed. "
+        "to RESULTS/RUN/figures (--out-dir to change); their paths are printed. "
         "--params FILE draws published or hand-written ceilings (see 'rooftop model "
         "--help') into rooftop-plots/FILE-STEM, or, with a RUN's validation samples "
         "on them when a RUN is given too, into RESULTS/RUN/figures/params-FILE-STEM.",
     )
-    pl.add_argument("run", nargs="?", help="a run id (see 'rooftop runs')")
+    run_arg(pl, "the run (see 'rooftop runs')", optional=True)
     pl.add_argument("--params", help="roofline parameters file (JSON)")
     results_arg(pl)
-    pl.add_argument("--output", help="folder for the figures")
+    out_dir_arg(pl, "folder for the figures (default: RESULTS/RUN/figures)")
     pl.add_argument("--format", type=formats, default=("png", "svg"), help="png,svg (default), pdf")
     pl.add_argument(
         "--yscale",
@@ -217,7 +231,7 @@ def add_plot(sub) -> None:
         "linear (the CUG 2025 roofline paper's style: the server ceiling leaves the frame past the "
         "ridge), or auto (default: linear only when it keeps everything inside)",
     )
-    pl.add_argument("--json", action="store_true", help="print the files as JSON")
+    json_flag(pl, "the files written")
     pl.set_defaults(func=_cmd_plot)
 
 
@@ -232,7 +246,7 @@ def add_report(sub) -> None:
         "ceiling, samples above the roofline, overhead, failures), the validation "
         "table, the learned models (after 'rooftop learn'), the environment and the resolved config. Prints the HTML file's path.",
     )
-    rp.add_argument("run", help="a run id (see 'rooftop runs')")
+    run_arg(rp, "the run (see 'rooftop runs')")
     rp.add_argument(
         "--mix",
         action="append",
@@ -240,7 +254,7 @@ def add_report(sub) -> None:
         help="a workload mix (TOML or JSON: what one operation of your service costs in each metric, e.g. a key-value put = 1 rpc + 1 iops); the report adds a section and a figure with the combined roofline: the lowest of the mix's metric rooflines, in mix operations per second, and which resource binds where (docs/storage.md). Repeatable",
     )
     results_arg(rp)
-    rp.add_argument("--output", help="folder for the report (default: RESULTS/RUN/report)")
+    out_dir_arg(rp, "folder for the report (default: RESULTS/RUN/report)")
     rp.add_argument(
         "--nic-runs",
         metavar="RUN,...",
@@ -248,4 +262,6 @@ def add_report(sub) -> None:
         "server-peak aggregates by binding and nic.policy, a bar chart (mean, one "
         "standard deviation) and the best policy, or that they are indistinguishable",
     )
+    takes_runs(rp, "nic_runs")
+    json_flag(rp, "the files written, the warnings and the NIC policy verdict")
     rp.set_defaults(func=_cmd_report)

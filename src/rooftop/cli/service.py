@@ -11,7 +11,7 @@ import sys
 
 from rooftop import metrics, session
 from rooftop.cli import service_import
-from rooftop.cli.common import campaign_flags, interrupted_rc
+from rooftop.cli.common import campaign_flags, deprecated, interrupted_rc, results_arg, run_arg
 
 DESCRIPTION = """\
 Measures a real data service (its own servers and clients, as a service spec
@@ -107,7 +107,7 @@ def _cmd_service(args) -> int:
         except KeyboardInterrupt:
             print(
                 f"\nrooftop service: interrupted; the points measured are stored: continue with "
-                f"'rooftop service {args.spec or '--preset ' + args.preset} --run {run.id} --resume"
+                f"'rooftop service {run.id} {args.spec or '--preset ' + args.preset} --resume"
                 f"{'' if args.results == './rooftop-results' else ' --results ' + args.results}'",
                 file=sys.stderr,
             )
@@ -133,10 +133,10 @@ def add_parser(sub) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("spec", nargs="?", help="the service spec (TOML; docs/services.md)")
+    run_arg(p, "the run whose launcher, nodes and grid are used", old="--run")
+    p.add_argument("spec", nargs="?", metavar="SPEC", help="the service spec (TOML; docs/services.md)")
     p.add_argument("--preset", choices=presets.names(), help="a service that ships with rooftop instead of a spec")
-    p.add_argument("--run", required=True, help="the run whose launcher, nodes and grid are used")
-    p.add_argument("--results", default="./rooftop-results", help="results folder (default: %(default)s)")
+    results_arg(p)
     p.add_argument("--resume", action="store_true", help="measure only the points not stored yet")
     p.add_argument(
         "--dry-run",
@@ -147,8 +147,9 @@ def add_parser(sub) -> None:
     campaign_flags(p)
     service_import.add_import_options(p)
     p.add_argument(
-        "--metric",
+        "--metrics",
         choices=metrics.METRICS,
-        help="with --import: the rooftop metric the points are compared with (default: rpc)",
+        help="with --import: the rooftop metric the points are compared with, one (default: rpc)",
     )
+    deprecated(p, "--metric", "--metrics", dest="metrics", choices=metrics.METRICS)
     p.set_defaults(func=_cmd_service)

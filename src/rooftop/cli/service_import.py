@@ -1,4 +1,4 @@
-"""`rooftop service --import FILE.csv --run RUN [--name NAME] [--metric M]`:
+"""`rooftop service RUN --import FILE.csv [--name NAME] [--metrics M]`:
 a service's points measured elsewhere stored in a run
 (rooftop.service.importing). The `service` command's parser takes these
 options with add_import_options(parser) and hands over with
@@ -7,11 +7,10 @@ options with add_import_options(parser) and hands over with
 from __future__ import annotations
 
 import json
-import sys
 
 
 def add_import_options(p) -> None:
-    """--import FILE.csv and --name (the --run, --results, --metric and --json
+    """--import FILE.csv and --name (the RUN, --results, --metrics and --json
     of the `service` command are shared)."""
     p.add_argument(
         "--import",
@@ -31,11 +30,8 @@ def cmd_import(args) -> int:
     from rooftop.service import report as service_report
     from rooftop.store.db import Store
 
-    if not getattr(args, "run", None):
-        print("rooftop service: --import needs --run RUN (the run whose roofline the points go on)", file=sys.stderr)
-        return 2
     store = Store(args.results, create=False)
-    metric = getattr(args, "metric", None) or "rpc"
+    metric = getattr(args, "metrics", None) or "rpc"
     pts = importing.import_csv(store, args.run, args.import_file, getattr(args, "name", None), metric)
     res = results.load(store, args.run, [service_report.SECTION])  # its efficiency
     names = sorted({p.service for p in pts})

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from rooftop.cli.common import results_arg
+from rooftop.cli.common import deprecated, json_flag, results_arg, takes_runs
 
 
 def parse_rate(text: str, base: str, metric: str) -> float:
@@ -68,11 +68,11 @@ def _cmd_size(args) -> int:
             raise model.ModelError(f"--service {args.service}: no such service with a roofline in run {run} ({known})")
         if not service.placements:
             raise model.ModelError(f"--service {args.service}: {service.headline()}")
-        if args.metric and args.metric != service.metric:
-            raise model.ModelError(f"--service {args.service} is compared with {service.metric}, not {args.metric}")
-    metric = service.metric if service else args.metric or ("rpc" if "rpc" in rooflines else sorted(rooflines)[0])
+        if args.metrics and args.metrics != service.metric:
+            raise model.ModelError(f"--service {args.service} is compared with {service.metric}, not {args.metrics}")
+    metric = service.metric if service else args.metrics or ("rpc" if "rpc" in rooflines else sorted(rooflines)[0])
     if metric not in rooflines:
-        raise model.ModelError(f"--metric {metric}: no roofline for it here ({', '.join(sorted(rooflines))})")
+        raise model.ModelError(f"--metrics {metric}: no roofline for it here ({', '.join(sorted(rooflines))})")
     r = rooflines[metric]
     target = parse_rate(args.target, r.unit, metric) if args.target is not None else None
     answer = sizing.size(r, args.clients, target, service)
@@ -98,7 +98,8 @@ def add_size(sub) -> None:
         "says 'not distinguishable' instead of recommending. Example: rooftop size "
         "examples/aurora-table2.json --clients 100 --target '10 M ops/s' (docs/services.md)",
     )
-    p.add_argument("source", metavar="SOURCE", help="a run id (in --results) or a parameters file (JSON)")
+    p.add_argument("source", metavar="SOURCE", help="a run id (in --results), 'latest', or a parameters file (JSON)")
+    takes_runs(p, "source")
     p.add_argument("--clients", type=int, required=True, metavar="C", help="client processes")
     p.add_argument(
         "--target",
@@ -107,7 +108,12 @@ def add_size(sub) -> None:
         "a unit: '10 M ops/s', '50 GiB/s'",
     )
     p.add_argument("--service", metavar="NAME", help="scale by this service's measured efficiency (a run's service)")
-    p.add_argument("--metric", help="the roofline's metric (default: the service's, else rpc, else the first)")
+    p.add_argument(
+        "--metrics",
+        metavar="METRIC",
+        help="the roofline's metric, one (default: the service's, else rpc, else the first)",
+    )
+    deprecated(p, "--metric", "--metrics", dest="metrics", metavar="METRIC")
     results_arg(p)
-    p.add_argument("--json", action="store_true", help="the answer as JSON")
+    json_flag(p, "the answer")
     p.set_defaults(func=_cmd_size)

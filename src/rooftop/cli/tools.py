@@ -12,13 +12,13 @@ from pathlib import Path
 
 from rooftop import probe as _probe  # noqa: F401  (registers the probe.* config keys)
 from rooftop import session
-from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, config_args
+from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, config_args, json_flag
 
 #: probe's flags: keys of rooftop.probe.KEYS, and engine.lease.
 PROBE_FLAGS = (
     KeyFlag("--fabric", "probe.fabrics", "LIST"),
     KeyFlag("--duration", "probe.duration", "S"),
-    KeyFlag("--repeat", "probe.repeat", "K"),
+    KeyFlag("--repeats", "probe.repeat", "K", old=("--repeat",)),
     KeyFlag("--lease", "engine.lease", "SECONDS"),
 )
 
@@ -39,10 +39,18 @@ def _cmd_probe(args) -> int:
         raise ConfigError("probe.fabrics: names no fabric")
     if lease <= 0:
         raise ConfigError(f"engine.lease: must be > 0, got {lease}")
-    print(f"rooftop probe: {', '.join(p['fabrics'])}; {p['duration']:g} s per measurement, {p['repeat']} run(s) each")
-    summary = probe.run(p["fabrics"], p["duration"], Path(cfg["results"]), repeat=p["repeat"], lease=lease)
+    print(
+        f"rooftop probe: {', '.join(p['fabrics'])}; {p['duration']:g} s per measurement, {p['repeat']} run(s) each",
+        file=sys.stderr,
+    )
+    # The table is the result (stdout); with --json the summary is, and the table goes to stderr.
+    say = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json else print
+    summary = probe.run(p["fabrics"], p["duration"], Path(cfg["results"]), say, p["repeat"], lease)
     failed = [r for r in summary["rows"] if "error" in r]
-    print(f"results: {summary['folder']}")
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(f"results: {summary['folder']}")
     return 1 if failed else 0
 
 
@@ -50,21 +58,42 @@ def _cmd_config(args) -> int:
     from rooftop.config.resolve import build, describe_keys
 
     if args.action == "keys":
-        print(describe_keys())
+        print(json.dumps(_keys_doc(), indent=1) if args.json else describe_keys())
         return 0
     cfg = build(args.config, session.overrides(args))
-    print(json.dumps(cfg, indent=2))
+    print(json.dumps(cfg, indent=2))  # JSON with or without --json
     return 0
 
 
+def _keys_doc() -> list[dict]:
+    """`rooftop config keys --json`: every key as `config keys` lists it."""
+    from rooftop.config.catalog import KEYS, STUDY_COMMAND, STUDY_KEYS
+
+    keys = [(None, k) for k in KEYS] + [(s, k) for s, ks in STUDY_KEYS.items() for k in ks]
+    return [
+        {
+            "key": k.path,
+            "kind": k.kind,
+            "default": k.default,
+            "choices": list(k.choices) if k.choices else None,
+            "minimum": k.minimum,
+            "maximum": k.maximum,
+            "only": f"rooftop {STUDY_COMMAND.get(s, s)}" if s else None,
+            "help": k.help,
+        }
+        for s, k in keys
+    ]
+
+
 def cmd_engine(args) -> int:
+    from rooftop import exits
     from rooftop.engine.base import EngineError, engine_path
 
     try:
         path = engine_path()
     except EngineError as e:
         print(f"rooftop engine: {e}", file=sys.stderr)
-        return 2
+        return exits.UNREACHABLE if isinstance(e, exits.Unreachable) else exits.USAGE
     os.execv(path, [path, *args.engine_args])
     return 0  # not reached
 
@@ -80,16 +109,17 @@ def add_config(sub) -> None:
     cf.add_argument("action", choices=["show", "keys"])
     config_args(cf)
     add_key_flags(cf, [RESULTS_FLAG])
+    json_flag(cf, "the config (show prints JSON either way) or every key (keys)")
     cf.set_defaults(func=_cmd_config)
 
 
 def add_probe(sub) -> None:
     pr = sub.add_parser(
         "probe",
-        help="quick RPC-rate and bandwidth check on this machine",
+        help="one server and one client per fabric here: RPC rate and 4 MiB read bandwidth (the quick answer)",
         description="One pinned server and one pinned client per fabric: "
         "sequential noop RPC rate and 4 MiB bulk-read bandwidth "
-        "(streaming buffer), each measured --repeat times (a fresh "
+        "(streaming buffer), each measured --repeats times (a fresh "
         "server each time): the median, the range of the runs and "
         "their spread, with a warning when they disagree by more "
         "than 20 %. Engine documents are saved under --results.",
@@ -99,10 +129,13 @@ def add_probe(sub) -> None:
         "--set", action="append", metavar="KEY=VALUE", help="a probe key or engine.lease, e.g. --set probe.repeat=5"
     )
     add_key_flags(pr, [*PROBE_FLAGS, RESULTS_FLAG])
+    json_flag(pr, "the summary (the table then goes to stderr)")
     pr.set_defaults(func=_cmd_probe)
 
 
 def add_engine(sub) -> None:
-    en = sub.add_parser("engine", help="run rooftop-engine with the given arguments", add_help=False)
+    en = sub.add_parser(
+        "engine", help="run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)", add_help=False
+    )
     en.add_argument("engine_args", nargs=argparse.REMAINDER)
     en.set_defaults(func=cmd_engine)

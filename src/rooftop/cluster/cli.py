@@ -1,7 +1,8 @@
 """'rooftop cluster up|reshape|status|down': the emulated cluster on this machine.
 
-Exit codes: 0 ok; 1 'status' found no cluster, or a cluster with problems;
-2 bad options, not root, or a command that failed (the message names it).
+Exit codes (rooftop.exits): 0 ok; 1 'status' found a cluster with problems;
+2 bad options, not root, or a command that failed (the message names it);
+3 'status' found no cluster up.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def add_parser(sub) -> None:
 
     dn = acts.add_parser("down", help="remove every namespace, link, bridge, qdisc and cgroup (idempotent)")
     dn.add_argument("-v", "--verbose", action="store_true", help="list what was removed")
+    dn.add_argument("--json", action="store_true", help="print what was removed as JSON")
     dn.add_argument(
         "--force",
         action="store_true",
@@ -195,6 +197,9 @@ def cmd_down(args) -> int:
         for r in removed:
             _log(f"removed {r}")
     nns = sum(r.startswith("netns") for r in removed)
+    if args.json:
+        print(json.dumps({"removed": removed}, indent=1))
+        return 0
     print(
         f"emulated cluster down: removed {nns} namespace(s), {len(removed) - nns} other object(s)"
         if removed
@@ -258,9 +263,11 @@ def _nics_table(st: dict):
 
 
 def _show(st: dict, as_json: bool) -> int:
+    from rooftop import exits
+
     if as_json:
         print(json.dumps(st, indent=1))
-        return 0 if st["up"] and not st["problems"] else 1
+        return exits.UNREACHABLE if not st["up"] else exits.FAILED if st["problems"] else exits.OK
     from rich.console import Console
     from rich.table import Table
 
@@ -271,7 +278,7 @@ def _show(st: dict, as_json: bool) -> int:
         out.print(f"no emulated cluster is up (no state at {st['state']}); 'rooftop cluster up --nodes N' builds one")
         if st["leftovers"]:
             out.print(f"[yellow]leftovers[/]: {', '.join(st['leftovers'])} ('rooftop cluster down' removes them)")
-        return 1
+        return exits.UNREACHABLE
     t = Table(title=f"emulated cluster: {st['summary']}", title_justify="left")
     for col in ("node", "namespace", "address", "cores", "shared with", "CPU cap", "link send", "link receive", "ok"):
         t.add_column(col)

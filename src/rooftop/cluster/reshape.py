@@ -13,7 +13,7 @@ describe() show it), with every reshape appended to "reshaped" ({"at":
 time, "changes": ["node 0: link 200Mbit -> 100Mbit", ...]}). So a run
 started after it records the emulation it runs under (the launchers read
 the state: rooftop.emulation), and a run measured before keeps its own:
-'validate --run' or 'collect --resume' of it on the reshaped cluster is
+'validate RUN' or 'collect --resume' of it on the reshaped cluster is
 refused (rooftop.emulation.preflight), as on a rebuilt one. 'cluster up'
 with the original options then finds a different cluster up.
 

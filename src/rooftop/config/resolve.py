@@ -22,6 +22,7 @@ from rooftop.config.catalog import (
 )
 from rooftop.config.files import _get, _set, load_file, merge
 from rooftop.config.keys import ConfigError
+from rooftop.exits import Unreachable
 from rooftop.launchers import LAUNCHERS, Node, binding_width
 from rooftop.nics.policy import check_policy
 
@@ -177,6 +178,8 @@ def _launcher_nodes(cfg: dict) -> list[Node]:
     try:
         nodes = make_launcher(cfg["launcher"]).nodes()
     except LauncherError as e:
+        if isinstance(e, Unreachable):
+            raise  # not the config's fault: the nodes are not there to reach (rooftop exits 3)
         raise ConfigError(f"launcher: {e}") from None
     local_names = {"localhost", socket.gethostname(), socket.getfqdn()}
     remote = [

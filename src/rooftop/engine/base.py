@@ -8,6 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from rooftop.exits import Unreachable
+
 ENGINE_ENV = "ROOFTOP_ENGINE"
 #: The engine also takes its shutdown token from this variable (never argv).
 TOKEN_ENV = "ROOFTOP_TOKEN"
@@ -33,6 +35,11 @@ class EngineError(RuntimeError):
         self.stderr = stderr
 
 
+class EngineUnreachable(EngineError, Unreachable):
+    """The engine binary is not found, or a server did not answer in time
+    (rooftop exits 3, as the engine does when a server is unreachable)."""
+
+
 def engine_path() -> str:
     """Path of the rooftop-engine executable.
 
@@ -49,7 +56,7 @@ def engine_path() -> str:
     found = shutil.which("rooftop-engine")
     if found:
         return found
-    raise EngineError(
+    raise EngineUnreachable(
         f"rooftop-engine not found: install the package (pip install .), put it on PATH, or set ${ENGINE_ENV}"
     )
 

@@ -11,7 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop.engine.base import DEFAULT_LEASE, EngineError, engine_path, private_dir, write_private, write_token
+from rooftop.engine.base import (
+    DEFAULT_LEASE,
+    EngineError,
+    EngineUnreachable,
+    engine_path,
+    private_dir,
+    write_private,
+    write_token,
+)
 from rooftop.engine.commands import parse_doc, run_engine
 from rooftop.engine.leases import Leases
 from rooftop.engine.processes import terminate
@@ -206,7 +214,9 @@ class Group:
             wait_published(self.directory, [(server.proc, [server.rank], server.stderr_path)], timeout, own_pid=True)
         except NotReady as e:
             if e.index is None:
-                raise EngineError(f"server rank {server.rank} did not publish {addr} within {timeout:g} s") from None
+                raise EngineUnreachable(
+                    f"server rank {server.rank} did not publish {addr} within {timeout:g} s"
+                ) from None
             raise EngineError(
                 f"server rank {server.rank} exited (code {e.returncode}) before publishing {addr}: {e.log}",
                 e.returncode,

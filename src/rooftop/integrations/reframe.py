@@ -180,10 +180,10 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
             'echo "rooftop run: $RUN"',
         ]
         self.executable = rt
-        self.executable_opts = ["validate", "--run", '"$RUN"', res, quick, self.validate_args]
+        self.executable_opts = ["validate", '"$RUN"', res, quick, self.validate_args]
         self.postrun_cmds = [
             f'{rt} model "$RUN" {res} --json > model.json',
-            f'{rt} export "$RUN" {res} --format json --output export.json',
+            f'{rt} export "$RUN" {res} --json -o export.json',
         ]
 
     @run_after("setup")

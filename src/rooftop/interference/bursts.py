@@ -1,4 +1,4 @@
-"""`rooftop interfere --bursts RUN`: a bursts run as the service measured
+"""`rooftop interfere --bursts-run RUN`: a bursts run as the service measured
 alone and beside each load (rooftop.interference.run does the rest).
 
 The service is RUN's resolved config: its progress modes, bursts, gaps,
@@ -30,9 +30,9 @@ def config(store, run_id: str, record: dict) -> dict:
     try:
         run = store.get_run(run_id)
     except StoreError as e:
-        raise ValueError(f"--bursts: {e}") from None
+        raise ValueError(f"--bursts-run: {e}") from None
     if "bursts" not in run.config or run.config.get("stages") != ["bursts"]:
-        raise ValueError(f"--bursts {run_id}: not a bursts run (rooftop bursts makes one)")
+        raise ValueError(f"--bursts-run {run_id}: not a bursts run (rooftop bursts makes one)")
     cfg = copy.deepcopy(run.config)
     cfg["bursts"].update(neighbour=None, neighbour_argv=None, neighbour_cores=None)
     cfg["interfere"] = {"role": "isolated", "bursts_of": run_id, **record}

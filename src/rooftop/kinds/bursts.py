@@ -11,7 +11,7 @@ def _report(store, run, out_dir: Path):
     from rooftop.interference import report as interference_report
     from rooftop.interference.run import load_summary
 
-    # Measured with `rooftop interfere --bursts`: alone (then the impact
+    # Measured with `rooftop interfere --bursts-run`: alone (then the impact
     # factors, RUN/interference.json) or beside a load.
     doc = load_summary(store.run_dir(run.id))
     under_load = (interference_report.markdown_of(doc, run), interference_report.html_of(doc, run))

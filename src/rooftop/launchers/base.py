@@ -7,6 +7,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rooftop.exits import Unreachable
+
 #: Core-binding scenarios (Carns et al., CUG 2025, Figure 2): one process per core,
 #: two cores per process, or no binding at all.
 BINDINGS = ("core", "2cores", "none")
@@ -61,6 +63,11 @@ class Launch:
 
 class LauncherError(RuntimeError):
     """A launcher cannot do what was asked (names the reason)."""
+
+
+class LauncherUnreachable(LauncherError, Unreachable):
+    """The nodes are not there to reach (no emulated cluster up, or its
+    namespaces gone): rooftop exits 3."""
 
 
 def first_nodes(names: list, n: int | None, too_many: str) -> list:

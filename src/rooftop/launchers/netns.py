@@ -35,7 +35,16 @@ from __future__ import annotations
 import os
 import shutil
 
-from rooftop.launchers.base import Launch, Launcher, LauncherError, LauncherSpec, Node, first_nodes, pinned_argvs
+from rooftop.launchers.base import (
+    Launch,
+    Launcher,
+    LauncherError,
+    LauncherSpec,
+    LauncherUnreachable,
+    Node,
+    first_nodes,
+    pinned_argvs,
+)
 
 NOT_UP = "run 'rooftop cluster up --nodes N' first (as root)"
 
@@ -62,7 +71,7 @@ class NetnsLauncher(Launcher):
             raise LauncherError(f"{e}; then {NOT_UP}") from None
         where = state_path or cluster_state.path()
         if st is None or not st["nodes"]:
-            raise LauncherError(f"no emulated cluster is up (no state at {where}): {NOT_UP}")
+            raise LauncherUnreachable(f"no emulated cluster is up (no state at {where}): {NOT_UP}")
         self._state = st
         self._join = join_script
         nodes = []
@@ -85,7 +94,7 @@ class NetnsLauncher(Launcher):
         if state_path is None:
             missing = [n.host for n in self._nodes if not os.path.exists(f"/run/netns/{n.host}")]
             if missing:
-                raise LauncherError(
+                raise LauncherUnreachable(
                     f"the emulated cluster's namespace {missing[0]} is missing; 'rooftop cluster down' then {NOT_UP}"
                 )
 

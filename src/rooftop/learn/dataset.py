@@ -211,8 +211,7 @@ def load(store, run_ids: list[str], metric: str) -> Dataset:
     rows = _samples(store, run_ids, metric)
     if not rows:
         raise LearnError(
-            f"{metric}: no successful validation samples in run(s) {', '.join(run_ids)} "
-            f"(rooftop validate --run {run_ids[0]})"
+            f"{metric}: no successful validation samples in run(s) {', '.join(run_ids)} (rooftop validate {run_ids[0]})"
         )
     params = _params(store, [r[0] for r in rows])
     raw = [{k: encode_value(k, v) for k, v in params[sid].items() if not excluded(k, metric)} for sid, _, _ in rows]

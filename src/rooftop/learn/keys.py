@@ -3,7 +3,7 @@ windows per configuration, the seed, the space and model files, the
 roofline run; declared once with type, default, limits and help, and
 registered in the key table (rooftop.config.catalog.register). `rooftop config
 keys` lists them; `--set tune.budget=20`, a config file's [tune] table and
-the command's flags (rooftop.cli.learn: --budget, --repeat, ...) set them;
+the command's flags (rooftop.cli.learn: --budget, --repeats, ...) set them;
 the run's config records them under `tune`."""
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def find_model(store, run_id: str, metric: str | None) -> Path:
         )
     if len(files) > 1:
         raise LearnError(
-            f"run {run_id} has models for {', '.join(metric_of(f) for f in files)}: choose one with --metric"
+            f"run {run_id} has models for {', '.join(metric_of(f) for f in files)}: choose one with --metrics"
         )
     return files[0]
 

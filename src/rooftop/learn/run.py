@@ -113,7 +113,7 @@ def metrics_to_learn(store, run_ids: list[str], target: str | None) -> list[str]
             raise LearnError(
                 f"run(s) {runs} measured no {target}: "
                 + (
-                    f"they measured {', '.join(measured)} (--target {measured[0]})"
+                    f"they measured {', '.join(measured)} (--metrics {measured[0]})"
                     if measured
                     else "they have no samples"
                 )
@@ -123,7 +123,7 @@ def metrics_to_learn(store, run_ids: list[str], target: str | None) -> list[str]
         return validated
     if measured:
         return measured
-    raise LearnError(f"run(s) {runs} have no samples to learn from (rooftop collect, then rooftop validate --run RUN)")
+    raise LearnError(f"run(s) {runs} have no samples to learn from (rooftop collect, then rooftop validate RUN)")
 
 
 def _save_comparison(o: Outcome, oof: dict) -> None:

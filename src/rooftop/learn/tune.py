@@ -3,7 +3,7 @@
 Each step takes the configuration the proposer (learn.propose) asks for,
 measures it on the real engine through the campaign machinery (one server
 node, node 0, against one client node, node 1, of the launcher's nodes:
-`--repeat` windows after one warmup, every window a stored sample of stage
+`--repeats` windows after one warmup, every window a stored sample of stage
 "tune"), stores the step (tune_steps: its knob values, why it was chosen,
 the rate predicted before and measured after, the best rate the retrained
 model predicts), and retrains. It stops when `--budget` configurations are

@@ -73,7 +73,7 @@ def measurer(
 
 
 def roofline_of(store, run_id: str | None, metric: str):
-    """The roofline of the run named by --run (None: no ceilings to compare)."""
+    """The roofline of the run tune.run names (RUN; None: no ceilings to compare)."""
     if not run_id:
         return None
     from rooftop import model
@@ -82,7 +82,7 @@ def roofline_of(store, run_id: str | None, metric: str):
     try:
         return model.from_run(store.samples(run.id), metric, run.id, nodes=run.config.get("nodes"))
     except model.ModelError as e:
-        raise LearnError(f"--run {run_id}: no roofline of {metric} to tune against ({e})") from None
+        raise LearnError(f"tune.run (RUN) {run_id}: no roofline of {metric} to tune against ({e})") from None
 
 
 def summary(steps: list[Step], reason: str, space: Space, roof, roof_run: str | None, placement: dict) -> dict:
@@ -108,7 +108,7 @@ def summary(steps: list[Step], reason: str, space: Space, roof, roof_run: str | 
         }
     elif best:
         out["roofline_note"] = (
-            "no ceilings to compare against: give --run RUN, a collect run on these nodes (rooftop collect)"
+            "no ceilings to compare against: give RUN, a collect run on these nodes (rooftop collect)"
         )
     return out
 

@@ -127,7 +127,7 @@ def remeasure(res: RunResults) -> list[tuple[str | None, str]]:
             )
         ev = res.evaluations.get(metric)
         if ev is not None and not ev.checks:
-            out.append((metric, f"no validation yet: rooftop validate --run {run}."))
+            out.append((metric, f"no validation yet: rooftop validate {run}."))
         elif ev is not None and any(ch.above_roofline for ch in ev.checks):
             out.append(
                 (

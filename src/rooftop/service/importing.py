@@ -70,7 +70,7 @@ def read_csv(path, name: str | None = None, metric: str = "rpc") -> list[Service
     """The points of FILE.csv, validated (nothing stored)."""
     path = Path(path)
     if metric not in metrics.METRICS:
-        raise ConfigError(f"--metric: {metric!r} is not a metric ({', '.join(metrics.METRICS)})")
+        raise ConfigError(f"--metrics: {metric!r} is not a metric ({', '.join(metrics.METRICS)})")
     base = metrics.get(metric).unit
     default = name if name is not None else path.stem
     if not NAME.match(default):

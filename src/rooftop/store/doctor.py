@@ -39,7 +39,7 @@ def run_status(store: Store, run_id: str, cfg: dict) -> tuple[str, str]:
         keys = {k for g in plans[stage](cfg) for spec in g.samples for k in spec.row_keys()}
         left = len(keys - stored)
         if left:
-            again = f"collect --resume {run_id}" if stage == "collect" else f"validate --run {run_id}"
+            again = f"collect --resume {run_id}" if stage == "collect" else f"validate {run_id}"
             missing.append(f"{stage}: {left} of {len(keys)} samples missing (rooftop {again})")
     return ("interrupted", "; ".join(missing)) if missing else ("complete", "")
 

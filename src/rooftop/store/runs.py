@@ -54,7 +54,7 @@ class RunTables(SampleTables):
         )
         if run.status == "running" and owner_gone(*run.owner):
             # Its campaign died without a word (SIGKILL, a crash, a lost node).
-            again = "validate --run" if "validate" in row["note"] else "collect --resume"
+            again = "validate" if "validate" in row["note"] else "collect --resume"
             run.status = "interrupted"
             run.note = (
                 f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; finish it with "
@@ -67,7 +67,7 @@ class RunTables(SampleTables):
                 # A campaign running it would hold the results folder's lock:
                 # its owner on another host was most likely killed, but this
                 # host cannot look at that host's processes.
-                again = "validate --run" if "validate" in row["note"] else "collect --resume"
+                again = "validate" if "validate" in row["note"] else "collect --resume"
                 run.status = "unknown"
                 run.note = (
                     f"its campaign (pid {run.owner[0]} on host {run.owner[1]}) holds no lock on "
