@@ -80,7 +80,7 @@ struct EndpointOptions {
 };
 
 // Contexts handed to libfabric: fi_context2 first, then our tag.
-enum class CtxKind : uint8_t { Rx, Tx, Rma };
+enum class CtxKind : uint8_t { Rx, Tx, Rma, Nudge };  // Nudge: cm_nudge.hpp
 struct OpContext {
   fi_context2 fi;
   CtxKind kind;

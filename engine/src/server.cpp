@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -45,6 +46,7 @@
 #include <thread>
 
 #include "addrfile.hpp"
+#include "cm_nudge.hpp"
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "counters.hpp"
@@ -184,6 +186,7 @@ class Server : public ops::ServerContext {
   Options& o_;
   Report& rep_;
   std::unique_ptr<Endpoint> ep_;
+  CmNudge nudge_;  // out of a connection storm (cm_nudge.hpp)
   std::vector<uint8_t> rx_mem_, tx_mem_;
   uint8_t* bulk_mem_ = nullptr;
   size_t bulk_bytes_ = 0;
@@ -619,6 +622,11 @@ void Server::handle_rx(RxBuf* rx, const CqEvent& ev) {
     if (!stop_) repost(rx);
     return;
   }
+  if (ev.len == 0) {  // a zero-byte message: this server's own nudge (cm_nudge.hpp)
+    nudge_.received();
+    repost(rx);
+    return;
+  }
   wire::Message m;
   wire::DecodeError de = wire::decode(rx->buf, ev.len, m);
   if (de != wire::DecodeError::None) {
@@ -733,6 +741,7 @@ void Server::dispatch(const CqEvent& ev) {
       break;
     case CtxKind::Tx: handle_tx(reinterpret_cast<TxBuf*>(c), ev); break;
     case CtxKind::Rma: handle_rma(reinterpret_cast<BulkSlot*>(c), ev); break;
+    case CtxKind::Nudge: nudge_.sent(ev); break;
   }
 }
 
@@ -768,6 +777,7 @@ std::string Server::result_json(double elapsed, CpuTimes cpu) const {
   w.end_array();
   w.kv("barriers_pending", static_cast<uint64_t>(barriers_.size()));
   w.kv("connections", static_cast<uint64_t>(conns_.size()));
+  nudge_.write(w);
   w.key("dropped").begin_object();
   w.kv("total", dropped_total_);
   for (auto& [k, v] : dropped_) w.kv(k, v);
@@ -971,6 +981,10 @@ void Server::publish() {
   if (o_.flag("verbose"))
     std::fprintf(stderr, "rooftop-engine: server rank %d ready at %s (%s)\n", rank_, a.text.c_str(),
                  a.provider.c_str());
+  const ProgressMode mode = ep_->progress().mode;
+  nudge_.start(*ep_, a.raw,
+               a.provider.find("ofi_rxm") != std::string::npos &&
+                   (mode == ProgressMode::Busy || mode == ProgressMode::Spindown));
 }
 
 // Until a signal, a lapsed lease or an authorised shutdown RPC. With
@@ -1007,9 +1021,13 @@ void Server::loop() {
     if (nthreads_) lk.unlock();
     int64_t now = now_ns();
     if (n || !io_waiting) io_wait_since = 0;
-    if (n) last_activity = now;
-    else if (io_waiting) wait_for_io(now, io_wait_since);
-    else ep_->idle(outstanding, now, last_activity, 100);
+    if (n) {
+      last_activity = now;
+    } else {
+      nudge_.check(now);  // connections queued, not accepted: accept them at once (cm_nudge.hpp)
+      if (io_waiting) wait_for_io(now, io_wait_since);
+      else ep_->idle(outstanding || nudge_.in_flight(), now, last_activity, 100);
+    }
     if ((++spins & 1023) == 0 || now >= next_tick_) {
       rep_.cores.sample();
       if (int sig = g_signal.load()) stop(std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
@@ -1067,6 +1085,9 @@ void Server::drain() {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
+  // Before libfabric reads its parameters: removing an address from the AV
+  // closes its connection, so that each nudge (cm_nudge.hpp) connects afresh.
+  setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
   std::vector<OptSpec> specs = {
       opt::fabric(),
       opt::domain("libfabric domain / network interface (e.g. lo, hsn0, mlx5_0, shm); one that does not exist or does not carry --fabric is refused (exit 2) with the list of those that do ('rooftop-engine domains')"),

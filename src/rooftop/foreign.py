@@ -4,27 +4,40 @@ A campaign is not alone on a machine just because it holds the locks
 (rooftop.locks): a build, another user's job or a campaign run with
 --allow-concurrent takes CPU from the engines, and the rates drop with no
 error anywhere. For launchers on this machine (local, netns), each round is
-metered from just before its clients start until they have all exited:
+metered from just before its clients start until they have all exited, by
+the CPU time of the processes that are not the round's:
 
-  busy  = CPU time of the measured cores (every core of the round's server
-          and client nodes) from /proc/stat: user + nice + system + irq + softirq
-  own   = the campaign's own CPU in the same interval: its client processes
-          (reaped in the interval: getrusage(RUSAGE_CHILDREN)), its servers
-          (/proc/PID/stat utime + stime) and the campaign process itself
-  kernel = CPU of the kernel's threads last seen on the measured cores
-          (kworkers, loop devices, ksoftirqd: the I/O path of the round's
-          own traffic and storage, not another job)
-  foreign_cpu = max(0, busy - own - kernel) / interval, in cores (1.0: a whole core)
+  theirs = every process (from /proc/PID/stat) that is neither the
+           campaign process nor one of its descendants (its engines, its
+           loads) nor a kernel thread (kworkers, ksoftirqd, loop devices:
+           the I/O path of the round's own traffic and storage), whose
+           last CPU is one of the measured cores (every core of the round's
+           server and client nodes)
+  gained = what each of them used in the interval: utime + stime, plus
+           the children it reaped meanwhile (cutime + cstime: a build's
+           short-lived compilers), less what a process that ended
+           meanwhile had used before the interval (its reaper's cutime
+           holds its whole life)
+  foreign_cpu = sum of gained / interval, in cores (1.0: a whole core)
+
+Interrupt and softirq time is nobody's here: the round's own network
+traffic is handled there, often while its cores are otherwise idle (a
+shaped link's queue drains from a timer), which a meter of the cores' busy
+time (/proc/stat) would count as foreign. (On kernels without
+CONFIG_IRQ_TIME_ACCOUNTING a softirq tick is charged to the process it
+interrupted: a foreign process's share then includes some.)
 
 Stored per sample (samples.foreign_cpu); the report warns above
-FOREIGN_WARN. On other launchers the engines run on other hosts: None.
+FOREIGN_WARN, and a round above engine.foreign_cpu_gate is invalid
+(rooftop.campaign.rounds). On other launchers the engines run on other
+hosts: None.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import time
+from dataclasses import dataclass
 
 from rooftop.locks import ON_THIS_MACHINE
 
@@ -33,17 +46,16 @@ FOREIGN_WARN = 0.10
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
+#: How a sample invalid for its foreign CPU (over_gate) is described.
+OVER_GATE = "other processes used"
 
-def cores_busy_s(cores: set[int]) -> float:
-    """Seconds of non-idle CPU time of these cores since boot."""
-    total = 0
-    with open("/proc/stat") as f:
-        for line in f:
-            name, *vals = line.split()
-            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
-                user, nice, system, _idle, _iowait, irq, softirq = map(int, vals[:7])
-                total += user + nice + system + irq + softirq
-    return total / _TICK
+
+def over_gate(foreign_cpu: float | None, gate: float) -> str:
+    """Why a round with this much foreign CPU is invalid under
+    engine.foreign_cpu_gate ('' when it is not, or was not measured)."""
+    if foreign_cpu is None or foreign_cpu <= gate:
+        return ""
+    return f"{OVER_GATE} {foreign_cpu:.2f} cores of CPU on its cores while it ran (engine.foreign_cpu_gate: {gate:g})"
 
 
 def cpu_times(cores: set[int]) -> tuple[float, float, float, float]:
@@ -65,71 +77,108 @@ def cpu_times(cores: set[int]) -> tuple[float, float, float, float]:
     return user / _TICK, system / _TICK, float(ctxt), float(intr)
 
 
-def _stat(pid: int | str) -> list[str] | None:
-    """/proc/PID/stat after the command name (fields[0] is field 3, the
-    state); None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _cpu_s(fields: list[str]) -> float:
-    """utime + stime (all threads) of a _stat, seconds."""
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def process_cpu_s(pid: int) -> float:
-    """utime + stime of a live process (all its threads), seconds; 0 when gone."""
-    fields = _stat(pid)
-    return _cpu_s(fields) if fields else 0.0
+def cores_busy_s(cores: set[int]) -> float:
+    """Seconds of non-idle CPU time of these cores since boot (anyone's)."""
+    user, system, _, _ = cpu_times(cores)
+    return user + system
 
 
 #: /proc/PID/stat flags bit of a kernel thread (include/linux/sched.h).
 PF_KTHREAD = 0x00200000
 
 
-def kernel_threads_cpu(cores: set[int]) -> dict[int, float]:
-    """pid -> utime + stime seconds of every kernel thread whose last CPU is
-    one of these cores."""
+@dataclass(frozen=True)
+class Proc:
+    """One process as /proc/PID/stat shows it (times in seconds)."""
+
+    ppid: int
+    #: Start time since boot (ticks): with the pid, its identity.
+    born: int
+    #: utime + stime, all its threads.
+    cpu: float
+    #: cutime + cstime: the children it has reaped (and theirs).
+    reaped: float
+    #: The CPU it last ran on.
+    core: int
+    kernel: bool
+
+
+def processes() -> dict[int, Proc]:
+    """Every process now: pid -> Proc (those that end while read are left out)."""
     out = {}
     for d in os.scandir("/proc"):
-        fields = _stat(d.name) if d.name.isdigit() else None
-        if fields and int(fields[6]) & PF_KTHREAD and int(fields[36]) in cores:
-            out[int(d.name)] = _cpu_s(fields)
+        if not d.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[int(d.name)] = Proc(
+                ppid=int(fields[1]),
+                born=int(fields[19]),
+                cpu=(int(fields[11]) + int(fields[12])) / _TICK,
+                reaped=(int(fields[13]) + int(fields[14])) / _TICK,
+                core=int(fields[36]),
+                kernel=bool(int(fields[6]) & PF_KTHREAD),
+            )
+        except (OSError, IndexError, ValueError):
+            continue
     return out
 
 
-def kernel_delta_s(before: dict[int, float], after: dict[int, float]) -> float:
-    """CPU the kernel threads used between two kernel_threads_cpu (threads
-    born meanwhile count from 0; those that died are not counted)."""
-    return sum(max(0.0, t - before.get(pid, 0.0)) for pid, t in after.items())
+def _descends(pid: int, me: int, table: dict[int, Proc]) -> bool:
+    """pid is me or one of my descendants, by the parents in table."""
+    for _ in range(4096):  # a pid's parent chain, never a loop
+        if pid == me:
+            return True
+        p = table.get(pid)
+        if p is None or p.ppid <= 0:
+            return False
+        pid = p.ppid
+    return False
 
 
-def _own_s(server_pids: list[int]) -> float:
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    return (
-        children.ru_utime + children.ru_stime + me.ru_utime + me.ru_stime + sum(process_cpu_s(p) for p in server_pids)
-    )
+def foreign_s(before: dict[int, Proc], after: dict[int, Proc], cores: set[int], me: int) -> float:
+    """CPU seconds the processes that are not me, mine or the kernel's used
+    on these cores between two processes() snapshots (see the module)."""
+
+    def alive(pid: int) -> bool:
+        return pid in after and pid in before and after[pid].born == before[pid].born
+
+    def mine(pid: int, table: dict[int, Proc]) -> bool:  # or the kernel's
+        return table[pid].kernel or _descends(pid, me, table)
+
+    gained = {}
+    for pid, p in after.items():
+        if not (mine(pid, after) or alive(pid) and mine(pid, before)):
+            then = (before[pid].cpu + before[pid].reaped) if alive(pid) else 0.0
+            gained[pid] = p.cpu + p.reaped - then
+    for pid, p in before.items():  # ended meanwhile: its reaper holds its whole life
+        if alive(pid) or mine(pid, before):
+            continue
+        up = p.ppid
+        for _ in range(4096):  # its parent ended too: the first ancestor still there
+            if alive(up) or up not in before:
+                break
+            up = before[up].ppid
+        up = up if alive(up) else 1  # orphans go to init
+        if up in gained:
+            gained[up] -= p.cpu + p.reaped
+    return max(0.0, sum(g for pid, g in gained.items() if after[pid].core in cores))
 
 
 class Meter:
     """Started before a round's clients, stopped once they are reaped."""
 
-    def __init__(self, cores: set[int], server_pids: list[int]):
-        self.cores, self.servers = cores, list(server_pids)
+    def __init__(self, cores: set[int], me: int | None = None):
+        self.cores, self.me = set(cores), me or os.getpid()
         self.t0 = time.monotonic()
-        self.busy0, self.own0 = cores_busy_s(cores), _own_s(self.servers)
-        self.kernel0 = kernel_threads_cpu(cores)
+        self.before = processes()
 
     def stop(self) -> float:
         """Cores' worth of CPU others used on the measured cores."""
-        busy, own = cores_busy_s(self.cores) - self.busy0, _own_s(self.servers) - self.own0
-        kernel = kernel_delta_s(self.kernel0, kernel_threads_cpu(self.cores))
+        after = processes()
         elapsed = max(time.monotonic() - self.t0, 1e-3)
-        return round(max(0.0, busy - own - kernel) / elapsed, 4)
+        return round(foreign_s(self.before, after, self.cores, self.me) / elapsed, 4)
 
 
 class NoMeter:
@@ -143,9 +192,9 @@ class NoMeter:
 def meter(runner, placement, spec) -> Meter | NoMeter:
     """A meter for one client round of a campaign.Runner (the start hook of
     the foreign_cpu sampler, rooftop.samplers): the cores of its server and
-    client nodes, its live processes (the placement's servers) as its own."""
+    client nodes; this process and its descendants (the engines) are the
+    campaign's own."""
     if runner.launcher.name not in ON_THIS_MACHINE:
         return NoMeter()
     nodes = set(placement.server_nodes) | set(spec.client_nodes)
-    cores = {c for n in runner.nodes if n.index in nodes for c in n.cores}
-    return Meter(cores, [p.pid for p in runner.procs.procs if p.poll() is None])
+    return Meter({c for n in runner.nodes if n.index in nodes for c in n.cores})

@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
-from rooftop import emulation, samplers
+from rooftop import emulation, foreign, samplers
 from rooftop.campaign import progress, windows
 from rooftop.campaign.groups import ServerGroup, name_server_reasons
 from rooftop.campaign.plan import ClientRound
@@ -123,7 +123,13 @@ class RoundMeasurer:
         r.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit)
         name_server_reasons(group.gdir, errors, r.leases.period)
-        return watch.mark(self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled))
+        rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
+        gate = float(r.cfg["engine"].get("foreign_cpu_gate", 0.5))
+        for _, row in rows:  # others took the cores: measured again, then stored invalid
+            why = foreign.over_gate(row.get("foreign_cpu"), gate) if row["status"] == "ok" else ""
+            if why:
+                row.update(status="invalid", error=why)
+        return watch.mark(rows)
 
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
         """The round's time series (series samplers), saved at once; a

@@ -274,7 +274,18 @@ KEYS: list[Key] = [
         "int",
         2,
         "times an invalid round (clients apart, an aggregate above a known "
-        "link rate) is measured again before its samples are stored invalid",
+        "link rate, foreign CPU above engine.foreign_cpu_gate) is measured again before its samples are stored invalid",
+    ),
+    Key(
+        "engine.foreign_cpu_gate",
+        "float",
+        0.5,
+        "cores' worth of CPU other processes (not the campaign's, not the kernel's) may use on a round's "
+        "cores while it runs (local and netns launchers: each sample's foreign_cpu); above it the round "
+        "is invalid: measured again, then stored invalid, so no ceiling, outlier score, learned row, "
+        "validation error or fitted line uses it (the summary warns from 0.1)",
+        minimum=0.0,
+        maximum=100_000,
     ),
     Key(
         "engine.slices",

@@ -1,8 +1,8 @@
 """The dataset `rooftop learn` reads from the results store.
 
 One row per validation sample of one metric in the runs named that the
-model may use (status ok, not failed, invalid or concurrent-marked:
-rooftop.model.exclusion's reasons but core sharing, see _samples):
+model may use (rooftop.model.exclusion with the run's nodes: not failed,
+invalid, concurrent-marked or on nodes sharing cores; see _samples):
 its features are every resolved parameter (the `sample_params` view: its
 run's `run_params` plus its placement) that varies across those samples,
 except the keys NOT_FEATURES names (how the campaign measured, not what it
@@ -132,6 +132,10 @@ class Dataset:
     #: Parameters that do not vary: key -> encoded value (what a query must match).
     constants: dict
     rooflines: dict[str, model.Roofline]
+    #: Each row's sample key (with rows[i]["_run"], the sample).
+    keys: list[str] = field(default_factory=list)
+    #: Validation samples the model's rule leaves out: (run, key, why).
+    left_out: list[tuple[str, str, str]] = field(default_factory=list)
     encoder: Encoder = None
 
     def __post_init__(self):
@@ -153,27 +157,26 @@ class Dataset:
         return {f: r[f] for f in self.features if not f.startswith("sample.")}
 
 
-def _samples(store, run_ids: list[str], metric: str) -> list:
-    """(id, run, per-client rate) of the validation samples the model may
-    use (rooftop.model.exclusion: the rule that keeps samples out of
-    ceilings keeps them out of the dataset too)."""
+def _samples(store, run_ids: list[str], metric: str) -> tuple[list, list[tuple[str, str, str]]]:
+    """(id, run, per-client rate, key) of the validation samples the model
+    may use, and (run, key, why) of those it may not: rooftop.model.exclusion with
+    each run's nodes, the rule that keeps samples out of ceilings (failed,
+    invalid, --allow-concurrent, nodes sharing cores with what ran at the
+    same time) keeps them out of the dataset too."""
     marks = ",".join("?" * len(run_ids))
     rows = store.db.execute(
-        f"SELECT s.id, s.run_id, q.value FROM samples s JOIN quantities q ON q.sample_id = s.id "
+        f"SELECT s.id, s.run_id, q.value, s.key FROM samples s JOIN quantities q ON q.sample_id = s.id "
         f"AND q.quantity = 'per_client' WHERE s.run_id IN ({marks}) AND s.metric = ? AND "
         f"s.status = 'ok' AND s.stage = ? ORDER BY s.id",
         (*run_ids, metric, STAGE),
     ).fetchall()
-    # Not yet the whole rule: nodes=None leaves out its core-sharing test.
-    # On the emulated cluster of a 2-core machine (5 nodes on 2 cores) nearly
-    # every validation placement time-slices, and the learned-model ground
-    # truth (tests/data/learn-cluster) was measured that way; it has to be
-    # measured again under a rule that knows CPU caps before learning can
-    # follow the ceilings here. Failed, invalid and concurrent samples are out.
-    keep = set()
+    keep, left = set(), []
     for run_id in run_ids:
-        keep |= {s["id"] for s in model.usable(store.samples(run_id, STAGE, metric), None)}
-    return [r for r in rows if r[0] in keep]
+        mine = store.samples(run_id, STAGE, metric)
+        why = model.exclusions(mine, store.get_run(run_id).config.get("nodes"))
+        keep |= {s["id"] for s in mine if not why[s["key"]]}
+        left += [(run_id, s["key"], why[s["key"]]) for s in mine if why[s["key"]]]
+    return [r for r in rows if r[0] in keep], left
 
 
 def _params(store, ids: list[int]) -> dict[int, dict]:
@@ -208,28 +211,34 @@ def load(store, run_ids: list[str], metric: str) -> Dataset:
     run_ids = [store.get_run(r).id for r in run_ids]
     if metric not in metrics.METRICS:
         raise LearnError(f"unknown metric {metric!r} ({', '.join(metrics.METRICS)})")
-    rows = _samples(store, run_ids, metric)
+    rows, left = _samples(store, run_ids, metric)
     if not rows:
+        why = (
+            f": the model's rule leaves out all {len(left)}, e.g. run {left[0][0]} {left[0][1]}: {left[0][2]}"
+            if left
+            else ""
+        )
         raise LearnError(
-            f"{metric}: no successful validation samples in run(s) {', '.join(run_ids)} (rooftop validate {run_ids[0]})"
+            f"{metric}: no successful validation samples in run(s) {', '.join(run_ids)} "
+            f"(rooftop validate {run_ids[0]}){why}"
         )
     params = _params(store, [r[0] for r in rows])
-    raw = [{k: encode_value(k, v) for k, v in params[sid].items() if not excluded(k, metric)} for sid, _, _ in rows]
+    raw = [{k: encode_value(k, v) for k, v in params[sid].items() if not excluded(k, metric)} for sid, *_ in rows]
     keys = sorted(set().union(*raw))
     for r in raw:  # a key some runs lack (an older rooftop's) is unset there
         for k in keys:
             r.setdefault(k, "(unset)")
     varying = [k for k in keys if k in PLACEMENT or len({str(r.get(k)) for r in raw}) > 1]
     constants = {k: raw[0].get(k) for k in keys if k not in varying}
-    for r, (_, run_id, _) in zip(raw, rows):
+    for r, (_, run_id, *_) in zip(raw, rows):
         r["_run"] = run_id
     rooflines = _rooflines(store, run_ids, metric)
-    x = np.array([params[sid]["sample.x"] for sid, _, _ in rows], dtype=float)
-    roof = np.array([rooflines[run].rate(xi) for (_, run, _), xi in zip(rows, x)])
+    x = np.array([params[sid]["sample.x"] for sid, *_ in rows], dtype=float)
+    roof = np.array([rooflines[run].rate(xi) for (_, run, *_), xi in zip(rows, x)])
     configs: dict[tuple, int] = {}
     groups = np.array([configs.setdefault(tuple(str(r[k]) for k in varying), len(configs)) for r in raw])
     foot = np.array(
-        [params[sid]["sample.server_procs"] + params[sid]["sample.client_procs"] for sid, _, _ in rows], dtype=float
+        [params[sid]["sample.server_procs"] + params[sid]["sample.client_procs"] for sid, *_ in rows], dtype=float
     )
     return Dataset(
         metric,
@@ -237,10 +246,12 @@ def load(store, run_ids: list[str], metric: str) -> Dataset:
         run_ids,
         varying,
         raw,
-        np.array([v for _, _, v in rows], dtype=float),
+        np.array([v for _, _, v, _ in rows], dtype=float),
         roof,
         groups,
         foot,
         constants,
         rooflines,
+        [key for *_, key in rows],
+        left,
     )

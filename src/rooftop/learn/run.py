@@ -38,6 +38,7 @@ class Outcome:
             "runs": ds.runs,
             "samples": len(ds.y),
             "configurations": ds.configurations,
+            "left_out": [{"run": r, "key": k, "why": w} for r, k, w in ds.left_out],
             "features": ds.features,
             "cross_validation": [s.to_dict() for s in self.cv],
             "extrapolation": {"split": self.extrapolation_text, "models": [s.to_dict() for s in self.extrapolation]},

@@ -45,6 +45,12 @@ def print_learned(o, folds: int) -> None:
         f"[bold]{ds.metric}[/]: {len(ds.y)} samples, {ds.configurations} configurations, "
         f"{len(ds.runs)} run(s); features: {', '.join(ds.features)}"
     )
+    if ds.left_out:
+        run, key, why = ds.left_out[0]
+        out.print(
+            f"[yellow]{ds.metric}: {len(ds.left_out)} validation sample(s) left out, as from every ceiling "
+            f"(rooftop.model.exclusion), e.g. run {run} {key}: {why}[/]"
+        )
     out.print(
         scores_table(
             f"{ds.metric}: {folds}-fold cross-validation grouped by configuration (per-client rate)", o.cv, o.best

@@ -50,7 +50,9 @@ def specs(metric: str, step: int, spn: int, cpn: int, settings: Settings):
 def measurer(
     store, run_id: str, build: Callable[[dict], dict], metric: str, settings: Settings, log: Callable[[str], None]
 ):
-    """measure(step, params) -> (per-client rates, sample keys, error)."""
+    """measure(step, params) -> (per-client rates, sample keys, error):
+    the rates of the samples rooftop.model.exclusion lets through."""
+    from rooftop import model
     from rooftop.campaign import Runner
     from rooftop.config.keys import ConfigError
     from rooftop.launchers import make_launcher
@@ -66,8 +68,9 @@ def measurer(
         keys = [sp.key for sp in pl.samples]
         Runner(cfg, store, run_id, make_launcher(cfg["launcher"]), log=log).run_placements([pl])
         rows = [s for s in store.samples(run_id, stage=STAGE, metric=metric) if s["key"] in keys]
-        errors = sorted({s["error"] for s in rows if s["status"] != "ok" and s["error"]})
-        return [s["per_client"] for s in rows if s["status"] == "ok"], keys, "; ".join(errors)[:500]
+        why = model.exclusions(rows, cfg["nodes"])  # the model's one rule: no step from a sample it leaves out
+        errors = sorted({why[s["key"]] for s in rows if why[s["key"]]})
+        return [s["per_client"] for s in rows if not why[s["key"]]], keys, "; ".join(errors)[:500]
 
     return measure
 

@@ -42,7 +42,14 @@ def from_run(
     if not server and _rows(spoilt, ss):
         server, only = _rows(spoilt, ss), only + ["server"]
     if not client or not server:
-        missing = (cs if not client else ss).replace("_", " ")
+        stage = cs if not client else ss
+        missing = stage.replace("_", " ")
+        left = [s for s in _rows([s for s in samples if s["metric"] == metric], stage) if why[_kid(s)]]
+        if left:  # measured, but the rule leaves them out: say why
+            raise ModelError(
+                f"{metric}: the run has no usable {missing} samples: {len(left)} left out, "
+                f"e.g. {_kid(left[0])}: {why[_kid(left[0])]}"
+            )
         raise ModelError(
             f"{metric}: the run has no successful {missing} samples (run 'rooftop collect' with both stages)"
         )

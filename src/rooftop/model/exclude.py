@@ -1,5 +1,6 @@
 """The one rule for samples the ceilings may not use (exclusion): nodes sharing
-cores beyond what they hold, concurrent campaigns, invalid or failed samples;
+cores beyond what they hold, concurrent campaigns, invalid (foreign CPU above
+engine.foreign_cpu_gate among the reasons) or failed samples;
 and which samples ran beside which (issue 27, item 1)."""
 
 from __future__ import annotations
@@ -87,16 +88,12 @@ def _round_windows(raw_dir: str) -> list[set]:
         return []
 
 
-#: Foreign CPU is not (yet) part of the rule: rooftop.foreign counts the
-#: softirq time of a round's own network traffic as foreign (recorded bw
-#: rounds read 1.0-1.6 cores on 2 cores), so a gate would drop good
-#: samples; the report warns from FOREIGN_WARN up instead.
-
-
 def exclusion(sample: dict, nodes=None, beside=()) -> str:
     """THE rule: why a sample may feed no ceiling, outlier score, learned
     dataset row, validation error or figure's fitted line ('' when it may).
-    Not measured or unusable (status failed or invalid), measured with
+    Not measured or unusable (status failed or invalid: among the reasons,
+    other processes using more than engine.foreign_cpu_gate of its cores,
+    rooftop.foreign, decided as it is measured), measured with
     --allow-concurrent, or nodes sharing cores (core_sharing; beside: the
     samples that ran at the same time, ran_beside). Figures may still show
     such a sample, marked."""

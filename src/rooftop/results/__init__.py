@@ -325,17 +325,21 @@ def _warnings(res: RunResults) -> list[str]:
 
 def invalid_lines(samples: list[dict], metric: str | None = None) -> list[str]:
     """What was measured but cannot be used, counted by reason."""
+    from rooftop.foreign import OVER_GATE
+
     bad = [s for s in samples if s["status"] == "invalid" and metric in (None, s["metric"])]
     if not bad:
         return []
     apart = [s for s in bad if s["error"].startswith("clients measured together")]
     above = [s for s in bad if s["error"].startswith("measurement error")]
-    other = len(bad) - len(apart) - len(above)
+    shared = [s for s in bad if s["error"].startswith(OVER_GATE)]
+    other = len(bad) - len(apart) - len(above) - len(shared)
     why = ", ".join(
         f"{n} {w}"
         for n, w in (
             (len(apart), "with clients that did not measure together"),
             (len(above), "above a known link rate"),
+            (len(shared), "with other processes on their cores (engine.foreign_cpu_gate)"),
             (other, "otherwise unusable"),
         )
         if n
