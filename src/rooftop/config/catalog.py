@@ -3,10 +3,11 @@ metric's and sampler's gathered in, and the limits the checks use."""
 
 from __future__ import annotations
 
-from rooftop import metrics, samplers
+from rooftop import metrics, samplers, topology
 from rooftop.config.keys import Key, by_path
 from rooftop.launchers import BINDINGS, LAUNCHERS
 from rooftop.launchers.mpiexec import FLAVORS
+from rooftop.stages import pairs
 
 HOUR, DAY = 3600.0, 86400.0
 #: A measurement (samples x duration) longer than this is a mistake.
@@ -140,11 +141,12 @@ KEYS: list[Key] = [
         "collect.pairs",
         "choice",
         "serial",
-        "client peak pair scheduling: serial (one node pair at a "
-        "time, as Carns et al. (CUG 2025)) or rounds (round-robin tournament: N-1 rounds of N/2 disjoint pairs measured "
-        "at once, about N/2 times faster; pairs may then share a switch)",
-        ("serial", "rounds"),
+        "client peak node pairs: " + "; ".join(f"{s.name}: {s.help}" for s in pairs.STRATEGIES.values()),
+        tuple(pairs.STRATEGIES),
     ),
+    # The pair strategies' keys (rooftop/stages/pairs/) and where sample reads the topology.
+    *pairs.KEYS,
+    *topology.KEYS,
     Key(
         "collect.client_node",
         "bool",

@@ -1,92 +1,24 @@
 """client_peak: the client ceiling (Carns et al., CUG 2025, section 4.3). One client
-process against one idle server process on another node, for every
-unordered node pair: one pair at a time (collect.pairs = serial), or in
-pair rounds of disjoint pairs measured at once (rounds). On launchers that
-know the nodes' cores (local, netns: engines on this machine), no round
-runs two pairs whose nodes share a core: such pairs move to rounds of
-their own (apart_by_cores), and the dry run and the time estimate show
-those rounds."""
+process against one idle server process on another node, for node pairs
+picked and scheduled by the pair strategy collect.pairs names
+(rooftop.stages.pairs): every pair one at a time (serial), every pair in
+rounds of disjoint pairs measured at once (rounds), or pairs sampled by
+topology class (sample)."""
 
 from __future__ import annotations
 
-from rooftop.stages.base import PairRound, Placement, Stage
-
-
-def round_robin(n: int) -> list[PairRound]:
-    """Round-robin tournament (circle method) over nodes 0..n-1: n-1 pair
-    rounds (n odd: n rounds, one node resting) of disjoint pairs covering
-    every unordered pair once. Pairs are (lower, higher)."""
-    nodes = list(range(n)) + ([None] if n % 2 else [])
-    m = len(nodes)
-    rounds = []
-    for _ in range(m - 1):
-        pairs = []
-        for i in range(m // 2):
-            a, b = nodes[i], nodes[m - 1 - i]
-            if a is not None and b is not None:
-                pairs.append((min(a, b), max(a, b)))
-        rounds.append(sorted(pairs))
-        nodes = [nodes[0], nodes[-1], *nodes[1:-1]]
-    return rounds
-
-
-def apart_by_cores(rounds: list[PairRound], cores: dict[int, set]) -> list[PairRound]:
-    """The pairs of `rounds`, in order, each put in the first round whose
-    pairs use none of its nodes and none of its nodes' cores (cores: node ->
-    the cores its processes may run on). Without shared cores this is
-    `rounds` itself (each round-robin round already covers every node but
-    a resting one); pairs sharing cores get rounds of their own."""
-    out: list[tuple[PairRound, set, set]] = []
-    for rnd in rounds:
-        for a, b in rnd:
-            nodes, used = {a, b}, cores.get(a, set()) | cores.get(b, set())
-            for pairs, taken_nodes, taken_cores in out:
-                if not nodes & taken_nodes and not used & taken_cores:
-                    pairs.append((a, b))
-                    taken_nodes |= nodes
-                    taken_cores |= used
-                    break
-            else:
-                out.append(([(a, b)], set(nodes), set(used)))
-    return [sorted(pairs) for pairs, _, _ in out]
-
-
-def pair_rounds(cfg: dict) -> list[PairRound]:
-    """The pair rounds collect.pairs = rounds measures: round_robin, kept
-    apart by cores where the launcher knows them (engines on this machine)."""
-    from rooftop.launchers import on_this_machine
-
-    rounds = round_robin(len(cfg["nodes"]))
-    if on_this_machine(cfg.get("launcher", {}).get("type", "")):
-        cores = {n["index"]: set(n.get("cores") or ()) for n in cfg["nodes"]}
-        if all(cores.values()):
-            rounds = apart_by_cores(rounds, cores)
-    return rounds
+from rooftop.stages import pairs
+from rooftop.stages.base import Placement, Stage
 
 
 def plan(cfg: dict) -> list[Placement]:
-    n = len(cfg["nodes"])
-    if cfg["collect"]["pairs"] == "rounds":
-        # Disjoint pairs measured at once: one server on each pair's first
-        # node, one client on its second, client i loading server i.
-        return [
-            Placement([a for a, _ in pairs], 1).measure(
-                "client_peak", cfg, "collect", [b for _, b in pairs], 1, pairs=pairs
-            )
-            for pairs in pair_rounds(cfg)
-        ]
-    out = []
-    for a in range(n - 1):
-        p = Placement([a], 1)
-        for b in range(a + 1, n):
-            p.measure("client_peak", cfg, "collect", [b], 1)
-        out.append(p)
-    return out
+    return pairs.get(cfg["collect"]["pairs"]).plan(cfg)
 
 
 STAGE = Stage(
     name="client_peak",
-    help="one client process against one idle server process on another node, every node pair",
+    help="one client process against one idle server process on another node, every node pair "
+    "(or pairs sampled by topology: collect.pairs = sample)",
     label="client peak (per client process)",
     legend="client peak (lone pair)",
     colour="#1f77b4",
