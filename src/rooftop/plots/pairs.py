@@ -76,7 +76,7 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     for a, b in pm.beside:
         for i, j in ((a, b), (b, a)):
             ax.plot(j + 0.32, i - 0.32, marker="o", ms=3, color="white", mec="black", mew=0.5, gid="beside-pair")
-    slow = outliers.slow_pairs(pm.rates, flagged)
+    slow = outliers.slow_pairs(pm.rates, flagged, pm.classes)
     for (a, b), _rate in slow:
         for i, j in ((a, b), (b, a)):
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5, gid="slow-pair"))

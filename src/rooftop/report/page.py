@@ -19,6 +19,7 @@ from rooftop.report.parts import (
     _rng,
     _stages,
     captions,
+    class_text,
     headline,
     html_of,
     nic_lines,
@@ -58,6 +59,19 @@ def _img(png: Path, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
+def _pairs_text(res: RunResults) -> str:
+    """collect.pairs, and for sampled pairs how many of all and where the
+    topology came from."""
+    cfg = res.run.config
+    text = str(cfg.get("collect", {}).get("pairs", "serial"))
+    sample, topo = cfg.get("pair_sample"), res.topology
+    if sample and topo is not None:
+        text += f": {len(sample['pairs'])} of {topo.n * (topo.n - 1) // 2} pairs, topology: {topo.describe()}" + (
+            f"; stopped: {sample['stop']}" if sample.get("stop") else ""
+        )
+    return text
+
+
 def _table(head: list[str], rows: list[list[str]], raw: bool = False) -> str:
     h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{c if raw else html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
@@ -90,7 +104,9 @@ def _card(h: dict) -> str:
             for st in h["measured_once"]
         )
         + f"<div class='small'>ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}</div>"
-        f"<div class='small'>client ceiling {e(_rng(h['client'], u))} per process{e(_ci(h['client_ci'], u))}</div>{node}"
+        f"<div class='small'>client ceiling {e(_rng(h['client'], u))} per process{e(_ci(h['client_ci'], u))}</div>"
+        + (f"<div class='small'>per topology class: {e(class_text(h))}</div>" if h["client_classes"] else "")
+        + f"{node}"
         f"<div class='small'>server ceiling {e(_rng(h['server'], u))} per process{e(_ci(h['server_ci'], u))}</div>{err}</div>"
     )
 
@@ -252,7 +268,7 @@ def _environment_html(res: RunResults) -> str:
         ["launcher", f"{run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes"],
         ["fabric", f"{res.provider}, domain {run.config.get('fabric', {}).get('domain') or 'default'}"],
         ["binding", str(run.config.get("binding"))],
-        ["client pairs", str(run.config.get("collect", {}).get("pairs", "serial"))],
+        ["client pairs", _pairs_text(res)],
         ["engine", str(run.environment.get("engine", "?"))],
         ["rooftop", str(run.environment.get("rooftop", __version__))],
         ["command", " ".join(run.environment.get("argv") or [])],
