@@ -42,7 +42,7 @@ KEYS = [
         "str",
         None,
         "a file mapping hosts to switches and groups: 'HOST SWITCH [GROUP]' per line (HOST may be a "
-        "Slurm host list, e.g. nid[0001-0064]), or Slurm's topology.conf (SwitchName= lines)",
+        "Slurm host list, e.g. nid[0001-0064]), or Slurm's topology.conf (SwitchName= lines); default: none",
         nullable=True,
     ),
 ]

@@ -13,7 +13,8 @@ collect.sample_confidence, default 95 %) must be within
 class's next batch is what its spread says it needs (at most as many
 pairs again), until every class is narrow enough, a class has no pair
 left, or collect.sample_budget pairs are drawn. Nodes left with fewer than
-k usable pairs (their samples failed or were left out) get more.
+k usable pairs (their samples failed or were left out) get more, up to 2k
+pairs drawn.
 
 The draws are reproducible (a seeded generator) and recorded in the run's
 config ("pair_sample": the pairs in order and each batch's size), which is
@@ -277,7 +278,13 @@ def more(
     left = (budget - len(chosen)) if budget else math.inf
     d = Drawer(topo, chosen, usable, f"batch {batch}")
     adds: list[Pair] = []
+    drawn = dict.fromkeys(range(topo.n), 0)
+    for p in chosen:
+        for x in p:
+            drawn[x] += 1
     for a in sorted(range(topo.n), key=lambda i: usable_pairs.get(i, 0)):  # coverage lost to failures
+        if drawn[a] >= 2 * k:  # a node whose pairs keep failing is not chased further
+            continue
         for _ in range(min(k, topo.n - 1) - usable_pairs.get(a, 0)):
             if len(adds) >= left:
                 break
