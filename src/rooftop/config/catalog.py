@@ -136,7 +136,7 @@ KEYS: list[Key] = [
     Key("collect.warmup", "float", 1.0, "warmup seconds before each sample", maximum=HOUR),
     Key("collect.samples", "int", 5, "samples per measurement", maximum=10_000),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
-    Key("collect.client_peak", "bool", True, "measure the client ceiling (every node pair)"),
+    Key("collect.client_peak", "bool", True, "measure the client ceiling (the node pairs collect.pairs picks)"),
     Key(
         "collect.pairs",
         "choice",

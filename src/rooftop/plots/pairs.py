@@ -85,6 +85,9 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
         notes.append(f"hatched: {len(pm.left_out)} pair(s) not used ({next(iter(pm.left_out.values()))[1][:70]})")
     if pm.beside:
         notes.append(f"dot: {len(pm.beside)} pair(s) measured beside other pairs")
+    measured = len(pm.rates) + len(pm.left_out)
+    if measured < n * (n - 1) // 2:
+        notes.append(f"grey: not measured ({measured} of {n * (n - 1) // 2} pairs sampled)")
     ax.set_title(
         f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}" + ("\n" + "; ".join(notes) if notes else ""),
         fontsize=10,
