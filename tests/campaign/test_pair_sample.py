@@ -122,6 +122,9 @@ def test_first_batch_puts_every_node_in_k_pairs_and_every_class_in_three():
     # rooftop plan's question at scale: 1,000 nodes in 50 groups.
     n_pairs, n_rounds = pairs.get("sample").expected(1000, 50, {"collect": {"sample_min_pairs": 3}})
     assert 1500 <= n_pairs < 2000 and n_rounds < 100
+    per_class = sample.expected_classes(1000, 50, {}, cv=0.05)
+    assert sum(c["pairs"] for c in per_class.values()) == n_pairs and set(per_class) == {"switch", "global"}
+    assert all(c["width"] < 0.05 for c in per_class.values())  # pairs spread by 5 %: one batch is enough
     assert pairs.get("serial").expected(1000, 50, {}) == (499500, 499500)
     assert pairs.get("rounds").expected(1000, 50, {}) == (499500, 999)
 

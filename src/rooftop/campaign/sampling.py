@@ -12,8 +12,6 @@ run's config before it is measured."""
 
 from __future__ import annotations
 
-import itertools
-
 from rooftop import model, topology
 from rooftop.config.keys import ConfigError
 from rooftop.model import outliers
@@ -134,8 +132,3 @@ def extend(cfg: dict, store, run_id: str) -> tuple[list, str]:
         rec["stop"] = why
     store.update_config(run_id, cfg)
     return adds, why
-
-
-def pair_count(cfg: dict) -> int:
-    """Every pair of the run's nodes (what serial measures)."""
-    return sum(1 for _ in itertools.combinations(range(len(cfg["nodes"])), 2))

@@ -383,6 +383,26 @@ def expected(n: int, topology=None, cfg: dict | None = None) -> tuple[int, int]:
     return len(pairs), len(schedule(pairs, topo))
 
 
+def expected_classes(n: int, topology=None, cfg: dict | None = None, cv: float = 0.05) -> dict[str, dict]:
+    """Per class of the first batch for n nodes (topology as expected()):
+    {"pairs": drawn, "of": the class's pairs, "width": the half-width of
+    its interval over the mean if its pairs' rates spread by cv (their
+    standard deviation over their mean)}: whether the first batch is likely
+    the last (width within collect.sample_width) or more will follow."""
+    from rooftop.topology import Topology
+
+    topo = topology if isinstance(topology, Topology) else Topology.even(n, int(topology or 1))
+    c = (cfg or {}).get("collect") or {}
+    drawn = first_draw(topo, c.get("sample_min_pairs", 3))
+    conf = c.get("sample_confidence", 0.95)
+    out = {}
+    for cls, of in topo.sizes().items():
+        k = sum(1 for p in drawn if topo.klass(*p) == cls)
+        width = t_quantile(0.5 + conf / 2, k - 1) * cv / math.sqrt(k) if k >= 2 else None
+        out[cls] = {"pairs": k, "of": of, "width": width}
+    return out
+
+
 STRATEGY = PairStrategy(
     "sample",
     "node pairs drawn by topology class (same switch, same group, across groups; collect.topology), "
