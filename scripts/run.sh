@@ -3,7 +3,8 @@
 # collect (server, client and client-node ceilings) + validate, for both
 # metrics (rpc, bw), with short durations (about a minute and a half) --
 # then the model and the report. The machine's cores are split into logical
-# nodes (2 cores -> 2 nodes of 1 core).
+# nodes (2 cores -> 2 nodes of 1 core; 3 or more -> 3 nodes); collect says
+# first, in one line, whether that split can locate the ridge.
 # RESULTS=DIR picks the results folder (default ./rooftop-results); extra
 # arguments go to 'rooftop collect' (see .venv/bin/rooftop collect --help).
 set -euo pipefail

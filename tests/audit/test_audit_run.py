@@ -108,7 +108,7 @@ def test_every_pitfall_measured_stored_and_reported(tmp_path, huge_pages):
     rep = rooftop("report", run["id"], "--results", str(results))
     assert rep.returncode == 0, rep.stderr
     page = Path(rep.stdout.strip()).read_text()
-    assert "id='audit'" in page and "data:image/png;base64," in page
+    assert 'id="audit"' in page and "data:image/png;base64," in page
     for p in PITFALLS.values():
         assert p.title in page
     assert (Path(rep.stdout.strip()).parent / "figures" / "audit.svg").exists()

@@ -16,7 +16,10 @@ import pytest
 from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.campaign import plan_collect, progress
-from rooftop.campaign.progress import PLACEMENT_S, ROUND_S, Tracker, WindowFollower, expect, fmt_duration
+from rooftop.campaign.costs import PROCESS
+from rooftop.campaign.progress import Tracker, WindowFollower, expect, fmt_duration
+
+PLACEMENT_S, ROUND_S = PROCESS.placement_s, PROCESS.round_s
 
 ENGINE = {"start": "barrier", "settle": 0.1, "start_lead": 0.5}
 

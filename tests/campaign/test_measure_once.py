@@ -4,6 +4,7 @@ stored samples say every ceiling they stand for (issue 10, item 7)."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -141,3 +142,46 @@ def test_a_real_collect_on_two_nodes_measures_the_shared_placement_once(tmp_path
     # The summary says the stages are one measurement.
     assert "measured once" in p.stderr
     assert not engine_processes(str(res))
+
+
+# --- what a run can tell, said first (issue 30, item 5) ----------------------------
+def test_the_outlook_says_whether_the_ridge_can_be_located():
+    from rooftop.campaign import outlook
+
+    two = _cfg(2)
+    two["launcher"] = {"type": "local"}
+    two["nodes"] = [{"index": i, "cores": [i]} for i in range(2)]
+    line = outlook.line(two, plan_collect(two))
+    assert line.startswith("rooftop collect: 2 logical nodes of 1 core each (this machine's cores split)")
+    assert "cannot locate the ridge: the client and server ceilings are one measurement here" in line
+    assert "collect on 3 or more nodes or on the emulated cluster" in line
+    three = _cfg(3)
+    three["launcher"] = {"type": "srun"}
+    assert outlook.one_measurement(plan_collect(three)) == []
+    assert outlook.line(three, plan_collect(three)) == (
+        "rooftop collect: 3 nodes (srun launcher), metrics rpc, bw: client and server ceilings are "
+        "separate measurements, so the ridge can be located"
+    )
+    # 2 nodes of 4 cores: server peak and client node are one measurement, the lone pair its own.
+    wide = _cfg(2, spn=4, cpn=4)
+    wide["launcher"] = {"type": "local"}
+    assert outlook.one_measurement(plan_collect(wide)) == []
+
+
+def test_the_local_launcher_makes_3_nodes_where_the_cores_allow():
+    from rooftop.launchers.local import LocalLauncher
+
+    assert [n.cores for n in LocalLauncher(cores=[0, 1]).nodes()] == [(0,), (1,)]
+    assert [n.cores for n in LocalLauncher(cores=[0, 1, 2]).nodes()] == [(0,), (1,), (2,)]
+    assert [n.cores for n in LocalLauncher(cores=list(range(7))).nodes()] == [(0, 1), (2, 3), (4, 5)]
+
+
+def test_collect_says_first_what_it_can_tell(tmp_path):
+    """Before anything is measured (here a dry run: nothing is), the first
+    line on stderr; the plan itself stays on stdout."""
+    p = rooftop("collect", "--dry-run", "--results", str(tmp_path), "--set", "launcher.nodes=2")
+    first = p.stderr.splitlines()[0]
+    assert first.startswith("rooftop collect: 2 logical nodes of ") and "the ridge" in first
+    if len(os.sched_getaffinity(0)) == 2:  # 1 core each: one measurement for every ceiling
+        assert "of 1 core each" in first and "cannot locate the ridge" in first
+    assert "rooftop collect:" not in p.stdout and p.stdout.startswith("# servers on node(s) [0]")

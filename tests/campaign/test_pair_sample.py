@@ -118,15 +118,20 @@ def test_first_batch_puts_every_node_in_k_pairs_and_every_class_in_three():
         per_class = Counter(topo.klass(*p) for p in drawn)
         assert all(per_class[c] >= min(3, k) for c, k in topo.sizes().items()), (per_class, topo.sizes())
         assert len(drawn) < topo.n * (topo.n - 1) // 2
-        assert pairs.get("sample").expected(topo.n, topo, {}) == (len(drawn), len(sample.schedule(drawn, topo)))
+        x = pairs.get("sample").expected({}, topo)
+        assert (x.pairs, x.rounds) == (len(drawn), len(sample.schedule(drawn, topo)))
     # rooftop plan's question at scale: 1,000 nodes in 50 groups.
-    n_pairs, n_rounds = pairs.get("sample").expected(1000, 50, {"collect": {"sample_min_pairs": 3}})
-    assert 1500 <= n_pairs < 2000 and n_rounds < 100
-    per_class = sample.expected_classes(1000, 50, {}, cv=0.05)
-    assert sum(c["pairs"] for c in per_class.values()) == n_pairs and set(per_class) == {"switch", "global"}
+    cfg = {"nodes": [{"index": i} for i in range(1000)], "collect": {"sample_min_pairs": 3}}
+    x = pairs.get("sample").expected(cfg, Topology.even(1000, 50))
+    assert 1500 <= x.pairs < 2000 and x.rounds < 100 and x.interval == 0.05
+    per_class = sample.expected_classes(cfg, Topology.even(1000, 50), cv=0.05)
+    assert sum(c["pairs"] for c in per_class.values()) == x.pairs and set(per_class) == {"same switch", "across groups"}
     assert all(c["width"] < 0.05 for c in per_class.values())  # pairs spread by 5 %: one batch is enough
-    assert pairs.get("serial").expected(1000, 50, {}) == (499500, 499500)
-    assert pairs.get("rounds").expected(1000, 50, {}) == (499500, 999)
+    assert x.widths == {k: c["width"] for k, c in per_class.items()}
+    e = pairs.get("serial").expected(cfg, Topology.even(1000, 50))
+    assert (e.pairs, e.rounds, e.interval) == (499500, 499500, None)
+    e = pairs.get("rounds").expected(cfg, None)
+    assert (e.pairs, e.rounds, e.by_class) == (499500, 999, {})
 
 
 def test_rounds_share_no_node_no_switch_link_and_no_core():

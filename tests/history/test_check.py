@@ -126,3 +126,69 @@ def test_history_command_and_report_section(folder, capsys, tmp_path):
     res_second = results.load(st, ids[1], (report.SECTION,))
     assert report.figures(res_second, res_second.part("history")) == {}  # 2 comparable runs: no figure
     assert results.load(st, ids[0], (report.SECTION,)).part("history") is None  # nothing earlier
+
+
+def test_check_keys_from_a_file_set_and_flags_and_recorded(folder, capsys, tmp_path):
+    """The rule's settings are check.* keys: a config file's [check] table,
+    --set, then the flags; `check --json` records what it used."""
+    _, res, ids, _ = folder
+    r = ("--results", str(res))
+    site = tmp_path / "site.toml"
+    site.write_text("[check]\nthreshold = 40\nlast = 5\n[check.rpc]\nthreshold = 60\n")
+    argv = ("check", ids[STEP], "--against", "history", "--config", str(site), "--json", *r)
+    rc, out, _ = cli(capsys, *argv, "--set", "check.k=4")
+    doc = json.loads(out)
+    assert rc == 1  # the server ceilings fell 47 %: beyond bw's 40 %, within rpc's 60 %
+    assert doc["check"]["threshold"] == 40 and doc["check"]["last"] == 5 and doc["check"]["k"] == 4
+    assert doc["check"]["rpc"] == {"threshold": 60} and doc["check"]["bw"] == {"threshold": 40}
+    by = {m["metric"]: m for m in doc["metrics"]}
+    assert by["rpc"]["threshold_pct"] == 60 and by["bw"]["threshold_pct"] == 40
+    assert not any(c["beyond_noise"] for c in by["rpc"]["changes"])
+    assert {c["ceiling"] for c in by["bw"]["changes"] if c["beyond_noise"]} == {"server"}
+    assert by["bw"]["against"].startswith("history of 5 runs")  # check.last from the file
+    assert "4 x 1.4826 x MAD" in by["bw"]["changes"][0]["why"]  # check.k from --set
+    # The flags win over the file and --set.
+    rc, out, _ = cli(capsys, *argv, "--set", "check.k=4", "--threshold", "bw=55", "--last", "3", "--k", "5")
+    doc = json.loads(out)
+    assert rc == 0 and doc["check"]["bw"] == {"threshold": 55} and (doc["check"]["last"], doc["check"]["k"]) == (3, 5)
+    assert all(m["against"].startswith("history of 3 runs") for m in doc["metrics"])
+    rc, out, _ = cli(capsys, "check", ids[STEP], "--against", "history", "--threshold", "55", *r)
+    assert rc == 0 and out.startswith("rule: threshold bw 55 %, rpc 55 %; history window K = 8 runs, band k = 3")
+    for bad, why in (
+        (("--set", "check.k=0"), "check.k: 0.0 is too small (at least 0.01)"),
+        (("--set", "check.bw.threshold=500"), "check.bw.threshold: 500.0 is beyond any sensible value"),
+        (("--set", "collect.samples=3"), "collect.samples: not read by rooftop check or rooftop history"),
+        (("--threshold", "bw=200"), "--threshold bw=200: expected PCT or METRIC=PCT"),
+    ):
+        rc, _, err = cli(capsys, "check", ids[STEP], "--against", "history", *bad, *r)
+        assert rc == 2 and why in err, err
+    rc, _, err = cli(capsys, "config", "show", "--set", "check.k=4")
+    assert rc == 2 and "check.k: a key of 'rooftop check/history', not read" in err, err
+
+
+def test_references_written_from_a_baseline_carry_its_ceilings_in_the_models_units(folder, capsys, tmp_path):
+    """`check --against NAME --write-references FILE`: the ReFrame check's
+    references file, the baseline's server and client medians with the
+    units `rooftop model --json` gives, lower bound the metric's threshold."""
+    _, res, ids, _ = folder
+    r = ("--results", str(res))
+    assert cli(capsys, "check", "--save-baseline", "refs-base", ids[0], *r)[0] == 0
+    path = tmp_path / "refs.json"
+    rc, _, err = cli(
+        capsys, "check", "--against", "refs-base", "--write-references", str(path), "--threshold", "bw=20", *r
+    )
+    assert rc == 0 and str(path) in err, err
+    refs = json.loads(path.read_text())
+    rc, out, _ = cli(capsys, "model", ids[0], "--json", *r)
+    model = {m["metric"]: m for m in json.loads(out)["metrics"]}
+    assert set(refs) == {"*"} and sorted(model) == ["bw", "rpc"]
+    want = {
+        f"{m}_{side}_median": [model[m][side]["median"], -0.2 if m == "bw" else -0.1, None, model[m]["unit"]]
+        for m in model
+        for side in ("server", "client")
+    }
+    assert refs["*"] == want
+    assert {refs["*"]["rpc_server_median"][3], refs["*"]["bw_server_median"][3]} == {"ops/s", "bytes/s"}
+    for argv in (("--against", "history"), (ids[1], "--against", "refs-base"), ()):
+        rc, _, err = cli(capsys, "check", *argv, "--write-references", str(tmp_path / "x.json"), *r)
+        assert rc == 2 and "--write-references FILE takes --against BASELINE|RUN" in err, err

@@ -127,3 +127,51 @@ def test_default_rooftop_is_beside_the_interpreter():
     from rooftop.integrations import reframe as check
 
     assert check.default_rooftop() == str(BIN / "rooftop")
+
+
+def test_references_from_a_baseline(tmp_path):
+    """-S baseline=NAME: the check has the rooftop beside its Python write
+    the baseline's references at setup and ReFrame judges the run by them
+    (a baseline whose ceilings this machine cannot reach: the performance
+    stage fails on the baseline's own values, in the model's unit)."""
+    from rooftop.history import series
+
+    st, base_run = synthetic.scaled_run(tmp_path, server=1e6, client=1e6)  # rpc and bw
+    res = tmp_path / "res"
+    assert main(["check", "--save-baseline", "far", base_run, "--results", str(res)]) == 0
+    p, case = reframe(tmp_path, LOCAL, "-S", "baseline=far", "-S", f"baseline_results={res}")
+    assert p.returncode != 0 and case["result"] == "fail" and case["fail_phase"] == "performance", p.stdout[-3000:]
+    assert "failed to meet reference" in p.stdout
+    perf = {k.split(":")[-1]: v for k, v in case["perfvalues"].items()}
+    want = series.of_run(st, base_run)["rpc"].ceilings
+    for side in ("server", "client"):
+        ref = perf[f"rpc_{side}_median"]
+        assert ref[1] == pytest.approx(want[side].median) and ref[2] == -0.1 and ref[4] == "ops/s" and ref[5] == "fail"
+    assert not any(k.startswith("bw_") for k in perf)  # the baseline's bw: not measured here, left out
+    script = Path(case["stagedir"] or case["outputdir"]) / "baseline-references.json"
+    assert json.loads(script.read_text())["*"]["bw_server_median"][3] == "bytes/s"
+    # A name that is no baseline fails at setup, naming it, before any campaign.
+    p, case = reframe(tmp_path, LOCAL, "-S", "baseline=nosuch", "-S", f"baseline_results={res}")
+    assert case["result"] == "fail" and case["fail_phase"] == "setup", p.stdout[-3000:]
+    assert "no baseline of that name (baselines: far)" in p.stdout + json.dumps(case)
+
+
+def test_reference_units_and_metrics_are_checked(tmp_path):
+    """The loader: a unit that is not the variable's is an error; a
+    baseline's metrics the check does not measure are left out, none left
+    is an error."""
+    from rooftop.integrations import reframe as check
+
+    units = {"rpc_server_median": "ops/s", "rpc_client_median": "ops/s"}
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps({"*": {"rpc_server_median": [5.0, -0.1, None, "bytes/s"]}}))
+    with pytest.raises(ValueError, match="rpc_server_median is in bytes/s, the check measures it in ops/s"):
+        check.load_references(str(path), units)
+    path.write_text(
+        json.dumps({"*": {"rpc_server_median": [5.0, -0.1, None, "ops/s"], "bw_server_median": [9.0, -0.2, None]}})
+    )
+    assert check.load_references(str(path), units, only=["rpc"]) == {
+        "*": {"rpc_server_median": (5.0, -0.1, None, "ops/s")}
+    }
+    with pytest.raises(ValueError, match=r"no reference of the metrics measured \(iops\)"):
+        check.load_references(str(path), {"iops_server_median": "ops/s"}, only=["iops"])

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
 import rooftop.plots.run as run_mod
@@ -210,16 +211,35 @@ def test_every_figure_of_a_run_reads(tmp_path, monkeypatch, nodes, kw):
         assert _inside(ax, must), (metric, ax.get_ylim(), min(must), max(must))
         assert all(unit in t for t in _texts(ax) if "ceiling" in t)
         assert run_id in ax.get_title()
-        pax = figs[f"pairs-{metric}"].axes[0]
-        boxed = {frozenset(p) for p in _boxes(pax)}
-        if "slow_node" in kw:
-            assert boxed == {frozenset((kw["slow_node"], b)) for b in range(nodes) if b != kw["slow_node"]}
-        elif "slow_pair" in kw:
-            assert boxed == {frozenset(kw["slow_pair"])}
+        if nodes == 2:  # one pair: no matrix, a sentence says why (rooftop.plots.run.left_out)
+            assert f"pairs-{metric}" not in figs and "one node pair, n0-n1" in run_mod.left_out(res)[f"pairs-{metric}"]
         else:
-            assert not boxed
+            boxed = {frozenset(p) for p in _boxes(figs[f"pairs-{metric}"].axes[0])}
+            if "slow_node" in kw:
+                assert boxed == {frozenset((kw["slow_node"], b)) for b in range(nodes) if b != kw["slow_node"]}
+            elif "slow_pair" in kw:
+                assert boxed == {frozenset(kw["slow_pair"])}
+            else:
+                assert not boxed
         lax = figs[f"latency-{metric}"].axes[0]
         assert lax.get_xlim()[1] < 1000 * min(lat.quantile(0.5) for lat in res.latency if lat.metric == metric)
+        assert lax.get_ylabel() == "% of operations per bin (bins 4.4 % wide)"
+        # Shares in % per 1/16 octave (a nominal bin: its share): over the bins' widths they add up to 100 %.
+        for p in lax.patches:
+            if (p.get_gid() or "").startswith("latency-"):
+                v, e = p.get_data().values, p.get_data().edges
+                assert sum(v * np.log2(e[1:] / e[:-1]) * 16) == pytest.approx(100)
+        # The measured span: solid over it, dashed beyond, marked on the x axis.
+        rax = figs[f"roofline-{metric}"].axes[0]
+        gids = {a.get_gid() for a in [*rax.lines, *rax.patches]}
+        assert {"roofline", "roofline-extrapolated", "measured-x"} <= gids
+        assert any(t.startswith("measured: x = ") for t in _texts(rax))
+    # Labels readable at the report's 100 px per inch (rooftop.report.render): 8 pt and up.
+    for name, fig in figs.items():
+        small = [
+            (t.get_text(), t.get_fontsize()) for t in fig.findobj(plt.Text) if t.get_text() and t.get_fontsize() < 8
+        ]
+        assert not small, (name, small[:3])
     for fig in figs.values():
         plt.close(fig)
 

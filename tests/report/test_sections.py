@@ -81,9 +81,8 @@ def test_an_entry_reaches_results_report_and_figures_only_when_handed_in(runs, t
         name="extra",
         read=lambda store, res: {"n": len(res.metrics)},
         markdown=lambda res, data, figures, base: ["## Extra part", "", f"{data['n']} metric(s)", ""],
-        html=lambda res, data, figures: (
-            f"<section id='extra-part'><h2>Extra part</h2><p>{data['n']} metric(s)</p></section>"
-        ),
+        template="sections/history.html",  # a heading and a list: any section's template would do
+        context=lambda res, data, figures: {"lines": [f"{data['n']} metric(s) <extra>"]},
         figures=figures,
         captions={"extra": "what the extra section draws"},
     )
@@ -95,7 +94,8 @@ def test_an_entry_reaches_results_report_and_figures_only_when_handed_in(runs, t
     assert text.index("## Validation") < text.index("## Extra part") < text.index("## Run")
     assert "![extra](figures/extra.png)" in text and (tmp_path / "with" / "figures" / "extra.png").is_file()
     html = page.read_text()
-    assert "<section id='extra-part'>" in html and "what the extra section draws" in html
+    # Rendered from its template, its text escaped (autoescape).
+    assert f"<li>{len(res.metrics)} metric(s) &lt;extra&gt;</li>" in html and "what the extra section draws" in html
     # Without the table: the campaign's own parts only.
     bare = results.load(st, base)
     assert bare.sections == [] and bare.loaded == {}
@@ -125,4 +125,4 @@ def test_report_shows_the_studies_sections_of_the_table(runs):
     )
     assert "shared resource: cores" in text and "![interference](figures/interference.png)" in text
     page = (st.run_dir(base) / "report" / "report.html").read_text()
-    assert "<section id='interference'>" in page and "Learned model: rpc" in page
+    assert '<section id="interference">' in page and "Learned model: rpc" in page

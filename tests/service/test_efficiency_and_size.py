@@ -238,7 +238,7 @@ def test_report_section_and_figure_show_the_service(run):
     assert "## Service: redis-get (rpc)" in text and "| 0.25 | 1 x 4 | 2 |" in text
     assert "## How many servers" in text and "16 client processes bind (the knee)" in text
     html = page.read_text()
-    assert "id='service-redis-get'" in html and html.count("<figure") >= 2
+    assert 'id="service-redis-get"' in html and html.count("<figure") >= 2
     fig = roofline.figure(res.evaluations["rpc"], "t", services=res.services)
     ax = fig.axes[0]
     (pts,) = [c for c in ax.collections if c.get_gid() == "service-redis-get"]

@@ -3,10 +3,8 @@ and a Markdown file, the figure inline) and its figure."""
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
-from rooftop import __version__
 from rooftop.config.units import fmt_rate
 
 
@@ -60,61 +58,37 @@ def markdown(run_id: str, rows: list[dict], figure: Path | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_section(rows: list[dict], figure: Path | None) -> str:
-    """The audit section of a report page (id 'audit')."""
-    import base64
-
-    e = html.escape
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("pitfall", "settings (median, range of repeats)", "verdict", "what this means for your service")
-    )
-    body = "".join(
-        f"<tr><td>{e(r['title'])}</td><td>{'<br>'.join(e(setting_text(s, r['unit'])) for s in r['settings'])}"
-        f"</td><td>{e(verdicts(r))}</td><td>{e(r['meaning'])}</td></tr>"
-        for r in rows
-    )
-    img = ""
-    if figure is not None:
-        data = base64.b64encode(figure.read_bytes()).decode()
-        img = (
-            f"<figure><img alt='audit deltas' src='data:image/png;base64,{data}'><figcaption>Each "
-            f"setting's median rate; whiskers: the range of its repeats.</figcaption></figure>"
-        )
-    why = "".join(f"<li><b>{e(r['title'])}</b>: {e(r['rationale'])}</li>" for r in rows)
-    errors = "".join(
-        f"<div class='warn'>{e(r['title'])}, {e(s['setting'])}: not measurable here: {e(s['error'])}</div>"
-        for r in rows
-        for s in r["settings"]
-        if s["error"]
-    )
-    return (
-        f"<section id='audit'><h2>Benchmark pitfalls measured here</h2>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{img}{errors}"
-        f"<h3>Why each pair differs</h3><ul>{why}</ul></section>"
-    )
-
-
 def write(run, rows: list[dict], out_dir: Path) -> tuple[Path, Path]:
-    """out_dir/report.html and report.md, the figure under out_dir/figures/."""
+    """out_dir/report.html (templates/audit.html) and report.md, the figure under out_dir/figures/."""
     from rooftop.audit import figure as audit_plot
     from rooftop.plots.save import save
-    from rooftop.report import CSS
+    from rooftop.report import render
 
     out_dir.mkdir(parents=True, exist_ok=True)
     figure = None
     if any(s["n"] for r in rows for s in r["settings"]):
         paths = save(audit_plot.figure(rows, f"rooftop audit {run.id}"), out_dir / "figures", "audit")
         figure = next(p for p in paths if p.suffix == ".png")
-    e = html.escape
-    page = (
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>rooftop audit {e(run.id)}</title><style>{CSS}</style></head><body><main>"
-        f"<h1>rooftop audit</h1><div class='sub'>run {e(run.id)}: {e(run.environment.get('host', ''))}, "
-        f"{e(run.created)} ({e(run.status)})</div>{html_section(rows, figure)}"
-        f"<h2>Parameters</h2><pre>{e(_params(run.config))}</pre>"
-        f"<p class='small'>rooftop {__version__}</p></main></body></html>"
+    page = render.render(
+        "audit.html",
+        run={"id": run.id, "host": run.environment.get("host", ""), "created": run.created, "status": run.status},
+        rows=[
+            {
+                "title": r["title"],
+                "settings": [setting_text(s, r["unit"]) for s in r["settings"]],
+                "verdict": verdicts(r),
+                "meaning": r["meaning"],
+                "rationale": r["rationale"],
+                "errors": [f"{s['setting']}: not measurable here: {s['error']}" for s in r["settings"] if s["error"]],
+            }
+            for r in rows
+        ],
+        figure=render.figure(
+            figure, "audit-figure", "audit deltas", "Each setting's median rate; whiskers: the range of its repeats."
+        )
+        if figure is not None
+        else None,
+        params=_params(run.config),
     )
     (out_dir / "report.html").write_text(page)
     (out_dir / "report.md").write_text(markdown(run.id, rows, figure))

@@ -8,15 +8,15 @@ summary, as the roofline report. Other studies' parts (the run under load,
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
-from rooftop import __version__
+from markupsafe import Markup
+
 from rooftop.bursts import summary as burst_summary
 from rooftop.bursts.figure import plot
 from rooftop.bursts.run import shown_table
-from rooftop.report import CSS, _img, _table
+from rooftop.report import render
 
 
 def _neighbour_lines(res: dict) -> list[str]:
@@ -61,49 +61,35 @@ def markdown(res: dict, figure: str | None, studies=()) -> str:
 
 
 def html_page(res: dict, figure: Path | None, studies=()) -> str:
-    run, e = res["run"], html.escape
+    """The page (templates/bursts.html); studies: (Markdown lines, HTML) each."""
+    run = res["run"]
     header, rows = shown_table(res)
-    notes = "".join(
-        f"<li>{e(n)}</li>" for n in burst_summary.notes(res["params"], res["power_note"], res["neighbour"], res["rows"])
-    )
-    nb = _neighbour_lines(res)
     env = run.environment
-    parts = [
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>rooftop bursts {e(run.id)}</title><style>{CSS}</style></head><body><main>",
-        f"<h1>rooftop bursts</h1><div class='sub'>run {e(run.id)}: {e(str(env.get('host', '?')))}, "
-        f"{e(run.config['fabric']['provider'])}, {e(run.created)} ({e(run.status)})</div>",
-        "<section id='summary'><h2>Per progress mode</h2>",
-        _table(header, rows),
-        f"<ul class='small'>{notes}</ul></section>",
-    ]
-    if res["power_note"]:
-        parts.append(
-            f"<div class='warn'>Power is not measured here: {e(res['power_note'])}. "
-            "The figure shows rate and CPU only.</div>"
-        )
-    if nb:
-        parts.append(
-            "<section id='neighbour'><h2>Cost to the job beside the server</h2><ul>"
-            + "".join(f"<li>{e(n)}</li>" for n in nb)
-            + "</ul></section>"
-        )
-    parts.extend(h for _, h in studies)
+    fig = None
     if figure:
-        parts.append(
-            f"<figure>{_img(figure, 'rate, CPU and power per mode')}<figcaption>Per mode: the "
-            "client's rate per interval (left), the server's CPU in cores (right) and package "
-            "power where RAPL is readable; shaded: bursts.</figcaption></figure>"
+        fig = render.figure(
+            figure,
+            "bursts",
+            "rate, CPU and power per mode",
+            "Per mode: the client's rate per interval (left), the server's CPU in cores (right) and package "
+            "power where RAPL is readable; shaded: bursts.",
         )
-    parts += [
-        "<h2>Parameters</h2><details open><summary>bursts (defaults included)</summary>"
-        f"<pre>{e(json.dumps(res['params'], indent=2))}</pre></details>",
-        "<h2>Environment</h2><details><summary>host, engine, command; the resolved config</summary>"
-        f"<pre>{e(json.dumps(env, indent=2))}</pre><pre>{e(json.dumps(run.config, indent=2))}</pre>"
-        f"</details><p class='small'>rooftop {__version__}</p></main></body></html>",
-    ]
-    return "".join(parts)
+    return render.render(
+        "bursts.html",
+        run={"id": run.id, "created": run.created, "status": run.status},
+        host=str(env.get("host", "?")),
+        provider=run.config["fabric"]["provider"],
+        header=header,
+        rows=rows,
+        notes=burst_summary.notes(res["params"], res["power_note"], res["neighbour"], res["rows"]),
+        power_note=res["power_note"],
+        neighbour=_neighbour_lines(res),
+        studies=[Markup(h) for _, h in studies],
+        figure=fig,
+        params_json=json.dumps(res["params"], indent=2),
+        env_json=json.dumps(env, indent=2),
+        config_json=json.dumps(run.config, indent=2),
+    )
 
 
 def write(res: dict, out_dir: Path, studies=()) -> tuple[Path, Path]:

@@ -1,8 +1,9 @@
 """What a campaign knows of its own progress: the time its plan is expected
-to take (`rooftop collect --dry-run`, the warning before a long campaign,
-the ETAs), the windows its clients have measured so far (followed from the
-engine's `load --window-log` files while a round runs) and the progress log
-(`progress.jsonl` in the run's folder). `rooftop.ui` draws the bars.
+to take, row by row (the warning before a long campaign, the ETAs; priced
+by rooftop.campaign.estimate), the windows its clients have measured so
+far (followed from the engine's `load --window-log` files while a round
+runs) and the progress log (`progress.jsonl` in the run's folder).
+`rooftop.ui` draws the bars.
 
 Names no stage and no metric: it reads the plan (placements, their sample
 specs) and the config's start options."""
@@ -17,22 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rooftop.campaign.estimate import Estimate, count, estimate, fmt_duration, round_start_s
 from rooftop.campaign.plan import client_rounds
-from rooftop.stages import Placement, SampleSpec
+from rooftop.stages import Placement
 
-#: The overheads the expected time adds to warmups and windows, measured
-#: with the local launcher over ofi+tcp on a shared 2-core machine
-#: (docs/measurement.md, "Expected run time"). A placement: its servers
-#: start until every address file is published (about 1.0 s), and are shut
-#: down and reaped after its last round (1.1 to 1.4 s).
-PLACEMENT_START_S, PLACEMENT_STOP_S = 1.0, 1.3
-#: A client round, besides its warmup and windows: client start-up and
-#: connection (0.6 s; 2.8 s for a bulk metric, which populates its 1 GiB
-#: stream buffer first), then reading its documents, storing its rows and
-#: launching the next round (0.4 s).
-ROUND_START_S, ROUND_END_S = 1.1, 0.4
-PLACEMENT_S = PLACEMENT_START_S + PLACEMENT_STOP_S
-ROUND_S = ROUND_START_S + ROUND_END_S
+__all__ = ["LONG_S", "PROGRESS_LOG", "WINDOW_LOG", "Expected", "Tracker", "WindowFollower", "expect", "fmt_duration"]
+
 #: A campaign expected to take longer than this says so before it starts.
 LONG_S = 3600.0
 #: The engine's window log of each client of a round, in the round's folder.
@@ -41,62 +32,50 @@ WINDOW_LOG = "windows-{rank}.jsonl"
 PROGRESS_LOG = "progress.jsonl"
 
 
-def fmt_duration(s: float) -> str:
-    """'45 s', '1 min 32 s', '2 h 05 min', '3 d 4 h'."""
-    s = max(0.0, s)
-    if s < 60:
-        return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
-    m, sec = divmod(round(s), 60)
-    if m < 60:
-        return f"{m} min {sec:02d} s"
-    h, m = divmod(m, 60)
-    if h < 48:
-        return f"{h} h {m:02d} min"
-    d, h = divmod(h, 24)
-    return f"{d} d {h} h"
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-def round_start_s(cfg: dict, spec: SampleSpec) -> float:
-    """A round's time before its first window: its warmup, then the start
-    barrier's settle time (engine.start = barrier) or the clock's lead."""
-    e = cfg["engine"]
-    after = e.get("settle", 0.0) if e.get("start", "barrier") == "barrier" else e["start_lead"]
-    return spec.warmup + after
-
-
 @dataclass
 class Expected:
-    """A plan's expected run time, and what each stored row costs of it."""
+    """A plan's expected run time (its Estimate: rooftop.campaign.estimate),
+    and what each stored row costs of it."""
 
-    placements: int = 0
-    rounds: int = 0
-    windows: int = 0
-    measuring_s: float = 0.0
-    warmup_s: float = 0.0
-    overhead_s: float = 0.0
+    estimate: Estimate
     #: Row key -> seconds, in plan order: its share of its window, and for
-    #: the first window of a round (of a placement) the round's start (and
-    #: the placement's), as the bars count it once that window is measured.
+    #: the first window of a round (of a placement, of the campaign) the
+    #: round's start (and the placement's, the launch mode's once per
+    #: campaign), as the bars count it once that window is measured.
     cost: dict[str, float] = field(default_factory=dict)
     #: Row key -> the stage whose bar counts it.
     stage: dict[str, str] = field(default_factory=dict)
 
     @property
+    def placements(self) -> int:
+        return self.estimate.work.placements
+
+    @property
+    def rounds(self) -> int:
+        return self.estimate.work.rounds
+
+    @property
+    def windows(self) -> int:
+        return self.estimate.work.windows
+
+    @property
+    def measuring_s(self) -> float:
+        return self.estimate.work.measuring_s
+
+    @property
+    def warmup_s(self) -> float:
+        return self.estimate.work.warmup_s
+
+    @property
+    def overhead_s(self) -> float:
+        return self.estimate.overhead_s
+
+    @property
     def total_s(self) -> float:
-        return self.measuring_s + self.warmup_s + self.overhead_s
+        return self.estimate.total_s
 
     def line(self) -> str:
-        return (
-            f"expected run time: {fmt_duration(self.total_s)} ({_n(self.placements, 'placement')}, "
-            f"{_n(self.rounds, 'client round')}, {_n(self.windows, 'window')}: measuring "
-            f"{fmt_duration(self.measuring_s)}, warmups {fmt_duration(self.warmup_s)}, overhead "
-            f"{fmt_duration(self.overhead_s)} at {PLACEMENT_S:g} s per placement and "
-            f"{ROUND_S:g} s per round)"
-        )
+        return self.estimate.line()
 
     def warning(self) -> str | None:
         """What to say before a campaign longer than LONG_S starts (None: nothing)."""
@@ -114,30 +93,28 @@ def expect(cfg: dict, placements: list[Placement], done: set[str] | frozenset = 
     """The expected run time of what is left of a plan (rows in done are
     stored already), as the Runner measures it: a server group per
     placement with something left, then its client rounds."""
-    x = Expected()
+    x = Expected(estimate(cfg, count(cfg, placements, done)))
+    mode = x.estimate.mode
+    windows: list[tuple[list[str], float]] = []  # (rows left, seconds), in order
     for pl in placements:
         todo = [s for s in pl.samples if not all(k in done for k in s.row_keys())]
         if not todo:
             continue
-        x.placements += 1
-        windows: list[tuple[list[str], float]] = []  # (rows left, seconds), in order
+        placement = len(windows)
         for rnd in client_rounds(todo):
-            start = round_start_s(cfg, rnd.first)
-            x.rounds += 1
-            x.warmup_s += start
             first = len(windows)
             for sp in rnd.specs:
-                x.windows += 1
-                x.measuring_s += sp.duration
-                windows.append(([k for k in sp.row_keys() if k not in done], sp.duration))
+                windows.append(([k for k in sp.row_keys() if k not in done], sp.duration + mode.window.value))
                 for k in windows[-1][0]:
                     x.stage[k] = sp.stage
-            windows[first] = (windows[first][0], windows[first][1] + ROUND_START_S + start)
-            windows[-1] = (windows[-1][0], windows[-1][1] + ROUND_END_S)
-        windows[0] = (windows[0][0], windows[0][1] + PLACEMENT_START_S)
-        windows[-1] = (windows[-1][0], windows[-1][1] + PLACEMENT_STOP_S)
-        _spread(windows, x.cost)
-    x.overhead_s = x.placements * PLACEMENT_S + x.rounds * ROUND_S
+            start = mode.round_start.value + round_start_s(cfg, rnd.first.warmup)
+            windows[first] = (windows[first][0], windows[first][1] + start)
+            windows[-1] = (windows[-1][0], windows[-1][1] + mode.round_end.value)
+        windows[placement] = (windows[placement][0], windows[placement][1] + mode.placement_start.value)
+        windows[-1] = (windows[-1][0], windows[-1][1] + mode.placement_stop.value)
+    if windows:
+        windows[0] = (windows[0][0], windows[0][1] + x.estimate.fixed_s)
+    _spread(windows, x.cost)
     return x
 
 

@@ -24,7 +24,7 @@ from rooftop.cli.common import (
 
 def _cmd_collect(args) -> int:
     from rooftop import emulation
-    from rooftop.campaign import Runner, plan_collect
+    from rooftop.campaign import Runner, outlook, plan_collect
     from rooftop.config.keys import ConfigError
     from rooftop.config.resolve import build
     from rooftop.nics import check as nic_check
@@ -54,6 +54,9 @@ def _cmd_collect(args) -> int:
         run_id = None
     from rooftop.campaign import sampling
     from rooftop.launchers import make_launcher
+
+    # What this run can tell, before measuring anything (stderr).
+    print(outlook.line(cfg, plan_collect(cfg)), file=sys.stderr)
 
     if args.dry_run:
         notes = sampling.prepare(cfg) or sampling.describe(cfg)  # (--pairs sample: the topology, the first batch)
@@ -216,11 +219,14 @@ def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
 
 
 def _dry_run(runner, cfg: dict, groups) -> int:
-    """The exact commands of every placement, then the expected run time."""
-    from rooftop.campaign.progress import expect
+    """The exact commands of every placement, then the expected run time
+    (the figures 'rooftop plan' gives for as many nodes)."""
+    from rooftop.campaign.forecast import of_placements
 
     print("\n".join(runner.dry_run(groups)))
-    print(f"# {expect(cfg, groups).line()}")
+    x = of_placements(cfg, groups)
+    print("\n".join(f"#   {line}" for line in x.lines()))
+    print(f"# {x.line()}")
     _warn_if_long(cfg, groups)
     return 0
 

@@ -8,32 +8,45 @@ import json
 import sys
 from pathlib import Path
 
-from rooftop.cli.common import results_arg
+from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags
+from rooftop.history import keys as _check_keys  # noqa: F401  (registers the check.* config keys)
+
+#: The rule's flags: keys of rooftop.history.keys (--threshold sets check.threshold or check.METRIC.threshold).
+RULE_FLAGS = (KeyFlag("--last", "check.last", "K"), KeyFlag("--k", "check.k", "K"))
 
 CHECK_EPILOG = """\
 exit status: 1 when a ceiling fell beyond noise, 0 otherwise, 2 on a usage
 or config error (no comparable baseline: the message names the field that
-differs). The rule and its keys: docs/history.md.
+differs). The rule and its keys (check.threshold, check.METRIC.threshold,
+check.last, check.k: 'rooftop config keys'; a config file's [check] table,
+--set, then these flags): docs/history.md.
 
 examples:
   rooftop collect && rooftop check latest --against history   # a weekly job
   rooftop check --save-baseline before-upgrade $RUN
   rooftop check latest --against before-upgrade --junit check.xml
-  rooftop check $RUN2 --against $RUN1 --threshold bw=20
+  rooftop check $RUN2 --against $RUN1 --threshold bw=20 --set check.k=4
+  rooftop check --against before-upgrade --write-references refs.json   # for the ReFrame check
 """
 
 
 def _rule_args(p) -> None:
     p.add_argument(
+        "--config", help="config file (JSON, or TOML by extension) with a [check] table; see 'rooftop config keys'"
+    )
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="a check.* key, e.g. --set check.k=4 (repeatable)"
+    )
+    p.add_argument(
         "--threshold",
         action="append",
         default=[],
-        metavar="METRIC=PCT",
-        help="a ceiling must move more than PCT %% of its median to count (default 10 %% for every metric); repeatable",
+        metavar="[METRIC=]PCT",
+        help="a ceiling must move more than PCT %% of its median to count: every metric's "
+        "(check.threshold, default 10) or METRIC's (check.METRIC.threshold); repeatable",
     )
-    p.add_argument("--last", type=int, default=None, metavar="K", help="runs of history the rule looks at (default 8)")
-    p.add_argument("--k", type=float, default=None, help="width of the history band, in 1.4826 x MAD (default 3)")
-    results_arg(p)
+    add_key_flags(p, RULE_FLAGS)
+    add_key_flags(p, [RESULTS_FLAG])
 
 
 def add_history(sub) -> None:
@@ -66,33 +79,55 @@ def add_check(sub) -> None:
     p.add_argument("--save-baseline", metavar="NAME", help="store RUN's ceilings as baseline NAME and exit")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one test case per ceiling) to FILE")
+    p.add_argument(
+        "--write-references",
+        metavar="FILE",
+        help="write the ceilings of --against BASELINE|RUN as the ReFrame check's references file "
+        "(their medians, lower bound -threshold, the model's units) and exit; no RUN",
+    )
     _rule_args(p)
     p.set_defaults(func=cmd_check)
 
 
-def _store(args):
+def _options(args):
+    """(the rule, the store) from defaults <- --config <- --set <- the flags."""
+    from rooftop import session
+    from rooftop.history.keys import rule, threshold_overrides
     from rooftop.store.db import Store
 
-    return Store(args.results, create=False)
+    overrides = session.overrides(args)
+    overrides.update(threshold_overrides(args.threshold))
+    got, cfg = rule(args.config, overrides)
+    return got, Store(cfg["results"], create=False)
 
 
-def _rule(args) -> tuple[dict, float, int]:
-    from rooftop.history import check, gate
+def _write_references(args, store, rule) -> int:
+    from rooftop.history import gate, references
 
-    k = check.K_MAD if args.k is None else args.k
-    last = check.LAST if args.last is None else args.last
-    if not k > 0 or last < check.MIN_HISTORY:
-        raise gate.CheckError(f"--k must be above 0 and --last at least {check.MIN_HISTORY}")
-    return gate.thresholds(args.threshold), k, last
+    if args.run or not args.against or args.against == "history":
+        print(
+            "rooftop check: --write-references FILE takes --against BASELINE|RUN (the references' source), no RUN",
+            file=sys.stderr,
+        )
+        return 2
+    base_run, base, label = gate.against(store, args.against)
+    if not base:
+        raise gate.CheckError(f"{label} has no metric whose ceilings can be built (see 'rooftop model {base_run}')")
+    doc = references.write(args.write_references, base, rule)
+    names = ", ".join(doc["*"])
+    print(f"{args.write_references}: references of {label}: {names}", file=sys.stderr)
+    return 0
 
 
 def cmd_check(args) -> int:
     from rooftop.history import baselines, gate, junit
 
+    rule, store = _options(args)
+    if args.write_references:
+        return _write_references(args, store, rule)
     if not args.run:
         print("rooftop check: give a RUN (or 'latest')", file=sys.stderr)
         return 2
-    store = _store(args)
     run = gate.latest(store) if args.run == "latest" else store.get_run(args.run).id
     if args.save_baseline:
         got = baselines.save(store, args.save_baseline, run)
@@ -101,15 +136,21 @@ def cmd_check(args) -> int:
     if not args.against:
         print("rooftop check: give --against BASELINE|RUN|history (or --save-baseline NAME)", file=sys.stderr)
         return 2
-    limits, k, last = _rule(args)
-    checks, skipped = gate.check(store, run, args.against, limits, k, last)
+    checks, skipped = gate.check(store, run, args.against, rule)
     fell = [c for mc in checks for c in mc.fell]
     if args.junit:
         Path(args.junit).write_text(junit.document(checks, skipped))
     if args.json:
-        doc = {"run": run, "fell": bool(fell), "metrics": [mc.to_dict() for mc in checks], "not_compared": skipped}
+        doc = {
+            "run": run,
+            "fell": bool(fell),
+            "metrics": [mc.to_dict() for mc in checks],
+            "not_compared": skipped,
+            "check": rule.record(),
+        }
         print(json.dumps(doc, indent=2))
     else:
+        print(f"rule: {rule.text([mc.metric for mc in checks])}")
         for mc in checks:
             print(f"{mc.metric}: run {run} against {mc.against}")
             for c in mc.changes:
@@ -127,13 +168,11 @@ def cmd_history(args) -> int:
     from rooftop.config.units import fmt_rate
     from rooftop.history import check, series
 
-    limits, k, last = _rule(args)
-    store = _store(args)
+    rule, store = _options(args)
     groups = list(series.history(store).values())
     out = []
     for runs in groups:
-        metric = runs[0].metric
-        events = check.steps(runs, limits.get(metric, check.DEFAULT_THRESHOLD), k, last)
+        events = check.steps(runs, rule.of(runs[0].metric), rule.k, rule.last)
         out.append((runs, events))
     if args.plot:
         from rooftop.history import figure

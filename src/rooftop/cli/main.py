@@ -10,7 +10,7 @@ import signal
 import sys
 
 from rooftop import __version__
-from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, report, service, size, tools
+from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, plan, report, service, size, tools
 from rooftop.cli.common import interrupted_rc, stop_on_signal
 
 DESCRIPTION = """\
@@ -27,6 +27,8 @@ commands:
   collect   measure the roofline parameters: server and client ceilings
             (prints the run id)
   validate  add validation samples (server nodes x client nodes) to a run
+  plan      how long collect and validate take on N nodes, per stage, before
+            any allocation (launches, pairs, rounds)
   runs      list the runs in a results folder
   doctor    check a results folder; --rebuild its database from the engine
             documents
@@ -53,7 +55,7 @@ commands:
             what makes them comparable, with the changes found
   check     did a ceiling fall beyond noise against a baseline, a run or the
             history (exit 1: a CI gate); --save-baseline NAME
-  cluster   an emulated cluster on this machine (root): up, status, down
+  cluster   an emulated cluster on this machine (root): up, reshape, status, down
   config    show the fully resolved config (or every key with 'config keys')
   probe     one server + one client per fabric on this machine: RPC rate and
             4 MiB bulk-read bandwidth (the quick answer)
@@ -67,7 +69,7 @@ commands:
   engine    run rooftop-engine directly (serve, load, ping, stat, shutdown, ...)
 
 examples:
-  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 logical nodes
+  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 or 3 logical nodes
   rooftop validate --run $RUN
   rooftop report $RUN                                # prints the HTML report's path
   rooftop runs
@@ -97,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (
         campaign.add_collect,
         campaign.add_validate,
+        plan.add_parser,
         campaign.add_runs,
         campaign.add_doctor,
         report.add_export,

@@ -295,6 +295,8 @@ def _cmd_compare(args) -> int:
     from rich.table import Table
 
     from rooftop import ui
+    from rooftop.config import units
+    from rooftop.plots import roofline as roofline_plot
     from rooftop.plots.run import plot_compare
 
     loaded = [_compare_source(s, args.results) for s in args.sources]
@@ -310,15 +312,17 @@ def _cmd_compare(args) -> int:
         if not out.is_terminal:
             out.width = 110
         t = Table(title="rooflines compared", title_justify="left")
-        for c in ("source", "metric", "client ceiling", "server ceiling", "ridge x*", "servers:clients"):
-            t.add_column(c, no_wrap=c not in ("source", "servers:clients"), min_width=16 if c == "source" else None)
+        heads = ("source", "metric", "client ceiling per process", "server ceiling per process", "ridge x*")
+        for c in (*heads, "servers:clients"):
+            t.add_column(c, no_wrap=c in ("metric", "ridge x*"), min_width=16 if c == "source" else None)
         for label, rs in sources:
             for m, r in sorted(rs.items()):
+                shown = units.rate_scale(r.unit, r.client.hi)
                 t.add_row(
                     label,
                     m,
-                    ui.fmt_range(r.client_bound.lo, r.client_bound.hi, r.unit),
-                    ui.fmt_range(r.server.lo, r.server.hi, r.unit),
+                    roofline_plot.client_text(r, shown),
+                    f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
                     f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}",
                     _verdict_short(r.verdict()),
                 )

@@ -61,7 +61,7 @@ def _nic_comparison(store, res, nic_runs: str):
 def _cmd_plot(args) -> int:
     from rooftop import kinds, model, results
     from rooftop.kinds.sections import SECTIONS
-    from rooftop.plots.run import plot_params, plot_run
+    from rooftop.plots.run import left_out, plot_params, plot_run
     from rooftop.store.db import Store
 
     if not args.run and not args.params:
@@ -95,6 +95,8 @@ def _cmd_plot(args) -> int:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
         out = Path(args.output) if args.output else _figures_dir(store, res.run.id)
         files = plot_run(res, out, args.format, args.yscale)
+        for name, why in left_out(res).items():  # figures that would carry no information
+            print(f"{name}: not drawn: {why}", file=sys.stderr)
     print_files(files, args.json)
     return 0
 

@@ -140,6 +140,15 @@ def create_node(layout: Layout, i: int, cores: list[int], cpu_percent: float | N
     _write(cpu / "cpu.cfs_quota_us", str(q if q is not None else -1))
 
 
+def set_cap(layout: Layout, i: int, cores: int, cpu_percent: float | None) -> None:
+    """Node i's CPU cap, in place (its processes keep running under the new quota)."""
+    q = quota_us(cores, cpu_percent)
+    if layout.version == 2:
+        _write(layout.cpu / GROUP / f"n{i}" / "cpu.max", f"{q if q is not None else 'max'} {PERIOD_US}")
+        return
+    _write(layout.cpu / GROUP / f"n{i}" / "cpu.cfs_quota_us", str(q if q is not None else -1))
+
+
 def read_node(layout: Layout, i: int) -> dict | None:
     """What the kernel has for node i: {"cpus": "0,1", "quota_us", "period_us"}
     (None: its cgroup is missing)."""

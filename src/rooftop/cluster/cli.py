@@ -1,4 +1,4 @@
-"""'rooftop cluster up|status|down': the emulated cluster on this machine.
+"""'rooftop cluster up|reshape|status|down': the emulated cluster on this machine.
 
 Exit codes: 0 ok; 1 'status' found no cluster, or a cluster with problems;
 2 bad options, not root, or a command that failed (the message names it).
@@ -28,6 +28,7 @@ prints it), then salloc -N 3 rooftop collect --launcher srun. Needs root.
   rooftop cluster up --nodes 4 --node 2:rate=100mbit --node 3:cpu=50%
   rooftop cluster up --nodes 2 --nics-per-node 4 --link-rate 40mbit
   rooftop cluster up --nodes 12 --groups 3 --link-rate 90mbit --group-link-rate 30mbit
+  rooftop cluster reshape --link-rate 500mbit --node 0:cpu=50%
   rooftop cluster status [--json]
   rooftop cluster down
 
@@ -38,7 +39,7 @@ Rates: {RATE_FORMS} (bit units are bits per second; B/s units are bytes).
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "cluster",
-        help="emulated cluster on this machine (root): up, status, down",
+        help="emulated cluster on this machine (root): up, reshape, status, down",
         description="Emulated cluster: N nodes on this machine (network namespaces, shaped veth links, cgroups).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -106,6 +107,35 @@ def add_parser(sub) -> None:
     up.add_argument("-v", "--verbose", action="store_true", help="print every command run")
     up.set_defaults(func=cmd_up)
 
+    rs = acts.add_parser(
+        "reshape",
+        help="change the running cluster's link rates and CPU caps in place (recorded in its state)",
+        description="Changes the link rates and CPU caps of the cluster that is up, without rebuilding it "
+        "(namespaces, addresses, cores and the processes in the nodes stay); the state records the new "
+        "emulation, so the runs started after it record what they run under, and a run measured before "
+        "cannot be resumed or validated on it. Refused while a campaign holds this machine's cores lock.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rs.add_argument("--link-rate", metavar="RATE", help="every node's link rate, each direction (none: unshaped)")
+    rs.add_argument(
+        "--node",
+        action="append",
+        default=[],
+        metavar="I:KEY=VALUE",
+        help="one node: I:rate=RATE (its link), I:cpu=P%% (its CPU time, P %% of its cores) or "
+        "I:cpu=none (no cap); repeatable, or I:rate=R,cpu=P%%; applied after --link-rate",
+    )
+    rs.add_argument(
+        "--force",
+        action="store_true",
+        help="change it even while a campaign holds this machine's cores lock (its windows measured "
+        "across the change are stored invalid)",
+    )
+    rs.add_argument("--json", action="store_true", help="print the status as JSON")
+    rs.add_argument("-v", "--verbose", action="store_true", help="print every command run")
+    rs.set_defaults(func=cmd_reshape)
+
     st = acts.add_parser("status", help="nodes, addresses, cores, CPU caps, link rates (read from tc)")
     st.add_argument("--json", action="store_true", help="JSON for machines")
     st.set_defaults(func=cmd_status)
@@ -161,6 +191,18 @@ def cmd_up(args) -> int:
     return _show(lifecycle.status(), args.json)
 
 
+def cmd_reshape(args) -> int:
+    from rooftop.cluster import lifecycle, reshape
+
+    _trace(args)
+    lifecycle.require_root("reshape")
+    with _no_campaign(args.force, "reshape it anyway with 'rooftop cluster reshape --force'"):
+        said = reshape.reshape(args.link_rate, args.node, log=_log)
+    if not said:
+        _log("rooftop cluster reshape: the cluster already is so; nothing to do")
+    return _show(lifecycle.status(), args.json)
+
+
 def cmd_status(args) -> int:
     from rooftop.cluster import lifecycle
 
@@ -187,10 +229,10 @@ def cmd_down(args) -> int:
 
 
 @contextlib.contextmanager
-def _no_campaign(force: bool):
+def _no_campaign(force: bool, anyway: str = "take the cluster down anyway with 'rooftop cluster down --force'"):
     """This machine's cores lock (rooftop.locks), which every local or netns
-    campaign holds while it measures: a cluster taken down under a campaign
-    fails its samples without saying why. --force skips it."""
+    campaign holds while it measures: a cluster taken down (or reshaped)
+    under a campaign fails its samples. --force skips it."""
     from rooftop.cluster.spec import ClusterError
     from rooftop.locks import Lock, machine_lock_path
 
@@ -202,8 +244,7 @@ def _no_campaign(force: bool):
         if not lock.acquire(time.monotonic()):
             raise ClusterError(
                 f"a campaign holds this machine's cores lock ({lock.path}): "
-                f"{lock.holder()}; its samples would fail. Wait for it to end, stop it, "
-                f"or take the cluster down anyway with 'rooftop cluster down --force'"
+                f"{lock.holder()}; its samples would fail. Wait for it to end, stop it, or {anyway}"
             )
         yield
     finally:
@@ -308,6 +349,8 @@ def _show(st: dict, as_json: bool) -> int:
             f"[yellow]nodes share cores[/]: {len(st['nodes'])} nodes on {ncores} core(s); "
             f"nodes sharing a core time-slice it, so their CPU-bound rates interfere"
         )
+    for r in st.get("reshaped") or []:
+        out.print(f"reshaped at {r['at']}: {'; '.join(r['changes'])}")
     if not st.get("verified", True):
         out.print("not root: shown from the state file, not read back from the kernel")
     if st.get("tcp_congestion_control"):

@@ -459,6 +459,7 @@ def status() -> dict:
         "up": True,
         "state": str(state.path()),
         "created": st["created"],
+        "reshaped": st.get("reshaped") or [],
         "bridge": st["bridge"],
         "rails": st.get("rails") or [],
         "nics_per_node": st["spec"].get("nics_per_node", 1),

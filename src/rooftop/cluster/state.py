@@ -32,6 +32,10 @@ With --groups G, "groups" lists each group ({"group": g, "switch":
 "link_rate_bits": R2, "nodes": [...]}) and each node its "group" and
 "switch" (its group's bridge); the spec records groups and group_link_rate.
 
+'cluster reshape' changes nodes' link_rate_bits, cpu_percent and
+cpu_quota_us (and the spec) in place, and appends {"at": time, "changes":
+[text, ...]} to "reshaped".
+
 cpu_percent null: no CPU cap (the node has its cores); link_rate_bits null:
 the link is not shaped. shared_with: the other nodes using one of its cores.
 """

@@ -141,8 +141,8 @@ KEYS: list[Key] = [
         "collect.pairs",
         "choice",
         "serial",
-        "client peak node pairs: " + "; ".join(f"{s.name}: {s.help}" for s in pairs.STRATEGIES.values()),
-        tuple(pairs.STRATEGIES),
+        "client peak node pairs: " + "; ".join(f"{s.name}: {s.help}" for s in pairs.PAIRS.values()),
+        tuple(pairs.PAIRS),
     ),
     # The pair strategies' keys (rooftop/stages/pairs/) and where sample reads the topology.
     *pairs.KEYS,
@@ -305,7 +305,7 @@ KEY_BY_PATH = by_path(KEYS)
 
 #: The studies' own keys (rooftop.bursts.keys, rooftop.learn.keys, ...), by
 #: section (the first part of their paths: bursts, tune, audit, loads,
-#: interference, probe).
+#: interference, probe, check).
 #: A study registers its table with register() when its keys module is
 #: imported (the layers forbid config from importing a study). They are in
 #: KEY_BY_PATH (`--set`, config files, `config keys`) but only in the config
@@ -336,4 +336,4 @@ def section_of(path: str) -> str | None:
 
 
 #: The command that reads a study section, where it is not the section's name.
-STUDY_COMMAND = {"loads": "interfere", "interference": "interfere"}
+STUDY_COMMAND = {"loads": "interfere", "interference": "interfere", "check": "check/history"}

@@ -22,7 +22,7 @@ from rooftop.config.catalog import (
 )
 from rooftop.config.files import _get, _set, load_file, merge
 from rooftop.config.keys import ConfigError
-from rooftop.launchers import LAUNCHERS, binding_width
+from rooftop.launchers import LAUNCHERS, Node, binding_width
 from rooftop.nics.policy import check_policy
 
 
@@ -67,10 +67,14 @@ def _check_start(cfg: dict) -> None:
         raise ConfigError(f"engine.slices: {e['slices']} is not 1..1000")
 
 
-def resolve(cfg: dict) -> dict:
+def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     """Checks values against each other and the machine, and fills in what
-    depends on them (nodes, processes per node, the validation grid)."""
-    from rooftop.launchers import LauncherError, make_launcher
+    depends on them (nodes, processes per node, the validation grid).
+
+    nodes: planned nodes instead of the launcher's (`rooftop plan`, before
+    any allocation): the checks against the machine (the launcher's nodes,
+    a fabric.domain their hosts need, each metric's check on the nodes it
+    would run on) are left to the campaign; every other check applies."""
     from rooftop.launchers.base import procs_per_node
 
     cfg = copy.deepcopy(cfg)
@@ -110,29 +114,11 @@ def resolve(cfg: dict) -> dict:
     if cfg["engine"]["path"] and not os.access(cfg["engine"]["path"], os.X_OK):
         raise ConfigError(f"engine.path: {cfg['engine']['path']} is not an executable file")
 
-    try:
-        launcher = make_launcher(cfg["launcher"])
-        nodes = launcher.nodes()
-    except LauncherError as e:
-        raise ConfigError(f"launcher: {e}") from None
+    planned = nodes is not None
+    if nodes is None:
+        nodes = _launcher_nodes(cfg)
     n = len(nodes)
     binding = cfg["binding"]
-    # Servers serve on loopback unless told otherwise: across real hosts an
-    # IP provider needs the interface they should listen on (nodes that
-    # carry their own address, as emulated ones do, serve on it).
-    import socket
-
-    local_names = {"localhost", socket.gethostname(), socket.getfqdn()}
-    remote = [
-        nd.host for nd in nodes if nd.host not in local_names and not nd.host.startswith("127.") and not nd.address
-    ]
-    ip_provider = any(p in cfg["fabric"]["provider"] for p in ("tcp", "sockets", "verbs", "udp"))
-    if remote and ip_provider and not cfg["fabric"]["domain"]:
-        raise ConfigError(
-            f"fabric.domain: nodes on other hosts ({remote[0]}, ...) cannot reach servers "
-            f"listening on loopback; set the network interface they share, e.g. "
-            f"--set fabric.domain=hsn0 (or ib0, eth0)"
-        )
     cfg["nodes"] = [node.describe() for node in nodes]
     if cfg["launcher"]["type"] == "local" and cfg["launcher"]["nodes"] is None:
         cfg["launcher"]["nodes"] = n
@@ -166,8 +152,9 @@ def resolve(cfg: dict) -> dict:
     ):
         procs(p)
 
-    for name in cfg["metrics"]:  # what measuring each needs on these nodes
-        metrics.get(name).check_resolved(cfg)
+    if not planned:
+        for name in cfg["metrics"]:  # what measuring each needs on these nodes
+            metrics.get(name).check_resolved(cfg)
 
     needs_two = any(st.enabled(cfg) for st in stages.of_phase("collect"))
     if needs_two and n < 2:
@@ -176,6 +163,33 @@ def resolve(cfg: dict) -> dict:
         )
 
     return resolve_grid(cfg)
+
+
+def _launcher_nodes(cfg: dict) -> list[Node]:
+    """The launcher's nodes, and a fabric.domain they need: across real hosts
+    an IP provider needs the interface servers should listen on (servers
+    serve on loopback unless told otherwise; nodes that carry their own
+    address, as emulated ones do, serve on it)."""
+    import socket
+
+    from rooftop.launchers import LauncherError, make_launcher
+
+    try:
+        nodes = make_launcher(cfg["launcher"]).nodes()
+    except LauncherError as e:
+        raise ConfigError(f"launcher: {e}") from None
+    local_names = {"localhost", socket.gethostname(), socket.getfqdn()}
+    remote = [
+        nd.host for nd in nodes if nd.host not in local_names and not nd.host.startswith("127.") and not nd.address
+    ]
+    ip_provider = any(p in cfg["fabric"]["provider"] for p in ("tcp", "sockets", "verbs", "udp"))
+    if remote and ip_provider and not cfg["fabric"]["domain"]:
+        raise ConfigError(
+            f"fabric.domain: nodes on other hosts ({remote[0]}, ...) cannot reach servers "
+            f"listening on loopback; set the network interface they share, e.g. "
+            f"--set fabric.domain=hsn0 (or ib0, eth0)"
+        )
+    return nodes
 
 
 def resolve_grid(cfg: dict) -> dict:
@@ -214,11 +228,15 @@ def resolve_grid(cfg: dict) -> dict:
 
 
 def build(
-    config_file: str | None = None, overrides: dict[str, Any] | None = None, sections: tuple[str, ...] = ()
+    config_file: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    sections: tuple[str, ...] = (),
+    nodes: list[Node] | None = None,
 ) -> dict:
-    """File + overrides -> resolved config (with the study sections named)."""
+    """File + overrides -> resolved config (with the study sections named;
+    nodes: planned ones, as resolve)."""
     data = load_file(config_file) if config_file else None
-    return resolve(merge(data, overrides or {}, sections))
+    return resolve(merge(data, overrides or {}, sections), nodes)
 
 
 def describe_keys() -> str:

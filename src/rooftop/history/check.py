@@ -3,17 +3,18 @@ which bound moved.
 
 Against a baseline (a named baseline or one earlier run): a ceiling changed
 beyond noise when its 95 % interval and the baseline's do not overlap AND
-its median moved by more than the metric's threshold (DEFAULT_THRESHOLD,
-`--threshold METRIC=PCT`). A ceiling without an interval (one sample) is
-judged on the threshold alone.
+its median moved by more than the metric's threshold (DEFAULT_THRESHOLD;
+the keys check.threshold and check.METRIC.threshold: rooftop.history.keys).
+A ceiling without an interval (one sample) is judged on the threshold alone.
 
-Against history: the last K (LAST) comparable runs of the current regime
-(since the last step change, outlier runs left out) give the ceiling's
-median m and its median absolute deviation MAD; the run's median is beyond
-noise when |value - m| > k * 1.4826 * MAD (K_MAD; 1.4826 makes the MAD a
-standard deviation for normal noise) AND |value - m| / m exceeds the
-threshold. With fewer than MIN_HISTORY such runs the rule falls back to the
-baseline rule against the last comparable run, and says so.
+Against history: the last K (LAST, key check.last) comparable runs of the
+current regime (since the last step change, outlier runs left out) give the
+ceiling's median m and its median absolute deviation MAD; the run's median
+is beyond noise when |value - m| > k * 1.4826 * MAD (K_MAD, key check.k;
+1.4826 makes the MAD a standard deviation for normal noise) AND
+|value - m| / m exceeds the threshold. With fewer than MIN_HISTORY such
+runs the rule falls back to the baseline rule against the last comparable
+run, and says so.
 
 A change found in a history (steps) is a step change when the next run
 is beyond noise the same way against the same window (the regime then
@@ -96,6 +97,8 @@ class MetricCheck:
     ratio_before: tuple[int, int] | None
     ratio_after: tuple[int, int] | None
     notes: list[str] = field(default_factory=list)
+    #: The threshold the rule used (a fraction of the median).
+    threshold: float | None = None
 
     @property
     def fell(self) -> list[Change]:
@@ -132,6 +135,7 @@ class MetricCheck:
             "ratio_after": list(self.ratio_after) if self.ratio_after else None,
             "bound_moved": self.bound_moved(),
             "notes": self.notes,
+            "threshold_pct": None if self.threshold is None else round(self.threshold * 100, 9),
         }
 
 
@@ -158,7 +162,7 @@ def against_run(target: RunCeilings, base: RunCeilings, threshold: float, agains
         changes.append(
             Change(target.metric, name, b.median, p.median, target.unit, ch, beyond, _direction(ch, beyond), why)
         )
-    return MetricCheck(target.metric, target.run, against, changes, base.ratio, target.ratio)
+    return MetricCheck(target.metric, target.run, against, changes, base.ratio, target.ratio, threshold=threshold)
 
 
 def _band(values: list[float], k: float) -> tuple[float, float]:
@@ -192,7 +196,7 @@ def against_window(
     if "server" in medians and "client" in medians:
         client = min(medians["client"], medians.get("client_node", medians["client"]))
         before = practical(client / medians["server"])
-    return MetricCheck(target.metric, target.run, against, changes, before, target.ratio)
+    return MetricCheck(target.metric, target.run, against, changes, before, target.ratio, threshold=threshold)
 
 
 @dataclass

@@ -5,10 +5,10 @@ comparable (CheckError: the command exits 2)."""
 
 from __future__ import annotations
 
-from rooftop import metrics
 from rooftop.history import baselines, series
-from rooftop.history.check import DEFAULT_THRESHOLD, K_MAD, LAST, MetricCheck, against_history, against_run
+from rooftop.history.check import MetricCheck, against_history, against_run
 from rooftop.history.comparable import differences
+from rooftop.history.keys import Rule
 from rooftop.store.records import StoreError
 
 
@@ -24,23 +24,6 @@ def latest(store) -> str:
     return max(done, key=lambda r: (r.created, r.id)).id
 
 
-def thresholds(items: list[str]) -> dict[str, float]:
-    """--threshold METRIC=PCT, repeatable: {metric: fraction}."""
-    out = {}
-    for item in items:
-        metric, _, pct = item.partition("=")
-        if metric not in metrics.METRICS:
-            raise CheckError(f"--threshold {item}: {metric!r} is not a metric ({', '.join(metrics.METRICS)})")
-        try:
-            v = float(pct) / 100
-        except ValueError:
-            v = -1.0
-        if not 0 < v < 1:
-            raise CheckError(f"--threshold {item}: expected METRIC=PCT with PCT between 0 and 100 (e.g. bw=15)")
-        out[metric] = v
-    return out
-
-
 def _why_not(rc: series.RunCeilings, others: list[series.RunCeilings]) -> str:
     same = [o for o in others if o.metric == rc.metric and o.run != rc.run]
     if not same:
@@ -51,16 +34,31 @@ def _why_not(rc: series.RunCeilings, others: list[series.RunCeilings]) -> str:
     )
 
 
-def check(
-    store, run_id: str, against: str, limits: dict[str, float], k: float = K_MAD, last: int = LAST
-) -> tuple[list[MetricCheck], dict[str, str]]:
+def against(store, name: str) -> tuple[str, dict[str, series.RunCeilings], str]:
+    """(its run id, {metric: ceilings}, a label) of a named baseline or a
+    run id; CheckError when it is neither."""
+    saved = baselines.load(store, name)
+    if saved is not None:
+        return saved[0], saved[1], f"baseline {name} (run {saved[0]})"
+    try:
+        store.get_run(name)
+    except StoreError:
+        known = ", ".join(n for n, _, _ in baselines.names(store)) or "none saved"
+        raise CheckError(
+            f"--against {name}: no baseline of that name (baselines: {known}) and no such run; "
+            f"save one with 'rooftop check --save-baseline NAME RUN'"
+        ) from None
+    return name, series.of_run(store, name), f"run {name}"
+
+
+def check(store, run_id: str, against_what: str, rule: Rule) -> tuple[list[MetricCheck], dict[str, str]]:
     """(the checks per comparable metric, {metric: why it has none}); raises
     CheckError when no metric of the run has anything to be compared with."""
     mine = series.of_run(store, run_id)
     if not mine:
         raise CheckError(f"run {run_id} has no metric whose ceilings can be built (see 'rooftop model {run_id}')")
     checks, skipped = [], {}
-    if against == "history":
+    if against_what == "history":
         groups = series.history(store)
         everyone = [rc for runs in groups.values() for rc in runs]
         for metric, rc in mine.items():
@@ -68,21 +66,9 @@ def check(
             if not prior:
                 skipped[metric] = _why_not(rc, [r for r in everyone if (r.created, r.run) < (rc.created, rc.run)])
                 continue
-            checks.append(against_history(rc, prior, limits.get(metric, DEFAULT_THRESHOLD), k, last))
+            checks.append(against_history(rc, prior, rule.of(metric), rule.k, rule.last))
     else:
-        saved = baselines.load(store, against)
-        if saved is not None:
-            base_run, base, label = saved[0], saved[1], f"baseline {against} (run {saved[0]})"
-        else:
-            try:
-                store.get_run(against)
-            except StoreError:
-                known = ", ".join(n for n, _, _ in baselines.names(store)) or "none saved"
-                raise CheckError(
-                    f"--against {against}: no baseline of that name (baselines: {known}) and no such run; "
-                    f"save one with 'rooftop check --save-baseline NAME RUN'"
-                ) from None
-            base_run, base, label = against, series.of_run(store, against), f"run {against}"
+        base_run, base, label = against(store, against_what)
         for metric, rc in mine.items():
             b = base.get(metric)
             if b is None:
@@ -94,7 +80,7 @@ def check(
             elif base_run == run_id:
                 skipped[metric] = f"{metric}: {label} is the run itself"
             else:
-                checks.append(against_run(rc, b, limits.get(metric, DEFAULT_THRESHOLD), label))
+                checks.append(against_run(rc, b, rule.of(metric), label))
     if not checks:
         raise CheckError(f"run {run_id}: nothing comparable to check against ({'; '.join(skipped.values())})")
     return checks, skipped

@@ -6,8 +6,6 @@ report sections table (rooftop.kinds.sections)."""
 
 from __future__ import annotations
 
-import html
-
 from rooftop.history import check, series
 from rooftop.results.sections import Section
 
@@ -57,11 +55,9 @@ def markdown(res, data, figures, base) -> list[str]:
     return out
 
 
-def html_of(res, data, figures) -> str:
-    if not data:
-        return ""
-    items = "".join(f"<li>{html.escape(x)}</li>" for x in lines(data))
-    return f"<section id='history'><h2>Since the last comparable run</h2><ul>{items}</ul></section>"
+def context(res, data, figures) -> dict | None:
+    """What sections/history.html shows; None: no earlier comparable run."""
+    return {"lines": lines(data)} if data else None
 
 
 def figures(res, data) -> dict:
@@ -78,7 +74,8 @@ SECTION = Section(
     name="history",
     read=read,
     markdown=markdown,
-    html=html_of,
+    template="sections/history.html",
+    context=context,
     figures=figures,
     captions={"history": CAPTION},
     where="verdict",

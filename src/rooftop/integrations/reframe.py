@@ -4,6 +4,8 @@ platform's roofline on a schedule and alerts when a ceiling falls.
     pip install 'rooftop[reframe]'
     reframe -C site-config.py -c "$(rooftop-reframe-check)" -r \\
         -S rooftop_check.references_file=refs.json
+    reframe ... -S rooftop_check.baseline=before-upgrade \\
+        -S rooftop_check.baseline_results=/site/rooftop-results
 
 The check runs `rooftop collect`, `rooftop validate` and `rooftop model`
 inside ReFrame's job, on the nodes ReFrame's scheduler gave it:
@@ -26,8 +28,14 @@ inside ReFrame's job, on the nodes ReFrame's scheduler gave it:
 - References: `references_file` is JSON mapping a ReFrame system
   (`"*"`, `"cluster"` or `"cluster:partition"`) to performance variables
   and `[value, lower, upper]` (ReFrame's relative thresholds, e.g.
-  `[520000, -0.1, null]`: alert when more than 10 % below); the unit is
-  added from the variable.
+  `[520000, -0.1, null]`: alert when more than 10 % below), optionally
+  `[value, lower, upper, unit]`; the unit is the variable's (a file giving
+  another is an error). `baseline` names a baseline saved with `rooftop
+  check --save-baseline NAME` in `baseline_results`: at setup the check has
+  rooftop write its references (`rooftop check --against NAME
+  --write-references`: the ceilings' medians, lower bound the rule's
+  threshold) and uses those of the metrics it measures; a references_file
+  given too adds to them, its entries winning.
 
 Every knob is a ReFrame variable (`-S rooftop_check.<name>=<value>`):
 see the declarations below, each with its meaning.
@@ -39,6 +47,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 
 import reframe as rfm
@@ -50,6 +59,8 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 LAUNCHERS = {"local": "local", "srun": "srun", "mpirun": "mpiexec", "mpiexec": "mpiexec"}
 #: Ceiling statistics reported for each side.
 STATS = ("min", "median", "max")
+#: The references file written from `baseline`, in the stage directory.
+BASELINE_REFERENCES = "baseline-references.json"
 
 
 def _model(path: str) -> dict:
@@ -140,6 +151,12 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
     rooftop = variable(str, value="")
     #: JSON file of site references (see the module docstring); '' for none.
     references_file = variable(str, value="")
+    #: A baseline saved with `rooftop check --save-baseline NAME`: its ceilings are the references; '' for none.
+    baseline = variable(str, value="")
+    #: The results folder holding the baseline (relative: to where ReFrame runs).
+    baseline_results = variable(str, value="rooftop-results")
+    #: More arguments for `rooftop check --write-references`, shell-quoted (e.g. "--config site.toml").
+    baseline_args = variable(str, value="")
 
     @run_after("setup")
     def set_allocation(self):
@@ -168,6 +185,30 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
             f'{rt} model "$RUN" {res} --json > model.json',
             f'{rt} export "$RUN" {res} --format json --output export.json',
         ]
+
+    @run_after("setup")
+    def write_baseline_references(self):
+        """The baseline's references, written by rooftop into the stage
+        directory (kept with the outputs): a wrong name fails here, before
+        the campaign."""
+        if not self.baseline:
+            return
+        path = os.path.join(self.stagedir, BASELINE_REFERENCES)
+        argv = [
+            self.rooftop or default_rooftop(),
+            "check",
+            "--against",
+            self.baseline,
+            "--write-references",
+            path,
+            "--results",
+            os.path.abspath(self.baseline_results),
+            *shlex.split(self.baseline_args),
+        ]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise ValueError(f"baseline {self.baseline}: {shlex.join(argv)} failed: {p.stderr.strip()}")
+        self.keep_files = [*self.keep_files, BASELINE_REFERENCES]
 
     @run_before("run")
     def run_rooftop_directly(self):
@@ -198,18 +239,39 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
         self.reference = self._references()
 
     def _references(self) -> dict:
-        if not self.references_file:
-            return {}
-        with open(self.references_file) as f:
-            refs = json.load(f)
         units = {name: fn.unit for name, fn in self.perf_variables.items()}
-        out = {}
-        for system, values in refs.items():
-            for name, ref in values.items():
-                if name not in units:
-                    raise ValueError(
-                        f"{self.references_file}: {system}.{name} is not a performance "
-                        f"variable of this check ({', '.join(units)})"
-                    )
-                out.setdefault(system, {})[name] = (*ref[:3], units[name])
+        out: dict = {}
+        if self.baseline:
+            path = os.path.join(self.stagedir, BASELINE_REFERENCES)
+            metrics = [m.strip() for m in self.metrics.split(",") if m.strip()]
+            out = load_references(path, units, only=metrics, source=f"baseline {self.baseline} ({path})")
+        if self.references_file:
+            for system, values in load_references(self.references_file, units).items():
+                out.setdefault(system, {}).update(values)
         return out
+
+
+def load_references(path: str, units: dict[str, str], only: list[str] | None = None, source: str = "") -> dict:
+    """A references file as ReFrame's `reference`: {system: {variable:
+    (value, lower, upper, unit)}}. units: the check's variables and their
+    units; a name that is not one, or a unit (4th item) not the variable's,
+    is an error. only: keep the variables of these metrics (a baseline may
+    hold more), at least one."""
+    source = source or path
+    with open(path) as f:
+        refs = json.load(f)
+    out: dict = {}
+    for system, values in refs.items():
+        for name, ref in values.items():
+            if only is not None and not any(name.startswith(f"{m}_") for m in only):
+                continue
+            if name not in units:
+                raise ValueError(
+                    f"{source}: {system}.{name} is not a performance variable of this check ({', '.join(units)})"
+                )
+            if len(ref) > 3 and ref[3] is not None and ref[3] != units[name]:
+                raise ValueError(f"{source}: {system}.{name} is in {ref[3]}, the check measures it in {units[name]}")
+            out.setdefault(system, {})[name] = (*ref[:3], units[name])
+    if only is not None and not out:
+        raise ValueError(f"{source}: no reference of the metrics measured ({', '.join(only)})")
+    return out

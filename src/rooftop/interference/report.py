@@ -9,10 +9,9 @@ says what an entry is)."""
 
 from __future__ import annotations
 
-import html
-
 from rooftop import model
 from rooftop.config.units import fmt_rate
+from rooftop.report import render
 from rooftop.results.sections import Section
 
 
@@ -202,21 +201,21 @@ def beside(run) -> str:
     )
 
 
-def html_of(doc: dict | None, run) -> str:
-    """The report's "Under load" section (doc: RUN/interference.json)."""
-    e = html.escape
+def context(doc: dict | None, run) -> dict | None:
+    """What sections/interference.html shows (doc: RUN/interference.json):
+    what ran beside a loaded run, or the comparison; None: neither."""
     if beside(run):
-        return f"<section id='interference'><h2>Under load</h2><p>{e(beside(run))}</p></section>"
+        return {"beside": beside(run)}
     if not doc:
-        return ""
-    head = "".join(f"<th>{e(h)}</th>" for h in HEAD)
-    body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in table_rows(doc))
-    return (
-        f"<section id='interference'><h2>Under load</h2><p class='small'>{e(EXPLAIN)}</p>"
-        f"<table><tr>{head}</tr>{body}</table>"
-        + "".join(f"<p>{e(line)}</p>" for line in shared_lines(doc))
-        + "</section>"
-    )
+        return None
+    return {"beside": "", "explain": EXPLAIN, "head": HEAD, "rows": table_rows(doc), "shared": shared_lines(doc)}
+
+
+def html_of(doc: dict | None, run) -> str:
+    """The "Under load" section's HTML, for a page that is not a campaign
+    report (a bursts run's: rooftop.kinds.bursts); "" without one."""
+    ctx = context(doc, run)
+    return render.render("sections/interference.html", **ctx) if ctx is not None else ""
 
 
 def shared_lines(doc: dict) -> list[str]:
@@ -318,7 +317,8 @@ SECTION = Section(
     name="interference",
     read=read,
     markdown=lambda res, doc, figures, base: markdown_of(doc, res.run),
-    html=lambda res, doc, figures: html_of(doc, res.run),
+    template="sections/interference.html",
+    context=lambda res, doc, figures: context(doc, res.run),
     figures=lambda res, doc: {"interference": figure(doc)} if doc else {},
     captions={"interference": CAPTION},
 )

@@ -1,6 +1,7 @@
 """The default launcher: this machine's cores split into N logical nodes.
 
-No root needed. With 2 cores and 2 nodes each node is one core. Processes
+No root needed. With 2 cores, 2 nodes of one core each; with 3 or more,
+3 nodes (the cores split evenly). Processes
 are bound with the engine's own --cpus, so a logical node's processes stay
 on its cores even with binding 'none' (then each may use all of them).
 """
@@ -11,10 +12,11 @@ import os
 
 from rooftop.launchers.base import Launch, Launcher, LauncherError, LauncherSpec, Node, pinned_argvs
 
-#: Logical nodes by default: min(DEFAULT_NODES, usable cores). Two is the
-#: smallest campaign (a server node and a client node) and leaves each node
-#: as many cores as possible on a small machine.
-DEFAULT_NODES = 2
+#: Logical nodes by default: min(DEFAULT_NODES, usable cores). Three is the
+#: smallest campaign whose client and server ceilings are separate
+#: measurements (so the ridge can be located); 2 cores give 2 nodes, a
+#: server node and a client node, whose ceilings are one measurement.
+DEFAULT_NODES = 3
 
 
 def usable_cores() -> list[int]:

@@ -8,12 +8,11 @@ is)."""
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 import json
 from pathlib import Path
 
+from rooftop.report import render
 from rooftop.results.sections import Section
 
 
@@ -29,6 +28,10 @@ def load(run_dir: Path) -> list[dict]:
         except (OSError, ValueError):
             continue  # a damaged file: the section shows what it can
     return out
+
+
+#: The predicted-against-measured figure's resolution (drawn in memory).
+PNG_DPI = 110
 
 
 def figure(doc: dict):
@@ -55,10 +58,10 @@ def figure(doc: dict):
     return fig
 
 
-def _png(fig) -> str:
+def _png(fig) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode()
+    fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight")
+    return buf.getvalue()
 
 
 def _rows(models: list[dict]) -> list[list[str]]:
@@ -111,38 +114,41 @@ def markdown(docs: list[dict]) -> list[str]:
     return lines
 
 
-def _table(rows: list[list[str]]) -> str:
-    e = html.escape
-    head = "".join(f"<th>{e(c)}</th>" for c in HEAD)
-    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def html_section(docs: list[dict]) -> str:
-    e = html.escape
-    parts = []
+def context(docs: list[dict]) -> dict | None:
+    """What sections/learned.html shows, per metric: the summary, the
+    cross-validation and extrapolation tables, the figure. None: nothing learned."""
+    if not docs:
+        return None
+    out = []
     for d in docs:
         ex = d["extrapolation"]
-        parts += [
-            f"<h2>Learned model: {e(d['metric'])}</h2><p class='small'>{e(_summary(d))}</p>",
-            "<h3>Cross-validation grouped by configuration</h3>",
-            _table(_rows(d["cross_validation"])),
-            f"<h3>Extrapolation</h3><p class='small'>{e(ex['split'])}</p>",
-            _table(_rows(ex["models"])) if ex["models"] else "",
-        ]
+        fig = None
         if d.get("predictions"):
-            parts.append(
-                f"<figure><img alt='{e(d['metric'])} predicted against measured' "
-                f"src='data:image/png;base64,{_png(figure(d))}'><figcaption>predicted "
-                f"against measured: the best plain and the best roofline-informed model, each "
-                f"sample predicted by the fold that did not train on it</figcaption></figure>"
+            fig = render.figure(
+                _png(figure(d)),
+                f"learned-{d['metric']}",
+                f"{d['metric']} predicted against measured",
+                "predicted against measured: the best plain and the best roofline-informed model, each "
+                "sample predicted by the fold that did not train on it",
+                dpi=PNG_DPI,
             )
-    return "".join(parts)
+        out.append(
+            {
+                "metric": d["metric"],
+                "summary": _summary(d),
+                "cross_validation": _rows(d["cross_validation"]),
+                "split": ex["split"],
+                "extrapolation": _rows(ex["models"]) if ex["models"] else [],
+                "figure": fig,
+            }
+        )
+    return {"head": HEAD, "learned": out}
 
 
 SECTION = Section(
     name="learned",
     read=lambda store, res: load(store.run_dir(res.run.id)),
     markdown=lambda res, docs, figures, base: markdown(docs),
-    html=lambda res, docs, figures: html_section(docs),
+    template="sections/learned.html",
+    context=lambda res, docs, figures: context(docs),
 )

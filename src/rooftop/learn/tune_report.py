@@ -7,10 +7,12 @@ when the tune named a run with ceilings (and a sentence saying so when not).
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from rooftop.config.units import fmt_rate
+
+#: The trajectory figure's resolution.
+PNG_DPI = 110
 
 
 def _knobs(params: dict) -> str:
@@ -118,30 +120,28 @@ def markdown(out: dict, unit: str, png: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_page(out: dict, unit: str, png_b64: str, run_id: str) -> str:
-    esc = html.escape
-    items = "".join(f"<li>{esc(l)}</li>" for l in outcome_lines(out, unit) if l)
-    head = "".join(f"<th>{esc(h)}</th>" for h in HEAD)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in _rows(out, unit))
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>rooftop tune {esc(run_id)}</title>"
-        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}</style></head><body>"
-        f"<h1>rooftop tune: {esc(out['metric'])} (run {esc(run_id)})</h1><h2>Best configuration</h2>"
-        f"<ul>{items}</ul><h2>Trajectory</h2><img alt='trajectory' src='data:image/png;base64,{png_b64}'>"
-        f"<table><tr>{head}</tr>{body}</table></body></html>"
+def html_page(out: dict, unit: str, png: bytes, run_id: str) -> str:
+    """The page (templates/tune.html): the best configuration, the trajectory, every step."""
+    from rooftop.report import render
+
+    return render.render(
+        "tune.html",
+        run_id=run_id,
+        metric=out["metric"],
+        outcome=[l for l in outcome_lines(out, unit) if l],
+        figure=render.figure(png, "trajectory", "trajectory", "", dpi=PNG_DPI),
+        head=HEAD,
+        rows=_rows(out, unit),
     )
 
 
 def write(out: dict, unit: str, run_id: str, folder: Path) -> tuple[Path, Path]:
     """report.html (self-contained) and report.md (+ trajectory.png)."""
-    import base64
-
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / "trajectory.png"
-    figure(out, unit).savefig(png, dpi=110, bbox_inches="tight")
+    figure(out, unit).savefig(png, dpi=PNG_DPI, bbox_inches="tight")
     page = folder / "report.html"
-    page.write_text(html_page(out, unit, base64.b64encode(png.read_bytes()).decode(), run_id))
+    page.write_text(html_page(out, unit, png.read_bytes(), run_id))
     md = folder / "report.md"
     md.write_text(markdown(out, unit, png.name))
     return page, md

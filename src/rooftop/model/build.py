@@ -158,5 +158,18 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
             if side == "client_node" and v is None:
                 continue
             ceilings[side] = _ceiling(v, factor, unit, f"{where}.{side}")
-        out[metric] = Roofline(metric, base, ceilings["client"], ceilings["server"], name, ceilings.get("client_node"))
+        derived = m.get("derived", [])
+        known = ("client", "server", "client_node")
+        if not isinstance(derived, list) or not set(derived) <= set(known):
+            raise ModelError(f"{where}.derived: {_short(derived)} is not a list of ceiling names ({', '.join(known)})")
+        out[metric] = Roofline(
+            metric,
+            base,
+            ceilings["client"],
+            ceilings["server"],
+            name,
+            ceilings.get("client_node"),
+            origin="published",
+            derived=tuple(derived),
+        )
     return out

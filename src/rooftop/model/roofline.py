@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 
 from rooftop.model.ceilings import CONFIDENCE, Ceiling, _span_text, practical, ratio_text
 
+#: What to do when the client and server ceilings are one measurement (the
+#: end of that verdict's text; the report says it once, apart from the verdict).
+ONE_MEASUREMENT_TODO = "collect on 3 or more nodes"
+
 
 @dataclass
 class Roofline:
@@ -29,6 +33,15 @@ class Roofline:
     #: Ceilings ("client", "server") with no samples but excluded ones:
     #: drawn from those, and the verdict cannot tell.
     core_shared_only: list[str] = field(default_factory=list)
+    #: Where the ceilings come from: "measured" (a run's samples) or
+    #: "published" (a parameters file); ceilings named in `derived` ("client",
+    #: "server", "client_node") were worked out by the file's author instead.
+    origin: str = "measured"
+    derived: tuple[str, ...] = ()
+
+    def provenance(self, ceiling: str) -> str:
+        """'measured', 'published' or 'derived', for "client", "server" or "client_node"."""
+        return "derived" if ceiling in self.derived else self.origin
 
     @property
     def client_bound(self) -> Ceiling:
@@ -64,6 +77,8 @@ class Roofline:
             measured_once=self.measured_once,
             core_shared=self.core_shared,
             core_shared_only=self.core_shared_only,
+            origin=self.origin,
+            derived=tuple(d for d in self.derived if d != "client_node"),
         )
 
     def rate(self, x: float, bound: str = "centre") -> float:
@@ -135,8 +150,7 @@ class Roofline:
         if self.one_measurement:
             text = (
                 "the ceilings are not distinguishable here: the client and server ceilings are "
-                "one measurement (the same placement), which cannot locate the ridge; collect "
-                "on 3 or more nodes"
+                f"one measurement (the same placement), which cannot locate the ridge; {ONE_MEASUREMENT_TODO}"
             )
             if ends[0] != ends[1]:
                 text += f" ({span} is {noise})"

@@ -52,18 +52,38 @@ def _tail(lat: Latency, right: float) -> tuple[float, float] | None:
     return max(h for h, _ in beyond), sum(n for _, n in beyond) / lat.count
 
 
+#: The engine's plotting bins (histogram.cpp, Histogram::bins): about this
+#: many per doubling of latency, each about 4.4 % wide.
+BINS_PER_OCTAVE = 16
+YLABEL = "% of operations per bin (bins 4.4 % wide)"
+
+
 def _steps(lat: Latency) -> tuple[np.ndarray, np.ndarray]:
-    """(values, edges) for stairs: each bin's density per log-width (so
-    differently wide bins compare), and 0 over the gaps between bins (the
-    engine lists only bins that hold operations)."""
+    """(values, edges) for stairs: each bin's share of the operations in %,
+    per 1/BINS_PER_OCTAVE octave of latency (a bin of that width: its share;
+    a wider one, at the bottom of the range where buckets are whole
+    nanoseconds, its share spread over its width), and 0 over the gaps
+    between bins (the engine lists only bins that hold operations). The
+    heights of nominal bins add up to 100 %."""
     vals, edges = [], [lat.bins[0][0]]
     for lo, hi, n in lat.bins:
         if lo > edges[-1] * 1.0001:
             vals.append(0.0)
             edges.append(lo)
-        vals.append(n / lat.count / np.log10(max(hi, lo * 1.0001) / max(lo, 1e-3)))
+        octaves = np.log2(max(hi, lo * 1.0001) / max(lo, 1e-3))
+        vals.append(100 * n / lat.count / (octaves * BINS_PER_OCTAVE))
         edges.append(max(hi, edges[-1]))
     return np.array(vals), np.array(edges)
+
+
+def why_not(lats: list[Latency], metric: str) -> str:
+    """Why the figure would carry no information ("" when it carries some)."""
+    if any(l.metric == metric and l.count for l in lats):
+        return ""
+    return (
+        "no latency histogram: the run's engine documents (RUN/raw/) are missing or carry none "
+        "(rooftop doctor checks the folder)"
+    )
 
 
 def figure(lats: list[Latency], metric: str, title: str):
@@ -96,7 +116,7 @@ def figure(lats: list[Latency], metric: str, title: str):
     ax.set_xlim(left, right)
     style.log_axis_numbers(ax.xaxis, left, right, fmt_us)
     ax.set_xlabel("operation latency (log scale)")
-    ax.set_ylabel("share of operations per decade")
+    ax.set_ylabel(YLABEL)
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)

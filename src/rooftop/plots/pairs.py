@@ -15,6 +15,21 @@ from rooftop.plots import style
 from rooftop.results import PairMatrix
 
 
+def why_not(pm: PairMatrix) -> str:
+    """Why the matrix would carry no information ("" when it carries some):
+    a single node pair (2 nodes) has nothing to be compared with."""
+    pairs = {**pm.rates, **{p: v for p, (v, _) in pm.left_out.items()}}
+    if len(pairs) > 1:
+        return ""
+    if not pairs:
+        return "no node pair measured"
+    (a, b), v = next(iter(pairs.items()))
+    return (
+        f"one node pair, n{a}-n{b}: {units.fmt_rate(v, pm.unit)} per client process; a matrix shows "
+        "a slow node or link among 3 or more nodes"
+    )
+
+
 def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()):
     """slowest: how many boxed pairs the title names; flagged: outlier
     nodes (marked '!' on the axes)."""

@@ -52,11 +52,14 @@ def draw(
     xlim: tuple[float, float] = (1 / 16, 16),
     bands: bool = True,
     ridge: bool = True,
+    measured: tuple[float, float] | None = None,
 ) -> None:
     """Draws one roofline on ax: ceilings (min/max lines, shaded), the
     roofline itself and the ridge. y = rate / scale; show: (divisor, unit
     label) of the legends' values. colour/label: one colour per roofline
-    when several share a figure (compare)."""
+    when several share a figure (compare). measured: the span of x the run
+    measured (the roofline solid over it, dashed beyond, the span marked on
+    the x axis); None: the ceilings are not a run's (all solid)."""
     x = np.geomspace(xlim[0] / 1.3, xlim[1] * 1.3, 400)
     if bands:
         _bands(ax, r, x, scale, show, colour)
@@ -65,10 +68,12 @@ def draw(
     hi = np.array([r.rate(v, "hi") for v in x]) / scale
     mid = np.array([r.rate(v) for v in x]) / scale
     ax.fill_between(x, lo, hi, color=rc, alpha=0.12 if not colour else 0.25, lw=0)
-    summary = f"{label}: client {_range(r.client_bound, show)}, server {_range(r.server, show)}, ridge {_ridge(r)}"
-    ax.plot(
-        x, mid, color=rc, lw=2.5, gid="roofline", label=summary if colour else "roofline r(x) = min(client, x · server)"
-    )
+    summary = f"{label}: {provenance_text(r, show)}, ridge {_ridge(r)}"
+    name = summary if colour else "roofline r(x) = min(client, x · server)"
+    if measured is None:  # published ceilings: no span of x is known
+        ax.plot(x, mid, color=rc, lw=2.5, gid="roofline", label=name)
+    else:
+        _measured_and_extrapolated(ax, x, mid, measured, rc, name)
     if ridge:
         rg = r.ridge
         ax.axvspan(rg.lo, rg.hi, color=colour or style.RIDGE, alpha=0.15, lw=0)
@@ -83,6 +88,21 @@ def draw(
                 fontsize=9,
                 fontweight="bold",
             )
+
+
+def _measured_and_extrapolated(ax, x, y, span: tuple[float, float], colour: str, name: str) -> None:
+    """The roofline solid over the measured span of x (gid roofline), dashed
+    beyond it (gid roofline-extrapolated), and the span as a bar on the x axis
+    (gid measured-x)."""
+    a, b = span
+    inside = (x >= a / 1.0001) & (x <= b * 1.0001)
+    what = f"x = {style.x_text(a)}" + ("" if abs(b - a) < 1e-9 * b else f" to {style.x_text(b)}")
+    ax.plot(np.where(inside, x, np.nan), y, color=colour, lw=2.5, gid="roofline", label=f"{name}, measured (solid)")
+    for side in (x <= a * 1.0001, x >= b / 1.0001):
+        ax.plot(np.where(side, x, np.nan), y, color=colour, lw=2.5, ls=(0, (4, 3)), gid="roofline-extrapolated")
+    ax.plot([], [], color=colour, lw=2.5, ls=(0, (4, 3)), label="roofline, extrapolated (dashed)")
+    # The measured span, widened a little so that one placement shows.
+    ax.axvspan(a / 1.05, b * 1.05, ymin=0, ymax=0.02, color=colour, lw=0, gid="measured-x", label=f"measured: {what}")
 
 
 def _bands(ax, r: Roofline, x, scale: float, show, colour: str | None) -> None:
@@ -124,6 +144,25 @@ def _bands(ax, r: Roofline, x, scale: float, show, colour: str | None) -> None:
         ax.plot([], [], color=sc, lw=6, alpha=0.3, label=f"x · server ceiling {_range(r.server, show)}")
 
 
+def provenance_text(r: Roofline, show: tuple[float, str]) -> str:
+    """'client 1.62 GiB/s (node full, derived; alone 20.2–20.5 GiB/s,
+    published), server 1.7–1.8 GiB/s (published), per process': each ceiling
+    the model uses and where it comes from."""
+    return f"client {client_text(r, show)}, server {_range(r.server, show)} ({r.provenance('server')}), per process"
+
+
+def client_text(r: Roofline, show: tuple[float, str]) -> str:
+    """The client ceiling the model uses, where it comes from, and the lone
+    client's when the node-full one is lower."""
+    alone = f"{_range(r.client, show)} ({r.provenance('client')})"
+    if not r.node_binds or r.client_node is None:
+        return alone
+    return (
+        f"{_range(r.client_node, show)} (node full, {r.provenance('client_node')}; alone "
+        f"{_range(r.client, show)}, {r.provenance('client')})"
+    )
+
+
 def _range(c, show: tuple[float, str]) -> str:
     """'148–173 K ops/s'; one value when both ends read the same."""
     return units.fmt_span(c.lo, c.hi, show[1], show[0])
@@ -142,7 +181,7 @@ SERVICE_MARKERS = ("D", "^", "s", "P", "v", "*")
 SERVICE_COLOURS = ("#c51b7d", "#4d9221", "#542788", "#b35806", "#01665e", "#8e0152")
 
 
-def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services=()):
+def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services=(), span=None):
     """The roofline of ev.roofline with ev's validation samples; yscale:
     auto, log or linear (style.pick_yscale). loaded: (label, Roofline) of
     the same stages measured under other conditions (RunResults.loaded:
@@ -160,7 +199,7 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services
     scale, unit = units.rate_scale(r.unit, top)
     fig, ax = plt.subplots(figsize=(9, 5.6))
     ticks = style.ratio_axis(ax, lo, hi)
-    draw(ax, r, scale, (scale, unit), xlim=(ticks[0], ticks[-1]))
+    draw(ax, r, scale, (scale, unit), xlim=(ticks[0], ticks[-1]), measured=span)
     for (name, lr), colour in zip(loaded, style.LOADED_COLOURS):
         draw(
             ax,

@@ -9,50 +9,81 @@ from rooftop.plots import compare, latency, pairs, roofline, sweep
 from rooftop.plots.save import FORMATS, save
 from rooftop.results import RunResults
 
+#: The run's own figures, per metric, in the report's order.
+KINDS = ("roofline", "sweep", "pairs", "latency")
+
+
+def left_out(res: RunResults) -> dict[str, str]:
+    """The run's figures that would carry no information (a one-point
+    sweep, a one-pair matrix, a latency figure without histograms): name ->
+    why, a sentence the report shows in their place. plot_run draws none of them."""
+    out = {}
+    for metric in res.metrics:
+        why = {
+            "sweep": sweep.why_not(res.samples, metric),
+            "pairs": pairs.why_not(res.pairs[metric]) if metric in res.pairs else "",
+            "latency": latency.why_not(res.latency, metric),
+        }
+        out.update({f"{kind}-{metric}": text for kind, text in why.items() if text})
+    return out
+
+
+def measured_x(res: RunResults, metric: str) -> tuple[float, float] | None:
+    """The span of x = server / client processes the run measured for a
+    metric (every ok sample, ceilings and validation): the roofline is drawn
+    solid over it, dashed where it extrapolates."""
+    xs = [
+        s["server_procs"] / s["client_procs"]
+        for s in res.samples
+        if s["metric"] == metric and s["status"] == "ok" and s.get("server_procs") and s.get("client_procs")
+    ]
+    return (min(xs), max(xs)) if xs else None
+
 
 def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "auto") -> dict[str, list[Path]]:
     """Writes roofline-<metric>, sweep-<metric>, pairs-<metric> and
-    latency-<metric> (when the run has their data), then the figures of the
-    report sections in res.sections; returns name -> files.
-    yscale: the rooflines' y axis (auto, log, linear)."""
+    latency-<metric> (when the run has their data and they carry
+    information: left_out), then the figures of the report sections in
+    res.sections; returns name -> files. yscale: the rooflines' y axis
+    (auto, log, linear)."""
     out: dict[str, list[Path]] = {}
+    skip = left_out(res)
     for metric in res.metrics:
         title = res.title(metric)
         ev = res.evaluations.get(metric)
         if ev is not None:
             services = [s for s in res.services if s.metric == metric and s.placements]
+            span = measured_x(res, metric)
             out[f"roofline-{metric}"] = save(
-                roofline.figure(ev, title, yscale, res.loaded.get(metric, ()), services),
+                roofline.figure(ev, title, yscale, res.loaded.get(metric, ()), services, span=span),
                 out_dir,
                 f"roofline-{metric}",
                 formats,
             )
             for s in services:  # one figure per service, for its report section
                 name = f"service-{s.service}"
-                out[name] = save(roofline.figure(ev, f"{s.service}, {title}", yscale, (), [s]), out_dir, name, formats)
-        try:
+                out[name] = save(
+                    roofline.figure(ev, f"{s.service}, {title}", yscale, (), [s], span=span), out_dir, name, formats
+                )
+        if f"sweep-{metric}" not in skip:
             out[f"sweep-{metric}"] = save(
                 sweep.figure(res.samples, metric, title, res.run.config.get("nodes")),
                 out_dir,
                 f"sweep-{metric}",
                 formats,
             )
-        except ValueError:
-            pass
         pm = res.pairs.get(metric)
-        if pm is not None:
+        if pm is not None and f"pairs-{metric}" not in skip:
             out[f"pairs-{metric}"] = save(
                 pairs.figure(pm, f"client pair matrix, {title}", flagged=res.flagged(metric)),
                 out_dir,
                 f"pairs-{metric}",
                 formats,
             )
-        try:
+        if f"latency-{metric}" not in skip:
             out[f"latency-{metric}"] = save(
                 latency.figure(res.latency, metric, f"latency, {title}"), out_dir, f"latency-{metric}", formats
             )
-        except ValueError:
-            pass
     for section, data in res.sections:  # the studies' figures (rooftop.results.sections)
         for name, fig in section.figures(res, data).items():
             out[name] = save(fig, out_dir, name, formats)

@@ -28,6 +28,14 @@ def ratio_label(x: float) -> str:
     return f"{f.numerator}/{f.denominator}"
 
 
+def x_text(x: float) -> str:
+    """A measured ratio of processes: '1', '1/3', '4/3'; else 3 digits."""
+    f = Fraction(x).limit_denominator(64)
+    if abs(float(f) - x) > 1e-9 * x:
+        return fmt_num(x)
+    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
+
+
 def ratio_axis(ax, lo: float = 1 / 16, hi: float = 16.0) -> list[float]:
     """Log-2 x axis of server/client ratios with ticks 1/16 ... 16 (widened
     to cover lo..hi). Returns the ticks."""

@@ -12,19 +12,46 @@ from rooftop.config import units
 from rooftop.plots import style
 
 
+def rows_of(samples: list[dict], metric: str) -> tuple[list[dict], str]:
+    """(the ok rows the figure draws, where they come from): the sweep's,
+    else the server ceiling's (one point)."""
+    sweep = {st.name for st in stages.STAGES.values() if st.figure == "sweep"}
+    rows = [s for s in samples if s["stage"] in sweep and s["metric"] == metric and s["status"] == "ok"]
+    if rows:
+        return rows, "sweep"
+    server = stages.of_role("server").name
+    rows = [s for s in samples if s["stage"] == server and s["metric"] == metric and s["status"] == "ok"]
+    return rows, "server peak only (collect --sweep-servers for the full sweep)"
+
+
+def why_not(samples: list[dict], metric: str) -> str:
+    """Why the figure would carry no information ("" when it carries some):
+    no row, or a single server-process count (one point, no scaling)."""
+    rows, source = rows_of(samples, metric)
+    procs = sorted({s["server_procs"] for s in rows})
+    if not procs:
+        return "no sweep and no server-peak sample of this metric"
+    if len(procs) > 1:
+        return ""
+    agg = statistics.median(s["aggregate"] for s in rows if s["server_procs"] == procs[0])
+    return (
+        f"one point: {procs[0]} server process{'es' if procs[0] != 1 else ''} on the server node, "
+        f"{units.fmt_rate(agg, rows[0]['unit'])} in all"
+        + (
+            ""
+            if source == "sweep"
+            else "; rooftop collect --sweep-servers on a node with several cores draws how it scales"
+        )
+    )
+
+
 def figure(samples: list[dict], metric: str, title: str, nodes=None):
     """samples: the run's rows of the stage drawing this figure (Stage.figure
     "sweep"; ok ones are used). Falls back to the server ceiling's rows (one
     point) when no sweep was run. nodes: the run's nodes; samples the model
     may not use (rooftop.model.exclusion) are drawn marked, apart from the
     medians and the linear line."""
-    sweep = {st.name for st in stages.STAGES.values() if st.figure == "sweep"}
-    rows = [s for s in samples if s["stage"] in sweep and s["metric"] == metric and s["status"] == "ok"]
-    source = "sweep"
-    if not rows:
-        server = stages.of_role("server").name
-        rows = [s for s in samples if s["stage"] == server and s["metric"] == metric and s["status"] == "ok"]
-        source = "server peak only (collect --sweep-servers for the full sweep)"
+    rows, source = rows_of(samples, metric)
     if not rows:
         raise ValueError(f"no sweep or server-peak samples for {metric}")
     kept = model.usable(rows, nodes)

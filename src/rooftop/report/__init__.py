@@ -1,10 +1,14 @@
 """The report of a run: one self-contained HTML file (figures inline, no
-network needed; rooftop.report.page) and a Markdown summary beside it
-(rooftop.report.summary); what both say in common: rooftop.report.parts.
+network needed; rooftop.report.page, rendered from the Jinja2 templates of
+rooftop/report/templates by rooftop.report.render) and a Markdown summary
+beside it (rooftop.report.summary); what both say in common:
+rooftop.report.parts. Each thing is said once: a metric's verdict in its
+card, with what it asks (once for all metrics when they ask the same); a
+figure that would carry no information is a sentence saying why.
 
 In reading order: the verdict per metric (a bold ratio only when the model
-can tell; ceilings with their 95 % intervals, ridge), what to do (the ratio
-to deploy, where the pair matrix points, what to measure again: advice.py),
+can tell; ceilings with their 95 % intervals, ridge, what to do), what else
+to do (where the pair matrix points, what to measure again: advice.py),
 the NIC policy comparison (with --nic-runs: rooftop.nics.compare), the
 figures, the warnings, the validation table, outlier nodes, the studies'
 report sections (rooftop.results.sections: the run under load, `rooftop
@@ -17,12 +21,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooftop.plots.run import plot_mixes, plot_run
-from rooftop.report.page import CSS, _img, _table, html_page
+from rooftop.report.page import html_page
 from rooftop.report.parts import CAPTIONS, headline, nic_lines, todo
 from rooftop.report.summary import markdown
 from rooftop.results import RunResults
 
-__all__ = ["CAPTIONS", "CSS", "_img", "_table", "headline", "html_page", "markdown", "nic_lines", "todo", "write"]
+__all__ = ["CAPTIONS", "headline", "html_page", "markdown", "nic_lines", "todo", "write"]
 
 
 def _plot_nic(nic, fig_dir: Path) -> dict:

@@ -1,7 +1,10 @@
-"""What the report's Markdown and HTML share: the headline per metric, the
-'What to do' parts, the NIC policy lines, the figure captions, the report
-sections of a slot (rooftop.results.sections) and the formatting of rates,
-ratios and intervals."""
+"""What the report's Markdown and HTML share: the headline per metric with
+its verdict said once (verdict_of) and what it asks (said once for every
+metric that asks the same: todo_common), the 'What to do' parts, the
+warnings the verdicts have not already said, the NIC policy lines, the
+figures with a sentence in place of those that carry no information, the
+report sections of a slot (rooftop.results.sections) and the formatting
+of rates, ratios and intervals."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from pathlib import Path
 
 from rooftop.config.units import fmt_rate
 from rooftop.model import advice, classes
+from rooftop.model.roofline import ONE_MEASUREMENT_TODO
+from rooftop.plots.run import KINDS, left_out
 from rooftop.results import RunResults
 
 #: Caption per figure kind (a figure's name before the first "-"); the
@@ -17,17 +22,19 @@ from rooftop.results import RunResults
 CAPTIONS = {
     "roofline": "Per-client-process rate against x = server processes / client processes (both "
     "on log scales unless the axis says otherwise). Bands: client ceiling (horizontal) and x times the server ceiling "
-    "(rising); the roofline is the lower of the two; the dashed line marks the ridge. "
+    "(rising); the roofline is the lower of the two, solid over the ratios the run measured (the bar on the x axis) "
+    "and dashed where it extrapolates; the dashed vertical line marks the ridge. "
     "Points: validation samples, coloured by number of server nodes.",
     "sweep": "One server node's aggregate rate as its server processes grow, against linear scaling.",
     "pairs": "Client peak per node pair: one client process against one idle server process. "
     "Boxed: only the pairs that are outliers (the outlier-node rule applied to pairs); a "
     "node in every boxed pair is the suspect. No box: no pair stands out.",
-    "nic_policies": "Seed 000's Figure 2 on this machine: the server node's aggregate rate per "
+    "nic_policies": "Figure 2 of Carns et al. (CUG 2025) on this machine: the server node's aggregate rate per "
     "core binding of the clients, one bar per clients' NIC policy (mean over the "
     "samples of the runs compared; error bars: one standard deviation).",
     "latency": "Operation latency of every client process, per stage (merged histograms), up to "
-    "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far).",
+    "the 99.9th percentile; a longer tail is marked at the right edge (legend: how far). Height: "
+    "the share of the operations in each bin (bins 4.4 % of the latency wide), so the bars add up to 100 %.",
     "mix": "A workload mix (rooftop model --mix): each metric's roofline in mix operations per "
     "client process (dashed: its ceilings / what one mix operation asks of it) and the "
     "binding envelope, the lowest of them (thick), with the resource binding on each side of "
@@ -51,9 +58,22 @@ def markdown_of(res: RunResults, where: str, figures: dict[str, list[Path]], bas
     return [line for s, data in res.sections if s.where == where for line in s.markdown(res, data, figures, base)]
 
 
-def html_of(res: RunResults, where: str, figures: dict[str, list[Path]]) -> str:
-    """The HTML of the report sections shown at `where`, in the table's order."""
-    return "".join(s.html(res, data, figures) for s, data in res.sections if s.where == where)
+def shown(res: RunResults, figures: dict[str, list[Path]]) -> list[tuple[str, Path | None, str]]:
+    """The report's Figures in order, (name, PNG, caption) each; a figure
+    that would carry no information (rooftop.plots.run.left_out) has no PNG
+    and its caption says why. Per metric the run's own kinds, then the rest
+    (mixes, NIC policies, the sections' figures not shown in their sections)."""
+    caps, notes, figs = captions(res), left_out(res), shown_figures(res, figures)
+    png = lambda name: next((p for p in figs.get(name, []) if p.suffix == ".png"), None)  # noqa: E731
+    out: list[tuple[str, Path | None, str]] = []
+    names = [f"{kind}-{m}" for m in res.metrics for kind in KINDS]
+    names += [n for n in figs if n not in names]
+    for name in names:
+        if name in notes:
+            out.append((name, None, f"{name}: not drawn: {notes[name]}."))
+        elif png(name) is not None:
+            out.append((name, png(name), f"{name}: {caps.get(name.split('-')[0], '')}"))
+    return out
 
 
 def _fmt_ratio(x: float) -> str:
@@ -76,7 +96,9 @@ def headline(res: RunResults) -> list[dict]:
                 "ridge": [r.ridge.lo, r.ridge.centre, r.ridge.hi],
                 "recommended": rec,
                 "verdict": r.verdict(),
-                "measured_once": r.measured_once,
+                "says": verdict_of(r),
+                "todo": advice.todo_of(r),
+                "measured_once": [] if r.one_measurement else r.measured_once,
                 "client_ci": r.client.interval if r.client.n else None,
                 # Per topology class (a run that recorded its topology), nearest first.
                 "client_classes": [c.to_dict() for c in res.classes.get(metric, [])],
@@ -93,6 +115,7 @@ def headline(res: RunResults) -> list[dict]:
 
 
 def _verdict_md(h: dict) -> str:
+    """The verdict in a line: the ratio, or the big line and why."""
     v, rec = h["verdict"], h["recommended"]
     if v["kind"] == "ratio":
         return (
@@ -100,7 +123,7 @@ def _verdict_md(h: dict) -> str:
         )
     if v["kind"] == "range":
         return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es), {v['text']}"
-    return "none: " + v["text"]
+    return f"{_big(v)}: {h['says']}"
 
 
 def _stages(stages: list[str]) -> str:
@@ -137,14 +160,49 @@ def _pct(v) -> str:
     return "-" if v is None else f"{v:.0f} %"
 
 
+def verdict_of(r) -> str:
+    """The verdict's sentence without what it asks (said apart: todo_common)
+    and without the words the headline's big line already says."""
+    v = r.verdict()
+    text = v["text"].replace(f"; {ONE_MEASUREMENT_TODO}", "")
+    for said in ("the ceilings are not distinguishable here: ", "cannot tell: "):
+        text = text.removeprefix(said)
+    return "" if v["kind"] == "ratio" else text
+
+
+def todo_common(heads: list[dict]) -> tuple[str, str] | None:
+    """(metrics, what to do) when every metric's verdict asks the same, and
+    there are several: said once below the cards; None: each card says its own."""
+    asks = {h["todo"] for h in heads}
+    if len(heads) < 2 or len(asks) != 1:
+        return None
+    return ", ".join(h["metric"] for h in heads), asks.pop()
+
+
 def todo(res: RunResults) -> list[tuple[str, list[str]]]:
-    """The 'What to do' parts: (title, sentences)."""
-    again = advice.remeasure(res) or ["Nothing: the ceilings are tight and every sample was usable."]
+    """The 'What to do' parts beyond what the verdicts ask: (title, sentences),
+    a sentence shared by several metrics said once."""
+    again = advice.said_once(advice.remeasure(res)) or ["Nothing more: every sample was usable."]
     return [
-        ("Deploy", advice.deploy(res)),
-        ("Pair matrix", advice.pairs(res) or ["No client pair matrix in this run (rooftop collect)."]),
+        (
+            "Pair matrix",
+            advice.said_once(advice.pairs(res)) or ["No client pair matrix in this run (rooftop collect)."],
+        ),
         ("Measure again", again),
     ]
+
+
+def warnings(res: RunResults) -> list[str]:
+    """The run's warnings but the verdicts (the cards say them), a warning
+    shared by several metrics said once."""
+    said = {f"{m}: {r.verdict()['text']}" for m, r in res.rooflines.items() if r.verdict()["kind"] != "ratio"}
+    items: list[tuple[str | None, str]] = []
+    for w in res.warnings:
+        if w in said:
+            continue
+        metric = next((m for m in res.metrics if w.startswith(f"{m}: ")), None)
+        items.append((metric, w.removeprefix(f"{metric}: ") if metric else w))
+    return advice.said_once(items)
 
 
 def nic_lines(nic) -> list[str]:

@@ -17,8 +17,10 @@ from rooftop.report.parts import (
     headline,
     markdown_of,
     nic_lines,
-    shown_figures,
+    shown,
     todo,
+    todo_common,
+    warnings,
 )
 from rooftop.results import RunResults
 
@@ -31,7 +33,9 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}",
         "",
     ]
-    for h in headline(res):
+    heads = headline(res)
+    common = todo_common(heads)
+    for h in heads:
         u = h["unit"]
         lines += [
             f"## {h['metric']}",
@@ -48,7 +52,8 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             f"- server ceiling (per process): {_rng(h['server'], u)}{_ci(h['server_ci'], u)}",
             f"- ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])} "
             f"(median {_fmt_ratio(h['ridge'][1])})",
-            f"- recommended: {_verdict_md(h)}",
+            f"- verdict: {_verdict_md(h)}",
+            *([] if common else [f"- to do: {h['todo']}"]),
             *[f"- measured once: {_stages(st)}: the same placement" for st in h["measured_once"]],
             f"- validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
             + (
@@ -58,6 +63,8 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             ),
             "",
         ]
+    if common:
+        lines += [f"**To do ({common[0]}):** {common[1]}", ""]
     lines += markdown_of(res, "verdict", figures, base)  # rooftop.results.sections
     lines += ["## What to do", ""]
     for title, said in todo(res):
@@ -67,12 +74,10 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
     if nic is not None:
         lines += ["## NIC policies", "", *[f"- {x}" for x in nic_lines(nic)], ""]
     lines += ["## Figures", ""]
-    for name, paths in shown_figures(res, figures).items():
-        png = [p for p in paths if p.suffix == ".png"]
-        if png:
-            lines.append(f"![{name}]({_rel(png[0], base)})")
-    lines += ["", "## Warnings", ""]
-    lines += [f"- {w}" for w in res.warnings] or ["- none"]
+    for name, png, caption in shown(res, figures):
+        lines += [f"![{name}]({_rel(png, base)})" if png is not None else f"*{caption}*", ""]
+    lines += ["## Warnings", ""]
+    lines += [f"- {w}" for w in warnings(res)] or ["- none"]
     lines += ["", "## Validation", ""]
     for metric, ev in sorted(res.evaluations.items()):
         if not ev.checks:

@@ -7,8 +7,10 @@ rooflines, pair matrix, latency and warnings from rooftop.results itself.
 A study that leaves something of its own with such a run (`rooftop
 interfere`'s comparison, `rooftop learn`'s saved models, a service's
 points and the sizing of `rooftop size`) adds it as a section: `read`
-finds its data for the run, `markdown` and `html` write its part of the
-report where `where` says, `figures` draws its figures. A section lives
+finds its data for the run, `markdown` writes its part of the Markdown
+summary and `template` (a Jinja2 template of rooftop/report/templates,
+given what `context` returns) its part of the HTML page, where `where`
+says; `figures` draws its figures. A section lives
 with its study (rooftop.interference.report, rooftop.learn.report_section,
 rooftop.service.report); the table that lists them, SECTIONS, lives in
 rooftop.kinds, the layer above the studies, so results, report and plots
@@ -40,6 +42,10 @@ def _no_figures(res, data) -> dict:
     return {}
 
 
+def _no_context(res, data, figures) -> None:
+    return None
+
+
 #: Where the report shows a section: after the verdict cards (before What
 #: to do), after the validation tables, or after the outlier nodes (before
 #: the run's environment).
@@ -54,9 +60,12 @@ class Section:
     #: RunResults, data: what `read` returned, figures: {name: [files]} of
     #: the report, base: the folder of report.md); [] leaves it out.
     markdown: Callable[[Any, Any, dict, Path], list[str]]
-    #: The report page's HTML of the section, from (res, data, figures);
-    #: "" leaves it out.
-    html: Callable[[Any, Any, dict], str]
+    #: The report page's part: a template of rooftop/report/templates
+    #: ("sections/NAME.html"; autoescaped, rooftop.report.render) ...
+    template: str
+    #: ... and what it is given, from (res, data, figures): a dict of the
+    #: template's variables, or None to leave the section out of the page.
+    context: Callable[[Any, Any, dict], dict | None] = _no_context
     #: Reads the section's data for a run (store: rooftop.store.db.Store;
     #: res: the RunResults being assembled, whose `loaded`, `services` and
     #: `service_notes` it may fill for the figures); None: the run has none.

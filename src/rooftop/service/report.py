@@ -8,10 +8,9 @@ and SIZING are entries of the report sections table
 
 from __future__ import annotations
 
-import base64
-import html
 import re
 
+from rooftop.report import render
 from rooftop.results.sections import Section
 from rooftop.service import efficiency, points, sizing
 
@@ -83,13 +82,30 @@ def report_sizings(res) -> list[sizing.Sizing]:
     return [sizing.size(r, c) for _, r in sorted(res.rooflines.items()) for c in counts]
 
 
-def _said_once(sz: list[sizing.Sizing]) -> list[tuple[str, str]]:
-    """(metric, text) of each sizing, a text said once per metric (a roofline
-    that cannot tell says so once, not once per client count)."""
+def _said_once(sz: list[sizing.Sizing], rooflines: dict | None = None) -> list[tuple[str, str]]:
+    """(metrics, text) of each sizing, each text said once: a roofline that
+    cannot tell says so once, not once per client count, and without the
+    verdict its card already says; metrics whose ceilings are one
+    measurement share one sentence (no knee to size from). rooflines: the
+    run's, by metric (none: every sizing as it is, once)."""
+    rooflines = rooflines or {}
     out: list[tuple[str, str]] = []
+    once = [m for m, r in sorted(rooflines.items()) if r.one_measurement]
+    if once:
+        out.append(
+            (
+                ", ".join(once),
+                "not sized: the client and server ceilings are one measurement, so the knee is the ridge "
+                "the verdict cannot locate",
+            )
+        )
     for s in sz:
-        if (s.metric, s.text) not in out:
-            out.append((s.metric, s.text))
+        if s.metric in once:
+            continue
+        r = rooflines.get(s.metric)
+        text = s.text.replace(f" ({r.verdict()['text']})", "") if r is not None else s.text
+        if (s.metric, text) not in out:
+            out.append((s.metric, text))
     return out
 
 
@@ -97,20 +113,13 @@ def sizing_markdown(res) -> list[str]:
     sz = report_sizings(res)
     if not sz:
         return []
-    return ["## How many servers", "", *[f"- {m}: {t}" for m, t in _said_once(sz)], ""]
+    return ["## How many servers", "", *[f"- {m}: {t}" for m, t in _said_once(sz, res.rooflines)], ""]
 
 
-def sizing_html(res) -> str:
+def sizing_context(res) -> dict | None:
+    """What sections/sizing.html shows; None: no roofline to size from."""
     sz = report_sizings(res)
-    if not sz:
-        return ""
-    e = html.escape
-    return (
-        "<section id='sizing'><h2>How many servers</h2><ul>"
-        + "".join(f"<li><b>{e(m)}</b>: {e(t)}</li>" for m, t in _said_once(sz))
-        + "</ul><p class='small'>From the roofline (rooftop size RUN --clients C [--target RATE] "
-        "[--service NAME]); each end uses the ends of the ceilings' 95 % intervals.</p></section>"
-    )
+    return {"lines": _said_once(sz, res.rooflines)} if sz else None
 
 
 def markdown(res, figures: dict, base) -> list[str]:
@@ -131,29 +140,32 @@ def markdown(res, figures: dict, base) -> list[str]:
     return out
 
 
-def html_section(res, figures: dict) -> str:
-    e = html.escape
-    parts = []
+def context(res, figures: dict) -> dict | None:
+    """What sections/services.html shows: per service its headline, table,
+    figure and left-out points; the notes. None: no service."""
+    if not res.services and not res.service_notes:
+        return None
+    services = []
     for s in res.services:
-        parts.append(
-            f"<section class='service' id='service-{e(s.service)}'><h2>Service: {e(s.service)} ({e(s.metric)})</h2>"
-            f"<p><b>{e(s.headline())}</b></p>"
-        )
-        if s.placements:
-            parts.append(_table(list(s.HEAD), s.rows()))
         png = _png(figures, s.service)
-        if png is not None:
-            data = base64.b64encode(png.read_bytes()).decode()
-            parts.append(
-                f"<figure><img alt='{e(s.service)} on the roofline' src='data:image/png;base64,{data}'>"
-                f"<figcaption>{e(s.service)}'s placements (median per client process over usable samples) "
-                f"beside the engine's validation samples on the {e(s.metric)} roofline; efficiency = measured / "
-                "r(x).</figcaption></figure>"
-            )
-        parts += [f"<div class='warn'>{e(line)}</div>" for line in s.left_out_lines()]
-        parts.append("</section>")
-    parts += [f"<div class='warn'>{e(line)}</div>" for line in res.service_notes]
-    return "".join(parts)
+        caption = (
+            f"{s.service}'s placements (median per client process over usable samples) beside the engine's "
+            f"validation samples on the {s.metric} roofline; efficiency = measured / r(x)."
+        )
+        services.append(
+            {
+                "name": s.service,
+                "metric": s.metric,
+                "headline": s.headline(),
+                "head": list(s.HEAD),
+                "rows": s.rows() if s.placements else [],
+                "figure": render.figure(png, f"service-{s.service}-figure", f"{s.service} on the roofline", caption)
+                if png is not None
+                else None,
+                "left_out": s.left_out_lines(),
+            }
+        )
+    return {"services": services, "notes": list(res.service_notes)}
 
 
 def _png(figures: dict, service: str):
@@ -167,12 +179,6 @@ def _rel(p, base) -> str:
         return str(p)
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _read(store, res) -> list | None:
     attach(store, res)
     return res.services or res.service_notes or None
@@ -184,7 +190,8 @@ SECTION = Section(
     name="services",
     read=_read,
     markdown=lambda res, data, figures, base: markdown(res, figures, base),
-    html=lambda res, data, figures: html_section(res, figures),
+    template="sections/services.html",
+    context=lambda res, data, figures: context(res, figures),
     where="validation",
     own_figures="service-",
 )
@@ -193,6 +200,7 @@ SECTION = Section(
 SIZING = Section(
     name="sizing",
     markdown=lambda res, data, figures, base: sizing_markdown(res),
-    html=lambda res, data, figures: sizing_html(res),
+    template="sections/sizing.html",
+    context=lambda res, data, figures: sizing_context(res),
     where="verdict",
 )

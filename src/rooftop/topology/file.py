@@ -44,18 +44,36 @@ def parse_columns(text: str, where: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+def read(name: str, key: str = KEY) -> dict[str, tuple[str, str]]:
+    """host -> (switch, group) of a topology file, hosts in file order
+    (topology.conf or 'HOST SWITCH [GROUP]' lines); errors name `key` (the
+    config key or option that named the file), the file and the line."""
+    try:
+        text = Path(name).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise TopologyError(f"{key}: cannot read {name}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        if re.search(r"(?im)^\s*switchname\s*=", text):
+            where = tree.parse(text, name)
+        else:
+            where = parse_columns(text, name)
+    except TopologyError as e:
+        raise TopologyError(f"{key}: {e}") from None
+    if not where:
+        raise TopologyError(f"{key}: {name} places no host (no 'SwitchName=NAME Nodes=HOSTS' nor 'HOST SWITCH' line)")
+    return where
+
+
+def of_hosts(where: dict[str, tuple[str, str]], hosts: list[str], name: str) -> Topology:
+    """The topology of these hosts as the file `name` places them."""
+    return Topology(NAME, [where[h][0] for h in hosts], [where[h][1] for h in hosts], name)
+
+
 def find(ctx: Context) -> Topology:
     name = ctx.cfg["collect"].get("topology_file")
     if not name:
         raise Unavailable(f"no file ({KEY} is not set)")
-    try:
-        text = Path(name).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise TopologyError(f"{KEY}: cannot read {name}: {getattr(e, 'strerror', None) or e}") from None
-    if re.search(r"(?im)^\s*switchname\s*=", text):
-        where = tree.parse(text, name)
-    else:
-        where = parse_columns(text, name)
+    where = read(name)
     missing = [h for h in ctx.hosts if h not in where]
     if missing:
         raise TopologyError(
@@ -63,4 +81,4 @@ def find(ctx: Context) -> Topology:
             + (" ..." if len(missing) > 4 else "")
             + f" ({len(missing)} of {len(ctx.hosts)} nodes)"
         )
-    return Topology(NAME, [where[h][0] for h in ctx.hosts], [where[h][1] for h in ctx.hosts], name)
+    return of_hosts(where, ctx.hosts, name)

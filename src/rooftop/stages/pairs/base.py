@@ -1,32 +1,85 @@
-"""What a pair strategy is: how the client peak stage picks and schedules
-its node pairs (PairStrategy)."""
+"""What a pair strategy is (PairStrategy): the placements of the client
+ceiling it plans, and what it is expected to measure on N nodes in a
+topology (PairsExpected), which `rooftop plan` and the dry run report
+before anything runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rooftop.config.keys import Key
 from rooftop.stages.base import PairRound, Placement
+from rooftop.topology.base import CLASSES, Topology
+
+
+@dataclass(frozen=True)
+class PairsExpected:
+    """What a pair strategy is expected to measure, per metric and sample
+    (every metric measures the same pairs, each sample a window of each)."""
+
+    #: Node pairs measured (a strategy that draws more as it goes: its first batch).
+    pairs: int
+    #: Client rounds: pairs measured at once in one round (serial: one each).
+    rounds: int
+    #: Server groups started (placements).
+    placements: int
+    #: Server node launches over those placements (one server process each).
+    server_nodes: int
+    #: Pairs measured per topology class, by the name reports give it
+    #: (rooftop.topology.CLASSES: "same switch", "same group", "across
+    #: groups"); empty without a topology.
+    by_class: dict[str, int] = field(default_factory=dict)
+    #: The relative half-width (0.05: +-5 %) of each class's client ceiling
+    #: interval the strategy draws pairs until (None: it measures a fixed set
+    #: of pairs).
+    interval: float | None = None
+    #: The spread of pair rates within a class (standard deviation over the
+    #: mean) that `widths` assume.
+    spread: float | None = None
+    #: Per class: the half-width its interval would have after the planned
+    #: pairs at that spread (None: too few pairs for an interval). Within
+    #: `interval`: the first batch is likely the last for that class.
+    widths: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def most_at_once(self) -> int:
+        """The most pairs one round measures at once (rounds spread evenly)."""
+        return -(-self.pairs // self.rounds) if self.rounds else 0
 
 
 @dataclass(frozen=True)
 class PairStrategy:
+    """One collect.pairs choice."""
+
     #: Its collect.pairs value.
     name: str
-    #: One line: what it measures and how (the key's help).
+    #: Its collect.pairs help, one sentence.
     help: str
-    #: The client peak placements under a resolved config.
+    #: The client ceiling's placements under a resolved config.
     plan: Callable[[dict], list[Placement]]
-    #: expected(n_nodes, topology, cfg) -> (pairs, rounds): what it measures
-    #: for n nodes without an allocation (rooftop plan). topology: a
-    #: rooftop.topology.Topology, a group count, or None (one group).
-    expected: Callable[[int, object, dict], tuple[int, int]]
+    #: expected(cfg, topology): what it is expected to measure on the
+    #: config's nodes (topology: a rooftop.topology.Topology of them, or
+    #: None: unknown, one class).
+    expected: Callable[[dict, Topology | None], PairsExpected]
     #: Config keys of its own (declared in its file, gathered by config.KEYS).
     keys: tuple[Key, ...] = ()
     #: It draws pairs as the campaign goes (rooftop.campaign.sampling asks
     #: it for more after each batch, from what was measured).
     adaptive: bool = False
+
+
+def all_pairs(n: int) -> int:
+    """Unordered pairs of n nodes: n(n-1)/2."""
+    return n * (n - 1) // 2
+
+
+def by_class(n: int, topology: Topology | None) -> dict[str, int]:
+    """Every unordered pair of n nodes, counted by topology class, by the
+    name reports give it (empty without a topology)."""
+    if topology is None:
+        return {}
+    return {CLASSES[c]: k for c, k in topology.sizes().items()}
 
 
 def placements(rounds: list[PairRound], cfg: dict) -> list[Placement]:

@@ -9,7 +9,8 @@ estimate show those rounds."""
 from __future__ import annotations
 
 from rooftop.stages.base import PairRound, Placement
-from rooftop.stages.pairs.base import PairStrategy, known_cores, placements
+from rooftop.stages.pairs.base import PairsExpected, PairStrategy, all_pairs, by_class, known_cores, placements
+from rooftop.topology.base import Topology
 
 
 def round_robin(n: int) -> list[PairRound]:
@@ -63,8 +64,15 @@ def plan(cfg: dict) -> list[Placement]:
     return placements(pair_rounds(cfg), cfg)
 
 
-def expected(n: int, topology=None, cfg: dict | None = None) -> tuple[int, int]:
-    return n * (n - 1) // 2, len(round_robin(n))
+def expected(cfg: dict, topology: Topology | None = None) -> PairsExpected:
+    """N(N-1)/2 pairs in N-1 rounds (N odd: N), a placement each, on nodes
+    that share no core (nodes that do get more rounds: the dry run counts
+    them)."""
+    n = len(cfg["nodes"])
+    rounds = n - 1 if n % 2 == 0 else n
+    return PairsExpected(
+        pairs=all_pairs(n), rounds=rounds, placements=rounds, server_nodes=all_pairs(n), by_class=by_class(n, topology)
+    )
 
 
 STRATEGY = PairStrategy(

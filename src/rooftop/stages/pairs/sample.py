@@ -36,7 +36,8 @@ from collections.abc import Callable
 
 from rooftop.config.keys import Key
 from rooftop.stages.base import PairRound, Placement
-from rooftop.stages.pairs.base import PairStrategy, known_cores, placements
+from rooftop.stages.pairs.base import PairsExpected, PairStrategy, known_cores, placements
+from rooftop.topology.base import Topology
 
 #: Each class gets at least this many pairs (an interval needs a spread).
 MIN_PER_CLASS = 3
@@ -360,8 +361,9 @@ def recorded(cfg: dict) -> list[list[Pair]]:
     return [first_draw(topology_of(cfg), cfg["collect"].get("sample_min_pairs", 3))]
 
 
-def topology_of(cfg: dict):
-    from rooftop.topology import Topology, of_config
+def topology_of(cfg: dict) -> Topology:
+    """The run's recorded topology, or one class."""
+    from rooftop.topology import of_config
 
     return of_config(cfg) or Topology.flat(len(cfg["nodes"]))
 
@@ -371,36 +373,61 @@ def plan(cfg: dict) -> list[Placement]:
     return placements([r for batch in recorded(cfg) for r in schedule(batch, topo, cores)], cfg)
 
 
-def expected(n: int, topology=None, cfg: dict | None = None) -> tuple[int, int]:
-    """(pairs, rounds) of the first batch for n nodes: topology a Topology,
-    a group count (even groups, one switch each) or None (one group).
-    More pairs follow only where a class's spread needs them."""
-    from rooftop.topology import Topology
-
-    topo = topology if isinstance(topology, Topology) else Topology.even(n, int(topology or 1))
-    k = ((cfg or {}).get("collect") or {}).get("sample_min_pairs", 3)
-    pairs = first_draw(topo, k)
-    return len(pairs), len(schedule(pairs, topo))
+#: The spread of pair rates within a class (standard deviation over the
+#: mean) `rooftop plan` assumes for the width each class's interval reaches.
+PLAN_SPREAD = 0.05
 
 
-def expected_classes(n: int, topology=None, cfg: dict | None = None, cv: float = 0.05) -> dict[str, dict]:
-    """Per class of the first batch for n nodes (topology as expected()):
+def planned(cfg: dict, topology: Topology | None = None) -> tuple[Topology, list[Pair]]:
+    """The topology and the first batch of pairs for the config's nodes:
+    the run's record when it has one (as plan() measures it), else drawn
+    from `topology` (None: the run's recorded topology, or one class)."""
+    topo = topology or topology_of(cfg)
+    if cfg.get("pair_sample"):
+        return topo, recorded(cfg)[0]
+    return topo, first_draw(topo, (cfg.get("collect") or {}).get("sample_min_pairs", 3))
+
+
+def expected_classes(cfg: dict, topology: Topology | None = None, cv: float = PLAN_SPREAD) -> dict[str, dict]:
+    """Per class of the first batch (its name, rooftop.topology.CLASSES):
     {"pairs": drawn, "of": the class's pairs, "width": the half-width of
     its interval over the mean if its pairs' rates spread by cv (their
     standard deviation over their mean)}: whether the first batch is likely
     the last (width within collect.sample_width) or more will follow."""
-    from rooftop.topology import Topology
+    topo, drawn = planned(cfg, topology)
+    return _classes(cfg, topo, drawn, cv)
 
-    topo = topology if isinstance(topology, Topology) else Topology.even(n, int(topology or 1))
-    c = (cfg or {}).get("collect") or {}
-    drawn = first_draw(topo, c.get("sample_min_pairs", 3))
-    conf = c.get("sample_confidence", 0.95)
+
+def _classes(cfg: dict, topo: Topology, drawn: list[Pair], cv: float) -> dict[str, dict]:
+    from rooftop.topology import CLASSES
+
+    conf = (cfg.get("collect") or {}).get("sample_confidence", 0.95)
     out = {}
     for cls, of in topo.sizes().items():
         k = sum(1 for p in drawn if topo.klass(*p) == cls)
         width = t_quantile(0.5 + conf / 2, k - 1) * cv / math.sqrt(k) if k >= 2 else None
-        out[cls] = {"pairs": k, "of": of, "width": width}
+        out[CLASSES[cls]] = {"pairs": k, "of": of, "width": width}
     return out
+
+
+def expected(cfg: dict, topology: Topology | None = None) -> PairsExpected:
+    """The first batch on the config's nodes (topology as planned()), in
+    rounds as schedule() puts them, each a placement; per class its pairs
+    and the width its interval would reach at PLAN_SPREAD. More pairs
+    follow only where a class's spread needs them."""
+    topo, drawn = planned(cfg, topology)
+    rounds = len(schedule(drawn, topo, known_cores(cfg)))
+    classes = _classes(cfg, topo, drawn, PLAN_SPREAD)
+    return PairsExpected(
+        pairs=len(drawn),
+        rounds=rounds,
+        placements=rounds,
+        server_nodes=len(drawn),
+        by_class={c: v["pairs"] for c, v in classes.items()},
+        interval=(cfg.get("collect") or {}).get("sample_width", 0.05),
+        spread=PLAN_SPREAD,
+        widths={c: v["width"] for c, v in classes.items()},
+    )
 
 
 STRATEGY = PairStrategy(

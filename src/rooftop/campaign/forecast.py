@@ -1,0 +1,259 @@
+"""A campaign planned before any allocation (`rooftop plan`): N planned
+nodes of C cores each, optionally in a topology (rooftop.topology.Topology:
+--groups G even groups of one switch each, or --topology FILE read by the
+topology package's file source), the config resolved on them as collect
+resolves it on the launcher's nodes, the topology recorded in it as a run
+records it, and the estimate of each phase (collect, then validate) by
+rooftop.campaign.estimate, the dry run's own.
+
+The phases are planned as the campaign plans them (rooftop.campaign.plan),
+so a dry run on an allocation of N nodes prints the same figures, except
+where the client ceiling has more rows than LIST_ROWS (all pairs of 1,000
+nodes): its pair strategy's expected counts stand for them then (equal to
+the listed plan's; tests/campaign/test_plan.py compares both). Nodes that
+share cores (an oversubscribed emulated cluster) get more pair rounds than
+planned: the dry run counts them."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+from rooftop import stages
+from rooftop.campaign.costs import CONSTANTS, launch_mode
+from rooftop.campaign.estimate import Estimate, Work, count, estimate, fmt_duration, pair_work
+from rooftop.campaign.plan import plan_collect, plan_validate
+from rooftop.config.files import load_file, merge, set_key
+from rooftop.config.resolve import resolve
+from rooftop.launchers import Node
+from rooftop.stages import Placement, pairs
+from rooftop.stages.pairs import PairsExpected
+from rooftop.topology import Topology, TopologyError, of_config
+from rooftop.topology import file as topology_file
+
+#: A client ceiling of more rows than this (metrics x samples x pairs) is
+#: not listed row by row: its pair strategy's expected counts stand for it.
+LIST_ROWS = 200_000
+
+
+class PlanError(ValueError):
+    """What to plan for is not given or not possible (names the option or file)."""
+
+
+def planned_nodes(n: int, cores: int, hosts: list[str] | None = None) -> list[Node]:
+    """n nodes of `cores` cores each, sharing none (hosts: their names;
+    default node0, node1, ...)."""
+    return [Node(i, hosts[i] if hosts else f"node{i}", tuple(range(i * cores, (i + 1) * cores))) for i in range(n)]
+
+
+def even_groups(n: int, g: int) -> Topology:
+    """Nodes 0..n-1 in g groups of consecutive nodes (sizes differing by
+    one at most), each group one switch."""
+    if not 1 <= g <= n:
+        raise PlanError(f"--groups {g}: must be 1..{n} (the nodes planned for)")
+    return Topology.even(n, g)
+
+
+def read_topology(path: str) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The hosts of a topology file in file order, and each one's (switch,
+    group), as collect.topology = file reads it (rooftop.topology.file:
+    Slurm's topology.conf or 'HOST SWITCH [GROUP]' lines)."""
+    try:
+        where = topology_file.read(path, "--topology")
+    except TopologyError as e:
+        raise PlanError(str(e)) from None
+    return list(where), where
+
+
+def default_cores(launcher: str, n: int) -> int:
+    """Cores per planned node when the config does not say: the local
+    launcher's split of this machine into n nodes, else this machine's
+    cores (what srun and mpiexec assume without better knowledge)."""
+    from rooftop.launchers.local import usable_cores
+
+    cores = len(usable_cores())
+    return max(1, cores // n) if launcher == "local" else cores
+
+
+@dataclass
+class Forecast:
+    """A campaign's expected time on planned nodes, phase by phase."""
+
+    cfg: dict
+    #: The planned nodes' topology (None: unknown, one class).
+    topology: Topology | None
+    #: Phase ("collect", "validate") -> its estimate.
+    phases: dict[str, Estimate] = field(default_factory=dict)
+    #: Whether the client ceiling was listed row by row (else: its pair
+    #: strategy's expected counts).
+    listed: bool = True
+
+    @property
+    def nodes(self) -> int:
+        return len(self.cfg["nodes"])
+
+    @property
+    def cores_per_node(self) -> int:
+        return min(len(n["cores"]) for n in self.cfg["nodes"])
+
+    @property
+    def total_s(self) -> float:
+        return sum(e.total_s for e in self.phases.values())
+
+    @property
+    def launches(self) -> int:
+        return sum(e.launches for e in self.phases.values())
+
+    def lines(self) -> list[str]:
+        mode = launch_mode(self.cfg)
+        groups = f", {_where(self.topology)}" if self.topology else ""
+        out = [
+            f"{self.nodes} nodes of {self.cores_per_node} core(s){groups}; launcher {self.cfg['launcher']['type']}, "
+            f"launch mode {mode.name}; metrics {', '.join(self.cfg['metrics'])}"
+        ]
+        for phase, e in self.phases.items():
+            out += ["", f"{phase}: {e.line()}", *(f"  {line}" for line in e.lines())]
+        parts = " + ".join(f"{p} {fmt_duration(e.total_s)}" for p, e in self.phases.items())
+        out += [
+            "",
+            f"total: {fmt_duration(self.total_s)} ({parts}), {self.launches} launches",
+            "constants: "
+            + ", ".join(f"{c.name} {c.value:g}" for c in CONSTANTS.values())
+            + " (rooftop.campaign.costs; docs/measurement.md)",
+        ]
+        if not self.listed:
+            out.append("the client ceiling's pairs are counted by its pair strategy, not listed one by one")
+        return out
+
+    def as_dict(self) -> dict:
+        mode = launch_mode(self.cfg)
+        return {
+            "nodes": self.nodes,
+            "cores_per_node": self.cores_per_node,
+            "groups": [len(g) for g in self.topology.members()[1].values()] if self.topology else None,
+            "launcher": self.cfg["launcher"]["type"],
+            "launch_mode": mode.name,
+            "metrics": self.cfg["metrics"],
+            "constants": {c.name: c.value for c in CONSTANTS.values()},
+            "phases": {p: e.as_dict() for p, e in self.phases.items()},
+            "total_s": round(self.total_s, 3),
+            "launches": self.launches,
+            "listed": self.listed,
+        }
+
+
+def _where(topo: Topology) -> str:
+    """'3 groups (6 or 5 nodes)', '2 groups of 4 switches (...)'."""
+    switches, groups = topo.members()
+    sizes = " or ".join(map(str, sorted({len(g) for g in groups.values()}, reverse=True)))
+    of = f" of {len(switches)} switches" if len(switches) != len(groups) else ""
+    return f"{len(groups)} groups{of} ({sizes} nodes)"
+
+
+def resolve_planned(
+    config_file: str | None, overrides: dict, groups: int | None = None, topology: str | None = None
+) -> tuple[dict, Topology | None]:
+    """The config of a campaign on planned nodes (as collect resolves it),
+    and their topology (also recorded in the config as a run records it):
+    launcher.nodes of them (--nodes; default: the topology file's hosts),
+    of launcher.cores_per_node cores (default: default_cores), in --groups
+    even groups or as the topology file places them."""
+    merged = merge(load_file(config_file) if config_file else None, overrides, ())
+    hosts, where = read_topology(topology) if topology else (None, None)
+    n = merged["launcher"]["nodes"]
+    if n is None and hosts is None:
+        raise PlanError("--nodes N: how many nodes to plan for (or --topology FILE, whose hosts it counts)")
+    if n is None:
+        n = len(hosts or ())
+    if n < 2:
+        raise PlanError(f"--nodes {n}: a campaign needs at least 2 nodes (a server node and a client node)")
+    if hosts is not None and n != len(hosts):
+        raise PlanError(f"--nodes {n}: the topology file {topology} names {len(hosts)} nodes")
+    merged["launcher"]["nodes"] = n
+    cores = merged["launcher"]["cores_per_node"]
+    if cores is None:
+        cores = default_cores(merged["launcher"]["type"], n)
+    if cores < 1:
+        raise PlanError(f"--cores-per-node {cores}: a node needs at least 1 core")
+    cfg = resolve(merged, planned_nodes(n, cores, hosts))
+    topo = None
+    if hosts and where and topology:
+        topo = topology_file.of_hosts(where, hosts, topology)
+    elif groups:
+        topo = even_groups(n, groups)
+    if topo is not None:
+        cfg["topology"] = topo.to_dict()
+    return cfg, topo
+
+
+def client_pairs(cfg: dict, topo: Topology | None = None) -> PairsExpected | None:
+    """The client ceiling's pairs as its pair strategy expects them in this
+    topology (default: the one the config records; None: the config
+    measures no client ceiling)."""
+    if not stages.of_role("client").enabled(cfg):
+        return None
+    return pairs.get(cfg["collect"]["pairs"]).expected(cfg, topo or of_config(cfg))
+
+
+def _measures_client_ceiling(placements: list[Placement]) -> bool:
+    name = stages.of_role("client").name
+    return any(name == sp.stage or name in sp.also for pl in placements for sp in pl.samples)
+
+
+def of_placements(cfg: dict, placements: list[Placement], topo: Topology | None = None) -> Estimate:
+    """The estimate of placements about to run (the dry run; a listed plan)."""
+    x = client_pairs(cfg, topo) if _measures_client_ceiling(placements) else None
+    return estimate(cfg, count(cfg, placements), x)
+
+
+def forecast(cfg: dict, topo: Topology | None = None, list_rows: int = LIST_ROWS) -> Forecast:
+    """The estimate of collect, then validate, on the config's (planned)
+    nodes in this topology (default: the one the config records); a client
+    ceiling of more than list_rows rows is counted by its pair strategy."""
+    topo = topo or of_config(cfg)
+    out = Forecast(cfg, topo)
+    x = client_pairs(cfg, topo)
+    rows = x.pairs * len(cfg["metrics"]) * cfg["collect"]["samples"] if x else 0
+    if rows <= list_rows:
+        out.phases["collect"] = of_placements(cfg, plan_collect(cfg), topo)
+    else:
+        out.listed = False
+        out.phases["collect"] = estimate(cfg, _with_pairs(cfg, x), x)
+    out.phases["validate"] = of_placements(cfg, plan_validate(cfg), topo)
+    return out
+
+
+def _with_pairs(cfg: dict, x: PairsExpected | None) -> dict[str, Work]:
+    """collect's work with the client ceiling's from its pair strategy's
+    expected counts, in stage order. Its measurement is never measured once
+    with another stage's here: that takes a pair of the only 2 nodes, a plan
+    listed row by row."""
+    client = stages.of_role("client")
+    other = copy.deepcopy(cfg)
+    if client.switch:
+        set_key(other, client.switch, False)
+    work = count(other, plan_collect(other))
+    if x is None:
+        return work
+    out: dict[str, Work] = {}
+    for label, w in work.items():
+        if client.name not in out and stages.order(label.split("+")[0]) > stages.order(client.name):
+            out[client.name] = pair_work(cfg, x)
+        out[label] = w
+    out.setdefault(client.name, pair_work(cfg, x))
+    return out
+
+
+__all__ = [
+    "LIST_ROWS",
+    "Forecast",
+    "PlanError",
+    "client_pairs",
+    "default_cores",
+    "even_groups",
+    "forecast",
+    "of_placements",
+    "planned_nodes",
+    "read_topology",
+    "resolve_planned",
+]

@@ -1,0 +1,144 @@
+"""'rooftop cluster reshape': a running emulated cluster's link rates and
+CPU caps changed in place, as a platform changes between two scheduled
+runs (a slower fabric, a node's CPU capped), without rebuilding it.
+
+What changes: a node's link (each of its NICs, both directions: the tbf
+qdiscs of net.shape_node) and its CPU cap (the CFS quota of its cgroup:
+cgroups.set_cap). What stays: namespaces, addresses, cores, node names,
+and the processes running in the nodes (Slurm's daemons too).
+
+The state file records the new emulation: each node's link_rate_bits,
+cpu_percent and cpu_quota_us, and the spec ('cluster status' and
+describe() show it), with every reshape appended to "reshaped" ({"at":
+time, "changes": ["node 0: link 200Mbit -> 100Mbit", ...]}). So a run
+started after it records the emulation it runs under (the launchers read
+the state: rooftop.emulation), and a run measured before keeps its own:
+'validate --run' or 'collect --resume' of it on the reshaped cluster is
+refused (rooftop.emulation.preflight), as on a rebuilt one. 'cluster up'
+with the original options then finds a different cluster up.
+
+Refused while a campaign holds this machine's cores lock (the CLI, as
+for 'down'; --force skips it: the windows measured across the change are
+then stored invalid, naming it). A step that fails puts back the nodes
+already changed, and the state is not written.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from rooftop.cluster import cgroups, lifecycle, net, state
+from rooftop.cluster.spec import ClusterError, format_rate, parse_cpu, parse_rate
+
+#: What a node option may change: the state's field of each.
+FIELDS = {"rate": "link_rate_bits", "cpu": "cpu_percent"}
+
+
+def parse(nodes: int, link_rate: str | None, node_opts: list[str]) -> dict[int, dict[str, float | int | None]]:
+    """{node: {"rate": bits|None, "cpu": percent|None}} of what is asked:
+    --link-rate for every node, then --node I:rate=R,cpu=P% (cpu=none: no
+    cap; rate=none: unshaped) for one."""
+    out: dict[int, dict[str, float | int | None]] = {}
+    if link_rate is not None:
+        rate = parse_rate(link_rate, "--link-rate")
+        out = {i: {"rate": rate} for i in range(nodes)}
+    seen: set[tuple[int, str]] = set()
+    for opt in node_opts:
+        what = f"--node {opt}"
+        m = re.fullmatch(r"\s*(\d+)\s*:(.+)", opt)
+        if not m:
+            raise ClusterError(f"{what}: expected I:rate=R or I:cpu=P% (I: node index 0..{nodes - 1})")
+        i = int(m.group(1))
+        if i >= nodes:
+            raise ClusterError(f"{what}: node {i} does not exist (nodes are 0..{nodes - 1})")
+        for item in m.group(2).split(","):
+            key, eq, value = (x.strip() for x in item.partition("="))
+            if not eq or not value:
+                raise ClusterError(f"{what}: '{item}' is not KEY=VALUE (rate=R or cpu=P%)")
+            if key not in FIELDS:
+                raise ClusterError(f"{what}: unknown key '{key}' (rate or cpu)")
+            if (i, key) in seen:
+                raise ClusterError(f"{what}: node {i}'s {key} is given twice")
+            seen.add((i, key))
+            if key == "rate":
+                out.setdefault(i, {})["rate"] = parse_rate(value, f"{what}: rate")
+            else:
+                none = value.lower() in ("none", "off")
+                out.setdefault(i, {})["cpu"] = None if none else parse_cpu(value, f"{what}: cpu")
+    if not out:
+        raise ClusterError("nothing to change: give --link-rate RATE and/or --node I:rate=R,cpu=P%")
+    return out
+
+
+def _cap(p) -> str:
+    return "none" if p is None else f"{p:g}%"
+
+
+def _layout(st: dict) -> cgroups.Layout:
+    cg = st["cgroup"]
+    return cgroups.Layout(int(cg["version"]), Path(cg["cpu"]), Path(cg["cpuset"]))
+
+
+def _apply(node: dict, layout: cgroups.Layout, key: str, value) -> None:
+    i = node["index"]
+    if key == "rate":
+        for nic in lifecycle.node_nics(node):
+            net.shape_node(i, value, nic["rail"])
+    else:
+        cgroups.set_cap(layout, i, len(node["cores"]), value)
+
+
+def reshape(link_rate: str | None, node_opts: list[str], log: Callable[[str], None] = lambda m: None) -> list[str]:
+    """Changes the cluster that is up; returns the changes made, in words
+    (none: it already was so). ClusterError: nothing is up, a bad option,
+    a cluster with problems, or a step that failed (undone)."""
+    lifecycle.require_root("reshape")
+    with lifecycle._locked():
+        st = state.load()
+        if st is None:
+            raise ClusterError(f"no emulated cluster is up (no state at {state.path()}); 'cluster up' builds one")
+        wanted = parse(len(st["nodes"]), link_rate, node_opts)
+        layout = _layout(st)
+        problems = lifecycle.check(st, layout)
+        if problems:
+            raise ClusterError(
+                f"the cluster is not as built ({problems[0]}): 'rooftop cluster up' with its options rebuilds it"
+            )
+        todo = []  # (node, key, old, new)
+        for i, want in sorted(wanted.items()):
+            node = st["nodes"][i]
+            for key, new in want.items():
+                old = node[FIELDS[key]]
+                if old != new:
+                    todo.append((node, key, old, new))
+        done: list[tuple[dict, str, object]] = []
+        try:
+            for node, key, old, new in todo:
+                _apply(node, layout, key, new)
+                done.append((node, key, old))
+        except BaseException:
+            lifecycle._undoing(lambda: [_apply(n, layout, k, old) for n, k, old in reversed(done)])
+            raise
+        said = []
+        for node, key, old, new in todo:
+            i = node["index"]
+            spec_node = st["spec"]["nodes"][i]
+            if key == "rate":
+                node["link_rate_bits"] = spec_node["link_rate"] = new
+                said.append(f"node {i}: link {format_rate(old)} -> {format_rate(new)}")
+            else:
+                node["cpu_percent"] = spec_node["cpu_percent"] = new
+                node["cpu_quota_us"] = cgroups.quota_us(len(node["cores"]), new)
+                said.append(f"node {i}: CPU cap {_cap(old)} -> {_cap(new)}")
+            log(said[-1])
+        if said:
+            at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            st.setdefault("reshaped", []).append({"at": at, "changes": said})
+            state.save(st)
+        problems = lifecycle.check(st, layout)
+        if problems:
+            raise ClusterError(f"reshaped, but the kernel does not show it: {'; '.join(problems[:3])}")
+        return said

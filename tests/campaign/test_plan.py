@@ -1,0 +1,195 @@
+"""`rooftop plan` (issue 31, item 4): a campaign's expected time on N nodes
+before any allocation, with the dry run's own estimator and constants --
+the same figures as `collect --dry-run` on as many nodes, pairs and rounds
+as each pair strategy's formula says, and bad input refused by name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from campaign_util import rooftop
+
+from rooftop.campaign.costs import PROCESS
+from rooftop.campaign.forecast import forecast, resolve_planned
+from rooftop.topology import Topology
+
+SAME = ["--metrics", "rpc,bw", "--samples", "3", "--duration", "2", "--warmup", "0.5"]
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory):
+    """The dry run of a local collect on 2 logical nodes, and the plan of 2
+    nodes with the same options."""
+    results = tmp_path_factory.mktemp("dry") / "results"
+    dry = rooftop("collect", "--dry-run", "--nodes", "2", *SAME, "--results", str(results)).stdout
+    plan = rooftop("plan", "--nodes", "2", *SAME).stdout
+    as_json = json.loads(rooftop("plan", "--nodes", "2", *SAME, "--json").stdout)
+    return dry, plan, as_json
+
+
+def _collect_section(plan: str) -> list[str]:
+    lines = plan.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("collect: "))
+    end = lines.index("", start)
+    return lines[start:end]
+
+
+def test_plan_prints_the_dry_run_figures_for_as_many_nodes(two_nodes):
+    dry, plan, as_json = two_nodes
+    section = _collect_section(plan)
+    table = [line[len("#   ") :] for line in dry.splitlines() if line.startswith("#   ")]
+    assert table and [line[2:] for line in section[1:]] == table
+    expected = [line for line in dry.splitlines() if line.startswith("# expected run time: ")]
+    assert expected == ["# " + section[0][len("collect: ") :]]
+    # 2 nodes of one core each: one placement measured once for the three
+    # shared stages, a round per metric of 3 windows.
+    c = as_json["phases"]["collect"]
+    assert (c["placements"], c["rounds"], c["windows"]) == (1, 2, 6)
+    assert list(c["stages"]) == ["server_peak+client_peak+client_node"]
+    assert c["total_s"] == pytest.approx(6 * 2 + 2 * (0.5 + 0.1) + PROCESS.placement_s + 2 * PROCESS.round_s)
+    assert as_json["total_s"] == pytest.approx(c["total_s"] + as_json["phases"]["validate"]["total_s"])
+    assert as_json["constants"]["placement_start_s"] == PROCESS.placement_start.value
+
+
+def test_sample_dry_run_and_plan_print_the_same_pairs(tmp_path):
+    """--pairs sample: the dry run's first batch (drawn and recorded as a run
+    draws it) is what plan expects on as many nodes."""
+    args = ["--nodes", "2", "--pairs", "sample", *SAME]
+    dry = rooftop("collect", "--dry-run", *args, "--results", str(tmp_path / "results")).stdout
+    plan = rooftop("plan", *args).stdout
+    table = [line[len("#   ") :] for line in dry.splitlines() if line.startswith("#   ")]
+    assert [line[2:] for line in _collect_section(plan)[1:]] == table
+    assert any(line.startswith("client peak pairs (sample): first batch 1 pair in 1 round") for line in table)
+
+
+def _plan17(*args) -> dict:
+    return json.loads(rooftop("plan", "--nodes", "17", "--metrics", "rpc,bw", "--json", *args).stdout)
+
+
+@pytest.mark.parametrize("pairs", ["serial", "rounds"])
+def test_plan_for_17_nodes_scales_as_the_formulas_say(pairs):
+    x = _plan17("--pairs", pairs, "--groups", "3", "--cores-per-node", "4", "--samples", "5", "--duration", "5")
+    n, m, k = 17, 2, 5
+    every = n * (n - 1) // 2  # 136
+    rounds = {"serial": every, "rounds": n}[pairs]  # n odd: n rounds of (n-1)/2 pairs
+    c = x["phases"]["collect"]
+    p = c["pairs"]
+    assert (p["strategy"], p["pairs"], p["rounds"]) == (pairs, every, rounds)
+    # 3 groups (one switch each) of 6, 6 and 5 nodes: 15 + 15 + 10 pairs within one.
+    assert p["by_class"] == {"same switch": 40, "across groups": every - 40}
+    assert p["interval"] is None and p["widths"] == {}
+    assert x["groups"] == [6, 6, 5] and x["cores_per_node"] == 4
+    peak = c["stages"]["client_peak"]
+    assert peak["rounds"] == rounds * m and peak["windows"] == rounds * m * k and peak["rows"] == every * m * k
+    # A launch per server node of each placement, per client node of each round.
+    assert peak["placements"] == {"serial": n - 1, "rounds": rounds}[pairs]
+    assert peak["launches"] == {"serial": n - 1, "rounds": every}[pairs] + every * m
+    assert peak["measuring_s"] == pytest.approx(rounds * m * k * 5)
+    # The server peak: node 0's 4 servers against 16 client nodes, a round per metric.
+    sp = c["stages"]["server_peak"]
+    assert (sp["placements"], sp["rounds"], sp["launches"], sp["processes"]) == (1, m, 1 + 16 * m, 4 + 16 * 4 * m)
+    total = sum(s["total_s"] for s in c["stages"].values())
+    assert c["total_s"] == pytest.approx(total, abs=0.01)
+    assert c["launches"] == sum(s["launches"] for s in c["stages"].values())
+    overhead = c["placements"] * PROCESS.placement_s + c["rounds"] * PROCESS.round_s
+    assert c["overhead_s"] == pytest.approx(overhead)
+    assert x["launches"] == c["launches"] + x["phases"]["validate"]["launches"]
+
+
+@pytest.mark.parametrize("pairs", ["serial", "rounds"])
+def test_counted_pairs_equal_the_listed_plan(pairs):
+    """Beyond LIST_ROWS the pair strategy's counts stand for the listed
+    client ceiling: both give the same figures."""
+    for n in (3, 4, 9):
+        cfg, topo = resolve_planned(None, {"launcher.nodes": n, "collect.pairs": pairs}, groups=2)
+        listed, counted = forecast(cfg, topo), forecast(cfg, topo, list_rows=0)
+        assert listed.listed and not counted.listed
+        assert {**listed.as_dict(), "listed": None} == {**counted.as_dict(), "listed": None}, n
+
+
+def test_a_topology_file_gives_the_nodes_and_their_topology(tmp_path):
+    """--topology reads the file as collect.topology = file does (the
+    topology package's reader): a Topology of the planned nodes, recorded in
+    the config as a run records it."""
+    conf = tmp_path / "topology.conf"
+    conf.write_text(
+        "# two leaves under a spine\nSwitchName=s0 Nodes=n[0-4]\nSwitchName=s1 Nodes=n[5-7]  # last\n"
+        "SwitchName=spine Switches=s[0-1]\n"
+    )
+    cfg, topo = resolve_planned(None, {}, topology=str(conf))
+    assert [nd["host"] for nd in cfg["nodes"]] == [f"n{i}" for i in range(8)]
+    assert isinstance(topo, Topology) and topo.source == "file"
+    assert topo.switch == ["s0"] * 5 + ["s1"] * 3 and cfg["topology"] == topo.to_dict()
+    assert forecast(cfg, topo).phases["collect"].pairs.by_class == {"same switch": 13, "across groups": 15}
+    # Switches under groups: a class per level.
+    columns = tmp_path / "hosts.txt"
+    columns.write_text("n[0-1] a g0\nn[2-3] b g0\nn[4-5] c g1\n")
+    cfg, topo = resolve_planned(None, {}, topology=str(columns))
+    assert forecast(cfg).phases["collect"].pairs.by_class == {"same switch": 3, "same group": 4, "across groups": 8}
+
+
+def test_sample_on_1000_nodes_in_50_groups_plans_far_fewer_pairs_and_an_interval():
+    """--pairs sample: its first batch, far fewer than every pair, and the
+    interval width each class would reach; the text says both."""
+    args = ("plan", "--nodes", "1000", "--groups", "50", "--set", "collect.pairs=sample", "--metrics", "rpc")
+    x = json.loads(rooftop(*args, "--json").stdout)
+    p = x["phases"]["collect"]["pairs"]
+    every = 1000 * 999 // 2
+    assert p["strategy"] == "sample" and 1000 * 3 // 2 <= p["pairs"] < every // 100 and p["rounds"] < 100
+    assert set(p["by_class"]) == {"same switch", "across groups"} and sum(p["by_class"].values()) == p["pairs"]
+    assert p["interval"] == 0.05 and p["spread"] == 0.05
+    assert set(p["widths"]) == set(p["by_class"]) and all(0 < w < p["interval"] for w in p["widths"].values())
+    peak = x["phases"]["collect"]["stages"]["client_peak"]
+    assert peak["rows"] == p["pairs"] * 5 and peak["rounds"] == p["rounds"]
+    text = rooftop(*args).stdout
+    line = next(li for li in text.splitlines() if "client peak pairs (sample)" in li)
+    assert f"first batch {p['pairs']} pairs in {p['rounds']} rounds" in line
+    assert "wider than +-5.0%" in line and "same switch +-" in line and "across groups +-" in line
+
+
+def test_bad_input_exits_2_naming_it(tmp_path):
+    bad = tmp_path / "bad.conf"
+    bad.write_text("SwitchName=s0 Nodes=n[0-3]\nLinks n0 n1\n")
+    cases = [
+        (["--nodes", "1"], "--nodes 1: a campaign needs at least 2 nodes"),
+        ([], "--nodes N: how many nodes to plan for"),
+        (
+            ["--nodes", "4", "--topology", str(tmp_path / "none.conf")],
+            f"--topology: cannot read {tmp_path / 'none.conf'}: No such file",
+        ),
+        (["--topology", str(bad)], f"--topology: {bad}:2: 'Links n0 n1' is not 'SwitchName=NAME Nodes=HOSTS'"),
+        (["--nodes", "4", "--groups", "5"], "--groups 5: must be 1..4"),
+        (["--nodes", "4", "--cores-per-node", "0"], "--cores-per-node 0: a node needs at least 1 core"),
+    ]
+    for args, message in cases:
+        p = rooftop("plan", *args, check=False)
+        assert p.returncode == 2 and p.stderr.startswith(f"rooftop plan: {message}"), (args, p.stderr)
+        assert p.stdout == ""
+
+
+def test_the_docs_plan_table_is_what_plan_prints():
+    """docs/measurement.md's table for 17, 128 and 1,000 nodes, as
+    scripts/plan_table.py makes it from `rooftop plan --json` now."""
+    import contextlib
+    import importlib.util
+    import io
+    from pathlib import Path
+
+    from rooftop.cli.main import main
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("plan_table", root / "scripts" / "plan_table.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def plan(argv: list[str]) -> dict:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(argv) == 0
+        return json.loads(out.getvalue())
+
+    table = module.table(plan)
+    assert "| 1,000 | rounds | 499,500 in 999 |" in table
+    assert table in (root / "docs" / "measurement.md").read_text(), "run scripts/plan_table.py into docs/measurement.md"
