@@ -1,7 +1,8 @@
 """Prints the plan table of docs/measurement.md ("Planning a campaign") from
 `rooftop plan --json`: Carns et al.'s suite (server peak 5 x 5 s windows,
 client ceilings, validation 1..4 server nodes x 1..16 client nodes with one
-5 s sample each, rpc) on 17, 128 and 1,000 nodes, both pair strategies.
+5 s sample each, rpc) on 17, 128 and 1,000 nodes, serial and rounds (and
+sample, its first batch, on 1,000 nodes in 50 groups).
 
     PYTHONPATH=src python scripts/plan_table.py
 
@@ -17,7 +18,7 @@ from collections.abc import Callable
 
 #: (nodes, pair strategy, topology groups) of each row.
 CASES = [(17, "serial", None), (17, "rounds", None), (128, "serial", None), (128, "rounds", None)]
-CASES += [(1000, "serial", 50), (1000, "rounds", 50)]
+CASES += [(1000, "serial", 50), (1000, "rounds", 50), (1000, "sample", 50)]
 #: The suite's options, beside --nodes, --pairs and --groups.
 SUITE = ["--launcher", "srun", "--cores-per-node", "64", "--metrics", "rpc"]
 SUITE += ["--client-nodes", ",".join(map(str, range(1, 17)))]

@@ -43,8 +43,9 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: 1.1 added the interference impact factors (export, model) and each
 #: metric's ceilings under load (model); 1.2 each sample's emulation (export);
 #: 1.3 a run's service points (export) and each service's efficiency (model);
-#: 1.4 times (`created`) with their time zone.
-SCHEMA_VERSION = "1.4"
+#: 1.4 times (`created`) with their time zone; 1.5 each metric's client
+#: ceiling per topology class and the run's topology (model).
+SCHEMA_VERSION = "1.5"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -216,6 +217,8 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
             }
         if res:
             d["under_load"] = interference_report.under_load_json(res, m)
+            if res.topology is not None:
+                d["client_classes"] = [c.to_dict() for c in res.classes.get(m, [])]
         docs.append(d)
     invalid = [{"key": x["key"], "error": x["error"]} for x in samples if x["status"] == "invalid"]
     return {
@@ -225,6 +228,26 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
         "metrics": docs,
         "invalid": invalid,
         "interference": interference_report.interference_json(res.part("interference") if res else None),
+        "topology": _topology_json(res),
+    }
+
+
+def _topology_json(res) -> dict | None:
+    """The topology a run recorded, with how its pairs were sampled (None:
+    no topology recorded)."""
+    if res is None or res.topology is None:
+        return None
+    t = res.topology
+    sample = res.run.config.get("pair_sample") or {}
+    return {
+        "source": t.source,
+        "note": t.note,
+        "switches": len(set(t.switch)),
+        "groups": len(set(t.group)),
+        "pairs": res.run.config.get("collect", {}).get("pairs"),
+        "sampled_pairs": len(sample.get("pairs") or []),
+        "batches": sample.get("batches") or [],
+        "stop": sample.get("stop") or None,
     }
 
 

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from rooftop.campaign import plan_collect
-from rooftop.stages.client_peak import round_robin
+from rooftop.stages.pairs.rounds import round_robin
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9, 16])
@@ -72,7 +72,7 @@ def test_rounds_never_run_pairs_sharing_cores_at_once_where_cores_are_known():
     round-robin round of 3 pairs would time-slice every pair. Pairs that
     share a core move to rounds of their own; the same rows are planned."""
     from rooftop.campaign import progress
-    from rooftop.stages.client_peak import pair_rounds
+    from rooftop.stages.pairs.rounds import pair_rounds
 
     cfg = _netns(6, lambda i: i % 2)
     rounds = plan_collect(cfg)

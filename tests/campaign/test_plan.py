@@ -12,6 +12,7 @@ from campaign_util import rooftop
 
 from rooftop.campaign.costs import PROCESS
 from rooftop.campaign.forecast import forecast, resolve_planned
+from rooftop.topology import Topology
 
 SAME = ["--metrics", "rpc,bw", "--samples", "3", "--duration", "2", "--warmup", "0.5"]
 
@@ -51,6 +52,17 @@ def test_plan_prints_the_dry_run_figures_for_as_many_nodes(two_nodes):
     assert as_json["constants"]["placement_start_s"] == PROCESS.placement_start.value
 
 
+def test_sample_dry_run_and_plan_print_the_same_pairs(tmp_path):
+    """--pairs sample: the dry run's first batch (drawn and recorded as a run
+    draws it) is what plan expects on as many nodes."""
+    args = ["--nodes", "2", "--pairs", "sample", *SAME]
+    dry = rooftop("collect", "--dry-run", *args, "--results", str(tmp_path / "results")).stdout
+    plan = rooftop("plan", *args).stdout
+    table = [line[len("#   ") :] for line in dry.splitlines() if line.startswith("#   ")]
+    assert [line[2:] for line in _collect_section(plan)[1:]] == table
+    assert any(line.startswith("client peak pairs (sample): first batch 1 pair in 1 round") for line in table)
+
+
 def _plan17(*args) -> dict:
     return json.loads(rooftop("plan", "--nodes", "17", "--metrics", "rpc,bw", "--json", *args).stdout)
 
@@ -64,8 +76,9 @@ def test_plan_for_17_nodes_scales_as_the_formulas_say(pairs):
     c = x["phases"]["collect"]
     p = c["pairs"]
     assert (p["strategy"], p["pairs"], p["rounds"]) == (pairs, every, rounds)
-    # 3 groups of 6, 6 and 5 nodes: 15 + 15 + 10 pairs within one.
-    assert p["by_class"] == {"within a group": 40, "across groups": every - 40}
+    # 3 groups (one switch each) of 6, 6 and 5 nodes: 15 + 15 + 10 pairs within one.
+    assert p["by_class"] == {"same switch": 40, "across groups": every - 40}
+    assert p["interval"] is None and p["widths"] == {}
     assert x["groups"] == [6, 6, 5] and x["cores_per_node"] == 4
     peak = c["stages"]["client_peak"]
     assert peak["rounds"] == rounds * m and peak["windows"] == rounds * m * k and peak["rows"] == every * m * k
@@ -89,22 +102,50 @@ def test_counted_pairs_equal_the_listed_plan(pairs):
     """Beyond LIST_ROWS the pair strategy's counts stand for the listed
     client ceiling: both give the same figures."""
     for n in (3, 4, 9):
-        cfg, groups = resolve_planned(None, {"launcher.nodes": n, "collect.pairs": pairs}, groups=2)
-        listed, counted = forecast(cfg, groups), forecast(cfg, groups, list_rows=0)
+        cfg, topo = resolve_planned(None, {"launcher.nodes": n, "collect.pairs": pairs}, groups=2)
+        listed, counted = forecast(cfg, topo), forecast(cfg, topo, list_rows=0)
         assert listed.listed and not counted.listed
         assert {**listed.as_dict(), "listed": None} == {**counted.as_dict(), "listed": None}, n
 
 
-def test_a_topology_file_gives_the_nodes_and_their_groups(tmp_path):
-    topo = tmp_path / "topology.conf"
-    topo.write_text(
+def test_a_topology_file_gives_the_nodes_and_their_topology(tmp_path):
+    """--topology reads the file as collect.topology = file does (the
+    topology package's reader): a Topology of the planned nodes, recorded in
+    the config as a run records it."""
+    conf = tmp_path / "topology.conf"
+    conf.write_text(
         "# two leaves under a spine\nSwitchName=s0 Nodes=n[0-4]\nSwitchName=s1 Nodes=n[5-7]  # last\n"
         "SwitchName=spine Switches=s[0-1]\n"
     )
-    cfg, groups = resolve_planned(None, {}, topology=str(topo))
+    cfg, topo = resolve_planned(None, {}, topology=str(conf))
     assert [nd["host"] for nd in cfg["nodes"]] == [f"n{i}" for i in range(8)]
-    assert groups == [[0, 1, 2, 3, 4], [5, 6, 7]]
-    assert forecast(cfg, groups).phases["collect"].pairs.by_class == {"within a group": 13, "across groups": 15}
+    assert isinstance(topo, Topology) and topo.source == "file"
+    assert topo.switch == ["s0"] * 5 + ["s1"] * 3 and cfg["topology"] == topo.to_dict()
+    assert forecast(cfg, topo).phases["collect"].pairs.by_class == {"same switch": 13, "across groups": 15}
+    # Switches under groups: a class per level.
+    columns = tmp_path / "hosts.txt"
+    columns.write_text("n[0-1] a g0\nn[2-3] b g0\nn[4-5] c g1\n")
+    cfg, topo = resolve_planned(None, {}, topology=str(columns))
+    assert forecast(cfg).phases["collect"].pairs.by_class == {"same switch": 3, "same group": 4, "across groups": 8}
+
+
+def test_sample_on_1000_nodes_in_50_groups_plans_far_fewer_pairs_and_an_interval():
+    """--pairs sample: its first batch, far fewer than every pair, and the
+    interval width each class would reach; the text says both."""
+    args = ("plan", "--nodes", "1000", "--groups", "50", "--set", "collect.pairs=sample", "--metrics", "rpc")
+    x = json.loads(rooftop(*args, "--json").stdout)
+    p = x["phases"]["collect"]["pairs"]
+    every = 1000 * 999 // 2
+    assert p["strategy"] == "sample" and 1000 * 3 // 2 <= p["pairs"] < every // 100 and p["rounds"] < 100
+    assert set(p["by_class"]) == {"same switch", "across groups"} and sum(p["by_class"].values()) == p["pairs"]
+    assert p["interval"] == 0.05 and p["spread"] == 0.05
+    assert set(p["widths"]) == set(p["by_class"]) and all(0 < w < p["interval"] for w in p["widths"].values())
+    peak = x["phases"]["collect"]["stages"]["client_peak"]
+    assert peak["rows"] == p["pairs"] * 5 and peak["rounds"] == p["rounds"]
+    text = rooftop(*args).stdout
+    line = next(li for li in text.splitlines() if "client peak pairs (sample)" in li)
+    assert f"first batch {p['pairs']} pairs in {p['rounds']} rounds" in line
+    assert "wider than +-5.0%" in line and "same switch +-" in line and "across groups +-" in line
 
 
 def test_bad_input_exits_2_naming_it(tmp_path):
@@ -115,9 +156,9 @@ def test_bad_input_exits_2_naming_it(tmp_path):
         ([], "--nodes N: how many nodes to plan for"),
         (
             ["--nodes", "4", "--topology", str(tmp_path / "none.conf")],
-            f"--topology {tmp_path / 'none.conf'}: no such file",
+            f"--topology: cannot read {tmp_path / 'none.conf'}: No such file",
         ),
-        (["--topology", str(bad)], f"--topology {bad}, line 2: not a topology.conf switch line"),
+        (["--topology", str(bad)], f"--topology: {bad}:2: 'Links n0 n1' is not 'SwitchName=NAME Nodes=HOSTS'"),
         (["--nodes", "4", "--groups", "5"], "--groups 5: must be 1..4"),
         (["--nodes", "4", "--cores-per-node", "0"], "--cores-per-node 0: a node needs at least 1 core"),
     ]

@@ -95,6 +95,39 @@ def test_up_builds_exactly_the_cluster_and_is_idempotent(clean):
     assert st.returncode == 3 and "no emulated cluster is up" in st.stdout  # unreachable
 
 
+def test_groups_hang_from_switches_of_their_own_and_down_removes_them(clean):
+    """--groups: each group's nodes on its bridge, each group joined to the
+    top switch by a veth pair shaped both ways; the root namespace routes
+    to every node through the top switch (that traffic crosses the groups'
+    links: tests/cluster/test_topology_sample.py); a group link shaped
+    otherwise is a problem; down removes it all, found by name."""
+    cluster("up", "--nodes", "5", "--groups", "2", "--link-rate", "100mbit", "--group-link-rate", "20mbit")
+    got = everything()
+    assert got["links"] == sorted(
+        ["rooftop-br0", "rooftop-gb0", "rooftop-gb1", "rooftop-gd0", "rooftop-gd1", "rooftop-gu0", "rooftop-gu1"]
+        + [f"rooftop-v{i}" for i in range(5)]
+    )
+    master = lambda dev: run_json(["ip", "-j", "link", "show", "dev", dev])[0]["master"]
+    assert [master(f"rooftop-v{i}") for i in range(5)] == ["rooftop-gb0"] * 3 + ["rooftop-gb1"] * 2
+    assert [master(d) for d in ("rooftop-gu0", "rooftop-gd0", "rooftop-gd1")] == ["rooftop-gb0"] + ["rooftop-br0"] * 2
+    for dev in ("rooftop-gu0", "rooftop-gd0", "rooftop-gu1", "rooftop-gd1"):
+        (q,) = [q for q in run_json(["tc", "-j", "qdisc", "show", "dev", dev]) if q.get("root")]
+        assert q["kind"] == "tbf" and q["options"]["rate"] * 8 == 20_000_000
+    assert run_json(["ip", "-j", "route", "get", "10.231.0.14"])[0]["dev"] == "rooftop-br0"  # the top switch
+    st = status_json()
+    assert not st["problems"], st["problems"]
+    assert [(n["group"], n["switch"]) for n in st["nodes"]] == [(0, "rooftop-gb0")] * 3 + [(1, "rooftop-gb1")] * 2
+    assert "5 nodes, 1 core(s) each, links 100Mbit, 2 groups joined by links of 20Mbit" in cluster("status").stdout
+    subprocess.run(["tc", "qdisc", "replace", "dev", "rooftop-gd1", "root", "tbf", "rate", "5mbit", "burst", "65536",
+                    "latency", "50ms"], check=True, timeout=10)  # fmt: skip
+    assert "group 1 receive rate is 5000000 bit/s, not 20000000" in status_json()["problems"]
+    other = cluster("up", "--nodes", "5", "--link-rate", "100mbit", check=False)
+    assert other.returncode == 2 and "2 groups joined by links of 20Mbit" in other.stderr
+    state.path().unlink()  # down finds the groups' bridges and links by name
+    cluster("down")
+    assert everything() == NOTHING
+
+
 def test_up_repairs_an_incomplete_cluster_and_down_needs_no_state(clean):
     cluster("up", "--nodes", "2", "--link-rate", "1gbit")
     subprocess.run(["ip", "netns", "del", "rooftop-n1"], check=True, timeout=10)
@@ -115,6 +148,8 @@ def test_bad_specs_are_refused_before_anything_is_built(clean):
     p = cluster("up", "--nodes", "4", "--link-rate", "fast", check=False)
     assert p.returncode == 2
     assert "--link-rate 'fast' is not a link rate" in p.stderr
+    p = cluster("up", "--nodes", "3", "--groups", "4", check=False)
+    assert p.returncode == 2 and "--groups 4: must be 1 to the number of nodes (3)" in p.stderr
     assert everything() == NOTHING
 
 

@@ -109,3 +109,19 @@ def test_rail_names_and_addresses():
     assert (net.bridge_name(2), net.bridge_address(2)) == ("rooftop-br2", "10.231.2.1")
     assert net.is_bridge("rooftop-br0") and net.is_bridge("rooftop-br7") and not net.is_bridge("rooftop-v1r2")
     assert len(net.host_veth(63, 7)) <= 15  # interface names are at most 15 bytes
+
+
+def test_groups_split_the_nodes_in_order_and_refuse_what_they_cannot_build():
+    s = build_spec(12, 2, "90mbit", [], cores=[0, 1], groups=3, group_link_rate="30mbit")
+    assert [n.group for n in s.nodes] == [0] * 4 + [1] * 4 + [2] * 4
+    assert (s.groups, s.group_link_rate) == (3, 30_000_000) and s.group_nodes(2) == [8, 9, 10, 11]
+    assert [n.group for n in build_spec(5, cores=[0, 1], groups=2).nodes] == [0, 0, 0, 1, 1]
+    assert build_spec(5, link_rate="40mbit", cores=[0, 1], groups=2).group_link_rate == 40_000_000  # the link rate
+    # Without groups the spec (as a second 'up' compares it) is what it was before groups.
+    assert "groups" not in build_spec(3, cores=[0, 1]).to_dict()
+    with pytest.raises(ClusterError, match="--group-link-rate: applies to the links between groups"):
+        build_spec(4, cores=[0, 1], group_link_rate="10mbit")
+    with pytest.raises(ClusterError, match="--groups 2 with --nics-per-node 2"):
+        build_spec(4, cores=[0, 1], groups=2, nics_per_node=2)
+    with pytest.raises(ClusterError, match="--group-link-rate 'slow' is not a link rate"):
+        build_spec(4, cores=[0, 1], groups=2, group_link_rate="slow")

@@ -217,13 +217,19 @@ def _row(name: str, w: Work, launches: str, overhead: float, total: float) -> tu
 
 
 def pairs_line(strategy: str, x: PairsExpected) -> str:
-    """'client peak pairs (rounds): 136 pairs in 17 rounds, up to 8 at once, ...'."""
+    """'client peak pairs (rounds): 136 pairs in 17 rounds, up to 8 at once, ...';
+    for a strategy that stops at an interval, its first batch and the width
+    each class's interval is expected to reach."""
     at_once = f", up to {x.most_at_once} at once" if x.rounds < x.pairs else ", one at a time"
-    line = f"client peak pairs ({strategy}): {_n(x.pairs, 'pair')} in {_n(x.rounds, 'round')}{at_once}"
+    first = "first batch " if x.interval is not None else ""
+    line = f"client peak pairs ({strategy}): {first}{_n(x.pairs, 'pair')} in {_n(x.rounds, 'round')}{at_once}"
     if x.by_class:
         line += " (" + ", ".join(f"{k}: {v}" for k, v in x.by_class.items()) + ")"
     if x.interval is not None:
-        line += f"; each class's client ceiling to +-{x.interval:.1%}"
+        line += f"; more only where a class's client ceiling interval is wider than +-{x.interval:.1%}"
+        if x.widths and x.spread is not None:
+            widths = ", ".join(f"{k} +-{w:.1%}" if w is not None else f"{k} none yet" for k, w in x.widths.items())
+            line += f" (after the first batch, at a {x.spread:.0%} spread of pair rates: {widths})"
     return line + "; each round measured by every metric"
 
 

@@ -1,8 +1,10 @@
 """A campaign planned before any allocation (`rooftop plan`): N planned
-nodes of C cores each, optionally in topology groups, the config resolved
-on them as collect resolves it on the launcher's nodes, and the estimate
-of each phase (collect, then validate) by rooftop.campaign.estimate, the
-dry run's own.
+nodes of C cores each, optionally in a topology (rooftop.topology.Topology:
+--groups G even groups of one switch each, or --topology FILE read by the
+topology package's file source), the config resolved on them as collect
+resolves it on the launcher's nodes, the topology recorded in it as a run
+records it, and the estimate of each phase (collect, then validate) by
+rooftop.campaign.estimate, the dry run's own.
 
 The phases are planned as the campaign plans them (rooftop.campaign.plan),
 so a dry run on an allocation of N nodes prints the same figures, except
@@ -15,9 +17,7 @@ planned: the dry run counts them."""
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from rooftop import stages
 from rooftop.campaign.costs import CONSTANTS, launch_mode
@@ -27,7 +27,9 @@ from rooftop.config.files import load_file, merge, set_key
 from rooftop.config.resolve import resolve
 from rooftop.launchers import Node
 from rooftop.stages import Placement, pairs
-from rooftop.stages.pairs import Groups, PairsExpected
+from rooftop.stages.pairs import PairsExpected
+from rooftop.topology import Topology, TopologyError, of_config
+from rooftop.topology import file as topology_file
 
 #: A client ceiling of more rows than this (metrics x samples x pairs) is
 #: not listed row by row: its pair strategy's expected counts stand for it.
@@ -44,59 +46,23 @@ def planned_nodes(n: int, cores: int, hosts: list[str] | None = None) -> list[No
     return [Node(i, hosts[i] if hosts else f"node{i}", tuple(range(i * cores, (i + 1) * cores))) for i in range(n)]
 
 
-def even_groups(n: int, g: int) -> list[list[int]]:
-    """Nodes 0..n-1 in g groups of consecutive nodes, sizes differing by one at most."""
+def even_groups(n: int, g: int) -> Topology:
+    """Nodes 0..n-1 in g groups of consecutive nodes (sizes differing by
+    one at most), each group one switch."""
     if not 1 <= g <= n:
         raise PlanError(f"--groups {g}: must be 1..{n} (the nodes planned for)")
-    size, extra = divmod(n, g)
-    out, first = [], 0
-    for i in range(g):
-        k = size + (1 if i < extra else 0)
-        out.append(list(range(first, first + k)))
-        first += k
-    return out
+    return Topology.even(n, g)
 
 
-def read_topology(path: str) -> list[tuple[str, list[str]]]:
-    """The leaf switches of a Slurm topology.conf (topology/tree): each
-    SwitchName= line with Nodes=, and its hosts in file order; each is a
-    group. Lines of switches above them (Switches=) and comments are read
-    past; anything else is an error naming its line."""
-    from rooftop.launchers.hostlist import HostlistError, expand
-
-    p = Path(path)
+def read_topology(path: str) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The hosts of a topology file in file order, and each one's (switch,
+    group), as collect.topology = file reads it (rooftop.topology.file:
+    Slurm's topology.conf or 'HOST SWITCH [GROUP]' lines)."""
     try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise PlanError(f"--topology {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PlanError(f"--topology {path}: cannot read it ({e})") from None
-    out: list[tuple[str, list[str]]] = []
-    seen: dict[str, str] = {}
-    for no, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        fields = dict(re.findall(r"(\w+)=(\S+)", line))
-        if "SwitchName" not in fields or re.sub(r"\w+=\S+", "", line).strip():
-            raise PlanError(
-                f"--topology {path}, line {no}: not a topology.conf switch line "
-                f"(SwitchName=NAME Nodes=HOSTLIST or Switches=LIST): {raw.strip()!r}"
-            )
-        if "Nodes" not in fields:
-            continue
-        try:
-            hosts = expand(fields["Nodes"])
-        except HostlistError as e:
-            raise PlanError(f"--topology {path}, line {no}: Nodes={fields['Nodes']}: {e}") from None
-        for h in hosts:
-            if h in seen:
-                raise PlanError(f"--topology {path}, line {no}: {h} is already under switch {seen[h]}")
-            seen[h] = fields["SwitchName"]
-        out.append((fields["SwitchName"], hosts))
-    if not out:
-        raise PlanError(f"--topology {path}: no switch with Nodes= (a Slurm topology.conf names each leaf's hosts)")
-    return out
+        where = topology_file.read(path, "--topology")
+    except TopologyError as e:
+        raise PlanError(str(e)) from None
+    return list(where), where
 
 
 def default_cores(launcher: str, n: int) -> int:
@@ -114,7 +80,8 @@ class Forecast:
     """A campaign's expected time on planned nodes, phase by phase."""
 
     cfg: dict
-    groups: Groups
+    #: The planned nodes' topology (None: unknown, one class).
+    topology: Topology | None
     #: Phase ("collect", "validate") -> its estimate.
     phases: dict[str, Estimate] = field(default_factory=dict)
     #: Whether the client ceiling was listed row by row (else: its pair
@@ -139,7 +106,7 @@ class Forecast:
 
     def lines(self) -> list[str]:
         mode = launch_mode(self.cfg)
-        groups = f", {len(self.groups)} groups ({_sizes(self.groups)} nodes)" if self.groups else ""
+        groups = f", {_where(self.topology)}" if self.topology else ""
         out = [
             f"{self.nodes} nodes of {self.cores_per_node} core(s){groups}; launcher {self.cfg['launcher']['type']}, "
             f"launch mode {mode.name}; metrics {', '.join(self.cfg['metrics'])}"
@@ -163,7 +130,7 @@ class Forecast:
         return {
             "nodes": self.nodes,
             "cores_per_node": self.cores_per_node,
-            "groups": [len(g) for g in self.groups] if self.groups else None,
+            "groups": [len(g) for g in self.topology.members()[1].values()] if self.topology else None,
             "launcher": self.cfg["launcher"]["type"],
             "launch_mode": mode.name,
             "metrics": self.cfg["metrics"],
@@ -175,21 +142,24 @@ class Forecast:
         }
 
 
-def _sizes(groups: list[list[int]]) -> str:
-    sizes = sorted({len(g) for g in groups})
-    return " or ".join(map(str, sizes))
+def _where(topo: Topology) -> str:
+    """'3 groups (6 or 5 nodes)', '2 groups of 4 switches (...)'."""
+    switches, groups = topo.members()
+    sizes = " or ".join(map(str, sorted({len(g) for g in groups.values()}, reverse=True)))
+    of = f" of {len(switches)} switches" if len(switches) != len(groups) else ""
+    return f"{len(groups)} groups{of} ({sizes} nodes)"
 
 
 def resolve_planned(
     config_file: str | None, overrides: dict, groups: int | None = None, topology: str | None = None
-) -> tuple[dict, Groups]:
+) -> tuple[dict, Topology | None]:
     """The config of a campaign on planned nodes (as collect resolves it),
-    and their groups: launcher.nodes of them (--nodes; default: the
-    topology file's hosts), of launcher.cores_per_node cores (default:
-    default_cores), in --groups even groups or the topology file's."""
+    and their topology (also recorded in the config as a run records it):
+    launcher.nodes of them (--nodes; default: the topology file's hosts),
+    of launcher.cores_per_node cores (default: default_cores), in --groups
+    even groups or as the topology file places them."""
     merged = merge(load_file(config_file) if config_file else None, overrides, ())
-    switches = read_topology(topology) if topology else None
-    hosts = [h for _, hs in switches for h in hs] if switches else None
+    hosts, where = read_topology(topology) if topology else (None, None)
     n = merged["launcher"]["nodes"]
     if n is None and hosts is None:
         raise PlanError("--nodes N: how many nodes to plan for (or --topology FILE, whose hosts it counts)")
@@ -206,22 +176,23 @@ def resolve_planned(
     if cores < 1:
         raise PlanError(f"--cores-per-node {cores}: a node needs at least 1 core")
     cfg = resolve(merged, planned_nodes(n, cores, hosts))
-    if switches:
-        first = 0
-        found: list[list[int]] = []
-        for _, hs in switches:
-            found.append(list(range(first, first + len(hs))))
-            first += len(hs)
-        return cfg, found
-    return cfg, even_groups(n, groups) if groups else None
+    topo = None
+    if hosts and where and topology:
+        topo = topology_file.of_hosts(where, hosts, topology)
+    elif groups:
+        topo = even_groups(n, groups)
+    if topo is not None:
+        cfg["topology"] = topo.to_dict()
+    return cfg, topo
 
 
-def client_pairs(cfg: dict, groups: Groups) -> PairsExpected | None:
-    """The client ceiling's pairs as its pair strategy expects them (None:
-    the config measures no client ceiling)."""
+def client_pairs(cfg: dict, topo: Topology | None = None) -> PairsExpected | None:
+    """The client ceiling's pairs as its pair strategy expects them in this
+    topology (default: the one the config records; None: the config
+    measures no client ceiling)."""
     if not stages.of_role("client").enabled(cfg):
         return None
-    return pairs.get(cfg["collect"]["pairs"]).expected(cfg, groups)
+    return pairs.get(cfg["collect"]["pairs"]).expected(cfg, topo or of_config(cfg))
 
 
 def _measures_client_ceiling(placements: list[Placement]) -> bool:
@@ -229,25 +200,26 @@ def _measures_client_ceiling(placements: list[Placement]) -> bool:
     return any(name == sp.stage or name in sp.also for pl in placements for sp in pl.samples)
 
 
-def of_placements(cfg: dict, placements: list[Placement], groups: Groups = None) -> Estimate:
+def of_placements(cfg: dict, placements: list[Placement], topo: Topology | None = None) -> Estimate:
     """The estimate of placements about to run (the dry run; a listed plan)."""
-    x = client_pairs(cfg, groups) if _measures_client_ceiling(placements) else None
+    x = client_pairs(cfg, topo) if _measures_client_ceiling(placements) else None
     return estimate(cfg, count(cfg, placements), x)
 
 
-def forecast(cfg: dict, groups: Groups = None, list_rows: int = LIST_ROWS) -> Forecast:
+def forecast(cfg: dict, topo: Topology | None = None, list_rows: int = LIST_ROWS) -> Forecast:
     """The estimate of collect, then validate, on the config's (planned)
-    nodes; a client ceiling of more than list_rows rows is counted by its
-    pair strategy."""
-    out = Forecast(cfg, groups)
-    x = client_pairs(cfg, groups)
+    nodes in this topology (default: the one the config records); a client
+    ceiling of more than list_rows rows is counted by its pair strategy."""
+    topo = topo or of_config(cfg)
+    out = Forecast(cfg, topo)
+    x = client_pairs(cfg, topo)
     rows = x.pairs * len(cfg["metrics"]) * cfg["collect"]["samples"] if x else 0
     if rows <= list_rows:
-        out.phases["collect"] = of_placements(cfg, plan_collect(cfg), groups)
+        out.phases["collect"] = of_placements(cfg, plan_collect(cfg), topo)
     else:
         out.listed = False
         out.phases["collect"] = estimate(cfg, _with_pairs(cfg, x), x)
-    out.phases["validate"] = of_placements(cfg, plan_validate(cfg), groups)
+    out.phases["validate"] = of_placements(cfg, plan_validate(cfg), topo)
     return out
 
 

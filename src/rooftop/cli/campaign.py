@@ -55,16 +55,24 @@ def _cmd_collect(args) -> int:
         # A dry run only prints: it creates no folder and no database.
         store = session.PlannedStore(cfg["results"]) if args.dry_run else Store(cfg["results"])
         run_id = None
+    from rooftop.campaign import sampling
+    from rooftop.launchers import make_launcher
+
     # What this run can tell, before measuring anything (stderr).
     print(outlook.line(cfg, plan_collect(cfg)), file=sys.stderr)
-    if args.dry_run:
-        from rooftop.launchers import make_launcher
 
+    if args.dry_run:
+        notes = sampling.prepare(cfg) or sampling.describe(cfg)  # (--pairs sample: the topology, the first batch)
+        for line in notes:
+            print(f"# {line}")
         return _dry_run(Runner(cfg, store, "<run>", make_launcher(cfg["launcher"])), cfg, plan_collect(cfg))
     if args.resume:
         nic_check.preflight(cfg)
     emulation.preflight(cfg)  # an emulated cluster not as the run recorded it: refused
     with session.campaign_locks(args, store, cfg) as locks:  # a refused campaign creates no run
+        if not run_id:  # --pairs sample: its topology and first batch go into the run's config
+            for line in sampling.prepare(cfg, make_launcher(cfg["launcher"])):
+                print(f"rooftop: {line}", file=sys.stderr, flush=True)
         run_id = run_id or store.new_run(cfg, session.environment(cfg))
         locks.name_run(run_id)
         return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
@@ -119,7 +127,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     import time
 
     from rooftop import ui
-    from rooftop.campaign import Runner, SampleFailed
+    from rooftop.campaign import Runner, SampleFailed, plan_collect, sampling
     from rooftop.campaign.progress import PROGRESS_LOG
     from rooftop.launchers import make_launcher
     from rooftop.store.doctor import run_status
@@ -132,10 +140,25 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     t0 = time.monotonic()
     rc = 0
     session.claim(store, run_id, verb)
-    try:
+
+    def measure(groups, done) -> tuple[int, int]:
         with ui.stage_progress(groups, done, cfg, quiet=args.json, log=store.run_dir(run_id) / PROGRESS_LOG) as bars:
             runner = Runner(cfg, store, run_id, launcher, on_sample=bars.on_sample, log=log, on_window=bars.on_window)
-            ok, failed = runner.run_placements(groups, fail_fast=cfg["fail_fast"])
+            return runner.run_placements(groups, fail_fast=cfg["fail_fast"])
+
+    try:
+        ok, failed = measure(groups, done)
+        while verb == "collect" and sampling.adaptive(cfg):  # --pairs sample: batches while classes need them
+            adds, why = sampling.extend(cfg, store, run_id)
+            if not adds:
+                if not args.json:
+                    ui.console.print(f"pair sample: no more pairs: {why}")
+                break
+            if not args.json:
+                ui.console.print(f"pair sample: {len(adds)} more pair(s) (batch {len(cfg['pair_sample']['batches'])})")
+            groups = plan_collect(cfg)
+            n_ok, n_failed = measure(groups, store.done_keys(run_id))
+            ok, failed = ok + n_ok, failed + n_failed
         status, note = run_status(store, run_id, cfg)
         if failed:
             note = f"{verb}: {failed} failed samples" + (f"; {note}" if note else "")
@@ -328,7 +351,8 @@ def add_collect(sub) -> None:
         "  server peak: one node runs S servers, every other node C clients\n"
         "               (per-server-process rate = aggregate / S)\n"
         "  client peak: one client vs one idle server, every node pair\n"
-        "               (--pairs rounds: disjoint pairs at once)\n"
+        "               (--pairs rounds: disjoint pairs at once; --pairs sample: pairs\n"
+        "               drawn by topology class until each class's ceiling is known)\n"
         "  client node: the last node full of clients vs every other node's servers\n"
         "  sweep:       one server node's aggregate as S grows (--sweep-servers)\n"
         "Each sample is saved as soon as it is measured; Ctrl-C stops every process "

@@ -123,6 +123,7 @@ def _print_roofline(out, e, res) -> None:
     t.add_column(no_wrap=True)
     t.add_column(overflow="fold")
     t.add_row("client ceiling (per process)", _ceiling_text(r.client, f))
+    _class_rows(t, res, r.metric, f)
     if r.client_node_rejected:
         t.add_row("client ceiling, node full", "not used: " + r.client_node_rejected)
     if r.client_node:
@@ -179,6 +180,27 @@ def _print_roofline(out, e, res) -> None:
             f"client {f(w.client.lo)} .. {f(w.client.hi)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}",
         )
     ui.print_table(out, t)
+
+
+def _class_rows(t, res, metric: str, f) -> None:
+    """The client ceiling per topology class (a run that recorded its
+    topology: collect --pairs sample), and what a deployment would see."""
+    from rooftop.model import classes as model_classes
+
+    found = (res.classes if res else {}).get(metric) or []
+    if not found:
+        return
+    for c, line in zip(found, model_classes.lines(found, f)):
+        t.add_row(f"client ceiling, {c.label}", line.split(": ", 1)[1])
+    t.add_row("deployment", model_classes.deployment_text(found, f))
+    sample = res.run.config.get("pair_sample") or {}
+    topo = res.topology
+    if sample:
+        t.add_row(
+            "pairs sampled",
+            f"{len(sample['pairs'])} of {topo.n * (topo.n - 1) // 2} in {len(sample['batches'])} batch(es) "
+            f"({topo.describe()})" + (f"; stopped: {sample['stop']}" if sample.get("stop") else ""),
+        )
 
 
 def _print_validation(out, e, run: str | None) -> None:

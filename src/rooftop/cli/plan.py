@@ -20,11 +20,11 @@ def _cmd_plan(args) -> int:
         if value is not None:
             overrides[key] = value
     try:
-        cfg, groups = resolve_planned(args.config, overrides, args.groups, args.topology)
+        cfg, topo = resolve_planned(args.config, overrides, args.groups, args.topology)
     except PlanError as e:
         print(f"rooftop plan: {e}", file=sys.stderr)
         return 2
-    f = forecast(cfg, groups)
+    f = forecast(cfg, topo)
     if args.json:
         print(json.dumps(f.as_dict(), indent=1))
     else:
@@ -39,12 +39,14 @@ def add_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="The expected time of 'rooftop collect' and then 'rooftop validate' on N nodes, "
         "per stage and in total,\nwith the engine launches and the client ceiling's pairs and rounds "
-        "(per topology group\nwith --groups or --topology), from the config as collect resolves it "
+        "(per topology class\nwith --groups or --topology; --pairs sample: its first batch and the interval width "
+        "each\nclass is expected to reach), from the config as collect resolves it "
         "and the fixed costs\nmeasured here (rooftop.campaign.costs). 'rooftop collect --dry-run' on "
         "an allocation of N\nnodes prints the same figures. Nothing runs and nothing is written.",
         epilog="examples:\n"
         "  rooftop plan --nodes 17\n"
         "  rooftop plan --nodes 1000 --groups 50 --pairs rounds --cores-per-node 64 --json\n"
+        "  rooftop plan --nodes 1000 --groups 50 --set collect.pairs=sample\n"
         "  rooftop plan --topology /etc/slurm/topology.conf --launcher srun --config suite.toml",
     )
     p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
@@ -71,10 +73,14 @@ def add_parser(sub) -> None:
         "--groups",
         type=int,
         metavar="G",
-        help="the nodes in G topology groups of consecutive nodes (pairs are counted within and across them)",
+        help="the nodes in G topology groups of consecutive nodes, one switch each (pairs are counted within "
+        "and across them)",
     )
     where.add_argument(
-        "--topology", metavar="FILE", help="a Slurm topology.conf: each switch with Nodes= is a group of those hosts"
+        "--topology",
+        metavar="FILE",
+        help="the nodes' switches and groups as collect.topology_file reads them: a Slurm topology.conf "
+        "(SwitchName= lines; a group is a subtree under the top switch) or 'HOST SWITCH [GROUP]' lines",
     )
     add_key_flags(p, STAGE_FLAGS[:3], "collect")
     add_key_flags(p, COLLECT_FLAGS)

@@ -28,6 +28,7 @@ prints it), then salloc -N 3 rooftop collect --launcher srun. Needs root.
   rooftop cluster up --nodes 3 --slurm
   rooftop cluster up --nodes 4 --node 2:rate=100mbit --node 3:cpu=50%
   rooftop cluster up --nodes 2 --nics-per-node 4 --link-rate 40mbit
+  rooftop cluster up --nodes 12 --groups 3 --link-rate 90mbit --group-link-rate 30mbit
   rooftop cluster reshape --link-rate 500mbit --node 0:cpu=50%
   rooftop cluster status [--json]
   rooftop cluster down
@@ -72,6 +73,22 @@ def add_parser(sub) -> None:
         help="NICs of each node (default 1): NIC k of every node on rail k (bridge "
         "rooftop-br<k>, subnet 10.231.<k>.0/24), each shaped to the link rate; the "
         "rails reach each other through the root namespace",
+    )
+    up.add_argument(
+        "--groups",
+        type=int,
+        default=1,
+        metavar="G",
+        help="split the nodes into G groups of consecutive nodes (default 1), each on a switch of "
+        "its own (bridge rooftop-gb<g>), joined through a top switch (rooftop-br0); with --slurm, "
+        "Slurm's topology.conf describes the same tree (TopologyPlugin=topology/tree)",
+    )
+    up.add_argument(
+        "--group-link-rate",
+        metavar="RATE",
+        default=None,
+        help="each group's link to the top switch, each direction (default: the link rate): "
+        "what traffic between groups shares",
     )
     up.add_argument(
         "--node",
@@ -159,7 +176,15 @@ def cmd_up(args) -> int:
 
     _trace(args)
     lifecycle.require_root("up")
-    spec = build_spec(args.nodes, args.cores_per_node, args.link_rate, args.node, nics_per_node=args.nics_per_node)
+    spec = build_spec(
+        args.nodes,
+        args.cores_per_node,
+        args.link_rate,
+        args.node,
+        nics_per_node=args.nics_per_node,
+        groups=args.groups,
+        group_link_rate=args.group_link_rate,
+    )
     st, built = lifecycle.up(spec, log=_log, with_slurm=args.slurm)
     if not built:
         _log(f"rooftop cluster up: already up ({lifecycle.describe(st)}); nothing to do")
@@ -262,6 +287,22 @@ def _nics_table(st: dict):
     return t
 
 
+def _groups_table(st: dict):
+    """One row per group: its switch, nodes and link to the top switch."""
+    from rich.table import Table
+
+    t = Table(title="groups: each on its own switch, joined through the top switch rooftop-br0", title_justify="left")
+    for col in ("group", "switch", "nodes", "link", "send", "receive"):
+        t.add_column(col)
+    for g in st["groups"]:
+        live = g.get("live")
+        send = _rate(live["send_rate_bits"]) if live else _rate(g["link_rate_bits"]) + " (state)"
+        recv = _rate(live["receive_rate_bits"]) if live else _rate(g["link_rate_bits"]) + " (state)"
+        nodes = ",".join(f"n{i}" for i in g["nodes"])
+        t.add_row(str(g["group"]), g["switch"], nodes, f"{g['uplink']}={g['downlink']}", send, recv)
+    return t
+
+
 def _show(st: dict, as_json: bool) -> int:
     from rooftop import exits
 
@@ -280,7 +321,9 @@ def _show(st: dict, as_json: bool) -> int:
             out.print(f"[yellow]leftovers[/]: {', '.join(st['leftovers'])} ('rooftop cluster down' removes them)")
         return exits.UNREACHABLE
     t = Table(title=f"emulated cluster: {st['summary']}", title_justify="left")
-    for col in ("node", "namespace", "address", "cores", "shared with", "CPU cap", "link send", "link receive", "ok"):
+    grouped = bool(st.get("groups"))
+    cols = ("node", "namespace", "address") + (("group",) if grouped else ())
+    for col in cols + ("cores", "shared with", "CPU cap", "link send", "link receive", "ok"):
         t.add_column(col)
     for n in st["nodes"]:
         live = n["live"]
@@ -293,6 +336,7 @@ def _show(st: dict, as_json: bool) -> int:
             n["name"],
             n["netns"],
             n["address"],
+            *((str(n["group"]),) if grouped else ()),
             ",".join(map(str, n["cores"])),
             ",".join(f"n{j}" for j in n["shared_with"]) or "-",
             _cap(n),
@@ -303,6 +347,8 @@ def _show(st: dict, as_json: bool) -> int:
     out.print(t)
     if st.get("nics_per_node", 1) > 1:
         out.print(_nics_table(st))
+    if grouped:
+        out.print(_groups_table(st))
     shared = [n for n in st["nodes"] if n["shared_with"]]
     if shared:
         ncores = len(st["machine_cores"])

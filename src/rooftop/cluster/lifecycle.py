@@ -74,8 +74,9 @@ def leftovers(layout: cgroups.Layout | None = None) -> list[str]:
     return found
 
 
-def nic_records(i: int, rails: int) -> list[dict]:
-    """Node i's NICs, NIC k on rail k (NIC 0 is the node's address)."""
+def nic_records(i: int, rails: int, switch: str | None = None) -> list[dict]:
+    """Node i's NICs, NIC k on rail k (NIC 0 is the node's address); switch:
+    the bridge of its group (--groups)."""
     return [
         {
             "rail": k,
@@ -83,21 +84,46 @@ def nic_records(i: int, rails: int) -> list[dict]:
             "peer": net.host_veth(i, k),
             "address": net.node_address(i, k),
             "prefixlen": net.rail_subnet(k).prefixlen,
-            "bridge": net.bridge_name(k),
+            "bridge": switch or net.bridge_name(k),
         }
         for k in range(rails)
     ]
 
 
+def switch_of(spec: ClusterSpec, i: int) -> str | None:
+    """The bridge node i hangs from when the cluster has groups (None: rooftop-br0)."""
+    return net.group_bridge(spec.nodes[i].group) if spec.groups > 1 else None
+
+
+def group_records(spec: ClusterSpec) -> list[dict]:
+    """Each group: its switch, its link to the top switch and its nodes
+    (empty without --groups)."""
+    if spec.groups == 1:
+        return []
+    return [
+        {
+            "group": g,
+            "switch": net.group_bridge(g),
+            "uplink": net.group_uplink(g),
+            "downlink": net.group_downlink(g),
+            "link_rate_bits": spec.group_link_rate,
+            "nodes": spec.group_nodes(g),
+        }
+        for g in range(spec.groups)
+    ]
+
+
 def node_record(spec: ClusterSpec, layout: cgroups.Layout, i: int) -> dict:
     n = spec.nodes[i]
+    grouped = {"group": n.group, "switch": switch_of(spec, i)} if spec.groups > 1 else {}
     return {
         "index": i,
         "name": f"n{i}",
         "netns": net.netns_name(i),
         "hostname": net.netns_name(i),
         "address": net.node_address(i),
-        "nics": nic_records(i, spec.nics_per_node),
+        "nics": nic_records(i, spec.nics_per_node, switch_of(spec, i)),
+        **grouped,
         "prefixlen": net.SUBNET.prefixlen,
         "veth_host": net.host_veth(i),
         "veth_node": net.node_veth(i),
@@ -118,10 +144,12 @@ def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
     net.check_subnet_free(rails)
     for k in range(rails):
         net.create_bridge(k, rails)
+    for g in range(spec.groups if spec.groups > 1 else 0):
+        net.create_group(g, spec.group_link_rate)
     cgroups.create_root(layout)
     nodes = []
     for n in spec.nodes:
-        net.create_node(n.index, rails)
+        net.create_node(n.index, rails, switch_of(spec, n.index))
         net.shape_node(n.index, n.link_rate)  # NIC 0
         for k in range(1, rails):  # the other rails' NICs
             net.shape_node(n.index, n.link_rate, k)
@@ -149,6 +177,8 @@ def build(spec: ClusterSpec, layout: cgroups.Layout, log: Log) -> dict:
         "machine_cores": spec.machine_cores,
         "nodes": nodes,
     }
+    if spec.groups > 1:
+        data["groups"] = group_records(spec)
     hosts.add([(n["address"], n["hostname"]) for n in nodes])
     data["mpi"] = {"rsh_agent": str(mpi.write_agent(nodes)), "subnet": str(net.SUBNET)}
     state.save(data)
@@ -255,9 +285,11 @@ def describe(st: dict) -> str:
     caps = [f"n{n['index']}:cpu={n['cpu_percent']:g}%" for n in s["nodes"] if n["cpu_percent"]]
     k = s.get("nics_per_node", 1)
     nics = f", {k} NICs each (rails)" if k > 1 else ""
+    g = s.get("groups", 1)
+    groups = f", {g} groups joined by links of {format_rate(s['group_link_rate'])}" if g > 1 else ""
     return (
         f"{len(s['nodes'])} nodes, {s['cores_per_node']} core(s) each{nics}, links "
-        f"{'/'.join(format_rate(r) for r in rates)}" + (f", {' '.join(caps)}" if caps else "")
+        f"{'/'.join(format_rate(r) for r in rates)}{groups}" + (f", {' '.join(caps)}" if caps else "")
     )
 
 
@@ -350,7 +382,8 @@ def _expand(cpus: str) -> list[int]:
 
 def bridge_problems(st: dict) -> list[str]:
     """Each rail's bridge (rail 0 only for a single-NIC cluster), and with
-    several rails its forwarding between them."""
+    several rails its forwarding between them; each group's switch and its
+    link to the top switch, shaped as recorded."""
     rails = st.get("rails") or [{"bridge": net.BRIDGE}]
     out = []
     for r in rails:
@@ -358,6 +391,26 @@ def bridge_problems(st: dict) -> list[str]:
             out.append(f"bridge {r['bridge']} is missing or down")
         elif len(rails) > 1 and not net.forwarding(r["bridge"]):
             out.append(f"bridge {r['bridge']} does not forward between the rails")
+    for g in st.get("groups") or []:
+        if not net.link_up(g["switch"]):
+            out.append(f"group {g['group']}: switch {g['switch']} is missing or down")
+        want = g["link_rate_bits"]
+        for dev, side in ((g["uplink"], "send"), (g["downlink"], "receive")):
+            if not net.link_up(dev):
+                out.append(f"group {g['group']}: link {dev} is missing or down")
+                continue
+            got = net.read_rate(dev)["rate_bits"]
+            if want is not None and (got is None or abs(got - want) > want * 0.01):
+                out.append(f"group {g['group']} {side} rate is {got} bit/s, not {want}")
+    return out
+
+
+def group_status(st: dict) -> list[dict]:
+    """Each group as recorded, with the rates read back from tc ("live")."""
+    out = []
+    for g in st.get("groups") or []:
+        up, down = net.read_rate(g["uplink"]), net.read_rate(g["downlink"])
+        out.append({**g, "live": {"send_rate_bits": up["rate_bits"], "receive_rate_bits": down["rate_bits"]}})
     return out
 
 
@@ -410,6 +463,7 @@ def status() -> dict:
         "bridge": st["bridge"],
         "rails": st.get("rails") or [],
         "nics_per_node": st["spec"].get("nics_per_node", 1),
+        "groups": group_status(st) if root else list(st.get("groups") or []),
         "cgroup": st["cgroup"],
         "machine_cores": st["machine_cores"],
         "summary": describe(st),

@@ -35,6 +35,20 @@ what comes from a NIC's address out of that NIC (a routing rule per NIC,
 'from ADDRESS lookup table 100+k'). So a process bound to NIC k sends
 through NIC k's shaper whichever rail its peer is on, and a node's bandwidth
 is K x R when its processes spread over its NICs, R when they all use one.
+
+Groups (--groups G): each group of nodes has a switch of its own, the
+bridge rooftop-gb<g>, and the groups are joined through a top switch, the
+bridge rooftop-br0 (which keeps the root namespace's address 10.231.0.1):
+
+  rooftop-br0 (top) --rooftop-gd<g> ==veth== rooftop-gu<g>-- rooftop-gb<g>
+                                                   |-- rooftop-v<I> ==veth== rooftop-p<I> (node I of group g)
+
+The group's link to the top switch is a veth pair shaped like a node's
+link, in both directions (tbf on rooftop-gu<g>: what the group sends up;
+on rooftop-gd<g>: what it receives), at the group link rate. One subnet
+for every node (a tree of bridges, not routed), so addresses, /etc/hosts
+and Slurm's NodeAddr are those of a cluster without groups; only the path
+between two groups is longer and narrower.
 """
 
 from __future__ import annotations
@@ -70,6 +84,20 @@ def rail_subnet(k: int = 0) -> ipaddress.IPv4Network:
     return ipaddress.ip_network(f"10.231.{k}.0/24")
 
 
+def group_bridge(g: int) -> str:
+    return f"{PREFIX}gb{g}"
+
+
+def group_uplink(g: int) -> str:
+    """The group's end of its link to the top switch (in its bridge)."""
+    return f"{PREFIX}gu{g}"
+
+
+def group_downlink(g: int) -> str:
+    """The top switch's end of group g's link (in rooftop-br0)."""
+    return f"{PREFIX}gd{g}"
+
+
 def bridge_address(k: int = 0) -> str:
     return str(rail_subnet(k).network_address + 1)
 
@@ -87,7 +115,7 @@ def node_address(i: int, k: int = 0) -> str:
 
 
 def is_bridge(name: str) -> bool:
-    return name.startswith(f"{PREFIX}br") and name[len(PREFIX) + 2 :].isdigit()
+    return name.startswith((f"{PREFIX}br", f"{PREFIX}gb")) and name[len(PREFIX) + 2 :].isdigit()
 
 
 def burst_bytes(rate_bits: int) -> int:
@@ -169,16 +197,30 @@ def forwarding(dev: str) -> bool:
         return False
 
 
-def create_node(i: int, rails: int = 1) -> None:
-    """Namespace, one veth pair to each rail's bridge, addresses, loopback;
-    with several rails, one routing rule per NIC; no shaping."""
+def create_group(g: int, rate_bits: int | None) -> None:
+    """Group g's switch (a bridge) and its link to the top switch
+    (rooftop-br0, made first), shaped both ways to rate_bits."""
+    br, up, down = group_bridge(g), group_uplink(g), group_downlink(g)
+    run(["ip", "link", "add", br, "type", "bridge"])
+    run(["ip", "link", "set", br, "up"])
+    run(["ip", "link", "add", up, "type", "veth", "peer", "name", down])
+    run(["ip", "link", "set", up, "master", br, "up"])
+    run(["ip", "link", "set", down, "master", BRIDGE, "up"])
+    shape(up, rate_bits)  # what the group sends to the other groups
+    shape(down, rate_bits)  # what it receives from them
+
+
+def create_node(i: int, rails: int = 1, switch: str | None = None) -> None:
+    """Namespace, one veth pair to each rail's bridge (switch: the bridge of
+    its group instead), addresses, loopback; with several rails, one routing
+    rule per NIC; no shaping."""
     ns = netns_name(i)
     run(["ip", "netns", "add", ns])
     for k in range(rails):
         hv, nv = host_veth(i, k), node_veth(i, k)
         run(["ip", "link", "add", hv, "type", "veth", "peer", "name", nv])
         run(["ip", "link", "set", nv, "netns", ns])
-        run(["ip", "link", "set", hv, "master", bridge_name(k), "up"])
+        run(["ip", "link", "set", hv, "master", switch or bridge_name(k), "up"])
         run(["ip", "-n", ns, "addr", "add", f"{node_address(i, k)}/{rail_subnet(k).prefixlen}", "dev", nv])
         run(["ip", "-n", ns, "link", "set", nv, "up"])
         if rails > 1:
@@ -299,9 +341,8 @@ def remove_all() -> list[str]:
     # Deleting one veth end deletes its peer: do it before the namespaces go,
     # as a namespace's devices are destroyed asynchronously.
     for link in list_links():
-        if not is_bridge(link):
-            run(["ip", "link", "del", link], check=False)
-            removed.append(f"link {link}")
+        if not is_bridge(link) and run(["ip", "link", "del", link], check=False).returncode == 0:
+            removed.append(f"link {link}")  # (its peer, gone with it, is not listed again)
     for ns in list_netns():
         run(["ip", "netns", "del", ns], check=False)
         if os.path.exists(f"/run/netns/{ns}"):  # an empty file left by a failed 'netns add'

@@ -22,6 +22,13 @@ Node options (--node, repeatable; several keys may share one option):
   I:cpu=P%      node I may use P % of its cores' time (0 < P <= 100),
                 enforced by the CPU controller (CFS quota / cpu.max)
   I:rate=R,cpu=P%
+
+Groups (--groups G, --group-link-rate R2): the nodes split into G groups of
+consecutive nodes (sizes differ by at most one), each group on a switch of
+its own (a bridge), the groups joined through a top switch by one link per
+group shaped to R2 (default: the node link rate). Traffic between two nodes
+of one group crosses their two node links; between groups, also both
+groups' links to the top switch.
 """
 
 from __future__ import annotations
@@ -119,6 +126,8 @@ class NodeSpec:
     cores: list[int]
     link_rate: int | None  # bit/s, None: unshaped
     cpu_percent: float | None = None
+    #: its group (its switch) with --groups; 0 otherwise
+    group: int = 0
 
 
 @dataclass
@@ -129,9 +138,23 @@ class ClusterSpec:
     machine_cores: list[int] = field(default_factory=list)
     #: NICs of every node, NIC k on rail k (each shaped to the node's link rate)
     nics_per_node: int = 1
+    #: groups of nodes, each on a switch of its own (1: every node on one bridge)
+    groups: int = 1
+    #: rate of each group's link to the top switch, bit/s (None: unshaped)
+    group_link_rate: int | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """As recorded in the state (and compared by a second 'up'); a
+        cluster without groups records no group fields, as before groups."""
+        d = asdict(self)
+        if self.groups == 1:
+            del d["groups"], d["group_link_rate"]
+            for n in d["nodes"]:
+                del n["group"]
+        return d
+
+    def group_nodes(self, g: int) -> list[int]:
+        return [n.index for n in self.nodes if n.group == g]
 
     def shared_with(self, i: int) -> list[int]:
         """Other nodes that share at least one core with node i."""
@@ -167,6 +190,8 @@ def build_spec(
     node_opts: list[str] | None = None,
     cores: list[int] | None = None,
     nics_per_node: int = 1,
+    groups: int = 1,
+    group_link_rate: str | None = None,
 ) -> ClusterSpec:
     """Validates the options of 'cluster up' into a ClusterSpec."""
     if not isinstance(nodes, int) or nodes < 1:
@@ -175,10 +200,20 @@ def build_spec(
         raise ClusterError(f"--nodes {nodes}: at most {MAX_NODES} nodes")
     if not isinstance(nics_per_node, int) or not 1 <= nics_per_node <= MAX_NICS:
         raise ClusterError(f"--nics-per-node {nics_per_node}: must be 1 to {MAX_NICS}")
+    if not isinstance(groups, int) or not 1 <= groups <= nodes:
+        raise ClusterError(f"--groups {groups}: must be 1 to the number of nodes ({nodes})")
+    if groups > 1 and nics_per_node > 1:
+        raise ClusterError(
+            f"--groups {groups} with --nics-per-node {nics_per_node}: groups of nodes on switches of "
+            f"their own are built for one NIC per node; use one or the other"
+        )
+    if group_link_rate is not None and groups == 1:
+        raise ClusterError("--group-link-rate: applies to the links between groups; give --groups G (2 or more)")
     cores = list(cores) if cores is not None else usable_cores()
     rate = parse_rate(link_rate if link_rate is not None else DEFAULT_RATE, "--link-rate")
+    trunk = parse_rate(group_link_rate, "--group-link-rate") if group_link_rate is not None else rate
     per, placement = place_cores(nodes, cores_per_node, cores)
-    specs = [NodeSpec(i, placement[i], rate) for i in range(nodes)]
+    specs = [NodeSpec(i, placement[i], rate, group=i * groups // nodes) for i in range(nodes)]
     seen: set[tuple[int, str]] = set()
     for opt in node_opts or []:
         what = f"--node {opt}"
@@ -202,4 +237,4 @@ def build_spec(
                 specs[i].cpu_percent = parse_cpu(value, f"{what}: cpu")
             else:
                 raise ClusterError(f"{what}: unknown key '{key}' (rate or cpu)")
-    return ClusterSpec(specs, per, cores, nics_per_node)
+    return ClusterSpec(specs, per, cores, nics_per_node, groups, trunk if groups > 1 else None)

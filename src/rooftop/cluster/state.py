@@ -27,6 +27,11 @@ address ({"rail": k, "bridge": "rooftop-br<k>", "subnet": "10.231.<k>.0/24",
 "address": "10.231.<k>.1/24"}) and each node's "nics" its K NICs, NIC k on
 rail k ("address" and "veth_*" stay NIC 0's). link_rate_bits is each NIC's.
 
+With --groups G, "groups" lists each group ({"group": g, "switch":
+"rooftop-gb<g>", "uplink": "rooftop-gu<g>", "downlink": "rooftop-gd<g>",
+"link_rate_bits": R2, "nodes": [...]}) and each node its "group" and
+"switch" (its group's bridge); the spec records groups and group_link_rate.
+
 'cluster reshape' changes nodes' link_rate_bits, cpu_percent and
 cpu_quota_us (and the spec) in place, and appends {"at": time, "changes":
 [text, ...]} to "reshaped".
@@ -133,6 +138,16 @@ def emulated_nodes(hosts: list[str], p: Path | None = None) -> dict[str, dict] |
                 "cpu_percent": n["cpu_percent"],
                 "link_rate_bits": n["link_rate_bits"],
                 "shared_with": [position[j] for j in n["shared_with"] if j in position],
+                **group_of(n, st),
             },
         }
     return out
+
+
+def group_of(node: dict, st: dict | None) -> dict:
+    """What a launcher records of a node's group on a cluster with groups
+    ({"group", "switch", "group_link_rate_bits"}; {} without groups)."""
+    if "group" not in node:
+        return {}
+    g = next((x for x in (st or {}).get("groups") or [] if x["group"] == node["group"]), {})
+    return {"group": node["group"], "switch": node["switch"], "group_link_rate_bits": g.get("link_rate_bits")}

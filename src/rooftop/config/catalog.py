@@ -3,11 +3,11 @@ metric's and sampler's gathered in, and the limits the checks use."""
 
 from __future__ import annotations
 
-from rooftop import metrics, samplers
+from rooftop import metrics, samplers, topology
 from rooftop.config.keys import Key, by_path
 from rooftop.launchers import BINDINGS, LAUNCHERS
 from rooftop.launchers.mpiexec import FLAVORS
-from rooftop.stages.pairs import PAIRS
+from rooftop.stages import pairs
 
 HOUR, DAY = 3600.0, 86400.0
 #: A measurement (samples x duration) longer than this is a mistake.
@@ -136,14 +136,17 @@ KEYS: list[Key] = [
     Key("collect.warmup", "float", 1.0, "warmup seconds before each sample", maximum=HOUR),
     Key("collect.samples", "int", 5, "samples per measurement", maximum=10_000),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
-    Key("collect.client_peak", "bool", True, "measure the client ceiling (every node pair)"),
+    Key("collect.client_peak", "bool", True, "measure the client ceiling (the node pairs collect.pairs picks)"),
     Key(
         "collect.pairs",
         "choice",
         "serial",
-        "client peak pair scheduling: " + " or ".join(s.help for s in PAIRS.values()),
-        tuple(PAIRS),
+        "client peak node pairs: " + "; ".join(f"{s.name}: {s.help}" for s in pairs.PAIRS.values()),
+        tuple(pairs.PAIRS),
     ),
+    # The pair strategies' keys (rooftop/stages/pairs/) and where sample reads the topology.
+    *pairs.KEYS,
+    *topology.KEYS,
     Key(
         "collect.client_node",
         "bool",

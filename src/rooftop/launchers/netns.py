@@ -81,6 +81,7 @@ class NetnsLauncher(Launcher):
                 "cpu_percent": n["cpu_percent"],
                 "link_rate_bits": n["link_rate_bits"],
                 "shared_with": list(n["shared_with"]),
+                **cluster_state.group_of(n, st),
             }
             if len(n.get("nics") or []) > 1:  # rails: servers may serve on any of them
                 emulation["nics"] = [{"name": x["name"], "rail": x["rail"], "address": x["address"]} for x in n["nics"]]

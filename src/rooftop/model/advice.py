@@ -54,7 +54,7 @@ def pairs(res: RunResults) -> list[tuple[str | None, str]]:
     out: list[tuple[str | None, str]] = []
     for metric, pm in sorted(res.pairs.items()):
         flagged = res.flagged(metric)
-        slow = outliers.slow_pairs(pm.rates, flagged)
+        slow = outliers.slow_pairs(pm.rates, flagged, pm.classes)
         links = [(p, v) for p, v in slow if not set(p) & set(flagged)]
         if flagged:
             w = res.without_flagged.get(metric)

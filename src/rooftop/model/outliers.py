@@ -15,6 +15,12 @@ median, but only its own node median. The floor keeps ordinary noise on a
 quiet, uniform machine from being called an outlier. A node with z below
 -THRESHOLD is flagged slow (above +THRESHOLD: fast, reported, not removed).
 
+Pairs of different topology classes (same switch, across groups:
+rooftop.topology) differ by design, so where a run knows its topology each
+pair's rate is first divided by the median of its class (normalized): a
+node is slow against pairs of its own classes, not for having more pairs
+across groups than another node. The scores' medians stay rates.
+
 Only pairs whose samples may feed a ceiling count (rooftop.model.exclusion:
 not nodes sharing cores, not --allow-concurrent, not invalid): a pair
 left out says nothing about its nodes. A node needs MIN_PAIRS usable pairs
@@ -72,17 +78,31 @@ def robust_z(values: list[float], baseline: list[float] | None = None) -> list[f
     return [0.0 if scale <= 0 else (v - m) / scale for v in values]
 
 
-def score_nodes(rates: dict[tuple[int, int], float]) -> list[NodeScore]:
+def normalized(rates: dict[tuple[int, int], float], classes: dict | None = None) -> dict[tuple[int, int], float]:
+    """Each pair's rate over the median rate of its class (classes: pair ->
+    its topology class); the rates themselves with one class or none."""
+    if not classes or len({classes.get(p) for p in rates}) < 2:
+        return dict(rates)
+    by: dict = {}
+    for p, r in rates.items():
+        by.setdefault(classes.get(p), []).append(r)
+    med = {c: statistics.median(v) for c, v in by.items()}
+    return {p: (r / med[classes.get(p)] if med[classes.get(p)] else r) for p, r in rates.items()}
+
+
+def score_nodes(rates: dict[tuple[int, int], float], classes: dict | None = None) -> list[NodeScore]:
     """rates: (node a, node b) -> median client rate of that pair (usable
-    pairs only). Nodes with fewer than MIN_PAIRS pairs get no score; none
-    at all when fewer than MIN_NODES nodes have enough (cannot_tell)."""
+    pairs only); classes: pair -> its topology class (scored on normalized
+    rates). Nodes with fewer than MIN_PAIRS pairs get no score; none at all
+    when fewer than MIN_NODES nodes have enough (cannot_tell)."""
     per_all = {n: [(p, r) for p, r in rates.items() if n in p] for pair in rates for n in pair}
     nodes = sorted(n for n, prs in per_all.items() if len(prs) >= MIN_PAIRS)
     if len(nodes) < MIN_NODES:
         return []
-    per = {n: sorted(per_all[n], key=lambda pr: pr[1]) for n in nodes}
+    norm = normalized(rates, classes)
+    per = {n: sorted(per_all[n], key=lambda pr: norm[pr[0]]) for n in nodes}
     med = {n: statistics.median(r for _, r in per[n]) for n in nodes}
-    z = robust_z([med[n] for n in nodes])
+    z = robust_z([statistics.median(norm[p] for p, _ in per[n]) for n in nodes])
     return [NodeScore(n, med[n], zi, per[n]) for n, zi in zip(nodes, z)]
 
 
@@ -106,18 +126,22 @@ def cannot_tell(rates: dict[tuple[int, int], float], nodes=()) -> str:
     return f"no score for {few}: fewer than {MIN_PAIRS} usable pairs (cannot tell)"
 
 
-def slow_pairs(rates: dict[tuple[int, int], float], flagged_nodes=()) -> list[tuple[tuple[int, int], float]]:
+def slow_pairs(
+    rates: dict[tuple[int, int], float], flagged_nodes=(), classes: dict | None = None
+) -> list[tuple[tuple[int, int], float]]:
     """The pairs that are outliers by the same rule as nodes: a pair whose
     rate is below the typical pair by more than THRESHOLD robust spreads,
     the typical pair taken among those of unflagged nodes (a slow node's
-    pairs would otherwise set the baseline). Slowest first; none with
-    fewer than MIN_NODES pairs, where nothing is typical."""
+    pairs would otherwise set the baseline); classes: as score_nodes.
+    Slowest first; none with fewer than MIN_NODES pairs, where nothing is
+    typical."""
     if len(rates) < MIN_NODES:
         return []
+    norm = normalized(rates, classes)
     pairs = list(rates.items())
-    base = [r for p, r in pairs if not set(p) & set(flagged_nodes)]
-    z = robust_z([r for _, r in pairs], base)
-    return sorted(((p, r) for (p, r), zi in zip(pairs, z) if zi < -THRESHOLD), key=lambda pr: pr[1])
+    base = [norm[p] for p, _ in pairs if not set(p) & set(flagged_nodes)]
+    z = robust_z([norm[p] for p, _ in pairs], base)
+    return sorted(((p, r) for (p, r), zi in zip(pairs, z) if zi < -THRESHOLD), key=lambda pr: norm[pr[0]])
 
 
 def flagged(scores: list[NodeScore], kind: str = "slow") -> list[int]:

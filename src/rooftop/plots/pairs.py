@@ -91,7 +91,7 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     for a, b in pm.beside:
         for i, j in ((a, b), (b, a)):
             ax.plot(j + 0.32, i - 0.32, marker="o", ms=3, color="white", mec="black", mew=0.5, gid="beside-pair")
-    slow = outliers.slow_pairs(pm.rates, flagged)
+    slow = outliers.slow_pairs(pm.rates, flagged, pm.classes)
     for (a, b), _rate in slow:
         for i, j in ((a, b), (b, a)):
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5, gid="slow-pair"))
@@ -100,6 +100,9 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
         notes.append(f"hatched: {len(pm.left_out)} pair(s) not used ({next(iter(pm.left_out.values()))[1][:70]})")
     if pm.beside:
         notes.append(f"dot: {len(pm.beside)} pair(s) measured beside other pairs")
+    measured = len(pm.rates) + len(pm.left_out)
+    if measured < n * (n - 1) // 2:
+        notes.append(f"grey: not measured ({measured} of {n * (n - 1) // 2} pairs sampled)")
     ax.set_title(
         f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}" + ("\n" + "; ".join(notes) if notes else ""),
         fontsize=10,

@@ -21,6 +21,7 @@ from rooftop.report.parts import (
     _pct,
     _rng,
     _stages,
+    class_text,
     headline,
     nic_lines,
     shown,
@@ -34,6 +35,19 @@ from rooftop.results import RunResults
 NO_WARNING = "none: ceilings are tight, no sample above the roofline, low overhead"
 
 
+def _pairs_text(res: RunResults) -> str:
+    """collect.pairs, and for sampled pairs how many of all and where the
+    topology came from."""
+    cfg = res.run.config
+    text = str(cfg.get("collect", {}).get("pairs", "serial"))
+    sample, topo = cfg.get("pair_sample"), res.topology
+    if sample and topo is not None:
+        text += f": {len(sample['pairs'])} of {topo.n * (topo.n - 1) // 2} pairs, topology: {topo.describe()}" + (
+            f"; stopped: {sample['stop']}" if sample.get("stop") else ""
+        )
+    return text
+
+
 def card(h: dict, common: bool) -> dict:
     """The headline card of one metric (common: what its verdict asks is
     said once for every metric, below the cards)."""
@@ -41,6 +55,8 @@ def card(h: dict, common: bool) -> dict:
     lines = [f"measured once: {_stages(st)} (the same placement)" for st in h["measured_once"]]
     lines.append(f"ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}")
     lines.append(f"client ceiling {_rng(h['client'], u)} per process{_ci(h['client_ci'], u)}")
+    if h["client_classes"]:  # a run that recorded its topology
+        lines.append(f"per topology class: {class_text(h)}")
     if h["client_node"]:
         lines.append(f"node full: {_rng(h['client_node'], u)}" + (" (binds)" if h["client_node_binds"] else ""))
     lines.append(f"server ceiling {_rng(h['server'], u)} per process{_ci(h['server_ci'], u)}")
@@ -151,7 +167,7 @@ def environment_of(res: RunResults) -> list[list[str]]:
         ["launcher", f"{run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes"],
         ["fabric", f"{res.provider}, domain {run.config.get('fabric', {}).get('domain') or 'default'}"],
         ["binding", str(run.config.get("binding"))],
-        ["client pairs", str(run.config.get("collect", {}).get("pairs", "serial"))],
+        ["client pairs", _pairs_text(res)],
         ["engine", str(run.environment.get("engine", "?"))],
         ["rooftop", str(run.environment.get("rooftop", __version__))],
         ["command", " ".join(run.environment.get("argv") or [])],

@@ -8,10 +8,11 @@ of rates, ratios and intervals."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from rooftop.config.units import fmt_rate
-from rooftop.model import advice
+from rooftop.model import advice, classes
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO
 from rooftop.plots.run import KINDS, left_out
 from rooftop.results import RunResults
@@ -99,6 +100,9 @@ def headline(res: RunResults) -> list[dict]:
                 "todo": advice.todo_of(r),
                 "measured_once": [] if r.one_measurement else r.measured_once,
                 "client_ci": r.client.interval if r.client.n else None,
+                # Per topology class (a run that recorded its topology), nearest first.
+                "client_classes": [c.to_dict() for c in res.classes.get(metric, [])],
+                "deployment": classes.deployment_text(res.classes.get(metric, []), partial(fmt_rate, unit=r.unit)),
                 "server_ci": r.server.interval if r.server.n else None,
                 "validation": len(ev.checks),
                 "error_server_bound": ev.median_abs_error("server"),
@@ -140,6 +144,16 @@ def _big(v: dict) -> str:
 
 def _rng(vals, unit) -> str:
     return f"{fmt_rate(vals[0], unit)} .. {fmt_rate(vals[1], unit)}"
+
+
+def class_text(h: dict) -> str:
+    """The client ceiling per topology class, one phrase per class: 'same
+    switch 2.8 .. 2.9 MB/s (median 2.85 MB/s, 7 pairs); across groups ...'."""
+    u = h["unit"]
+    return "; ".join(
+        f"{c['label']} {_rng([c['min'], c['max']], u)} (median {fmt_rate(c['median'], u)}, {c['pairs']} pairs)"
+        for c in h.get("client_classes") or []
+    )
 
 
 def _pct(v) -> str:

@@ -13,6 +13,7 @@ from rooftop.report.parts import (
     _rng,
     _stages,
     _verdict_md,
+    class_text,
     headline,
     markdown_of,
     nic_lines,
@@ -39,7 +40,8 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         lines += [
             f"## {h['metric']}",
             "",
-            f"- client ceiling (per process): {_rng(h['client'], u)}{_ci(h['client_ci'], u)}",
+            f"- client ceiling (per process): {_rng(h['client'], u)}{_ci(h['client_ci'], u)}"
+            + (f"; per topology class: {class_text(h)}. {h['deployment']}" if h["client_classes"] else ""),
         ]
         if h["client_node"]:
             lines.append(

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rooftop import metrics, model, stages
+from rooftop import metrics, model, stages, topology
 from rooftop.config.units import fmt_rate
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.model import outliers
+from rooftop.model.classes import class_ceilings
 from rooftop.results.sections import Section
 from rooftop.store.db import Store
 from rooftop.store.records import Run, stands_for
@@ -42,6 +43,9 @@ class PairMatrix:
     #: Pairs measured at the same time as other pairs (pair rounds): pair ->
     #: the pairs beside it, as the rounds recorded them.
     beside: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+    #: Where the run knows its topology: pair -> its class (rooftop.topology);
+    #: outlier scores compare each pair with its class.
+    classes: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def outlier_lines(self) -> list[str]:
         """The outlier section's account: how many pairs it used, which it
@@ -88,6 +92,11 @@ class RunResults:
     scores: dict[str, list[outliers.NodeScore]] = field(default_factory=dict)
     #: Per metric, when nodes are flagged slow: the roofline without their pairs.
     without_flagged: dict[str, model.Roofline] = field(default_factory=dict)
+    #: The topology the run recorded (rooftop.topology.Topology; None: none).
+    topology: Any = None
+    #: Per metric, where the run knows its topology: the client ceiling per
+    #: class (rooftop.model.classes), nearest class first.
+    classes: dict[str, list] = field(default_factory=dict)
     #: Per metric: (label, roofline) of the same stages measured under other
     #: conditions, drawn as lower bands on the roofline figure; a section's
     #: `read` fills it (rooftop.interference.report: each run beside a load).
@@ -300,7 +309,7 @@ def _warnings(res: RunResults) -> list[str]:
     shared = [n for n in cfg.get("nodes") or [] if (n.get("emulation") or {}).get("shared_with")]
     local = cfg.get("launcher", {}).get("type") == "local"
     together = any(pm.beside for pm in res.pairs.values())
-    if cfg.get("collect", {}).get("pairs") == "rounds" and (shared or local) and together:
+    if cfg.get("collect", {}).get("pairs") in ("rounds", "sample") and (shared or local) and together:
         out.append(
             "client pairs were measured in rounds on one machine whose nodes share cores (or "
             "memory): pairs measured at once interfere, so the pair matrix mixes that in (pairs "
@@ -382,6 +391,7 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
     run = store.get_run(run_id)
     samples = store.samples(run.id)
     res = RunResults(run, samples)
+    res.topology = topology.of_config(run.config)
     nodes = len(run.config.get("nodes") or [])
     validation = [s for s in samples if s["stage"] == stages.of_role("validation").name]
     why = model.exclusions(samples, run.config.get("nodes"))  # the one rule (model.exclusion)
@@ -395,7 +405,10 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
         pm = pair_matrix(samples, metric, nodes, why)
         if pm:
             res.pairs[metric] = pm
-            res.scores[metric] = outliers.score_nodes(pm.rates)
+            if res.topology is not None:
+                pm.classes = {p: res.topology.klass(*p) for p in [*pm.rates, *pm.left_out]}
+                res.classes[metric] = class_ceilings(pm.rates, res.topology)
+            res.scores[metric] = outliers.score_nodes(pm.rates, pm.classes)
             slow = res.flagged(metric)
             if slow:
                 try:

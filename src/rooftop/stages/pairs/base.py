@@ -1,16 +1,16 @@
 """What a pair strategy is (PairStrategy): the placements of the client
-ceiling it plans, and what it is expected to measure on N nodes
-(PairsExpected), which `rooftop plan` reports before any allocation."""
+ceiling it plans, and what it is expected to measure on N nodes in a
+topology (PairsExpected), which `rooftop plan` and the dry run report
+before anything runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rooftop.stages.base import Placement
-
-#: Nodes by topology group: each group's node indices (None: one group).
-Groups = list[list[int]] | None
+from rooftop.config.keys import Key
+from rooftop.stages.base import PairRound, Placement
+from rooftop.topology.base import CLASSES, Topology
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class PairsExpected:
     """What a pair strategy is expected to measure, per metric and sample
     (every metric measures the same pairs, each sample a window of each)."""
 
-    #: Node pairs measured.
+    #: Node pairs measured (a strategy that draws more as it goes: its first batch).
     pairs: int
     #: Client rounds: pairs measured at once in one round (serial: one each).
     rounds: int
@@ -26,13 +26,21 @@ class PairsExpected:
     placements: int
     #: Server node launches over those placements (one server process each).
     server_nodes: int
-    #: Pairs per topology class ("within a group", "across groups"); empty
-    #: without groups.
+    #: Pairs measured per topology class, by the name reports give it
+    #: (rooftop.topology.CLASSES: "same switch", "same group", "across
+    #: groups"); empty without a topology.
     by_class: dict[str, int] = field(default_factory=dict)
-    #: The relative half-width (0.05: +-5 %) of the client ceiling interval
-    #: the strategy stops at, when it stops at one (None: it measures a fixed
-    #: set of pairs).
+    #: The relative half-width (0.05: +-5 %) of each class's client ceiling
+    #: interval the strategy draws pairs until (None: it measures a fixed set
+    #: of pairs).
     interval: float | None = None
+    #: The spread of pair rates within a class (standard deviation over the
+    #: mean) that `widths` assume.
+    spread: float | None = None
+    #: Per class: the half-width its interval would have after the planned
+    #: pairs at that spread (None: too few pairs for an interval). Within
+    #: `interval`: the first batch is likely the last for that class.
+    widths: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def most_at_once(self) -> int:
@@ -44,13 +52,21 @@ class PairsExpected:
 class PairStrategy:
     """One collect.pairs choice."""
 
+    #: Its collect.pairs value.
     name: str
     #: Its collect.pairs help, one sentence.
     help: str
     #: The client ceiling's placements under a resolved config.
     plan: Callable[[dict], list[Placement]]
-    #: What it is expected to measure on the config's nodes, in these groups.
-    expected: Callable[[dict, Groups], PairsExpected]
+    #: expected(cfg, topology): what it is expected to measure on the
+    #: config's nodes (topology: a rooftop.topology.Topology of them, or
+    #: None: unknown, one class).
+    expected: Callable[[dict, Topology | None], PairsExpected]
+    #: Config keys of its own (declared in its file, gathered by config.KEYS).
+    keys: tuple[Key, ...] = ()
+    #: It draws pairs as the campaign goes (rooftop.campaign.sampling asks
+    #: it for more after each batch, from what was measured).
+    adaptive: bool = False
 
 
 def all_pairs(n: int) -> int:
@@ -58,10 +74,32 @@ def all_pairs(n: int) -> int:
     return n * (n - 1) // 2
 
 
-def by_class(n: int, groups: Groups) -> dict[str, int]:
-    """Every unordered pair of n nodes, counted by topology class: within a
-    group, across groups (empty without groups)."""
-    if not groups:
+def by_class(n: int, topology: Topology | None) -> dict[str, int]:
+    """Every unordered pair of n nodes, counted by topology class, by the
+    name reports give it (empty without a topology)."""
+    if topology is None:
         return {}
-    within = sum(all_pairs(len(g)) for g in groups)
-    return {"within a group": within, "across groups": all_pairs(n) - within}
+    return {CLASSES[c]: k for c, k in topology.sizes().items()}
+
+
+def placements(rounds: list[PairRound], cfg: dict) -> list[Placement]:
+    """Client peak placements measuring rounds of disjoint pairs at once:
+    one server on each pair's first node, one client on its second, client
+    i loading server i. A round of one pair is stored as a serial pair is."""
+    return [
+        Placement([a for a, _ in pairs], 1).measure(
+            "client_peak", cfg, "collect", [b for _, b in pairs], 1, pairs=pairs
+        )
+        for pairs in rounds
+    ]
+
+
+def known_cores(cfg: dict) -> dict[int, set] | None:
+    """node -> its cores where the launcher runs engines on this machine
+    (local, netns) and every node lists its cores; else None."""
+    from rooftop.launchers import on_this_machine
+
+    if not on_this_machine(cfg.get("launcher", {}).get("type", "")):
+        return None
+    cores = {n["index"]: set(n.get("cores") or ()) for n in cfg["nodes"]}
+    return cores if all(cores.values()) else None

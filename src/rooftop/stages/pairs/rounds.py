@@ -1,14 +1,16 @@
-"""rounds: every node pair, in rounds of disjoint pairs measured at once (a
-round-robin tournament: N-1 rounds of N/2 pairs, N odd: N rounds of
-(N-1)/2). On launchers that know the nodes' cores (local, netns: engines on
-this machine), no round runs two pairs whose nodes share a core: such
-pairs move to rounds of their own (apart_by_cores), and the dry run and
-the time estimate show those rounds."""
+"""collect.pairs = rounds: every unordered node pair, in a round-robin
+tournament of disjoint pairs measured at once (N-1 rounds of N/2 pairs,
+about N/2 times faster than serial; pairs may then share a switch). On
+launchers that know the nodes' cores (local, netns: engines on this
+machine), no round runs two pairs whose nodes share a core: such pairs move
+to rounds of their own (apart_by_cores), and the dry run and the time
+estimate show those rounds."""
 
 from __future__ import annotations
 
 from rooftop.stages.base import PairRound, Placement
-from rooftop.stages.pairs.base import Groups, PairsExpected, PairStrategy, all_pairs, by_class
+from rooftop.stages.pairs.base import PairsExpected, PairStrategy, all_pairs, by_class, known_cores, placements
+from rooftop.topology.base import Topology
 
 
 def round_robin(n: int) -> list[PairRound]:
@@ -53,42 +55,30 @@ def apart_by_cores(rounds: list[PairRound], cores: dict[int, set]) -> list[PairR
 def pair_rounds(cfg: dict) -> list[PairRound]:
     """The pair rounds collect.pairs = rounds measures: round_robin, kept
     apart by cores where the launcher knows them (engines on this machine)."""
-    from rooftop.launchers import on_this_machine
-
     rounds = round_robin(len(cfg["nodes"]))
-    if on_this_machine(cfg.get("launcher", {}).get("type", "")):
-        cores = {n["index"]: set(n.get("cores") or ()) for n in cfg["nodes"]}
-        if all(cores.values()):
-            rounds = apart_by_cores(rounds, cores)
-    return rounds
+    cores = known_cores(cfg)
+    return apart_by_cores(rounds, cores) if cores else rounds
 
 
 def plan(cfg: dict) -> list[Placement]:
-    # Disjoint pairs measured at once: one server on each pair's first node,
-    # one client on its second, client i loading server i.
-    return [
-        Placement([a for a, _ in pairs], 1).measure(
-            "client_peak", cfg, "collect", [b for _, b in pairs], 1, pairs=pairs
-        )
-        for pairs in pair_rounds(cfg)
-    ]
+    return placements(pair_rounds(cfg), cfg)
 
 
-def expected(cfg: dict, groups: Groups) -> PairsExpected:
+def expected(cfg: dict, topology: Topology | None = None) -> PairsExpected:
     """N(N-1)/2 pairs in N-1 rounds (N odd: N), a placement each, on nodes
     that share no core (nodes that do get more rounds: the dry run counts
     them)."""
     n = len(cfg["nodes"])
     rounds = n - 1 if n % 2 == 0 else n
     return PairsExpected(
-        pairs=all_pairs(n), rounds=rounds, placements=rounds, server_nodes=all_pairs(n), by_class=by_class(n, groups)
+        pairs=all_pairs(n), rounds=rounds, placements=rounds, server_nodes=all_pairs(n), by_class=by_class(n, topology)
     )
 
 
 STRATEGY = PairStrategy(
     "rounds",
-    "rounds (round-robin tournament: N-1 rounds of N/2 disjoint pairs measured at once, about N/2 "
-    "times faster; pairs may then share a switch)",
+    "every node pair, in a round-robin tournament: N-1 rounds of N/2 disjoint pairs measured at once, "
+    "about N/2 times faster; pairs may then share a switch",
     plan,
     expected,
 )

@@ -4,7 +4,8 @@ server against one client on each node b > a, one client round per pair."""
 from __future__ import annotations
 
 from rooftop.stages.base import Placement
-from rooftop.stages.pairs.base import Groups, PairsExpected, PairStrategy, all_pairs, by_class
+from rooftop.stages.pairs.base import PairsExpected, PairStrategy, all_pairs, by_class
+from rooftop.topology.base import Topology
 
 
 def plan(cfg: dict) -> list[Placement]:
@@ -18,13 +19,13 @@ def plan(cfg: dict) -> list[Placement]:
     return out
 
 
-def expected(cfg: dict, groups: Groups) -> PairsExpected:
+def expected(cfg: dict, topology: Topology | None = None) -> PairsExpected:
     """N(N-1)/2 pairs, each its own round; N-1 placements (node a's server
     for every b > a)."""
     n = len(cfg["nodes"])
     return PairsExpected(
-        pairs=all_pairs(n), rounds=all_pairs(n), placements=n - 1, server_nodes=n - 1, by_class=by_class(n, groups)
+        pairs=all_pairs(n), rounds=all_pairs(n), placements=n - 1, server_nodes=n - 1, by_class=by_class(n, topology)
     )
 
 
-STRATEGY = PairStrategy("serial", "serial (one node pair at a time, as Carns et al. (CUG 2025))", plan, expected)
+STRATEGY = PairStrategy("serial", "every node pair, one at a time, as Carns et al. (CUG 2025)", plan, expected)

@@ -1,0 +1,134 @@
+"""collect --pairs sample as a campaign runs it (the strategy:
+rooftop.stages.pairs.sample). Before the run exists, prepare() finds the
+topology (rooftop.topology.discover: Slurm's tree, a file, the emulated
+cluster's groups, or a latency probe) and draws the first batch, both
+recorded in the run's config ("topology", "pair_sample"), so every later
+reading of the run -- the plan, resume, doctor, the model -- sees the same
+pairs and classes. After each measured batch, extend() reads the run's
+client peak rows through the one exclusion rule (rooftop.model.exclude),
+leaves out pairs of nodes flagged slow (their pairs are not the class's
+ceiling), and asks the strategy for more; the new batch is recorded in the
+run's config before it is measured."""
+
+from __future__ import annotations
+
+from rooftop import model, topology
+from rooftop.config.keys import ConfigError
+from rooftop.model import outliers
+from rooftop.stages.pairs import sample
+
+#: Batches at most (a guard: each batch at least one pair, a budget or the classes end them first).
+MAX_BATCHES = 100
+
+
+def adaptive(cfg: dict) -> bool:
+    """The run samples its pairs as it goes (collect.pairs = sample, client peak on)."""
+    return cfg["collect"].get("pairs") == "sample" and bool(cfg["collect"].get("client_peak", True))
+
+
+def usable(cfg: dict):
+    """pair -> whether the exclusion rule would let a lone pair's samples
+    feed the ceilings (one server process, one client process): a pair the
+    rule leaves out (two nodes sharing one core) is never drawn."""
+    nodes = cfg["nodes"]
+
+    def ok(a: int, b: int) -> bool:
+        one = {"server_nodes": [a], "client_nodes": [b], "server_procs": 1, "client_procs": 1, "status": "ok"}
+        return not model.core_sharing(one, nodes)
+
+    return ok
+
+
+def prepare(cfg: dict, launcher=None) -> list[str]:
+    """Finds the topology and draws the first batch into cfg (launcher:
+    the probe's; None: a dry run, which starts nothing). Returns what to
+    say (the dry run prints it)."""
+    if not adaptive(cfg) or cfg.get("pair_sample"):
+        return []
+    topo = topology.discover(cfg, launcher)
+    cfg["topology"] = topo.to_dict()
+    c = cfg["collect"]
+    first = sample.first_draw(topo, c["sample_min_pairs"], usable(cfg))
+    alone = sorted(set(range(topo.n)) - {x for p in first for x in p})
+    if alone and topo.n > 1:  # the rule leaves out every pair of these nodes: drawn all the same, and said
+        first = sample.first_draw(topo, c["sample_min_pairs"])
+    if c["sample_budget"] is not None and c["sample_budget"] < len(first):
+        raise ConfigError(
+            f"collect.sample_budget: {c['sample_budget']} pairs cannot put each of the {topo.n} nodes into "
+            f"{c['sample_min_pairs']} pairs (collect.sample_min_pairs) across {len(topo.sizes())} class(es): "
+            f"{len(first)} are needed"
+        )
+    cfg["pair_sample"] = {"pairs": [list(p) for p in first], "batches": [len(first)], "stop": ""}
+    said = [
+        f"every pair of node(s) {', '.join(f'n{i}' for i in alone)} shares cores (the exclusion rule leaves "
+        f"them out of the ceilings): pairs drawn without that rule, for the model to say so"
+    ]
+    return describe(cfg) + (said if alone and topo.n > 1 else [])
+
+
+def describe(cfg: dict) -> list[str]:
+    """The topology and the pairs drawn so far, per class."""
+    topo = topology.of_config(cfg)
+    rec = cfg.get("pair_sample")
+    if topo is None or not rec:
+        return []
+    sizes = topo.sizes()
+    drawn = dict.fromkeys(sizes, 0)
+    for a, b in rec["pairs"]:
+        drawn[topo.klass(a, b)] += 1
+    c = cfg["collect"]
+    return [
+        f"topology: {topo.describe()}",
+        f"pair sample: {len(rec['pairs'])} of {topo.n * (topo.n - 1) // 2} pairs in {len(rec['batches'])} batch(es) ("
+        + ", ".join(f"{topology.CLASSES[k]} {drawn[k]} of {sizes[k]}" for k in sizes)
+        + f"); each node in at least {c['sample_min_pairs']}; more while a class's {c['sample_confidence']:.0%} "
+        f"interval is wider than +-{c['sample_width']:.0%}"
+        + (f" (budget {c['sample_budget']} pairs)" if c["sample_budget"] else ""),
+    ]
+
+
+def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
+    """(metric -> usable pair -> its median rate, without pairs of nodes
+    flagged slow; node -> its pairs usable in every metric)."""
+    from rooftop.results import pair_matrix
+
+    topo = topology.of_config(cfg)
+    why = model.exclusions(samples, cfg["nodes"])
+    rates: dict[str, dict] = {}
+    usable_in: list[set] = []
+    for metric in cfg["metrics"]:
+        pm = pair_matrix(samples, metric, len(cfg["nodes"]), why)
+        got: dict[tuple[int, int], float] = {(min(p), max(p)): r for p, r in (pm.rates if pm else {}).items()}
+        classes = {p: topo.klass(*p) for p in got} if topo else None
+        slow = set(outliers.flagged(outliers.score_nodes(got, classes)))
+        rates[metric] = {p: r for p, r in got.items() if not slow & set(p)}
+        usable_in.append(set(got))
+    both = set.intersection(*usable_in) if usable_in else set()
+    count: dict[int, int] = {}
+    for p in both:
+        for x in p:
+            count[x] = count.get(x, 0) + 1
+    return rates, count
+
+
+def extend(cfg: dict, store, run_id: str) -> tuple[list, str]:
+    """After a measured batch: the next one, recorded in cfg and the run's
+    stored config ([] and why none: every class narrow enough, the budget
+    spent, no pair left)."""
+    rec = cfg["pair_sample"]
+    adds: list[tuple[int, int]] = []
+    if len(rec["batches"]) >= MAX_BATCHES:
+        why = f"{MAX_BATCHES} batches drawn"
+    else:
+        topo = topology.of_config(cfg) or topology.Topology.flat(len(cfg["nodes"]))
+        rates, count = measured(cfg, store.samples(run_id))
+        chosen = [(a, b) for a, b in rec["pairs"]]
+        adds, why = sample.more(topo, chosen, rates, count, cfg, usable(cfg), batch=len(rec["batches"]))
+    if adds:
+        rec["pairs"] += [list(p) for p in adds]
+        rec["batches"].append(len(adds))
+        rec["stop"] = ""
+    else:
+        rec["stop"] = why
+    store.update_config(run_id, cfg)
+    return adds, why

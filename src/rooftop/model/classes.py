@@ -1,0 +1,97 @@
+"""The client ceiling per topology class (same switch, same group, across
+groups: rooftop.topology), where a run knows its topology: a ceiling over
+the class's node pairs (each pair's median rate; the interval of the mean
+of the pairs, 95 %), and what a deployment would see.
+
+A deployment whose clients and servers sit under one switch sees the
+same-switch ceiling; one spread over groups mixes every class it spans,
+down to the across-groups one. So the model names the class when there is
+one, and the range from the lowest class to the highest otherwise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rooftop.model.ceilings import Ceiling
+
+
+@dataclass
+class ClassCeiling:
+    #: The class: switch, group or global (rooftop.topology.CLASSES).
+    klass: str
+    #: How reports name it: "same switch".
+    label: str
+    #: Over the class's usable pairs (each pair's median rate).
+    ceiling: Ceiling
+    #: Pairs of the class the topology holds (measured or not).
+    of: int
+
+    @property
+    def pairs(self) -> int:
+        return self.ceiling.n
+
+    @property
+    def width(self) -> float | None:
+        """Half the interval over the mean (0.05: +-5 %); None without one."""
+        ci = self.ceiling.ci
+        if ci is None:
+            return None
+        mid = (ci[0] + ci[1]) / 2
+        return (ci[1] - ci[0]) / 2 / mid if mid else None
+
+    def to_dict(self) -> dict:
+        c = self.ceiling
+        return {
+            "class": self.klass,
+            "label": self.label,
+            "pairs": c.n,
+            "of": self.of,
+            "min": c.lo,
+            "max": c.hi,
+            "median": c.centre,
+            "ci": list(c.ci) if c.ci else None,
+            "width": self.width,
+        }
+
+
+def class_ceilings(rates: dict[tuple[int, int], float], topo) -> list[ClassCeiling]:
+    """Per class present among the pairs (nearest first): its ceiling."""
+    from rooftop.topology import CLASSES
+
+    sizes = topo.sizes()
+    by: dict[str, list[tuple[tuple[int, int], float]]] = {}
+    for p, r in rates.items():
+        by.setdefault(topo.klass(*p), []).append((p, r))
+    return [
+        ClassCeiling(c, label, Ceiling.of([r for _, r in by[c]], [f"{a}-{b}" for (a, b), _ in by[c]]), sizes.get(c, 0))
+        for c, label in CLASSES.items()
+        if c in by
+    ]
+
+
+def deployment_text(classes: list[ClassCeiling], fmt) -> str:
+    """What a deployment would see: the one class, or the range."""
+    if not classes:
+        return ""
+    if len(classes) == 1:
+        c = classes[0]
+        where = "the topology is unknown" if c.klass == "all" else f"every measured pair is {c.label}"
+        return f"{where}: a deployment sees about {fmt(c.ceiling.centre)} per client process"
+    near, far = classes[0], classes[-1]
+    return (
+        f"a deployment within one switch sees about {fmt(near.ceiling.centre)} per client process ({near.label}); "
+        f"one spread {far.label} about {fmt(far.ceiling.centre)}; spread over both, between the two"
+    )
+
+
+def lines(classes: list[ClassCeiling], fmt) -> list[str]:
+    """One line per class: 'same switch: a .. b (median m; 95 % interval
+    c .. d, +-w %; n of N pairs)'."""
+    out = []
+    for c in classes:
+        e = c.ceiling
+        ci = (
+            f"; 95 % interval {fmt(e.ci[0])} .. {fmt(e.ci[1])}, +-{c.width:.1%}" if e.ci and c.width is not None else ""
+        )
+        out.append(f"{c.label}: {fmt(e.lo)} .. {fmt(e.hi)} (median {fmt(e.centre)}{ci}; {c.pairs} of {c.of} pairs)")
+    return out

@@ -1,0 +1,443 @@
+"""collect.pairs = sample: node pairs drawn by topology class (same switch,
+same group, across groups: rooftop.topology), not every pair.
+
+The first batch (first_draw) puts every node into at least k pairs
+(collect.sample_min_pairs, default 3), so outlier detection still has a
+median per node, spreading each node's pairs over the classes it can
+reach, and gives each class at least MIN_PER_CLASS pairs. After each batch
+the campaign (rooftop.campaign.sampling) hands back what was measured and
+more() adds pairs where a class's client ceiling is not yet known well
+enough: the interval of the mean of its pairs' rates (Student t, at
+collect.sample_confidence, default 95 %) must be within
++-collect.sample_width of the mean (default 5 %), for every metric. A
+class's next batch is what its spread says it needs (at most as many
+pairs again), until every class is narrow enough, a class has no pair
+left, or collect.sample_budget pairs are drawn. Nodes left with fewer than
+k usable pairs (their samples failed or were left out) get more, up to 2k
+pairs drawn.
+
+The draws are reproducible (a seeded generator) and recorded in the run's
+config ("pair_sample": the pairs in order and each batch's size), which is
+what plan() measures: a resumed run measures the same pairs. Each batch is
+scheduled into rounds of pairs measured at once (schedule): disjoint nodes,
+no two pairs leaving their switch through the same switch or group link
+(they would share it), and, where the launcher knows the cores (local,
+netns), no two pairs sharing a core. The one exclusion rule
+(rooftop.model.exclude) applies to sampled pairs as to any other: the
+campaign draws no pair it already knows the rule would leave out.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable
+
+from rooftop.config.keys import Key
+from rooftop.stages.base import PairRound, Placement
+from rooftop.stages.pairs.base import PairsExpected, PairStrategy, known_cores, placements
+from rooftop.topology.base import Topology
+
+#: Each class gets at least this many pairs (an interval needs a spread).
+MIN_PER_CLASS = 3
+#: Random partners looked at before the candidates are listed in full.
+TRIES = 48
+
+Pair = tuple[int, int]
+
+KEYS = (
+    Key(
+        "collect.sample_width",
+        "float",
+        0.05,
+        "--pairs sample: pairs are added to a topology class until the interval of its client "
+        "ceiling is within +- this share of the mean (0.05: +-5 %)",
+        minimum=0.001,
+        maximum=1.0,
+    ),
+    Key(
+        "collect.sample_confidence",
+        "float",
+        0.95,
+        "--pairs sample: the confidence of that interval (Student t over the class's pairs)",
+        minimum=0.5,
+        maximum=0.999,
+    ),
+    Key(
+        "collect.sample_min_pairs",
+        "int",
+        3,
+        "--pairs sample: every node is in at least this many pairs (k), so outlier detection still names a slow node",
+        minimum=1,
+        maximum=10_000,
+    ),
+    Key(
+        "collect.sample_budget",
+        "int",
+        None,
+        "--pairs sample: draw at most this many pairs in all (default: no limit but every pair)",
+        nullable=True,
+        minimum=1,
+        maximum=100_000_000,
+    ),
+)
+
+
+# --- intervals -----------------------------------------------------------------
+def t_quantile(p: float, df: int) -> float:
+    """Student t's p quantile (0.5 < p < 1) with df degrees of freedom:
+    the t whose CDF (0.5 + the density integrated from 0, Simpson's rule)
+    is p, by bisection."""
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    pdf = lambda x: c * (1 + x * x / df) ** (-(df + 1) / 2)
+
+    def cdf(t: float) -> float:
+        k = 400
+        h = t / k
+        s = pdf(0) + pdf(t) + sum((4 if i % 2 else 2) * pdf(i * h) for i in range(1, k))
+        return 0.5 + s * h / 3
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """(mean, half-width) of the confidence interval of the mean; None for
+    fewer than 2 values."""
+    if len(values) < 2:
+        return None
+    half = t_quantile(0.5 + confidence / 2, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return statistics.fmean(values), half
+
+
+def narrow(values: list[float], width: float, confidence: float = 0.95) -> bool:
+    """At least MIN_PER_CLASS values, their interval within +-width of the mean."""
+    iv = interval(values, confidence) if len(values) >= MIN_PER_CLASS else None
+    return iv is not None and iv[1] <= width * abs(iv[0])
+
+
+def wanted(values: list[float], width: float, confidence: float) -> int:
+    """Pairs to add to a class with these pair rates: none when narrow;
+    up to MIN_PER_CLASS; else what its spread says it needs for the width
+    (at least 1, at most as many again)."""
+    if len(values) < MIN_PER_CLASS:
+        return MIN_PER_CLASS - len(values)
+    if narrow(values, width, confidence):
+        return 0
+    mean, sd = statistics.fmean(values), statistics.stdev(values)
+    t = t_quantile(0.5 + confidence / 2, len(values) - 1)
+    need = math.ceil((t * sd / (width * abs(mean))) ** 2) if mean else len(values)
+    return max(1, min(need - len(values), len(values)))
+
+
+# --- drawing -------------------------------------------------------------------
+class Drawer:
+    """Draws unordered node pairs (lower, higher) of a class, never one
+    drawn before nor one usable() refuses; reproducible from its seed."""
+
+    def __init__(self, topo, chosen=(), usable: Callable[[int, int], bool] | None = None, seed: str = ""):
+        self.topo, self.n = topo, topo.n
+        self.switches, self.groups = topo.members()
+        self.chosen: set[Pair] = {tuple(sorted(p)) for p in chosen}
+        self.usable = usable or (lambda a, b: True)
+        self.rng = random.Random(f"rooftop pair sample {self.n} {seed}")
+        self.pairs: list[Pair] = []
+        self.per_class = dict.fromkeys(topo.sizes(), 0)
+        self.per_node: dict[tuple[int, str], int] = {}
+        for a, b in self.chosen:
+            self._count(a, b)
+
+    def _count(self, a: int, b: int) -> None:
+        c = self.topo.klass(a, b)
+        self.per_class[c] = self.per_class.get(c, 0) + 1
+        for x in (a, b):
+            self.per_node[(x, c)] = self.per_node.get((x, c), 0) + 1
+
+    def reaches(self, a: int, c: str) -> bool:
+        """Node a has partners in class c at all."""
+        sw, gr = self.switches[self.topo.switch[a]], self.groups[self.topo.group[a]]
+        return {"switch": len(sw) > 1, "group": len(gr) > len(sw), "global": len(gr) < self.n, "all": self.n > 1}[c]
+
+    def _ok(self, a: int, b: int) -> bool:
+        return a != b and tuple(sorted((a, b))) not in self.chosen and self.usable(min(a, b), max(a, b))
+
+    def _candidates(self, a: int, c: str):
+        t = self.topo
+        if c == "switch":
+            return [x for x in self.switches[t.switch[a]] if x != a]
+        if c == "group":
+            return [x for x in self.groups[t.group[a]] if t.switch[x] != t.switch[a]]
+        if c == "all":
+            return [x for x in range(self.n) if x != a]
+        return [x for x in range(self.n) if t.group[x] != t.group[a]]
+
+    def partner(self, a: int, c: str, need: dict[int, int] | None = None) -> int | None:
+        """A partner of a in class c (with need: the one with the most
+        pairs still needed among a few random ones); None: none left."""
+        if not self.reaches(a, c):
+            return None
+        seen = []
+        small = self._candidates(a, c) if c in ("switch", "group") or self.n <= 4 * TRIES else None
+        for _ in range(TRIES):
+            b = self.rng.choice(small) if small else self.rng.randrange(self.n)
+            if (small or self.topo.klass(a, b) == c) and self._ok(a, b):
+                seen.append(b)
+                if need is None or len(seen) >= 8:
+                    break
+        if not seen:
+            seen = [b for b in (small or self._candidates(a, c)) if self._ok(a, b)]
+        if not seen:
+            return None
+        return max(seen, key=lambda b: (need or {}).get(b, 0)) if need else seen[0]
+
+    def take(self, a: int, b: int) -> Pair:
+        p = (min(a, b), max(a, b))
+        self.chosen.add(p)
+        self.pairs.append(p)
+        self._count(*p)
+        return p
+
+    def draw(self, c: str, need: dict[int, int] | None = None) -> Pair | None:
+        """One more pair of class c (None: the class has none left)."""
+        nodes = [a for a in range(self.n) if self.reaches(a, c)]
+        for _ in range(8):
+            pick = self.rng.sample(nodes, min(len(nodes), 8))
+            a = max(pick, key=lambda x: (need or {}).get(x, 0))
+            b = self.partner(a, c, need)
+            if b is not None:
+                return self.take(a, b)
+        for a in nodes:  # near the class's end: every node in turn
+            b = self.partner(a, c, need)
+            if b is not None:
+                return self.take(a, b)
+        return None
+
+    def cover(self, a: int, need: dict[int, int]) -> Pair | None:
+        """One more pair of node a, in the class a has fewest pairs in."""
+        order = sorted(
+            (c for c in self.per_class if self.reaches(a, c)),
+            key=lambda c: (self.per_node.get((a, c), 0), self.per_class[c]),
+        )
+        for c in order:
+            b = self.partner(a, c, need)
+            if b is not None:
+                return self.take(a, b)
+        return None
+
+
+def first_draw(topo, k: int, usable=None) -> list[Pair]:
+    """The first batch: MIN_PER_CLASS pairs of each class, then every node
+    into at least k pairs (fewer where it has fewer usable partners)."""
+    d = Drawer(topo, (), usable, "first")
+    need = {i: min(k, topo.n - 1) for i in range(topo.n)}
+
+    def took(p):
+        for x in p:
+            need[x] -= 1
+
+    for c in list(d.per_class):
+        for _ in range(min(MIN_PER_CLASS, topo.sizes()[c])):
+            p = d.draw(c, need)
+            if p is None:
+                break
+            took(p)
+    while True:
+        short = [i for i in range(topo.n) if need[i] > 0]
+        if not short:
+            break
+        top = max(need[i] for i in short)
+        a = d.rng.choice([i for i in short if need[i] == top])
+        p = d.cover(a, need)
+        if p is None:
+            need[a] = 0  # no usable partner left: it keeps fewer pairs
+        else:
+            took(p)
+    return d.pairs
+
+
+def more(
+    topo,
+    chosen: list[Pair],
+    rates: dict[str, dict[Pair, float]],
+    usable_pairs: dict[int, int],
+    cfg: dict,
+    usable=None,
+    batch: int = 1,
+) -> tuple[list[Pair], str]:
+    """The next batch after a measured one, and why it is empty when it is.
+    rates: metric -> usable pair -> its rate (the caller has applied the
+    exclusion rule and left out pairs of nodes flagged slow); usable_pairs:
+    node -> its usable pairs."""
+    c = cfg["collect"]
+    width, conf, k, budget = c["sample_width"], c["sample_confidence"], c["sample_min_pairs"], c["sample_budget"]
+    left = (budget - len(chosen)) if budget else math.inf
+    d = Drawer(topo, chosen, usable, f"batch {batch}")
+    adds: list[Pair] = []
+    drawn = dict.fromkeys(range(topo.n), 0)
+    for p in chosen:
+        for x in p:
+            drawn[x] += 1
+    for a in sorted(range(topo.n), key=lambda i: usable_pairs.get(i, 0)):  # coverage lost to failures
+        if drawn[a] >= 2 * k:  # a node whose pairs keep failing is not chased further
+            continue
+        for _ in range(min(k, topo.n - 1) - usable_pairs.get(a, 0)):
+            if len(adds) >= left:
+                break
+            p = d.cover(a, {})
+            if p:
+                adds.append(p)
+    want = {}
+    for cls in d.per_class:
+        per_metric = [[r for p, r in by_pair.items() if topo.klass(*p) == cls] for by_pair in rates.values()]
+        want[cls] = max((wanted(v, width, conf) for v in per_metric), default=MIN_PER_CLASS)
+    empty = []
+    while any(want.values()) and len(adds) < left:
+        for cls in [x for x in want if want[x]]:
+            p = d.draw(cls)
+            if p is None:
+                want[cls] = 0
+                empty.append(cls)
+            else:
+                adds.append(p)
+                want[cls] -= 1
+            if len(adds) >= left:
+                break
+    if adds:
+        return adds, ""
+    from rooftop.topology import CLASSES
+
+    if budget and len(chosen) >= budget and any(want.values()):
+        return [], f"the pair budget ({budget}) is spent"
+    if empty:
+        return [], f"no pair left to draw ({', '.join(CLASSES[x] for x in empty)})"
+    return [], f"every class's {conf:.0%} interval is within +-{width:.0%}"
+
+
+# --- scheduling ------------------------------------------------------------------
+def schedule(pairs: list[Pair], topo, cores: dict[int, set] | None = None) -> list[PairRound]:
+    """Rounds of pairs measured at once, in order: disjoint nodes; a pair
+    that leaves its switch uses both switches' links up (and across groups,
+    both groups' links), which no other pair of its round uses; pairs
+    sharing a core (cores: node -> its cores, where known) never together."""
+    out: list[tuple[PairRound, set, set, set]] = []
+    for a, b in pairs:
+        cls = topo.klass(a, b)
+        links = set()
+        if cls in ("group", "global"):
+            links |= {("switch", topo.switch[a]), ("switch", topo.switch[b])}
+        if cls == "global":
+            links |= {("group", topo.group[a]), ("group", topo.group[b])}
+        used = (cores or {}).get(a, set()) | (cores or {}).get(b, set())
+        for rnd, nodes, taken, taken_cores in out:
+            if not {a, b} & nodes and not links & taken and not used & taken_cores:
+                rnd.append((a, b))
+                nodes |= {a, b}
+                taken |= links
+                taken_cores |= used
+                break
+        else:
+            out.append(([(a, b)], {a, b}, set(links), set(used)))
+    return [sorted(r) for r, *_ in out]
+
+
+def recorded(cfg: dict) -> list[list[Pair]]:
+    """The batches of pairs a run recorded ("pair_sample"); without a
+    record, the first batch drawn from the run's topology (no exclusion
+    rule known here)."""
+    rec = cfg.get("pair_sample")
+    if rec:
+        pairs = [tuple(p) for p in rec["pairs"]]
+        out, i = [], 0
+        for size in rec["batches"]:
+            out.append(pairs[i : i + size])
+            i += size
+        return out
+    return [first_draw(topology_of(cfg), cfg["collect"].get("sample_min_pairs", 3))]
+
+
+def topology_of(cfg: dict) -> Topology:
+    """The run's recorded topology, or one class."""
+    from rooftop.topology import of_config
+
+    return of_config(cfg) or Topology.flat(len(cfg["nodes"]))
+
+
+def plan(cfg: dict) -> list[Placement]:
+    topo, cores = topology_of(cfg), known_cores(cfg)
+    return placements([r for batch in recorded(cfg) for r in schedule(batch, topo, cores)], cfg)
+
+
+#: The spread of pair rates within a class (standard deviation over the
+#: mean) `rooftop plan` assumes for the width each class's interval reaches.
+PLAN_SPREAD = 0.05
+
+
+def planned(cfg: dict, topology: Topology | None = None) -> tuple[Topology, list[Pair]]:
+    """The topology and the first batch of pairs for the config's nodes:
+    the run's record when it has one (as plan() measures it), else drawn
+    from `topology` (None: the run's recorded topology, or one class)."""
+    topo = topology or topology_of(cfg)
+    if cfg.get("pair_sample"):
+        return topo, recorded(cfg)[0]
+    return topo, first_draw(topo, (cfg.get("collect") or {}).get("sample_min_pairs", 3))
+
+
+def expected_classes(cfg: dict, topology: Topology | None = None, cv: float = PLAN_SPREAD) -> dict[str, dict]:
+    """Per class of the first batch (its name, rooftop.topology.CLASSES):
+    {"pairs": drawn, "of": the class's pairs, "width": the half-width of
+    its interval over the mean if its pairs' rates spread by cv (their
+    standard deviation over their mean)}: whether the first batch is likely
+    the last (width within collect.sample_width) or more will follow."""
+    topo, drawn = planned(cfg, topology)
+    return _classes(cfg, topo, drawn, cv)
+
+
+def _classes(cfg: dict, topo: Topology, drawn: list[Pair], cv: float) -> dict[str, dict]:
+    from rooftop.topology import CLASSES
+
+    conf = (cfg.get("collect") or {}).get("sample_confidence", 0.95)
+    out = {}
+    for cls, of in topo.sizes().items():
+        k = sum(1 for p in drawn if topo.klass(*p) == cls)
+        width = t_quantile(0.5 + conf / 2, k - 1) * cv / math.sqrt(k) if k >= 2 else None
+        out[CLASSES[cls]] = {"pairs": k, "of": of, "width": width}
+    return out
+
+
+def expected(cfg: dict, topology: Topology | None = None) -> PairsExpected:
+    """The first batch on the config's nodes (topology as planned()), in
+    rounds as schedule() puts them, each a placement; per class its pairs
+    and the width its interval would reach at PLAN_SPREAD. More pairs
+    follow only where a class's spread needs them."""
+    topo, drawn = planned(cfg, topology)
+    rounds = len(schedule(drawn, topo, known_cores(cfg)))
+    classes = _classes(cfg, topo, drawn, PLAN_SPREAD)
+    return PairsExpected(
+        pairs=len(drawn),
+        rounds=rounds,
+        placements=rounds,
+        server_nodes=len(drawn),
+        by_class={c: v["pairs"] for c, v in classes.items()},
+        interval=(cfg.get("collect") or {}).get("sample_width", 0.05),
+        spread=PLAN_SPREAD,
+        widths={c: v["width"] for c, v in classes.items()},
+    )
+
+
+STRATEGY = PairStrategy(
+    "sample",
+    "node pairs drawn by topology class (same switch, same group, across groups; collect.topology), "
+    "every node in at least collect.sample_min_pairs pairs, more added until each class's client ceiling "
+    "interval is within collect.sample_width (or collect.sample_budget pairs); measured in rounds of "
+    "pairs that share no node nor switch link",
+    plan,
+    expected,
+    KEYS,
+    adaptive=True,
+)
