@@ -191,7 +191,10 @@ def test_dry_run_of_a_campaign_over_an_hour_warns(tmp_path):
         "collect", "--dry-run", "--metrics", "rpc", "--samples", "10000", "--duration", "1", "--results", str(tmp_path)
     )
     assert "# expected run time: 2 h 46 min" in p.stdout.splitlines()[-1]
-    assert p.stderr.startswith("rooftop: warning: this campaign is expected to take 2 h 46 min")
+    # The line of what this run can tell comes first, then the warning, before anything runs.
+    first, second = p.stderr.splitlines()[:2]
+    assert first.startswith("rooftop collect: ")
+    assert second.startswith("rooftop: warning: this campaign is expected to take 2 h 46 min")
 
 
 def _when(utc: str) -> float:
@@ -282,7 +285,8 @@ def test_a_campaign_over_an_hour_says_so_first_and_still_runs(tmp_path):
             lines.append(line)
             if "window measured" in line or not line:
                 break
-        assert lines[0].startswith("rooftop: warning: this campaign is expected to take 1 h 23 min")
+        assert lines[0].startswith("rooftop collect: ")  # what this run can tell
+        assert lines[1].startswith("rooftop: warning: this campaign is expected to take 1 h 23 min")
         assert "window measured" in lines[-1], lines  # it runs
     finally:
         proc.send_signal(signal.SIGINT)

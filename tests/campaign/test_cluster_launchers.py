@@ -58,6 +58,9 @@ def test_srun_command_lines_exactly(tmp_path):
         f"--window-log '{res}/<run>/raw/server_peak_rpc_s0x4_c1x4/windows-{{rank}}.jsonl' --op noop "
         f"--rank 0 --rank-from-env",
         f"# then: rooftop-engine shutdown --token-file '{g}/token' for each server",
+        "#   stage        placements  rounds  windows  launches  measuring  overhead  time",
+        "#   server_peak           1       1        2         2      6.0 s     3.8 s  10 s",
+        "#   total                 1       1        2         2      6.0 s     3.8 s  10 s",
         "# expected run time: 10 s (1 placement, 1 client round, 2 windows: measuring 6.0 s, "
         "warmups 0.6 s, overhead 3.8 s at 2.3 s per placement and 1.5 s per round)",
     ]

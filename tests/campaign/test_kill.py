@@ -116,7 +116,8 @@ def test_sigkill_at_random_points(tmp_path):
         time.sleep(rng.uniform(0.2, 3.0))
         p.kill()
         p.communicate(timeout=10)
-        runs = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
+        # Killed before the results folder existed: `runs` says there is none (exit 2).
+        runs = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout) if res.exists() else []
         if not runs:  # killed before the run existed
             wait_no_engines(str(res), LEASE + 4)
             continue

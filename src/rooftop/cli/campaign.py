@@ -58,10 +58,8 @@ def _cmd_collect(args) -> int:
     from rooftop.campaign import sampling
     from rooftop.launchers import make_launcher
 
-    # What this run can tell, before measuring anything (stderr).
-    print(outlook.line(cfg, plan_collect(cfg)), file=sys.stderr)
-
     if args.dry_run:
+        print(outlook.line(cfg, plan_collect(cfg)), file=sys.stderr)  # what this run can tell
         notes = sampling.prepare(cfg) or sampling.describe(cfg)  # (--pairs sample: the topology, the first batch)
         for line in notes:
             print(f"# {line}")
@@ -75,6 +73,9 @@ def _cmd_collect(args) -> int:
                 print(f"rooftop: {line}", file=sys.stderr, flush=True)
         run_id = run_id or store.new_run(cfg, session.environment(cfg))
         locks.name_run(run_id)
+        # What this run can tell, before measuring anything (stderr); a
+        # refused campaign (locked, unwritable folder) prints only its error.
+        print(outlook.line(cfg, plan_collect(cfg)), file=sys.stderr, flush=True)
         return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
 
 

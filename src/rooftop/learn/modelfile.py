@@ -140,6 +140,8 @@ def roofline_of(d: dict):
             kw[side] = _ceiling_of(kw[side])
     if "core_shared" in kw:
         kw["core_shared"] = [tuple(x) for x in kw["core_shared"]]
+    if "derived" in kw:
+        kw["derived"] = tuple(kw["derived"])
     return Roofline(**kw)
 
 
