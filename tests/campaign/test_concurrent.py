@@ -101,9 +101,13 @@ def test_second_campaign_is_refused_naming_the_holder_then_waits(tmp_path, env):
 
 def test_allow_concurrent_runs_both_and_marks_every_sample(tmp_path, env):
     results = tmp_path / "r"
-    first = start(results, env, *LONGER, "--allow-concurrent")
+    # Each campaign's engines are foreign CPU on the other's cores: above
+    # engine.foreign_cpu_gate its rounds would be stored invalid (rightly).
+    # This test is about the locks and the marks, so the gate is opened.
+    both = ["--allow-concurrent", "--set", "engine.foreign_cpu_gate=1000"]
+    first = start(results, env, *LONGER, *both)
     holder_of(results / ".lock")
-    second = start(results, env, *QUICK, "--allow-concurrent")
+    second = start(results, env, *QUICK, *both)
     # An exclusive campaign meanwhile is refused: the concurrent ones hold the locks shared.
     p = rooftop("collect", "--results", str(results), *QUICK, env=env, check=False)
     # (Each shared holder writes its name into the file; every holder's pid is named, from /proc/locks.)
