@@ -246,6 +246,18 @@ def test_outlier_node_is_flagged_and_left_out_of_the_ceiling():
     assert outliers.flagged(outliers.score_nodes(noisy)) == []
     # Two nodes: no node medians to compare.
     assert outliers.score_nodes({(0, 1): 5.0}) == []
+    # 6 nodes whose same-core pairs are left out (3 partners each), n2 capped:
+    # n3's one noisy pair and its pair with n2 would name n3 too; once n2 is
+    # named its pairs say nothing of n3, so n2 alone is slow...
+    cross = {(a, b): 53e3 for a in range(6) for b in range(a + 1, 6) if (b - a) % 2}
+    cross.update({p: 3.5e3 for p in cross if 2 in p})
+    cross[(3, 4)] = 42e3
+    scores = {s.node: s for s in outliers.score_nodes(cross)}
+    assert outliers.flagged(list(scores.values())) == [2]
+    assert -outliers.THRESHOLD < scores[3].z < 0 and scores[3].median == 47.5e3
+    # ... and a partner whose other pairs are slow too is named as well.
+    cross.update({(0, 3): 20e3, (3, 4): 20e3})
+    assert sorted(outliers.flagged(outliers.score_nodes(cross))) == [2, 3]
     # Ceilings without the flagged node.
     rows = [
         {

@@ -21,6 +21,15 @@ pair's rate is first divided by the median of its class (normalized): a
 node is slow against pairs of its own classes, not for having more pairs
 across groups than another node. The scores' medians stay rates.
 
+A slow node also lowers each partner's median by one slow pair, which
+with few partners (3 on 6 nodes whose same-core pairs are left out) can
+push a healthy partner past the cut-off too. So slow nodes are named one
+at a time, the lowest score first: once a node is named, the pairs that
+include it say nothing more about its partners, and the other nodes are
+scored again without them (against the typical node of the first pass
+when too few remain to set their own baseline), until no score is below
+-THRESHOLD. A partner is named too only when its other pairs are slow.
+
 Only pairs whose samples may feed a ceiling count (rooftop.model.exclusion:
 not nodes sharing cores, not --allow-concurrent, not invalid): a pair
 left out says nothing about its nodes. A node needs MIN_PAIRS usable pairs
@@ -94,16 +103,32 @@ def score_nodes(rates: dict[tuple[int, int], float], classes: dict | None = None
     """rates: (node a, node b) -> median client rate of that pair (usable
     pairs only); classes: pair -> its topology class (scored on normalized
     rates). Nodes with fewer than MIN_PAIRS pairs get no score; none at all
-    when fewer than MIN_NODES nodes have enough (cannot_tell)."""
+    when fewer than MIN_NODES nodes have enough (cannot_tell). Slow nodes
+    are named one at a time (the module's docstring): a named node's pairs
+    are left out of its partners' scores."""
     per_all = {n: [(p, r) for p, r in rates.items() if n in p] for pair in rates for n in pair}
     nodes = sorted(n for n, prs in per_all.items() if len(prs) >= MIN_PAIRS)
     if len(nodes) < MIN_NODES:
         return []
     norm = normalized(rates, classes)
     per = {n: sorted(per_all[n], key=lambda pr: norm[pr[0]]) for n in nodes}
+    first = {n: statistics.median(norm[p] for p, _ in per[n]) for n in nodes}
+    z = dict(zip(nodes, robust_z(list(first.values()))))
     med = {n: statistics.median(r for _, r in per[n]) for n in nodes}
-    z = robust_z([statistics.median(norm[p] for p, _ in per[n]) for n in nodes])
-    return [NodeScore(n, med[n], zi, per[n]) for n, zi in zip(nodes, z)]
+    slow: list[int] = []
+    while True:
+        worst = min((n for n in nodes if n not in slow), key=lambda n: z[n], default=None)
+        if worst is None or z[worst] >= -THRESHOLD:
+            break
+        slow.append(worst)
+        # The others again, without the pairs of the nodes named so far.
+        rest = {n: [(p, r) for p, r in per[n] if not set(p) & set(slow)] for n in nodes if n not in slow}
+        rest = {n: prs for n, prs in rest.items() if prs}
+        s = {n: statistics.median(norm[p] for p, _ in prs) for n, prs in rest.items()}
+        base = list(s.values()) if len(s) >= MIN_NODES else [first[n] for n in nodes if n not in slow]
+        z.update(zip(s, robust_z(list(s.values()), base)))
+        med.update({n: statistics.median(r for _, r in prs) for n, prs in rest.items()})
+    return [NodeScore(n, med[n], z[n], per[n]) for n in nodes]
 
 
 def cannot_tell(rates: dict[tuple[int, int], float], nodes=()) -> str:
