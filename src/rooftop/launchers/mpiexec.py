@@ -326,6 +326,29 @@ class MpiexecLauncher(Launcher):
         argv += [*self.extra_args, *engine_argv, *rank_args]
         return [Launch(argv, node, ranks)]
 
+    def agent_launches(self, nodes, agent_argv):
+        """One mpiexec for every agent, an application context per node
+        (MPMD) on its host with the agent's --rank, unbound (the agent binds
+        its processes with --cpus: cpu numbers on this machine, positions in
+        the agent's own cpus elsewhere, --relative-cpus). Open MPI ends
+        every agent once one of them dies."""
+        per_host: dict[str, int] = {}
+        for n in nodes:
+            per_host[n.host] = per_host.get(n.host, 0) + 1
+        if self.flavor == "openmpi":
+            argv = [self.command, "--bind-to", "none", *self._root_args(), *self._cluster_args()]
+        else:
+            argv = [self.command, "-bind-to", "none"]
+        argv += self.extra_args
+        here = _local_names()
+        for i, n in enumerate(nodes):
+            if i:
+                argv.append(":")
+            host = ["-H", f"{n.host}:{per_host[n.host]}"] if self.flavor == "openmpi" else ["-hosts", n.host]
+            relative = ["--relative-cpus"] if self._emulated or n.host not in here else []
+            argv += [*host, "-n", "1", *agent_argv, "--rank", str(n.index), *relative]
+        return [Launch(argv, nodes[0], [n.index for n in nodes])]
+
     def _mpmd(self, node: Node, engine_argv: list[str], sets, rank_args) -> list[str]:
         """One application context per process, each with its own --cpus."""
         k = str(len(sets))

@@ -213,6 +213,35 @@ class SrunLauncher(Launcher):
         ]
         return [Launch(argv, node, list(range(first_rank, first_rank + nprocs)))]
 
+    def agent_launches(self, nodes, agent_argv):
+        """One job step for every agent: a task per node (task i on the i-th
+        node of the list, which keeps Slurm's order), each with all of the
+        node's CPUs in the job (no --exact, --cpu-bind=none) that it binds
+        its processes within (--relative-cpus: Node.cores are positions);
+        --overlap leaves the CPUs to other steps too (interference loads)."""
+        if [n.index for n in nodes] != list(range(len(nodes))):
+            raise LauncherError("srun launcher: agents start on every node of the launcher, in order")
+        argv = [
+            self.command,
+            f"--nodes={len(nodes)}",
+            f"--ntasks={len(nodes)}",
+            "--ntasks-per-node=1",
+            f"--nodelist={','.join(n.host for n in nodes)}",
+            "--overlap",
+            "--cpu-bind=none",
+            *self.extra_args,
+            *agent_argv,
+            "--rank",
+            "0",
+            "--rank-from-env",
+            "--relative-cpus",
+        ]
+        return [Launch(argv, nodes[0], [n.index for n in nodes])]
+
+    def agent_misplaced(self, node, ready):
+        where = ready.get("slurm_node")
+        return f"started on Slurm node {where}, not {node.host}" if where and where != node.host else ""
+
 
 SPEC = LauncherSpec(
     "srun",
