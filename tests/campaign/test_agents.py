@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -21,27 +20,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from campaign_util import engine_processes, rooftop, samples
+from campaign_util import counting_engine, engine_processes, execs, rooftop, samples
 
 from rooftop.engine.agents import GRACE_S
-from rooftop.engine.base import engine_path
 
 LEASE = 2.0
 QUICK = ["--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2"]
-
-
-def counting_engine(folder: Path) -> tuple[Path, Path]:
-    """(wrapper, its log): the wrapper logs the command of every exec of
-    the engine, then becomes it."""
-    log = folder / "execs"
-    wrapper = folder / "rooftop-engine"
-    wrapper.write_text(f'#!/bin/sh\necho "$1" >> {shlex.quote(str(log))}\nexec {shlex.quote(engine_path())} "$@"\n')
-    wrapper.chmod(0o755)
-    return wrapper, log
-
-
-def execs(log: Path) -> Counter:
-    return Counter(log.read_text().split()) if log.exists() else Counter()
 
 
 def collect(res: Path, wrapper: Path, launch: str, *extra: str) -> subprocess.CompletedProcess:
