@@ -13,15 +13,19 @@ from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.engine.base import engine_path
 
+SRUN_ENV = dict(SLURM_JOB_ID="42", SLURM_JOB_NODELIST="nid[001-002]", SLURM_CPUS_ON_NODE="4")
+
 
 def test_srun_command_lines_exactly(tmp_path):
-    env = dict(os.environ, SLURM_JOB_ID="42", SLURM_JOB_NODELIST="nid[001-002]", SLURM_CPUS_ON_NODE="4")
+    env = dict(os.environ, **SRUN_ENV)
     res = tmp_path / "res"
     out = rooftop(
         "collect",
         "--launcher",
         "srun",
         "--dry-run",
+        "--set",
+        "engine.launch=per-placement",
         "--set",
         "fabric.domain=hsn0",
         "--metrics",
@@ -80,6 +84,54 @@ def test_srun_command_lines_exactly(tmp_path):
         check=False,
     )
     assert p.returncode == 2 and "Slurm allocation" in p.stderr
+
+
+def test_srun_agents_command_lines_exactly(tmp_path):
+    """engine.launch = agents: one srun step starts every node's agent (a
+    task per node, all of its CPUs, --cpus of each process a position in
+    them); the engines' own command lines carry their rank and cores."""
+    res = tmp_path / "res"
+    out = rooftop(
+        "collect",
+        "--launcher",
+        "srun",
+        "--dry-run",
+        "--set",
+        "engine.launch=agents",
+        "--set",
+        "fabric.domain=hsn0",
+        "--metrics",
+        "rpc",
+        "--samples",
+        "2",
+        "--set",
+        "collect.servers_per_node=2",
+        "--set",
+        "collect.clients_per_node=1",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--results",
+        str(res),
+        env=dict(os.environ, **SRUN_ENV),
+    ).stdout.splitlines()
+    e, a, g = engine_path(), f"{res}/<run>/agents/<session>", f"{res}/<run>/groups/<group>"
+    assert out[:3] == [
+        "# engine.launch = agents: an agent per node for the whole campaign, started once:",
+        "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=nid001,nid002 --overlap --cpu-bind=none "
+        f"{e} agent --dir '{a}' --lease '{a}/lease' --lease-timeout 10 --beat 1 --grace 5 "
+        f"--output '{a}/node-{{rank}}/agent.json' --rank 0 --rank-from-env --relative-cpus",
+        "# each command below is started by the agent of its node (forked: no launch of its own)",
+    ]
+    serve = [l for l in out if l.startswith(f"{e} serve ")]
+    assert [l.split(" --output ")[1] for l in serve] == [
+        f"'{g}/server-0.json' --rank 0 --cpus 0",
+        f"'{g}/server-1.json' --rank 1 --cpus 1",
+    ]
+    load = [l for l in out if l.startswith(f"{e} load ")]
+    assert len(load) == 1 and load[0].endswith(" --op noop --rank 0 --cpus 0"), load
+    assert not [l for l in out if l.startswith("srun") and "agent" not in l]
 
 
 @pytest.mark.skipif(not shutil.which("mpiexec"), reason="no mpiexec (Open MPI or MPICH) installed")

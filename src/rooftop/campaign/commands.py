@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rooftop import metrics
 from rooftop.campaign import progress
+from rooftop.campaign.costs import launch_mode
 from rooftop.campaign.groups import merge_server_args
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE
 from rooftop.launchers import Launch, Launcher, Node
@@ -28,8 +29,9 @@ class Commands:
 
     def __init__(self, cfg: dict, launcher: Launcher, nodes: list[Node], engine: str, lease_s: float):
         self.cfg, self.launcher, self.nodes, self.engine, self.lease_s = cfg, launcher, nodes, engine, lease_s
-        #: Engines are started by the node agents (engine.launch = agents).
-        self.agents = cfg["engine"].get("launch", "per-placement") == "agents"
+        #: Engines are started by the node agents (engine.launch = agents:
+        #: the launch mode that launches once per node, rooftop.campaign.costs).
+        self.agents = launch_mode(cfg).once_per_node
 
     def launches(self, node: Node, argv: list[str], nprocs: int, first_rank: int) -> list[Launch]:
         """The launches of nprocs engine processes on node: one per process
