@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from campaign_util import counting_engine, engine_processes, execs, rooftop, samples
 
-from rooftop.engine.agents import GRACE_S
+from rooftop.engine.agents import GRACE_S, LEASE_MARGIN_S
 
 LEASE = 2.0
 QUICK = ["--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2"]
@@ -110,12 +110,16 @@ def test_sigkill_of_the_campaign_leaves_no_process_after_the_lease(tmp_path):
     assert len(engine_processes(str(res))) >= 4  # two agents, a server, a client
     p.kill()
     p.communicate(timeout=10)
-    deadline = time.monotonic() + LEASE + GRACE_S + 5
+    deadline = time.monotonic() + LEASE + LEASE_MARGIN_S + GRACE_S + 5
     while engine_processes(str(res)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not engine_processes(str(res)), "agents or engines outlived the lease"
     docs = [json.loads(f.read_text()) for f in res.glob("*/agents/*/node-*/agent.json")]
     assert len(docs) == 2 and all("not renewed" in d["result"]["stop_reason"] for d in docs), docs
+    # The engines stopped on their own lease first, saying so; the agents after them.
+    server = json.loads(next(res.glob("*/groups/*/server-0.json")).read_text())
+    assert "lease" in server["result"]["stop_reason"], server["result"]
+    assert all(d["result"]["running_at_stop"] == 0 for d in docs), docs
 
 
 def test_a_dead_agent_fails_its_samples_naming_its_node(tmp_path):

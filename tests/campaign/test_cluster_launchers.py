@@ -120,7 +120,7 @@ def test_srun_agents_command_lines_exactly(tmp_path):
     assert out[:3] == [
         "# engine.launch = agents: an agent per node for the whole campaign, started once:",
         "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=nid001,nid002 --overlap --cpu-bind=none "
-        f"{e} agent --dir '{a}' --lease '{a}/lease' --lease-timeout 10 --beat 1 --grace 5 "
+        f"{e} agent --dir '{a}' --lease '{a}/lease' --lease-timeout 12 --beat 1 --grace 5 "
         f"--output '{a}/node-{{rank}}/agent.json' --rank 0 --rank-from-env --relative-cpus",
         "# each command below is started by the agent of its node (forked: no launch of its own)",
     ]

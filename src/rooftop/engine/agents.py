@@ -38,6 +38,11 @@ BEAT_S = 1.0
 SILENT_S = 10.0
 #: Seconds an agent's children have after SIGTERM, once it stops (its --grace).
 GRACE_S = 5.0
+#: Seconds an agent's lease outlasts engine.lease: when the campaign is
+#: killed, its engines stop on their own lease first (their documents say
+#: so: the engine's watchdog acts within 1.2 s), then the agent stops
+#: whatever is left.
+LEASE_MARGIN_S = 2.0
 #: How often a waiting campaign looks whether the agents still run.
 CHECK_S = 0.5
 #: The exit code of a process whose agent is gone (it got SIGTERM with it).
@@ -176,7 +181,7 @@ class Agents:
             "--lease",
             str(folder / "lease"),
             "--lease-timeout",
-            f"{self.leases.period:g}",
+            f"{self.leases.period + LEASE_MARGIN_S:g}",
             "--beat",
             f"{BEAT_S:g}",
             "--grace",
