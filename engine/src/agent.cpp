@@ -10,16 +10,20 @@
 // The campaign and the agent talk through files in the agent's node folder
 // <dir>/node-<rank>/ (on the file system the group folders already share):
 //   ready          written once the agent runs: pid, host, Slurm node, cpus
-//   beat           rewritten every --beat seconds while it runs
+//   beat           a counter, rewritten in place every --beat seconds
 //   req-<n>        a request (the campaign writes it and renames it in):
 //                  NUL-terminated fields "log" PATH, "env" K=V..., "arg" A...
 //                  (the first arg is the engine path, as argv[0])
-//   pid-<n>        the child's pid, once forked
-//   exit-<n>       its exit code (128+N: killed by signal N), once reaped
-//   sig-<n>-<k>    a signal number for child n's process group
-// Files are written under a temporary name and renamed, so a reader sees
-// all of one or nothing. The agent wakes on inotify, and polls every --poll
-// seconds besides (inotify does not see another NFS client's writes).
+//   pid-<n>        "PID" once forked, padded to kRecord bytes
+//   exit-<n>       "PID RC" once reaped: pid-<n> rewritten in place and
+//                  renamed (RC: its exit code, 128+N if killed by signal N)
+//   sig-<n>-<k>-<N>  an empty file: signal N to child n's process group
+// Files with content are written whole under a temporary name and renamed,
+// so a reader sees all of one or nothing; once a child runs, nothing needs
+// a new block of the file system (in-place rewrites, renames, empty files),
+// so a full results folder still sees every exit and delivers every signal.
+// The agent wakes on inotify, and polls every --poll seconds besides
+// (inotify does not see another NFS client's writes).
 //
 // Each child: a session of its own (setsid), its output to the request's
 // log, the request's environment added, the launcher's rank variables
@@ -105,6 +109,23 @@ bool parse_request(const std::string& text, Request& r, std::string& why) {
   return why.empty();
 }
 
+// The width of a pid/exit record and of the beat: rewritten in place.
+constexpr size_t kRecord = 32;
+
+std::string record(const std::string& text) {
+  std::string r = text.substr(0, kRecord - 1);
+  r.resize(kRecord - 1, ' ');
+  return r + "\n";
+}
+
+// Rewrites an existing file's first bytes (no new block needed).
+bool rewrite(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());
+  return close(fd) == 0 && ok;
+}
+
 bool write_file(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
   {
@@ -169,9 +190,11 @@ class Agent {
       scan();
       int64_t now = now_ns();
       if (now >= next_beat) {
-        write_file(dir_ + "/beat", std::to_string(++beats_) + "\n");
+        std::string beat = record(std::to_string(++beats_));
+        if (!rewrite(dir_ + "/beat", beat)) write_file(dir_ + "/beat", beat);
         next_beat = now + beat_ns_;
       }
+      retry();
       if (why.empty() && lease_.lapsed(now)) why = lease_.why();
     }
     int left = stop();
@@ -232,9 +255,21 @@ class Agent {
       auto it = seq_of_.find(pid);
       if (it == seq_of_.end()) continue;
       int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      write_file(dir_ + "/exit-" + std::to_string(it->second), std::to_string(rc) + "\n");
+      pending_[it->second] = std::to_string(pid) + " " + std::to_string(rc);
       pid_of_.erase(it->second);
       seq_of_.erase(it);
+    }
+    retry();
+  }
+
+  // Exits not yet reported: pid-<n> rewritten and renamed to exit-<n>
+  // (no new block), else exit-<n> written whole; what fails is tried again.
+  void retry() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      std::string n = std::to_string(it->first), pid = dir_ + "/pid-" + n, exit = dir_ + "/exit-" + n;
+      bool ok = (rewrite(pid, record(it->second)) && rename(pid.c_str(), exit.c_str()) == 0) ||
+                write_file(exit, record(it->second));
+      it = ok ? pending_.erase(it) : std::next(it);
     }
   }
 
@@ -270,7 +305,8 @@ class Agent {
     if (!parse_request(text, r, why)) {
       refused_++;
       std::fprintf(stderr, "rooftop-engine agent: node %d: request %ld refused: %s\n", node_, n, why.c_str());
-      write_file(dir_ + "/exit-" + std::to_string(n), std::to_string(kExitUsage) + "\n");
+      pending_[n] = "0 " + std::to_string(kExitUsage);
+      retry();
       return;
     }
     std::fflush(nullptr);  // nothing buffered is written twice by the child
@@ -278,14 +314,15 @@ class Agent {
     if (pid < 0) {
       refused_++;
       std::fprintf(stderr, "rooftop-engine agent: node %d: request %ld: fork: %s\n", node_, n, std::strerror(errno));
-      write_file(dir_ + "/exit-" + std::to_string(n), std::to_string(kExitFailure) + "\n");
+      pending_[n] = "0 " + std::to_string(kExitFailure);
+      retry();
       return;
     }
     if (pid == 0) child(r);  // never returns
     started_++;
     pid_of_[n] = pid;
     seq_of_[pid] = n;
-    write_file(dir_ + "/pid-" + std::to_string(n), std::to_string(pid) + "\n");
+    write_file(dir_ + "/pid-" + std::to_string(n), record(std::to_string(pid)));
     std::fprintf(stderr, "rooftop-engine agent: node %d: request %ld: pid %d: %s\n", node_, n, pid,
                  r.args[1].c_str());
   }
@@ -345,12 +382,12 @@ class Agent {
     std::exit(rc);
   }
 
+  // sig-<n>-<k>-<N>: signal N to child n's process group.
   void deliver(const std::string& name) {
-    std::string path = dir_ + "/" + name, text;
-    bool ok = read_file(path, text);
-    std::remove(path.c_str());
+    std::remove((dir_ + "/" + name).c_str());
     long n = std::strtol(name.c_str() + 4, nullptr, 10);
-    int sig = ok ? std::atoi(text.c_str()) : 0;
+    size_t last = name.rfind('-');
+    int sig = last == std::string::npos ? 0 : std::atoi(name.c_str() + last + 1);
     auto it = pid_of_.find(n);
     if (sig > 0 && sig < 65 && it != pid_of_.end()) kill(-it->second, sig);
   }
@@ -392,6 +429,7 @@ class Agent {
   int64_t beats_ = 0, requests_ = 0, started_ = 0, refused_ = 0, killed_ = 0;
   std::map<long, pid_t> pid_of_;
   std::map<pid_t, long> seq_of_;
+  std::map<long, std::string> pending_;  // request -> "PID RC" not yet reported
 };
 
 }  // namespace

@@ -135,12 +135,17 @@ def test_srun_agents_command_lines_exactly(tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("mpiexec"), reason="no mpiexec (Open MPI or MPICH) installed")
-def test_mpiexec_campaign_runs_for_real(tmp_path):
+@pytest.mark.parametrize("launch", ["per-placement", "agents"])
+def test_mpiexec_campaign_runs_for_real(tmp_path, launch):
+    """Per placement, each engine takes its rank from mpiexec; with agents,
+    one mpiexec starts both nodes' agents, which give each engine its rank."""
     res = tmp_path / "res"
     p = rooftop(
         "collect",
         "--launcher",
         "mpiexec",
+        "--set",
+        f"engine.launch={launch}",
         "--set",
         'launcher.hosts=["localhost","localhost"]',
         "--metrics",
@@ -166,7 +171,11 @@ def test_mpiexec_campaign_runs_for_real(tmp_path):
     servers = list(res.glob(f"{run}/groups/*/server-0.json"))
     assert servers
     doc = json.loads(servers[0].read_text())
-    assert doc["complete"] and doc["config"]["rank_from_env"] is True
+    assert doc["complete"] and doc["config"]["rank_from_env"] is (launch == "per-placement")
+    agents = [json.loads(f.read_text()) for f in res.glob(f"{run}/agents/*/node-*/agent.json")]
+    assert [a["config"]["rank"] for a in sorted(agents, key=lambda a: a["config"]["rank"])] == (
+        [0, 1] if launch == "agents" else []
+    )
     assert doc["result"]["stop_reason"] == "shutdown rpc"  # stopped with the campaign's token
     cfg = json.loads(
         sqlite3.connect(res / "rooftop.db").execute("SELECT config FROM runs WHERE id=?", (run,)).fetchone()[0]

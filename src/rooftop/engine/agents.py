@@ -72,24 +72,23 @@ class AgentProc:
         """The process's pid on its node (0 until the agent has forked it)."""
         if self._pid is None:
             try:
-                self._pid = int((self.dir / f"pid-{self.seq}").read_text())
-            except (OSError, ValueError):
+                self._pid = int((self.dir / f"pid-{self.seq}").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
                 return 0
         return self._pid
 
     def poll(self) -> int | None:
         if self.returncode is not None:
             return self.returncode
-        try:
-            rc = int((self.dir / f"exit-{self.seq}").read_text())
+        try:  # "PID RC": the agent's pid file, completed and renamed
+            pid, rc = map(int, (self.dir / f"exit-{self.seq}").read_text().split())
         except (OSError, ValueError):
             why = self.agents.lost(self.node.index)
             if why:
                 self.lose(why)
             return self.returncode
-        self.pid  # noqa: B018 -- read before the file goes
-        for name in (f"exit-{self.seq}", f"pid-{self.seq}"):
-            (self.dir / name).unlink(missing_ok=True)
+        self._pid = self._pid or pid or None
+        (self.dir / f"exit-{self.seq}").unlink(missing_ok=True)
         self.returncode = rc
         return rc
 
@@ -110,11 +109,15 @@ class AgentProc:
         return self.returncode  # type: ignore[return-value]
 
     def send_signal(self, sig: int) -> None:
-        """sig to the process's group (by its agent); nothing once it ended."""
+        """sig to the process's group (by its agent); nothing once it ended.
+        An empty file names it: it needs no block of a full file system."""
         if self.poll() is not None:
             return
         self._signals += 1
-        _publish(self.dir / f"sig-{self.seq}-{self._signals}", f"{int(sig)}\n")
+        try:
+            os.close(os.open(self.dir / f"sig-{self.seq}-{self._signals}-{int(sig)}", os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            pass  # not delivered: its agent stops it once the campaign ends (their lease)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
@@ -123,13 +126,18 @@ class AgentProc:
         self.send_signal(signal.SIGKILL)
 
 
-def _publish(path: Path, data: str | bytes) -> None:
-    """Writes path whole (a temporary name, then renamed): an agent reads all of it or nothing."""
+def _publish(path: Path, data: bytes) -> None:
+    """Writes path whole (a temporary name, then renamed): an agent reads
+    all of it or nothing; nothing is left on failure (OSError)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
-    os.replace(tmp, path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _tail(path: Path, chars: int = 600) -> str:
@@ -283,7 +291,10 @@ class Agents:
             fields += ["env", f"{k}={v}"]
         for a in launch.argv:
             fields += ["arg", a]
-        _publish(self.node_dir(idx) / f"req-{seq}", b"".join(f.encode() + b"\0" for f in fields))
+        try:
+            _publish(self.node_dir(idx) / f"req-{seq}", b"".join(f.encode() + b"\0" for f in fields))
+        except OSError as e:
+            proc.lose(f"the agent of node {idx} ({launch.node.host}) could not be asked to start it: {e}")
         return proc
 
     def lost(self, index: int) -> str | None:
