@@ -29,7 +29,10 @@
 // log, the request's environment added, the launcher's rank variables
 // removed (they are the agent's), SIGTERM once the agent is gone
 // (PR_SET_PDEATHSIG), its --cpus mapped to this agent's own cpus when
-// --relative-cpus (srun, mpiexec on another host: the launcher picked them).
+// --relative-cpus (srun, mpiexec on another host: the launcher picked them),
+// and its own command line in /proc/PID/cmdline (ps, pgrep), written over
+// the agent's: an agent started with less room than kTitleRoom re-executes
+// itself once, padded, then shows its own command line again.
 //
 // The agent holds the campaign's lease (--lease): once the file is removed
 // or not renewed for --lease-timeout, it sends SIGTERM to every child's
@@ -68,6 +71,30 @@
 namespace rooftop {
 
 namespace {
+
+// The process's command line area (argv[0] up to the end of its last
+// argument: what /proc/PID/cmdline shows), from main (remember_args).
+char* g_area = nullptr;
+size_t g_area_len = 0;
+std::vector<std::string> g_args;
+
+// Room a forked child's command line may take (longer ones are cut).
+constexpr size_t kTitleRoom = 8192;
+
+// Shows args as this process's command line, NUL-separated, within the
+// area (cut to fit, the last byte kept NUL: /proc/PID/cmdline then reads
+// them as arguments).
+void set_title(const std::vector<std::string>& args) {
+  if (!g_area || g_area_len < 2) return;
+  std::memset(g_area, 0, g_area_len);
+  size_t at = 0;
+  for (auto& a : args) {
+    if (at + 1 >= g_area_len) break;
+    size_t n = std::min(a.size(), g_area_len - 1 - at);
+    std::memcpy(g_area + at, a.data(), n);
+    at += n + 1;
+  }
+}
 
 // Variables a launcher sets for the agent's own rank: a child must not
 // read them as its own (--rank-from-env, --local-rank -1).
@@ -373,7 +400,7 @@ class Agent {
     }
     for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) signal(s, SIG_DFL);
     sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-    prctl(PR_SET_NAME, ("rt-" + r.args[1]).substr(0, 15).c_str());
+    set_title(r.args);
     std::vector<char*> argv;
     for (auto& a : r.args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -434,7 +461,41 @@ class Agent {
 
 }  // namespace
 
+void remember_args(int argc, char** argv) {
+  g_args.assign(argv, argv + argc);
+  if (argc < 1) return;
+  for (int i = 1; i < argc; i++)
+    if (argv[i] != argv[i - 1] + std::strlen(argv[i - 1]) + 1) return;  // not one area: no titles
+  g_area = argv[0];
+  g_area_len = static_cast<size_t>(argv[argc - 1] + std::strlen(argv[argc - 1]) + 1 - argv[0]);
+}
+
 int cmd_agent(int argc, char** argv) {
+  // Room for the children's command lines: once, the agent runs itself
+  // again with argv[0] padded (libfabric loads twice per node, not per
+  // process), then shows its own arguments without the padding.
+  if (g_area && g_area_len < kTitleRoom && g_args.size() >= 2) {
+    std::vector<std::string> again = g_args;
+    again[0] += std::string(kTitleRoom, ' ');
+    std::vector<char*> ptrs;
+    for (auto& a : again) ptrs.push_back(a.data());
+    ptrs.push_back(nullptr);
+    std::fflush(nullptr);
+    execv("/proc/self/exe", ptrs.data());  // returns only on failure: then titles are cut short
+  }
+  std::vector<std::string> own = g_args.empty() ? std::vector<std::string>(argv, argv + argc) : g_args;
+  if (!own.empty()) {
+    own[0].erase(own[0].find_last_not_of(' ') + 1);
+    std::string base = own[0].substr(own[0].rfind('/') + 1);  // exec of /proc/self/exe named it "exe"
+    prctl(PR_SET_NAME, base.substr(0, 15).c_str());
+  }
+  set_title(own);
+  std::vector<std::string> args(own.begin() + (g_args.empty() ? 0 : 2), own.end());
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  arg_ptrs.push_back(nullptr);
+  argc = static_cast<int>(args.size());
+  argv = arg_ptrs.data();
   std::vector<OptSpec> specs = {
       {"dir", OptKind::Str, "", "the campaign's agents folder: this agent serves <dir>/node-<rank>/ (required)", ""},
       opt::rank("this agent's node index"),

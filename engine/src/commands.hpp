@@ -18,6 +18,9 @@ int cmd_domains(int argc, char** argv);
 int cmd_storage(int argc, char** argv);  // storage_cmd.cpp: the local storage mode
 int cmd_nics(int argc, char** argv);
 int cmd_agent(int argc, char** argv);  // agent.cpp: one process per node for a whole campaign
+// main's argv, kept by agent.cpp: the area an agent's children write
+// their own command lines over.
+void remember_args(int argc, char** argv);
 
 // rooftop-engine's command dispatch (main.cpp): argv[1] names the command.
 // An agent's child calls it with the command it was asked to run.

@@ -73,4 +73,7 @@ int run_engine_command(int argc, char** argv) {
 
 }  // namespace rooftop
 
-int main(int argc, char** argv) { return rooftop::run_engine_command(argc, argv); }
+int main(int argc, char** argv) {
+  rooftop::remember_args(argc, argv);  // an agent shows its children's command lines there
+  return rooftop::run_engine_command(argc, argv);
+}

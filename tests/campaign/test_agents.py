@@ -107,7 +107,9 @@ def test_sigkill_of_the_campaign_leaves_no_process_after_the_lease(tmp_path):
     res = tmp_path / "res"
     p = start(res, "--duration", "0.5", "--warmup", "0.1", "--samples", "20")
     wait_for_windows(res, p)
-    assert len(engine_processes(str(res))) >= 4  # two agents, a server, a client
+    # Two agents, a server and a client, each showing its own command line (ps).
+    commands = sorted(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1] for pid in engine_processes(str(res)))
+    assert commands == [b"agent", b"agent", b"load", b"serve"], commands
     p.kill()
     p.communicate(timeout=10)
     deadline = time.monotonic() + LEASE + LEASE_MARGIN_S + GRACE_S + 5
