@@ -32,10 +32,12 @@ from rooftop.launchers.base import Launch, Launcher, Node
 AGENTS_DIR = "agents"
 #: Seconds between two beats of an agent (its --beat).
 BEAT_S = 1.0
-#: An agent whose beat has not changed for this long is taken for gone
-#: (srun and mpiexec start every agent in one launcher process, which may
-#: outlive one of them).
-SILENT_S = 10.0
+#: An agent whose beat has not changed for this long is taken for gone,
+#: where one launcher process starts several agents (srun, mpiexec: it may
+#: outlive one of them); elsewhere the agent's own process says when it
+#: ends. Generous: an agent shares its node's CPU (and an emulated node's
+#: cap) with the engines it started.
+SILENT_S = 30.0
 #: Seconds an agent's children have after SIGTERM, once it stops (its --grace).
 GRACE_S = 5.0
 #: Seconds an agent's lease outlasts engine.lease: when the campaign is
@@ -326,6 +328,7 @@ class Agents:
                         f"the agent of node {idx} ({self.nodes[idx].host}) exited (code {p.returncode}): "
                         f"{self._launch_tail(launch) or 'no output'}",
                     )
+        shared = {idx for launch in self.launches if len(launch.ranks) > 1 for idx in launch.ranks}
         for node in self.nodes:
             if node.index in self.gone:
                 continue
@@ -337,6 +340,8 @@ class Agents:
                 continue
             except (OSError, ValueError):
                 pass
+            if node.index not in shared:
+                continue
             try:
                 beat = (ndir / "beat").read_text()
             except OSError:
