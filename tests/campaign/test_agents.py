@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pytest
 from campaign_util import counting_engine, engine_processes, execs, rooftop, samples
 
 from rooftop.engine.agents import GRACE_S, LEASE_MARGIN_S
+from rooftop.engine.base import engine_path
 
 LEASE = 2.0
 QUICK = ["--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2"]
@@ -139,3 +141,18 @@ def test_a_dead_agent_fails_its_samples_naming_its_node(tmp_path):
     for r in failed:
         assert "the agent of node 1 (localhost) exited (code -9)" in r["error"], r["error"]
     assert not engine_processes(str(res))
+
+
+def test_no_agent_started_stops_the_campaign_saying_why(tmp_path):
+    """An engine whose agent cannot start (here: refused by a wrapper, as
+    an older engine without the command would be): the campaign stops
+    before measuring, with the agent's own words and the way out."""
+    engine = tmp_path / "rooftop-engine"
+    real = shlex.quote(engine_path())
+    engine.write_text(f'#!/bin/sh\n[ "$1" = agent ] && {{ echo "no agents here" >&2; exit 2; }}\nexec {real} "$@"\n')
+    engine.chmod(0o755)
+    p = collect(tmp_path / "res", engine, "agents")
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert "engine.launch = agents: no agent started" in p.stderr and "no agents here" in p.stderr, p.stderr
+    assert "engine.launch = per-placement" in p.stderr
+    assert not engine_processes(str(tmp_path))

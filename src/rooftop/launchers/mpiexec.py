@@ -53,6 +53,14 @@ engine's own --cpus and mpiexec binding off:
 Ranks still come from the environment: MPI numbers the contexts' processes
 in order. With binding 'none' each process gets all of its node's cores.
 
+Under engine.launch = agents (the default) one mpiexec for the whole
+campaign starts a node agent per node instead (agent_launches: an
+application context per node, "-H host:n -n 1 ENGINE agent ... --rank I",
+--bind-to none), and the agent forks every engine, binding it with --cpus
+(cpu numbers on this machine; positions in the agent's own cpus on other
+hosts and the emulated cluster: --relative-cpus). Open MPI ends every agent
+once one of them dies.
+
 Running as root: Open MPI's mpiexec refuses to run as root unless told
 --allow-run-as-root (or OMPI_ALLOW_RUN_AS_ROOT=1 and
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment); rooftop adds the option

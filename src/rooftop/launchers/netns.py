@@ -17,7 +17,9 @@ serve on the node's address (Node.address: the campaign passes --address;
 on a node with several NICs, every NIC's address, and the NIC policy picks),
 and clients reach them over the node's veth; the root namespace, where the
 campaign runs ping/stat/shutdown, reaches every node through the bridge.
-Use an IP provider (ofi+tcp): ofi+shm would run too, since shared memory
+Under engine.launch = agents (the default) the line starts one node agent
+per node instead (agent_launches), which forks every engine there: its
+children stay in the node's namespace and cgroups. Use an IP provider (ofi+tcp): ofi+shm would run too, since shared memory
 ignores network namespaces, but it would bypass the shaped links.
 
 Configuration (the resolved config's "launcher" section): nodes (the first

@@ -37,6 +37,14 @@ be given through launcher.extra_args.) If the job has memory allocated per
 node, concurrent steps may also need an explicit --mem / --mem-per-cpu in
 extra_args so that the first step does not claim all of it.
 
+Under engine.launch = agents (the default) none of those steps runs: one
+step for the whole campaign starts a node agent per node (agent_launches:
+--nodes=N --ntasks=N --ntasks-per-node=1 --nodelist=<every node> --overlap
+--cpu-bind=none, task i on node i), each with all of the node's CPUs in the
+job, and the agent forks every engine, binding it with --cpus to positions
+in its own CPUs (--relative-cpus). A step of the agents' does not hold
+CPUs from other steps (--overlap): interference loads still start theirs.
+
 The servers' shutdown token travels as a file, as with mpiexec: --token-file
 <group dir>/token (0600 in a 0700 group directory on the shared file system
 the address files need anyway), never argv or --export.
