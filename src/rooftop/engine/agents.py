@@ -97,7 +97,8 @@ class AgentProc:
     def lose(self, why: str) -> None:
         self.lost, self.returncode = why, LOST_RC
         try:
-            with open(self.log, "a") as f:
+            fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "a") as f:
                 f.write(f"rooftop: {why}\n")
         except OSError:
             pass
@@ -285,8 +286,7 @@ class Agents:
         proc = AgentProc(self, launch.node, seq, launch.argv, Path(log).resolve())
         why = self.lost(idx)
         if why:
-            write_private(proc.log, "")
-            proc.lose(why)
+            proc.lose(why)  # its log says why (when it can be written)
             return proc
         fields = ["log", str(proc.log)]
         for k, v in launch.env.items():
