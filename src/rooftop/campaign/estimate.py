@@ -175,7 +175,10 @@ class Estimate:
             rows.append((f"{self.mode.name} launch, once", "", "", "", "", "", fmt_duration(self.fixed_s), ""))
         rows.append(_row("total", self.work, str(self.launches), self.overhead_s, self.total_s))
         width = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        out = ["  ".join(c.ljust(width[0]) if i == 0 else c.rjust(width[i]) for i, c in enumerate(r)) for r in rows]
+        out = [
+            "  ".join(c.ljust(width[0]) if i == 0 else c.rjust(width[i]) for i, c in enumerate(r)).rstrip()
+            for r in rows
+        ]
         if self.pairs is not None:
             out.append(pairs_line(self.strategy or "", self.pairs))
         return out
