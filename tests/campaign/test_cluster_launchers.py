@@ -132,6 +132,15 @@ def test_srun_agents_command_lines_exactly(tmp_path):
     load = [l for l in out if l.startswith(f"{e} load ")]
     assert len(load) == 1 and load[0].endswith(" --op noop --rank 0 --cpus 0"), load
     assert not [l for l in out if l.startswith("srun") and "agent" not in l]
+    # Priced as agents: their start once, a launch per node for the campaign, none per stage.
+    assert out[-6:-1] == [
+        f"# then: rooftop-engine shutdown --token-file '{g}/token' for each server (by the agent of its node)",
+        "#   stage                placements  rounds  windows  launches  measuring  overhead  time",
+        "#   server_peak                   1       1        2         -       10 s     2.8 s  14 s",
+        "#   agents launch, once                                                       0.3 s",
+        "#   total                         1       1        2         2       10 s     3.1 s  14 s",
+    ]
+    assert out[-1].endswith("overhead 3.1 s at 1.6 s per placement and 1.15 s per round)")
 
 
 @pytest.mark.skipif(not shutil.which("mpiexec"), reason="no mpiexec (Open MPI or MPICH) installed")
