@@ -10,8 +10,9 @@ import json
 import pytest
 from campaign_util import rooftop
 
-from rooftop.campaign.costs import AGENTS, PER_PLACEMENT
+from rooftop.campaign.costs import AGENTS, LAUNCH_MODES, PER_PLACEMENT
 from rooftop.campaign.forecast import forecast, resolve_planned
+from rooftop.config.catalog import KEYS
 from rooftop.topology import Topology
 
 SAME = ["--metrics", "rpc,bw", "--samples", "3", "--duration", "2", "--warmup", "0.5"]
@@ -115,6 +116,9 @@ def test_plan_with_agents_launches_once_per_node_and_campaign():
         assert all(s["launches"] is None for s in phase["stages"].values())
         overhead = phase["placements"] * AGENTS.placement_s + phase["rounds"] * AGENTS.round_s + AGENTS.fixed_s(17)
         assert phase["overhead_s"] == pytest.approx(overhead)
+    # engine.launch's choices are the table's launch modes, its default the agents.
+    (key,) = [k for k in KEYS if k.path == "engine.launch"]
+    assert set(key.choices) == set(LAUNCH_MODES) and key.default == AGENTS.name
     text = rooftop("plan", "--nodes", "17", "--metrics", "rpc,bw").stdout
     assert "launch mode agents" in text and "agents launch, once" in text and ", 34 launches" in text
 
