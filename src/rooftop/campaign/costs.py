@@ -125,7 +125,7 @@ AGENTS_START = Constant(
     f"derived, not measured: {LIBFABRIC_LOAD.name}, the load every agent pays once, at once on every node",
 )
 
-#: Every constant, by name (plan --json, the docs' table).
+#: Every constant, by name (each launch mode prices with its own: LaunchMode.constants()).
 CONSTANTS: dict[str, Constant] = {
     c.name: c
     for c in (
