@@ -3,7 +3,8 @@
 campaign with (rooftop.campaign.costs), measured again on this machine.
 
     python3 benchmarks/plan_constants.py [--repeats 5] [--windows 3]
-        [--duration 1] [--warmup 0.5] [--metrics rpc,bw] [--json FILE]
+        [--duration 1] [--warmup 0.5] [--metrics rpc,bw]
+        [--launch per-placement|agents] [--json FILE]
 
 Each repeat runs, per metric, one placement as a campaign runs it -- the
 local launcher, 2 logical nodes, one server process on node 0 and one
@@ -19,9 +20,13 @@ when each ended):
   round end         the last window's end until run_round() returned (the
                     client's exit, its documents read, its rows stored)
   window overhead   (last window's end - first window's start) / windows - duration
+  agents start      --launch agents: the node agents launched until each is
+                    ready, before the placement (once per campaign)
 
-and prints each one's median, min and max per metric and over all, beside
-the value the table holds. A round measured again (invalid) is reported
+under the launch mode --launch names (engine.launch; default per-placement,
+the mode its constants were measured in), and prints each one's median,
+min and max per metric and over all, beside the value that mode's entry of
+the table holds. A round measured again (invalid) is reported
 and left out. It takes this machine's cores lock as a campaign does, and
 stops every process it started on any exit. Measure on a quiet machine:
 the constants are wall-clock times. Python 3.10+ and rooftop (this
@@ -43,21 +48,26 @@ except ImportError:  # python3 from a checkout: its src/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from rooftop.campaign import Runner, client_rounds, plan_collect
-from rooftop.campaign.costs import CONSTANTS
+from rooftop.campaign.costs import LAUNCH_MODES, PER_PLACEMENT, Constant, LaunchMode
 from rooftop.campaign.progress import WINDOW_LOG
 from rooftop.config.resolve import build
 from rooftop.launchers import make_launcher
 from rooftop.locks import CampaignLocks
 from rooftop.store.db import Store
 
-#: What each measured figure is in the table (rooftop.campaign.costs).
-TABLE = {
-    "placement start": "placement_start_s",
-    "placement stop": "placement_stop_s",
-    "round start": "round_start_s",
-    "round end": "round_end_s",
-    "window overhead": "window_s",
-}
+#: The figures measured, in order.
+FIGURES = ("placement start", "placement stop", "round start", "round end", "window overhead", "agents start")
+
+
+def table(mode: LaunchMode) -> dict[str, Constant | None]:
+    """What each measured figure is in the launch mode's entry of the table
+    (rooftop.campaign.costs; None: the mode has no such cost)."""
+    return dict(
+        zip(
+            FIGURES,
+            (mode.placement_start, mode.placement_stop, mode.round_start, mode.round_end, mode.window, mode.campaign),
+        )
+    )
 
 
 def window_log(folder: Path) -> tuple[float, list[float]]:
@@ -88,14 +98,19 @@ def one_placement(store: Store, metric: str, args) -> dict[str, list[float]]:
             "collect.client_node": False,
             "collect.servers_per_node": 1,
             "collect.clients_per_node": 1,
+            "engine.launch": args.launch,
         },
     )
     run_id = store.new_run(cfg, {"benchmark": "plan_constants"})
     runner = Runner(cfg, store, run_id, make_launcher(cfg["launcher"]))
     before = cfg["collect"]["warmup"] + cfg["engine"].get("settle", 0.0)
-    out: dict[str, list[float]] = {k: [] for k in TABLE}
+    out: dict[str, list[float]] = {k: [] for k in FIGURES}
     (placement,) = plan_collect(cfg)
     try:
+        if runner.agents is not None:  # started once per campaign, before its first placement
+            t = time.monotonic()
+            runner.agents.start()
+            out["agents start"].append(time.monotonic() - t)
         t = time.monotonic()
         group = runner.servers.start(placement)
         out["placement start"].append(time.monotonic() - t)
@@ -116,7 +131,7 @@ def one_placement(store: Store, metric: str, args) -> dict[str, list[float]]:
             runner.servers.stop(group)
             out["placement stop"].append(time.monotonic() - t)
     finally:
-        runner.procs.stop_all()
+        runner.procs.close()
         runner.leases.close()
     store.set_status(run_id, "complete", "benchmarks/plan_constants.py")
     return out
@@ -129,12 +144,19 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=1.0, help="seconds per window (default 1)")
     ap.add_argument("--warmup", type=float, default=0.5, help="warmup seconds per round (default 0.5)")
     ap.add_argument("--metrics", default="rpc,bw", help="comma-separated (default rpc,bw)")
+    ap.add_argument(
+        "--launch",
+        choices=list(LAUNCH_MODES),
+        default=PER_PLACEMENT.name,
+        help="engine.launch: the launch mode measured, beside its constants (default per-placement)",
+    )
     ap.add_argument("--json", metavar="FILE", help="save every measured value")
     args = ap.parse_args()
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if args.repeats < 1 or args.windows < 1 or not metrics:
         ap.error("--repeats and --windows must be at least 1, and --metrics name one")
-    measured: dict[str, dict[str, list[float]]] = {m: {k: [] for k in TABLE} for m in metrics}
+    measured: dict[str, dict[str, list[float]]] = {m: {k: [] for k in FIGURES} for m in metrics}
+    constants = table(LAUNCH_MODES[args.launch])
     with tempfile.TemporaryDirectory(prefix="rooftop-plan-constants-") as tmp:
         store = Store(Path(tmp) / "results")
         with CampaignLocks(store.dir, "local", 0.0, False, lambda m: print(m, file=sys.stderr)):
@@ -144,13 +166,13 @@ def main() -> int:
                     for k, v in one_placement(store, m, args).items():
                         measured[m][k] += v
     print(f"{'':16s}  {'metric':6s}  {'median':>7s}  {'min':>7s}  {'max':>7s}  {'n':>3s}  table")
-    for k, name in TABLE.items():
+    for k, c in constants.items():
         for m in [*metrics, "all"]:
             v = [x for mm in metrics for x in measured[mm][k]] if m == "all" else measured[m][k]
             if not v:
                 continue
-            table = f"{name} = {CONSTANTS[name].value:g}" if m == "all" else ""
-            print(f"{k:16s}  {m:6s}  {statistics.median(v):7.3f}  {min(v):7.3f}  {max(v):7.3f}  {len(v):3d}  {table}")
+            held = f"{c.name} = {c.value:g}" if m == "all" and c is not None else ""
+            print(f"{k:16s}  {m:6s}  {statistics.median(v):7.3f}  {min(v):7.3f}  {max(v):7.3f}  {len(v):3d}  {held}")
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "measured": measured}, indent=1))
     return 0

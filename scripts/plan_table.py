@@ -2,7 +2,9 @@
 `rooftop plan --json`: Carns et al.'s suite (server peak 5 x 5 s windows,
 client ceilings, validation 1..4 server nodes x 1..16 client nodes with one
 5 s sample each, rpc) on 17, 128 and 1,000 nodes, serial and rounds (and
-sample, its first batch, on 1,000 nodes in 50 groups).
+sample, its first batch, on 1,000 nodes in 50 groups), priced under
+engine.launch's default (agents), with the launches a launch per placement
+would take beside them (engine.launch = per-placement).
 
     PYTHONPATH=src python scripts/plan_table.py
 
@@ -34,18 +36,20 @@ def table(plan: Callable[[list[str]], dict]) -> str:
     from rooftop.campaign.estimate import fmt_duration
 
     lines = [
-        "| nodes | `--pairs` | pairs in rounds | server peak | client peak | client node | validate | total | launches |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| nodes | `--pairs` | pairs in rounds | server peak | client peak | client node | validate | total | launches "
+        "| launches per placement |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for nodes, pairs, groups in CASES:
         d = plan([*argv(nodes, pairs, groups), "--json"])
+        each = plan([*argv(nodes, pairs, groups), "--set", "engine.launch=per-placement", "--json"])["launches"]
         c, v = d["phases"]["collect"], d["phases"]["validate"]
         stage = {k: fmt_duration(s["total_s"]) for k, s in c["stages"].items()}
         p = c["pairs"]
         lines.append(
             f"| {nodes:,} | {pairs} | {p['pairs']:,} in {p['rounds']:,} | {stage['server_peak']} | "
             f"{stage['client_peak']} | {stage['client_node']} | {fmt_duration(v['total_s'])} | "
-            f"{fmt_duration(d['total_s'])} | {d['launches']:,} |"
+            f"{fmt_duration(d['total_s'])} | {d['launches']:,} | {each:,} |"
         )
     return "\n".join(lines)
 

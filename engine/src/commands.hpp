@@ -17,6 +17,14 @@ int cmd_providers(int argc, char** argv);
 int cmd_domains(int argc, char** argv);
 int cmd_storage(int argc, char** argv);  // storage_cmd.cpp: the local storage mode
 int cmd_nics(int argc, char** argv);
+int cmd_agent(int argc, char** argv);  // agent.cpp: one process per node for a whole campaign
+// main's argv, kept by agent.cpp: the area an agent's children write
+// their own command lines over.
+void remember_args(int argc, char** argv);
+
+// rooftop-engine's command dispatch (main.cpp): argv[1] names the command.
+// An agent's child calls it with the command it was asked to run.
+int run_engine_command(int argc, char** argv);
 
 // Parses options (exit 2 on bad usage, 0 after --help), applies --cpus,
 // runs body, and emits the report whatever happened.

@@ -27,6 +27,8 @@ const char* kUsage =
     "  domains     list a provider's domains and interfaces here (and check one)\n"
     "  nics        the NICs here (or in an hwloc XML topology) with their locality,\n"
     "              and the NIC each process would get under each NIC policy\n"
+    "  agent       serve one node for a whole campaign: start the engine commands\n"
+    "              it asks for by forking (binary and libfabric load once)\n"
     "  version     print the engine and libfabric versions\n"
     "\n"
     "'rooftop-engine COMMAND --help' describes each command's options.\n"
@@ -39,11 +41,13 @@ const char* kUsage =
     "  rooftop-engine load  --fabric ofi+tcp --group-dir /tmp/g --op read --size 4MiB\n";
 }
 
-int main(int argc, char** argv) {
+namespace rooftop {
+
+int run_engine_command(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") ||
       !std::strcmp(argv[1], "help")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? rooftop::kExitUsage : 0;
+    return argc < 2 ? kExitUsage : 0;
   }
   std::string cmd = argv[1];
   int n = argc - 2;
@@ -57,11 +61,19 @@ int main(int argc, char** argv) {
   if (cmd == "domains") return rooftop::cmd_domains(n, rest);
   if (cmd == "storage") return rooftop::cmd_storage(n, rest);
   if (cmd == "nics") return rooftop::cmd_nics(n, rest);
+  if (cmd == "agent") return rooftop::cmd_agent(n, rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("rooftop-engine %s (libfabric %s)\n", rooftop::kEngineVersion,
                 rooftop::Endpoint::libfabric_version().c_str());
     return 0;
   }
   std::fprintf(stderr, "rooftop-engine: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
-  return rooftop::kExitUsage;
+  return kExitUsage;
+}
+
+}  // namespace rooftop
+
+int main(int argc, char** argv) {
+  rooftop::remember_args(argc, argv);  // an agent shows its children's command lines there
+  return rooftop::run_engine_command(argc, argv);
 }

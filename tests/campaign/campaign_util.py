@@ -3,9 +3,11 @@ engine processes a campaign left behind."""
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 
@@ -45,3 +47,21 @@ def engine_processes(marker: str) -> list[int]:
 
 
 QUICK = ["--duration", "0.4", "--warmup", "0.2", "--samples", "2"]
+
+
+def counting_engine(folder: Path) -> tuple[Path, Path]:
+    """(wrapper, its log): an engine wrapper that logs the command
+    (argv[1]) of every exec of the engine, then becomes it. Set it as
+    ROOFTOP_ENGINE to count launches: a process a node agent forks is no exec."""
+    from rooftop.engine.base import engine_path
+
+    log = folder / "execs"
+    wrapper = folder / "rooftop-engine"
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >> {shlex.quote(str(log))}\nexec {shlex.quote(engine_path())} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, log
+
+
+def execs(log: Path) -> Counter:
+    """The engine commands a counting_engine log counted."""
+    return Counter(log.read_text().split()) if log.exists() else Counter()

@@ -16,10 +16,11 @@ import pytest
 from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.campaign import plan_collect, progress
-from rooftop.campaign.costs import PROCESS
+from rooftop.campaign.costs import AGENTS, PER_PLACEMENT
 from rooftop.campaign.progress import Tracker, WindowFollower, expect, fmt_duration
 
-PLACEMENT_S, ROUND_S = PROCESS.placement_s, PROCESS.round_s
+# A config without engine.launch (as _cfg builds it): a launch per placement.
+PLACEMENT_S, ROUND_S = PER_PLACEMENT.placement_s, PER_PLACEMENT.round_s
 
 ENGINE = {"start": "barrier", "settle": 0.1, "start_lead": 0.5}
 
@@ -64,6 +65,12 @@ def test_expected_time_of_a_known_plan():
     # The clock start waits start_lead instead of settle.
     clock = dict(cfg, engine=dict(ENGINE, start="clock"))
     assert expect(clock, plan_collect(clock)).warmup_s == pytest.approx(2 * (0.5 + 0.5))
+    # engine.launch = agents: the agents' start once (carried by the first
+    # row), and the agents' costs per placement and round.
+    agents = dict(cfg, engine=dict(ENGINE, launch="agents"))
+    a = expect(agents, plan_collect(agents))
+    assert a.total_s == pytest.approx(6.0 + 1.2 + AGENTS.fixed_s(2) + AGENTS.placement_s + 2 * AGENTS.round_s)
+    assert AGENTS.fixed_s(2) > 0 and sum(a.cost.values()) == pytest.approx(a.total_s)
 
 
 @pytest.mark.parametrize("pairs", ["serial", "rounds"])
@@ -177,11 +184,13 @@ def test_dry_run_prints_the_expected_run_time(tmp_path):
         "--results",
         str(tmp_path),
     )
-    total = 3 * 2 + 0.5 + 0.1 + PLACEMENT_S + ROUND_S
+    # engine.launch's default, agents: their start once, then cheaper placements and rounds.
+    overhead = AGENTS.fixed_s(2) + AGENTS.placement_s + AGENTS.round_s
+    total = 3 * 2 + 0.5 + 0.1 + overhead
     assert p.stdout.splitlines()[-1] == (
         f"# expected run time: {fmt_duration(total)} (1 placement, 1 client round, 3 windows: "
-        f"measuring 6.0 s, warmups 0.6 s, overhead {fmt_duration(PLACEMENT_S + ROUND_S)} at "
-        f"{PLACEMENT_S:g} s per placement and {ROUND_S:g} s per round)"
+        f"measuring 6.0 s, warmups 0.6 s, overhead {fmt_duration(overhead)} at "
+        f"{AGENTS.placement_s:g} s per placement and {AGENTS.round_s:g} s per round)"
     )
     assert "warning" not in p.stderr
 

@@ -13,15 +13,19 @@ from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.engine.base import engine_path
 
+SRUN_ENV = dict(SLURM_JOB_ID="42", SLURM_JOB_NODELIST="nid[001-002]", SLURM_CPUS_ON_NODE="4")
+
 
 def test_srun_command_lines_exactly(tmp_path):
-    env = dict(os.environ, SLURM_JOB_ID="42", SLURM_JOB_NODELIST="nid[001-002]", SLURM_CPUS_ON_NODE="4")
+    env = dict(os.environ, **SRUN_ENV)
     res = tmp_path / "res"
     out = rooftop(
         "collect",
         "--launcher",
         "srun",
         "--dry-run",
+        "--set",
+        "engine.launch=per-placement",
         "--set",
         "fabric.domain=hsn0",
         "--metrics",
@@ -82,13 +86,75 @@ def test_srun_command_lines_exactly(tmp_path):
     assert p.returncode == 2 and "Slurm allocation" in p.stderr
 
 
+def test_srun_agents_command_lines_exactly(tmp_path):
+    """engine.launch = agents: one srun step starts every node's agent (a
+    task per node, all of its CPUs, --cpus of each process a position in
+    them); the engines' own command lines carry their rank and cores."""
+    res = tmp_path / "res"
+    out = rooftop(
+        "collect",
+        "--launcher",
+        "srun",
+        "--dry-run",
+        "--set",
+        "engine.launch=agents",
+        "--set",
+        "fabric.domain=hsn0",
+        "--metrics",
+        "rpc",
+        "--samples",
+        "2",
+        "--set",
+        "collect.servers_per_node=2",
+        "--set",
+        "collect.clients_per_node=1",
+        "--set",
+        "collect.client_peak=false",
+        "--set",
+        "collect.client_node=false",
+        "--results",
+        str(res),
+        env=dict(os.environ, **SRUN_ENV),
+    ).stdout.splitlines()
+    e, a, g = engine_path(), f"{res}/<run>/agents/<session>", f"{res}/<run>/groups/<group>"
+    assert out[:3] == [
+        "# engine.launch = agents: an agent per node for the whole campaign, started once:",
+        "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=nid001,nid002 --overlap --cpu-bind=none "
+        f"{e} agent --dir '{a}' --lease '{a}/lease' --lease-timeout 12 --beat 1 --grace 5 "
+        f"--output '{a}/node-{{rank}}/agent.json' --rank 0 --rank-from-env --relative-cpus",
+        "# each command below is started by the agent of its node (forked: no launch of its own)",
+    ]
+    serve = [l for l in out if l.startswith(f"{e} serve ")]
+    assert [l.split(" --output ")[1] for l in serve] == [
+        f"'{g}/server-0.json' --rank 0 --cpus 0",
+        f"'{g}/server-1.json' --rank 1 --cpus 1",
+    ]
+    load = [l for l in out if l.startswith(f"{e} load ")]
+    assert len(load) == 1 and load[0].endswith(" --op noop --rank 0 --cpus 0"), load
+    assert not [l for l in out if l.startswith("srun") and "agent" not in l]
+    # Priced as agents: their start once, a launch per node for the campaign, none per stage.
+    assert out[-6:-1] == [
+        f"# then: rooftop-engine shutdown --token-file '{g}/token' for each server (by the agent of its node)",
+        "#   stage                placements  rounds  windows  launches  measuring  overhead  time",
+        "#   server_peak                   1       1        2         -       10 s     2.8 s  14 s",
+        "#   agents launch, once                                                       0.3 s",
+        "#   total                         1       1        2         2       10 s     3.1 s  14 s",
+    ]
+    assert out[-1].endswith("overhead 3.1 s at 1.6 s per placement and 1.15 s per round)")
+
+
 @pytest.mark.skipif(not shutil.which("mpiexec"), reason="no mpiexec (Open MPI or MPICH) installed")
-def test_mpiexec_campaign_runs_for_real(tmp_path):
+@pytest.mark.parametrize("launch", ["per-placement", "agents"])
+def test_mpiexec_campaign_runs_for_real(tmp_path, launch):
+    """Per placement, each engine takes its rank from mpiexec; with agents,
+    one mpiexec starts both nodes' agents, which give each engine its rank."""
     res = tmp_path / "res"
     p = rooftop(
         "collect",
         "--launcher",
         "mpiexec",
+        "--set",
+        f"engine.launch={launch}",
         "--set",
         'launcher.hosts=["localhost","localhost"]',
         "--metrics",
@@ -114,7 +180,11 @@ def test_mpiexec_campaign_runs_for_real(tmp_path):
     servers = list(res.glob(f"{run}/groups/*/server-0.json"))
     assert servers
     doc = json.loads(servers[0].read_text())
-    assert doc["complete"] and doc["config"]["rank_from_env"] is True
+    assert doc["complete"] and doc["config"]["rank_from_env"] is (launch == "per-placement")
+    agents = [json.loads(f.read_text()) for f in res.glob(f"{run}/agents/*/node-*/agent.json")]
+    assert [a["config"]["rank"] for a in sorted(agents, key=lambda a: a["config"]["rank"])] == (
+        [0, 1] if launch == "agents" else []
+    )
     assert doc["result"]["stop_reason"] == "shutdown rpc"  # stopped with the campaign's token
     cfg = json.loads(
         sqlite3.connect(res / "rooftop.db").execute("SELECT config FROM runs WHERE id=?", (run,)).fetchone()[0]

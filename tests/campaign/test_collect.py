@@ -227,8 +227,12 @@ exec {engine_path()} "$@"
 """)
     wrapper.chmod(0o755)
     res = tmp_path / "res"
+    # A wrapper per engine process: each launched on its own (node agents
+    # fork their engines: engine.path would wrap the agents).
+    launch = ["--set", "engine.launch=per-placement"]
     p = rooftop(
         "collect",
+        *launch,
         "--set",
         f"engine.path={wrapper}",
         "--set",
@@ -256,6 +260,7 @@ exec {engine_path()} "$@"
     # --fail-fast stops at the first failure.
     p = rooftop(
         "collect",
+        *launch,
         "--set",
         f"engine.path={wrapper}",
         "--set",

@@ -10,8 +10,9 @@ import json
 import pytest
 from campaign_util import rooftop
 
-from rooftop.campaign.costs import PROCESS
+from rooftop.campaign.costs import AGENTS, LAUNCH_MODES, PER_PLACEMENT
 from rooftop.campaign.forecast import forecast, resolve_planned
+from rooftop.config.catalog import KEYS
 from rooftop.topology import Topology
 
 SAME = ["--metrics", "rpc,bw", "--samples", "3", "--duration", "2", "--warmup", "0.5"]
@@ -47,9 +48,12 @@ def test_plan_prints_the_dry_run_figures_for_as_many_nodes(two_nodes):
     c = as_json["phases"]["collect"]
     assert (c["placements"], c["rounds"], c["windows"]) == (1, 2, 6)
     assert list(c["stages"]) == ["server_peak+client_peak+client_node"]
-    assert c["total_s"] == pytest.approx(6 * 2 + 2 * (0.5 + 0.1) + PROCESS.placement_s + 2 * PROCESS.round_s)
+    # engine.launch's default, agents: started once, then their costs per placement and round.
+    overhead = AGENTS.fixed_s(2) + AGENTS.placement_s + 2 * AGENTS.round_s
+    assert c["total_s"] == pytest.approx(6 * 2 + 2 * (0.5 + 0.1) + overhead)
     assert as_json["total_s"] == pytest.approx(c["total_s"] + as_json["phases"]["validate"]["total_s"])
-    assert as_json["constants"]["placement_start_s"] == PROCESS.placement_start.value
+    assert as_json["launch_mode"] == "agents" and c["launches"] == 2
+    assert as_json["constants"] == {k.name: k.value for k in AGENTS.constants()}
 
 
 def test_sample_dry_run_and_plan_print_the_same_pairs(tmp_path):
@@ -69,7 +73,11 @@ def _plan17(*args) -> dict:
 
 @pytest.mark.parametrize("pairs", ["serial", "rounds"])
 def test_plan_for_17_nodes_scales_as_the_formulas_say(pairs):
-    x = _plan17("--pairs", pairs, "--groups", "3", "--cores-per-node", "4", "--samples", "5", "--duration", "5")
+    # A launch per placement (engine.launch = per-placement): the launches follow the formulas.
+    x = _plan17(
+        "--pairs", pairs, "--groups", "3", "--cores-per-node", "4", "--samples", "5", "--duration", "5",
+        "--set", "engine.launch=per-placement",
+    )  # fmt: skip
     n, m, k = 17, 2, 5
     every = n * (n - 1) // 2  # 136
     rounds = {"serial": every, "rounds": n}[pairs]  # n odd: n rounds of (n-1)/2 pairs
@@ -92,9 +100,27 @@ def test_plan_for_17_nodes_scales_as_the_formulas_say(pairs):
     total = sum(s["total_s"] for s in c["stages"].values())
     assert c["total_s"] == pytest.approx(total, abs=0.01)
     assert c["launches"] == sum(s["launches"] for s in c["stages"].values())
-    overhead = c["placements"] * PROCESS.placement_s + c["rounds"] * PROCESS.round_s
+    overhead = c["placements"] * PER_PLACEMENT.placement_s + c["rounds"] * PER_PLACEMENT.round_s
     assert c["overhead_s"] == pytest.approx(overhead)
     assert x["launches"] == c["launches"] + x["phases"]["validate"]["launches"]
+
+
+def test_plan_with_agents_launches_once_per_node_and_campaign():
+    """engine.launch = agents (the default): one agent per node for collect
+    and one for validate, whatever the pairs; no launch per stage; the
+    agents' start once and their own costs per placement and round."""
+    x = _plan17("--pairs", "rounds", "--cores-per-node", "4", "--samples", "5", "--duration", "5")
+    assert x["launch_mode"] == "agents" and x["launches"] == 2 * 17
+    for phase in x["phases"].values():
+        assert phase["launch_mode"] == "agents" and phase["launches"] == 17
+        assert all(s["launches"] is None for s in phase["stages"].values())
+        overhead = phase["placements"] * AGENTS.placement_s + phase["rounds"] * AGENTS.round_s + AGENTS.fixed_s(17)
+        assert phase["overhead_s"] == pytest.approx(overhead)
+    # engine.launch's choices are the table's launch modes, its default the agents.
+    (key,) = [k for k in KEYS if k.path == "engine.launch"]
+    assert set(key.choices) == set(LAUNCH_MODES) and key.default == AGENTS.name
+    text = rooftop("plan", "--nodes", "17", "--metrics", "rpc,bw").stdout
+    assert "launch mode agents" in text and "agents launch, once" in text and ", 34 launches" in text
 
 
 @pytest.mark.parametrize("pairs", ["serial", "rounds"])

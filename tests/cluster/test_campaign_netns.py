@@ -8,15 +8,18 @@ One 3-node cluster for the module, links at R = 200 Mbit/s: low enough that
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from campaign_util import samples
+from campaign_util import counting_engine, execs, samples
 from cluster_util import needs_root, rooftop
+from slurm_util import check_engines_on_their_nodes
 
 pytestmark = needs_root
 
@@ -218,3 +221,38 @@ def test_ground_truth_bandwidth_is_the_link_rate(cluster3, tmp_path):
     # several clients measured the same, common windows.
     over = [(r["key"], r["aggregate"] / 1e6) for r in rows if r["aggregate"] > 1.02 * R]
     assert not over, (report, over)
+
+
+def test_agents_one_per_node_in_its_namespace(cluster3, tmp_path):
+    """engine.launch = agents on the emulated cluster: an agent per node,
+    in the node's namespace and cgroups (its forked servers and clients
+    serve and load on the node's address), and no other engine launch."""
+    wrapper, log = counting_engine(tmp_path)
+    res = tmp_path / "res"
+    p = rooftop(
+        "collect",
+        "--launcher",
+        "netns",
+        "--metrics",
+        "rpc",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--samples",
+        "2",
+        "--set",
+        "engine.launch=agents",
+        "--results",
+        str(res),
+        env=dict(os.environ, ROOFTOP_ENGINE=str(wrapper)),
+    )
+    run = p.stdout.strip().splitlines()[-1]
+    rows = samples(res, run)
+    assert rows and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["error"]]
+    assert execs(log) == Counter({"agent": 3, "version": 1}), execs(log)
+    assert check_engines_on_their_nodes(res / run) >= 6
+    docs = [json.loads(f.read_text()) for f in sorted((res / run).glob("agents/*/node-*/agent.json"))]
+    assert [d["environment"]["cpuset"] for d in docs] == ["0", "1", "0"]  # each node's cgroup
+    assert all(d["result"]["started"] > 0 and "is gone" in d["result"]["stop_reason"] for d in docs), docs
+    assert not live(str(res))

@@ -13,10 +13,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from campaign_util import samples
+from campaign_util import counting_engine, execs, samples
 from cluster_util import cluster, cluster_up, rooftop, status_json
 from slurm_util import (
     check_engines_on_their_nodes,
@@ -133,6 +134,40 @@ def test_mpiexec_across_nodes_collect_and_validate(slurm3, tmp_path):
     ]
     assert check_engines_on_their_nodes(res / run) >= 10
     assert not any(node_processes().values()), node_processes()
+
+
+@pytest.mark.parametrize("launcher", ["srun", "mpiexec"])
+def test_agents_one_per_node_and_no_other_engine_launch(slurm3, tmp_path, launcher):
+    """engine.launch = agents: one srun step (in salloc) or one mpiexec
+    starts an agent on every node for the whole campaign; every engine runs
+    in its node's namespace, and nothing else execs the engine."""
+    wrapper, log = counting_engine(tmp_path)
+    res = tmp_path / "res"
+    args = ["collect", "--launcher", launcher, "--fabric", "ofi+tcp", *SHORT, "--results", str(res)]
+    args += ["--set", "engine.launch=agents", *(["--set", HOSTS] if launcher == "mpiexec" else [])]
+    env = slurm_env(ROOFTOP_ENGINE=str(wrapper))
+    if launcher == "srun":
+        p = subprocess.run(
+            ["salloc", "-N", "3", ROOFTOP, *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        run = run_id(p)
+    else:
+        run = rooftop(*args, env=env).stdout.strip().splitlines()[-1]
+    rows = samples(res, run)
+    assert rows and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["error"]]
+    assert execs(log) == Counter({"agent": 3, "version": 1}), execs(log)
+    assert check_engines_on_their_nodes(res / run) >= 6
+    (launch_log,) = (res / run).glob("agents/*/launch-*.log")  # one launcher line for every agent
+    docs = [json.loads(f.read_text()) for f in sorted((res / run).glob("agents/*/node-*/agent.json"))]
+    assert [d["result"]["node"] for d in docs] == [0, 1, 2] and all(d["result"]["relative_cpus"] for d in docs)
+    assert all(d["result"]["started"] > 0 and "is gone" in d["result"]["stop_reason"] for d in docs), docs
+    wait_for("no process left in the nodes", lambda: not any(node_processes().values()), 15)
+    assert squeue(steps=True) == []
 
 
 def interrupt_campaign(argv: list[str], started, tmp_path: Path) -> str:

@@ -223,7 +223,7 @@ class ModeRun:
                 self.runner.servers.stop(self.group)
                 self.group = None
         finally:
-            self.runner.procs.stop_all()
+            self.runner.procs.close()  # its processes, then its node agents
             self.runner.leases.close()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rooftop import metrics
 from rooftop.campaign import progress
+from rooftop.campaign.costs import launch_mode
 from rooftop.campaign.groups import merge_server_args
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE
 from rooftop.launchers import Launch, Launcher, Node
@@ -28,6 +29,39 @@ class Commands:
 
     def __init__(self, cfg: dict, launcher: Launcher, nodes: list[Node], engine: str, lease_s: float):
         self.cfg, self.launcher, self.nodes, self.engine, self.lease_s = cfg, launcher, nodes, engine, lease_s
+        #: Engines are started by the node agents (engine.launch = agents:
+        #: the launch mode that launches once per node, rooftop.campaign.costs).
+        self.agents = launch_mode(cfg).once_per_node
+
+    def launches(self, node: Node, argv: list[str], nprocs: int, first_rank: int) -> list[Launch]:
+        """The launches of nprocs engine processes on node: one per process
+        for its agent (engine.launch = agents), else the launcher's lines."""
+        binding = self.cfg["binding"]
+        if self.agents:
+            return [
+                Launch(a, node, [rank], agent=True)
+                for rank, a in self.launcher.agent_argvs(node, argv, nprocs, binding, first_rank)
+            ]
+        return self.launcher.launches(node, argv, nprocs, binding, first_rank)
+
+    def shutdown_launch(self, placement: Placement, gdir: Path, rank: int) -> Launch:
+        """The shutdown of server rank (engine.launch = agents: by the agent
+        of its node, which reaches it as a client there)."""
+        node = self.nodes[placement.server_nodes[rank // placement.servers_per_node]]
+        argv = [
+            self.engine,
+            "shutdown",
+            *self.fabric_args(),
+            "--group-dir",
+            str(gdir),
+            "--rank",
+            str(rank),
+            "--token-file",
+            str(gdir / TOKEN_FILE),
+            "--timeout",
+            "5",
+        ]
+        return Launch(argv, node, [rank], agent=True)
 
     def fabric_args(self) -> list[str]:
         args = ["--fabric", self.cfg["fabric"]["provider"]]
@@ -65,7 +99,7 @@ class Commands:
             if node.address:
                 argv += ["--address", ",".join(node.nic_addresses())]
             argv += nics.engine_args(self.cfg, gdir / "nic-counters", idx, "server")
-            launches += self.launcher.launches(node, argv, placement.servers_per_node, self.cfg["binding"], rank)
+            launches += self.launches(node, argv, placement.servers_per_node, rank)
             rank += placement.servers_per_node
         return launches
 
@@ -140,6 +174,6 @@ class Commands:
             ]
             argv += metrics.get(spec.metric).client_args(self.cfg)
             argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx, "client")
-            launches += self.launcher.launches(node, argv, spec.clients_per_node, self.cfg["binding"], rank)
+            launches += self.launches(node, argv, spec.clients_per_node, rank)
             rank += spec.clients_per_node
         return launches

@@ -7,14 +7,16 @@ campaign, per node, per placement and per client round).
 campaign and the progress bars' ETAs all read them here, through
 rooftop.campaign.estimate. Each constant says what it is, where it was
 measured and how; benchmarks/plan_constants.py measures them again on the
-machine it runs on (docs/measurement.md, "Planning a campaign").
+machine it runs on, benchmarks/launch_agents.py a placement's fixed cost
+under both launch modes (docs/measurement.md, "Planning a campaign").
 
-A launch mode is an entry of LAUNCH_MODES: "process" (fresh engine
-processes per placement and per round) is the only one so far. A mode
-that starts something once per node for the whole campaign (agents, issue
-31) declares its own constants and sets once_per_node: the campaign then
-counts one launch per node. launch_mode() reads the config's
-launcher.mode, which that mode's code declares as a key with it."""
+A launch mode is an entry of LAUNCH_MODES, named as the config's
+engine.launch names it: "per-placement" (fresh engine processes per
+placement and per round, a launch each) and "agents" (one node agent per
+node for the whole campaign forks every engine, rooftop.engine.agents:
+once_per_node, so the campaign counts one launch per node, and its
+placements and rounds no longer pay the engine's load). launch_mode()
+reads engine.launch."""
 
 from __future__ import annotations
 
@@ -79,8 +81,66 @@ WINDOW = Constant(
     "measures it: (the last window's end - the first window's start) / windows - duration",
 )
 
-#: Every constant, by name (plan --json, the docs' table).
-CONSTANTS: dict[str, Constant] = {c.name: c for c in (PLACEMENT_START, PLACEMENT_STOP, ROUND_START, ROUND_END, WINDOW)}
+LIBFABRIC_LOAD = Constant(
+    "libfabric_load_s",
+    0.35,
+    "an engine process before its main runs: the constructor of Debian's libinfinipath "
+    "(libfabric links its PSM provider), paid by every process launched",
+    f"{HERE}; about 0.35 s per engine process (docs/measurement.md, 'Measured here')",
+)
+
+
+def _less_load(c: Constant, name: str, what: str) -> Constant:
+    """c without the engine's load, which a forked process does not pay."""
+    return Constant(
+        name,
+        round(c.value - LIBFABRIC_LOAD.value, 3),
+        what,
+        f"derived, not measured: {c.name} less {LIBFABRIC_LOAD.name} (a node agent forks the "
+        "process, already loaded); benchmarks/launch_agents.py measures a placement's fixed cost "
+        "both ways, and its figures replace these",
+    )
+
+
+AGENT_PLACEMENT_START = _less_load(
+    PLACEMENT_START,
+    "agent_placement_start_s",
+    "a placement's servers forked by their nodes' agents: until every server's address file is published",
+)
+AGENT_PLACEMENT_STOP = _less_load(
+    PLACEMENT_STOP,
+    "agent_placement_stop_s",
+    "a placement's servers after its last round: shut down (the shutdown command forked by an agent) and reaped",
+)
+AGENT_ROUND_START = _less_load(
+    ROUND_START,
+    "agent_round_start_s",
+    "a client round before its warmup: clients forked by their nodes' agents, started and connected",
+)
+AGENTS_START = Constant(
+    "agents_start_s",
+    LIBFABRIC_LOAD.value,
+    "the node agents, once per campaign: launched together (one srun step, one mpiexec, a process per "
+    "node here), each loading the engine once before it forks anything",
+    f"derived, not measured: {LIBFABRIC_LOAD.name}, the load every agent pays once, at once on every node",
+)
+
+#: Every constant, by name (each launch mode prices with its own: LaunchMode.constants()).
+CONSTANTS: dict[str, Constant] = {
+    c.name: c
+    for c in (
+        PLACEMENT_START,
+        PLACEMENT_STOP,
+        ROUND_START,
+        ROUND_END,
+        WINDOW,
+        LIBFABRIC_LOAD,
+        AGENT_PLACEMENT_START,
+        AGENT_PLACEMENT_STOP,
+        AGENT_ROUND_START,
+        AGENTS_START,
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -111,28 +171,44 @@ class LaunchMode:
     def round_s(self) -> float:
         return self.round_start.value + self.round_end.value
 
+    def constants(self) -> list[Constant]:
+        """The constants this mode prices a campaign with."""
+        parts = (self.placement_start, self.placement_stop, self.round_start, self.round_end, self.window)
+        return [*parts, *(c for c in (self.campaign, self.node) if c is not None)]
+
     def fixed_s(self, nodes: int) -> float:
         """What the mode costs once per campaign on `nodes` nodes."""
         return (self.campaign.value if self.campaign else 0.0) + (self.node.value * nodes if self.node else 0.0)
 
 
-PROCESS = LaunchMode(
-    "process",
-    "fresh engine processes: a placement's servers, then each client round's clients",
+PER_PLACEMENT = LaunchMode(
+    "per-placement",
+    "fresh engine processes: a placement's servers, then each client round's clients, a launch each "
+    "(a job step under srun, an mpiexec)",
     PLACEMENT_START,
     PLACEMENT_STOP,
     ROUND_START,
     ROUND_END,
 )
+AGENTS = LaunchMode(
+    "agents",
+    "one node agent per node for the whole campaign, launched once, forks every server, client and shutdown",
+    AGENT_PLACEMENT_START,
+    AGENT_PLACEMENT_STOP,
+    AGENT_ROUND_START,
+    ROUND_END,
+    campaign=AGENTS_START,
+    once_per_node=True,
+)
 
-#: Every launch mode, by name (launcher.mode).
-LAUNCH_MODES: dict[str, LaunchMode] = {m.name: m for m in (PROCESS,)}
+#: Every launch mode, by name (engine.launch; its choices in rooftop.config.catalog).
+LAUNCH_MODES: dict[str, LaunchMode] = {m.name: m for m in (AGENTS, PER_PLACEMENT)}
 
 
 def launch_mode(cfg: dict) -> LaunchMode:
-    """The launch mode a config names (launcher.mode, once a second mode
-    declares that key; until then, and when unset, process)."""
-    name = (cfg.get("launcher") or {}).get("mode") or "process"
+    """The launch mode a config names (engine.launch; a config without it,
+    as a test builds one: per-placement)."""
+    name = (cfg.get("engine") or {}).get("launch") or PER_PLACEMENT.name
     if name not in LAUNCH_MODES:
-        raise ConfigError(f"launcher.mode: {name!r} is not one of {', '.join(LAUNCH_MODES)}")
+        raise ConfigError(f"engine.launch: {name!r} is not one of {', '.join(LAUNCH_MODES)}")
     return LAUNCH_MODES[name]

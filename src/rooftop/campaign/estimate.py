@@ -41,7 +41,9 @@ class Work:
     #: Stored rows (a pair round stores one per pair and window).
     rows: int = 0
     #: Engine launches: one per server node of each placement and per
-    #: client node of each round (a job step under srun, an mpiexec).
+    #: client node of each round (a job step under srun, an mpiexec), as
+    #: engine.launch = per-placement launches them (a mode that launches
+    #: once per node forks these instead: Estimate.launches).
     launches: int = 0
     #: Engine processes started.
     processes: int = 0
@@ -173,7 +175,10 @@ class Estimate:
             rows.append((f"{self.mode.name} launch, once", "", "", "", "", "", fmt_duration(self.fixed_s), ""))
         rows.append(_row("total", self.work, str(self.launches), self.overhead_s, self.total_s))
         width = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        out = ["  ".join(c.ljust(width[0]) if i == 0 else c.rjust(width[i]) for i, c in enumerate(r)) for r in rows]
+        out = [
+            "  ".join(c.ljust(width[0]) if i == 0 else c.rjust(width[i]) for i, c in enumerate(r)).rstrip()
+            for r in rows
+        ]
         if self.pairs is not None:
             out.append(pairs_line(self.strategy or "", self.pairs))
         return out
@@ -191,12 +196,18 @@ class Estimate:
             "rows": w.rows,
             "launches": self.launches,
             "processes": w.processes,
-            "stages": {
-                name: {**_rounded(asdict(s)), "total_s": round(s.total_s(self.mode), 3)}
-                for name, s in self.stages.items()
-            },
+            "launch_mode": self.mode.name,
+            "stages": {name: self._stage_dict(s) for name, s in self.stages.items()},
             "pairs": None if self.pairs is None else {"strategy": self.strategy, **asdict(self.pairs)},
         }
+
+    def _stage_dict(self, w: Work) -> dict:
+        """A stage's work; its launches None when the mode launches once
+        per node for the whole campaign (the table's '-')."""
+        d = {**_rounded(asdict(w)), "total_s": round(w.total_s(self.mode), 3)}
+        if self.mode.once_per_node:
+            d["launches"] = None
+        return d
 
 
 def _rounded(d: dict) -> dict:

@@ -20,7 +20,7 @@ import copy
 from dataclasses import dataclass, field
 
 from rooftop import stages
-from rooftop.campaign.costs import CONSTANTS, launch_mode
+from rooftop.campaign.costs import launch_mode
 from rooftop.campaign.estimate import Estimate, Work, count, estimate, fmt_duration, pair_work
 from rooftop.campaign.plan import plan_collect, plan_validate
 from rooftop.config.files import load_file, merge, set_key
@@ -117,8 +117,8 @@ class Forecast:
         out += [
             "",
             f"total: {fmt_duration(self.total_s)} ({parts}), {self.launches} launches",
-            "constants: "
-            + ", ".join(f"{c.name} {c.value:g}" for c in CONSTANTS.values())
+            f"constants of launch mode {mode.name}: "
+            + ", ".join(f"{c.name} {c.value:g}" for c in mode.constants())
             + " (rooftop.campaign.costs; docs/measurement.md)",
         ]
         if not self.listed:
@@ -134,7 +134,7 @@ class Forecast:
             "launcher": self.cfg["launcher"]["type"],
             "launch_mode": mode.name,
             "metrics": self.cfg["metrics"],
-            "constants": {c.name: c.value for c in CONSTANTS.values()},
+            "constants": {c.name: c.value for c in mode.constants()},
             "phases": {p: e.as_dict() for p, e in self.phases.items()},
             "total_s": round(self.total_s, 3),
             "launches": self.launches,

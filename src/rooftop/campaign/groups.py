@@ -15,6 +15,7 @@ from pathlib import Path
 from rooftop import metrics
 from rooftop.campaign.processes import SampleFailed
 from rooftop.engine import enginedoc
+from rooftop.engine.agents import AGENTS_DIR
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE, EngineError, private_dir, write_private, write_token
 from rooftop.engine.commands import run_engine
 from rooftop.engine.groups import NotReady, wait_published
@@ -78,14 +79,18 @@ def server_groups(cfg: dict, names: list[str]) -> list[list[str]]:
 
 
 def stop_stale_groups(run_dir: Path, wait: float = 5.0) -> list[Path]:
-    """Servers (and clients) of a campaign that died: their lease files are
-    removed, so they stop at their next check (0.2 s); waits until their
-    address files are withdrawn. Returns the group folders still holding one."""
+    """Servers (and clients) of a campaign that died, and its node agents:
+    their lease files are removed, so they stop at their next check (0.2
+    s); waits until their address files are withdrawn (and the agents'
+    ready files). Returns the group folders still holding one."""
     stale = [p.parent for p in (run_dir / "groups").glob(f"*/{LEASE_FILE}")]
-    for gdir in stale:
-        (gdir / LEASE_FILE).unlink(missing_ok=True)
+    agents = [p.parent for p in (run_dir / AGENTS_DIR).glob(f"*/{LEASE_FILE}")]
+    for folder in stale + agents:
+        (folder / LEASE_FILE).unlink(missing_ok=True)
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline and any(any(g.glob("*.addr")) for g in stale):
+    while time.monotonic() < deadline and (
+        any(any(g.glob("*.addr")) for g in stale) or any(any(a.glob("node-*/ready")) for a in agents)
+    ):
         time.sleep(0.05)
     if stale:  # its clients too (connecting or at a barrier: the engine's lease watchdog, 1.2 s)
         time.sleep(1.5)
@@ -149,32 +154,24 @@ class Servers:
             raise SampleFailed("; ".join(wrong_nic[:5]))
 
     def stop(self, group: ServerGroup) -> None:
+        """Each server still publishing gets the shutdown command (from its
+        node's agent under engine.launch = agents, else from here); what is
+        left after 10 s is killed."""
         r, gdir = self.r, group.gdir
+        live = [k for k in range(group.nservers) if (gdir / f"{k}.addr").exists()]
+        shutdowns = [r.commands.shutdown_launch(group.placement, gdir, k) for k in live]
 
-        def shutdown(rank: int):
+        def shutdown(launch):
             try:
-                run_engine(
-                    [
-                        "shutdown",
-                        *r.commands.fabric_args(),
-                        "--group-dir",
-                        str(gdir),
-                        "--rank",
-                        str(rank),
-                        "--token-file",
-                        str(gdir / TOKEN_FILE),
-                        "--timeout",
-                        "5",
-                    ],
-                    timeout=20,
-                )
+                run_engine(launch.argv[1:], timeout=20)
             except EngineError:
                 pass  # killed below if it does not stop
 
-        live = [k for k in range(group.nservers) if (gdir / f"{k}.addr").exists()]
-        if live:
-            with ThreadPoolExecutor(max_workers=min(8, len(live))) as pool:
-                list(pool.map(shutdown, live))
+        if shutdowns and r.commands.agents:
+            reap([r.procs.start(l, gdir / f"shutdown-{l.ranks[0]}.log") for l in shutdowns], 20)
+        elif shutdowns:
+            with ThreadPoolExecutor(max_workers=min(8, len(shutdowns))) as pool:
+                list(pool.map(shutdown, shutdowns))
         reap(group.procs, 10)
         r.leases.drop(gdir)
         (gdir / TOKEN_FILE).unlink(missing_ok=True)  # no secret left on disk once they stopped

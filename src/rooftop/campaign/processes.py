@@ -11,6 +11,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from rooftop.engine.agents import Agents
 from rooftop.engine.processes import terminate
 from rooftop.launchers import Launch
 
@@ -35,12 +36,21 @@ def _signals_deferred():
 
 
 class Processes:
-    """Every process a campaign starts, so that all can be stopped."""
+    """Every process a campaign starts, so that all can be stopped. agents:
+    the node agents that start its engines (engine.launch = agents; None:
+    every launch is a process of its own)."""
 
-    def __init__(self):
-        self.procs: list[subprocess.Popen] = []
+    def __init__(self, agents: Agents | None = None):
+        self.procs: list = []  # subprocess.Popen, or AgentProc for what an agent started
+        self.agents = agents
 
-    def start(self, launch: Launch, log: Path) -> subprocess.Popen:
+    def start(self, launch: Launch, log: Path):
+        if launch.agent:
+            if self.agents is None:
+                raise ValueError(f"{launch.argv[:2]} is for a node agent, but this campaign starts none")
+            proc = self.agents.run(launch, log)  # the agents start first, when need be
+            self.procs.append(proc)
+            return proc
         env = dict(os.environ, **launch.env)
         # Ctrl-C between fork and registration would orphan the child:
         # signals wait until it is on the list stop_all() walks.
@@ -56,6 +66,16 @@ class Processes:
 
     def forget_finished(self) -> None:
         self.procs = [p for p in self.procs if p.poll() is None]
+
+    def gone(self, nodes) -> list[str]:
+        """Why the agents of those node indexes are gone (none: [])."""
+        return self.agents.gone_among(nodes) if self.agents is not None else []
+
+    def close(self, grace: float = 5.0) -> None:
+        """Stops every process, then the agents."""
+        self.stop_all(grace)
+        if self.agents is not None:
+            self.agents.stop()
 
 
 class SampleFailed(RuntimeError):

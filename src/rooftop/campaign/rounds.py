@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import signal
 import sys
@@ -18,7 +17,7 @@ from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
 from rooftop.campaign.rows import Rows
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import full_windows, unusable, windows_of
-from rooftop.engine.processes import reap
+from rooftop.engine.processes import reap, signal_proc
 from rooftop.launchers import on_this_machine
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement, SampleSpec
@@ -123,6 +122,10 @@ class RoundMeasurer:
         r.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit)
         name_server_reasons(group.gdir, errors, r.leases.period)
+        gone = r.procs.gone({*group.placement.server_nodes, *(c for sp in rnd.specs for c in sp.client_nodes)})
+        for k in errors:  # a dead agent took its node's servers or clients with it: named first
+            if gone and not any(why in errors[k] for why in gone):
+                errors[k] = f"{'; '.join(gone)}: {errors[k]}"
         rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
         gate = float(r.cfg["engine"].get("foreign_cpu_gate", 0.5))
         for _, row in rows:  # others took the cores: measured again, then stored invalid
@@ -213,10 +216,7 @@ class RoundMeasurer:
         try:
             with _signals_deferred():
                 for p in procs:
-                    try:
-                        os.killpg(p.pid, signal.SIGTERM)
-                    except ProcessLookupError:
-                        pass
+                    signal_proc(p, signal.SIGTERM)
                 killed = reap(procs, 10)
                 self.r.procs.forget_finished()
                 results, errors = self._read_clients(launches, procs, killed, sdir, 10, cut=True)
@@ -232,7 +232,10 @@ class RoundMeasurer:
         errors: dict[int, str] = {}
         node_of = {r: l.node for l in launches for r in l.ranks}
         for launch, p in zip(launches, procs):
-            if p in killed:
+            if getattr(p, "lost", None):  # its node's agent is gone (rooftop.engine.agents)
+                for r in launch.ranks:
+                    errors[r] = f"client rank {r}: {p.lost}"
+            elif p in killed:
                 for r in launch.ranks:
                     errors[r] = f"clients on node {launch.node.index} did not finish within {limit:g} s"
         results, docs = {}, {}

@@ -17,6 +17,7 @@ from rooftop.campaign.plan import ClientRound, _pair_schedule, client_rounds
 from rooftop.campaign.processes import Processes, RoundInterrupted, SampleFailed, _signals_deferred
 from rooftop.campaign.rounds import RoundMeasurer
 from rooftop.campaign.rows import Rows
+from rooftop.engine.agents import Agents
 from rooftop.engine.base import TOKEN_FILE, engine_path
 from rooftop.engine.leases import Leases
 from rooftop.launchers import Launcher, Node
@@ -43,7 +44,6 @@ class Runner:
         self.run_id = run_id
         self.launcher = launcher
         self.nodes: list[Node] = launcher.nodes()
-        self.procs = Processes()
         self.on_sample = on_sample or (lambda spec, row: None)
         #: Called (from a follower thread) once every client of a round has
         #: measured the window of a spec, before its rows are stored.
@@ -55,7 +55,16 @@ class Runner:
         self.token = os.urandom(16).hex()
         self.run_dir = store.run_dir(run_id)
         self.leases = Leases(float(cfg["engine"].get("lease", 10.0)))
-        self.commands = Commands(cfg, launcher, self.nodes, cfg["engine"]["path"] or engine_path(), self.leases.period)
+        engine = cfg["engine"]["path"] or engine_path()
+        self.commands = Commands(cfg, launcher, self.nodes, engine, self.leases.period)
+        #: engine.launch = agents: one agent per node starts every engine,
+        #: launched on first use and stopped by procs.close().
+        self.agents = (
+            Agents(launcher, engine, self.run_dir, self.leases, float(cfg["engine"]["timeout"]) + 20, self.log)
+            if self.commands.agents
+            else None
+        )
+        self.procs = Processes(self.agents)
         self.servers = Servers(self)
         self.rows = Rows(run_id, cfg, self.nodes)
         self.measurer = RoundMeasurer(self)
@@ -149,7 +158,7 @@ class Runner:
                     n_ok, n_failed = self._run_placement(placement, todo, fail_fast)
                     ok, failed = ok + n_ok, failed + n_failed
         finally:
-            self.procs.stop_all()
+            self.procs.close()
             self.leases.close()
         return ok, failed
 
@@ -185,6 +194,11 @@ class Runner:
         """The exact command lines of every placement and sample, not run."""
         lines = _pair_schedule(self.cfg, placements)
         gdir = self.run_dir / "groups" / "<group>"
+        if self.agents is not None:
+            folder = self.run_dir / "agents" / "<session>"
+            lines.append("# engine.launch = agents: an agent per node for the whole campaign, started once:")
+            lines += [shlex.join(l.argv) for l in self.launcher.agent_launches(self.nodes, self.agents.argv(folder))]
+            lines.append("# each command below is started by the agent of its node (forked: no launch of its own)")
         for pl in placements:
             lines.append(
                 f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node"
@@ -216,5 +230,6 @@ class Runner:
                 ]
             lines.append(
                 f"# then: rooftop-engine shutdown --token-file {shlex.quote(str(gdir / TOKEN_FILE))} for each server"
+                + (" (by the agent of its node)" if self.agents is not None else "")
             )
         return lines

@@ -41,10 +41,15 @@ def add_parser(sub) -> None:
         "per stage and in total,\nwith the engine launches and the client ceiling's pairs and rounds "
         "(per topology class\nwith --groups or --topology; --pairs sample: its first batch and the interval width "
         "each\nclass is expected to reach), from the config as collect resolves it "
-        "and the fixed costs\nmeasured here (rooftop.campaign.costs). 'rooftop collect --dry-run' on "
-        "an allocation of N\nnodes prints the same figures. Nothing runs and nothing is written.",
+        "and the fixed costs\nmeasured here (rooftop.campaign.costs) of its launch mode, engine.launch: "
+        "agents (the default:\none node agent per node for each of collect and validate, so the launches are "
+        "N per\ncampaign, and placements and rounds fork their engines) or per-placement (a launch per\nserver "
+        "node of each placement and per client node of each round; --set\nengine.launch=per-placement). "
+        "'rooftop collect --dry-run' on an allocation of N nodes\nprints the same figures. Nothing runs and "
+        "nothing is written.",
         epilog="examples:\n"
         "  rooftop plan --nodes 17\n"
+        "  rooftop plan --nodes 17 --set engine.launch=per-placement\n"
         "  rooftop plan --nodes 1000 --groups 50 --pairs rounds --cores-per-node 64 --json\n"
         "  rooftop plan --nodes 1000 --groups 50 --set collect.pairs=sample\n"
         "  rooftop plan --topology /etc/slurm/topology.conf --launcher srun --config suite.toml",

@@ -307,6 +307,17 @@ KEYS: list[Key] = [
         maximum=DAY,
     ),
     Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
+    Key(
+        "engine.launch",
+        "choice",
+        "agents",
+        "how a campaign starts its engines: agents (one `rooftop-engine agent` per node for the whole "
+        "campaign, launched once -- one srun step, one mpiexec, a process per node here -- which forks each "
+        "placement's servers and clients, so libfabric loads once per node) or per-placement (a launch per "
+        "placement and round: srun steps, mpiexec lines, a process each; the older way, kept to compare). "
+        "docs/measurement.md, 'How a campaign launches'",
+        ("agents", "per-placement"),
+    ),
     Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
     Key("fail_fast", "bool", False, "stop the campaign at the first failed sample"),
     # The samplers' keys (rooftop/samplers.py): time series recorded during rounds.

@@ -11,7 +11,9 @@ engine.Group, the campaign's Runner and benchmarks/ all use these.
 
 The package: base (the binary, its environment and exit codes, EngineError,
 private files), commands (one-shot commands: run_engine), leases (Leases),
-processes (reap, terminate), groups (Server, Group, wait_published); guard
+processes (reap, terminate), groups (Server, Group, wait_published), agents
+(Agents, AgentProc: one node agent per node that forks a campaign's
+engines, engine.launch = agents); guard
 (kills a helper's session once rooftop is gone: python -m
 rooftop.engine.guard) and enginedoc (the one reader of engine documents).
 """

@@ -17,7 +17,11 @@ KILL_WAIT = 10.0
 def signal_proc(p: subprocess.Popen, sig: int) -> None:
     """Sends sig to p's process group when p leads one (campaigns start
     every engine in its own session, so a launcher's children go too),
-    else to p alone."""
+    else to p alone. A process an agent started (rooftop.engine.agents.
+    AgentProc) gets it from its agent, to its group."""
+    if not isinstance(p, subprocess.Popen):
+        p.send_signal(sig)
+        return
     try:
         if os.getpgid(p.pid) == p.pid:
             os.killpg(p.pid, sig)

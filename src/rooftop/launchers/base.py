@@ -53,12 +53,17 @@ class Node:
 
 @dataclass
 class Launch:
-    """One command line to run, and what it starts."""
+    """One command line to run, and what it starts. agent: an engine
+    command the node's agent starts (engine.launch = agents; argv is then
+    the engine's own, with its --rank and --cpus), not a process of its own;
+    for an agents' launch (Launcher.agent_launches), ranks are the nodes
+    it serves."""
 
     argv: list[str]
     node: Node
     ranks: list[int]
     env: dict[str, str] = field(default_factory=dict)
+    agent: bool = False
 
 
 class LauncherError(RuntimeError):
@@ -139,6 +144,33 @@ class Launcher(ABC):
         [engine, "serve", ...]); "{rank}" in its arguments is replaced by the
         engine with each process's rank.
         """
+
+    def agent_launches(self, nodes: list[Node], agent_argv: list[str]) -> list[Launch]:
+        """Command lines that start one agent (`rooftop-engine agent`) on
+        each of nodes for a whole campaign (engine.launch = agents).
+        agent_argv lacks the agent's --rank (its node index), which each
+        line adds. Default: a process per node on this machine, unbound (the
+        agent binds each process it starts with --cpus)."""
+        return [Launch([*agent_argv, "--rank", str(n.index)], n, [n.index]) for n in nodes]
+
+    def agent_argvs(
+        self, node: Node, engine_argv: list[str], nprocs: int, binding: str, first_rank: int
+    ) -> list[tuple[int, list[str]]]:
+        """(rank, argv) of each of nprocs engine processes the agent on node
+        starts, bound with the engine's own --cpus (pinned_argvs). Under a
+        launcher whose Node.cores are positions, not cpu numbers (srun;
+        mpiexec on other hosts), its agent_launches give the agent
+        --relative-cpus and the agent maps them to its own cpus."""
+        return pinned_argvs(node, engine_argv, nprocs, binding, first_rank, self.shares_cores)
+
+    def agent_misplaced(self, node: Node, ready: dict) -> str:
+        """Why the agent that reported ready (its ready file: host,
+        slurm_node, cpus) is not on node ('' when it is)."""
+        return ""
+
+    #: Processes beyond a node's cores take its core sets again (the netns
+    #: launcher's launcher.oversubscribe).
+    shares_cores = False
 
     def describe(self) -> dict:
         return {"type": self.name, "nodes": [n.describe() for n in self.nodes()]}

@@ -1,7 +1,9 @@
 """The default launcher: this machine's cores split into N logical nodes.
 
 No root needed. With 2 cores, 2 nodes of one core each; with 3 or more,
-3 nodes (the cores split evenly). Processes
+3 nodes (the cores split evenly). Under engine.launch = agents (the
+default) one unbound node agent per node forks the engines, each bound as
+below. Processes
 are bound with the engine's own --cpus, so a logical node's processes stay
 on its cores even with binding 'none' (then each may use all of them).
 """

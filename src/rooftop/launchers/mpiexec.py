@@ -53,6 +53,14 @@ engine's own --cpus and mpiexec binding off:
 Ranks still come from the environment: MPI numbers the contexts' processes
 in order. With binding 'none' each process gets all of its node's cores.
 
+Under engine.launch = agents (the default) one mpiexec for the whole
+campaign starts a node agent per node instead (agent_launches: an
+application context per node, "-H host:n -n 1 ENGINE agent ... --rank I",
+--bind-to none), and the agent forks every engine, binding it with --cpus
+(cpu numbers on this machine; positions in the agent's own cpus on other
+hosts and the emulated cluster: --relative-cpus). Open MPI ends every agent
+once one of them dies.
+
 Running as root: Open MPI's mpiexec refuses to run as root unless told
 --allow-run-as-root (or OMPI_ALLOW_RUN_AS_ROOT=1 and
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment); rooftop adds the option
@@ -325,6 +333,29 @@ class MpiexecLauncher(Launcher):
             argv = [self.command, "-n", k, "-hosts", node.host, "-bind-to", bind]
         argv += [*self.extra_args, *engine_argv, *rank_args]
         return [Launch(argv, node, ranks)]
+
+    def agent_launches(self, nodes, agent_argv):
+        """One mpiexec for every agent, an application context per node
+        (MPMD) on its host with the agent's --rank, unbound (the agent binds
+        its processes with --cpus: cpu numbers on this machine, positions in
+        the agent's own cpus elsewhere, --relative-cpus). Open MPI ends
+        every agent once one of them dies."""
+        per_host: dict[str, int] = {}
+        for n in nodes:
+            per_host[n.host] = per_host.get(n.host, 0) + 1
+        if self.flavor == "openmpi":
+            argv = [self.command, "--bind-to", "none", *self._root_args(), *self._cluster_args()]
+        else:
+            argv = [self.command, "-bind-to", "none"]
+        argv += self.extra_args
+        here = _local_names()
+        for i, n in enumerate(nodes):
+            if i:
+                argv.append(":")
+            host = ["-H", f"{n.host}:{per_host[n.host]}"] if self.flavor == "openmpi" else ["-hosts", n.host]
+            relative = ["--relative-cpus"] if self._emulated or n.host not in here else []
+            argv += [*host, "-n", "1", *agent_argv, "--rank", str(n.index), *relative]
+        return [Launch(argv, nodes[0], [n.index for n in nodes])]
 
     def _mpmd(self, node: Node, engine_argv: list[str], sets, rank_args) -> list[str]:
         """One application context per process, each with its own --cpus."""

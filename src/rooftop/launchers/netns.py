@@ -17,7 +17,9 @@ serve on the node's address (Node.address: the campaign passes --address;
 on a node with several NICs, every NIC's address, and the NIC policy picks),
 and clients reach them over the node's veth; the root namespace, where the
 campaign runs ping/stat/shutdown, reaches every node through the bridge.
-Use an IP provider (ofi+tcp): ofi+shm would run too, since shared memory
+Under engine.launch = agents (the default) the line starts one node agent
+per node instead (agent_launches), which forks every engine there: its
+children stay in the node's namespace and cgroups. Use an IP provider (ofi+tcp): ofi+shm would run too, since shared memory
 ignores network namespaces, but it would bypass the shaped links.
 
 Configuration (the resolved config's "launcher" section): nodes (the first
@@ -64,7 +66,7 @@ class NetnsLauncher(Launcher):
                     f"emulated cluster's nodes and cores are set by 'rooftop cluster up'"
                 )
         self._extra = list(cfg.get("extra_args") or [])
-        self._wrap = bool(cfg.get("oversubscribe"))
+        self.shares_cores = bool(cfg.get("oversubscribe"))
         try:
             st = cluster_state.load(state_path)
         except LauncherError as e:
@@ -111,8 +113,13 @@ class NetnsLauncher(Launcher):
     def launches(self, node, engine_argv, nprocs, binding, first_rank):
         return [
             Launch(self.wrap(node, argv), node, [rank])
-            for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank, self._wrap)
+            for rank, argv in pinned_argvs(node, engine_argv, nprocs, binding, first_rank, self.shares_cores)
         ]
+
+    def agent_launches(self, nodes, agent_argv):
+        """An agent per node, inside its cgroups and namespace (its children,
+        forked, stay there); launcher.extra_args wrap the agent."""
+        return [Launch(self.wrap(n, [*agent_argv, "--rank", str(n.index)]), n, [n.index]) for n in nodes]
 
     def describe(self) -> dict:
         st = self._state

@@ -37,6 +37,14 @@ be given through launcher.extra_args.) If the job has memory allocated per
 node, concurrent steps may also need an explicit --mem / --mem-per-cpu in
 extra_args so that the first step does not claim all of it.
 
+Under engine.launch = agents (the default) none of those steps runs: one
+step for the whole campaign starts a node agent per node (agent_launches:
+--nodes=N --ntasks=N --ntasks-per-node=1 --nodelist=<every node> --overlap
+--cpu-bind=none, task i on node i), each with all of the node's CPUs in the
+job, and the agent forks every engine, binding it with --cpus to positions
+in its own CPUs (--relative-cpus). A step of the agents' does not hold
+CPUs from other steps (--overlap): interference loads still start theirs.
+
 The servers' shutdown token travels as a file, as with mpiexec: --token-file
 <group dir>/token (0600 in a 0700 group directory on the shared file system
 the address files need anyway), never argv or --export.
@@ -212,6 +220,35 @@ class SrunLauncher(Launcher):
             "--rank-from-env",
         ]
         return [Launch(argv, node, list(range(first_rank, first_rank + nprocs)))]
+
+    def agent_launches(self, nodes, agent_argv):
+        """One job step for every agent: a task per node (task i on the i-th
+        node of the list, which keeps Slurm's order), each with all of the
+        node's CPUs in the job (no --exact, --cpu-bind=none) that it binds
+        its processes within (--relative-cpus: Node.cores are positions);
+        --overlap leaves the CPUs to other steps too (interference loads)."""
+        if [n.index for n in nodes] != list(range(len(nodes))):
+            raise LauncherError("srun launcher: agents start on every node of the launcher, in order")
+        argv = [
+            self.command,
+            f"--nodes={len(nodes)}",
+            f"--ntasks={len(nodes)}",
+            "--ntasks-per-node=1",
+            f"--nodelist={','.join(n.host for n in nodes)}",
+            "--overlap",
+            "--cpu-bind=none",
+            *self.extra_args,
+            *agent_argv,
+            "--rank",
+            "0",
+            "--rank-from-env",
+            "--relative-cpus",
+        ]
+        return [Launch(argv, nodes[0], [n.index for n in nodes])]
+
+    def agent_misplaced(self, node, ready):
+        where = ready.get("slurm_node")
+        return f"started on Slurm node {where}, not {node.host}" if where and where != node.host else ""
 
 
 SPEC = LauncherSpec(
