@@ -200,7 +200,7 @@ def test_references_written_from_a_baseline_carry_its_ceilings_in_the_models_uni
 def test_report_judges_since_the_last_run_by_the_check_keys(folder, capsys, tmp_path):
     """The report's "since the last comparable run" and its history figure
     follow the check.* keys as `rooftop check` does: per-metric thresholds
-    (the server ceilings fell 59 % since the run before: beyond bw's 40 %,
+    (the server ceilings fell 47 % since the run before: beyond bw's 40 %,
     within rpc's 70 %) and k (a band of 100 robust deviations finds no step)."""
     from rooftop import results
     from rooftop.history.keys import Rule
@@ -221,15 +221,15 @@ def test_report_judges_since_the_last_run_by_the_check_keys(folder, capsys, tmp_
         for m in ("bw", "rpc")
     )
     assert "the server ceiling fell" in bw and "bw server ceiling fell" in bw, bw
-    assert "no ceiling moved beyond noise" in rpc and "rpc server ceiling held (-5" in rpc, rpc
+    assert "no ceiling moved beyond noise" in rpc and "rpc server ceiling held (-47 %" in rpc, rpc
     # The gate says the same of each ceiling.
     rc, gate, _ = cli(
         capsys, "check", ids[STEP], "--against", ids[STEP - 1], "--config", str(site), "--results", str(res)
     )
     assert rc == 1 and "ok   rpc server ceiling held" in gate and "FELL bw server ceiling fell" in gate, gate
-    # k reaches the history figure's step markers: the default band marks the step, k = 100 none.
+    # k reaches the history figure's markers: the default band marks the outlier and the fall, k = 100 neither.
     data = {k: results.load(st, ids[STEP], judged_by(Rule(k=k))).part("history") for k in (3.0, 100.0)}
-    assert [e.kind for e in data[3.0]["bw"]["events"]] == ["outlier", "step"]
+    assert [e.kind for e in data[3.0]["bw"]["events"]] == ["outlier", "unconfirmed"]  # the step run is the last
     assert data[100.0]["bw"]["events"] == [] and data[100.0]["rpc"]["rule"].k == 100
     rc, _, err = cli(capsys, *argv, "--set", "check.k=0")
     assert rc == 2 and "check.k: 0.0 is too small" in err, err
