@@ -476,6 +476,8 @@ RENAMED = [
     (["report", "R", "--output", "d"], ["report", "R", "--out-dir", "d"]),
     (["compare", "R", "--output", "d"], ["compare", "R", "--out-dir", "d"]),
     (["interfere", "--bursts", "R"], ["interfere", "--bursts-run", "R"]),
+    (["export", "R", "--nodes"], ["export", "R", "--sample-nodes"]),
+    (["history", "--plot", "d"], ["history", "--out-dir", "d"]),
 ]
 
 
@@ -510,6 +512,10 @@ def test_one_grammar_across_commands():
         assert ("-o" in flags) == ("--output" in flags) == (name == "export"), name  # a file; a folder is --out-dir
         assert ("--bursts" in flags) == (name == "bursts"), name  # a count; a bursts run is --bursts-run
         assert "--target" not in flags or name == "size", name  # a rate there; learn's metrics are --metrics
+    for name, sp in commands.items():  # --nodes N is a count wherever it appears; no --plot DIR (--out-dir)
+        nodes = [a for a in sp._actions if "--nodes" in a.option_strings and not isinstance(a, Deprecated)]
+        assert all(a.type is int for a in nodes), name
+        assert "--plot" not in shown[name], name
     positional = {
         name for name, sp in commands.items() if any(a.metavar == "RUN" and not a.option_strings for a in sp._actions)
     }

@@ -9,10 +9,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import jsonschema
 import pytest
@@ -27,9 +28,9 @@ FOM_LINE = re.compile(
 )
 
 
-def cli(*args, check=True):
+def cli(*args, check=True, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, check=check, timeout=120
+        [sys.executable, "-m", "rooftop", *args], capture_output=True, text=True, check=check, timeout=120, env=env
     )
 
 
@@ -40,14 +41,15 @@ def synthetic(tmp_path_factory):
 
 def test_json_of_every_stage_validates_against_the_schema(synthetic):
     st, run = synthetic
-    doc = json.loads(cli("export", run, "--format", "json", "--results", str(st.dir)).stdout)
+    in_chicago = dict(os.environ, TZ="CST6")  # UTC-6: the export is UTC whatever the reader's zone
+    doc = json.loads(cli("export", run, "--format", "json", "--results", str(st.dir), env=in_chicago).stdout)
     jsonschema.validate(doc, export.schema("export"))
     assert doc["schema_version"] == export.SCHEMA_VERSION
     assert {s["stage"] for s in doc["samples"]} == set(stages.STAGES)
     for s in doc["samples"]:
         assert s["server_node_count"] == len(s["server_nodes"]) and isinstance(s["ceilings"], list)
     for t in [doc["created"], *(s["created"] for s in doc["samples"])]:
-        assert datetime.fromisoformat(t).utcoffset() is not None, t  # ISO-8601 with its zone
+        assert t.endswith("+00:00") and datetime.fromisoformat(t).utcoffset() == timedelta(0), t  # UTC, its zone
     broken = dict(doc, samples=[dict(doc["samples"][0], server_nodes="0 1")])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, export.schema("export"))
@@ -59,7 +61,7 @@ def test_csv_columns_keep_their_type_in_every_run(synthetic):
     st, run = synthetic
     rows = list(csv.DictReader(io.StringIO(cli("export", run, "--results", str(st.dir)).stdout)))
     assert list(rows[0]) == export.CSV_COLUMNS
-    nodes = list(csv.DictReader(io.StringIO(cli("export", run, "--nodes", "--results", str(st.dir)).stdout)))
+    nodes = list(csv.DictReader(io.StringIO(cli("export", run, "--sample-nodes", "--results", str(st.dir)).stdout)))
     assert list(nodes[0]) == export.NODE_COLUMNS
     doc = {
         s["id"]: s
@@ -72,7 +74,7 @@ def test_csv_columns_keep_their_type_in_every_run(synthetic):
             mine = [int(n["node"]) for n in nodes if n["sample_id"] == r["id"] and n["side"] == side]
             assert mine == s[f"{side}_nodes"] and int(r[f"{side}_node_count"]) == len(mine)
         assert r["ceilings"].split() == s["ceilings"] and r["ceilings"]
-        assert datetime.fromisoformat(r["created"]).utcoffset() is not None
+        assert r["created"].endswith("+00:00") and datetime.fromisoformat(r["created"]).utcoffset() == timedelta(0)
         assert not r["raw_dir"].startswith("/")
 
 

@@ -12,14 +12,15 @@ additional properties for that reason.
 Typed columns, and no JSON in a CSV cell: `server_nodes`/`client_nodes`
 are lists of node indices (JSON lists; the CSV has their counts,
 `server_node_count`/`client_node_count`, and the lists themselves in a long
-table of their own, `--nodes`: one row per sample, side and node).
+table of their own, `--sample-nodes`: one row per sample, side and node).
 `ceilings` is the list of collect stages a sample stands for (CSV: the
 names separated by spaces; a stage name has none). `emulation` is what the
 emulated cluster enforced on the sample's nodes during its window
 (rooftop.emulation; null off the emulated cluster; JSON only). `created`
-is ISO-8601 with its time zone. `raw_dir` is the folder of the sample's
-engine documents relative to the results folder ("RUN/raw/...", "" when
-none is left), wherever `collect` ran.
+is ISO-8601 in UTC with its zone ("2026-11-26T09:28:57+00:00"), as the
+store records it. `raw_dir` is the folder of the sample's engine documents
+relative to the results folder ("RUN/raw/...", "" when none is left),
+wherever `collect` ran.
 """
 
 from __future__ import annotations
@@ -29,14 +30,13 @@ import io
 import json
 import math
 import os
-from datetime import datetime
 from importlib import resources
 
 from rooftop.interference import report as interference_report
 from rooftop.service import points as service_points
 from rooftop.service import report as service_report
 from rooftop.store.db import Store
-from rooftop.store.records import stands_for
+from rooftop.store.records import stands_for, utc_stamp
 from rooftop.store.schema import SAMPLE_COLUMNS
 
 #: The version of every JSON document below (see the compatibility rule).
@@ -50,7 +50,7 @@ SCHEMA_VERSION = "1.5"
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
 CSV_COLUMNS = [c for c in COLUMNS if c not in ("server_nodes", "client_nodes", "emulation")]
-#: `rooftop export RUN --nodes`: the samples' nodes, one row per sample, side and node.
+#: `rooftop export RUN --sample-nodes`: the samples' nodes, one row per sample, side and node.
 NODE_COLUMNS = ["sample_id", "side", "node"]
 #: Export formats: name -> one line of help.
 FORMATS = {
@@ -66,12 +66,9 @@ def schema(name: str) -> dict:
 
 
 def iso_time(stamp: str | None) -> str | None:
-    """A stored time as ISO-8601 with its zone: the store records local
-    time without one (records.now_iso), read here in this machine's zone."""
-    if not stamp:
-        return stamp
-    t = datetime.fromisoformat(stamp)
-    return (t if t.tzinfo else t.astimezone()).isoformat(timespec="seconds")
+    """A stored time as exported: UTC, ISO-8601 with its zone, as the store
+    records it since schema version 14 (records.utc_stamp)."""
+    return utc_stamp(stamp) if stamp else stamp
 
 
 def sample_rows(store: Store, run_id: str) -> list[dict]:
@@ -125,7 +122,7 @@ def csv_text(store: Store, run_id: str) -> str:
 
 
 def nodes_text(store: Store, run_id: str, fmt: str) -> str:
-    """`rooftop export RUN --nodes`: which nodes each sample ran on, one row
+    """`rooftop export RUN --sample-nodes`: which nodes each sample ran on, one row
     per sample, side (server, client) and node index (CSV: joins the
     samples' `id` on `sample_id`), or a list (JSON)."""
     run = store.get_run(run_id)

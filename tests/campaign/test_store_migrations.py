@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import shutil
 import sqlite3
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import jsonschema
@@ -83,14 +85,23 @@ def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
     assert user_version(res) == 0  # written before migrations were numbered
     runs, samples = raw_rows(res, "runs"), raw_rows(res, "samples")
     assert len(samples) == FIXTURES[name] and all(s["status"] == "ok" for s in samples)
-    listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)  # opening migrates
+    # Opening migrates, here on a machine 6 hours behind UTC (POSIX TZ: no tzdata needed).
+    listed = json.loads(rooftop("runs", "--json", "--results", str(res), env=dict(os.environ, TZ="CST6")).stdout)
     assert user_version(res) == SCHEMA_VERSION
     assert [(r["id"], r["status"], r["samples"]) for r in listed] == [(runs[0]["id"], "complete", len(samples))]
     new_runs, new_samples = raw_rows(res, "runs"), raw_rows(res, "samples")
+    moved = {"raw_dir", "created", "updated"}
     for old, new in zip(runs + samples, new_runs + new_samples, strict=True):
         # Every value as it was, but raw_dir: written absolute (/tmp/store-mig-*/RUN/raw/ROUND),
-        # now relative to the results folder (migration 13).
-        assert {k: new[k] for k in old if k != "raw_dir"} == {k: v for k, v in old.items() if k != "raw_dir"}
+        # now relative to the results folder (migration 13); and the times: written local
+        # without a zone ('2026-11-23T01:42:45'), now UTC with it (migration 14).
+        assert {k: new[k] for k in old if k not in moved} == {k: v for k, v in old.items() if k not in moved}
+        for k in ("created", "updated"):
+            if k in old:
+                assert "+" not in old[k] and not old[k].endswith("Z")  # the old format, local
+                utc = datetime.fromisoformat(old[k]) + timedelta(hours=6)
+                assert new[k] == utc.isoformat(timespec="seconds") + "+00:00", (k, old[k], new[k])
+    assert listed[0]["created"] == new_runs[0]["created"]
     for old, new in zip(samples, new_samples):
         assert Path(old["raw_dir"]).is_absolute() and not (res / old["raw_dir"]).is_dir()
         assert new["raw_dir"] == str(Path(*Path(old["raw_dir"]).parts[-3:]))
@@ -358,3 +369,36 @@ def test_fresh_campaign_fills_quantities_and_params(tmp_path):
     assert len(samples) == 2 and {s["run_id"] for s in samples} == {run}
     check_filled(res, samples)
     assert {r["key"] for r in raw_rows(res, "run_params")} >= {"collect.samples", "engine.min_overlap"}
+
+
+def test_times_of_every_table_move_to_utc_once(tmp_path, monkeypatch):
+    """Migration 14 on the tables the fixtures lack (a baseline and its copy
+    of its run's time): local times are read in the migrating machine's
+    zone, a time with a zone is moved to UTC, a UTC one is left as it is."""
+    import time
+
+    from rooftop.history import baselines
+
+    st = Store(tmp_path / "res")
+    run = st.new_run({}, {})
+    st.db.execute(baselines.DDL)
+    st.db.execute(
+        "INSERT INTO baselines VALUES ('b', ?, '2026-01-01T12:00:00', ?)",
+        (run, json.dumps({"bw": {"created": "2026-01-01T11:00:00+02:00"}})),
+    )
+    st.db.execute("UPDATE runs SET created = '2026-01-01T10:00:00', updated = '2026-01-01T09:00:00+00:00'")
+    st.db.execute("PRAGMA user_version = 13")
+    st.db.commit()
+    st.close()
+    monkeypatch.setenv("TZ", "CST6")  # 6 hours behind UTC
+    time.tzset()
+    try:
+        Store(tmp_path / "res", create=False).close()
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    (r,) = raw_rows(tmp_path / "res", "runs")
+    (b,) = raw_rows(tmp_path / "res", "baselines")
+    assert (r["created"], r["updated"]) == ("2026-01-01T16:00:00+00:00", "2026-01-01T09:00:00+00:00")
+    assert b["created"] == "2026-01-01T18:00:00+00:00"
+    assert json.loads(b["ceilings"])["bw"]["created"] == "2026-01-01T09:00:00+00:00"

@@ -106,10 +106,13 @@ def test_baseline_and_junit(folder, capsys, tmp_path):
 
 def test_history_command_and_report_section(folder, capsys, tmp_path):
     st, res, ids, _ = folder
-    rc, out, _ = cli(capsys, "history", "--results", str(res), "--json")
+    rc, out, _ = cli(capsys, "history", "--results", str(res), "--json", "--threshold", "rpc=12", "--k", "2.5")
     assert rc == 0
     doc = json.loads(out)
-    big = [g for g in doc if len(g["runs"]) == len(SCALES)]
+    # The rule it applied, as check --json records it: every metric's threshold, K and k.
+    assert (doc["check"]["threshold"], doc["check"]["last"], doc["check"]["k"]) == (10, 8, 2.5)
+    assert doc["check"]["rpc"] == {"threshold": 12} and doc["check"]["bw"] == {"threshold": 10}
+    big = [g for g in doc["groups"] if len(g["runs"]) == len(SCALES)]
     assert len(big) == 2 and all(
         {c["run"]: c["kind"] for c in g["changes"]} == {ids[OUTLIER]: "outlier", ids[STEP]: "step"} for g in big
     )
@@ -192,3 +195,50 @@ def test_references_written_from_a_baseline_carry_its_ceilings_in_the_models_uni
     for argv in (("--against", "history"), (ids[1], "--against", "refs-base"), ()):
         rc, _, err = cli(capsys, "check", *argv, "--write-references", str(tmp_path / "x.json"), *r)
         assert rc == 2 and "--write-references FILE takes --against BASELINE|RUN" in err, err
+
+
+def test_report_judges_since_the_last_run_by_the_check_keys(folder, capsys, tmp_path):
+    """The report's "since the last comparable run" and its history figure
+    follow the check.* keys as `rooftop check` does: per-metric thresholds
+    (the server ceilings fell 47 % since the run before: beyond bw's 40 %,
+    within rpc's 70 %) and k (a band of 100 robust deviations finds no step)."""
+    from rooftop import results
+    from rooftop.history.keys import Rule
+    from rooftop.kinds.sections import judged_by
+
+    st, res, ids, _ = folder
+    site = tmp_path / "site.toml"
+    site.write_text("[check]\nthreshold = 40\n[check.rpc]\nthreshold = 70\n")
+    out = tmp_path / "rep"
+    argv = ("report", ids[STEP], "--results", str(res), "--out-dir", str(out), "--config", str(site))
+    rc, _, err = cli(capsys, *argv, "--k", "100")
+    assert rc == 0, err
+    md = (out / "report.md").read_text()
+    section = md.split("## Since the last comparable run", 1)[1].split("\n## ", 1)[0]
+    assert "rule: threshold bw 40 %, rpc 70 %; history window K = 8 runs, band k = 100" in section, section
+    bw, rpc = (
+        next(x for x in section.splitlines() if x.startswith(f"- {m}: against run {ids[STEP - 1]}"))
+        for m in ("bw", "rpc")
+    )
+    assert "the server ceiling fell" in bw and "bw server ceiling fell" in bw, bw
+    assert "no ceiling moved beyond noise" in rpc and "rpc server ceiling held (-47 %" in rpc, rpc
+    # The gate says the same of each ceiling.
+    rc, gate, _ = cli(
+        capsys, "check", ids[STEP], "--against", ids[STEP - 1], "--config", str(site), "--results", str(res)
+    )
+    assert rc == 1 and "ok   rpc server ceiling held" in gate and "FELL bw server ceiling fell" in gate, gate
+    # k reaches the history figure's markers: the default band marks the outlier and the fall, k = 100 neither.
+    data = {k: results.load(st, ids[STEP], judged_by(Rule(k=k))).part("history") for k in (3.0, 100.0)}
+    assert [e.kind for e in data[3.0]["bw"]["events"]] == ["outlier", "unconfirmed"]  # the step run is the last
+    assert data[100.0]["bw"]["events"] == [] and data[100.0]["rpc"]["rule"].k == 100
+    rc, _, err = cli(capsys, *argv, "--set", "check.k=0")
+    assert rc == 2 and "check.k: 0.0 is too small" in err, err
+
+
+def test_history_figures_go_to_out_dir(folder, capsys, tmp_path):
+    _, res, _, _ = folder
+    rc, out, err = cli(capsys, "history", "--results", str(res), "--out-dir", str(tmp_path / "h"))
+    assert rc == 0 and out.startswith("rule: threshold bw 10 %, rpc 10 %"), out
+    pngs = sorted(p.name for p in (tmp_path / "h").iterdir())
+    assert len(pngs) == 4 and [p.split("-")[1] for p in pngs] == ["bw", "bw", "rpc", "rpc"], (pngs, err)
+    assert all(p.stat().st_size > 0 for p in (tmp_path / "h").iterdir())

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags
+from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, deprecated
 from rooftop.history import keys as _check_keys  # noqa: F401  (registers the check.* config keys)
 
 #: The rule's flags: keys of rooftop.history.keys (--threshold sets check.threshold or check.METRIC.threshold).
@@ -30,7 +30,10 @@ examples:
 """
 
 
-def _rule_args(p) -> None:
+def rule_args(p, results: bool = True) -> None:
+    """The rule's keys as flags: --config (its [check] table), --set
+    check.*, --threshold, --last, --k; results: --results as a key flag
+    too (a command with its own --results passes False)."""
     p.add_argument(
         "--config", help="config file (JSON, or TOML by extension) with a [check] table; see 'rooftop config keys'"
     )
@@ -46,7 +49,8 @@ def _rule_args(p) -> None:
         "(check.threshold, default 10) or METRIC's (check.METRIC.threshold); repeatable",
     )
     add_key_flags(p, RULE_FLAGS)
-    add_key_flags(p, [RESULTS_FLAG])
+    if results:
+        add_key_flags(p, [RESULTS_FLAG])
 
 
 def add_history(sub) -> None:
@@ -55,12 +59,17 @@ def add_history(sub) -> None:
         help="each ceiling's median and 95 %% interval per run, runs grouped by comparability",
         description="The complete runs of a results folder grouped by what makes them comparable "
         "(hosts, metric, and the config keys that change a ceiling: rooftop.history.comparable), "
-        "each ceiling's median and 95 %% interval per run in time order, the recommended ratio, the "
+        "each ceiling's median and 95 % interval per run in time order, the recommended ratio, the "
         "validation error, and the changes the history rule finds (step, outlier, unconfirmed).",
     )
-    p.add_argument("--json", action="store_true", help="JSON on stdout")
-    p.add_argument("--plot", metavar="DIR", help="also write the history figure of each group (PNG) into DIR")
-    _rule_args(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='JSON on stdout: the rule applied (as check --json\'s "check") and the groups',
+    )
+    p.add_argument("--out-dir", metavar="DIR", help="also write the history figure of each group (PNG) into DIR")
+    deprecated(p, "--plot", "--out-dir", dest="out_dir", metavar="DIR")  # its spelling before: a folder is --out-dir
+    rule_args(p)
     p.set_defaults(func=cmd_history)
 
 
@@ -85,19 +94,25 @@ def add_check(sub) -> None:
         help="write the ceilings of --against BASELINE|RUN as the ReFrame check's references file "
         "(their medians, lower bound -threshold, the model's units) and exit; no RUN",
     )
-    _rule_args(p)
+    rule_args(p)
     p.set_defaults(func=cmd_check)
 
 
-def _options(args):
-    """(the rule, the store) from defaults <- --config <- --set <- the flags."""
+def rule_of(args):
+    """(the rule, the merged config) from defaults <- --config <- --set <- the flags (rule_args)."""
     from rooftop import session
     from rooftop.history.keys import rule, threshold_overrides
-    from rooftop.store.db import Store
 
     overrides = session.overrides(args)
     overrides.update(threshold_overrides(args.threshold))
-    got, cfg = rule(args.config, overrides)
+    return rule(args.config, overrides)
+
+
+def _options(args):
+    """(the rule, the store)."""
+    from rooftop.store.db import Store
+
+    got, cfg = rule_of(args)
     return got, Store(cfg["results"], create=False)
 
 
@@ -174,17 +189,17 @@ def cmd_history(args) -> int:
     for runs in groups:
         events = check.steps(runs, rule.of(runs[0].metric), rule.k, rule.last)
         out.append((runs, events))
-    if args.plot:
+    if args.out_dir:
         from rooftop.history import figure
 
-        Path(args.plot).mkdir(parents=True, exist_ok=True)
+        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
         for i, (runs, events) in enumerate(out):
             fig = figure.history_figure(runs, events)
-            path = Path(args.plot) / f"history-{runs[0].metric}-{i + 1}.png"
+            path = Path(args.out_dir) / f"history-{runs[0].metric}-{i + 1}.png"
             fig.savefig(path, dpi=110)
             print(path, file=sys.stderr)
     if args.json:
-        doc = [
+        groups_doc = [
             {
                 "signature": runs[0].signature,
                 "runs": [r.to_dict() for r in runs],
@@ -192,10 +207,12 @@ def cmd_history(args) -> int:
             }
             for runs, events in out
         ]
-        print(json.dumps(doc, indent=2))
+        print(json.dumps({"check": rule.record(), "groups": groups_doc}, indent=2))
         return 0
     if not out:
         print(f"no complete run with ceilings in {store.dir}")
+    else:
+        print(f"rule: {rule.text(sorted({runs[0].metric for runs, _ in out}))}")
     for runs, events in out:
         sig = runs[0].signature
         print(

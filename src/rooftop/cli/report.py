@@ -8,22 +8,41 @@ import json
 import sys
 from pathlib import Path
 
-from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
+from rooftop.cli.common import (
+    deprecated,
+    formats,
+    json_flag,
+    out_dir_arg,
+    print_files,
+    results_arg,
+    run_arg,
+    takes_runs,
+)
+from rooftop.cli.history import rule_args, rule_of
 from rooftop.cli.model import combined_mixes
+
+
+def _sections(args):
+    """The report sections, the history one judging by the check.* keys
+    given (--config's [check] table, --set, --threshold, --last, --k) as
+    `rooftop check` does."""
+    from rooftop.kinds.sections import judged_by
+
+    return judged_by(rule_of(args)[0])
 
 
 def _cmd_report(args) -> int:
     from rooftop import kinds, model, report, results
-    from rooftop.kinds.sections import SECTIONS
     from rooftop.store.db import Store
 
+    sections = _sections(args)  # a bad check.* key is refused before anything is read
     store = Store(args.results, create=False)
     run = store.get_run(args.run)
     kind = kinds.of(store, run)
     if kind is not None:  # audit, tune, bursts...: their own report
         page, md = kind.report(store, run, Path(args.out_dir) if args.out_dir else store.run_dir(run.id) / "report")
         return _report_written(args, run.id, page, md, [], [])
-    res = results.load(store, args.run, SECTIONS)
+    res = results.load(store, args.run, sections)
     if not res.rooflines and not args.nic_runs:  # a NIC comparison needs server peaks only
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
     out = Path(args.out_dir) if args.out_dir else store.run_dir(res.run.id) / "report"
@@ -67,7 +86,6 @@ def _nic_comparison(store, res, nic_runs: str):
 
 def _cmd_plot(args) -> int:
     from rooftop import kinds, model, results
-    from rooftop.kinds.sections import SECTIONS
     from rooftop.plots.run import left_out, plot_params, plot_run
     from rooftop.store.db import Store
 
@@ -97,7 +115,7 @@ def _cmd_plot(args) -> int:
                 raise model.ModelError(f"{kind.no_roofline(run.id)}; it has no figure of its own")
             print_files(files, args.json)
             return 0
-        res = results.load(store, args.run, SECTIONS)
+        res = results.load(store, args.run, _sections(args))
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
         out = Path(args.out_dir) if args.out_dir else _figures_dir(store, res.run.id)
@@ -132,12 +150,12 @@ def _cmd_export(args) -> int:
     args.format = args.format or "csv"
     store = Store(args.results, create=False)
     run = store.get_run(args.run).id
-    if args.series + args.services + args.nodes > 1:
-        print("rooftop export: --series, --services and --nodes are separate exports: give one", file=sys.stderr)
+    if args.series + args.services + args.sample_nodes > 1:
+        print("rooftop export: --series, --services and --sample-nodes are separate exports: give one", file=sys.stderr)
         return 2
-    if args.nodes:
+    if args.sample_nodes:
         if args.format == "fom":
-            print("rooftop export: --nodes is csv or json", file=sys.stderr)
+            print("rooftop export: --sample-nodes is csv or json", file=sys.stderr)
             return 2
         text = export.nodes_text(store, run, args.format)
     elif args.series:
@@ -163,6 +181,17 @@ def _cmd_export(args) -> int:
     return 0
 
 
+def _history_rule(p) -> None:
+    rule_args(
+        p.add_argument_group(
+            "since the last comparable run",
+            "the rule that judges this run against the last comparable one and marks step changes in "
+            "the history figure: rooftop check's, from the same check.* keys (docs/history.md)",
+        ),
+        results=False,
+    )
+
+
 def add_export(sub) -> None:
     from rooftop.export import FORMATS, SCHEMA_VERSION
 
@@ -174,8 +203,8 @@ def add_export(sub) -> None:
         + "".join(f"  {k:5} {v}\n" for k, v in FORMATS.items())
         + f"\nJSON carries schema_version {SCHEMA_VERSION} (a MINOR release only adds fields). CSV columns "
         "are typed,\nnumbers and text only (no JSON in a cell): server_node_count/client_node_count count "
-        "the\nnodes (which ones: --nodes, one row per sample, side and node), ceilings is the stage\n"
-        "names separated by spaces, created is ISO-8601 with its time zone, raw_dir is relative to\n"
+        "the\nnodes (which ones: --sample-nodes, one row per sample, side and node), ceilings is the stage\n"
+        "names separated by spaces, created is ISO-8601 in UTC with its zone, raw_dir is relative to\n"
         "the results folder; emulation is in the JSON only. docs/exports.md shows pandas reading both.",
     )
     run_arg(ex, "the run (see 'rooftop runs')")
@@ -195,11 +224,13 @@ def add_export(sub) -> None:
         "with 'rooftop service --import'",
     )
     ex.add_argument(
-        "--nodes",
+        "--sample-nodes",
         action="store_true",
         help="which nodes each sample ran on instead: one row per sample, side and node: sample_id "
         "(the samples' id), side (server, client), node (index)",
     )
+    # --nodes is a count everywhere else (collect, plan, cluster up): this switch was --nodes before.
+    deprecated(ex, "--nodes", "--sample-nodes", dest="sample_nodes", action="store_true")
     results_arg(ex)
     ex.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     ex.set_defaults(func=_cmd_export)
@@ -232,6 +263,7 @@ def add_plot(sub) -> None:
         "ridge), or auto (default: linear only when it keeps everything inside)",
     )
     json_flag(pl, "the files written")
+    _history_rule(pl)
     pl.set_defaults(func=_cmd_plot)
 
 
@@ -264,4 +296,5 @@ def add_report(sub) -> None:
     )
     takes_runs(rp, "nic_runs")
     json_flag(rp, "the files written, the warnings and the NIC policy verdict")
+    _history_rule(rp)
     rp.set_defaults(func=_cmd_report)

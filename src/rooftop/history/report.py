@@ -1,12 +1,18 @@
 """The report's "Since the last comparable run" section: per metric, the
 run's ceilings against the last comparable run before it (the baseline
 rule, rooftop.history.check), and the history figure when there are at
-least MIN_RUNS comparable runs up to this one. SECTION is an entry of the
-report sections table (rooftop.kinds.sections)."""
+least MIN_RUNS comparable runs up to this one. Both follow the check.*
+keys as `rooftop check` does (a Rule, rooftop.history.keys: per-metric
+thresholds, K and k; section(rule) binds one, SECTION reads with the
+defaults). SECTION is an entry of the report sections table
+(rooftop.kinds.sections)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rooftop.history import check, series
+from rooftop.history.keys import Rule
 from rooftop.results.sections import Section
 
 #: Comparable runs (this one included) from which the figure is drawn.
@@ -17,10 +23,12 @@ CAPTION = (
 )
 
 
-def read(store, res) -> dict | None:
+def read(store, res, rule: Rule | None = None) -> dict | None:
     """{metric: {"runs": [RunCeilings], "check": MetricCheck, "events":
-    [Event]}} for the run's metrics with an earlier comparable run; None:
-    none has one (or the run is not complete)."""
+    [Event], "rule": Rule}} for the run's metrics with an earlier comparable
+    run, judged by rule (None: the check.* keys' defaults); None: none has
+    one (or the run is not complete)."""
+    rule = rule or Rule()
     if res.run.status != "complete":
         return None
     mine = series.of_run(store, res.run.id)
@@ -33,13 +41,17 @@ def read(store, res) -> dict | None:
         prior = [r for r in runs if r.run != rc.run]
         if not prior:
             continue
-        mc = check.against_run(rc, prior[-1], check.DEFAULT_THRESHOLD, f"run {prior[-1].run}")
-        out[metric] = {"runs": runs, "check": mc, "events": check.steps(runs, check.DEFAULT_THRESHOLD)}
+        threshold = rule.of(metric)
+        mc = check.against_run(rc, prior[-1], threshold, f"run {prior[-1].run}")
+        events = check.steps(runs, threshold, rule.k, rule.last)
+        out[metric] = {"runs": runs, "check": mc, "events": events, "rule": rule}
     return out or None
 
 
 def lines(data: dict) -> list[str]:
-    out = []
+    """The rule first (as `rooftop check` prints it), then a line per metric."""
+    rule = next(iter(data.values()))["rule"]
+    out = [f"rule: {rule.text(list(data))}"]
     for metric, d in data.items():
         mc = d["check"]
         prior = d["runs"][-2]
@@ -68,6 +80,11 @@ def figures(res, data) -> dict:
         for metric, d in (data or {}).items()
         if len(d["runs"]) >= MIN_RUNS
     }
+
+
+def section(rule: Rule) -> Section:
+    """SECTION judging by rule (the check.* keys `rooftop report` was given)."""
+    return replace(SECTION, read=lambda store, res: read(store, res, rule))
 
 
 SECTION = Section(

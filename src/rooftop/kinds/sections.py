@@ -23,3 +23,9 @@ SECTIONS: tuple[Section, ...] = (
     learned.SECTION,
     history_report.SECTION,
 )
+
+
+def judged_by(rule) -> tuple[Section, ...]:
+    """SECTIONS with the history section judging by rule
+    (rooftop.history.keys.Rule: the check.* keys a command was given)."""
+    return tuple(history_report.section(rule) if s is history_report.SECTION else s for s in SECTIONS)

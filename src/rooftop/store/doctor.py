@@ -20,7 +20,7 @@ from pathlib import Path
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, unstored_rows
 from rooftop.store import paths
 from rooftop.store.db import Store
-from rooftop.store.records import StoreError, now_iso
+from rooftop.store.records import StoreError, now_iso, utc_stamp
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
@@ -197,7 +197,10 @@ def _run_config(run_dir: Path, old: dict | None) -> dict:
 
 
 def _restore_run(store: Store, run_id: str, cfg: dict, old: dict | None) -> None:
-    created = old["created"] if old else time.strftime("%Y-%m-%dT%H:%M:%S", time.strptime(run_id[:15], "%Y%m%d-%H%M%S"))
+    # A run id starts with the local time it was made (store.runs): UTC, as every stored time.
+    created = utc_stamp(
+        old["created"] if old else time.strftime("%Y-%m-%dT%H:%M:%S", time.strptime(run_id[:15], "%Y%m%d-%H%M%S"))
+    )
     env = old["environment"] if old else json.dumps({"rebuilt_by": "rooftop doctor"})
     store.db.execute(
         "INSERT INTO runs (id, created, updated, status, config, environment, wall_s) "

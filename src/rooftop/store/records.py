@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 
@@ -73,7 +73,19 @@ def stands_for(row: dict) -> list[str]:
 
 
 def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+    """Now as the store records a time: UTC, ISO-8601 with its zone
+    ('2026-11-26T09:28:57+00:00'; +00:00 rather than Z: Python 3.10's
+    fromisoformat reads it), to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def utc_stamp(stamp: str) -> str:
+    """A time as the store records it (now_iso). A time with a zone is
+    moved to UTC; one without (what databases before schema version 14 held:
+    the local time of the machine that wrote it, no zone) is read in this
+    machine's zone, the best guess there is. ValueError: not an ISO-8601 time."""
+    t = datetime.fromisoformat(stamp.strip().replace("Z", "+00:00"))
+    return (t if t.tzinfo else t.astimezone()).astimezone(timezone.utc).isoformat(timespec="seconds")
 
 
 class StoreError(RuntimeError):

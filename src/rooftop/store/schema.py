@@ -3,12 +3,14 @@ every schema change as a numbered migration (issue 12); see rooftop.store for th
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from rooftop.store.paths import UNMAPPED_DDL
+from rooftop.store.records import utc_stamp
 
 # --- What each sample measured, in long format (issue 12) -----------------
 #: Every quantity the quantities table holds: name -> (unit, what it is).
@@ -195,6 +197,49 @@ SAMPLE_PARAMS_DDL = """CREATE VIEW IF NOT EXISTS sample_params (sample_id, key, 
     UNION ALL SELECT id, 'sample.x', +x FROM samples"""
 
 
+#: Every column that holds a time (table -> columns), the studies' tables
+#: made on first use (service_points, baselines) included: UTC with its zone
+#: since schema version 14 (records.now_iso).
+TIME_COLUMNS = {
+    "runs": ("created", "updated"),
+    "samples": ("created",),
+    "tune_steps": ("created",),
+    "service_points": ("created",),
+    "baselines": ("created",),
+}
+
+
+def _utc(text):
+    """text as utc_stamp gives it; a value that is no time is left as it is."""
+    try:
+        return utc_stamp(text)
+    except (ValueError, TypeError, AttributeError):
+        return text
+
+
+def _utc_times(store: Migrating) -> None:
+    """Migration 14: every stored time to UTC with its zone. Times without
+    a zone were the writing machine's local time, which the database never
+    recorded: they are read in the zone of the machine that migrates (the
+    one that, most often, wrote them). A baseline's copy of its run's time
+    (ceilings JSON, "created") is moved too."""
+    have = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table, columns in TIME_COLUMNS.items():
+        if table not in have:
+            continue
+        for col in columns:
+            for (old,) in store.db.execute(f"SELECT DISTINCT {col} FROM {table}").fetchall():
+                if _utc(old) != old:
+                    store.db.execute(f"UPDATE {table} SET {col} = ? WHERE {col} = ?", (_utc(old), old))
+    if "baselines" in have:
+        for name, text in store.db.execute("SELECT name, ceilings FROM baselines").fetchall():
+            doc = json.loads(text)
+            for d in doc.values():
+                if isinstance(d, dict) and isinstance(d.get("created"), str):
+                    d["created"] = _utc(d["created"])
+            store.db.execute("UPDATE baselines SET ceilings = ? WHERE name = ?", (json.dumps(doc), name))
+
+
 class Migrating(Protocol):
     """What a migration step uses of the store it upgrades (rooftop.store.db.Store)."""
 
@@ -301,6 +346,12 @@ MIGRATIONS = [
         "samples.raw_dir relative to the results folder, so a folder can be moved or copied; "
         "unmapped_paths: what could not be mapped (issue 30, item 2)",
         _then(_sql(UNMAPPED_DDL), lambda store: store.relative_paths()),
+    ),
+    Migration(
+        14,
+        "every stored time in UTC with its zone (were local time without one; read in the migrating "
+        "machine's zone) (issue 30, item 6)",
+        _utc_times,
     ),
 ]
 #: The schema version this code writes (and the newest it can read).
