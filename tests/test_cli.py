@@ -293,7 +293,20 @@ def test_campaign_commands_keep_their_flags():
             "-v",
         },
         "model": {"--help", "--json", "--mix", "--params", "--results", "-h"},
-        "report": {"--help", "--json", "--mix", "--nic-runs", "--out-dir", "--results", "-h"},
+        "report": {
+            "--config",
+            "--help",
+            "--json",
+            "--k",
+            "--last",
+            "--mix",
+            "--nic-runs",
+            "--out-dir",
+            "--results",
+            "--set",
+            "--threshold",
+            "-h",
+        },
     }
     commands = _commands()
     for name, flags in expected.items():

@@ -184,4 +184,6 @@ def test_collect_says_first_what_it_can_tell(tmp_path):
     assert first.startswith("rooftop collect: 2 logical nodes of ") and "the ridge" in first
     if len(os.sched_getaffinity(0)) == 2:  # 1 core each: one measurement for every ceiling
         assert "of 1 core each" in first and "cannot locate the ridge" in first
-    assert "rooftop collect:" not in p.stdout and p.stdout.startswith("# servers on node(s) [0]")
+    assert "rooftop collect:" not in p.stdout
+    # The plan: the node agents (engine.launch = agents, the default), then the placements.
+    assert p.stdout.startswith("# engine.launch = agents") and "\n# servers on node(s) [0]" in p.stdout

@@ -26,6 +26,18 @@ SMALL = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _stop_what_a_failed_test_started(monkeypatch):
+    """A test that fails before background.stop must not leave its loads
+    running beside every later test (they would be foreign CPU there)."""
+    started = []
+    start = background.start
+    monkeypatch.setattr(background, "start", lambda *a, **k: started.append(start(*a, **k)) or started[-1])
+    yield
+    for r in started:
+        background.stop(r, grace=2.0)
+
+
 class _Runner:
     """What background.start needs of a campaign.Runner."""
 
@@ -137,3 +149,14 @@ def test_the_gaps_between_measuring_windows_are_not_counted_as_slowness():
     assert got["rate_alone"] == 1.0 and got["rate_beside"] == 1.0 and got["slowdown"] == 1.0
     slower = background.split(units(0, 3) + [{"t0": 10, "t1": 12, "work": 1.0}], 5.0, [(10.0, 12.0)])
     assert slower["slowdown"] == 2.0
+
+
+def test_a_unit_still_being_written_is_not_read(tmp_path):
+    """A worker's buffered write can end mid-line (seen in CI: the reader
+    failed on '{"t0": ..., "t1": ...'): only whole lines are units."""
+    (tmp_path / "units-0.jsonl").write_text(
+        '{"t0": 1.0, "t1": 2.0, "work": 3}\n{"t0": 2.0, "t1": 3.0, "work": 0}\n{"t0": 3.0, "t1": 3.5'
+    )
+    r = background.Running("cpu", {}, [], tmp_path, 0)
+    assert background.units_done(r) == 1
+    assert [u["t0"] for u in background._units(tmp_path)] == [1.0, 2.0]

@@ -385,7 +385,9 @@ def test_report_in_chromium_says_each_verdict_once_and_fits_a_phone(page, tmp_pa
     assert m["verdictBottom"] <= m["todo"] < m["figure"], m
     text = m["text"]
     for says in set(m["says"]):
-        assert text.count(says) == m["says"].count(says), says  # nowhere but in its card
+        # nowhere but in its card (one metric's verdict may be the start of the other's:
+        # "... cannot locate the ridge" and "... cannot locate the ridge (any ratio ...)")
+        assert text.count(says) == sum(s.count(says) for s in m["says"]), says
     assert m["says"] and text.count("not distinguishable") == len(m["says"]) == 2
     assert text.count("collect on 3 or more nodes") == 1
     for part in ("Pair matrix", "Measure again"):

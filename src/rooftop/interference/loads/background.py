@@ -120,23 +120,25 @@ def _last_json(path: Path) -> dict | None:
     return None
 
 
+def _unit_records(f: Path) -> list[dict]:
+    """A units file's complete records. A worker's buffered writes can end
+    mid-line while it runs (or when it is killed): a last line without its
+    newline is not a unit yet, and is left for the next read."""
+    text = f.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]
+
+
 def units_done(r: Running) -> int:
     """Units its processes have finished so far with some work done (a
     flood's window can end before its first operation does)."""
-    n = 0
-    for f in r.folder.glob("units-*.jsonl"):
-        with open(f) as fh:
-            n += sum(1 for line in fh if line.strip() and json.loads(line)["work"] > 0)
-    return n
+    return sum(1 for f in r.folder.glob("units-*.jsonl") for u in _unit_records(f) if u["work"] > 0)
 
 
 def _units(folder: Path) -> list[dict]:
     out = []
     for f in sorted(folder.glob("units-*.jsonl")):
         rank = int(f.stem.split("-", 1)[1])
-        for line in f.read_text().splitlines():
-            if line.strip():
-                out.append(dict(json.loads(line), rank=rank))
+        out.extend(dict(u, rank=rank) for u in _unit_records(f))
     return out
 
 
