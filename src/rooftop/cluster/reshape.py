@@ -26,12 +26,11 @@ already changed, and the state is not written.
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 from rooftop.cluster import cgroups, lifecycle, net, state
-from rooftop.cluster.spec import ClusterError, format_rate, parse_cpu, parse_rate
+from rooftop.cluster.spec import ClusterError, format_rate, parse_node_options, parse_rate
 
 #: What a node option may change: the state's field of each.
 FIELDS = {"rate": "link_rate_bits", "cpu": "cpu_percent"}
@@ -45,29 +44,8 @@ def parse(nodes: int, link_rate: str | None, node_opts: list[str]) -> dict[int, 
     if link_rate is not None:
         rate = parse_rate(link_rate, "--link-rate")
         out = {i: {"rate": rate} for i in range(nodes)}
-    seen: set[tuple[int, str]] = set()
-    for opt in node_opts:
-        what = f"--node {opt}"
-        m = re.fullmatch(r"\s*(\d+)\s*:(.+)", opt)
-        if not m:
-            raise ClusterError(f"{what}: expected I:rate=R or I:cpu=P% (I: node index 0..{nodes - 1})")
-        i = int(m.group(1))
-        if i >= nodes:
-            raise ClusterError(f"{what}: node {i} does not exist (nodes are 0..{nodes - 1})")
-        for item in m.group(2).split(","):
-            key, eq, value = (x.strip() for x in item.partition("="))
-            if not eq or not value:
-                raise ClusterError(f"{what}: '{item}' is not KEY=VALUE (rate=R or cpu=P%)")
-            if key not in FIELDS:
-                raise ClusterError(f"{what}: unknown key '{key}' (rate or cpu)")
-            if (i, key) in seen:
-                raise ClusterError(f"{what}: node {i}'s {key} is given twice")
-            seen.add((i, key))
-            if key == "rate":
-                out.setdefault(i, {})["rate"] = parse_rate(value, f"{what}: rate")
-            else:
-                none = value.lower() in ("none", "off")
-                out.setdefault(i, {})["cpu"] = None if none else parse_cpu(value, f"{what}: cpu")
+    for i, opts in parse_node_options(nodes, node_opts, cpu_none=True).items():
+        out.setdefault(i, {}).update(opts)
     if not out:
         raise ClusterError("nothing to change: give --link-rate RATE and/or --node I:rate=R,cpu=P%")
     return out

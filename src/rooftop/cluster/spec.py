@@ -214,8 +214,24 @@ def build_spec(
     trunk = parse_rate(group_link_rate, "--group-link-rate") if group_link_rate is not None else rate
     per, placement = place_cores(nodes, cores_per_node, cores)
     specs = [NodeSpec(i, placement[i], rate, group=i * groups // nodes) for i in range(nodes)]
-    seen: set[tuple[int, str]] = set()
-    for opt in node_opts or []:
+    for i, opts in parse_node_options(nodes, node_opts or []).items():
+        if "rate" in opts:
+            specs[i].link_rate = opts["rate"]
+        if "cpu" in opts:
+            specs[i].cpu_percent = opts["cpu"]
+    return ClusterSpec(specs, per, cores, nics_per_node, groups, trunk if groups > 1 else None)
+
+
+#: What --node I:KEY=VALUE,... may set on one node.
+NODE_KEYS = ("rate", "cpu")
+
+
+def parse_node_options(nodes: int, node_opts: list[str], cpu_none: bool = False) -> dict[int, dict]:
+    """--node I:rate=R,cpu=P% options of `cluster up` and `cluster reshape`:
+    {node: {"rate": bits per second, "cpu": percent}} with only the keys
+    given. cpu_none: cpu=none (or off) removes a cap (None; reshape)."""
+    out: dict[int, dict] = {}
+    for opt in node_opts:
         what = f"--node {opt}"
         m = re.fullmatch(r"\s*(\d+)\s*:(.+)", opt)
         if not m:
@@ -224,17 +240,17 @@ def build_spec(
         if i >= nodes:
             raise ClusterError(f"{what}: node {i} does not exist (nodes are 0..{nodes - 1})")
         for item in m.group(2).split(","):
-            key, eq, value = item.partition("=")
-            key = key.strip()
-            if not eq or not value.strip():
+            key, eq, value = (x.strip() for x in item.partition("="))
+            if not eq or not value:
                 raise ClusterError(f"{what}: '{item}' is not KEY=VALUE (rate=R or cpu=P%)")
-            if (i, key) in seen:
-                raise ClusterError(f"{what}: node {i}'s {key} is given twice")
-            seen.add((i, key))
-            if key == "rate":
-                specs[i].link_rate = parse_rate(value.strip(), f"{what}: rate")
-            elif key == "cpu":
-                specs[i].cpu_percent = parse_cpu(value, f"{what}: cpu")
-            else:
+            if key not in NODE_KEYS:
                 raise ClusterError(f"{what}: unknown key '{key}' (rate or cpu)")
-    return ClusterSpec(specs, per, cores, nics_per_node, groups, trunk if groups > 1 else None)
+            if key in out.get(i, {}):
+                raise ClusterError(f"{what}: node {i}'s {key} is given twice")
+            if key == "rate":
+                out.setdefault(i, {})["rate"] = parse_rate(value, f"{what}: rate")
+            elif cpu_none and value.lower() in ("none", "off"):
+                out.setdefault(i, {})["cpu"] = None
+            else:
+                out.setdefault(i, {})["cpu"] = parse_cpu(value, f"{what}: cpu")
+    return out
