@@ -530,3 +530,79 @@ def test_compare_table_shows_each_verdict(tmp_path):
     p = cli("compare", str(tmp_path / "alone.json"), "--out-dir", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "12:1 (11:1-12:1)" in p.stdout and "│ 1:3 " in p.stdout  # the table is the output
+
+
+# The platform's drift between the ceilings and validation (rooftop.model.drift).
+
+
+def _drift_rows(before, after, **kw):
+    rows = [_row("client_peak", v, f"client_peak/rpc/s0x1/c1x1/{i}") for i, v in enumerate(before)]
+    return rows + [_row("validate", v, f"validate/rpc/s0x1/c1x1/{i}", **kw) for i, v in enumerate(after)]
+
+
+@pytest.mark.parametrize(
+    ("after", "kw", "ratio"),
+    [
+        ([50.0, 51.0], {}, 0.5),  # the same placement at half the rate: drift
+        ([120.0], {}, 120 / 101),  # one validation sample far above the ceiling samples' range
+        ([99.0, 103.0], {}, None),  # within the spread: no drift
+        ([110.0], {}, None),  # within the range widened by MARGIN
+        ([50.0, 51.0], {"client_nodes": (2,)}, None),  # another placement: not comparable
+        ([50.0, 51.0], {"sp": 2, "server_nodes": (0,)}, None),  # other process counts
+    ],
+)
+def test_platform_drift_compares_a_placement_measured_in_both(after, kw, ratio):
+    from rooftop.model.drift import platform_drift
+
+    found = platform_drift(_drift_rows([100.0, 101.0, 102.0], after, **kw), "rpc")
+    if ratio is None:
+        assert found == []
+    else:
+        (d,) = found
+        assert d.ratio == pytest.approx(ratio)
+        assert d.before == [100.0, 101.0, 102.0] and d.after == after
+        assert f"{ratio:.2f}x" in d.line() and "n0" in d.line() and "n1" in d.line()
+
+
+def test_platform_drift_uses_only_samples_the_exclusion_rule_keeps():
+    from rooftop.model.drift import platform_drift
+
+    rows = _drift_rows([100.0, 101.0, 102.0], [50.0, 51.0])
+    for r in rows[3:]:
+        r["concurrent"] = 1  # measured beside another campaign: no evidence
+    assert platform_drift(rows, "rpc") == []
+    rows = _drift_rows([100.0, 101.0, 102.0], [50.0, 51.0])
+    for r in rows[3:]:
+        r["status"] = "invalid"
+    assert platform_drift(rows, "rpc") == []
+
+
+def test_model_and_report_say_the_platform_changed(tmp_path):
+    """A synthetic run whose validation measured every placement at half its
+    collect rate: `model` (text and --json) and the report say the machine
+    changed, naming the placement and the ratio; a run without drift says
+    nothing of it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import synthetic
+
+    def rate(stage, metric, snodes, cnodes, ns, nc, i):
+        r = min(nc * 50e3, ns * 100e3) * (1 + 0.01 * i)
+        return r / 2 if stage == "validate" else r
+
+    st, run = synthetic._store(tmp_path, synthetic.config_for(), rate, lambda *a: [[10, 11, 5]])
+    res = str(st.dir)
+    doc = json.loads(cli("model", run, "--results", res, "--json").stdout)
+    for m in doc["metrics"]:
+        assert m["platform_drift"] and all(d["ratio"] == pytest.approx(0.5, rel=0.02) for d in m["platform_drift"])
+        assert {"server_nodes": [0], "client_nodes": [1]}.items() <= m["platform_drift"][0].items()
+    text = cli("model", run, "--results", res).stdout
+    assert "rpc: the platform changed between collect and validate" in text and "0.50x" in text
+    p = cli("report", run, "--results", res)
+    assert p.returncode == 0, p.stderr
+    md = (st.dir / run / "report" / "report.md").read_text()
+    assert "the platform changed between collect and validate" in md
+    html = (st.dir / run / "report" / "report.html").read_text()
+    assert "the platform changed between collect and validate" in html
+    st2, run2 = synthetic.uniform_run(tmp_path / "quiet")
+    doc = json.loads(cli("model", run2, "--results", str(st2.dir), "--json").stdout)
+    assert all(m["platform_drift"] == [] for m in doc["metrics"])

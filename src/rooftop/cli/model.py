@@ -31,7 +31,10 @@ def _cmd_model(args) -> int:
         rooflines = model.load_params(args.params)
         evals = [
             model.evaluate(
-                r, [s for s in samples if s["stage"] == "validate"], res.run.config.get("nodes") if res else None
+                r,
+                [s for s in samples if s["stage"] == "validate"],
+                res.run.config.get("nodes") if res else None,
+                samples,
             )
             for _, r in sorted(rooflines.items())
         ]
@@ -208,6 +211,7 @@ def _print_validation(out, e, run: str | None) -> None:
     from rich.table import Table
 
     from rooftop import ui
+    from rooftop.model.drift import drift_lines
 
     r = e.roofline
     f = lambda v: ui.fmt_rate(v, r.unit)
@@ -235,6 +239,8 @@ def _print_validation(out, e, run: str | None) -> None:
     if e.without_node:
         a, b = e.median_abs_error(), e.without_node.median_abs_error()
         out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, {b:.0f}% without it")
+    for line in drift_lines(e.drift, f):
+        out.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
 
 
 def _ceiling_text(c, f) -> str:

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from rooftop.model.ceilings import Ceiling
+from rooftop.model.drift import Drift, platform_drift
 from rooftop.model.exclude import _kid, exclusions
 from rooftop.model.roofline import Roofline, _finite
 
@@ -45,6 +46,9 @@ class Evaluation:
     without_node: Evaluation | None = None
     #: Validation samples exclusion() names: (check, why); no error, shown marked.
     excluded: list = field(default_factory=list)
+    #: Placements measured for the ceilings and again in validation that read
+    #: clearly differently (rooftop.model.drift): the machine changed.
+    drift: list[Drift] = field(default_factory=list)
 
     def median_abs_error(self, binding: str | None = None) -> float | None:
         errs = [abs(c.error_pct) for c in self.checks if binding is None or c.binding == binding]
@@ -88,6 +92,7 @@ class Evaluation:
                 }
                 for c in self.checks
             ],
+            "platform_drift": [d.to_dict() for d in self.drift],
             "validation_excluded": [{"x": c.x, "measured": c.measured, "why": why} for c, why in self.excluded],
             "median_abs_error_pct": {
                 "server_bound": self.median_abs_error("server"),
@@ -112,12 +117,16 @@ def _ceiling_dict(c: Ceiling) -> dict:
     return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
 
 
-def evaluate(roofline: Roofline, samples: list[dict], nodes=None) -> Evaluation:
+def evaluate(roofline: Roofline, samples: list[dict], nodes=None, run_samples=None) -> Evaluation:
     """Validation samples (store rows of stage 'validate') against the model
     (and, when it has a client-node ceiling, against the model without it).
     Samples exclusion() names give no error: they are kept apart
-    (Evaluation.excluded, shown marked in figures). nodes: the run's nodes."""
+    (Evaluation.excluded, shown marked in figures). nodes: the run's nodes.
+    run_samples: every sample of the run, to find the platform's drift
+    between its ceilings and its validation (Evaluation.drift)."""
     ev = Evaluation(roofline)
+    if run_samples:
+        ev.drift = platform_drift(run_samples, roofline.metric, nodes)
     if roofline.client_node is not None:
         ev.without_node = evaluate(roofline.without_client_node(), samples, nodes)
     mine = [s for s in samples if s.get("metric") == roofline.metric and s.get("status") == "ok"]

@@ -65,6 +65,7 @@ def card(h: dict, common: bool) -> dict:
         if h["error_all_without_client_node"] is not None:
             err += f" ({_pct(h['error_all_without_client_node'])} without the node ceiling)"
         lines.append(err)
+    lines += [f"warning: {d}" for d in h["drift"]]
     return {
         "metric": h["metric"],
         "big": _big(h["verdict"]),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rooftop.config.units import fmt_rate
 from rooftop.model import advice, classes
+from rooftop.model.drift import drift_lines
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO
 from rooftop.plots.run import KINDS, left_out
 from rooftop.results import RunResults
@@ -109,6 +110,8 @@ def headline(res: RunResults) -> list[dict]:
                 "error_client_bound": ev.median_abs_error("client"),
                 "error_all": ev.median_abs_error(),
                 "error_all_without_client_node": ev.without_node.median_abs_error() if ev.without_node else None,
+                # The machine changed between collect and validate (rooftop.model.drift).
+                "drift": drift_lines(ev.drift, partial(fmt_rate, unit=r.unit)),
             }
         )
     return out

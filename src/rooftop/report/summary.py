@@ -61,6 +61,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
                 if h["error_all_without_client_node"] is not None
                 else ""
             ),
+            *[f"- **warning:** {d}" for d in h["drift"]],
             "",
         ]
     if common:

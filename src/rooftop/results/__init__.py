@@ -399,7 +399,7 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
         try:
             r = model.from_run(samples, metric, f"run {run.id}", nodes=run.config.get("nodes"))
             res.rooflines[metric] = r
-            res.evaluations[metric] = model.evaluate(r, validation, run.config.get("nodes"))
+            res.evaluations[metric] = model.evaluate(r, validation, run.config.get("nodes"), samples)
         except model.ModelError:
             pass  # no roofline, but the pair matrix and latency may still be there
         pm = pair_matrix(samples, metric, nodes, why)
