@@ -5,10 +5,11 @@ machine changed in between, not the model.
 
 On a shared machine (a VM whose virtual cores move between physical ones, a
 neighbour's job on the same switch) a rate can change by 2x within a minute:
-loopback TCP read 11 Gbit/s and 25 Gbit/s in alternating stretches of
-seconds here, with iperf3 as with the engine. A validation error is then the
-drift, and saying "the model is 56 % off" would blame the model for the
-machine."""
+on the 2-core VM rooftop is built on, loopback TCP between pinned iperf3
+processes read 24-26 Gbit/s steadily when quiet and 11-25 Gbit/s in
+alternating stretches of seconds while other work ran on the machine, and
+the engine's bulk reads did the same. A validation error is then the drift,
+and saying "the model is 56 % off" would blame the model for the machine."""
 
 from __future__ import annotations
 
