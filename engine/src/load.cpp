@@ -89,24 +89,18 @@ class Load {
   void tick(int64_t now);
   int finish();
 
-  // The operation's latency starts at `now`, or (kUnstamped) at the clock
-  // read that ends the poll it is issued in (settle).
-  void issue(Slot& s, int64_t now);
+  void issue(Slot& s);
+  // An operation's latency runs from its own clock read, taken right before
+  // its request is handed to the provider (post), to the clock read taken
+  // right after the poll that returned its response (loop: one read per
+  // poll that found completions, shared by the operations it completed).
   void post(Slot& s);
   void complete(Slot& s);
-  void on_event(const CqEvent& ev);
-  void on_response(ClientRx* rx, const CqEvent& ev);
-  // One clock read per poll that found completions, taken once the
-  // requests issued in their place have left: it is the response time of
-  // the operations they completed and the issue time of the new ones (in a
-  // sequential run the latencies add up to the measured time). Then the
-  // completed operations are counted (count).
-  static constexpr int64_t kUnstamped = -1;
-  void stamp_later(int64_t& t) {
-    t = kUnstamped;
-    stamps_.push_back(&t);
-  }
-  void settle(int64_t now);
+  void on_event(const CqEvent& ev, int64_t now);
+  void on_response(ClientRx* rx, const CqEvent& ev, int64_t now);
+  // The operations a poll completed are counted once the requests issued
+  // in their place have left (count_completed), off the round trip.
+  void count_completed();
   struct Ended {
     int64_t t_issue, t_resp;
     size_t target;
@@ -117,7 +111,7 @@ class Load {
   // barrier server this client is ready; its answer starts the first
   // window, for every client of the sample at once.
   void send_ready(int64_t now);
-  void on_release(const wire::Message& m);
+  void on_release(const wire::Message& m, int64_t now);
   void check_barrier_timeout(int64_t now);
   void setup_barrier(uint32_t rank);
   void fail(const std::string& e, const std::string& reason, int code) {
@@ -151,8 +145,7 @@ class Load {
   uint8_t* data_mem_ = nullptr;
   size_t stream_off_ = 0;
   std::deque<Slot*> to_post_;
-  std::vector<int64_t*> stamps_;  // times of this poll's operations, set by settle
-  std::vector<Ended> ended_;      // operations this poll completed, counted by settle
+  std::vector<Ended> ended_;  // operations this poll completed, counted by count_completed
   // workload
   const ops::Op* op_ = nullptr;
   ops::Workload w_;
@@ -246,6 +239,7 @@ class Load {
 void Load::post(Slot& s) {
   const Target& t = targets_[s.target];
   size_t len = op_->client.encode(w_, s.op, s.txbuf, core_->rx_size());
+  s.t_issue = now_ns();  // each try: the latency starts when the provider takes the request
   ssize_t rc;
   if (len <= inject_) {
     rc = core_->ep().post_inject(s.txbuf, len, t.fa);
@@ -264,10 +258,8 @@ void Load::post(Slot& s) {
   }
 }
 
-void Load::issue(Slot& s, int64_t now) {
+void Load::issue(Slot& s) {
   s.busy = true;
-  if (now == kUnstamped) stamp_later(s.t_issue);
-  else s.t_issue = now;
   s.tx_done = s.resp_done = false;
   s.op.req_id = (++seq_ << 16) | s.idx;
   s.target = next_target_;
@@ -321,9 +313,8 @@ void Load::send_ready(int64_t now) {
   ready_s_ = realtime_s();
 }
 
-void Load::on_release(const wire::Message& m) {
+void Load::on_release(const wire::Message& m, int64_t now) {
   if (phase_ != Phase::Ready) return;
-  const int64_t now = now_ns();
   if (m.status != wire::Status::Ok) {
     fail("start barrier: server rank " + std::to_string(barrier_t_.addr.rank) + " refused this client (" +
          wire::status_name(m.status) + ": it waits for " + std::to_string(m.bytes) +
@@ -344,7 +335,7 @@ void Load::on_release(const wire::Message& m) {
     start_measure(now);
   }
   for (auto& s : slots_)
-    if (!s.busy && !fatal_) issue(s, now);
+    if (!s.busy && !fatal_) issue(s);
 }
 
 void Load::check_barrier_timeout(int64_t now) {
@@ -359,9 +350,9 @@ void Load::check_barrier_timeout(int64_t now) {
 
 // The next request of the slot leaves first: what a completed operation
 // leaves to count (latency, windows, trace) is done once the requests of
-// the poll are on their way (settle), off the round trip the next latency
-// measures. Only --verify checks the data first (the next operation would
-// overwrite it).
+// the poll are on their way (count_completed), off the round trip the
+// next latency measures. Only --verify checks the data first (the next
+// operation would overwrite it).
 void Load::complete(Slot& s) {
   s.busy = false;
   busy_--;
@@ -371,16 +362,11 @@ void Load::complete(Slot& s) {
     std::string bad = op_->client.verify(w_, s.op);
     if (!bad.empty() && verify_failed_++ == 0) error(bad);
   }
-  if ((phase_ == Phase::Warmup || phase_ == Phase::Measure) && !fatal_) issue(s, kUnstamped);
+  if ((phase_ == Phase::Warmup || phase_ == Phase::Measure) && !fatal_) issue(s);
 }
 
-void Load::settle(int64_t now) {
-  for (int64_t* t : stamps_) *t = now;
-  stamps_.clear();
-  for (Ended& e : ended_) {
-    if (e.t_resp == kUnstamped) e.t_resp = now;
-    count(e);
-  }
+void Load::count_completed() {
+  for (const Ended& e : ended_) count(e);
   ended_.clear();
 }
 
@@ -413,7 +399,7 @@ void Load::count(const Ended& e) {
   if (ok && t0_ != 0) work_.add(e.t_issue, e.t_resp);  // its shares of the windows and slices
 }
 
-void Load::on_event(const CqEvent& ev) {
+void Load::on_event(const CqEvent& ev, int64_t now) {
   OpContext* c = ev.ctx;
   if (!c) return;
   if (c == &barrier_ctx_) {
@@ -433,10 +419,10 @@ void Load::on_event(const CqEvent& ev) {
     if (s.resp_done) complete(s);
     return;
   }
-  if (c->kind == CtxKind::Rx) on_response(reinterpret_cast<ClientRx*>(c), ev);
+  if (c->kind == CtxKind::Rx) on_response(reinterpret_cast<ClientRx*>(c), ev, now);
 }
 
-void Load::on_response(ClientRx* rx, const CqEvent& ev) {
+void Load::on_response(ClientRx* rx, const CqEvent& ev, int64_t now) {
   if (ev.err) {
     if (ev.err != FI_ECANCELED) error("receive failed: " + ev.err_text);
     core_->repost(rx);
@@ -448,7 +434,7 @@ void Load::on_response(ClientRx* rx, const CqEvent& ev) {
   if (de == wire::DecodeError::None && m.response && m.type == wire::Type::Barrier &&
       m.h.req_id == barrier_req_) {
     core_->repost(rx);
-    on_release(m);
+    on_release(m, now);
     return;
   }
   if (de == wire::DecodeError::None && m.response) {
@@ -462,7 +448,7 @@ void Load::on_response(ClientRx* rx, const CqEvent& ev) {
     core_->repost(rx);
     return;
   }
-  stamp_later(s->t_resp);
+  s->t_resp = now;  // the read right after the poll that returned it
   s->resp_done = true;
   s->status = op_->client.response ? op_->client.response(w_, m) : m.status;
   if (s->tx_done) complete(*s);  // the next request leaves before the buffer is posted again
@@ -796,13 +782,14 @@ void Load::start() {
   tick_.next = t_start_ + tick_.interval_ns;
   tick_.start = t_start_;
   tick_.cpu = process_cpu();
-  const int64_t now = now_ns();
-  for (auto& s : slots_) issue(s, now);
+  for (auto& s : slots_) issue(s);
 }
 
 // Warmup, measure, drain: until done or a fatal error. The clock is read
-// after a poll that found completions (settle), and with --progress busy
-// every kLook-th empty poll, for the phase changes, the windows and the
+// right after a poll that found completions, before they are handled: the
+// response time of the operations it completed (each one's issue time is
+// its own read, in post). With --progress busy an empty poll reads it
+// every kLook-th time only, for the phase changes, the windows and the
 // --interval series: here a clock read (a VM's clock_gettime) costs nearly
 // as much as an empty poll, and reading it after every poll delayed
 // noticing the next completion. The other modes read it after every poll,
@@ -813,15 +800,14 @@ void Load::loop() {
   uint32_t spins = 0, watched = 0;
   int64_t now = t_start_, last_activity = t_start_;
   const bool busy_progress = core_->ep().progress().mode == ProgressMode::Busy;
-  stamps_.reserve(slots_.size() + 64);
   ended_.reserve(64);
   Lease lease(o_);
   while (phase_ != Phase::Done && !fatal_) {
     const size_t n = core_->ep().poll(ev, 32);
     if (n) {
-      for (size_t i = 0; i < n; i++) on_event(ev[i]);
       now = now_ns();
-      settle(now);
+      for (size_t i = 0; i < n; i++) on_event(ev[i], now);
+      count_completed();
       last_activity = now;
     } else if (!busy_progress || ++spins % kLook == 0) {
       now = now_ns();
@@ -841,7 +827,6 @@ void Load::retry_posts() {
     Slot* s = to_post_.front();
     to_post_.pop_front();
     size_t before = to_post_.size();
-    s->t_issue = now_ns();  // as a first try: its latency starts when the provider takes it
     post(*s);
     if (to_post_.size() > before) break;  // still EAGAIN
   }
