@@ -54,7 +54,14 @@ struct ServerCounters {
 
   uint64_t& operator[](Counter c) { return n[static_cast<size_t>(c)]; }
   uint64_t operator[](Counter c) const { return n[static_cast<size_t>(c)]; }
-  void served(const ops::Op& op, uint64_t moved);
+  void served(const ops::Op& op, uint64_t moved) {
+    if (&op != last_op_) {  // the table's search, once per change of operation
+      last_op_ = &op;
+      last_index_ = index_of(op);
+    }
+    per_op[last_index_]++;
+    bytes += moved;
+  }
   uint64_t total_ops() const;  // operations served, every kind
   // The stat response: these counts, plus what the server knows besides.
   wire::StatBody stat(uint64_t dropped, double user_s, double sys_s, double wall_s) const;
@@ -62,6 +69,11 @@ struct ServerCounters {
   void write_requests(JsonWriter& w) const;
   // result.send_errors, result.recv_errors (members of the open object).
   void write_errors(JsonWriter& w) const;
+
+ private:
+  static size_t index_of(const ops::Op& op);  // ops::index_of
+  const ops::Op* last_op_ = nullptr;
+  size_t last_index_ = 0;
 };
 
 // Every key of result.requests, in order.

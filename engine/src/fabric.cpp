@@ -692,8 +692,7 @@ size_t Endpoint::convert(fi_cq_msg_entry* e, ssize_t n, CqEvent* out) {
     out[i].ctx = static_cast<OpContext*>(e[i].op_context);
     out[i].flags = e[i].flags;
     out[i].len = e[i].len;
-    out[i].err = 0;
-    out[i].err_text.clear();
+    out[i].err = 0;  // err_text is read only with err set (read_error sets both)
   }
   return static_cast<size_t>(n);
 }
@@ -746,20 +745,23 @@ void Endpoint::wait(int timeout_ms) {
   ::poll(&p, 1, timeout_ms);
 }
 
-void Endpoint::idle(bool outstanding, int64_t now, int64_t last_activity, int max_block_ms) {
+bool Endpoint::idle(bool outstanding, int64_t now, int64_t last_activity, int max_block_ms) {
   switch (progress_.mode) {
-    case ProgressMode::Busy: return;
-    case ProgressMode::Block: wait(max_block_ms); return;
+    case ProgressMode::Busy: return false;
+    case ProgressMode::Block: wait(max_block_ms); return true;
     case ProgressMode::Adaptive:
-      if (!outstanding) wait(max_block_ms);
-      return;
+      if (outstanding) return false;
+      wait(max_block_ms);
+      return true;
     case ProgressMode::Spindown:
       // Note: on a machine with few cores, unpinned server and client can
       // land on one core when the server wakes (wake-affine placement) and
       // then time-slice while both spin: pin them (--cpus) to measure.
-      if (!outstanding && now - last_activity >= progress_.spindown_ns) wait(max_block_ms);
-      return;
+      if (outstanding || now - last_activity < progress_.spindown_ns) return false;
+      wait(max_block_ms);
+      return true;
   }
+  return false;
 }
 
 std::string Endpoint::progress_effective() const {

@@ -139,8 +139,9 @@ class Endpoint {
   // briefly instead: kMinBackoffUs after a completion, doubling to
   // kMidBackoffUs for the first second asleep, then to kMaxBackoffUs.
   void wait(int timeout_ms);
-  // Called when poll() found nothing: waits or not per progress mode.
-  void idle(bool outstanding, int64_t now, int64_t last_activity, int max_block_ms);
+  // Called when poll() found nothing: waits or not per progress mode; true
+  // if it waited (or slept).
+  bool idle(bool outstanding, int64_t now, int64_t last_activity, int max_block_ms);
   bool can_block() const { return cq_fd_ >= 0; }
   const ProgressSpec& progress() const { return progress_; }
   std::string progress_effective() const;

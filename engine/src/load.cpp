@@ -20,6 +20,7 @@
 #include "ops/table.hpp"
 #include "report.hpp"
 #include "window_log.hpp"
+#include "window_work.hpp"
 
 namespace rooftop {
 
@@ -89,10 +90,23 @@ class Load {
   int finish();
 
   void issue(Slot& s);
+  // An operation's latency runs from its own clock read, taken right before
+  // its request is handed to the provider (post), to the clock read taken
+  // right after the poll that returned its response (loop: one read per
+  // poll that found completions, shared by the operations it completed).
   void post(Slot& s);
   void complete(Slot& s);
   void on_event(const CqEvent& ev, int64_t now);
   void on_response(ClientRx* rx, const CqEvent& ev, int64_t now);
+  // The operations a poll completed are counted once the requests issued
+  // in their place have left (count_completed), off the round trip.
+  void count_completed();
+  struct Ended {
+    int64_t t_issue, t_resp;
+    size_t target;
+    wire::Status status;
+  };
+  void count(const Ended& e);
   // Start barrier (--barrier N): after the warmup and its drain, tell the
   // barrier server this client is ready; its answer starts the first
   // window, for every client of the sample at once.
@@ -131,6 +145,7 @@ class Load {
   uint8_t* data_mem_ = nullptr;
   size_t stream_off_ = 0;
   std::deque<Slot*> to_post_;
+  std::vector<Ended> ended_;  // operations this poll completed, counted by count_completed
   // workload
   const ops::Op* op_ = nullptr;
   ops::Workload w_;
@@ -149,6 +164,9 @@ class Load {
   uint64_t ops_ = 0, bytes_ = 0, warm_ops_ = 0, verify_checked_ = 0, verify_failed_ = 0;
   std::map<std::string, uint64_t> status_errors_;
   uint64_t dropped_ = 0;
+  // The response being handled: decode resets it, so one is kept rather
+  // than constructed per message (~40 instructions).
+  wire::Message rx_msg_;
   Histogram hist_;
   std::vector<Interval> intervals_;
   Ticker tick_;
@@ -162,14 +180,13 @@ class Load {
   // completions would credit a window with work done before it opened
   // (+1 op per window: 20 % too fast for 4 MiB over a 25 MB/s link in 1 s
   // windows). Operations in flight at the end are drained and counted for
-  // their share.
+  // their share. The shares and completions are work_'s (window_work.hpp).
   struct Window {
     int64_t start = 0, end = 0;
-    double work_ops = 0, work_bytes = 0;  // shares of operations
-    uint64_t completions = 0;             // operations completed inside
     double cpu_s = 0;
   };
   std::vector<Window> windows_;
+  WindowWork work_;
   // Windows whose every operation is counted: all of them, unless stopped
   // early (then those the clock left whose operations all completed).
   int64_t full_windows_ = -1;
@@ -185,7 +202,6 @@ class Load {
   // operations), so that the campaign can sum the work of several clients
   // over exactly the time all of them were measuring.
   int64_t nslices_ = 20;
-  std::vector<double> slices_;
   int64_t nwindows_ = 1, duration_ns_ = 0;
   size_t cur_w_ = 0;  // the window the clock is in
   CpuTimes w_cpu0_;
@@ -196,7 +212,7 @@ class Load {
     measure_start_s_ = realtime_s() - static_cast<double>(now_ns() - t) / 1e9;
     cpu0_ = w_cpu0_ = process_cpu();
     windows_.assign(static_cast<size_t>(nwindows_), Window{});
-    slices_.assign(static_cast<size_t>(nwindows_ * nslices_), 0.0);
+    work_.start(t, duration_ns_, nwindows_, nslices_);
     for (int64_t k = 0; k < nwindows_; k++) {
       windows_[k].start = t + k * duration_ns_;
       windows_[k].end = t + (k + 1) * duration_ns_;
@@ -204,8 +220,6 @@ class Load {
     t_end_ = windows_.back().end;
     log_event("measure");
   }
-  // Credits a completed operation to the windows its lifetime overlaps.
-  void account(const Slot& s);
   double measure_at_ = 0, late_s_ = 0, measure_start_s_ = 0;
   // start barrier
   uint32_t barrier_n_ = 0;
@@ -225,7 +239,7 @@ class Load {
 void Load::post(Slot& s) {
   const Target& t = targets_[s.target];
   size_t len = op_->client.encode(w_, s.op, s.txbuf, core_->rx_size());
-  s.t_issue = now_ns();
+  s.t_issue = now_ns();  // each try: the latency starts when the provider takes the request
   ssize_t rc;
   if (len <= inject_) {
     rc = core_->ep().post_inject(s.txbuf, len, t.fa);
@@ -250,7 +264,7 @@ void Load::issue(Slot& s) {
   s.op.req_id = (++seq_ << 16) | s.idx;
   s.target = next_target_;
   s.op.conn = targets_[s.target].conn;
-  next_target_ = (next_target_ + 1) % targets_.size();
+  if (++next_target_ == targets_.size()) next_target_ = 0;
   if (data_mem_) {
     if (w_.stream) {
       if (stream_off_ + w_.bytes > w_.data_len) stream_off_ = 0;
@@ -267,35 +281,11 @@ void Load::issue(Slot& s) {
   post(s);
 }
 
-void Load::account(const Slot& s) {
-  if (windows_.empty() || s.t_resp <= t0_ || s.t_issue >= t_end_) return;
-  const double life = static_cast<double>(s.t_resp - s.t_issue);
-  const double size = static_cast<double>(w_.bytes);
-  const int64_t n = static_cast<int64_t>(windows_.size());
-  if (s.t_resp < t_end_)
-    windows_[std::clamp<int64_t>((s.t_resp - t0_) / duration_ns_, 0, n - 1)].completions++;
-  // Slices in time since t0_: window k is slices k*S .. k*S+S-1.
-  const int64_t ns = n * nslices_;
-  const double len = static_cast<double>(duration_ns_) / static_cast<double>(nslices_);
-  const double a = static_cast<double>(std::max(s.t_issue, t0_) - t0_);
-  const double b = static_cast<double>(std::min(s.t_resp, t_end_) - t0_);
-  const int64_t g0 = std::clamp<int64_t>(static_cast<int64_t>(a / len), 0, ns - 1);
-  const int64_t g1 = std::clamp<int64_t>(static_cast<int64_t>(std::max(a, b - 1) / len), 0, ns - 1);
-  for (int64_t g = g0; g <= g1; g++) {
-    double lo = std::max(a, g * len), hi = std::min(b, (g + 1) * len);
-    double share = life > 0 ? std::max(0.0, hi - lo) / life : (g == g0 ? 1.0 : 0.0);
-    if (share <= 0) continue;
-    slices_[g] += share;
-    windows_[g / nslices_].work_ops += share;
-    windows_[g / nslices_].work_bytes += share * size;
-  }
-}
-
 // The measured work can never exceed what was transferred: every share
 // belongs to an operation that completed, each counted at most once.
 bool Load::check_limits() {
   double work = 0;
-  for (auto& w : windows_) work += w.work_ops;
+  for (int64_t k = 0; k < work_.windows(); k++) work += work_.work(k);
   if (work <= static_cast<double>(all_done_) + 1e-6) return true;
   error("internal: the windows credit " + std::to_string(work) + " operations but only " +
         std::to_string(all_done_) + " completed; result refused");
@@ -358,40 +348,55 @@ void Load::check_barrier_timeout(int64_t now) {
        "barrier timeout", kExitUnreachable);
 }
 
+// The next request of the slot leaves first: what a completed operation
+// leaves to count (latency, windows, trace) is done once the requests of
+// the poll are on their way (count_completed), off the round trip the
+// next latency measures. Only --verify checks the data first (the next
+// operation would overwrite it).
 void Load::complete(Slot& s) {
   s.busy = false;
   busy_--;
-  const int64_t lat = s.t_resp - s.t_issue;
-  bool ok = s.status == wire::Status::Ok;
-  if (!ok) {
-    std::string name = wire::status_name(s.status);
-    if (status_errors_[name]++ == 0)
-      error("server rank " + std::to_string(targets_[s.target].addr.rank) + " answered " + name);
-  } else if (w_.verify && op_->has(ops::kVerifiable)) {
+  ended_.push_back({s.t_issue, s.t_resp, s.target, s.status});
+  if (s.status == wire::Status::Ok && w_.verify && op_->has(ops::kVerifiable)) {
     verify_checked_++;
     std::string bad = op_->client.verify(w_, s.op);
     if (!bad.empty() && verify_failed_++ == 0) error(bad);
   }
-  if (s.status == wire::Status::VerifyFailed) verify_failed_++;
+  if ((phase_ == Phase::Warmup || phase_ == Phase::Measure) && !fatal_) issue(s);
+}
+
+void Load::count_completed() {
+  for (const Ended& e : ended_) count(e);
+  ended_.clear();
+}
+
+void Load::count(const Ended& e) {
+  const bool ok = e.status == wire::Status::Ok;
+  if (!ok) {
+    std::string name = wire::status_name(e.status);
+    if (status_errors_[name]++ == 0)
+      error("server rank " + std::to_string(targets_[e.target].addr.rank) + " answered " + name);
+  }
+  if (e.status == wire::Status::VerifyFailed) verify_failed_++;
   all_done_++;
   if (ok) all_bytes_ += w_.bytes;
-  if (t0_ == 0 || s.t_resp < t0_) {
+  if (t0_ == 0 || e.t_resp < t0_) {
     warm_ops_++;  // done before measuring began (a share of it may still count, below)
-  } else if (s.t_resp >= t_end_) {
+  } else if (e.t_resp >= t_end_) {
     drained_ops_++;
   } else if (ok) {  // completed inside the measured time
+    const int64_t lat = e.t_resp - e.t_issue;
     ops_++;
     bytes_ += w_.bytes;
-    targets_[s.target].ops++;
+    targets_[e.target].ops++;
     hist_.record(static_cast<uint64_t>(lat));
     if (trace_)
-      std::fprintf(trace_, "%lld,%lld,%d,%llu\n", static_cast<long long>(s.t_issue - t0_),
-                   static_cast<long long>(lat), targets_[s.target].addr.rank,
+      std::fprintf(trace_, "%lld,%lld,%d,%llu\n", static_cast<long long>(e.t_issue - t0_),
+                   static_cast<long long>(lat), targets_[e.target].addr.rank,
                    static_cast<unsigned long long>(w_.bytes));
-    t_last_ = std::max(t_last_, s.t_resp);
+    t_last_ = std::max(t_last_, e.t_resp);
   }
-  if (ok && t0_ != 0) account(s);
-  if ((phase_ == Phase::Warmup || phase_ == Phase::Measure) && !fatal_) issue(s);
+  if (ok && t0_ != 0) work_.add(e.t_issue, e.t_resp);  // its shares of the windows and slices
 }
 
 void Load::on_event(const CqEvent& ev, int64_t now) {
@@ -423,7 +428,7 @@ void Load::on_response(ClientRx* rx, const CqEvent& ev, int64_t now) {
     core_->repost(rx);
     return;
   }
-  wire::Message m;
+  wire::Message& m = rx_msg_;
   wire::DecodeError de = wire::decode(rx->buf, ev.len, m);
   Slot* s = nullptr;
   if (de == wire::DecodeError::None && m.response && m.type == wire::Type::Barrier &&
@@ -443,21 +448,19 @@ void Load::on_response(ClientRx* rx, const CqEvent& ev, int64_t now) {
     core_->repost(rx);
     return;
   }
-  s->t_resp = now;
+  s->t_resp = now;  // the read right after the poll that returned it
   s->resp_done = true;
   s->status = op_->client.response ? op_->client.response(w_, m) : m.status;
+  if (s->tx_done) complete(*s);  // the next request leaves before the buffer is posted again
   core_->repost(rx);
-  if (s->tx_done) complete(*s);
 }
 
 std::string Load::result_json() const {
   JsonWriter w;
   double elapsed = t0_ && t_end_ > t0_ ? (t_end_ - t0_) / 1e9 : 0.0;
-  double work_ops = 0, work_bytes = 0;
-  for (auto& win : windows_) {
-    work_ops += win.work_ops;
-    work_bytes += win.work_bytes;
-  }
+  double work_ops = 0;
+  for (size_t k = 0; k < windows_.size(); k++) work_ops += work_.work(static_cast<int64_t>(k));
+  const double work_bytes = work_ops * static_cast<double>(w_.bytes);
   w.begin_object();
   w.kv("ops", ops_);
   w.kv("bytes", bytes_);
@@ -525,16 +528,16 @@ void Load::write_latency(JsonWriter& w) const {
 void Load::write_samples(JsonWriter& w) const {
   w.key("samples").begin_array();
   for (auto& win : windows_) {
-    double el = (win.end - win.start) / 1e9;
-    w.begin_object().kv("ops", win.completions).kv("bytes", win.completions * w_.bytes);
-    w.kv("elapsed_s", el).kv("work_ops", win.work_ops);
-    w.kv("ops_per_sec", el > 0 ? win.work_ops / el : 0.0);
-    w.kv("bytes_per_sec", el > 0 ? win.work_bytes / el : 0.0);
+    const auto k = static_cast<int64_t>(&win - windows_.data());
+    const double el = (win.end - win.start) / 1e9, work = work_.work(k);
+    const uint64_t done = work_.completions(k);
+    w.begin_object().kv("ops", done).kv("bytes", done * w_.bytes);
+    w.kv("elapsed_s", el).kv("work_ops", work);
+    w.kv("ops_per_sec", el > 0 ? work / el : 0.0);
+    w.kv("bytes_per_sec", el > 0 ? work * static_cast<double>(w_.bytes) / el : 0.0);
     w.kv("cpu_utilization", el > 0 ? win.cpu_s / el : 0.0);
     w.key("slice_ops").begin_array();  // work (operation shares) in each of --slices slices
-    const size_t k = static_cast<size_t>(&win - windows_.data());
-    for (int64_t j = 0; j < nslices_ && (k + 1) * nslices_ <= slices_.size(); j++)
-      w.value(slices_[k * nslices_ + j]);
+    for (int64_t j = 0; j < nslices_; j++) w.value(work_.slice(k, j));
     w.end_array().end_object();
   }
   w.end_array();
@@ -606,7 +609,7 @@ void Load::log_event(const char* event, int64_t window) {
   if (window >= 0) {
     const Window& win = windows_[static_cast<size_t>(window)];
     w.kv("window", window).kv("end_s", wall(win.end)).kv("elapsed_s", (win.end - win.start) / 1e9);
-    w.kv("ops", win.completions);
+    w.kv("ops", work_.completions(window));
   } else if (std::string_view(event) == "measure") {
     w.kv("start_s", measure_start_s_).kv("duration_s", duration_s_);
   } else {
@@ -782,21 +785,40 @@ void Load::start() {
   for (auto& s : slots_) issue(s);
 }
 
-// Warmup, measure, drain: until done or a fatal error.
+// Warmup, measure, drain: until done or a fatal error. The clock is read
+// right after a poll that found completions, before they are handled: the
+// response time of the operations it completed (each one's issue time is
+// its own read, in post). With --progress busy an empty poll reads it
+// every kLook-th time only, for the phase changes, the windows and the
+// --interval series: here a clock read (a VM's clock_gettime) costs nearly
+// as much as an empty poll, and reading it after every poll delayed
+// noticing the next completion. The other modes read it after every poll,
+// as they may sleep.
 void Load::loop() {
+  constexpr uint32_t kLook = 64;
   CqEvent ev[32];
-  uint32_t spins = 0;
-  int64_t last_activity = t_start_;
+  uint32_t spins = 0, watched = 0;
+  int64_t now = t_start_, last_activity = t_start_;
+  const bool busy_progress = core_->ep().progress().mode == ProgressMode::Busy;
+  ended_.reserve(64);
   Lease lease(o_);
   while (phase_ != Phase::Done && !fatal_) {
-    size_t n = core_->ep().poll(ev, 32);
-    int64_t now = now_ns();
-    for (size_t i = 0; i < n; i++) on_event(ev[i], now);
-    retry_posts();
-    if (n) last_activity = now;
+    const size_t n = core_->ep().poll(ev, 32);
+    if (n) {
+      now = now_ns();
+      for (size_t i = 0; i < n; i++) on_event(ev[i], now);
+      count_completed();
+      last_activity = now;
+    } else if (!busy_progress || ++spins % kLook == 0) {
+      now = now_ns();
+    } else {
+      if (!to_post_.empty()) retry_posts();
+      continue;
+    }
+    if (!to_post_.empty()) retry_posts();
     advance(now);
-    if ((++spins & 255) == 0 || now >= tick_.next) watch(now, lease);
-    if (n == 0 && !fatal_) core_->ep().idle(busy_ > 0, now, last_activity, 100);
+    if (++watched % 256 == 0 || now >= tick_.next) watch(now, lease);
+    if (n == 0 && !busy_progress && !fatal_) core_->ep().idle(busy_ > 0, now, last_activity, 100);
   }
 }
 

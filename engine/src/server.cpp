@@ -223,6 +223,10 @@ class Server : public ops::ServerContext {
   ServerCounters counters_;
   std::map<std::string, uint64_t> dropped_;
   uint64_t dropped_total_ = 0;
+  // The request being handled (under mu_ with --handler-threads): decode
+  // resets it, so one is kept rather than constructed per message.
+  wire::Message rx_msg_;
+  const ops::Op* last_op_ = nullptr;  // the operation of the last request served
   int64_t t_ready_ = 0;
   CpuTimes cpu_ready_;
   std::vector<Interval> intervals_;
@@ -627,7 +631,7 @@ void Server::handle_rx(RxBuf* rx, const CqEvent& ev) {
     repost(rx);
     return;
   }
-  wire::Message m;
+  wire::Message& m = rx_msg_;
   wire::DecodeError de = wire::decode(rx->buf, ev.len, m);
   if (de != wire::DecodeError::None) {
     drop(wire::decode_error_name(de));
@@ -647,9 +651,14 @@ void Server::handle_rx(RxBuf* rx, const CqEvent& ev) {
     return;
   }
   const fi_addr_t dest = conn;
-  if (const ops::Op* op = ops::for_request(m)) {
-    repost(rx);
+  // The operation of the last request first: clients repeat theirs.
+  const ops::Op* op = last_op_ && ops::is_request_of(*last_op_, m) ? last_op_ : ops::for_request(m);
+  if (op) {
+    last_op_ = op;
+    // The response (or the transfer) first: posting the buffer again is
+    // done while it is on its way, off the round trip.
     op->server.serve(*this, {*op, m, dest, std::min<size_t>(m.h.resp_len, max_msg_)});
+    repost(rx);
     return;
   }
   handle_control(rx, m, dest);
@@ -989,13 +998,25 @@ void Server::publish() {
 
 // Until a signal, a lapsed lease or an authorised shutdown RPC. With
 // --handler-threads the server's state is touched under mu_ only.
+//
+// The clock is read every kLook-th poll, after a sleep and while waiting
+// for storage calls, never per request: nothing it answers needs a time
+// stamp, and a clock read costs about as much as an empty poll here (a VM's
+// clock_gettime), so reading it after every poll delayed noticing the next
+// request. Completions since the last read count as activity at the next
+// (spindown: the last activity is known to within kLook polls). An empty
+// poll while nothing waits (no queued response, transfer or storage call;
+// no handler threads) goes straight to the next poll, but for every
+// kLook-th one: the full round of checks is for polls that found work.
 void Server::loop() {
+  constexpr uint32_t kLook = 64;
   interval_ns_ = static_cast<int64_t>(interval_s_ * 1e9);
   next_tick_ = t_ready_ + interval_ns_;
   tick_cpu_ = cpu_ready_;
-  int64_t last_activity = t_ready_;
+  int64_t now = t_ready_, last_activity = t_ready_;
+  bool active = false, slept = false;
   CqEvent ev[32];
-  uint32_t spins = 0;
+  uint32_t spins = 0, watched = 0;
   for (int i = 0; i < nthreads_; i++) handlers_.emplace_back([this] { handler_loop(); });
   std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
   auto stop = [&](const std::string& why) {
@@ -1006,8 +1027,13 @@ void Server::loop() {
   };
   Lease lease(o_);
   int64_t io_wait_since = 0;  // when the loop began to wait for the I/O threads only
+  const ProgressMode mode = ep_->progress().mode;
+  const bool spins_quietly = nthreads_ == 0 && (mode == ProgressMode::Busy || mode == ProgressMode::Spindown);
+  bool quiet = false;  // the last full round left nothing waiting
   while (!stop_) {
-    size_t n = ep_->poll(ev, 32);
+    const size_t n = ep_->poll(ev, 32);
+    const bool round = ++spins % kLook == 0;  // every kLook-th poll: the clock, the checks
+    if (n == 0 && quiet && !round) continue;
     if (nthreads_) lk.lock();
     for (size_t i = 0; i < n; i++) dispatch(ev[i]);
     if (!backlog_.empty()) flush_backlog();
@@ -1019,16 +1045,24 @@ void Server::loop() {
                        !bulk_queue_.empty() || queued_.load();
     const bool io_waiting = io_pending_.load() > 0;
     if (nthreads_) lk.unlock();
-    int64_t now = now_ns();
+    const bool look = round || slept || io_waiting;
+    active = active || n;
+    if (look) {
+      now = now_ns();
+      if (active) last_activity = now;
+      active = false;
+    }
     if (n || !io_waiting) io_wait_since = 0;
+    slept = false;
     if (n) {
-      last_activity = now;
     } else {
       nudge_.check(now);  // connections queued, not accepted: accept them at once (cm_nudge.hpp)
       if (io_waiting) wait_for_io(now, io_wait_since);
-      else ep_->idle(outstanding || nudge_.in_flight(), now, last_activity, 100);
+      else slept = ep_->idle(outstanding || active || nudge_.in_flight(), now, last_activity, 100);
     }
-    if ((++spins & 1023) == 0 || now >= next_tick_) {
+    quiet = spins_quietly && !slept && !io_waiting && backlog_.empty() && bulk_queue_.empty() &&
+            rma_retry_.empty() && aio_flight_.empty() && io_ready_.load() == 0;
+    if (look && (++watched % 16 == 0 || now >= next_tick_)) {
       rep_.cores.sample();
       if (int sig = g_signal.load()) stop(std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
       if (lease.lapsed(now)) stop(lease.why());  // the campaign is gone: so is this server

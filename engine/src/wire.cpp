@@ -1,5 +1,6 @@
 #include "wire.hpp"
 
+#include <bit>
 #include <cstring>
 
 namespace rooftop::wire {
@@ -81,6 +82,35 @@ const char* decode_error_name(DecodeError e) {
 
 namespace {
 
+// Little-endian fields of k bytes (1, 2, 4 or 8). On a little-endian host
+// one unaligned load or store each (the byte loops, unrolled, cost ~90 of
+// the decoder's ~225 instructions per message); byte by byte elsewhere.
+inline uint64_t load(const uint8_t* p, int k) {
+  uint64_t v = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    switch (k) {
+      case 1: return p[0];
+      case 2: { uint16_t x; std::memcpy(&x, p, 2); return x; }
+      case 4: { uint32_t x; std::memcpy(&x, p, 4); return x; }
+      case 8: std::memcpy(&v, p, 8); return v;
+    }
+  }
+  for (int i = 0; i < k; i++) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+inline void store(uint8_t* p, uint64_t v, int k) {
+  if constexpr (std::endian::native == std::endian::little) {
+    switch (k) {
+      case 1: p[0] = static_cast<uint8_t>(v); return;
+      case 2: { auto x = static_cast<uint16_t>(v); std::memcpy(p, &x, 2); return; }
+      case 4: { auto x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); return; }
+      case 8: std::memcpy(p, &v, 8); return;
+    }
+  }
+  for (int i = 0; i < k; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
 // Bounds-checked little-endian reader over the body.
 struct Reader {
   const uint8_t* p;
@@ -94,11 +124,10 @@ struct Reader {
     }
     return true;
   }
-  uint64_t uint(size_t k) {
-    if (!need(k)) return 0;
-    uint64_t v = 0;
-    for (size_t i = 0; i < k; i++) v |= static_cast<uint64_t>(p[pos + i]) << (8 * i);
-    pos += k;
+  uint64_t uint(int k) {
+    if (!need(static_cast<size_t>(k))) return 0;
+    uint64_t v = load(p + pos, k);
+    pos += static_cast<size_t>(k);
     return v;
   }
   uint8_t u8() { return static_cast<uint8_t>(uint(1)); }
@@ -119,20 +148,18 @@ struct Reader {
   }
 };
 
-uint64_t load(const uint8_t* p, int k) {
-  uint64_t v = 0;
-  for (int i = 0; i < k; i++) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
+}  // namespace
 
-void store(uint8_t* p, uint64_t v, int k) {
-  for (int i = 0; i < k; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
 
+namespace {
+// What decode starts from: copying it is a block copy (~30 instructions),
+// where constructing a temporary of every default member and copying that
+// (m = Message{}) cost ~70 per message.
+constexpr Message kEmptyMessage{};
 }  // namespace
 
 DecodeError decode(const uint8_t* buf, size_t len, Message& m) {
-  m = Message{};
+  m = kEmptyMessage;
   if (len < kHeaderSize) return DecodeError::Truncated;
   Header& h = m.h;
   h.magic = static_cast<uint32_t>(load(buf, 4));

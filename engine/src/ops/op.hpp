@@ -114,7 +114,8 @@ struct ClientHooks {
 };
 
 // A request of an operation, as the server's handler sees it. Its receive
-// buffer was reposted already: the message's string views must not be read.
+// buffer is posted again once the handler returns: the message's string
+// views must not be kept beyond the call.
 struct Request {
   const Op& op;
   const wire::Message& m;

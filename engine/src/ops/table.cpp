@@ -37,9 +37,7 @@ const Op* find(std::string_view name) {
 
 const Op* for_request(const wire::Message& m) {
   for (const Op* op : table())
-    if (op->wire_type == m.type && (m.type != wire::Type::Bulk || op->bulk_op == m.op) &&
-        (m.type != wire::Type::Meta || op->meta_op == m.meta_op))
-      return op;
+    if (is_request_of(*op, m)) return op;
   return nullptr;
 }
 

@@ -18,6 +18,11 @@ size_t index_of(const Op& op);
 const Op* find(std::string_view name);
 // The operation a decoded request is of, or nullptr (a control message).
 const Op* for_request(const wire::Message& m);
+// Whether a decoded request is of `op` (what for_request tests of each).
+inline bool is_request_of(const Op& op, const wire::Message& m) {
+  return op.wire_type == m.type && (m.type != wire::Type::Bulk || op.bulk_op == m.op) &&
+         (m.type != wire::Type::Meta || op.meta_op == m.meta_op);
+}
 
 // --op: choices "noop|read|write" and help "noop: ...; read: ..." from the table.
 OptSpec op_option();
