@@ -2,8 +2,9 @@
 (tests/synthetic.py): one results folder holding a comparable history with
 a planted outlier run and a planted step change, and a run on another
 fabric. The rule finds the step at the right run and calls the outlier an
-outlier; `rooftop check` exits 1 on a fall, 0 otherwise, 2 when nothing is
-comparable (naming the field that differs); JUnit XML has one test case
+outlier; `rooftop check` exits 1 on a fall, 0 otherwise (the first run
+starts the history), 2 when nothing is comparable (naming the field that
+differs); JUnit XML has one test case
 per ceiling and a failure for each that fell; the report says what changed
 since the last comparable run."""
 
@@ -80,6 +81,24 @@ def test_check_exit_codes_and_why_nothing_is_comparable(folder, capsys):
     assert rc == 2 and "no baseline of that name" in err, err
     rc, _, err = cli(capsys, "check", ids[2], "--against", "history", "--threshold", "bw=200", *r)
     assert rc == 2 and "--threshold bw=200" in err, err
+
+
+def test_the_first_run_starts_the_history_and_passes(folder, capsys, tmp_path):
+    """A weekly job's first run: nothing older to fall from, so `check
+    --against history` says so and exits 0 (earlier runs that are all
+    incomparable stay an error: above, the shm run exits 2)."""
+    _, res, ids, _ = folder
+    r = ("--results", str(res))
+    rc, out, _ = cli(capsys, "check", ids[0], "--against", "history", *r)
+    assert rc == 0 and f"run {ids[0]} starts the history" in out, out
+    assert "no other complete run measured" in out and "fell beyond noise" not in out, out
+    rc, out, _ = cli(capsys, "check", ids[0], "--against", "history", "--json", "--junit", str(tmp_path / "j.xml"), *r)
+    doc = json.loads(out)
+    assert rc == 0 and doc["starts_history"] is True and doc["fell"] is False and doc["metrics"] == []
+    suite = ET.parse(tmp_path / "j.xml").getroot()
+    assert suite.get("failures") == "0" and int(suite.get("skipped")) == len(doc["not_compared"]) >= 1
+    rc, out, _ = cli(capsys, "check", ids[1], "--against", "history", "--json", *r)
+    assert rc == 0 and json.loads(out)["starts_history"] is False
 
 
 def test_baseline_and_junit(folder, capsys, tmp_path):

@@ -159,6 +159,7 @@ def cmd_check(args) -> int:
         doc = {
             "run": run,
             "fell": bool(fell),
+            "starts_history": not checks,
             "metrics": [mc.to_dict() for mc in checks],
             "not_compared": skipped,
             "check": rule.record(),
@@ -175,7 +176,10 @@ def cmd_check(args) -> int:
                 print(f"  note: {note}")
         for why in skipped.values():
             print(f"not compared: {why}")
-        print(f"{len(fell)} ceiling(s) fell beyond noise" if fell else "no ceiling fell beyond noise")
+        if not checks:  # gate.first_run: nothing older to fall from
+            print(f"run {run} starts the history: no earlier run to check against; the next run is checked against it")
+        else:
+            print(f"{len(fell)} ceiling(s) fell beyond noise" if fell else "no ceiling fell beyond noise")
     return 1 if fell else 0
 
 

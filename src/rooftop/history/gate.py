@@ -81,6 +81,18 @@ def check(store, run_id: str, against_what: str, rule: Rule) -> tuple[list[Metri
                 skipped[metric] = f"{metric}: {label} is the run itself"
             else:
                 checks.append(against_run(rc, b, rule.of(metric), label))
-    if not checks:
+    if not checks and not (against_what == "history" and first_run(store, run_id)):
         raise CheckError(f"run {run_id}: nothing comparable to check against ({'; '.join(skipped.values())})")
     return checks, skipped
+
+
+def first_run(store, run_id: str) -> bool:
+    """No complete run with ceilings is older than run_id: it starts the
+    history (a weekly job's first run), so `check --against history` has
+    nothing to fall from, which is not an error. Earlier runs that are all
+    incomparable still are: the job's config changed under it."""
+    mine = series.of_run(store, run_id)
+    if not mine:
+        return False
+    rc = next(iter(mine.values()))
+    return not any((r.created, r.run) < (rc.created, rc.run) for runs in series.history(store).values() for r in runs)
