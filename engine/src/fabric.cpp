@@ -67,6 +67,19 @@ std::vector<std::string> available_providers() {
   return {names.begin(), names.end()};
 }
 
+std::string preinit_providers(const std::string& fabric_spec) {
+  std::string prov = parse_fabric_spec(fabric_spec).provider;
+  std::string first = prov.substr(0, prov.find(';'));
+  if (first != "tcp" && first != "udp" && first != "sockets" && first != "shm")
+    return "not for provider '" + prov +
+           "': a device provider's initialisation may open device contexts a forked child must not use";
+  fi_info* list = nullptr;
+  int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, nullptr, &list);
+  if (list) fi_freeinfo(list);
+  if (rc != 0 && rc != -FI_ENODATA) return "fi_getinfo: " + fi_error_text(rc);
+  return "";
+}
+
 namespace {
 // The hints every endpoint asks for: RDM, messages and RMA both ways.
 fi_info* endpoint_hints(const std::string& prov, bool thread_safe) {

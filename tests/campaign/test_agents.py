@@ -71,6 +71,8 @@ def test_one_agent_per_node_and_no_other_engine_launch(runs, validate):
         assert doc["role"] == "agent" and doc["complete"], doc
         assert "is gone" in doc["result"]["stop_reason"], doc["result"]  # the campaign removed their lease
         assert doc["result"]["running_at_stop"] == 0 and doc["result"]["refused"] == 0
+        # ofi+tcp: libfabric's providers initialised once in the agent, not in each child.
+        assert doc["result"]["preinit"] == "ofi+tcp" and doc["result"]["preinit_done"], doc["result"]
     # Node 0 served (a server and its shutdown), node 1 ran the client round.
     assert docs[0]["result"]["started"] == 2 and docs[1]["result"]["started"] == 1, docs
     # Every process still wrote its own document, bound as asked.

@@ -60,7 +60,15 @@ class Runner:
         #: engine.launch = agents: one agent per node starts every engine,
         #: launched on first use and stopped by procs.close().
         self.agents = (
-            Agents(launcher, engine, self.run_dir, self.leases, float(cfg["engine"]["timeout"]) + 20, self.log)
+            Agents(
+                launcher,
+                engine,
+                self.run_dir,
+                self.leases,
+                float(cfg["engine"]["timeout"]) + 20,
+                self.log,
+                fabric=cfg["fabric"]["provider"],
+            )
             if self.commands.agents
             else None
         )

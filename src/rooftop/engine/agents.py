@@ -162,8 +162,12 @@ class Agents:
         leases: Leases,
         timeout: float,
         log: Callable[[str], None] | None = None,
+        fabric: str = "",
     ):
         self.launcher, self.engine, self.run_dir, self.leases = launcher, engine, run_dir, leases
+        #: The campaign's fabric: the agent initialises its providers once,
+        #: before forking, where that is safe (its --preinit).
+        self.fabric = fabric
         #: Seconds every agent has to report ready once launched.
         self.timeout = timeout
         self.log = log or (lambda msg: None)
@@ -199,6 +203,7 @@ class Agents:
             f"{GRACE_S:g}",
             "--output",
             str(folder / "node-{rank}" / "agent.json"),
+            *(["--preinit", self.fabric] if self.fabric else []),
         ]
 
     def start(self) -> None:
