@@ -24,7 +24,7 @@ from typing import Any
 
 from rooftop import foreign, power
 from rooftop.config.keys import Key
-from rooftop.locks import ON_THIS_MACHINE
+from rooftop.launchers import ON_THIS_MACHINE
 
 
 @dataclass(frozen=True)

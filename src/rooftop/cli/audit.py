@@ -67,7 +67,7 @@ def _cmd_audit(args) -> int:
     opts["results"] = str(store.dir)
     say = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     with CampaignLocks(
-        store.dir, "local", args.wait_lock, False, lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)
+        store.dir, True, args.wait_lock, False, lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)
     ) as locks:
         run_id, rows = audit_run.run(store, pitfalls, opts, say)
         locks.name_run(run_id)
