@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build
 from rooftop.engine.commands import run_engine
+from rooftop.keys import ConfigError
 from rooftop.launchers.base import Node, pinned_argvs
 from rooftop.nics import policy as nics
 

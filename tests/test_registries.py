@@ -13,9 +13,8 @@ import pytest
 from matplotlib.colors import is_color_like
 
 import synthetic
-from rooftop import metrics, results, samplers, stages, ui
+from rooftop import keys, metrics, results, samplers, stages, ui, units
 from rooftop.campaign import merge_server_args, plan_collect, plan_validate
-from rooftop.config import keys, units
 from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_KEYS
 from rooftop.config.files import defaults
 from rooftop.plots.run import plot_run
@@ -84,7 +83,7 @@ def test_a_key_declared_twice_is_an_error_at_import():
     importing config fails naming the key, never keeping the last one."""
     code = (
         "from rooftop import samplers\n"
-        "from rooftop.config.keys import Key\n"
+        "from rooftop.keys import Key\n"
         "samplers.KEYS = (*samplers.KEYS, Key('collect.samples', 'int', 3, 'again'))\n"
         "import rooftop.config.catalog\n"
     )

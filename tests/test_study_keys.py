@@ -17,7 +17,7 @@ import pytest
 
 from rooftop import cli
 from rooftop.config.catalog import STUDY_KEYS, register
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 

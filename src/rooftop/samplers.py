@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooftop import foreign, power
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 from rooftop.launchers import ON_THIS_MACHINE
 
 

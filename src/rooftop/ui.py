@@ -26,8 +26,8 @@ from rich.text import Text
 from rooftop import stages
 from rooftop.campaign import progress
 
-# Re-exported: cli formats rates through ui (the table is rooftop.config.units).
-from rooftop.config.units import fmt_range, fmt_rate  # noqa: F401
+# Re-exported: cli formats rates through ui (the table is rooftop.units).
+from rooftop.units import fmt_range, fmt_rate  # noqa: F401
 
 console = Console(stderr=True, highlight=False)
 if not console.is_terminal:

@@ -9,8 +9,8 @@ from campaign_util import rooftop
 
 from rooftop.config.catalog import KEYS
 from rooftop.config.files import merge
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build, resolve
+from rooftop.keys import ConfigError
 
 
 def err(data=None, **overrides):

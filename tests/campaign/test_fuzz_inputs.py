@@ -13,8 +13,8 @@ import pytest
 
 from rooftop import model
 from rooftop.config.catalog import KEY_BY_PATH, KEYS
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build
+from rooftop.keys import ConfigError
 from rooftop.model.ceilings import ModelError
 
 CASES = 1500

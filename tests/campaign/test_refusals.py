@@ -14,8 +14,8 @@ from campaign_util import rooftop
 
 from rooftop.config.catalog import MIN_DURATION_S
 from rooftop.config.files import merge
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build, resolve
+from rooftop.keys import ConfigError
 from rooftop.store.db import Store
 
 DATA = Path(__file__).parent.parent / "data" / "results-19dee6e"

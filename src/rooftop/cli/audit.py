@@ -29,7 +29,7 @@ def options(config_file: str | None, overrides: dict) -> dict:
     """The audit's options from its keys (defaults <- file <- overrides)."""
     from rooftop.config.catalog import section_of
     from rooftop.config.files import load_file, merge
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
 
     other = sorted(k for k in overrides if k not in READS and section_of(k) != "audit")
     if other:

@@ -28,8 +28,8 @@ from rooftop.cli.common import (
 def _cmd_collect(args) -> int:
     from rooftop import emulation
     from rooftop.campaign import Runner, outlook, plan_collect
-    from rooftop.config.keys import ConfigError
     from rooftop.config.resolve import build
+    from rooftop.keys import ConfigError
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
     from rooftop.store.db import Store

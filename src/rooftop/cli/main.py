@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns rooftop's exit code (rooftop.exits)."""
     from rooftop import exits
     from rooftop.cluster.spec import ClusterError
-    from rooftop.config.keys import ConfigError
     from rooftop.engine.base import EXIT_UNREACHABLE, EngineError
+    from rooftop.keys import ConfigError
     from rooftop.launchers import LauncherError
     from rooftop.learn import LearnError
     from rooftop.locks import LockBusy

@@ -4,7 +4,7 @@ metric's and sampler's gathered in, and the limits the checks use."""
 from __future__ import annotations
 
 from rooftop import metrics, samplers, topology
-from rooftop.config.keys import Key, by_path
+from rooftop.keys import Key, by_path
 from rooftop.launchers import BINDINGS, LAUNCHERS
 from rooftop.launchers.mpiexec import FLAVORS
 from rooftop.stages import pairs

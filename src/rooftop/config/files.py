@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_COMMAND, STUDY_KEYS, section_of
-from rooftop.config.keys import ConfigError, Key, short
-from rooftop.config.units import parse_size
+from rooftop.keys import ConfigError, Key, short
+from rooftop.units import parse_size
 
 
 def _at_most(key: Key, value: float) -> float:

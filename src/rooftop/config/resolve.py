@@ -21,8 +21,8 @@ from rooftop.config.catalog import (
     VALIDATE_SERVER_NODES,
 )
 from rooftop.config.files import _get, _set, load_file, merge
-from rooftop.config.keys import ConfigError
 from rooftop.exits import Unreachable
+from rooftop.keys import ConfigError
 from rooftop.launchers import LAUNCHERS, Node, binding_width
 from rooftop.nics.policy import check_policy
 

@@ -8,11 +8,11 @@ report says a sentence shared by several metrics once ("bw, rpc: ...")."""
 
 from __future__ import annotations
 
-from rooftop.config.units import fmt_rate
 from rooftop.foreign import FOREIGN_WARN
 from rooftop.model import outliers
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO, Roofline
 from rooftop.results import WIDE_CLIENT_RANGE, RunResults
+from rooftop.units import fmt_rate
 
 #: Where 3 or more nodes come from when this machine has too few cores.
 MORE_NODES = (

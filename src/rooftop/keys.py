@@ -1,9 +1,10 @@
 """A config key's declaration (Key), the error a config problem raises
-(ConfigError), and the index of a key table (by_path). In a module of its
-own, at the bottom of the package, so that the tables declaring keys
-(rooftop.config for the common ones, each metric file for its own) and the
-checks that refuse a value (rooftop.config.units, rooftop.nics.policy, each
-metric's) need not import rooftop.config; config.KEYS gathers them all."""
+(ConfigError), and the index of a key table (by_path). A module of its
+own, at the bottom of the layers, beside rooftop.config rather than in it,
+so that the tables declaring keys (rooftop.config for the common ones, each
+metric, stage, sampler and study file for its own) and the checks that
+refuse a value (rooftop.units, rooftop.nics.policy, each metric's) need not
+import rooftop.config; config.KEYS gathers them all."""
 
 from __future__ import annotations
 
