@@ -130,8 +130,8 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed, plan_collect, sampling
     from rooftop.campaign.progress import PROGRESS_LOG
+    from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
-    from rooftop.store.doctor import run_status
     from rooftop.store.records import StoreError
 
     launcher = make_launcher(cfg["launcher"])
@@ -302,7 +302,7 @@ def _cmd_runs(args) -> int:
 
 
 def _cmd_doctor(args) -> int:
-    from rooftop.store import doctor
+    from rooftop import doctor
     from rooftop.store.records import StoreError
 
     done = None  # the lines of --recover or --rebuild
