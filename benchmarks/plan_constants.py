@@ -91,7 +91,7 @@ def one_placement(store: Store, metric: str, args) -> dict[str, list[float]]:
         {
             "launcher.nodes": 2,
             "metrics": [metric],
-            "collect.samples": args.windows,
+            "collect.windows": args.windows,
             "collect.duration": args.duration,
             "collect.warmup": args.warmup,
             "collect.client_peak": False,

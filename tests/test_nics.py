@@ -179,7 +179,7 @@ def test_collect_with_several_policies_measures_one_run_each(tmp_path):
         "0.2",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "1",
         "--set",
         "collect.client_peak=false",

@@ -52,3 +52,44 @@ def short(value: Any) -> str:
         else f"an integer of {len(str(abs(value)))} digits"
     )
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: Keys renamed, old path -> new path: one word per meaning (a "sample" is a
+#: stored row; an engine measurement window is a "window"; a time series
+#: recorded beside the rounds is a "series"). A config file or --set may
+#: still use the old spelling for one release (it warns, naming the new
+#: one); a stored run's config is rewritten to the new one (store migration
+#: 15, and rooftop doctor reading a run's config.json).
+RENAMED: dict[str, str] = {
+    "collect.samples": "collect.windows",
+    "validate.samples": "validate.windows",
+    "sample": "series",
+    "sample_interval": "series_interval",
+}
+
+
+def rename_old(cfg: dict) -> list[tuple[str, str]]:
+    """Moves the old spellings of renamed keys (RENAMED) in a nested config
+    to their new paths, in place; returns (old, new) of each moved. Where
+    both are set, the new one wins and the old one is dropped."""
+    moved = []
+    for old, new in RENAMED.items():
+        *parents, leaf = old.split(".")
+        d: Any = cfg
+        for p in parents:
+            d = d.get(p) if isinstance(d, dict) else None
+        if not isinstance(d, dict) or leaf not in d:
+            continue
+        value = d.pop(leaf)
+        *new_parents, new_leaf = new.split(".")
+        target = cfg
+        for p in new_parents:
+            target = target.setdefault(p, {})
+        target.setdefault(new_leaf, value)
+        moved.append((old, new))
+    return moved
+
+
+def deprecated_key(old: str, new: str) -> str:
+    """The warning an old spelling of a key gets (as an old flag's does)."""
+    return f"rooftop: warning: config key {old} is deprecated and goes in the next release: use {new}"

@@ -36,7 +36,7 @@ def _cfg(nodes=2, metrics=("rpc", "bw"), samples=3, duration=1.0, warmup=0.5, pa
             "client_node": True,
             "sweep_servers": False,
             "pairs": pairs,
-            "samples": samples,
+            "windows": samples,
             "duration": duration,
             "warmup": warmup,
             "servers_per_node": 1,
@@ -175,7 +175,7 @@ def test_dry_run_prints_the_expected_run_time(tmp_path):
         "launcher.cores_per_node=1",
         "--metrics",
         "rpc",
-        "--samples",
+        "--windows",
         "3",
         "--duration",
         "2",
@@ -197,7 +197,7 @@ def test_dry_run_prints_the_expected_run_time(tmp_path):
 
 def test_dry_run_of_a_campaign_over_an_hour_warns(tmp_path):
     p = rooftop(
-        "collect", "--dry-run", "--metrics", "rpc", "--samples", "10000", "--duration", "1", "--results", str(tmp_path)
+        "collect", "--dry-run", "--metrics", "rpc", "--windows", "10000", "--duration", "1", "--results", str(tmp_path)
     )
     assert "# expected run time: 2 h 46 min" in p.stdout.splitlines()[-1]
     # The line of what this run can tell comes first, then the warning, before anything runs.
@@ -216,7 +216,7 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
         "collect",
         "--metrics",
         "rpc",
-        "--samples",
+        "--windows",
         "4",
         "--duration",
         "0.5",
@@ -254,7 +254,7 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
     assert len(measured) == 4 and stored and max(measured) < stored[0]
     assert "(run 1/4, ETA " in lines[measured[0]]
     # validate --dry-run prints its own expected time.
-    v = rooftop("validate", run, "--dry-run", "--samples", "2", "--duration", "1", "--results", str(res))
+    v = rooftop("validate", run, "--dry-run", "--windows", "2", "--duration", "1", "--results", str(res))
     assert v.stdout.splitlines()[-1].startswith("# expected run time: ")
     assert "2 windows: measuring 2.0 s" in v.stdout.splitlines()[-1]
 
@@ -269,7 +269,7 @@ def test_a_campaign_over_an_hour_says_so_first_and_still_runs(tmp_path):
             "collect",
             "--metrics",
             "rpc",
-            "--samples",
+            "--windows",
             "5000",
             "--duration",
             "1",

@@ -31,7 +31,7 @@ def _cfg(n, pairs):
             "client_node": False,
             "sweep_servers": False,
             "pairs": pairs,
-            "samples": 2,
+            "windows": 2,
             "duration": 1.0,
             "warmup": 0.5,
             "servers_per_node": 1,

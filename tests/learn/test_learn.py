@@ -88,7 +88,7 @@ def test_dataset_features_are_the_parameters_that_vary(results):
     # Another metric's keys and the campaign's own are not features.
     assert not [f for f in ds.features if f.startswith(("rpc.", "validate.", "collect.", "results"))]
     assert ds.constants["launcher.type"] == "local" and "bw.stream_size" in ds.constants
-    # Repeats (validate.samples 3) share a configuration; the roofline is positive.
+    # Repeats (validate.windows 3) share a configuration; the roofline is positive.
     assert ds.configurations < len(ds.y) and np.all(ds.roof > 0) and np.all(ds.y > 0)
     assert sorted(set(ds.footprint.tolist()))[-1] == 6  # 2 servers + 4 clients per node
 

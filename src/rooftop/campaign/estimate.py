@@ -93,9 +93,9 @@ def count(cfg: dict, placements: list[Placement], done: set[str] | frozenset = f
 
 def pair_work(cfg: dict, x: PairsExpected) -> Work:
     """The client ceiling's work from its pair strategy's expected counts:
-    every metric measures every round, collect.samples windows each."""
+    every metric measures every round, collect.windows windows each."""
     c = cfg["collect"]
-    metrics, samples = len(cfg["metrics"]), c["samples"]
+    metrics, samples = len(cfg["metrics"]), c["windows"]
     rounds = x.rounds * metrics
     return Work(
         placements=x.placements,

@@ -48,9 +48,9 @@ CONFIG_FLAGS = (
 STAGE_FLAGS = (
     KeyFlag("--duration", "{stage}.duration", "S"),
     KeyFlag("--warmup", "{stage}.warmup", "S"),
-    KeyFlag("--samples", "{stage}.samples", "K"),
+    KeyFlag("--windows", "{stage}.windows", "K", old=("--samples",)),
     KeyFlag("--fail-fast", "fail_fast"),
-    KeyFlag("--series", "sample", "LIST", old=("--sample",)),
+    KeyFlag("--series", "series", "LIST", old=("--sample",)),
 )
 
 

@@ -49,7 +49,7 @@ interference.load_warmup); the loads' knobs are keys loads.KIND.KNOB
 (--load-set KIND.KNOB=VALUE). Set any with --set or a config file's
 [interference] and [loads.KIND] tables; 'rooftop config keys' and
 docs/interference.md list them.
---duration, --warmup and --samples apply to the validate stage too."""
+--duration, --warmup and --windows apply to the validate stage too."""
 )
 
 
@@ -108,7 +108,7 @@ def _config(args) -> tuple[dict, interfere.Plan]:
     from rooftop.keys import ConfigError
 
     o = session.overrides(args)
-    for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
+    for k in ("duration", "warmup", "windows"):  # the flags set both phases' keys here
         if f"collect.{k}" in o:
             o.setdefault(f"validate.{k}", o[f"collect.{k}"])
     cfg = build(args.config, o, SECTIONS)

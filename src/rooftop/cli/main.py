@@ -24,7 +24,7 @@ it run for its clients? rooftop measures it with its native engine
 
 EXAMPLES = """\
 examples:
-  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 or 3 logical nodes
+  RUN=$(rooftop collect --duration 2 --windows 3)   # this machine, 2 or 3 logical nodes
   rooftop validate $RUN
   rooftop report latest                              # prints the HTML report's path
   rooftop runs

@@ -19,7 +19,7 @@ declares them, or a preset) over the same grid of server and client nodes as
 'rooftop validate' on RUN: the run's launcher, nodes, processes per node and
 binding; servers started once per server placement, one port each (base port
 + rank); clients spread over the servers round-robin and released together
-from a barrier; collect.samples samples of collect.duration seconds per
+from a barrier; collect.windows windows (a sample each) of collect.duration seconds per
 placement. A sample whose clients shared less than engine.min_overlap of
 their time is measured again (engine.retries), then stored invalid. Points
 are stored in the run as soon as measured; every command line and output is

@@ -81,7 +81,7 @@ def tunable(key: str, metric: str) -> bool:
         key in KEY_BY_PATH
         and section_of(key) is None
         and not excluded(key, metric)
-        and not key.startswith(("nodes", "launcher.", "sample"))
+        and not key.startswith(("nodes", "launcher.", "series"))
     )
 
 

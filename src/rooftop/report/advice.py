@@ -38,7 +38,7 @@ def todo_of(r: Roofline) -> str:
         return MORE_NODES
     if v["kind"] == "indistinguishable" or r.client.interval is None or r.server.interval is None:
         return (
-            "narrow the ceilings' intervals to get a ratio: more samples (collect.samples) "
+            "narrow the ceilings' intervals to get a ratio: more windows (collect.windows) "
             "or longer ones (collect.duration)"
         )
     return "measure the ceilings with samples the model may use (see the warnings)"
@@ -122,7 +122,7 @@ def remeasure(res: RunResults) -> list[tuple[str | None, str]]:
                 (
                     metric,
                     f"the client ceiling spans {c.hi / c.lo - 1:.0%}: measure longer or more "
-                    f"samples (collect.duration, collect.samples) on a quiet machine.",
+                    f"windows (collect.duration, collect.windows) on a quiet machine.",
                 )
             )
         ev = res.evaluations.get(metric)
