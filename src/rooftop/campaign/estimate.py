@@ -7,7 +7,7 @@ The dry run counts the placements it is about to run (count); `rooftop
 plan` counts the same plan on N planned nodes, or, where the client
 ceiling's pairs are too many to list, takes them from the pair strategy's
 expected counts (pair_work); both print Estimate.lines(). The progress
-bars' per-row costs (rooftop.campaign.progress.expect) use the same
+bars' per-row costs (rooftop.campaign.tracking.expect) use the same
 constants.
 
 Names no stage and no metric: it reads placements, their sample specs and

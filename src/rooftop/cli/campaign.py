@@ -129,7 +129,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
 
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed, plan_collect, sampling
-    from rooftop.campaign.progress import PROGRESS_LOG
+    from rooftop.campaign.tracking import PROGRESS_LOG
     from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
     from rooftop.store.records import StoreError
@@ -215,7 +215,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
 
 def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
     """A campaign expected to take over an hour says so (stderr) before it starts."""
-    from rooftop.campaign.progress import expect
+    from rooftop.campaign.tracking import expect
 
     warning = expect(cfg, groups, done).warning()
     if warning:

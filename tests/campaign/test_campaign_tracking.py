@@ -15,9 +15,9 @@ import time
 import pytest
 from campaign_util import engine_processes, rooftop, samples
 
-from rooftop.campaign import plan_collect, progress
+from rooftop.campaign import plan_collect, tracking
 from rooftop.campaign.costs import AGENTS, PER_PLACEMENT
-from rooftop.campaign.progress import Tracker, WindowFollower, expect, fmt_duration
+from rooftop.campaign.tracking import Tracker, WindowFollower, expect, fmt_duration
 
 # A config without engine.launch (as _cfg builds it): a launch per placement.
 PLACEMENT_S, ROUND_S = PER_PLACEMENT.placement_s, PER_PLACEMENT.round_s
@@ -236,7 +236,7 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
     logged = [json.loads(l) for l in (raw / "windows-0.jsonl").read_text().splitlines()]
     ends = [l["end_s"] for l in logged if l["event"] == "window"]
     client_end = _when(json.loads((raw / "client-0.json").read_text())["environment"]["end_utc"])
-    events = [json.loads(l) for l in (res / run / progress.PROGRESS_LOG).read_text().splitlines()]
+    events = [json.loads(l) for l in (res / run / tracking.PROGRESS_LOG).read_text().splitlines()]
     assert events[0]["event"] == "start" and events[0]["rows"] == 4
     windows = [e for e in events if e["event"] == "window"]
     # Each window counted on its own, as it ended, not at the end of the round.
