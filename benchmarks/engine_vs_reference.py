@@ -39,11 +39,11 @@ try:
     import rooftop  # noqa: F401  (installed: .venv/bin/python)
 except ImportError:  # python3 from a checkout: its src/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-from rooftop.config.keys import ConfigError
-from rooftop.config.units import parse_size as rooftop_parse_size
 from rooftop.engine.groups import NotReady, wait_published
 from rooftop.engine.processes import reap as rooftop_reap
 from rooftop.engine.processes import terminate
+from rooftop.keys import ConfigError
+from rooftop.units import parse_size as rooftop_parse_size
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # stream_reference.py, next to this script
 import stream_reference  # noqa: E402

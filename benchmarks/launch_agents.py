@@ -59,7 +59,7 @@ def runner(store: Store, launch: str, a: argparse.Namespace) -> tuple[Runner, ob
             "launcher.type": a.launcher,
             "metrics": [a.metric],
             "engine.launch": launch,
-            "collect.samples": 1,
+            "collect.windows": 1,
             "collect.duration": a.duration,
             "collect.warmup": 0.0,
             "collect.client_peak": False,

@@ -135,7 +135,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="folder for rooftop.db (replaced)")
     ap.add_argument("--duration", default="0.4", help="seconds per sample (default %(default)s)")
-    ap.add_argument("--samples", default="3", help="samples per measurement (default %(default)s)")
+    ap.add_argument(
+        "--windows", default="3", help="engine windows per measurement, a sample each (default %(default)s)"
+    )
     ap.add_argument(
         "--settings",
         type=int,
@@ -158,7 +160,7 @@ def main() -> int:
     ap.add_argument("--link-rate", default="200mbit", help="--cluster: every node's link (default %(default)s)")
     args = ap.parse_args()
     os.environ.setdefault("ROOFTOP_CORES_LOCK", "/tmp/rooftop-learn.lock")
-    timing = ["--duration", args.duration, "--warmup", "0.1", "--samples", args.samples]
+    timing = ["--duration", args.duration, "--warmup", "0.1", "--windows", args.windows]
     t0 = time.monotonic()
     brought_up = cluster_up(args.cluster, args.link_rate) if args.cluster else False
     with tempfile.TemporaryDirectory(prefix="rooftop-learn-") as tmp:

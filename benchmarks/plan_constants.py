@@ -49,7 +49,7 @@ except ImportError:  # python3 from a checkout: its src/
 
 from rooftop.campaign import Runner, client_rounds, plan_collect
 from rooftop.campaign.costs import LAUNCH_MODES, PER_PLACEMENT, Constant, LaunchMode
-from rooftop.campaign.progress import WINDOW_LOG
+from rooftop.campaign.tracking import WINDOW_LOG
 from rooftop.config.resolve import build
 from rooftop.launchers import make_launcher
 from rooftop.locks import CampaignLocks
@@ -91,7 +91,7 @@ def one_placement(store: Store, metric: str, args) -> dict[str, list[float]]:
         {
             "launcher.nodes": 2,
             "metrics": [metric],
-            "collect.samples": args.windows,
+            "collect.windows": args.windows,
             "collect.duration": args.duration,
             "collect.warmup": args.warmup,
             "collect.client_peak": False,

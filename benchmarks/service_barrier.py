@@ -28,7 +28,7 @@ client's output); --how exec is a spec without --progress or
 prints the efficiency tables of the run's services (redis, memcached, ...)
 as `rooftop model RUN --json` has them. To make them on this machine:
 
-    RUN=$(rooftop collect --metrics rpc --duration 2 --samples 3 --results DIR | tail -1)
+    RUN=$(rooftop collect --metrics rpc --duration 2 --windows 3 --results DIR | tail -1)
     rooftop validate $RUN --results DIR
     rooftop service $RUN --preset redis --results DIR
     rooftop service $RUN --preset memcached --results DIR

@@ -93,7 +93,7 @@ def collect(results: str, args) -> str:
         str(args.duration),
         "--warmup",
         "0.3",
-        "--samples",
+        "--windows",
         str(args.repeat),
         *sets,
     ]

@@ -13,7 +13,7 @@ bash scripts/setup.sh
 results="${RESULTS:-./rooftop-results}"
 # 2 s windows, 6 per round. Bulk clients walk a 256 MiB buffer (the default
 # 1 GiB, far beyond any cache too, takes ~1 s per client to populate here).
-short=(--duration 2 --warmup 0.3 --samples 6 --results "$results")
+short=(--duration 2 --warmup 0.3 --windows 6 --results "$results")
 collect_only=(--set bw.stream_size=256MiB)
 run=$(.venv/bin/rooftop collect "${short[@]}" "${collect_only[@]}" "$@")
 .venv/bin/rooftop validate "$run" "${short[@]}" >/dev/null

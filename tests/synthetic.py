@@ -35,8 +35,8 @@ def config_for(nodes: int = 4, cores: int = 1) -> dict:
     sweep on, 3 collect and 2 validation samples per measurement."""
     cfg = defaults()
     cfg["nodes"] = [{"index": i, "host": "h", "cores": list(range(i * cores, (i + 1) * cores))} for i in range(nodes)]
-    cfg["collect"].update(servers_per_node=max(2, cores), clients_per_node=cores, samples=3, sweep_servers=True)
-    cfg["validate"].update(servers_per_node=cores, clients_per_node=cores, samples=2)
+    cfg["collect"].update(servers_per_node=max(2, cores), clients_per_node=cores, windows=3, sweep_servers=True)
+    cfg["validate"].update(servers_per_node=cores, clients_per_node=cores, windows=2)
     return resolve_grid(cfg)
 
 

@@ -142,7 +142,7 @@ def test_campaign_commands_keep_their_flags():
             "--results",
             "--resume",
             "--series",
-            "--samples",
+            "--windows",
             "--set",
             "--sweep-servers",
             "--verbose",
@@ -162,7 +162,7 @@ def test_campaign_commands_keep_their_flags():
             "--json",
             "--nic-policy",
             "--results",
-            "--samples",
+            "--windows",
             "--series",
             "--server-nodes",
             "--servers-per-node",
@@ -281,7 +281,7 @@ def test_campaign_commands_keep_their_flags():
             "--nodes",
             "--placement",
             "--results",
-            "--samples",
+            "--windows",
             "--seed",
             "--series",
             "--set",
@@ -326,7 +326,7 @@ def test_key_flags_become_config_overrides():
             "--set",
             "launcher.type=mpiexec",
             "--set",
-            "collect.samples=9",
+            "collect.windows=9",
             "--launcher",
             "srun",
             "--nodes",
@@ -343,7 +343,7 @@ def test_key_flags_become_config_overrides():
             "2",
             "--warmup",
             "0.5",
-            "--samples",
+            "--windows",
             "4",
             "--fail-fast",
             "--pairs",
@@ -360,7 +360,7 @@ def test_key_flags_become_config_overrides():
         "results": "R",
         "collect.duration": 2.0,
         "collect.warmup": 0.5,
-        "collect.samples": 4,
+        "collect.windows": 4,
         "fail_fast": True,
         "collect.pairs": "rounds",
         "collect.sweep_servers": True,
@@ -381,7 +381,7 @@ def test_key_flags_become_config_overrides():
             "3",
             "--dur",
             "1",
-            "--samples",
+            "--windows",
             "2",
         ]
     )
@@ -391,7 +391,7 @@ def test_key_flags_become_config_overrides():
         "validate.servers_per_node": 2,
         "validate.clients_per_node": 3,
         "validate.duration": 1.0,
-        "validate.samples": 2,
+        "validate.windows": 2,
     }
     assert args.results is None  # validate's --results is where the run is, not a config key
 
@@ -474,6 +474,9 @@ RENAMED = [
     (["collect", "--sample", "cpu"], ["collect", "--series", "cpu"]),
     (["validate", "R", "--sample", "cpu"], ["validate", "R", "--series", "cpu"]),
     (["interfere", "--sample", "cpu"], ["interfere", "--series", "cpu"]),
+    (["collect", "--samples", "3"], ["collect", "--windows", "3"]),
+    (["validate", "R", "--samples", "3"], ["validate", "R", "--windows", "3"]),
+    (["interfere", "--samples", "3"], ["interfere", "--windows", "3"]),
     (["probe", "--repeat", "2"], ["probe", "--repeats", "2"]),
     (["tune", "--repeat", "2"], ["tune", "--repeats", "2"]),
     (["tune", "--metric", "bw"], ["tune", "--metrics", "bw"]),
@@ -572,7 +575,7 @@ def test_latest_is_the_newest_run_and_none_is_a_clear_error(tmp_path, capsys):
     assert any(newest in p for p in doc["problems"]) and "--rebuild" in doc["advice"]
     assert main(["config", "keys", "--json"]) == 0
     keys = {k["key"]: k for k in json.loads(capsys.readouterr().out)}
-    assert keys["collect.samples"]["default"] == 5 and keys["tune.run"]["only"] == "rooftop tune"
+    assert keys["collect.windows"]["default"] == 5 and keys["tune.run"]["only"] == "rooftop tune"
     assert main(["export", "latest", "--json", "--format", "csv", "--results", str(res)]) == 2
     assert "--json is --format json" in capsys.readouterr().err
 
@@ -588,9 +591,9 @@ def test_the_exit_codes_of_real_commands(tmp_path):
     p = rooftop_cli("collect", "--bogus")
     assert p.returncode == exits.USAGE and "unrecognized arguments: --bogus" in p.stderr
     bad = tmp_path / "bad.toml"
-    bad.write_text("[collect]\nsamples = 'many'\n")
+    bad.write_text("[collect]\nwindows = 'many'\n")
     p = rooftop_cli("collect", "--config", str(bad), "--results", str(tmp_path / "r"))
-    assert p.returncode == exits.USAGE and "collect.samples" in p.stderr
+    assert p.returncode == exits.USAGE and "collect.windows" in p.stderr
     # 1: a result that failed (doctor finds runs whose folders are gone)
     import shutil
     from pathlib import Path
@@ -611,7 +614,7 @@ def test_the_exit_codes_of_real_commands(tmp_path):
     assert not (tmp_path / "n").exists()
     # 130: Ctrl-C of a real collect, once its first round started
     res = tmp_path / "c"
-    args = ["collect", "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "40"]
+    args = ["collect", "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--windows", "40"]
     c = subprocess.Popen(
         [sys.executable, "-m", "rooftop", *args, "--results", str(res)],
         stdout=subprocess.PIPE,

@@ -95,7 +95,7 @@ def test_raw_dir_is_relative_to_the_results_folder_wherever_collect_ran(tmp_path
             "0.3",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "1",
             "--results",
             "res",

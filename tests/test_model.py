@@ -134,7 +134,7 @@ def cli(*args):
 
 def test_model_command_on_a_real_run_and_params(tmp_path):
     res = tmp_path / "res"
-    quick = ["--duration", "0.3", "--warmup", "0.1", "--samples", "2", "--results", str(res)]
+    quick = ["--duration", "0.3", "--warmup", "0.1", "--windows", "2", "--results", str(res)]
     p = cli("collect", "--metrics", "rpc", *quick)
     assert p.returncode == 0, p.stderr
     run = p.stdout.strip().splitlines()[-1]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build
 from rooftop.engine.commands import run_engine
+from rooftop.keys import ConfigError
 from rooftop.launchers.base import Node, pinned_argvs
 from rooftop.nics import policy as nics
 
@@ -179,7 +179,7 @@ def test_collect_with_several_policies_measures_one_run_each(tmp_path):
         "0.2",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "1",
         "--set",
         "collect.client_peak=false",

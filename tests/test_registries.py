@@ -13,9 +13,8 @@ import pytest
 from matplotlib.colors import is_color_like
 
 import synthetic
-from rooftop import metrics, results, samplers, stages, ui
+from rooftop import keys, metrics, results, samplers, stages, ui, units
 from rooftop.campaign import merge_server_args, plan_collect, plan_validate
-from rooftop.config import keys, units
 from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_KEYS
 from rooftop.config.files import defaults
 from rooftop.plots.run import plot_run
@@ -75,8 +74,8 @@ def test_config_keys_list_metric_keys_after_the_metrics_key():
 def test_every_config_key_is_declared_once():
     studies = [k for ks in STUDY_KEYS.values() for k in ks]  # bursts.*, tune.*, ... (register)
     assert len(KEY_BY_PATH) == len(KEYS) + len(studies)
-    with pytest.raises(ValueError, match="config key collect.samples is declared twice"):
-        keys.by_path([keys.Key("collect.samples", "int", 5, "first"), keys.Key("collect.samples", "int", 3, "again")])
+    with pytest.raises(ValueError, match="config key collect.windows is declared twice"):
+        keys.by_path([keys.Key("collect.windows", "int", 5, "first"), keys.Key("collect.windows", "int", 3, "again")])
 
 
 def test_a_key_declared_twice_is_an_error_at_import():
@@ -84,13 +83,13 @@ def test_a_key_declared_twice_is_an_error_at_import():
     importing config fails naming the key, never keeping the last one."""
     code = (
         "from rooftop import samplers\n"
-        "from rooftop.config.keys import Key\n"
-        "samplers.KEYS = (*samplers.KEYS, Key('collect.samples', 'int', 3, 'again'))\n"
+        "from rooftop.keys import Key\n"
+        "samplers.KEYS = (*samplers.KEYS, Key('collect.windows', 'int', 3, 'again'))\n"
         "import rooftop.config.catalog\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode != 0
-    assert "config key collect.samples is declared twice" in p.stderr
+    assert "config key collect.windows is declared twice" in p.stderr
 
 
 def test_units_format_as_before():
@@ -175,18 +174,18 @@ def test_servers_get_only_the_measured_metrics_arguments():
 @pytest.mark.parametrize("s", samplers.SAMPLERS, ids=lambda s: s.name)
 def test_every_sampler_is_stored_and_has_hooks(s):
     """A column sampler has its sample column; a series sampler is a choice
-    of the `sample` key and its rows go to the series table."""
+    of the `series` key and its rows go to the series table."""
     if s.column:
         assert s.name in schema.SAMPLE_COLUMNS
     else:
-        assert s.name in KEY_BY_PATH["sample"].choices and s.name in samplers.SERIES
+        assert s.name in KEY_BY_PATH["series"].choices and s.name in samplers.SERIES
     assert s.unit and s.help and callable(s.start) and callable(s.stop)
 
 
 def test_samplers_measure_nothing_for_engines_on_other_hosts():
     class Far:
         launcher = type("L", (), {"name": "srun"})()
-        cfg = {"sample": list(samplers.SERIES), "sample_interval": 0.1}
+        cfg = {"series": list(samplers.SERIES), "series_interval": 0.1}
 
     running = samplers.start_all(Far(), None, None)
     assert set(running) == {s.name for s in samplers.SAMPLERS}

@@ -17,7 +17,7 @@ import pytest
 
 from rooftop import cli
 from rooftop.config.catalog import STUDY_KEYS, register
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -75,7 +75,7 @@ def test_bad_values_name_the_key(tmp_path):
         (["config", "show", "--set", "bursts.on=3"], "bursts.on: a key of 'rooftop bursts', not read"),
         (["tune", "--init", "2"], "tune.init: 2 is too small (at least 3)"),
         (["audit", "--only", "nope"], "audit.only[0]: 'nope' is not one of buffer"),
-        (["audit", "--set", "collect.samples=3"], "collect.samples: not read by rooftop audit"),
+        (["audit", "--set", "collect.windows=3"], "collect.windows: not read by rooftop audit"),
         (["audit", "--lease", "0"], "engine.lease: must be > 0"),
         (["probe", "--set", "probe.repeat=0"], "probe.repeat: 0 is too small (at least 1)"),
         (["interfere"], "interference.loads (--loads): name at least one load"),
@@ -99,13 +99,13 @@ def test_a_config_file_sets_study_keys_and_other_commands_leave_them_out(tmp_pat
     from rooftop.bursts.run import build_config
 
     f = tmp_path / "c.toml"
-    f.write_text('[bursts]\non = 3\nprogress = ["busy", "spindown:1", "5"]\n[collect]\nsamples = 2\n')
+    f.write_text('[bursts]\non = 3\nprogress = ["busy", "spindown:1", "5"]\n[collect]\nwindows = 2\n')
     cfg = build_config(str(f), {"bursts.interval": 0.5})
     assert cfg["bursts"]["on"] == 3 and cfg["bursts"]["interval"] == 0.5
     assert cfg["bursts"]["progress"] == ["busy", "spindown:1", "spindown:5"]
-    assert cfg["bursts"]["windows_per_burst"] == 6 and cfg["collect"]["samples"] == 2
+    assert cfg["bursts"]["windows_per_burst"] == 6 and cfg["collect"]["windows"] == 2
     shown = json.loads(rooftop("config", "show", "--config", str(f)).stdout)
-    assert "bursts" not in shown and shown["collect"]["samples"] == 2
+    assert "bursts" not in shown and shown["collect"]["windows"] == 2
 
 
 def test_interfere_keys_from_a_file_set_and_flags_resolve_into_the_config(tmp_path):

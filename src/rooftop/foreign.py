@@ -39,7 +39,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from rooftop.locks import ON_THIS_MACHINE
+from rooftop.launchers import ON_THIS_MACHINE
 
 #: A sample with more foreign CPU than this (cores) is flagged in the report.
 FOREIGN_WARN = 0.10

@@ -35,10 +35,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rooftop.launchers import LAUNCHERS
-
-#: Launchers whose engines run on this machine's cores (their SPEC says so).
-ON_THIS_MACHINE = tuple(name for name, spec in LAUNCHERS.items() if spec.on_this_machine)
 ADVICE = (
     "wait for it with '--wait-lock SECONDS', or run anyway with '--allow-concurrent' "
     "(every sample is then marked concurrent and the report warns)"
@@ -201,13 +197,13 @@ class CampaignLocks:
     def __init__(
         self,
         results_dir: Path,
-        launcher: str,
+        on_this_machine: bool,
         wait_s: float = 0.0,
         allow_concurrent: bool = False,
         say: Callable[[str], None] | None = None,
     ):
         self.wanted = [(Path(results_dir) / ".lock", f"results folder {results_dir}")]
-        if launcher in ON_THIS_MACHINE:
+        if on_this_machine:  # the launcher's engines run on this machine's cores
             self.wanted.append((machine_lock_path(), "this machine's cores"))
         self.wait_s, self.concurrent = max(0.0, wait_s), allow_concurrent
         self.say = say or (lambda m: None)

@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 from rooftop.config.catalog import register
-from rooftop.config.keys import Key
-from rooftop.config.units import fmt_in
 from rooftop.engine import enginedoc
 from rooftop.engine.base import DEFAULT_LEASE, EngineError
 from rooftop.engine.groups import Group
+from rooftop.keys import Key
+from rooftop.units import fmt_in
 
 #: The config keys of `rooftop probe` (section `probe`; its --lease is the
 #: common key engine.lease), registered in the key table: `rooftop config

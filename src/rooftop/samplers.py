@@ -5,10 +5,10 @@ they are reaped.
 - A *column* sampler (foreign_cpu) gives one value per round, stored with
   every sample of the round in the sample column of its name.
 - A *series* sampler (cpu, power) records a time series every
-  `sample_interval` seconds while the round runs, stored in the store's
+  `series_interval` seconds while the round runs, stored in the store's
   `series` table (round, sampler, t, quantity, value, unit) and exported
   with `rooftop export RUN --series`. Series samplers are chosen with the
-  `sample` key (`--series cpu,power`); they measure this machine, so with
+  `series` key (`--series cpu,power`); they measure this machine, so with
   launchers whose engines run elsewhere they record nothing.
 
 Adding one: docs/extending.md.
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooftop import foreign, power
-from rooftop.config.keys import Key
-from rooftop.locks import ON_THIS_MACHINE
+from rooftop.keys import Key
+from rooftop.launchers import ON_THIS_MACHINE
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def cpu_series(runner, placement, spec):
             ("interrupts", (i1 - i0) / dt, "1/s"),
         ]
 
-    return Series(probe, runner.cfg["sample_interval"])
+    return Series(probe, runner.cfg["series_interval"])
 
 
 def power_series(runner, placement, spec):
@@ -118,7 +118,7 @@ def power_series(runner, placement, spec):
         meter = power.PowerMeter(power.package_zones())
     except power.PowerUnavailable as e:
         return Nothing(str(e))
-    return Series(lambda: [("power", meter.watts(), "W"), ("energy", meter.joules, "J")], runner.cfg["sample_interval"])
+    return Series(lambda: [("power", meter.watts(), "W"), ("energy", meter.joules, "J")], runner.cfg["series_interval"])
 
 
 SAMPLERS: tuple[Sampler, ...] = (
@@ -154,7 +154,7 @@ SERIES = tuple(s.name for s in SAMPLERS if not s.column)
 #: Config keys of the samplers (config.KEYS lists them).
 KEYS = (
     Key(
-        "sample",
+        "series",
         "list[choice]",
         [],
         "time series recorded during every round: "
@@ -162,14 +162,14 @@ KEYS = (
         + " (default: none)",
         SERIES,
     ),
-    Key("sample_interval", "float", 1.0, "seconds between two points of a time series (default 1.0)", maximum=3600),
+    Key("series_interval", "float", 1.0, "seconds between two points of a time series (default 1.0)", maximum=3600),
 )
 
 
 def start_all(runner, placement, spec) -> dict[str, Any]:
     """Every sampler of the round started: column samplers always, series
-    samplers chosen in the config's `sample`. Name -> handle."""
-    chosen = set(runner.cfg.get("sample") or ())
+    samplers chosen in the config's `series`. Name -> handle."""
+    chosen = set(runner.cfg.get("series") or ())
     return {s.name: s.start(runner, placement, spec) for s in SAMPLERS if s.column or s.name in chosen}
 
 

@@ -96,9 +96,12 @@ class PlannedStore:
 def campaign_locks(args, store, cfg: dict):
     """The results folder's lock, and this machine's cores' for launchers on
     it (rooftop.locks); --allow-concurrent marks every sample stored."""
+    from rooftop.launchers import on_this_machine
     from rooftop.locks import CampaignLocks
 
     if args.allow_concurrent:
         store.marks["concurrent"] = 1
     say = lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)
-    return CampaignLocks(store.dir, cfg["launcher"]["type"], args.wait_lock, args.allow_concurrent, say)
+    return CampaignLocks(
+        store.dir, on_this_machine(cfg["launcher"]["type"]), args.wait_lock, args.allow_concurrent, say
+    )

@@ -24,10 +24,10 @@ from rich.table import Table
 from rich.text import Text
 
 from rooftop import stages
-from rooftop.campaign import progress
+from rooftop.campaign import tracking
 
-# Re-exported: cli formats rates through ui (the table is rooftop.config.units).
-from rooftop.config.units import fmt_range, fmt_rate  # noqa: F401
+# Re-exported: cli formats rates through ui (the table is rooftop.units).
+from rooftop.units import fmt_range, fmt_rate  # noqa: F401
 
 console = Console(stderr=True, highlight=False)
 if not console.is_terminal:
@@ -69,7 +69,7 @@ def _unbroken_width(out: Console, table: Table) -> int:
 class EtaColumn(ProgressColumn):
     """Time until the task's stage (the run, for the run's bar) is expected
     to be done: the plan's time left, scaled by how long the rows counted so
-    far took (rooftop.campaign.progress.Tracker); known from the start."""
+    far took (rooftop.campaign.tracking.Tracker); known from the start."""
 
     def __init__(self, tracker):
         super().__init__()
@@ -111,7 +111,7 @@ class Bars:
         if new and self.progress is not None and not console.is_terminal:
             n, total = self.tracker.done()
             console.print(
-                f"  {new[0]}: window measured (run {n}/{total}, ETA {progress.fmt_duration(self.tracker.eta())})"
+                f"  {new[0]}: window measured (run {n}/{total}, ETA {tracking.fmt_duration(self.tracker.eta())})"
             )
 
     def on_sample(self, spec, row) -> None:
@@ -136,7 +136,7 @@ class Bars:
 def stage_progress(groups, done: set[str], cfg: dict, quiet: bool = False, log: Path | None = None):
     """Yields the Bars of the placements' rows not in done (quiet: none
     drawn; the progress log, if given, is written all the same)."""
-    tracker = progress.Tracker(progress.expect(cfg, groups, done), log)
+    tracker = tracking.Tracker(tracking.expect(cfg, groups, done), log)
     if quiet or not tracker.x.cost:
         yield Bars(tracker, None)
         return

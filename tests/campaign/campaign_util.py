@@ -46,7 +46,7 @@ def engine_processes(marker: str) -> list[int]:
     return pids
 
 
-QUICK = ["--duration", "0.4", "--warmup", "0.2", "--samples", "2"]
+QUICK = ["--duration", "0.4", "--warmup", "0.2", "--windows", "2"]
 
 
 def counting_engine(folder: Path) -> tuple[Path, Path]:

@@ -27,7 +27,7 @@ from rooftop.engine.agents import GRACE_S, LEASE_MARGIN_S
 from rooftop.engine.base import engine_path
 
 LEASE = 2.0
-QUICK = ["--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2"]
+QUICK = ["--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--windows", "2"]
 
 
 def collect(res: Path, wrapper: Path, launch: str, *extra: str) -> subprocess.CompletedProcess:
@@ -109,7 +109,7 @@ def wait_for_windows(res: Path, p: subprocess.Popen, timeout: float = 60) -> Non
 
 def test_sigkill_of_the_campaign_leaves_no_process_after_the_lease(tmp_path):
     res = tmp_path / "res"
-    p = start(res, "--duration", "0.5", "--warmup", "0.1", "--samples", "20")
+    p = start(res, "--duration", "0.5", "--warmup", "0.1", "--windows", "20")
     wait_for_windows(res, p)
     # Two agents, a server and a client, each showing its own command line (ps).
     commands = sorted(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1] for pid in engine_processes(str(res)))
@@ -130,7 +130,7 @@ def test_sigkill_of_the_campaign_leaves_no_process_after_the_lease(tmp_path):
 
 def test_a_dead_agent_fails_its_samples_naming_its_node(tmp_path):
     res = tmp_path / "res"
-    p = start(res, "--duration", "0.5", "--warmup", "0.1", "--samples", "8")
+    p = start(res, "--duration", "0.5", "--warmup", "0.1", "--windows", "8")
     wait_for_windows(res, p)
     (ready,) = res.glob("*/agents/*/node-1/ready")
     os.kill(json.loads(ready.read_text())["pid"], signal.SIGKILL)  # the client node's agent

@@ -91,7 +91,7 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
             "0.3",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "1",
             "--results",
             str(res),
@@ -119,7 +119,7 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
             "0.3",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "2",
             "--results",
             str(res),
@@ -152,7 +152,7 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
         "0.3",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "2",
         "--results",
         str(res),
@@ -173,7 +173,7 @@ def test_ctrl_c_then_resume(tmp_path):
         "0.5",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "3",
         "--results",
         str(res),
@@ -243,7 +243,7 @@ exec {engine_path()} "$@"
         "0.3",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "2",
         "--results",
         str(res),
@@ -273,7 +273,7 @@ exec {engine_path()} "$@"
         "0.3",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "1",
         "--results",
         str(res),
@@ -296,7 +296,7 @@ def test_runs_and_export(tmp_path):
             "0.3",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "1",
             "--results",
             str(res),
@@ -321,7 +321,7 @@ def test_runs_and_export(tmp_path):
 
 def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
     res = tmp_path / "res"
-    p = rooftop("collect", "--dry-run", "--results", str(res), "--samples", "3")
+    p = rooftop("collect", "--dry-run", "--results", str(res), "--windows", "3")
     lines = p.stdout.splitlines()
     serve = [l for l in lines if " serve " in l]
     load = [l for l in lines if " load " in l]
@@ -355,7 +355,7 @@ def test_server_sweep(tmp_path):
             "0.3",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "1",
             "--results",
             str(res),
@@ -390,7 +390,7 @@ def test_a_late_client_is_recorded_and_warned_about(tmp_path):
             "0",
             "--duration",
             "0.5",
-            "--samples",
+            "--windows",
             "1",
             "--results",
             str(res),

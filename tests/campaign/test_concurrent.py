@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from campaign_util import rooftop, samples
 
-QUICK = ["--metrics", "rpc", "--duration", "0.5", "--samples", "2", "--warmup", "0.2"]
-LONGER = ["--metrics", "rpc", "--duration", "0.5", "--samples", "8", "--warmup", "0.2"]
+QUICK = ["--metrics", "rpc", "--duration", "0.5", "--windows", "2", "--warmup", "0.2"]
+LONGER = ["--metrics", "rpc", "--duration", "0.5", "--windows", "8", "--warmup", "0.2"]
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from campaign_util import rooftop
 
 from rooftop.config.catalog import KEYS
 from rooftop.config.files import merge
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build, resolve
+from rooftop.keys import ConfigError
 
 
 def err(data=None, **overrides):
@@ -23,7 +23,7 @@ def test_errors_name_the_key():
     assert "collect.duraton: unknown key" in err({"collect": {"duraton": 5}})
     assert "did you mean collect.duration" in err({"collect": {"duraton": 5}})
     assert err({"bogus": 1}).startswith("bogus: unknown key")
-    assert "collect.samples: expected an integer" in err({"collect": {"samples": "five"}})
+    assert "collect.windows: expected an integer" in err({"collect": {"windows": "five"}})
     assert "collect.duration: must be > 0" in err({"collect": {"duration": 0}})
     assert "binding: 'socket' is not one of core, 2cores, none" in err({"binding": "socket"})
     assert "bw.size: 'huge' is not a size" in err({"bw": {"size": "huge"}})
@@ -56,20 +56,48 @@ def test_resolved_config_has_every_default(tmp_path):
 
 def test_file_json_and_toml_and_cli(tmp_path):
     j = tmp_path / "c.json"
-    j.write_text(json.dumps({"metrics": ["rpc"], "collect": {"samples": 2}}))
+    j.write_text(json.dumps({"metrics": ["rpc"], "collect": {"windows": 2}}))
     t = tmp_path / "c.toml"
-    t.write_text('metrics = ["bw"]\n[collect]\nsamples = 4\n[bw]\nsize = "1MiB"\n')
-    assert build(str(j))["collect"]["samples"] == 2
+    t.write_text('metrics = ["bw"]\n[collect]\nwindows = 4\n[bw]\nsize = "1MiB"\n')
+    assert build(str(j))["collect"]["windows"] == 2
     cfg = build(str(t))
     assert cfg["metrics"] == ["bw"] and cfg["bw"]["size"] == "1MiB"
     out = rooftop("config", "show", "--config", str(j), "--set", "collect.duration=2.5", "--metrics", "rpc,bw").stdout
     shown = json.loads(out)
-    assert shown["collect"]["duration"] == 2.5 and shown["collect"]["samples"] == 2
+    assert shown["collect"]["duration"] == 2.5 and shown["collect"]["windows"] == 2
     assert shown["metrics"] == ["rpc", "bw"]
     bad = tmp_path / "bad.json"
-    bad.write_text('{"collect": {"samples": 2,}}')
+    bad.write_text('{"collect": {"windows": 2,}}')
     p = rooftop("collect", "--config", str(bad), check=False)
     assert p.returncode == 2 and str(bad) in p.stderr and "line 1" in p.stderr
-    p = rooftop("collect", "--set", "collect.samples=-1", check=False)
-    assert p.returncode == 2 and "collect.samples: must be > 0" in p.stderr
+    p = rooftop("collect", "--set", "collect.windows=-1", check=False)
+    assert p.returncode == 2 and "collect.windows: must be > 0" in p.stderr
     assert "collect.duration" in rooftop("config", "keys").stdout
+
+
+def test_old_key_spellings_still_work_warn_and_resolve_to_the_new(tmp_path):
+    """Issue 28 renamed collect.samples/validate.samples (engine windows per
+    measurement) to *.windows and sample/sample_interval (the time series)
+    to series/series_interval: the old spellings, in a file, in --set and as
+    --samples, still work for one release, warn naming the new one, and the
+    resolved config records only the new names."""
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"metrics": ["rpc"], "collect": {"samples": 2}, "sample": ["cpu"]}))
+    p = rooftop("config", "show", "--config", str(old), "--set", "validate.samples=3", "--set", "sample_interval=0.5")
+    shown = json.loads(p.stdout)
+    assert (shown["collect"]["windows"], shown["validate"]["windows"]) == (2, 3)
+    assert (shown["series"], shown["series_interval"]) == (["cpu"], 0.5)
+    assert "samples" not in shown["collect"] and "samples" not in shown["validate"]
+    assert "sample" not in shown and "sample_interval" not in shown
+    for was, now in (
+        ("collect.samples", "collect.windows"),
+        ("validate.samples", "validate.windows"),
+        ("sample", "series"),
+        ("sample_interval", "series_interval"),
+    ):
+        assert f"config key {was} is deprecated and goes in the next release: use {now}" in p.stderr
+    p = rooftop(
+        "collect", "--dry-run", "--samples", "2", "--metrics", "rpc", "--duration", "1", "--results", str(tmp_path)
+    )
+    assert "--samples is deprecated and goes in the next release: use --windows" in p.stderr
+    assert "2 windows" in p.stdout  # the old flag set collect.windows

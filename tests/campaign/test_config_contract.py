@@ -14,8 +14,8 @@ import pytest
 from rooftop import cli, session
 from rooftop.config.catalog import KEY_BY_PATH, KEYS, VALIDATE_SERVER_NODES, _and
 from rooftop.config.files import defaults, merge
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build, describe_keys, resolve, resolve_grid
+from rooftop.keys import ConfigError
 from rooftop.launchers import BINDINGS, LAUNCHERS, LauncherError, binding_width, make_launcher
 from rooftop.launchers.local import DEFAULT_NODES, usable_cores
 from rooftop.launchers.mpiexec import FLAVORS

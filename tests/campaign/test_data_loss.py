@@ -30,7 +30,7 @@ def stored_once(res: Path, run: str) -> list[dict]:
 
 def test_sigkill_mid_round_windows_are_recovered_and_resume_keeps_their_documents(tmp_path):
     res = tmp_path / "res"
-    p = start_collect(res, "--duration", "0.5", "--warmup", "0.1", "--samples", "12")
+    p = start_collect(res, "--duration", "0.5", "--warmup", "0.1", "--windows", "12")
     raw = wait_for_round(res, p)
     time.sleep(3.2)  # some windows measured, the round not over
     p.kill()
@@ -66,7 +66,7 @@ def test_sigkill_mid_round_windows_are_recovered_and_resume_keeps_their_document
 
 def test_sighup_keeps_the_windows_measured(tmp_path):
     res = tmp_path / "res"
-    p = start_collect(res, "--duration", "0.5", "--warmup", "0.1", "--samples", "12")
+    p = start_collect(res, "--duration", "0.5", "--warmup", "0.1", "--windows", "12")
     raw = wait_for_round(res, p)
     time.sleep(3.2)
     p.send_signal(signal.SIGHUP)  # a closed terminal
@@ -101,7 +101,7 @@ def test_a_database_held_past_the_wait_loses_no_window(tmp_path):
         "0.4",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "3",
         "--set",
         f"engine.lease={LEASE}",
@@ -169,7 +169,7 @@ def test_a_full_file_system_names_it_and_loses_no_window(tmp_path):
             "0.4",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "3",
             "--set",
             f"engine.lease={LEASE}",

@@ -13,8 +13,8 @@ import pytest
 
 from rooftop import model
 from rooftop.config.catalog import KEY_BY_PATH, KEYS
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build
+from rooftop.keys import ConfigError
 from rooftop.model.ceilings import ModelError
 
 CASES = 1500
@@ -112,7 +112,7 @@ def check_config(cfg: dict) -> None:
             if isinstance(x, (int, float)) and k.maximum is not None:
                 assert x <= k.maximum, k.path
     for stage in ("collect", "validate"):
-        assert cfg[stage]["duration"] > 0 and cfg[stage]["samples"] >= 1
+        assert cfg[stage]["duration"] > 0 and cfg[stage]["windows"] >= 1
 
 
 def names_a_key(message: str) -> bool:
@@ -147,8 +147,8 @@ def test_config_rejects_numbers_that_are_not_numbers(tmp_path):
         ('{"collect": {"duration": Infinity}}', "collect.duration"),
         ('{"validate": {"duration": 1e400}}', "validate.duration"),
         ('{"collect": {"duration": -5}}', "collect.duration"),
-        ('{"collect": {"samples": 0}}', "collect.samples"),
-        ('{"collect": {"samples": 10000, "duration": 86400}}', "collect.samples"),
+        ('{"collect": {"windows": 0}}', "collect.windows"),
+        ('{"collect": {"windows": 10000, "duration": 86400}}', "collect.windows"),
         ('{"engine": {"timeout": 1e400}}', "engine.timeout"),
     ]:
         f.write_text(text)

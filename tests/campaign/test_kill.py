@@ -64,7 +64,7 @@ def wait_no_engines(marker: str, within: float) -> None:
 
 def test_sigint_stores_the_windows_measured_and_resume_measures_the_rest(tmp_path):
     res = tmp_path / "res"
-    p = start_collect(res, "--duration", "0.5", "--warmup", "0.1", "--samples", "12")
+    p = start_collect(res, "--duration", "0.5", "--warmup", "0.1", "--windows", "12")
     raw = wait_for_round(res, p)
     time.sleep(3.2)  # some windows measured, the round not over
     p.send_signal(signal.SIGINT)
@@ -90,7 +90,7 @@ def test_sigint_stores_the_windows_measured_and_resume_measures_the_rest(tmp_pat
 
 def test_sigkill_leaves_no_engine_and_the_run_reads_interrupted(tmp_path):
     res = tmp_path / "res"
-    p = start_collect(res, "--duration", "0.4", "--warmup", "0.1", "--samples", "10")
+    p = start_collect(res, "--duration", "0.4", "--warmup", "0.1", "--windows", "10")
     wait_for_round(res, p)
     time.sleep(1.0)
     assert engine_processes(str(res))
@@ -112,7 +112,7 @@ def test_sigkill_at_random_points(tmp_path):
     rng = random.Random(11)
     for trial in range(20):
         res = tmp_path / f"res{trial}"
-        p = start_collect(res, "--duration", "0.3", "--warmup", "0.1", "--samples", "2")
+        p = start_collect(res, "--duration", "0.3", "--warmup", "0.1", "--windows", "2")
         time.sleep(rng.uniform(0.2, 3.0))
         p.kill()
         p.communicate(timeout=10)

@@ -102,7 +102,7 @@ COMMANDS = {
             "client_peak",
             "--metrics",
             "rpc",
-            "--samples",
+            "--windows",
             "1",
             "--duration",
             "3",

@@ -29,7 +29,7 @@ ONE_STAGE = [
     "0.3",
     "--warmup",
     "0.1",
-    "--samples",
+    "--windows",
     "1",
 ]
 
@@ -88,7 +88,7 @@ def _collect(tmp_path, launcher) -> list[dict]:
             "collect.client_node": False,
             "collect.duration": 0.3,
             "collect.warmup": 0.1,
-            "collect.samples": 1,
+            "collect.windows": 1,
             "results": str(tmp_path / "res"),
         },
     )

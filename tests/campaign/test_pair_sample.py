@@ -223,7 +223,7 @@ def test_the_plan_measures_the_recorded_batches_and_t_quantiles():
             "client_node": False,
             "sweep_servers": False,
             "pairs": "sample",
-            "samples": 2,
+            "windows": 2,
             "duration": 1.0,
             "warmup": 0.5,
             "sample_min_pairs": 3,

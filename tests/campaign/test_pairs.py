@@ -31,7 +31,7 @@ def _cfg(n, pairs):
             "client_node": False,
             "sweep_servers": False,
             "pairs": pairs,
-            "samples": 2,
+            "windows": 2,
             "duration": 1.0,
             "warmup": 0.5,
             "servers_per_node": 1,
@@ -71,7 +71,7 @@ def test_rounds_never_run_pairs_sharing_cores_at_once_where_cores_are_known():
     """Issue 27: 6 emulated nodes on 2 cores (n0, n2, n4 on core 0): a
     round-robin round of 3 pairs would time-slice every pair. Pairs that
     share a core move to rounds of their own; the same rows are planned."""
-    from rooftop.campaign import progress
+    from rooftop.campaign import tracking
     from rooftop.stages.pairs.rounds import pair_rounds
 
     cfg = _netns(6, lambda i: i % 2)
@@ -86,9 +86,9 @@ def test_rounds_never_run_pairs_sharing_cores_at_once_where_cores_are_known():
     # 9 cross-core pairs alone, the 6 same-core pairs two by two (one per core).
     assert sorted(len(r) for r in pair_rounds(cfg)) == [1] * 9 + [2] * 3
     # The time estimate counts those rounds (one client round each).
-    assert progress.expect(cfg, rounds).rounds == 12
+    assert tracking.expect(cfg, rounds).rounds == 12
     blind = dict(_cfg(6, "rounds"), engine={"settle": 0.1})
-    assert progress.expect(blind, plan_collect(blind)).rounds == 5
+    assert tracking.expect(blind, plan_collect(blind)).rounds == 5
     # Disjoint cores (one per node): the round-robin rounds as they were.
     assert pair_rounds(_netns(6, lambda i: i)) == round_robin(6)
     # A launcher that cannot know the cores (mpiexec, srun): round-robin,

@@ -15,7 +15,7 @@ from rooftop.campaign.forecast import forecast, resolve_planned
 from rooftop.config.catalog import KEYS
 from rooftop.topology import Topology
 
-SAME = ["--metrics", "rpc,bw", "--samples", "3", "--duration", "2", "--warmup", "0.5"]
+SAME = ["--metrics", "rpc,bw", "--windows", "3", "--duration", "2", "--warmup", "0.5"]
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def _plan17(*args) -> dict:
 def test_plan_for_17_nodes_scales_as_the_formulas_say(pairs):
     # A launch per placement (engine.launch = per-placement): the launches follow the formulas.
     x = _plan17(
-        "--pairs", pairs, "--groups", "3", "--cores-per-node", "4", "--samples", "5", "--duration", "5",
+        "--pairs", pairs, "--groups", "3", "--cores-per-node", "4", "--windows", "5", "--duration", "5",
         "--set", "engine.launch=per-placement",
     )  # fmt: skip
     n, m, k = 17, 2, 5
@@ -109,7 +109,7 @@ def test_plan_with_agents_launches_once_per_node_and_campaign():
     """engine.launch = agents (the default): one agent per node for collect
     and one for validate, whatever the pairs; no launch per stage; the
     agents' start once and their own costs per placement and round."""
-    x = _plan17("--pairs", "rounds", "--cores-per-node", "4", "--samples", "5", "--duration", "5")
+    x = _plan17("--pairs", "rounds", "--cores-per-node", "4", "--windows", "5", "--duration", "5")
     assert x["launch_mode"] == "agents" and x["launches"] == 2 * 17
     for phase in x["phases"].values():
         assert phase["launch_mode"] == "agents" and phase["launches"] == 17

@@ -14,8 +14,8 @@ from campaign_util import rooftop
 
 from rooftop.config.catalog import MIN_DURATION_S
 from rooftop.config.files import merge
-from rooftop.config.keys import ConfigError
 from rooftop.config.resolve import build, resolve
+from rooftop.keys import ConfigError
 from rooftop.store.db import Store
 
 DATA = Path(__file__).parent.parent / "data" / "results-19dee6e"
@@ -28,7 +28,7 @@ def refused(*args, env=None) -> str:
 
 
 def test_a_window_too_short_for_operations_is_refused(tmp_path):
-    err = refused("collect", "--duration", "1e-9", "--samples", "2", "--results", str(tmp_path / "r"))
+    err = refused("collect", "--duration", "1e-9", "--windows", "2", "--results", str(tmp_path / "r"))
     assert "collect.duration: 1e-09 s is too short" in err and f"{MIN_DURATION_S:g} s" in err
     assert not (tmp_path / "r").exists()
     with pytest.raises(ConfigError, match="validate.duration"):
@@ -132,7 +132,7 @@ def test_a_lapsed_lease_is_named_in_the_samples_it_failed(tmp_path):
             "1",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "2",
             "--set",
             "collect.client_peak=false",

@@ -26,7 +26,7 @@ def interrupted_collect(res) -> str:
         "0.4",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "2",
         "--results",
         str(res),
@@ -55,7 +55,7 @@ def run_row(res, run) -> dict:
 def test_validate_on_an_interrupted_run_does_not_complete_it(tmp_path):
     res = tmp_path / "res"
     run = interrupted_collect(res)
-    quick = ["--duration", "0.3", "--warmup", "0.1", "--samples", "1", "--results", str(res)]
+    quick = ["--duration", "0.3", "--warmup", "0.1", "--windows", "1", "--results", str(res)]
     rooftop("validate", run, "--server-nodes", "1", "--client-nodes", "1", *quick)
     row = run_row(res, run)
     assert row["status"] == "interrupted", row

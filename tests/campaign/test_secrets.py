@@ -15,9 +15,9 @@ from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.engine.base import engine_path
 
-QUICK = ["--metrics", "rpc", "--duration", "0.3", "--samples", "1", "--warmup", "0.1"]
+QUICK = ["--metrics", "rpc", "--duration", "0.3", "--windows", "1", "--warmup", "0.1"]
 #: Samples of 1 s leave time to look at a group while its servers run.
-SLOWER = ["--metrics", "rpc", "--duration", "1", "--samples", "1", "--warmup", "0.1"]
+SLOWER = ["--metrics", "rpc", "--duration", "1", "--windows", "1", "--warmup", "0.1"]
 
 
 def files_holding(root: Path, needle: str) -> list[Path]:

@@ -28,7 +28,7 @@ BASE = [
     "collect.clients_per_node=2",
     "--duration",
     "0.5",
-    "--samples",
+    "--windows",
     "2",
 ]
 

@@ -26,7 +26,7 @@ def campaign(tmp_path_factory):
             "0.3",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "2",
             "--results",
             str(res),
@@ -117,7 +117,7 @@ def test_results_path_is_a_file(tmp_path):
     for args in (
         ["runs"],
         ["export", "x"],
-        ["collect", "--metrics", "rpc", "--samples", "1"],
+        ["collect", "--metrics", "rpc", "--windows", "1"],
         ["validate", "x"],
         ["doctor"],
     ):
@@ -135,7 +135,7 @@ def test_read_only_results_folder(campaign, tmp_path):
         pytest.skip("chattr +i is not available here")
     try:
         p = rooftop(
-            "collect", "--metrics", "rpc", "--samples", "1", "--duration", "0.2", "--results", str(res), check=False
+            "collect", "--metrics", "rpc", "--windows", "1", "--duration", "0.2", "--results", str(res), check=False
         )
         fails_clearly(p, str(res), "writable")
         listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
@@ -197,8 +197,8 @@ def test_read_only_mount(campaign):
         shutil.copytree(res, dst)
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
         for args in (
-            ["collect", "--metrics", "rpc", "--samples", "1", "--duration", "0.2"],
-            ["validate", run, "--samples", "1", "--duration", "0.2"],
+            ["collect", "--metrics", "rpc", "--windows", "1", "--duration", "0.2"],
+            ["validate", run, "--windows", "1", "--duration", "0.2"],
             ["report", run],
             ["plot", run],
         ):
@@ -226,7 +226,7 @@ def test_results_folder_the_user_cannot_write():
                 "0.2",
                 "--warmup",
                 "0.1",
-                "--samples",
+                "--windows",
                 "1",
                 "--results",
                 str(dst),

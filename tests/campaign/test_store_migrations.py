@@ -19,6 +19,7 @@ import pytest
 from campaign_util import rooftop
 
 from rooftop import export
+from rooftop.keys import rename_old
 from rooftop.store import connection, schema
 from rooftop.store.db import Store
 from rooftop.store.records import StoreError, flatten
@@ -90,12 +91,18 @@ def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
     assert user_version(res) == SCHEMA_VERSION
     assert [(r["id"], r["status"], r["samples"]) for r in listed] == [(runs[0]["id"], "complete", len(samples))]
     new_runs, new_samples = raw_rows(res, "runs"), raw_rows(res, "samples")
-    moved = {"raw_dir", "created", "updated"}
+    moved = {"raw_dir", "created", "updated", "config"}
     for old, new in zip(runs + samples, new_runs + new_samples, strict=True):
         # Every value as it was, but raw_dir: written absolute (/tmp/store-mig-*/RUN/raw/ROUND),
-        # now relative to the results folder (migration 13); and the times: written local
-        # without a zone ('2026-11-23T01:42:45'), now UTC with it (migration 14).
+        # now relative to the results folder (migration 13); the times: written local
+        # without a zone ('2026-11-23T01:42:45'), now UTC with it (migration 14); and the
+        # config's renamed keys under their new names (migration 15: collect.samples ->
+        # collect.windows, ...), every value kept.
         assert {k: new[k] for k in old if k not in moved} == {k: v for k, v in old.items() if k not in moved}
+        if "config" in old:
+            was, now = json.loads(old["config"]), json.loads(new["config"])
+            assert "samples" in was["collect"] and "samples" not in now["collect"]
+            assert rename_old(was) and now == was
         for k in ("created", "updated"):
             if k in old:
                 assert "+" not in old[k] and not old[k].endswith("Z")  # the old format, local
@@ -356,7 +363,7 @@ def test_fresh_campaign_fills_quantities_and_params(tmp_path):
             "0.3",
             "--warmup",
             "0.1",
-            "--samples",
+            "--windows",
             "2",
             "--results",
             str(res),
@@ -368,7 +375,7 @@ def test_fresh_campaign_fills_quantities_and_params(tmp_path):
     samples = raw_rows(res, "samples")
     assert len(samples) == 2 and {s["run_id"] for s in samples} == {run}
     check_filled(res, samples)
-    assert {r["key"] for r in raw_rows(res, "run_params")} >= {"collect.samples", "engine.min_overlap"}
+    assert {r["key"] for r in raw_rows(res, "run_params")} >= {"collect.windows", "engine.min_overlap"}
 
 
 def test_times_of_every_table_move_to_utc_once(tmp_path, monkeypatch):

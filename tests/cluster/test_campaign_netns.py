@@ -41,13 +41,13 @@ def netns_run(cluster3, tmp_path_factory):
         "1",
         "--warmup",
         "0.3",
-        "--samples",
+        "--windows",
         "2",
         "--results",
         str(res),
     )
     run = p.stdout.strip().splitlines()[-1]
-    rooftop("validate", run, "--results", str(res), "--duration", "1", "--warmup", "0.3", "--samples", "1")
+    rooftop("validate", run, "--results", str(res), "--duration", "1", "--warmup", "0.3", "--windows", "1")
     return res, run
 
 
@@ -194,7 +194,7 @@ def test_ground_truth_bandwidth_is_the_link_rate(cluster3, tmp_path):
         "2",
         "--warmup",
         "0.5",
-        "--samples",
+        "--windows",
         "2",
         "--set",
         "collect.client_node=false",
@@ -239,7 +239,7 @@ def test_agents_one_per_node_in_its_namespace(cluster3, tmp_path):
         "0.3",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "2",
         "--set",
         "engine.launch=agents",

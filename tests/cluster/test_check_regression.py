@@ -38,7 +38,7 @@ RPC = (
     "rpc",
     # 5, not 3: one outlier window (a loaded machine) widens a 3-sample t
     # interval (t = 4.3) until it overlaps the capped run's (1 failure in 6).
-    "--samples",
+    "--windows",
     "5",
     "--warmup",
     "0.5",
@@ -53,7 +53,7 @@ RPC = (
     "--set",
     "launcher.oversubscribe=true",
 )
-BW = ("--metrics", "bw", "--warmup", "0.3", "--samples", "2")
+BW = ("--metrics", "bw", "--warmup", "0.3", "--windows", "2")
 
 
 def _collect(res, *args) -> str:
@@ -108,7 +108,7 @@ def test_a_halved_link_fails_the_check_and_noise_does_not(cluster3, tmp_path):
     for r in samples(res, third):
         assert all(n["links"][0]["send_bits"] == 100_000_000 for n in json.loads(r["emulation"]).values()), r
     # The first run, measured at 200 Mbit/s, is not validated on the re-shaped cluster.
-    p = rooftop("validate", first, "--results", str(res), "--samples", "1", check=False)
+    p = rooftop("validate", first, "--results", str(res), "--windows", "1", check=False)
     assert p.returncode != 0 and "send rate 100Mbit, the run's: 200Mbit" in p.stderr, p.stderr
 
 

@@ -40,7 +40,7 @@ def test_cpu_capped_mid_run_marks_its_windows_and_a_rebuilt_cluster_is_refused(t
     with cluster_up("--nodes", "2", "--link-rate", "200mbit"):
         # A clean run first: every sample records both nodes, as built.
         run = (
-            rooftop(*COLLECT, "--duration", "0.5", "--samples", "1", "--results", str(res))
+            rooftop(*COLLECT, "--duration", "0.5", "--windows", "1", "--results", str(res))
             .stdout.strip()
             .splitlines()[-1]
         )
@@ -63,7 +63,7 @@ def test_cpu_capped_mid_run_marks_its_windows_and_a_rebuilt_cluster_is_refused(t
         # under the cap is stored ok, and the invalid ones say why.
         res2 = tmp_path / "res2"
         p = subprocess.Popen(
-            [sys.executable, "-m", "rooftop", *COLLECT, "--duration", "1", "--samples", "4", "--results", str(res2)],
+            [sys.executable, "-m", "rooftop", *COLLECT, "--duration", "1", "--windows", "4", "--results", str(res2)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -94,7 +94,7 @@ def test_cpu_capped_mid_run_marks_its_windows_and_a_rebuilt_cluster_is_refused(t
     # The cluster rebuilt with other rates and caps: validating the first
     # run there is refused, and says what differs.
     with cluster_up("--nodes", "2", "--link-rate", "100mbit", "--node", "1:cpu=50%"):
-        p = rooftop("validate", run, "--results", str(res), "--duration", "0.5", "--samples", "1", check=False)
+        p = rooftop("validate", run, "--results", str(res), "--duration", "0.5", "--windows", "1", check=False)
         assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
         assert "not the one this run was measured on" in p.stderr, p.stderr
         assert "send rate 100Mbit, the run's: 200Mbit" in p.stderr, p.stderr

@@ -63,7 +63,7 @@ SERVICE = [
     "3",
     "--warmup",
     "0.5",
-    "--samples",
+    "--windows",
     "2",
     "--load-warmup",
     "3",

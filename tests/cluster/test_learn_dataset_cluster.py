@@ -34,7 +34,7 @@ def test_the_cluster_dataset_command_regenerates_a_dataset_learn_reads(clean, tm
             "2",
             "--duration",
             "0.3",
-            "--samples",
+            "--windows",
             "2",
         ],
         capture_output=True,

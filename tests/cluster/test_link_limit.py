@@ -34,7 +34,7 @@ def test_bulk_aggregates_through_one_link_stay_at_its_rate(rate_bits, tmp_path):
                 "1.5",
                 "--warmup",
                 "0.5",
-                "--samples",
+                "--windows",
                 "2",
                 "--results",
                 str(res),

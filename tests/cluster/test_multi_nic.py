@@ -85,7 +85,7 @@ def measure(policy: str, res) -> tuple[list[dict], set[str]]:
         "3",
         "--warmup",
         "0.5",
-        "--samples",
+        "--windows",
         "2",
         "--results",
         str(res),

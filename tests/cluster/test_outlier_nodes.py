@@ -38,7 +38,7 @@ COMMON = [
     "1.0",
     "--warmup",
     "0.2",
-    "--samples",
+    "--windows",
     "3",
 ]
 
@@ -124,7 +124,7 @@ def test_pair_rounds_on_shared_cores_run_one_pair_at_a_time_and_find_the_slow_li
             "0.6",
             "--warmup",
             "0.3",
-            "--samples",
+            "--windows",
             "2",
             "--results",
             str(res),
@@ -190,7 +190,7 @@ SIX = [
     "1.0",
     "--warmup",
     "0.2",
-    "--samples",
+    "--windows",
     "2",
 ]
 

@@ -34,7 +34,7 @@ from slurm_util import (
 pytestmark = needs_slurm
 
 ROOFTOP = str(Path(sys.executable).with_name("rooftop"))
-SHORT = ["--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--samples", "2"]
+SHORT = ["--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--windows", "2"]
 HOSTS = "launcher.hosts=rooftop-n0,rooftop-n1,rooftop-n2"
 
 
@@ -76,7 +76,7 @@ def test_salloc_srun_collect_and_validate(slurm3, tmp_path):
     p = in_allocation(ROOFTOP, "collect", "--launcher", "srun", "--fabric", "ofi+tcp", *SHORT, "--results", str(res))
     run = run_id(p)
     v = in_allocation(
-        ROOFTOP, "validate", run, "--results", str(res), "--duration", "0.3", "--warmup", "0.1", "--samples", "1"
+        ROOFTOP, "validate", run, "--results", str(res), "--duration", "0.3", "--warmup", "0.1", "--windows", "1"
     )
     assert v.returncode == 0, v.stderr[-3000:]
     rows = samples(res, run)
@@ -120,7 +120,7 @@ def test_mpiexec_across_nodes_collect_and_validate(slurm3, tmp_path):
         "0.3",
         "--warmup",
         "0.1",
-        "--samples",
+        "--windows",
         "1",
         env=slurm_env(),
     )
@@ -199,7 +199,7 @@ def test_ctrl_c_cancels_the_slurm_steps_and_leaves_no_process(slurm3, tmp_path):
     # 10 s for Slurm to retire them) before salloc ends the allocation.
     script = (
         f"{ROOFTOP} collect --launcher srun --fabric ofi+tcp --metrics rpc,bw --duration 3 "
-        f"--samples 3 --results {res}; "
+        f"--windows 3 --results {res}; "
         'for i in $(seq 50); do s=$(squeue -h -s -j $SLURM_JOB_ID); [ -z "$s" ] && break; '
         f'sleep 0.2; done; echo "$s" > {steps_after}'
     )
@@ -227,7 +227,7 @@ def test_ctrl_c_of_a_multi_host_mpiexec_campaign_leaves_no_process(slurm3, tmp_p
             "rpc",
             "--duration",
             "3",
-            "--samples",
+            "--windows",
             "3",
             "--results",
             str(res),

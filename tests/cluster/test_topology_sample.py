@@ -68,7 +68,7 @@ SAMPLE = [
     "1",
     "--warmup",
     "0.3",
-    "--samples",
+    "--windows",
     "2",
 ]
 

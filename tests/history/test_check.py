@@ -179,7 +179,7 @@ def test_check_keys_from_a_file_set_and_flags_and_recorded(folder, capsys, tmp_p
     for bad, why in (
         (("--set", "check.k=0"), "check.k: 0.0 is too small (at least 0.01)"),
         (("--set", "check.bw.threshold=500"), "check.bw.threshold: 500.0 is beyond any sensible value"),
-        (("--set", "collect.samples=3"), "collect.samples: not read by rooftop check or rooftop history"),
+        (("--set", "collect.windows=3"), "collect.windows: not read by rooftop check or rooftop history"),
         (("--threshold", "bw=200"), "--threshold bw=200: expected PCT or METRIC=PCT"),
     ):
         rc, _, err = cli(capsys, "check", ids[STEP], "--against", "history", *bad, *r)

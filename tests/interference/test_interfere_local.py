@@ -20,7 +20,7 @@ from test_background_loads import processes_mentioning
 
 from hung import finish
 
-QUICK = ["--metrics", "rpc", "--samples", "2", "--duration", "0.4", "--warmup", "0.3", "--load-warmup", "0.5"]
+QUICK = ["--metrics", "rpc", "--windows", "2", "--duration", "0.4", "--warmup", "0.3", "--load-warmup", "0.5"]
 
 
 def env():
@@ -251,7 +251,7 @@ def test_ctrl_c_leaves_no_load_behind(kind, knobs, tmp_path):
             "client_peak",
             "--metrics",
             "rpc",
-            "--samples",
+            "--windows",
             "1",
             "--duration",
             "3",
@@ -326,7 +326,7 @@ def test_sigkill_of_interfere_leaves_no_load_behind(kind, knobs, tmp_path):
             "client_peak",
             "--metrics",
             "rpc",
-            "--samples",
+            "--windows",
             "1",
             "--duration",
             "3",

@@ -88,7 +88,7 @@ def test_dataset_features_are_the_parameters_that_vary(results):
     # Another metric's keys and the campaign's own are not features.
     assert not [f for f in ds.features if f.startswith(("rpc.", "validate.", "collect.", "results"))]
     assert ds.constants["launcher.type"] == "local" and "bw.stream_size" in ds.constants
-    # Repeats (validate.samples 3) share a configuration; the roofline is positive.
+    # Repeats (validate.windows 3) share a configuration; the roofline is positive.
     assert ds.configurations < len(ds.y) and np.all(ds.roof > 0) and np.all(ds.y > 0)
     assert sorted(set(ds.footprint.tolist()))[-1] == 6  # 2 servers + 4 clients per node
 
@@ -249,3 +249,19 @@ def test_the_report_shows_the_learned_model(learned, results, capsys):
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert {c.get_label() for c in ax.collections} == set(doc["predictions"]["models"])
     assert all(len(c.get_offsets()) == learned["samples"] for c in ax.collections)
+
+
+def test_a_model_file_written_before_the_keys_renames_reads_the_new_names(learned, tmp_path):
+    """A model file names the parameters it held constant; one written before
+    issue 28's renames may say sample_interval (or sample, collect.samples),
+    which stored runs (migration 15) now call series_interval (series,
+    collect.windows): it is read under the new names, so a run is not refused
+    as having parameters the model never saw."""
+    from rooftop.learn.modelfile import load_model
+
+    doc = json.loads(Path(learned["model_file"]).read_text())
+    doc["constants"]["sample_interval"] = 0.5
+    old = tmp_path / "old.model.json"
+    old.write_text(json.dumps(doc))
+    constants = load_model(old)["constants"]
+    assert constants["series_interval"] == 0.5 and "sample_interval" not in constants

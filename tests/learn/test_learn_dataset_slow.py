@@ -30,7 +30,7 @@ def test_the_dataset_command_regenerates_a_dataset_learn_reads(tmp_path):
             "3",
             "--duration",
             "0.2",
-            "--samples",
+            "--windows",
             "2",
         ],
         capture_output=True,

@@ -18,8 +18,7 @@ import pytest
 
 import rooftop.plots.run as run_mod
 import synthetic
-from rooftop import model, results, stages
-from rooftop.config import units
+from rooftop import model, results, stages, units
 from rooftop.model.ceilings import Ceiling
 from rooftop.model.roofline import Roofline
 from rooftop.plots import compare, latency, pairs, roofline

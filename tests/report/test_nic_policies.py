@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 
 import pytest
 
-from rooftop.config import units
+from rooftop import units
 from rooftop.nics import compare as nic_compare
 from rooftop.nics import figure as nic_policies
 

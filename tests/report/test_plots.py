@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex
 
-from rooftop import model
-from rooftop.config import units
+from rooftop import model, units
 from rooftop.model.ceilings import Ceiling
 from rooftop.model.roofline import Roofline
 from rooftop.plots import compare, latency, pairs, roofline, save, style, sweep

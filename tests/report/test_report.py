@@ -34,7 +34,7 @@ def run(tmp_path_factory):
     stage) and validation, collected as a user would, with --results
     relative to the directory it ran in (the tests read it from elsewhere)."""
     where = tmp_path_factory.mktemp("report")
-    quick = ["--duration", "0.4", "--warmup", "0.1", "--samples", "2", "--results", "res"]
+    quick = ["--duration", "0.4", "--warmup", "0.1", "--windows", "2", "--results", "res"]
     run_id = cli("collect", "--metrics", "rpc,bw", *quick, cwd=where).stdout.strip().splitlines()[-1]
     cli("validate", run_id, *quick, cwd=where)
     return where / "res", run_id

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rooftop import export, model, results
-from rooftop.config.keys import ConfigError
+from rooftop.keys import ConfigError
 from rooftop.kinds.sections import SECTIONS
 from rooftop.model import Ceiling, Roofline
 from rooftop.service import efficiency, importing, points, sizing

@@ -34,7 +34,7 @@ needs = lambda *progs: pytest.mark.skipif(
 def make_run(res: Path, **over) -> str:
     ov = {
         "results": str(res),
-        "collect.samples": 2,
+        "collect.windows": 2,
         "collect.duration": 1.0,
         "engine.retries": 0,
         "engine.lease": 2.0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooftop.config.keys import ConfigError
+from rooftop.keys import ConfigError
 from rooftop.service import presets
 from rooftop.service.spec import load
 

@@ -27,7 +27,7 @@ def test_a_full_disk_is_named_in_the_sample(tmp_path):
             "0.3",
             "--warmup",
             "0.2",
-            "--samples",
+            "--windows",
             "1",
             "--binding",
             "none",

@@ -8,7 +8,7 @@ import textwrap
 
 import matplotlib.pyplot as plt
 
-from rooftop.config.units import rate_scale
+from rooftop.units import rate_scale
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 

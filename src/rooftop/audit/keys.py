@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rooftop.audit import PITFALLS
 from rooftop.config.catalog import register
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 
 KEYS = [
     Key("audit.only", "list[choice]", list(PITFALLS), "the pitfalls measured", tuple(PITFALLS)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rooftop.config.units import fmt_rate
+from rooftop.units import fmt_rate
 
 
 def setting_text(s: dict, unit: str) -> str:

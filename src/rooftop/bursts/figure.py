@@ -11,7 +11,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from rooftop.config import units
+from rooftop import units
 from rooftop.plots import style
 from rooftop.plots.save import save
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rooftop import metrics
 from rooftop.config.catalog import register
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 from rooftop.stencil import DEFAULT_ITERATIONS, DEFAULT_SIZE
 
 #: Shortest interval: the server's CPU is read from /proc per interval.

@@ -90,11 +90,10 @@ def build_config(config_file: str | None, overrides: dict) -> dict:
     common keys and the bursts section (a file, then overrides: --set and
     the command's flags); the metric measured is bursts.metric."""
     from rooftop.config.files import load_file, merge
-    from rooftop.config.keys import ConfigError
     from rooftop.config.resolve import resolve
-    from rooftop.launchers import LauncherError, make_launcher
+    from rooftop.keys import ConfigError
+    from rooftop.launchers import ON_THIS_MACHINE, LauncherError, make_launcher
     from rooftop.launchers.base import core_sets
-    from rooftop.locks import ON_THIS_MACHINE
 
     merged = merge(load_file(config_file) if config_file else None, overrides, ("bursts",))
     p = params_of(merged["bursts"])

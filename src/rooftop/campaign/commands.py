@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from rooftop import metrics
-from rooftop.campaign import progress
+from rooftop.campaign import tracking
 from rooftop.campaign.costs import launch_mode
 from rooftop.campaign.groups import merge_server_args
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE
@@ -170,7 +170,7 @@ class Commands:
                 "--output",
                 str(sdir / "client-{rank}.json"),
                 "--window-log",
-                str(sdir / progress.WINDOW_LOG),
+                str(sdir / tracking.WINDOW_LOG),
             ]
             argv += metrics.get(spec.metric).client_args(self.cfg)
             argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx, "client")

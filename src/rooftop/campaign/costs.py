@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooftop.config.keys import ConfigError
+from rooftop.keys import ConfigError
 
 #: Where and when the constants below were measured (commit d556045, issue
 #: 13: the progress bars' expected time, checked on the README's main job,

@@ -7,7 +7,7 @@ The dry run counts the placements it is about to run (count); `rooftop
 plan` counts the same plan on N planned nodes, or, where the client
 ceiling's pairs are too many to list, takes them from the pair strategy's
 expected counts (pair_work); both print Estimate.lines(). The progress
-bars' per-row costs (rooftop.campaign.progress.expect) use the same
+bars' per-row costs (rooftop.campaign.tracking.expect) use the same
 constants.
 
 Names no stage and no metric: it reads placements, their sample specs and
@@ -93,9 +93,9 @@ def count(cfg: dict, placements: list[Placement], done: set[str] | frozenset = f
 
 def pair_work(cfg: dict, x: PairsExpected) -> Work:
     """The client ceiling's work from its pair strategy's expected counts:
-    every metric measures every round, collect.samples windows each."""
+    every metric measures every round, collect.windows windows each."""
     c = cfg["collect"]
-    metrics, samples = len(cfg["metrics"]), c["samples"]
+    metrics, samples = len(cfg["metrics"]), c["windows"]
     rounds = x.rounds * metrics
     return Work(
         placements=x.placements,

@@ -213,7 +213,7 @@ def forecast(cfg: dict, topo: Topology | None = None, list_rows: int = LIST_ROWS
     topo = topo or of_config(cfg)
     out = Forecast(cfg, topo)
     x = client_pairs(cfg, topo)
-    rows = x.pairs * len(cfg["metrics"]) * cfg["collect"]["samples"] if x else 0
+    rows = x.pairs * len(cfg["metrics"]) * cfg["collect"]["windows"] if x else 0
     if rows <= list_rows:
         out.phases["collect"] = of_placements(cfg, plan_collect(cfg), topo)
     else:

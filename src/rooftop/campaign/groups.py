@@ -45,7 +45,7 @@ def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
     """The server arguments serving every one of several metrics, or None
     when two of them give an option different values (MERGED_BY_MAX aside;
     a flag given as --flag=false differs from --flag=true)."""
-    from rooftop.config.units import parse_size
+    from rooftop.units import parse_size
 
     merged: dict[str, tuple[str, ...]] = {}
     for args in arg_lists:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from rooftop import emulation, foreign, samplers
-from rooftop.campaign import progress, windows
+from rooftop.campaign import tracking, windows
 from rooftop.campaign.groups import ServerGroup, name_server_reasons
 from rooftop.campaign.plan import ClientRound
 from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
@@ -110,8 +110,8 @@ class RoundMeasurer:
             watch.window_done(w)
             r.on_window(rnd.specs[w])
 
-        try:  # the bars advance as every client finishes a window (rooftop.campaign.progress)
-            with progress.WindowFollower(sdir, nclients, len(rnd.specs), window_done):
+        try:  # the bars advance as every client finishes a window (rooftop.campaign.tracking)
+            with tracking.WindowFollower(sdir, nclients, len(rnd.specs), window_done):
                 killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
             samplers.stop_all(running)
@@ -158,7 +158,7 @@ class RoundMeasurer:
         (for rooftop doctor)."""
         sdir = self.r.run_dir / "raw" / rnd.folder
         sdir.mkdir(parents=True, exist_ok=True)
-        for old in sdir.glob(progress.WINDOW_LOG.format(rank="*")):
+        for old in sdir.glob(tracking.WINDOW_LOG.format(rank="*")):
             old.unlink()
         keep = sdir / f"attempt-{attempt - 1}"
         earlier = list(sdir.glob("client-*.json"))

@@ -13,7 +13,7 @@ run's config before it is measured."""
 from __future__ import annotations
 
 from rooftop import model, topology
-from rooftop.config.keys import ConfigError
+from rooftop.keys import ConfigError
 from rooftop.model import outliers
 from rooftop.stages.pairs import sample
 

@@ -29,7 +29,7 @@ def options(config_file: str | None, overrides: dict) -> dict:
     """The audit's options from its keys (defaults <- file <- overrides)."""
     from rooftop.config.catalog import section_of
     from rooftop.config.files import load_file, merge
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
 
     other = sorted(k for k in overrides if k not in READS and section_of(k) != "audit")
     if other:
@@ -67,7 +67,7 @@ def _cmd_audit(args) -> int:
     opts["results"] = str(store.dir)
     say = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     with CampaignLocks(
-        store.dir, "local", args.wait_lock, False, lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)
+        store.dir, True, args.wait_lock, False, lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)
     ) as locks:
         run_id, rows = audit_run.run(store, pitfalls, opts, say)
         locks.name_run(run_id)

@@ -28,8 +28,8 @@ from rooftop.cli.common import (
 def _cmd_collect(args) -> int:
     from rooftop import emulation
     from rooftop.campaign import Runner, outlook, plan_collect
-    from rooftop.config.keys import ConfigError
     from rooftop.config.resolve import build
+    from rooftop.keys import ConfigError
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
     from rooftop.store.db import Store
@@ -129,9 +129,9 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
 
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed, plan_collect, sampling
-    from rooftop.campaign.progress import PROGRESS_LOG
+    from rooftop.campaign.tracking import PROGRESS_LOG
+    from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
-    from rooftop.store.doctor import run_status
     from rooftop.store.records import StoreError
 
     launcher = make_launcher(cfg["launcher"])
@@ -215,7 +215,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
 
 def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
     """A campaign expected to take over an hour says so (stderr) before it starts."""
-    from rooftop.campaign.progress import expect
+    from rooftop.campaign.tracking import expect
 
     warning = expect(cfg, groups, done).warning()
     if warning:
@@ -302,7 +302,7 @@ def _cmd_runs(args) -> int:
 
 
 def _cmd_doctor(args) -> int:
-    from rooftop.store import doctor
+    from rooftop import doctor
     from rooftop.store.records import StoreError
 
     done = None  # the lines of --recover or --rebuild

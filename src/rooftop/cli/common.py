@@ -48,9 +48,9 @@ CONFIG_FLAGS = (
 STAGE_FLAGS = (
     KeyFlag("--duration", "{stage}.duration", "S"),
     KeyFlag("--warmup", "{stage}.warmup", "S"),
-    KeyFlag("--samples", "{stage}.samples", "K"),
+    KeyFlag("--windows", "{stage}.windows", "K", old=("--samples",)),
     KeyFlag("--fail-fast", "fail_fast"),
-    KeyFlag("--series", "sample", "LIST", old=("--sample",)),
+    KeyFlag("--series", "series", "LIST", old=("--sample",)),
 )
 
 
@@ -156,7 +156,7 @@ def campaign_flags(p, verbose: bool = True, allow_concurrent: bool = True) -> No
     validate, interfere, bursts, tune, audit) with the same help texts, in
     this order: --json, -v, --wait-lock, --allow-concurrent. verbose or
     allow_concurrent False: the command has no such flag (audit)."""
-    from rooftop.locks import ON_THIS_MACHINE
+    from rooftop.launchers import ON_THIS_MACHINE
 
     p.add_argument(
         "--json",

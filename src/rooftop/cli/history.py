@@ -184,8 +184,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from rooftop.config.units import fmt_rate
     from rooftop.history import check, series
+    from rooftop.units import fmt_rate
 
     rule, store = _options(args)
     groups = list(series.history(store).values())

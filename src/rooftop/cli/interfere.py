@@ -49,7 +49,7 @@ interference.load_warmup); the loads' knobs are keys loads.KIND.KNOB
 (--load-set KIND.KNOB=VALUE). Set any with --set or a config file's
 [interference] and [loads.KIND] tables; 'rooftop config keys' and
 docs/interference.md list them.
---duration, --warmup and --samples apply to the validate stage too."""
+--duration, --warmup and --windows apply to the validate stage too."""
 )
 
 
@@ -104,11 +104,11 @@ SECTIONS = ("loads", "interference")
 def _config(args) -> tuple[dict, interfere.Plan]:
     """The isolated run's config and the plan, from a config file, --set,
     the key flags and --load-set; a bad value is a ConfigError naming its key."""
-    from rooftop.config.keys import ConfigError
     from rooftop.config.resolve import build
+    from rooftop.keys import ConfigError
 
     o = session.overrides(args)
-    for k in ("duration", "warmup", "samples"):  # the flags set both phases' keys here
+    for k in ("duration", "warmup", "windows"):  # the flags set both phases' keys here
         if f"collect.{k}" in o:
             o.setdefault(f"validate.{k}", o[f"collect.{k}"])
     cfg = build(args.config, o, SECTIONS)
@@ -132,7 +132,7 @@ def _config(args) -> tuple[dict, interfere.Plan]:
 
 
 def cmd(args) -> int:
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
 
     cfg, plan = _config(args)
     if args.bursts_run:
@@ -165,8 +165,8 @@ def cmd(args) -> int:
 def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     """--bursts-run RUN: RUN's config (results and load keys from this command;
     any other key given is refused rather than ignored)."""
-    from rooftop.config.keys import ConfigError
     from rooftop.interference import bursts as interfere_bursts
+    from rooftop.keys import ConfigError
     from rooftop.store.db import Store
     from rooftop.store.records import StoreError
 
@@ -298,7 +298,7 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
 
 
 def print_summary(doc: dict) -> None:
-    from rooftop.config.units import fmt_rate
+    from rooftop.units import fmt_rate
 
     for c in doc["conditions"]:
         ui.console.print(f"[bold]{c['copies']} x {c['load']}[/] (run {c['run']}): shared {c['shared']}")

@@ -24,7 +24,7 @@ it run for its clients? rooftop measures it with its native engine
 
 EXAMPLES = """\
 examples:
-  RUN=$(rooftop collect --duration 2 --samples 3)   # this machine, 2 or 3 logical nodes
+  RUN=$(rooftop collect --duration 2 --windows 3)   # this machine, 2 or 3 logical nodes
   rooftop validate $RUN
   rooftop report latest                              # prints the HTML report's path
   rooftop runs
@@ -52,7 +52,7 @@ def _add_nics(sub) -> None:
 
 
 def _add_cluster(sub) -> None:
-    from rooftop.cluster.cli import add_parser
+    from rooftop.cli.cluster import add_parser
 
     add_parser(sub)
 
@@ -172,8 +172,9 @@ def _write_error(e: OSError) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns rooftop's exit code (rooftop.exits)."""
     from rooftop import exits
-    from rooftop.config.keys import ConfigError
+    from rooftop.cluster.spec import ClusterError
     from rooftop.engine.base import EXIT_UNREACHABLE, EngineError
+    from rooftop.keys import ConfigError
     from rooftop.launchers import LauncherError
     from rooftop.learn import LearnError
     from rooftop.locks import LockBusy
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as e:  # the engine's own exit 3: a server it did not reach
         print(f"rooftop {args.command}: {e}", file=sys.stderr)
         return exits.UNREACHABLE if e.returncode == EXIT_UNREACHABLE else exits.USAGE
-    except (StoreError, LauncherError, ModelError, LockBusy, LearnError) as e:
+    except (StoreError, LauncherError, ClusterError, ModelError, LockBusy, LearnError) as e:
         print(f"rooftop {args.command}: {e}", file=sys.stderr)
         return exits.USAGE
     except KeyboardInterrupt:

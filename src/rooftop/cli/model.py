@@ -300,8 +300,7 @@ def _compare_source(text: str, results_dir: str):
 def _cmd_compare(args) -> int:
     from rich.table import Table
 
-    from rooftop import ui
-    from rooftop.config import units
+    from rooftop import ui, units
     from rooftop.plots import roofline as roofline_plot
     from rooftop.plots.run import plot_compare
 

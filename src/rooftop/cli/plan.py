@@ -91,7 +91,7 @@ def add_parser(sub) -> None:
     add_key_flags(p, COLLECT_FLAGS)
     add_key_flags(p, VALIDATE_FLAGS, "validate")
     p.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. --set validate.samples=1 (repeatable)"
+        "--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. --set validate.windows=1 (repeatable)"
     )
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.set_defaults(func=_cmd_plan)

@@ -70,7 +70,7 @@ def _report_written(args, run_id: str, page, md, nic_verdict, warnings) -> int:
 def _nic_comparison(store, res, nic_runs: str):
     """The NIC policy comparison of this run and the --nic-runs runs, on
     the first metric they all measured."""
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
     from rooftop.nics import compare as nic_compare
 
     ids = [res.run.id] + [r.strip() for r in nic_runs.split(",") if r.strip() and r.strip() != res.run.id]

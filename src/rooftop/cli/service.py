@@ -19,7 +19,7 @@ declares them, or a preset) over the same grid of server and client nodes as
 'rooftop validate' on RUN: the run's launcher, nodes, processes per node and
 binding; servers started once per server placement, one port each (base port
 + rank); clients spread over the servers round-robin and released together
-from a barrier; collect.samples samples of collect.duration seconds per
+from a barrier; collect.windows windows (a sample each) of collect.duration seconds per
 placement. A sample whose clients shared less than engine.min_overlap of
 their time is measured again (engine.retries), then stored invalid. Points
 are stored in the run as soon as measured; every command line and output is
@@ -30,7 +30,7 @@ stored in RUN instead (columns: docs/services.md)."""
 
 
 def _spec(args):
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
     from rooftop.service import presets
     from rooftop.service.spec import load
 
@@ -47,13 +47,13 @@ def _spec(args):
 
 def _cmd_service(args) -> int:
     if args.import_file:
-        from rooftop.config.keys import ConfigError
+        from rooftop.keys import ConfigError
 
         if args.spec or args.preset or args.resume or args.dry_run:
             raise ConfigError("--import stores points measured elsewhere: no spec, --preset, --resume or --dry-run")
         return service_import.cmd_import(args)
     from rooftop import emulation, ui
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
     from rooftop.launchers import make_launcher, on_this_machine
     from rooftop.service import points
     from rooftop.service.run import ServiceRun, grid

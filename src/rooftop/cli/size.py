@@ -13,8 +13,8 @@ from rooftop.cli.common import deprecated, json_flag, results_arg, takes_runs
 def parse_rate(text: str, base: str, metric: str) -> float:
     """'10e6', '10 M ops/s', '10Mops/s', '50 GiB/s' -> base units (ops/s,
     bytes/s); a unit must measure the metric."""
-    from rooftop.config.keys import ConfigError
-    from rooftop.config.units import PARAM_UNITS
+    from rooftop.keys import ConfigError
+    from rooftop.units import PARAM_UNITS
 
     m = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(.*?)\s*$", text)
     if not m:

@@ -27,7 +27,7 @@ def _cmd_probe(args) -> int:
     from rooftop import probe
     from rooftop.config.catalog import section_of
     from rooftop.config.files import load_file, merge
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
 
     overrides = session.overrides(args)
     other = sorted(k for k in overrides if k not in ("engine.lease", "results") and section_of(k) != "probe")

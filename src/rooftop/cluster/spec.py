@@ -37,8 +37,6 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
-from rooftop.launchers.base import LauncherError
-
 #: Default link rate: a gigabit Ethernet.
 DEFAULT_RATE = "1gbit"
 #: Addresses: the bridge is .1, node I is .(10 + I).
@@ -47,8 +45,10 @@ MAX_NODES = 64
 MAX_NICS = 8
 
 
-class ClusterError(LauncherError):
-    """The emulated cluster cannot do what was asked (names the reason)."""
+class ClusterError(RuntimeError):
+    """The emulated cluster cannot do what was asked (names the reason).
+    The launchers that read the cluster (netns, and mpiexec and srun on its
+    nodes) turn it into their own LauncherError."""
 
 
 _BIT_UNITS = {

@@ -6,9 +6,9 @@ Every key is declared once in KEYS (type, default, meaning): the common
 ones here, each metric's in its own file (rooftop.metrics); unknown keys,
 wrong types and impossible values are errors that name the key.
 
-The package: keys (Key and ConfigError: a key's declaration, imported by
-every file that declares keys), units (rates and sizes: scales, text,
-parsing), catalog (KEYS: the common keys, each metric's and sampler's),
+The package: catalog (KEYS: the common keys, each metric's and sampler's),
 files (values checked, config files, overrides), resolve (resolve, build).
-This file imports nothing, so that keys and units stay the bottom layers.
+A key's declaration (Key, ConfigError) is rooftop.keys and rates and sizes
+rooftop.units, outside this package: the files that declare keys (metrics,
+stages, NIC policies, topology) import them without importing config.
 """

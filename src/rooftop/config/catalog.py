@@ -4,13 +4,13 @@ metric's and sampler's gathered in, and the limits the checks use."""
 from __future__ import annotations
 
 from rooftop import metrics, samplers, topology
-from rooftop.config.keys import Key, by_path
+from rooftop.keys import Key, by_path
 from rooftop.launchers import BINDINGS, LAUNCHERS
 from rooftop.launchers.mpiexec import FLAVORS
 from rooftop.stages import pairs
 
 HOUR, DAY = 3600.0, 86400.0
-#: A measurement (samples x duration) longer than this is a mistake.
+#: A measurement (windows x duration) longer than this is a mistake.
 MAX_MEASUREMENT_S = 30 * DAY
 #: Shortest measured window (collect.duration, validate.duration): a window
 #: must hold many operations, and 50 ms is ~100x the engine's clock and
@@ -132,9 +132,9 @@ KEYS: list[Key] = [
     Key("metrics", "list[choice]", metrics.defaults(), metrics.help_text(), tuple(metrics.METRICS)),
     # Each metric's own keys (declared in its file, rooftop/metrics/), in table order.
     *(k for m in metrics.METRICS.values() for k in m.keys),
-    Key("collect.duration", "float", 5.0, f"measured seconds per sample (at least {MIN_DURATION_S:g})", maximum=DAY),
-    Key("collect.warmup", "float", 1.0, "warmup seconds before each sample", maximum=HOUR),
-    Key("collect.samples", "int", 5, "samples per measurement", maximum=10_000),
+    Key("collect.duration", "float", 5.0, f"measured seconds per window (at least {MIN_DURATION_S:g})", maximum=DAY),
+    Key("collect.warmup", "float", 1.0, "warmup seconds before a measurement's first window", maximum=HOUR),
+    Key("collect.windows", "int", 5, "engine windows per measurement, each stored as one sample", maximum=10_000),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
     Key("collect.client_peak", "bool", True, "measure the client ceiling (the node pairs collect.pairs picks)"),
     Key(
@@ -212,11 +212,11 @@ KEYS: list[Key] = [
         "validate.duration",
         "float",
         5.0,
-        f"measured seconds per validation sample (at least {MIN_DURATION_S:g})",
+        f"measured seconds per validation window (at least {MIN_DURATION_S:g})",
         maximum=DAY,
     ),
-    Key("validate.warmup", "float", 1.0, "warmup seconds per validation sample", maximum=HOUR),
-    Key("validate.samples", "int", 1, "samples per grid point", maximum=10_000),
+    Key("validate.warmup", "float", 1.0, "warmup seconds before a validation measurement's first window", maximum=HOUR),
+    Key("validate.windows", "int", 1, "engine windows per grid point, each stored as one sample", maximum=10_000),
     Key("engine.server_progress", "str", "spindown", "server progress mode: busy, block, adaptive, spindown[:MS]"),
     Key("engine.client_progress", "str", "busy", "client progress mode"),
     Key(

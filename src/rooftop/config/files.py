@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_COMMAND, STUDY_KEYS, section_of
-from rooftop.config.keys import ConfigError, Key, short
-from rooftop.config.units import parse_size
+from rooftop.keys import RENAMED, ConfigError, Key, deprecated_key, rename_old, short
+from rooftop.units import parse_size
 
 
 def _at_most(key: Key, value: float) -> float:
@@ -91,7 +91,7 @@ def _set(cfg: dict, path: str, value: Any) -> None:
 
 
 def set_key(cfg: dict, path: str, value: Any) -> None:
-    """Sets one dotted key of a config (e.g. validate.samples), unchecked:
+    """Sets one dotted key of a config (e.g. validate.windows), unchecked:
     resolve or resolve_grid checks it."""
     _set(cfg, path, value)
 
@@ -154,9 +154,12 @@ def load_file(path: str | Path) -> dict:
 def parse_override(text: str) -> tuple[str, Any]:
     """'key=value' from --set: the value is JSON if it parses, else a string."""
     if "=" not in text:
-        raise ConfigError(f"--set {text}: expected KEY=VALUE (e.g. collect.samples=3)")
+        raise ConfigError(f"--set {text}: expected KEY=VALUE (e.g. collect.windows=3)")
     key, raw = text.split("=", 1)
     key = key.strip()
+    if key in RENAMED:
+        print(deprecated_key(key, RENAMED[key]), file=sys.stderr)
+        key = RENAMED[key]
     if key not in KEY_BY_PATH:
         raise ConfigError(f"{key}: unknown key (see 'rooftop config keys')")
     try:
@@ -182,7 +185,11 @@ def merge(file_data: dict | None, overrides: dict[str, Any], sections: tuple[str
     given as overrides (this command would ignore them)."""
     cfg = defaults(sections)
     where = ""
-    flat = _flatten(file_data or {}, "", where)
+    file_data = copy.deepcopy(file_data or {})
+    for old, new in rename_old(file_data):
+        print(deprecated_key(old, new), file=sys.stderr)
+    flat = _flatten(file_data, "", where)
+    overrides = {RENAMED.get(path, path): value for path, value in overrides.items()}
     for path in overrides:
         other = section_of(path)
         if other and other not in sections:

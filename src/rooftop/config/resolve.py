@@ -21,8 +21,8 @@ from rooftop.config.catalog import (
     VALIDATE_SERVER_NODES,
 )
 from rooftop.config.files import _get, _set, load_file, merge
-from rooftop.config.keys import ConfigError
 from rooftop.exits import Unreachable
+from rooftop.keys import ConfigError
 from rooftop.launchers import LAUNCHERS, Node, binding_width
 from rooftop.nics.policy import check_policy
 
@@ -48,12 +48,12 @@ def _long_enough(cfg: dict, path: str) -> None:
 
 
 def _not_years(cfg: dict, stage: str) -> None:
-    """One measurement (samples x (warmup + duration)) must end this month."""
+    """One measurement (warmup + windows x duration) must end this month."""
     st = cfg[stage]
-    total = st["samples"] * st["duration"] + st["warmup"]
+    total = st["windows"] * st["duration"] + st["warmup"]
     if total > MAX_MEASUREMENT_S:
         raise ConfigError(
-            f"{stage}.samples: {st['samples']} samples of {st['duration']:g} s take "
+            f"{stage}.windows: {st['windows']} windows of {st['duration']:g} s take "
             f"{total / DAY:.0f} days per measurement (at most {MAX_MEASUREMENT_S / DAY:.0f})"
         )
 
@@ -86,8 +86,8 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     _long_enough(cfg, "collect.duration")
     _check_start(cfg)
     for p in (
-        "collect.samples",
-        "validate.samples",
+        "collect.windows",
+        "validate.windows",
         "launcher.nodes",
         "launcher.cores_per_node",
         "collect.servers_per_node",
@@ -203,7 +203,7 @@ def resolve_grid(cfg: dict) -> dict:
         _positive(cfg, p)
         _long_enough(cfg, p)
     _positive(cfg, "validate.warmup", 0, strict=False)
-    for p in ("validate.samples", "validate.servers_per_node", "validate.clients_per_node"):
+    for p in ("validate.windows", "validate.servers_per_node", "validate.clients_per_node"):
         _positive(cfg, p)
     _not_years(cfg, "validate")
     if cfg["binding"] != "none":

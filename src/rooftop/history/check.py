@@ -27,9 +27,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from rooftop.config.units import fmt_rate
 from rooftop.history.series import RunCeilings
 from rooftop.model import practical, ratio_text
+from rooftop.units import fmt_rate
 
 #: A ceiling must move by more than this share of its median (per metric
 #: default; `--threshold METRIC=PCT`) to count.

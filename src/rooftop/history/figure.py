@@ -5,9 +5,9 @@ outlier: a ring)."""
 
 from __future__ import annotations
 
-from rooftop.config.units import rate_scale
 from rooftop.history.check import NAMES, Event
 from rooftop.history.series import RunCeilings
+from rooftop.units import rate_scale
 
 
 def history_figure(runs: list[RunCeilings], events: list[Event]):

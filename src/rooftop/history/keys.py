@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from rooftop import metrics
 from rooftop.config.catalog import register
-from rooftop.config.keys import ConfigError, Key
 from rooftop.history.check import DEFAULT_THRESHOLD, K_MAD, LAST, MIN_HISTORY
+from rooftop.keys import ConfigError, Key
 
 #: The common keys the two commands read (any other given is refused, not ignored).
 READS = ("results",)

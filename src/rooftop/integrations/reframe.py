@@ -139,7 +139,7 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
     fabric = variable(str, value="ofi+tcp")
     #: Measured seconds per sample (rooftop --duration).
     duration = variable(float, value=2.0)
-    #: Samples per measurement (rooftop --samples).
+    #: Engine windows per measurement, a sample each (rooftop --windows; the variable keeps its name).
     samples = variable(int, value=6)
     #: Nodes to allocate (one task per node); 0: the partition decides (local: this machine).
     num_nodes = variable(int, value=0)
@@ -174,7 +174,7 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
             )
         rt, res = shlex.quote(self.rooftop or default_rooftop()), "--results results"
         common = f"{res} --metrics {shlex.quote(self.metrics)} --fabric {shlex.quote(self.fabric)}"
-        quick = f"--duration {self.duration:g} --samples {self.samples}"
+        quick = f"--duration {self.duration:g} --windows {self.samples}"
         self.prerun_cmds = [
             f"RUN=$({rt} collect {common} {quick} --launcher {LAUNCHERS[launcher]} {self.collect_args})",
             'echo "rooftop run: $RUN"',

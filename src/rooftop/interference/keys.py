@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from rooftop import stages
 from rooftop.config.catalog import MAX_MEASUREMENT_S, register
-from rooftop.config.keys import Key
 from rooftop.interference.loads import LOADS
+from rooftop.keys import Key
 
 DEFAULT_STAGES = ["server_peak", "client_peak"]
 

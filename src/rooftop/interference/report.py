@@ -10,9 +10,9 @@ says what an entry is)."""
 from __future__ import annotations
 
 from rooftop import model
-from rooftop.config.units import fmt_rate
 from rooftop.report import render
 from rooftop.results.sections import Section
+from rooftop.units import fmt_rate
 
 
 def read(store, res) -> dict | None:

@@ -20,6 +20,7 @@ __all__ = [
     "Launcher",
     "LauncherError",
     "LauncherSpec",
+    "ON_THIS_MACHINE",
     "Node",
     "binding_width",
     "make_launcher",
@@ -28,6 +29,8 @@ __all__ = [
 
 #: Every launcher, by name, in the order help lists them (local first: the default).
 LAUNCHERS: dict[str, LauncherSpec] = {s.name: s for s in (local.SPEC, netns.SPEC, mpiexec.SPEC, srun.SPEC)}
+#: Launchers whose engines run on this machine's cores (their SPEC says so).
+ON_THIS_MACHINE = tuple(name for name, spec in LAUNCHERS.items() if spec.on_this_machine)
 
 
 def make_launcher(cfg: dict) -> Launcher:

@@ -230,11 +230,12 @@ class MpiexecLauncher(Launcher):
     @staticmethod
     def _emulated_cluster(names: list[str], cpn: int | None) -> dict | None:
         """The emulated cluster's node records when the hosts are its nodes."""
+        from rooftop.cluster.spec import ClusterError
         from rooftop.cluster.state import emulated_nodes
 
         try:
             emulated = emulated_nodes(names)
-        except LauncherError as e:
+        except ClusterError as e:
             raise LauncherError(f"mpiexec launcher: {e}") from None
         if emulated and cpn is not None:
             raise LauncherError(

@@ -57,6 +57,7 @@ class NetnsLauncher(Launcher):
     def __init__(self, cfg: dict | None = None, state_path=None):
         from rooftop.cluster import state as cluster_state
         from rooftop.cluster.cgroups import join_script
+        from rooftop.cluster.spec import ClusterError
 
         cfg = dict(cfg or {})
         for key in ("hosts", "hostfile", "cores_per_node", "command"):
@@ -69,7 +70,7 @@ class NetnsLauncher(Launcher):
         self.shares_cores = bool(cfg.get("oversubscribe"))
         try:
             st = cluster_state.load(state_path)
-        except LauncherError as e:
+        except ClusterError as e:
             raise LauncherError(f"{e}; then {NOT_UP}") from None
         where = state_path or cluster_state.path()
         if st is None or not st["nodes"]:

@@ -161,11 +161,12 @@ class SrunLauncher(Launcher):
 
     @staticmethod
     def _make_nodes(hosts: list[str], counts: list[int], info: dict[str, dict]) -> list[Node]:
+        from rooftop.cluster.spec import ClusterError
         from rooftop.cluster.state import emulated_nodes
 
         try:
             emulated = emulated_nodes(hosts) if info else None
-        except LauncherError as e:
+        except ClusterError as e:
             raise LauncherError(f"srun launcher: {e}") from None
         nodes = []
         for i, h in enumerate(hosts):

@@ -77,7 +77,7 @@ def encode_value(key: str, value):
     """A stored parameter value as a feature value: a float, or a string
     (a category)."""
     from rooftop.config.catalog import KEY_BY_PATH
-    from rooftop.config.units import parse_size
+    from rooftop.units import parse_size
 
     k = KEY_BY_PATH.get(key)
     if k is not None and k.kind == "size":

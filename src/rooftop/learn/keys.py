@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rooftop import metrics
 from rooftop.config.catalog import register
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 from rooftop.learn.propose import MIN_CONFIGS
 
 KEYS = [

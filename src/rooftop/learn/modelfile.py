@@ -232,6 +232,7 @@ def load_model(path: Path, run_id: str | None = None) -> dict:
             f"reads format {FORMAT}; {relearn_hint(run_id)}"
         )
     try:
+        _renamed_keys(doc)
         doc["encoder"] = encoder_of(doc["encoder"])
         doc["rooflines"] = {str(run): roofline_of(r) for run, r in doc["rooflines"].items()}
         missing = [k for k in REQUIRED if k not in doc]
@@ -245,6 +246,30 @@ def load_model(path: Path, run_id: str | None = None) -> dict:
             f"{path}: a damaged rooftop model file ({type(e).__name__}: {e}); {relearn_hint(run_id)}"
         ) from None
     return doc
+
+
+def _renamed_keys(doc: dict) -> None:
+    """A model file written before the config keys' renames
+    (rooftop.keys.RENAMED) names its parameters as the runs, migrated
+    (store migration 15), now do: collect.samples -> collect.windows, ..."""
+    from rooftop.keys import RENAMED
+
+    def new(name):
+        return RENAMED.get(name, name) if isinstance(name, str) else name
+
+    for field in ("constants", "ranges"):
+        if isinstance(doc.get(field), dict):
+            doc[field] = {new(k): v for k, v in doc[field].items()}
+    for holder in (doc, doc.get("encoder")):
+        if isinstance(holder, dict) and isinstance(holder.get("features"), list):
+            holder["features"] = [new(k) for k in holder["features"]]
+    if isinstance(doc.get("knobs"), dict):
+        doc["knobs"] = {
+            r: {new(k): v for k, v in d.items()} if isinstance(d, dict) else d for r, d in doc["knobs"].items()
+        }
+    enc = doc.get("encoder")
+    if isinstance(enc, dict) and isinstance(enc.get("categories"), dict):
+        enc["categories"] = {new(k): v for k, v in enc["categories"].items()}
 
 
 def _refit(doc: dict, path: Path, run_id: str | None):

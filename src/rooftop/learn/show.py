@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from rooftop.config.units import fmt_rate
+from rooftop.units import fmt_rate
 
 
 def _console() -> Console:

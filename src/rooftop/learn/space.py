@@ -81,7 +81,7 @@ def tunable(key: str, metric: str) -> bool:
         key in KEY_BY_PATH
         and section_of(key) is None
         and not excluded(key, metric)
-        and not key.startswith(("nodes", "launcher.", "sample"))
+        and not key.startswith(("nodes", "launcher.", "series"))
     )
 
 
@@ -155,7 +155,7 @@ def load(path: str | None, metric: str | None, cfg: dict) -> Space:
     this config's nodes allow)."""
     if path:
         from rooftop.config.files import load_file
-        from rooftop.config.keys import ConfigError
+        from rooftop.keys import ConfigError
 
         if not Path(path).is_file():
             raise LearnError(f"no search-space file {path}")

@@ -66,7 +66,7 @@ def default_params(space: Space, cfg: dict) -> dict:
 def check_values(space: Space, build: Callable[[dict], dict]) -> None:
     """Each value of each knob, alone, is a valid config (else the error
     names the knob)."""
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
 
     for key, values in space.knobs.items():
         for v in values:

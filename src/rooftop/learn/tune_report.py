@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rooftop.config.units import fmt_rate
+from rooftop.units import fmt_rate
 
 #: The trajectory figure's resolution.
 PNG_DPI = 110
@@ -59,7 +59,7 @@ def figure(out: dict, unit: str):
     """Measured and predicted rate per step, and the best predicted so far."""
     from matplotlib.figure import Figure
 
-    from rooftop.config.units import rate_scale
+    from rooftop.units import rate_scale
 
     steps = out["steps"]
     values = [v for s in steps for v in (s["measured"], s["predicted"], s["best_predicted"]) if v]

@@ -54,7 +54,7 @@ def measurer(
     the rates of the samples rooftop.model.exclusion lets through."""
     from rooftop import model
     from rooftop.campaign import Runner
-    from rooftop.config.keys import ConfigError
+    from rooftop.keys import ConfigError
     from rooftop.launchers import make_launcher
 
     def measure(step: int, params: dict):

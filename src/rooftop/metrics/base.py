@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rooftop.config.keys import Key
 from rooftop.engine import enginedoc
+from rooftop.keys import Key
 
 
 def _nothing(cfg: dict) -> list[str]:
@@ -23,7 +23,7 @@ class Metric:
     name: str
     #: One line for 'rooftop config keys' (the metrics key's help).
     help: str
-    #: Base unit of its rates: a key of rooftop.config.units.UNITS.
+    #: Base unit of its rates: a key of rooftop.units.UNITS.
     unit: str
     #: What one operation's work counts: "ops" (1 per operation) or "bytes"
     #: (the engine result's op_bytes); the engine result's rate field is

@@ -4,9 +4,9 @@ bandwidth)."""
 
 from __future__ import annotations
 
-from rooftop.config.keys import ConfigError, Key
-from rooftop.config.units import parse_size
+from rooftop.keys import ConfigError, Key
 from rooftop.metrics.base import Metric
+from rooftop.units import parse_size
 
 KEYS = (
     Key(

@@ -12,7 +12,7 @@ below, stored with the run (run_params) with its default.
 
 from __future__ import annotations
 
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 from rooftop.metrics import storage
 
 KEYS = (

@@ -12,7 +12,7 @@ of a meta measurement open no data file worth the name: `--allocation wrap
 
 from __future__ import annotations
 
-from rooftop.config.keys import ConfigError, Key
+from rooftop.keys import ConfigError, Key
 from rooftop.metrics import storage
 from rooftop.metrics.base import Metric
 

@@ -5,9 +5,9 @@ payloads inline (keys, metadata records) measures its own message sizes."""
 
 from __future__ import annotations
 
-from rooftop.config.keys import ConfigError, Key
-from rooftop.config.units import parse_size
+from rooftop.keys import ConfigError, Key
 from rooftop.metrics.base import Metric
+from rooftop.units import parse_size
 
 #: The servers' default largest message (engine `serve --max-msg`).
 DEFAULT_MAX_MSG = 64 << 10

@@ -11,7 +11,7 @@ the network, so it is checked against a known link rate as bw is.
 
 from __future__ import annotations
 
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 from rooftop.metrics import storage
 
 KEYS = (

@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 import re
 
-from rooftop.config.keys import ConfigError, Key
-from rooftop.config.units import parse_size
+from rooftop.keys import ConfigError, Key
+from rooftop.units import parse_size
 
 IO_MODES = ("buffered", "direct", "sync", "dsync", "direct+sync", "direct+dsync")
 

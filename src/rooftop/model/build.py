@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rooftop import metrics, stages
-from rooftop.config.units import PARAM_UNITS, fmt_rate
 from rooftop.model.ceilings import SERVER_BOUND, Ceiling, ModelError
 from rooftop.model.exclude import _kid, _rows, exclusions
 from rooftop.model.roofline import Roofline
+from rooftop.units import PARAM_UNITS, fmt_rate
 
 
 def from_run(
@@ -130,7 +130,7 @@ def load_params(path: str | Path) -> dict[str, Roofline]:
                  "bw":  {"unit": "GiB/s",   "client": [20.2, 20.5], "server": [1.7, 1.8]}}}
 
     A ceiling is [min, max] or a single number; units: see
-    rooftop.config.units.PARAM_UNITS. An
+    rooftop.units.PARAM_UNITS. An
     optional "client_node" ceiling (per client process with the client node
     full) is used where it is lower than "client".
     """

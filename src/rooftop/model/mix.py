@@ -37,9 +37,9 @@ from pathlib import Path
 import tomllib
 
 from rooftop import metrics
-from rooftop.config.units import fmt_rate
 from rooftop.model.ceilings import Ceiling, ModelError
 from rooftop.model.roofline import Roofline
+from rooftop.units import fmt_rate
 
 
 class MixError(ModelError):
@@ -57,8 +57,8 @@ class Mix:
 
 
 def _amount(value, metric: str, where: str) -> float:
-    from rooftop.config.keys import ConfigError
-    from rooftop.config.units import parse_size
+    from rooftop.keys import ConfigError
+    from rooftop.units import parse_size
 
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise MixError(f"{where}: {value!r} is not a number or a size")

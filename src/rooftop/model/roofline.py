@@ -179,7 +179,7 @@ class Roofline:
             one = [n for n, c in (("client", self.client_bound), ("server", self.server)) if c.interval is None]
             return (
                 f"the {' and '.join(one)} ceiling(s) have a single sample, so no interval "
-                f"(collect.samples of 3 or more)"
+                f"(collect.windows of 3 or more: a sample each)"
             )
         return ""
 

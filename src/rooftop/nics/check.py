@@ -25,8 +25,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from rooftop.config.keys import ConfigError
 from rooftop.engine.base import EXIT_USAGE, engine_path
+from rooftop.keys import ConfigError
 from rooftop.launchers import LAUNCHERS
 
 #: Launchers whose processes run on this machine's own interfaces (their SPEC says so).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from rooftop.config import units
+from rooftop import units
 from rooftop.nics.compare import Comparison
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from rooftop.config.keys import ConfigError
+from rooftop.keys import ConfigError
 
 BUCKETS = ("all", "package", "numa")
 SELECTIONS = ("byset", "bycore", "random", "roundrobin", "rank")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from rooftop.config import units
+from rooftop import units
 from rooftop.model.roofline import Roofline
 from rooftop.plots import roofline as rl
 from rooftop.plots import style

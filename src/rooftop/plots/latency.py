@@ -13,9 +13,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rooftop import stages
-from rooftop.config.units import fmt_num
 from rooftop.plots import style
 from rooftop.results import Latency
+from rooftop.units import fmt_num
 
 #: The axis ends at this quantile of the slowest stage.
 TAIL_QUANTILE = 0.999

@@ -9,7 +9,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rooftop.config import units
+from rooftop import units
 from rooftop.model.mix import Combined, work_text
 from rooftop.plots import style
 

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from rooftop.config import units
+from rooftop import units
 from rooftop.model import outliers
 from rooftop.plots import style
 from rooftop.results import PairMatrix

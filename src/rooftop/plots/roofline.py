@@ -14,7 +14,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rooftop.config import units
+from rooftop import units
 from rooftop.model.evaluation import Evaluation
 from rooftop.model.roofline import Roofline
 from rooftop.plots import style

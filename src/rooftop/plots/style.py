@@ -1,5 +1,5 @@
 """Colours and the server/client-ratio axis shared by every figure (units:
-rooftop.config.units.rate_scale)."""
+rooftop.units.rate_scale)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from rooftop.config.units import fmt_num
+from rooftop.units import fmt_num
 
 #: Colours: client ceiling, node-saturated client ceiling, server ceiling, roofline.
 CLIENT = "#1f77b4"

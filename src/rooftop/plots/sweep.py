@@ -7,8 +7,7 @@ import statistics
 
 import matplotlib.pyplot as plt
 
-from rooftop import model, stages
-from rooftop.config import units
+from rooftop import model, stages, units
 from rooftop.plots import style
 
 

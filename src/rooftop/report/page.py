@@ -13,7 +13,6 @@ from pathlib import Path
 from markupsafe import Markup
 
 from rooftop import __version__
-from rooftop.config.units import fmt_rate
 from rooftop.report.parts import (
     _big,
     _ci,
@@ -31,6 +30,7 @@ from rooftop.report.parts import (
 )
 from rooftop.report.render import figure, render
 from rooftop.results import RunResults
+from rooftop.units import fmt_rate
 
 NO_WARNING = "none: ceilings are tight, no sample above the roofline, low overhead"
 

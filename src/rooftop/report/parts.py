@@ -11,12 +11,13 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from rooftop.config.units import fmt_rate
-from rooftop.model import advice, classes
+from rooftop.model import classes
 from rooftop.model.drift import drift_lines
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO
 from rooftop.plots.run import KINDS, left_out
+from rooftop.report import advice
 from rooftop.results import RunResults
+from rooftop.units import fmt_rate
 
 #: Caption per figure kind (a figure's name before the first "-"); the
 #: report sections add theirs (captions()).

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooftop import __version__
-from rooftop.config.units import fmt_rate
 from rooftop.report.parts import (
     _ci,
     _fmt_ratio,
@@ -23,6 +22,7 @@ from rooftop.report.parts import (
     warnings,
 )
 from rooftop.results import RunResults
+from rooftop.units import fmt_rate
 
 
 def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=(), nic=None) -> str:

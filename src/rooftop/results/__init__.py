@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rooftop import metrics, model, stages, topology
-from rooftop.config.units import fmt_rate
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.model import outliers
@@ -19,6 +18,7 @@ from rooftop.model.classes import class_ceilings
 from rooftop.results.sections import Section
 from rooftop.store.db import Store
 from rooftop.store.records import Run, stands_for
+from rooftop.units import fmt_rate
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
 WIDE_CLIENT_RANGE = 0.25

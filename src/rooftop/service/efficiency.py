@@ -20,8 +20,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from rooftop import model
-from rooftop.config.units import fmt_rate
 from rooftop.service.points import ServicePoint
+from rooftop.units import fmt_rate
 
 
 @dataclass

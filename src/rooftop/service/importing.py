@@ -9,7 +9,7 @@ then one line per sample, columns in any order, names case-insensitive:
     client_procs   client processes (integer >= 1)
     per_client     the rate one client process reached (number >= 0)
     unit           its unit: ops/s, K ops/s, M ops/s, bytes/s, KiB/s, MiB/s,
-                   GiB/s, MB/s, GB/s (rooftop.config.units), one that measures the
+                   GiB/s, MB/s, GB/s (rooftop.units), one that measures the
                    compared metric
     sample         optional: the sample's index at its placement (default:
                    0, 1, ... in file order)
@@ -39,10 +39,10 @@ import re
 from pathlib import Path
 
 from rooftop import metrics
-from rooftop.config.keys import ConfigError
-from rooftop.config.units import PARAM_UNITS
+from rooftop.keys import ConfigError
 from rooftop.service import points
 from rooftop.service.points import ServicePoint
+from rooftop.units import PARAM_UNITS
 
 #: Columns every line must have, and the optional ones.
 REQUIRED = ("server_procs", "client_procs", "per_client", "unit")

@@ -5,7 +5,7 @@ server nodes x client nodes, processes per node and binding as the run's
 config has them). Per server placement the servers are started once
 through the run's launcher, each under the wrapper
 (rooftop.service.barrier) holding the placement's lease, and waited for
-with the spec's ready rule; then collect.samples samples per client
+with the spec's ready rule; then collect.windows windows (a sample each) per client
 placement, each with its client processes started under the wrapper,
 released together once all are at the barrier, and read back. A sample
 whose clients shared less than engine.min_overlap of their time is
@@ -78,7 +78,7 @@ def grid(cfg: dict) -> list[Placement]:
     entry per server and client placement."""
     c = copy.deepcopy(cfg)
     c["metrics"] = c["metrics"][:1]
-    c["validate"]["samples"] = 1
+    c["validate"]["windows"] = 1
     resolve_grid(c)
     out = []
     for pl in plan_validate(c):
@@ -100,7 +100,7 @@ class ServiceRun:
         # Absolute: an mpiexec or srun process does not start in this directory.
         self.folder = Path(store.run_dir(run_id)).absolute() / "service" / spec.name
         self.nodes = {n.index: n for n in launcher.nodes()}
-        self.samples = int(cfg["collect"]["samples"])
+        self.samples = int(cfg["collect"]["windows"])
         self.duration = float(cfg["collect"]["duration"])
         self.binding = cfg["binding"]
         self.lease_s = float(cfg["engine"].get("lease", 10.0))

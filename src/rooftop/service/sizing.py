@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass, field
 
 from rooftop import model
-from rooftop.config.units import fmt_range, fmt_rate
 from rooftop.service.efficiency import ServiceEfficiency, nearest_efficiency, pct
+from rooftop.units import fmt_range, fmt_rate
 
 #: Each end of an answer: fewest servers (the ceilings' upper ends), the
 #: median, most servers (lower ends).

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rooftop.config import units
-from rooftop.config.keys import ConfigError, short
+from rooftop import units
+from rooftop.keys import ConfigError, short
 
 #: The metrics a service can be compared with, and their base unit.
 METRIC_UNITS = {"rpc": "ops/s", "bw": "bytes/s", "iops": "ops/s", "sbw": "bytes/s", "meta": "ops/s"}

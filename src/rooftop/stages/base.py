@@ -35,7 +35,7 @@ class SampleSpec:
     metric: str
     client_nodes: list[int]
     clients_per_node: int
-    #: Which sample of its measurement (0..samples-1; stored as `sample`).
+    #: Which window of its measurement (0..windows-1; stored as the sample's `sample`).
     index: int
     duration: float
     warmup: float
@@ -87,11 +87,11 @@ class Placement:
         clients_per_node: int,
         pairs: PairRound | None = None,
     ) -> Placement:
-        """Adds one measurement: every metric of cfg, cfg[section]["samples"]
-        samples each, of clients_per_node clients on client_nodes."""
+        """Adds one measurement: every metric of cfg, cfg[section]["windows"]
+        engine windows each (a sample each), of clients_per_node clients on client_nodes."""
         s = cfg[section]
         for m in cfg["metrics"]:
-            for i in range(s["samples"]):
+            for i in range(s["windows"]):
                 key = sample_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes, clients_per_node, i)
                 self.samples.append(
                     SampleSpec(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from rooftop.keys import RENAMED, rename_old
 from rooftop.store.paths import UNMAPPED_DDL
 from rooftop.store.records import utc_stamp
 
@@ -240,6 +241,24 @@ def _utc_times(store: Migrating) -> None:
             store.db.execute("UPDATE baselines SET ceilings = ? WHERE name = ?", (json.dumps(doc), name))
 
 
+def _renamed_keys(store: Migrating) -> None:
+    """Migration 15: every run's config and run_params under the keys'
+    new names (rooftop.keys.RENAMED: collect.samples -> collect.windows,
+    sample -> series, ...), so that old and new runs compare and learn
+    together; every value kept. The run folder's config.json is left as
+    written (rooftop doctor reads either)."""
+    for run_id, text in store.db.execute("SELECT id, config FROM runs").fetchall():
+        cfg = json.loads(text)
+        if isinstance(cfg, dict) and rename_old(cfg):
+            store.db.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(cfg), run_id))
+    for old, new in RENAMED.items():  # each row renamed in place (its value kept as stored)
+        store.db.execute("UPDATE OR REPLACE run_params SET key = ? WHERE key = ?", (new, old))
+        store.db.execute(
+            "UPDATE OR REPLACE run_params SET key = ? || substr(key, ?) WHERE key LIKE ? ESCAPE '\\'",
+            (new, len(old) + 1, old.replace("_", "\\_") + ".%"),
+        )
+
+
 class Migrating(Protocol):
     """What a migration step uses of the store it upgrades (rooftop.store.db.Store)."""
 
@@ -352,6 +371,13 @@ MIGRATIONS = [
         "every stored time in UTC with its zone (were local time without one; read in the migrating "
         "machine's zone) (issue 30, item 6)",
         _utc_times,
+    ),
+    Migration(
+        15,
+        "config keys renamed, one word per meaning (collect.samples -> collect.windows, validate.samples -> "
+        "validate.windows, sample -> series, sample_interval -> series_interval) in runs.config and run_params "
+        "(issue 28)",
+        _renamed_keys,
     ),
 ]
 #: The schema version this code writes (and the newest it can read).

@@ -16,7 +16,7 @@ classifies its pairs without asking again.
 
 from __future__ import annotations
 
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 from rooftop.topology import emulated, file, probe, slurm
 from rooftop.topology.base import CLASSES, Context, Topology, TopologyError, Unavailable, of_config
 

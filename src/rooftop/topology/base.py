@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rooftop.config.keys import ConfigError
+from rooftop.keys import ConfigError
 
 #: Pair classes, nearest first, with how reports name them ("all": the
 #: topology is unknown, every pair one class).

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 
 
 def knob(load: str, name: str, kind: str, default, help: str, **limits) -> Key:

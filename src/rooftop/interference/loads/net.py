@@ -131,8 +131,8 @@ def on_stop() -> None:
 def _args(ctx):
     """One worker per node: the engine lines it runs, as JSON lists."""
     from rooftop import metrics
-    from rooftop.config.units import parse_size
     from rooftop.engine.base import engine_path
+    from rooftop.units import parse_size
 
     k, cfg = ctx.knobs, ctx.cfg
     if len(ctx.nodes) < 2:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooftop.config.keys import ConfigError
+from rooftop.keys import ConfigError
 
 
 @dataclass(frozen=True)

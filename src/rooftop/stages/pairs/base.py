@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 from rooftop.stages.base import PairRound, Placement
 from rooftop.topology.base import CLASSES, Topology
 

@@ -34,7 +34,7 @@ import random
 import statistics
 from collections.abc import Callable
 
-from rooftop.config.keys import Key
+from rooftop.keys import Key
 from rooftop.stages.base import PairRound, Placement
 from rooftop.stages.pairs.base import PairsExpected, PairStrategy, known_cores, placements
 from rooftop.topology.base import Topology

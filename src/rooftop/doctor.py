@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, unstored_rows
+from rooftop.keys import rename_old
 from rooftop.store import paths
 from rooftop.store.db import Store
 from rooftop.store.records import StoreError, now_iso, utc_stamp
@@ -191,6 +192,7 @@ def _run_config(run_dir: Path, old: dict | None) -> dict:
         except (OSError, ValueError, TypeError):
             continue
         if isinstance(cfg, dict) and isinstance(cfg.get("nodes"), list) and "launcher" in cfg:
+            rename_old(cfg)  # written before the keys' renames (store migration 15)
             _planned_rounds(cfg)  # a config the planner cannot read raises here, not halfway
             return cfg
     raise ValueError("no readable config")

@@ -8,11 +8,11 @@ report says a sentence shared by several metrics once ("bw, rpc: ...")."""
 
 from __future__ import annotations
 
-from rooftop.config.units import fmt_rate
 from rooftop.foreign import FOREIGN_WARN
 from rooftop.model import outliers
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO, Roofline
 from rooftop.results import WIDE_CLIENT_RANGE, RunResults
+from rooftop.units import fmt_rate
 
 #: Where 3 or more nodes come from when this machine has too few cores.
 MORE_NODES = (
@@ -38,7 +38,7 @@ def todo_of(r: Roofline) -> str:
         return MORE_NODES
     if v["kind"] == "indistinguishable" or r.client.interval is None or r.server.interval is None:
         return (
-            "narrow the ceilings' intervals to get a ratio: more samples (collect.samples) "
+            "narrow the ceilings' intervals to get a ratio: more windows (collect.windows) "
             "or longer ones (collect.duration)"
         )
     return "measure the ceilings with samples the model may use (see the warnings)"
@@ -122,7 +122,7 @@ def remeasure(res: RunResults) -> list[tuple[str | None, str]]:
                 (
                     metric,
                     f"the client ceiling spans {c.hi / c.lo - 1:.0%}: measure longer or more "
-                    f"samples (collect.duration, collect.samples) on a quiet machine.",
+                    f"windows (collect.duration, collect.windows) on a quiet machine.",
                 )
             )
         ev = res.evaluations.get(metric)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rooftop.config.keys import ConfigError, short
+from rooftop.keys import ConfigError, short
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""What a campaign knows of its own progress: the time its plan is expected
+"""What a campaign tracks of its own run (its progress while it runs; not
+the engine's progress modes, engine.server_progress and the like): the time its plan is expected
 to take, row by row (the warning before a long campaign, the ETAs; priced
 by rooftop.campaign.estimate), the windows its clients have measured so
 far (followed from the engine's `load --window-log` files while a round

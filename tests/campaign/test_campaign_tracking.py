@@ -15,9 +15,9 @@ import time
 import pytest
 from campaign_util import engine_processes, rooftop, samples
 
-from rooftop.campaign import plan_collect, progress
+from rooftop.campaign import plan_collect, tracking
 from rooftop.campaign.costs import AGENTS, PER_PLACEMENT
-from rooftop.campaign.progress import Tracker, WindowFollower, expect, fmt_duration
+from rooftop.campaign.tracking import Tracker, WindowFollower, expect, fmt_duration
 
 # A config without engine.launch (as _cfg builds it): a launch per placement.
 PLACEMENT_S, ROUND_S = PER_PLACEMENT.placement_s, PER_PLACEMENT.round_s
@@ -36,7 +36,7 @@ def _cfg(nodes=2, metrics=("rpc", "bw"), samples=3, duration=1.0, warmup=0.5, pa
             "client_node": True,
             "sweep_servers": False,
             "pairs": pairs,
-            "samples": samples,
+            "windows": samples,
             "duration": duration,
             "warmup": warmup,
             "servers_per_node": 1,
@@ -175,7 +175,7 @@ def test_dry_run_prints_the_expected_run_time(tmp_path):
         "launcher.cores_per_node=1",
         "--metrics",
         "rpc",
-        "--samples",
+        "--windows",
         "3",
         "--duration",
         "2",
@@ -197,7 +197,7 @@ def test_dry_run_prints_the_expected_run_time(tmp_path):
 
 def test_dry_run_of_a_campaign_over_an_hour_warns(tmp_path):
     p = rooftop(
-        "collect", "--dry-run", "--metrics", "rpc", "--samples", "10000", "--duration", "1", "--results", str(tmp_path)
+        "collect", "--dry-run", "--metrics", "rpc", "--windows", "10000", "--duration", "1", "--results", str(tmp_path)
     )
     assert "# expected run time: 2 h 46 min" in p.stdout.splitlines()[-1]
     # The line of what this run can tell comes first, then the warning, before anything runs.
@@ -216,7 +216,7 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
         "collect",
         "--metrics",
         "rpc",
-        "--samples",
+        "--windows",
         "4",
         "--duration",
         "0.5",
@@ -236,7 +236,7 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
     logged = [json.loads(l) for l in (raw / "windows-0.jsonl").read_text().splitlines()]
     ends = [l["end_s"] for l in logged if l["event"] == "window"]
     client_end = _when(json.loads((raw / "client-0.json").read_text())["environment"]["end_utc"])
-    events = [json.loads(l) for l in (res / run / progress.PROGRESS_LOG).read_text().splitlines()]
+    events = [json.loads(l) for l in (res / run / tracking.PROGRESS_LOG).read_text().splitlines()]
     assert events[0]["event"] == "start" and events[0]["rows"] == 4
     windows = [e for e in events if e["event"] == "window"]
     # Each window counted on its own, as it ended, not at the end of the round.
@@ -254,7 +254,7 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
     assert len(measured) == 4 and stored and max(measured) < stored[0]
     assert "(run 1/4, ETA " in lines[measured[0]]
     # validate --dry-run prints its own expected time.
-    v = rooftop("validate", run, "--dry-run", "--samples", "2", "--duration", "1", "--results", str(res))
+    v = rooftop("validate", run, "--dry-run", "--windows", "2", "--duration", "1", "--results", str(res))
     assert v.stdout.splitlines()[-1].startswith("# expected run time: ")
     assert "2 windows: measuring 2.0 s" in v.stdout.splitlines()[-1]
 
@@ -269,7 +269,7 @@ def test_a_campaign_over_an_hour_says_so_first_and_still_runs(tmp_path):
             "collect",
             "--metrics",
             "rpc",
-            "--samples",
+            "--windows",
             "5000",
             "--duration",
             "1",
