@@ -1236,7 +1236,7 @@ def main(argv: list[str] | None = None) -> int:
             "other_busy_processes_end": hogs_end,
             "rows": [r.to_json() for r in rows],
         }
-        Path(args.json).write_text(json.dumps(doc, indent=2))
+        Path(args.json).write_text(json.dumps(doc, indent=2, default=str))
         log(f"raw numbers written to {args.json}")
     return 0
 
