@@ -545,6 +545,7 @@ def _drift_rows(before, after, **kw):
     [
         ([50.0, 51.0], {}, 0.5),  # the same placement at half the rate: drift
         ([120.0], {}, 120 / 101),  # one validation sample far above the ceiling samples' range
+        ([105.0, 125.0, 130.0, 131.0], {}, 127.5 / 101),  # changed during validation, most samples moved
         ([99.0, 103.0], {}, None),  # within the spread: no drift
         ([110.0], {}, None),  # within the range widened by MARGIN
         ([50.0, 51.0], {"client_nodes": (2,)}, None),  # another placement: not comparable

@@ -93,8 +93,8 @@ def _outside(values: list[float], others: list[float]) -> bool:
 def platform_drift(samples: list[dict], metric: str, nodes=None) -> list[Drift]:
     """Placements of `metric` measured both for the ceilings and in
     validation whose validation median lies outside the ceiling samples'
-    range (widened by MARGIN) and, with two or more validation samples, the
-    other way round too. Only samples the exclusion rule keeps count: a
+    whole range widened by MARGIN (a change within validation still counts
+    when most of its samples moved). Only samples the exclusion rule keeps count: a
     core-sharing or invalid sample is no evidence of anything, and a sample
     measured beside other pairs (a pair round) shared the network with them,
     so it is not the same measurement as a placement alone."""
@@ -113,7 +113,7 @@ def platform_drift(samples: list[dict], metric: str, nodes=None) -> list[Drift]:
     for (sn, cn, sp, cp), (before, after) in sorted(groups.items()):
         if not before or not after:
             continue
-        if _outside(after, before) and (len(after) < 2 or _outside(before, after)):
+        if _outside(after, before):
             out.append(Drift(metric, sn, cn, sp, cp, before, after))
     return out
 
