@@ -73,13 +73,15 @@ def test_one_agent_per_node_and_no_other_engine_launch(runs, validate):
         assert doc["result"]["running_at_stop"] == 0 and doc["result"]["refused"] == 0
         # ofi+tcp: libfabric's providers initialised once in the agent, not in each child.
         assert doc["result"]["preinit"] == "ofi+tcp" and doc["result"]["preinit_done"], doc["result"]
-    # Node 0 served (a server and its shutdown), node 1 ran the client round.
-    assert docs[0]["result"]["started"] == 2 and docs[1]["result"]["started"] == 1, docs
+    # Node 0 served (one server, stopped by its agent's SIGTERM: no shutdown
+    # process), node 1 ran the client round.
+    assert docs[0]["result"]["started"] == 1 and docs[1]["result"]["started"] == 1, docs
     # Every process still wrote its own document, bound as asked.
     client = json.loads(next((res / run / "raw").glob("*/client-0.json")).read_text())
     server = json.loads(next((res / run / "groups").glob("*/server-0.json")).read_text())
     assert client["environment"]["binding"].startswith("--cpus ") and client["complete"]
     assert server["environment"]["pid"] != docs[0]["environment"]["pid"]
+    assert server["complete"] and server["result"]["stop_reason"] == "signal SIGTERM", server["result"]
     assert not engine_processes(str(res))
 
 

@@ -134,7 +134,7 @@ def test_srun_agents_command_lines_exactly(tmp_path):
     assert not [l for l in out if l.startswith("srun") and "agent" not in l]
     # Priced as agents: their start once, a launch per node for the campaign, none per stage.
     assert out[-6:-1] == [
-        f"# then: rooftop-engine shutdown --token-file '{g}/token' for each server (by the agent of its node)",
+        "# then: SIGTERM to each server, from the agent of its node",
         "#   stage                placements  rounds  windows  launches  measuring  overhead  time",
         "#   server_peak                   1       1        2         -       10 s     2.8 s  14 s",
         "#   agents launch, once                                                       0.3 s",
@@ -185,7 +185,8 @@ def test_mpiexec_campaign_runs_for_real(tmp_path, launch):
     assert [a["config"]["rank"] for a in sorted(agents, key=lambda a: a["config"]["rank"])] == (
         [0, 1] if launch == "agents" else []
     )
-    assert doc["result"]["stop_reason"] == "shutdown rpc"  # stopped with the campaign's token
+    # Per placement: stopped with the campaign's token; agents: by its agent's SIGTERM.
+    assert doc["result"]["stop_reason"] == ("signal SIGTERM" if launch == "agents" else "shutdown rpc")
     cfg = json.loads(
         sqlite3.connect(res / "rooftop.db").execute("SELECT config FROM runs WHERE id=?", (run,)).fetchone()[0]
     )

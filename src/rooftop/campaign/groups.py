@@ -154,11 +154,19 @@ class Servers:
             raise SampleFailed("; ".join(wrong_nic[:5]))
 
     def stop(self, group: ServerGroup) -> None:
-        """Each server still publishing gets the shutdown command (from its
-        node's agent under engine.launch = agents, else from here); what is
-        left after 10 s is killed."""
+        """Each server still publishing is stopped: under engine.launch =
+        agents its node's agent sends it SIGTERM (on which a server stops as
+        on a shutdown RPC: its document complete, its address withdrawn,
+        exit 0), without forking a shutdown process whose libfabric
+        endpoint alone costs more than the rest of the stop; otherwise it
+        gets the shutdown command (its token) from here. What is left after
+        10 s is killed."""
         r, gdir = self.r, group.gdir
         live = [k for k in range(group.nservers) if (gdir / f"{k}.addr").exists()]
+        if live and r.commands.agents:
+            for p in group.procs:
+                p.terminate()
+            live = []
         shutdowns = [r.commands.shutdown_launch(group.placement, gdir, k) for k in live]
 
         def shutdown(launch):
@@ -167,9 +175,7 @@ class Servers:
             except EngineError:
                 pass  # killed below if it does not stop
 
-        if shutdowns and r.commands.agents:
-            reap([r.procs.start(l, gdir / f"shutdown-{l.ranks[0]}.log") for l in shutdowns], 20)
-        elif shutdowns:
+        if shutdowns:
             with ThreadPoolExecutor(max_workers=min(8, len(shutdowns))) as pool:
                 list(pool.map(shutdown, shutdowns))
         reap(group.procs, 10)

@@ -237,7 +237,8 @@ class Runner:
                     for l in self.commands.client_launches(pl, spec, gdir, sdir, len(rnd.specs), start)
                 ]
             lines.append(
-                f"# then: rooftop-engine shutdown --token-file {shlex.quote(str(gdir / TOKEN_FILE))} for each server"
-                + (" (by the agent of its node)" if self.agents is not None else "")
+                "# then: SIGTERM to each server, from the agent of its node"
+                if self.agents is not None
+                else f"# then: rooftop-engine shutdown --token-file {shlex.quote(str(gdir / TOKEN_FILE))} for each server"
             )
         return lines
