@@ -150,3 +150,27 @@ def test_pairs_of_a_round_sharing_cores_are_excluded_by_what_ran_beside(tmp_path
     why = model.exclusions(rows, nodes)
     assert all("running at once" in w for w in why.values()), why
     assert model.exclusions([row(k1, 0, 1)], nodes) == {k1: ""}
+
+
+def test_shared_cores_count_when_their_round_kept_them_mostly_idle(tmp_path):
+    """Issue 31: processes that block between messages (the 17-node suite
+    on 2 cores) time-slice shared cores only when those cores were busy: a
+    same-core pair whose round kept its cores busy at most SHARED_BUSY_MAX
+    feeds the ceilings and the outlier scores; above it, or unmeasured
+    (NULL: a sample stored before, or another host), it is left out with
+    the busy share in the reason."""
+    from rooftop.model.exclude import SHARED_BUSY_MAX
+
+    st, run_id = realistic_run(tmp_path, nodes=6, slow_node=2)
+    _emulate(st, run_id, lambda i: i % 2)
+    idle = " OR ".join(f"(server_nodes = '[{a}]' AND client_nodes = '[{b}]')" for a, b in ((0, 2), (1, 3)))
+    busy = " OR ".join(f"(server_nodes = '[{a}]' AND client_nodes = '[{b}]')" for a, b in ((0, 4), (1, 5)))
+    _set(st, run_id, f"stage = 'client_peak' AND ({idle})", cores_busy=SHARED_BUSY_MAX)
+    _set(st, run_id, f"stage = 'client_peak' AND ({busy})", cores_busy=0.9)
+    res = results.load(st, run_id)
+    pm = res.pairs["rpc"]
+    assert {(0, 2), (1, 3)} <= set(pm.rates) and len(pm.rates) == 11
+    why = {p: w for p, (_, w) in pm.left_out.items()}
+    assert set(why) == {(0, 4), (1, 5), (2, 4), (3, 5)}, why
+    assert all("busy 90% of the time (above 50%)" in why[p] for p in ((0, 4), (1, 5))), why
+    assert all("share core" in why[p] and "busy" not in why[p] for p in ((2, 4), (3, 5))), why

@@ -157,6 +157,16 @@ def test_campaign_records_cpu_and_power_series(tmp_path):
         ).stdout
     )
     assert len(doc["series"]) == len(rows)
+    # The cores_busy column: the busy share of the round's cores, here a
+    # busy-polling client and server on both: above the share at which
+    # nodes sharing cores time-slice them (rooftop.model.exclude).
+    import sqlite3
+
+    from rooftop.model.exclude import SHARED_BUSY_MAX
+
+    with sqlite3.connect(res / "rooftop.db") as db:
+        busy = [b for (b,) in db.execute("SELECT cores_busy FROM samples WHERE run_id = ?", (run,))]
+    assert busy and all(SHARED_BUSY_MAX < b <= 1.0 for b in busy), busy
 
 
 def test_without_rapl_the_campaign_says_so_once_and_records_cpu(tmp_path):

@@ -181,12 +181,37 @@ class Meter:
         return round(foreign_s(self.before, after, self.cores, self.me) / elapsed, 4)
 
 
+class BusyMeter:
+    """The busy share of a round's cores while it ran (anyone's work,
+    interrupts included: /proc/stat), started before its clients and
+    stopped once they are reaped: 0.25, a quarter of those cores' time."""
+
+    def __init__(self, cores: set[int]):
+        self.cores = set(cores)
+        self.t0, self.busy0 = time.monotonic(), cores_busy_s(self.cores)
+
+    def stop(self) -> float | None:
+        elapsed = time.monotonic() - self.t0
+        if not self.cores or elapsed <= 0:
+            return None
+        return round(min(1.0, (cores_busy_s(self.cores) - self.busy0) / (elapsed * len(self.cores))), 4)
+
+
 class NoMeter:
     """Engines on other hosts: nothing on this machine to meter."""
 
     @staticmethod
     def stop() -> None:
         return None
+
+
+def busy_meter(runner, placement, spec) -> BusyMeter | NoMeter:
+    """A BusyMeter of one client round's cores (the start hook of the
+    cores_busy sampler, rooftop.samplers); engines on other hosts: none."""
+    if runner.launcher.name not in ON_THIS_MACHINE:
+        return NoMeter()
+    nodes = set(placement.server_nodes) | set(spec.client_nodes)
+    return BusyMeter({c for n in runner.nodes if n.index in nodes for c in n.cores})
 
 
 def meter(runner, placement, spec) -> Meter | NoMeter:

@@ -131,6 +131,15 @@ SAMPLERS: tuple[Sampler, ...] = (
         stop=lambda meter: meter.stop(),
     ),
     Sampler(
+        "cores_busy",
+        "1",
+        "busy share of the round's cores' time while it ran, anyone's work and interrupts included "
+        "(0.25: a quarter); where nodes share cores, it decides whether their processes time-sliced "
+        "them (rooftop.model.exclude); measured for launchers on this machine only",
+        start=foreign.busy_meter,
+        stop=lambda meter: meter.stop(),
+    ),
+    Sampler(
         "cpu",
         "cores",
         "time series: CPU (user, system) of the round's cores, context switches and interrupts per second",

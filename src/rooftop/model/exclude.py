@@ -18,14 +18,28 @@ def _node_info(nodes) -> dict[int, dict]:
     return out
 
 
+#: A placement putting more processes on shared cores than they hold still
+#: counts when those cores were busy at most this share of the round
+#: (samples.cores_busy: anyone's work, interrupts and the processes' own
+#: start included): processes that block between messages then seldom find
+#: their core taken (benchmarks/RESULTS.md, the 17-node suite: pairs
+#: measured at once against alone).
+SHARED_BUSY_MAX = 0.5
+
+
 def core_sharing(sample: dict, nodes, beside=()) -> str:
     """Why a sample's placement shares cores ('' if it does not): nodes it
     uses share a core (Node.emulation["shared_with"]) and put more processes
-    on those shared cores than there are, so processes time-slice. beside:
-    the samples that ran at the same time (the other pairs of its pair
-    round, ran_beside): their processes count too."""
+    on those shared cores than there are, and those cores were busy (its
+    round's cores_busy above SHARED_BUSY_MAX, or not measured), so
+    processes time-sliced them. beside: the samples that ran at the same
+    time (the other pairs of its pair round, ran_beside): their processes
+    count too."""
     info = _node_info(nodes)
     if not any((d.get("emulation") or {}).get("shared_with") for d in info.values()):
+        return ""
+    busy = sample.get("cores_busy")
+    if busy is not None and busy <= SHARED_BUSY_MAX:
         return ""
     procs: dict[int, float] = {}
     for s in (sample, *beside):
@@ -46,9 +60,10 @@ def core_sharing(sample: dict, nodes, beside=()) -> str:
                 s for s in beside if set(comp) & (set(s.get("server_nodes") or []) | set(s.get("client_nodes") or []))
             ]
             at_once = " with pair(s) " + ", ".join(_pair_name(s) for s in others) + " running at once" if others else ""
+            was = f", busy {busy:.0%} of the time (above {SHARED_BUSY_MAX:.0%})" if busy is not None else ""
             return (
                 f"nodes {', '.join(f'n{i}' for i in comp)} share core(s) "
-                f"{','.join(map(str, cores))}: {n:g} processes on {len(cores)} core(s){at_once}"
+                f"{','.join(map(str, cores))}: {n:g} processes on {len(cores)} core(s){at_once}{was}"
             )
     return ""
 

@@ -28,6 +28,7 @@ QUANTITIES: dict[str, tuple[str | None, str]] = {
     "overlap": ("1", "share of the window all the sample's clients measured together"),
     "barrier_s": ("s", "longest a client waited at the start barrier"),
     "foreign_cpu": ("cores", "cores' worth of CPU other processes used on the measured cores"),
+    "cores_busy": ("1", "busy share of the measured cores' time while the round ran (anyone's work, interrupts too)"),
     "latency_p50": (
         "us",
         "median operation latency of the sample's client round (every window; "
@@ -112,6 +113,11 @@ OWNER_COLUMNS = {
 # {node index: live record} of its nodes on the emulated cluster, read after
 # its window; '' elsewhere and for samples stored before.
 EMULATION_COLUMNS = {"emulation": "TEXT NOT NULL DEFAULT ''"}
+
+# Issue 31: the busy share of a round's cores while it ran (rooftop.foreign
+# BusyMeter): where nodes share cores, whether their processes time-sliced
+# them (rooftop.model.exclude). NULL: not measured (other hosts, older rows).
+BUSY_COLUMNS = {"cores_busy": "REAL DEFAULT NULL"}
 
 QUANTITIES_DDL = """CREATE TABLE IF NOT EXISTS quantities (
     sample_id   INTEGER NOT NULL REFERENCES samples(id),
@@ -379,6 +385,12 @@ MIGRATIONS = [
         "(issue 28)",
         _renamed_keys,
     ),
+    Migration(
+        16,
+        "samples.cores_busy: the busy share of a round's cores, which decides whether nodes sharing cores "
+        "time-sliced them (issue 31)",
+        _add_columns("samples", BUSY_COLUMNS),
+    ),
 ]
 #: The schema version this code writes (and the newest it can read).
 SCHEMA_VERSION = MIGRATIONS[-1].number
@@ -413,6 +425,7 @@ SAMPLE_COLUMNS = [
 ]
 SAMPLE_COLUMNS += ["ceilings"]  # issue 10 item 7: see CEILINGS_COLUMNS
 SAMPLE_COLUMNS += ["emulation"]  # issue 27: see EMULATION_COLUMNS
+SAMPLE_COLUMNS += ["cores_busy"]  # issue 31: see BUSY_COLUMNS
 
 
 def _default(decl: str):
@@ -429,3 +442,4 @@ SAMPLE_DEFAULTS = {
     name: _default(decl) for cols in (LATE_COLUMNS, BARRIER_COLUMNS, LOCK_COLUMNS) for name, decl in cols.items()
 }
 SAMPLE_DEFAULTS["emulation"] = ""
+SAMPLE_DEFAULTS["cores_busy"] = None  # not measured (another host's engines, a synthetic row)
