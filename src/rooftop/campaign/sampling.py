@@ -16,6 +16,7 @@ from rooftop import model, topology
 from rooftop.keys import ConfigError
 from rooftop.model import outliers
 from rooftop.stages.pairs import sample
+from rooftop.stages.pairs.base import shares_cores
 
 #: Batches at most (a guard: each batch at least one pair, a budget or the classes end them first).
 MAX_BATCHES = 100
@@ -29,10 +30,14 @@ def adaptive(cfg: dict) -> bool:
 def usable(cfg: dict):
     """pair -> whether the exclusion rule would let a lone pair's samples
     feed the ceilings (one server process, one client process): a pair the
-    rule leaves out (two nodes sharing one core) is never drawn."""
+    rule leaves out (two nodes sharing one core) is never drawn. Under
+    collect.pairs_share_cores (pairs.base.shares_cores) the rule decides
+    from what the pair's cores did while it ran: every pair may be drawn."""
     nodes = cfg["nodes"]
 
     def ok(a: int, b: int) -> bool:
+        if shares_cores(cfg):
+            return True
         one = {"server_nodes": [a], "client_nodes": [b], "server_procs": 1, "client_procs": 1, "status": "ok"}
         return not model.core_sharing(one, nodes)
 

@@ -135,6 +135,26 @@ KEYS: list[Key] = [
     Key("collect.duration", "float", 5.0, f"measured seconds per window (at least {MIN_DURATION_S:g})", maximum=DAY),
     Key("collect.warmup", "float", 1.0, "warmup seconds before a measurement's first window", maximum=HOUR),
     Key("collect.windows", "int", 5, "engine windows per measurement, each stored as one sample", maximum=10_000),
+    Key(
+        "collect.pair_windows",
+        "int",
+        None,
+        "engine windows per node pair of the client ceiling (default: collect.windows); the spread "
+        "over many pairs is what a pair ceiling samples, so one window each (as Carns et al., CUG 2025, "
+        "measured their 136 pairs) lets more pairs fit the same time",
+        nullable=True,
+        minimum=1,
+        maximum=10_000,
+    ),
+    Key(
+        "collect.pairs_share_cores",
+        "bool",
+        False,
+        "measure node pairs whose nodes share cores in one pair round (an emulated cluster of more nodes "
+        "than this machine has cores; needs engine.server_progress and engine.client_progress = block); "
+        "whether each such sample counts is then decided by how busy its round kept those cores "
+        "(samples.cores_busy, at most 50 %: rooftop.model.exclude)",
+    ),
     Key("collect.server_peak", "bool", True, "measure the server ceiling (saturated server node)"),
     Key("collect.client_peak", "bool", True, "measure the client ceiling (the node pairs collect.pairs picks)"),
     Key(

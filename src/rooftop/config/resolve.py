@@ -110,6 +110,14 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     for p in ("engine.server_progress", "engine.client_progress"):
         if not prog.match(_get(cfg, p)):
             raise ConfigError(f"{p}: '{_get(cfg, p)}' is not busy, block, adaptive or spindown[:MS]")
+    if cfg["collect"].get("pairs_share_cores") and not all(
+        _get(cfg, p) == "block" for p in ("engine.server_progress", "engine.client_progress")
+    ):
+        raise ConfigError(
+            "collect.pairs_share_cores: needs engine.server_progress = block and engine.client_progress = "
+            f"block (they are {_get(cfg, 'engine.server_progress')} and {_get(cfg, 'engine.client_progress')}): "
+            "a process that polls holds its core, so pairs sharing cores would always time-slice them"
+        )
     for m in metrics.METRICS.values():
         m.check(cfg)
     if cfg["engine"]["path"] and not os.access(cfg["engine"]["path"], os.X_OK):

@@ -86,12 +86,14 @@ class Placement:
         client_nodes: list[int],
         clients_per_node: int,
         pairs: PairRound | None = None,
+        windows: int | None = None,
     ) -> Placement:
-        """Adds one measurement: every metric of cfg, cfg[section]["windows"]
-        engine windows each (a sample each), of clients_per_node clients on client_nodes."""
+        """Adds one measurement: every metric of cfg, windows (default
+        cfg[section]["windows"]) engine windows each (a sample each), of
+        clients_per_node clients on client_nodes."""
         s = cfg[section]
         for m in cfg["metrics"]:
-            for i in range(s["windows"]):
+            for i in range(windows or s["windows"]):
                 key = sample_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes, clients_per_node, i)
                 self.samples.append(
                     SampleSpec(

@@ -41,10 +41,15 @@ class PairsExpected:
     #: pairs at that spread (None: too few pairs for an interval). Within
     #: `interval`: the first batch is likely the last for that class.
     widths: dict[str, float | None] = field(default_factory=dict)
+    #: The most pairs one of its rounds measures at once, where the strategy
+    #: schedules them itself (None: its rounds hold the pairs evenly).
+    widest: int | None = None
 
     @property
     def most_at_once(self) -> int:
-        """The most pairs one round measures at once (rounds spread evenly)."""
+        """The most pairs one round measures at once."""
+        if self.widest is not None:
+            return self.widest
         return -(-self.pairs // self.rounds) if self.rounds else 0
 
 
@@ -88,18 +93,35 @@ def placements(rounds: list[PairRound], cfg: dict) -> list[Placement]:
     i loading server i. A round of one pair is stored as a serial pair is."""
     return [
         Placement([a for a, _ in pairs], 1).measure(
-            "client_peak", cfg, "collect", [b for _, b in pairs], 1, pairs=pairs
+            "client_peak", cfg, "collect", [b for _, b in pairs], 1, pairs=pairs, windows=pair_windows(cfg)
         )
         for pairs in rounds
     ]
 
 
+def pair_windows(cfg: dict) -> int:
+    """Engine windows per node pair: collect.pair_windows, else collect.windows."""
+    c = cfg["collect"]
+    return c.get("pair_windows") or c["windows"]
+
+
+def shares_cores(cfg: dict) -> bool:
+    """collect.pairs_share_cores: pairs whose nodes share cores may be
+    measured at once, every process blocking for its completions (the
+    config checks that: rooftop.config.resolve), so none holds a core while
+    it waits; what their cores' busy share was while they ran decides
+    whether they time-sliced them (the exclusion rule, rooftop.model.exclude)."""
+    return bool((cfg.get("collect") or {}).get("pairs_share_cores"))
+
+
 def known_cores(cfg: dict) -> dict[int, set] | None:
     """node -> its cores where the launcher runs engines on this machine
-    (local, netns) and every node lists its cores; else None."""
+    (local, netns) and every node lists its cores, for pair rounds that
+    must not share a core; else None (also under collect.pairs_share_cores:
+    shares_cores)."""
     from rooftop.launchers import on_this_machine
 
-    if not on_this_machine(cfg.get("launcher", {}).get("type", "")):
+    if shares_cores(cfg) or not on_this_machine(cfg.get("launcher", {}).get("type", "")):
         return None
     cores = {n["index"]: set(n.get("cores") or ()) for n in cfg["nodes"]}
     return cores if all(cores.values()) else None

@@ -416,11 +416,13 @@ def expected(cfg: dict, topology: Topology | None = None) -> PairsExpected:
     and the width its interval would reach at PLAN_SPREAD. More pairs
     follow only where a class's spread needs them."""
     topo, drawn = planned(cfg, topology)
-    rounds = len(schedule(drawn, topo, known_cores(cfg)))
+    scheduled = schedule(drawn, topo, known_cores(cfg))
+    rounds = len(scheduled)
     classes = _classes(cfg, topo, drawn, PLAN_SPREAD)
     return PairsExpected(
         pairs=len(drawn),
         rounds=rounds,
+        widest=max((len(r) for r in scheduled), default=0),
         placements=rounds,
         server_nodes=len(drawn),
         by_class={c: v["pairs"] for c, v in classes.items()},

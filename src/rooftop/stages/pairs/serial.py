@@ -4,7 +4,7 @@ server against one client on each node b > a, one client round per pair."""
 from __future__ import annotations
 
 from rooftop.stages.base import Placement
-from rooftop.stages.pairs.base import PairsExpected, PairStrategy, all_pairs, by_class
+from rooftop.stages.pairs.base import PairsExpected, PairStrategy, all_pairs, by_class, pair_windows
 from rooftop.topology.base import Topology
 
 
@@ -14,7 +14,7 @@ def plan(cfg: dict) -> list[Placement]:
     for a in range(n - 1):
         p = Placement([a], 1)
         for b in range(a + 1, n):
-            p.measure("client_peak", cfg, "collect", [b], 1)
+            p.measure("client_peak", cfg, "collect", [b], 1, windows=pair_windows(cfg))
         out.append(p)
     return out
 
