@@ -18,17 +18,21 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-#: (nodes, pair strategy, topology groups) of each row.
-CASES = [(17, "serial", None), (17, "rounds", None), (128, "serial", None), (128, "rounds", None)]
-CASES += [(1000, "serial", 50), (1000, "rounds", 50), (1000, "sample", 50)]
+#: (nodes, pair strategy, topology groups, one window per pair) of each row.
+CASES = [(17, "serial", None, False), (17, "rounds", None, False), (17, "sample", 3, True)]
+CASES += [(128, "serial", None, False), (128, "rounds", None, False), (128, "sample", 8, True)]
+CASES += [(1000, "serial", 50, False), (1000, "rounds", 50, False), (1000, "sample", 50, False)]
+CASES += [(1000, "sample", 50, True)]
 #: The suite's options, beside --nodes, --pairs and --groups.
 SUITE = ["--launcher", "srun", "--cores-per-node", "64", "--metrics", "rpc"]
 SUITE += ["--client-nodes", ",".join(map(str, range(1, 17)))]
 
 
-def argv(nodes: int, pairs: str, groups: int | None) -> list[str]:
-    """The plan command of one row (without 'rooftop')."""
-    return ["plan", "--nodes", str(nodes), *SUITE, "--pairs", pairs, *(["--groups", str(groups)] if groups else [])]
+def argv(nodes: int, pairs: str, groups: int | None, one: bool = False) -> list[str]:
+    """The plan command of one row (without 'rooftop'); one: a window per
+    pair (collect.pair_windows = 1, as Carns et al. measured their pairs)."""
+    out = ["plan", "--nodes", str(nodes), *SUITE, "--pairs", pairs, *(["--groups", str(groups)] if groups else [])]
+    return out + (["--set", "collect.pair_windows=1"] if one else [])
 
 
 def table(plan: Callable[[list[str]], dict]) -> str:
@@ -40,14 +44,15 @@ def table(plan: Callable[[list[str]], dict]) -> str:
         "| launches per placement |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for nodes, pairs, groups in CASES:
-        d = plan([*argv(nodes, pairs, groups), "--json"])
-        each = plan([*argv(nodes, pairs, groups), "--set", "engine.launch=per-placement", "--json"])["launches"]
+    for nodes, pairs, groups, one in CASES:
+        d = plan([*argv(nodes, pairs, groups, one), "--json"])
+        each = plan([*argv(nodes, pairs, groups, one), "--set", "engine.launch=per-placement", "--json"])["launches"]
         c, v = d["phases"]["collect"], d["phases"]["validate"]
         stage = {k: fmt_duration(s["total_s"]) for k, s in c["stages"].items()}
         p = c["pairs"]
         lines.append(
-            f"| {nodes:,} | {pairs} | {p['pairs']:,} in {p['rounds']:,} | {stage['server_peak']} | "
+            f"| {nodes:,} | {pairs}{', 1 window a pair' if one else ''}{f' ({groups} groups)' if groups else ''} | "
+            f"{p['pairs']:,} in {p['rounds']:,} | {stage['server_peak']} | "
             f"{stage['client_peak']} | {stage['client_node']} | {fmt_duration(v['total_s'])} | "
             f"{fmt_duration(d['total_s'])} | {d['launches']:,} | {each:,} |"
         )

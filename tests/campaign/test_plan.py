@@ -217,5 +217,33 @@ def test_the_docs_plan_table_is_what_plan_prints():
         return json.loads(out.getvalue())
 
     table = module.table(plan)
-    assert "| 1,000 | rounds | 499,500 in 999 |" in table
+    assert "| 1,000 | rounds (50 groups) | 499,500 in 999 |" in table
     assert table in (root / "docs" / "measurement.md").read_text(), "run scripts/plan_table.py into docs/measurement.md"
+
+
+def test_the_17_node_suite_plans_pairs_sharing_cores_at_once_one_window_each():
+    """benchmarks/suite.py's settings (issue 31): 17 emulated nodes sharing
+    2 cores (as 'cluster up --cores-per-node 2' gives them), every process
+    blocking. collect.pairs_share_cores lets a round hold pairs whose nodes
+    share cores (without it, one pair a round), and collect.pair_windows =
+    1 measures each pair for one window; the key is refused unless every
+    process blocks."""
+    from rooftop.stages.pairs import sample
+
+    over = {"launcher.nodes": 17, "launcher.type": "netns", "metrics": ["rpc"], "collect.pairs": "sample"}
+    over |= {"engine.server_progress": "block", "engine.client_progress": "block"}
+    cfg, topo = resolve_planned(None, over, groups=3)
+    for n in cfg["nodes"]:
+        n["cores"] = [0, 1]
+    alone = sample.expected(cfg, topo)
+    assert (alone.pairs, alone.rounds, alone.most_at_once) == (26, 26, 1)
+    cfg["collect"] |= {"pairs_share_cores": True, "pair_windows": 1}
+    shared = sample.expected(cfg, topo)
+    # Across groups, one pair per group link at a time: 13 rounds of up to 7 pairs.
+    assert (shared.pairs, shared.rounds) == (26, 13) and shared.most_at_once > 2
+    placements = sample.plan(cfg)
+    assert len(placements) == 13 and sum(len(p.samples) for p in placements) == 13  # a window each
+    assert sum(len(sp.pairs or ()) for p in placements for sp in p.samples) == 26
+    assert {sp.index for p in placements for sp in p.samples} == {0}
+    bad = rooftop("plan", "--nodes", "4", "--set", "collect.pairs_share_cores=true", check=False)
+    assert bad.returncode == 2 and "collect.pairs_share_cores: needs engine.server_progress = block" in bad.stderr

@@ -90,39 +90,47 @@ LIBFABRIC_LOAD = Constant(
 )
 
 
-def _less_load(c: Constant, name: str, what: str) -> Constant:
-    """c without the engine's load, which a forked process does not pay."""
-    return Constant(
-        name,
-        round(c.value - LIBFABRIC_LOAD.value, 3),
-        what,
-        f"derived, not measured: {c.name} less {LIBFABRIC_LOAD.name} (a node agent forks the "
-        "process, already loaded); benchmarks/launch_agents.py measures a placement's fixed cost "
-        "both ways, and its figures replace these",
-    )
+#: Where and when the agents' constants were measured (issue 31): the
+#: Carns et al. suite on the emulated cluster (benchmarks/suite.py) and one
+#: placement at a time (benchmarks/plan_constants.py, benchmarks/launch_agents.py).
+SUITE = (
+    "measured 2026-11-26 on the project's 2-core development VM, quiet: benchmarks/suite.py on 17 "
+    "emulated nodes in 3 groups (netns, ofi+tcp, blocking progress, 1 to 16 processes a placement or "
+    "round), and benchmarks/plan_constants.py on 2 local nodes"
+)
 
-
-AGENT_PLACEMENT_START = _less_load(
-    PLACEMENT_START,
+AGENT_PLACEMENT_START = Constant(
     "agent_placement_start_s",
+    0.1,
     "a placement's servers forked by their nodes' agents: until every server's address file is published",
+    f"{SUITE}; 0.058 s for one server (plan_constants.py 'placement start', median of 6), more for a "
+    "placement of many servers on 2 cores",
 )
-AGENT_PLACEMENT_STOP = _less_load(
-    PLACEMENT_STOP,
+AGENT_PLACEMENT_STOP = Constant(
     "agent_placement_stop_s",
-    "a placement's servers after its last round: shut down (the shutdown command forked by an agent) and reaped",
+    0.1,
+    "a placement's servers after its last round: stopped by their agents' SIGTERM and reaped",
+    f"{SUITE}; 0.06 to 0.084 s for one server (plan_constants.py 'placement stop')",
 )
-AGENT_ROUND_START = _less_load(
-    ROUND_START,
+AGENT_ROUND_START = Constant(
     "agent_round_start_s",
+    0.3,
     "a client round before its warmup: clients forked by their nodes' agents, started and connected",
+    f"{SUITE}; 0.078 s for one rpc client (plan_constants.py 'round start'; bw 0.57 s, its stream "
+    "buffer's page faults); the suite's rounds of 1 to 16 clients cost 0.3 to 0.5 s with their end",
+)
+AGENT_ROUND_END = Constant(
+    "agent_round_end_s",
+    0.1,
+    "a client round after its last window: its clients reaped, documents read, rows stored",
+    f"{SUITE}; 0.056 s for one rpc client (plan_constants.py 'round end')",
 )
 AGENTS_START = Constant(
     "agents_start_s",
-    LIBFABRIC_LOAD.value,
+    0.43,
     "the node agents, once per campaign: launched together (one srun step, one mpiexec, a process per "
     "node here), each loading the engine once before it forks anything",
-    f"derived, not measured: {LIBFABRIC_LOAD.name}, the load every agent pays once, at once on every node",
+    f"{SUITE}; 0.426 s for 2 agents (launch_agents.py 'agents' own start')",
 )
 
 #: Every constant, by name (each launch mode prices with its own: LaunchMode.constants()).
@@ -138,6 +146,7 @@ CONSTANTS: dict[str, Constant] = {
         AGENT_PLACEMENT_START,
         AGENT_PLACEMENT_STOP,
         AGENT_ROUND_START,
+        AGENT_ROUND_END,
         AGENTS_START,
     )
 }
@@ -192,11 +201,11 @@ PER_PLACEMENT = LaunchMode(
 )
 AGENTS = LaunchMode(
     "agents",
-    "one node agent per node for the whole campaign, launched once, forks every server, client and shutdown",
+    "one node agent per node for the whole campaign, launched once, forks every server and client and stops them",
     AGENT_PLACEMENT_START,
     AGENT_PLACEMENT_STOP,
     AGENT_ROUND_START,
-    ROUND_END,
+    AGENT_ROUND_END,
     campaign=AGENTS_START,
     once_per_node=True,
 )
