@@ -136,11 +136,11 @@ def test_srun_agents_command_lines_exactly(tmp_path):
     assert out[-6:-1] == [
         "# then: SIGTERM to each server, from the agent of its node",
         "#   stage                placements  rounds  windows  launches  measuring  overhead  time",
-        "#   server_peak                   1       1        2         -       10 s     2.8 s  14 s",
-        "#   agents launch, once                                                       0.3 s",
-        "#   total                         1       1        2         2       10 s     3.1 s  14 s",
+        "#   server_peak                   1       1        2         -       10 s     0.6 s  12 s",
+        "#   agents launch, once                                                       0.4 s",
+        "#   total                         1       1        2         2       10 s     1.0 s  12 s",
     ]
-    assert out[-1].endswith("overhead 3.1 s at 1.6 s per placement and 1.15 s per round)")
+    assert out[-1].endswith("overhead 1.0 s at 0.2 s per placement and 0.4 s per round)")
 
 
 @pytest.mark.skipif(not shutil.which("mpiexec"), reason="no mpiexec (Open MPI or MPICH) installed")
