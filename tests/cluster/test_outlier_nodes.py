@@ -169,6 +169,48 @@ def test_pair_rounds_on_shared_cores_run_one_pair_at_a_time_and_find_the_slow_li
     assert p.returncode == 2 and "no ceiling samples" in p.stderr
 
 
+def test_pairs_sharing_cores_at_once_count_when_their_cores_stayed_idle(slowlink4, tmp_path):
+    """collect.pairs_share_cores (issue 31, how the 17-node suite fits 2
+    cores): the same link-bound pairs, blocking, now two at a time on the
+    shared cores; each round records how busy it kept them (cores_busy),
+    well under the rule's limit, so none is left out, the rates are the
+    links', and node 3 is still the one named."""
+    from rooftop import results
+    from rooftop.model.exclude import SHARED_BUSY_MAX
+    from rooftop.store.db import Store
+
+    res = tmp_path / "res"
+    args = ["--launcher", "netns", "--metrics", "bw", "--pairs", "rounds", "--binding", "none"]
+    for kv in (
+        "collect.server_peak=false",
+        "collect.client_node=false",
+        "engine.server_progress=block",
+        "engine.client_progress=block",
+        "collect.pairs_share_cores=true",
+        "bw.size=1MiB",
+        "bw.buffer=reuse",
+    ):
+        args += ["--set", kv]
+    args += ["--duration", "0.6", "--warmup", "0.3", "--windows", "2", "--results", str(res)]
+    run = rooftop("collect", *args, timeout=600).stdout.strip().splitlines()[-1]
+    db = sqlite3.connect(res / "rooftop.db")
+    rows = db.execute(
+        "SELECT server_nodes, client_nodes, raw_dir, status, cores_busy FROM samples WHERE run_id=?", (run,)
+    ).fetchall()
+    assert len(rows) == 12 and all(st == "ok" for *_, st, _ in rows)
+    by_round: dict[str, set] = {}
+    for s, c, raw, _, _ in rows:
+        by_round.setdefault(raw, set()).add((json.loads(s)[0], json.loads(c)[0]))
+    assert len(by_round) == 3 and all(len(ps) == 2 for ps in by_round.values()), by_round
+    assert all(b is not None and 0 < b <= SHARED_BUSY_MAX for *_, b in rows), [b for *_, b in rows]
+    r = results.load(Store(res), run)
+    assert not r.pairs["bw"].left_out and r.pairs["bw"].beside
+    assert r.flagged("bw") == [3], [(sc.node, sc.z) for sc in r.scores["bw"]]
+    rates = r.pairs["bw"].rates
+    assert all(rate < 30e6 / 8 * 1.02 for p, rate in rates.items() if 3 in p), rates
+    assert all(0.85 * 100e6 / 8 < rate < 1.02 * 100e6 / 8 for p, rate in rates.items() if 3 not in p), rates
+
+
 # The finding of issue 27: 6 nodes on 2 cores (n0, n2, n4 on core 0; n1, n3,
 # n5 on core 1), n2 capped to 10 % of a core. Same-core pairs time-slice and
 # once named healthy n0 and n4 while the capped n2 went unnamed; pair rounds
