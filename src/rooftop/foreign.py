@@ -191,7 +191,7 @@ class NoMeter:
 
 def meter(runner, placement, spec) -> Meter | NoMeter:
     """A meter for one client round of a campaign.Runner (the start hook of
-    the foreign_cpu sampler, rooftop.samplers): the cores of its server and
+    the foreign_cpu meter, rooftop.meters): the cores of its server and
     client nodes; this process and its descendants (the engines) are the
     campaign's own."""
     if runner.launcher.name not in ON_THIS_MACHINE:
