@@ -187,6 +187,22 @@ def test_rebuild_fills_quantities_and_params(tmp_path):
     check_filled(res, rebuilt)
 
 
+def test_rebuild_keeps_the_rows_of_a_database_older_than_its_columns(tmp_path):
+    """A row only the old database holds (its documents gone) is kept by
+    --rebuild under the columns' new names (samples.sample: window)."""
+    res = old_copy("results-19dee6e", tmp_path)  # unopened: samples.sample
+    before = {s["key"]: s for s in raw_rows(res, "samples")}
+    gone = Path(next(s["raw_dir"] for s in before.values() if s["key"].startswith("validate/")))
+    shutil.rmtree(res / Path(*gone.parts[-3:]))
+    p = rooftop("doctor", "--results", str(res), "--rebuild", check=False)
+    assert p.returncode == 1 and "does not resolve" in p.stdout  # the folder removed, said
+    kept = sum(1 for s in before.values() if s["raw_dir"] == str(gone))
+    assert f"{len(before) - kept} samples from engine documents, {kept} from the old database" in p.stdout
+    after = {s["key"]: s for s in raw_rows(res, "samples")}
+    assert set(after) == set(before) and kept > 0
+    assert all(after[k]["window"] == s["sample"] for k, s in before.items())
+
+
 def test_newer_database_is_refused(tmp_path):
     res = old_copy("results-19dee6e", tmp_path)
     Store(res, create=False).close()
