@@ -79,8 +79,8 @@ def _series(mode: str, idle_cpu: float, burst_cpu: float, rate: float, watts: bo
     """Two bursts of 2 s (0.5 s windows) at t = 1 and 5, 0.5 s server ticks to 8 s."""
     rows = []
 
-    def add(sampler, t, q, v, u=""):
-        rows.append({"round": f"bursts/{mode}", "sampler": sampler, "t": t, "quantity": q, "value": v, "unit": u})
+    def add(source, t, q, v, u=""):
+        rows.append({"round": f"bursts/{mode}", "source": source, "t": t, "quantity": q, "value": v, "unit": u})
 
     for b, start in enumerate((1.0, 5.0)):
         add("schedule", start, "burst_start", b)
@@ -126,7 +126,7 @@ def test_a_burst_column_left_empty_is_explained():
     """Bursts as long as the interval, not aligned with it: no interval lies
     wholly inside one, burst CPU is empty, and the notes say why."""
     rows = [
-        r for r in _series("busy", 1.0, 1.0, 40000, watts=False) if r["sampler"] != "server" or r["t"] % 1.0 == 0.5
+        r for r in _series("busy", 1.0, 1.0, 40000, watts=False) if r["source"] != "server" or r["t"] % 1.0 == 0.5
     ]  # server points at 0.5, 1.5, ...
     line = burst_summary.lines(rows, 1.0)["busy"]
     line.measured = [(1.25, 2.25), (5.25, 6.25)]  # the bursts' measured spans
@@ -322,11 +322,11 @@ def test_a_zone_failing_after_another_was_read_advances_none(tmp_path, monkeypat
     tl._tick()
     tl.save()
     rows = [
-        {"round": "bursts/busy", "sampler": s, "t": t, "quantity": q, "value": v, "unit": u}
+        {"round": "bursts/busy", "source": s, "t": t, "quantity": q, "value": v, "unit": u}
         for s, pts in tl.store.saved["bursts/busy"].items()
         for t, q, v, u in pts
     ]
-    rows += [{"round": "bursts/busy", "sampler": "client", "t": 1.0, "quantity": "rate", "value": 5.0, "unit": ""}]
+    rows += [{"round": "bursts/busy", "source": "client", "t": 1.0, "quantity": "rate", "value": 5.0, "unit": ""}]
     row = burst_summary.summarize(burst_summary.lines(rows, 60.0)["busy"], 60.0)
     assert row["power_skipped"] == 1
     said = burst_summary.notes({"interval": 60.0, "on": 60.0, "full_rate": 0.9}, "", None, [row])

@@ -143,7 +143,7 @@ def test_pairs_of_a_round_sharing_cores_are_excluded_by_what_ran_beside(tmp_path
         "server_procs": 1,
         "client_procs": 1,
         "raw_dir": str(raw),
-        "sample": 0,
+        "window": 0,
         "attempt": 1,
     }
     rows = [row(k1, 0, 1), row(k2, 2, 3)]

@@ -1,5 +1,5 @@
 """Contract tests over the registries (issue 12): every stage, metric, unit
-and sampler carries what the rest of rooftop reads from it, and a store
+and meter carries what the rest of rooftop reads from it, and a store
 holding every stage and metric goes through results, ui, every figure and
 the report without a KeyError."""
 
@@ -13,7 +13,7 @@ import pytest
 from matplotlib.colors import is_color_like
 
 import synthetic
-from rooftop import keys, metrics, results, samplers, stages, ui, units
+from rooftop import keys, meters, metrics, results, stages, ui, units
 from rooftop.campaign import merge_server_args, plan_collect, plan_validate
 from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_KEYS
 from rooftop.config.files import defaults
@@ -79,12 +79,12 @@ def test_every_config_key_is_declared_once():
 
 
 def test_a_key_declared_twice_is_an_error_at_import():
-    """A table (here the samplers') declaring a key config declares too:
+    """A table (here the meters') declaring a key config declares too:
     importing config fails naming the key, never keeping the last one."""
     code = (
-        "from rooftop import samplers\n"
+        "from rooftop import meters\n"
         "from rooftop.keys import Key\n"
-        "samplers.KEYS = (*samplers.KEYS, Key('collect.windows', 'int', 3, 'again'))\n"
+        "meters.KEYS = (*meters.KEYS, Key('collect.windows', 'int', 3, 'again'))\n"
         "import rooftop.config.catalog\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -170,27 +170,27 @@ def test_servers_get_only_the_measured_metrics_arguments():
     assert {pl.tag for pl in plan_collect(cfg)} == {"rpc+bw+iops", "sbw", "meta"}
 
 
-# --- samplers ---------------------------------------------------------------
-@pytest.mark.parametrize("s", samplers.SAMPLERS, ids=lambda s: s.name)
-def test_every_sampler_is_stored_and_has_hooks(s):
-    """A column sampler has its sample column; a series sampler is a choice
+# --- meters -----------------------------------------------------------------
+@pytest.mark.parametrize("s", meters.METERS, ids=lambda s: s.name)
+def test_every_meter_is_stored_and_has_hooks(s):
+    """A column meter has its sample column; a series meter is a choice
     of the `series` key and its rows go to the series table."""
     if s.column:
         assert s.name in schema.SAMPLE_COLUMNS
     else:
-        assert s.name in KEY_BY_PATH["series"].choices and s.name in samplers.SERIES
+        assert s.name in KEY_BY_PATH["series"].choices and s.name in meters.SERIES
     assert s.unit and s.help and callable(s.start) and callable(s.stop)
 
 
-def test_samplers_measure_nothing_for_engines_on_other_hosts():
+def test_meters_measure_nothing_for_engines_on_other_hosts():
     class Far:
         launcher = type("L", (), {"name": "srun"})()
-        cfg = {"series": list(samplers.SERIES), "series_interval": 0.1}
+        cfg = {"series": list(meters.SERIES), "series_interval": 0.1}
 
-    running = samplers.start_all(Far(), None, None)
-    assert set(running) == {s.name for s in samplers.SAMPLERS}
-    assert samplers.stop_all(running) == {s.name: None for s in samplers.SAMPLERS if s.column}
-    assert samplers.series_rows(running) == {name: [] for name in samplers.SERIES}
+    running = meters.start_all(Far(), None, None)
+    assert set(running) == {s.name for s in meters.METERS}
+    assert meters.stop_all(running) == {s.name: None for s in meters.METERS if s.column}
+    assert meters.series_rows(running) == {name: [] for name in meters.SERIES}
 
 
 # --- every stage and metric through results, ui, figures, report ---------------

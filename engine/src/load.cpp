@@ -109,7 +109,7 @@ class Load {
   void count(const Ended& e);
   // Start barrier (--barrier N): after the warmup and its drain, tell the
   // barrier server this client is ready; its answer starts the first
-  // window, for every client of the sample at once.
+  // window, for every client of the measurement at once.
   void send_ready(int64_t now);
   void on_release(const wire::Message& m, int64_t now);
   void check_barrier_timeout(int64_t now);
@@ -126,7 +126,7 @@ class Load {
   }
   std::string result_json() const;
   void write_latency(JsonWriter& w) const;
-  void write_samples(JsonWriter& w) const;
+  void write_windows(JsonWriter& w) const;
   void write_barrier(JsonWriter& w) const;
   // --window-log: the measurement's start, each window the clock leaves
   // and the end, as they happen (window_log.hpp: why a file and a thread).
@@ -173,9 +173,9 @@ class Load {
   FILE* trace_ = nullptr;
   std::unique_ptr<WindowLog> wlog_;
   uint64_t wlog_lines_ = 0;
-  // --samples K: consecutive windows of --duration from one common start
+  // --windows K: consecutive windows of --duration from one common start
   // (the end of the warmup, or --measure-at, so that every client of a
-  // sample measures the same intervals). An operation counts in a window by
+  // measurement measures the same intervals). An operation counts in a window by
   // the share of its time [issue, response] inside it: counting whole
   // completions would credit a window with work done before it opened
   // (+1 op per window: 20 % too fast for 4 MiB over a 25 MB/s link in 1 s
@@ -500,7 +500,7 @@ std::string Load::result_json() const {
   w.end_array();
   w.kv("measure_start_s", measure_start_s_);  // wall clock, seconds since the epoch
   if (measure_at_ > 0) w.kv("measure_at_late_s", late_s_);
-  write_samples(w);
+  write_windows(w);
   w.kv("op_bytes", w_.bytes);
   if (data_mem_) w.kv("buffer_page_bytes", backing_page_bytes(data_mem_));  // what --buffer-pages got
   write_barrier(w);
@@ -525,8 +525,8 @@ void Load::write_latency(JsonWriter& w) const {
   w.end_object();
 }
 
-void Load::write_samples(JsonWriter& w) const {
-  w.key("samples").begin_array();
+void Load::write_windows(JsonWriter& w) const {
+  w.key("windows").begin_array();
   for (auto& win : windows_) {
     const auto k = static_cast<int64_t>(&win - windows_.data());
     const double el = (win.end - win.start) / 1e9, work = work_.work(k);
@@ -576,8 +576,8 @@ void Load::configure() {
   op_->client.configure(o_, k_, w_);  // its own options; bulk: memory checked before anything starts
   configure_timing();
   configure_barrier();
-  nwindows_ = o_.integer("samples");
-  if (nwindows_ < 1 || nwindows_ > 100000) throw UsageError("--samples must be 1..100000");
+  nwindows_ = o_.integer("windows");
+  if (nwindows_ < 1 || nwindows_ > 100000) throw UsageError("--windows must be 1..100000");
   if (duration_s_ <= 0) throw UsageError("--duration must be > 0");
   interval_s_ = o_.seconds("interval");
   if (interval_s_ < 0.001) throw UsageError("--interval must be at least 1ms");
@@ -770,7 +770,7 @@ void Load::start() {
   t_start_ = now_ns();
   warm_end_ = t_start_ + static_cast<int64_t>((warmup_s_ + delay_ready_s_) * 1e9);
   if (measure_at_ > 0) {
-    // Every client of a sample measures from the same wall-clock instant:
+    // Every client of a measurement starts from the same wall-clock instant:
     // warm up until then, whatever the launch skew was.
     double until = measure_at_ - realtime_s();
     late_s_ = until < 0 ? -until : 0.0;
@@ -945,17 +945,17 @@ int cmd_load(int argc, char** argv) {
   add(ops::options(ops::Place::AfterOp));
   add({
       {"concurrency", OptKind::Int, "1", "operations outstanding at once (1: sequential, synchronous)", ""},
-      {"duration", OptKind::Seconds, "5", "measured time (of each sample)", ""},
-      {"samples", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.samples", ""},
+      {"duration", OptKind::Seconds, "5", "measured time (of each window)", ""},
+      {"windows", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.windows (--samples: its deprecated old name)", ""},
       {"warmup", OptKind::Seconds, "1", "time run before measuring (not counted)", ""},
       {"measure-at", OptKind::Str, "", "start measuring at this wall-clock time (seconds since the epoch), warming up until then; replaces --warmup (a clock guess: --barrier is exact)", ""},
       {"barrier", OptKind::Int, "0", "start barrier: after --warmup, let the operations in flight finish, report ready to --barrier-server and wait until it has heard from this many clients; its answer starts the first window of all of them at once (0: no barrier)", ""},
-      {"barrier-id", OptKind::Str, "1", "which barrier (a whole number): the clients of one sample share it", ""},
+      {"barrier-id", OptKind::Str, "1", "which barrier (a whole number): the clients of one measurement share it", ""},
       {"barrier-server", OptKind::Int, "0", "rank of the server that gathers the barrier", ""},
       {"barrier-timeout", OptKind::Seconds, "0", "fail if the barrier is not released this long after this client is ready (0: --timeout)", ""},
       {"settle", OptKind::Seconds, "0", "with --barrier: keep loading this long after the release before the first window (pipelines refill; every client waits the same)", ""},
       {"delay-ready", OptKind::Seconds, "0", "testing: report ready this much later than --warmup (a late client)", ""},
-      {"slices", OptKind::Int, "20", "slices per window in result.samples[].slice_ops (work over time, to align clients)", ""},
+      {"slices", OptKind::Int, "20", "slices per window in result.windows[].slice_ops (work over time, to align clients)", ""},
       {"window-log", OptKind::Str, "", "append one JSON line to this file as measuring starts, as each window ends and at the end, while running ({rank} becomes the rank): a campaign's progress. Written by a thread of its own, never waited for: lines that cannot be written are counted in result.window_log", ""},
   });
   add(ops::options(ops::Place::WithData));
@@ -975,6 +975,7 @@ int cmd_load(int argc, char** argv) {
             "Rates come from the measured time. Prints one JSON document; on\n"
             "SIGINT/SIGTERM the partial result is written with complete=false.",
             opts);
+  o.alias("samples", "windows");
   return run_command(o, "client", argc, argv, [&](Report& rep) {
     watch_lease(o, [](const std::string& why) {
       std::fprintf(stderr, "rooftop-engine: %s\n", why.c_str());

@@ -274,7 +274,7 @@ void Server::handle_barrier(const wire::Message& m, fi_addr_t dest) {
   }
   bool twice = false;
   for (auto& w : b.waiting) twice |= w.rank == m.client_rank;
-  if (m.barrier_clients != b.clients || twice) {  // a client of another sample, or a rank twice
+  if (m.barrier_clients != b.clients || twice) {  // a client of another measurement, or a rank twice
     counters_[Counter::barrier_rejected]++;
     answer_barrier(me, wire::Status::BadRequest, b.clients);
     return;

@@ -5,7 +5,7 @@
 // Why a file written by a thread of its own:
 // - a file, not a pipe: a reader that dies or stops reading can never make
 //   the writer wait (a full pipe blocks its writer; a file does not), it
-//   works the same under mpiexec and srun on other hosts (the sample's
+//   works the same under mpiexec and srun on other hosts (the round's
 //   folder is shared as the --output documents are), and what was written
 //   stays on record next to the client documents;
 // - a thread, not the measuring loop: opening, appending and closing can

@@ -1,5 +1,5 @@
 // The work of a load run's operations in its measured windows (load
-// --samples) and in each window's --slices slices: an operation counts in a
+// --windows) and in each window's --slices slices: an operation counts in a
 // window or slice by the share of its lifetime [issue, response] inside it
 // (counting whole completions would credit a window with work done before
 // it opened), and its completion in the window its response arrived in.

@@ -22,6 +22,7 @@ from rooftop.keys import rename_old
 from rooftop.store import paths
 from rooftop.store.db import Store
 from rooftop.store.records import StoreError, now_iso, utc_stamp
+from rooftop.store.schema import RENAMED_COLUMNS
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
@@ -132,7 +133,8 @@ def _path_problems(store: Store, run_id: str) -> list[str]:
 
 
 def _salvage(db: Path) -> tuple[dict[str, dict], dict[str, list[dict]]]:
-    """Rows still readable in a damaged database: runs by id, samples by run."""
+    """Rows still readable in a damaged database: runs by id, samples by run
+    (columns renamed since it was written under their new names)."""
     runs: dict[str, dict] = {}
     samples: dict[str, list[dict]] = {}
     try:
@@ -147,8 +149,12 @@ def _salvage(db: Path) -> tuple[dict[str, dict], dict[str, list[dict]]]:
             rows = con.execute("SELECT * FROM samples WHERE id BETWEEN ? AND ?", (lo, lo + 49)).fetchall()
         except sqlite3.Error:
             continue
+        was, now = RENAMED_COLUMNS["samples"]
         for r in rows:
-            samples.setdefault(r["run_id"], []).append(dict(r))
+            row = dict(r)
+            if was in row and now not in row:
+                row[now] = row.pop(was)
+            samples.setdefault(row["run_id"], []).append(row)
     con.close()
     return runs, samples
 

@@ -44,8 +44,11 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: metric's ceilings under load (model); 1.2 each sample's emulation (export);
 #: 1.3 a run's service points (export) and each service's efficiency (model);
 #: 1.4 times (`created`) with their time zone; 1.5 each metric's client
-#: ceiling per topology class and the run's topology (model).
-SCHEMA_VERSION = "1.5"
+#: ceiling per topology class and the run's topology (model); 2.0 renamed
+#: two fields, one word per meaning (issue 28): a sample's `sample` (its
+#: window's index in its measurement) is `window`, a series point's
+#: `sampler` is `source`.
+SCHEMA_VERSION = "2.0"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -163,12 +166,12 @@ def services_text(store: Store, run_id: str, fmt: str) -> str:
     return buf.getvalue()
 
 
-SERIES_COLUMNS = ["run_id", "round", "sampler", "t", "quantity", "value", "unit"]
+SERIES_COLUMNS = ["run_id", "round", "source", "t", "quantity", "value", "unit"]
 
 
 def series_text(store: Store, run_id: str, fmt: str) -> str:
     """`rooftop export RUN --series`: the time series of the run's series
-    samplers (`--series cpu,power`), one point per row (CSV) or a list (JSON)."""
+    meters (`--series cpu,power`), one point per row (CSV) or a list (JSON)."""
     run = store.get_run(run_id)
     points = store.series(run.id)
     if fmt == "json":

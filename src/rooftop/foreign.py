@@ -207,7 +207,7 @@ class NoMeter:
 
 def busy_meter(runner, placement, spec) -> BusyMeter | NoMeter:
     """A BusyMeter of one client round's cores (the start hook of the
-    cores_busy sampler, rooftop.samplers); engines on other hosts: none."""
+    cores_busy meter, rooftop.meters); engines on other hosts: none."""
     if runner.launcher.name not in ON_THIS_MACHINE:
         return NoMeter()
     nodes = set(placement.server_nodes) | set(spec.client_nodes)
@@ -216,7 +216,7 @@ def busy_meter(runner, placement, spec) -> BusyMeter | NoMeter:
 
 def meter(runner, placement, spec) -> Meter | NoMeter:
     """A meter for one client round of a campaign.Runner (the start hook of
-    the foreign_cpu sampler, rooftop.samplers): the cores of its server and
+    the foreign_cpu meter, rooftop.meters): the cores of its server and
     client nodes; this process and its descendants (the engines) are the
     campaign's own."""
     if runner.launcher.name not in ON_THIS_MACHINE:

@@ -2,7 +2,7 @@
 (ConfigError), and the index of a key table (by_path). A module of its
 own, at the bottom of the layers, beside rooftop.config rather than in it,
 so that the tables declaring keys (rooftop.config for the common ones, each
-metric, stage, sampler and study file for its own) and the checks that
+metric, stage, meter and study file for its own) and the checks that
 refuse a value (rooftop.units, rooftop.nics.policy, each metric's) need not
 import rooftop.config; config.KEYS gathers them all."""
 

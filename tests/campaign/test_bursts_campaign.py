@@ -100,7 +100,7 @@ def test_bursts_idle_cpu_per_mode_and_the_run_is_stored(fabric, modes, nbursts, 
     assert {r["stage"] for r in rows_csv} == {"bursts"} and len(rows_csv) == nrows
     series = list(csv.DictReader(io.StringIO(rooftop("export", run, "--series", "--results", str(res)).stdout)))
     assert {f"bursts/{m}" for m in rows} <= {s["round"] for s in series}
-    assert {"server", "client", "schedule"} <= {s["sampler"] for s in series}
+    assert {"server", "client", "schedule"} <= {s["source"] for s in series}
     assert rooftop("plot", run, "--results", str(res)).stdout.split() == [
         str(res / run / "figures" / "bursts.png"),
         str(res / run / "figures" / "bursts.svg"),
@@ -243,5 +243,5 @@ def test_ctrl_c_in_a_burst_keeps_its_intervals_and_leaves_no_process(tmp_path):
     listed = json.loads(rooftop("runs", "--results", str(res), "--json").stdout)
     assert listed[0]["status"] == "interrupted"
     series = json.loads(rooftop("export", run, "--series", "--format", "json", "--results", str(res)).stdout)
-    assert any(p["sampler"] == "server" for p in series["series"])
-    assert any(p["sampler"] == "client" for p in series["series"])
+    assert any(p["source"] == "server" for p in series["series"])
+    assert any(p["source"] == "client" for p in series["series"])

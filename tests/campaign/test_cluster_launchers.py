@@ -55,7 +55,7 @@ def test_srun_command_lines_exactly(tmp_path):
         f"--rank 0 --rank-from-env",
         "# server_peak rpc: clients on node(s) [1], 2 sample(s) in one round",
         f"{srun.format('nid002')} {e} load --fabric ofi+tcp --domain hsn0 --group-dir '{g}' "
-        f"--nservers 4 --duration 3.0 --samples 2 --warmup 0.5 --barrier 4 --barrier-id '<random>' "
+        f"--nservers 4 --duration 3.0 --windows 2 --warmup 0.5 --barrier 4 --barrier-id '<random>' "
         f"--barrier-timeout 60.0 --settle 0.1 --slices 20 --progress busy --timeout 10.0 "
         f"--lease '{g}/lease' --lease-timeout 10.0 "
         f"--output '{res}/<run>/raw/server_peak_rpc_s0x4_c1x4/client-{{rank}}.json' "

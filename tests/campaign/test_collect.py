@@ -327,7 +327,7 @@ def test_dry_run_prints_commands_and_runs_nothing(tmp_path):
     load = [l for l in lines if " load " in l]
     assert serve and load
     assert all("--cpus" in l and "--token" in l for l in serve)
-    assert any("--op noop" in l and "--samples 3" in l for l in load)
+    assert any("--op noop" in l and "--windows 3" in l for l in load)
     assert any("--op read" in l and "--size 4MiB" in l for l in load)
     assert not (res / "rooftop.db").exists() or not samples(res, "x")
     assert not engine_processes(str(res))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rooftop.campaign import limits, windows
+from rooftop.engine import enginedoc
 from rooftop.launchers.base import Node
 
 
@@ -13,8 +14,15 @@ def client(start_s: float, per_slice: list[float], length: float = 1.0, op_bytes
     return {
         "measure_start_s": start_s,
         "op_bytes": op_bytes,
-        "samples": [{"elapsed_s": length, "work_ops": sum(per_slice), "slice_ops": per_slice}],
+        "windows": [{"elapsed_s": length, "work_ops": sum(per_slice), "slice_ops": per_slice}],
     }
+
+
+def older(result: dict) -> dict:
+    """The same result as an engine before the rename wrote it (result.samples)."""
+    out = dict(result)
+    out["samples"] = out.pop("windows")
+    return out
 
 
 def test_only_the_time_all_clients_measured_counts():
@@ -33,6 +41,25 @@ def test_only_the_time_all_clients_measured_counts():
     burst = client(100.3, [0.0] * 3 + [0.0] * 4 + [10.0] * 3)
     rate, _ = windows.aggregate({0: a, 1: burst}, [0, 1], 0, offs, "rpc")
     assert rate == pytest.approx((7 + 0) / 0.7)
+
+
+def test_documents_of_older_engines_read_the_same():
+    """Engines before the rename wrote result.samples and config.samples
+    (--samples): the reader takes them as windows."""
+    a, b = client(100.0, [1.0] * 10), client(100.3, [2.0] * 10)
+    offs = {0: 0.0, 1: 0.3}
+    new = windows.aggregate({0: a, 1: b}, [0, 1], 0, offs, "rpc")
+    assert windows.aggregate({0: older(a), 1: older(b)}, [0, 1], 0, offs, "rpc") == new
+    assert enginedoc.windows_of(older(a)) == enginedoc.windows_of(a) == a["windows"]
+    res = dict(a, ops=30, drained_ops=0, full_windows=0, windows=a["windows"] * 3)
+    for doc in ({"config": {"windows": 3}, "result": res}, {"config": {"samples": 3}, "result": older(res)}):
+        assert enginedoc.windows_asked(doc) == 3
+        cut = enginedoc.full_windows(dict(doc, complete=False))
+        assert cut["complete"] and enginedoc.windows_of(cut["result"]) == []
+        assert enginedoc.unusable(doc | {"complete": True}, cut=False) == ""
+    assert enginedoc.windows_asked({"config": {}}) == 0
+    with pytest.raises(KeyError):
+        enginedoc.windows_of({"ops": 1})
 
 
 def test_work_inside_a_slice_is_prorated_and_bulk_counts_bytes():

@@ -48,10 +48,10 @@ def test_sigkill_mid_round_windows_are_recovered_and_resume_keeps_their_document
     # --resume stores them first, keeps their document, then measures the rest.
     rooftop("collect", "--resume", run, "--results", str(res))
     rows = stored_once(res, run)
-    assert sorted(r["sample"] for r in rows) == list(range(12))
+    assert sorted(r["window"] for r in rows) == list(range(12))
     assert all(r["status"] == "ok" for r in rows), rows
     recovered = [r for r in rows if "lease lapsed" in r["error"]]
-    assert sorted(r["sample"] for r in recovered) == list(range(full))
+    assert sorted(r["window"] for r in recovered) == list(range(full))
     kept = raw / "earlier-1" / "client-0.json"
     assert json.loads(kept.read_text()) == doc
     assert all(Path(r["raw_dir"]) == kept.parent for r in recovered)
@@ -61,7 +61,7 @@ def test_sigkill_mid_round_windows_are_recovered_and_resume_keeps_their_document
     (res / "rooftop.db").unlink()
     out = rooftop("doctor", "--results", str(res), "--rebuild").stdout
     assert f"run {run}: 12 samples from engine documents" in out, out
-    assert sorted(r["sample"] for r in stored_once(res, run)) == list(range(12))
+    assert sorted(r["window"] for r in stored_once(res, run)) == list(range(12))
 
 
 def test_sighup_keeps_the_windows_measured(tmp_path):
@@ -75,7 +75,7 @@ def test_sighup_keeps_the_windows_measured(tmp_path):
     full = min(json.loads(f.read_text())["result"]["full_windows"] for f in raw.glob("client-*.json"))
     assert full >= 2
     run = only_run(res)
-    assert sorted(r["sample"] for r in stored_once(res, run)) == list(range(full))
+    assert sorted(r["window"] for r in stored_once(res, run)) == list(range(full))
     assert run_row(res, run)["status"] == "interrupted"
     assert rooftop("doctor", "--results", str(res)).returncode == 0
     wait_no_engines(str(res), LEASE + 4)
@@ -125,7 +125,7 @@ def test_a_database_held_past_the_wait_loses_no_window(tmp_path):
     assert p.returncode == 1 and "3 measured samples are in its engine documents" in p.stdout, p.stdout
     rooftop("doctor", "--results", str(res), "--recover")
     rows = stored_once(res, run)
-    assert sorted(r["sample"] for r in rows) == [0, 1, 2] and all(r["status"] == "ok" for r in rows)
+    assert sorted(r["window"] for r in rows) == [0, 1, 2] and all(r["status"] == "ok" for r in rows)
     assert rooftop("doctor", "--results", str(res)).stdout.strip().endswith("no problem found")
     assert run_row(res, run)["status"] == "complete"
     rooftop("doctor", "--results", str(res), "--recover")  # again: nothing doubled
@@ -195,4 +195,4 @@ def test_a_full_file_system_names_it_and_loses_no_window(tmp_path):
             assert p.returncode == 1 and f"{named[1]} measured samples are in its engine documents" in p.stdout
         rooftop("doctor", "--results", str(res), "--recover")
         rows = stored_once(res, run)
-        assert sorted(r["sample"] for r in rows) == [0, 1, 2] and all(r["status"] == "ok" for r in rows)
+        assert sorted(r["window"] for r in rows) == [0, 1, 2] and all(r["status"] == "ok" for r in rows)

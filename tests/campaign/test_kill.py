@@ -78,12 +78,12 @@ def test_sigint_stores_the_windows_measured_and_resume_measures_the_rest(tmp_pat
     stored = samples(res, run)
     # Every full window is stored, as ok; the cut one is not.
     assert len(stored) == full and all(s["status"] == "ok" for s in stored), stored
-    assert sorted(s["sample"] for s in stored) == list(range(full))
+    assert sorted(s["window"] for s in stored) == list(range(full))
     assert run_row(res, run)["status"] == "interrupted"
     rooftop("collect", "--resume", run, "--results", str(res))
     after = samples(res, run)
     assert run_row(res, run)["status"] == "complete"
-    assert sorted(s["sample"] for s in after) == list(range(12))
+    assert sorted(s["window"] for s in after) == list(range(12))
     before = {s["key"]: (s["id"], s["aggregate"], s["created"]) for s in stored}
     assert {s["key"]: (s["id"], s["aggregate"], s["created"]) for s in after if s["key"] in before} == before
 
@@ -104,7 +104,7 @@ def test_sigkill_leaves_no_engine_and_the_run_reads_interrupted(tmp_path):
     assert server_docs and all("lease" in d["result"]["stop_reason"] for d in server_docs)
     rooftop("collect", "--resume", run, "--results", str(res))
     assert run_row(res, run)["status"] == "complete"
-    assert sorted(s["sample"] for s in samples(res, run)) == list(range(10))
+    assert sorted(s["window"] for s in samples(res, run)) == list(range(10))
 
 
 def test_sigkill_at_random_points(tmp_path):
@@ -129,5 +129,5 @@ def test_sigkill_at_random_points(tmp_path):
         wait_no_engines(str(res), LEASE + 4)
         assert run_row(res, run)["status"] == "complete", trial
         stored = samples(res, run)
-        assert sorted(s["sample"] for s in stored) == [0, 1], (trial, stored)
+        assert sorted(s["window"] for s in stored) == [0, 1], (trial, stored)
         assert all(s["status"] == "ok" for s in stored), (trial, stored)

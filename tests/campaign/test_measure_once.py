@@ -89,7 +89,7 @@ def test_store_derives_the_ceilings_from_the_key_and_migrates_old_databases(tmp_
         server_procs=1,
         client_procs=1,
         x=1.0,
-        sample=0,
+        window=0,
         status="ok",
         aggregate=5.0,
         per_server=5.0,
@@ -99,7 +99,7 @@ def test_store_derives_the_ceilings_from_the_key_and_migrates_old_databases(tmp_
         raw_dir="",
     )
     st.add_sample(key="server_peak+client_peak/rpc/s0x1/c1x1/0", **row)
-    st.add_sample(key="server_peak/rpc/s0x1/c1x1/1", **dict(row, sample=1))
+    st.add_sample(key="server_peak/rpc/s0x1/c1x1/1", **dict(row, window=1))
     a, b = st.samples(run)
     assert stands_for(a) == ["server_peak", "client_peak"] and stands_for(b) == ["server_peak"]
     st.close()

@@ -70,7 +70,7 @@ def rebuilt_matches(res, run, rows) -> None:
             "server_procs",
             "client_procs",
             "x",
-            "sample",
+            "window",
             "status",
         ):
             assert r[col] == old[col], (old["key"], col)

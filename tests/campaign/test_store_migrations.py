@@ -92,13 +92,17 @@ def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
     assert [(r["id"], r["status"], r["samples"]) for r in listed] == [(runs[0]["id"], "complete", len(samples))]
     new_runs, new_samples = raw_rows(res, "runs"), raw_rows(res, "samples")
     moved = {"raw_dir", "created", "updated", "config"}
+    named = dict([schema.RENAMED_COLUMNS["samples"]]).get  # sample -> window (migration 16)
     for old, new in zip(runs + samples, new_runs + new_samples, strict=True):
         # Every value as it was, but raw_dir: written absolute (/tmp/store-mig-*/RUN/raw/ROUND),
         # now relative to the results folder (migration 13); the times: written local
-        # without a zone ('2026-11-23T01:42:45'), now UTC with it (migration 14); and the
+        # without a zone ('2026-11-23T01:42:45'), now UTC with it (migration 14); the
         # config's renamed keys under their new names (migration 15: collect.samples ->
-        # collect.windows, ...), every value kept.
-        assert {k: new[k] for k in old if k not in moved} == {k: v for k, v in old.items() if k not in moved}
+        # collect.windows, ...), and the renamed columns (migration 16: samples.sample ->
+        # samples.window), every value kept.
+        assert {named(k, k): new[named(k, k)] for k in old if k not in moved} == {
+            named(k, k): v for k, v in old.items() if k not in moved
+        }
         if "config" in old:
             was, now = json.loads(old["config"]), json.loads(new["config"])
             assert "samples" in was["collect"] and "samples" not in now["collect"]
@@ -110,6 +114,7 @@ def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
                 assert new[k] == utc.isoformat(timespec="seconds") + "+00:00", (k, old[k], new[k])
     assert listed[0]["created"] == new_runs[0]["created"]
     for old, new in zip(samples, new_samples):
+        assert "sample" in old and "sample" not in new and new["window"] == old["sample"]
         assert Path(old["raw_dir"]).is_absolute() and not (res / old["raw_dir"]).is_dir()
         assert new["raw_dir"] == str(Path(*Path(old["raw_dir"]).parts[-3:]))
         assert new["raw_dir"].startswith(f"{new['run_id']}/raw/") and (res / new["raw_dir"]).is_dir()
@@ -180,6 +185,22 @@ def test_rebuild_fills_quantities_and_params(tmp_path):
     rebuilt = raw_rows(res, "samples")
     assert {s["key"] for s in rebuilt} == set(before)
     check_filled(res, rebuilt)
+
+
+def test_rebuild_keeps_the_rows_of_a_database_older_than_its_columns(tmp_path):
+    """A row only the old database holds (its documents gone) is kept by
+    --rebuild under the columns' new names (samples.sample: window)."""
+    res = old_copy("results-19dee6e", tmp_path)  # unopened: samples.sample
+    before = {s["key"]: s for s in raw_rows(res, "samples")}
+    gone = Path(next(s["raw_dir"] for s in before.values() if s["key"].startswith("validate/")))
+    shutil.rmtree(res / Path(*gone.parts[-3:]))
+    p = rooftop("doctor", "--results", str(res), "--rebuild", check=False)
+    assert p.returncode == 1 and "does not resolve" in p.stdout  # the folder removed, said
+    kept = sum(1 for s in before.values() if s["raw_dir"] == str(gone))
+    assert f"{len(before) - kept} samples from engine documents, {kept} from the old database" in p.stdout
+    after = {s["key"]: s for s in raw_rows(res, "samples")}
+    assert set(after) == set(before) and kept > 0
+    assert all(after[k]["window"] == s["sample"] for k, s in before.items())
 
 
 def test_newer_database_is_refused(tmp_path):
@@ -267,7 +288,7 @@ def test_replaced_sample_keeps_no_stale_quantities(tmp_path):
         server_procs=1,
         client_procs=1,
         x=1.0,
-        sample=0,
+        window=0,
         raw_dir="",
         error="",
     )
@@ -308,7 +329,7 @@ def test_latency_of_pairs_and_of_whole_rounds(tmp_path):
                 server_procs=1,
                 client_procs=len(keys) + 1,
                 x=1.0,
-                sample=0,
+                window=0,
                 status="ok",
                 aggregate=1.0,
                 per_server=1.0,
@@ -409,3 +430,56 @@ def test_times_of_every_table_move_to_utc_once(tmp_path, monkeypatch):
     assert (r["created"], r["updated"]) == ("2026-01-01T16:00:00+00:00", "2026-01-01T09:00:00+00:00")
     assert b["created"] == "2026-01-01T18:00:00+00:00"
     assert json.loads(b["ceilings"])["bw"]["created"] == "2026-01-01T09:00:00+00:00"
+
+
+def test_columns_renamed_once_every_value_kept(tmp_path):
+    """Migration 16 on a store written before it (version 15): samples.sample
+    becomes samples.window and series.sampler series.source, every row kept;
+    the store and the export read them under the new names."""
+    st = Store(tmp_path / "res")
+    run = st.new_run({"metrics": ["rpc"]}, {})
+    for k in (0, 1):
+        st.add_sample(
+            run_id=run,
+            key=f"server_peak/rpc/s0x1/c1x1/{k}",
+            stage="server_peak",
+            metric="rpc",
+            unit="ops/s",
+            server_nodes=[0],
+            client_nodes=[1],
+            server_procs=1,
+            client_procs=1,
+            x=1.0,
+            window=k,
+            status="ok",
+            aggregate=10.0 + k,
+            per_server=10.0,
+            per_client=10.0,
+            measured_s=1.0,
+            error="",
+            raw_dir="",
+        )
+    st.add_series(run, "r0", {"cpu": [(0.5, "cpu_user", 0.25, "cores")], "power": [(0.5, "power", 80.0, "W")]})
+    for table, (old, new) in schema.RENAMED_COLUMNS.items():  # as version 15 wrote them
+        st.db.execute(f"ALTER TABLE {table} RENAME COLUMN {new} TO {old}")
+    st.db.execute("PRAGMA user_version = 15")
+    st.db.commit()
+    st.close()
+    before = {t: raw_rows(tmp_path / "res", t) for t in schema.RENAMED_COLUMNS}
+    assert [s["sample"] for s in before["samples"]] == [0, 1]
+    st = Store(tmp_path / "res", create=False)  # migrates
+    try:
+        assert user_version(tmp_path / "res") == SCHEMA_VERSION
+        for table, (old, new) in schema.RENAMED_COLUMNS.items():
+            after = raw_rows(tmp_path / "res", table)
+            assert [{new if k == old else k: v for k, v in r.items()} for r in before[table]] == after
+        assert [s["window"] for s in st.samples(run)] == [0, 1]
+        assert [(p["source"], p["quantity"]) for p in st.series(run)] == [("cpu", "cpu_user"), ("power", "power")]
+        doc = export.json_doc(st, run)
+        assert [s["window"] for s in doc["samples"]] == [0, 1] and "sample" not in doc["samples"][0]
+        defs = export.schema("export")["$defs"]
+        for row in doc["samples"]:
+            jsonschema.validate(row, {"$defs": defs, "$ref": "#/$defs/sample"})
+        assert export.series_text(st, run, "csv").splitlines()[0] == "run_id,round,source,t,quantity,value,unit"
+    finally:
+        st.close()

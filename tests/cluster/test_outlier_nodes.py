@@ -253,7 +253,7 @@ def test_six_nodes_rounds_never_run_pairs_sharing_cores_at_once(capped6):
     cores = {n["index"]: set(n["cores"]) for n in cfg["nodes"]}
     assert cores[0] == cores[2] == cores[4] != cores[1] == cores[3] == cores[5]
     rows = db.execute(
-        "SELECT key, server_nodes, client_nodes, raw_dir, sample, status FROM samples "
+        "SELECT key, server_nodes, client_nodes, raw_dir, window, status FROM samples "
         "WHERE run_id=? AND stage LIKE '%client_peak%'",
         (run,),
     ).fetchall()

@@ -25,7 +25,7 @@ def _load(g: Group, rank: int, cpus, out, *extra: str) -> subprocess.Popen:
         "noop",
         "--duration",
         "0.4",
-        "--samples",
+        "--windows",
         "2",
         "--warmup",
         "0.2",
@@ -65,7 +65,7 @@ def test_a_late_client_is_waited_for(cores, tmp_path, validate):
     assert all(any(i["phase"] == "ready" for i in d["result"]["intervals"]) for d in docs[:2])
     # Slices add up to each window's work.
     for d in docs:
-        for w in d["result"]["samples"]:
+        for w in d["result"]["windows"]:
             assert len(w["slice_ops"]) == 20
             assert sum(w["slice_ops"]) == pytest.approx(w["work_ops"], rel=1e-9)
     (rel,) = server["result"]["barriers"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -34,6 +35,15 @@ def test_unknown_option_names_it(tmp_path):
     assert p.returncode == 2 and "--size" in p.stderr and "unit" in p.stderr
     p, _ = engine("load", "--group-dir", str(tmp_path), "--op", "erase")
     assert p.returncode == 2 and "noop|read|write" in p.stderr
+
+
+def test_samples_is_the_deprecated_name_of_windows(tmp_path):
+    """load --samples K (the old name) sets --windows K, with one line naming the new flag."""
+    p, _ = engine("load", "--group-dir", str(tmp_path), "--samples", "0")
+    assert p.returncode == 2
+    assert p.stderr.splitlines()[0] == "rooftop-engine load: --samples is deprecated: use --windows"
+    assert "--windows must be 1..100000" in p.stderr
+    assert json.loads(p.stdout)["config"]["windows"] == 0
 
 
 def test_missing_address_file_times_out(tmp_path):

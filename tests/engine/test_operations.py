@@ -145,8 +145,8 @@ def test_handler_threads(cores, validate):
     assert server["result"]["requests"]["bulk_write"] > 0
 
 
-def test_consecutive_sample_windows(cores, validate):
-    """--samples K: K measured windows after one warmup, partitioning the run."""
+def test_consecutive_windows(cores, validate):
+    """--windows K: K measured windows after one warmup, partitioning the run."""
     server_cpu, client_cpu = cores
     with Group() as g:
         g.start_server(0, cpus=server_cpu)
@@ -156,20 +156,20 @@ def test_consecutive_sample_windows(cores, validate):
                 duration=0.3,
                 warmup=0.1,
                 cpus=client_cpu,
-                extra=["--samples", "3", "--size", "64KiB", "--verify"],
+                extra=["--windows", "3", "--size", "64KiB", "--verify"],
             )
         )
     r = doc["result"]
-    assert doc["complete"] and len(r["samples"]) == 3
-    assert sum(w["ops"] for w in r["samples"]) == r["ops"]
-    assert sum(w["bytes"] for w in r["samples"]) == r["bytes"]
-    assert sum(w["elapsed_s"] for w in r["samples"]) == pytest.approx(r["elapsed_s"], rel=1e-6)
-    for w in r["samples"]:
+    assert doc["complete"] and len(r["windows"]) == 3
+    assert sum(w["ops"] for w in r["windows"]) == r["ops"]
+    assert sum(w["bytes"] for w in r["windows"]) == r["bytes"]
+    assert sum(w["elapsed_s"] for w in r["windows"]) == pytest.approx(r["elapsed_s"], rel=1e-6)
+    for w in r["windows"]:
         assert w["elapsed_s"] == pytest.approx(0.3, abs=1e-6) and w["ops"] > 0
         assert abs(w["work_ops"] - w["ops"]) < 2  # one op in flight at each edge, by share
         assert w["bytes_per_sec"] == pytest.approx(w["work_ops"] * 65536 / w["elapsed_s"], rel=1e-9)
     # Work over the windows adds up to the run's rate.
-    assert sum(w["work_ops"] for w in r["samples"]) == pytest.approx(r["ops_per_sec"] * r["elapsed_s"], rel=1e-9)
+    assert sum(w["work_ops"] for w in r["windows"]) == pytest.approx(r["ops_per_sec"] * r["elapsed_s"], rel=1e-9)
 
 
 def test_measure_at_aligns_and_reports_lateness(cores, tmp_path, validate):

@@ -42,7 +42,7 @@ def test_windows_are_logged_as_they_end(tmp_path, cores, validate):
                     warmup=0.2,
                     cpus=client_cpu,
                     rank=3,
-                    extra=["--samples", str(WINDOWS), "--window-log", str(log)],
+                    extra=["--windows", str(WINDOWS), "--window-log", str(log)],
                 )
             )
         )
@@ -66,7 +66,7 @@ def test_windows_are_logged_as_they_end(tmp_path, cores, validate):
     assert lines[0]["start_s"] == pytest.approx(r["measure_start_s"], abs=1e-3)
     windows = lines[1:-1]
     assert [l["window"] for l in windows] == list(range(WINDOWS))
-    assert [l["ops"] for l in windows] == [s["ops"] for s in r["samples"]]
+    assert [l["ops"] for l in windows] == [s["ops"] for s in r["windows"]]
     for k, l in enumerate(windows):
         assert l["end_s"] == pytest.approx(r["measure_start_s"] + (k + 1) * DURATION, abs=1e-3)
     assert lines[-1]["end"] == "done" and lines[-1]["windows_measured"] == WINDOWS

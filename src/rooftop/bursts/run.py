@@ -211,7 +211,7 @@ class ModeRun:
         return res
 
     def close(self) -> None:
-        """Stops everything it started (neighbour, sampler, servers); idempotent."""
+        """Stops everything it started (neighbour, meter, servers); idempotent."""
         if self.job is not None:
             self.job.stop()
         if self.timeline is not None:
@@ -273,7 +273,7 @@ def neighbour_of(series_rows: list[dict]) -> dict:
     secs = {
         r["round"].split("/", 1)[1]: r["value"]
         for r in series_rows
-        if r["round"].startswith("bursts/") and r["sampler"] == "neighbour" and r["quantity"] == "seconds"
+        if r["round"].startswith("bursts/") and r["source"] == "neighbour" and r["quantity"] == "seconds"
     }
     return {"alone_s": alone, "seconds": secs, "slowdown": {m: s / alone for m, s in secs.items()} if alone else {}}
 

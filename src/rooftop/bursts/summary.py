@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 @dataclass
 class ModeLine:
     mode: str
-    #: sampler -> quantity -> [(t, value)]
+    #: source -> quantity -> [(t, value)]
     points: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=dict)
     #: [(start, end)] of each burst, from its client's launch to its end
     #: (end None: interrupted in it); outside them: the gaps
@@ -34,8 +34,8 @@ class ModeLine:
     #: connection excluded): inside them, the burst's intervals
     measured: list[tuple[float, float]] = field(default_factory=list)
 
-    def series(self, sampler: str, quantity: str) -> list[tuple[float, float]]:
-        return self.points.get(sampler, {}).get(quantity, [])
+    def series(self, source: str, quantity: str) -> list[tuple[float, float]]:
+        return self.points.get(source, {}).get(quantity, [])
 
     def cpu(self) -> list[tuple[float, float]]:
         """Server CPU (user + system, cores) per interval."""
@@ -69,13 +69,13 @@ def lines(series_rows: list[dict], interval: float) -> dict[str, ModeLine]:
         if not r["round"].startswith("bursts/"):
             continue
         line = out.setdefault(r["round"].split("/", 1)[1], ModeLine(r["round"].split("/", 1)[1]))
-        if r["sampler"] == "schedule":
+        if r["source"] == "schedule":
             if r["quantity"] == "burst_start":
                 line.bursts.append((r["t"], None))
             elif line.bursts:
                 line.bursts[-1] = (line.bursts[-1][0], r["t"])
             continue
-        line.points.setdefault(r["sampler"], {}).setdefault(r["quantity"], []).append((r["t"], r["value"]))
+        line.points.setdefault(r["source"], {}).setdefault(r["quantity"], []).append((r["t"], r["value"]))
     for line in out.values():
         line.find_measured(interval)
     return out

@@ -3,7 +3,7 @@ server process's CPU, context switches and wake-ups (rooftop.bursts.procstat) an
 package power (rooftop.power, where RAPL is readable); the client's rate
 per window (its window logs); when each burst started and ended.
 
-Stored in the `series` table under the round `bursts/MODE`, samplers:
+Stored in the `series` table under the round `bursts/MODE`, sources:
 `server` (cpu_user, cpu_sys, cpu_wanted in cores; voluntary_switches,
 involuntary_switches, wakeups per second), `power` (power in W, energy in J
 since the mode started), `client` (rate: operations per second, and

@@ -145,7 +145,6 @@ class Commands:
         launches, rank = [], 0
         for idx in spec.client_nodes:
             node = self.nodes[idx]
-            # The engine calls its windows "samples" (--samples).
             argv = [
                 self.engine,
                 "load",
@@ -156,7 +155,7 @@ class Commands:
                 str(nservers),
                 "--duration",
                 str(spec.duration),
-                "--samples",
+                "--windows",
                 str(nwindows),
                 *start,
                 "--slices",

@@ -88,7 +88,7 @@ def split_by_servers(cfg: dict, placements: list[Placement]) -> list[Placement]:
 @dataclass
 class ClientRound:
     """One set of client processes measuring consecutive windows (engine
-    --samples) after one warmup: one window per spec, one stored sample per
+    --windows) after one warmup: one window per spec, one stored sample per
     window (and pair)."""
 
     specs: list[SampleSpec]

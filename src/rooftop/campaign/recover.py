@@ -43,7 +43,7 @@ def _round_keys(sdir: Path, docs: dict[int, dict], planned: dict) -> list[list[s
     except (OSError, ValueError, KeyError):
         pass
     keys = planned.get(sdir.name, [])
-    asked = max(int(doc.get("config", {}).get("samples") or 0) for doc in docs.values())
+    asked = max(enginedoc.windows_asked(doc) for doc in docs.values())
     return keys[len(keys) - asked :] if 0 < asked <= len(keys) else []
 
 

@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from rooftop import emulation, foreign, samplers
+from rooftop import emulation, foreign, meters
 from rooftop.campaign import tracking, windows
 from rooftop.campaign.groups import ServerGroup, name_server_reasons
 from rooftop.campaign.plan import ClientRound
@@ -77,7 +77,7 @@ class EmulationWatch:
 
 class RoundMeasurer:
     """Measures one client round against a running server group: starts its
-    clients (with the samplers), waits for them, reads their documents and
+    clients (with the meters), waits for them, reads their documents and
     makes one row per window (and pair); on Ctrl-C, the rows of the windows
     measured in full."""
 
@@ -89,7 +89,7 @@ class RoundMeasurer:
         sdir = self._folder(rnd, attempt)
         launches = r.commands.client_launches(group.placement, spec, group.gdir, sdir, len(rnd.specs))
         watch = EmulationWatch(r, group.placement, rnd)  # the emulated cluster, read per window
-        running = samplers.start_all(r, group.placement, spec)  # e.g. CPU others use meanwhile
+        running = meters.start_all(r, group.placement, spec)  # e.g. CPU others use meanwhile
         procs = []
         for i, launch in enumerate(launches):
             r.log("start: " + shlex.join(launch.argv))
@@ -114,10 +114,10 @@ class RoundMeasurer:
             with tracking.WindowFollower(sdir, nclients, len(rnd.specs), window_done):
                 killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
-            samplers.stop_all(running)
+            meters.stop_all(running)
             self._store_series(rnd, running)
             raise RoundInterrupted(watch.mark(self._cut(group, rnd, launches, procs, sdir, attempt))) from None
-        sampled = samplers.stop_all(running)
+        sampled = meters.stop_all(running)
         self._store_series(rnd, running)
         r.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit)
@@ -135,20 +135,20 @@ class RoundMeasurer:
         return watch.mark(rows)
 
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
-        """The round's time series (series samplers), saved at once; a
-        sampler that recorded nothing says why, once per campaign."""
+        """The round's time series (series meters), saved at once; a
+        meter that recorded nothing says why, once per campaign."""
         from rooftop.store.records import StoreError
 
-        rows = samplers.series_rows(running)
+        rows = meters.series_rows(running)
         if any(rows.values()):
             try:
                 self.r.store.add_series(self.r.run_id, rnd.folder, rows)
             except StoreError as e:  # the round's samples come first: their store says what is lost
                 print(f"rooftop: the time series of round {rnd.folder} were not stored: {e}", file=sys.stderr)
-        for note in samplers.notes(running):
+        for note in meters.notes(running):
             if note not in self.r.said:
                 self.r.said.add(note)
-                print(f"rooftop: sampler {note}", file=sys.stderr)
+                print(f"rooftop: meter {note}", file=sys.stderr)
 
     def _folder(self, rnd: ClientRound, attempt: int) -> Path:
         """The round's raw folder, emptied of an earlier attempt's client
@@ -191,7 +191,7 @@ class RoundMeasurer:
     ) -> list[tuple[SampleSpec, dict]]:
         """One row per window (and pair). measured_only: only the rows of
         windows every client of the row measured in full. sampled: each
-        sampler's value over the round (None: not sampled)."""
+        meter's value over the round (None: not sampled)."""
         r = self.r
         same_clock = on_this_machine(r.launcher.name) or len({l.node.host for l in launches}) == 1
         starts = {k: res["measure_start_s"] for k, res in results.items()}
@@ -204,7 +204,7 @@ class RoundMeasurer:
                     continue
                 row = r.rows.row(sp, part, w, results, errors, offs, sdir)
                 row["attempt"] = attempt
-                row.update(sampled or {s.name: None for s in samplers.SAMPLERS})
+                row.update(sampled or {s.name: None for s in meters.METERS})
                 out.append((sp, row))
         return out
 

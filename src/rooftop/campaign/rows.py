@@ -28,7 +28,7 @@ class Rows:
             stage=sp.stage,
             metric=sp.metric,
             unit=metrics.get(sp.metric).unit,
-            sample=sp.index,
+            window=sp.index,
             server_nodes=snodes,
             client_nodes=cnodes,
             server_procs=ns,

@@ -49,7 +49,7 @@ class Runner:
         #: measured the window of a spec, before its rows are stored.
         self.on_window = on_window or (lambda spec: None)
         self.log = log or (lambda msg: None)
-        #: Notes already shown once (e.g. a sampler with nothing to measure here).
+        #: Notes already shown once (e.g. a meter with nothing to measure here).
         self.said: set[str] = set()
         #: Lets its holder stop the servers: only ever in 0600 files (TOKEN_FILE).
         self.token = os.urandom(16).hex()

@@ -1,4 +1,4 @@
-"""Aggregates over common time: what the clients of a sample did while all
+"""Aggregates over common time: what the clients of a measurement did while all
 of them were measuring.
 
 Each client measures K consecutive windows from its own start (the release
@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooftop import metrics
+from rooftop.engine.enginedoc import windows_of
 
 
 @dataclass
@@ -48,9 +49,9 @@ def offsets(starts: dict[int, float], same_clock: bool) -> dict[int, float]:
 
 def common(results: dict[int, dict], ranks: list[int], k: int, offs: dict[int, float]) -> Common:
     """The intersection of window k of the given clients."""
-    length = min(results[r]["samples"][k]["elapsed_s"] for r in ranks)
-    starts = [offs[r] + k * results[r]["samples"][0]["elapsed_s"] for r in ranks]
-    ends = [s + results[r]["samples"][k]["elapsed_s"] for s, r in zip(starts, ranks)]
+    length = min(windows_of(results[r])[k]["elapsed_s"] for r in ranks)
+    starts = [offs[r] + k * windows_of(results[r])[0]["elapsed_s"] for r in ranks]
+    ends = [s + windows_of(results[r])[k]["elapsed_s"] for s, r in zip(starts, ranks)]
     skew = max(offs[r] for r in ranks) - min(offs[r] for r in ranks)
     return Common(max(starts), min(ends), length, skew)
 
@@ -79,7 +80,7 @@ def aggregate(
         return 0.0, c
     work = 0.0
     for r in ranks:
-        w0 = offs[r] + k * results[r]["samples"][0]["elapsed_s"]
-        ops = work_between(results[r]["samples"][k], c.lo - w0, c.hi - w0)
+        w0 = offs[r] + k * windows_of(results[r])[0]["elapsed_s"]
+        ops = work_between(windows_of(results[r])[k], c.lo - w0, c.hi - w0)
         work += ops * metrics.get(metric).work_per_op(results[r])
     return work / (c.hi - c.lo), c

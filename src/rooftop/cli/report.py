@@ -214,7 +214,7 @@ def add_export(sub) -> None:
         "--series",
         action="store_true",
         help="the run's time series instead (collect/validate --series cpu,power): one point "
-        "per row: round, sampler, t, quantity, value, unit",
+        "per row: round, source, t, quantity, value, unit",
     )
     ex.add_argument(
         "--services",

@@ -6,7 +6,7 @@ Every key is declared once in KEYS (type, default, meaning): the common
 ones here, each metric's in its own file (rooftop.metrics); unknown keys,
 wrong types and impossible values are errors that name the key.
 
-The package: catalog (KEYS: the common keys, each metric's and sampler's),
+The package: catalog (KEYS: the common keys, each metric's and meter's),
 files (values checked, config files, overrides), resolve (resolve, build).
 A key's declaration (Key, ConfigError) is rooftop.keys and rates and sizes
 rooftop.units, outside this package: the files that declare keys (metrics,

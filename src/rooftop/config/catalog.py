@@ -1,9 +1,9 @@
 """Every common config key declared once (KEYS: type, default, meaning), each
-metric's and sampler's gathered in, and the limits the checks use."""
+metric's and meter's gathered in, and the limits the checks use."""
 
 from __future__ import annotations
 
-from rooftop import metrics, samplers, topology
+from rooftop import meters, metrics, topology
 from rooftop.keys import Key, by_path
 from rooftop.launchers import BINDINGS, LAUNCHERS
 from rooftop.launchers.mpiexec import FLAVORS
@@ -340,8 +340,8 @@ KEYS: list[Key] = [
     ),
     Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
     Key("fail_fast", "bool", False, "stop the campaign at the first failed sample"),
-    # The samplers' keys (rooftop/samplers.py): time series recorded during rounds.
-    *samplers.KEYS,
+    # The meters' keys (rooftop/meters.py): time series recorded during rounds.
+    *meters.KEYS,
 ]
 KEY_BY_PATH = by_path(KEYS)
 

@@ -1,8 +1,9 @@
 """The one reader of engine documents (the JSON each `rooftop-engine`
 command writes with --output): loading one, a client result's windows
-(the engine calls them samples) and which of them a stopped client
-measured in full, its rate field, and its latency bins merged into a
-distribution (Latency).
+(result.windows; engines before the rename wrote result.samples and
+config.samples, still read) and which of them a stopped client measured
+in full, its rate field, and its latency bins merged into a distribution
+(Latency).
 
 Imports nothing of rooftop: the campaign, the store, the results, probe
 and audit all read documents through it."""
@@ -41,18 +42,40 @@ def rate(result: dict, field: str) -> float:
     return result[field]
 
 
+#: The windows' field, in results and in config: older engines' name first.
+_WINDOWS = ("windows", "samples")
+
+
+def _windows_key(section: dict) -> str | None:
+    """Which of _WINDOWS a result or config section holds (None: neither)."""
+    return next((k for k in _WINDOWS if section.get(k) is not None), None)
+
+
 def windows_of(result: dict) -> list[dict]:
-    """A client result's measured windows (the engine calls them samples)."""
-    return result["samples"]
+    """A client result's measured windows (result.windows; result.samples
+    from an engine before the rename). KeyError when it has none."""
+    key = _windows_key(result)
+    if key is None:
+        raise KeyError("windows")
+    return result[key]
+
+
+def windows_asked(doc: dict) -> int:
+    """The windows a client was asked for (config.windows; config.samples
+    from an engine before the rename); 0 when the document does not say."""
+    config = doc.get("config") or {}
+    key = _windows_key(config)
+    return int(config[key] or 0) if key else 0
 
 
 def full_windows(doc: dict) -> dict:
     """A stopped client's document as if complete, keeping the windows it
     measured in full (result.full_windows)."""
-    if (doc.get("result") or {}).get("samples") is None:
+    key = _windows_key(doc.get("result") or {})
+    if key is None:
         return doc
     doc = dict(doc, complete=True, result=dict(doc["result"]))
-    doc["result"]["samples"] = windows_of(doc["result"])[: doc["result"].get("full_windows", 0)]
+    doc["result"][key] = doc["result"][key][: doc["result"].get("full_windows", 0)]
     return doc
 
 

@@ -80,7 +80,7 @@ def ran_beside(samples: list[dict]) -> dict[str, list[dict]]:
     groups: dict[tuple, list[dict]] = {}
     for s in samples:
         if s.get("raw_dir") and s.get("status") != "failed":
-            groups.setdefault((s["raw_dir"], s.get("metric"), s.get("sample"), s.get("attempt", 1)), []).append(s)
+            groups.setdefault((s["raw_dir"], s.get("metric"), s.get("window"), s.get("attempt", 1)), []).append(s)
     out: dict[str, list[dict]] = {}
     for (raw, *_), rows in groups.items():
         if len(rows) < 2:

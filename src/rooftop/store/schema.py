@@ -265,6 +265,22 @@ def _renamed_keys(store: Migrating) -> None:
         )
 
 
+#: Columns renamed by migration 16, one word per meaning (issue 28): table ->
+#: (old name, new name). samples.sample was the window's index within its
+#: measurement (a "sample" is a stored row); series.sampler names the series'
+#: source (rooftop.series).
+RENAMED_COLUMNS = {"samples": ("sample", "window"), "series": ("sampler", "source")}
+
+
+def _renamed_columns(store: Migrating) -> None:
+    """Migration 16: RENAMED_COLUMNS, every value kept (an unnumbered
+    database that already has the new name is left as it is)."""
+    for table, (old, new) in RENAMED_COLUMNS.items():
+        have = {r[1] for r in store.db.execute(f"PRAGMA table_info({table})")}
+        if old in have and new not in have:
+            store.db.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+
+
 class Migrating(Protocol):
     """What a migration step uses of the store it upgrades (rooftop.store.db.Store)."""
 
@@ -387,6 +403,12 @@ MIGRATIONS = [
     ),
     Migration(
         16,
+        "columns renamed, one word per meaning: samples.sample -> samples.window (the window's index in its "
+        "measurement), series.sampler -> series.source (issue 28)",
+        _renamed_columns,
+    ),
+    Migration(
+        17,
         "samples.cores_busy: the busy share of a round's cores, which decides whether nodes sharing cores "
         "time-sliced them (issue 31)",
         _add_columns("samples", BUSY_COLUMNS),
@@ -406,7 +428,7 @@ SAMPLE_COLUMNS = [
     "server_procs",
     "client_procs",
     "x",
-    "sample",
+    "window",
     "status",
     "aggregate",
     "per_server",

@@ -1,4 +1,4 @@
-"""The tables of the studies beside the campaign's samples: sampler time
+"""The tables of the studies beside the campaign's samples: time
 series, rooftop interfere's impact factors and background loads, and the steps
 of rooftop tune."""
 
@@ -15,22 +15,22 @@ class StudyTables(StoreBase):
 
     @guarded
     def add_series(self, run_id: str, round_name: str, rows: dict[str, list[tuple]]) -> None:
-        """Stores a round's time series: sampler -> [(t, quantity, value, unit)].
+        """Stores a round's time series: source -> [(t, quantity, value, unit)].
         A round measured again (a retry) replaces its earlier series."""
         self.db.execute("DELETE FROM series WHERE run_id = ? AND round = ?", (run_id, round_name))
         self.db.executemany(
-            "INSERT INTO series (run_id, round, sampler, t, quantity, value, unit) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO series (run_id, round, source, t, quantity, value, unit) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(run_id, round_name, name, *row) for name, rs in rows.items() for row in rs],
         )
         self.db.commit()
 
     @guarded
     def series(self, run_id: str) -> list[dict]:
-        """Every time-series point of a run, by round, sampler and time."""
+        """Every time-series point of a run, by round, source and time."""
         return [
             dict(r)
             for r in self.db.execute(
-                "SELECT run_id, round, sampler, t, quantity, value, unit FROM series WHERE run_id = ? ORDER BY rowid",
+                "SELECT run_id, round, source, t, quantity, value, unit FROM series WHERE run_id = ? ORDER BY rowid",
                 (run_id,),
             )
         ]

@@ -13,7 +13,7 @@ bulk operations (GPCNeT's congestors), one worker per node:
 explicit read or write, broadcast only read.
 
 A client measures windows of `window` seconds back to back until stopped
-(`--samples` large, `--window-log`); each window but the first (a
+(`--windows` large, `--window-log`); each window but the first (a
 warm-up) is one unit, its work the
 bytes it moved (GB, rate GB/s). The servers run in the load's own group
 folder (no shutdown token: nothing can stop them by RPC), with the campaign's
@@ -175,7 +175,7 @@ def _args(ctx):
             "0" if incast else "all",
             "--duration",
             str(k["window"]),
-            "--samples",
+            "--windows",
             "100000",
             "--warmup",
             "0",

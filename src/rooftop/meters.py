@@ -1,13 +1,13 @@
-"""Samplers: quantities measured alongside a client round, one table
-(SAMPLERS). Each is started just before a round's clients and stopped once
+"""Meters: quantities measured alongside a client round, one table
+(METERS). Each is started just before a round's clients and stopped once
 they are reaped.
 
-- A *column* sampler (foreign_cpu) gives one value per round, stored with
+- A *column* meter (foreign_cpu) gives one value per round, stored with
   every sample of the round in the sample column of its name.
-- A *series* sampler (cpu, power) records a time series every
+- A *series* meter (cpu, power) records a time series every
   `series_interval` seconds while the round runs, stored in the store's
-  `series` table (round, sampler, t, quantity, value, unit) and exported
-  with `rooftop export RUN --series`. Series samplers are chosen with the
+  `series` table (round, source: the meter, t, quantity, value, unit) and
+  exported with `rooftop export RUN --series`. Series meters are chosen with the
   `series` key (`--series cpu,power`); they measure this machine, so with
   launchers whose engines run elsewhere they record nothing.
 
@@ -28,19 +28,19 @@ from rooftop.launchers import ON_THIS_MACHINE
 
 
 @dataclass(frozen=True)
-class Sampler:
-    #: Its sample column (column samplers) or its name in `series.sampler`.
+class Meter:
+    #: Its sample column (column meters) or its name in `series.source`.
     name: str
-    #: Unit of its value (column samplers) or of its main quantity.
+    #: Unit of its value (column meters) or of its main quantity.
     unit: str
     help: str
     #: start(runner, placement, spec) -> a handle, just before a round's
     #: clients start (runner: the campaign.Runner; spec: the round's first).
     start: Callable[[Any, Any, Any], Any]
     #: stop(handle) -> its value over the round (None: not measurable here;
-    #: series samplers: None, their rows are the handle's `rows`).
+    #: series meters: None, their rows are the handle's `rows`).
     stop: Callable[[Any], float | None]
-    #: True: a sample column, always measured; False: a series, chosen with `sample`.
+    #: True: a sample column, always measured; False: a series, chosen with `series`.
     column: bool = True
 
 
@@ -52,7 +52,7 @@ class Series:
         self.probe, self.interval, self.rows = probe, interval, []
         self.t0 = time.monotonic()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rooftop-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="rooftop-meter", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -71,7 +71,7 @@ class Series:
 
 
 class Nothing:
-    """A series sampler with nothing to measure here (rows empty; why: note)."""
+    """A series meter with nothing to measure here (rows empty; why: note)."""
 
     def __init__(self, note: str = ""):
         self.rows, self.note = [], note
@@ -121,8 +121,8 @@ def power_series(runner, placement, spec):
     return Series(lambda: [("power", meter.watts(), "W"), ("energy", meter.joules, "J")], runner.cfg["series_interval"])
 
 
-SAMPLERS: tuple[Sampler, ...] = (
-    Sampler(
+METERS: tuple[Meter, ...] = (
+    Meter(
         "foreign_cpu",
         "cores",
         "CPU other processes used on the round's cores while it ran (1.0: a whole core); "
@@ -130,7 +130,7 @@ SAMPLERS: tuple[Sampler, ...] = (
         start=foreign.meter,
         stop=lambda meter: meter.stop(),
     ),
-    Sampler(
+    Meter(
         "cores_busy",
         "1",
         "busy share of the round's cores' time while it ran, anyone's work and interrupts included "
@@ -139,7 +139,7 @@ SAMPLERS: tuple[Sampler, ...] = (
         start=foreign.busy_meter,
         stop=lambda meter: meter.stop(),
     ),
-    Sampler(
+    Meter(
         "cpu",
         "cores",
         "time series: CPU (user, system) of the round's cores, context switches and interrupts per second",
@@ -147,7 +147,7 @@ SAMPLERS: tuple[Sampler, ...] = (
         stop=lambda s: s.stop(),
         column=False,
     ),
-    Sampler(
+    Meter(
         "power",
         "W",
         "time series: package power from RAPL (powercap) and energy; nothing where "
@@ -158,16 +158,16 @@ SAMPLERS: tuple[Sampler, ...] = (
     ),
 )
 
-SERIES = tuple(s.name for s in SAMPLERS if not s.column)
+SERIES = tuple(s.name for s in METERS if not s.column)
 
-#: Config keys of the samplers (config.KEYS lists them).
+#: Config keys of the meters (config.KEYS lists them).
 KEYS = (
     Key(
         "series",
         "list[choice]",
         [],
         "time series recorded during every round: "
-        + "; ".join(f"{s.name}: {s.help.split(': ', 1)[1]}" for s in SAMPLERS if not s.column)
+        + "; ".join(f"{s.name}: {s.help.split(': ', 1)[1]}" for s in METERS if not s.column)
         + " (default: none)",
         SERIES,
     ),
@@ -176,16 +176,16 @@ KEYS = (
 
 
 def start_all(runner, placement, spec) -> dict[str, Any]:
-    """Every sampler of the round started: column samplers always, series
-    samplers chosen in the config's `series`. Name -> handle."""
+    """Every meter of the round started: column meters always, series
+    meters chosen in the config's `series`. Name -> handle."""
     chosen = set(runner.cfg.get("series") or ())
-    return {s.name: s.start(runner, placement, spec) for s in SAMPLERS if s.column or s.name in chosen}
+    return {s.name: s.start(runner, placement, spec) for s in METERS if s.column or s.name in chosen}
 
 
 def stop_all(running: dict[str, Any]) -> dict[str, float | None]:
-    """Every sampler stopped: column name -> value (series rows stay on their handles)."""
+    """Every meter stopped: column name -> value (series rows stay on their handles)."""
     out = {}
-    for s in SAMPLERS:
+    for s in METERS:
         if s.name in running:
             value = s.stop(running[s.name])
             if s.column:
@@ -194,10 +194,10 @@ def stop_all(running: dict[str, Any]) -> dict[str, float | None]:
 
 
 def series_rows(running: dict[str, Any]) -> dict[str, list[tuple]]:
-    """Series sampler name -> its rows (t, quantity, value, unit), after stop_all."""
+    """Series meter name -> its rows (t, quantity, value, unit), after stop_all."""
     return {name: h.rows for name, h in running.items() if hasattr(h, "rows")}
 
 
 def notes(running: dict[str, Any]) -> list[str]:
-    """Why a chosen series sampler recorded nothing ('power: no RAPL ...')."""
+    """Why a chosen series meter recorded nothing ('power: no RAPL ...')."""
     return [f"{name}: {h.note}" for name, h in running.items() if getattr(h, "note", "")]

@@ -1,4 +1,4 @@
-"""Series samplers: the RAPL reader against a synthetic powercap tree (the
+"""Series meters: the RAPL reader against a synthetic powercap tree (the
 exact files the kernel exposes: name, energy_uj, max_energy_range_uj;
 wrap-around; root-only counters; no RAPL at all), and a real campaign
 recording CPU and power time series, stored and exported."""
@@ -132,7 +132,7 @@ def test_campaign_records_cpu_and_power_series(tmp_path):
     rows = list(csv.DictReader(io.StringIO(out)))
     by = {}
     for r in rows:
-        by.setdefault((r["sampler"], r["quantity"]), []).append(r)
+        by.setdefault((r["source"], r["quantity"]), []).append(r)
     assert set(by) >= {
         ("cpu", "cpu_user"),
         ("cpu", "cpu_sys"),
@@ -197,4 +197,4 @@ def test_without_rapl_the_campaign_says_so_once_and_records_cpu(tmp_path):
         timeout=300,
     )
     assert p.returncode == 0, p.stderr
-    assert p.stderr.count("sampler power: no RAPL package zones") == 1
+    assert p.stderr.count("meter power: no RAPL package zones") == 1
