@@ -247,3 +247,18 @@ def test_the_17_node_suite_plans_pairs_sharing_cores_at_once_one_window_each():
     assert {sp.index for p in placements for sp in p.samples} == {0}
     bad = rooftop("plan", "--nodes", "4", "--set", "collect.pairs_share_cores=true", check=False)
     assert bad.returncode == 2 and "collect.pairs_share_cores: needs engine.server_progress = block" in bad.stderr
+
+
+def test_the_default_validation_grid_doubles_past_16_client_nodes():
+    """validate.client_nodes' default: 1..16 as Carns et al., then doubling
+    up to every node left, so 1,000 nodes plan 22 client counts per server
+    count, not 996; up to 17 nodes the grid is 1..N-servers as before."""
+    from rooftop.stages.validate import default_client_nodes
+
+    assert default_client_nodes(16) == list(range(1, 17)) and default_client_nodes(3) == [1, 2, 3]
+    assert default_client_nodes(999) == [*range(1, 17), 32, 64, 128, 256, 512, 999]
+    assert default_client_nodes(64) == [*range(1, 17), 32, 64]
+    x = json.loads(rooftop("plan", "--nodes", "1000", "--metrics", "rpc", "--json").stdout)
+    assert x["phases"]["validate"]["rounds"] == 4 * 22
+    x = json.loads(rooftop("plan", "--nodes", "17", "--metrics", "rpc", "--json").stdout)
+    assert x["phases"]["validate"]["rounds"] == 16 + 15 + 14 + 13

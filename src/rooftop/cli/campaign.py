@@ -378,7 +378,7 @@ def add_validate(sub) -> None:
         "validate",
         help="add validation samples (server nodes x client nodes) to a run",
         description="Runs the validation grid: server nodes x client nodes "
-        f"(default 1..min({_validate_server_nodes()}, N-1) x 1..N-servers). Each "
+        f"(default 1..min({_validate_server_nodes()}, N-1) x 1..16, then doubling up to N-servers). Each "
         "sample stores the aggregate rate, the per-client-process rate and x = server "
         "processes / client processes. Re-running continues where it stopped.",
     )

@@ -208,7 +208,7 @@ KEYS: list[Key] = [
         "validate.client_nodes",
         "list[int]",
         None,
-        "client-node counts (default 1..N-servers)",
+        "client-node counts (default 1..16, then doubling up to N-servers: 32, 64, ..., N-servers)",
         nullable=True,
         maximum=100_000,
     ),
