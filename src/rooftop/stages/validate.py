@@ -4,7 +4,6 @@ model (rooftop validate)."""
 
 from rooftop.stages.base import Placement, Stage
 
-
 #: The default grid's client nodes one by one (Carns et al.'s 1..16); beyond, doubling.
 ONE_BY_ONE = 16
 
