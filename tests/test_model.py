@@ -607,3 +607,39 @@ def test_model_and_report_say_the_platform_changed(tmp_path):
     st2, run2 = synthetic.uniform_run(tmp_path / "quiet")
     doc = json.loads(cli("model", run2, "--results", str(st2.dir), "--json").stdout)
     assert all(m["platform_drift"] == [] for m in doc["metrics"])
+
+
+def test_validation_against_each_placements_own_topology_class():
+    """Issue 31: on a run that knows its topology, each validation
+    placement is also checked against the client ceiling of its own class,
+    the farthest its servers and clients are apart (the 17-node suite: the
+    lowest class's ceiling reads +200 % inside one switch)."""
+    from rooftop.model.classes import ClassCeiling, placement_class
+    from rooftop.topology import Topology
+
+    topo = Topology.even(6, 2)  # nodes 0-2 on one switch, 3-5 on another
+    assert placement_class([0], [1, 2], topo) == "switch" and placement_class([0, 1], [2, 3], topo) == "global"
+    assert placement_class([0], [0], topo) is None
+    r = Roofline("rpc", "ops/s", Ceiling(90, 110, 100), Ceiling(380, 420, 400))
+    classes = [
+        ClassCeiling("switch", "same switch", Ceiling.of([300.0] * 3), 6),
+        ClassCeiling("global", "across groups", Ceiling.of([100.0] * 3), 9),
+    ]
+
+    def row(s, c, rate):
+        return {"stage": "validate", "metric": "rpc", "status": "ok", "x": len(s) / len(c), "per_client": rate,
+                "server_nodes": s, "client_nodes": c}  # fmt: skip
+
+    ev = model.evaluate(r, [row([0], [1, 2], 200.0), row([0, 1], [3, 4], 100.0)], topology=topo, classes=classes)
+    inside, across = sorted(ev.checks, key=lambda c: c.x)
+    # Inside a switch: the class's 300, bound by x * server = 0.5 * 400 = 200; the model's 100 reads +100 %.
+    assert (inside.klass, inside.class_predicted, inside.class_error_pct) == ("switch", 200.0, 0.0)
+    assert inside.predicted == 100.0 and inside.error_pct == 100.0
+    assert (across.klass, across.class_predicted) == ("global", 100.0)
+    assert ev.class_errors() == {"switch": (0.0, 1), "global": (0.0, 1), "all": (0.0, 2)}
+    doc = ev.to_dict()
+    assert doc["median_abs_error_pct_by_own_class"]["all"] == {"median_abs_error_pct": 0.0, "samples": 2}
+    assert {v["class"] for v in doc["validation"]} == {"switch", "global"}
+    # Without a topology: no class, as before.
+    plain = model.evaluate(r, [row([0], [1, 2], 200.0)])
+    assert plain.checks[0].klass is None and plain.to_dict()["median_abs_error_pct_by_own_class"] is None

@@ -239,6 +239,16 @@ def _print_validation(out, e, run: str | None) -> None:
     if e.without_node:
         a, b = e.median_abs_error(), e.without_node.median_abs_error()
         out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, {b:.0f}% without it")
+    by = e.class_errors()
+    if by:
+        from rooftop.topology import CLASSES
+
+        each = ", ".join(f"{CLASSES[k]}: {m:.0f}% over {n}" for k, (m, n) in by.items() if k != "all")
+        out.print(
+            f"median |error| against each placement's own topology class (the farthest its servers and clients "
+            f"are apart, with that class's client ceiling): {by['all'][0]:.0f}% ({each})",
+            soft_wrap=True,
+        )
     for line in drift_lines(e.drift, f):
         out.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
 

@@ -69,6 +69,17 @@ def class_ceilings(rates: dict[tuple[int, int], float], topo) -> list[ClassCeili
     ]
 
 
+def placement_class(server_nodes, client_nodes, topo) -> str | None:
+    """The farthest class any of a placement's server nodes is from any of
+    its client nodes (a client loads every server): the class whose
+    ceiling its clients can reach at best. None: no pair to classify."""
+    from rooftop.topology import CLASSES
+
+    order = list(CLASSES)  # nearest first
+    seen = {topo.klass(a, b) for a in server_nodes for b in client_nodes if a != b}
+    return max(seen, key=order.index) if seen else None
+
+
 def deployment_text(classes: list[ClassCeiling], fmt) -> str:
     """What a deployment would see: the one class, or the range."""
     if not classes:

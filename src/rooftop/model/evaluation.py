@@ -24,10 +24,21 @@ class Check:
     binding: str
     server_nodes: int = 0
     client_nodes: int = 0
+    #: Where the run knows its topology: the farthest class between the
+    #: placement's server and client nodes (classes.placement_class) ...
+    klass: str | None = None
+    #: ... and the rate the roofline gives with that class's client ceiling.
+    class_predicted: float | None = None
 
     @property
     def error_pct(self) -> float:
         return (self.measured - self.predicted) / self.predicted * 100.0
+
+    @property
+    def class_error_pct(self) -> float | None:
+        if not self.class_predicted:
+            return None
+        return (self.measured - self.class_predicted) / self.class_predicted * 100.0
 
     @property
     def efficiency(self) -> float:
@@ -53,6 +64,17 @@ class Evaluation:
     def median_abs_error(self, binding: str | None = None) -> float | None:
         errs = [abs(c.error_pct) for c in self.checks if binding is None or c.binding == binding]
         return statistics.median(errs) if errs else None
+
+    def class_errors(self) -> dict[str, tuple[float, int]]:
+        """Against each placement's own topology class: class -> (median
+        |error| %, placements), and "all"; empty without a topology."""
+        by: dict[str, list[float]] = {}
+        for c in self.checks:
+            e = c.class_error_pct
+            if e is not None and c.klass:
+                by.setdefault(c.klass, []).append(abs(e))
+                by.setdefault("all", []).append(abs(e))
+        return {k: (statistics.median(v), len(v)) for k, v in by.items()}
 
     def to_dict(self) -> dict:
         r = self.roofline
@@ -89,9 +111,15 @@ class Evaluation:
                     "binding": c.binding,
                     "efficiency": c.efficiency,
                     "above_roofline": c.above_roofline,
+                    "class": c.klass,
+                    "class_predicted": c.class_predicted,
+                    "class_error_pct": c.class_error_pct,
                 }
                 for c in self.checks
             ],
+            "median_abs_error_pct_by_own_class": (
+                {k: {"median_abs_error_pct": m, "samples": n} for k, (m, n) in self.class_errors().items()} or None
+            ),
             "platform_drift": [d.to_dict() for d in self.drift],
             "validation_excluded": [{"x": c.x, "measured": c.measured, "why": why} for c, why in self.excluded],
             "median_abs_error_pct": {
@@ -117,13 +145,21 @@ def _ceiling_dict(c: Ceiling) -> dict:
     return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
 
 
-def evaluate(roofline: Roofline, samples: list[dict], nodes=None, run_samples=None) -> Evaluation:
+def evaluate(
+    roofline: Roofline, samples: list[dict], nodes=None, run_samples=None, topology=None, classes=()
+) -> Evaluation:
     """Validation samples (store rows of stage 'validate') against the model
     (and, when it has a client-node ceiling, against the model without it).
     Samples exclusion() names give no error: they are kept apart
     (Evaluation.excluded, shown marked in figures). nodes: the run's nodes.
     run_samples: every sample of the run, to find the platform's drift
-    between its ceilings and its validation (Evaluation.drift)."""
+    between its ceilings and its validation (Evaluation.drift). topology
+    and classes (the run's client ceiling per class,
+    classes.class_ceilings): each check also gets its placement's class and
+    the rate the roofline gives with that class's client ceiling."""
+    from rooftop.model.classes import placement_class
+
+    per_class = {c.klass: c.ceiling.centre for c in classes or ()}
     ev = Evaluation(roofline)
     if run_samples:
         ev.drift = platform_drift(run_samples, roofline.metric, nodes)
@@ -143,6 +179,10 @@ def evaluate(roofline: Roofline, samples: list[dict], nodes=None, run_samples=No
             len(s.get("server_nodes") or []),
             len(s.get("client_nodes") or []),
         )
+        if topology is not None and per_class:
+            k = placement_class(s.get("server_nodes") or [], s.get("client_nodes") or [], topology)
+            if k in per_class:
+                c.klass, c.class_predicted = k, min(per_class[k], x * roofline.server.centre)
         if why[_kid(s)]:
             ev.excluded.append((c, why[_kid(s)]))
         else:

@@ -399,7 +399,6 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
         try:
             r = model.from_run(samples, metric, f"run {run.id}", nodes=run.config.get("nodes"))
             res.rooflines[metric] = r
-            res.evaluations[metric] = model.evaluate(r, validation, run.config.get("nodes"), samples)
         except model.ModelError:
             pass  # no roofline, but the pair matrix and latency may still be there
         pm = pair_matrix(samples, metric, nodes, why)
@@ -408,6 +407,15 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
             if res.topology is not None:
                 pm.classes = {p: res.topology.klass(*p) for p in [*pm.rates, *pm.left_out]}
                 res.classes[metric] = class_ceilings(pm.rates, res.topology)
+        if metric in res.rooflines:  # each validation placement also against its own topology class
+            res.evaluations[metric] = model.evaluate(
+                res.rooflines[metric],
+                validation,
+                run.config.get("nodes"),
+                samples,
+                res.topology,
+                res.classes.get(metric, ()),
+            )
             res.scores[metric] = outliers.score_nodes(pm.rates, pm.classes)
             slow = res.flagged(metric)
             if slow:
