@@ -407,15 +407,6 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
             if res.topology is not None:
                 pm.classes = {p: res.topology.klass(*p) for p in [*pm.rates, *pm.left_out]}
                 res.classes[metric] = class_ceilings(pm.rates, res.topology)
-        if metric in res.rooflines:  # each validation placement also against its own topology class
-            res.evaluations[metric] = model.evaluate(
-                res.rooflines[metric],
-                validation,
-                run.config.get("nodes"),
-                samples,
-                res.topology,
-                res.classes.get(metric, ()),
-            )
             res.scores[metric] = outliers.score_nodes(pm.rates, pm.classes)
             slow = res.flagged(metric)
             if slow:
@@ -429,6 +420,15 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
                     )
                 except model.ModelError:
                     pass
+        if metric in res.rooflines:  # each validation placement also against its own topology class
+            res.evaluations[metric] = model.evaluate(
+                res.rooflines[metric],
+                validation,
+                run.config.get("nodes"),
+                samples,
+                res.topology,
+                res.classes.get(metric, ()),
+            )
         for stage in (st.name for st in stages.STAGES.values() if st.latency):
             lat = latency_of(samples, stage, metric)
             if lat:
