@@ -170,6 +170,19 @@ def test_servers_get_only_the_measured_metrics_arguments():
     assert {pl.tag for pl in plan_collect(cfg)} == {"rpc+bw+iops", "sbw", "meta"}
 
 
+def test_an_rpc_only_server_has_one_page_bulk_slots():
+    """RPCs move no bulk data: servers of rpc alone get one-page bulk slots
+    (not the engine's 4 x 16 MiB made resident before they serve); with bw
+    in the same placement, bw's slots win (the largest is kept)."""
+    cfg = _cfg()
+    rpc, bw = (metrics.get(m).server_args(cfg) for m in ("rpc", "bw"))
+    assert rpc[:2] == ["--max-size", "4KiB"], rpc
+    merged = merge_server_args([rpc, bw])
+    assert merged is not None
+    size = merged[merged.index("--max-size") + 1]
+    assert size == bw[bw.index("--max-size") + 1] and int(size) >= 1 << 20, merged
+
+
 # --- meters -----------------------------------------------------------------
 @pytest.mark.parametrize("s", meters.METERS, ids=lambda s: s.name)
 def test_every_meter_is_stored_and_has_hooks(s):

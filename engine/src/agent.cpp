@@ -18,6 +18,9 @@
 //   exit-<n>       "PID RC" once reaped: pid-<n> rewritten in place and
 //                  renamed (RC: its exit code, 128+N if killed by signal N)
 //   sig-<n>-<k>-<N>  an empty file: signal N to child n's process group
+//   stop           an empty file: the campaign is done with this agent; it
+//                  stops as on its lease's end, without waiting for its
+//                  next look at the lease (every 200 ms)
 // Files with content are written whole under a temporary name and renamed,
 // so a reader sees all of one or nothing; once a child runs, nothing needs
 // a new block of the file system (in-place rewrites, renames, empty files),
@@ -32,7 +35,9 @@
 // --relative-cpus (srun, mpiexec on another host: the launcher picked them),
 // and its own command line in /proc/PID/cmdline (ps, pgrep), written over
 // the agent's: an agent started with less room than kTitleRoom re-executes
-// itself once, padded, then shows its own command line again.
+// itself once, padded, then shows its own command line again. A campaign
+// gives it the room up front (an argument of spaces only, dropped before
+// the options are read), so libfabric and its constructors load once.
 //
 // The agent holds the campaign's lease (--lease): once the file is removed
 // or not renewed for --lease-timeout, it sends SIGTERM to every child's
@@ -80,6 +85,10 @@ std::vector<std::string> g_args;
 
 // Room a forked child's command line may take (longer ones are cut).
 constexpr size_t kTitleRoom = 8192;
+// An argument of at least this many spaces (and nothing else) is room for
+// titles a launching campaign added: with it the area holds kTitleRoom and
+// the agent need not run itself again (loading libfabric a second time).
+constexpr size_t kPadMin = 64;
 
 // Shows args as this process's command line, NUL-separated, within the
 // area (cut to fit, the last byte kept NUL: /proc/PID/cmdline then reads
@@ -182,8 +191,9 @@ bool read_file(const std::string& path, std::string& out) {
 
 class Agent {
  public:
-  Agent(const Options& o, int node)
+  Agent(const Options& o, int node, bool ran_again)
       : node_(node),
+        ran_again_(ran_again),
         dir_(o.str("dir") + "/node-" + std::to_string(node)),
         relative_(o.flag("relative-cpus")),
         poll_ms_(std::max(1, static_cast<int>(o.seconds("poll") * 1000))),
@@ -226,6 +236,7 @@ class Agent {
         next_beat = now + beat_ns_;
       }
       retry();
+      if (why.empty() && asked_to_stop_) why = "the campaign asked it to stop (" + dir_ + "/stop)";
       if (why.empty() && lease_.lapsed(now)) why = lease_.why();
     }
     int left = stop();
@@ -235,6 +246,7 @@ class Agent {
     w.kv("node", node_);
     w.kv("agent_dir", dir_);
     w.kv("relative_cpus", relative_);
+    w.kv("ran_again", ran_again_);
     w.kv("preinit", preinit_);
     w.kv("preinit_done", preinit_why.empty());
     if (!preinit_why.empty()) w.kv("preinit_why", preinit_why);
@@ -321,6 +333,8 @@ class Agent {
         if (*end == '\0' && n >= 0) reqs.push_back(n);
       } else if (name.rfind("sig-", 0) == 0 && name.find(".tmp") == std::string::npos) {
         sigs.push_back(name);
+      } else if (name == "stop") {
+        asked_to_stop_ = true;
       }
     }
     closedir(d);
@@ -452,6 +466,7 @@ class Agent {
   }
 
   int node_;
+  bool ran_again_;  // it ran itself again for room for titles (none was given)
   std::string dir_;
   bool relative_;
   int poll_ms_;
@@ -461,6 +476,7 @@ class Agent {
   std::string preinit_;  // --preinit: the fabric whose providers to initialise before forking
   int sfd_ = -1, ifd_ = -1;
   sigset_t old_mask_{};
+  bool asked_to_stop_ = false;  // <dir>/stop seen
   int64_t beats_ = 0, requests_ = 0, started_ = 0, refused_ = 0, killed_ = 0;
   std::map<long, pid_t> pid_of_;
   std::map<pid_t, long> seq_of_;
@@ -491,7 +507,17 @@ int cmd_agent(int argc, char** argv) {
     std::fflush(nullptr);
     execv("/proc/self/exe", ptrs.data());  // returns only on failure: then titles are cut short
   }
+  // Run again by the lines above: argv[0] ends in its padding (recorded:
+  // libfabric and its constructors loaded twice on this node).
+  const bool ran_again = !g_args.empty() && !g_args[0].empty() && g_args[0].back() == ' ';
   std::vector<std::string> own = g_args.empty() ? std::vector<std::string>(argv, argv + argc) : g_args;
+  // An argument of spaces only is room the campaign gave (rooftop's
+  // Agents.argv), not an option: dropped before the options are read.
+  own.erase(std::remove_if(own.begin() + (own.empty() ? 0 : 1), own.end(),
+                           [](const std::string& a) {
+                             return a.size() >= kPadMin && a.find_first_not_of(' ') == std::string::npos;
+                           }),
+            own.end());
   if (!own.empty()) {
     own[0].erase(own[0].find_last_not_of(' ') + 1);
     std::string base = own[0].substr(own[0].rfind('/') + 1);  // exec of /proc/self/exe named it "exe"
@@ -538,7 +564,7 @@ int cmd_agent(int argc, char** argv) {
     if (o.str("lease").empty()) throw UsageError("--lease is required: an agent never outlives its campaign");
     for (const char* s : {"poll", "beat", "grace"})
       if (o.seconds(s) <= 0) throw UsageError(std::string("--") + s + " must be positive");
-    Agent agent(o, static_cast<int>(o.integer(opt::kRank)));
+    Agent agent(o, static_cast<int>(o.integer(opt::kRank)), ran_again);
     rep.result_json = agent.run();
     rep.complete = true;
     return kExitOk;

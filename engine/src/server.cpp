@@ -1062,9 +1062,14 @@ void Server::loop() {
     }
     quiet = spins_quietly && !slept && !io_waiting && backlog_.empty() && bulk_queue_.empty() &&
             rma_retry_.empty() && aio_flight_.empty() && io_ready_.load() == 0;
+    // A signal is looked for at every look (an atomic load): a SIGTERM from
+    // the campaign (its node agent) ends the placement's stop, and waiting
+    // for the 16th look or the next tick added ~10 ms to every stop.
+    if (look) {
+      if (int sig = g_signal.load()) stop(std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+    }
     if (look && (++watched % 16 == 0 || now >= next_tick_)) {
       rep_.cores.sample();
-      if (int sig = g_signal.load()) stop(std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
       if (lease.lapsed(now)) stop(lease.why());  // the campaign is gone: so is this server
       if (now >= next_tick_) {
         if (nthreads_) lk.lock();

@@ -49,15 +49,20 @@ def engine_processes(marker: str) -> list[int]:
 QUICK = ["--duration", "0.4", "--warmup", "0.2", "--windows", "2"]
 
 
-def counting_engine(folder: Path) -> tuple[Path, Path]:
+def counting_engine(folder: Path, agent_args: str = "") -> tuple[Path, Path]:
     """(wrapper, its log): an engine wrapper that logs the command
-    (argv[1]) of every exec of the engine, then becomes it. Set it as
-    ROOFTOP_ENGINE to count launches: a process a node agent forks is no exec."""
+    (argv[1]) of every exec of the engine, then becomes it (an agent with
+    agent_args added). Set it as ROOFTOP_ENGINE to count launches: a
+    process a node agent forks is no exec."""
     from rooftop.engine.base import engine_path
 
     log = folder / "execs"
     wrapper = folder / "rooftop-engine"
-    wrapper.write_text(f'#!/bin/sh\necho "$1" >> {shlex.quote(str(log))}\nexec {shlex.quote(engine_path())} "$@"\n')
+    real = shlex.quote(engine_path())
+    wrapper.write_text(
+        f'#!/bin/sh\necho "$1" >> {shlex.quote(str(log))}\n'
+        f'[ "$1" = agent ] && exec {real} "$@" {agent_args}\nexec {real} "$@"\n'
+    )
     wrapper.chmod(0o755)
     return wrapper, log
 

@@ -49,6 +49,12 @@ LEASE_MARGIN_S = 2.0
 CHECK_S = 0.5
 #: The exit code of a process whose agent is gone (it got SIGTERM with it).
 LOST_RC = 128 + signal.SIGTERM
+#: The room an agent needs in its own command line to show each child's
+#: (/proc/PID/cmdline: the engine's kTitleRoom): given as a last argument of
+#: spaces only, which the agent drops before reading its options. Without
+#: it the agent runs itself again, padded, and loads libfabric twice (its
+#: Debian build's constructors sleep ~0.2 s each time).
+TITLE_ROOM = " " * 8192
 
 
 class AgentsError(EngineError):
@@ -113,12 +119,18 @@ class AgentProc:
 
     def send_signal(self, sig: int) -> None:
         """sig to the process's group (by its agent); nothing once it ended.
-        An empty file names it: it needs no block of a full file system."""
+        An empty file names it: it needs no block of a full file system.
+        Opened for writing, so that its close wakes the agent (inotify's
+        IN_CLOSE_WRITE; a file only created would wait for its --poll)."""
         if self.poll() is not None:
             return
         self._signals += 1
         try:
-            os.close(os.open(self.dir / f"sig-{self.seq}-{self._signals}-{int(sig)}", os.O_CREAT | os.O_EXCL, 0o600))
+            os.close(
+                os.open(
+                    self.dir / f"sig-{self.seq}-{self._signals}-{int(sig)}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600
+                )
+            )
         except OSError:
             pass  # not delivered: its agent stops it once the campaign ends (their lease)
 
@@ -204,6 +216,7 @@ class Agents:
             "--output",
             str(folder / "node-{rank}" / "agent.json"),
             *(["--preinit", self.fabric] if self.fabric else []),
+            TITLE_ROOM,
         ]
 
     def start(self) -> None:
@@ -217,7 +230,7 @@ class Agents:
         self.leases.add(self.folder)
         self.launches = self.launcher.agent_launches(self.nodes, self.argv(self.folder))
         for i, launch in enumerate(self.launches):
-            self.log("start agents: " + " ".join(launch.argv))
+            self.log("start agents: " + " ".join(a for a in launch.argv if a != TITLE_ROOM))
             log = write_private(self.folder / f"launch-{i}.log", "")
             with open(log, "w") as f:
                 self.procs.append(
@@ -361,11 +374,18 @@ class Agents:
                 )
 
     def stop(self) -> None:
-        """Stops every agent: their lease is removed, so each stops its
-        children (SIGTERM, SIGKILL GRACE_S later) and exits; a launcher
-        process still running after that is killed."""
+        """Stops every agent: each node folder gets a stop file (its agent
+        wakes on it), and their lease is removed (an agent that misses the
+        file, e.g. over NFS without inotify, stops at its next look at the
+        lease); each stops its children (SIGTERM, SIGKILL GRACE_S later) and
+        exits; a launcher process still running after that is killed."""
         if self.folder is None:
             return
+        for n in self.nodes:
+            try:
+                os.close(os.open(self.node_dir(n.index) / "stop", os.O_WRONLY | os.O_CREAT, 0o600))
+            except OSError:
+                pass  # the lease, dropped next, stops it all the same
         self.leases.drop(self.folder)
         reap(self.procs, GRACE_S + 5)
         self.folder = None

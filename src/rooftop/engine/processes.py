@@ -12,6 +12,10 @@ from collections.abc import Sequence
 #: Seconds a process is waited for after SIGKILL: one that has not ended by
 #: then is stuck in the kernel, and no wait of rooftop's is without an end.
 KILL_WAIT = 10.0
+#: Seconds between two looks at processes being reaped: a round's end waits
+#: for its clients this way, so half of it is, on average, part of every
+#: round's fixed cost (a look is a waitpid, or a file an agent writes).
+POLL_S = 0.01
 
 
 def signal_proc(p: subprocess.Popen, sig: int) -> None:
@@ -42,7 +46,7 @@ def reap(procs: Sequence[subprocess.Popen], timeout: float, grace: float | None 
         while time.monotonic() < deadline and any(p.poll() is None for p in procs):
             if any(p.poll() not in (None, 0) for p in procs):
                 deadline = min(deadline, time.monotonic() + grace)
-            time.sleep(0.05)
+            time.sleep(POLL_S)
     killed = []
     for p in procs:
         try:

@@ -340,7 +340,12 @@ class MpiexecLauncher(Launcher):
         (MPMD) on its host with the agent's --rank, unbound (the agent binds
         its processes with --cpus: cpu numbers on this machine, positions in
         the agent's own cpus elsewhere, --relative-cpus). Open MPI ends
-        every agent once one of them dies."""
+        every agent once one of them dies. The agent command line comes
+        once per node here: its room for titles (an argument of spaces
+        only, rooftop.engine.agents.TITLE_ROOM) is left out, so that a
+        thousand nodes stay far below the system's argument limit; each
+        agent then makes its room by running itself again, once."""
+        agent_argv = [a for a in agent_argv if a.strip() or len(a) < 64]
         per_host: dict[str, int] = {}
         for n in nodes:
             per_host[n.host] = per_host.get(n.host, 0) + 1

@@ -14,6 +14,8 @@ DEFAULT_MAX_MSG = 64 << 10
 #: The largest padded message rooftop asks for (the engine's limit is 64 MiB;
 #: inline payloads beyond this are bulk transfers: use the bw metric).
 MAX_PAYLOAD = 16 << 20
+#: The server's bulk slots under rpc alone: one page each (no RPC uses them).
+RPC_BULK_ARGS = ("--max-size", "4KiB")
 
 KEYS = (
     Key(
@@ -53,8 +55,13 @@ def _client_args(cfg: dict) -> list[str]:
 
 
 def _server_args(cfg: dict) -> list[str]:
+    """RPCs move no bulk data: the server's bulk slots are one page each
+    (the engine's default, 4 x 16 MiB, made resident up front, costs every
+    rpc-only placement ~15 ms of page faults before it serves). A placement
+    that also measures bw or storage gets their larger --max-size (the
+    largest is kept: rooftop.campaign.groups.MERGED_BY_MAX)."""
     need = max(_sizes(cfg))
-    return ["--max-msg", str(need)] if need > DEFAULT_MAX_MSG else []
+    return [*RPC_BULK_ARGS, *(["--max-msg", str(need)] if need > DEFAULT_MAX_MSG else [])]
 
 
 def _check(cfg: dict) -> None:
