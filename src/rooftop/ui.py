@@ -221,7 +221,7 @@ def print_summary(run, samples: list[dict]) -> None:
     if run.overhead is not None:
         console.print(
             f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "
-            f"overhead (launch, readiness, teardown) {run.overhead:.0%}"
+            f"overhead outside windows (warmups, launches, readiness, teardown) {run.overhead:.0%}"
         )
     from rooftop.results import sharing_lines
 
