@@ -254,5 +254,6 @@ def test_agents_one_per_node_in_its_namespace(cluster3, tmp_path):
     assert check_engines_on_their_nodes(res / run) >= 6
     docs = [json.loads(f.read_text()) for f in sorted((res / run).glob("agents/*/node-*/agent.json"))]
     assert [d["environment"]["cpuset"] for d in docs] == ["0", "1", "0"]  # each node's cgroup
-    assert all(d["result"]["started"] > 0 and "is gone" in d["result"]["stop_reason"] for d in docs), docs
+    assert all(d["result"]["started"] > 0 and "asked it to stop" in d["result"]["stop_reason"] for d in docs), docs
+    assert not any(d["result"]["ran_again"] for d in docs), docs  # `ip netns exec` kept the room given
     assert not live(str(res))
