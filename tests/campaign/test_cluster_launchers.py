@@ -50,7 +50,7 @@ def test_srun_command_lines_exactly(tmp_path):
     assert out.splitlines() == [
         "# servers on node(s) [0], 4 per node",
         f"{srun.format('nid001')} {e} serve --fabric ofi+tcp --domain hsn0 --group-dir '{g}' "
-        f"--token-file '{g}/token' --progress spindown "
+        f"--token-file '{g}/token' --progress spindown --max-size 4KiB "
         f"--lease '{g}/lease' --lease-timeout 10.0 --output '{g}/server-{{rank}}.json' "
         f"--rank 0 --rank-from-env",
         "# server_peak rpc: clients on node(s) [1], 2 sample(s) in one round",
@@ -121,7 +121,8 @@ def test_srun_agents_command_lines_exactly(tmp_path):
         "# engine.launch = agents: an agent per node for the whole campaign, started once:",
         "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=nid001,nid002 --overlap --cpu-bind=none "
         f"{e} agent --dir '{a}' --lease '{a}/lease' --lease-timeout 12 --beat 1 --grace 5 "
-        f"--output '{a}/node-{{rank}}/agent.json' --preinit ofi+tcp --rank 0 --rank-from-env --relative-cpus",
+        f"--output '{a}/node-{{rank}}/agent.json' --preinit ofi+tcp \"$(printf '%8192s' '')\" "
+        "--rank 0 --rank-from-env --relative-cpus",
         "# each command below is started by the agent of its node (forked: no launch of its own)",
     ]
     serve = [l for l in out if l.startswith(f"{e} serve ")]

@@ -17,7 +17,7 @@ from rooftop.campaign.plan import ClientRound, _pair_schedule, client_rounds
 from rooftop.campaign.processes import Processes, RoundInterrupted, SampleFailed, _signals_deferred
 from rooftop.campaign.rounds import RoundMeasurer
 from rooftop.campaign.rows import Rows
-from rooftop.engine.agents import Agents
+from rooftop.engine.agents import Agents, command_line
 from rooftop.engine.base import TOKEN_FILE, engine_path
 from rooftop.engine.leases import Leases
 from rooftop.launchers import Launcher, Node
@@ -205,7 +205,8 @@ class Runner:
         if self.agents is not None:
             folder = self.run_dir / "agents" / "<session>"
             lines.append("# engine.launch = agents: an agent per node for the whole campaign, started once:")
-            lines += [shlex.join(l.argv) for l in self.launcher.agent_launches(self.nodes, self.agents.argv(folder))]
+            launches = self.launcher.agent_launches(self.nodes, self.agents.argv(folder))
+            lines += [command_line(l.argv) for l in launches]
             lines.append("# each command below is started by the agent of its node (forked: no launch of its own)")
         for pl in placements:
             lines.append(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -55,6 +56,13 @@ LOST_RC = 128 + signal.SIGTERM
 #: it the agent runs itself again, padded, and loads libfabric twice (its
 #: Debian build's constructors sleep ~0.2 s each time).
 TITLE_ROOM = " " * 8192
+
+
+def command_line(argv: list[str]) -> str:
+    """argv as one shell line (shlex.join), the agents' TITLE_ROOM written
+    as the shell expression that makes it: still exact, and readable."""
+    room = f"\"$(printf '%{len(TITLE_ROOM)}s' '')\""
+    return " ".join(room if a == TITLE_ROOM else shlex.quote(a) for a in argv)
 
 
 class AgentsError(EngineError):
@@ -230,7 +238,7 @@ class Agents:
         self.leases.add(self.folder)
         self.launches = self.launcher.agent_launches(self.nodes, self.argv(self.folder))
         for i, launch in enumerate(self.launches):
-            self.log("start agents: " + " ".join(a for a in launch.argv if a != TITLE_ROOM))
+            self.log("start agents: " + command_line(launch.argv))
             log = write_private(self.folder / f"launch-{i}.log", "")
             with open(log, "w") as f:
                 self.procs.append(
