@@ -27,7 +27,7 @@ from pathlib import Path
 from rooftop.engine.base import EngineError, private_dir, write_private
 from rooftop.engine.leases import Leases
 from rooftop.engine.processes import reap
-from rooftop.launchers.base import Launch, Launcher, Node
+from rooftop.launchers.base import TITLE_ROOM, Launch, Launcher, Node
 
 #: A campaign session's agents live in <run>/agents/<HHMMSS>-<pid>/.
 AGENTS_DIR = "agents"
@@ -50,12 +50,6 @@ LEASE_MARGIN_S = 2.0
 CHECK_S = 0.5
 #: The exit code of a process whose agent is gone (it got SIGTERM with it).
 LOST_RC = 128 + signal.SIGTERM
-#: The room an agent needs in its own command line to show each child's
-#: (/proc/PID/cmdline: the engine's kTitleRoom): given as a last argument of
-#: spaces only, which the agent drops before reading its options. Without
-#: it the agent runs itself again, padded, and loads libfabric twice (its
-#: Debian build's constructors sleep ~0.2 s each time).
-TITLE_ROOM = " " * 8192
 
 
 def command_line(argv: list[str]) -> str:
@@ -127,18 +121,13 @@ class AgentProc:
 
     def send_signal(self, sig: int) -> None:
         """sig to the process's group (by its agent); nothing once it ended.
-        An empty file names it: it needs no block of a full file system.
-        Opened for writing, so that its close wakes the agent (inotify's
-        IN_CLOSE_WRITE; a file only created would wait for its --poll)."""
+        An empty file names it (_wake): it needs no block of a full file
+        system."""
         if self.poll() is not None:
             return
         self._signals += 1
         try:
-            os.close(
-                os.open(
-                    self.dir / f"sig-{self.seq}-{self._signals}-{int(sig)}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600
-                )
-            )
+            _wake(self.dir / f"sig-{self.seq}-{self._signals}-{int(sig)}", os.O_EXCL)
         except OSError:
             pass  # not delivered: its agent stops it once the campaign ends (their lease)
 
@@ -147,6 +136,14 @@ class AgentProc:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
+
+
+def _wake(path: Path, flags: int = 0) -> None:
+    """Creates the empty file path (with flags, e.g. os.O_EXCL) and closes
+    it. Opened for writing: its close wakes the agent watching its folder
+    (inotify's IN_CLOSE_WRITE; a file only created would wait for the
+    agent's --poll). OSError: not created."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o600))
 
 
 def _publish(path: Path, data: bytes) -> None:
@@ -391,7 +388,7 @@ class Agents:
             return
         for n in self.nodes:
             try:
-                os.close(os.open(self.node_dir(n.index) / "stop", os.O_WRONLY | os.O_CREAT, 0o600))
+                _wake(self.node_dir(n.index) / "stop")
             except OSError:
                 pass  # the lease, dropped next, stops it all the same
         self.leases.drop(self.folder)

@@ -14,6 +14,13 @@ from rooftop.exits import Unreachable
 BINDINGS = ("core", "2cores", "none")
 #: Cores each process is bound to under a binding (None: unbound).
 BINDING_WIDTH = {"core": 1, "2cores": 2, "none": None}
+#: The room a node agent needs in its own command line to show each child's
+#: (/proc/PID/cmdline: the engine's kTitleRoom), given as an argument of
+#: spaces only, which the agent drops before reading its options. Without
+#: it the agent runs itself again, padded, and loads libfabric twice (its
+#: Debian build's constructors sleep ~0.2 s each time). A launcher whose
+#: line repeats the agent's per node (mpiexec) leaves it out.
+TITLE_ROOM = " " * 8192
 
 
 def binding_width(binding: str) -> int:

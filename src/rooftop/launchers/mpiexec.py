@@ -98,7 +98,17 @@ import socket
 import subprocess
 from pathlib import Path
 
-from rooftop.launchers.base import BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node, core_sets, first_nodes
+from rooftop.launchers.base import (
+    BINDINGS,
+    TITLE_ROOM,
+    Launch,
+    Launcher,
+    LauncherError,
+    LauncherSpec,
+    Node,
+    core_sets,
+    first_nodes,
+)
 from rooftop.launchers.hostlist import expand
 
 FLAVORS = ("auto", "openmpi", "mpich")
@@ -342,10 +352,10 @@ class MpiexecLauncher(Launcher):
         the agent's own cpus elsewhere, --relative-cpus). Open MPI ends
         every agent once one of them dies. The agent command line comes
         once per node here: its room for titles (an argument of spaces
-        only, rooftop.engine.agents.TITLE_ROOM) is left out, so that a
-        thousand nodes stay far below the system's argument limit; each
-        agent then makes its room by running itself again, once."""
-        agent_argv = [a for a in agent_argv if a.strip() or len(a) < 64]
+        only, TITLE_ROOM) is left out, so that a thousand nodes stay far
+        below the system's argument limit; each agent then makes its room
+        by running itself again, once."""
+        agent_argv = [a for a in agent_argv if a != TITLE_ROOM]
         per_host: dict[str, int] = {}
         for n in nodes:
             per_host[n.host] = per_host.get(n.host, 0) + 1
