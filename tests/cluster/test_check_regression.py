@@ -8,14 +8,23 @@ cluster's state and so in the runs started after it):
   ceilings with a fall of about 50 %; between the first two it exits 0
   (noise is not a regression). The third run and its samples record R/2;
   the first run cannot be validated on the re-shaped cluster.
-- rpc runs before and after a CPU cap of 50 % on the server node (node 0):
-  the server ceiling is named, the client ceiling is not. On 2 nodes (no
-  core shared), the server with block progress (CPU per request, not
-  polling: one client leaves it CPU to spare) and 3 clients on the other
-  node to load it; a client against the idle server needs less than half
-  the node's core here (30 % did slow it), so the cap binds only the
-  saturated server.
-- reshape is refused while a campaign holds this machine's cores lock.
+- bw runs on the 3 nodes, the server node's link at 2R and the clients'
+  at R, then with the server node's link reshaped to R: the server ceiling
+  (node 0 serving clients on nodes 1 and 2) is named with a fall of about
+  50 %, the client ceilings (one client against one server, bound by the
+  client's own link at R) are not, and the recommended ratio moves from 1:2
+  to 1:1. Links shaped by tbf make both sides of the ground truth exact:
+  a lone client can never see the server's lost half.
+  Issue 32 asked this of a CPU cap on the server node with rpc. On this
+  2-core VM that is not reproducible: a lone ping-pong client keeps the
+  one-core server about half busy (0.47 of its core measured with block
+  progress; three clients 0.75-0.86), so a cap that binds three clients
+  leaves the lone client under 1.8x headroom, and rpc rates here drift by
+  up to 30 % between runs with nothing changed (the bare engine, rooftop out
+  of the way: 7.8k-13.5k ops/s over 25 s). The CPU-cap case failed 1 run in
+  8 and then in CI; a cap's place in the cluster state is checked below.
+- reshape is refused while a campaign holds this machine's cores lock; with
+  none running, a CPU cap goes in and comes out (the kernel's quota shows it).
 """
 
 from __future__ import annotations
@@ -30,28 +39,24 @@ from rooftop.store.db import Store
 
 pytestmark = needs_root
 
-#: rpc at a server node with CPU to spare at one client (see the module doc).
-RPC = (
+#: bw on all 3 nodes: the server peak is node 0 serving one client on each
+#: of nodes 1 and 2; the client peaks are the 3 pairs. Block progress keeps
+#: the shared core 0 (nodes 0 and 2) below the core-sharing rule's busy limit.
+SERVER_NIC = (
     "--nodes",
-    "2",
+    "3",
     "--metrics",
-    "rpc",
-    # 5, not 3: one outlier window (a loaded machine) widens a 3-sample t
-    # interval (t = 4.3) until it overlaps the capped run's (1 failure in 6).
+    "bw",
     "--windows",
-    "5",
+    "3",
     "--warmup",
-    "0.5",
+    "0.3",
     "--set",
     "collect.client_node=false",
     "--set",
     "engine.server_progress=block",
     "--set",
     "engine.client_progress=block",
-    "--set",
-    "collect.clients_per_node=3",
-    "--set",
-    "launcher.oversubscribe=true",
 )
 BW = ("--metrics", "bw", "--warmup", "0.3", "--windows", "2")
 
@@ -82,6 +87,14 @@ def test_reshape_is_refused_while_a_campaign_holds_the_machine(cluster3):
     assert p.returncode == 2 and "--node 3:rate=1gbit: node 3 does not exist (nodes are 0..2)" in p.stderr
     st = status_json()
     assert st["nodes"][1]["cpu_percent"] is None and not st["reshaped"] and not st["problems"]
+    # With no campaign running, a CPU cap goes in and comes out: the kernel's quota shows both.
+    cluster("reshape", "--node", "1:cpu=50%")
+    st = status_json()
+    assert st["nodes"][1]["cpu_percent"] == 50 and st["nodes"][1]["live"]["cgroup"]["quota_us"] == 50_000, st
+    assert st["reshaped"][-1]["changes"] == ["node 1: CPU cap none -> 50%"] and not st["problems"], st
+    cluster("reshape", "--node", "1:cpu=none")
+    st = status_json()
+    assert st["nodes"][1]["cpu_percent"] is None and st["nodes"][1]["live"]["cgroup"]["quota_us"] is None, st
 
 
 def test_a_halved_link_fails_the_check_and_noise_does_not(cluster3, tmp_path):
@@ -112,20 +125,25 @@ def test_a_halved_link_fails_the_check_and_noise_does_not(cluster3, tmp_path):
     assert p.returncode != 0 and "send rate 100Mbit, the run's: 200Mbit" in p.stderr, p.stderr
 
 
-def test_a_cpu_cap_on_the_server_node_names_the_server_ceiling_not_the_client(cluster3, tmp_path):
+def test_the_server_nodes_link_halved_names_the_server_ceiling_not_the_client(cluster3, tmp_path):
     res = tmp_path / "res"
-    cluster("reshape", "--link-rate", "200mbit", "--node", "0:cpu=none")
-    before = _collect(res, *RPC)
-    cluster("reshape", "--node", "0:cpu=50%")
-    after = _collect(res, *RPC)
+    cluster("reshape", "--link-rate", "100mbit", "--node", "0:rate=200mbit,cpu=none")
+    before = _collect(res, *SERVER_NIC)
+    cluster("reshape", "--node", "0:rate=100mbit")
+    after = _collect(res, *SERVER_NIC)
     rc, doc = _check(after, before, res)
     assert rc == 1, doc
     (m,) = doc["metrics"]
     by = {c["ceiling"]: c for c in m["changes"]}
     assert sorted(by) == ["client", "server"], m
-    assert by["server"]["beyond_noise"] and by["server"]["direction"] == "fell" and by["server"]["change"] < -0.2, m
-    assert not by["client"]["beyond_noise"], m
+    assert by["server"]["beyond_noise"] and by["server"]["direction"] == "fell", m
+    assert -0.6 < by["server"]["change"] < -0.4, m
+    assert not by["client"]["beyond_noise"] and abs(by["client"]["change"]) < 0.05, m
+    assert (m["ratio_before"], m["ratio_after"]) == ([1, 2], [1, 1]), m
     assert m["bound_moved"].startswith("the server ceiling fell") and "the client ceiling held" in m["bound_moved"]
-    # Each sample records node 0's CPU as it ran: no cap, then half its core.
-    caps = {run: {json.loads(r["emulation"])["0"]["cpu_cores"] for r in samples(res, run)} for run in (before, after)}
-    assert caps == {before: {None}, after: {0.5}}, caps
+    # Each sample on node 0 records its link as it ran: 200 Mbit/s, then 100.
+    rates = {
+        run: {e["0"]["links"][0]["send_bits"] for r in samples(res, run) if "0" in (e := json.loads(r["emulation"]))}
+        for run in (before, after)
+    }
+    assert rates == {before: {200_000_000}, after: {100_000_000}}, rates
