@@ -30,6 +30,23 @@ def test_engine_passthrough():
     assert p.returncode == 0 and p.stdout.startswith("usage: rooftop-engine COMMAND"), p.stderr
 
 
+#: Libraries a command loads only when it draws, renders or learns: every
+#: `rooftop` invocation (a campaign's too) would otherwise wait for them
+#: (matplotlib and numpy were ~0.5 s of each command's start).
+HEAVY = ("matplotlib", "numpy", "jinja2", "sklearn", "scipy")
+
+
+def test_the_front_door_loads_no_plotting_or_learning_library():
+    code = (
+        "import sys; from rooftop.cli import build_parser; build_parser(); "
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    loaded = set(p.stdout.split())
+    assert "rooftop" in loaded and not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
 def test_help_lists_each_command_once_by_group():
     p = rooftop_cli("--help")
     assert p.returncode == 0 and "examples:" in p.stdout and "exit status:" in p.stdout

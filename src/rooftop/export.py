@@ -32,9 +32,6 @@ import math
 import os
 from importlib import resources
 
-from rooftop.interference import report as interference_report
-from rooftop.service import points as service_points
-from rooftop.service import report as service_report
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
 from rooftop.store.schema import SAMPLE_COLUMNS
@@ -94,7 +91,9 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
 
 
 def json_doc(store: Store, run_id: str) -> dict:
+    from rooftop.interference import report as interference_report
     from rooftop.interference.run import load_summary
+    from rooftop.service import points as service_points
 
     run = store.get_run(run_id)
     return {
@@ -155,6 +154,8 @@ def services_text(store: Store, run_id: str, fmt: str) -> str:
     """`rooftop export RUN --services`: the run's service points, one per
     row (CSV, whose ok rows `rooftop service --import` reads back) or a list
     (JSON)."""
+    from rooftop.service import points as service_points
+
     run = store.get_run(run_id)
     pts = [service_points.as_dict(p) for p in service_points.load(store, run.id)]
     if fmt == "json":
@@ -186,6 +187,8 @@ def series_text(store: Store, run_id: str, fmt: str) -> str:
 def model_doc(run: str | None, params: str | None, evals, samples: list[dict], res) -> dict:
     """`rooftop model --json`: each evaluation, with the run's outlier scores
     (res: the run's results, or None for published parameters)."""
+    from rooftop.interference import report as interference_report
+
     scores = res.scores if res else {}
     docs = []
     for e in evals:
@@ -260,6 +263,8 @@ def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, B
     """(name, value, unit, better) of a run: per metric its ceilings,
     ridge and validation error (where the run has them), then the run's own."""
     from rooftop import results
+    from rooftop.interference import report as interference_report
+    from rooftop.service import report as service_report
 
     res = results.load(store, run_id, [interference_report.SECTION, service_report.SECTION])  # their figures of merit
     run = store.get_run(run_id)

@@ -13,7 +13,8 @@ import pytest
 
 from rooftop.cli import main
 from rooftop.learn import LearnError, dataset
-from rooftop.learn.propose import MIN_CONFIGS, Observation, Proposer
+from rooftop.learn.keys import MIN_CONFIGS
+from rooftop.learn.propose import Observation, Proposer
 from rooftop.learn.roofline_models import Efficiency
 from rooftop.learn.space import parse
 from rooftop.learn.tune import PATIENCE, Settings, best_step, loop, prior_scores, stalled

@@ -11,7 +11,11 @@ from __future__ import annotations
 from rooftop import metrics
 from rooftop.config.catalog import register
 from rooftop.keys import Key
-from rooftop.learn.propose import MIN_CONFIGS
+
+#: Configurations measured before the model is trusted to propose
+#: (rooftop.learn.propose). Declared here, with the keys that default to it,
+#: so registering the keys does not load numpy.
+MIN_CONFIGS = 3
 
 KEYS = [
     Key(

@@ -27,10 +27,9 @@ import numpy as np
 
 from rooftop.learn import LearnError
 from rooftop.learn.dataset import Encoder, encode_value
+from rooftop.learn.keys import MIN_CONFIGS
 from rooftop.learn.space import MAX_CANDIDATES, Space
 
-#: Configurations measured before the model is trusted to propose.
-MIN_CONFIGS = 3
 #: Optimism of the proposal, in standard deviations of log rate.
 KAPPA = 1.0
 

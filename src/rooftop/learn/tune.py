@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rooftop.learn import LearnError
-from rooftop.learn.propose import MIN_CONFIGS, Observation, Proposer
+from rooftop.learn.keys import MIN_CONFIGS
+from rooftop.learn.propose import Observation, Proposer
 from rooftop.learn.space import PLACEMENT_KNOBS, Space
 
 #: The best predicted rate must improve by more than this (relative)...
