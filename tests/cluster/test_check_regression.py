@@ -18,7 +18,7 @@ cluster's state and so in the runs started after it):
   Issue 32 asked this of a CPU cap on the server node with rpc. On this
   2-core VM that is not reproducible: a lone ping-pong client keeps the
   one-core server about half busy (0.47 of its core measured with block
-  progress; three clients 0.75-0.86), so a cap that binds three clients
+  progress; three clients 0.73-0.86), so a cap that binds three clients
   leaves the lone client under 1.8x headroom, and rpc rates here drift by
   up to 30 % between runs with nothing changed (the bare engine, rooftop out
   of the way: 7.8k-13.5k ops/s over 25 s). The CPU-cap case failed 1 run in
