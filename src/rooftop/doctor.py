@@ -17,7 +17,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, unstored_rows
+from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, store_rows, unstored_rows
 from rooftop.keys import rename_old
 from rooftop.store import paths
 from rooftop.store.db import Store
@@ -272,9 +272,7 @@ def rebuild(results: str | Path) -> list[str]:
             for r in old_samples.get(run_id, [])
             if r["key"] not in have
         ]
-        for r in rows + kept:
-            r = {k: v for k, v in r.items() if k != "id"}
-            store.add_sample(**r)
+        store_rows(store, rows + kept)
         status, note = run_status(store, run_id, cfg)
         store.set_status(run_id, status, "; ".join(filter(None, ["rebuilt by rooftop doctor", note])))
         said.append(

@@ -223,6 +223,11 @@ def print_summary(run, samples: list[dict]) -> None:
             f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "
             f"overhead outside windows (warmups, launches, readiness, teardown) {run.overhead:.0%}"
         )
+    elif run.wall_s > 0:
+        console.print(
+            f"time: {run.measured_s:.1f} s measuring; the run's time is not known in full "
+            f"({run.wall_s:.1f} s recorded: an earlier command was killed before it could record its own)"
+        )
     from rooftop.results import sharing_lines
 
     for line in sharing_lines(samples):

@@ -237,7 +237,8 @@ def test_progress_moves_per_window_before_the_round_ends(tmp_path):
     ends = [l["end_s"] for l in logged if l["event"] == "window"]
     client_end = _when(json.loads((raw / "client-0.json").read_text())["environment"]["end_utc"])
     events = [json.loads(l) for l in (res / run / tracking.PROGRESS_LOG).read_text().splitlines()]
-    assert events[0]["event"] == "start" and events[0]["rows"] == 4
+    assert [e["event"] for e in events[:2]] == ["command", "start"] and events[1]["rows"] == 4
+    assert events[0]["verb"] == "collect" and events[-1]["event"] == "end" and events[-1]["wall_s"] > 0
     windows = [e for e in events if e["event"] == "window"]
     # Each window counted on its own, as it ended, not at the end of the round.
     assert [e["run_done"] for e in windows] == [1, 2, 3, 4]
@@ -304,3 +305,62 @@ def test_a_campaign_over_an_hour_says_so_first_and_still_runs(tmp_path):
     run = out.strip().splitlines()[-1]
     assert samples(res, run)  # the windows measured before Ctrl-C are stored
     assert not engine_processes(str(res))
+
+
+def test_a_killed_commands_time_is_read_from_its_logs(tmp_path):
+    """unrecorded_time: the last 'command' without an 'end' ran from its
+    event to its last sign of work (a progress event, or a window its
+    clients logged later); agents' beats do not count; an ended command,
+    or a line cut short by the kill, adds nothing wrong."""
+    run = tmp_path / "run"
+    (run / "raw" / "r0").mkdir(parents=True)
+    (run / "agents" / "a").mkdir(parents=True)
+    t0 = time.time() - 100
+    lines = [
+        {"t": t0 - 50, "event": "command", "verb": "collect", "pid": 1},
+        {"t": t0 - 40, "event": "end", "wall_s": 10.0},
+        {"t": t0, "event": "command", "verb": "validate", "pid": 7},
+        {"t": t0 + 1, "event": "start"},
+        {"t": t0 + 4, "event": "window", "keys": ["k"]},
+    ]
+    log = run / tracking.PROGRESS_LOG
+    log.write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"t": 1795, "ev')
+    lost, why = tracking.unrecorded_time(run)
+    assert abs(lost - 4.0) < 1e-6 and "validate (pid 7)" in why, (lost, why)
+    windows = run / "raw" / "r0" / tracking.WINDOW_LOG.format(rank=0)
+    windows.write_text("{}\n")
+    os_utime = __import__("os").utime
+    os_utime(windows, (t0 + 9, t0 + 9))  # its client measured on after the campaign died
+    beat = run / "agents" / "a" / "beat"
+    beat.write_text("1")
+    os_utime(beat, (t0 + 30, t0 + 30))
+    assert abs(tracking.unrecorded_time(run)[0] - 9.0) < 1e-3
+    os_utime(windows, (t0 - 45, t0 - 45))  # an earlier command's window: not this one's
+    assert abs(tracking.unrecorded_time(run)[0] - 4.0) < 1e-3
+    tracking.log_event(run, "end", wall_s=4.0, recovered="validate (pid 7)")
+    assert tracking.unrecorded_time(run) == (0.0, "")
+    assert tracking.unrecorded_time(tmp_path / "none") == (0.0, "")
+
+
+def test_rows_rebuilt_from_documents_count_a_pair_rounds_window_once():
+    """store_rows (--resume, doctor --recover and --rebuild): the pairs of one
+    window of a round were measured at once, so the run's measured time
+    grows by the window, not by the window per pair."""
+    from rooftop.campaign.recover import store_rows
+
+    class Store:
+        def __init__(self):
+            self.added = []
+
+        def add_sample(self, run_time_s=None, **row):
+            self.added.append((row["key"], run_time_s))
+
+    rows = [
+        {"key": f"p{p}/{w}", "raw_dir": "raw/r", "metric": "rpc", "window": w, "attempt": 1, "measured_s": 1.0}
+        for w in range(2)
+        for p in range(3)
+    ] + [{"key": "other/0", "raw_dir": "raw/o", "metric": "rpc", "window": 0, "attempt": 1, "measured_s": 2.0}]
+    store = Store()
+    store_rows(store, rows)
+    assert sum(t for _, t in store.added) == 4.0, store.added
+    assert [k for k, _ in store.added] == [r["key"] for r in rows]

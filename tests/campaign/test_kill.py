@@ -92,9 +92,11 @@ def test_sigkill_leaves_no_engine_and_the_run_reads_interrupted(tmp_path):
     res = tmp_path / "res"
     p = start_collect(res, "--duration", "0.4", "--warmup", "0.1", "--windows", "10")
     wait_for_round(res, p)
+    t_round = time.monotonic()
     time.sleep(1.0)
     assert engine_processes(str(res))
     p.kill()
+    ran = time.monotonic() - t_round  # of the killed command's time, at least this much
     p.communicate(timeout=10)
     run = only_run(res)
     row = run_row(res, run)
@@ -102,9 +104,20 @@ def test_sigkill_leaves_no_engine_and_the_run_reads_interrupted(tmp_path):
     wait_no_engines(str(res), LEASE + 4)  # servers and clients: their lease lapsed
     server_docs = [json.loads(f.read_text()) for f in res.glob(f"{run}/groups/*/server-*.json")]
     assert server_docs and all("lease" in d["result"]["stop_reason"] for d in server_docs)
-    rooftop("collect", "--resume", run, "--results", str(res))
-    assert run_row(res, run)["status"] == "complete"
+    done = rooftop("collect", "--resume", run, "--results", str(res))
+    out = done.stdout + done.stderr
+    row = run_row(res, run)
+    assert row["status"] == "complete"
     assert sorted(s["window"] for s in samples(res, run)) == list(range(10))
+    # The killed command's time is in the run's (taken from its progress
+    # log and window logs): never fewer seconds than windows.
+    events = [json.loads(line) for line in (res / run / "progress.jsonl").read_text().splitlines()]
+    ends = [e for e in events if e["event"] == "end"]
+    assert [bool(e.get("recovered")) for e in ends] == [True, False], ends
+    assert ends[0]["wall_s"] >= ran, (ends, ran)
+    assert row["wall_s"] >= ends[0]["wall_s"] + ends[1]["wall_s"] - 0.01, (row, ends)
+    assert row["wall_s"] >= row["measured_s"] and row["overhead"] is not None, row
+    assert "added for an earlier collect" in out, out
 
 
 def test_sigkill_at_random_points(tmp_path):

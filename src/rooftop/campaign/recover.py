@@ -148,6 +148,19 @@ def recover_run(store: Store, run_id: str, cfg: dict) -> list[dict]:
     """Stores the windows of a run's engine documents missing from its
     database (each once: keys already stored are kept); returns them."""
     rows = unstored_rows(store, run_id, cfg)
-    for r in rows:
-        store.add_sample(**{k: v for k, v in r.items() if k != "id"})
+    store_rows(store, rows)
     return rows
+
+
+def store_rows(store: Store, rows: list[dict]) -> None:
+    """Stores rows rebuilt from documents, each window's time counted once
+    in the run's measured time: the rows of one window of a round (the
+    pairs of a pair round) were measured at once, as the campaign counts
+    them (Runner._store)."""
+    counted: dict[tuple, float] = {}
+    for r in rows:
+        at = (r.get("raw_dir"), r.get("metric"), r.get("window"), r.get("attempt", 1))
+        before = counted.get(at, 0.0)
+        row = {k: v for k, v in r.items() if k not in ("id", "run_time_s")}
+        store.add_sample(**row, run_time_s=max(0.0, float(r.get("measured_s") or 0.0) - before))
+        counted[at] = max(before, float(r.get("measured_s") or 0.0))

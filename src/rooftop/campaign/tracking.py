@@ -23,7 +23,18 @@ from rooftop.campaign.estimate import Estimate, count, estimate, fmt_duration, r
 from rooftop.campaign.plan import client_rounds
 from rooftop.stages import Placement
 
-__all__ = ["LONG_S", "PROGRESS_LOG", "WINDOW_LOG", "Expected", "Tracker", "WindowFollower", "expect", "fmt_duration"]
+__all__ = [
+    "LONG_S",
+    "PROGRESS_LOG",
+    "WINDOW_LOG",
+    "Expected",
+    "Tracker",
+    "WindowFollower",
+    "expect",
+    "fmt_duration",
+    "log_event",
+    "unrecorded_time",
+]
 
 #: A campaign expected to take longer than this says so before it starts.
 LONG_S = 3600.0
@@ -225,10 +236,71 @@ class Tracker:
         if self.log is None:
             return
         try:
-            with open(self.log, "a") as f:
-                f.write(json.dumps({"t": round(time.time(), 3), **event}) + "\n")
+            _append(self.log, event)
         except OSError:
             self.log = None  # progress is not worth failing a campaign for
+
+
+def log_event(run_dir: Path, event: str, **fields) -> None:
+    """Appends one event to a run's progress log (PROGRESS_LOG): a command's
+    'command' when it starts measuring and 'end' (with the wall time it
+    adds to the run) once it has stopped; the Tracker writes the rest."""
+    try:
+        _append(run_dir / PROGRESS_LOG, {"event": event, **fields})
+    except OSError:
+        pass  # progress is not worth failing a campaign for
+
+
+def _append(log: Path, event: dict) -> None:
+    """One event, one line, on a line of its own (a line a killed campaign
+    cut short is left as it is, not joined to this one)."""
+    with open(log, "ab+") as f:
+        head = b""
+        if f.seek(0, os.SEEK_END) > 0:
+            f.seek(-1, os.SEEK_END)
+            head = b"" if f.read(1) == b"\n" else b"\n"
+        f.write(head + (json.dumps({"t": round(time.time(), 3), **event}) + "\n").encode())
+
+
+def unrecorded_time(run_dir: Path) -> tuple[float, str]:
+    """Seconds a command of this run spent measuring and did not add to the
+    run's time, because it died without a word (SIGKILL, a crash): the span
+    from its 'command' event, the last in the progress log, to its last
+    sign of work -- its last progress event, or the last window its
+    clients logged (raw/<round>/windows-<rank>.jsonl; clients left running
+    finish their windows under the lease, and a resumed campaign stores
+    those). (0, '') when the last command ended ('end' after it) or the
+    log has none. Agents' beats and servers' documents written when their
+    lease ran out are not work, so they do not count."""
+    try:
+        lines = (run_dir / PROGRESS_LOG).read_text().splitlines()
+    except OSError:
+        return 0.0, ""
+    events = []
+    for line in lines:
+        try:
+            ev = json.loads(line)
+            events.append((float(ev["t"]), str(ev.get("event", "")), ev))
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut short by the kill
+    starts = [i for i, (_, name, _) in enumerate(events) if name == "command"]
+    if not starts:
+        return 0.0, ""
+    first = starts[-1]
+    t0, _, cmd = events[first]
+    later = events[first + 1 :]
+    if any(name == "end" for _, name, _ in later):
+        return 0.0, ""
+    last = max([t for t, _, _ in later], default=t0)
+    for log in (run_dir / "raw").glob("*/" + WINDOW_LOG.format(rank="*")):
+        try:
+            mtime = log.stat().st_mtime
+        except OSError:
+            continue
+        if mtime >= t0:
+            last = max(last, mtime)
+    verb = cmd.get("verb", "a command")
+    return max(0.0, last - t0), f"{verb} (pid {cmd.get('pid', '?')}) stopped without recording its time"
 
 
 class WindowFollower:

@@ -125,11 +125,12 @@ def _quietly(fn, *args) -> None:
 
 
 def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
+    import os
     import time
 
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed, plan_collect, sampling
-    from rooftop.campaign.tracking import PROGRESS_LOG
+    from rooftop.campaign.tracking import PROGRESS_LOG, log_event, unrecorded_time
     from rooftop.doctor import run_status
     from rooftop.launchers import make_launcher
     from rooftop.store.records import StoreError
@@ -141,6 +142,17 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     t0 = time.monotonic()
     rc = 0
     session.claim(store, run_id, verb)
+    run_dir = store.run_dir(run_id)
+    # An earlier command that died without a word (SIGKILL) could not add
+    # its time: it is taken from its progress log and its clients' window
+    # logs, so the run's time holds every window it counts as measured.
+    lost, why = unrecorded_time(run_dir)
+    if lost > 0:
+        _quietly(store.add_time, run_id, lost)
+        log_event(run_dir, "end", wall_s=round(lost, 3), recovered=why)
+        if not args.json:
+            ui.console.print(f"[dim]run time: {lost:.1f} s added for an earlier {why}[/]")
+    log_event(run_dir, "command", verb=verb, pid=os.getpid())
 
     def measure(groups, done) -> tuple[int, int]:
         with ui.stage_progress(groups, done, cfg, quiet=args.json, log=store.run_dir(run_id) / PROGRESS_LOG) as bars:
@@ -189,7 +201,9 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         )
         raise
     finally:
-        _quietly(store.add_time, run_id, time.monotonic() - t0)
+        wall = time.monotonic() - t0
+        log_event(run_dir, "end", wall_s=round(wall, 3))  # before the time: never counted twice
+        _quietly(store.add_time, run_id, wall)
     run = store.get_run(run_id)
     samples = store.samples(run_id)
     if args.json:
@@ -266,6 +280,7 @@ def _cmd_runs(args) -> int:
                         "samples": len(store.samples(r.id)),
                         "invalid": sum(1 for s in store.samples(r.id) if s["status"] == "invalid"),
                         "wall_s": r.wall_s,
+                        "measured_s": r.measured_s,
                         "overhead": r.overhead,
                         "note": r.note,
                     }

@@ -107,7 +107,10 @@ class Run:
 
     @property
     def overhead(self) -> float | None:
-        """Share of the run's time spent outside measurement windows."""
-        if self.wall_s <= 0:
+        """Share of the run's time spent outside measurement windows; None
+        when not known: no time recorded, or less time than its windows (a
+        command was killed, and the run's progress log could not tell how
+        long it ran: runs measured before its 'command' events)."""
+        if self.wall_s <= 0 or self.measured_s > self.wall_s + 0.05:
             return None
         return max(0.0, 1.0 - self.measured_s / self.wall_s)
