@@ -8,7 +8,7 @@ import pytest
 from campaign_util import rooftop
 
 from rooftop.config.catalog import KEYS
-from rooftop.config.files import merge
+from rooftop.config.files import merge, parse_override
 from rooftop.config.resolve import build, resolve
 from rooftop.keys import ConfigError
 
@@ -23,6 +23,8 @@ def test_errors_name_the_key():
     assert "collect.duraton: unknown key" in err({"collect": {"duraton": 5}})
     assert "did you mean collect.duration" in err({"collect": {"duraton": 5}})
     assert err({"bogus": 1}).startswith("bogus: unknown key")
+    with pytest.raises(ConfigError, match=r"collect\.windwos: unknown key \(did you mean collect\.windows\? see"):
+        parse_override("collect.windwos=3")  # --set, as a config file
     assert "collect.windows: expected an integer" in err({"collect": {"windows": "five"}})
     assert "collect.duration: must be > 0" in err({"collect": {"duration": 0}})
     assert "binding: 'socket' is not one of core, 2cores, none" in err({"binding": "socket"})

@@ -161,7 +161,9 @@ def parse_override(text: str) -> tuple[str, Any]:
         print(deprecated_key(key, RENAMED[key]), file=sys.stderr)
         key = RENAMED[key]
     if key not in KEY_BY_PATH:
-        raise ConfigError(f"{key}: unknown key (see 'rooftop config keys')")
+        near = difflib.get_close_matches(key, list(KEY_BY_PATH), n=1, cutoff=0.75)
+        hint = f"did you mean {near[0]}? " if near else ""
+        raise ConfigError(f"{key}: unknown key ({hint}see 'rooftop config keys')")
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
