@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from rooftop import topology
+from rooftop import stages, topology
 from rooftop.campaign import plan_collect, sampling
 from rooftop.model import outliers, t975
 from rooftop.stages import pairs
@@ -237,6 +237,44 @@ def test_the_plan_measures_the_recorded_batches_and_t_quantiles():
     assert all(r <= {(0, 1), (3, 4), (0, 3)} or r <= {(1, 5), (2, 4)} for r in first)
     for df in (1, 2, 5, 10, 29, 40):
         assert sample.t_quantile(0.975, df) == pytest.approx(t975(df), abs=2e-3)
+
+
+def test_the_client_node_is_saturated_by_servers_of_its_own_switch_under_a_topology():
+    """Servers across groups would load the group links: the node-full
+    ceiling would be a group link's. Its switch's nodes, else its group's,
+    else (a topology the run does not know) every other node."""
+    from rooftop.stages.client_node import server_nodes
+
+    def servers(topo, n=12, pairs="sample"):
+        cfg = {
+            "nodes": [{"index": i, "host": f"n{i}", "cores": [0, 1]} for i in range(n)],
+            "launcher": {"type": "mpiexec"},
+            "metrics": ["rpc"],
+            "collect": {
+                "pairs": pairs,
+                "servers_per_node": 1,
+                "clients_per_node": 4,
+                "windows": 1,
+                "duration": 1.0,
+                "warmup": 0.5,
+            },
+        }
+        if topo is not None:
+            cfg["topology"] = topo.to_dict()
+        [pl] = stages.get("client_node").plan(cfg)
+        assert pl.samples[0].client_nodes == [n - 1] and pl.server_nodes == server_nodes(cfg)
+        return pl.server_nodes
+
+    assert servers(Topology.even(12, 3)) == [8, 9, 10]
+    assert servers(Topology.even(12, 2, switches_per_group=2)) == [9, 10]
+    lone = Topology("file", [f"s{i // 4}" for i in range(11)] + ["s9"], [f"g{i // 4}" for i in range(11)] + ["g2"])
+    assert servers(lone) == [8, 9, 10]  # alone on its switch: its group's
+    pair = Topology("file", [f"s{i // 2}" for i in range(12)], [f"g{i // 4}" for i in range(12)])
+    assert servers(pair) == [8, 9, 10]  # one switch mate: its group's (two nodes at least)
+    assert servers(Topology.even(4, 2), n=4) == [0, 1, 2]  # one group mate: every other node
+    assert servers(None) == servers(Topology.flat(12)) == list(range(11))
+    assert servers(Topology.even(11, 3), n=12) == list(range(11))  # recorded for other nodes: not this run's
+    assert servers(Topology.even(12, 3), pairs="serial") == list(range(11))  # collect reads one for sample only
 
 
 def test_outlier_scores_compare_each_pair_with_its_class():
