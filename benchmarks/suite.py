@@ -4,8 +4,8 @@
 predicted for it (issue 31: 17 nodes in at most 10 minutes; the plan within
 15 % per stage at 5, 9 and 17 nodes).
 
-    .venv/bin/python benchmarks/suite.py --nodes 17 [--groups 3] [--link-rate 2mbit]
-        [--group-link-rate 667kbit] [--metrics rpc] [--json FILE] [--keep]
+    .venv/bin/python benchmarks/suite.py --nodes 17 [--groups 3] [--link-rate 1mbit]
+        [--group-link-rate 333kbit] [--metrics rpc] [--json FILE] [--keep]
 
 The suite: the server peak (one server node against every other node, 5
 windows of 5 s), the client ceiling by node pairs sampled by topology class
@@ -116,8 +116,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=17)
     ap.add_argument("--groups", type=int, default=3)
-    ap.add_argument("--link-rate", default="2mbit")
-    ap.add_argument("--group-link-rate", default="667kbit")
+    ap.add_argument("--link-rate", default="1mbit")
+    ap.add_argument("--group-link-rate", default="333kbit")
     ap.add_argument("--metrics", default="rpc")
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--warmup", type=float, default=0.5)
