@@ -11,7 +11,7 @@ One cluster and one campaign for the module. 12 nodes on 2 cores: every
 node may use both cores (--cores-per-node 2), so a lone pair is 2
 processes on 2 cores and the exclusion rule keeps it; the links are shaped
 low (90 and 30 Mbit/s) and progress blocks, so no pair is CPU-bound but
-the capped node's RPCs (10 % of its cores)."""
+the capped node's RPCs (2 % of its cores)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ pytestmark = needs_root
 
 R1, R2 = 90_000_000, 30_000_000  # bit/s
 CAPPED = 11
+# 2 % of its 2 cores: at 10 % (and 4 %) a noop RPC pair of the capped node kept
+# pace with the others on a day this VM ran at half speed (scores -1.4, -2.3:
+# not named): the cap must bind whatever the machine's speed.
+CAP = "2%"
 ALL_PAIRS = 12 * 11 // 2
 BUDGET = 24
 SLURM = _why_no_slurm() is None
@@ -77,7 +81,7 @@ SAMPLE = [
 def grouped(tmp_path_factory):
     res = tmp_path_factory.mktemp("topology") / "res"
     up = ["--nodes", "12", "--groups", "3", "--cores-per-node", "2", "--link-rate", "90mbit"]
-    up += ["--group-link-rate", "30mbit", "--node", f"{CAPPED}:cpu=10%"] + (["--slurm"] if SLURM else [])
+    up += ["--group-link-rate", "30mbit", "--node", f"{CAPPED}:cpu={CAP}"] + (["--slurm"] if SLURM else [])
     with cluster_up(*up):
         st = status_json()
         p = rooftop("collect", *SAMPLE, "--results", str(res), timeout=1200)

@@ -148,8 +148,8 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     # logs, so the run's time holds every window it counts as measured.
     lost, why = unrecorded_time(run_dir)
     if lost > 0:
+        log_event(run_dir, "end", wall_s=round(lost, 3), recovered=why)  # first: never added twice
         _quietly(store.add_time, run_id, lost)
-        log_event(run_dir, "end", wall_s=round(lost, 3), recovered=why)
         if not args.json:
             ui.console.print(f"[dim]run time: {lost:.1f} s added for an earlier {why}[/]")
     log_event(run_dir, "command", verb=verb, pid=os.getpid())
