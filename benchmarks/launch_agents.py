@@ -44,6 +44,7 @@ except ImportError:  # python3 from a checkout: its src/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from rooftop.campaign import Runner, client_rounds, plan_collect
 from rooftop.campaign.costs import LAUNCH_MODES
+from rooftop.campaign.estimate import round_start_s
 from rooftop.config.resolve import build
 from rooftop.launchers import make_launcher
 from rooftop.store.db import Store
@@ -74,9 +75,11 @@ def runner(store: Store, launch: str, a: argparse.Namespace) -> tuple[Runner, ob
 
 
 def placement_cost(r: Runner, pl, attempt: int) -> float:
-    """Seconds of one placement outside its window, warmup and settle."""
+    """Seconds of one placement outside its window, warmup and settle (a
+    lone client has none: it starts without the barrier)."""
     (rnd,) = client_rounds(pl.samples)
-    in_windows = sum(s.duration for s in rnd.specs) + rnd.first.warmup + r.cfg["engine"]["settle"]
+    nclients = len(rnd.first.client_nodes) * rnd.first.clients_per_node
+    in_windows = sum(s.duration for s in rnd.specs) + round_start_s(r.cfg, rnd.first.warmup, nclients)
     t0 = time.monotonic()
     group = r.servers.start(pl)
     try:

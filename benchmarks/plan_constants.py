@@ -49,6 +49,7 @@ except ImportError:  # python3 from a checkout: its src/
 
 from rooftop.campaign import Runner, client_rounds, plan_collect
 from rooftop.campaign.costs import LAUNCH_MODES, PER_PLACEMENT, Constant, LaunchMode
+from rooftop.campaign.estimate import round_start_s
 from rooftop.campaign.tracking import WINDOW_LOG
 from rooftop.config.resolve import build
 from rooftop.launchers import make_launcher
@@ -103,7 +104,7 @@ def one_placement(store: Store, metric: str, args) -> dict[str, list[float]]:
     )
     run_id = store.new_run(cfg, {"benchmark": "plan_constants"})
     runner = Runner(cfg, store, run_id, make_launcher(cfg["launcher"]))
-    before = cfg["collect"]["warmup"] + cfg["engine"].get("settle", 0.0)
+    before = round_start_s(cfg, cfg["collect"]["warmup"], nclients=1)  # one client: no barrier, no settle
     out: dict[str, list[float]] = {k: [] for k in FIGURES}
     (placement,) = plan_collect(cfg)
     try:

@@ -47,12 +47,17 @@ def _cfg(nodes=2, metrics=("rpc", "bw"), samples=3, duration=1.0, warmup=0.5, pa
 
 def test_expected_time_of_a_known_plan():
     # 2 nodes: one placement (measured once for three stages), a round per
-    # metric, 3 windows of 1 s each, warmup 0.5 s + settle 0.1 s per round.
+    # metric, 3 windows of 1 s each, warmup 0.5 s per round and no settle:
+    # each round's lone client starts without the barrier.
     cfg = _cfg()
     x = expect(cfg, plan_collect(cfg))
     assert (x.placements, x.rounds, x.windows) == (1, 2, 6)
-    assert x.measuring_s == pytest.approx(6.0) and x.warmup_s == pytest.approx(1.2)
-    assert x.total_s == pytest.approx(6.0 + 1.2 + PLACEMENT_S + 2 * ROUND_S)
+    assert x.measuring_s == pytest.approx(6.0) and x.warmup_s == pytest.approx(1.0)
+    assert x.total_s == pytest.approx(6.0 + 1.0 + PLACEMENT_S + 2 * ROUND_S)
+    # Two clients start on the barrier: its settle (0.1 s) is counted too
+    # (the server peak's rounds, of 2 clients; the client peak's are lone).
+    two = dict(cfg, collect=dict(cfg["collect"], clients_per_node=2))
+    assert expect(two, plan_collect(two)).warmup_s == pytest.approx(2 * (0.5 + 0.1) + 2 * 0.5)
     # Every row carries its share, and the shares add up to the whole.
     assert len(x.cost) == 6 and sum(x.cost.values()) == pytest.approx(x.total_s)
     assert set(x.stage.values()) == {"server_peak"}
@@ -60,7 +65,7 @@ def test_expected_time_of_a_known_plan():
     done = {k for k in x.cost if "/rpc/" in k}
     left = expect(cfg, plan_collect(cfg), done)
     assert (left.placements, left.rounds, left.windows) == (1, 1, 3)
-    assert left.total_s == pytest.approx(3.0 + 0.6 + PLACEMENT_S + ROUND_S)
+    assert left.total_s == pytest.approx(3.0 + 0.5 + PLACEMENT_S + ROUND_S)
     assert set(left.cost) == set(x.cost) - done
     # The clock start waits start_lead instead of settle.
     clock = dict(cfg, engine=dict(ENGINE, start="clock"))
@@ -69,7 +74,7 @@ def test_expected_time_of_a_known_plan():
     # row), and the agents' costs per placement and round.
     agents = dict(cfg, engine=dict(ENGINE, launch="agents"))
     a = expect(agents, plan_collect(agents))
-    assert a.total_s == pytest.approx(6.0 + 1.2 + AGENTS.fixed_s(2) + AGENTS.placement_s + 2 * AGENTS.round_s)
+    assert a.total_s == pytest.approx(6.0 + 1.0 + AGENTS.fixed_s(2) + AGENTS.placement_s + 2 * AGENTS.round_s)
     assert AGENTS.fixed_s(2) > 0 and sum(a.cost.values()) == pytest.approx(a.total_s)
 
 
@@ -186,10 +191,10 @@ def test_dry_run_prints_the_expected_run_time(tmp_path):
     )
     # engine.launch's default, agents: their start once, then cheaper placements and rounds.
     overhead = AGENTS.fixed_s(2) + AGENTS.placement_s + AGENTS.round_s
-    total = 3 * 2 + 0.5 + 0.1 + overhead
+    total = 3 * 2 + 0.5 + overhead  # a lone client: no settle
     assert p.stdout.splitlines()[-1] == (
         f"# expected run time: {fmt_duration(total)} (1 placement, 1 client round, 3 windows: "
-        f"measuring 6.0 s, warmups 0.6 s, overhead {fmt_duration(overhead)} at "
+        f"measuring 6.0 s, warmups 0.5 s, overhead {fmt_duration(overhead)} at "
         f"{AGENTS.placement_s:g} s per placement and {AGENTS.round_s:g} s per round)"
     )
     assert "warning" not in p.stderr

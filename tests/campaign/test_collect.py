@@ -134,6 +134,9 @@ def test_validate_grid_stores_every_sample_with_x(tmp_path):
     # The 3 clients of a sample start on one barrier release, and the row
     # records their start skew and the share of the window they shared.
     for r in rows:
+        if r["client_procs"] == 1:  # a lone client starts without the barrier: nobody to wait for
+            (doc,) = [json.loads((Path(r["raw_dir"]) / "client-0.json").read_text())]
+            assert doc["result"]["barrier"] == {"clients": 0} and r["barrier_s"] == 0.0
         if r["client_procs"] == 3:
             docs = [json.loads((Path(r["raw_dir"]) / f"client-{i}.json").read_text()) for i in range(3)]
             starts = [d["result"]["measure_start_s"] for d in docs]

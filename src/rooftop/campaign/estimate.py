@@ -23,12 +23,15 @@ from rooftop.stages import Placement
 from rooftop.stages.pairs import PairsExpected
 
 
-def round_start_s(cfg: dict, warmup: float) -> float:
+def round_start_s(cfg: dict, warmup: float, nclients: float = 2) -> float:
     """A round's time before its first window: its warmup, then the start
-    barrier's settle time (engine.start = barrier) or the clock's lead."""
+    barrier's settle time (engine.start = barrier; none for a lone client,
+    which starts without the barrier) or the clock's lead. nclients: the
+    round's client processes (on average, for an expected count)."""
     e = cfg["engine"]
-    after = e.get("settle", 0.0) if e.get("start", "barrier") == "barrier" else e["start_lead"]
-    return warmup + after
+    if e.get("start", "barrier") == "barrier":
+        return warmup + (e.get("settle", 0.0) if nclients > 1 else 0.0)
+    return warmup + e["start_lead"]
 
 
 @dataclass
@@ -82,7 +85,7 @@ def count(cfg: dict, placements: list[Placement], done: set[str] | frozenset = f
             r.rounds += 1
             r.launches += len(first.client_nodes)
             r.processes += len(first.client_nodes) * first.clients_per_node
-            r.warmup_s += round_start_s(cfg, first.warmup)
+            r.warmup_s += round_start_s(cfg, first.warmup, len(first.client_nodes) * first.clients_per_node)
             for sp in rnd.specs:
                 r.windows += 1
                 r.measuring_s += sp.duration
@@ -105,7 +108,7 @@ def pair_work(cfg: dict, x: PairsExpected) -> Work:
         launches=x.server_nodes + x.pairs * metrics,
         processes=x.server_nodes + x.pairs * metrics,
         measuring_s=rounds * samples * c["duration"],
-        warmup_s=rounds * round_start_s(cfg, c["warmup"]),
+        warmup_s=rounds * round_start_s(cfg, c["warmup"], x.pairs / max(1, x.rounds)),
     )
 
 

@@ -259,7 +259,8 @@ KEYS: list[Key] = [
         "barrier",
         "how the clients of a sample start measuring together: barrier "
         "(each warms up, reports ready to server rank 0 over the fabric and keeps loading; its one answer "
-        "starts every client's first window) or clock (a wall-clock instant, launch time + start_lead + "
+        "starts every client's first window; a sample of one client process needs none: it measures from "
+        "the end of its warmup) or clock (a wall-clock instant, launch time + start_lead + "
         "warmup: a guess, kept to compare with)",
         ("barrier", "clock"),
     ),
@@ -276,7 +277,8 @@ KEYS: list[Key] = [
         "float",
         0.1,
         "seconds clients load again after the start barrier's release "
-        "before their first window (they drained to report ready: pipelines and TCP windows refill)",
+        "before their first window (they drained to report ready: pipelines and TCP windows refill); "
+        "a lone client, started without the barrier, has none",
     ),
     Key(
         "engine.start_lead",
