@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 from rooftop.campaign import windows
 from rooftop.campaign.plan import client_rounds, plan_collect, plan_validate
-from rooftop.campaign.rows import Rows
+from rooftop.campaign.rows import Rows, RunTime
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import full_windows, unusable
 from rooftop.launchers import on_this_machine
@@ -157,10 +157,8 @@ def store_rows(store: Store, rows: list[dict]) -> None:
     in the run's measured time: the rows of one window of a round (the
     pairs of a pair round) were measured at once, as the campaign counts
     them (Runner._store)."""
-    counted: dict[tuple, float] = {}
+    run_time = RunTime()
     for r in rows:
         at = (r.get("raw_dir"), r.get("metric"), r.get("window"), r.get("attempt", 1))
-        before = counted.get(at, 0.0)
         row = {k: v for k, v in r.items() if k not in ("id", "run_time_s")}
-        store.add_sample(**row, run_time_s=max(0.0, float(r.get("measured_s") or 0.0) - before))
-        counted[at] = max(before, float(r.get("measured_s") or 0.0))
+        store.add_sample(**row, run_time_s=run_time.add(at, float(r.get("measured_s") or 0.0)))

@@ -12,6 +12,23 @@ from rooftop.launchers import Node
 from rooftop.stages import Placement, SampleSpec
 
 
+class RunTime:
+    """The run time each stored row adds to its run's measured time: a
+    window several rows measured at once (the pairs of a pair round) counts
+    once, at its longest. The one rule for the campaign (Runner._store) and
+    for rows rebuilt from documents (rooftop.campaign.recover.store_rows)."""
+
+    def __init__(self) -> None:
+        self._counted: dict = {}
+
+    def add(self, window, measured_s: float) -> float:
+        """The seconds a row of window (any key naming one window of one
+        round) measuring measured_s adds."""
+        before = self._counted.get(window, 0.0)
+        self._counted[window] = max(before, measured_s)
+        return max(0.0, measured_s - before)
+
+
 class Rows:
     """Stored sample rows from what clients measured: the aggregate over
     the time all of a row's clients measured, and whether it can be used.

@@ -16,7 +16,7 @@ from rooftop.campaign.groups import ServerGroup, Servers, stop_stale_groups
 from rooftop.campaign.plan import ClientRound, _pair_schedule, client_rounds
 from rooftop.campaign.processes import Processes, RoundInterrupted, SampleFailed, _signals_deferred
 from rooftop.campaign.rounds import RoundMeasurer
-from rooftop.campaign.rows import Rows
+from rooftop.campaign.rows import Rows, RunTime
 from rooftop.engine.agents import Agents, command_line
 from rooftop.engine.base import TOKEN_FILE, engine_path
 from rooftop.engine.leases import Leases
@@ -112,12 +112,10 @@ class Runner:
         from rooftop.store.records import StoreError
 
         rows: list[dict] = []
-        window_s: dict = {}
+        run_time = RunTime()  # pairs measured at once share one window of run time
         for i, (sp, row) in enumerate(measured):
-            # Pairs measured at once share one window of run time.
-            counted = window_s.get(sp.index, 0.0)
             try:
-                self.store.add_sample(**row, run_time_s=max(0.0, row["measured_s"] - counted))
+                self.store.add_sample(**row, run_time_s=run_time.add(sp.index, row["measured_s"]))
             except StoreError as e:
                 left = [r for _, r in measured[i:] if r["status"] != "failed"]
                 if not left:
@@ -130,7 +128,6 @@ class Runner:
                     f"'rooftop doctor --results {self.store.dir} --recover' brings them in "
                     f"(or 'rooftop collect --resume {self.run_id}' does, then measures the rest)"
                 ) from None
-            window_s[sp.index] = max(counted, row["measured_s"])
             self.on_sample(sp, row)
             rows.append(row)
         return rows
