@@ -15,6 +15,16 @@ median, but only its own node median. The floor keeps ordinary noise on a
 quiet, uniform machine from being called an outlier. A node with z below
 -THRESHOLD is flagged slow (above +THRESHOLD: fast, reported, not removed).
 
+A node's median is that of only k pairs (3 to 6 where pairs are sampled),
+so it wanders with the noise of its pairs, by about 1.2533 sigma / sqrt(k)
+for pairs whose rates spread by sigma: where the pairs are noisy (a
+machine whose rates drift by +-30 % from one pair to the next), the node
+medians of a dozen nodes can sit close together by chance, and a healthy
+node with two unlucky pairs of four would fall 4 spreads below them. So
+each node's scale is at least that: sigma is the typical spread of a
+node's own pairs (the median over nodes of 1.4826 * MAD of each node's
+pair rates: one slow partner among a node's pairs does not move it).
+
 Pairs of different topology classes (same switch, across groups:
 rooftop.topology) differ by design, so where a run knows its topology each
 pair's rate is first divided by the median of its class (normalized): a
@@ -78,13 +88,25 @@ class NodeScore:
         }
 
 
-def robust_z(values: list[float], baseline: list[float] | None = None) -> list[float]:
+def robust_z(values: list[float], baseline: list[float] | None = None, least: list[float] | None = None) -> list[float]:
     """Each value's distance from the baseline's median (default: the values
-    themselves) in robust spreads: max(1.4826 * MAD, FLOOR * median)."""
+    themselves) in robust spreads: max(1.4826 * MAD, FLOOR * median), and
+    at least least[i] for value i (a node median's own noise)."""
     base = baseline if baseline else values
     m = statistics.median(base)
     scale = max(1.4826 * statistics.median(abs(v - m) for v in base), FLOOR * m)
-    return [0.0 if scale <= 0 else (v - m) / scale for v in values]
+    scales = [max(scale, least[i]) if least else scale for i in range(len(values))]
+    return [0.0 if sc <= 0 else (v - m) / sc for v, sc in zip(values, scales)]
+
+
+def median_noise(per: dict[int, list[float]]) -> dict[int, float]:
+    """How far each node's median may wander by its pairs' noise alone:
+    1.2533 * sigma / sqrt(k) for a node of k pairs, sigma the typical
+    spread of a node's own pairs (the median over nodes of 1.4826 * MAD:
+    one slow partner among a node's pairs does not move it)."""
+    spread = [1.4826 * statistics.median(abs(v - statistics.median(vs)) for v in vs) for vs in per.values() if vs]
+    sigma = statistics.median(spread) if spread else 0.0
+    return {n: 1.2533 * sigma / len(vs) ** 0.5 if vs else 0.0 for n, vs in per.items()}
 
 
 def normalized(rates: dict[tuple[int, int], float], classes: dict | None = None) -> dict[tuple[int, int], float]:
@@ -113,7 +135,8 @@ def score_nodes(rates: dict[tuple[int, int], float], classes: dict | None = None
     norm = normalized(rates, classes)
     per = {n: sorted(per_all[n], key=lambda pr: norm[pr[0]]) for n in nodes}
     first = {n: statistics.median(norm[p] for p, _ in per[n]) for n in nodes}
-    z = dict(zip(nodes, robust_z(list(first.values()))))
+    noise = median_noise({n: [norm[p] for p, _ in per[n]] for n in nodes})
+    z = dict(zip(nodes, robust_z(list(first.values()), least=[noise[n] for n in nodes])))
     med = {n: statistics.median(r for _, r in per[n]) for n in nodes}
     slow: list[int] = []
     while True:
@@ -126,7 +149,8 @@ def score_nodes(rates: dict[tuple[int, int], float], classes: dict | None = None
         rest = {n: prs for n, prs in rest.items() if prs}
         s = {n: statistics.median(norm[p] for p, _ in prs) for n, prs in rest.items()}
         base = list(s.values()) if len(s) >= MIN_NODES else [first[n] for n in nodes if n not in slow]
-        z.update(zip(s, robust_z(list(s.values()), base)))
+        noise = median_noise({n: [norm[p] for p, _ in prs] for n, prs in rest.items()})
+        z.update(zip(s, robust_z(list(s.values()), base, [noise[n] for n in s])))
         med.update({n: statistics.median(r for _, r in prs) for n, prs in rest.items()})
     return [NodeScore(n, med[n], z[n], per[n]) for n in nodes]
 
