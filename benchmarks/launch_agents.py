@@ -78,8 +78,7 @@ def placement_cost(r: Runner, pl, attempt: int) -> float:
     """Seconds of one placement outside its window, warmup and settle (a
     lone client has none: it starts without the barrier)."""
     (rnd,) = client_rounds(pl.samples)
-    nclients = len(rnd.first.client_nodes) * rnd.first.clients_per_node
-    in_windows = sum(s.duration for s in rnd.specs) + round_start_s(r.cfg, rnd.first.warmup, nclients)
+    in_windows = sum(s.duration for s in rnd.specs) + round_start_s(r.cfg, rnd.first.warmup, rnd.first.client_procs)
     t0 = time.monotonic()
     group = r.servers.start(pl)
     try:

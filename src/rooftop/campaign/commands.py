@@ -113,9 +113,9 @@ class Commands:
         the end of its warmup, without the barrier's drain, round trip and
         settle (0.1 s and more per round it would spend not measuring)."""
         e = self.cfg["engine"]
-        if e.get("start", "barrier") == "barrier" and nclients == 1:
-            return ["--warmup", str(spec.warmup)]
         if e.get("start", "barrier") == "barrier":
+            if nclients == 1:
+                return ["--warmup", str(spec.warmup)]
             bid = barrier_id if barrier_id is not None else secrets.randbits(63)
             return [
                 "--warmup",
@@ -145,7 +145,7 @@ class Commands:
         """start: the start options (default: start_args())."""
         nservers = len(placement.server_nodes) * placement.servers_per_node
         if start is None:
-            start = self.start_args(spec, len(spec.client_nodes) * spec.clients_per_node)
+            start = self.start_args(spec, spec.client_procs)
         e = self.cfg["engine"]
         launches, rank = [], 0
         for idx in spec.client_nodes:

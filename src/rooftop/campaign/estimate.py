@@ -84,8 +84,8 @@ def count(cfg: dict, placements: list[Placement], done: set[str] | frozenset = f
             r = out.setdefault(first.label, Work())
             r.rounds += 1
             r.launches += len(first.client_nodes)
-            r.processes += len(first.client_nodes) * first.clients_per_node
-            r.warmup_s += round_start_s(cfg, first.warmup, len(first.client_nodes) * first.clients_per_node)
+            r.processes += first.client_procs
+            r.warmup_s += round_start_s(cfg, first.warmup, first.client_procs)
             for sp in rnd.specs:
                 r.windows += 1
                 r.measuring_s += sp.duration

@@ -67,7 +67,7 @@ class Rows:
                     placement.server_nodes,
                     spec.client_nodes,
                     len(placement.server_nodes) * placement.servers_per_node,
-                    len(spec.client_nodes) * spec.clients_per_node,
+                    spec.client_procs,
                 )
             ]
         else:

@@ -225,7 +225,7 @@ class Runner:
                     f"# {spec.stage} {spec.metric}: clients on node(s) {spec.client_nodes}, "
                     f"{len(rnd.specs)} sample(s) in one round{at_once}"
                 )
-                nclients = len(spec.client_nodes) * spec.clients_per_node
+                nclients = spec.client_procs
                 at = f"<launch time + {self.cfg['engine']['start_lead']:g} + {spec.warmup:g}>"
                 start = self.commands.start_args(spec, nclients, barrier_id=0, measure_at=at)
                 if "--barrier-id" in start:

@@ -119,8 +119,7 @@ def expect(cfg: dict, placements: list[Placement], done: set[str] | frozenset = 
                 windows.append(([k for k in sp.row_keys() if k not in done], sp.duration + mode.window.value))
                 for k in windows[-1][0]:
                     x.stage[k] = sp.stage
-            nclients = len(rnd.first.client_nodes) * rnd.first.clients_per_node
-            start = mode.round_start.value + round_start_s(cfg, rnd.first.warmup, nclients)
+            start = mode.round_start.value + round_start_s(cfg, rnd.first.warmup, rnd.first.client_procs)
             windows[first] = (windows[first][0], windows[first][1] + start)
             windows[-1] = (windows[-1][0], windows[-1][1] + mode.round_end.value)
         windows[placement] = (windows[placement][0], windows[placement][1] + mode.placement_start.value)

@@ -45,6 +45,11 @@ class SampleSpec:
     also: tuple[str, ...] = ()
 
     @property
+    def client_procs(self) -> int:
+        """Client processes of the sample: one round of them measures it."""
+        return len(self.client_nodes) * self.clients_per_node
+
+    @property
     def label(self) -> str:
         """The stages it stands for, as its keys name them: 'server_peak+client_peak'."""
         return "+".join((self.stage, *self.also))
