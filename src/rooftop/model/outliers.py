@@ -2,28 +2,33 @@
 eleven slow pairs that all shared one node).
 
 A node's score compares the median rate of the pairs that include it with
-the median of every node's median, in units of a robust spread:
+the median of every node's median, in units of a robust spread, on a log
+scale (rates vary by factors: a node at a tenth of the others is as far
+below them as one at ten times is above, and a rate cannot go below 0):
 
     s_i   = median over partners j of rate(i, j)
-    m     = median over nodes of s_i
-    scale = max(1.4826 * MAD(s), FLOOR * m)
-    z_i   = (s_i - m) / scale
+    m     = median over nodes of log s_i
+    scale = max(1.4826 * MAD(log s), log(1 + FLOOR))
+    z_i   = (log s_i - m) / scale
 
 Node medians, not pair rates: one slow node drags down N-1 of the
 N(N-1)/2 pairs (half of them with 4 nodes), which would move a pair-level
 median, but only its own node median. The floor keeps ordinary noise on a
-quiet, uniform machine from being called an outlier. A node with z below
--THRESHOLD is flagged slow (above +THRESHOLD: fast, reported, not removed).
+quiet, uniform machine (within 5 %) from being called an outlier. A node
+with z below -THRESHOLD is flagged slow (above +THRESHOLD: fast,
+reported, not removed).
 
 A node's median is that of only k pairs (3 to 6 where pairs are sampled),
 so it wanders with the noise of its pairs, by about 1.2533 sigma / sqrt(k)
-for pairs whose rates spread by sigma: where the pairs are noisy (a
+for pairs whose log rates spread by sigma: where the pairs are noisy (a
 machine whose rates drift by +-30 % from one pair to the next), the node
 medians of a dozen nodes can sit close together by chance, and a healthy
 node with two unlucky pairs of four would fall 4 spreads below them. So
 each node's scale is at least that: sigma is the typical spread of a
 node's own pairs (the median over nodes of 1.4826 * MAD of each node's
-pair rates: one slow partner among a node's pairs does not move it).
+log pair rates: one slow partner among a node's pairs does not move it).
+A node at a tenth of the others stays named on such a machine (issue 27's
+capped node: pairs spreading by +-40 %, its own at 10 %: z about -9).
 
 Pairs of different topology classes (same switch, across groups:
 rooftop.topology) differ by design, so where a run knows its topology each
@@ -49,6 +54,7 @@ fewer, the matrix cannot tell a slow node, and nobody is named.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -88,25 +94,31 @@ class NodeScore:
         }
 
 
+def _log(v: float) -> float:
+    return math.log(v) if v > 0 else math.log(1e-300)
+
+
 def robust_z(values: list[float], baseline: list[float] | None = None, least: list[float] | None = None) -> list[float]:
     """Each value's distance from the baseline's median (default: the values
-    themselves) in robust spreads: max(1.4826 * MAD, FLOOR * median), and
-    at least least[i] for value i (a node median's own noise)."""
-    base = baseline if baseline else values
+    themselves), both rates, on a log scale, in robust spreads:
+    max(1.4826 * MAD, log(1 + FLOOR)) of the baseline's logs, and at least
+    least[i] for value i (a node median's own noise, in log units)."""
+    base = [_log(v) for v in (baseline if baseline else values)]
     m = statistics.median(base)
-    scale = max(1.4826 * statistics.median(abs(v - m) for v in base), FLOOR * m)
+    scale = max(1.4826 * statistics.median(abs(v - m) for v in base), math.log1p(FLOOR))
     scales = [max(scale, least[i]) if least else scale for i in range(len(values))]
-    return [0.0 if sc <= 0 else (v - m) / sc for v, sc in zip(values, scales)]
+    return [(_log(v) - m) / sc for v, sc in zip(values, scales)]
 
 
 def median_noise(per: dict[int, list[float]]) -> dict[int, float]:
-    """How far each node's median may wander by its pairs' noise alone:
-    1.2533 * sigma / sqrt(k) for a node of k pairs, sigma the typical
-    spread of a node's own pairs (the median over nodes of 1.4826 * MAD:
-    one slow partner among a node's pairs does not move it)."""
-    spread = [1.4826 * statistics.median(abs(v - statistics.median(vs)) for v in vs) for vs in per.values() if vs]
+    """How far each node's median may wander by its pairs' noise alone, in
+    log units: 1.2533 * sigma / sqrt(k) for a node of k pairs, sigma the
+    typical spread of a node's own log pair rates (the median over nodes of
+    1.4826 * MAD: one slow partner among a node's pairs does not move it)."""
+    logs = {n: [_log(v) for v in vs] for n, vs in per.items()}
+    spread = [1.4826 * statistics.median(abs(v - statistics.median(vs)) for v in vs) for vs in logs.values() if vs]
     sigma = statistics.median(spread) if spread else 0.0
-    return {n: 1.2533 * sigma / len(vs) ** 0.5 if vs else 0.0 for n, vs in per.items()}
+    return {n: 1.2533 * sigma / len(vs) ** 0.5 if vs else 0.0 for n, vs in logs.items()}
 
 
 def normalized(rates: dict[tuple[int, int], float], classes: dict | None = None) -> dict[tuple[int, int], float]:
