@@ -25,6 +25,9 @@ pytestmark = needs_root
 
 R_BITS = 200_000_000
 R = R_BITS / 8  # bytes/s
+# What TCP carries of R: tbf counts whole frames (1514 bytes with the
+# Ethernet header) and a segment carries 1448 (timestamps on).
+GOODPUT = R * 1448 / 1514
 
 
 @pytest.fixture(scope="module")
@@ -208,11 +211,12 @@ def test_ground_truth_bandwidth_is_the_link_rate(cluster3, tmp_path):
     # node 0's link carries every client's data: server ceiling x server processes = R
     node0 = statistics.median(r["per_server"] * r["server_procs"] for r in server)
     report = (
-        f"R {R / 1e6:.1f} MB/s, iperf3 {ref / 1e6:.1f}, client ceiling {client / 1e6:.1f}, "
+        f"R {R / 1e6:.1f} MB/s (TCP goodput {GOODPUT / 1e6:.1f}), iperf3 {ref / 1e6:.1f}, client ceiling {client / 1e6:.1f}, "
         f"server node aggregate {node0 / 1e6:.1f}"
     )
     print(report)
-    assert abs(ref - R) <= 0.10 * R, report
+    # iperf3 itself (quiet machine: 23.6 MB/s, 99 % of the goodput; CI, loaded: 22.5, 94 %)
+    assert abs(ref - GOODPUT) <= 0.10 * GOODPUT, report
     assert abs(client - R) <= 0.10 * R, report
     assert abs(client - ref) <= 0.10 * ref, report
     assert abs(node0 - R) <= 0.10 * R, report
