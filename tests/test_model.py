@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rooftop import model
+from rooftop.model.answer import answer
 from rooftop.model.ceilings import Ceiling, ModelError
 from rooftop.model.roofline import Roofline
 
@@ -90,8 +91,8 @@ def test_validation_against_hand_computed_predictions():
     assert b.predicted == 100 and b.above_roofline and not a.above_roofline
     assert ev.median_abs_error("server") == pytest.approx(10)
     assert ev.median_abs_error("client") == pytest.approx(20)  # |-20| and |+20|
-    d = ev.to_dict()
-    assert d["ridge"]["median"] == pytest.approx(0.25)
+    d = {**ev.to_dict(), **answer(r, ev).to_dict()}
+    assert d["ridge"]["median"] == pytest.approx(0.25) and d["ridge"]["located"]
     assert d["validation"][0]["binding"] == "server"
 
 
@@ -476,7 +477,11 @@ def test_overlapping_ceilings_are_not_distinguishable():
     assert v["text"].startswith("the ceilings are not distinguishable here: any ratio from 1:")
     assert "to 2:1" in v["text"] and v["text"].endswith("is within noise")
     assert v["range"][0][0] == 1 and v["range"][0][1] >= 1 and v["range"][1] == [2, 1]
-    assert model.evaluate(r, []).to_dict()["verdict"] == v
+    a = answer(r, model.evaluate(r, []))
+    assert a.to_dict()["verdict"] == v
+    # The verdict locates no ridge, so the answer gives none, nor a ratio.
+    assert not a.ridge.located and a.ridge.centre is None and a.to_dict()["recommended"] is None
+    assert a.ridge.reason.startswith("the ceilings' intervals overlap: any ratio from 1:")
 
 
 def test_well_separated_ceilings_give_one_ratio():
@@ -486,9 +491,11 @@ def test_well_separated_ceilings_give_one_ratio():
     rec = r.recommended()
     assert v["kind"] == "ratio" and v["ratio"] == [1, 4] == [rec["servers"], rec["clients"]]
     assert v["text"] == "1:4 (servers:clients)"
-    d = model.evaluate(r, []).to_dict()
+    ev = model.evaluate(r, [])
+    d = {**ev.to_dict(), **answer(r, ev).to_dict()}
     assert d["client"]["samples"] == 4 and d["client"]["ci95"][0] < 100 < d["client"]["ci95"][1]
-    assert d["ridge"]["ci95"][0] < 0.25 < d["ridge"]["ci95"][1]
+    assert d["ridge"]["located"] and d["ridge"]["ci95"][0] < 0.25 < d["ridge"]["ci95"][1]
+    assert d["recommended"]["servers"] == 1 and d["recommended"]["clients"] == 4
 
 
 def test_separated_but_noisy_ceilings_give_a_range_around_the_best_estimate():
@@ -516,8 +523,20 @@ def test_one_measurement_for_client_and_server_is_not_distinguishable():
     v = r.verdict()
     assert v["kind"] == "indistinguishable" and v["ratio"] is None
     assert "one measurement (the same placement)" in v["text"]
-    d = model.evaluate(r, []).to_dict()
+    ev = model.evaluate(r, [])
+    d = {**ev.to_dict(), **answer(r, ev).to_dict()}
     assert d["measured_once"] == [stages] and d["verdict"]["kind"] == "indistinguishable"
+    # No span of ratios is claimed for one placement, and no ridge is located.
+    assert "within noise" not in v["text"]
+    assert d["ridge"] == {
+        "located": False,
+        "reason": "the client and server ceilings are one measurement (the same placement)",
+        "min": None,
+        "median": None,
+        "max": None,
+        "ci95": None,
+    }
+    assert d["recommended"] is None
 
 
 def test_a_ceiling_of_one_sample_cannot_tell():

@@ -32,6 +32,7 @@ import math
 import os
 from importlib import resources
 
+from rooftop.model.answer import answer
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
 from rooftop.store.schema import SAMPLE_COLUMNS
@@ -192,8 +193,9 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
     scores = res.scores if res else {}
     docs = []
     for e in evals:
-        d = e.to_dict()
         m = e.roofline.metric
+        a = res.answers[m] if res and res.evaluations.get(m) is e else answer(e.roofline, e)
+        d = {**e.to_dict(), **a.to_dict()}
         if m in scores:
             d["nodes"] = [sc.to_dict() for sc in scores[m]]
             w = res.without_flagged.get(m)
@@ -201,7 +203,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
                 {
                     "nodes": res.flagged(m),
                     "client": {"min": w.client.lo, "median": w.client.centre, "max": w.client.hi},
-                    "ridge": {"min": w.ridge.lo, "median": w.ridge.centre, "max": w.ridge.hi},
+                    "ridge": answer(w).ridge.to_dict(),
                 }
                 if w
                 else None
@@ -271,15 +273,19 @@ def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, B
     out: list[tuple[str, float, str, Better]] = []
     for metric in sorted(res.rooflines):
         e = res.evaluations[metric]
-        d = e.to_dict()
+        a = res.answers[metric]
+        d = {**e.to_dict(), **a.to_dict()}
         for side in ("client", "server", "client_node"):
             c = d.get(side)
             for stat in ("min", "median", "max"):
                 if c and c.get(stat) is not None:
                     out.append((f"{metric}.{side}.{stat}", c[stat], d["unit"], "higher"))
-        # Where the ridge lies is a property of the platform, neither good nor bad.
-        out.append((f"{metric}.ridge.median", d["ridge"]["median"], "servers/client", None))
-        err = d["median_abs_error_pct"]["all"]
+        # Where the ridge lies is a property of the platform, neither good
+        # nor bad; a ridge the verdict does not locate is not a figure.
+        if a.located:
+            out.append((f"{metric}.ridge.median", d["ridge"]["median"], "servers/client", None))
+        # The accuracy counts only the placements that test the model.
+        err = a.accuracy.error_pct
         if err is not None:
             out.append((f"{metric}.validation.median_abs_error", err, "%", "lower"))
     studies = interference_report.fom_rows(res.part("interference")) + service_report.fom_rows(res)

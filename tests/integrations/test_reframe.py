@@ -70,8 +70,10 @@ def test_check_reports_ceilings_with_units(tmp_path):
     for side in ("client", "server"):
         lo, mid, hi = (perf[f"rpc_{side}_{s}"] for s in ("min", "median", "max"))
         assert 0 < lo[0] <= mid[0] <= hi[0] and lo[4] == mid[4] == hi[4] == "ops/s"
-    assert perf["rpc_ridge"][4] == "servers/client" and perf["rpc_ridge"][0] > 0
-    assert perf["rpc_validation_error"][4] == "%" and perf["rpc_validation_error"][0] >= 0
+    # Two logical nodes: the ceilings are one measurement, so the answer has
+    # no ridge and the validation tests no placement of the model: neither is
+    # a performance variable (the 4-node case below has both).
+    assert "rpc_ridge" not in perf and "rpc_validation_error" not in perf
     # The campaign's model, export and results folder are kept in ReFrame's output directory.
     out = Path(case["outputdir"])
     model = json.loads((out / "model.json").read_text())

@@ -228,9 +228,9 @@ def cmd_history(args) -> int:
             for name, p in r.ceilings.items():
                 ci = f" [{fmt_rate(p.interval[0], r.unit)} .. {fmt_rate(p.interval[1], r.unit)}]" if p.interval else ""
                 cells.append(f"{name} {fmt_rate(p.median, r.unit)}{ci}")
-            ratio = f"{r.ratio[0]}:{r.ratio[1]}" if r.ratio else "-"
+            ratio = f"ratio {r.ratio[0]}:{r.ratio[1]}" if r.ratio else "no ratio (the verdict locates no ridge)"
             err = f", validation error {r.validation_error:.1f} %" if r.validation_error is not None else ""
-            print(f"  {r.run} {r.created}: {'; '.join(cells)}; ratio {ratio}{err}")
+            print(f"  {r.run} {r.created}: {'; '.join(cells)}; {ratio}{err}")
             if r.run in kinds:
                 e = kinds[r.run]
                 print(f"    {e.kind}: {e.check.bound_moved()}")

@@ -64,8 +64,9 @@ def _cmd_model(args) -> int:
     if not out.is_terminal:
         out.width = 110
     for e in evals:
-        _print_roofline(out, e, run_res)
-        _print_validation(out, e, args.run)
+        a = answer_of(e, run_res)
+        _print_roofline(out, e, a, run_res)
+        _print_validation(out, e, a, args.run)
         for line in results.invalid_lines(samples, e.roofline.metric):
             out.print(f"[yellow]{line}[/]")
     _print_services(out, *services)
@@ -112,15 +113,24 @@ def _model_json(args, evals, samples, res) -> dict:
     return export.model_doc(args.run, args.params, evals, samples, res)
 
 
-def _print_roofline(out, e, res) -> None:
-    """One metric's verdict and roofline table (res: the run, for outlier nodes)."""
+def answer_of(e, res):
+    """The metric's one answer: the run's own (res.answers), or, for a
+    parameters file's roofline, the answer of that roofline."""
+    from rooftop.model.answer import answer
+
+    m = e.roofline.metric
+    return res.answers[m] if res is not None and res.evaluations.get(m) is e else answer(e.roofline, e)
+
+
+def _print_roofline(out, e, a, res) -> None:
+    """One metric's verdict and roofline table (a: its answer; res: the run, for outlier nodes)."""
     from rich.table import Table
 
     from rooftop import ui
 
     r = e.roofline
     f = lambda v: ui.fmt_rate(v, r.unit)
-    v = r.verdict()
+    v = a.verdict
     out.print(f"[bold]{r.metric}: {_verdict_headline(v)}[/]")
     t = Table(title=f"{r.metric} roofline ({r.source})", title_justify="left", show_header=False)
     t.add_column(no_wrap=True)
@@ -147,14 +157,18 @@ def _print_roofline(out, e, res) -> None:
     if e.excluded:
         t.add_row("not used for validation", f"{len(e.excluded)} sample(s): {e.excluded[0][1]}")
     t.add_row("roofline", "r(x) = min(client, x * server), x = server / client processes")
-    ri = r.ridge_interval
-    t.add_row(
-        "ridge x*",
-        f"{r.ridge.lo:.3g} .. {r.ridge.hi:.3g}  (median {r.ridge.centre:.3g}"
-        + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"),
-    )
+    g = a.ridge
+    if g.located:
+        ri = g.interval
+        t.add_row(
+            "ridge x*",
+            f"{g.lo:.3g} .. {g.hi:.3g}  (median {g.centre:.3g}"
+            + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"),
+        )
+    else:
+        t.add_row("ridge x*", f"not located: {g.reason}")
     t.add_row("verdict", v["text"])
-    if v["ratio"]:
+    if a.located and v["ratio"]:
         rec = r.recommended()
         t.add_row(
             "recommended",
@@ -178,9 +192,13 @@ def _print_roofline(out, e, res) -> None:
             t.add_row(name, text)
     w = res.without_flagged.get(r.metric) if res else None
     if w:
+        from rooftop.model.answer import answer
+
+        wg = answer(w).ridge
         t.add_row(
             "without flagged nodes",
-            f"client {f(w.client.lo)} .. {f(w.client.hi)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}",
+            f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
+            + (f"ridge {wg.lo:.3g} .. {wg.hi:.3g}" if wg.located else "ridge not located"),
         )
     ui.print_table(out, t)
 
@@ -206,8 +224,10 @@ def _class_rows(t, res, metric: str, f) -> None:
         )
 
 
-def _print_validation(out, e, run: str | None) -> None:
-    """One metric's validation samples against its model."""
+def _print_validation(out, e, a, run: str | None) -> None:
+    """One metric's validation samples against its model, each labelled:
+    a placement that tests the model, or the ceilings' own measured again
+    (repeatability); the accuracy counts the first kind only (a.accuracy)."""
     from rich.table import Table
 
     from rooftop import ui
@@ -219,12 +239,13 @@ def _print_validation(out, e, run: str | None) -> None:
         out.print(f"no validation samples for {r.metric}" + (f" (rooftop validate {run})" if run else ""))
         return
     v = Table(title=f"{r.metric} validation ({len(e.checks)} samples)", title_justify="left")
-    for c in ("x", "nodes s/c", "measured", "predicted", "error", "binds", "efficiency"):
+    for c in ("x", "nodes s/c", "tests", "measured", "predicted", "error", "binds", "efficiency"):
         v.add_column(c, justify="right", no_wrap=True)
     for c in e.checks:
         v.add_row(
             f"{c.x:.3g}",
             f"{c.server_nodes}/{c.client_nodes}",
+            "the model" if c.tests_model else "repeatability",
             f(c.measured),
             f(c.predicted),
             f"{c.error_pct:+.0f}%",
@@ -232,11 +253,10 @@ def _print_validation(out, e, run: str | None) -> None:
             f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""),
         )
     ui.print_table(out, v)
-    for b in ("server", "client"):
-        m = e.median_abs_error(b)
-        if m is not None:
-            out.print(f"median |error| where {b}s bind: {m:.0f}%")
-    if e.without_node:
+    out.print(f"accuracy: {a.accuracy.text}", soft_wrap=True)
+    for b, (m, n) in sorted(a.accuracy.by_binding.items()):
+        out.print(f"median |error| where {b}s bind: {m:.0f}% over {n} placement(s) that test the model")
+    if e.without_node and a.accuracy.tested:
         a, b = e.median_abs_error(), e.without_node.median_abs_error()
         out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, {b:.0f}% without it")
     by = e.class_errors()
@@ -280,6 +300,14 @@ def _verdict_short(v: dict) -> str:
     if v["kind"] == "indistinguishable":
         return f"not distinguishable ({span})" if span else "not distinguishable"
     return "cannot tell"
+
+
+def _ridge_short(r) -> str:
+    """'0.45-0.5'; 'not located' where the verdict locates no ridge."""
+    from rooftop.model.answer import answer
+
+    g = answer(r).ridge
+    return f"{g.lo:.3g}-{g.hi:.3g}" if g.located else "not located"
 
 
 def model_ratio(r) -> str:
@@ -338,7 +366,7 @@ def _cmd_compare(args) -> int:
                     m,
                     roofline_plot.client_text(r, shown),
                     f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
-                    f"{r.ridge.lo:.3g}-{r.ridge.hi:.3g}",
+                    _ridge_short(r),
                     _verdict_short(r.verdict()),
                 )
         ui.print_table(out, t)

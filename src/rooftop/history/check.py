@@ -115,7 +115,10 @@ class MetricCheck:
             lead += f", the {' and the '.join(held)} held"
         a, b = ratio_text(self.ratio_before), ratio_text(self.ratio_after)
         sides = {c.ceiling.split("_")[0] for c in moved}
-        if a == b:
+        if self.ratio_before is None or self.ratio_after is None:  # a verdict that locates no ridge
+            which = [w for w, r in (("before", self.ratio_before), ("now", self.ratio_after)) if r is None]
+            tail = f"no ratio to compare: the verdict locates no ridge {' or '.join(which)}"
+        elif a == b:
             tail = f"the recommended ratio holds at {a} (servers:clients)"
         elif sides == {"server"}:
             tail = f"the servers' side bound the deployment at {a} and now binds at {b} (servers:clients)"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from rooftop import model
 from rooftop.history.comparable import group_key, signature
+from rooftop.model.answer import answer
 
 #: The ceilings a run is checked on: the server ceiling, the client ceiling
 #: (isolated) and, when measured and used, the node-full client ceiling.
@@ -95,7 +96,7 @@ def of_run(store, run_id: str) -> dict[str, RunCeilings]:
         pts = {"server": _point(r.server), "client": _point(r.client)}
         if r.client_node is not None:
             pts["client_node"] = _point(r.client_node)
-        ev = model.evaluate(r, [s for s in samples if s["stage"] == "validate"], nodes)
+        a = answer(r, model.evaluate(r, [s for s in samples if s["stage"] == "validate"], nodes, samples))
         out[metric] = RunCeilings(
             run_id,
             run.created,
@@ -103,8 +104,8 @@ def of_run(store, run_id: str) -> dict[str, RunCeilings]:
             r.unit,
             signature(run.config, metric),
             pts,
-            model.practical(r.ridge.centre),
-            ev.median_abs_error() if ev.checks else None,
+            a.ratio,  # None where the verdict locates no ridge
+            a.accuracy.error_pct,  # over the placements that test the model
         )
     return out
 

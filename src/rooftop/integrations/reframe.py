@@ -81,8 +81,10 @@ def performance_variables(model: dict, metrics: list[str]) -> dict[str, tuple[st
         for side in ("client", "server"):
             for stat in STATS:
                 out[f"{metric}_{side}_{stat}"] = (metric, (side, stat), unit)
-        out[f"{metric}_ridge"] = (metric, ("ridge", "median"), "servers/client")
-        out[f"{metric}_validation_error"] = (metric, ("median_abs_error_pct", "all"), "%")
+        if model[metric]["ridge"]["located"]:  # a ridge the verdict does not locate is no variable
+            out[f"{metric}_ridge"] = (metric, ("ridge", "median"), "servers/client")
+        if model[metric]["accuracy"]["tested"]:  # the model's accuracy, not a ceiling's repeatability
+            out[f"{metric}_validation_error"] = (metric, ("accuracy", "median_abs_error_pct"), "%")
     return out
 
 

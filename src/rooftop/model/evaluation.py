@@ -10,6 +10,7 @@ from rooftop.model.ceilings import Ceiling
 from rooftop.model.drift import Drift, platform_drift
 from rooftop.model.exclude import _kid, exclusions
 from rooftop.model.roofline import Roofline, _finite
+from rooftop.store.records import stands_for
 
 
 @dataclass
@@ -29,6 +30,10 @@ class Check:
     klass: str | None = None
     #: ... and the rate the roofline gives with that class's client ceiling.
     class_predicted: float | None = None
+    #: False: the ceilings' own placement measured again (as many server and
+    #: client nodes and processes as a ceiling sample): repeatability, not a
+    #: test of the model (rooftop.model.answer).
+    tests_model: bool = True
 
     @property
     def error_pct(self) -> float:
@@ -77,6 +82,8 @@ class Evaluation:
         return {k: (statistics.median(v), len(v)) for k, v in by.items()}
 
     def to_dict(self) -> dict:
+        """The ceilings and the validation; the verdict, the ridge and the
+        accuracy are the answer's (rooftop.model.answer.Answer.to_dict)."""
         r = self.roofline
         return {
             "metric": r.metric,
@@ -86,14 +93,6 @@ class Evaluation:
             "server": _ceiling_dict(r.server),
             "client_node": (dict(_ceiling_dict(r.client_node), binds=r.node_binds) if r.client_node else None),
             "client_node_rejected": r.client_node_rejected or None,
-            "ridge": {
-                "min": r.ridge.lo,
-                "median": r.ridge.centre,
-                "max": r.ridge.hi,
-                "ci95": _finite(r.ridge_interval),
-            },
-            "recommended": r.recommended(),
-            "verdict": r.verdict(),
             "measured_once": r.measured_once,
             "core_shared": {
                 "excluded": [{"stage": st, "key": k, "why": why} for st, k, why in r.core_shared],
@@ -114,6 +113,7 @@ class Evaluation:
                     "class": c.klass,
                     "class_predicted": c.class_predicted,
                     "class_error_pct": c.class_error_pct,
+                    "tests_model": c.tests_model,
                 }
                 for c in self.checks
             ],
@@ -164,7 +164,8 @@ def evaluate(
     if run_samples:
         ev.drift = platform_drift(run_samples, roofline.metric, nodes)
     if roofline.client_node is not None:
-        ev.without_node = evaluate(roofline.without_client_node(), samples, nodes)
+        ev.without_node = evaluate(roofline.without_client_node(), samples, nodes, run_samples)
+    own = ceiling_placements(run_samples or [], roofline.metric) if roofline.origin == "measured" else set()
     mine = [s for s in samples if s.get("metric") == roofline.metric and s.get("status") == "ok"]
     why = exclusions(mine, nodes)
     for s in mine:
@@ -179,6 +180,7 @@ def evaluate(
             len(s.get("server_nodes") or []),
             len(s.get("client_nodes") or []),
         )
+        c.tests_model = placement(s) not in own
         if topology is not None and per_class:
             k = placement_class(s.get("server_nodes") or [], s.get("client_nodes") or [], topology)
             if k in per_class:
@@ -189,3 +191,24 @@ def evaluate(
             ev.checks.append(c)
     ev.checks.sort(key=lambda c: (c.x, c.measured))
     return ev
+
+
+#: The stages whose samples are the ceilings.
+CEILING_STAGES = ("server_peak", "client_peak", "client_node")
+
+
+def placement(s: dict) -> tuple[int, int, int, int]:
+    """A sample's placement as the model sees it: server and client nodes
+    and processes (which nodes does not matter to r(x))."""
+    return (
+        len(s.get("server_nodes") or []),
+        len(s.get("client_nodes") or []),
+        int(s.get("server_procs") or 0),
+        int(s.get("client_procs") or 0),
+    )
+
+
+def ceiling_placements(samples: list[dict], metric: str) -> set[tuple[int, int, int, int]]:
+    """The placements the ceilings of `metric` were measured at: a validation
+    sample at one of them repeats a ceiling, it does not test the model."""
+    return {placement(s) for s in samples if s.get("metric") == metric and set(stands_for(s)) & set(CEILING_STAGES)}

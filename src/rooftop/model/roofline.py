@@ -148,12 +148,11 @@ class Roofline:
         span = _span_text(*ends)
         noise = "within noise" if self.server.n else "within the ranges given"
         if self.one_measurement:
+            # No span of ratios either: one placement says nothing of any other.
             text = (
                 "the ceilings are not distinguishable here: the client and server ceilings are "
                 f"one measurement (the same placement), which cannot locate the ridge; {ONE_MEASUREMENT_TODO}"
             )
-            if ends[0] != ends[1]:
-                text += f" ({span} is {noise})"
             return dict(doc, kind="indistinguishable", text=text)
         if ends[0] is not None and ends[0] == ends[1]:  # (both None: intervals reaching 0 and infinity)
             return dict(doc, kind="ratio", ratio=list(ends[0]), text=f"{ratio_text(ends[0])} (servers:clients)")

@@ -11,10 +11,13 @@ the frame past the ridge)."""
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 
 from rooftop import units
+from rooftop.model.answer import answer
 from rooftop.model.evaluation import Evaluation
 from rooftop.model.roofline import Roofline
 from rooftop.plots import style
@@ -68,13 +71,26 @@ def draw(
     hi = np.array([r.rate(v, "hi") for v in x]) / scale
     mid = np.array([r.rate(v) for v in x]) / scale
     ax.fill_between(x, lo, hi, color=rc, alpha=0.12 if not colour else 0.25, lw=0)
-    summary = f"{label}: {provenance_text(r, show)}, ridge {_ridge(r)}"
+    g = answer(r).ridge  # the one answer: a ridge only where the verdict locates it
+    summary = f"{label}: {provenance_text(r, show)}, " + (f"ridge {_ridge(r)}" if g.located else "ridge not located")
     name = summary if colour else "roofline r(x) = min(client, x · server)"
     if measured is None:  # published ceilings: no span of x is known
         ax.plot(x, mid, color=rc, lw=2.5, gid="roofline", label=name)
     else:
         _measured_and_extrapolated(ax, x, mid, measured, rc, name)
-    if ridge:
+    if ridge and not g.located and not colour:
+        ax.text(
+            0.02,
+            0.97,
+            "\n".join(textwrap.wrap(f"no ridge drawn: {g.reason}", 60)),
+            transform=ax.transAxes,
+            va="top",
+            fontsize=8.5,
+            color=style.RIDGE,
+            gid="ridge-not-located",
+            bbox={"boxstyle": "round", "fc": "white", "ec": style.RIDGE, "alpha": 0.9},
+        )
+    if ridge and g.located:
         rg = r.ridge
         ax.axvspan(rg.lo, rg.hi, color=colour or style.RIDGE, alpha=0.15, lw=0)
         ax.axvline(rg.centre, color=colour or style.RIDGE, lw=1.5, ls="--", gid="ridge")

@@ -13,16 +13,17 @@ from pathlib import Path
 from markupsafe import Markup
 
 from rooftop import __version__
+from rooftop.model.answer import answer
 from rooftop.report.parts import (
     _big,
     _ci,
-    _fmt_ratio,
     _pct,
     _rng,
     _stages,
     class_text,
     headline,
     nic_lines,
+    ridge_text,
     shown,
     todo,
     todo_common,
@@ -53,15 +54,15 @@ def card(h: dict, common: bool) -> dict:
     said once for every metric, below the cards)."""
     u = h["unit"]
     lines = [f"measured once: {_stages(st)} (the same placement)" for st in h["measured_once"]]
-    lines.append(f"ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])}")
+    lines.append(h["ridge_text"])
     lines.append(f"client ceiling {_rng(h['client'], u)} per process{_ci(h['client_ci'], u)}")
     if h["client_classes"]:  # a run that recorded its topology
         lines.append(f"per topology class: {class_text(h)}")
     if h["client_node"]:
         lines.append(f"node full: {_rng(h['client_node'], u)}" + (" (binds)" if h["client_node_binds"] else ""))
     lines.append(f"server ceiling {_rng(h['server'], u)} per process{_ci(h['server_ci'], u)}")
-    if h["error_all"] is not None:
-        err = f"validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
+    if h["validation"]:
+        err = f"validation: {h['accuracy']}"
         if h["error_all_without_client_node"] is not None:
             err += f" ({_pct(h['error_all_without_client_node'])} without the node ceiling)"
         lines.append(err)
@@ -111,14 +112,15 @@ def validation_of(res: RunResults) -> list[dict]:
                     fmt_rate(c.predicted, u),
                     f"{c.error_pct:+.0f} %",
                     c.binding,
+                    "the model" if c.tests_model else "repeatability",
                 ],
                 "efficiency": f"{c.efficiency:.2f}",
                 "above": c.above_roofline,
             }
             for c in ev.checks
         ]
-        head = ["x", "server/client nodes", "measured", "predicted", "error", "binds", "efficiency"]
-        out.append({"metric": metric, "head": head, "rows": rows})
+        head = ["x", "server/client nodes", "measured", "predicted", "error", "binds", "tests", "efficiency"]
+        out.append({"metric": metric, "head": head, "rows": rows, "accuracy": res.answers[metric].accuracy.text})
     return out
 
 
@@ -143,7 +145,7 @@ def nodes_of(res: RunResults) -> dict | None:
         w = res.without_flagged.get(metric)
         without = (
             f"without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
-            f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}"
+            f"{_rng([w.client.lo, w.client.hi], w.unit)}, {ridge_text(answer(w).ridge)}"
             if w
             else ""
         )

@@ -85,8 +85,9 @@ def _fmt_ratio(x: float) -> str:
 def headline(res: RunResults) -> list[dict]:
     out = []
     for metric, r in sorted(res.rooflines.items()):
-        rec = r.recommended()
+        a = res.answers[metric]  # the one answer: verdict, ridge, accuracy
         ev = res.evaluations[metric]
+        g = a.ridge
         out.append(
             {
                 "metric": metric,
@@ -95,9 +96,10 @@ def headline(res: RunResults) -> list[dict]:
                 "server": [r.server.lo, r.server.hi],
                 "client_node": [r.client_node.lo, r.client_node.hi] if r.client_node else None,
                 "client_node_binds": r.node_binds,
-                "ridge": [r.ridge.lo, r.ridge.centre, r.ridge.hi],
-                "recommended": rec,
-                "verdict": r.verdict(),
+                "ridge": [g.lo, g.centre, g.hi] if g.located else None,
+                "ridge_text": ridge_text(g),
+                "recommended": r.recommended() if g.located else None,
+                "verdict": a.verdict,
                 "says": verdict_of(r),
                 "todo": advice.todo_of(r),
                 "measured_once": [] if r.one_measurement else r.measured_once,
@@ -107,15 +109,25 @@ def headline(res: RunResults) -> list[dict]:
                 "deployment": classes.deployment_text(res.classes.get(metric, []), partial(fmt_rate, unit=r.unit)),
                 "server_ci": r.server.interval if r.server.n else None,
                 "validation": len(ev.checks),
-                "error_server_bound": ev.median_abs_error("server"),
-                "error_client_bound": ev.median_abs_error("client"),
-                "error_all": ev.median_abs_error(),
-                "error_all_without_client_node": ev.without_node.median_abs_error() if ev.without_node else None,
+                # What the validation tested: the model's accuracy over the
+                # placements that test it, or "not tested" (rooftop.model.answer).
+                "accuracy": a.accuracy.text,
+                "error_all": a.accuracy.error_pct,
+                "error_all_without_client_node": (
+                    ev.without_node.median_abs_error() if ev.without_node and a.accuracy.tested else None
+                ),
                 # The machine changed between collect and validate (rooftop.model.drift).
                 "drift": drift_lines(ev.drift, partial(fmt_rate, unit=r.unit)),
             }
         )
     return out
+
+
+def ridge_text(g) -> str:
+    """'ridge x* = 0.45 .. 0.5 (median 0.47)', or why the verdict locates none."""
+    if not g.located:
+        return f"ridge not located: {g.reason}"
+    return f"ridge x* = {_fmt_ratio(g.lo)} .. {_fmt_ratio(g.hi)} (median {_fmt_ratio(g.centre)})"
 
 
 def _verdict_md(h: dict) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooftop import __version__
+from rooftop.model.answer import answer
 from rooftop.report.parts import (
     _ci,
-    _fmt_ratio,
     _pct,
     _rng,
     _stages,
@@ -16,6 +16,7 @@ from rooftop.report.parts import (
     headline,
     markdown_of,
     nic_lines,
+    ridge_text,
     shown,
     todo,
     todo_common,
@@ -50,12 +51,11 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             )
         lines += [
             f"- server ceiling (per process): {_rng(h['server'], u)}{_ci(h['server_ci'], u)}",
-            f"- ridge x* = {_fmt_ratio(h['ridge'][0])} .. {_fmt_ratio(h['ridge'][2])} "
-            f"(median {_fmt_ratio(h['ridge'][1])})",
+            f"- {h['ridge_text']}",
             f"- verdict: {_verdict_md(h)}",
             *([] if common else [f"- to do: {h['todo']}"]),
             *[f"- measured once: {_stages(st)}: the same placement" for st in h["measured_once"]],
-            f"- validation: {h['validation']} samples, median |error| {_pct(h['error_all'])}"
+            f"- validation: {h['validation']} samples; {h['accuracy']}"
             + (
                 f" ({_pct(h['error_all_without_client_node'])} without the client-node ceiling)"
                 if h["error_all_without_client_node"] is not None
@@ -87,16 +87,17 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         lines += [
             f"### {metric}",
             "",
-            "| x | server/client nodes | measured | predicted | error | binds | efficiency |",
-            "|---:|---:|---:|---:|---:|---|---:|",
+            "| x | server/client nodes | measured | predicted | error | binds | tests | efficiency |",
+            "|---:|---:|---:|---:|---:|---|---|---:|",
         ]
         for c in ev.checks:
             lines.append(
                 f"| {c.x:.3g} | {c.server_nodes}/{c.client_nodes} | {fmt_rate(c.measured, u)} | "
                 f"{fmt_rate(c.predicted, u)} | {c.error_pct:+.0f} % | {c.binding} | "
+                f"{'the model' if c.tests_model else 'repeatability'} | "
                 f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |"
             )
-        lines.append("")
+        lines += ["", f"Accuracy: {res.answers[metric].accuracy.text}.", ""]
     lines += markdown_of(res, "validation", figures, base)
     counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
     if counted:
@@ -114,7 +115,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         for metric, w in sorted(res.without_flagged.items()):
             lines.append(
                 f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
-                f"{_rng([w.client.lo, w.client.hi], w.unit)}, ridge {w.ridge.lo:.3g} .. {w.ridge.hi:.3g}"
+                f"{_rng([w.client.lo, w.client.hi], w.unit)}, {ridge_text(answer(w).ridge)}"
             )
         lines.append("")
     lines += markdown_of(res, "nodes", figures, base)

@@ -14,6 +14,7 @@ from rooftop import metrics, model, stages, topology
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.model import outliers
+from rooftop.model.answer import Answer, answer
 from rooftop.model.classes import class_ceilings
 from rooftop.results.sections import Section
 from rooftop.store.db import Store
@@ -85,6 +86,9 @@ class RunResults:
     samples: list[dict]
     rooflines: dict[str, model.Roofline] = field(default_factory=dict)
     evaluations: dict[str, model.Evaluation] = field(default_factory=dict)
+    #: Per metric: the one answer (rooftop.model.answer): verdict, ridge or
+    #: why none, what the validation tested. Every command and figure reads it.
+    answers: dict[str, Answer] = field(default_factory=dict)
     pairs: dict[str, PairMatrix] = field(default_factory=dict)
     latency: list[Latency] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -429,6 +433,7 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
                 res.topology,
                 res.classes.get(metric, ()),
             )
+            res.answers[metric] = answer(res.rooflines[metric], res.evaluations[metric])
         for stage in (st.name for st in stages.STAGES.values() if st.latency):
             lat = latency_of(samples, stage, metric)
             if lat:

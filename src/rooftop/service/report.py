@@ -79,33 +79,24 @@ def report_sizings(res) -> list[sizing.Sizing]:
     """How many servers for a few client counts, per metric (the knee)."""
     biggest = [s["client_procs"] for s in res.samples if s.get("stage") == "validate" and s.get("client_procs")]
     counts = sorted(set(REPORT_CLIENTS) | ({max(biggest)} if biggest else set()))
-    return [sizing.size(r, c) for _, r in sorted(res.rooflines.items()) for c in counts]
+    # Where the verdict locates no ridge, the answer has the same shape for
+    # every client count: said once, for the first of REPORT_CLIENTS.
+    return [
+        sizing.size(r, c)
+        for m, r in sorted(res.rooflines.items())
+        for c in (counts if res.answers[m].located else REPORT_CLIENTS[:1])
+    ]
 
 
 def _said_once(sz: list[sizing.Sizing], rooflines: dict | None = None) -> list[tuple[str, str]]:
-    """(metrics, text) of each sizing, each text said once: a roofline that
-    cannot tell says so once, not once per client count, and without the
-    verdict its card already says; metrics whose ceilings are one
-    measurement share one sentence (no knee to size from). rooflines: the
-    run's, by metric (none: every sizing as it is, once)."""
-    rooflines = rooflines or {}
+    """(metric, text) of each sizing, each text said once: the very answer
+    `rooftop size RUN --clients C` prints (rooftop.service.sizing.size),
+    so a ridge the verdict does not locate gives no server count here
+    either. rooflines: unused, kept for the section's callers."""
     out: list[tuple[str, str]] = []
-    once = [m for m, r in sorted(rooflines.items()) if r.one_measurement]
-    if once:
-        out.append(
-            (
-                ", ".join(once),
-                "not sized: the client and server ceilings are one measurement, so the knee is the ridge "
-                "the verdict cannot locate",
-            )
-        )
     for s in sz:
-        if s.metric in once:
-            continue
-        r = rooflines.get(s.metric)
-        text = s.text.replace(f" ({r.verdict()['text']})", "") if r is not None else s.text
-        if (s.metric, text) not in out:
-            out.append((s.metric, text))
+        if (s.metric, s.text) not in out:
+            out.append((s.metric, s.text))
     return out
 
 

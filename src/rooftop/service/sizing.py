@@ -152,9 +152,8 @@ def size(
             + ", ".join(f"x = {p.x:.3g}: {pct(p.efficiency)}" for p in service.placements[:6])
             + ")"
         )
-    v = r.verdict()
-    model_doubt = v["kind"] == "cannot_tell" or r.one_measurement
-    who = f"{clients} {service.service} client processes" if service else f"{clients} client processes"
+    a = model_answer(r)
+    who = f"{clients} {service.service} client processes" if service else _procs(clients, "client")
     if target is not None:
         if not target > 0:
             raise model.ModelError(f"--target: {target} is not a positive rate")
@@ -173,6 +172,7 @@ def size(
             )
         elif many is None:
             out.kind = "indistinguishable"
+            out.servers = {"hi": few}
             out.text = (
                 f"not distinguishable: whether {reach} is within the ceilings' intervals (at most "
                 f"{fmt_range(top[0], top[1], r.unit)}); it takes at least {few} server process(es)"
@@ -189,6 +189,7 @@ def size(
         out.kind = "knee"
         if few is None or many is None or mid is None:
             out.kind = "cannot_tell"
+            out.servers = {}
             out.text = "cannot tell: a server ceiling's interval reaches 0"
         else:
             shown = sorted({max(1, mid // 4), max(1, mid // 2), few, mid, many, many * 2})
@@ -200,13 +201,75 @@ def size(
                 + f"; there they reach {fmt_range(*agg['aggregate_range'], r.unit)}"
                 " and more servers add nothing"
             )
-            if v["kind"] == "indistinguishable" and few != many:
-                out.kind = "indistinguishable"
-                out.text = f"not distinguishable: {out.text} ({v['text']})"
-    if model_doubt and out.kind in ("servers", "knee"):
-        out.kind = "indistinguishable" if r.one_measurement else "cannot_tell"
-        out.text = f"{'not distinguishable' if r.one_measurement else 'cannot tell'}: {out.text} ({v['text']})"
+    if not a.located and (out.kind in ("servers", "knee") or r.one_measurement):
+        _unlocated(out, a, z, who)
     return out
+
+
+def model_answer(r: model.Roofline):
+    from rooftop.model.answer import answer
+
+    return answer(r)
+
+
+def _unlocated(out: Sizing, a, z: Sizer, who: str) -> None:
+    """What can honestly be said where the verdict does not locate the
+    ridge: never one server count as if it were located.
+
+    - one measurement (the client and server ceilings are one placement,
+      1 server per client): each server gave at least the measured rate, so
+      with a target only an upper bound holds ("at most N servers"), and
+      without one only what the measured 1:1 placement gives;
+    - ceilings told apart but not their ratio: the fewest and most servers
+      the intervals allow, no median ("between 9 and 12");
+    - cannot tell: no count at all, and why."""
+    r, f = a.roofline, (lambda v: fmt_rate(v, a.unit))
+    few, many = out.servers.get("hi"), out.servers.get("lo")
+    reason = a.ridge.reason
+    if a.verdict["kind"] == "cannot_tell":
+        out.kind, out.servers, out.rows = "cannot_tell", {}, []
+        out.text = f"cannot tell how many servers: {reason}"
+        return
+    out.kind = "indistinguishable"
+    if r.one_measurement:
+        rate, out.rows = z.client["lo"], []  # a table of S would be the model the run cannot locate
+        if out.target is not None and many is None:
+            out.servers = {}
+            out.text = (
+                f"whether {who} reach {f(out.target)}, this run cannot tell: at the one placement measured "
+                f"(1 server per client) they reach at least {f(z.c * rate)} in all: {reason}"
+            )
+        elif out.target is not None:
+            out.servers = {"lo": many}
+            out.text = (
+                f"at most {many} server processes: each gave at least {f(rate)} at the one placement measured "
+                f"(1 server per client), so {many} reach {f(out.target)}; fewer may do, which this run cannot "
+                f"tell: {reason}"
+            )
+        else:
+            out.servers = {}
+            out.text = (
+                f"not sized: with 1 server process per client (the one placement measured), {who} reach "
+                f"at least {f(z.c * rate)} in all; whether fewer servers suffice or more would help, this run "
+                f"cannot tell: {reason}"
+            )
+        return
+    out.servers = {"hi": few, "lo": many}
+    span = f"between {few} and {many}" if few != many else f"{few}"
+    if out.target is not None:
+        out.text = (
+            f"{span} server processes reach {f(out.target)}; which, the ceilings' intervals cannot tell: {reason}"
+        )
+    else:
+        out.text = (
+            f"{who} bind from {span} server processes, and more than {many} add nothing; where between, "
+            f"the ceilings' intervals cannot tell: {reason}"
+        )
+
+
+def _procs(n: int, side: str) -> str:
+    """'1 server process', '16 client processes'."""
+    return f"{n} {side} process" + ("" if n == 1 else "es")
 
 
 def _span(a: int, b: int, mid: int) -> str:
