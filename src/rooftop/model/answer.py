@@ -152,7 +152,7 @@ class Answer:
     @property
     def ratio(self) -> tuple[int, int] | None:
         """(servers, clients) to deploy; None where the verdict gives none."""
-        return tuple(self.verdict["ratio"]) if self.located and self.verdict.get("ratio") else None  # type: ignore[return-value]
+        return tuple(self.verdict["ratio"]) if self.located and self.verdict.get("ratio") else None
 
     def to_dict(self) -> dict:
         """The verdict, the ridge (located, or why not), the recommended
