@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from rooftop import metrics, stages
+from rooftop.config import resources
 from rooftop.config.catalog import (
     DAY,
     KEYS,
@@ -162,6 +163,7 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
         procs(p)
 
     if not planned:
+        resources.check(cfg)  # memory and processes, before anything forks
         for name in cfg["metrics"]:  # what measuring each needs on these nodes
             metrics.get(name).check_resolved(cfg)
 
