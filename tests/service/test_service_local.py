@@ -221,6 +221,8 @@ def test_client_that_never_starts(run, tmp_path):
 
 
 def test_sigkilled_campaign_leaves_no_service_process(tmp_path):
+    """... and the run reads as it did before the service (complete), not
+    running or interrupted with a 'collect --resume' to do (issue 42)."""
     res = tmp_path / "res"
     rid = make_run(res, **{"collect.duration": 30.0})
     # A client the wrapper stays parent of (stopped after the duration, rate
@@ -247,3 +249,5 @@ def test_sigkilled_campaign_leaves_no_service_process(tmp_path):
     while (left_with("sleep 31.25") or left_with("l29killed")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not left_with("sleep 31.25") and not left_with("l29killed")
+    listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
+    assert [(r["id"], r["status"], r["note"]) for r in listed] == [(rid, "complete", "")]

@@ -97,7 +97,7 @@ def _cmd_service(args) -> int:
     with session.campaign_locks(args, store, cfg) as locks:
         locks.name_run(run.id)
         before = store.get_run(run.id)
-        session.claim(store, run.id, "service")
+        session.claim(store, run.id, "service", keep_status=True)  # a SIGKILL leaves it as it was
         try:
             points.save_spec(store, run.id, spec.name, spec.metric, spec.resolved())
             if not args.json:
