@@ -65,7 +65,7 @@ def _cpus(node, binding: str, n: int) -> list[str]:
 def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict:
     """One server and one client, fresh: the client's document."""
     server_cpus, client_cpus = _cpus(node, s.binding, 2)
-    with Group(fabric=opts["fabric"], lease=opts.get("lease", DEFAULT_LEASE)) as g:
+    with Group(fabric=opts["fabric"], lease=opts.get("lease", DEFAULT_LEASE), under=out) as g:  # not in $TMPDIR
         g.start_server(0, cpus=server_cpus, progress=s.progress, extra=list(s.server))
         try:
             doc = g.load(
