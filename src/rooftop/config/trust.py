@@ -153,8 +153,9 @@ def _restated(cfg: dict, restated: dict[str, Any], run_id: str, command: str) ->
         recorded = _value(cfg, path)
         recorded = key.default if recorded is _MISSING else recorded
         if _check(key, given) != recorded:
+            was = "no value (the key's default)" if recorded in (None, key.default) else _shown(recorded)
             raise ConfigError(
-                f"--set {path}={_shown(given)}: run {run_id} recorded {_shown(recorded)}; {command} measures a "
+                f"--set {path}={_shown(given)}: run {run_id} recorded {was}; {command} measures a "
                 f"run under its own config: give the recorded value to use it, or start a new run to change it"
             )
 
