@@ -183,6 +183,7 @@ def test_campaign_commands_keep_their_flags():
             "--series",
             "--server-nodes",
             "--servers-per-node",
+            "--set",
             "--verbose",
             "--wait-lock",
             "--warmup",

@@ -2,6 +2,8 @@
 whichever command it is (collect, validate, tune, bursts, interfere).
 
   overrides      --set KEY=VALUE and the key flags given -> config overrides
+  restated       --set KEY=VALUE of a command measuring a stored run again
+                 (rooftop.config.trust.check_reuse)
   environment    the run's environment record (host, versions, argv, engine)
   claim          this process runs the run now (refused while another does)
   campaign_locks the results folder's lock and this machine's cores'
@@ -39,6 +41,14 @@ def overrides(args) -> dict:
         o[k] = v
     o.update(key_values(args))
     return o
+
+
+def restated(args) -> dict:
+    """--set KEY=VALUE of a command that measures a stored run again: values
+    of the run's config given again (rooftop.config.trust.check_reuse)."""
+    from rooftop.config.files import parse_override
+
+    return dict(parse_override(text) for text in getattr(args, "set", None) or [])
 
 
 def environment(cfg: dict) -> dict:

@@ -261,6 +261,7 @@ def describe_keys() -> str:
         limits = [f"at least {k.minimum:g}"] if k.minimum is not None else []
         limits += [f"at most {k.maximum:g}"] if k.maximum is not None else []
         read = f" [rooftop {STUDY_COMMAND.get(section, section)} only]" if section else ""
+        read += " [executes]" if k.executes else ""  # a stored value is used again only if trusted (config.trust)
         bounds = f", {' and '.join(limits)}" if limits else ""
         lines.append(f"{k.path:30s} {k.kind}{choices}, default {d}{bounds}{read}\n    {k.help}")
     return "\n".join(lines)
