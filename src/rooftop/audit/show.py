@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rooftop import files
 from rooftop.units import fmt_rate
 
 
@@ -64,7 +65,6 @@ def write(run, rows: list[dict], out_dir: Path) -> tuple[Path, Path]:
     from rooftop.plots.save import save
     from rooftop.report import render
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     figure = None
     if any(s["n"] for r in rows for s in r["settings"]):
         paths = save(audit_plot.figure(rows, f"rooftop audit {run.id}"), out_dir / "figures", "audit")
@@ -90,8 +90,8 @@ def write(run, rows: list[dict], out_dir: Path) -> tuple[Path, Path]:
         else None,
         params=_params(run.config),
     )
-    (out_dir / "report.html").write_text(page)
-    (out_dir / "report.md").write_text(markdown(run.id, rows, figure))
+    files.write(out_dir / "report.html", page)
+    files.write(out_dir / "report.md", markdown(run.id, rows, figure))
     return out_dir / "report.html", out_dir / "report.md"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from rooftop import files
 from rooftop.bursts import summary as burst_summary
 from rooftop.bursts.figure import plot
 from rooftop.bursts.run import shown_table
@@ -96,10 +97,9 @@ def write(res: dict, out_dir: Path, studies=()) -> tuple[Path, Path]:
     """Writes out_dir/report.html, report.md and figures/bursts.*; returns
     (html, md). studies: other studies' parts of the report, (Markdown lines,
     HTML) each, shown after the neighbour's cost."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     figs = plot(res, out_dir / "figures") if res["lines"] else []
     png = next((f for f in figs if f.suffix == ".png"), None)
     page, md = out_dir / "report.html", out_dir / "report.md"
-    page.write_text(html_page(res, png, studies))
-    md.write_text(markdown(res, f"figures/{png.name}" if png else None, studies))
+    files.write(page, html_page(res, png, studies))
+    files.write(md, markdown(res, f"figures/{png.name}" if png else None, studies))
     return page, md

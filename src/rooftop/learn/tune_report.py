@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rooftop import files
 from rooftop.units import fmt_rate
 
 #: The trajectory figure's resolution.
@@ -137,11 +138,9 @@ def html_page(out: dict, unit: str, png: bytes, run_id: str) -> str:
 
 def write(out: dict, unit: str, run_id: str, folder: Path) -> tuple[Path, Path]:
     """report.html (self-contained) and report.md (+ trajectory.png)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    png = folder / "trajectory.png"
-    figure(out, unit).savefig(png, dpi=PNG_DPI, bbox_inches="tight")
-    page = folder / "report.html"
-    page.write_text(html_page(out, unit, png.read_bytes(), run_id))
-    md = folder / "report.md"
-    md.write_text(markdown(out, unit, png.name))
+    from rooftop.plots.save import save
+
+    (png,) = save(figure(out, unit), folder, "trajectory", formats=("png",), dpi=PNG_DPI)
+    page = files.write(folder / "report.html", html_page(out, unit, png.read_bytes(), run_id))
+    md = files.write(folder / "report.md", markdown(out, unit, png.name))
     return page, md
