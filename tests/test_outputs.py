@@ -2,11 +2,14 @@
 writer (rooftop.files.write): never through a link (one planted at the
 file is replaced, a folder leading out of the run's folder is refused),
 whole or not at all (a kill or a full disk keeps the previous file and
-leaves no temporary one)."""
+leaves no temporary one); CSV text cells a spreadsheet would run are made
+text."""
 
 from __future__ import annotations
 
+import csv
 import errno
+import io
 import os
 import signal
 import subprocess
@@ -16,7 +19,9 @@ from pathlib import Path
 import pytest
 
 import synthetic
-from rooftop import files
+from rooftop import export, files
+from rooftop.service import importing
+from rooftop.service import points as service_points
 
 #: Runs `rooftop ARGS` and SIGKILLs it at its first write to a file under
 #: KILL_UNDER: a write(2) through os.write (after half the bytes) or
@@ -187,3 +192,32 @@ def test_the_writer_replaces_a_link_and_refuses_folders_out_of_its_base_or_of_an
     with pytest.raises(files.OutputError, match="a folder has that name"):
         files.write(run / "dir.md", "x")
     assert not temporaries(run)
+
+
+def test_csv_text_cells_a_spreadsheet_would_run_are_made_text_and_numbers_stay_numbers(tmp_path):
+    st, run = small_run(tmp_path)
+    payloads = ['=HYPERLINK("http://x")', "-2+3+cmd|' /C calc'!A0", "+1+1", "@SUM(A1)", "\tx", "\rx", "'=1"]
+    ids = [s["id"] for s in st.samples(run)][: len(payloads)]
+    for sid, text in zip(ids, payloads):
+        st.db.execute("UPDATE samples SET error = ? WHERE id = ?", (text, sid))
+    st.db.commit()
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(export.csv_text(st, run)))}
+    for sid, text in zip(ids, payloads):
+        assert rows[str(sid)]["error"] == "'" + text, rows[str(sid)]["error"]
+    assert all(not v.startswith("'") for r in rows.values() for k, v in r.items() if k != "error")
+    assert float(rows[str(ids[0])]["per_client"]) > 0
+    assert files.csv_cell(-5) == -5 and files.csv_cell("-5") == "-5" and files.csv_cell("-1.5e3") == "-1.5e3"
+    assert files.csv_cell("-inf") == "'-inf"
+    assert files.csv_cell("plain") == "plain" and files.csv_cell("'plain") == "'plain"
+    for text in payloads + ["'plain", "''=x", "-5"]:
+        assert files.csv_value(files.csv_cell(text)) == text
+    # The services CSV reads back as it was stored.
+    src = tmp_path / "points.csv"
+    src.write_text("server_procs,client_procs,per_client,unit,status,error\n1,1,,ops/s,failed,=1+2\n")
+    importing.import_csv(st, run, src, "kv")
+    text = export.services_text(st, run, "csv")
+    assert next(csv.DictReader(io.StringIO(text)))["error"] == "'=1+2"
+    back = tmp_path / "back.csv"
+    back.write_text(text)
+    assert [p.error for p in importing.read_csv(back, metric="rpc")] == ["=1+2"]
+    assert [p.error for p in service_points.load(st, run)] == ["=1+2"]

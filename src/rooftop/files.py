@@ -25,6 +25,10 @@ Errors are OSErrors: the file system's own (a full disk, a read-only
 mount, no permission) with the target's name, as the command line words
 them; OutputError (an OSError too) for a refusal or a target that cannot
 be a file, with its one line.
+
+Also here, for the CSV files rooftop writes and reads back: csv_cell(), a
+text cell a spreadsheet would read as a formula made text (OWASP's rule),
+and csv_value(), its inverse.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import contextlib
 import contextvars
 import errno
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,3 +195,34 @@ def _owned(folder: Path, fd: int, top: Path) -> None:
             f"{folder} belongs to uid {uid}, neither you, root nor the owner of {top}: "
             "not writing there; remove it, or give --out-dir"
         )
+
+
+#: What a spreadsheet reads as the start of a formula (OWASP, CSV injection).
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+#: A number as a spreadsheet reads one ("-5", "+1.5e3"; not "-inf", "1_0").
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _number(text: str) -> bool:
+    return _NUMBER.fullmatch(text) is not None
+
+
+def _quoted(text: str) -> bool:
+    """Whether csv_cell() puts a quote before text."""
+    if text.startswith(_FORMULA):
+        return not _number(text)  # "-5" is a number in a spreadsheet too, and stays one
+    return text.startswith("'") and _quoted(text[1:])  # so that csv_value() undoes exactly csv_cell()
+
+
+def csv_cell(value):
+    """A CSV cell as written: text that a spreadsheet would read as a
+    formula (starting with = + - @, a tab or a carriage return, and not a
+    number) gets a single quote before it; numbers and other text are kept."""
+    return "'" + value if isinstance(value, str) and _quoted(value) else value
+
+
+def csv_value(cell: str) -> str:
+    """A cell as csv_cell() was given it."""
+    return cell[1:] if cell.startswith("'") and _quoted(cell[1:]) else cell
