@@ -3,13 +3,14 @@ writer (rooftop.files.write): never through a link (one planted at the
 file is replaced, a folder leading out of the run's folder is refused),
 whole or not at all (a kill or a full disk keeps the previous file and
 leaves no temporary one); CSV text cells a spreadsheet would run are made
-text."""
+text; stored strings are text in report.md, never markup."""
 
 from __future__ import annotations
 
 import csv
 import errno
 import io
+import json
 import os
 import signal
 import subprocess
@@ -19,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import synthetic
-from rooftop import export, files
+from rooftop import export, files, results
+from rooftop.report.summary import markdown
 from rooftop.service import importing
 from rooftop.service import points as service_points
 
@@ -221,3 +223,20 @@ def test_csv_text_cells_a_spreadsheet_would_run_are_made_text_and_numbers_stay_n
     back.write_text(text)
     assert [p.error for p in importing.read_csv(back, metric="rpc")] == ["=1+2"]
     assert [p.error for p in service_points.load(st, run)] == ["=1+2"]
+
+
+def test_stored_strings_are_text_in_report_md_never_markup(tmp_path):
+    st, run = small_run(tmp_path)
+    host = 'vm\n* * * * * root touch /tmp/owned\n# <img src=x onerror="alert(1)"> [x](javascript:1)'
+    st.db.execute("UPDATE runs SET environment = ? WHERE id = ?", (json.dumps({"host": host}), run))
+    sid = st.samples(run)[0]["id"]
+    st.db.execute("UPDATE samples SET status = 'failed', error = ? WHERE id = ?", ("<script>x</script>\n# no", sid))
+    st.db.commit()
+    md = markdown(results.load(st, run), {}, tmp_path)
+    lines = md.splitlines()
+    assert not any(line.startswith(("* * *", "#  <", "# <", "<")) for line in lines), md
+    (line,) = [x for x in lines if "touch /tmp/owned" in x]
+    assert line.startswith("vm \\* \\* \\* \\* \\* root touch /tmp/owned # \\<img"), line
+    assert "\\[x\\](javascript:1)" in line
+    assert "\\<script>x\\</script> # no" in md  # a failed sample's error, among the warnings
+    assert "<img" not in md.replace("\\<img", "") and "<script" not in md.replace("\\<script", "")

@@ -36,8 +36,10 @@ def table_text(rows: list[dict]) -> str:
 
 
 def markdown(run_id: str, rows: list[dict], figure: Path | None) -> str:
+    from rooftop.report.render import md_image, md_text
+
     lines = [
-        f"# rooftop audit {run_id}",
+        f"# rooftop audit {md_text(run_id)}",
         "",
         "## Pitfalls measured here (“The Dark Side of Microbenchmarking”)",
         "",
@@ -45,17 +47,24 @@ def markdown(run_id: str, rows: list[dict], figure: Path | None) -> str:
         "| --- | --- | --- | --- |",
     ]
     for r in rows:
-        settings = "<br>".join(setting_text(s, r["unit"]) for s in r["settings"])
-        lines.append(f"| {r['title']} | {settings} | {verdicts(r)} | {r['meaning']} |")
+        settings = "<br>".join(md_text(setting_text(s, r["unit"])) for s in r["settings"])
+        lines.append(f"| {md_text(r['title'])} | {settings} | {md_text(verdicts(r))} | {md_text(r['meaning'])} |")
     lines += ["", "## Why each pair differs", ""]
     lines += [
-        f"- **{r['title']}**: {r['rationale']}" + (f" (storage: {r['where']})" if r["where"] else "") for r in rows
+        f"- **{md_text(r['title'])}**: {md_text(r['rationale'])}"
+        + (f" (storage: {md_text(r['where'])})" if r["where"] else "")
+        for r in rows
     ]
-    errors = [f"- {r['title']}, {s['setting']}: {s['error']}" for r in rows for s in r["settings"] if s["error"]]
+    errors = [
+        f"- {md_text(r['title'])}, {md_text(s['setting'])}: {md_text(s['error'])}"
+        for r in rows
+        for s in r["settings"]
+        if s["error"]
+    ]
     if errors:
         lines += ["", "## Not measurable here", "", *errors]
     if figure is not None:
-        lines += ["", f"![audit](figures/{figure.name})"]
+        lines += ["", md_image("audit", f"figures/{figure.name}")]
     return "\n".join(lines) + "\n"
 
 

@@ -38,20 +38,21 @@ def markdown(res: dict, figure: str | None, studies=()) -> str:
     studies' parts, (Markdown lines, HTML) each."""
     run, (header, rows) = res["run"], shown_table(res)
     out = [
-        f"# rooftop bursts {run.id}",
+        f"# rooftop bursts {render.md_text(run.id)}",
         "",
-        f"{run.created}, status {run.status}",
+        render.md_text(f"{run.created}, status {run.status}"),
         "",
-        "| " + " | ".join(header) + " |",
+        render.md_row(header),
         "|" + " --- |" * len(header),
     ]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
+    out += [render.md_row(r) for r in rows]
     out += [""] + [
-        f"- {n}" for n in burst_summary.notes(res["params"], res["power_note"], res["neighbour"], res["rows"])
+        f"- {render.md_text(n)}"
+        for n in burst_summary.notes(res["params"], res["power_note"], res["neighbour"], res["rows"])
     ]
     nb = _neighbour_lines(res)
     if nb:
-        out += ["", "## Cost to the neighbour", ""] + [f"- {n}" for n in nb]
+        out += ["", "## Cost to the neighbour", ""] + [f"- {render.md_text(n)}" for n in nb]
     for lines, _ in studies:
         if lines:
             out += [""] + lines

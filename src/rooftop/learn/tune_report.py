@@ -107,17 +107,19 @@ HEAD = ["step", "chosen by", "configuration", "measured", "predicted", "best pre
 
 
 def markdown(out: dict, unit: str, png: str) -> str:
+    from rooftop.report.render import md_image, md_row, md_text
+
     lines = [
-        f"# rooftop tune: {out['metric']}",
+        f"# rooftop tune: {md_text(out['metric'])}",
         "",
-        *[f"- {l}" for l in outcome_lines(out, unit) if l],
+        *[f"- {md_text(l)}" for l in outcome_lines(out, unit) if l],
         "",
-        f"![trajectory]({png})",
+        md_image("trajectory", png),
         "",
-        "| " + " | ".join(HEAD) + " |",
+        md_row(HEAD),
         "|" + "---|" * len(HEAD),
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in _rows(out, unit)]
+    lines += [md_row(r) for r in _rows(out, unit)]
     return "\n".join(lines) + "\n"
 
 
