@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rooftop import files
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
 from rooftop.engine import enginedoc
 from rooftop.engine.base import DEFAULT_LEASE, EngineError, engine_path
@@ -197,7 +198,7 @@ def run(store, pitfalls: list[Pitfall], opts: dict, say: Callable[[str], None] =
     try:
         for p in pitfalls:
             rows.append(measure_pitfall(store, run_id, p, node, opts, say))
-        (store.run_dir(run_id) / "audit.json").write_text(json.dumps(rows, indent=1))
+        files.write(store.run_dir(run_id) / "audit.json", json.dumps(rows, indent=1))
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from rooftop import files
 from rooftop.exits import Unreachable
 
 ENGINE_ENV = "ROOFTOP_ENGINE"
@@ -71,12 +72,9 @@ def private_dir(path: Path) -> Path:
 
 
 def write_private(path: Path, text: str) -> Path:
-    """Writes text to path with mode 0600 (also if the file existed)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        os.fchmod(fd, 0o600)
-        f.write(text)
-    return path
+    """Writes text to path with mode 0600 (also if the file existed), whole
+    or not at all and never through a link (rooftop.files.write)."""
+    return files.write(path, text, mode=0o600)
 
 
 def write_token(directory: Path, token: str) -> Path:

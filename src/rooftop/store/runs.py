@@ -9,6 +9,7 @@ import secrets
 import socket
 import time
 
+from rooftop import files
 from rooftop.store.connection import guarded
 from rooftop.store.records import Run, StoreError, now_iso, owner_elsewhere, owner_gone, process_start
 from rooftop.store.samples import SampleTables
@@ -36,7 +37,7 @@ class RunTables(SampleTables):
         self.put_params(run_id, config)
         self.db.commit()
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
-        (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
+        files.write(self.run_dir(run_id) / "config.json", json.dumps(config, indent=2))
         return run_id
 
     @guarded
@@ -121,7 +122,7 @@ class RunTables(SampleTables):
         self.db.execute("UPDATE runs SET config = ?, updated = ? WHERE id = ?", (json.dumps(config), now_iso(), run_id))
         self.put_params(run_id, config)
         self.db.commit()
-        (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
+        files.write(self.run_dir(run_id) / "config.json", json.dumps(config, indent=2))
 
     @guarded
     def add_time(self, run_id: str, wall_s: float) -> None:
