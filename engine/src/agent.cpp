@@ -609,7 +609,8 @@ int cmd_agent(int argc, char** argv) {
   argc = static_cast<int>(args.size());
   argv = arg_ptrs.data();
   std::vector<OptSpec> specs = {
-      {"dir", OptKind::Str, "", "the campaign's agents folder: this agent serves <dir>/node-<rank>/ (required)", ""},
+      {"dir", OptKind::Str, "", "the campaign's agents folder: this agent serves <dir>/node-<rank>/, which must be its user's and "
+       "writable by no one else (required)", ""},
       opt::rank("this agent's node index"),
       opt::rank_from_env(),
       {"relative-cpus", OptKind::Bool, "false",
@@ -635,7 +636,8 @@ int cmd_agent(int argc, char** argv) {
             "asks for in <dir>/node-<rank>/ by forking (no exec: the binary and libfabric\n"
             "load once), report their pids and exit codes there, deliver signals to them,\n"
             "and stop them all once --lease ends (removed, or not renewed for\n"
-            "--lease-timeout) or on SIGTERM/SIGINT/SIGHUP.",
+            "--lease-timeout), on SIGTERM/SIGINT/SIGHUP, or once its folder is removed or\n"
+            "replaced. It acts only on request files of its own user.",
             specs);
   return run_command(o, "agent", argc, argv, [&](Report& rep) {
     if (o.str("dir").empty()) throw UsageError("--dir is required");
