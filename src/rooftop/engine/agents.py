@@ -389,11 +389,13 @@ class Agents:
 
     def lost(self, index: int, fresh: bool = False) -> str | None:
         """Why the agent of node index is gone (None while it runs); looked
-        at once per CHECK_S, or now if fresh."""
+        at once per CHECK_S; fresh: its folders are looked at now too."""
         if index in self.gone or not self.started:
             return self.gone.get(index)
+        if fresh:
+            self._replaced([None, index])
         now = time.monotonic()
-        if fresh or now - self._checked >= CHECK_S:
+        if now - self._checked >= CHECK_S:
             self._checked = now
             self._look(now)
         return self.gone.get(index)
@@ -407,13 +409,19 @@ class Agents:
         """Why the agents of those nodes are gone, for those that are."""
         return [why for i in sorted(set(indexes)) if (why := self.lost(i))]
 
-    def _look(self, now: float) -> None:
-        for key, folder in self._held.items():  # the session's folder first: its removal is the cause
-            why = folder.replaced()
+    def _replaced(self, keys: list[int | None]) -> None:
+        """The agents whose folder (None: the session's, else a node's)
+        was removed or replaced are gone, for that cause."""
+        for key in keys:
+            folder = self._held.get(key)
+            why = folder.replaced() if folder else None
             if why:
                 for node in self.nodes if key is None else [self.nodes[key]]:
                     self.gone.setdefault(node.index, f"the agents' folder {folder.path} was removed or replaced: {why}")
-                break
+
+    def _look(self, now: float) -> None:
+        # The folders first: their removal is the cause of what follows it.
+        self._replaced([None, *(n.index for n in self.nodes if n.index not in self.gone)])
         for launch, p in zip(self.launches, self.procs):
             if p.poll() is not None:
                 for idx in launch.ranks:
