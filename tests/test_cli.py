@@ -97,7 +97,7 @@ def test_probe_warns_when_runs_disagree(tmp_path, monkeypatch):
 
     rates = iter([19e3, 54e3, 50e3, 1e9, 1.01e9, 0.99e9])
 
-    def once(fabric, op, extra, duration, cpus, lease):
+    def once(fabric, op, extra, duration, cpus, out_dir, lease):
         v = next(rates)
         return (
             {
@@ -183,6 +183,7 @@ def test_campaign_commands_keep_their_flags():
             "--series",
             "--server-nodes",
             "--servers-per-node",
+            "--set",
             "--verbose",
             "--wait-lock",
             "--warmup",

@@ -28,6 +28,21 @@
 // The agent wakes on inotify, and polls every --poll seconds besides
 // (inotify does not see another NFS client's writes).
 //
+// What it trusts (agent_files.hpp): it opens its node folder once, and
+// refuses to start unless the folder is its own user's and writable by no
+// one else (the campaign makes it 0700, under a session folder whose name
+// has a random part); everything after that goes through the descriptor
+// held, so renaming a folder above it redirects nothing. A req-, sig- or
+// stop entry is acted on only if it is a regular file owned by the agent's
+// user (no link followed); any other is ignored, said once on stderr and
+// counted (result.ignored), and costs nothing after that (remembered by
+// name and inode), as does every entry that is not a request. Once the
+// folder's path no longer names the folder it holds (removed, or another
+// put in its place) the agent stops, saying so (stderr, stop_reason, an
+// error, exit 1), its document then on stdout rather than --output (the
+// path may now lead into someone else's folder). A child opens its log
+// without following a link.
+//
 // Each child: a session of its own (setsid), its output to the request's
 // log, the request's environment added, the launcher's rank variables
 // removed (they are the agent's), SIGTERM once the agent is gone
@@ -60,12 +75,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "agent_files.hpp"
 #include "commands.hpp"
 #include "fabric.hpp"
 #include "common_options.hpp"
@@ -111,6 +126,9 @@ const char* kRankVars[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                            "PMIX_RANK", "PMI_RANK", "PMI_LOCAL_RANK", "MPI_LOCALRANKID", "PALS_LOCAL_RANKID",
                            "PALS_RANKID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID"};
 
+// A folder entry: its name and inode (a new file of the same name is new).
+using Entry = std::pair<std::string, ino_t>;
+
 struct Request {
   std::string log;
   std::vector<std::string> env, args;
@@ -154,38 +172,20 @@ std::string record(const std::string& text) {
   return r + "\n";
 }
 
-// Rewrites an existing file's first bytes (no new block needed).
-bool rewrite(const std::string& path, const std::string& text) {
-  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());
-  return close(fd) == 0 && ok;
-}
-
-bool write_file(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << text;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
+// The whole content of the open file fd (closed).
+bool read_fd(int fd, std::string& out) {
+  out.clear();
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      close(fd);
       return false;
     }
+    out.append(buf, static_cast<size_t>(n));
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::stringstream s;
-  s << f.rdbuf();
-  out = s.str();
+  close(fd);
   return true;
 }
 
@@ -203,17 +203,23 @@ class Agent {
         cpus_(affinity_cpus()),
         preinit_(o.str("preinit")) {}
 
-  // Runs until the lease ends or a signal stops it; the result object.
+  // Runs until the lease ends, a signal stops it or its folder is removed
+  // or replaced; the result object. EngineError if its folder cannot be
+  // opened or is not its user's own.
   std::string run() {
-    mkdir(dir_.c_str(), 0700);  // the campaign normally made it
+    open_folder();
     sigset_t set;
     sigemptyset(&set);
     for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
     sigprocmask(SIG_BLOCK, &set, &old_mask_);
     sfd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sfd_ < 0) throw EngineError(kExitFailure, std::string("signalfd: ") + std::strerror(errno));
+    // The folder held, not whatever its path names now (a magic link of
+    // /proc); its own removal or renaming wakes the agent too.
     ifd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ifd_ >= 0 && inotify_add_watch(ifd_, dir_.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+    std::string held = "/proc/self/fd/" + std::to_string(dfd_);
+    if (ifd_ >= 0 &&
+        inotify_add_watch(ifd_, held.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
       close(ifd_);
       ifd_ = -1;
     }
@@ -227,20 +233,26 @@ class Agent {
       pollfd fds[2] = {{sfd_, POLLIN, 0}, {ifd_, POLLIN, 0}};
       poll(fds, ifd_ >= 0 ? 2 : 1, poll_ms_);
       why = drain();
+      if (why.empty()) {
+        std::string moved = folder_moved(dir_, dfd_);
+        if (!moved.empty()) why = lost_ = "its folder " + dir_ + " was removed or replaced: " + moved;
+      }
       reap();
-      scan();
+      if (why.empty()) scan();
       int64_t now = now_ns();
       if (now >= next_beat) {
         std::string beat = record(std::to_string(++beats_));
-        if (!rewrite(dir_ + "/beat", beat)) write_file(dir_ + "/beat", beat);
+        if (!rewrite_at(dfd_, "beat", beat)) write_at(dfd_, "beat", beat);
         next_beat = now + beat_ns_;
       }
       retry();
       if (why.empty() && asked_to_stop_) why = "the campaign asked it to stop (" + dir_ + "/stop)";
       if (why.empty() && lease_.lapsed(now)) why = lease_.why();
     }
+    if (!lost_.empty())
+      std::fprintf(stderr, "rooftop-engine agent: node %d: %s; stopping\n", node_, lost_.c_str());
     int left = stop();
-    std::remove((dir_ + "/ready").c_str());
+    unlinkat(dfd_, "ready", 0);
     JsonWriter w;
     w.begin_object();
     w.kv("node", node_);
@@ -253,6 +265,7 @@ class Agent {
     w.kv("requests", requests_);
     w.kv("started", started_);
     w.kv("refused", refused_);
+    w.kv("ignored", ignored_);
     w.kv("running_at_stop", left);
     w.kv("killed", killed_);
     w.kv("stop_reason", why);
@@ -260,7 +273,36 @@ class Agent {
     return w.str();
   }
 
+ // Why the agent stopped on its folder ("" if it did not): its document
+  // then goes to stdout, not into the folder (--output).
+  const std::string& folder_lost() const { return lost_; }
+  // Its folder could not be trusted, or is gone: --output, in it, is not
+  // to be written either.
+  bool output_unsafe() const { return !lost_.empty() || dfd_ < 0; }
+
  private:
+  // Its node folder, opened once and held (dfd_; dirs_ reads its entries).
+  void open_folder() {
+    int fd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      std::string e = errno == ELOOP || errno == ENOTDIR ? "it is a link or not a folder" : std::strerror(errno);
+      throw EngineError(kExitFailure, "cannot open its folder " + dir_ + " (the campaign makes it): " + e);
+    }
+    std::string why = untrusted_folder(fd);
+    if (!why.empty()) {
+      close(fd);
+      throw EngineError(kExitFailure, "refuses its folder " + dir_ + ": " + why);
+    }
+    int listing = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    dirs_ = listing < 0 ? nullptr : fdopendir(listing);
+    if (!dirs_) {
+      if (listing >= 0) close(listing);
+      close(fd);
+      throw EngineError(kExitFailure, "cannot read its folder " + dir_ + ": " + std::strerror(errno));
+    }
+    dfd_ = fd;
+  }
+
   void say_ready() {
     const char* slurm = std::getenv("SLURMD_NODENAME");
     JsonWriter w;
@@ -274,7 +316,7 @@ class Agent {
     w.kv("cpus", cpu_list_string(cpus_));
     w.kv("version", kEngineVersion);
     w.end_object();
-    if (!write_file(dir_ + "/ready", w.str() + "\n"))
+    if (!write_at(dfd_, "ready", w.str() + "\n"))
       throw EngineError(kExitFailure, "cannot write " + dir_ + "/ready: " + std::strerror(errno));
     std::fprintf(stderr, "rooftop-engine agent: node %d ready (pid %d, cpus %s)\n", node_, getpid(),
                  cpu_list_string(cpus_).c_str());
@@ -312,41 +354,70 @@ class Agent {
   // (no new block), else exit-<n> written whole; what fails is tried again.
   void retry() {
     for (auto it = pending_.begin(); it != pending_.end();) {
-      std::string n = std::to_string(it->first), pid = dir_ + "/pid-" + n, exit = dir_ + "/exit-" + n;
-      bool ok = (rewrite(pid, record(it->second)) && rename(pid.c_str(), exit.c_str()) == 0) ||
-                write_file(exit, record(it->second));
+      std::string n = std::to_string(it->first), pid = "pid-" + n, exit = "exit-" + n;
+      bool ok = (rewrite_at(dfd_, pid, record(it->second)) && renameat(dfd_, pid.c_str(), dfd_, exit.c_str()) == 0) ||
+                write_at(dfd_, exit, record(it->second));
       it = ok ? pending_.erase(it) : std::next(it);
     }
   }
 
-  // New requests (in order) and signals.
+  // New requests (in order), signals and the stop file: each acted on
+  // only if it is a regular file of this user. Entries ignored once (and
+  // every name that is no request) cost nothing on later scans.
   void scan() {
-    DIR* d = opendir(dir_.c_str());
-    if (!d) return;
-    std::vector<long> reqs;
-    std::vector<std::string> sigs;
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
+    rewinddir(dirs_);
+    std::vector<std::pair<long, Entry>> reqs;
+    std::vector<Entry> sigs;
+    while (dirent* e = readdir(dirs_)) {
+      Entry entry{e->d_name, e->d_ino};
+      const std::string& name = entry.first;
+      bool req = false, sig = false;
+      long n = -1;
       if (name.rfind("req-", 0) == 0 && name.find('.') == std::string::npos) {
-        char* end;
-        long n = std::strtol(name.c_str() + 4, &end, 10);
-        if (*end == '\0' && n >= 0) reqs.push_back(n);
+        req = name.size() > 4 && name.size() < 16 && name.find_first_not_of("0123456789", 4) == std::string::npos;
+        if (!req) continue;  // not a request's name
+        n = std::strtol(name.c_str() + 4, nullptr, 10);
       } else if (name.rfind("sig-", 0) == 0 && name.find(".tmp") == std::string::npos) {
-        sigs.push_back(name);
-      } else if (name == "stop") {
-        asked_to_stop_ = true;
+        sig = true;
+      } else if (name != "stop") {
+        continue;  // its own files, the campaign's temporary names, anything else
       }
+      if ((!req && !sig && asked_to_stop_) || ignored_names_.count(entry)) continue;
+      if (req) {
+        reqs.push_back({n, entry});
+        continue;
+      }
+      std::string why = untrusted_entry(dfd_, name);
+      if (why == "gone") continue;
+      if (!why.empty()) ignore(entry, why);
+      else if (sig) sigs.push_back(entry);
+      else asked_to_stop_ = true;
     }
-    closedir(d);
     std::sort(reqs.begin(), reqs.end());
-    for (long n : reqs) take(n);
-    for (auto& name : sigs) deliver(name);
+    for (auto& [n, entry] : reqs) take(n, entry);
+    for (auto& entry : sigs) deliver(entry.first);
   }
 
-  void take(long n) {
-    std::string path = dir_ + "/req-" + std::to_string(n), text, why;
-    bool ok = read_file(path, text);
-    std::remove(path.c_str());
+  // An entry not acted on: said once, then passed over while it stays.
+  void ignore(const Entry& entry, const std::string& why) {
+    ignored_names_.insert(entry);
+    ignored_++;
+    std::fprintf(stderr, "rooftop-engine agent: node %d: %s ignored: %s\n", node_, entry.first.c_str(), why.c_str());
+  }
+
+  void take(long n, const Entry& entry) {
+    std::string text, why;
+    int fd = open_request(dfd_, entry.first, why);
+    if (fd < 0) {
+      if (!why.empty()) ignore(entry, why);
+      return;  // "": taken already
+    }
+    bool ok = read_fd(fd, text);
+    if (unlinkat(dfd_, entry.first.c_str(), 0) != 0 && errno != ENOENT) {
+      ignored_names_.insert(entry);  // taken once: never run twice
+      std::fprintf(stderr, "rooftop-engine agent: node %d: %s cannot be removed: %s\n", node_, entry.first.c_str(),
+                   std::strerror(errno));
+    }
     if (!ok) return;
     requests_++;
     Request r;
@@ -370,7 +441,7 @@ class Agent {
     started_++;
     pid_of_[n] = pid;
     seq_of_[pid] = n;
-    write_file(dir_ + "/pid-" + std::to_string(n), record(std::to_string(pid)));
+    write_at(dfd_, "pid-" + std::to_string(n), record(std::to_string(pid)));
     std::fprintf(stderr, "rooftop-engine agent: node %d: request %ld: pid %d: %s\n", node_, n, pid,
                  r.args[1].c_str());
   }
@@ -382,7 +453,10 @@ class Agent {
     if (getppid() != agent) _exit(128 + SIGTERM);  // the agent is already gone
     close(sfd_);
     if (ifd_ >= 0) close(ifd_);
-    int fd = open(r.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    closedir(dirs_);
+    close(dfd_);
+    // Not through a link: a log planted as one names no file of the agent's user.
+    int fd = open(r.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
       std::fprintf(stderr, "rooftop-engine agent: node %d: cannot open %s: %s\n", node_, r.log.c_str(),
                    std::strerror(errno));
@@ -432,7 +506,7 @@ class Agent {
 
   // sig-<n>-<k>-<N>: signal N to child n's process group.
   void deliver(const std::string& name) {
-    std::remove((dir_ + "/" + name).c_str());
+    unlinkat(dfd_, name.c_str(), 0);
     long n = std::strtol(name.c_str() + 4, nullptr, 10);
     size_t last = name.rfind('-');
     int sig = last == std::string::npos ? 0 : std::atoi(name.c_str() + last + 1);
@@ -475,9 +549,13 @@ class Agent {
   std::vector<int> cpus_;
   std::string preinit_;  // --preinit: the fabric whose providers to initialise before forking
   int sfd_ = -1, ifd_ = -1;
+  int dfd_ = -1;          // its node folder, held (open_folder)
+  DIR* dirs_ = nullptr;   // its entries (a descriptor of its own)
+  std::string lost_;      // why its folder is no longer the one held ("" while it is)
   sigset_t old_mask_{};
   bool asked_to_stop_ = false;  // <dir>/stop seen
-  int64_t beats_ = 0, requests_ = 0, started_ = 0, refused_ = 0, killed_ = 0;
+  int64_t beats_ = 0, requests_ = 0, started_ = 0, refused_ = 0, ignored_ = 0, killed_ = 0;
+  std::set<Entry> ignored_names_;  // entries not acted on, by name and inode: passed over
   std::map<long, pid_t> pid_of_;
   std::map<pid_t, long> seq_of_;
   std::map<long, std::string> pending_;  // request -> "PID RC" not yet reported
@@ -531,7 +609,8 @@ int cmd_agent(int argc, char** argv) {
   argc = static_cast<int>(args.size());
   argv = arg_ptrs.data();
   std::vector<OptSpec> specs = {
-      {"dir", OptKind::Str, "", "the campaign's agents folder: this agent serves <dir>/node-<rank>/ (required)", ""},
+      {"dir", OptKind::Str, "", "the campaign's agents folder: this agent serves <dir>/node-<rank>/, which must be its user's and "
+       "writable by no one else (required)", ""},
       opt::rank("this agent's node index"),
       opt::rank_from_env(),
       {"relative-cpus", OptKind::Bool, "false",
@@ -557,7 +636,8 @@ int cmd_agent(int argc, char** argv) {
             "asks for in <dir>/node-<rank>/ by forking (no exec: the binary and libfabric\n"
             "load once), report their pids and exit codes there, deliver signals to them,\n"
             "and stop them all once --lease ends (removed, or not renewed for\n"
-            "--lease-timeout) or on SIGTERM/SIGINT/SIGHUP.",
+            "--lease-timeout), on SIGTERM/SIGINT/SIGHUP, or once its folder is removed or\n"
+            "replaced. It acts only on request files of its own user.",
             specs);
   return run_command(o, "agent", argc, argv, [&](Report& rep) {
     if (o.str("dir").empty()) throw UsageError("--dir is required");
@@ -565,9 +645,17 @@ int cmd_agent(int argc, char** argv) {
     for (const char* s : {"poll", "beat", "grace"})
       if (o.seconds(s) <= 0) throw UsageError(std::string("--") + s + " must be positive");
     Agent agent(o, static_cast<int>(o.integer(opt::kRank)), ran_again);
-    rep.result_json = agent.run();
+    try {
+      rep.result_json = agent.run();
+    } catch (...) {
+      if (agent.output_unsafe()) o.set(opt::kOutput, "-");  // not into a folder it does not trust
+      throw;
+    }
     rep.complete = true;
-    return kExitOk;
+    if (agent.folder_lost().empty()) return kExitOk;
+    o.set(opt::kOutput, "-");  // its path may lead into another folder now: the document to stdout
+    rep.errors.push_back(agent.folder_lost());
+    return kExitFailure;
   });
 }
 

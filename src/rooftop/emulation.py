@@ -37,6 +37,9 @@ from rooftop.launchers.base import LauncherError
 OTHER = "measured under another emulation than the run's"
 #: Link rates within this share of each other are the same (tc rounds rates).
 RATE_TOLERANCE = 0.01
+#: How the error of a sample that failed because the emulated cluster was
+#: taken down under its campaign begins.
+REMOVED = "the emulated cluster was removed (rooftop cluster down --force?)"
 
 
 class EmulationChanged(LauncherError):
@@ -119,6 +122,24 @@ def read_node(netns: str, st: dict | None, layout=None) -> dict:
         )
     rec["links"] = links
     return rec
+
+
+def removed(nodes: list) -> str:
+    """REMOVED, naming the namespaces gone, when a node of the emulated
+    cluster among nodes (launchers.base.Node or config dicts) has lost its
+    namespace ('rooftop cluster down' deletes them); '' otherwise."""
+    gone = [ns for ns in map(_netns, nodes) if ns and not os.path.exists(f"/run/netns/{ns}")]
+    return f"{REMOVED}: its namespace(s) {', '.join(gone)} are gone" if gone else ""
+
+
+def name_removal(nodes: list, errors: dict) -> None:
+    """The failed samples' errors (values of errors) say first that the
+    emulated cluster was removed, when it was: what the processes saw
+    (an agent gone, no address file, a timeout) is only its symptom."""
+    why = removed(nodes) if errors else ""
+    for k, e in errors.items():
+        if why and not e.startswith(REMOVED):
+            errors[k] = f"{why}; {e}"
 
 
 def read(nodes: list) -> dict[str, dict]:

@@ -20,7 +20,10 @@ emulated cluster enforced on the sample's nodes during its window
 is ISO-8601 in UTC with its zone ("2026-11-26T09:28:57+00:00"), as the
 store records it. `raw_dir` is the folder of the sample's engine documents
 relative to the results folder ("RUN/raw/...", "" when none is left),
-wherever `collect` ran.
+wherever `collect` ran. A text cell a spreadsheet would read as a formula
+(starting with = + - @, a tab or a carriage return, and not a number: an
+error text, a source name) is written with a single quote before it
+(rooftop.files.csv_cell); numbers, negative ones too, are written as numbers.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import math
 import os
 from importlib import resources
 
+from rooftop.files import csv_cell
 from rooftop.model.answer import answer
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
@@ -116,11 +120,22 @@ def json_doc(store: Store, run_id: str) -> dict:
 def csv_text(store: Store, run_id: str) -> str:
     """One row per sample (CSV_COLUMNS): numbers and text only."""
     run = store.get_run(run_id)
+    return _csv(CSV_COLUMNS, (dict(s, ceilings=" ".join(s["ceilings"])) for s in sample_rows(store, run.id)))
+
+
+def _csv(columns: list[str], rows) -> str:
+    """Every CSV of rooftop's: the columns given (a row's other keys left
+    out), a text cell a spreadsheet would read as a formula made text
+    (rooftop.files.csv_cell: a quote before it; numbers are kept). Python's
+    csv quotes a cell holding the line terminator ("\\n") but not a
+    carriage return: a row with one has every cell quoted, so it stays one row."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    quoted = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n", quoting=csv.QUOTE_ALL)
     w.writeheader()
-    for s in sample_rows(store, run.id):
-        w.writerow(dict(s, ceilings=" ".join(s["ceilings"])))
+    for row in rows:
+        cells = {k: csv_cell(v) for k, v in row.items()}
+        (quoted if any(isinstance(v, str) and "\r" in v for v in cells.values()) else w).writerow(cells)
     return buf.getvalue()
 
 
@@ -137,11 +152,7 @@ def nodes_text(store: Store, run_id: str, fmt: str) -> str:
     ]
     if fmt == "json":
         return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "nodes": rows}, indent=1)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=NODE_COLUMNS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    return _csv(NODE_COLUMNS, rows)
 
 
 #: `rooftop export RUN --services` CSV columns: read back by `rooftop service --import`.
@@ -161,11 +172,10 @@ def services_text(store: Store, run_id: str, fmt: str) -> str:
     pts = [service_points.as_dict(p) for p in service_points.load(store, run.id)]
     if fmt == "json":
         return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=SERVICE_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    w.writerows(dict(p, key=p["key"] or f"s{p['server_procs']}-c{p['client_procs']}-{p['sample']}") for p in pts)
-    return buf.getvalue()
+    return _csv(
+        SERVICE_COLUMNS,
+        (dict(p, key=p["key"] or f"s{p['server_procs']}-c{p['client_procs']}-{p['sample']}") for p in pts),
+    )
 
 
 SERIES_COLUMNS = ["run_id", "round", "source", "t", "quantity", "value", "unit"]
@@ -178,11 +188,7 @@ def series_text(store: Store, run_id: str, fmt: str) -> str:
     points = store.series(run.id)
     if fmt == "json":
         return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "series": points}, indent=1)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=SERIES_COLUMNS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(points)
-    return buf.getvalue()
+    return _csv(SERIES_COLUMNS, points)
 
 
 def model_doc(run: str | None, params: str | None, evals, samples: list[dict], res) -> dict:

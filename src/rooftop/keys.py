@@ -29,6 +29,11 @@ class Key:
     maximum: float | None = None
     #: Smallest allowed value (numbers; list[int] items): below it, an error.
     minimum: float | None = None
+    #: The value names what a command runs or writes as its user: a program,
+    #: hosts, arguments, environment or a folder written to. A stored run's
+    #: value of such a key is used again only from a results folder of the
+    #: user's own, or when given again (rooftop.config.trust).
+    executes: bool = False
 
 
 def by_path(keys: Iterable[Key]) -> dict[str, Key]:

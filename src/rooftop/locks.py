@@ -56,7 +56,22 @@ def machine_lock_path() -> Path:
 def _open(path: Path) -> tuple[int, bool]:
     """(fd, writable). Never O_CREAT on an existing file: in a sticky
     world-writable folder (/tmp, /run/lock) fs.protected_regular refuses
-    that for another user's file."""
+    that for another user's file. Never through a symbolic link (LockBusy
+    naming it)."""
+    try:
+        return _open_file(path)
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        if not os.path.islink(path):  # a loop of links above it
+            raise LockBusy(f"lock file {path} cannot be opened: {e.strerror}") from None
+        raise LockBusy(
+            f"lock file {path} is a symbolic link (to {os.readlink(path)}): rooftop never opens a lock "
+            f"through a link; remove it (a campaign creates the file again)"
+        ) from None
+
+
+def _open_file(path: Path) -> tuple[int, bool]:
     flags = os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         return os.open(path, os.O_RDWR | flags), True
@@ -64,7 +79,7 @@ def _open(path: Path) -> tuple[int, bool]:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o644)
         except FileExistsError:
-            return _open(path)
+            return _open_file(path)
         os.fchmod(fd, 0o644)  # whatever the umask: every user's campaign must see it
         return fd, True
     except PermissionError:

@@ -54,11 +54,12 @@ def _cpus() -> tuple[str | None, str | None]:
 
 
 def _once(
-    fabric: str, op: str, extra: list[str], duration: float, cpus, lease: float = DEFAULT_LEASE
+    fabric: str, op: str, extra: list[str], duration: float, cpus, out_dir: Path, lease: float = DEFAULT_LEASE
 ) -> tuple[dict, dict | None]:
     """One server, one client: (client document, server document). Both
-    hold the group's lease: a killed probe leaves neither running."""
-    with Group(fabric=fabric, lease=lease) as g:
+    hold the group's lease: a killed probe leaves neither running, and its
+    group folder is in out_dir, not in $TMPDIR."""
+    with Group(fabric=fabric, lease=lease, under=out_dir) as g:
         g.start_server(0, cpus=cpus[0])
         doc = g.load(op=op, duration=duration, warmup=min(0.5, duration / 2), cpus=cpus[1], extra=extra)
         return doc, g.close()[0]
@@ -127,7 +128,7 @@ def run(
             try:
                 docs = []
                 for i in range(1, repeat + 1):
-                    doc, server_doc = _once(fabric, op, extra, duration, cpus, lease)
+                    doc, server_doc = _once(fabric, op, extra, duration, cpus, out_dir, lease)
                     _save(out_dir, name, i, doc, server_doc)
                     docs.append(doc)
             except EngineError as e:

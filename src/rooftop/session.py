@@ -2,6 +2,8 @@
 whichever command it is (collect, validate, tune, bursts, interfere).
 
   overrides      --set KEY=VALUE and the key flags given -> config overrides
+  restated       --set KEY=VALUE of a command measuring a stored run again
+                 (rooftop.config.trust.check_reuse)
   environment    the run's environment record (host, versions, argv, engine)
   claim          this process runs the run now (refused while another does)
   campaign_locks the results folder's lock and this machine's cores'
@@ -41,6 +43,14 @@ def overrides(args) -> dict:
     return o
 
 
+def restated(args) -> dict:
+    """--set KEY=VALUE of a command that measures a stored run again: values
+    of the run's config given again (rooftop.config.trust.check_reuse)."""
+    from rooftop.config.files import parse_override
+
+    return dict(parse_override(text) for text in getattr(args, "set", None) or [])
+
+
 def environment(cfg: dict) -> dict:
     import platform
     import socket
@@ -66,9 +76,12 @@ def environment(cfg: dict) -> dict:
     return env
 
 
-def claim(store, run_id: str, verb: str) -> None:
+def claim(store, run_id: str, verb: str, keep_status: bool = False) -> None:
     """This process runs the run now; refused while another live campaign
-    on this host runs it (one whose owner is gone reads as interrupted)."""
+    on this host runs it (one whose owner is gone reads as interrupted).
+    keep_status: the command adds to the run without measuring its samples
+    (rooftop service): should it die without a word, the run reads as it
+    did before, not interrupted."""
     import os
     import socket
 
@@ -80,7 +93,7 @@ def claim(store, run_id: str, verb: str) -> None:
         raise StoreError(
             f"run {run_id} is being run by another campaign (pid {pid} on {host}); wait for it or stop it first"
         )
-    store.claim(run_id, f"{verb} running")
+    store.claim(run_id, f"{verb} running", (run.status, run.note) if keep_status else None)
 
 
 class PlannedStore:

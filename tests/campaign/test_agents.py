@@ -6,13 +6,20 @@ Launches are counted independently of the agents' own word: the engine is
 a wrapper script that appends its command (argv[1]) to a file at every
 exec; a process an agent forks is no exec. A SIGKILLed campaign leaves no
 process once the agents' lease has passed, and an agent killed mid-round
-fails its node's samples, naming the node."""
+fails its node's samples, naming the node.
+
+An agent acts only on request files of its own user in its own folder
+(issue 42): another user's request is not run, an entry that is no request
+file costs it nothing, and a removed agents' folder is named in the samples
+it fails."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +30,11 @@ from pathlib import Path
 import pytest
 from campaign_util import counting_engine, engine_processes, execs, rooftop, samples
 
-from rooftop.engine.agents import GRACE_S, LEASE_MARGIN_S
-from rooftop.engine.base import engine_path
+from rooftop.engine.agents import GRACE_S, LEASE_MARGIN_S, Agents
+from rooftop.engine.base import EngineError, engine_path
+from rooftop.engine.leases import Leases
+from rooftop.launchers.base import Launch
+from rooftop.launchers.local import LocalLauncher
 
 LEASE = 2.0
 #: The agents' --poll in `runs`: far beyond the 10 s a server's stop waits
@@ -168,3 +178,157 @@ def test_no_agent_started_stops_the_campaign_saying_why(tmp_path):
     assert "engine.launch = agents: no agent started" in p.stderr and "no agents here" in p.stderr, p.stderr
     assert "engine.launch = per-placement" in p.stderr
     assert not engine_processes(str(tmp_path))
+
+
+@pytest.fixture
+def agents(tmp_path):
+    """The agent of one node on this machine, started as a campaign starts
+    it (no campaign: no server, no round), stopped afterwards."""
+    leases = Leases(10.0)
+    a = Agents(LocalLauncher(1), engine_path(), tmp_path, leases, timeout=30)
+    a.start()
+    yield a
+    a.stop()
+    leases.close()
+
+
+def served(agents: Agents, log: Path) -> int:
+    """The exit code of `rooftop-engine version` run by the agent."""
+    return agents.run(Launch([engine_path(), "version"], agents.nodes[0], [0]), log).wait(timeout=60)
+
+
+def request(folder: Path, name: str, log: Path, owner: int) -> None:
+    """Drops a request that runs `rooftop-engine version` (its log: created
+    by whatever runs it) in folder, as a file of uid owner."""
+    fields = ["log", str(log), "arg", engine_path(), "arg", "version"]
+    tmp = folder / f".{name}.tmp"
+    tmp.write_bytes(b"".join(f.encode() + b"\0" for f in fields))
+    os.chown(tmp, owner, owner)
+    tmp.rename(folder / name)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_a_request_of_another_user_is_not_run(agents, tmp_path):
+    """A well-formed request owned by another user (uid 65534) is ignored,
+    said once; the campaign's own request after it is served."""
+    ndir, launch_log = agents.node_dir(0), agents.folder / "launch-0.log"
+    marker = tmp_path / "marker"
+    request(ndir, "req-7", marker, 65534)
+    assert served(agents, tmp_path / "ok.log") == 0
+    agents.stop()
+    assert not marker.exists()
+    result = json.loads((ndir / "agent.json").read_text())["result"]
+    assert result["ignored"] == 1 and result["started"] == 1, result
+    assert "req-7 ignored: owned by uid 65534" in launch_log.read_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_an_agents_folder_put_in_place_of_the_campaigns_serves_nobody(agents, tmp_path):
+    """Issue 42's case: another user renames RUN/agents, makes the agent's
+    folder (and a lease) anew as their own and drops a request there. The
+    agent holds its own folder and never reads theirs: it stops, saying
+    its folder was replaced, and the campaign names that cause."""
+    ndir, session = agents.node_dir(0), agents.folder
+    (tmp_path / "agents").rename(tmp_path / "agents.old")
+    ndir.mkdir(parents=True)
+    (session / "lease").write_text("theirs\n")
+    marker = tmp_path / "marker"
+    request(ndir, "req-0", marker, 65534)
+    for d in (tmp_path / "agents", session, ndir):
+        os.chown(d, 65534, 65534)
+    agents.procs[0].wait(timeout=60)  # the agent stopped on its own
+    assert not marker.exists()
+    log = (tmp_path / "agents.old" / session.name / "launch-0.log").read_text()
+    assert f"its folder {ndir} was removed or replaced: another folder has its name now" in log, log
+    why = agents.lost(0)
+    assert why and f"the agents' folder {session} was removed or replaced: another folder has its name" in why, why
+
+
+def test_an_agent_refuses_a_folder_it_does_not_own_or_others_may_write(tmp_path):
+    """Its folder must be its user's and writable by no one else; refused,
+    its document goes to stdout, not into that folder."""
+    ndir = tmp_path / "node-0"
+    ndir.mkdir(mode=0o700)
+    cases = [(0o770, os.geteuid(), "writable by other users (mode 0770)")]
+    if os.geteuid() == 0:
+        cases.append((0o700, 65534, "owned by uid 65534, not by this agent's user (uid 0)"))
+    for mode, owner, why in cases:
+        ndir.chmod(mode)
+        os.chown(ndir, owner, owner)
+        p = subprocess.run(
+            [engine_path(), "agent", "--dir", str(tmp_path), "--rank", "0", "--lease", str(tmp_path / "lease")]
+            + ["--lease-timeout", "1", "--output", str(ndir / "agent.json")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 1, p.stderr
+        assert f"refuses its folder {ndir}: {why}" in p.stderr, p.stderr
+        assert not (ndir / "agent.json").exists()
+        assert json.loads(p.stdout)["errors"], p.stdout
+
+
+def test_an_agents_folder_that_is_a_link_or_another_users_is_refused(tmp_path):
+    """RUN/agents must be the campaign's user's own folder: a link (to a
+    folder of someone else's choosing) or another user's folder is named
+    and refused before any agent starts."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    cases = [("link", lambda d: d.symlink_to(elsewhere), "is not a folder of this user's own (a link?)")]
+    if os.geteuid() == 0:
+        cases.append(("theirs", lambda d: (d.mkdir(), os.chown(d, 65534, 65534)), "belongs to uid 65534"))
+    for name, make, why in cases:
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        make(run_dir / "agents")
+        leases = Leases(10.0)
+        with pytest.raises(EngineError, match=re.escape(f"{run_dir / 'agents'} {why}")):
+            Agents(LocalLauncher(1), engine_path(), run_dir, leases, timeout=30).start()
+        leases.close()
+    assert oct(elsewhere.stat().st_mode & 0o777) == "0o755" and not any(elsewhere.iterdir())
+    assert not engine_processes(str(tmp_path))
+
+
+def cpu_seconds(pid: int) -> float:
+    """The user and system CPU time process pid has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_folder_named_like_a_request_costs_no_cpu(agents, tmp_path):
+    """req-6 as a folder (not empty: it cannot be removed) is ignored once;
+    the agent does not look at it again at every wake-up (it spun at 67 %
+    of a core, its own answers waking it)."""
+    ndir = agents.node_dir(0)
+    (ndir / "req-6" / "x").mkdir(parents=True)
+    (pid,) = agents.pids()
+    before = cpu_seconds(pid)
+    time.sleep(2)
+    used = cpu_seconds(pid) - before
+    assert used < 0.1, f"the agent used {used:.2f} s of CPU in 2 s"  # idle: ~0.01 s (20 looks a second)
+    assert served(agents, tmp_path / "ok.log") == 0
+    agents.stop()
+    result = json.loads((ndir / "agent.json").read_text())["result"]
+    assert result["ignored"] == 1 and result["started"] == 1, result
+
+
+def test_a_removed_agents_folder_is_named_in_the_failed_samples(tmp_path):
+    """RUN/agents removed mid-round: its agents stop (their folders are
+    gone) and every sample failed names the folder, not only an agent's
+    exit."""
+    res = tmp_path / "res"
+    p = start(res, "--duration", "0.5", "--warmup", "0.1", "--windows", "8")
+    wait_for_windows(res, p)
+    (folder,) = res.glob("*/agents")
+    folder.rename(tmp_path / "gone")  # at once: nothing is written into it half-removed
+    shutil.rmtree(tmp_path / "gone", ignore_errors=True)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err[-3000:]
+    (run,) = [r["id"] for r in json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)]
+    failed = [r for r in samples(res, run) if r["status"] == "failed"]
+    assert failed
+    for r in failed:
+        assert f"the agents' folder {folder}/" in r["error"] and "was removed or replaced: it is gone" in r["error"], r[
+            "error"
+        ]
+    assert not engine_processes(str(res))

@@ -157,6 +157,12 @@ def test_sigkill_of_a_command_leaves_nothing_behind(command, tmp_path):
         while processes(marker, tmp_path) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert processes(marker, tmp_path) == {}, f"{command}: still running {LEASE + MARGIN:g} s after SIGKILL"
+        # Its group folders (their token) are in the results folder, private, never left in $TMPDIR (issue 42).
+        assert not list(tmp_path.glob("rooftop-group-*")), f"{command}: left {list(tmp_path.glob('rooftop-*'))}"
+        if command in ("probe", "audit"):
+            assert list((tmp_path / "res").rglob("rooftop-group-*/token")), f"{command}: no group folder in res"
+        for token in (tmp_path / "res").rglob("token"):
+            assert token.stat().st_mode & 0o077 == 0 and token.parent.stat().st_mode & 0o077 == 0, token
     finally:
         if p.poll() is None:
             p.kill()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -72,7 +73,10 @@ def left_with(marker: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    res = tmp_path_factory.mktemp("service")
+    # A space in the results folder's path: {dir} and the paths the wrapper
+    # is given stay one argument each (issue 42: redis-server read a path
+    # split in two, "wrong number of arguments", and every point failed).
+    res = tmp_path_factory.mktemp("service results")
     # Two client processes per client node (binding none: a logical node here has one core).
     return res, make_run(res, binding="none", **{"validate.clients_per_node": 2})
 
@@ -99,7 +103,10 @@ def test_dry_run_prints_each_process_command(run):
     assert r.returncode == 0, r.stderr
     folder = res / rid / "service" / "redis" / "s0x1"
     assert "#   server rank 0 on node 0: redis-server --bind 127.0.0.1 --port 16379 " in r.stdout, r.stdout
-    assert f"--dir {folder}/server-0 " in r.stdout
+    assert (
+        f"--dir {shlex.quote(f'{folder}/server-0')} --logfile {shlex.quote(f'{folder}/server-0/redis.log')} "
+        in r.stdout
+    )
     for rank in (0, 1):  # both clients of the one server
         assert f"#   client rank {rank} on node 1: redis-benchmark -h 127.0.0.1 -p 16379 -c 1 -P 1 " in r.stdout
     assert not folder.exists() or not any(folder.rglob("release"))  # nothing ran
@@ -107,7 +114,7 @@ def test_dry_run_prints_each_process_command(run):
     # paths (an mpiexec or srun process starts elsewhere, and its redis-server found no log file).
     r = rooftop("service", rid, "--preset", "redis", "--results", res.name, "--dry-run", cwd=res.parent)
     assert r.returncode == 0, r.stderr
-    assert f"--dir {folder}/server-0 " in r.stdout, r.stdout
+    assert f"--dir {shlex.quote(f'{folder}/server-0')} " in r.stdout, r.stdout
 
 
 @needs("redis-server", "redis-benchmark", "redis-cli")
@@ -214,6 +221,8 @@ def test_client_that_never_starts(run, tmp_path):
 
 
 def test_sigkilled_campaign_leaves_no_service_process(tmp_path):
+    """... and the run reads as it did before the service (complete), not
+    running or interrupted with a 'collect --resume' to do (issue 42)."""
     res = tmp_path / "res"
     rid = make_run(res, **{"collect.duration": 30.0})
     # A client the wrapper stays parent of (stopped after the duration, rate
@@ -240,3 +249,5 @@ def test_sigkilled_campaign_leaves_no_service_process(tmp_path):
     while (left_with("sleep 31.25") or left_with("l29killed")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not left_with("sleep 31.25") and not left_with("l29killed")
+    listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
+    assert [(r["id"], r["status"], r["note"]) for r in listed] == [(rid, "complete", "")]

@@ -62,3 +62,15 @@ def test_bad_spec_names_key_and_file(tmp_path, old, new, key):
     with pytest.raises(ConfigError) as e:
         load(p)
     assert str(p) in str(e.value) and f"{key}:" in str(e.value)
+
+
+def test_a_template_is_split_before_its_placeholders_are_filled():
+    """A value with spaces or quotes stays one argument, filled now or by the wrapper later."""
+    from rooftop.service.spec import command, partly
+
+    d = "/tmp/my results/it's"
+    template = "redis-server --dir {dir} --logfile {dir}/redis.log --save '' --port {port}"
+    assert command(template, {"dir": d, "port": 1}) == [
+        *("redis-server", "--dir", d, "--logfile", f"{d}/redis.log", "--save", "", "--port", "1")
+    ]
+    assert command(partly(template, {"port": 1}), {"dir": d}) == command(template, {"dir": d, "port": 1})

@@ -26,6 +26,7 @@ KEYS = [
         "directory of the storage pitfalls (default: a temporary directory in the run's folder under the "
         "results folder, removed after; on tmpfs the O_DIRECT settings are reported not measurable)",
         nullable=True,
+        executes=True,
     ),
 ]
 

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rooftop import files
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
 from rooftop.engine import enginedoc
 from rooftop.engine.base import DEFAULT_LEASE, EngineError, engine_path
@@ -65,7 +66,7 @@ def _cpus(node, binding: str, n: int) -> list[str]:
 def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict:
     """One server and one client, fresh: the client's document."""
     server_cpus, client_cpus = _cpus(node, s.binding, 2)
-    with Group(fabric=opts["fabric"], lease=opts.get("lease", DEFAULT_LEASE)) as g:
+    with Group(fabric=opts["fabric"], lease=opts.get("lease", DEFAULT_LEASE), under=out) as g:  # not in $TMPDIR
         g.start_server(0, cpus=server_cpus, progress=s.progress, extra=list(s.server))
         try:
             doc = g.load(
@@ -197,7 +198,7 @@ def run(store, pitfalls: list[Pitfall], opts: dict, say: Callable[[str], None] =
     try:
         for p in pitfalls:
             rows.append(measure_pitfall(store, run_id, p, node, opts, say))
-        (store.run_dir(run_id) / "audit.json").write_text(json.dumps(rows, indent=1))
+        files.write(store.run_dir(run_id) / "audit.json", json.dumps(rows, indent=1))
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

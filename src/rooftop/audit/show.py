@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rooftop import files
 from rooftop.units import fmt_rate
 
 
@@ -35,8 +36,10 @@ def table_text(rows: list[dict]) -> str:
 
 
 def markdown(run_id: str, rows: list[dict], figure: Path | None) -> str:
+    from rooftop.report.render import md_image, md_text
+
     lines = [
-        f"# rooftop audit {run_id}",
+        f"# rooftop audit {md_text(run_id)}",
         "",
         "## Pitfalls measured here (“The Dark Side of Microbenchmarking”)",
         "",
@@ -44,17 +47,24 @@ def markdown(run_id: str, rows: list[dict], figure: Path | None) -> str:
         "| --- | --- | --- | --- |",
     ]
     for r in rows:
-        settings = "<br>".join(setting_text(s, r["unit"]) for s in r["settings"])
-        lines.append(f"| {r['title']} | {settings} | {verdicts(r)} | {r['meaning']} |")
+        settings = "<br>".join(md_text(setting_text(s, r["unit"])) for s in r["settings"])
+        lines.append(f"| {md_text(r['title'])} | {settings} | {md_text(verdicts(r))} | {md_text(r['meaning'])} |")
     lines += ["", "## Why each pair differs", ""]
     lines += [
-        f"- **{r['title']}**: {r['rationale']}" + (f" (storage: {r['where']})" if r["where"] else "") for r in rows
+        f"- **{md_text(r['title'])}**: {md_text(r['rationale'])}"
+        + (f" (storage: {md_text(r['where'])})" if r["where"] else "")
+        for r in rows
     ]
-    errors = [f"- {r['title']}, {s['setting']}: {s['error']}" for r in rows for s in r["settings"] if s["error"]]
+    errors = [
+        f"- {md_text(r['title'])}, {md_text(s['setting'])}: {md_text(s['error'])}"
+        for r in rows
+        for s in r["settings"]
+        if s["error"]
+    ]
     if errors:
         lines += ["", "## Not measurable here", "", *errors]
     if figure is not None:
-        lines += ["", f"![audit](figures/{figure.name})"]
+        lines += ["", md_image("audit", f"figures/{figure.name}")]
     return "\n".join(lines) + "\n"
 
 
@@ -64,7 +74,6 @@ def write(run, rows: list[dict], out_dir: Path) -> tuple[Path, Path]:
     from rooftop.plots.save import save
     from rooftop.report import render
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     figure = None
     if any(s["n"] for r in rows for s in r["settings"]):
         paths = save(audit_plot.figure(rows, f"rooftop audit {run.id}"), out_dir / "figures", "audit")
@@ -90,8 +99,8 @@ def write(run, rows: list[dict], out_dir: Path) -> tuple[Path, Path]:
         else None,
         params=_params(run.config),
     )
-    (out_dir / "report.html").write_text(page)
-    (out_dir / "report.md").write_text(markdown(run.id, rows, figure))
+    files.write(out_dir / "report.html", page)
+    files.write(out_dir / "report.md", markdown(run.id, rows, figure))
     return out_dir / "report.html", out_dir / "report.md"
 
 

@@ -47,6 +47,7 @@ KEYS = [
         "a compute job pinned to the server's core(s): 'stencil' (python -m rooftop.stencil) or a command line; "
         "run alone, then during each mode (default: none)",
         nullable=True,
+        executes=True,
     ),
     Key(
         "bursts.neighbour_timeout",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from rooftop import files
 from rooftop.bursts import summary as burst_summary
 from rooftop.bursts.figure import plot
 from rooftop.bursts.run import shown_table
@@ -37,20 +38,21 @@ def markdown(res: dict, figure: str | None, studies=()) -> str:
     studies' parts, (Markdown lines, HTML) each."""
     run, (header, rows) = res["run"], shown_table(res)
     out = [
-        f"# rooftop bursts {run.id}",
+        f"# rooftop bursts {render.md_text(run.id)}",
         "",
-        f"{run.created}, status {run.status}",
+        render.md_text(f"{run.created}, status {run.status}"),
         "",
-        "| " + " | ".join(header) + " |",
+        render.md_row(header),
         "|" + " --- |" * len(header),
     ]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
+    out += [render.md_row(r) for r in rows]
     out += [""] + [
-        f"- {n}" for n in burst_summary.notes(res["params"], res["power_note"], res["neighbour"], res["rows"])
+        f"- {render.md_text(n)}"
+        for n in burst_summary.notes(res["params"], res["power_note"], res["neighbour"], res["rows"])
     ]
     nb = _neighbour_lines(res)
     if nb:
-        out += ["", "## Cost to the neighbour", ""] + [f"- {n}" for n in nb]
+        out += ["", "## Cost to the neighbour", ""] + [f"- {render.md_text(n)}" for n in nb]
     for lines, _ in studies:
         if lines:
             out += [""] + lines
@@ -96,10 +98,9 @@ def write(res: dict, out_dir: Path, studies=()) -> tuple[Path, Path]:
     """Writes out_dir/report.html, report.md and figures/bursts.*; returns
     (html, md). studies: other studies' parts of the report, (Markdown lines,
     HTML) each, shown after the neighbour's cost."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     figs = plot(res, out_dir / "figures") if res["lines"] else []
     png = next((f for f in figs if f.suffix == ".png"), None)
     page, md = out_dir / "report.html", out_dir / "report.md"
-    page.write_text(html_page(res, png, studies))
-    md.write_text(markdown(res, f"figures/{png.name}" if png else None, studies))
+    files.write(page, html_page(res, png, studies))
+    files.write(md, markdown(res, f"figures/{png.name}" if png else None, studies))
     return page, md

@@ -126,6 +126,8 @@ class RoundMeasurer:
         for k in errors:  # a dead agent took its node's servers or clients with it: named first
             if gone and not any(why in errors[k] for why in gone):
                 errors[k] = f"{'; '.join(gone)}: {errors[k]}"
+        if watch.on:  # before that, the emulated cluster taken down under the campaign
+            emulation.name_removal(watch.nodes, errors)
         rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
         gate = float(r.cfg["engine"].get("foreign_cpu_gate", 0.5))
         for _, row in rows:  # others took the cores: measured again, then stored invalid

@@ -172,9 +172,12 @@ class Runner:
         try:
             group = self.servers.start(placement)
         except SampleFailed as e:
-            # Every sample of the placement fails with the servers' reason.
+            # Every sample of the placement fails with the servers' reason
+            # (first, the emulated cluster's removal, if it was removed).
+            why = {0: str(e)}
+            emulation.name_removal([self.nodes[i] for i in placement.server_nodes], why)
             for spec in todo:
-                for row in self.rows.failed(placement, spec, str(e)):
+                for row in self.rows.failed(placement, spec, why[0]):
                     self.store.add_sample(**row)
                     self.on_sample(spec, row)
                     failed += 1

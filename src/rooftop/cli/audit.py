@@ -58,6 +58,7 @@ def _cmd_audit(args) -> int:
     from rooftop import audit, session
     from rooftop.audit import run as audit_run
     from rooftop.audit import show
+    from rooftop.files import confined
     from rooftop.locks import CampaignLocks
     from rooftop.store.db import Store
 
@@ -71,7 +72,8 @@ def _cmd_audit(args) -> int:
     ) as locks:
         run_id, rows = audit_run.run(store, pitfalls, opts, say)
         locks.name_run(run_id)
-    page, _ = show.write(store.get_run(run_id), rows, store.run_dir(run_id) / "report")
+    with confined(store.run_dir(run_id)):  # nothing written through a link out of the run's folder
+        page, _ = show.write(store.get_run(run_id), rows, store.run_dir(run_id) / "report")
     if args.json:
         print(json.dumps({"run": run_id, "report": str(page), "rows": rows}, indent=1))
         return 0

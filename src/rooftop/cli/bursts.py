@@ -61,6 +61,7 @@ def _execute(args, cfg: dict, store, run_id: str) -> int:
 def cmd(args) -> int:
     from rooftop import ui
     from rooftop.bursts.figure import plot
+    from rooftop.files import confined
     from rooftop.store.db import Store
 
     try:
@@ -77,7 +78,8 @@ def cmd(args) -> int:
         store.claim(run_id, "bursts running")
         rc = _execute(args, cfg, store, run_id)
     res = results(store, run_id)
-    files = plot(res, store.run_dir(run_id) / "figures") if res["lines"] else []
+    with confined(store.run_dir(run_id)):  # nothing written through a link out of the run's folder
+        files = plot(res, store.run_dir(run_id) / "figures") if res["lines"] else []
     if args.json:
         print(
             json.dumps(

@@ -19,6 +19,7 @@ from rooftop.cli.common import (
     interrupted_rc,
     json_flag,
     key_values,
+    restate_arg,
     results_arg,
     run_arg,
     takes_runs,
@@ -37,8 +38,14 @@ def _cmd_collect(args) -> int:
     if args.nic_policy and "," in args.nic_policy:  # one run per policy
         return nics.collect_each(args, _cmd_collect)
     if args.resume:
-        # The run's own config is measured again: refuse what would be ignored.
-        ignored = sorted(k for k in session.overrides(args) if k != "results") + (["--config"] if args.config else [])
+        from rooftop.config import trust
+        from rooftop.config.catalog import KEY_BY_PATH
+
+        # The run's own config is measured again: refuse what would be ignored
+        # (a value naming what would run may be given again: trust).
+        given = session.overrides(args)
+        again = {k: v for k, v in given.items() if KEY_BY_PATH[k].executes}
+        ignored = sorted(k for k in given if k != "results" and k not in again) + (["--config"] if args.config else [])
         if ignored:
             raise ConfigError(
                 f"--resume {args.resume} measures that run's config, so these would be "
@@ -47,6 +54,7 @@ def _cmd_collect(args) -> int:
         store = Store(args.results or "./rooftop-results", create=False)
         run = store.get_run(args.resume)
         cfg, run_id = run.config, run.id
+        trust.check_reuse(store, run_id, cfg, again, "collect --resume")  # before anything runs
     else:
         cfg = build(args.config, session.overrides(args))
         if not args.dry_run:
@@ -82,6 +90,7 @@ def _cmd_collect(args) -> int:
 def _cmd_validate(args) -> int:
     from rooftop import emulation
     from rooftop.campaign import Runner, plan_validate
+    from rooftop.config import trust
     from rooftop.config.files import set_key
     from rooftop.config.resolve import resolve_grid
     from rooftop.nics import check as nic_check
@@ -93,6 +102,7 @@ def _cmd_validate(args) -> int:
     cfg = json.loads(json.dumps(run.config))  # a copy
     for path, value in key_values(args).items():  # validate.* and fail_fast
         set_key(cfg, path, value)
+    trust.check_reuse(store, run.id, cfg, session.restated(args), "validate")  # before anything runs
     if args.nic_policy:  # a run measures under one policy (old runs: passthrough)
         nics.same_policy(cfg, args.nic_policy, args.run)
     resolve_grid(cfg)  # against the run's own nodes
@@ -382,7 +392,8 @@ def add_collect(sub) -> None:
         "--resume",
         metavar="RUN",
         help="continue an interrupted run ('latest': the newest), under its own config "
-        "(config options given with it are refused, not ignored; --results names its folder)",
+        "(config options given with it are refused, not ignored; --results names its folder; "
+        "--set gives again a value of the run that names what would run: see 'rooftop validate --set')",
     )
     takes_runs(co, "resume")
     co.set_defaults(func=_cmd_collect)
@@ -407,6 +418,7 @@ def add_validate(sub) -> None:
     va.add_argument(
         "--results", default=None, help="results folder holding the run's rooftop.db (default: ./rooftop-results)"
     )
+    restate_arg(va)
     campaign_args(va, "validate")
     va.set_defaults(func=_cmd_validate)
 

@@ -139,6 +139,20 @@ def config_args(p) -> None:
     )
 
 
+def restate_arg(p) -> None:
+    """--set of a command that measures a stored run again (validate, service):
+    a value of the run that names what would run, given again."""
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="give again a value of the run's config that names what would run or be written (e.g. engine.path, "
+        "launcher.command, launcher.hosts; 'rooftop config keys' marks each [executes]), the value the run "
+        "recorded: needed to use it from a results folder not yours alone (owned by another user, or writable "
+        "by group or others; docs/locks-and-secrets.md); repeatable",
+    )
+
+
 def campaign_args(p, stage: str) -> None:
     """What collect and validate share: the stage's key flags, and how the campaign runs."""
     add_key_flags(p, STAGE_FLAGS[:3], stage)

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from rooftop import files
 from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, deprecated
 from rooftop.history import keys as _check_keys  # noqa: F401  (registers the check.* config keys)
 
@@ -153,8 +154,8 @@ def cmd_check(args) -> int:
         return 2
     checks, skipped = gate.check(store, run, args.against, rule)
     fell = [c for mc in checks for c in mc.fell]
-    if args.junit:
-        Path(args.junit).write_text(junit.document(checks, skipped))
+    if args.junit:  # whole or not at all: a CI reading it never sees half a report
+        files.write(args.junit, junit.document(checks, skipped))
     if args.json:
         doc = {
             "run": run,
@@ -195,13 +196,13 @@ def cmd_history(args) -> int:
         out.append((runs, events))
     if args.out_dir:
         from rooftop.history import figure
+        from rooftop.plots.save import save
 
-        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
-        for i, (runs, events) in enumerate(out):
-            fig = figure.history_figure(runs, events)
-            path = Path(args.out_dir) / f"history-{runs[0].metric}-{i + 1}.png"
-            fig.savefig(path, dpi=110)
-            print(path, file=sys.stderr)
+        with files.confined(Path(args.out_dir)):
+            for i, (runs, events) in enumerate(out):
+                fig = figure.history_figure(runs, events)
+                for path in save(fig, Path(args.out_dir), f"history-{runs[0].metric}-{i + 1}", ("png",), dpi=110):
+                    print(path, file=sys.stderr)
     if args.json:
         groups_doc = [
             {

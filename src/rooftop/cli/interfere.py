@@ -164,7 +164,10 @@ def cmd(args) -> int:
 
 def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     """--bursts-run RUN: RUN's config (results and load keys from this command;
+    a value of RUN's naming what would run may be given again, config.trust;
     any other key given is refused rather than ignored)."""
+    from rooftop.config import trust
+    from rooftop.config.catalog import KEY_BY_PATH
     from rooftop.interference import bursts as interfere_bursts
     from rooftop.keys import ConfigError
     from rooftop.store.db import Store
@@ -175,7 +178,9 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
         raise ConfigError(
             "--bursts-run and interference.stages (--stages): the service is either a bursts run or roofline stages"
         )
-    ignored = sorted(k for k in given if k != "results" and k.split(".")[0] not in SECTIONS) + (
+    # The run's values that name what would run, given again (config.trust).
+    again = {k: v for k, v in given.items() if k.split(".")[0] not in SECTIONS and KEY_BY_PATH[k].executes}
+    ignored = sorted(k for k in given if k != "results" and k.split(".")[0] not in SECTIONS and k not in again) + (
         ["--config"] if args.config else []
     )
     if ignored:
@@ -186,9 +191,12 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
     plan.stages = ["bursts"]
     try:
         run = resolve_run(cfg["results"], args.bursts_run)  # 'latest': in the results folder of the config
-        bcfg = interfere_bursts.config(Store(cfg["results"], create=False), run, plan.record())
+        store = Store(cfg["results"], create=False)
+        bcfg = interfere_bursts.config(store, run, plan.record())
     except (ValueError, StoreError) as e:
         raise ConfigError(str(e)) from None
+    # The run's config as measured again (its neighbour left out), before this command's own keys join it.
+    trust.check_reuse(store, run, bcfg, again, "interfere --bursts-run")
     bcfg["results"] = cfg["results"]
     bcfg["loads"] = cfg["loads"]
     bcfg["interference"] = dict(cfg["interference"], stages=plan.stages)

@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop import exits
     from rooftop.cluster.spec import ClusterError
     from rooftop.engine.base import EXIT_UNREACHABLE, EngineError
+    from rooftop.files import OutputError
     from rooftop.keys import ConfigError
     from rooftop.launchers import LauncherError
     from rooftop.learn import LearnError
@@ -215,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nrooftop: interrupted", file=sys.stderr)
         return interrupted_rc()
+    except OutputError as e:  # a file refused or not writable as one (rooftop.files)
+        print(f"rooftop {args.command}: {e}", file=sys.stderr)
+        return exits.USAGE
     except OSError as e:
         line = _write_error(e)
         if line is None:

@@ -349,7 +349,10 @@ def _cmd_compare(args) -> int:
             print(f"rooftop compare: {len(args.label)} --label for {len(sources)} sources", file=sys.stderr)
             return 2
         sources = [(label, rs) for label, (_, rs) in zip(args.label, sources)]
-    files = plot_compare(sources, Path(args.out_dir), args.format, args.yscale, args.normalise)
+    from rooftop.files import confined
+
+    with confined(Path(args.out_dir)):  # a link in it leading elsewhere is refused
+        files = plot_compare(sources, Path(args.out_dir), args.format, args.yscale, args.normalise)
     if not args.json:
         out = ui.Console(highlight=False)  # the table is the output: 'rooftop compare … > f' keeps it
         if not out.is_terminal:

@@ -39,16 +39,29 @@ def _cmd_report(args) -> int:
     store = Store(args.results, create=False)
     run = store.get_run(args.run)
     kind = kinds.of(store, run)
+    out = Path(args.out_dir) if args.out_dir else store.run_dir(run.id) / "report"
     if kind is not None:  # audit, tune, bursts...: their own report
-        page, md = kind.report(store, run, Path(args.out_dir) if args.out_dir else store.run_dir(run.id) / "report")
+        with _confined(args, store, run.id):
+            page, md = kind.report(store, run, out)
         return _report_written(args, run.id, page, md, [], [])
     res = results.load(store, args.run, sections)
     if not res.rooflines and not args.nic_runs:  # a NIC comparison needs server peaks only
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
-    out = Path(args.out_dir) if args.out_dir else store.run_dir(res.run.id) / "report"
     nic = _nic_comparison(store, res, args.nic_runs) if args.nic_runs else None
-    page, md = report.write(res, out, combined_mixes(args.mix, res.rooflines), nic)
+    with _confined(args, store, run.id):
+        page, md = report.write(res, out, combined_mixes(args.mix, res.rooflines), nic)
     return _report_written(args, res.run.id, page, md, nic.verdict if nic is not None else [], res.warnings)
+
+
+def _confined(args, store, run_id: str | None, default: Path | None = None):
+    """Where report and plot may write (rooftop.files.confined): inside
+    the --out-dir given, else inside the run's folder (a `report` or
+    `figures` link out of it is refused), else inside default."""
+    from rooftop import files
+
+    if args.out_dir:
+        return files.confined(Path(args.out_dir))
+    return files.confined(store.run_dir(run_id) if run_id else default)
 
 
 def _report_written(args, run_id: str, page, md, nic_verdict, warnings) -> int:
@@ -94,7 +107,7 @@ def _cmd_plot(args) -> int:
         return 2
     if args.params:
         rooflines = model.load_params(args.params)
-        samples, run_id, nodes = [], None, None
+        samples, run_id, nodes, store = [], None, None, None
         out = Path("rooftop-plots") / Path(args.params).stem
         if args.run:
             store = Store(args.results, create=False)
@@ -102,44 +115,36 @@ def _cmd_plot(args) -> int:
             samples = store.samples(run_id)
             nodes = store.get_run(run_id).config.get("nodes")
             # Under the run's figures: plot --params alone does not overwrite it.
-            out = _figures_dir(store, run_id, f"params-{Path(args.params).stem}")
-        files = plot_params(rooflines, Path(args.out_dir or out), args.format, samples, run_id, args.yscale, nodes)
+            out = store.run_dir(run_id) / "figures" / f"params-{Path(args.params).stem}"
+        with _confined(args, store, run_id, default=out):
+            written = plot_params(
+                rooflines, Path(args.out_dir or out), args.format, samples, run_id, args.yscale, nodes
+            )
     else:
         store = Store(args.results, create=False)
         run = store.get_run(args.run)
         kind = kinds.of(store, run)
+        out = Path(args.out_dir) if args.out_dir else store.run_dir(run.id) / "figures"
         if kind is not None:  # audit, tune, bursts...: their own figures
-            out = Path(args.out_dir) if args.out_dir else _figures_dir(store, run.id)
-            files = kind.plot(store, run, out, args.format)
-            if not files:
+            with _confined(args, store, run.id):
+                written = kind.plot(store, run, out, args.format)
+            if not written:
                 raise model.ModelError(f"{kind.no_roofline(run.id)}; it has no figure of its own")
-            print_files(files, args.json)
+            print_files(written, args.json)
             return 0
         res = results.load(store, args.run, _sections(args))
         if not res.rooflines:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
-        out = Path(args.out_dir) if args.out_dir else _figures_dir(store, res.run.id)
-        files = plot_run(res, out, args.format, args.yscale)
+        with _confined(args, store, run.id):
+            written = plot_run(res, out, args.format, args.yscale)
         for name, why in left_out(res).items():  # figures that would carry no information
             print(f"{name}: not drawn: {why}", file=sys.stderr)
-    print_files(files, args.json)
+    print_files(written, args.json)
     return 0
 
 
-def _figures_dir(store, run_id: str, sub: str = "") -> Path:
-    """RESULTS/RUN/figures[/sub], refused when a symlink leads it out of the run's folder."""
-    from rooftop.plots.save import inside
-    from rooftop.store.records import StoreError
-
-    out = store.run_dir(run_id) / "figures" / sub if sub else store.run_dir(run_id) / "figures"
-    try:
-        return inside(out, store.run_dir(run_id))
-    except ValueError as e:
-        raise StoreError(str(e)) from None
-
-
 def _cmd_export(args) -> int:
-    from rooftop import export
+    from rooftop import export, files
     from rooftop.store.db import Store
 
     if args.json:
@@ -174,8 +179,8 @@ def _cmd_export(args) -> int:
         text = export.fom_text(store, run)
     else:
         text = export.csv_text(store, run)
-    if args.output:
-        Path(args.output).write_text(text)
+    if args.output:  # the user's file: whole or not at all, a link there replaced, not followed
+        files.write(args.output, text)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

@@ -11,7 +11,7 @@ import sys
 
 from rooftop import metrics, session
 from rooftop.cli import service_import
-from rooftop.cli.common import campaign_flags, deprecated, interrupted_rc, results_arg, run_arg
+from rooftop.cli.common import campaign_flags, deprecated, interrupted_rc, restate_arg, results_arg, run_arg
 
 DESCRIPTION = """\
 Measures a real data service (its own servers and clients, as a service spec
@@ -49,10 +49,13 @@ def _cmd_service(args) -> int:
     if args.import_file:
         from rooftop.keys import ConfigError
 
-        if args.spec or args.preset or args.resume or args.dry_run:
-            raise ConfigError("--import stores points measured elsewhere: no spec, --preset, --resume or --dry-run")
+        if args.spec or args.preset or args.resume or args.dry_run or args.set:
+            raise ConfigError(
+                "--import stores points measured elsewhere: no spec, --preset, --resume, --dry-run or --set"
+            )
         return service_import.cmd_import(args)
     from rooftop import emulation, ui
+    from rooftop.config import trust
     from rooftop.keys import ConfigError
     from rooftop.launchers import make_launcher, on_this_machine
     from rooftop.service import points
@@ -63,6 +66,7 @@ def _cmd_service(args) -> int:
     store = Store(args.results, create=False)
     run = store.get_run(args.run)
     cfg = json.loads(json.dumps(run.config))
+    trust.check_reuse(store, run.id, cfg, session.restated(args), "service")  # before anything runs, --dry-run too
     placements = grid(cfg)
     launcher = make_launcher(cfg["launcher"])
     runner = ServiceRun(cfg, store, run.id, spec, launcher)
@@ -97,7 +101,7 @@ def _cmd_service(args) -> int:
     with session.campaign_locks(args, store, cfg) as locks:
         locks.name_run(run.id)
         before = store.get_run(run.id)
-        session.claim(store, run.id, "service")
+        session.claim(store, run.id, "service", keep_status=True)  # a SIGKILL leaves it as it was
         try:
             points.save_spec(store, run.id, spec.name, spec.metric, spec.resolved())
             if not args.json:
@@ -137,6 +141,7 @@ def add_parser(sub) -> None:
     p.add_argument("spec", nargs="?", metavar="SPEC", help="the service spec (TOML; docs/services.md)")
     p.add_argument("--preset", choices=presets.names(), help="a service that ships with rooftop instead of a spec")
     results_arg(p)
+    restate_arg(p)
     p.add_argument("--resume", action="store_true", help="measure only the points not stored yet")
     p.add_argument(
         "--dry-run",

@@ -80,6 +80,7 @@ def _keys_doc() -> list[dict]:
             "maximum": k.maximum,
             "only": f"rooftop {STUDY_COMMAND.get(s, s)}" if s else None,
             "help": k.help,
+            "executes": k.executes,
         }
         for s, k in keys
     ]
@@ -104,7 +105,10 @@ def add_config(sub) -> None:
         help="show the resolved config, or list every key",
         description="'rooftop config show' prints the fully resolved config "
         "(every default, the nodes found, the validation grid) for the given file "
-        "and overrides; 'rooftop config keys' documents every key.",
+        "and overrides; 'rooftop config keys' documents every key. A key marked [executes] names what a "
+        "command runs or writes (a program, hosts, arguments, a folder written to): a stored run's value of "
+        "it is used again (validate, collect --resume, service, interfere --bursts-run) only from a results folder "
+        "that is yours alone, or when given again with --set (docs/locks-and-secrets.md).",
     )
     cf.add_argument("action", choices=["show", "keys"])
     config_args(cf)

@@ -26,6 +26,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+from rooftop import files
 from rooftop.cluster import state
 
 
@@ -61,12 +62,7 @@ def write_agent(nodes: list[dict]) -> Path:
     d = directory()
     d.mkdir(parents=True, exist_ok=True)
     os.chmod(d, 0o755)
-    p = agent_path()
-    tmp = p.with_suffix(".new")
-    tmp.write_text(agent_script(nodes))
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, p)
-    return p
+    return files.write(agent_path(), agent_script(nodes), mode=0o755)
 
 
 def remove() -> list[str]:

@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rooftop import files
 from rooftop.cluster import net, state
 from rooftop.cluster.commands import run
 from rooftop.cluster.spec import ClusterError
@@ -152,18 +153,12 @@ def _write_files(nodes: list[dict], controller: str) -> None:
     _mkdir(p["key_dir"], 0o700)
     shutil.rmtree(p["spool"], ignore_errors=True)  # a fresh controller: no jobs, no drained nodes
     _mkdir(p["spool"], 0o755)
-    key = p["key_dir"] / "munge.key"
-    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(secrets.token_bytes(1024))
-    files = {p["conf"]: conf_text(nodes, controller)}
+    files.write(p["key_dir"] / "munge.key", secrets.token_bytes(1024), mode=0o600)
+    confs = {p["conf"]: conf_text(nodes, controller)}
     if any("switch" in n for n in nodes):
-        files[topology_path()] = topology_text(nodes, net.BRIDGE)
-    for path, text in files.items():
-        tmp = path.with_suffix(".new")
-        tmp.write_text(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        confs[topology_path()] = topology_text(nodes, net.BRIDGE)
+    for path, text in confs.items():
+        files.write(path, text, mode=0o644)
 
 
 def _need(tool: str) -> str:

@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from rooftop import files
 from rooftop.cluster.spec import ClusterError
 
 DEFAULT_PATH = "/run/rooftop-cluster/state.json"
@@ -77,21 +77,7 @@ def load(p: Path | None = None) -> dict | None:
 
 def save(data: dict, p: Path | None = None) -> Path:
     p = p or path()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".state-", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return p
+    return files.write(p, json.dumps(data, indent=1) + "\n", mode=0o644)
 
 
 def remove(p: Path | None = None) -> bool:

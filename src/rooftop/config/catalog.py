@@ -80,6 +80,7 @@ KEYS: list[Key] = [
         None,
         _for_launchers("hosts", "host names, one per node (default none: give hosts or hostfile)"),
         nullable=True,
+        executes=True,
     ),
     Key(
         "launcher.hostfile",
@@ -87,6 +88,7 @@ KEYS: list[Key] = [
         None,
         _for_launchers("hostfile", "file with one host per line (default none: give hosts or hostfile)"),
         nullable=True,
+        executes=True,
     ),
     Key(
         "launcher.cores_per_node",
@@ -102,6 +104,7 @@ KEYS: list[Key] = [
         None,
         _for_launchers("command", "the launcher's executable (default: its name, e.g. mpiexec / srun)"),
         nullable=True,
+        executes=True,
     ),
     Key(
         "launcher.flavor",
@@ -115,6 +118,7 @@ KEYS: list[Key] = [
         "list[str]",
         [],
         _for_launchers("extra_args", "extra launcher arguments, placed before the engine"),
+        executes=True,
     ),
     Key(
         "launcher.oversubscribe",
@@ -328,7 +332,7 @@ KEYS: list[Key] = [
         "that was killed",
         maximum=DAY,
     ),
-    Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True),
+    Key("engine.path", "str", None, "rooftop-engine executable (default: installed one)", nullable=True, executes=True),
     Key(
         "engine.launch",
         "choice",

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from rooftop import metrics, stages
+from rooftop.config import resources
 from rooftop.config.catalog import (
     DAY,
     KEYS,
@@ -162,6 +163,7 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
         procs(p)
 
     if not planned:
+        resources.check(cfg)  # memory and processes, before anything forks
         for name in cfg["metrics"]:  # what measuring each needs on these nodes
             metrics.get(name).check_resolved(cfg)
 
@@ -259,6 +261,7 @@ def describe_keys() -> str:
         limits = [f"at least {k.minimum:g}"] if k.minimum is not None else []
         limits += [f"at most {k.maximum:g}"] if k.maximum is not None else []
         read = f" [rooftop {STUDY_COMMAND.get(section, section)} only]" if section else ""
+        read += " [executes]" if k.executes else ""  # a stored value is used again only if trusted (config.trust)
         bounds = f", {' and '.join(limits)}" if limits else ""
         lines.append(f"{k.path:30s} {k.kind}{choices}, default {d}{bounds}{read}\n    {k.help}")
     return "\n".join(lines)

@@ -11,12 +11,21 @@ whether one is gone, stop them); AgentProc: a process an agent started,
 with the parts of subprocess.Popen that reap, terminate and the campaign
 use. The agents hold a lease of their own (agents/<session>/lease, renewed
 by the campaign's Leases): a killed campaign leaves no agent, and an
-agent's children get SIGTERM when it is gone."""
+agent's children get SIGTERM when it is gone.
+
+Their folders are the campaign's alone: agents/ is checked to be its
+user's (not a link) and made 0700, a session's folder has a random part in
+its name (it is on the agents' command lines only once they run), and the
+campaign, like each agent, opens every node folder once and reads and
+writes there through that descriptor (_Folder); the agents act only on
+files of their own user. A folder removed or replaced under a running
+campaign fails its processes naming it."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -24,12 +33,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rooftop.engine.base import EngineError, private_dir, write_private
+from rooftop.engine.base import EngineError, open_private_dir, private_dir, write_private
 from rooftop.engine.leases import Leases
 from rooftop.engine.processes import reap
 from rooftop.launchers.base import TITLE_ROOM, Launch, Launcher, Node
 
-#: A campaign session's agents live in <run>/agents/<HHMMSS>-<pid>/.
+#: A campaign session's agents live in <run>/agents/<HHMMSS>-<pid>-<random>/.
 AGENTS_DIR = "agents"
 #: Seconds between two beats of an agent (its --beat).
 BEAT_S = 1.0
@@ -71,7 +80,7 @@ class AgentProc:
 
     def __init__(self, agents: Agents, node: Node, seq: int, argv: list[str], log: Path):
         self.agents, self.node, self.seq, self.args, self.log = agents, node, seq, argv, log
-        self.dir = agents.node_dir(node.index)
+        self.dir = agents.held(node.index)
         self.returncode: int | None = None
         self.lost: str | None = None
         self._pid: int | None = None
@@ -82,7 +91,7 @@ class AgentProc:
         """The process's pid on its node (0 until the agent has forked it)."""
         if self._pid is None:
             try:
-                self._pid = int((self.dir / f"pid-{self.seq}").read_text().split()[0])
+                self._pid = int(self.dir.read(f"pid-{self.seq}").split()[0])
             except (OSError, ValueError, IndexError):
                 return 0
         return self._pid
@@ -91,21 +100,25 @@ class AgentProc:
         if self.returncode is not None:
             return self.returncode
         try:  # "PID RC": the agent's pid file, completed and renamed
-            pid, rc = map(int, (self.dir / f"exit-{self.seq}").read_text().split())
+            pid, rc = map(int, self.dir.read(f"exit-{self.seq}").split())
         except (OSError, ValueError):
             why = self.agents.lost(self.node.index)
             if why:
                 self.lose(why)
             return self.returncode
         self._pid = self._pid or pid or None
-        (self.dir / f"exit-{self.seq}").unlink(missing_ok=True)
+        self.dir.unlink(f"exit-{self.seq}")
+        why = self.agents.lost(self.node.index, fresh=True) if rc else None
+        if why:  # its agent stopped it on going (its folder removed): that is the cause
+            self.lose(why)
+            return self.returncode
         self.returncode = rc
         return rc
 
     def lose(self, why: str) -> None:
         self.lost, self.returncode = why, LOST_RC
         try:
-            fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "a") as f:
                 f.write(f"rooftop: {why}\n")
         except OSError:
@@ -121,13 +134,13 @@ class AgentProc:
 
     def send_signal(self, sig: int) -> None:
         """sig to the process's group (by its agent); nothing once it ended.
-        An empty file names it (_wake): it needs no block of a full file
+        An empty file names it (_Folder.wake): it needs no block of a full file
         system."""
         if self.poll() is not None:
             return
         self._signals += 1
         try:
-            _wake(self.dir / f"sig-{self.seq}-{self._signals}-{int(sig)}", os.O_EXCL)
+            self.dir.wake(f"sig-{self.seq}-{self._signals}-{int(sig)}", os.O_EXCL)
         except OSError:
             pass  # not delivered: its agent stops it once the campaign ends (their lease)
 
@@ -138,33 +151,76 @@ class AgentProc:
         self.send_signal(signal.SIGKILL)
 
 
-def _wake(path: Path, flags: int = 0) -> None:
-    """Creates the empty file path (with flags, e.g. os.O_EXCL) and closes
-    it. Opened for writing: its close wakes the agent watching its folder
-    (inotify's IN_CLOSE_WRITE; a file only created would wait for the
-    agent's --poll). OSError: not created."""
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o600))
+class _Folder:
+    """A folder of the agents, opened once (open_private_dir: this user's,
+    0700, not a link) and used through its descriptor: what the campaign
+    reads and writes goes to the folder it made, whatever becomes of its
+    path; replaced() says when the path no longer names it."""
 
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd = open_private_dir(path)
+        st = os.fstat(self.fd)
+        self._id = (st.st_dev, st.st_ino)
 
-def _publish(path: Path, data: bytes) -> None:
-    """Writes path whole (a temporary name, then renamed): an agent reads
-    all of it or nothing; nothing is left on failure (OSError)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    def read(self, name: str) -> str:
+        """The text of the file name (no link followed). OSError."""
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)
+        with os.fdopen(fd, errors="replace") as f:
+            return f.read()
 
+    def tail(self, name: str, chars: int = 600) -> str:
+        try:
+            return " ".join(self.read(name).split())[-chars:]
+        except OSError:
+            return ""
 
-def _tail(path: Path, chars: int = 600) -> str:
-    try:
-        return " ".join(path.read_text(errors="replace").split())[-chars:]
-    except OSError:
-        return ""
+    def wake(self, name: str, flags: int = 0) -> None:
+        """Creates the empty file name (with flags, e.g. os.O_EXCL) and
+        closes it. Opened for writing: its close wakes the agent watching
+        the folder (inotify's IN_CLOSE_WRITE; a file only created would
+        wait for the agent's --poll). OSError: not created."""
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | flags, 0o600, dir_fd=self.fd))
+
+    def publish(self, name: str, data: bytes) -> None:
+        """Writes name whole (a temporary name, then renamed): an agent
+        reads all of it or nothing; nothing is left on failure (OSError)."""
+        tmp = f".{name}.tmp"
+        try:
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd
+            )
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except OSError:
+            self.unlink(tmp)
+            raise
+
+    def unlink(self, name: str) -> None:
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except OSError:
+            pass
+
+    def replaced(self) -> str | None:
+        """How the path changed since the folder was opened (None: it still
+        names it)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return "it is gone (removed, or a folder above it renamed)"
+        except OSError as e:
+            return f"its path cannot be looked at ({e.strerror})"
+        if (st.st_dev, st.st_ino) != self._id:
+            return "another folder has its name now (it or a folder above it was renamed or replaced)"
+        return None
+
+    def close(self) -> None:
+        """Closes it: what is asked of it afterwards fails (OSError)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class Agents:
@@ -190,6 +246,8 @@ class Agents:
         self.log = log or (lambda msg: None)
         self.nodes = launcher.nodes()
         self.folder: Path | None = None
+        #: The session's folder and each node's, held (None, then node indexes).
+        self._held: dict[int | None, _Folder] = {}
         self.launches: list[Launch] = []
         self.procs: list[subprocess.Popen] = []
         #: Node index -> why its agent is gone (never started, exited, silent).
@@ -202,6 +260,10 @@ class Agents:
     def node_dir(self, index: int) -> Path:
         assert self.folder is not None
         return self.folder / f"node-{index}"
+
+    def held(self, index: int) -> _Folder:
+        """The folder of node index's agent, held since start()."""
+        return self._held[index]
 
     def argv(self, folder: Path) -> list[str]:
         """The agent command line, but its --rank (the launcher adds it)."""
@@ -229,9 +291,13 @@ class Agents:
         gone: its node's processes then fail, naming why). None ready:
         AgentsError, and nothing is left running."""
         base = private_dir(self.run_dir.resolve() / AGENTS_DIR)
-        self.folder = private_dir(base / f"{time.strftime('%H%M%S')}-{os.getpid()}")
+        folder = base / f"{time.strftime('%H%M%S')}-{os.getpid()}-{secrets.token_hex(8)}"
+        folder.mkdir(mode=0o700)  # new: a name nobody could have made before
+        self.folder = folder
+        self._held[None] = _Folder(folder)
         for n in self.nodes:
-            private_dir(self.node_dir(n.index))
+            self.node_dir(n.index).mkdir(mode=0o700)
+            self._held[n.index] = _Folder(self.node_dir(n.index))
         self.leases.add(self.folder)
         self.launches = self.launcher.agent_launches(self.nodes, self.argv(self.folder))
         for i, launch in enumerate(self.launches):
@@ -264,7 +330,7 @@ class Agents:
         while waiting:
             for idx, node in list(waiting.items()):
                 try:
-                    ready = json.loads((self.node_dir(idx) / "ready").read_text())
+                    ready = json.loads(self.held(idx).read("ready"))
                 except (OSError, ValueError):
                     continue
                 self._pids[idx] = int(ready.get("pid") or 0)
@@ -291,8 +357,7 @@ class Agents:
             time.sleep(0.01)
 
     def _launch_tail(self, launch: Launch) -> str:
-        assert self.folder is not None
-        return _tail(self.folder / f"launch-{self.launches.index(launch)}.log")
+        return self._held[None].tail(f"launch-{self.launches.index(launch)}.log")
 
     @property
     def started(self) -> bool:
@@ -317,16 +382,18 @@ class Agents:
         for a in launch.argv:
             fields += ["arg", a]
         try:
-            _publish(self.node_dir(idx) / f"req-{seq}", b"".join(f.encode() + b"\0" for f in fields))
+            self.held(idx).publish(f"req-{seq}", b"".join(f.encode() + b"\0" for f in fields))
         except OSError as e:
             proc.lose(f"the agent of node {idx} ({launch.node.host}) could not be asked to start it: {e}")
         return proc
 
-    def lost(self, index: int) -> str | None:
+    def lost(self, index: int, fresh: bool = False) -> str | None:
         """Why the agent of node index is gone (None while it runs); looked
-        at once per CHECK_S."""
+        at once per CHECK_S; fresh: its folders are looked at now too."""
         if index in self.gone or not self.started:
             return self.gone.get(index)
+        if fresh:
+            self._replaced([None, index])
         now = time.monotonic()
         if now - self._checked >= CHECK_S:
             self._checked = now
@@ -342,7 +409,19 @@ class Agents:
         """Why the agents of those nodes are gone, for those that are."""
         return [why for i in sorted(set(indexes)) if (why := self.lost(i))]
 
+    def _replaced(self, keys: list[int | None]) -> None:
+        """The agents whose folder (None: the session's, else a node's)
+        was removed or replaced are gone, for that cause."""
+        for key in keys:
+            folder = self._held.get(key)
+            why = folder.replaced() if folder else None
+            if why:
+                for node in self.nodes if key is None else [self.nodes[key]]:
+                    self.gone.setdefault(node.index, f"the agents' folder {folder.path} was removed or replaced: {why}")
+
     def _look(self, now: float) -> None:
+        # The folders first: their removal is the cause of what follows it.
+        self._replaced([None, *(n.index for n in self.nodes if n.index not in self.gone)])
         for launch, p in zip(self.launches, self.procs):
             if p.poll() is not None:
                 for idx in launch.ranks:
@@ -355,9 +434,9 @@ class Agents:
         for node in self.nodes:
             if node.index in self.gone:
                 continue
-            ndir = self.node_dir(node.index)
+            ndir = self.held(node.index)
             try:
-                doc = json.loads((ndir / "agent.json").read_text())
+                doc = json.loads(ndir.read("agent.json"))
                 why = (doc.get("result") or {}).get("stop_reason") or "; ".join(doc.get("errors") or [])
                 self.gone[node.index] = f"the agent of node {node.index} ({node.host}) stopped: {why}"
                 continue
@@ -366,7 +445,7 @@ class Agents:
             if node.index not in shared:
                 continue
             try:
-                beat = (ndir / "beat").read_text()
+                beat = ndir.read("beat")
             except OSError:
                 beat = ""
             last, since = self._beats.get(node.index, (None, now))
@@ -388,10 +467,12 @@ class Agents:
             return
         for n in self.nodes:
             try:
-                _wake(self.node_dir(n.index) / "stop")
-            except OSError:
+                self.held(n.index).wake("stop")
+            except (OSError, KeyError):
                 pass  # the lease, dropped next, stops it all the same
         self.leases.drop(self.folder)
         reap(self.procs, GRACE_S + 5)
-        self.folder = None
+        for folder in self._held.values():
+            folder.close()
+        self.folder, self._held = None, {}
         self.launches, self.procs, self.gone, self._seq, self._beats, self._pids = [], [], {}, {}, {}, {}

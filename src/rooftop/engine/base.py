@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from rooftop import files
 from rooftop.exits import Unreachable
 
 ENGINE_ENV = "ROOFTOP_ENGINE"
@@ -61,22 +62,37 @@ def engine_path() -> str:
     )
 
 
-def private_dir(path: Path) -> Path:
-    """Creates path (and parents) and makes it 0700: its files (addresses,
-    token, documents) are then out of other users' reach even on a shared
-    file system."""
+def open_private_dir(path: Path) -> int:
+    """Creates path (and parents) if need be, checks it is a folder of this
+    user (not a link, not another user's) and makes it 0700: its files
+    (addresses, token, documents) are then out of other users' reach even
+    on a shared file system. Returns a descriptor of it (O_DIRECTORY, to
+    close). EngineError: it is a link, not a folder or another user's."""
     path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise EngineError(f"{path} is not a folder of this user's own (a link?): {e.strerror}") from None
+    owner = os.fstat(fd).st_uid
+    if owner != os.geteuid():
+        os.close(fd)
+        raise EngineError(
+            f"{path} belongs to uid {owner}, not to this user (uid {os.geteuid()}): it cannot be made private"
+        )
+    os.fchmod(fd, 0o700)
+    return fd
+
+
+def private_dir(path: Path) -> Path:
+    """open_private_dir(path), closed: path, a private folder of this user."""
+    os.close(open_private_dir(path))
     return path
 
 
 def write_private(path: Path, text: str) -> Path:
-    """Writes text to path with mode 0600 (also if the file existed)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        os.fchmod(fd, 0o600)
-        f.write(text)
-    return path
+    """Writes text to path with mode 0600 (also if the file existed), whole
+    or not at all and never through a link (rooftop.files.write)."""
+    return files.write(path, text, mode=0o600)
 
 
 def write_token(directory: Path, token: str) -> Path:

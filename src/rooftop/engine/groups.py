@@ -138,6 +138,11 @@ class Group:
     Every server and client it starts holds the directory's lease (lease:
     its period in seconds; leases: a Leases to share, else its own), so a
     killed caller leaves none running once the period has passed.
+
+    Without a directory, a private one (0700, unguessable name) is made
+    under `under` and removed on exit: give the command's results folder,
+    so that a killed command leaves its group folder (and token) there,
+    not in $TMPDIR where nothing would remove it (only without `under`).
     """
 
     fabric: str = "ofi+tcp"
@@ -147,12 +152,13 @@ class Group:
     token_file: Path | None = field(default=None, init=False)  # 0600, in directory
     _tmp: tempfile.TemporaryDirectory | None = None
     lease: float = DEFAULT_LEASE
+    under: Path | None = None
     leases: Leases | None = None
     _own_leases: bool = field(default=False, init=False)
 
     def __post_init__(self):
         if self.directory is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="rooftop-group-")
+            self._tmp = tempfile.TemporaryDirectory(prefix="rooftop-group-", dir=self.under)
             self.directory = Path(self._tmp.name)
         self.directory = private_dir(Path(self.directory))
         self.token_file = write_token(self.directory, self.token)

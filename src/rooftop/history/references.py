@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rooftop import files
 from rooftop.history.keys import Rule
 from rooftop.history.series import RunCeilings
 
@@ -54,5 +55,5 @@ def write(path: str | Path, ceilings: dict[str, RunCeilings], rule: Rule) -> dic
         + "\n}"
         for system, refs in doc.items()
     ]
-    Path(path).write_text("{" + ",\n".join(systems) + "}\n")  # one variable per line
+    files.write(path, "{" + ",\n".join(systems) + "}\n")  # one variable per line; whole, never through a link
     return doc

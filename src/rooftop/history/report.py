@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from rooftop.history import check, series
 from rooftop.history.keys import Rule
+from rooftop.report.render import md_text
 from rooftop.results.sections import Section
 
 #: Comparable runs (this one included) from which the figure is drawn.
@@ -63,7 +64,7 @@ def lines(data: dict) -> list[str]:
 def markdown(res, data, figures, base) -> list[str]:
     if not data:
         return []
-    out = ["## Since the last comparable run", ""] + [f"- {x}" for x in lines(data)] + [""]
+    out = ["## Since the last comparable run", ""] + [f"- {md_text(x)}" for x in lines(data)] + [""]
     return out
 
 

@@ -233,12 +233,12 @@ def shared_lines(doc: dict) -> list[str]:
 
 def markdown_of(doc: dict | None, run) -> list[str]:
     if beside(run):
-        return ["## Under load", "", beside(run), ""]
+        return ["## Under load", "", render.md_text(beside(run)), ""]
     if not doc:
         return []
-    lines = ["## Under load", "", EXPLAIN, "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    lines += ["| " + " | ".join(row) + " |" for row in table_rows(doc)]
-    return lines + [""] + [f"- {x}" for x in shared_lines(doc)] + [""]
+    lines = ["## Under load", "", EXPLAIN, "", render.md_row(HEAD), "|" + "---|" * len(HEAD)]
+    lines += [render.md_row(row) for row in table_rows(doc)]
+    return lines + [""] + [f"- {render.md_text(x)}" for x in shared_lines(doc)] + [""]
 
 
 def figure(doc: dict):

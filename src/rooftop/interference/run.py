@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import stages
+from rooftop import files, stages
 from rooftop.campaign import Runner, measure_once
 from rooftop.interference import keys as _keys  # registers the interference.* config keys
 from rooftop.interference.loads import background, get
@@ -436,8 +436,7 @@ def save(store, doc: dict) -> Path:
     writes it beside the isolated run's documents."""
     store.add_interference(doc)
     path = store.run_dir(doc["run"]) / "interference.json"
-    path.write_text(json.dumps(doc, indent=1))
-    return path
+    return files.write(path, json.dumps(doc, indent=1))
 
 
 def load_summary(run_dir: Path) -> dict | None:

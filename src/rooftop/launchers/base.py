@@ -187,7 +187,7 @@ class Launcher(ABC):
 class LauncherSpec:
     """One launcher, as `launcher.type` names it: the entry each launcher
     file declares (SPEC) and rooftop.launchers.LAUNCHERS lists. Config
-    choices, CLI choices and help, the cores lock and the memory check read
+    choices, CLI choices and help, the cores lock and the memory and process checks read
     it; nothing else names a launcher.
     """
 
@@ -204,8 +204,9 @@ class LauncherSpec:
     #: Core bindings it can express (the `binding` key's choices are BINDINGS).
     bindings: tuple[str, ...] = BINDINGS
     #: Its engines run on this machine's cores: the campaign then takes the
-    #: machine's cores lock, counts every node's client buffers against this
-    #: machine's memory, and its nodes share one clock.
+    #: machine's cores lock, counts every node's processes against this
+    #: machine's memory and process limits (rooftop.config.resources), and
+    #: its nodes share one clock.
     on_this_machine: bool = False
     #: Its engines use this machine's own network interfaces: a
     #: fabric.domain this machine lacks is refused before anything starts

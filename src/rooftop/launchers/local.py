@@ -36,6 +36,52 @@ def mem_available() -> int | None:
     return None
 
 
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def task_room() -> list[tuple[str, int]]:
+    """How many more tasks (processes and threads) this machine lets this
+    user start, per limit that applies: (the limit named, its room left)."""
+    import resource
+
+    out = []
+    loadavg = _read("/proc/loadavg")  # "... running/total last_pid"
+    total = int(loadavg.split()[3].split("/")[1]) if loadavg else 0
+    for name, path in (
+        ("kernel.pid_max", "/proc/sys/kernel/pid_max"),
+        ("kernel.threads-max", "/proc/sys/kernel/threads-max"),
+    ):
+        v = _read(path)
+        if v and v.isdigit():
+            out.append((f"{name} = {v} ({total} tasks running)", int(v) - total))
+    cgroup = _read("/proc/self/cgroup") or ""
+    for line in cgroup.splitlines():  # this process's group and its pids limit (cgroup v2, or v1's pids)
+        _, controllers, group = line.split(":", 2)
+        if controllers in ("", "pids"):
+            d = "/sys/fs/cgroup" + ("/pids" if controllers else "") + group.rstrip("/")
+            limit, current = _read(d + "/pids.max"), _read(d + "/pids.current")
+            if limit and limit.isdigit() and current and current.isdigit():
+                out.append((f"the cgroup's pids.max = {limit} ({current} in use)", int(limit) - int(current)))
+    soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    if soft != resource.RLIM_INFINITY and os.geteuid() != 0:  # root is not held to it
+        mine = 0
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    st = os.stat(f"/proc/{pid}/task")
+                    if st.st_uid == os.getuid():
+                        mine += st.st_nlink - 2  # one subfolder per thread
+                except OSError:
+                    pass
+        out.append((f"ulimit -u = {soft} ({mine} tasks of this user)", soft - mine))
+    return out
+
+
 class LocalLauncher(Launcher):
     name = "local"
 

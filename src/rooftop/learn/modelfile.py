@@ -39,12 +39,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
-from rooftop import __version__
+from rooftop import __version__, files
 from rooftop.learn import LearnError
 
 #: The model file's format; another one is refused (re-learn).
@@ -181,19 +180,7 @@ def save_model(path: Path, doc: dict, X: np.ndarray, y: np.ndarray, predictions:
             "predictions": np.asarray(predictions, dtype=float).tolist(),
         },
     }
-    text = json.dumps(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    files.write(path, json.dumps(out))  # whole or not at all, never through a link
 
 
 def _looks_pickled(path: Path, head: bytes) -> bool:

@@ -97,19 +97,19 @@ def markdown(docs: list[dict]) -> list[str]:
     lines = []
     for d in docs:
         lines += [
-            f"## Learned model: {d['metric']}",
+            f"## Learned model: {render.md_text(d['metric'])}",
             "",
-            _summary(d),
+            render.md_text(_summary(d)),
             "",
-            "| " + " | ".join(HEAD) + " |",
+            render.md_row(HEAD),
             "|" + " --- |" * len(HEAD),
         ]
-        lines += ["| " + " | ".join(r) + " |" for r in _rows(d["cross_validation"])]
+        lines += [render.md_row(r) for r in _rows(d["cross_validation"])]
         ex = d["extrapolation"]
-        lines += ["", f"Extrapolation: {ex['split']}", ""]
+        lines += ["", f"Extrapolation: {render.md_text(ex['split'])}", ""]
         if ex["models"]:
-            lines += ["| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
-            lines += ["| " + " | ".join(r) + " |" for r in _rows(ex["models"])]
+            lines += [render.md_row(HEAD), "|" + " --- |" * len(HEAD)]
+            lines += [render.md_row(r) for r in _rows(ex["models"])]
         lines.append("")
     return lines
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sklearn.base import clone
 
+from rooftop import files
 from rooftop import metrics as metric_table
 from rooftop.learn import LearnError, dataset, evaluate
 from rooftop.learn.modelfile import OLD_SUFFIXES, SUFFIX, load_model, save_model
@@ -135,7 +136,7 @@ def _save_comparison(o: Outcome, oof: dict) -> None:
 
     shown = [s.name for s in (o.best_of(o.cv, "plain"), o.best_of(o.cv, "roofline")) if s]
     doc = dict(o.to_dict(), predictions={"measured": o.ds.y.tolist(), "models": {n: oof[n].tolist() for n in shown}})
-    (o.path.parent / f"{o.ds.metric}.json").write_text(json.dumps(doc, indent=1))
+    files.write(o.path.parent / f"{o.ds.metric}.json", json.dumps(doc, indent=1))
 
 
 def _ranges(ds) -> dict[str, tuple[float, float]]:

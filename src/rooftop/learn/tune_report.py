@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rooftop import files
 from rooftop.units import fmt_rate
 
 #: The trajectory figure's resolution.
@@ -106,17 +107,19 @@ HEAD = ["step", "chosen by", "configuration", "measured", "predicted", "best pre
 
 
 def markdown(out: dict, unit: str, png: str) -> str:
+    from rooftop.report.render import md_image, md_row, md_text
+
     lines = [
-        f"# rooftop tune: {out['metric']}",
+        f"# rooftop tune: {md_text(out['metric'])}",
         "",
-        *[f"- {l}" for l in outcome_lines(out, unit) if l],
+        *[f"- {md_text(l)}" for l in outcome_lines(out, unit) if l],
         "",
-        f"![trajectory]({png})",
+        md_image("trajectory", png),
         "",
-        "| " + " | ".join(HEAD) + " |",
+        md_row(HEAD),
         "|" + "---|" * len(HEAD),
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in _rows(out, unit)]
+    lines += [md_row(r) for r in _rows(out, unit)]
     return "\n".join(lines) + "\n"
 
 
@@ -137,11 +140,9 @@ def html_page(out: dict, unit: str, png: bytes, run_id: str) -> str:
 
 def write(out: dict, unit: str, run_id: str, folder: Path) -> tuple[Path, Path]:
     """report.html (self-contained) and report.md (+ trajectory.png)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    png = folder / "trajectory.png"
-    figure(out, unit).savefig(png, dpi=PNG_DPI, bbox_inches="tight")
-    page = folder / "report.html"
-    page.write_text(html_page(out, unit, png.read_bytes(), run_id))
-    md = folder / "report.md"
-    md.write_text(markdown(out, unit, png.name))
+    from rooftop.plots.save import save
+
+    (png,) = save(figure(out, unit), folder, "trajectory", formats=("png",), dpi=PNG_DPI)
+    page = files.write(folder / "report.html", html_page(out, unit, png.read_bytes(), run_id))
+    md = files.write(folder / "report.md", markdown(out, unit, png.name))
     return page, md

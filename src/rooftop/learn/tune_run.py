@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from rooftop import files
 from rooftop.learn import LearnError
 from rooftop.learn.propose import Proposer, x_of
 from rooftop.learn.space import Space
@@ -160,7 +161,7 @@ def tune(
     steps, reason = loop(proposer, settings, measure, stored)
     out = summary(steps, reason, space, proposer.roofline, roof_run, proposer.placement)
     out["settings"] = vars(settings)
-    (store.run_dir(run_id) / TUNE_FILE).write_text(json.dumps(out, indent=1, default=str))
+    files.write(store.run_dir(run_id) / TUNE_FILE, json.dumps(out, indent=1, default=str))
     return out
 
 

@@ -17,6 +17,10 @@ def _no_check(cfg: dict) -> None:
     return None
 
 
+def _no_buffer(cfg: dict) -> tuple[int, str]:
+    return 0, ""
+
+
 @dataclass(frozen=True)
 class Metric:
     #: As stored (samples.metric) and named by --metrics.
@@ -51,6 +55,11 @@ class Metric:
     #: Checks what measuring it needs on the resolved nodes (cfg["nodes"],
     #: processes per node), only when it is measured.
     check_resolved: Callable[[dict], None] = _no_check
+    #: Bytes of data buffer each of its client processes allocates under a
+    #: config, besides the engine's own, and the key that sets them
+    #: (rooftop.config.resources checks every process's share against the
+    #: machine before any starts).
+    client_memory: Callable[[dict], tuple[int, str]] = _no_buffer
     #: Its aggregate cannot exceed a known link rate: above it (plus the
     #: tolerance of rooftop.campaign.limits) a window is invalid.
     link_bound: bool = False

@@ -48,24 +48,10 @@ def _check(cfg: dict) -> None:
         raise ConfigError(f"bw.stream_size: {cfg['bw']['stream_size']} is smaller than bw.size {cfg['bw']['size']}")
 
 
-def _check_memory(cfg: dict) -> None:
-    """The client buffers of one node (of every node, on one machine) fit in memory."""
-    from rooftop.launchers import on_this_machine
-    from rooftop.launchers.local import mem_available
-
-    bw = cfg["bw"]
-    which = "stream_size" if bw["buffer"] == "stream" else "size"
-    per_client = parse_size(bw[which], f"bw.{which}")
-    need = per_client * max(cfg["collect"]["clients_per_node"], cfg["validate"]["clients_per_node"])
-    if on_this_machine(cfg["launcher"]["type"]):  # every node is this machine
-        need *= len(cfg["nodes"])
-    avail = mem_available()
-    if avail and need > avail * 0.9:
-        raise ConfigError(
-            f"bw.stream_size: the client buffers need {need >> 20} MiB but only "
-            f"{avail >> 20} MiB of memory are available (lower bw.stream_size or "
-            f"clients per node)"
-        )
+def _client_memory(cfg: dict) -> tuple[int, str]:
+    """Each client's buffer: the stream it walks, or one transfer reused."""
+    which = "stream_size" if cfg["bw"]["buffer"] == "stream" else "size"
+    return parse_size(cfg["bw"][which], f"bw.{which}"), f"bw.{which}"
 
 
 METRIC = Metric(
@@ -79,6 +65,6 @@ METRIC = Metric(
     client_args=_client_args,
     server_args=_server_args,
     check=_check,
-    check_resolved=_check_memory,
+    client_memory=_client_memory,
     link_bound=True,
 )

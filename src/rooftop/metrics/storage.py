@@ -58,6 +58,7 @@ def dir_key(metric: str) -> Key:
         f"measures (the engine's --storage-dir); must exist and be writable; no default: required "
         f"to measure {metric}",
         nullable=True,
+        executes=True,
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rooftop import files
 from rooftop.plots.run import plot_mixes, plot_run
 from rooftop.report.page import html_page
 from rooftop.report.parts import CAPTIONS, headline, nic_lines, todo
@@ -42,14 +43,14 @@ def write(res: RunResults, out_dir: Path, mixes=(), nic=None) -> tuple[Path, Pat
     """Writes out_dir/report.html, out_dir/report.md and the figures under
     out_dir/figures/; returns (html, md). mixes: combined rooflines
     (rooftop.model.mix.Combined) to report and draw; nic: a NIC policy comparison
-    (rooftop.nics.compare.Comparison) to show, with its bar chart."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    (rooftop.nics.compare.Comparison) to show, with its bar chart. Every
+    file is written by rooftop.files.write (whole, never through a link)."""
     figures = plot_run(res, out_dir / "figures")
     figures.update(plot_mixes(mixes, out_dir / "figures", res.run.id))
     if nic is not None:
         figures.update(_plot_nic(nic, out_dir / "figures"))
     page = out_dir / "report.html"
     md = out_dir / "report.md"
-    page.write_text(html_page(res, figures, mixes, nic))
-    md.write_text(markdown(res, figures, out_dir, mixes, nic))
+    files.write(page, html_page(res, figures, mixes, nic))
+    files.write(md, markdown(res, figures, out_dir, mixes, nic))
     return page, md

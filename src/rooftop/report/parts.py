@@ -16,6 +16,7 @@ from rooftop.model.drift import drift_lines
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO
 from rooftop.plots.run import KINDS, left_out
 from rooftop.report import advice
+from rooftop.report.render import md_text
 from rooftop.results import RunResults
 from rooftop.units import fmt_rate
 
@@ -131,15 +132,15 @@ def ridge_text(g) -> str:
 
 
 def _verdict_md(h: dict) -> str:
-    """The verdict in a line: the ratio, or the big line and why."""
+    """The verdict in a line (Markdown): the ratio, or the big line and why."""
     v, rec = h["verdict"], h["recommended"]
     if v["kind"] == "ratio":
         return (
             f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es) (x >= {_fmt_ratio(rec['x'])})"
         )
     if v["kind"] == "range":
-        return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es), {v['text']}"
-    return f"{_big(v)}: {h['says']}"
+        return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es), {md_text(v['text'])}"
+    return f"{_big(v)}: {md_text(h['says'])}"
 
 
 def _stages(stages: list[str]) -> str:

@@ -22,16 +22,20 @@ from rooftop.report.parts import (
     todo_common,
     warnings,
 )
+from rooftop.report.render import md_image, md_row, md_text
 from rooftop.results import RunResults
 from rooftop.units import fmt_rate
 
 
 def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=(), nic=None) -> str:
+    """report.md. Every value that is not the report's own wording (a host
+    name, a note, an error, what a section or the advice says) goes in as
+    text (md_text: never markup, one line)."""
     run = res.run
     lines = [
-        f"# rooftop report: run {run.id}",
+        f"# rooftop report: run {md_text(run.id)}",
         "",
-        f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}",
+        md_text(f"{res.host}, {res.provider}, {run.created} ({run.status}); rooftop {__version__}"),
         "",
     ]
     heads = headline(res)
@@ -39,10 +43,14 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
     for h in heads:
         u = h["unit"]
         lines += [
-            f"## {h['metric']}",
+            f"## {md_text(h['metric'])}",
             "",
             f"- client ceiling (per process): {_rng(h['client'], u)}{_ci(h['client_ci'], u)}"
-            + (f"; per topology class: {class_text(h)}. {h['deployment']}" if h["client_classes"] else ""),
+            + (
+                f"; per topology class: {md_text(class_text(h))}. {md_text(h['deployment'])}"
+                if h["client_classes"]
+                else ""
+            ),
         ]
         if h["client_node"]:
             lines.append(
@@ -53,7 +61,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             f"- server ceiling (per process): {_rng(h['server'], u)}{_ci(h['server_ci'], u)}",
             f"- {h['ridge_text']}",
             f"- verdict: {_verdict_md(h)}",
-            *([] if common else [f"- to do: {h['todo']}"]),
+            *([] if common else [f"- to do: {md_text(h['todo'])}"]),
             *[f"- measured once: {_stages(st)}: the same placement" for st in h["measured_once"]],
             f"- validation: {h['validation']} samples; {h['accuracy']}"
             + (
@@ -61,60 +69,70 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
                 if h["error_all_without_client_node"] is not None
                 else ""
             ),
-            *[f"- **warning:** {d}" for d in h["drift"]],
+            *[f"- **warning:** {md_text(d)}" for d in h["drift"]],
             "",
         ]
     if common:
-        lines += [f"**To do ({common[0]}):** {common[1]}", ""]
+        lines += [f"**To do ({md_text(common[0])}):** {md_text(common[1])}", ""]
     lines += markdown_of(res, "verdict", figures, base)  # rooftop.results.sections
     lines += ["## What to do", ""]
     for title, said in todo(res):
-        lines += [f"**{title}**", "", *[f"- {x}" for x in said], ""]
+        lines += [f"**{title}**", "", *[f"- {md_text(x)}" for x in said], ""]
     for comb in mixes:
-        lines += [f"## Combined roofline: {comb.mix.name}", "", *[f"- {x.strip()}" for x in comb.lines()], ""]
+        lines += [f"## Combined roofline: {md_text(comb.mix.name)}", "", *[f"- {md_text(x)}" for x in comb.lines()], ""]
     if nic is not None:
-        lines += ["## NIC policies", "", *[f"- {x}" for x in nic_lines(nic)], ""]
+        lines += ["## NIC policies", "", *[f"- {md_text(x)}" for x in nic_lines(nic)], ""]
     lines += ["## Figures", ""]
     for name, png, caption in shown(res, figures):
-        lines += [f"![{name}]({_rel(png, base)})" if png is not None else f"*{caption}*", ""]
+        lines += [md_image(name, _rel(png, base)) if png is not None else f"*{md_text(caption)}*", ""]
     lines += ["## Warnings", ""]
-    lines += [f"- {w}" for w in warnings(res)] or ["- none"]
+    lines += [f"- {md_text(w)}" for w in warnings(res)] or ["- none"]
     lines += ["", "## Validation", ""]
     for metric, ev in sorted(res.evaluations.items()):
         if not ev.checks:
             continue
         u = ev.roofline.unit
         lines += [
-            f"### {metric}",
+            f"### {md_text(metric)}",
             "",
             "| x | server/client nodes | measured | predicted | error | binds | tests | efficiency |",
             "|---:|---:|---:|---:|---:|---|---|---:|",
         ]
         for c in ev.checks:
             lines.append(
-                f"| {c.x:.3g} | {c.server_nodes}/{c.client_nodes} | {fmt_rate(c.measured, u)} | "
-                f"{fmt_rate(c.predicted, u)} | {c.error_pct:+.0f} % | {c.binding} | "
-                f"{'the model' if c.tests_model else 'repeatability'} | "
-                f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''} |"
+                md_row(
+                    [
+                        f"{c.x:.3g}",
+                        f"{c.server_nodes}/{c.client_nodes}",
+                        fmt_rate(c.measured, u),
+                        fmt_rate(c.predicted, u),
+                        f"{c.error_pct:+.0f} %",
+                        c.binding,
+                        "the model" if c.tests_model else "repeatability",
+                        f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''}",
+                    ]
+                )
             )
         lines += ["", f"Accuracy: {res.answers[metric].accuracy.text}.", ""]
     lines += markdown_of(res, "validation", figures, base)
     counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
     if counted:
         lines += ["## Nodes (client pair matrix)", ""]
-        lines += [f"- {metric}: {line}" for metric, pm in counted.items() for line in pm.outlier_lines()]
+        lines += [
+            f"- {md_text(metric)}: {md_text(line)}" for metric, pm in counted.items() for line in pm.outlier_lines()
+        ]
         lines.append("")
     if any(res.scores.values()):
         lines += ["| metric | node | median of its pairs | score | flag |", "|---|---|---:|---:|---|"]
         for metric, scores in sorted(res.scores.items()):
             u = res.pairs[metric].unit
             lines += [
-                f"| {metric} | n{sc.node} | {fmt_rate(sc.median, u)} | {sc.z:+.1f} | {sc.flagged or ''} |"
+                md_row([metric, f"n{sc.node}", fmt_rate(sc.median, u), f"{sc.z:+.1f}", sc.flagged or ""])
                 for sc in scores
             ]
         for metric, w in sorted(res.without_flagged.items()):
             lines.append(
-                f"\n{metric} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
+                f"\n{md_text(metric)} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
                 f"{_rng([w.client.lo, w.client.hi], w.unit)}, {ridge_text(answer(w).ridge)}"
             )
         lines.append("")
@@ -125,9 +143,9 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         "",
         f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
         + (f", overhead {ov:.0%}" if ov is not None else ""),
-        f"- launcher {run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes, "
-        f"binding {run.config.get('binding')}",
-        f"- engine {run.environment.get('engine', '?')}",
+        f"- launcher {md_text(run.config['launcher']['type'])}, {len(run.config.get('nodes') or [])} nodes, "
+        f"binding {md_text(run.config.get('binding'))}",
+        f"- engine {md_text(run.environment.get('engine', '?'))}",
         "",
     ]
     return "\n".join(lines)

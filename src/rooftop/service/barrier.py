@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 from rooftop.engine.leases import wait_until_lapsed
+from rooftop.service.spec import command
 
 #: Environment variables an MPI or Slurm launcher gives each process's rank in.
 RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
@@ -54,7 +55,6 @@ RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
 GRACE = 3.0
 #: Exit codes: no release within the timeout; the command could not start.
 EXIT_NO_RELEASE, EXIT_CANNOT_START = 3, 4
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 def _cpus(text: str) -> set[int]:
@@ -63,10 +63,6 @@ def _cpus(text: str) -> set[int]:
         a, _, b = part.partition("-")
         out.update(range(int(a), int(b or a) + 1))
     return out
-
-
-def fill(template: str, values: dict) -> str:
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
 
 def _write_json(path: Path, doc: dict) -> None:
@@ -189,7 +185,7 @@ def server_command(a: argparse.Namespace, cores: str) -> list[str]:
     (also what 'rooftop service --dry-run' prints)."""
     d = Path(a.dir_base) / f"server-{a.rank}"
     values = {"rank": a.rank, "port": a.base_port + a.rank, "cores": cores, "dir": str(d), "address": a.address}
-    return shlex.split(fill(a.command, values))
+    return command(a.command, values)
 
 
 def client_command(a: argparse.Namespace, cores: str) -> list[str]:
@@ -198,7 +194,7 @@ def client_command(a: argparse.Namespace, cores: str) -> list[str]:
     servers = [s.rsplit(":", 1) for s in a.servers.split(",") if s]
     host, port = servers[a.rank % len(servers)]
     values = {"rank": a.rank, "server_address": host, "server_port": port, "cores": cores}
-    return shlex.split(fill(a.command, values))
+    return command(a.command, values)
 
 
 def serve(a: argparse.Namespace, cores: str) -> int:

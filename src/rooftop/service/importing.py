@@ -21,7 +21,9 @@ then one line per sample, columns in any order, names case-insensitive:
     metric         optional: must be the metric imported against
 
 The columns `rooftop export RUN --services` adds (aggregate, x, source, key)
-are ignored (derived again), so its CSV reads back.
+are ignored (derived again), and the quote it puts before a text cell a
+spreadsheet would run is taken off (rooftop.files.csv_value), so its CSV
+reads back.
 
 Blank lines and lines starting with '#' are skipped. Rates are converted to
 the metric's base unit (ops/s, bytes/s). Any error (a missing column, an
@@ -39,6 +41,7 @@ import re
 from pathlib import Path
 
 from rooftop import metrics
+from rooftop.files import csv_value
 from rooftop.keys import ConfigError
 from rooftop.service import points
 from rooftop.service.points import ServicePoint
@@ -102,7 +105,7 @@ def read_csv(path, name: str | None = None, metric: str = "rpc") -> list[Service
     out: list[ServicePoint] = []
     seen: dict[tuple, int] = {}
     for no, line in lines[1:]:
-        cells = [c.strip() for c in next(csv.reader([line]))]
+        cells = [csv_value(c.strip()) for c in next(csv.reader([line]))]  # export's quoted text cells as they were
         if len(cells) != len(header):
             raise ConfigError(f"{path} line {no}: {len(cells)} values for {len(header)} columns")
         row = dict(zip(header, cells))

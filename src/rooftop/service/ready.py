@@ -4,14 +4,13 @@ ready.timeout; a server process that exits first is named with its log."""
 
 from __future__ import annotations
 
-import shlex
 import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooftop.service.spec import ServiceSpec, fill
+from rooftop.service.spec import ServiceSpec, command, fill
 
 
 class NotReady(RuntimeError):
@@ -43,9 +42,9 @@ def _tcp(address: str, port: int) -> bool:
         return False
 
 
-def _command(cmd: str, timeout: float) -> bool:
+def _command(argv: list[str], timeout: float) -> bool:
     try:
-        return subprocess.run(shlex.split(cmd), capture_output=True, timeout=max(0.5, timeout)).returncode == 0
+        return subprocess.run(argv, capture_output=True, timeout=max(0.5, timeout)).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -56,7 +55,7 @@ def is_ready(spec: ServiceSpec, s: ServerProc, left: float) -> bool:
         return _tcp(s.address, s.port)
     if r.file:
         return Path(fill(r.file, s.values())).exists()
-    return _command(fill(r.command, s.values()), min(5.0, left))
+    return _command(command(r.command, s.values()), min(5.0, left))
 
 
 def wait(spec: ServiceSpec, servers: list[ServerProc], tail) -> None:

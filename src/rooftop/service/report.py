@@ -104,7 +104,8 @@ def sizing_markdown(res) -> list[str]:
     sz = report_sizings(res)
     if not sz:
         return []
-    return ["## How many servers", "", *[f"- {m}: {t}" for m, t in _said_once(sz, res.rooflines)], ""]
+    said = _said_once(sz, res.rooflines)
+    return ["## How many servers", "", *[f"- {render.md_text(m)}: {render.md_text(t)}" for m, t in said], ""]
 
 
 def sizing_context(res) -> dict | None:
@@ -117,17 +118,22 @@ def markdown(res, figures: dict, base) -> list[str]:
     """A section per service: headline, table, figure, left-out points."""
     out: list[str] = []
     for s in res.services:
-        out += [f"## Service: {s.service} ({s.metric})", "", f"**{s.headline()}**", ""]
+        out += [
+            f"## Service: {render.md_text(s.service)} ({render.md_text(s.metric)})",
+            "",
+            f"**{render.md_text(s.headline())}**",
+            "",
+        ]
         if s.placements:
-            out += ["| " + " | ".join(s.HEAD) + " |", "|" + "---:|" * (len(s.HEAD) - 1) + "---|"]
-            out += ["| " + " | ".join(row) + " |" for row in s.rows()]
+            out += [render.md_row(s.HEAD), "|" + "---:|" * (len(s.HEAD) - 1) + "---|"]
+            out += [render.md_row(row) for row in s.rows()]
             out.append("")
         png = _png(figures, s.service)
         if png is not None:
-            out += [f"![{s.service}]({_rel(png, base)})", ""]
-        out += [f"- {line}" for line in s.left_out_lines()]
+            out += [render.md_image(s.service, _rel(png, base)), ""]
+        out += [f"- {render.md_text(line)}" for line in s.left_out_lines()]
     if res.service_notes:
-        out += [f"- {line}" for line in res.service_notes] + [""]
+        out += [f"- {render.md_text(line)}" for line in res.service_notes] + [""]
     return out
 
 

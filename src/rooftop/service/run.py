@@ -36,7 +36,7 @@ from rooftop.engine.processes import terminate
 from rooftop.launchers import Launch, Node
 from rooftop.service import barrier, points, ready
 from rooftop.service.rates import RateError, Window, final_rate, progress_rate, tail
-from rooftop.service.spec import ServiceSpec, fill, seconds_text
+from rooftop.service.spec import ServiceSpec, command, partly, seconds_text
 
 WRAPPER = [sys.executable, "-m", "rooftop.service.barrier"]
 #: Seconds the stop command of one server may take.
@@ -117,7 +117,7 @@ class ServiceRun:
             node = self.nodes[idx]
             argv = [
                 *WRAPPER, "server",
-                "--command", fill(s.command, {"node": idx, "address": address(node)}),
+                "--command", partly(s.command, {"node": idx, "address": address(node)}),
                 "--base-port", str(s.base_port), "--address", address(node), "--dir-base", str(gdir),
                 "--env", json.dumps(s.env), "--lease", str(gdir / LEASE_FILE), "--lease-timeout", str(self.lease_s),
             ]  # fmt: skip
@@ -131,7 +131,7 @@ class ServiceRun:
             f"{address(self.nodes[idx])}:{self.spec.server.base_port + r}"
             for r, idx in enumerate(i for i in pl.server_nodes for _ in range(pl.servers_per_node))
         )
-        cmd = fill(c.command, {"duration": seconds_text(self.duration), "count": pl.clients})
+        cmd = partly(c.command, {"duration": seconds_text(self.duration), "count": pl.clients})
         argv = [
             *WRAPPER, "client", "--command", cmd, "--servers", servers, "--folder", str(sdir),
             "--release-timeout", str(c.start_timeout + 5.0), "--env", json.dumps(c.env),
@@ -224,7 +224,7 @@ class ServiceRun:
         if self.spec.server.stop:
             for s in servers:
                 if s.proc.poll() is None:  # type: ignore[attr-defined]
-                    cmd = shlex.split(fill(self.spec.server.stop, s.values()))
+                    cmd = command(self.spec.server.stop, s.values())
                     try:
                         subprocess.run(cmd, capture_output=True, timeout=STOP_TIMEOUT)
                     except (OSError, subprocess.TimeoutExpired):

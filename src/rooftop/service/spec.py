@@ -315,6 +315,21 @@ def fill(template: str, values: dict[str, Any]) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
 
+def command(template: str, values: dict[str, Any]) -> list[str]:
+    """A command template's argv: split as a shell would first, then the
+    {name} placeholders given replaced inside each argument, so a value
+    with spaces or quotes (a results folder's path in {dir}) stays one
+    argument. Placeholders not given are left for later (`partly`)."""
+    return [fill(arg, values) for arg in shlex.split(template)]
+
+
+def partly(template: str, values: dict[str, Any]) -> str:
+    """The template with the placeholders given filled, as a template
+    again (each argument quoted back): what a process filling the others
+    (rooftop.service.barrier) then splits with `command`."""
+    return shlex.join(command(template, values))
+
+
 def seconds_text(s: float) -> str:
     """{duration} as clients read it: '2' for 2.0, '2.5' otherwise."""
     return str(int(s)) if float(s).is_integer() else f"{s:g}"

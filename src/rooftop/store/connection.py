@@ -146,9 +146,22 @@ class StoreBase:
         return (Path(results_dir) / "rooftop.db").is_file()
 
     def _check_folder(self, create: bool) -> None:
+        if self.dir.is_symlink() and not self.dir.exists():
+            raise StoreError(
+                f"results folder {self.dir} is a symbolic link to {os.readlink(self.dir)}, which does not exist: "
+                f"rooftop creates nothing through a link; create that folder, or give --results a real folder"
+            )
         if self.dir.exists() and not self.dir.is_dir():
             raise StoreError(
                 f"results folder {self.dir} is a file, not a folder: give --results a folder (or move the file away)"
+            )
+        if self.path.is_symlink():
+            # A link (dangling or not) would have SQLite create or write its
+            # target, wherever it points, as whoever runs rooftop.
+            raise StoreError(
+                f"results database {self.path} is a symbolic link (to {os.readlink(self.path)}): rooftop opens "
+                f"and creates its database only in the results folder itself, never through a link; remove the "
+                f"link, or give --results the folder that holds the database"
             )
         if self.path.exists() and not self.path.is_file():
             raise StoreError(f"results database {self.path} is not a file: move it away")
@@ -158,6 +171,13 @@ class StoreBase:
                 f"'rooftop collect --results {self.dir}'"
             )
         self.dir.mkdir(parents=True, exist_ok=True)
+        try:  # created here, following no link (a link planted since is refused: O_EXCL, O_NOFOLLOW)
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
+        except FileExistsError:
+            if self.path.is_symlink():
+                raise StoreError(
+                    f"results database {self.path} became a symbolic link while rooftop opened it: remove the link"
+                ) from None
 
     @guarded
     def _open(self, create: bool) -> None:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import time
 
+from rooftop import files
 from rooftop.store.connection import guarded
 from rooftop.store.records import Run, StoreError, now_iso, owner_elsewhere, owner_gone, process_start
 from rooftop.store.samples import SampleTables
+
+#: A claim's note that keeps the run's status from before the claim
+#: (RunTables.claim(before=...)): "service running; before it: complete".
+HELD_AS = "before it:"
+_HELD = re.compile(rf"^.*?; {HELD_AS} (?P<status>\w+)(?: \((?P<note>.*)\))?$", re.DOTALL)
 
 
 class RunTables(SampleTables):
@@ -30,7 +37,7 @@ class RunTables(SampleTables):
         self.put_params(run_id, config)
         self.db.commit()
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
-        (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
+        files.write(self.run_dir(run_id) / "config.json", json.dumps(config, indent=2))
         return run_id
 
     @guarded
@@ -52,7 +59,12 @@ class RunTables(SampleTables):
             row["note"],
             (row["owner_pid"], row["owner_host"], row["owner_start"]),
         )
-        if run.status == "running" and owner_gone(*run.owner):
+        held = _HELD.match(row["note"] or "")
+        if run.status == "running" and owner_gone(*run.owner) and held:
+            # A command that measures beside the run (rooftop service) died:
+            # the run is what it was before that command claimed it.
+            run.status, run.note = held.group("status"), held.group("note") or ""
+        elif run.status == "running" and owner_gone(*run.owner):
             # Its campaign died without a word (SIGKILL, a crash, a lost node).
             again = "validate" if "validate" in row["note"] else "collect --resume"
             run.status = "interrupted"
@@ -82,9 +94,15 @@ class RunTables(SampleTables):
         return [self.get_run(i) for i in ids]
 
     @guarded
-    def claim(self, run_id: str, note: str = "") -> None:
-        """This process runs the run now: status running, owner recorded."""
+    def claim(self, run_id: str, note: str = "", before: tuple[str, str] | None = None) -> None:
+        """This process runs the run now: status running, owner recorded.
+        before: the (status, note) the run reads as again once this owner
+        is gone without setting it back (a SIGKILL): a command that adds to
+        a run without measuring its samples (rooftop service) gives it;
+        otherwise a run whose owner is gone reads interrupted."""
         pid = os.getpid()
+        if before is not None:
+            note = f"{note}; {HELD_AS} {before[0]}" + (f" ({before[1]})" if before[1] else "")
         self.db.execute(
             "UPDATE runs SET status = 'running', note = ?, updated = ?, owner_pid = ?, "
             "owner_host = ?, owner_start = ? WHERE id = ?",
@@ -104,7 +122,7 @@ class RunTables(SampleTables):
         self.db.execute("UPDATE runs SET config = ?, updated = ? WHERE id = ?", (json.dumps(config), now_iso(), run_id))
         self.put_params(run_id, config)
         self.db.commit()
-        (self.run_dir(run_id) / "config.json").write_text(json.dumps(config, indent=2))
+        files.write(self.run_dir(run_id) / "config.json", json.dumps(config, indent=2))
 
     @guarded
     def add_time(self, run_id: str, wall_s: float) -> None:

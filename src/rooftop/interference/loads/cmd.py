@@ -55,7 +55,7 @@ LOAD = Load(
     "whatever the command uses",
     (
         knob("cmd", "procs", "int", 1, "processes per node (0: one per core of the node)", minimum=0),
-        knob("cmd", "command", "str", "", "the command line ({rank}: the process's rank)"),
+        knob("cmd", "command", "str", "", "the command line ({rank}: the process's rank)", executes=True),
     ),
     "runs/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,

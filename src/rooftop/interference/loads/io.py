@@ -64,7 +64,7 @@ LOAD = Load(
     "storage",
     (
         knob("io", "procs", "int", 1, "processes per node (0: one per core of the node)", minimum=0),
-        knob("io", "dir", "str", "", "folder written to (default: the load's folder under the run)"),
+        knob("io", "dir", "str", "", "folder written to (default: the load's folder under the run)", executes=True),
         knob("io", "block_mib", "int", 8, "MiB written and fsynced per unit", minimum=1),
         knob("io", "file_mib", "int", 256, "file size at which the file starts again empty", minimum=1),
     ),

@@ -221,7 +221,7 @@ LOAD = Load(
             "each rank writes its block this many times over (more data per write)",
             minimum=1,
         ),
-        knob("numio", "dir", "str", "", "folder written to (default: the load's folder under the run)"),
+        knob("numio", "dir", "str", "", "folder written to (default: the load's folder under the run)", executes=True),
     ),
     "jobs/s",
     procs=lambda ctx, cores: 1,
