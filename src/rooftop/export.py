@@ -50,7 +50,7 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: two fields, one word per meaning (issue 28): a sample's `sample` (its
 #: window's index in its measurement) is `window`, a series point's
 #: `sampler` is `source`.
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "3.0"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -114,7 +114,29 @@ def json_doc(store: Store, run_id: str) -> dict:
         "samples": sample_rows(store, run.id),
         "interference": interference_report.interference_json(load_summary(store.run_dir(run.id))),
         "service_points": [service_points.as_dict(p) for p in service_points.load(store, run.id)],
+        "answers": answers_json(store, run.id),
     }
+
+
+def answers_json(store: Store, run_id: str) -> list[dict]:
+    """Per metric the run's one answer (rooftop.model.answer: the verdict,
+    the ridge or why none, the recommended ratio, the accuracy) and how many
+    servers for the report's client counts, as `rooftop size RUN --clients C
+    --json` gives them: the same numbers, digit for digit."""
+    from rooftop import results
+    from rooftop.service import report as service_report
+    from rooftop.service import sizing
+
+    res = results.load(store, run_id)
+    return [
+        {
+            "metric": m,
+            "unit": a.unit,
+            **a.to_dict(),
+            "how_many_servers": [sizing.size(a.roofline, c).to_dict() for c in service_report.REPORT_CLIENTS],
+        }
+        for m, a in sorted(res.answers.items())
+    ]
 
 
 def csv_text(store: Store, run_id: str) -> str:

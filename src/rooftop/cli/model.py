@@ -290,9 +290,10 @@ def _verdict_headline(v: dict) -> str:
     return v["text"]
 
 
-def _verdict_short(v: dict) -> str:
-    """'1:3'; '12:1 (11:1-12:1)'; 'not distinguishable (1:2-2:1)'; 'cannot tell'."""
-    span = "-".join(model_ratio(e) for e in v["range"]) if v["range"] else ""
+def _verdict_short(v: dict, one_measurement: bool = False) -> str:
+    """'1:3'; '12:1 (11:1-12:1)'; 'not distinguishable (1:2-2:1)'; 'cannot tell'.
+    One measurement (one placement for both ceilings) has no span of ratios."""
+    span = "-".join(model_ratio(e) for e in v["range"]) if v["range"] and not one_measurement else ""
     if v["kind"] == "ratio":
         return model_ratio(v["ratio"])
     if v["kind"] == "range":
@@ -370,7 +371,7 @@ def _cmd_compare(args) -> int:
                     roofline_plot.client_text(r, shown),
                     f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
                     _ridge_short(r),
-                    _verdict_short(r.verdict()),
+                    _verdict_short(r.verdict(), r.one_measurement),
                 )
         ui.print_table(out, t)
         services = [(label, s) for (label, _), (_, _, found) in zip(sources, loaded) for s in found]
