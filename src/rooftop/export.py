@@ -32,6 +32,7 @@ import math
 import os
 from importlib import resources
 
+from rooftop.numbers import json_text
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
 from rooftop.store.schema import SAMPLE_COLUMNS
@@ -135,7 +136,7 @@ def nodes_text(store: Store, run_id: str, fmt: str) -> str:
         for n in s[f"{side}_nodes"]
     ]
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "nodes": rows}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "nodes": rows}, indent=1)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=NODE_COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -159,7 +160,7 @@ def services_text(store: Store, run_id: str, fmt: str) -> str:
     run = store.get_run(run_id)
     pts = [service_points.as_dict(p) for p in service_points.load(store, run.id)]
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=SERVICE_COLUMNS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
@@ -176,7 +177,7 @@ def series_text(store: Store, run_id: str, fmt: str) -> str:
     run = store.get_run(run_id)
     points = store.series(run.id)
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "series": points}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "series": points}, indent=1)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=SERIES_COLUMNS, lineterminator="\n")
     w.writeheader()

@@ -13,6 +13,7 @@ from sklearn.base import clone
 from rooftop import metrics as metric_table
 from rooftop.learn import LearnError, dataset, evaluate
 from rooftop.learn.modelfile import OLD_SUFFIXES, SUFFIX, load_model, save_model
+from rooftop.numbers import json_text
 
 
 @dataclass
@@ -131,11 +132,10 @@ def _save_comparison(o: Outcome, oof: dict) -> None:
     """METRIC.json beside the model: the tables and the cross-validated
     predictions of the best plain and roofline-informed models (the
     report's "learned model" section)."""
-    import json
 
     shown = [s.name for s in (o.best_of(o.cv, "plain"), o.best_of(o.cv, "roofline")) if s]
     doc = dict(o.to_dict(), predictions={"measured": o.ds.y.tolist(), "models": {n: oof[n].tolist() for n in shown}})
-    (o.path.parent / f"{o.ds.metric}.json").write_text(json.dumps(doc, indent=1))
+    (o.path.parent / f"{o.ds.metric}.json").write_text(json_text(doc, indent=1))
 
 
 def _ranges(ds) -> dict[str, tuple[float, float]]:
