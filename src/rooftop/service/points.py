@@ -9,12 +9,18 @@ outliers, learned models) ever takes a service point by mistake; and the
 spec of each service in service_specs. Both tables are created on first
 use (CREATE TABLE IF NOT EXISTS): a database without them has no service
 points, and readers that find none say so.
+
+load is the one reader of points: a row damaged in the database (an
+aggregate that is not a rate, counts that are not counts) is named once
+and left out (rooftop.store.damage), never a traceback.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+
+from rooftop.store import damage
 
 #: Where a point came from.
 SOURCES = ("measured", "imported")
@@ -139,14 +145,19 @@ def done_keys(store, run_id: str, service: str) -> set[str]:
     return {k for (k,) in rows}
 
 
+#: The columns load reads, in ServicePoint's order (detail last).
+_COLUMNS = (
+    "service", "metric", "unit", "server_procs", "client_procs", "sample", "status", "aggregate", "key", "error",
+    "source", "measured_s", "detail",
+)  # fmt: skip
+
+
 def load(store, run_id: str, service: str | None = None) -> list[ServicePoint]:
-    """A run's service points (of one service, or all), in placement order."""
+    """A run's service points (of one service, or all), in placement order;
+    damaged rows as _checked reads them."""
     if not _exists(store.db):
         return []
-    sql = (
-        "SELECT service, metric, unit, server_procs, client_procs, sample, status, aggregate, key, error, "
-        "source, measured_s, detail FROM service_points WHERE run_id = ?"
-    )
+    sql = f"SELECT {', '.join(_COLUMNS)} FROM service_points WHERE run_id = ?"
     args: tuple = (run_id,)
     if service is not None:
         sql += " AND service = ?"
@@ -154,8 +165,30 @@ def load(store, run_id: str, service: str | None = None) -> list[ServicePoint]:
     sql += " ORDER BY service, x, server_procs, client_procs, sample"
     out = []
     for r in store.db.execute(sql, args):
-        out.append(ServicePoint(*r[:12], detail=json.loads(r[12])))
+        p = _checked(run_id, dict(r))
+        if p is not None:
+            out.append(p)
     return out
+
+
+def _checked(run_id: str, r: dict) -> ServicePoint | None:
+    """A stored row as a point; a damaged one (rooftop.store.damage) is
+    noted by name: one whose rate is not a rate reads invalid, its
+    aggregate null; one whose detail is not JSON reads {}; one whose
+    process counts are not counts (the point has no x) is left out."""
+    where = f"run {run_id} service {r['service']} point {r['key']}"
+    counts = [c for c in ("server_procs", "client_procs") if isinstance(r[c], bool) or not isinstance(r[c], int)]
+    counts += [c for c in ("server_procs", "client_procs") if c not in counts and r[c] < 1]
+    if counts:
+        damage.note(f"{where}: " + ", ".join(f"{c} = {r[c]!r} (not a process count)" for c in counts))
+        return None
+    try:
+        detail = json.loads(r["detail"])
+    except (TypeError, ValueError):
+        damage.note(f"{where}: detail = {str(r['detail'])[:40]!r} (not JSON)")
+        detail = {}
+    damage.mark(r, ("aggregate",), where)
+    return ServicePoint(*(r[c] for c in _COLUMNS[:12]), detail=detail)
 
 
 def as_dict(point: ServicePoint) -> dict:
