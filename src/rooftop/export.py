@@ -37,6 +37,7 @@ from importlib import resources
 
 from rooftop.files import csv_cell
 from rooftop.model.answer import answer
+from rooftop.numbers import json_text
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
 from rooftop.store.schema import SAMPLE_COLUMNS
@@ -173,7 +174,7 @@ def nodes_text(store: Store, run_id: str, fmt: str) -> str:
         for n in s[f"{side}_nodes"]
     ]
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "nodes": rows}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "nodes": rows}, indent=1)
     return _csv(NODE_COLUMNS, rows)
 
 
@@ -193,7 +194,7 @@ def services_text(store: Store, run_id: str, fmt: str) -> str:
     run = store.get_run(run_id)
     pts = [service_points.as_dict(p) for p in service_points.load(store, run.id)]
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
     return _csv(
         SERVICE_COLUMNS,
         (dict(p, key=p["key"] or f"s{p['server_procs']}-c{p['client_procs']}-{p['sample']}") for p in pts),
@@ -209,7 +210,7 @@ def series_text(store: Store, run_id: str, fmt: str) -> str:
     run = store.get_run(run_id)
     points = store.series(run.id)
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "series": points}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "series": points}, indent=1)
     return _csv(SERIES_COLUMNS, points)
 
 

@@ -3,11 +3,11 @@ verdict and validation) and compare (several rooflines on one figure)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
+from rooftop.numbers import json_text
 
 
 def _cmd_model(args) -> int:
@@ -58,7 +58,7 @@ def _cmd_model(args) -> int:
         doc.update(service_report.model_json(*services))
         if mixes:
             doc["mixes"] = [c.to_dict() for c in mixes]
-        print(json.dumps(doc, indent=1))
+        print(json_text(doc, indent=1))
         return 0
     out = ui.Console(highlight=False)
     if not out.is_terminal:

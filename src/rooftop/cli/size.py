@@ -3,11 +3,11 @@ run's roofline or a parameters file's (rooftop.service.sizing)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from rooftop.cli.common import deprecated, json_flag, results_arg, takes_runs
+from rooftop.numbers import json_text
 
 
 def parse_rate(text: str, base: str, metric: str) -> float:
@@ -77,7 +77,7 @@ def _cmd_size(args) -> int:
     target = parse_rate(args.target, r.unit, metric) if args.target is not None else None
     answer = sizing.size(r, args.clients, target, service)
     if args.json:
-        print(json.dumps(answer.to_dict(), indent=1))
+        print(json_text(answer.to_dict(), indent=1))
     else:
         print("\n".join(sizing.lines(answer)))
     return 0
