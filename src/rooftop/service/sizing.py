@@ -172,7 +172,11 @@ def size(
             )
         elif many is None:
             out.kind = "indistinguishable"
-            out.servers = {"hi": few}
+            out.servers = {
+                "hi": few,
+                "centre": None,
+                "lo": None,
+            }  # at least `few`; no median where it may not be reached
             out.text = (
                 f"not distinguishable: whether {reach} is within the ceilings' intervals (at most "
                 f"{fmt_range(top[0], top[1], r.unit)}); it takes at least {few} server process(es)"
