@@ -2,27 +2,37 @@
 
 The engine documents under RESULTS/<run>/ are the primary record: each
 run's config.json, and per client round raw/<measurement>/client-<rank>.json
-(every measured window) with round.json (which window is which sample). A
-damaged database is moved aside, rows still readable in it are salvaged,
-and every sample is rebuilt from the documents where they hold it. The
-rebuilt database has every table of the store: each sample's quantities
-(its latency from the same documents) and each run's parameters.
+(every measured window) with round.json (which window is which sample),
+and each client's window log (windows-<rank>.jsonl: the windows of a client
+whose document was never written). A damaged database is moved aside, rows
+still readable in it are salvaged, and every sample is rebuilt from the
+documents where they hold it. The rebuilt database has every table of the
+store: each sample's quantities (its latency from the same documents) and
+each run's parameters.
+
+Doctor holds the results folder's lock (RESULTS/.lock, rooftop.locks)
+while it reads or mends the folder: while a campaign runs there it
+refuses, naming the holder. A database of a newer schema than this
+rooftop knows is never rebuilt nor written: doctor says to upgrade rooftop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, store_rows, unstored_rows
 from rooftop.keys import rename_old
+from rooftop.locks import Lock, LockBusy
 from rooftop.store import paths
 from rooftop.store.db import Store
-from rooftop.store.records import StoreError, now_iso, utc_stamp
-from rooftop.store.schema import RENAMED_COLUMNS
+from rooftop.store.records import NewerSchema, StoreError, now_iso, utc_stamp
+from rooftop.store.schema import RENAMED_COLUMNS, SCHEMA_VERSION
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
@@ -44,6 +54,61 @@ def run_status(store: Store, run_id: str, cfg: dict) -> tuple[str, str]:
             again = f"collect --resume {run_id}" if stage == "collect" else f"validate {run_id}"
             missing.append(f"{stage}: {left} of {len(keys)} samples missing (rooftop {again})")
     return ("interrupted", "; ".join(missing)) if missing else ("complete", "")
+
+
+@contextlib.contextmanager
+def folder_lock(results: str | Path, writes: bool) -> Iterator[None]:
+    """The results folder's lock (RESULTS/.lock), held while doctor looks
+    at or mends the folder, as a campaign holds it while it measures: while
+    one runs, refused naming it (a rebuild would move its live database
+    aside, a recovery store rows it is storing). writes: --recover or
+    --rebuild; a check of a folder this user cannot create the lock in
+    goes on without it (it changes nothing)."""
+    d = Path(results)
+    if not d.is_dir():  # nothing to lock (check and Store say what is wrong)
+        yield
+        return
+    try:
+        lock = Lock(d / ".lock", f"results folder {d}")
+    except (OSError, LockBusy):
+        if writes:
+            raise
+        yield
+        return
+    try:
+        if not lock.acquire(time.monotonic()):
+            raise LockBusy(
+                f"the lock of results folder {d} is held by {lock.holder()} ({lock.path}): a campaign "
+                f"is running there; run 'rooftop doctor' once it has ended (or stop it first)"
+            )
+        lock.write_holder("(rooftop doctor)")
+        yield
+    finally:
+        lock.release()
+
+
+#: Words of the problem of a database a newer rooftop wrote: upgrade, never rebuild.
+NEWER = "newer than this rooftop knows"
+
+
+def schema_version(db: Path) -> int | None:
+    """A database file's schema version (PRAGMA user_version), read only;
+    None when it cannot be read (damaged, missing)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return int(con.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+
+
+def refuse_newer(db: Path) -> None:
+    """NewerSchema when a newer rooftop wrote the database: never rebuilt."""
+    version = schema_version(db)
+    if version is not None and version > SCHEMA_VERSION:
+        raise NewerSchema(db, version, SCHEMA_VERSION)
 
 
 def _run_dirs(results: Path) -> list[Path]:
@@ -82,10 +147,12 @@ def check(results: str | Path) -> list[str]:
                 continue
             if rows:
                 problems.append(
-                    f"run {run.id}: {len(rows)} measured samples are in its engine documents but "
-                    f"not in {db} ({', '.join(r['key'] for r in rows)}): "
+                    f"run {run.id}: {len(rows)} measured samples are in its engine documents (client "
+                    f"documents, window logs) but not in {db} ({', '.join(r['key'] for r in rows)}): "
                     f"'rooftop doctor --results {d} --recover' brings them in"
                 )
+    except NewerSchema as e:
+        return [f"{e}; doctor neither checks nor rebuilds it (a rebuild would drop what only schema {e.version} holds)"]
     except (StoreError, sqlite3.Error) as e:
         return [str(e)]
     return problems
@@ -96,8 +163,21 @@ PATH_PROBLEMS = ("does not resolve", "could not be mapped")
 
 
 def needs_rebuild(problem: str) -> bool:
-    """A problem `rooftop doctor --rebuild` mends (not a missing documents folder)."""
-    return not any(w in problem for w in PATH_PROBLEMS)
+    """A problem `rooftop doctor --rebuild` mends (not a missing documents
+    folder, nor a database a newer rooftop wrote)."""
+    return not any(w in problem for w in (*PATH_PROBLEMS, NEWER))
+
+
+def advice(problems: list[str], results: str | Path) -> str | None:
+    """What to do about the problems check() found (None: nothing doctor does)."""
+    if any(NEWER in p for p in problems):
+        return f"upgrade rooftop: {results} was written by a newer one (rooftop doctor rebuilds no newer database)"
+    mend = [p for p in problems if needs_rebuild(p)]
+    if mend and all("--recover" in p for p in mend):
+        return f"bring them in: rooftop doctor --results {results} --recover"
+    if mend:
+        return f"rebuild from the engine documents: rooftop doctor --results {results} --rebuild"
+    return None
 
 
 def _old_path(store: Store, run_id: str, raw: str) -> str:
@@ -246,6 +326,7 @@ def rebuild(results: str | Path) -> list[str]:
     holds); the old one is kept beside it. Returns what was done."""
     d = Path(results)
     db = d / "rooftop.db"
+    refuse_newer(db)  # a newer rooftop's database: never replaced by an older schema
     old_runs, old_samples = _salvage(db) if db.exists() else ({}, {})
     said = [f"moved {db} to {_move_aside(db)}"] if db.exists() else []
     store = Store(d)

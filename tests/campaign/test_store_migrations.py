@@ -483,3 +483,29 @@ def test_columns_renamed_once_every_value_kept(tmp_path):
         assert export.series_text(st, run, "csv").splitlines()[0] == "run_id,round,source,t,quantity,value,unit"
     finally:
         st.close()
+
+
+def test_doctor_says_upgrade_rooftop_for_a_newer_database_and_never_rebuilds_it(tmp_path):
+    """A database of a newer schema: doctor names both versions and says to
+    upgrade rooftop (never to rebuild: an older schema would drop what only
+    the newer one holds), and --rebuild refuses it, leaving it in place."""
+    res = old_copy("results-19dee6e", tmp_path)
+    Store(res, create=False).close()
+    db = sqlite3.connect(res / "rooftop.db")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    p = rooftop("doctor", "--results", str(res), check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert f"schema version {SCHEMA_VERSION + 1}" in p.stdout and f"up to {SCHEMA_VERSION}" in p.stdout, p.stdout
+    assert "upgrade rooftop" in p.stdout and "--rebuild" not in p.stdout, p.stdout
+    assert json.loads(rooftop("doctor", "--results", str(res), "--json", check=False).stdout)["advice"].startswith(
+        "upgrade rooftop"
+    )
+    p = rooftop("doctor", "--results", str(res), "--rebuild", check=False)
+    assert p.returncode == 2 and "upgrade rooftop" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert sorted(f.name for f in res.glob("rooftop.db*")) == ["rooftop.db"]  # not moved aside
+    assert user_version(res) == SCHEMA_VERSION + 1
+    p = rooftop("doctor", "--results", str(res), "--recover", check=False)
+    assert p.returncode != 0 and "upgrade rooftop" in p.stderr, p.stderr
+    assert user_version(res) == SCHEMA_VERSION + 1

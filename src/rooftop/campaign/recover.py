@@ -91,12 +91,12 @@ def _client_results(sdir: Path, op_bytes: int | None) -> tuple[dict[int, dict], 
         except (KeyError, TypeError, ValueError):
             continue
         early[rank] = str(doc["result"].get("end") or "; ".join(doc.get("errors") or []) or "stopped")
-    for f in sdir.glob(WINDOW_LOG.format(rank="*")) if op_bytes is not None else []:
+    for f in sdir.glob(WINDOW_LOG.format(rank="*")):
         try:
             rank = enginedoc.rank_of(f)
         except ValueError:
             continue
-        if rank in docs:  # its document, read above, is the record
+        if rank in docs or op_bytes is None:  # its document, read above, is the record
             continue
         events = enginedoc.window_log(f)
         result = enginedoc.log_result(events, op_bytes)

@@ -318,6 +318,13 @@ def _cmd_runs(args) -> int:
 
 def _cmd_doctor(args) -> int:
     from rooftop import doctor
+
+    with doctor.folder_lock(args.results, writes=args.recover or args.rebuild):  # refused while a campaign runs
+        return _doctor(args)
+
+
+def _doctor(args) -> int:
+    from rooftop import doctor
     from rooftop.store.records import StoreError
 
     done = None  # the lines of --recover or --rebuild
@@ -334,13 +341,7 @@ def _cmd_doctor(args) -> int:
             print(f"rooftop doctor: cannot rebuild in {args.results}: {e}", file=sys.stderr)
             return 1
     problems = doctor.check(args.results)
-    advice = None
-    if done is None and problems:
-        mend = [p for p in problems if doctor.needs_rebuild(p)]  # (a missing documents folder: not)
-        if mend and all("--recover" in p for p in mend):
-            advice = f"bring them in: rooftop doctor --results {args.results} --recover"
-        elif mend:
-            advice = f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild"
+    advice = doctor.advice(problems, args.results) if done is None and problems else None
     if args.json:
         doc = {"results": str(args.results), "problems": problems, "advice": advice}
         print(json.dumps(doc if done is None else dict(doc, done=done), indent=1))
