@@ -32,7 +32,7 @@ from rooftop.locks import Lock, LockBusy
 from rooftop.store import paths
 from rooftop.store.db import Store
 from rooftop.store.records import NewerSchema, StoreError, now_iso, utc_stamp
-from rooftop.store.schema import RENAMED_COLUMNS, SCHEMA_VERSION
+from rooftop.store.schema import RENAMED_COLUMNS, SCHEMA_VERSION, STUDY_TABLES
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
@@ -328,8 +328,10 @@ def rebuild(results: str | Path) -> list[str]:
     db = d / "rooftop.db"
     refuse_newer(db)  # a newer rooftop's database: never replaced by an older schema
     old_runs, old_samples = _salvage(db) if db.exists() else ({}, {})
+    carried = {t: _salvage_table(db, t) for t in CARRIED} if db.exists() else {}
     said = [f"moved {db} to {_move_aside(db)}"] if db.exists() else []
     store = Store(d)
+    restored: dict[str, dict] = {}  # run id -> its config
     for run_id in sorted(set(old_runs) | {p.name for p in _run_dirs(d)}):
         try:  # one damaged run never stops the rebuild of the others
             cfg = _run_config(d / run_id, old_runs.get(run_id))
@@ -342,6 +344,7 @@ def rebuild(results: str | Path) -> list[str]:
             )
             continue
         _restore_run(store, run_id, cfg, old_runs.get(run_id))
+        restored[run_id] = cfg
         have = {r["key"] for r in rows}
         kept = [
             dict(
@@ -360,6 +363,123 @@ def rebuild(results: str | Path) -> list[str]:
             f"run {run_id}: {len(rows)} samples from engine documents, {len(kept)} from the "
             f"old database; {status}" + (f" ({note})" if note else "")
         )
+    said += _carry_tables(store, carried, restored)
+    said += _restore_service_points(store, d, restored, carried)
     said += _restore_interference(store, d)
     store.close()
+    return said
+
+
+#: Tables that neither the engine documents nor the plan rebuild: --rebuild
+#: carries their rows over from the old database (STUDY_TABLES: service
+#: points and specs, named baselines; and the time series and tune steps).
+#: Measured service points are also read again from their folders
+#: (_restore_service_points).
+CARRIED = (*STUDY_TABLES, "series", "tune_steps")
+
+
+def _salvage_table(db: Path, table: str) -> tuple[list[dict], str]:
+    """(the rows of a table still readable in the old database, under its
+    columns' new names; why some or all could not be read: '' when none
+    was lost). A table it never had: no rows, nothing lost."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error as e:
+        return [], str(e)
+    con.row_factory = sqlite3.Row
+    rows: list[dict] = []
+    lost = ""
+    try:
+        if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+            try:
+                rows = [dict(r) for r in con.execute(f"SELECT * FROM {table}")]
+            except sqlite3.Error as e:  # a damaged page: read around it, 50 rows at a time
+                top = con.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()[0] or 0
+                bad = 0
+                for lo in range(0, top + 1, 50):
+                    try:
+                        rows += [
+                            dict(r)
+                            for r in con.execute(f"SELECT * FROM {table} WHERE rowid BETWEEN ? AND ?", (lo, lo + 49))
+                        ]
+                    except sqlite3.Error:
+                        bad += 1
+                lost = f"{bad} damaged part(s) of it could not be read ({e})"
+    except sqlite3.Error as e:  # (a table without rowid cannot be read around a damaged page)
+        lost = lost or f"it could not be read ({e})"
+    finally:
+        con.close()
+    was, now = RENAMED_COLUMNS.get(table, ("", ""))
+    for row in rows:
+        if was in row and now not in row:
+            row[now] = row.pop(was)
+    return rows, lost
+
+
+def _carry_tables(store: Store, carried: dict[str, tuple[list[dict], str]], restored: dict[str, dict]) -> list[str]:
+    """The rows salvaged from the old database's CARRIED tables, into the
+    new one: those of runs rebuilt (a baseline outlives its run: every one);
+    says what was carried and what could not be."""
+    said = []
+    for table, (rows, lost) in carried.items():
+        cols = {r[1] for r in store.db.execute(f"PRAGMA table_info({table})")}
+        n, orphans = 0, set()
+        for row in rows:
+            if table != "baselines" and row.get("run_id") not in restored:
+                orphans.add(str(row.get("run_id")))
+                continue
+            row = {k: v for k, v in row.items() if k in cols}
+            n += store.db.execute(
+                f"INSERT OR IGNORE INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                tuple(row.values()),
+            ).rowcount
+        store.db.commit()
+        if n:
+            said.append(f"{table}: {n} row(s) carried over from the old database")
+        if orphans:
+            said.append(f"{table}: the rows of run(s) not rebuilt ({', '.join(sorted(orphans))}) could not be restored")
+        if lost:
+            why = f"{table}: NOT all restored: {lost}"
+            if table == "service_points":
+                why += (
+                    "; measured points are read again from their folders (RUN/service/NAME/), imported points "
+                    "exist only in the database: those in the unreadable part are lost"
+                )
+            said.append(why)
+    return said
+
+
+def _restore_service_points(
+    store: Store, d: Path, restored: dict[str, dict], carried: dict[str, tuple[list[dict], str]]
+) -> list[str]:
+    """Measured service points the old database did not give, read again
+    from each rebuilt run's service folders (rooftop.service.recover)."""
+    from rooftop.service import points
+    from rooftop.service.recover import points_from_documents
+
+    said = []
+    old_specs: dict[str, dict[str, dict]] = {}
+    for row in carried.get("service_specs", ([], ""))[0]:
+        try:
+            old_specs.setdefault(row["run_id"], {})[row["service"]] = json.loads(row["spec"])
+        except (KeyError, TypeError, ValueError):
+            continue
+    for run_id, cfg in restored.items():
+        if not (d / run_id / "service").is_dir():
+            continue
+        pts, specs, lost = points_from_documents(d / run_id, cfg, old_specs.get(run_id, {}))
+        have = points.specs(store, run_id)
+        for name, spec in specs.items():
+            if name not in have:
+                points.save_spec(store, run_id, name, spec["metric"], spec)
+        done = {name: points.done_keys(store, run_id, name) for name in {p.service for p in pts}}
+        new = [p for p in pts if p.key not in done[p.service]]
+        for p in new:
+            points.add(store, run_id, p)
+        if new:
+            said.append(
+                f"run {run_id}: {len(new)} service point(s) read again from {d / run_id / 'service'}: "
+                + ", ".join(f"{p.service} {p.key}" for p in new)
+            )
+        said += [f"run {run_id}: {line}" for line in lost]
     return said

@@ -430,10 +430,12 @@ def add_doctor(sub) -> None:
         "doctor",
         help="check a results folder; --rebuild its database from the engine documents",
         description="Checks the results database (integrity, runs without folders, "
-        "run folders without rows, measured windows in engine documents but not in the "
+        "run folders without rows, measured windows in engine documents or window logs but not in the "
         "database, samples whose engine documents folder does not resolve in RESULTS). --recover stores those windows; --rebuild moves the database aside and rebuilds it "
         "from the engine documents under RESULTS/<run>/ (each run's config.json and "
-        "its client documents), keeping the rows the old database still holds.",
+        "its client documents), keeping the rows the old database still holds (service points, "
+        "baselines, series and tune steps carried over). Refused while a campaign holds the "
+        "folder's lock; a database of a newer schema is never rebuilt (upgrade rooftop).",
     )
     results_arg(dr)
     dr.add_argument("--rebuild", action="store_true", help="rebuild the database from the engine documents")

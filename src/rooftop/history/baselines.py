@@ -1,8 +1,8 @@
 """Named baselines in the results database: a run's ceilings per metric
 (with what makes them comparable) kept under a name, so that `rooftop check
 RUN --against NAME` compares with them even after the run is gone. Their
-table, baselines, is created on first use (CREATE TABLE IF NOT EXISTS): a
-database without it has no baselines."""
+table, baselines, is in the store's numbered migrations (rooftop.store.schema,
+migration 18; before it, it was created on first use)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,7 @@ import json
 
 from rooftop.history.series import RunCeilings, of_run
 from rooftop.store.records import StoreError, now_iso
-
-DDL = """CREATE TABLE IF NOT EXISTS baselines (
-    name      TEXT PRIMARY KEY,      -- what `check --against` names
-    run_id    TEXT NOT NULL,         -- the run it was taken from
-    created   TEXT NOT NULL,         -- when it was saved
-    ceilings  TEXT NOT NULL          -- JSON: {metric: RunCeilings.to_dict()}
-)"""
+from rooftop.store.schema import BASELINES_DDL as DDL
 
 
 def _table(store) -> None:
