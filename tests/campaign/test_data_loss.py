@@ -257,3 +257,34 @@ def test_a_file_system_full_at_any_point_of_a_round_loses_no_window(point):
         assert rooftop("doctor", "--results", str(res), "--recover").stdout.strip() == ""  # again: nothing
         assert len(stored_once(res, run)) == len(measured)
         assert rooftop("doctor", "--results", str(res)).returncode == 0
+
+
+def test_a_window_log_gives_the_windows_measured_in_full(tmp_path):
+    """The one reader of window logs (rooftop.engine.enginedoc): a line cut
+    by a kill or garbled is left out; the windows are those measured in
+    full from the first, up to a gap or a window in which no operation
+    completed; without its measuring start a log gives nothing."""
+    from rooftop.engine import enginedoc
+
+    log = tmp_path / "windows-0.jsonl"
+    head = '"rank":0,"windows":5'
+    lines = [
+        f'{{"event":"measure",{head},"start_s":100.0,"duration_s":0.5}}',
+        f'{{"event":"window",{head},"window":0,"end_s":100.5,"elapsed_s":0.5,"ops":10}}',
+        "garbled",
+        f'{{"event":"window",{head},"window":1,"end_s":101.0,"elapsed_s":0.5,"ops":12}}',
+        f'{{"event":"window",{head},"window":2,"end_s":101.5,"elapsed_s":0.5,"ops":0}}',
+        f'{{"event":"window",{head},"window":3,"end_s":102.0,"elapsed_s":0.5,"ops":9}}',
+        f'{{"event":"end",{head},"end":"lease lapsed"',  # cut by a kill
+    ]
+    log.write_text("\n".join(lines))
+    events = enginedoc.window_log(log)
+    assert [ev["event"] for ev in events] == ["measure", "window", "window", "window", "window"]
+    got = enginedoc.log_result(events, 4096)
+    assert got is not None
+    assert got["windows"] == [{"elapsed_s": 0.5, "work_ops": 10.0}, {"elapsed_s": 0.5, "work_ops": 12.0}]
+    assert (got["measure_start_s"], got["op_bytes"], got["end"]) == (100.0, 4096, "no end logged")
+    assert enginedoc.log_windows_asked(events) == 5
+    assert enginedoc.log_result(events[1:], 1) is None  # no start: the windows cannot be placed
+    assert enginedoc.log_result(events[:1], 1) is None  # no window measured
+    assert enginedoc.window_log(tmp_path / "absent.jsonl") == []
