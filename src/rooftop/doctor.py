@@ -2,27 +2,37 @@
 
 The engine documents under RESULTS/<run>/ are the primary record: each
 run's config.json, and per client round raw/<measurement>/client-<rank>.json
-(every measured window) with round.json (which window is which sample). A
-damaged database is moved aside, rows still readable in it are salvaged,
-and every sample is rebuilt from the documents where they hold it. The
-rebuilt database has every table of the store: each sample's quantities
-(its latency from the same documents) and each run's parameters.
+(every measured window) with round.json (which window is which sample),
+and each client's window log (windows-<rank>.jsonl: the windows of a client
+whose document was never written). A damaged database is moved aside, rows
+still readable in it are salvaged, and every sample is rebuilt from the
+documents where they hold it. The rebuilt database has every table of the
+store: each sample's quantities (its latency from the same documents) and
+each run's parameters.
+
+Doctor holds the results folder's lock (RESULTS/.lock, rooftop.locks)
+while it reads or mends the folder: while a campaign runs there it
+refuses, naming the holder. A database of a newer schema than this
+rooftop knows is never rebuilt nor written: doctor says to upgrade rooftop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, store_rows, unstored_rows
 from rooftop.keys import rename_old
+from rooftop.locks import Lock, LockBusy
 from rooftop.store import paths
 from rooftop.store.db import Store
-from rooftop.store.records import StoreError, now_iso, utc_stamp
-from rooftop.store.schema import RENAMED_COLUMNS
+from rooftop.store.records import NewerSchema, StoreError, now_iso, utc_stamp
+from rooftop.store.schema import RENAMED_COLUMNS, SCHEMA_VERSION, STUDY_TABLES
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
@@ -44,6 +54,61 @@ def run_status(store: Store, run_id: str, cfg: dict) -> tuple[str, str]:
             again = f"collect --resume {run_id}" if stage == "collect" else f"validate {run_id}"
             missing.append(f"{stage}: {left} of {len(keys)} samples missing (rooftop {again})")
     return ("interrupted", "; ".join(missing)) if missing else ("complete", "")
+
+
+@contextlib.contextmanager
+def folder_lock(results: str | Path, writes: bool) -> Iterator[None]:
+    """The results folder's lock (RESULTS/.lock), held while doctor looks
+    at or mends the folder, as a campaign holds it while it measures: while
+    one runs, refused naming it (a rebuild would move its live database
+    aside, a recovery store rows it is storing). writes: --recover or
+    --rebuild; a check of a folder this user cannot create the lock in
+    goes on without it (it changes nothing)."""
+    d = Path(results)
+    if not d.is_dir():  # nothing to lock (check and Store say what is wrong)
+        yield
+        return
+    try:
+        lock = Lock(d / ".lock", f"results folder {d}")
+    except (OSError, LockBusy):
+        if writes:
+            raise
+        yield
+        return
+    try:
+        if not lock.acquire(time.monotonic()):
+            raise LockBusy(
+                f"the lock of results folder {d} is held by {lock.holder()} ({lock.path}): a campaign "
+                f"is running there; run 'rooftop doctor' once it has ended (or stop it first)"
+            )
+        lock.write_holder("(rooftop doctor)")
+        yield
+    finally:
+        lock.release()
+
+
+#: Words of the problem of a database a newer rooftop wrote: upgrade, never rebuild.
+NEWER = "newer than this rooftop knows"
+
+
+def schema_version(db: Path) -> int | None:
+    """A database file's schema version (PRAGMA user_version), read only;
+    None when it cannot be read (damaged, missing)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return int(con.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+
+
+def refuse_newer(db: Path) -> None:
+    """NewerSchema when a newer rooftop wrote the database: never rebuilt."""
+    version = schema_version(db)
+    if version is not None and version > SCHEMA_VERSION:
+        raise NewerSchema(db, version, SCHEMA_VERSION)
 
 
 def _run_dirs(results: Path) -> list[Path]:
@@ -82,10 +147,12 @@ def check(results: str | Path) -> list[str]:
                 continue
             if rows:
                 problems.append(
-                    f"run {run.id}: {len(rows)} measured samples are in its engine documents but "
-                    f"not in {db} ({', '.join(r['key'] for r in rows)}): "
+                    f"run {run.id}: {len(rows)} measured samples are in its engine documents (client "
+                    f"documents, window logs) but not in {db} ({', '.join(r['key'] for r in rows)}): "
                     f"'rooftop doctor --results {d} --recover' brings them in"
                 )
+    except NewerSchema as e:
+        return [f"{e}; doctor neither checks nor rebuilds it (a rebuild would drop what only schema {e.version} holds)"]
     except (StoreError, sqlite3.Error) as e:
         return [str(e)]
     return problems
@@ -96,8 +163,21 @@ PATH_PROBLEMS = ("does not resolve", "could not be mapped")
 
 
 def needs_rebuild(problem: str) -> bool:
-    """A problem `rooftop doctor --rebuild` mends (not a missing documents folder)."""
-    return not any(w in problem for w in PATH_PROBLEMS)
+    """A problem `rooftop doctor --rebuild` mends (not a missing documents
+    folder, nor a database a newer rooftop wrote)."""
+    return not any(w in problem for w in (*PATH_PROBLEMS, NEWER))
+
+
+def advice(problems: list[str], results: str | Path) -> str | None:
+    """What to do about the problems check() found (None: nothing doctor does)."""
+    if any(NEWER in p for p in problems):
+        return f"upgrade rooftop: {results} was written by a newer one (rooftop doctor rebuilds no newer database)"
+    mend = [p for p in problems if needs_rebuild(p)]
+    if mend and all("--recover" in p for p in mend):
+        return f"bring them in: rooftop doctor --results {results} --recover"
+    if mend:
+        return f"rebuild from the engine documents: rooftop doctor --results {results} --rebuild"
+    return None
 
 
 def _old_path(store: Store, run_id: str, raw: str) -> str:
@@ -246,9 +326,12 @@ def rebuild(results: str | Path) -> list[str]:
     holds); the old one is kept beside it. Returns what was done."""
     d = Path(results)
     db = d / "rooftop.db"
+    refuse_newer(db)  # a newer rooftop's database: never replaced by an older schema
     old_runs, old_samples = _salvage(db) if db.exists() else ({}, {})
+    carried = {t: _salvage_table(db, t) for t in CARRIED} if db.exists() else {}
     said = [f"moved {db} to {_move_aside(db)}"] if db.exists() else []
     store = Store(d)
+    restored: dict[str, dict] = {}  # run id -> its config
     for run_id in sorted(set(old_runs) | {p.name for p in _run_dirs(d)}):
         try:  # one damaged run never stops the rebuild of the others
             cfg = _run_config(d / run_id, old_runs.get(run_id))
@@ -261,6 +344,7 @@ def rebuild(results: str | Path) -> list[str]:
             )
             continue
         _restore_run(store, run_id, cfg, old_runs.get(run_id))
+        restored[run_id] = cfg
         have = {r["key"] for r in rows}
         kept = [
             dict(
@@ -279,6 +363,123 @@ def rebuild(results: str | Path) -> list[str]:
             f"run {run_id}: {len(rows)} samples from engine documents, {len(kept)} from the "
             f"old database; {status}" + (f" ({note})" if note else "")
         )
+    said += _carry_tables(store, carried, restored)
+    said += _restore_service_points(store, d, restored, carried)
     said += _restore_interference(store, d)
     store.close()
+    return said
+
+
+#: Tables that neither the engine documents nor the plan rebuild: --rebuild
+#: carries their rows over from the old database (STUDY_TABLES: service
+#: points and specs, named baselines; and the time series and tune steps).
+#: Measured service points are also read again from their folders
+#: (_restore_service_points).
+CARRIED = (*STUDY_TABLES, "series", "tune_steps")
+
+
+def _salvage_table(db: Path, table: str) -> tuple[list[dict], str]:
+    """(the rows of a table still readable in the old database, under its
+    columns' new names; why some or all could not be read: '' when none
+    was lost). A table it never had: no rows, nothing lost."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error as e:
+        return [], str(e)
+    con.row_factory = sqlite3.Row
+    rows: list[dict] = []
+    lost = ""
+    try:
+        if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+            try:
+                rows = [dict(r) for r in con.execute(f"SELECT * FROM {table}")]
+            except sqlite3.Error as e:  # a damaged page: read around it, 50 rows at a time
+                top = con.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()[0] or 0
+                bad = 0
+                for lo in range(0, top + 1, 50):
+                    try:
+                        rows += [
+                            dict(r)
+                            for r in con.execute(f"SELECT * FROM {table} WHERE rowid BETWEEN ? AND ?", (lo, lo + 49))
+                        ]
+                    except sqlite3.Error:
+                        bad += 1
+                lost = f"{bad} damaged part(s) of it could not be read ({e})"
+    except sqlite3.Error as e:  # (a table without rowid cannot be read around a damaged page)
+        lost = lost or f"it could not be read ({e})"
+    finally:
+        con.close()
+    was, now = RENAMED_COLUMNS.get(table, ("", ""))
+    for row in rows:
+        if was in row and now not in row:
+            row[now] = row.pop(was)
+    return rows, lost
+
+
+def _carry_tables(store: Store, carried: dict[str, tuple[list[dict], str]], restored: dict[str, dict]) -> list[str]:
+    """The rows salvaged from the old database's CARRIED tables, into the
+    new one: those of runs rebuilt (a baseline outlives its run: every one);
+    says what was carried and what could not be."""
+    said = []
+    for table, (rows, lost) in carried.items():
+        cols = {r[1] for r in store.db.execute(f"PRAGMA table_info({table})")}
+        n, orphans = 0, set()
+        for row in rows:
+            if table != "baselines" and row.get("run_id") not in restored:
+                orphans.add(str(row.get("run_id")))
+                continue
+            row = {k: v for k, v in row.items() if k in cols}
+            n += store.db.execute(
+                f"INSERT OR IGNORE INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                tuple(row.values()),
+            ).rowcount
+        store.db.commit()
+        if n:
+            said.append(f"{table}: {n} row(s) carried over from the old database")
+        if orphans:
+            said.append(f"{table}: the rows of run(s) not rebuilt ({', '.join(sorted(orphans))}) could not be restored")
+        if lost:
+            why = f"{table}: NOT all restored: {lost}"
+            if table == "service_points":
+                why += (
+                    "; measured points are read again from their folders (RUN/service/NAME/), imported points "
+                    "exist only in the database: those in the unreadable part are lost"
+                )
+            said.append(why)
+    return said
+
+
+def _restore_service_points(
+    store: Store, d: Path, restored: dict[str, dict], carried: dict[str, tuple[list[dict], str]]
+) -> list[str]:
+    """Measured service points the old database did not give, read again
+    from each rebuilt run's service folders (rooftop.service.recover)."""
+    from rooftop.service import points
+    from rooftop.service.recover import points_from_documents
+
+    said = []
+    old_specs: dict[str, dict[str, dict]] = {}
+    for row in carried.get("service_specs", ([], ""))[0]:
+        try:
+            old_specs.setdefault(row["run_id"], {})[row["service"]] = json.loads(row["spec"])
+        except (KeyError, TypeError, ValueError):
+            continue
+    for run_id, cfg in restored.items():
+        if not (d / run_id / "service").is_dir():
+            continue
+        pts, specs, lost = points_from_documents(d / run_id, cfg, old_specs.get(run_id, {}))
+        have = points.specs(store, run_id)
+        for name, spec in specs.items():
+            if name not in have:
+                points.save_spec(store, run_id, name, spec["metric"], spec)
+        done = {name: points.done_keys(store, run_id, name) for name in {p.service for p in pts}}
+        new = [p for p in pts if p.key not in done[p.service]]
+        for p in new:
+            points.add(store, run_id, p)
+        if new:
+            said.append(
+                f"run {run_id}: {len(new)} service point(s) read again from {d / run_id / 'service'}: "
+                + ", ".join(f"{p.service} {p.key}" for p in new)
+            )
+        said += [f"run {run_id}: {line}" for line in lost]
     return said

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from campaign_util import rooftop, samples
 from test_kill import LEASE, only_run, run_row, start_collect, wait_for_round, wait_no_engines
 
@@ -147,11 +148,48 @@ def fill(mnt: Path, leave_kib: int) -> Path:
     return filler
 
 
-def test_a_full_file_system_names_it_and_loses_no_window(tmp_path):
-    """Results on a 2 MiB tmpfs filled once a bw round's client wrote its
-    document, before collect stores the round. collect names the
-    full file system and every sample not stored, leaves no temporary file;
-    once there is room, doctor --recover stores each once."""
+#: Where in a bw round of 3 windows the file system fills: as its client
+#: starts measuring (no window yet, its document never written), between two
+#: windows, and once its document exists.
+FILL_POINTS = {
+    "measure": lambda raw: '"event":"measure"' in _text(raw / "windows-0.jsonl"),
+    "window": lambda raw: '"window":0' in _text(raw / "windows-0.jsonl"),
+    "document": lambda raw: (raw / "client-0.json").exists(),
+}
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _logged(raw: Path) -> int:
+    """The windows client rank 0's window log holds, in full, from the first
+    (each with an operation completed: a window without one measured nothing)."""
+    got = {}
+    for line in _text(raw / "windows-0.jsonl").splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("event") == "window" and ev.get("ops", 0) > 0:
+            got[ev["window"]] = ev
+    n = 0
+    while n in got:
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("point", sorted(FILL_POINTS))
+def test_a_file_system_full_at_any_point_of_a_round_loses_no_window(point):
+    """Results on a 2 MiB tmpfs filled at a point of a bw round (FILL_POINTS).
+    collect names the full file system and every measured sample not
+    stored, leaves no temporary file; once there is room doctor names them,
+    --recover stores each once, marked when read from a window log (the
+    client's document was never written), and a second --recover stores
+    nothing."""
     from mounts import tmpfs_mount
 
     with tmpfs_mount(2) as mnt:
@@ -173,10 +211,12 @@ def test_a_full_file_system_names_it_and_loses_no_window(tmp_path):
             "3",
             "--set",
             f"engine.lease={LEASE}",
+            "--set",
+            "engine.retries=0",
         ]
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         raw = wait_for_round(res, p)
-        while not (raw / "client-0.json").exists() and p.poll() is None:  # the round measured, not yet stored
+        while not FILL_POINTS[point](raw) and p.poll() is None:  # the round measured, not yet stored
             time.sleep(0.002)
         filler = fill(mnt, 0)
         out, err = p.communicate(timeout=120)
@@ -187,12 +227,64 @@ def test_a_full_file_system_names_it_and_loses_no_window(tmp_path):
         assert not left, left
         filler.unlink()
         run = only_run(res)
-        # Every sample is stored or named (where the journal found room for some, fewer are named).
-        named = re.search(r"(\d+) measured sample\(s\) of run \S+ are NOT in the database", err)
-        assert len(samples(res, run)) + (int(named[1]) if named else 0) == 3, err
+        keys = [k for window in json.loads((raw / "round.json").read_text())["keys"] for k in window]
+        documented = _text(raw / "client-0.json").startswith("{")
+        assert documented == (point == "document"), point
+        n_logged = 0 if documented else _logged(raw)
+        measured = keys[:n_logged] or keys
+        assert documented or n_logged, _text(raw / "windows-0.jsonl")  # the log kept what was measured
+        # Every measured sample is stored or named (where the journal found room for some, fewer are named).
+        stored = {r["key"] for r in stored_once(res, run)}
+        named = re.search(r"\d+ measured sample\(s\) of run \S+ are NOT in the database: (.*?); ", err)
+        unstored = set(named[1].split(", ")) if named else set()
+        assert stored | unstored == set(measured) and not stored & unstored, err
         p = rooftop("doctor", "--results", str(res), check=False)
-        if named:
-            assert p.returncode == 1 and f"{named[1]} measured samples are in its engine documents" in p.stdout
-        rooftop("doctor", "--results", str(res), "--recover")
+        assert p.returncode == (1 if unstored else 0), p.stdout
+        assert all(k in p.stdout for k in unstored) and "--recover" in p.stdout or not unstored, p.stdout
+        if point == "window":  # collect --resume brings them in first, then measures the rest
+            p = rooftop("collect", "--resume", run, "--results", str(res), check=False)
+            assert p.returncode in (0, 1) and (
+                f"{len(unstored)} sample(s) an earlier session" in p.stderr or not unstored
+            )
+            measured = keys
+        else:
+            p = rooftop("doctor", "--results", str(res), "--recover")
+            assert f"{len(unstored)} samples recovered" in p.stdout or not unstored, p.stdout
         rows = stored_once(res, run)
-        assert sorted(r["window"] for r in rows) == [0, 1, 2] and all(r["status"] == "ok" for r in rows)
+        assert sorted(r["key"] for r in rows) == sorted(measured) and all(r["status"] != "failed" for r in rows)
+        logged = [r for r in rows if "recovered from the window log of client rank(s) 0" in r["error"]]
+        assert len(logged) == n_logged, rows
+        assert rooftop("doctor", "--results", str(res), "--recover").stdout.strip() == ""  # again: nothing
+        assert len(stored_once(res, run)) == len(measured)
+        assert rooftop("doctor", "--results", str(res)).returncode == 0
+
+
+def test_a_window_log_gives_the_windows_measured_in_full(tmp_path):
+    """The one reader of window logs (rooftop.engine.enginedoc): a line cut
+    by a kill or garbled is left out; the windows are those measured in
+    full from the first, up to a gap or a window in which no operation
+    completed; without its measuring start a log gives nothing."""
+    from rooftop.engine import enginedoc
+
+    log = tmp_path / "windows-0.jsonl"
+    head = '"rank":0,"windows":5'
+    lines = [
+        f'{{"event":"measure",{head},"start_s":100.0,"duration_s":0.5}}',
+        f'{{"event":"window",{head},"window":0,"end_s":100.5,"elapsed_s":0.5,"ops":10}}',
+        "garbled",
+        f'{{"event":"window",{head},"window":1,"end_s":101.0,"elapsed_s":0.5,"ops":12}}',
+        f'{{"event":"window",{head},"window":2,"end_s":101.5,"elapsed_s":0.5,"ops":0}}',
+        f'{{"event":"window",{head},"window":3,"end_s":102.0,"elapsed_s":0.5,"ops":9}}',
+        f'{{"event":"end",{head},"end":"lease lapsed"',  # cut by a kill
+    ]
+    log.write_text("\n".join(lines))
+    events = enginedoc.window_log(log)
+    assert [ev["event"] for ev in events] == ["measure", "window", "window", "window", "window"]
+    got = enginedoc.log_result(events, 4096)
+    assert got is not None
+    assert got["windows"] == [{"elapsed_s": 0.5, "work_ops": 10.0}, {"elapsed_s": 0.5, "work_ops": 12.0}]
+    assert (got["measure_start_s"], got["op_bytes"], got["end"]) == (100.0, 4096, "no end logged")
+    assert enginedoc.log_windows_asked(events) == 5
+    assert enginedoc.log_result(events[1:], 1) is None  # no start: the windows cannot be placed
+    assert enginedoc.log_result(events[:1], 1) is None  # no window measured
+    assert enginedoc.window_log(tmp_path / "absent.jsonl") == []

@@ -262,3 +262,23 @@ def test_results_folder_the_user_cannot_write():
                 env=env,
             )
             unwritable(p, str(dst), "permission denied")
+
+
+def test_doctor_takes_the_results_folder_lock(campaign, tmp_path):
+    """While a campaign holds RESULTS/.lock, doctor (a check, --recover,
+    --rebuild) is refused naming it, and the live database stays where it
+    is: a rebuild used to move it aside under a running collect, which then
+    failed on a 'readonly database'."""
+    import os
+
+    from rooftop.locks import CampaignLocks
+
+    res, run, _ = copy(campaign, tmp_path)
+    with CampaignLocks(res, on_this_machine=False) as locks:
+        locks.name_run(run)
+        for mode in ([], ["--recover"], ["--rebuild"]):
+            p = rooftop("doctor", "--results", str(res), *mode, check=False)
+            fails_clearly(p, f"held by run {run} (pid {os.getpid()}", str(res / ".lock"), "a campaign is running")
+            assert p.returncode == 2
+        assert sorted(f.name for f in res.glob("rooftop.db*")) == ["rooftop.db"]
+    assert rooftop("doctor", "--results", str(res)).returncode == 0

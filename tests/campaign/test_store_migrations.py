@@ -483,3 +483,69 @@ def test_columns_renamed_once_every_value_kept(tmp_path):
         assert export.series_text(st, run, "csv").splitlines()[0] == "run_id,round,source,t,quantity,value,unit"
     finally:
         st.close()
+
+
+def tables(res: Path) -> set[str]:
+    db = sqlite3.connect(res / "rooftop.db")
+    try:
+        return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        db.close()
+
+
+def test_service_points_and_baselines_tables_are_in_the_numbered_migrations(tmp_path):
+    """Migration 18: an old database gets service_points, service_specs and
+    baselines when it is opened (before, they were made on first write, so
+    a rebuild or a reader never saw them); one that made them on first
+    write keeps every row."""
+    from rooftop.history import baselines
+    from rooftop.service import points
+
+    res = old_copy("results-2c33362", tmp_path)
+    assert not {"service_points", "service_specs", "baselines"} & tables(res)
+    Store(res, create=False).close()
+    assert {"service_points", "service_specs", "baselines"} <= tables(res)
+    # Version 17 with the tables made on first write: their rows are kept.
+    st = Store(tmp_path / "res")
+    run = st.new_run({}, {})
+    points.add(st, run, points.ServicePoint("kv", "rpc", "ops/s", 1, 2, 0, "ok", 10.0, source="imported"))
+    points.save_spec(st, run, "kv", "rpc", {"name": "kv"})
+    st.db.execute("INSERT INTO baselines VALUES ('b', ?, '2026-01-01T12:00:00+00:00', '{}')", (run,))
+    st.db.execute("PRAGMA user_version = 17")
+    st.db.commit()
+    st.close()
+    before = {t: raw_rows(tmp_path / "res", t) for t in ("service_points", "service_specs", "baselines")}
+    st = Store(tmp_path / "res", create=False)
+    try:
+        assert user_version(tmp_path / "res") == SCHEMA_VERSION
+        assert {t: raw_rows(tmp_path / "res", t) for t in before} == before
+        assert [p.aggregate for p in points.load(st, run)] == [10.0]
+        assert [n for n, _, _ in baselines.names(st)] == ["b"]
+    finally:
+        st.close()
+
+
+def test_doctor_says_upgrade_rooftop_for_a_newer_database_and_never_rebuilds_it(tmp_path):
+    """A database of a newer schema: doctor names both versions and says to
+    upgrade rooftop (never to rebuild: an older schema would drop what only
+    the newer one holds), and --rebuild refuses it, leaving it in place."""
+    res = old_copy("results-19dee6e", tmp_path)
+    Store(res, create=False).close()
+    db = sqlite3.connect(res / "rooftop.db")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    p = rooftop("doctor", "--results", str(res), check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert f"schema version {SCHEMA_VERSION + 1}" in p.stdout and f"up to {SCHEMA_VERSION}" in p.stdout, p.stdout
+    assert "upgrade rooftop" in p.stdout and "--rebuild" not in p.stdout, p.stdout
+    assert json.loads(rooftop("doctor", "--results", str(res), "--json", check=False).stdout)["advice"].startswith(
+        "upgrade rooftop"
+    )
+    p = rooftop("doctor", "--results", str(res), "--rebuild", check=False)
+    assert p.returncode == 2 and "upgrade rooftop" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert sorted(f.name for f in res.glob("rooftop.db*")) == ["rooftop.db"]  # not moved aside
+    assert user_version(res) == SCHEMA_VERSION + 1
+    p = rooftop("doctor", "--results", str(res), "--recover", check=False)
+    assert p.returncode != 0 and "upgrade rooftop" in p.stderr, p.stderr
+    assert user_version(res) == SCHEMA_VERSION + 1

@@ -251,3 +251,74 @@ def test_sigkilled_campaign_leaves_no_service_process(tmp_path):
     assert not left_with("sleep 31.25") and not left_with("l29killed")
     listed = json.loads(rooftop("runs", "--json", "--results", str(res)).stdout)
     assert [(r["id"], r["status"], r["note"]) for r in listed] == [(rid, "complete", "")]
+
+
+def _rows(res: Path, table: str) -> list[dict]:
+    import sqlite3
+
+    db = sqlite3.connect(res / "rooftop.db")
+    db.row_factory = sqlite3.Row
+    try:
+        return [
+            {k: r[k] for k in r.keys() if k != "created"} for r in db.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3")
+        ]
+    finally:
+        db.close()
+
+
+def _damage_table(db: Path, table: str) -> None:
+    """Overwrites the root page of one table: every other table still reads."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    size = con.execute("PRAGMA page_size").fetchone()[0]
+    con.close()
+    with open(db, "r+b") as f:
+        f.seek((root - 1) * size)
+        f.write(b"\xa5" * size)
+
+
+def test_rebuild_restores_service_points_and_baselines_and_says_what_it_cannot(tmp_path):
+    """doctor --rebuild carries service points (measured and imported), their
+    specs, named baselines and time series over from the old database.
+    Without it, the measured points are read again from RUN/service/NAME/
+    (with the spec kept there); a service_points table the old database
+    cannot read is named, with the imported points it held as lost."""
+    res = tmp_path / "res"
+    rid = make_run(res, **{"collect.duration": 0.5})
+    p = spec(tmp_path, "rb", "sh -c 'sleep {duration}; echo {server_address}:{server_port} rate=7'")
+    r = rooftop("service", rid, str(p), "--results", str(res))
+    assert r.returncode == 0, r.stdout + r.stderr
+    st = Store(str(res), create=False)
+    imported = points.ServicePoint("elsewhere", "rpc", "ops/s", 4, 8, 0, "ok", 80.0, source="imported")
+    points.add(st, rid, imported)
+    st.db.execute("INSERT INTO baselines VALUES ('nightly', ?, '2026-01-01T12:00:00+00:00', '{}')", (rid,))
+    st.add_series(rid, "r0", {"cpu": [(0.5, "cpu_user", 0.25, "cores")]})
+    st.close()
+    carried = ("service_points", "service_specs", "baselines", "series")
+    before = {t: _rows(res, t) for t in carried}
+    assert [p["source"] for p in before["service_points"]] == ["imported", "measured", "measured"]
+    out = rooftop("doctor", "--results", str(res), "--rebuild")
+    assert out.returncode == 0 and "service_points: 3 row(s) carried over" in out.stdout, out.stdout
+    assert {t: _rows(res, t) for t in carried} == before
+    # The database lost: the measured points are read again from their folders, with their spec.
+    for f in res.glob("rooftop.db*"):
+        f.unlink()
+    out = rooftop("doctor", "--results", str(res), "--rebuild")
+    assert out.returncode == 0 and f"run {rid}: 2 service point(s) read again" in out.stdout, out.stdout
+    measured = [p for p in before["service_points"] if p["source"] == "measured"]
+    same = ("service", "key", "metric", "unit", "server_procs", "client_procs", "sample", "status", "aggregate")
+    assert [{k: p[k] for k in same} for p in _rows(res, "service_points")] == [
+        {k: p[k] for k in same} for p in measured
+    ]
+    assert [s["service"] for s in _rows(res, "service_specs")] == ["rb"]
+    # A service_points table the old database cannot read: said; measured points read again, imported lost.
+    st = Store(str(res), create=False)
+    points.add(st, rid, imported)
+    st.close()
+    _damage_table(res / "rooftop.db", "service_points")
+    out = rooftop("doctor", "--results", str(res), "--rebuild")
+    assert "service_points: NOT all restored" in out.stdout and "imported points" in out.stdout, out.stdout
+    assert f"run {rid}: 2 service point(s) read again" in out.stdout, out.stdout
+    assert [p["source"] for p in _rows(res, "service_points")] == ["measured", "measured"]

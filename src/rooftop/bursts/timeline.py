@@ -15,13 +15,13 @@ run keeps what it measured.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
 
 from rooftop import power
 from rooftop.bursts import procstat
+from rooftop.engine import enginedoc
 
 
 class Timeline:
@@ -87,12 +87,8 @@ class Timeline:
         per window); returns how many."""
         per_window: dict[int, list[float]] = {}
         for log in sorted(sdir.glob("windows-*.jsonl")):
-            for line in log.read_text().splitlines():
-                try:
-                    ev = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut by a kill
-                if ev.get("event") == "window":
+            for ev in enginedoc.window_log(log):  # (a line cut by a kill is left out)
+                if ev["event"] == "window":
                     w = per_window.setdefault(int(ev["window"]), [ev["end_s"], ev["elapsed_s"], 0.0])
                     w[2] += float(ev["ops"])
         with self.lock:

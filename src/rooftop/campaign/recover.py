@@ -2,7 +2,10 @@
 measured window rebuilt into its sample row by the campaign's own row
 computation (Rows), and stored once (rooftop doctor --recover, a resumed
 campaign). The documents: per client round raw/<measurement>/client-<rank>.json
-(every measured window) with round.json (which window is which sample)."""
+(every measured window) with round.json (which window is which sample),
+and each client's window log, windows-<rank>.jsonl: the windows of a
+client whose document was never written (a full disk, a crash) are read
+from it, marked so in their rows."""
 
 from __future__ import annotations
 
@@ -11,11 +14,14 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+from rooftop import metrics
 from rooftop.campaign import windows
 from rooftop.campaign.plan import client_rounds, plan_collect, plan_validate
 from rooftop.campaign.rows import Rows, RunTime
+from rooftop.campaign.tracking import WINDOW_LOG
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import full_windows, unusable
+from rooftop.keys import ConfigError
 from rooftop.launchers import on_this_machine
 from rooftop.launchers.base import Node
 from rooftop.store.db import Store
@@ -43,7 +49,7 @@ def _round_keys(sdir: Path, docs: dict[int, dict], planned: dict) -> list[list[s
     except (OSError, ValueError, KeyError):
         pass
     keys = planned.get(sdir.name, [])
-    asked = max(enginedoc.windows_asked(doc) for doc in docs.values())
+    asked = max((enginedoc.windows_asked(doc) for doc in docs.values()), default=0)
     return keys[len(keys) - asked :] if 0 < asked <= len(keys) else []
 
 
@@ -57,11 +63,14 @@ def _row_maker(run_id: str, cfg: dict):
     ).row
 
 
-def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict], dict[int, str]]:
+def _client_results(sdir: Path, op_bytes: int | None) -> tuple[dict[int, dict], dict[int, dict], dict[int, str]]:
     """(rank -> document, rank -> result, rank -> why it ended early) of one
     round. A client that ended early (its campaign killed: "lease lapsed",
     a signal) gives the windows it measured in full (result.full_windows),
-    as the campaign itself keeps them on Ctrl-C."""
+    as the campaign itself keeps them on Ctrl-C. A client whose document
+    was never written (a full disk, a crash) gives the windows its window
+    log holds (logged_result; op_bytes: what its document would say; None:
+    unknown, the window logs are not read)."""
     docs, results, early = {}, {}, {}
     for f in sdir.glob("client-*.json"):
         try:
@@ -70,6 +79,7 @@ def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict], dict[
         except (OSError, ValueError):
             continue
         if not isinstance(doc, dict) or not isinstance(doc.get("result"), dict):
+            docs.pop(rank)
             continue
         if doc.get("complete"):
             results[rank] = doc["result"]
@@ -81,7 +91,35 @@ def _client_results(sdir: Path) -> tuple[dict[int, dict], dict[int, dict], dict[
         except (KeyError, TypeError, ValueError):
             continue
         early[rank] = str(doc["result"].get("end") or "; ".join(doc.get("errors") or []) or "stopped")
+    for f in sdir.glob(WINDOW_LOG.format(rank="*")):
+        try:
+            rank = enginedoc.rank_of(f)
+        except ValueError:
+            continue
+        if rank in docs or op_bytes is None:  # its document, read above, is the record
+            continue
+        events = enginedoc.window_log(f)
+        result = enginedoc.log_result(events, op_bytes)
+        if result is not None:
+            results[rank] = result
+            docs[rank] = {"config": {"windows": enginedoc.log_windows_asked(events)}}
     return docs, results, early
+
+
+def logged_result(sdir: Path, rank: int, op_bytes: float) -> dict | None:
+    """A client's result from its window log (rooftop.engine.enginedoc.log_result),
+    for a client whose document was never written; None when it holds no measured window."""
+    return enginedoc.log_result(enginedoc.window_log(sdir / WINDOW_LOG.format(rank=rank)), op_bytes)
+
+
+def _op_bytes(cfg: dict, keys: list[list[str]]) -> int | None:
+    """The op_bytes of the documents of a round of these keys (Metric.op_bytes:
+    every key of a round names one metric); None when the config cannot say."""
+    metric = next((m["metric"] for window in keys for key in window if (m := KEY.match(key))), None)
+    try:
+        return metrics.get(metric).op_bytes(cfg) if metric else None
+    except (KeyError, TypeError, ValueError, ConfigError):
+        return None
 
 
 def _round_dirs(run_dir: Path) -> list[Path]:
@@ -104,12 +142,13 @@ def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
     same_clock = on_this_machine(cfg["launcher"]["type"]) or len(hosts) == 1
     seen: set[str] = set()  # a round's newest documents win over its earlier sessions'
     for sdir in _round_dirs(run_dir):
-        docs, results, early = _client_results(sdir)
+        named = sdir.parent if sdir.name.startswith("earlier-") else sdir
+        plan = {sdir.name: planned.get(named.name, [])}
+        docs, results, early = _client_results(sdir, _op_bytes(cfg, _round_keys(sdir, {}, plan) or plan[sdir.name]))
         if not results:
             continue
         offs = windows.offsets({r: res["measure_start_s"] for r, res in results.items()}, same_clock)
-        named = sdir.parent if sdir.name.startswith("earlier-") else sdir
-        for w, keys in enumerate(_round_keys(sdir, docs, {sdir.name: planned.get(named.name, [])})):
+        for w, keys in enumerate(_round_keys(sdir, docs, plan)):
             for j, key in enumerate(keys):
                 m = KEY.match(key)
                 if not m or key in seen:

@@ -9,8 +9,8 @@ import signal
 import sys
 from pathlib import Path
 
-from rooftop import emulation, foreign, meters
-from rooftop.campaign import tracking, windows
+from rooftop import emulation, foreign, meters, metrics
+from rooftop.campaign import recover, tracking, windows
 from rooftop.campaign.groups import ServerGroup, name_server_reasons
 from rooftop.campaign.plan import ClientRound
 from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
@@ -120,7 +120,7 @@ class RoundMeasurer:
         sampled = meters.stop_all(running)
         self._store_series(rnd, running)
         r.procs.forget_finished()
-        results, errors = self._read_clients(launches, procs, killed, sdir, limit)
+        results, errors = self._read_clients(launches, procs, killed, sdir, limit, self._op_bytes(rnd))
         name_server_reasons(group.gdir, errors, r.leases.period)
         gone = r.procs.gone({*group.placement.server_nodes, *(c for sp in rnd.specs for c in sp.client_nodes)})
         for k in errors:  # a dead agent took its node's servers or clients with it: named first
@@ -132,8 +132,8 @@ class RoundMeasurer:
         gate = float(r.cfg["engine"].get("foreign_cpu_gate", 0.5))
         for _, row in rows:  # others took the cores: measured again, then stored invalid
             why = foreign.over_gate(row.get("foreign_cpu"), gate) if row["status"] == "ok" else ""
-            if why:
-                row.update(status="invalid", error=why)
+            if why:  # (an ok row's error says where it was read from: kept)
+                row.update(status="invalid", error="; ".join(filter(None, [why, row["error"]])))
         return watch.mark(rows)
 
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
@@ -154,16 +154,15 @@ class RoundMeasurer:
 
     def _folder(self, rnd: ClientRound, attempt: int) -> Path:
         """The round's raw folder, emptied of an earlier attempt's client
-        documents (an invalid attempt's stay on record under attempt-N) and
-        window logs (they would advance the bars before this attempt has
-        measured anything), with round.json: which window is which sample
-        (for rooftop doctor)."""
+        documents and window logs (an invalid attempt's stay on record under
+        attempt-N; window logs left would advance the bars before this
+        attempt has measured anything), with round.json: which window is
+        which sample (for rooftop doctor)."""
         sdir = self.r.run_dir / "raw" / rnd.folder
         sdir.mkdir(parents=True, exist_ok=True)
-        for old in sdir.glob(tracking.WINDOW_LOG.format(rank="*")):
-            old.unlink()
         keep = sdir / f"attempt-{attempt - 1}"
-        earlier = list(sdir.glob("client-*.json"))
+        # (A window log is the record of a client whose document was never written.)
+        earlier = list(sdir.glob("client-*.json")) + list(sdir.glob(tracking.WINDOW_LOG.format(rank="*")))
         if earlier and attempt == 1:
             # An earlier session's documents (a resumed run): never overwritten.
             # They were ingested at the start (recover.recover_run); they stay
@@ -221,16 +220,25 @@ class RoundMeasurer:
                     signal_proc(p, signal.SIGTERM)
                 killed = reap(procs, 10)
                 self.r.procs.forget_finished()
-                results, errors = self._read_clients(launches, procs, killed, sdir, 10, cut=True)
+                results, errors = self._read_clients(launches, procs, killed, sdir, 10, self._op_bytes(rnd), cut=True)
                 rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, measured_only=True)
         except KeyboardInterrupt:
             pass  # a second Ctrl-C: the round is stopped anyway
         return rows
 
-    def _read_clients(self, launches, procs, killed, sdir: Path, limit: float, cut: bool = False) -> tuple[dict, dict]:
+    def _op_bytes(self, rnd: ClientRound) -> int:
+        """What the round's client documents say of op_bytes (Metric.op_bytes)."""
+        return metrics.get(rnd.first.metric).op_bytes(self.r.cfg)
+
+    def _read_clients(
+        self, launches, procs, killed, sdir: Path, limit: float, op_bytes: int, cut: bool = False
+    ) -> tuple[dict, dict]:
         """Every client's result (rank -> result), and why the others have none.
         cut: the clients were stopped; their results keep only the windows
-        they measured in full (result.full_windows; an older engine: none)."""
+        they measured in full (result.full_windows; an older engine: none).
+        A client whose document was never written (a full disk, a crash)
+        gives the windows its window log holds (recover.logged_result; its
+        rows say so)."""
         errors: dict[int, str] = {}
         node_of = {r: l.node for l in launches for r in l.ranks}
         for launch, p in zip(launches, procs):
@@ -247,6 +255,10 @@ class RoundMeasurer:
             try:
                 docs[r] = enginedoc.load(sdir / f"client-{r}.json")
             except (OSError, json.JSONDecodeError):
+                logged = recover.logged_result(sdir, r, op_bytes)
+                if logged is not None:
+                    results[r] = logged
+                    continue
                 logs = [(sdir / f"launch-{i}.log") for i in range(len(launches))]
                 log = "; ".join(l.read_text().strip()[-400:] for l in logs if l.exists())
                 errors[r] = f"client rank {r}: no result ({log or 'no output'})"

@@ -29,6 +29,18 @@ class RunTime:
         return max(0.0, measured_s - before)
 
 
+def from_window_log(ranks: list[int], w: int, results: dict) -> str:
+    """What a row says when some of its clients' windows were read from
+    their window logs (rooftop.engine.enginedoc.log_result): their
+    documents were never written."""
+    ended = sorted({str(results[r].get("end")) for r in ranks})
+    return (
+        f"recovered from the window log of client rank(s) {', '.join(map(str, ranks))}, whose document was "
+        f"never written (ended: {', '.join(ended)}): window {w + 1} was measured in full; its rate counts "
+        f"the operations completed inside it"
+    )
+
+
 class Rows:
     """Stored sample rows from what clients measured: the aggregate over
     the time all of a row's clients measured, and whether it can be used.
@@ -126,6 +138,9 @@ class Rows:
         row["error"] = self.invalid(sp, snodes, cnodes, agg, c)
         if row["error"]:
             row["status"] = "invalid"
+        logged = [r for r in ranks if results[r].get("from_window_log")]
+        if logged:  # marked: what it is
+            row["error"] = "; ".join(filter(None, [row["error"], from_window_log(logged, w, results)]))
         return row
 
     def invalid(self, sp: SampleSpec, snodes, cnodes, agg: float, c) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rooftop.campaign.estimate import Estimate, count, estimate, fmt_duration, round_start_s
 from rooftop.campaign.plan import client_rounds
+from rooftop.engine import enginedoc
 from rooftop.stages import Placement
 
 __all__ = [
@@ -363,9 +364,6 @@ class WindowFollower:
         self._pos[rank] += len(data)
         *lines, self._rest[rank] = (self._rest[rank] + data).split(b"\n")
         for line in lines:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if ev.get("event") == "window" and isinstance(ev.get("window"), int):
+            ev = enginedoc.window_log_event(line)
+            if ev is not None and ev["event"] == "window" and isinstance(ev.get("window"), int):
                 self.seen[rank] = max(self.seen[rank], ev["window"] + 1)

@@ -329,6 +329,13 @@ def _cmd_runs(args) -> int:
 
 def _cmd_doctor(args) -> int:
     from rooftop import doctor
+
+    with doctor.folder_lock(args.results, writes=args.recover or args.rebuild):  # refused while a campaign runs
+        return _doctor(args)
+
+
+def _doctor(args) -> int:
+    from rooftop import doctor
     from rooftop.store.records import StoreError
 
     done = None  # the lines of --recover or --rebuild
@@ -345,13 +352,7 @@ def _cmd_doctor(args) -> int:
             print(f"rooftop doctor: cannot rebuild in {args.results}: {e}", file=sys.stderr)
             return 1
     problems = doctor.check(args.results)
-    advice = None
-    if done is None and problems:
-        mend = [p for p in problems if doctor.needs_rebuild(p)]  # (a missing documents folder: not)
-        if mend and all("--recover" in p for p in mend):
-            advice = f"bring them in: rooftop doctor --results {args.results} --recover"
-        elif mend:
-            advice = f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild"
+    advice = doctor.advice(problems, args.results) if done is None and problems else None
     if args.json:
         doc = {"results": str(args.results), "problems": problems, "advice": advice}
         print(json_text(doc if done is None else dict(doc, done=done), indent=1))
@@ -442,10 +443,12 @@ def add_doctor(sub) -> None:
         "doctor",
         help="check a results folder; --rebuild its database from the engine documents",
         description="Checks the results database (integrity, runs without folders, "
-        "run folders without rows, measured windows in engine documents but not in the "
+        "run folders without rows, measured windows in engine documents or window logs but not in the "
         "database, samples whose engine documents folder does not resolve in RESULTS). --recover stores those windows; --rebuild moves the database aside and rebuilds it "
         "from the engine documents under RESULTS/<run>/ (each run's config.json and "
-        "its client documents), keeping the rows the old database still holds.",
+        "its client documents), keeping the rows the old database still holds (service points, "
+        "baselines, series and tune steps carried over). Refused while a campaign holds the "
+        "folder's lock; a database of a newer schema is never rebuilt (upgrade rooftop).",
     )
     results_arg(dr)
     dr.add_argument("--rebuild", action="store_true", help="rebuild the database from the engine documents")

@@ -3,7 +3,9 @@ command writes with --output): loading one, a client result's windows
 (result.windows; engines before the rename wrote result.samples and
 config.samples, still read) and which of them a stopped client measured
 in full, its rate field, and its latency bins merged into a distribution
-(Latency).
+(Latency). Also the one reader of a client's window log (the JSON lines
+`load --window-log` appends as it measures), and the result rebuilt from
+one when the client's document was never written (log_result).
 
 Imports nothing of rooftop: the campaign, the store, the results, probe
 and audit all read documents through it."""
@@ -11,6 +13,7 @@ and audit all read documents through it."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +92,74 @@ def unusable(doc: dict, cut: bool) -> str:
     if sum(x["work_ops"] for x in windows_of(res)) > res["ops"] + res["drained_ops"] + 1e-6:
         return "its windows credit more operations than it completed"
     return ""
+
+
+def window_log_event(line: str | bytes) -> dict | None:
+    """One line of a window log as its event: {"event": "measure" | "window"
+    | "end", "rank", "windows" (asked), ...}; a "window" event (written as
+    the clock leaves the window: it was measured in full) has "window",
+    "end_s", "elapsed_s" and "ops" (operations completed inside it). None
+    for a line cut short by a kill, or garbled."""
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        return None
+    return ev if isinstance(ev, dict) and isinstance(ev.get("event"), str) else None
+
+
+def window_log(path: Path) -> list[dict]:
+    """Every readable event of a window log, in order ([] when it cannot be read)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return []
+    return [ev for ev in map(window_log_event, data.splitlines()) if ev is not None]
+
+
+def _finite(*values) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+
+
+def log_result(events: list[dict], op_bytes: float) -> dict | None:
+    """A client's result rebuilt from its window log (window_log), for a
+    client whose document was never written (a full disk, a crash): the
+    windows it measured in full, from the first, each with the operations
+    completed inside it (work_ops: without the shares of operations
+    straddling its ends, which only the document has, and without slices),
+    the start of its measurement, and op_bytes (what its document would say:
+    its --size). A window in which no operation completed measured nothing
+    (its servers were gone): the windows stop before it. from_window_log
+    marks the result; None when the log holds no measured window."""
+    start = next((ev.get("start_s") for ev in events if ev["event"] == "measure"), None)
+    if not _finite(start):
+        return None
+    logged = {}
+    for ev in events:
+        w = ev.get("window")
+        if ev["event"] == "window" and isinstance(w, int) and w >= 0 and _finite(ev.get("elapsed_s"), ev.get("ops")):
+            logged.setdefault(w, ev)
+    windows: list[dict] = []
+    while len(windows) in logged:
+        ev = logged[len(windows)]
+        if ev["elapsed_s"] <= 0 or ev["ops"] <= 0:
+            break
+        windows.append({"elapsed_s": float(ev["elapsed_s"]), "work_ops": float(ev["ops"])})
+    if not windows:
+        return None
+    ends = [str(ev.get("end")) for ev in events if ev["event"] == "end"]
+    return {
+        "measure_start_s": float(start),
+        "windows": windows,
+        "op_bytes": op_bytes,
+        "end": ends[-1] if ends else "no end logged",
+        "from_window_log": True,
+    }
+
+
+def log_windows_asked(events: list[dict]) -> int:
+    """The windows a client was asked for, as its window log says (0: it does not)."""
+    asked = [ev.get("windows") for ev in events]
+    return max([int(a) for a in asked if isinstance(a, int) and not isinstance(a, bool)], default=0)
 
 
 def latency_bins(doc: dict) -> list:

@@ -3,6 +3,7 @@ command is gone (the engines' --lease)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -46,9 +47,16 @@ class Leases:
 
     def _renew(self, path: Path) -> None:
         self._n += 1
-        # Group files are 0600; readers see the old or the new content, never
-        # none, and a full disk leaves no half-written file behind.
-        write_private(path, f"{os.getpid()} {self._n}\n")
+        text = f"{os.getpid()} {self._n}\n"
+        try:
+            # Group files are 0600; readers see the old or the new content,
+            # never none, and a failed write leaves no half-written file.
+            write_private(path, text)
+        except OSError as e:
+            # A full disk: the lease is rewritten in place (it is the same
+            # size or one digit longer), so the engines do not stop on it.
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not _rewrite(path, text):
+                raise
 
     def _run(self) -> None:
         while not self._stop.wait(self.period / 5):
@@ -80,3 +88,22 @@ def wait_until_lapsed(path: str | Path, timeout: float) -> None:
             last, since = now, time.monotonic()
         elif time.monotonic() - since > timeout:
             return
+
+
+def _rewrite(path: Path, text: str) -> bool:
+    """A full disk: the lease rewritten in place, in the block it already
+    has (a new file needs one), so that its engines keep measuring until
+    the campaign stops them: what they measure meanwhile is in their
+    documents or window logs. A reader sees new content (the lease lives)
+    whatever it reads mid-write. False when that fails too."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        data = text.encode()
+        return os.pwrite(fd, data, 0) == len(data)  # (the count only grows: nothing left past the end)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -1,9 +1,10 @@
 """Named baselines in the results database: a run's ceilings per metric
 (with what makes them comparable) kept under a name, so that `rooftop check
 RUN --against NAME` compares with them even after the run is gone. Their
-table, baselines, is created on first use (CREATE TABLE IF NOT EXISTS): a
-database without it has no baselines. A stored ceiling that is not a rate
-is left out and named (load: RunCeilings.damaged), never a traceback."""
+table, baselines, is in the store's numbered migrations (rooftop.store.schema,
+migration 18; before it, it was created on first use). A stored ceiling
+that is not a rate is left out and named (load: RunCeilings.damaged), never
+a traceback."""
 
 from __future__ import annotations
 
@@ -13,13 +14,7 @@ from rooftop.history.series import RunCeilings, of_run
 from rooftop.numbers import rate_problem
 from rooftop.store import damage
 from rooftop.store.records import StoreError, now_iso
-
-DDL = """CREATE TABLE IF NOT EXISTS baselines (
-    name      TEXT PRIMARY KEY,      -- what `check --against` names
-    run_id    TEXT NOT NULL,         -- the run it was taken from
-    created   TEXT NOT NULL,         -- when it was saved
-    ceilings  TEXT NOT NULL          -- JSON: {metric: RunCeilings.to_dict()}
-)"""
+from rooftop.store.schema import BASELINES_DDL as DDL
 
 
 def _table(store) -> None:

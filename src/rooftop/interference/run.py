@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rooftop import files, stages
 from rooftop.campaign import Runner, measure_once
+from rooftop.engine import enginedoc
 from rooftop.interference import keys as _keys  # registers the interference.* config keys
 from rooftop.interference.loads import background, get
 from rooftop.numbers import json_text
@@ -342,14 +343,10 @@ def measuring(run_dir: Path, pattern: str = "*") -> list[tuple[float, float]]:
     for folder in sorted((run_dir / "raw").glob(pattern)):
         starts, ends = [], []
         for log in folder.glob("windows-*.jsonl"):
-            for line in log.read_text().splitlines():
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue  # a line cut by an interrupted client
-                if ev.get("event") == "measure":
+            for ev in enginedoc.window_log(log):  # (a line cut by an interrupted client is left out)
+                if ev["event"] == "measure":
                     starts.append(ev["start_s"])
-                elif ev.get("event") == "window":
+                elif ev["event"] == "window":
                     ends.append(ev["end_s"])
         if starts and ends:
             out.append((min(starts), max(ends)))

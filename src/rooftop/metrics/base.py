@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rooftop.engine import enginedoc
 from rooftop.keys import Key
+from rooftop.units import parse_size
 
 
 def _nothing(cfg: dict) -> list[str]:
@@ -75,3 +76,14 @@ class Metric:
     def work_per_op(self, result: dict) -> float:
         """Work one operation of an engine result counts."""
         return float(result.get("op_bytes", 0)) if self.work == "bytes" else 1.0
+
+    def op_bytes(self, cfg: dict) -> int:
+        """The op_bytes an engine result of its clients reports under a
+        config: their --size (0 for a metric without one), for a result
+        rebuilt from a window log (rooftop.engine.enginedoc.log_result)."""
+        if self.work != "bytes":
+            return 0
+        args = self.client_args(cfg)
+        if "--size" not in args[:-1]:
+            return 0
+        return parse_size(args[args.index("--size") + 1], "--size")

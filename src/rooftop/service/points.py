@@ -6,9 +6,10 @@ of the rooftop metric it is compared with (rpc: ops/s, bw: bytes/s, …).
 Points are stored beside the run's engine samples, in a table of their own
 (service_points), so that nothing computed from engine samples (ceilings,
 outliers, learned models) ever takes a service point by mistake; and the
-spec of each service in service_specs. Both tables are created on first
-use (CREATE TABLE IF NOT EXISTS): a database without them has no service
-points, and readers that find none say so.
+spec of each service in service_specs. Both tables are in the store's
+numbered migrations (rooftop.store.schema, migration 18); before it they
+were created on first use, and a database a reader finds without them
+(one opened without the store) has no service points.
 
 load is the one reader of points: a row damaged in the database (an
 aggregate that is not a rate, counts that are not counts) is named once
@@ -24,30 +25,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from rooftop.store import damage
+from rooftop.store.schema import POINTS_DDL, SPECS_DDL
 
 #: Where a point came from.
 SOURCES = ("measured", "imported")
-
-POINTS_DDL = """CREATE TABLE IF NOT EXISTS service_points (
-    run_id        TEXT NOT NULL REFERENCES runs(id),
-    service       TEXT NOT NULL,        -- the spec's name: redis-get
-    key           TEXT NOT NULL,        -- identifies the point within the run and service
-    metric        TEXT NOT NULL,        -- the rooftop metric it is compared with: rpc | bw | ...
-    unit          TEXT NOT NULL,        -- that metric's unit: ops/s | bytes/s
-    server_procs  INTEGER NOT NULL,
-    client_procs  INTEGER NOT NULL,
-    x             REAL NOT NULL,        -- server processes / client processes
-    sample        INTEGER NOT NULL,
-    status        TEXT NOT NULL,        -- ok | failed | invalid (measured, unusable: error says why)
-    aggregate     REAL,                 -- sum of the client processes' rates
-    per_client    REAL,                 -- aggregate / client processes
-    measured_s    REAL NOT NULL DEFAULT 0,
-    error         TEXT NOT NULL DEFAULT '',
-    source        TEXT NOT NULL,        -- measured | imported
-    detail        TEXT NOT NULL DEFAULT '{}',  -- JSON: nodes, per-client rates, files kept, import line
-    created       TEXT NOT NULL,
-    PRIMARY KEY (run_id, service, key)
-)"""
 
 #: An add_all's points before they are written: the columns of
 #: service_points, a key once per service.
@@ -56,14 +37,6 @@ STAGED_DDL = """CREATE TEMP TABLE staged_points (
     x REAL, sample INTEGER, status TEXT, aggregate REAL, per_client REAL, measured_s REAL, error TEXT,
     source TEXT, detail TEXT, created TEXT,
     PRIMARY KEY (service, key)
-)"""
-
-SPECS_DDL = """CREATE TABLE IF NOT EXISTS service_specs (
-    run_id        TEXT NOT NULL REFERENCES runs(id),
-    service       TEXT NOT NULL,
-    metric        TEXT NOT NULL,
-    spec          TEXT NOT NULL,        -- JSON: the resolved spec, every field, defaults included
-    PRIMARY KEY (run_id, service)
 )"""
 
 

@@ -11,7 +11,8 @@ released together once all are at the barrier, and read back. A sample
 whose clients shared less than engine.min_overlap of their time is
 measured again (engine.retries), then stored invalid; a client that never
 reaches the barrier makes it invalid too (named). Every command line and
-output is kept under RUN/service/NAME/.
+output is kept under RUN/service/NAME/, with the resolved spec (spec.json):
+rooftop doctor --rebuild reads the points again from them (service.recover).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ from rooftop.service.rates import RateError, Window, final_rate, progress_rate, 
 from rooftop.service.spec import ServiceSpec, command, partly, seconds_text
 
 WRAPPER = [sys.executable, "-m", "rooftop.service.barrier"]
+#: The resolved spec (ServiceSpec.resolved), kept in RUN/service/NAME/ beside
+#: its points' folders: rooftop doctor --rebuild reads their points again with it.
+SPEC_FILE = "spec.json"
 #: Seconds the stop command of one server may take.
 STOP_TIMEOUT = 10.0
 
@@ -168,6 +172,8 @@ class ServiceRun:
     def run(self, placements: list[Placement], done: set[str], on_point=None) -> list[points.ServicePoint]:
         """Measures every point not in done; each is stored at once."""
         stored = []
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / SPEC_FILE).write_text(json.dumps(self.spec.resolved(), indent=1, sort_keys=True))
         try:
             for spl, pls in _by_servers(placements).items():
                 todo = [(pl, i) for pl in pls for i in range(self.samples) if pl.key(i) not in done]
@@ -283,40 +289,59 @@ class ServiceRun:
         return self._read(pl, sdir, rank_node, ends, procs, launches, need, detail)
 
     def _read(self, pl, sdir: Path, rank_node, ends, procs, launches, need, detail):
-        starts, end = {}, {}
-        for r in rank_node:
-            f = sdir / f"start-{r}.json"
-            if not f.exists():
-                return "failed", None, f"client rank {r}: released, but it never started; {tail(sdir / 'wrapper-0.log')}", 0.0, detail  # fmt: skip
-            starts[r] = json.loads(f.read_text())["t"]
-            e = sdir / f"end-{r}.json"
-            end[r] = json.loads(e.read_text())["t"] if e.exists() else next(ends[k] for k, lc in enumerate(launches) if r in lc.ranks)  # fmt: skip
-        stopped = self.spec.client.stop_after_duration
-        for k, p in enumerate(procs):
-            if p.returncode not in (0, None) and not (stopped and p.returncode in (130, -2)):
-                r = launches[k].ranks[0]
-                return "failed", None, f"client rank {r} on node {rank_node[r]} exited with code {p.returncode}; last lines: {tail(sdir / f'client-{r}.out')}", 0.0, detail  # fmt: skip
-        w = Window(starts, end)
-        detail.update(skew_s=w.skew_s, overlap=w.overlap, shared_s=w.shared_s)
-        progress = bool(self.spec.rate.progress)
-        if progress and w.overlap < need:  # progress rates are read over the shared time
-            return "invalid", None, _apart(w, need), w.shared_s, detail
-        rates = {}
-        for r in sorted(rank_node):
-            out = sdir / f"client-{r}.out"
-            try:
-                raw = (
-                    progress_rate(self.spec, sdir / f"progress-{r}.jsonl", out, w.lo, w.hi)
-                    if progress
-                    else final_rate(self.spec, out)
-                )
-            except RateError as e:
-                return "failed", None, f"client rank {r} on node {rank_node[r]}: {e}", w.shared_s, detail
-            rates[r] = self.spec.to_metric(raw)
-        if w.overlap < need:
-            return "invalid", None, _apart(w, need), w.shared_s, detail
-        detail["per_client_rates"] = [rates[r] for r in sorted(rates)]
-        return "ok", sum(rates.values()), "", w.shared_s, detail
+        return read_sample(
+            self.spec,
+            sdir,
+            rank_node,
+            need,
+            detail,
+            lambda r: next(ends[k] for k, lc in enumerate(launches) if r in lc.ranks),
+            [(lc.ranks[0], p.returncode) for lc, p in zip(launches, procs)],
+        )
+
+
+def read_sample(spec: ServiceSpec, sdir: Path, rank_node: dict, need: float, detail: dict, ended, exits):
+    """(status, aggregate, error, measured_s, detail) of one sample from
+    what its clients left in sdir (start-R.json, end-R.json, client-R.out,
+    progress-R.jsonl): as `rooftop service` reads it once its clients
+    ended, and as rooftop doctor --rebuild reads it again. ended(r): when
+    rank r's launch ended, for a rank without end-R.json (None: unknown);
+    exits: (first rank, exit code) of each launch."""
+    starts, end = {}, {}
+    for r in rank_node:
+        f = sdir / f"start-{r}.json"
+        if not f.exists():
+            return "failed", None, f"client rank {r}: released, but it never started; {tail(sdir / 'wrapper-0.log')}", 0.0, detail  # fmt: skip
+        starts[r] = json.loads(f.read_text())["t"]
+        e = sdir / f"end-{r}.json"
+        end[r] = json.loads(e.read_text())["t"] if e.exists() else ended(r)
+        if end[r] is None:
+            return "failed", None, f"client rank {r}: no record of its end ({e.name})", 0.0, detail
+    stopped = spec.client.stop_after_duration
+    for r, code in exits:
+        if code not in (0, None) and not (stopped and code in (130, -2)):
+            return "failed", None, f"client rank {r} on node {rank_node[r]} exited with code {code}; last lines: {tail(sdir / f'client-{r}.out')}", 0.0, detail  # fmt: skip
+    w = Window(starts, end)
+    detail.update(skew_s=w.skew_s, overlap=w.overlap, shared_s=w.shared_s)
+    progress = bool(spec.rate.progress)
+    if progress and w.overlap < need:  # progress rates are read over the shared time
+        return "invalid", None, _apart(w, need), w.shared_s, detail
+    rates = {}
+    for r in sorted(rank_node):
+        out = sdir / f"client-{r}.out"
+        try:
+            raw = (
+                progress_rate(spec, sdir / f"progress-{r}.jsonl", out, w.lo, w.hi)
+                if progress
+                else final_rate(spec, out)
+            )
+        except RateError as e:
+            return "failed", None, f"client rank {r} on node {rank_node[r]}: {e}", w.shared_s, detail
+        rates[r] = spec.to_metric(raw)
+    if w.overlap < need:
+        return "invalid", None, _apart(w, need), w.shared_s, detail
+    detail["per_client_rates"] = [rates[r] for r in sorted(rates)]
+    return "ok", sum(rates.values()), "", w.shared_s, detail
 
 
 def _apart(w: Window, need: float) -> str:

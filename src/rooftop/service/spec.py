@@ -292,6 +292,14 @@ def parse(data: Any, src: str) -> ServiceSpec:
     return ServiceSpec(name, metric, server, ready, client, Rate(unit, regex, jpath, progress), op, desc, src)
 
 
+def from_resolved(data: dict, src: str) -> ServiceSpec:
+    """A spec from its resolved form (ServiceSpec.resolved: stored with its
+    points, and as spec.json in its folder); ConfigError when it is not one."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{src}: a resolved service spec is a table, not {short(data)}")
+    return parse({k: v for k, v in data.items() if k not in ("unit", "source")}, src)
+
+
 def load(path: str | Path) -> ServiceSpec:
     """A spec file (TOML)."""
     if sys.version_info >= (3, 11):

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import cast
 
-from rooftop.store.records import StoreError
+from rooftop.store.records import NewerSchema, StoreError
 from rooftop.store.schema import MIGRATIONS, SCHEMA_VERSION, Migrating
 
 #: Databases up to this size are checked (PRAGMA quick_check) on every open.
@@ -223,11 +223,7 @@ class StoreBase:
     def _check_version(self) -> int:
         have = self.version()
         if have > SCHEMA_VERSION:
-            raise StoreError(
-                f"results database {self.path} has schema version {have}, newer than this "
-                f"rooftop knows (up to {SCHEMA_VERSION}): it was written by a newer rooftop; "
-                f"read it with that one, or upgrade this one"
-            )
+            raise NewerSchema(self.path, have, SCHEMA_VERSION)
         return have
 
     def close(self) -> None:

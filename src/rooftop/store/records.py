@@ -92,6 +92,22 @@ class StoreError(RuntimeError):
     pass
 
 
+class NewerSchema(StoreError):
+    """A database a newer rooftop wrote: its schema version is above the
+    newest this one knows. Nothing here may write it (an older rooftop
+    would drop what only the newer schema holds): upgrade rooftop."""
+
+    def __init__(self, path: Path, version: int, known: int):
+        from rooftop import __version__
+
+        self.path, self.version, self.known = Path(path), version, known
+        super().__init__(
+            f"results database {path} has schema version {version}, newer than this rooftop knows "
+            f"(up to {known}): it was written by a newer rooftop; upgrade rooftop (this is rooftop "
+            f"{__version__}, schema {known}) to one that knows schema version {version}"
+        )
+
+
 @dataclass
 class Run:
     id: str

@@ -190,6 +190,52 @@ LOAD_RUNS_DDL = """CREATE TABLE IF NOT EXISTS load_runs (
     processes    TEXT                   -- JSON: each process's node, ranks and command line
 )"""
 
+# rooftop service (rooftop.service.points): a real service's points, beside
+# the engine's samples so that nothing derived from samples takes one, and
+# the resolved spec of each service of a run. Made on first write before
+# migration 18.
+POINTS_DDL = """CREATE TABLE IF NOT EXISTS service_points (
+    run_id        TEXT NOT NULL REFERENCES runs(id),
+    service       TEXT NOT NULL,        -- the spec's name: redis-get
+    key           TEXT NOT NULL,        -- identifies the point within the run and service
+    metric        TEXT NOT NULL,        -- the rooftop metric it is compared with: rpc | bw | ...
+    unit          TEXT NOT NULL,        -- that metric's unit: ops/s | bytes/s
+    server_procs  INTEGER NOT NULL,
+    client_procs  INTEGER NOT NULL,
+    x             REAL NOT NULL,        -- server processes / client processes
+    sample        INTEGER NOT NULL,
+    status        TEXT NOT NULL,        -- ok | failed | invalid (measured, unusable: error says why)
+    aggregate     REAL,                 -- sum of the client processes' rates
+    per_client    REAL,                 -- aggregate / client processes
+    measured_s    REAL NOT NULL DEFAULT 0,
+    error         TEXT NOT NULL DEFAULT '',
+    source        TEXT NOT NULL,        -- measured | imported
+    detail        TEXT NOT NULL DEFAULT '{}',  -- JSON: nodes, per-client rates, files kept, import line
+    created       TEXT NOT NULL,
+    PRIMARY KEY (run_id, service, key)
+)"""
+
+SPECS_DDL = """CREATE TABLE IF NOT EXISTS service_specs (
+    run_id        TEXT NOT NULL REFERENCES runs(id),
+    service       TEXT NOT NULL,
+    metric        TEXT NOT NULL,
+    spec          TEXT NOT NULL,        -- JSON: the resolved spec, every field, defaults included
+    PRIMARY KEY (run_id, service)
+)"""
+
+# rooftop check --save-baseline (rooftop.history.baselines): a run's ceilings
+# under a name. Made on first write before migration 18.
+BASELINES_DDL = """CREATE TABLE IF NOT EXISTS baselines (
+    name      TEXT PRIMARY KEY,      -- what `check --against` names
+    run_id    TEXT NOT NULL,         -- the run it was taken from
+    created   TEXT NOT NULL,         -- when it was saved
+    ceilings  TEXT NOT NULL          -- JSON: {metric: RunCeilings.to_dict()}
+)"""
+
+#: The tables migration 18 put into the numbered schema (made on first write
+#: before it), with their DDL: rooftop doctor --rebuild carries their rows over.
+STUDY_TABLES = {"service_points": POINTS_DDL, "service_specs": SPECS_DDL, "baselines": BASELINES_DDL}
+
 # A sample's parameters: its run's, plus its own placement. (Unary + keeps
 # each value's own type: a compound view would otherwise give every value
 # the REAL affinity of x.)
@@ -205,8 +251,8 @@ SAMPLE_PARAMS_DDL = """CREATE VIEW IF NOT EXISTS sample_params (sample_id, key, 
 
 
 #: Every column that holds a time (table -> columns), the studies' tables
-#: made on first use (service_points, baselines) included: UTC with its zone
-#: since schema version 14 (records.now_iso).
+#: (service_points, baselines: made on first use before migration 18)
+#: included: UTC with its zone since schema version 14 (records.now_iso).
 TIME_COLUMNS = {
     "runs": ("created", "updated"),
     "samples": ("created",),
@@ -412,6 +458,12 @@ MIGRATIONS = [
         "samples.cores_busy: the busy share of a round's cores, which decides whether nodes sharing cores "
         "time-sliced them (issue 31)",
         _add_columns("samples", BUSY_COLUMNS),
+    ),
+    Migration(
+        18,
+        "service_points, service_specs, baselines: rooftop service's points and specs and check's named "
+        "baselines, made on first write before (a database that made them keeps their rows) (issue 42)",
+        _sql(*STUDY_TABLES.values()),
     ),
 ]
 #: The schema version this code writes (and the newest it can read).

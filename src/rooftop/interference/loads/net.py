@@ -28,6 +28,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from rooftop.engine import enginedoc
 from rooftop.interference.loads.base import Load, knob
 
 
@@ -66,8 +67,8 @@ class _Tail:
         complete = text[: text.rfind("\n") + 1]  # a line still being written waits
         self.offset += len(complete)
         for line in complete.splitlines():
-            ev = json.loads(line)
-            if ev.get("event") == "window" and ev["elapsed_s"] > 0 and ev["window"] > 0:  # 0: warm-up
+            ev = enginedoc.window_log_event(line)
+            if ev and ev["event"] == "window" and ev["elapsed_s"] > 0 and ev["window"] > 0:  # 0: warm-up
                 self.record(ev["end_s"] - ev["elapsed_s"], ev["end_s"], ev["ops"] * self.size / 1e9)
                 self.windows += 1
 
