@@ -44,8 +44,9 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: ceiling per topology class and the run's topology (model); 2.0 renamed
 #: two fields, one word per meaning (issue 28): a sample's `sample` (its
 #: window's index in its measurement) is `window`, a series point's
-#: `sampler` is `source`.
-SCHEMA_VERSION = "2.0"
+#: `sampler` is `source`; 2.1 the machine a run was measured on (its
+#: environment's `machine`: rooftop.engine.machine).
+SCHEMA_VERSION = "2.1"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).

@@ -14,6 +14,7 @@ from rooftop.report.parts import (
     _verdict_md,
     class_text,
     headline,
+    machine_text,
     markdown_of,
     nic_lines,
     shown,
@@ -127,6 +128,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         f"- launcher {run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes, "
         f"binding {run.config.get('binding')}",
         f"- engine {run.environment.get('engine', '?')}",
+        f"- machine {machine_text(run.environment)}",
         "",
     ]
     return "\n".join(lines)
