@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooftop import model
-from rooftop.history.comparable import group_key, signature
+from rooftop.history.comparable import group_key, machine_differences, signature
 
 #: The ceilings a run is checked on: the server ceiling, the client ceiling
 #: (isolated) and, when measured and used, the node-full client ceiling.
@@ -101,7 +101,7 @@ def of_run(store, run_id: str) -> dict[str, RunCeilings]:
             run.created,
             metric,
             r.unit,
-            signature(run.config, metric),
+            signature(run.config, metric, run.environment),
             pts,
             model.practical(r.ridge.centre),
             ev.median_abs_error() if ev.checks else None,
@@ -125,3 +125,15 @@ def before(store, target: RunCeilings) -> list[RunCeilings]:
     """The complete runs comparable with target created before it, oldest first."""
     runs = history(store).get(target.key, [])
     return [r for r in runs if (r.created, r.run) < (target.created, target.run)]
+
+
+def machine_changes(runs: list[RunCeilings]) -> list[tuple[RunCeilings, RunCeilings, list[str]]]:
+    """(the run before, the run, what differs) wherever a run of a series
+    was measured on another machine than the run before it (both recorded
+    theirs: rooftop.history.comparable.NAMED)."""
+    out = []
+    for prev, r in zip(runs, runs[1:]):
+        diff = machine_differences(r.signature, prev.signature)
+        if diff:
+            out.append((prev, r, diff))
+    return out
