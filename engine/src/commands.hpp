@@ -17,6 +17,7 @@ int cmd_providers(int argc, char** argv);
 int cmd_domains(int argc, char** argv);
 int cmd_storage(int argc, char** argv);  // storage_cmd.cpp: the local storage mode
 int cmd_nics(int argc, char** argv);
+int cmd_machine(int argc, char** argv);  // machine.cpp: what this node is, for the run's record
 int cmd_agent(int argc, char** argv);  // agent.cpp: one process per node for a whole campaign
 // main's argv, kept by agent.cpp: the area an agent's children write
 // their own command lines over.

@@ -136,6 +136,37 @@ NicInventory nic_inventory(const FabricSpec& f) {
   return inv;
 }
 
+ProviderInfo provider_info(const FabricSpec& f) {
+  ProviderInfo p;
+  fi_info* hints = endpoint_hints(f.provider, false);
+  fi_info* list = nullptr;
+  int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &list);
+  fi_freeinfo(hints);
+  if (rc != 0 || !list) {
+    p.error = "fi_getinfo offers no RDM endpoint of provider '" + f.provider + "' here" +
+              (rc != 0 ? ": " + fi_error_text(rc) : std::string());
+    return p;
+  }
+  if (const fi_fabric_attr* fa = list->fabric_attr) {
+    if (fa->prov_name) p.name = fa->prov_name;
+    if (fa->name) p.fabric = fa->name;
+    p.version = std::to_string(FI_MAJOR(fa->prov_version)) + "." + std::to_string(FI_MINOR(fa->prov_version));
+  }
+  for (fi_info* i = list; i; i = i->next) {
+    const char* d = i->domain_attr ? i->domain_attr->name : nullptr;
+    if (!d || std::any_of(p.nics.begin(), p.nics.end(), [&](auto& n) { return n.first == d; })) continue;
+    ProviderNic n;
+    if (i->nic && i->nic->device_attr) {
+      if (i->nic->device_attr->driver) n.driver = i->nic->device_attr->driver;
+      if (i->nic->device_attr->firmware) n.firmware = i->nic->device_attr->firmware;
+    }
+    if (i->nic && i->nic->link_attr) n.speed_bps = i->nic->link_attr->speed;
+    p.nics.emplace_back(d, n);
+  }
+  fi_freeinfo(list);
+  return p;
+}
+
 std::vector<NicCandidate> provider_nics(const FabricSpec& f) {
   std::vector<NicCandidate> r;
   if (sockaddr_provider(f.provider)) {

@@ -49,6 +49,23 @@ std::vector<std::string> provider_domains(const std::string& prov);  // fi_getin
 // interfaces carrying it with their PCI device (sysfs), "" where none.
 std::vector<NicCandidate> provider_nics(const FabricSpec& f);
 NicInventory nic_inventory(const FabricSpec& f);  // domains, interfaces with addresses
+// What libfabric says of a provider here (rooftop-engine machine): the
+// provider and its version as the first RDM fi_info the endpoint's hints
+// get has them (fabric_attr->prov_name, prov_version: "117.0" for a
+// provider built into libfabric 1.17.0), and per domain its fi_nic's
+// driver, firmware and link speed where the provider fills them in.
+struct ProviderNic {
+  std::string driver, firmware;
+  uint64_t speed_bps = 0;  // 0: not said
+};
+struct ProviderInfo {
+  std::string name;     // "" when fi_getinfo offered none (error says why)
+  std::string version;  // "MAJOR.MINOR" of prov_version
+  std::string fabric;   // fabric_attr->name
+  std::string error;
+  std::vector<std::pair<std::string, ProviderNic>> nics;  // domain -> its fi_nic
+};
+ProviderInfo provider_info(const FabricSpec& f);
 // --domain / --address must name what exists here and carries the provider:
 // throws UsageError (exit 2) naming the value and listing what exists, or
 // EngineError (exit 2) for an unknown provider. "" = not given.

@@ -27,6 +27,8 @@ const char* kUsage =
     "  domains     list a provider's domains and interfaces here (and check one)\n"
     "  nics        the NICs here (or in an hwloc XML topology) with their locality,\n"
     "              and the NIC each process would get under each NIC policy\n"
+    "  machine     what this node is: CPU, memory, NUMA, kernel, libfabric and\n"
+    "              provider versions, and the NICs the provider can use here\n"
     "  agent       serve one node for a whole campaign: start the engine commands\n"
     "              it asks for by forking (binary and libfabric load once)\n"
     "  version     print the engine and libfabric versions\n"
@@ -61,6 +63,7 @@ int run_engine_command(int argc, char** argv) {
   if (cmd == "domains") return rooftop::cmd_domains(n, rest);
   if (cmd == "storage") return rooftop::cmd_storage(n, rest);
   if (cmd == "nics") return rooftop::cmd_nics(n, rest);
+  if (cmd == "machine") return rooftop::cmd_machine(n, rest);
   if (cmd == "agent") return rooftop::cmd_agent(n, rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("rooftop-engine %s (libfabric %s)\n", rooftop::kEngineVersion,

@@ -496,8 +496,11 @@ bool pci_busid(const std::string& s) {
 
 std::string interface_pci(const std::string& ifname) {
   if (ifname.empty() || ifname.find('/') != std::string::npos) return "";
+  return device_pci("/sys/class/net/" + ifname + "/device");
+}
+
+std::string device_pci(const std::string& link) {
   char buf[PATH_MAX];
-  std::string link = "/sys/class/net/" + ifname + "/device";
   if (!realpath(link.c_str(), buf)) return "";  // veth, lo, bridges: no device
   // The nearest PCI function on the device's path (virtio-net sits below one).
   std::string path = buf;

@@ -117,5 +117,7 @@ ProcessPlace simulated_place(const Topology& topo, const std::string& binding, i
 int launcher_local_rank();
 // The PCI bus id of a network interface (/sys/class/net/IF/device), "" if none.
 std::string interface_pci(const std::string& ifname);
+// The same for a sysfs device link (/sys/class/infiniband/mlx5_0/device), "" if none.
+std::string device_pci(const std::string& link);
 
 }  // namespace rooftop

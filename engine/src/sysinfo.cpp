@@ -139,15 +139,21 @@ void CoreSampler::sample() {
   if (c >= 0) seen_.insert(c);
 }
 
-uint64_t mem_available_bytes() {
+namespace {
+// A /proc/meminfo line's value in bytes ("MemTotal:"); 0 if absent.
+uint64_t meminfo_bytes(const std::string& key_wanted) {
   std::ifstream f("/proc/meminfo");
   std::string key;
   uint64_t val;
   std::string unit;
   while (f >> key >> val >> unit)
-    if (key == "MemAvailable:") return val * 1024;
+    if (key == key_wanted) return val * 1024;
   return 0;
 }
+}  // namespace
+
+uint64_t mem_available_bytes() { return meminfo_bytes("MemAvailable:"); }
+uint64_t mem_total_bytes() { return meminfo_bytes("MemTotal:"); }
 
 }  // namespace rooftop
 

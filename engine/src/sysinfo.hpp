@@ -40,6 +40,7 @@ class CoreSampler {
 };
 
 uint64_t mem_available_bytes();  // from /proc/meminfo; 0 if unknown
+uint64_t mem_total_bytes();      // MemTotal, the same way
 
 // Where a data buffer's pages come from (--buffer-pages). Base: the
 // kernel's base pages, wherever they land physically, so a 1 MiB O_DIRECT

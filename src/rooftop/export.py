@@ -50,7 +50,9 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: ceiling per topology class and the run's topology (model); 2.0 renamed
 #: two fields, one word per meaning (issue 28): a sample's `sample` (its
 #: window's index in its measurement) is `window`, a series point's
-#: `sampler` is `source`.
+#: `sampler` is `source`; 2.1 the machine a run was measured on (its
+#: environment's `machine`: rooftop.engine.machine); 3.0 each metric's one
+#: answer (a ridge the verdict does not locate has null numbers).
 SCHEMA_VERSION = "3.0"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]

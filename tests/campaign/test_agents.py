@@ -91,9 +91,10 @@ def test_one_agent_per_node_and_no_other_engine_launch(runs, validate):
         assert doc["result"]["running_at_stop"] == 0 and doc["result"]["refused"] == 0
         # ofi+tcp: libfabric's providers initialised once in the agent, not in each child.
         assert doc["result"]["preinit"] == "ofi+tcp" and doc["result"]["preinit_done"], doc["result"]
-    # Node 0 served (one server, stopped by its agent's SIGTERM: no shutdown
-    # process), node 1 ran the client round.
-    assert docs[0]["result"]["started"] == 1 and docs[1]["result"]["started"] == 1, docs
+    # Node 0 read the machine (once: the local launcher's nodes are one
+    # machine) and served (one server, stopped by its agent's SIGTERM: no
+    # shutdown process), node 1 ran the client round.
+    assert docs[0]["result"]["started"] == 2 and docs[1]["result"]["started"] == 1, docs
     # Every process still wrote its own document, bound as asked.
     client = json.loads(next((res / run / "raw").glob("*/client-0.json")).read_text())
     server = json.loads(next((res / run / "groups").glob("*/server-0.json")).read_text())
@@ -106,7 +107,8 @@ def test_one_agent_per_node_and_no_other_engine_launch(runs, validate):
 def test_a_launch_per_placement_stays_a_choice(runs):
     res, run, counted = runs["per-placement"]
     assert all(r["status"] == "ok" for r in samples(res, run))
-    assert counted == Counter({"serve": 1, "load": 1, "shutdown": 1, "version": 1}), counted
+    # and the machine's record, read once (the local launcher's nodes are one machine)
+    assert counted == Counter({"serve": 1, "load": 1, "shutdown": 1, "version": 1, "machine": 1}), counted
     assert not (res / run / "agents").exists()
 
 

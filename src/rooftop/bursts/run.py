@@ -171,9 +171,11 @@ class ModeRun:
     def run(self, say) -> dict | None:
         """Runs it; returns the neighbour's record (None: no neighbour)."""
         from rooftop.bursts.timeline import Timeline
+        from rooftop.campaign import machine
 
         r, p = self.runner, self.p
         try:
+            machine.record(r)  # once per command: the machine it measures on
             self.group = r.servers.start(Placement([p["server_node"]], 1))
             self.timeline = Timeline(self.store, self.run_id, self.mode, server_pid(self.group), p["interval"])
             if p["neighbour_argv"]:

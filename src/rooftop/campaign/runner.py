@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 
 from rooftop import emulation
-from rooftop.campaign import recover
+from rooftop.campaign import machine, recover
 from rooftop.campaign.commands import Commands
 from rooftop.campaign.groups import ServerGroup, Servers, stop_stale_groups
 from rooftop.campaign.plan import ClientRound, _pair_schedule, client_rounds
@@ -160,6 +160,7 @@ class Runner:
             for placement in placements:
                 todo = [s for s in placement.samples if not all(k in done for k in s.row_keys())]
                 if todo:
+                    machine.record(self)  # once per command: the machine it measures on
                     n_ok, n_failed = self._run_placement(placement, todo, fail_fast)
                     ok, failed = ok + n_ok, failed + n_failed
         finally:
@@ -208,6 +209,15 @@ class Runner:
             launches = self.launcher.agent_launches(self.nodes, self.agents.argv(folder))
             lines += [command_line(l.argv) for l in launches]
             lines.append("# each command below is started by the agent of its node (forked: no launch of its own)")
+        mdir = self.run_dir / machine.FOLDER
+        where = self.nodes[:1] if machine.one_machine(self.cfg, self.nodes) else self.nodes
+        lines.append(
+            f"# the machine's record, once per node{' (one machine: node 0)' if len(where) < len(self.nodes) else ''}:"
+        )
+        for node in where:
+            lines += [
+                shlex.join(l.argv) for l in self.commands.launches(node, machine.argv(self, node, mdir), 1, node.index)
+            ]
         for pl in placements:
             lines.append(
                 f"# servers on node(s) {pl.server_nodes}, {pl.servers_per_node} per node"

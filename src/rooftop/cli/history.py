@@ -63,7 +63,8 @@ def add_history(sub) -> None:
         description="The complete runs of a results folder grouped by what makes them comparable "
         "(hosts, metric, and the config keys that change a ceiling: rooftop.history.comparable), "
         "each ceiling's median and 95 % interval per run in time order, the recommended ratio, the "
-        "validation error, and the changes the history rule finds (step, outlier, unconfirmed).",
+        "validation error, the changes the history rule finds (step, outlier, unconfirmed), and each run "
+        "measured on a different machine than the run before it (what differs: docs/history.md, 'The machine').",
     )
     p.add_argument(
         "--json",
@@ -247,6 +248,10 @@ def cmd_history(args) -> int:
                 "signature": runs[0].signature,
                 "runs": [r.to_dict() for r in runs],
                 "changes": [{"run": e.run, "kind": e.kind, **e.check.to_dict()} for e in events],
+                "machine_changes": [
+                    {"run": r.run, "after": prev.run, "differences": diff}
+                    for prev, r, diff in series.machine_changes(runs)
+                ],
             }
             for runs, events in out
         ]
@@ -262,6 +267,7 @@ def cmd_history(args) -> int:
             f"{sig['metric']} on {len(sig['hosts'])} node(s) ({', '.join(sorted(set(sig['hosts'])))}): {len(runs)} run(s)"
         )
         kinds = {e.run: e for e in events}
+        changed = {r.run: (prev, diff) for prev, r, diff in series.machine_changes(runs)}
         for r in runs:
             cells = []
             for name, p in r.ceilings.items():
@@ -270,6 +276,9 @@ def cmd_history(args) -> int:
             ratio = f"ratio {r.ratio[0]}:{r.ratio[1]}" if r.ratio else "no ratio (the verdict locates no ridge)"
             err = f", validation error {r.validation_error:.1f} %" if r.validation_error is not None else ""
             print(f"  {r.run} {r.created}: {'; '.join(cells)}; {ratio}{err}")
+            if r.run in changed:
+                prev, diff = changed[r.run]
+                print(f"    measured on a different machine than run {prev.run}: {'; '.join(diff)}")
             if r.run in kinds:
                 e = kinds[r.run]
                 print(f"    {e.kind}: {e.check.bound_moved()}")

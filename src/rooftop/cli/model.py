@@ -317,8 +317,10 @@ def model_ratio(r) -> str:
 
 def _compare_source(text: str, results_dir: str):
     """A run id in results_dir, or a parameters file: (label, rooflines,
-    the run's services against its rooflines)."""
+    the run's services against its rooflines, the machine it was measured
+    on: rooftop.engine.machine, None when unknown)."""
     from rooftop import model, results
+    from rooftop.engine import machine as mach
     from rooftop.service import report as service_report
     from rooftop.store.db import Store
     from rooftop.store.records import StoreError
@@ -326,14 +328,15 @@ def _compare_source(text: str, results_dir: str):
     if text.endswith((".json", ".JSON")) or Path(text).is_file():
         rooflines = model.load_params(text)
         label = next(iter(rooflines.values())).source
-        return label, rooflines, []
+        return label, rooflines, [], None
     try:
         res = results.load(Store(results_dir, create=False), text, [service_report.SECTION])
     except StoreError as e:
         raise StoreError(f"{text}: neither a parameters file nor a run ({e})") from None
     if not res.rooflines:
         raise model.ModelError(f"run {text} has no ceiling samples")
-    return f"{res.host}, {res.provider} ({text})", res.rooflines, res.services + res.service_notes
+    machine = mach.of_environment(res.run.environment)
+    return f"{res.host}, {res.provider} ({text})", res.rooflines, res.services + res.service_notes, machine
 
 
 def _cmd_compare(args) -> int:
@@ -344,7 +347,7 @@ def _cmd_compare(args) -> int:
     from rooftop.plots.run import plot_compare
 
     loaded = [_compare_source(s, args.results) for s in args.sources]
-    sources = [(label, rs) for label, rs, _ in loaded]
+    sources = [(label, rs) for label, rs, _, _ in loaded]
     if args.label:
         if len(args.label) != len(sources):
             print(f"rooftop compare: {len(args.label)} --label for {len(sources)} sources", file=sys.stderr)
@@ -374,7 +377,7 @@ def _cmd_compare(args) -> int:
                     _verdict_short(r.verdict(), r.one_measurement),
                 )
         ui.print_table(out, t)
-        services = [(label, s) for (label, _), (_, _, found) in zip(sources, loaded) for s in found]
+        services = [(label, s) for (label, _), (_, _, found, _) in zip(sources, loaded) for s in found]
         if services:
             st = Table(title="services on those rooflines", title_justify="left")
             for c in ("source", "service", "metric", "placements", "headline"):
@@ -385,8 +388,32 @@ def _cmd_compare(args) -> int:
                 else:
                     st.add_row(label, s.service, s.metric, str(len(s.placements)), s.headline())
             ui.print_table(out, st)
+        for line in machine_lines([label for label, _ in sources], [m for *_, m in loaded]):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
     print_files(files, args.json)
     return 0
+
+
+def machine_lines(labels: list[str], machines: list) -> list[str]:
+    """What `compare` says of the machines its sources were measured on: a
+    line each, then what differs wherever two were measured on different
+    machines (rooftop.engine.machine)."""
+    from rooftop.engine import machine as mach
+
+    out = ["machines:"]
+    for label, m in zip(labels, machines):
+        out.append(
+            f"  {label}: {mach.one_line(m) if m else 'not recorded (a parameters file, or a run before rooftop named machines)'}"
+        )
+    known = [(label, m) for label, m in zip(labels, machines) if m]
+    first_label, first = known[0] if known else ("", None)
+    for label, m in known[1:]:
+        if m["identity"] != first["identity"]:
+            diff = "; ".join(mach.differences(first["summary"], m["summary"]))
+            out.append(f"  measured on different machines: {first_label} vs {label}: {diff}")
+    if len(known) > 1 and all(m["identity"] == first["identity"] for _, m in known):
+        out.append(f"  every run measured on the same machine ({first['identity']})")
+    return out
 
 
 def add_model(sub) -> None:
@@ -424,7 +451,8 @@ def add_compare(sub) -> None:
         help="several rooflines on one figure (runs and parameters files)",
         description="Each SOURCE is a run id (in --results; 'latest': the newest run) or a parameters file "
         "(JSON, see 'rooftop model --help'). One figure per metric with every "
-        "roofline in its own colour, and a table of ceilings and ridges. Example: "
+        "roofline in its own colour, a table of ceilings and ridges, and the machine each run was measured "
+        "on (with what differs where two differ). Example: "
         "rooftop compare RUN examples/aurora-table2.json",
     )
     cp.add_argument("sources", nargs="+", metavar="SOURCE", help="run id, 'latest', or parameters file")

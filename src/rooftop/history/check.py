@@ -27,6 +27,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from rooftop.history.comparable import machine_differences, machine_note
 from rooftop.history.series import RunCeilings
 from rooftop.model import practical, ratio_text
 from rooftop.units import fmt_rate
@@ -165,7 +166,26 @@ def against_run(target: RunCeilings, base: RunCeilings, threshold: float, agains
         changes.append(
             Change(target.metric, name, b.median, p.median, target.unit, ch, beyond, _direction(ch, beyond), why)
         )
-    return MetricCheck(target.metric, target.run, against, changes, base.ratio, target.ratio, threshold=threshold)
+    mc = MetricCheck(target.metric, target.run, against, changes, base.ratio, target.ratio, threshold=threshold)
+    note = machine_note(target.signature, base.signature, f"run {base.run}")
+    if note:
+        mc.notes.append(note)
+    return mc
+
+
+def _other_machines(target: RunCeilings, window: list[RunCeilings]) -> str | None:
+    """The note naming the runs of window measured on another machine than
+    target (None: all on its machine, or unknown)."""
+    others = [r for r in window if machine_differences(target.signature, r.signature)]
+    if not others:
+        return None
+    newest = others[-1]
+    named = ", ".join(r.run for r in others[:4]) + (", ..." if len(others) > 4 else "")
+    diff = "; ".join(machine_differences(target.signature, newest.signature) or [])
+    return (
+        f"{len(others)} of the {len(window)} runs of the window ({named}) were measured on a "
+        f"different machine; this run against the newest of them, run {newest.run}: {diff}"
+    )
 
 
 def _band(values: list[float], k: float) -> tuple[float, float]:
@@ -199,7 +219,11 @@ def against_window(
     if "server" in medians and "client" in medians:
         client = min(medians["client"], medians.get("client_node", medians["client"]))
         before = practical(client / medians["server"])
-    return MetricCheck(target.metric, target.run, against, changes, before, target.ratio, threshold=threshold)
+    mc = MetricCheck(target.metric, target.run, against, changes, before, target.ratio, threshold=threshold)
+    note = _other_machines(target, window)
+    if note:
+        mc.notes.append(note)
+    return mc
 
 
 @dataclass

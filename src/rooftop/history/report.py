@@ -57,7 +57,8 @@ def lines(data: dict) -> list[str]:
         mc = d["check"]
         prior = d["runs"][-2]
         changes = "; ".join(c.text() for c in mc.changes)
-        out.append(f"{metric}: against run {prior.run} ({prior.created}): {mc.bound_moved()}. {changes}")
+        notes = "".join(f" Note: {n}." for n in mc.notes)
+        out.append(f"{metric}: against run {prior.run} ({prior.created}): {mc.bound_moved()}. {changes}{notes}")
     return out
 
 

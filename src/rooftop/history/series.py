@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooftop import model
-from rooftop.history.comparable import group_key, signature
+from rooftop.history.comparable import group_key, machine_differences, signature
 from rooftop.model.answer import answer
 from rooftop.store.damage import DAMAGED, is_damaged
 
@@ -111,7 +111,7 @@ def of_run(store, run_id: str, damaged: dict[str, str] | None = None) -> dict[st
             run.created,
             metric,
             r.unit,
-            signature(run.config, metric),
+            signature(run.config, metric, run.environment),
             pts,
             a.ratio,  # None where the verdict locates no ridge
             a.accuracy.error_pct,  # over the placements that test the model
@@ -135,3 +135,15 @@ def before(store, target: RunCeilings) -> list[RunCeilings]:
     """The complete runs comparable with target created before it, oldest first."""
     runs = history(store).get(target.key, [])
     return [r for r in runs if (r.created, r.run) < (target.created, target.run)]
+
+
+def machine_changes(runs: list[RunCeilings]) -> list[tuple[RunCeilings, RunCeilings, list[str]]]:
+    """(the run before, the run, what differs) wherever a run of a series
+    was measured on another machine than the run before it (both recorded
+    theirs: rooftop.history.comparable.NAMED)."""
+    out = []
+    for prev, r in zip(runs, runs[1:]):
+        diff = machine_differences(r.signature, prev.signature)
+        if diff:
+            out.append((prev, r, diff))
+    return out

@@ -12,6 +12,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from rooftop import __version__
+from rooftop.engine import machine as mach
 from rooftop.model.answer import answer
 from rooftop.numbers import json_text
 from rooftop.report.parts import (
@@ -22,6 +23,7 @@ from rooftop.report.parts import (
     _stages,
     class_text,
     headline,
+    machine_text,
     nic_lines,
     ridge_text,
     shown,
@@ -167,6 +169,7 @@ def environment_of(res: RunResults) -> list[list[str]]:
             + (f" (overhead {ov:.0%})" if ov is not None else ""),
         ],
         ["host", str(run.environment.get("host", "?"))],
+        ["machine", machine_text(run.environment)],
         ["launcher", f"{run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes"],
         ["fabric", f"{res.provider}, domain {run.config.get('fabric', {}).get('domain') or 'default'}"],
         ["binding", str(run.config.get("binding"))],
@@ -175,6 +178,15 @@ def environment_of(res: RunResults) -> list[list[str]]:
         ["rooftop", str(run.environment.get("rooftop", __version__))],
         ["command", " ".join(run.environment.get("argv") or [])],
     ]
+
+
+def machine_table(env: dict) -> dict | None:
+    """The report's machine table (a row per group of nodes alike), None
+    when the run recorded no machine."""
+    m = env.get(mach.KEY)
+    if not isinstance(m, dict) or not m.get("nodes"):
+        return None
+    return {"head": mach.HEAD, "rows": mach.rows(m)}
 
 
 def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=None) -> str:
@@ -206,5 +218,6 @@ def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=Non
         validation=validation_of(res),
         nodes=nodes_of(res),
         environment=environment_of(res),
+        machine=machine_table(run.environment),
         config_json=json_text(run.config, indent=2),
     )

@@ -3,14 +3,15 @@ its verdict said once (verdict_of) and what it asks (said once for every
 metric that asks the same: todo_common), the 'What to do' parts, the
 warnings the verdicts have not already said, the NIC policy lines, the
 figures with a sentence in place of those that carry no information, the
-report sections of a slot (rooftop.results.sections) and the formatting
-of rates, ratios and intervals."""
+report sections of a slot (rooftop.results.sections), the machine in a
+line and the formatting of rates, ratios and intervals."""
 
 from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
 
+from rooftop.engine import machine as mach
 from rooftop.model import classes
 from rooftop.model.drift import drift_lines
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO
@@ -231,3 +232,14 @@ def nic_lines(nic) -> list[str]:
             f"({len(b.values)} samples; run {', '.join(b.runs)})"
         )
     return out
+
+
+def machine_text(env: dict) -> str:
+    """The machine row of the environment table: the machine in a line and
+    its identity (rooftop.engine.machine), or why there is none."""
+    m = mach.of_environment(env)
+    if m is not None:
+        return mach.one_line(m)
+    if isinstance(env.get(mach.KEY), dict):
+        return "not read on any node (the table below says why)"
+    return "not recorded (a run before rooftop named machines)"

@@ -14,6 +14,7 @@ from rooftop.report.parts import (
     _verdict_md,
     class_text,
     headline,
+    machine_text,
     markdown_of,
     nic_lines,
     ridge_text,
@@ -146,6 +147,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         f"- launcher {md_text(run.config['launcher']['type'])}, {len(run.config.get('nodes') or [])} nodes, "
         f"binding {md_text(run.config.get('binding'))}",
         f"- engine {md_text(run.environment.get('engine', '?'))}",
+        f"- machine {md_text(machine_text(run.environment))}",
         "",
     ]
     return "\n".join(lines)

@@ -125,6 +125,19 @@ class RunTables(SampleTables):
         files.write(self.run_dir(run_id) / "config.json", json.dumps(config, indent=2))
 
     @guarded
+    def update_environment(self, run_id: str, fields: dict) -> None:
+        """Sets fields of the run's environment (the machine a command read:
+        rooftop.campaign.machine), keeping the others."""
+        row = self.db.execute("SELECT environment FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run '{run_id}' in {self.path}")
+        env = dict(json.loads(row["environment"]), **fields)
+        self.db.execute(
+            "UPDATE runs SET environment = ?, updated = ? WHERE id = ?", (json.dumps(env), now_iso(), run_id)
+        )
+        self.db.commit()
+
+    @guarded
     def add_time(self, run_id: str, wall_s: float) -> None:
         self.db.execute("UPDATE runs SET wall_s = wall_s + ?, updated = ? WHERE id = ?", (wall_s, now_iso(), run_id))
         self.db.commit()
