@@ -630,6 +630,15 @@ def test_the_exit_codes_of_real_commands(tmp_path):
     )
     assert p.returncode == exits.UNREACHABLE and "no emulated cluster is up" in p.stderr, p.stderr
     assert not (tmp_path / "n").exists()
+    # 4: check cannot tell (the only other run is on another fabric: nothing comparable)
+    import synthetic
+
+    cfg = synthetic.config_for(2)
+    _, one = synthetic.scaled_run(tmp_path / "h", created="2025-03-01T06:00:00", cfg=cfg)
+    cfg["fabric"]["provider"] = "ofi+shm"
+    _, two = synthetic.scaled_run(tmp_path / "h", created="2025-03-02T06:00:00", cfg=cfg)
+    p = rooftop_cli("check", two, "--against", one, "--results", str(tmp_path / "h" / "res"))
+    assert p.returncode == exits.CANNOT_TELL and "could not tell: " in p.stderr and "fabric.provider" in p.stderr
     # 130: Ctrl-C of a real collect, once its first round started
     res = tmp_path / "c"
     args = ["collect", "--metrics", "rpc", "--duration", "0.3", "--warmup", "0.1", "--windows", "40"]

@@ -16,6 +16,9 @@ FAILED = 1
 USAGE = 2
 #: Something rooftop must reach did not answer or is not there.
 UNREACHABLE = 3
+#: check could not tell whether a ceiling fell: nothing comparable, no
+#: ceilings to compare, or ceilings damaged in the database.
+CANNOT_TELL = 4
 #: Stopped by Ctrl-C or SIGTERM (128 + SIGINT); after SIGHUP (a closed terminal) 129.
 INTERRUPTED = 130
 
@@ -35,6 +38,11 @@ CODES = (
     (
         UNREACHABLE,
         "unreachable: the engine binary is not found, no emulated cluster is up, or an engine server did not answer",
+    ),
+    (
+        CANNOT_TELL,
+        "could not tell (check): no comparable baseline or earlier run, no ceilings to compare, or a "
+        "ceiling damaged in the database; the message names what is missing",
     ),
     (INTERRUPTED, "interrupted by Ctrl-C or SIGTERM (129 after SIGHUP); what was measured is kept"),
 )

@@ -37,6 +37,7 @@ from importlib import resources
 
 from rooftop.files import csv_cell
 from rooftop.model.answer import answer
+from rooftop.numbers import json_text
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
 from rooftop.store.schema import SAMPLE_COLUMNS
@@ -50,7 +51,7 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: two fields, one word per meaning (issue 28): a sample's `sample` (its
 #: window's index in its measurement) is `window`, a series point's
 #: `sampler` is `source`.
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "3.0"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -114,7 +115,29 @@ def json_doc(store: Store, run_id: str) -> dict:
         "samples": sample_rows(store, run.id),
         "interference": interference_report.interference_json(load_summary(store.run_dir(run.id))),
         "service_points": [service_points.as_dict(p) for p in service_points.load(store, run.id)],
+        "answers": answers_json(store, run.id),
     }
+
+
+def answers_json(store: Store, run_id: str) -> list[dict]:
+    """Per metric the run's one answer (rooftop.model.answer: the verdict,
+    the ridge or why none, the recommended ratio, the accuracy) and how many
+    servers for the report's client counts, as `rooftop size RUN --clients C
+    --json` gives them: the same numbers, digit for digit."""
+    from rooftop import results
+    from rooftop.service import report as service_report
+    from rooftop.service import sizing
+
+    res = results.load(store, run_id)
+    return [
+        {
+            "metric": m,
+            "unit": a.unit,
+            **a.to_dict(),
+            "how_many_servers": [sizing.size(a.roofline, c).to_dict() for c in service_report.REPORT_CLIENTS],
+        }
+        for m, a in sorted(res.answers.items())
+    ]
 
 
 def csv_text(store: Store, run_id: str) -> str:
@@ -151,7 +174,7 @@ def nodes_text(store: Store, run_id: str, fmt: str) -> str:
         for n in s[f"{side}_nodes"]
     ]
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "nodes": rows}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "nodes": rows}, indent=1)
     return _csv(NODE_COLUMNS, rows)
 
 
@@ -171,7 +194,7 @@ def services_text(store: Store, run_id: str, fmt: str) -> str:
     run = store.get_run(run_id)
     pts = [service_points.as_dict(p) for p in service_points.load(store, run.id)]
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
     return _csv(
         SERVICE_COLUMNS,
         (dict(p, key=p["key"] or f"s{p['server_procs']}-c{p['client_procs']}-{p['sample']}") for p in pts),
@@ -187,7 +210,7 @@ def series_text(store: Store, run_id: str, fmt: str) -> str:
     run = store.get_run(run_id)
     points = store.series(run.id)
     if fmt == "json":
-        return json.dumps({"schema_version": SCHEMA_VERSION, "run": run.id, "series": points}, indent=1)
+        return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "series": points}, indent=1)
     return _csv(SERIES_COLUMNS, points)
 
 

@@ -12,7 +12,6 @@ kept in the results folder.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -24,6 +23,7 @@ from rooftop.engine import enginedoc
 from rooftop.engine.base import DEFAULT_LEASE, EngineError
 from rooftop.engine.groups import Group
 from rooftop.keys import Key
+from rooftop.numbers import json_text
 from rooftop.units import fmt_in
 
 #: The config keys of `rooftop probe` (section `probe`; its --lease is the
@@ -68,9 +68,9 @@ def _once(
 def _save(out_dir: Path, name: str, i: int, doc: dict, server_doc: dict | None) -> None:
     """Run 1 as <name>-client.json, run i as <name>-client-<i>.json."""
     suffix = "" if i == 1 else f"-{i}"
-    (out_dir / f"{name}-client{suffix}.json").write_text(json.dumps(doc, indent=1))
+    (out_dir / f"{name}-client{suffix}.json").write_text(json_text(doc, indent=1))
     if server_doc:
-        (out_dir / f"{name}-server{suffix}.json").write_text(json.dumps(server_doc, indent=1))
+        (out_dir / f"{name}-server{suffix}.json").write_text(json_text(server_doc, indent=1))
 
 
 def spread(values: list[float]) -> float:
@@ -153,6 +153,6 @@ def run(
         "lease_s": lease,
         "rows": rows,
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out_dir / "summary.json").write_text(json_text(summary, indent=1))
     summary["folder"] = str(out_dir)
     return summary

@@ -29,8 +29,10 @@ cluster's state and so in the runs started after it):
 
 from __future__ import annotations
 
+import html
 import json
 import time
+from pathlib import Path
 
 from campaign_util import samples
 from cluster_util import cluster, needs_root, rooftop, status_json
@@ -129,6 +131,7 @@ def test_the_server_nodes_link_halved_names_the_server_ceiling_not_the_client(cl
     res = tmp_path / "res"
     cluster("reshape", "--link-rate", "100mbit", "--node", "0:rate=200mbit,cpu=none")
     before = _collect(res, *SERVER_NIC)
+    _one_answer_everywhere(res, before)
     cluster("reshape", "--node", "0:rate=100mbit")
     after = _collect(res, *SERVER_NIC)
     rc, doc = _check(after, before, res)
@@ -147,3 +150,29 @@ def test_the_server_nodes_link_halved_names_the_server_ceiling_not_the_client(cl
         for run in (before, after)
     }
     assert rates == {before: {200_000_000}, after: {100_000_000}}, rates
+
+
+def _one_answer_everywhere(res, run) -> None:
+    """Issue 43: a run whose ridge the verdict locates (servers' link at 2R,
+    clients' at R: 1 server per 2 clients) gives one answer in `model
+    --json`, `size --json`, `export --format json`, `history --json` and the
+    report: the same ridge interval and the same server count for the same
+    client count, digit for digit."""
+    from rooftop.model.answer import Ridge
+    from rooftop.report.parts import ridge_text
+
+    (m,) = json.loads(rooftop("model", run, "--results", str(res), "--json").stdout)["metrics"]
+    assert m["verdict"]["kind"] in ("ratio", "range") and m["ridge"]["located"], m["verdict"]
+    size = json.loads(rooftop("size", run, "--clients", "16", "--results", str(res), "--json").stdout)
+    (exported,) = json.loads(rooftop("export", run, "--format", "json", "--results", str(res)).stdout)["answers"]
+    assert exported["ridge"] == m["ridge"] and exported["verdict"] == m["verdict"]
+    assert exported["recommended"] == m["recommended"] and exported["accuracy"] == m["accuracy"]
+    (sixteen,) = [h for h in exported["how_many_servers"] if h["clients"] == 16]
+    assert sixteen == size and size["servers"]["median"] is not None, size
+    hist = json.loads(rooftop("history", "--results", str(res), "--json").stdout)
+    ratios = [r["ratio"] for g in hist["groups"] for r in g["runs"] if r["run"] == run]
+    assert ratios == [m["verdict"]["ratio"]], (ratios, m["verdict"])
+    report = Path(rooftop("report", run, "--results", str(res)).stdout.strip().splitlines()[-1]).read_text()
+    g = m["ridge"]
+    assert ridge_text(Ridge(True, "", g["min"], g["median"], g["max"])) in report
+    assert html.escape(size["text"], quote=False) in report, size["text"]

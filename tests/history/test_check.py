@@ -3,8 +3,8 @@
 a planted outlier run and a planted step change, and a run on another
 fabric. The rule finds the step at the right run and calls the outlier an
 outlier; `rooftop check` exits 1 on a fall, 0 otherwise (the first run
-starts the history), 2 when nothing is comparable (naming the field that
-differs); JUnit XML has one test case
+starts the history), 4 when nothing is comparable (it cannot tell: the
+message names the field that differs), 2 for a usage error; JUnit XML has one test case
 per ceiling and a failure for each that fell; the report says what changed
 since the last comparable run."""
 
@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from rooftop import exits
 from rooftop.cli.main import main
 from rooftop.history import check, series
 
@@ -74,9 +75,10 @@ def test_check_exit_codes_and_why_nothing_is_comparable(folder, capsys):
     assert rc == 0, out
     # latest is the run on another fabric: never compared, and it says why
     rc, _, err = cli(capsys, "check", "latest", "--against", "history", *r)
-    assert rc == 2 and "fabric.provider: 'ofi+shm' vs 'ofi+tcp'" in err, err
+    assert rc == exits.CANNOT_TELL and "fabric.provider: 'ofi+shm' vs 'ofi+tcp'" in err, err
+    assert err.startswith("rooftop check: could not tell: "), err
     rc, _, err = cli(capsys, "check", shm, "--against", ids[0], *r)
-    assert rc == 2 and "fabric.provider" in err, err
+    assert rc == exits.CANNOT_TELL and "fabric.provider" in err, err
     rc, _, err = cli(capsys, "check", ids[2], "--against", "nosuch", *r)
     assert rc == 2 and "no baseline of that name" in err, err
     rc, _, err = cli(capsys, "check", ids[2], "--against", "history", "--threshold", "bw=200", *r)
@@ -86,7 +88,7 @@ def test_check_exit_codes_and_why_nothing_is_comparable(folder, capsys):
 def test_the_first_run_starts_the_history_and_passes(folder, capsys, tmp_path):
     """A weekly job's first run: nothing older to fall from, so `check
     --against history` says so and exits 0 (earlier runs that are all
-    incomparable stay an error: above, the shm run exits 2)."""
+    incomparable cannot tell: above, the shm run exits 4)."""
     _, res, ids, _ = folder
     r = ("--results", str(res))
     rc, out, _ = cli(capsys, "check", ids[0], "--against", "history", *r)

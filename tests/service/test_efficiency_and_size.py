@@ -53,8 +53,9 @@ def run(tmp_path_factory):
     st, run_id = synthetic.uniform_run(tmp)
     f = tmp / "redis-get.csv"
     f.write_text(GOOD)
-    pts = importing.import_csv(st, run_id, f, metric="rpc")
-    return st, run_id, pts, tmp
+    got = importing.import_csv(st, run_id, f, metric="rpc")
+    assert (got.count, got.services) == (4, ["redis-get"])
+    return st, run_id, points.load(st, run_id, "redis-get"), tmp
 
 
 # --- import -------------------------------------------------------------------
@@ -85,6 +86,21 @@ def test_a_good_file_is_stored_in_the_metrics_unit(run):
             "line 3, column per_client: 'fast' is not a number",
         ),
         ("server_procs,client_procs,per_client,unit\n0,2,5,ops/s\n", "line 2, column server_procs: 0 is less than 1"),
+        # issue 42: rates that are not rates, after the unit too, and a column given twice
+        (
+            "server_procs,client_procs,per_client,unit\n1,1,1e303,M ops/s\n",
+            "line 2, column per_client: '1e303' M ops/s (inf ops/s) is not a rate (a finite number above 0)",
+        ),
+        (
+            "server_procs,client_procs,per_client,unit\n1,2,5,ops/s\n1,2,0,ops/s\n",
+            "line 3, column per_client: '0' ops/s",
+        ),
+        ("server_procs,client_procs,per_client,unit\n1,2,-5,ops/s\n", "line 2, column per_client: '-5' ops/s is not"),
+        ("server_procs,client_procs,per_client,unit\n1,2,nan,ops/s\n", "line 2, column per_client: 'nan' ops/s is not"),
+        (
+            "server_procs,client_procs,per_client,unit,Unit\n1,2,5,ops/s,K ops/s\n",
+            "line 1: column unit given twice (each column once)",
+        ),
     ],
 )
 def test_a_bad_file_names_line_and_column_and_stores_nothing(run, text, where):
@@ -117,6 +133,50 @@ def test_rooftop_service_import_stores_a_good_file_and_exits_2_on_a_bad_unit(tmp
     assert points.load(st, run_id, "bad-unit") == []
     p = subprocess.run([*base, str(good), "--preset", "redis"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "--import stores points measured elsewhere" in p.stderr, p.stderr
+
+
+def test_a_killed_import_leaves_nothing(tmp_path):
+    """The import is one transaction: SIGKILL while it reads its file (a
+    FIFO that stops after 500 lines) leaves none of its points, where a
+    commit per line left a partial set no command could tell apart."""
+    import os
+    import signal
+    import sqlite3
+    import time
+
+    st, run_id = synthetic.uniform_run(tmp_path)
+    fifo = tmp_path / "slow.csv"
+    os.mkfifo(fifo)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "rooftop", "service", run_id, "--results", str(st.dir), "--import", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with fifo.open("w") as w:
+            w.write("server_procs,client_procs,per_client,unit,sample\n")
+            w.writelines(f"1,2,{5 + i % 7},K ops/s,{i}\n" for i in range(500))
+            w.flush()
+            deadline = time.monotonic() + 60
+            while True:  # the import holds the write lock once it stores its first line
+                probe = sqlite3.connect(st.path, timeout=0)
+                try:
+                    probe.execute("BEGIN IMMEDIATE")
+                    probe.rollback()
+                except sqlite3.OperationalError:
+                    break
+                finally:
+                    probe.close()
+                assert time.monotonic() < deadline and p.poll() is None, "the import never began storing"
+                time.sleep(0.05)
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate(timeout=10)
+    assert points.load(Store(st.dir, create=False), run_id) == []
 
 
 # --- efficiency ---------------------------------------------------------------
@@ -269,7 +329,8 @@ def test_exports_carry_the_service(run):
     # The exported CSV reads back: the same points under another name.
     f = tmp / "again.csv"
     f.write_text(export.services_text(st, run_id, "csv").replace("redis-get", "redis-again"))
-    again = importing.import_csv(st, run_id, f)
+    importing.import_csv(st, run_id, f)
+    again = points.load(st, run_id, "redis-again")
     assert [(p.server_procs, p.client_procs, p.per_client) for p in again] == [
         (p.server_procs, p.client_procs, pytest.approx(p.per_client)) for p in pts
     ]

@@ -18,7 +18,6 @@ repeats, so a drift of the machine falls on both.
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import tempfile
@@ -34,6 +33,7 @@ from rooftop.engine.commands import run_engine
 from rooftop.engine.groups import Group
 from rooftop.launchers.base import LauncherError, core_sets
 from rooftop.launchers.local import LocalLauncher
+from rooftop.numbers import json_text
 
 
 def config(pitfalls: list[Pitfall], opts: dict, node) -> dict:
@@ -74,9 +74,9 @@ def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
             )
         finally:
             server_doc = g.close()[0]
-    (out / "client-0.json").write_text(json.dumps(doc, indent=1))
+    (out / "client-0.json").write_text(json_text(doc, indent=1))
     if server_doc:
-        (out / "server-0.json").write_text(json.dumps(server_doc, indent=1))
+        (out / "server-0.json").write_text(json_text(server_doc, indent=1))
     return doc
 
 
@@ -104,11 +104,11 @@ def measure_storage(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
             doc = run_engine(args, timeout=opts["duration"] + opts["warmup"] + 60, guard=True)
         except EngineError as e:
             if e.doc:
-                (out / "storage-0.json").write_text(json.dumps(e.doc, indent=1))
+                (out / "storage-0.json").write_text(json_text(e.doc, indent=1))
             raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    (out / "storage-0.json").write_text(json.dumps(doc, indent=1))
+    (out / "storage-0.json").write_text(json_text(doc, indent=1))
     return doc
 
 
@@ -198,7 +198,7 @@ def run(store, pitfalls: list[Pitfall], opts: dict, say: Callable[[str], None] =
     try:
         for p in pitfalls:
             rows.append(measure_pitfall(store, run_id, p, node, opts, say))
-        files.write(store.run_dir(run_id) / "audit.json", json.dumps(rows, indent=1))
+        files.write(store.run_dir(run_id) / "audit.json", json_text(rows, indent=1))
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -8,7 +8,6 @@ summary, as the roofline report. Other studies' parts (the run under load,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from markupsafe import Markup
@@ -17,6 +16,7 @@ from rooftop import files
 from rooftop.bursts import summary as burst_summary
 from rooftop.bursts.figure import plot
 from rooftop.bursts.run import shown_table
+from rooftop.numbers import json_text
 from rooftop.report import render
 
 
@@ -58,7 +58,7 @@ def markdown(res: dict, figure: str | None, studies=()) -> str:
             out += [""] + lines
     if figure:
         out += ["", f"![rate, CPU and power per mode]({figure})"]
-    out += ["", "## Parameters", "", "```json", json.dumps(res["params"], indent=1), "```"]
+    out += ["", "## Parameters", "", "```json", json_text(res["params"], indent=1), "```"]
     return "\n".join(out) + "\n"
 
 
@@ -88,9 +88,9 @@ def html_page(res: dict, figure: Path | None, studies=()) -> str:
         neighbour=_neighbour_lines(res),
         studies=[Markup(h) for _, h in studies],
         figure=fig,
-        params_json=json.dumps(res["params"], indent=2),
-        env_json=json.dumps(env, indent=2),
-        config_json=json.dumps(run.config, indent=2),
+        params_json=json_text(res["params"], indent=2),
+        env_json=json_text(env, indent=2),
+        config_json=json_text(run.config, indent=2),
     )
 
 

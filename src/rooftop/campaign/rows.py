@@ -136,6 +136,8 @@ class Rows:
                 f"clients measured together for {c.overlap:.0%} of the window (start skew "
                 f"{c.skew_s:.3f} s); engine.min_overlap asks {need:.0%}"
             )
+        if not agg > 0:  # a rate is above 0 (rooftop.numbers.rate_problem): the readers take no other
+            return "no operation completed in the clients' common window (rate 0)"
         if metrics.get(sp.metric).link_bound:
             return limits.above_limit(agg, limits.link_limit(self.nodes, snodes, cnodes))
         return ""

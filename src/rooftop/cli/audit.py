@@ -3,12 +3,12 @@ pitfalls, stores the run and shows it)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from rooftop.audit import keys as _audit_keys  # noqa: F401  (registers the audit.* config keys)
 from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags
+from rooftop.numbers import json_text
 
 #: The audit's own flags: keys of rooftop.audit.keys, and engine.lease.
 AUDIT_FLAGS = (
@@ -75,7 +75,7 @@ def _cmd_audit(args) -> int:
     with confined(store.run_dir(run_id)):  # nothing written through a link out of the run's folder
         page, _ = show.write(store.get_run(run_id), rows, store.run_dir(run_id) / "report")
     if args.json:
-        print(json.dumps({"run": run_id, "report": str(page), "rows": rows}, indent=1))
+        print(json_text({"run": run_id, "report": str(page), "rows": rows}, indent=1))
         return 0
     print(show.table_text(rows))
     print(f"run {run_id}; report: {page}")

@@ -3,7 +3,6 @@ work: the modes, their bursts, the run's summary)."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -11,6 +10,7 @@ from rooftop import session
 from rooftop.bursts import neighbour
 from rooftop.bursts.run import BurstsError, build_config, planned_keys, power_note, print_summary, results, run_modes
 from rooftop.cli.common import CONFIG_FLAGS, RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags, interrupted_rc
+from rooftop.numbers import json_text
 
 #: The command's own flags, each setting a key of rooftop.bursts.keys.
 BURSTS_FLAGS = (
@@ -82,7 +82,7 @@ def cmd(args) -> int:
         files = plot(res, store.run_dir(run_id) / "figures") if res["lines"] else []
     if args.json:
         print(
-            json.dumps(
+            json_text(
                 {
                     "run": run_id,
                     "status": store.get_run(run_id).status,

@@ -24,6 +24,7 @@ from rooftop.cli.common import (
     run_arg,
     takes_runs,
 )
+from rooftop.numbers import json_text
 
 
 def _cmd_collect(args) -> int:
@@ -218,7 +219,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     samples = store.samples(run_id)
     if args.json:
         print(
-            json.dumps(
+            json_text(
                 {
                     "run": run_id,
                     "status": run.status,
@@ -278,7 +279,7 @@ def _cmd_runs(args) -> int:
     runs = store.runs()
     if args.json:
         print(
-            json.dumps(
+            json_text(
                 [
                     {
                         "id": r.id,
@@ -353,7 +354,7 @@ def _cmd_doctor(args) -> int:
             advice = f"rebuild from the engine documents: rooftop doctor --results {args.results} --rebuild"
     if args.json:
         doc = {"results": str(args.results), "problems": problems, "advice": advice}
-        print(json.dumps(doc if done is None else dict(doc, done=done), indent=1))
+        print(json_text(doc if done is None else dict(doc, done=done), indent=1))
     elif done is not None:
         for line in done + [f"still: {p}" for p in problems]:
             print(line)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import time
 
 from rooftop.cluster.spec import DEFAULT_RATE, RATE_FORMS, format_rate
+from rooftop.numbers import json_text
 
 EPILOG = f"""\
 Each node is a network namespace (rooftop-n<I>, address 10.231.0.<10+I>)
@@ -223,7 +223,7 @@ def cmd_down(args) -> int:
             _log(f"removed {r}")
     nns = sum(r.startswith("netns") for r in removed)
     if args.json:
-        print(json.dumps({"removed": removed}, indent=1))
+        print(json_text({"removed": removed}, indent=1))
         return 0
     print(
         f"emulated cluster down: removed {nns} namespace(s), {len(removed) - nns} other object(s)"
@@ -307,7 +307,7 @@ def _show(st: dict, as_json: bool) -> int:
     from rooftop import exits
 
     if as_json:
-        print(json.dumps(st, indent=1))
+        print(json_text(st, indent=1))
         return exits.UNREACHABLE if not st["up"] else exits.FAILED if st["problems"] else exits.OK
     from rich.console import Console
     from rich.table import Table

@@ -11,6 +11,7 @@ import signal
 import sys
 from dataclasses import dataclass
 
+from rooftop.numbers import json_text
 from rooftop.session import key_values as key_values  # the key flags' values: config overrides
 
 
@@ -357,7 +358,7 @@ def formats(text: str) -> tuple[str, ...]:
 
 def print_files(files: dict, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({k: [str(p) for p in v] for k, v in files.items()}, indent=1))
+        print(json_text({k: [str(p) for p in v] for k, v in files.items()}, indent=1))
     else:
         for paths in files.values():
             for p in paths:

@@ -4,23 +4,25 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from rooftop import files
 from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, deprecated
 from rooftop.history import keys as _check_keys  # noqa: F401  (registers the check.* config keys)
+from rooftop.numbers import json_text
 
 #: The rule's flags: keys of rooftop.history.keys (--threshold sets check.threshold or check.METRIC.threshold).
 RULE_FLAGS = (KeyFlag("--last", "check.last", "K"), KeyFlag("--k", "check.k", "K"))
 
 CHECK_EPILOG = """\
-exit status: 1 when a ceiling fell beyond noise, 0 otherwise, 2 on a usage
-or config error (no comparable baseline: the message names the field that
-differs). The rule and its keys (check.threshold, check.METRIC.threshold,
-check.last, check.k: 'rooftop config keys'; a config file's [check] table,
---set, then these flags): docs/history.md.
+exit status: 1 when a ceiling fell beyond noise (and only then); 0 when none
+fell; 4 when it could not tell: no comparable baseline or earlier run (the
+message names the field that differs), no ceilings to compare, or a ceiling
+damaged in the database (named); 2 on a usage or config error (no such
+baseline or run, a bad flag). The rule and its keys (check.threshold,
+check.METRIC.threshold, check.last, check.k: 'rooftop config keys'; a config
+file's [check] table, --set, then these flags): docs/history.md.
 
 examples:
   rooftop collect && rooftop check latest --against history   # a weekly job
@@ -77,7 +79,8 @@ def add_history(sub) -> None:
 def add_check(sub) -> None:
     p = sub.add_parser(
         "check",
-        help="did a ceiling fall beyond noise? against a baseline, a run or the history (exit 1 if so)",
+        help="did a ceiling fall beyond noise? against a baseline, a run or the history (exit 1 if so, "
+        "4 if it cannot tell)",
         description="Per ceiling of RUN ('latest': the newest complete run): whether it changed beyond "
         "noise against a named baseline, an earlier run, or the comparable history, by how much, which "
         "way, and which bound moved (the recommended ratio before and after).",
@@ -136,6 +139,36 @@ def _write_references(args, store, rule) -> int:
 
 
 def cmd_check(args) -> int:
+    """`check`, whose exit status a CI gate reads: 1 only when a ceiling
+    fell. What it cannot tell exits 4 (rooftop.exits.CANNOT_TELL) with
+    one line, an unforeseen error too, never 1 with a traceback."""
+    from rooftop import exits
+    from rooftop.history import gate
+    from rooftop.keys import ConfigError
+    from rooftop.store.records import StoreError
+
+    try:
+        return _check(args)
+    except gate.CannotTell as e:
+        print(f"rooftop check: could not tell: {e}", file=sys.stderr)
+        return exits.CANNOT_TELL
+    except (StoreError, ConfigError, KeyboardInterrupt):
+        raise  # main's: exit 2, 130
+    except OSError as e:  # a file it could not write (--junit, --write-references) or read
+        where = f" {e.filename}" if e.filename else ""
+        print(f"rooftop check: cannot write or read{where}: {e.strerror or e}", file=sys.stderr)
+        return exits.USAGE
+    except Exception as e:  # the gate's contract: no exit 1 but for a fall
+        print(
+            f"rooftop check: could not tell: an unexpected error, {type(e).__name__}: {e} "
+            f"(a bug in rooftop: please report it)",
+            file=sys.stderr,
+        )
+        return exits.CANNOT_TELL
+
+
+def _check(args) -> int:
+    from rooftop import exits
     from rooftop.history import baselines, gate, junit
 
     rule, store = _options(args)
@@ -152,7 +185,7 @@ def cmd_check(args) -> int:
     if not args.against:
         print("rooftop check: give --against BASELINE|RUN|history (or --save-baseline NAME)", file=sys.stderr)
         return 2
-    checks, skipped = gate.check(store, run, args.against, rule)
+    checks, skipped, untold = gate.check(store, run, args.against, rule)
     fell = [c for mc in checks for c in mc.fell]
     if args.junit:  # whole or not at all: a CI reading it never sees half a report
         files.write(args.junit, junit.document(checks, skipped))
@@ -160,12 +193,13 @@ def cmd_check(args) -> int:
         doc = {
             "run": run,
             "fell": bool(fell),
+            "cannot_tell": untold,
             "starts_history": not checks,
             "metrics": [mc.to_dict() for mc in checks],
             "not_compared": skipped,
             "check": rule.record(),
         }
-        print(json.dumps(doc, indent=2))
+        print(json_text(doc, indent=2))
     else:
         print(f"rule: {rule.text([mc.metric for mc in checks])}")
         for mc in checks:
@@ -181,7 +215,11 @@ def cmd_check(args) -> int:
             print(f"run {run} starts the history: no earlier run to check against; the next run is checked against it")
         else:
             print(f"{len(fell)} ceiling(s) fell beyond noise" if fell else "no ceiling fell beyond noise")
-    return 1 if fell else 0
+        for why in untold:
+            print(f"could not tell: {why}")
+    if fell:
+        return exits.FAILED
+    return exits.CANNOT_TELL if untold else exits.OK
 
 
 def cmd_history(args) -> int:
@@ -212,7 +250,7 @@ def cmd_history(args) -> int:
             }
             for runs, events in out
         ]
-        print(json.dumps({"check": rule.record(), "groups": groups_doc}, indent=2))
+        print(json_text({"check": rule.record(), "groups": groups_doc}, indent=2))
         return 0
     if not out:
         print(f"no complete run with ceilings in {store.dir}")

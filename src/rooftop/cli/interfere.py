@@ -4,7 +4,6 @@ the work: conditions, load placement, impact factors)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 import time
@@ -22,6 +21,7 @@ from rooftop.cli.common import (
 )
 from rooftop.interference import run as interfere
 from rooftop.interference.loads import LOADS, background
+from rooftop.numbers import json_text
 
 DESCRIPTION = (
     """\
@@ -264,7 +264,7 @@ def _campaign(args, store, cfg, plan, plans, base) -> int:
     doc = interfere.summary(base, plan, conds)
     path = interfere.save(store, doc)
     if args.json:
-        print(json.dumps(doc, indent=1))
+        print(json_text(doc, indent=1))
     else:
         print_summary(doc)
         ui.console.print(f"results: {store.path}, {path}")

@@ -4,7 +4,6 @@ saved), predict (a learned model's rate, capped by the roofline) and tune
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from rooftop.cli.common import (
 )
 from rooftop.learn import keys as _tune_keys  # noqa: F401  (registers the tune.* config keys)
 from rooftop.learn import require_sklearn
+from rooftop.numbers import json_text
 
 #: The tune's own flags, each setting a key of rooftop.learn.keys.
 TUNE_FLAGS = (
@@ -52,7 +52,7 @@ def _cmd_learn(args) -> int:
     metrics = [m for t in args.metrics or [None] for m in metrics_to_learn(store, runs, t)]
     outcomes = [learn(store, runs, m, args.folds, args.seed) for m in metrics]
     if args.json:
-        print(json.dumps([o.to_dict() for o in outcomes], indent=1))
+        print(json_text([o.to_dict() for o in outcomes], indent=1))
     for o in [] if args.json else outcomes:
         print_learned(o, args.folds)
     return 0
@@ -78,7 +78,7 @@ def _cmd_predict(args) -> int:
         args.client_nodes,
     )
     if args.json:
-        print(json.dumps(p, indent=1))
+        print(json_text(p, indent=1))
     else:
         print_prediction(p)
     return 0
@@ -163,7 +163,7 @@ def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str, ro
         + (f"best at step {best['step']}" if best else "nothing measured"),
     )
     if args.json:
-        print(json.dumps(dict(out, run=run_id), indent=1, default=str))
+        print(json_text(dict(out, run=run_id), indent=1, default=str))
     else:
         for line in outcome_lines(out, unit):
             say(line)

@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     from rooftop.learn import LearnError
     from rooftop.locks import LockBusy
     from rooftop.model.ceilings import ModelError
+    from rooftop.store import damage
     from rooftop.store.records import StoreError
 
     parser = build_parser()
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     except (AttributeError, ValueError, io.UnsupportedOperation):
         pass  # stderr is not a file (rooftop called from Python with stderr captured)
+    damage.taken()  # a damaged row is named once per command (main may be called again in one process)
     try:
         resolve_latest(args)
         return args.func(args)
@@ -225,3 +227,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"rooftop {args.command}: {line}", file=sys.stderr)
         return exits.USAGE
+    finally:
+        for line in damage.lines(damage.taken()):  # rows the readers left out, each named once
+            print(f"rooftop {args.command}: {line}" if not line.startswith(" ") else line, file=sys.stderr)

@@ -3,11 +3,11 @@ verdict and validation) and compare (several rooflines on one figure)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
+from rooftop.numbers import json_text
 
 
 def _cmd_model(args) -> int:
@@ -61,7 +61,7 @@ def _cmd_model(args) -> int:
         doc.update(service_report.model_json(*services))
         if mixes:
             doc["mixes"] = [c.to_dict() for c in mixes]
-        print(json.dumps(doc, indent=1))
+        print(json_text(doc, indent=1))
         return 0
     out = ui.Console(highlight=False)
     if not out.is_terminal:
@@ -293,9 +293,10 @@ def _verdict_headline(v: dict) -> str:
     return v["text"]
 
 
-def _verdict_short(v: dict) -> str:
-    """'1:3'; '12:1 (11:1-12:1)'; 'not distinguishable (1:2-2:1)'; 'cannot tell'."""
-    span = "-".join(model_ratio(e) for e in v["range"]) if v["range"] else ""
+def _verdict_short(v: dict, one_measurement: bool = False) -> str:
+    """'1:3'; '12:1 (11:1-12:1)'; 'not distinguishable (1:2-2:1)'; 'cannot tell'.
+    One measurement (one placement for both ceilings) has no span of ratios."""
+    span = "-".join(model_ratio(e) for e in v["range"]) if v["range"] and not one_measurement else ""
     if v["kind"] == "ratio":
         return model_ratio(v["ratio"])
     if v["kind"] == "range":
@@ -373,7 +374,7 @@ def _cmd_compare(args) -> int:
                     roofline_plot.client_text(r, shown),
                     f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
                     _ridge_short(r),
-                    _verdict_short(r.verdict()),
+                    _verdict_short(r.verdict(), r.one_measurement),
                 )
         ui.print_table(out, t)
         services = [(label, s) for (label, _), (_, _, found) in zip(sources, loaded) for s in found]

@@ -5,11 +5,11 @@ launches, and the client ceiling's pairs."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from rooftop import session
 from rooftop.cli.common import COLLECT_FLAGS, CONFIG_FLAGS, STAGE_FLAGS, VALIDATE_FLAGS, add_key_flags
+from rooftop.numbers import json_text
 
 
 def _cmd_plan(args) -> int:
@@ -26,7 +26,7 @@ def _cmd_plan(args) -> int:
         return 2
     f = forecast(cfg, topo)
     if args.json:
-        print(json.dumps(f.as_dict(), indent=1))
+        print(json_text(f.as_dict(), indent=1))
     else:
         print("\n".join(f.lines()))
     return 0

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from rooftop.cli.common import (
 )
 from rooftop.cli.history import rule_args, rule_of
 from rooftop.cli.model import combined_mixes
+from rooftop.numbers import json_text
 
 
 def _sections(args):
@@ -69,7 +69,7 @@ def _report_written(args, run_id: str, page, md, nic_verdict, warnings) -> int:
     warnings); the rest on stderr."""
     if args.json:
         doc = {"run": run_id, "html": str(page), "markdown": str(md), "warnings": list(warnings)}
-        print(json.dumps(dict(doc, nic_policies=list(nic_verdict)) if nic_verdict else doc, indent=1))
+        print(json_text(dict(doc, nic_policies=list(nic_verdict)) if nic_verdict else doc, indent=1))
         return 0
     for line in nic_verdict:
         print(f"NIC policies: {line}", file=sys.stderr)
@@ -174,7 +174,7 @@ def _cmd_export(args) -> int:
             return 2
         text = export.services_text(store, run, args.format)
     elif args.format == "json":
-        text = json.dumps(export.json_doc(store, run), indent=1)
+        text = json_text(export.json_doc(store, run), indent=1)
     elif args.format == "fom":
         text = export.fom_text(store, run)
     else:

@@ -12,6 +12,7 @@ import sys
 from rooftop import metrics, session
 from rooftop.cli import service_import
 from rooftop.cli.common import campaign_flags, deprecated, interrupted_rc, restate_arg, results_arg, run_arg
+from rooftop.numbers import json_text
 
 DESCRIPTION = """\
 Measures a real data service (its own servers and clients, as a service spec
@@ -120,7 +121,7 @@ def _cmd_service(args) -> int:
             runner.procs.stop_all(3.0)
             store.set_status(run.id, before.status, before.note)
     if args.json:
-        print(json.dumps({"run": run.id, "service": spec.name, **counts}, indent=1))
+        print(json_text({"run": run.id, "service": spec.name, **counts}, indent=1))
     elif rc != interrupted_rc():
         ui.console.print(
             f"service {spec.name}: {counts['ok']} ok, {counts['failed']} failed, {counts['invalid']} invalid"

@@ -6,7 +6,7 @@ options with add_import_options(parser) and hands over with
 
 from __future__ import annotations
 
-import json
+from rooftop.numbers import json_text
 
 
 def add_import_options(p) -> None:
@@ -32,16 +32,16 @@ def cmd_import(args) -> int:
 
     store = Store(args.results, create=False)
     metric = getattr(args, "metrics", None) or "rpc"
-    pts = importing.import_csv(store, args.run, args.import_file, getattr(args, "name", None), metric)
+    got = importing.import_csv(store, args.run, args.import_file, getattr(args, "name", None), metric)
     res = results.load(store, args.run, [service_report.SECTION])  # its efficiency
-    names = sorted({p.service for p in pts})
+    names = got.services
     mine = [s for s in res.services if s.service in names]
     if getattr(args, "json", False):
         doc = service_report.model_json(mine, [n for n in res.service_notes if n.split(":")[0] in names])
-        print(json.dumps({"run": res.run.id, "imported": len(pts), **doc}, indent=1))
+        print(json_text({"run": res.run.id, "imported": got.count, **doc}, indent=1))
         return 0
     print(
-        f"imported {len(pts)} point(s) of {', '.join(names)} ({metric}) into run {res.run.id} from {args.import_file}"
+        f"imported {got.count} point(s) of {', '.join(names)} ({metric}) into run {res.run.id} from {args.import_file}"
     )
     for s in mine:
         print(s.headline())

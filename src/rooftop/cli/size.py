@@ -3,11 +3,11 @@ run's roofline or a parameters file's (rooftop.service.sizing)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from rooftop.cli.common import deprecated, json_flag, results_arg, takes_runs
+from rooftop.numbers import json_text
 
 
 def parse_rate(text: str, base: str, metric: str) -> float:
@@ -84,7 +84,7 @@ def _cmd_size(args) -> int:
     else:
         answer = sizing.size(r, args.clients, target)
     if args.json:
-        print(json.dumps(answer.to_dict(), indent=1))
+        print(json_text(answer.to_dict(), indent=1))
     else:
         print("\n".join(sizing.lines(answer)))
     return 0

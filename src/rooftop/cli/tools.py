@@ -5,7 +5,6 @@ and engine (rooftop-engine run directly)."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 from rooftop import probe as _probe  # noqa: F401  (registers the probe.* config keys)
 from rooftop import session
 from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, config_args, json_flag
+from rooftop.numbers import json_text
 
 #: probe's flags: keys of rooftop.probe.KEYS, and engine.lease.
 PROBE_FLAGS = (
@@ -48,7 +48,7 @@ def _cmd_probe(args) -> int:
     summary = probe.run(p["fabrics"], p["duration"], Path(cfg["results"]), say, p["repeat"], lease)
     failed = [r for r in summary["rows"] if "error" in r]
     if args.json:
-        print(json.dumps(summary, indent=1))
+        print(json_text(summary, indent=1))
     else:
         print(f"results: {summary['folder']}")
     return 1 if failed else 0
@@ -58,10 +58,10 @@ def _cmd_config(args) -> int:
     from rooftop.config.resolve import build, describe_keys
 
     if args.action == "keys":
-        print(json.dumps(_keys_doc(), indent=1) if args.json else describe_keys())
+        print(json_text(_keys_doc(), indent=1) if args.json else describe_keys())
         return 0
     cfg = build(args.config, session.overrides(args))
-    print(json.dumps(cfg, indent=2))  # JSON with or without --json
+    print(json_text(cfg, indent=2))  # JSON with or without --json
     return 0
 
 

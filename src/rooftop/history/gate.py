@@ -1,19 +1,28 @@
 """What `rooftop check` does with a run: find what it is compared with (a
 named baseline, an earlier run, or the comparable history), apply the rule
 (rooftop.history.check) per metric, and say why when nothing is
-comparable (CheckError: the command exits 2)."""
+comparable or a ceiling could not be compared (CannotTell, and check's
+third value: the command exits 4, rooftop.exits.CANNOT_TELL); a baseline
+or run that is not there is a CheckError (exit 2)."""
 
 from __future__ import annotations
 
 from rooftop.history import baselines, series
-from rooftop.history.check import MetricCheck, against_history, against_run
+from rooftop.history.check import NAMES, MetricCheck, against_history, against_run
 from rooftop.history.comparable import differences
 from rooftop.history.keys import Rule
 from rooftop.store.records import StoreError
 
 
 class CheckError(StoreError):
-    """Nothing to compare with, or a bad argument; the message says why."""
+    """A bad argument (no such baseline or run); the message says why (exit 2)."""
+
+
+class CannotTell(CheckError):
+    """Nothing to compare with: no comparable run or baseline, or no
+    ceilings to compare (a stage missing, rows damaged in the database);
+    the message says why. `check` exits 4 (rooftop.exits.CANNOT_TELL),
+    never 1, which means a ceiling fell."""
 
 
 def latest(store) -> str:
@@ -34,10 +43,12 @@ def _why_not(rc: series.RunCeilings, others: list[series.RunCeilings]) -> str:
     )
 
 
-def against(store, name: str) -> tuple[str, dict[str, series.RunCeilings], str]:
+def against(store, name: str, damaged: dict[str, str] | None = None) -> tuple[str, dict[str, series.RunCeilings], str]:
     """(its run id, {metric: ceilings}, a label) of a named baseline or a
-    run id; CheckError when it is neither."""
-    saved = baselines.load(store, name)
+    run id; CheckError when it is neither. damaged: filled with {metric:
+    why} for metrics whose ceilings are damaged in the database (as
+    baselines.load and series.of_run fill it)."""
+    saved = baselines.load(store, name, damaged)
     if saved is not None:
         return saved[0], saved[1], f"baseline {name} (run {saved[0]})"
     try:
@@ -48,16 +59,23 @@ def against(store, name: str) -> tuple[str, dict[str, series.RunCeilings], str]:
             f"--against {name}: no baseline of that name (baselines: {known}) and no such run; "
             f"save one with 'rooftop check --save-baseline NAME RUN'"
         ) from None
-    return name, series.of_run(store, name), f"run {name}"
+    return name, series.of_run(store, name, damaged), f"run {name}"
 
 
-def check(store, run_id: str, against_what: str, rule: Rule) -> tuple[list[MetricCheck], dict[str, str]]:
-    """(the checks per comparable metric, {metric: why it has none}); raises
-    CheckError when no metric of the run has anything to be compared with."""
-    mine = series.of_run(store, run_id)
+def check(store, run_id: str, against_what: str, rule: Rule) -> tuple[list[MetricCheck], dict[str, str], list[str]]:
+    """(the checks per comparable metric, {metric: why it has none}, what it
+    could not tell: the metrics and ceilings left uncompared because their
+    data is damaged in the database, rooftop.store.damage); raises
+    CannotTell when no metric of the run has anything to be compared with,
+    CheckError for a baseline or run that is not there."""
+    damaged: dict[str, str] = {}
+    mine = series.of_run(store, run_id, damaged)
     if not mine:
-        raise CheckError(f"run {run_id} has no metric whose ceilings can be built (see 'rooftop model {run_id}')")
+        why = "; ".join(damaged.values()) or f"see 'rooftop model {run_id}'"
+        raise CannotTell(f"run {run_id} has no metric whose ceilings can be built ({why})")
     checks, skipped = [], {}
+    untold = [f"{metric}: run {run_id} has no ceilings: {why}" for metric, why in damaged.items()]
+    skipped.update(zip(damaged, untold))
     if against_what == "history":
         groups = series.history(store)
         everyone = [rc for runs in groups.values() for rc in runs]
@@ -68,10 +86,15 @@ def check(store, run_id: str, against_what: str, rule: Rule) -> tuple[list[Metri
                 continue
             checks.append(against_history(rc, prior, rule.of(metric), rule.k, rule.last))
     else:
-        base_run, base, label = against(store, against_what)
+        base_damaged: dict[str, str] = {}
+        base_run, base, label = against(store, against_what, base_damaged)
         for metric, rc in mine.items():
             b = base.get(metric)
-            if b is None:
+            lost = base_damaged.get(metric) or base_damaged.get("")
+            if b is None and lost:
+                skipped[metric] = f"{metric}: {label} has no ceilings: {lost}"
+                untold.append(skipped[metric])
+            elif b is None:
                 skipped[metric] = f"{metric}: {label} did not measure {metric}"
             elif b.key != rc.key:
                 skipped[metric] = f"{metric}: {label} is not comparable: " + "; ".join(
@@ -80,10 +103,14 @@ def check(store, run_id: str, against_what: str, rule: Rule) -> tuple[list[Metri
             elif base_run == run_id:
                 skipped[metric] = f"{metric}: {label} is the run itself"
             else:
-                checks.append(against_run(rc, b, rule.of(metric), label))
+                mc = against_run(rc, b, rule.of(metric), label)
+                for name in rc.ceilings.keys() & b.damaged.keys():
+                    mc.notes.append(f"the {NAMES[name]} was not compared: {label}'s is {b.damaged[name]}")
+                    untold.append(f"{metric} {NAMES[name]}: {label}'s is {b.damaged[name]}")
+                checks.append(mc)
     if not checks and not (against_what == "history" and first_run(store, run_id)):
-        raise CheckError(f"run {run_id}: nothing comparable to check against ({'; '.join(skipped.values())})")
-    return checks, skipped
+        raise CannotTell(f"run {run_id}: nothing comparable to check against ({'; '.join(skipped.values())})")
+    return checks, skipped, untold
 
 
 def first_run(store, run_id: str) -> bool:

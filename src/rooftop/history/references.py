@@ -16,12 +16,12 @@ gives the metric (ops/s, bytes/s), which the check compares with its own.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rooftop import files
 from rooftop.history.keys import Rule
 from rooftop.history.series import RunCeilings
+from rooftop.numbers import json_text
 
 #: The ceilings written, by the check's side names (the client-node
 #: ceiling is not one of the check's performance variables).
@@ -50,9 +50,7 @@ def write(path: str | Path, ceilings: dict[str, RunCeilings], rule: Rule) -> dic
     """Writes the references file (JSON); returns what it wrote."""
     doc = references(ceilings, rule)
     systems = [
-        f"{json.dumps(system)}: {{\n"
-        + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in refs.items())
-        + "\n}"
+        f"{json_text(system)}: {{\n" + ",\n".join(f"  {json_text(k)}: {json_text(v)}" for k, v in refs.items()) + "\n}"
         for system, refs in doc.items()
     ]
     files.write(path, "{" + ",\n".join(systems) + "}\n")  # one variable per line; whole, never through a link

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from rooftop import model
 from rooftop.history.comparable import group_key, signature
 from rooftop.model.answer import answer
+from rooftop.store.damage import DAMAGED, is_damaged
 
 #: The ceilings a run is checked on: the server ceiling, the client ceiling
 #: (isolated) and, when measured and used, the node-full client ceiling.
@@ -46,6 +47,9 @@ class RunCeilings:
     #: The validation samples' median absolute error, % (None: no validation).
     validation_error: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: Ceilings left out as read because they are damaged in the database
+    #: (a stored baseline's: rooftop.history.baselines): name -> why.
+    damaged: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -81,9 +85,11 @@ def _point(c: model.Ceiling) -> Point:
     return Point(c.centre, c.interval, c.n)
 
 
-def of_run(store, run_id: str) -> dict[str, RunCeilings]:
+def of_run(store, run_id: str, damaged: dict[str, str] | None = None) -> dict[str, RunCeilings]:
     """Per metric, the run's ceilings (metrics whose roofline cannot be
-    built, e.g. a stage missing, are left out)."""
+    built, e.g. a stage missing, are left out). damaged: filled with
+    {metric: why} for the metrics left out whose samples include rows
+    damaged in the database (rooftop.store.damage): it could have been built."""
     run = store.get_run(run_id)
     samples = store.samples(run_id)
     nodes = run.config.get("nodes")
@@ -91,7 +97,10 @@ def of_run(store, run_id: str) -> dict[str, RunCeilings]:
     for metric in sorted({s["metric"] for s in samples}):
         try:
             r = model.from_run(samples, metric, f"run {run_id}", nodes=nodes)
-        except model.ModelError:
+        except model.ModelError as e:
+            bad = [s for s in samples if s["metric"] == metric and is_damaged(s)]
+            if bad and damaged is not None:
+                damaged[metric] = f"{e} ({len(bad)} of its samples {DAMAGED}, e.g. {bad[0]['key']})"
             continue
         pts = {"server": _point(r.server), "client": _point(r.client)}
         if r.client_node is not None:

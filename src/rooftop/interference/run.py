@@ -38,6 +38,7 @@ from rooftop import files, stages
 from rooftop.campaign import Runner, measure_once
 from rooftop.interference import keys as _keys  # registers the interference.* config keys
 from rooftop.interference.loads import background, get
+from rooftop.numbers import json_text
 
 DEFAULT_STAGES = tuple(_keys.DEFAULT_STAGES)
 
@@ -436,7 +437,7 @@ def save(store, doc: dict) -> Path:
     writes it beside the isolated run's documents."""
     store.add_interference(doc)
     path = store.run_dir(doc["run"]) / "interference.json"
-    return files.write(path, json.dumps(doc, indent=1))
+    return files.write(path, json_text(doc, indent=1))
 
 
 def load_summary(run_dir: Path) -> dict | None:

@@ -14,6 +14,7 @@ from rooftop import files
 from rooftop import metrics as metric_table
 from rooftop.learn import LearnError, dataset, evaluate
 from rooftop.learn.modelfile import OLD_SUFFIXES, SUFFIX, load_model, save_model
+from rooftop.numbers import json_text
 
 
 @dataclass
@@ -132,11 +133,10 @@ def _save_comparison(o: Outcome, oof: dict) -> None:
     """METRIC.json beside the model: the tables and the cross-validated
     predictions of the best plain and roofline-informed models (the
     report's "learned model" section)."""
-    import json
 
     shown = [s.name for s in (o.best_of(o.cv, "plain"), o.best_of(o.cv, "roofline")) if s]
     doc = dict(o.to_dict(), predictions={"measured": o.ds.y.tolist(), "models": {n: oof[n].tolist() for n in shown}})
-    files.write(o.path.parent / f"{o.ds.metric}.json", json.dumps(doc, indent=1))
+    files.write(o.path.parent / f"{o.ds.metric}.json", json_text(doc, indent=1))
 
 
 def _ranges(ds) -> dict[str, tuple[float, float]]:

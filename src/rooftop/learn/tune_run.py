@@ -32,6 +32,7 @@ from rooftop.learn.tune import (
     overrides_of,
     prior_scores,
 )
+from rooftop.numbers import json_text
 
 STAGE = "tune"
 TUNE_FILE = "tune.json"
@@ -161,7 +162,7 @@ def tune(
     steps, reason = loop(proposer, settings, measure, stored)
     out = summary(steps, reason, space, proposer.roofline, roof_run, proposer.placement)
     out["settings"] = vars(settings)
-    files.write(store.run_dir(run_id) / TUNE_FILE, json.dumps(out, indent=1, default=str))
+    files.write(store.run_dir(run_id) / TUNE_FILE, json_text(out, indent=1, default=str))
     return out
 
 

@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 from rooftop.keys import ConfigError
+from rooftop.numbers import json_text
 
 BUCKETS = ("all", "package", "numa")
 SELECTIONS = ("byset", "bycore", "random", "roundrobin", "rank")
@@ -223,5 +224,5 @@ def _cmd_nics(args) -> int:
         for pol in args.policy.split(","):
             check_policy(pol, "--policy")
     result = run(engine_path(), args.fabric, args.topology, args.policy, args.binding, args.processes)
-    print(json.dumps(result, indent=2) if args.json else render(result))
+    print(json_text(result, indent=2) if args.json else render(result))
     return 0

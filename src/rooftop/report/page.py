@@ -7,13 +7,13 @@ page, and a tap enlarges a figure."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from markupsafe import Markup
 
 from rooftop import __version__
 from rooftop.model.answer import answer
+from rooftop.numbers import json_text
 from rooftop.report.parts import (
     _big,
     _ci,
@@ -207,5 +207,5 @@ def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=Non
         validation=validation_of(res),
         nodes=nodes_of(res),
         environment=environment_of(res),
-        config_json=json.dumps(run.config, indent=2),
+        config_json=json_text(run.config, indent=2),
     )

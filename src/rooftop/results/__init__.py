@@ -17,6 +17,7 @@ from rooftop.model import outliers
 from rooftop.model.answer import Answer, answer
 from rooftop.model.classes import class_ceilings
 from rooftop.results.sections import Section
+from rooftop.store.damage import DAMAGED, is_damaged
 from rooftop.store.db import Store
 from rooftop.store.records import Run, stands_for
 from rooftop.units import fmt_rate
@@ -346,13 +347,15 @@ def invalid_lines(samples: list[dict], metric: str | None = None) -> list[str]:
     apart = [s for s in bad if s["error"].startswith("clients measured together")]
     above = [s for s in bad if s["error"].startswith("measurement error")]
     shared = [s for s in bad if s["error"].startswith(OVER_GATE)]
-    other = len(bad) - len(apart) - len(above) - len(shared)
+    damaged = [s for s in bad if is_damaged(s)]
+    other = len(bad) - len(apart) - len(above) - len(shared) - len(damaged)
     why = ", ".join(
         f"{n} {w}"
         for n, w in (
             (len(apart), "with clients that did not measure together"),
             (len(above), "above a known link rate"),
             (len(shared), "with other processes on their cores (engine.foreign_cpu_gate)"),
+            (len(damaged), f"{DAMAGED} (a rate that is not one)"),
             (other, "otherwise unusable"),
         )
         if n

@@ -9,12 +9,21 @@ outliers, learned models) ever takes a service point by mistake; and the
 spec of each service in service_specs. Both tables are created on first
 use (CREATE TABLE IF NOT EXISTS): a database without them has no service
 points, and readers that find none say so.
+
+load is the one reader of points: a row damaged in the database (an
+aggregate that is not a rate, counts that are not counts) is named once
+and left out (rooftop.store.damage), never a traceback. add_all stores
+many points (an import) in one transaction, all or none.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+
+from rooftop.store import damage
 
 #: Where a point came from.
 SOURCES = ("measured", "imported")
@@ -38,6 +47,15 @@ POINTS_DDL = """CREATE TABLE IF NOT EXISTS service_points (
     detail        TEXT NOT NULL DEFAULT '{}',  -- JSON: nodes, per-client rates, files kept, import line
     created       TEXT NOT NULL,
     PRIMARY KEY (run_id, service, key)
+)"""
+
+#: An add_all's points before they are written: the columns of
+#: service_points, a key once per service.
+STAGED_DDL = """CREATE TEMP TABLE staged_points (
+    run_id TEXT, service TEXT, key TEXT, metric TEXT, unit TEXT, server_procs INTEGER, client_procs INTEGER,
+    x REAL, sample INTEGER, status TEXT, aggregate REAL, per_client REAL, measured_s REAL, error TEXT,
+    source TEXT, detail TEXT, created TEXT,
+    PRIMARY KEY (service, key)
 )"""
 
 SPECS_DDL = """CREATE TABLE IF NOT EXISTS service_specs (
@@ -111,24 +129,86 @@ def specs(store, run_id: str) -> dict[str, dict]:
     return {name: json.loads(spec) for name, spec in rows}
 
 
+#: The columns a point is written to, in _row's order.
+_WRITTEN = (
+    "run_id", "service", "key", "metric", "unit", "server_procs", "client_procs", "x", "sample", "status",
+    "aggregate", "per_client", "measured_s", "error", "source", "detail", "created",
+)  # fmt: skip
+
+
+def _row(run_id: str, point: ServicePoint, created: str) -> tuple:
+    if point.source not in SOURCES:
+        raise ValueError(f"point source {point.source!r} is not one of {', '.join(SOURCES)}")
+    return (
+        run_id, point.service, point.the_key(), point.metric, point.unit, point.server_procs,
+        point.client_procs, point.x, point.sample, point.status, point.aggregate, point.per_client,
+        point.measured_s, point.error, point.source, json.dumps(point.detail, sort_keys=True), created,
+    )  # fmt: skip
+
+
 def add(store, run_id: str, point: ServicePoint) -> None:
     """Stores one point at once (committed: a Ctrl-C after it loses nothing)."""
     from rooftop.store.records import now_iso
 
-    if point.source not in SOURCES:
-        raise ValueError(f"point source {point.source!r} is not one of {', '.join(SOURCES)}")
     _ensure(store.db)
     store.db.execute(
-        "INSERT OR REPLACE INTO service_points (run_id, service, key, metric, unit, server_procs, client_procs, "
-        "x, sample, status, aggregate, per_client, measured_s, error, source, detail, created) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            run_id, point.service, point.the_key(), point.metric, point.unit, point.server_procs,
-            point.client_procs, point.x, point.sample, point.status, point.aggregate, point.per_client,
-            point.measured_s, point.error, point.source, json.dumps(point.detail, sort_keys=True), now_iso(),
-        ),
-    )  # fmt: skip
+        f"INSERT OR REPLACE INTO service_points ({', '.join(_WRITTEN)}) VALUES ({', '.join('?' * len(_WRITTEN))})",
+        _row(run_id, point, now_iso()),
+    )
     store.db.commit()
+
+
+class DuplicatePoint(ValueError):
+    """Two points of one add_all with the same service and key: the later
+    point, and the earlier one's detail (an import's file and line)."""
+
+    def __init__(self, point: ServicePoint, earlier: dict):
+        super().__init__(f"{point.service} point {point.the_key()} given twice")
+        self.point, self.earlier = point, earlier
+
+
+def add_all(store, run_id: str, pts: Iterable[ServicePoint]) -> int:
+    """Stores points in one transaction, all or none, and returns how many:
+    pts is consumed one at a time (a generator reading a file keeps the
+    memory flat), staged in a temporary table that refuses a key given
+    twice (DuplicatePoint), then written over the run's points of the same
+    keys and committed once. Any error from pts, a duplicate, Ctrl-C or a
+    kill before the commit leaves the run's points as they were."""
+    from rooftop.store.records import StoreError, now_iso
+
+    created = now_iso()
+    db = store.db
+    current: list[ServicePoint] = []
+
+    def rows():
+        for p in pts:
+            current[:] = [p]
+            yield _row(run_id, p, created)
+
+    cols, marks = ", ".join(_WRITTEN), ", ".join("?" * len(_WRITTEN))
+    try:
+        db.execute("BEGIN IMMEDIATE")  # the write lock first: no other writer between the lines
+        _ensure(db)
+        db.execute("DROP TABLE IF EXISTS temp.staged_points")
+        db.execute(STAGED_DDL)
+        try:
+            db.executemany(f"INSERT INTO temp.staged_points ({cols}) VALUES ({marks})", rows())
+        except sqlite3.IntegrityError:
+            p = current[0]
+            got = db.execute(
+                "SELECT detail FROM temp.staged_points WHERE service = ? AND key = ?", (p.service, p.the_key())
+            ).fetchone()
+            raise DuplicatePoint(p, json.loads(got[0]) if got else {}) from None
+        count = db.execute("SELECT COUNT(*) FROM temp.staged_points").fetchone()[0]
+        db.execute(f"INSERT OR REPLACE INTO service_points ({cols}) SELECT {cols} FROM temp.staged_points")
+        db.execute("DROP TABLE temp.staged_points")
+        db.commit()
+        return count
+    except BaseException as e:
+        db.rollback()
+        if isinstance(e, sqlite3.Error):
+            raise StoreError(store.explain(e)) from None
+        raise
 
 
 def done_keys(store, run_id: str, service: str) -> set[str]:
@@ -139,14 +219,19 @@ def done_keys(store, run_id: str, service: str) -> set[str]:
     return {k for (k,) in rows}
 
 
+#: The columns load reads, in ServicePoint's order (detail last).
+_COLUMNS = (
+    "service", "metric", "unit", "server_procs", "client_procs", "sample", "status", "aggregate", "key", "error",
+    "source", "measured_s", "detail",
+)  # fmt: skip
+
+
 def load(store, run_id: str, service: str | None = None) -> list[ServicePoint]:
-    """A run's service points (of one service, or all), in placement order."""
+    """A run's service points (of one service, or all), in placement order;
+    damaged rows as _checked reads them."""
     if not _exists(store.db):
         return []
-    sql = (
-        "SELECT service, metric, unit, server_procs, client_procs, sample, status, aggregate, key, error, "
-        "source, measured_s, detail FROM service_points WHERE run_id = ?"
-    )
+    sql = f"SELECT {', '.join(_COLUMNS)} FROM service_points WHERE run_id = ?"
     args: tuple = (run_id,)
     if service is not None:
         sql += " AND service = ?"
@@ -154,8 +239,30 @@ def load(store, run_id: str, service: str | None = None) -> list[ServicePoint]:
     sql += " ORDER BY service, x, server_procs, client_procs, sample"
     out = []
     for r in store.db.execute(sql, args):
-        out.append(ServicePoint(*r[:12], detail=json.loads(r[12])))
+        p = _checked(run_id, dict(r))
+        if p is not None:
+            out.append(p)
     return out
+
+
+def _checked(run_id: str, r: dict) -> ServicePoint | None:
+    """A stored row as a point; a damaged one (rooftop.store.damage) is
+    noted by name: one whose rate is not a rate reads invalid, its
+    aggregate null; one whose detail is not JSON reads {}; one whose
+    process counts are not counts (the point has no x) is left out."""
+    where = f"run {run_id} service {r['service']} point {r['key']}"
+    counts = [c for c in ("server_procs", "client_procs") if isinstance(r[c], bool) or not isinstance(r[c], int)]
+    counts += [c for c in ("server_procs", "client_procs") if c not in counts and r[c] < 1]
+    if counts:
+        damage.note(f"{where}: " + ", ".join(f"{c} = {r[c]!r} (not a process count)" for c in counts))
+        return None
+    try:
+        detail = json.loads(r["detail"])
+    except (TypeError, ValueError):
+        damage.note(f"{where}: detail = {str(r['detail'])[:40]!r} (not JSON)")
+        detail = {}
+    damage.mark(r, ("aggregate",), where)
+    return ServicePoint(*(r[c] for c in _COLUMNS[:12]), detail=detail)
 
 
 def as_dict(point: ServicePoint) -> dict:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from rooftop.engine import enginedoc
-from rooftop.store import paths
+from rooftop.store import damage, paths
 from rooftop.store.connection import StoreBase, guarded
 from rooftop.store.records import flatten, key_stages, now_iso, row_ranks
 from rooftop.store.schema import LATENCY_QUANTILES, QUANTITIES, SAMPLE_COLUMNS, SAMPLE_DEFAULTS
@@ -63,6 +63,9 @@ class SampleTables(StoreBase):
 
     @guarded
     def samples(self, run_id: str, stage: str | None = None, metric: str | None = None) -> list[dict]:
+        """A run's sample rows (of a stage, a metric), as everything derived
+        reads them: a row whose rates are damaged in the database reads
+        invalid, its rates null and its error saying why (rooftop.store.damage)."""
         q = "SELECT * FROM samples WHERE run_id = ?"
         args: list = [run_id]
         if stage:
@@ -77,6 +80,7 @@ class SampleTables(StoreBase):
             d["server_nodes"] = json.loads(d["server_nodes"])
             d["client_nodes"] = json.loads(d["client_nodes"])
             d["raw_dir"] = paths.resolved(self.dir, d["raw_dir"])  # stored relative to the results folder
+            damage.mark(d, damage.SAMPLE_RATES, f"run {d['run_id']} sample {d['id']} ({d['key']})")
             out.append(d)
         return out
 
