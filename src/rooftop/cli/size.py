@@ -96,7 +96,8 @@ def add_size(sub) -> None:
         help="how many server processes for C client processes (from a run or a parameters file)",
         description="From the roofline of a run or a parameters file (A(S) = min(C x client ceiling, "
         "S x server ceiling) for S server and C client processes) and, with --service, the "
-        "service's measured efficiency at the nearest measured ratios: with --target RATE the "
+        "service's measured efficiency at the nearest ratios its answer quotes one (the line the "
+        "report's How many servers shows for it): with --target RATE the "
         "smallest S whose aggregate reaches it; without, the knee (the smallest S from which "
         "the clients bind) and the aggregate for a few S around it. Each end of the answer "
         "uses the ends of the ceilings' 95 % intervals (a published range is its own): "

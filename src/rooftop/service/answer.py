@@ -33,6 +33,7 @@ What is quoted, by the platform's verdict:
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,7 +211,11 @@ class ServiceAnswer:
         overall = self.median()
         assert overall is not None
         x0 = self.x0
-        at = f"at x = {x0:.3g} ({len(self.quoted)} placement(s))" if x0 is not None else f"over its {len(self.quoted)} placement(s)"
+        at = (
+            f"at x = {x0:.3g} ({len(self.quoted)} placement(s))"
+            if x0 is not None
+            else f"over its {len(self.quoted)} placement(s)"
+        )
         return f"{s} reaches {quote(overall, m)} {at}; {self.not_quoted}"
 
     def legend(self) -> str:
@@ -304,15 +309,19 @@ class ServiceAnswer:
 
 
 def service_answer(
-    ev: ServiceEfficiency, platform: Answer, spec: dict | None = None, pts: list[ServicePoint] = ()
+    ev: ServiceEfficiency, platform: Answer, spec: dict | None = None, pts: Sequence[ServicePoint] = ()
 ) -> ServiceAnswer:
     """A service's answer from its efficiency, the platform's answer of its
     metric, its spec (None: imported) and its points (where they came from)."""
     mine = [p for p in pts if p.service == ev.service and p.metric == ev.metric]
     sources = sorted({p.source for p in mine}) or ["measured"]
-    files = sorted({Path(str(p.detail.get("file"))).name for p in mine if p.source == "imported" and p.detail.get("file")})
+    files = sorted(
+        {Path(str(p.detail.get("file"))).name for p in mine if p.source == "imported" and p.detail.get("file")}
+    )
     desc = "; ".join(
-        x for x in (str((spec or {}).get("description") or ""), "imported from " + ", ".join(files) if files else "") if x
+        x
+        for x in (str((spec or {}).get("description") or ""), "imported from " + ", ".join(files) if files else "")
+        if x
     )
     return ServiceAnswer(ev, platform, own_unit(ev.unit, spec), " and ".join(sources), desc, spec)
 

@@ -141,9 +141,7 @@ class Sizer:
         return d
 
 
-def size(
-    r: model.Roofline, clients: int, target: float | None = None, service: ServiceAnswer | None = None
-) -> Sizing:
+def size(r: model.Roofline, clients: int, target: float | None = None, service: ServiceAnswer | None = None) -> Sizing:
     """The answer for C clients (module docstring); with a service, its
     answer's quoted efficiencies scale each rate, and a service whose
     answer quotes none cannot be sized (its answer says why)."""
