@@ -6,6 +6,8 @@ uniform_run: the contract run (every rate exact: server ceiling 100, client
 ceiling 50, in each metric's base unit x 1000).
 scaled_run: the contract run with its ceilings scaled and a creation
 time of choice (a history of runs over weeks).
+one_measurement_run: the README main job's kind (2 logical nodes, the
+client and server ceilings one measurement).
 realistic_run: rates with noise, a node-full client ceiling for bandwidth,
 an optional slow node and slow pair, and latency histograms with a far
 tail, as a campaign on N nodes would store them.
@@ -113,6 +115,22 @@ def scaled_run(
         st.db.execute("UPDATE runs SET created = ? WHERE id = ?", (created, run_id))
         st.db.commit()
     return st, run_id
+
+
+def one_measurement_run(tmp_path: Path) -> tuple[Store, str]:
+    """The README main job's kind of run: rpc and bw on 2 logical nodes of
+    1 core, collect and validate at 1:1 on nodes 0/1, so the client and
+    server ceilings are one measurement (rpc about 60 K ops/s, bw about 2
+    GB/s per process, rates 5 % apart)."""
+    cfg = config_for(2, 1)
+    cfg["collect"].update(servers_per_node=1, clients_per_node=1, windows=6, sweep_servers=False)
+    cfg["validate"].update(servers_per_node=1, clients_per_node=1, windows=6)
+    rnd = random.Random(2)
+
+    def rate(stage, metric, snodes, cnodes, ns, nc, i):
+        return min(ns, nc) * (60e3 if metric == "rpc" else 2e9) * (1 + rnd.uniform(-0.05, 0.05))
+
+    return _store(tmp_path, resolve_grid(cfg), rate, lambda *a: [[10, 11, 5]])
 
 
 def realistic_run(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import random
 import re
 from pathlib import Path
 
@@ -19,7 +18,6 @@ import pytest
 
 import synthetic
 from rooftop.cli.main import main
-from rooftop.config.resolve import resolve_grid
 
 REASON = "the client and server ceilings are one measurement (the same placement)"
 
@@ -29,15 +27,7 @@ def one_measurement(tmp_path_factory):
     """rpc and bw on 2 logical nodes of 1 core, collect and validate at 1:1
     on nodes 0/1 (as the main job measures them), rates 5 % apart."""
     tmp = tmp_path_factory.mktemp("one")
-    cfg = synthetic.config_for(2, 1)
-    cfg["collect"].update(servers_per_node=1, clients_per_node=1, windows=6, sweep_servers=False)
-    cfg["validate"].update(servers_per_node=1, clients_per_node=1, windows=6)
-    rnd = random.Random(2)
-
-    def rate(stage, metric, snodes, cnodes, ns, nc, i):
-        return min(ns, nc) * (60e3 if metric == "rpc" else 2e9) * (1 + rnd.uniform(-0.05, 0.05))
-
-    _store, run = synthetic._store(tmp, resolve_grid(cfg), rate, lambda *a: [[10, 11, 5]])
+    _store, run = synthetic.one_measurement_run(tmp)
     return tmp / "res", run
 
 

@@ -117,29 +117,38 @@ def json_doc(store: Store, run_id: str) -> dict:
         "samples": sample_rows(store, run.id),
         "interference": interference_report.interference_json(load_summary(store.run_dir(run.id))),
         "service_points": [service_points.as_dict(p) for p in service_points.load(store, run.id)],
-        "answers": answers_json(store, run.id),
+        **answers_json(store, run.id),
     }
 
 
-def answers_json(store: Store, run_id: str) -> list[dict]:
-    """Per metric the run's one answer (rooftop.model.answer: the verdict,
-    the ridge or why none, the recommended ratio, the accuracy) and how many
-    servers for the report's client counts, as `rooftop size RUN --clients C
-    --json` gives them: the same numbers, digit for digit."""
+def answers_json(store: Store, run_id: str) -> dict:
+    """answers: per metric the run's one answer (rooftop.model.answer: the
+    verdict, the ridge or why none, the recommended ratio, the accuracy) and
+    how many servers for the report's client counts, as `rooftop size RUN
+    --clients C --json` gives them: the same numbers, digit for digit;
+    service_answers: per service its answer (rooftop.service.answer, as
+    `model --json` gives it) and how many servers for the report's line, as
+    `rooftop size RUN --clients C --service NAME --json` gives it."""
     from rooftop import results
     from rooftop.service import report as service_report
     from rooftop.service import sizing
 
-    res = results.load(store, run_id)
-    return [
-        {
-            "metric": m,
-            "unit": a.unit,
-            **a.to_dict(),
-            "how_many_servers": [sizing.size(a.roofline, c).to_dict() for c in service_report.REPORT_CLIENTS],
-        }
-        for m, a in sorted(res.answers.items())
-    ]
+    res = results.load(store, run_id, [service_report.SECTION])
+    c = service_report.REPORT_CLIENTS
+    return {
+        "answers": [
+            {
+                "metric": m,
+                "unit": a.unit,
+                **a.to_dict(),
+                "how_many_servers": [sizing.size(a.roofline, n).to_dict() for n in c],
+            }
+            for m, a in sorted(res.answers.items())
+        ],
+        "service_answers": [
+            dict(s.to_dict(), how_many_servers=[service_report.service_sizing(s, c[0]).to_dict()]) for s in res.services
+        ],
+    }
 
 
 def csv_text(store: Store, run_id: str) -> str:

@@ -106,7 +106,7 @@ def test_an_entry_reaches_results_report_and_figures_only_when_handed_in(runs, t
 def test_report_shows_the_studies_sections_of_the_table(runs):
     from rooftop.kinds.sections import SECTIONS
 
-    assert [s.name for s in SECTIONS] == ["sizing", "services", "interference", "learned", "history"]
+    assert [s.name for s in SECTIONS] == ["service_cards", "sizing", "services", "interference", "learned", "history"]
     st, base = runs
     p = subprocess.run(
         [sys.executable, "-m", "rooftop", "report", base, "--results", str(st.dir)],

@@ -47,12 +47,15 @@ def _cmd_model(args) -> int:
         evals = [res.evaluations[m] for m in sorted(res.rooflines)]
     run_res = res if res and not args.params else None  # outlier scores: the run's own model only
     mixes = combined_mixes(args.mix, {e.roofline.metric: e.roofline for e in evals})
-    services = service_report.evaluate(
-        store if args.run else None,
-        args.run,
-        {e.roofline.metric: e.roofline for e in evals},
-        res and res.run.config.get("nodes"),
-    )
+    if res is not None and not args.params:  # the run's own answers (attached once by its section)
+        services = (res.services, res.service_notes)
+    else:  # the run's points against a parameters file's rooflines
+        services = service_report.evaluate(
+            store if args.run else None,
+            args.run,
+            {e.roofline.metric: e.roofline for e in evals},
+            res and res.run.config.get("nodes"),
+        )
     if args.json:
         doc = _model_json(args, evals, samples, run_res)
         doc.update(service_report.model_json(*services))

@@ -33,22 +33,25 @@ def parse_rate(text: str, base: str, metric: str) -> float:
 
 
 def _source(args):
-    """(rooflines, store or None, run id or None, nodes) of SOURCE."""
+    """(rooflines, the run's results or None) of SOURCE: a parameters file,
+    or a run with its services' answers attached (the report's very
+    objects: rooftop.service.report.SECTION)."""
     from rooftop import model, results
+    from rooftop.service import report as service_report
     from rooftop.store.db import Store
     from rooftop.store.records import StoreError
 
     text = args.source
     if text.endswith((".json", ".JSON")) or Path(text).is_file():
-        return model.load_params(text), None, None, None
+        return model.load_params(text), None
     try:
         store = Store(args.results, create=False)
-        res = results.load(store, text)
+        res = results.load(store, text, [service_report.SECTION] if args.service else ())
     except StoreError as e:
         raise StoreError(f"{text}: neither a parameters file nor a run ({e})") from None
     if not res.rooflines:
         raise model.ModelError(f"run {text} has no ceiling samples (rooftop collect)")
-    return res.rooflines, store, res.run.id, res.run.config.get("nodes")
+    return res.rooflines, res
 
 
 def _cmd_size(args) -> int:
@@ -56,16 +59,17 @@ def _cmd_size(args) -> int:
     from rooftop.service import report as service_report
     from rooftop.service import sizing
 
-    rooflines, store, run, nodes = _source(args)
+    rooflines, res = _source(args)
     service = None
     if args.service:
-        if run is None:
+        if res is None:
             raise model.ModelError("--service needs a run (its points are stored there), not a parameters file")
-        services, _ = service_report.evaluate(store, run, rooflines, nodes)
-        service = next((s for s in services if s.service == args.service), None)
+        service = next((s for s in res.services if s.service == args.service), None)
         if service is None:
-            known = ", ".join(s.service for s in services) or "none"
-            raise model.ModelError(f"--service {args.service}: no such service with a roofline in run {run} ({known})")
+            known = ", ".join(s.service for s in res.services) or "none"
+            raise model.ModelError(
+                f"--service {args.service}: no such service with a roofline in run {res.run.id} ({known})"
+            )
         if not service.placements:
             raise model.ModelError(f"--service {args.service}: {service.headline()}")
         if args.metrics and args.metrics != service.metric:
@@ -75,7 +79,10 @@ def _cmd_size(args) -> int:
         raise model.ModelError(f"--metrics {metric}: no roofline for it here ({', '.join(sorted(rooflines))})")
     r = rooflines[metric]
     target = parse_rate(args.target, r.unit, metric) if args.target is not None else None
-    answer = sizing.size(r, args.clients, target, service)
+    if service is not None:  # the report's own line (rooftop.service.report.service_sizing)
+        answer = service_report.service_sizing(service, args.clients, target)
+    else:
+        answer = sizing.size(r, args.clients, target)
     if args.json:
         print(json_text(answer.to_dict(), indent=1))
     else:
@@ -89,7 +96,8 @@ def add_size(sub) -> None:
         help="how many server processes for C client processes (from a run or a parameters file)",
         description="From the roofline of a run or a parameters file (A(S) = min(C x client ceiling, "
         "S x server ceiling) for S server and C client processes) and, with --service, the "
-        "service's measured efficiency at the nearest measured ratios: with --target RATE the "
+        "service's measured efficiency at the nearest ratios its answer quotes one (the line the "
+        "report's How many servers shows for it): with --target RATE the "
         "smallest S whose aggregate reaches it; without, the knee (the smallest S from which "
         "the clients bind) and the aggregate for a few S around it. Each end of the answer "
         "uses the ends of the ceilings' 95 % intervals (a published range is its own): "

@@ -5,8 +5,8 @@ studies, so that results, report and plots never name a study: the
 commands that build a run's results (`report`, `plot`, `model`, `export`)
 pass SECTIONS to rooftop.results.load, and the report and figures take
 each section from the results. The report shows each where its entry says
-(after the verdict, the validation tables or the outlier nodes), in this
-order."""
+(beside the verdict cards, after the verdict, the validation tables or the
+outlier nodes), in this order."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from rooftop.results.sections import Section
 from rooftop.service import report as service_report
 
 SECTIONS: tuple[Section, ...] = (
+    service_report.CARDS,
     service_report.SIZING,
     service_report.SECTION,
     interference_report.SECTION,

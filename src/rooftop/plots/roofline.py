@@ -202,10 +202,10 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services
     auto, log or linear (style.pick_yscale). loaded: (label, Roofline) of
     the same stages measured under other conditions (RunResults.loaded:
     beside background loads, rooftop interfere), each drawn as a second,
-    lower band in a colour of its own. services:
-    rooftop.service.efficiency.ServiceEfficiency of this metric, each
-    service's placements (median per client) in a marker and colour of its
-    own."""
+    lower band in a colour of its own. services: the answers of the
+    services on this metric (rooftop.service.answer.ServiceAnswer: its
+    placements, its legend), each service's placements (median per client)
+    in a marker and colour of its own."""
     r = ev.roofline
     svc = [(p.x, p.measured) for s in services for p in s.placements]
     xs = [c.x for c in ev.checks] + [c.x for c, _ in ev.excluded] + [x for x, _ in svc]
@@ -255,7 +255,15 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services
         )
         measured = measured + [c.measured for c, _ in ev.excluded]
     for i, s in enumerate(services):
-        _service(ax, s, scale, SERVICE_MARKERS[i % len(SERVICE_MARKERS)], SERVICE_COLOURS[i % len(SERVICE_COLOURS)])
+        _service(
+            ax,
+            s.service,
+            [(p.x, p.measured) for p in s.placements],
+            s.legend(),
+            scale,
+            SERVICE_MARKERS[i % len(SERVICE_MARKERS)],
+            SERVICE_COLOURS[i % len(SERVICE_COLOURS)],
+        )
     values = frame_values(r, ax.get_xlim(), scale) + [v / scale for v in measured]
     values += [v for _, lr in loaded for v in frame_values(lr, ax.get_xlim(), scale)]
     style.y_axis(ax, values, top / scale, yscale, f"rate per client process ({unit})")
@@ -266,21 +274,71 @@ def figure(ev: Evaluation, title: str, yscale: str = "auto", loaded=(), services
     return fig
 
 
-def _service(ax, s, scale: float, marker: str, colour: str) -> None:
-    """One service's placements (gid service-NAME), its median efficiency
-    per side in the legend."""
-    eff = ", ".join(
-        f"{side}-bound {m * 100:.0f} %" for side in ("server", "client") if (m := s.median(side)) is not None
-    )
+def _service(ax, name: str, pts, legend: str, scale: float, marker: str, colour: str) -> None:
+    """One service's placements (x, rate per client process in the base
+    unit; gid service-NAME), its answer's legend entry (its efficiency as
+    the answer quotes it)."""
     ax.scatter(
-        [p.x for p in s.placements],
-        [p.measured / scale for p in s.placements],
+        [x for x, _ in pts],
+        [v / scale for _, v in pts],
         s=70,
         marker=marker,
         color=colour,
         edgecolors="white",
         linewidths=0.8,
         zorder=6,
-        gid=f"service-{s.service}",
-        label=f"{s.service} ({len(s.placements)} placements{': ' + eff if eff else ''})",
+        gid=f"service-{name}",
+        label=legend,
     )
+
+
+def service_figure(
+    r: Roofline,
+    title: str,
+    name: str,
+    pts,
+    legend: str,
+    unit: tuple[float, str],
+    ylabel: str,
+    yscale: str = "auto",
+    span: tuple[float, float] | None = None,
+):
+    """A service's own figure: its placements pts ((x, rate per client
+    process in r's base unit, its efficiency as its answer quotes it, or
+    None where it quotes none: drawn hollow)) over the platform's roofline
+    r, the y axis in the service's own unit (unit: (divisor of r's base
+    unit, label); ylabel names the service), under its own title, without
+    the engine's validation samples (the platform's figure shows them).
+    span: the x the run measured (the roofline solid over it)."""
+    lo, hi = x_range(r, [x for x, _, _ in pts])
+    scale, label = unit
+    top = max([r.client.hi, *(v for _, v, _ in pts)])
+    fig, ax = plt.subplots(figsize=(9, 5.6))
+    ticks = style.ratio_axis(ax, lo, hi)
+    draw(ax, r, scale, (scale, label), xlim=(ticks[0], ticks[-1]), measured=span)
+    colour = SERVICE_COLOURS[0]
+    quoted = [(x, v, e) for x, v, e in pts if e is not None]
+    _service(ax, name, [(x, v) for x, v, _ in quoted], legend, scale, SERVICE_MARKERS[0], colour)
+    for x, v, e in quoted:
+        ax.annotate(e, xy=(x, v / scale), xytext=(7, 5), textcoords="offset points", fontsize=8.5, color=colour)
+    rest = [(x, v) for x, v, e in pts if e is None]
+    if rest:
+        ax.scatter(
+            [x for x, _ in rest],
+            [v / scale for _, v in rest],
+            s=70,
+            marker=SERVICE_MARKERS[0],
+            facecolors="none",
+            edgecolors=colour,
+            linewidths=1.2,
+            zorder=6,
+            gid=f"service-{name}-not-quoted",
+            label=f"{name}, no efficiency quoted here ({len(rest)})",
+        )
+    values = frame_values(r, ax.get_xlim(), scale) + [v / scale for _, v, _ in pts]
+    style.y_axis(ax, values, top / scale, yscale, ylabel)
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    fig.tight_layout()
+    return fig

@@ -44,7 +44,7 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
     """Writes roofline-<metric>, sweep-<metric>, pairs-<metric> and
     latency-<metric> (when the run has their data and they carry
     information: left_out), then the figures of the report sections in
-    res.sections; returns name -> files. yscale: the rooflines' y axis
+    res.sections (a service's own: rooftop.service.report); returns name -> files. yscale: the rooflines' y axis
     (auto, log, linear)."""
     out: dict[str, list[Path]] = {}
     skip = left_out(res)
@@ -60,11 +60,6 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
                 f"roofline-{metric}",
                 formats,
             )
-            for s in services:  # one figure per service, for its report section
-                name = f"service-{s.service}"
-                out[name] = save(
-                    roofline.figure(ev, f"{s.service}, {title}", yscale, (), [s], span=span), out_dir, name, formats
-                )
         if f"sweep-{metric}" not in skip:
             out[f"sweep-{metric}"] = save(
                 sweep.figure(res.samples, metric, title, res.run.config.get("nodes")),

@@ -33,6 +33,7 @@ from rooftop.report.parts import (
 )
 from rooftop.report.render import figure, render
 from rooftop.results import RunResults
+from rooftop.results.sections import WHERE
 from rooftop.units import fmt_rate
 
 NO_WARNING = "none: ceilings are tight, no sample above the roofline, low overhead"
@@ -208,7 +209,7 @@ def html_page(res: RunResults, figures: dict[str, list[Path]], mixes=(), nic=Non
         run={"id": run.id, "host": res.host, "provider": res.provider, "created": run.created, "status": run.status},
         cards=[card(h, common is not None) for h in heads],
         common_todo={"metrics": common[0], "text": common[1]} if common else None,
-        sections={w: sections_at(res, w, figures) for w in ("verdict", "validation", "nodes")},
+        sections={w: sections_at(res, w, figures) for w in WHERE},
         todo=todo(res),
         mixes=mix_parts,
         nic=nic_part,

@@ -73,6 +73,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             *[f"- **warning:** {md_text(d)}" for d in h["drift"]],
             "",
         ]
+    lines += markdown_of(res, "cards", figures, base)  # a card per service (rooftop.results.sections)
     if common:
         lines += [f"**To do ({md_text(common[0])}):** {md_text(common[1])}", ""]
     lines += markdown_of(res, "verdict", figures, base)  # rooftop.results.sections

@@ -46,10 +46,11 @@ def _no_context(res, data, figures) -> None:
     return None
 
 
-#: Where the report shows a section: after the verdict cards (before What
-#: to do), after the validation tables, or after the outlier nodes (before
-#: the run's environment).
-WHERE = ("verdict", "validation", "nodes")
+#: Where the report shows a section: among the verdict cards (a card of
+#: its own after the metrics': a service's), after the verdict cards
+#: (before What to do), after the validation tables, or after the outlier
+#: nodes (before the run's environment).
+WHERE = ("cards", "verdict", "validation", "nodes")
 
 
 @dataclass(frozen=True)

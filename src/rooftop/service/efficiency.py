@@ -2,11 +2,9 @@
 client processes), the median of its usable samples, the roofline's rate
 r(x) there, efficiency = measured / r(x), and which ceiling binds at x --
 the model's own notion (Roofline.binding: servers where x * server ceiling
-is below the client ceiling, clients beyond the ridge). The headline is
-the median efficiency on each side:
-
-    redis-get reaches 38 % of the RPC roofline where servers bind and 61 %
-    where clients bind
+is below the client ceiling, clients beyond the ridge). What of it is
+quoted, and how, is the service's answer's (rooftop.service.answer: only
+what the platform's verdict stands behind).
 
 Samples the model's one rule leaves out (rooftop.model.exclusion: not ok,
 measured with --allow-concurrent, nodes sharing cores) are listed with the
@@ -21,7 +19,6 @@ from dataclasses import dataclass, field
 
 from rooftop import model
 from rooftop.service.points import ServicePoint
-from rooftop.units import fmt_rate
 
 
 @dataclass
@@ -74,71 +71,24 @@ class ServiceEfficiency:
     #: Points left out (the model's exclusion rule): (point, why).
     left_out: list[tuple[ServicePoint, str]] = field(default_factory=list)
 
-    def median(self, side: str | None = None) -> float | None:
-        """Median efficiency over the placements where `side` binds (None: all)."""
-        effs = [p.efficiency for p in self.placements if side in (None, p.binding)]
-        return statistics.median(effs) if effs else None
-
-    def headline(self) -> str:
-        """'redis-get reaches 38 % of the RPC roofline where servers bind and
-        61 % where clients bind' (a side without a point says so)."""
-        roof = f"of the {self.metric.upper()} roofline"
-        if not self.placements:
-            why = f" ({len(self.left_out)} left out: {self.left_out[0][1]})" if self.left_out else ""
-            return f"{self.service} has no usable point on the {self.metric.upper()} roofline{why}"
-        s, c = self.median("server"), self.median("client")
-        if s is not None and c is not None:
-            return f"{self.service} reaches {pct(s)} {roof} where servers bind and {pct(c)} where clients bind"
-        side, m, other = ("server", s, "client") if s is not None else ("client", c, "server")
-        return f"{self.service} reaches {pct(m)} {roof} where {side}s bind (no point where {other}s bind)"
-
-    def rows(self) -> list[list[str]]:
-        """The table as text: x, server x client processes, samples, measured
-        per client, aggregate, roofline r(x), efficiency, binding."""
-        f = lambda v: fmt_rate(v, self.unit)  # noqa: E731
-        return [
-            [
-                f"{p.x:.3g}",
-                f"{p.server_procs} x {p.client_procs}",
-                str(p.samples),
-                f(p.measured),
-                f(p.aggregate),
-                f(p.predicted),
-                pct(p.efficiency),
-                p.binding,
-            ]
-            for p in self.placements
-        ]
-
-    HEAD = ("x", "servers x clients", "samples", "measured", "aggregate", "roofline r(x)", "efficiency", "binds")
-
     def left_out_lines(self) -> list[str]:
         return [
             f"{p.service} {p.server_procs} x {p.client_procs} sample {p.sample} ({p.source}) left out: {why}"
             for p, why in self.left_out
         ]
 
-    def to_dict(self) -> dict:
-        return {
-            "service": self.service,
-            "metric": self.metric,
-            "unit": self.unit,
-            "roofline_source": self.roofline.source,
-            "headline": self.headline(),
-            "efficiency": {"server_bound": self.median("server"), "client_bound": self.median("client")},
-            "placements": [p.to_dict() for p in self.placements],
-            "left_out": [
-                {
-                    "key": p.the_key(),
-                    "server_procs": p.server_procs,
-                    "client_procs": p.client_procs,
-                    "sample": p.sample,
-                    "status": p.status,
-                    "why": why,
-                }
-                for p, why in self.left_out
-            ],
-        }
+    def left_out_dicts(self) -> list[dict]:
+        return [
+            {
+                "key": p.the_key(),
+                "server_procs": p.server_procs,
+                "client_procs": p.client_procs,
+                "sample": p.sample,
+                "status": p.status,
+                "why": why,
+            }
+            for p, why in self.left_out
+        ]
 
 
 def pct(v: float) -> str:
@@ -215,11 +165,12 @@ def of_points(rooflines: dict[str, model.Roofline], pts: list[ServicePoint], nod
     return out, missing
 
 
-def nearest_efficiency(ev: ServiceEfficiency, x: float) -> float | None:
-    """The service's efficiency at ratio x: interpolated (in log x) between
-    the two measured placements nearest either side, the end one's beyond
-    the measured range; None without placements."""
-    pts = sorted((p.x, p.efficiency) for p in ev.placements)
+def nearest_efficiency(placements: list[Placement], x: float) -> float | None:
+    """A service's efficiency at ratio x from its placements (those whose
+    efficiency its answer quotes: ServiceAnswer.quoted): interpolated (in
+    log x) between the two nearest either side, the end one's beyond them;
+    None without placements."""
+    pts = sorted((p.x, p.efficiency) for p in placements)
     if not pts:
         return None
     # Several placements at one x: their median.

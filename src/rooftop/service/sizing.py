@@ -25,7 +25,8 @@ import math
 from dataclasses import dataclass, field
 
 from rooftop import model
-from rooftop.service.efficiency import ServiceEfficiency, nearest_efficiency, pct
+from rooftop.service.answer import ServiceAnswer, quote
+from rooftop.service.efficiency import nearest_efficiency, pct
 from rooftop.units import fmt_range, fmt_rate
 
 #: Each end of an answer: fewest servers (the ceilings' upper ends), the
@@ -79,9 +80,10 @@ class Sizing:
 
 
 class Sizer:
-    """A(S) for C clients on a roofline, optionally scaled by a service's efficiency."""
+    """A(S) for C clients on a roofline, optionally scaled by a service's
+    efficiency where its answer quotes one (ServiceAnswer.quoted)."""
 
-    def __init__(self, r: model.Roofline, clients: int, service: ServiceEfficiency | None = None):
+    def __init__(self, r: model.Roofline, clients: int, service: ServiceAnswer | None = None):
         if clients < 1:
             raise model.ModelError(f"--clients: {clients} is less than 1")
         self.r, self.c, self.service = r, clients, service
@@ -90,7 +92,7 @@ class Sizer:
     def eff(self, s: int) -> float:
         if self.service is None:
             return 1.0
-        e = nearest_efficiency(self.service, s / self.c)
+        e = nearest_efficiency(self.service.quoted, s / self.c)
         return 1.0 if e is None else e
 
     def aggregate(self, s: int, end: str = "centre") -> float:
@@ -110,7 +112,7 @@ class Sizer:
             return max(1, math.ceil(target / srv - 1e-9))
         # With efficiency the rate need not grow with S: search up to the
         # last measured ratio or the ridge (beyond both nothing changes).
-        last = max([p.x for p in self.service.placements] + [cli / srv, target / srv / self.c])
+        last = max([p.x for p in self.service.quoted] + [cli / srv, target / srv / self.c])
         for s in range(1, min(MAX_SERVERS, math.ceil(last * self.c) + 2) + 1):
             if self.aggregate(s, end) >= target * (1 - 1e-12):
                 return s
@@ -139,20 +141,26 @@ class Sizer:
         return d
 
 
-def size(
-    r: model.Roofline, clients: int, target: float | None = None, service: ServiceEfficiency | None = None
-) -> Sizing:
-    """The answer for C clients (module docstring)."""
+def size(r: model.Roofline, clients: int, target: float | None = None, service: ServiceAnswer | None = None) -> Sizing:
+    """The answer for C clients (module docstring); with a service, its
+    answer's quoted efficiencies scale each rate, and a service whose
+    answer quotes none cannot be sized (its answer says why)."""
     z = Sizer(r, clients, service)
     f = lambda v: fmt_rate(v, r.unit)  # noqa: E731
     out = Sizing(r.metric, r.unit, r.source, clients, target, "", "", service=service.service if service else None)
+    if service is not None and not service.quoted:
+        out.kind = "cannot_tell"
+        out.text = f"cannot tell how many servers {clients} {service.service} client processes need: " + (
+            service.not_quoted or service.headline()
+        )
+        return out
     if service is not None:
         out.notes.append(
             f"{service.service}'s measured efficiency scales each rate (at the nearest measured ratios: "
-            + ", ".join(f"x = {p.x:.3g}: {pct(p.efficiency)}" for p in service.placements[:6])
+            + ", ".join(f"x = {p.x:.3g}: {pct(p.efficiency)}" for p in service.quoted[:6])
             + ")"
         )
-    a = model_answer(r)
+    a = service.platform if service is not None else model_answer(r)
     who = f"{clients} {service.service} client processes" if service else _procs(clients, "client")
     if target is not None:
         if not target > 0:
@@ -236,7 +244,9 @@ def _unlocated(out: Sizing, a, z: Sizer, who: str) -> None:
         return
     out.kind = "indistinguishable"
     if r.one_measurement:
-        rate, out.rows = z.client["lo"], []  # a table of S would be the model the run cannot locate
+        # Each server's rate at the one placement measured, times the
+        # service's efficiency there (its answer quotes no other).
+        rate, out.rows = z.client["lo"] * z.eff(z.c), []  # a table of S would be the model the run cannot locate
         if out.target is not None and many is None:
             out.servers = {}
             out.text = (
@@ -280,13 +290,18 @@ def _span(a: int, b: int, mid: int) -> str:
     return str(a) if a == b else f"{a} to {b}"
 
 
+def line_name(s: Sizing) -> str:
+    """What a sizing answers for: 'rpc', or 'redis-get on rpc'."""
+    return f"{s.service} on {s.metric}" if s.service else s.metric
+
+
 def lines(s: Sizing) -> list[str]:
     """The answer and its table as text lines."""
     f = lambda v: fmt_rate(v, s.unit)  # noqa: E731
-    out = [f"{s.metric} ({s.source}): {s.text}"]
+    out = [f"{line_name(s)} ({s.source}): {s.text}"]
     for row in s.rows:
         lo, hi = row["aggregate_range"]
-        eff = f", {pct(row['efficiency'])} of the roofline" if "efficiency" in row else ""
+        eff = f", {quote(row['efficiency'], s.metric)}" if "efficiency" in row else ""
         out.append(
             f"  {row['servers']:>6} servers: {fmt_range(lo, hi, s.unit)} (median {f(row['aggregate'])}), "
             f"{row['binding']}s bind{eff}"
