@@ -24,7 +24,7 @@ from rooftop.campaign.estimate import Estimate, Work, count, estimate, fmt_durat
 from rooftop.campaign.plan import plan_collect, plan_validate
 from rooftop.config.files import load_file, merge, set_key
 from rooftop.config.resolve import resolve
-from rooftop.launchers import Node
+from rooftop.launchers import Node, on_this_machine
 from rooftop.stages import Placement, pairs
 from rooftop.stages.pairs import PairsExpected
 from rooftop.topology import Topology, TopologyError, of_config
@@ -39,10 +39,17 @@ class PlanError(ValueError):
     """What to plan for is not given or not possible (names the option or file)."""
 
 
-def planned_nodes(n: int, cores: int, hosts: list[str] | None = None) -> list[Node]:
+def planned_nodes(n: int, cores: int, hosts: list[str] | None = None, one_machine: bool = True) -> list[Node]:
     """n nodes of `cores` cores each, sharing none (hosts: their names;
-    default node0, node1, ...)."""
-    return [Node(i, hosts[i] if hosts else f"node{i}", tuple(range(i * cores, (i + 1) * cores))) for i in range(n)]
+    default node0, node1, ...): on one machine (one_machine: a launcher that
+    runs its engines here) cores numbered apart, else each node its own
+    machine, numbering its cores from 0 (one tuple for all: 100,000 nodes of
+    64 cores are not 6.4 million numbers)."""
+    own = tuple(range(cores))
+    return [
+        Node(i, hosts[i] if hosts else f"node{i}", tuple(range(i * cores, (i + 1) * cores)) if one_machine else own)
+        for i in range(n)
+    ]
 
 
 def even_groups(n: int, g: int) -> Topology:
@@ -174,7 +181,7 @@ def resolve_planned(
         cores = default_cores(merged["launcher"]["type"], n)
     if cores < 1:
         raise PlanError(f"--cores-per-node {cores}: a node needs at least 1 core")
-    cfg = resolve(merged, planned_nodes(n, cores, hosts))
+    cfg = resolve(merged, planned_nodes(n, cores, hosts, on_this_machine(merged["launcher"]["type"])))
     topo = None
     if hosts and where and topology:
         topo = topology_file.of_hosts(where, hosts, topology)

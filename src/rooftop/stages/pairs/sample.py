@@ -162,13 +162,6 @@ class Without:
     def __iter__(self) -> Iterator[int]:
         return (self[i] for i in range(self.size))
 
-    def pick(self, rng: random.Random) -> int:
-        """rng.choice(self), without its calls through len and [i] (the
-        same draw: choice takes the item at rng.randrange(len))."""
-        i = rng.randrange(self.size)
-        kb = self.kept_before
-        return self.items[i + (i >= kb[0] if len(kb) == 1 else bisect.bisect_right(kb, i))]
-
 
 class Remaining:
     """The items of a sorted list not removed yet, by rank: remove(x),
@@ -197,19 +190,22 @@ class Remaining:
             return
         self.left[i] = False
         self.count -= 1
+        tree, size = self.tree, self.size
         i += 1
-        while i <= self.size:
-            self.tree[i] -= 1
+        while i <= size:
+            tree[i] -= 1
             i += i & -i
 
     def __getitem__(self, i: int) -> int:
         if not 0 <= i < self.count:
             raise IndexError(i)
-        pos, rank, step = 0, i + 1, 1 << self.size.bit_length()
+        tree, size = self.tree, self.size
+        pos, rank, step = 0, i + 1, 1 << size.bit_length()
         while step:
-            if pos + step <= self.size and self.tree[pos + step] < rank:
-                pos += step
-                rank -= self.tree[pos]
+            nxt = pos + step
+            if nxt <= size and tree[nxt] < rank:
+                pos = nxt
+                rank -= tree[nxt]
             step >>= 1
         return self.items[pos]
 
@@ -273,6 +269,29 @@ class Drawer:
             return [x for x in range(self.n) if x != a]
         return [x for x in range(self.n) if t.group[x] != t.group[a]]
 
+    def _tries(self, a: int, c: str, small) -> Iterator[int]:
+        """Up to TRIES random partners of a in class c, drawn as one by one
+        from `small` (a's candidates) when given, else from every node,
+        keeping those in class c."""
+        rng = self.rng
+        if isinstance(small, Without):
+            items, kept, size, below = small.items, small.kept_before, small.size, rng.randrange
+            one = kept[0] if len(kept) == 1 else -1
+            for _ in range(TRIES):  # rng.choice(small): the item at rng.randrange(len), found here
+                i = below(size)
+                yield items[i + (i >= one if one >= 0 else bisect.bisect_right(kept, i))]
+        elif small:
+            for _ in range(TRIES):
+                yield rng.choice(small)
+        else:
+            topo, below, n = self.topo, rng.randrange, self.n
+            sw, gr, swa, gra = topo.switch, topo.group, topo.switch[a], topo.group[a]
+            across = c == "global" and topo.source != "none"  # klass(a, b) == "global", inline: the most tried
+            for _ in range(TRIES):
+                b = below(n)
+                if (sw[b] != swa and gr[b] != gra) if across else topo.klass(a, b) == c:
+                    yield b
+
     def partner(self, a: int, c: str, need: dict[int, int] | None = None) -> int | None:
         """A partner of a in class c (with need: the one with the most
         pairs still needed among a few random ones); None: none left."""
@@ -280,20 +299,12 @@ class Drawer:
             return None
         seen = []
         small = self._candidates(a, c) if c in ("switch", "group") or self.n <= 4 * TRIES else None
-        rng, chosen, usable, topo = self.rng, self.chosen, self.given, self.topo
-        across = c == "global" and topo.source != "none"  # (klass(a, b) == "global", inline: the most tried)
-        sw, gr = topo.switch, topo.group
-        for _ in range(TRIES):
-            if small:
-                b = small.pick(rng) if isinstance(small, Without) else rng.choice(small)
-            else:
-                b = rng.randrange(self.n)
-                if not (sw[b] != sw[a] and gr[b] != gr[a] if across else topo.klass(a, b) == c):
-                    continue
+        chosen, usable, want = self.chosen, self.given, 1 if need is None else 8
+        for b in self._tries(a, c, small):
             p = (a, b) if a < b else (b, a)
             if a != b and p not in chosen and (usable is None or usable(*p)):
                 seen.append(b)
-                if need is None or len(seen) >= 8:
+                if len(seen) >= want:
                     break
         if not seen:
             left = (b for b in (small or self._candidates(a, c)) if self._ok(a, b))
@@ -304,6 +315,8 @@ class Drawer:
             return None
         if not need:
             return seen[0]
+        if len(need) == self.n:  # every node's need: its own get, no default
+            return max(seen, key=need.__getitem__)
         get = need.get
         return max(seen, key=lambda b: get(b, 0))
 
