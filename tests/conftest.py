@@ -1,4 +1,6 @@
-"""Shared fixtures: the engine output schema, pinned cores, reserved huge pages."""
+"""Shared fixtures: the engine output schema, pinned cores, reserved huge
+pages; and on every test, no_leaked_processes (tests/leaks.py): a test that
+leaves a process running fails, naming it, and the process is killed."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import hugepages
+from leaks import no_leaked_processes  # noqa: F401  (autouse: every test)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "engine" / "schema" / "engine-output.schema.json"

@@ -151,6 +151,45 @@ def test_rounds_share_no_node_no_switch_link_and_no_core():
                 assert len(used) == len(set(used)), r
 
 
+def test_each_pair_goes_to_the_first_round_it_fits_as_a_scan_of_every_round_puts_it():
+    """pairs.first_fit (issue 42: the scan of every round for every pair made
+    `plan` quadratic) gives the rounds the scan gives, with links and
+    cores shared between nodes (a core of one node alone adds nothing)."""
+    from rooftop.stages.pairs.base import first_fit
+
+    def scan(pairs_, uses):
+        out: list = []
+        for a, b in pairs_:
+            mine = set(uses(a, b))
+            for rnd, taken in out:
+                if not mine & taken:
+                    rnd.append((a, b))
+                    taken |= mine
+                    break
+            else:
+                out.append(([(a, b)], mine))
+        return [sorted(r) for r, _ in out]
+
+    rng = random.Random(42)
+    topo = Topology("file", [f"s{rng.randrange(5)}" for _ in range(40)], [f"g{rng.randrange(3)}" for _ in range(40)])
+    drawn = sample.first_draw(topo, 4)
+    cores = {i: {i % 7, 100 + i} for i in range(40)}  # core 100 + i: node i's alone
+    links = lambda a, b: (
+        [a, b, ("s", topo.switch[a]), ("s", topo.switch[b])] if topo.klass(a, b) != "switch" else [a, b]
+    )
+    assert first_fit(drawn, links) == scan(drawn, links)
+    with_cores = lambda a, b: [*links(a, b), *(("core", c) for c in cores[a] | cores[b])]
+    assert sample.schedule(drawn, topo, cores) != sample.schedule(drawn, topo)
+    one = scan(
+        drawn,
+        lambda a, b: [
+            *with_cores(a, b),
+            *([("g", topo.group[x]) for x in (a, b)] if topo.klass(a, b) == "global" else []),
+        ],
+    )
+    assert sample.schedule(drawn, topo, cores) == one
+
+
 def _rates(topo, drawn, spread, slow=()):
     rng = random.Random(2)
     base = {"switch": 100.0, "group": 60.0, "global": 33.0, "all": 100.0}

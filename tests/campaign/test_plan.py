@@ -262,3 +262,50 @@ def test_the_default_validation_grid_doubles_past_16_client_nodes():
     assert x["phases"]["validate"]["rounds"] == 4 * 22
     x = json.loads(rooftop("plan", "--nodes", "17", "--metrics", "rpc", "--json").stdout)
     assert x["phases"]["validate"]["rounds"] == 16 + 15 + 14 + 13
+
+
+def _lines_run(fn) -> int:
+    """Lines of rooftop's own code executed by fn() (every loop iteration
+    is one more): the plan's work, counted, not timed."""
+    import sys
+    from pathlib import Path
+
+    import rooftop
+
+    ours = str(Path(rooftop.__file__).parent)
+    count = 0
+
+    def local(frame, event, arg):
+        nonlocal count
+        count += event == "line"
+        return local
+
+    def call(frame, event, arg):
+        return local if frame.f_code.co_filename.startswith(ours) else None
+
+    before = sys.gettrace()
+    sys.settrace(call)
+    try:
+        fn()
+    finally:
+        sys.settrace(before)
+    return count
+
+
+def test_the_plans_work_grows_with_the_nodes_not_their_square():
+    """Issue 42: `plan` took 80 s at 10,000 nodes and grew as N squared (the
+    sample's first batch listed every node for every pair it drew, and each
+    pair looked at every round before its own). Doubling the nodes now
+    about doubles the lines the plan runs; as N squared they were 3.3 times
+    as many (400 -> 800 nodes), and 100,000 nodes plan in seconds."""
+    from rooftop.stages.pairs import sample
+
+    def work(n: int) -> int:
+        cfg, topo = resolve_planned(
+            None, {"launcher.nodes": n, "collect.pairs": "sample", "metrics": ["rpc"]}, groups=8
+        )
+        sample._first_draw_of.cache_clear()
+        return _lines_run(lambda: forecast(cfg, topo))
+
+    small, large = work(400), work(800)
+    assert large < 2.4 * small, (small, large)

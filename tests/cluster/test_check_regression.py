@@ -25,6 +25,12 @@ cluster's state and so in the runs started after it):
   8 and then in CI; a cap's place in the cluster state is checked below.
 - reshape is refused while a campaign holds this machine's cores lock; with
   none running, a CPU cap goes in and comes out (the kernel's quota shows it).
+
+No outcome here rests on a CPU cap or on the order the tests run in: each
+test starts from the cluster as the fixture built it (every link at R, no
+cap), whatever the one before left (issue 42: a cap left on a client node
+by a test that stopped halfway slows the bw clients of the next by however
+much the machine's load makes it).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from campaign_util import samples
 from cluster_util import cluster, needs_root, rooftop, status_json
 
@@ -63,6 +70,13 @@ SERVER_NIC = (
 BW = ("--metrics", "bw", "--warmup", "0.3", "--windows", "2")
 
 
+@pytest.fixture(autouse=True)
+def as_built(cluster3):
+    """The module's cluster as cluster3 built it: every link at 200 Mbit/s
+    and no CPU cap (a no-op, recording nothing, when nothing changed)."""
+    cluster("reshape", "--link-rate", "200mbit", *(f"--node={i}:cpu=none" for i in range(3)))
+
+
 def _collect(res, *args) -> str:
     p = rooftop("collect", "--launcher", "netns", "--duration", "1", *args, "--results", str(res))
     return p.stdout.strip().splitlines()[-1]
@@ -78,6 +92,7 @@ def test_reshape_is_refused_while_a_campaign_holds_the_machine(cluster3):
     from rooftop.locks import Lock, machine_lock_path
 
     lock = Lock(machine_lock_path(), "this machine's cores")
+    reshaped = len(status_json().get("reshaped") or [])
     assert lock.acquire(time.monotonic() + 60)
     try:
         p = cluster("reshape", "--node", "1:cpu=50%", check=False)
@@ -88,20 +103,22 @@ def test_reshape_is_refused_while_a_campaign_holds_the_machine(cluster3):
     p = cluster("reshape", "--node", "3:rate=1gbit", check=False)
     assert p.returncode == 2 and "--node 3:rate=1gbit: node 3 does not exist (nodes are 0..2)" in p.stderr
     st = status_json()
-    assert st["nodes"][1]["cpu_percent"] is None and not st["reshaped"] and not st["problems"]
+    assert st["nodes"][1]["cpu_percent"] is None and len(st.get("reshaped") or []) == reshaped, st
+    assert not st["problems"], st
     # With no campaign running, a CPU cap goes in and comes out: the kernel's quota shows both.
-    cluster("reshape", "--node", "1:cpu=50%")
-    st = status_json()
-    assert st["nodes"][1]["cpu_percent"] == 50 and st["nodes"][1]["live"]["cgroup"]["quota_us"] == 50_000, st
-    assert st["reshaped"][-1]["changes"] == ["node 1: CPU cap none -> 50%"] and not st["problems"], st
-    cluster("reshape", "--node", "1:cpu=none")
+    try:
+        cluster("reshape", "--node", "1:cpu=50%")
+        st = status_json()
+        assert st["nodes"][1]["cpu_percent"] == 50 and st["nodes"][1]["live"]["cgroup"]["quota_us"] == 50_000, st
+        assert st["reshaped"][-1]["changes"] == ["node 1: CPU cap none -> 50%"] and not st["problems"], st
+    finally:
+        cluster("reshape", "--node", "1:cpu=none")
     st = status_json()
     assert st["nodes"][1]["cpu_percent"] is None and st["nodes"][1]["live"]["cgroup"]["quota_us"] is None, st
 
 
 def test_a_halved_link_fails_the_check_and_noise_does_not(cluster3, tmp_path):
     res = tmp_path / "res"
-    cluster("reshape", "--link-rate", "200mbit")  # the fixture's: nothing to do
     first, second = _collect(res, *BW), _collect(res, *BW)
     rc, doc = _check(second, first, res)
     assert rc == 0, doc
@@ -129,7 +146,7 @@ def test_a_halved_link_fails_the_check_and_noise_does_not(cluster3, tmp_path):
 
 def test_the_server_nodes_link_halved_names_the_server_ceiling_not_the_client(cluster3, tmp_path):
     res = tmp_path / "res"
-    cluster("reshape", "--link-rate", "100mbit", "--node", "0:rate=200mbit,cpu=none")
+    cluster("reshape", "--link-rate", "100mbit", "--node", "0:rate=200mbit")
     before = _collect(res, *SERVER_NIC)
     _one_answer_everywhere(res, before)
     cluster("reshape", "--node", "0:rate=100mbit")

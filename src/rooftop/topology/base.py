@@ -111,8 +111,11 @@ class Topology:
         if not 1 <= groups <= max(1, n) or switches_per_group < 1:
             raise TopologyError(f"{groups} group(s) of {switches_per_group} switch(es) do not fit {n} nodes")
         group = [i * groups // n for i in range(n)]
-        first = {g: group.index(g) for g in set(group)}
-        size = {g: group.count(g) for g in set(group)}
+        first: dict[int, int] = {}
+        size: dict[int, int] = {}
+        for i, g in enumerate(group):  # (one pass: not one per group)
+            first.setdefault(g, i)
+            size[g] = size.get(g, 0) + 1
         switch = [f"g{g}s{(i - first[g]) * switches_per_group // size[g]}" for i, g in enumerate(group)]
         return cls("groups", switch, [f"g{g}" for g in group], f"{groups} even groups")
 

@@ -5,7 +5,7 @@ before anything runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from rooftop.keys import Key
@@ -112,6 +112,55 @@ def shares_cores(cfg: dict) -> bool:
     it waits; what their cores' busy share was while they ran decides
     whether they time-sliced them (the exclusion rule, rooftop.model.exclude)."""
     return bool((cfg.get("collect") or {}).get("pairs_share_cores"))
+
+
+def first_fit(pairs: Iterable[tuple[int, int]], uses: Callable[[int, int], Iterable[Hashable]]) -> list[PairRound]:
+    """The pairs, in order, each put in the first round none of whose pairs
+    uses anything it uses (uses(a, b): its nodes, links, cores...), else in
+    a new round; each round sorted.
+
+    That round is the lowest index free for every resource of the pair.
+    Each resource keeps its taken rounds as a forest pointing past them
+    (find: its lowest free round from i on, with path compression), and the
+    pair's round is where those agree, so a pair looks at its own
+    resources, not at every round: 100,000 nodes schedule in seconds."""
+    rounds: list[PairRound] = []
+    after: dict[Hashable, dict[int, int]] = {}  # resource -> its taken rounds -> a later round to try
+
+    def free(nxt: dict[int, int], i: int) -> int:
+        """The lowest round from i on that is not in nxt (compressing the path)."""
+        j = i
+        while j in nxt:
+            j = nxt[j]
+        while nxt.get(i, j) != j:
+            nxt[i], i = j, nxt[i]
+        return j
+
+    for a, b in pairs:
+        taken = [after.setdefault(r, {}) for r in set(uses(a, b))]
+        i, moved = 0, True
+        while moved:  # until no resource has i taken
+            moved = False
+            for nxt in taken:
+                if i in nxt:
+                    i, moved = free(nxt, i), True
+        if i == len(rounds):
+            rounds.append([])
+        rounds[i].append((a, b))
+        for nxt in taken:
+            nxt[i] = i + 1
+    return [sorted(r) for r in rounds]
+
+
+def shared_cores(cores: dict[int, set] | None) -> dict[int, set]:
+    """node -> those of its cores another node also has. Only these can keep
+    two pairs apart that their nodes do not already keep apart: a core of
+    one node alone is taken exactly when that node is."""
+    owners: dict = {}
+    for cs in (cores or {}).values():
+        for c in cs:
+            owners[c] = owners.get(c, 0) + 1
+    return {node: {c for c in cs if owners[c] > 1} for node, cs in (cores or {}).items()}
 
 
 def known_cores(cfg: dict) -> dict[int, set] | None:

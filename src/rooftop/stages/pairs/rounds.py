@@ -9,7 +9,16 @@ estimate show those rounds."""
 from __future__ import annotations
 
 from rooftop.stages.base import PairRound, Placement
-from rooftop.stages.pairs.base import PairsExpected, PairStrategy, all_pairs, by_class, known_cores, placements
+from rooftop.stages.pairs.base import (
+    PairsExpected,
+    PairStrategy,
+    all_pairs,
+    by_class,
+    first_fit,
+    known_cores,
+    placements,
+    shared_cores,
+)
 from rooftop.topology.base import Topology
 
 
@@ -37,19 +46,12 @@ def apart_by_cores(rounds: list[PairRound], cores: dict[int, set]) -> list[PairR
     the cores its processes may run on). Without shared cores this is
     `rounds` itself (each round-robin round already covers every node but
     a resting one); pairs sharing cores get rounds of their own."""
-    out: list[tuple[PairRound, set, set]] = []
-    for rnd in rounds:
-        for a, b in rnd:
-            nodes, used = {a, b}, cores.get(a, set()) | cores.get(b, set())
-            for pairs, taken_nodes, taken_cores in out:
-                if not nodes & taken_nodes and not used & taken_cores:
-                    pairs.append((a, b))
-                    taken_nodes |= nodes
-                    taken_cores |= used
-                    break
-            else:
-                out.append(([(a, b)], set(nodes), set(used)))
-    return [sorted(pairs) for pairs, _, _ in out]
+    own = shared_cores(cores)
+    none: set = set()
+    return first_fit(
+        (p for rnd in rounds for p in rnd),
+        lambda a, b: (a, b, *(("core", c) for c in own.get(a, none) | own.get(b, none))),
+    )
 
 
 def pair_rounds(cfg: dict) -> list[PairRound]:

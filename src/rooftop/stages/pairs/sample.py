@@ -29,14 +29,16 @@ campaign draws no pair it already knows the rule would leave out.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import random
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from rooftop.keys import Key
 from rooftop.stages.base import PairRound, Placement
-from rooftop.stages.pairs.base import PairsExpected, PairStrategy, known_cores, placements
+from rooftop.stages.pairs.base import PairsExpected, PairStrategy, first_fit, known_cores, placements, shared_cores
 from rooftop.topology.base import Topology
 
 #: Each class gets at least this many pairs (an interval needs a spread).
@@ -137,6 +139,77 @@ def wanted(values: list[float], width: float, confidence: float) -> int:
 
 
 # --- drawing -------------------------------------------------------------------
+class Without:
+    """A sorted list but the items at some of its positions, as a sequence
+    (len, [i], iteration) without copying it: random.choice draws from it
+    exactly as from the list it stands for, in O(log n), so a node's
+    partners on a switch of 100,000 nodes are not listed on every draw."""
+
+    def __init__(self, items: list[int], skip: list[int]):
+        self.items = items
+        #: For each skipped position (sorted), the kept items before it.
+        self.kept_before = [p - j for j, p in enumerate(skip)]
+        self.size = len(items) - len(skip)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, i: int) -> int:
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        return self.items[i + bisect.bisect_right(self.kept_before, i)]
+
+    def __iter__(self) -> Iterator[int]:
+        return (self[i] for i in range(self.size))
+
+
+class Remaining:
+    """The items of a sorted list not removed yet, by rank: remove(x),
+    len and [i] in O(log n) (a Fenwick tree of who is left), so
+    random.choice draws from it exactly as from a list of those left,
+    without listing them again for every draw."""
+
+    def __init__(self, items: list[int]):
+        self.items, self.size = items, len(items)
+        self.at = {x: i for i, x in enumerate(items)}
+        self.left = [True] * self.size
+        self.tree = [0] * (self.size + 1)
+        for i in range(1, self.size + 1):
+            self.tree[i] += 1
+            j = i + (i & -i)
+            if j <= self.size:
+                self.tree[j] += self.tree[i]
+        self.count = self.size
+
+    def __len__(self) -> int:
+        return self.count
+
+    def remove(self, x: int) -> None:
+        i = self.at.get(x)
+        if i is None or not self.left[i]:
+            return
+        self.left[i] = False
+        self.count -= 1
+        tree, size = self.tree, self.size
+        i += 1
+        while i <= size:
+            tree[i] -= 1
+            i += i & -i
+
+    def __getitem__(self, i: int) -> int:
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        tree, size = self.tree, self.size
+        pos, rank, step = 0, i + 1, 1 << size.bit_length()
+        while step:
+            nxt = pos + step
+            if nxt <= size and tree[nxt] < rank:
+                pos = nxt
+                rank -= tree[nxt]
+            step >>= 1
+        return self.items[pos]
+
+
 class Drawer:
     """Draws unordered node pairs (lower, higher) of a class, never one
     drawn before nor one usable() refuses; reproducible from its seed."""
@@ -146,12 +219,23 @@ class Drawer:
         self.switches, self.groups = topo.members()
         self.chosen: set[Pair] = {tuple(sorted(p)) for p in chosen}
         self.usable = usable or (lambda a, b: True)
+        self.given = usable
         self.rng = random.Random(f"rooftop pair sample {self.n} {seed}")
         self.pairs: list[Pair] = []
         self.per_class = dict.fromkeys(topo.sizes(), 0)
         self.per_node: dict[tuple[int, str], int] = {}
         for a, b in self.chosen:
             self._count(a, b)
+        #: Each node's position on its switch; per (group, switch), the
+        #: positions in the group of that switch's nodes; per class, the
+        #: nodes that reach it (computed once, not per draw).
+        self.on_switch = {x: i for nodes in self.switches.values() for i, x in enumerate(nodes)}
+        self.in_group: dict[tuple[str, str], list[int]] = {}
+        for g, nodes in self.groups.items():
+            for i, x in enumerate(nodes):
+                self.in_group.setdefault((g, topo.switch[x]), []).append(i)
+        self.reaching: dict[str, list[int]] = {}
+        self.reached: dict[tuple[str, str], list[str]] = {}
 
     def _count(self, a: int, b: int) -> None:
         c = self.topo.klass(a, b)
@@ -161,21 +245,52 @@ class Drawer:
 
     def reaches(self, a: int, c: str) -> bool:
         """Node a has partners in class c at all."""
-        sw, gr = self.switches[self.topo.switch[a]], self.groups[self.topo.group[a]]
-        return {"switch": len(sw) > 1, "group": len(gr) > len(sw), "global": len(gr) < self.n, "all": self.n > 1}[c]
+        sw, gr = len(self.switches[self.topo.switch[a]]), len(self.groups[self.topo.group[a]])
+        if c == "switch":
+            return sw > 1
+        if c == "group":
+            return gr > sw
+        if c == "global":
+            return gr < self.n
+        return self.n > 1  # all
 
     def _ok(self, a: int, b: int) -> bool:
-        return a != b and tuple(sorted((a, b))) not in self.chosen and self.usable(min(a, b), max(a, b))
+        p = (a, b) if a < b else (b, a)
+        return a != b and p not in self.chosen and self.usable(*p)
 
     def _candidates(self, a: int, c: str):
+        """a's partners in class c, in node order (a view, for a switch or a group)."""
         t = self.topo
         if c == "switch":
-            return [x for x in self.switches[t.switch[a]] if x != a]
+            return Without(self.switches[t.switch[a]], [self.on_switch[a]])
         if c == "group":
-            return [x for x in self.groups[t.group[a]] if t.switch[x] != t.switch[a]]
+            return Without(self.groups[t.group[a]], self.in_group[(t.group[a], t.switch[a])])
         if c == "all":
             return [x for x in range(self.n) if x != a]
         return [x for x in range(self.n) if t.group[x] != t.group[a]]
+
+    def _tries(self, a: int, c: str, small) -> Iterator[int]:
+        """Up to TRIES random partners of a in class c, drawn as one by one
+        from `small` (a's candidates) when given, else from every node,
+        keeping those in class c."""
+        rng = self.rng
+        if isinstance(small, Without):
+            items, kept, size, below = small.items, small.kept_before, small.size, rng.randrange
+            one = kept[0] if len(kept) == 1 else -1
+            for _ in range(TRIES):  # rng.choice(small): the item at rng.randrange(len), found here
+                i = below(size)
+                yield items[i + (i >= one if one >= 0 else bisect.bisect_right(kept, i))]
+        elif small:
+            for _ in range(TRIES):
+                yield rng.choice(small)
+        else:
+            topo, below, n = self.topo, rng.randrange, self.n
+            sw, gr, swa, gra = topo.switch, topo.group, topo.switch[a], topo.group[a]
+            across = c == "global" and topo.source != "none"  # klass(a, b) == "global", inline: the most tried
+            for _ in range(TRIES):
+                b = below(n)
+                if (sw[b] != swa and gr[b] != gra) if across else topo.klass(a, b) == c:
+                    yield b
 
     def partner(self, a: int, c: str, need: dict[int, int] | None = None) -> int | None:
         """A partner of a in class c (with need: the one with the most
@@ -184,17 +299,26 @@ class Drawer:
             return None
         seen = []
         small = self._candidates(a, c) if c in ("switch", "group") or self.n <= 4 * TRIES else None
-        for _ in range(TRIES):
-            b = self.rng.choice(small) if small else self.rng.randrange(self.n)
-            if (small or self.topo.klass(a, b) == c) and self._ok(a, b):
+        chosen, usable, want = self.chosen, self.given, 1 if need is None else 8
+        for b in self._tries(a, c, small):
+            p = (a, b) if a < b else (b, a)
+            if a != b and p not in chosen and (usable is None or usable(*p)):
                 seen.append(b)
-                if need is None or len(seen) >= 8:
+                if len(seen) >= want:
                     break
         if not seen:
-            seen = [b for b in (small or self._candidates(a, c)) if self._ok(a, b)]
+            left = (b for b in (small or self._candidates(a, c)) if self._ok(a, b))
+            if not need:  # the first one left
+                return next(left, None)
+            seen = list(left)
         if not seen:
             return None
-        return max(seen, key=lambda b: (need or {}).get(b, 0)) if need else seen[0]
+        if not need:
+            return seen[0]
+        if len(need) == self.n:  # every node's need: its own get, no default
+            return max(seen, key=need.__getitem__)
+        get = need.get
+        return max(seen, key=lambda b: get(b, 0))
 
     def take(self, a: int, b: int) -> Pair:
         p = (min(a, b), max(a, b))
@@ -205,7 +329,9 @@ class Drawer:
 
     def draw(self, c: str, need: dict[int, int] | None = None) -> Pair | None:
         """One more pair of class c (None: the class has none left)."""
-        nodes = [a for a in range(self.n) if self.reaches(a, c)]
+        if c not in self.reaching:
+            self.reaching[c] = [a for a in range(self.n) if self.reaches(a, c)]
+        nodes = self.reaching[c]
         for _ in range(8):
             pick = self.rng.sample(nodes, min(len(nodes), 8))
             a = max(pick, key=lambda x: (need or {}).get(x, 0))
@@ -220,10 +346,10 @@ class Drawer:
 
     def cover(self, a: int, need: dict[int, int]) -> Pair | None:
         """One more pair of node a, in the class a has fewest pairs in."""
-        order = sorted(
-            (c for c in self.per_class if self.reaches(a, c)),
-            key=lambda c: (self.per_node.get((a, c), 0), self.per_class[c]),
-        )
+        where = (self.topo.switch[a], self.topo.group[a])
+        if where not in self.reached:  # (the classes are per_class's from the start: none is added)
+            self.reached[where] = [c for c in self.per_class if self.reaches(a, c)]
+        order = sorted(self.reached[where], key=lambda c: (self.per_node.get((a, c), 0), self.per_class[c]))
         for c in order:
             b = self.partner(a, c, need)
             if b is not None:
@@ -233,29 +359,65 @@ class Drawer:
 
 def first_draw(topo, k: int, usable=None) -> list[Pair]:
     """The first batch: MIN_PER_CLASS pairs of each class, then every node
-    into at least k pairs (fewer where it has fewer usable partners)."""
+    into at least k pairs (fewer where it has fewer usable partners): a node
+    still needing the most pairs, drawn at random, gets its next one.
+
+    Those nodes are kept by need (a set per count, and the top count's by
+    rank, Remaining), not listed again for every pair: drawing grows with
+    the pairs drawn, not with their square. The same draw without a usable()
+    is remembered (the plan, its expected counts and the dry run each ask
+    for it)."""
+    if usable is None:
+        return list(_first_draw_of(topo.source, tuple(topo.switch), tuple(topo.group), k))
+    return _first_draw(topo, k, usable)
+
+
+@functools.lru_cache(maxsize=2)
+def _first_draw_of(source: str, switch: tuple[str, ...], group: tuple[str, ...], k: int) -> tuple[Pair, ...]:
+    return tuple(_first_draw(Topology(source, list(switch), list(group)), k))
+
+
+def _first_draw(topo, k: int, usable=None) -> list[Pair]:
     d = Drawer(topo, (), usable, "first")
     need = {i: min(k, topo.n - 1) for i in range(topo.n)}
+    by_need: dict[int, set[int]] = {}
+    for i, v in need.items():
+        if v > 0:
+            by_need.setdefault(v, set()).add(i)
+    top: Remaining | None = None  # the nodes needing the most pairs (most: top_need)
+    top_need = 0
+
+    def lower(x: int, to: int) -> None:
+        v, need[x] = need[x], to
+        if v > 0:
+            by_need[v].discard(x)
+            if top is not None and v == top_need:
+                top.remove(x)
+        if to > 0:
+            by_need.setdefault(to, set()).add(x)
 
     def took(p):
         for x in p:
-            need[x] -= 1
+            lower(x, need[x] - 1)
 
+    sizes = topo.sizes()
     for c in list(d.per_class):
-        for _ in range(min(MIN_PER_CLASS, topo.sizes()[c])):
+        for _ in range(min(MIN_PER_CLASS, sizes[c])):
             p = d.draw(c, need)
             if p is None:
                 break
             took(p)
     while True:
-        short = [i for i in range(topo.n) if need[i] > 0]
-        if not short:
-            break
-        top = max(need[i] for i in short)
-        a = d.rng.choice([i for i in short if need[i] == top])
+        if top is None or not len(top):
+            counts = [v for v, nodes in by_need.items() if nodes]
+            if not counts:
+                break
+            top_need = max(counts)
+            top = Remaining(sorted(by_need[top_need]))
+        a = d.rng.choice(top)  # (len and [i]: as from the list of those nodes)
         p = d.cover(a, need)
         if p is None:
-            need[a] = 0  # no usable partner left: it keeps fewer pairs
+            lower(a, 0)  # no usable partner left: it keeps fewer pairs
         else:
             took(p)
     return d.pairs
@@ -324,26 +486,21 @@ def schedule(pairs: list[Pair], topo, cores: dict[int, set] | None = None) -> li
     """Rounds of pairs measured at once, in order: disjoint nodes; a pair
     that leaves its switch uses both switches' links up (and across groups,
     both groups' links), which no other pair of its round uses; pairs
-    sharing a core (cores: node -> its cores, where known) never together."""
-    out: list[tuple[PairRound, set, set, set]] = []
-    for a, b in pairs:
+    sharing a core (cores: node -> its cores, where known) never together.
+    Each pair goes to the first round it fits (first_fit)."""
+    own = shared_cores(cores)
+    none: set = set()
+
+    def uses(a: int, b: int) -> list:
         cls = topo.klass(a, b)
-        links = set()
+        out: list = [a, b, *(("core", c) for c in own.get(a, none) | own.get(b, none))]
         if cls in ("group", "global"):
-            links |= {("switch", topo.switch[a]), ("switch", topo.switch[b])}
+            out += [("switch", topo.switch[a]), ("switch", topo.switch[b])]
         if cls == "global":
-            links |= {("group", topo.group[a]), ("group", topo.group[b])}
-        used = (cores or {}).get(a, set()) | (cores or {}).get(b, set())
-        for rnd, nodes, taken, taken_cores in out:
-            if not {a, b} & nodes and not links & taken and not used & taken_cores:
-                rnd.append((a, b))
-                nodes |= {a, b}
-                taken |= links
-                taken_cores |= used
-                break
-        else:
-            out.append(([(a, b)], {a, b}, set(links), set(used)))
-    return [sorted(r) for r, *_ in out]
+            out += [("group", topo.group[a]), ("group", topo.group[b])]
+        return out
+
+    return first_fit(pairs, uses)
 
 
 def recorded(cfg: dict) -> list[list[Pair]]:
