@@ -68,7 +68,9 @@ def test_sample_dry_run_and_plan_print_the_same_pairs(tmp_path):
 
 
 def _plan17(*args) -> dict:
-    return json.loads(rooftop("plan", "--nodes", "17", "--metrics", "rpc,bw", "--json", *args).stdout)
+    return json.loads(
+        rooftop("plan", "--nodes", "17", "--launcher", "local", "--metrics", "rpc,bw", "--json", *args).stdout
+    )
 
 
 @pytest.mark.parametrize("pairs", ["serial", "rounds"])
@@ -119,7 +121,7 @@ def test_plan_with_agents_launches_once_per_node_and_campaign():
     # engine.launch's choices are the table's launch modes, its default the agents.
     (key,) = [k for k in KEYS if k.path == "engine.launch"]
     assert set(key.choices) == set(LAUNCH_MODES) and key.default == AGENTS.name
-    text = rooftop("plan", "--nodes", "17", "--metrics", "rpc,bw").stdout
+    text = rooftop("plan", "--nodes", "17", "--launcher", "local", "--metrics", "rpc,bw").stdout
     assert "launch mode agents" in text and "agents launch, once" in text and ", 34 launches" in text
 
 
@@ -128,7 +130,9 @@ def test_counted_pairs_equal_the_listed_plan(pairs):
     """Beyond LIST_ROWS the pair strategy's counts stand for the listed
     client ceiling: both give the same figures."""
     for n in (3, 4, 9):
-        cfg, topo = resolve_planned(None, {"launcher.nodes": n, "collect.pairs": pairs}, groups=2)
+        cfg, topo = resolve_planned(
+            None, {"launcher.nodes": n, "launcher.type": "local", "collect.pairs": pairs}, groups=2
+        )
         listed, counted = forecast(cfg, topo), forecast(cfg, topo, list_rows=0)
         assert listed.listed and not counted.listed
         assert {**listed.as_dict(), "listed": None} == {**counted.as_dict(), "listed": None}, n
@@ -143,7 +147,7 @@ def test_a_topology_file_gives_the_nodes_and_their_topology(tmp_path):
         "# two leaves under a spine\nSwitchName=s0 Nodes=n[0-4]\nSwitchName=s1 Nodes=n[5-7]  # last\n"
         "SwitchName=spine Switches=s[0-1]\n"
     )
-    cfg, topo = resolve_planned(None, {}, topology=str(conf))
+    cfg, topo = resolve_planned(None, {"launcher.type": "local"}, topology=str(conf))
     assert [nd["host"] for nd in cfg["nodes"]] == [f"n{i}" for i in range(8)]
     assert isinstance(topo, Topology) and topo.source == "file"
     assert topo.switch == ["s0"] * 5 + ["s1"] * 3 and cfg["topology"] == topo.to_dict()
@@ -151,14 +155,26 @@ def test_a_topology_file_gives_the_nodes_and_their_topology(tmp_path):
     # Switches under groups: a class per level.
     columns = tmp_path / "hosts.txt"
     columns.write_text("n[0-1] a g0\nn[2-3] b g0\nn[4-5] c g1\n")
-    cfg, topo = resolve_planned(None, {}, topology=str(columns))
+    cfg, topo = resolve_planned(None, {"launcher.type": "local"}, topology=str(columns))
     assert forecast(cfg).phases["collect"].pairs.by_class == {"same switch": 3, "same group": 4, "across groups": 8}
 
 
 def test_sample_on_1000_nodes_in_50_groups_plans_far_fewer_pairs_and_an_interval():
     """--pairs sample: its first batch, far fewer than every pair, and the
     interval width each class would reach; the text says both."""
-    args = ("plan", "--nodes", "1000", "--groups", "50", "--set", "collect.pairs=sample", "--metrics", "rpc")
+    args = (
+        "plan",
+        "--nodes",
+        "1000",
+        "--launcher",
+        "local",
+        "--groups",
+        "50",
+        "--set",
+        "collect.pairs=sample",
+        "--metrics",
+        "rpc",
+    )
     x = json.loads(rooftop(*args, "--json").stdout)
     p = x["phases"]["collect"]["pairs"]
     every = 1000 * 999 // 2
@@ -185,8 +201,12 @@ def test_bad_input_exits_2_naming_it(tmp_path):
             f"--topology: cannot read {tmp_path / 'none.conf'}: No such file",
         ),
         (["--topology", str(bad)], f"--topology: {bad}:2: 'Links n0 n1' is not 'SwitchName=NAME Nodes=HOSTS'"),
-        (["--nodes", "4", "--groups", "5"], "--groups 5: must be 1..4"),
-        (["--nodes", "4", "--cores-per-node", "0"], "--cores-per-node 0: a node needs at least 1 core"),
+        (["--nodes", "4", "--launcher", "local", "--groups", "5"], "--groups 5: must be 1..4"),
+        (["--nodes", "4"], "--nodes 4: more nodes than this machine's"),
+        (
+            ["--nodes", "4", "--launcher", "srun", "--cores-per-node", "0"],
+            "--cores-per-node 0: a node needs at least 1 core",
+        ),
     ]
     for args, message in cases:
         p = rooftop("plan", *args, check=False)
@@ -245,7 +265,7 @@ def test_the_17_node_suite_plans_pairs_sharing_cores_at_once_one_window_each():
     assert len(placements) == 13 and sum(len(p.samples) for p in placements) == 13  # a window each
     assert sum(len(sp.pairs or ()) for p in placements for sp in p.samples) == 26
     assert {sp.index for p in placements for sp in p.samples} == {0}
-    bad = rooftop("plan", "--nodes", "4", "--set", "collect.pairs_share_cores=true", check=False)
+    bad = rooftop("plan", "--nodes", "4", "--launcher", "local", "--set", "collect.pairs_share_cores=true", check=False)
     assert bad.returncode == 2 and "collect.pairs_share_cores: needs engine.server_progress = block" in bad.stderr
 
 
@@ -258,9 +278,9 @@ def test_the_default_validation_grid_doubles_past_16_client_nodes():
     assert default_client_nodes(16) == list(range(1, 17)) and default_client_nodes(3) == [1, 2, 3]
     assert default_client_nodes(999) == [*range(1, 17), 32, 64, 128, 256, 512, 999]
     assert default_client_nodes(64) == [*range(1, 17), 32, 64]
-    x = json.loads(rooftop("plan", "--nodes", "1000", "--metrics", "rpc", "--json").stdout)
+    x = json.loads(rooftop("plan", "--nodes", "1000", "--launcher", "local", "--metrics", "rpc", "--json").stdout)
     assert x["phases"]["validate"]["rounds"] == 4 * 22
-    x = json.loads(rooftop("plan", "--nodes", "17", "--metrics", "rpc", "--json").stdout)
+    x = json.loads(rooftop("plan", "--nodes", "17", "--launcher", "local", "--metrics", "rpc", "--json").stdout)
     assert x["phases"]["validate"]["rounds"] == 16 + 15 + 14 + 13
 
 
@@ -302,10 +322,32 @@ def test_the_plans_work_grows_with_the_nodes_not_their_square():
 
     def work(n: int) -> int:
         cfg, topo = resolve_planned(
-            None, {"launcher.nodes": n, "collect.pairs": "sample", "metrics": ["rpc"]}, groups=8
+            None,
+            {"launcher.nodes": n, "launcher.type": "local", "collect.pairs": "sample", "metrics": ["rpc"]},
+            groups=8,
         )
         sample._first_draw_of.cache_clear()
         return _lines_run(lambda: forecast(cfg, topo))
 
     small, large = work(400), work(800)
     assert large < 2.4 * small, (small, large)
+
+
+def test_the_plan_names_where_each_constant_was_measured_and_a_launcher_it_was_not():
+    """Issue 43: a plan's fixed costs say where they come from (launcher,
+    machine, date), and a plan for a launcher they were not measured with
+    says so; more nodes than this machine holds, with no launcher named,
+    is refused with the flag to add."""
+    text = rooftop("plan", "--nodes", "1000", "--launcher", "srun", "--cores-per-node", "64", "--metrics", "rpc").stdout
+    for c in AGENTS.constants():
+        assert f"  {c.name} {c.value:g}: {c.measured}" in text
+    assert "note: these constants were measured with the local and netns launcher(s)" in text
+    assert "not with srun on your machine" in text
+    x = json.loads(rooftop("plan", "--nodes", "1000", "--launcher", "srun", "--metrics", "rpc", "--json").stdout)
+    assert x["constants_measured"] == {c.name: c.measured for c in AGENTS.constants()}
+    assert x["constants_launchers"] == ["local", "netns"]
+    local = rooftop("plan", "--nodes", "2", "--metrics", "rpc").stdout
+    assert "note: these constants" not in local
+    p = rooftop("plan", "--nodes", "1000", "--metrics", "rpc", check=False)
+    assert p.returncode == 2 and not p.stdout
+    assert "--nodes 1000: more nodes than this machine's" in p.stderr and "--launcher srun" in p.stderr

@@ -171,6 +171,9 @@ class LaunchMode:
     #: One launch per node for the whole campaign (True), or a launch per
     #: server node of each placement and per client node of each round.
     once_per_node: bool = False
+    #: The launchers its constants were measured with (a plan for another
+    #: says so: `rooftop plan`).
+    measured_with: tuple[str, ...] = ("local",)
 
     @property
     def placement_s(self) -> float:
@@ -208,6 +211,7 @@ AGENTS = LaunchMode(
     AGENT_ROUND_END,
     campaign=AGENTS_START,
     once_per_node=True,
+    measured_with=("local", "netns"),  # SUITE: the emulated cluster's 17 nodes, and 2 local nodes
 )
 
 #: Every launch mode, by name (engine.launch; its choices in rooftop.config.catalog).

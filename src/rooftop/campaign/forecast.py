@@ -123,10 +123,16 @@ class Forecast:
         out += [
             "",
             f"total: {fmt_duration(self.total_s)} ({parts}), {self.launches} launches",
-            f"constants of launch mode {mode.name}: "
-            + ", ".join(f"{c.name} {c.value:g}" for c in mode.constants())
-            + " (rooftop.campaign.costs; docs/measurement.md)",
+            f"constants of launch mode {mode.name} (seconds; rooftop.campaign.costs, docs/measurement.md), "
+            "each with where it was measured:",
+            *(f"  {c.name} {c.value:g}: {c.measured}" for c in mode.constants()),
         ]
+        if self.cfg["launcher"]["type"] not in mode.measured_with:
+            out.append(
+                f"note: these constants were measured with the {' and '.join(mode.measured_with)} launcher(s) on "
+                f"a 2-core VM, not with {self.cfg['launcher']['type']} on your machine: its own start-up and "
+                "teardown costs may differ; a first short run there tells"
+            )
         if not self.listed:
             out.append("the client ceiling's pairs are counted by its pair strategy, not listed one by one")
         return out
@@ -141,6 +147,8 @@ class Forecast:
             "launch_mode": mode.name,
             "metrics": self.cfg["metrics"],
             "constants": {c.name: c.value for c in mode.constants()},
+            "constants_measured": {c.name: c.measured for c in mode.constants()},
+            "constants_launchers": list(mode.measured_with),
             "phases": {p: e.as_dict() for p, e in self.phases.items()},
             "total_s": round(self.total_s, 3),
             "launches": self.launches,
@@ -163,8 +171,13 @@ def resolve_planned(
     and their topology (also recorded in the config as a run records it):
     launcher.nodes of them (--nodes; default: the topology file's hosts),
     of launcher.cores_per_node cores (default: default_cores), in --groups
-    even groups or as the topology file places them."""
-    merged = merge(load_file(config_file) if config_file else None, overrides, ())
+    even groups or as the topology file places them. More nodes than this
+    machine's cores with no launcher named (the config file's or
+    --launcher) is refused: the default, local, would plan them as logical
+    nodes sharing this machine's cores, which is not what a cluster's plan
+    asks."""
+    loaded = load_file(config_file) if config_file else None
+    merged = merge(loaded, overrides, ())
     hosts, where = read_topology(topology) if topology else (None, None)
     n = merged["launcher"]["nodes"]
     if n is None and hosts is None:
@@ -175,6 +188,18 @@ def resolve_planned(
         raise PlanError(f"--nodes {n}: a campaign needs at least 2 nodes (a server node and a client node)")
     if hosts is not None and n != len(hosts):
         raise PlanError(f"--nodes {n}: the topology file {topology} names {len(hosts)} nodes")
+    named = "launcher.type" in overrides or "type" in ((loaded or {}).get("launcher") or {})
+    if not named and merged["launcher"]["type"] == "local":
+        from rooftop.launchers.local import usable_cores
+
+        here = len(usable_cores())
+        if n > here:
+            raise PlanError(
+                f"--nodes {n}: more nodes than this machine's {here} cores, and no launcher named: the default "
+                f"(local) would plan {n} logical nodes sharing them. Name the launcher of the nodes planned: "
+                f"--launcher srun or --launcher mpiexec (with --cores-per-node C), --launcher netns for the "
+                f"emulated cluster, or --launcher local for logical nodes of this machine"
+            )
     merged["launcher"]["nodes"] = n
     cores = merged["launcher"]["cores_per_node"]
     if cores is None:

@@ -48,10 +48,10 @@ def add_parser(sub) -> None:
         "'rooftop collect --dry-run' on an allocation of N nodes\nprints the same figures. Nothing runs and "
         "nothing is written.",
         epilog="examples:\n"
-        "  rooftop plan --nodes 17\n"
-        "  rooftop plan --nodes 17 --set engine.launch=per-placement\n"
-        "  rooftop plan --nodes 1000 --groups 50 --pairs rounds --cores-per-node 64 --json\n"
-        "  rooftop plan --nodes 1000 --groups 50 --set collect.pairs=sample\n"
+        "  rooftop plan --nodes 17 --launcher netns\n"
+        "  rooftop plan --nodes 17 --launcher srun --set engine.launch=per-placement\n"
+        "  rooftop plan --nodes 1000 --groups 50 --pairs rounds --launcher srun --cores-per-node 64 --json\n"
+        "  rooftop plan --nodes 1000 --groups 50 --launcher srun --set collect.pairs=sample\n"
         "  rooftop plan --topology /etc/slurm/topology.conf --launcher srun --config suite.toml",
     )
     p.add_argument("--config", help="campaign file (JSON, or TOML by extension); see 'rooftop config keys'")
