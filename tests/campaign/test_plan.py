@@ -342,7 +342,7 @@ def test_the_plan_names_where_each_constant_was_measured_and_a_launcher_it_was_n
     for c in AGENTS.constants():
         assert f"  {c.name} {c.value:g}: {c.measured}" in text
     assert "note: these constants were measured with the local and netns launcher(s)" in text
-    assert "not with srun on your machine" in text
+    assert "on a 2-core VM, not with srun" in text
     x = json.loads(rooftop("plan", "--nodes", "1000", "--launcher", "srun", "--metrics", "rpc", "--json").stdout)
     assert x["constants_measured"] == {c.name: c.measured for c in AGENTS.constants()}
     assert x["constants_launchers"] == ["local", "netns"]
@@ -351,3 +351,37 @@ def test_the_plan_names_where_each_constant_was_measured_and_a_launcher_it_was_n
     p = rooftop("plan", "--nodes", "1000", "--metrics", "rpc", check=False)
     assert p.returncode == 2 and not p.stdout
     assert "--nodes 1000: more nodes than this machine's" in p.stderr and "--launcher srun" in p.stderr
+
+
+def test_plan_from_a_run_prices_with_that_runs_own_fixed_costs(tmp_path):
+    """Issue 43: `plan --from RUN` scales every constant by what the run
+    measured outside its windows over what the constants gave for it, and
+    names that run as their source; an interrupted run is refused."""
+    import synthetic
+    from rooftop.campaign.forecast import calibration, forecast
+    from rooftop.store.db import Store
+
+    store, run = synthetic.uniform_run(tmp_path)
+    cfg = store.get_run(run).config
+    own = forecast(cfg)
+    phases = [own.phases[p] for p in cfg.get("stages") or ["collect"]]
+    fixed = sum(e.overhead_s for e in phases)
+    rest = sum(e.total_s - e.overhead_s for e in phases)
+    store.db.execute("UPDATE runs SET wall_s = ? WHERE id = ?", (rest + 3 * fixed, run))  # thrice the constants'
+    store.db.commit()
+    mode = calibration(store.get_run(run))
+    base = AGENTS.constants()
+    assert [c.value for c in mode.constants()] == pytest.approx([3 * c.value for c in base])
+    assert all(f"calibrated on run {run} (local, 4 nodes" in c.measured for c in mode.constants())
+    args = ("plan", "--nodes", "1000", "--launcher", "srun", "--metrics", "rpc", "--results", str(tmp_path / "res"))
+    plain = json.loads(rooftop(*args, "--json").stdout)
+    fit = json.loads(rooftop(*args, "--from", "latest", "--json").stdout)
+    assert fit["constants"] == {k: pytest.approx(3 * v) for k, v in plain["constants"].items()}
+    assert fit["total_s"] > plain["total_s"] and fit["constants_launchers"] == ["local"]
+    text = rooftop(*args, "--from", run).stdout
+    assert f"calibrated on run {run}" in text and "measured with the local launcher(s), not with srun" in text
+    store.db.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", (run,))
+    store.db.commit()
+    Store(tmp_path / "res", create=False)  # still readable
+    p = rooftop(*args, "--from", run, check=False)
+    assert p.returncode == 2 and f"--from {run}: the run is interrupted" in p.stderr

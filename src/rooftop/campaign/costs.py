@@ -20,7 +20,7 @@ reads engine.launch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rooftop.keys import ConfigError
 
@@ -213,6 +213,27 @@ AGENTS = LaunchMode(
     once_per_node=True,
     measured_with=("local", "netns"),  # SUITE: the emulated cluster's 17 nodes, and 2 local nodes
 )
+
+
+def calibrated(mode: LaunchMode, k: float, source: str, launcher: str) -> LaunchMode:
+    """The mode with every constant multiplied by k, its source saying so:
+    the fixed costs a stored run measured (rooftop.campaign.forecast.calibration)."""
+
+    def scaled(c: Constant) -> Constant:
+        return Constant(c.name, c.value * k, c.what, f"{source}: {k:.2f} x {c.value:g} s (those {c.measured})")
+
+    return replace(
+        mode,
+        placement_start=scaled(mode.placement_start),
+        placement_stop=scaled(mode.placement_stop),
+        round_start=scaled(mode.round_start),
+        round_end=scaled(mode.round_end),
+        window=scaled(mode.window),
+        campaign=scaled(mode.campaign) if mode.campaign else None,
+        node=scaled(mode.node) if mode.node else None,
+        measured_with=(launcher,),
+    )
+
 
 #: Every launch mode, by name (engine.launch; its choices in rooftop.config.catalog).
 LAUNCH_MODES: dict[str, LaunchMode] = {m.name: m for m in (AGENTS, PER_PLACEMENT)}

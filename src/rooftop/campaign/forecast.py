@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooftop import stages
-from rooftop.campaign.costs import launch_mode
+from rooftop.campaign.costs import LaunchMode, calibrated, launch_mode
 from rooftop.campaign.estimate import Estimate, Work, count, estimate, fmt_duration, pair_work
 from rooftop.campaign.plan import plan_collect, plan_validate
 from rooftop.config.files import load_file, merge, set_key
@@ -93,6 +93,19 @@ class Forecast:
     #: Whether the client ceiling was listed row by row (else: its pair
     #: strategy's expected counts).
     listed: bool = True
+    #: The launch mode it prices with (None: the config's, with the
+    #: constants measured here; calibrate() puts a run's own in).
+    mode: LaunchMode | None = None
+
+    @property
+    def launch(self) -> LaunchMode:
+        return self.mode or launch_mode(self.cfg)
+
+    def calibrate(self, mode: LaunchMode) -> None:
+        """Prices every phase with `mode` (a run's own fixed costs)."""
+        self.mode = mode
+        for e in self.phases.values():
+            e.mode = mode
 
     @property
     def nodes(self) -> int:
@@ -111,7 +124,7 @@ class Forecast:
         return sum(e.launches for e in self.phases.values())
 
     def lines(self) -> list[str]:
-        mode = launch_mode(self.cfg)
+        mode = self.launch
         groups = f", {_where(self.topology)}" if self.topology else ""
         out = [
             f"{self.nodes} nodes of {self.cores_per_node} core(s){groups}; launcher {self.cfg['launcher']['type']}, "
@@ -124,21 +137,22 @@ class Forecast:
             "",
             f"total: {fmt_duration(self.total_s)} ({parts}), {self.launches} launches",
             f"constants of launch mode {mode.name} (seconds; rooftop.campaign.costs, docs/measurement.md), "
-            "each with where it was measured:",
+            "each with where it was measured" + (" and the run that calibrated it:" if self.mode else ":"),
             *(f"  {c.name} {c.value:g}: {c.measured}" for c in mode.constants()),
         ]
         if self.cfg["launcher"]["type"] not in mode.measured_with:
             out.append(
-                f"note: these constants were measured with the {' and '.join(mode.measured_with)} launcher(s) on "
-                f"a 2-core VM, not with {self.cfg['launcher']['type']} on your machine: its own start-up and "
-                "teardown costs may differ; a first short run there tells"
+                f"note: these constants were measured with the {' and '.join(mode.measured_with)} launcher(s)"
+                + ("" if self.mode else " on a 2-core VM")
+                + f", not with {self.cfg['launcher']['type']}: its own start-up and teardown costs may differ; "
+                "a first short run there tells ('rooftop plan --from RUN' then prices with that run's own)"
             )
         if not self.listed:
             out.append("the client ceiling's pairs are counted by its pair strategy, not listed one by one")
         return out
 
     def as_dict(self) -> dict:
-        mode = launch_mode(self.cfg)
+        mode = self.launch
         return {
             "nodes": self.nodes,
             "cores_per_node": self.cores_per_node,
@@ -254,6 +268,36 @@ def forecast(cfg: dict, topo: Topology | None = None, list_rows: int = LIST_ROWS
     return out
 
 
+def calibration(run) -> LaunchMode:
+    """The launch mode of a stored run (rooftop.store.records.Run), its
+    constants scaled to the fixed costs that run measured: its time outside
+    windows (wall_s less the windows, warmups and settles its plan asks for)
+    over what the constants gave for its own plan. `rooftop plan --from RUN`."""
+    from rooftop.engine import machine
+
+    if run.status != "complete":
+        raise PlanError(f"--from {run.id}: the run is {run.status}; its time is that of a complete run only")
+    own = forecast(run.config)
+    phases = [own.phases[p] for p in run.config.get("stages") or ["collect"] if p in own.phases]
+    fixed = sum(e.overhead_s for e in phases)
+    rest = sum(e.total_s - e.overhead_s for e in phases)
+    outside = run.wall_s - rest
+    if fixed <= 0 or run.wall_s <= 0 or outside <= 0:
+        raise PlanError(
+            f"--from {run.id}: its time ({run.wall_s:.1f} s) does not exceed its windows, warmups and "
+            f"settles ({rest:.1f} s): no fixed cost to calibrate with"
+        )
+    k = outside / fixed
+    launcher = run.config["launcher"]["type"]
+    source = (
+        f"calibrated on run {run.id} ({launcher}, {len(run.config.get('nodes') or [])} nodes, machine "
+        f"{m['identity'] if (m := machine.of_environment(run.environment)) else 'not recorded'}, "
+        f"{run.created[:10]}): its {outside:.1f} s outside windows were "
+        f"{k:.2f} x the {fixed:.1f} s these constants gave for it"
+    )
+    return calibrated(launch_mode(run.config), k, source, launcher)
+
+
 def _with_pairs(cfg: dict, x: PairsExpected | None) -> dict[str, Work]:
     """collect's work with the client ceiling's from its pair strategy's
     expected counts, in stage order. Its measurement is never measured once
@@ -299,4 +343,5 @@ __all__ = [
     "planned_nodes",
     "read_topology",
     "resolve_planned",
+    "calibration",
 ]

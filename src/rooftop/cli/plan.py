@@ -8,12 +8,20 @@ import argparse
 import sys
 
 from rooftop import session
-from rooftop.cli.common import COLLECT_FLAGS, CONFIG_FLAGS, STAGE_FLAGS, VALIDATE_FLAGS, add_key_flags
+from rooftop.cli.common import (
+    COLLECT_FLAGS,
+    CONFIG_FLAGS,
+    STAGE_FLAGS,
+    VALIDATE_FLAGS,
+    add_key_flags,
+    results_arg,
+    takes_runs,
+)
 from rooftop.numbers import json_text
 
 
 def _cmd_plan(args) -> int:
-    from rooftop.campaign.forecast import PlanError, forecast, resolve_planned
+    from rooftop.campaign.forecast import PlanError, calibration, forecast, resolve_planned
 
     overrides = session.overrides(args)
     for key, value in (("launcher.nodes", args.plan_nodes), ("launcher.cores_per_node", args.plan_cores)):
@@ -25,6 +33,15 @@ def _cmd_plan(args) -> int:
         print(f"rooftop plan: {e}", file=sys.stderr)
         return 2
     f = forecast(cfg, topo)
+    if args.from_run:
+        from rooftop.store.db import Store
+
+        store = Store(args.results, create=False)
+        try:
+            f.calibrate(calibration(store.get_run(args.from_run)))
+        except PlanError as e:
+            print(f"rooftop plan: {e}", file=sys.stderr)
+            return 2
     if args.json:
         print(json_text(f.as_dict(), indent=1))
     else:
@@ -93,5 +110,15 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. --set validate.windows=1 (repeatable)"
     )
+    p.add_argument(
+        "--from",
+        dest="from_run",
+        metavar="RUN",
+        help="price the fixed costs as that complete run measured them (in --results): its time outside windows "
+        "over what the constants gave for it scales every constant; best a short run with the launcher and on "
+        "the machine planned",
+    )
+    takes_runs(p, "from_run")
+    results_arg(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.set_defaults(func=_cmd_plan)
