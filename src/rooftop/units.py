@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,28 +151,22 @@ def fmt_rate(v: float | None, unit: str) -> str:
     return f"{fmt_sig(v / factor)} {label}"
 
 
-def fmt_in(v: float, label: str, digits: str) -> str:
-    """v (in base units) in one named scale with a format spec: fmt_in(v,
-    'GiB/s', '>10.2f') -> '      1.75 GiB/s'."""
-    return f"{v / PARAM_UNITS[label][1]:{digits}} {label}"
-
-
 def fmt_range(lo: float, hi: float, unit: str) -> str:
     """'32.6–39.9 K ops/s', '148–173 M ops/s': an en dash, one scale (the
     upper end's) and its unit once; one value when both ends read the same
     ('1.62 GiB/s', not '1.62–1.62 GiB/s'); each end with its own unit when
     the lower one would read below 0.1 of the upper's scale
-    ('900 ops/s – 39.9 K ops/s')."""
+    ('90.0 ops/s – 39.9 K ops/s')."""
     label, factor = scale_for(max(abs(lo), abs(hi)), unit)
     if abs(lo) < 0.1 * factor <= abs(hi) and scale_for(lo, unit)[0] != label:
         return f"{fmt_rate(lo, unit)} – {fmt_rate(hi, unit)}"
-    return fmt_span(lo, hi, label, factor, num=fmt_sig)
+    return fmt_span(lo, hi, label, factor)
 
 
 def rate_scale(unit: str, top: float) -> tuple[float, str]:
     """(divisor, label) so a figure's axis up to `top` reads in the scale
-    the value reaches: ops/s, K, M or G ops/s; bytes/s, KiB/s, MiB/s, GiB/s
-    or TiB/s."""
+    the value reaches: ops/s, K, M, G or T ops/s; bytes/s, KiB/s, MiB/s,
+    GiB/s or TiB/s."""
     u = UNITS[unit]
     show = next((s for s in u.axis if top >= s.at), u.axis[-1])
     return u.factor(show.label), show.label
@@ -189,12 +182,13 @@ def fmt_num(v: float) -> str:
     return f"{v:.3g}" if abs(v) >= 1e-3 else f"{v:.2e}"
 
 
-def fmt_span(lo: float, hi: float, label: str = "", scale: float = 1.0, num: Callable[[float], str] = fmt_num) -> str:
+def fmt_span(lo: float, hi: float, label: str = "", scale: float = 1.0) -> str:
     """A range with an en dash and its unit once, one value when both ends
-    read the same: '148–173 K ops/s', '1,040 K ops/s' (never
-    '1.04e+03–1.04e+03'); without a label, a range of plain numbers or
-    ratios x: '0.654–0.68'. lo and hi are in base units; scale is the
-    divisor of `label`; num writes each end (fmt_num)."""
+    read the same. With a label, a range of rates in that scale (scale: its
+    divisor; lo and hi in base units), each end as fmt_rate writes it:
+    '148–173 K ops/s', '1.04 M ops/s', '0.867–0.880 GiB/s'. Without, a
+    range of plain numbers or ratios x, each end as fmt_num: '0.654–0.68'."""
+    num = fmt_sig if label else fmt_num
     a, b = num(lo / scale), num(hi / scale)
     text = a if a == b else f"{a}–{b}"
     return f"{text} {label}" if label else text

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from rooftop import model
 from rooftop.service.points import ServicePoint
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_num, fmt_pct, fmt_rate
 
 
 @dataclass
@@ -98,7 +98,7 @@ class ServiceEfficiency:
         f = lambda v: fmt_rate(v, self.unit)  # noqa: E731
         return [
             [
-                f"{p.x:.3g}",
+                fmt_num(p.x),
                 f"{p.server_procs} x {p.client_procs}",
                 str(p.samples),
                 f(p.measured),
@@ -142,8 +142,8 @@ class ServiceEfficiency:
 
 
 def pct(v: float) -> str:
-    """0.38 -> '38 %'."""
-    return f"{v * 100:.0f} %"
+    """0.38 -> '38 %' (rooftop.units.fmt_pct)."""
+    return fmt_pct(v)
 
 
 def as_sample(p: ServicePoint) -> dict:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from rooftop import model
 from rooftop.service.efficiency import ServiceEfficiency, nearest_efficiency, pct
-from rooftop.units import fmt_range, fmt_rate
+from rooftop.units import fmt_num, fmt_range, fmt_rate
 
 #: Each end of an answer: fewest servers (the ceilings' upper ends), the
 #: median, most servers (lower ends).
@@ -149,7 +149,7 @@ def size(
     if service is not None:
         out.notes.append(
             f"{service.service}'s measured efficiency scales each rate (at the nearest measured ratios: "
-            + ", ".join(f"x = {p.x:.3g}: {pct(p.efficiency)}" for p in service.placements[:6])
+            + ", ".join(f"x = {fmt_num(p.x)}: {pct(p.efficiency)}" for p in service.placements[:6])
             + ")"
         )
     a = model_answer(r)

@@ -38,6 +38,7 @@ from rooftop.keys import Key
 from rooftop.stages.base import PairRound, Placement
 from rooftop.stages.pairs.base import PairsExpected, PairStrategy, known_cores, placements
 from rooftop.topology.base import Topology
+from rooftop.units import fmt_pct
 
 #: Each class gets at least this many pairs (an interval needs a spread).
 MIN_PER_CLASS = 3
@@ -316,7 +317,7 @@ def more(
         return [], f"the pair budget ({budget}) is spent"
     if empty:
         return [], f"no pair left to draw ({', '.join(CLASSES[x] for x in empty)})"
-    return [], f"every class's {conf:.0%} interval is within +-{width:.0%}"
+    return [], f"every class's {fmt_pct(conf)} interval is within +-{fmt_pct(width)}"
 
 
 # --- scheduling ------------------------------------------------------------------
