@@ -172,5 +172,5 @@ def test_shared_cores_count_when_their_round_kept_them_mostly_idle(tmp_path):
     assert {(0, 2), (1, 3)} <= set(pm.rates) and len(pm.rates) == 11
     why = {p: w for p, (_, w) in pm.left_out.items()}
     assert set(why) == {(0, 4), (1, 5), (2, 4), (3, 5)}, why
-    assert all("busy 90% of the time (above 50%)" in why[p] for p in ((0, 4), (1, 5))), why
+    assert all("busy 90 % of the time (above 50 %)" in why[p] for p in ((0, 4), (1, 5))), why
     assert all("share core" in why[p] and "busy" not in why[p] for p in ((2, 4), (3, 5))), why

@@ -119,6 +119,6 @@ def test_model_params_with_a_mix_on_the_command_line(tmp_path):
     assert doc["mixes"][0]["binds"] == {"server": "iops", "client": "iops"}
     assert doc["mixes"][0]["server"] == pytest.approx(5e3) and doc["mixes"][0]["ridge"] == pytest.approx(4)
     out = run("--mix", str(tmp_path / "kv.toml")).stdout
-    assert "below x = 4 (server/client processes) the servers' iops binds: 5,000 mix ops/s" in out
+    assert "below x = 4 (server/client processes) the servers' iops binds: 5.00 K mix ops/s" in out
     p = run("--mix", str(tmp_path / "none.toml"))
     assert p.returncode == 2 and f"{tmp_path / 'none.toml'}: No such file" in p.stderr

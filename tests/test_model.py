@@ -173,8 +173,8 @@ def test_model_command_on_a_real_run_and_params(tmp_path):
     assert rpc["source"].startswith("Aurora") and rpc["validation"][0]["predicted"] == pytest.approx(160.5e3)
     assert rpc["verdict"]["kind"] == "ratio" and rpc["verdict"]["ratio"] == [1, 3]
     text = cli("model", "--params", str(AURORA)).stdout
-    assert "rpc: 1 server process(es) per 3 client process(es)" in text
-    assert "bw: 1 server process(es) per 1 client process(es)" in text  # the node-full ceiling binds
+    assert "rpc: 1:3 (servers:clients)" in text
+    assert "bw: 1:1 (servers:clients)" in text  # the node-full ceiling binds
     alone = json.loads(AURORA.read_text())
     del alone["metrics"]["bw"]["client_node"]
     (tmp_path / "alone.json").write_text(json.dumps(alone))
@@ -632,7 +632,7 @@ def test_compare_table_shows_each_verdict(tmp_path):
     (tmp_path / "alone.json").write_text(json.dumps(alone))
     p = cli("compare", str(tmp_path / "alone.json"), "--out-dir", str(tmp_path))
     assert p.returncode == 0, p.stderr
-    assert "12:1 (11:1-12:1)" in p.stdout and "│ 1:3 " in p.stdout  # the table is the output
+    assert "12:1 (11:1–12:1)" in p.stdout and "│ 1:3 " in p.stdout  # the table is the output
 
 
 # The platform's drift between the ceilings and validation (rooftop.model.drift).

@@ -24,7 +24,7 @@ from rooftop.engine.base import DEFAULT_LEASE, EngineError
 from rooftop.engine.groups import Group
 from rooftop.keys import Key
 from rooftop.numbers import json_text
-from rooftop.units import fmt_in
+from rooftop.units import fmt_pct, fmt_range, fmt_rate
 
 #: The config keys of `rooftop probe` (section `probe`; its --lease is the
 #: common key engine.lease), registered in the key table: `rooftop config
@@ -41,8 +41,8 @@ register("probe", KEYS)
 DISAGREE = 0.20
 
 TESTS = (
-    ("noop RPC", "noop", [], enginedoc.rate_field("ops"), "ops/s", ",.0f"),
-    ("4 MiB read", "read", ["--size", "4MiB", "--buffer", "stream"], enginedoc.rate_field("bytes"), "GiB/s", ".2f"),
+    ("noop RPC", "noop", [], enginedoc.rate_field("ops"), "ops/s"),
+    ("4 MiB read", "read", ["--size", "4MiB", "--buffer", "stream"], enginedoc.rate_field("bytes"), "bytes/s"),
 )
 
 
@@ -100,14 +100,11 @@ def _row(fabric: str, label: str, field: str, docs: list[dict]) -> dict:
     }
 
 
-def _line(row: dict, field: str, unit: str, digits: str) -> str:
+def _line(row: dict, field: str, unit: str) -> str:
     runs = row["runs"]
-    text = fmt_in(row[field], unit, f">10{digits}")
+    text = f"{fmt_rate(row[field], unit):>13}"
     if len(runs) > 1:
-        text += (
-            f"  median of {len(runs)} ({fmt_in(min(runs), unit, digits).split()[0]} .. "
-            f"{fmt_in(max(runs), unit, digits).split()[0]}, spread {row['spread']:.0%})"
-        )
+        text += f"  median of {len(runs)} ({fmt_range(min(runs), max(runs), unit)}, spread {fmt_pct(row['spread'])})"
     p50 = row["p50_us"]
     return text + f"   p50 {p50:.1f} us" if p50 < 100 else text + f"   p50 {p50:.0f} us"
 
@@ -121,7 +118,7 @@ def run(
     cpus = _cpus()
     rows = []
     for fabric in fabrics:
-        for label, op, extra, field, unit, digits in TESTS:
+        for label, op, extra, field, unit in TESTS:
             say(f"  {fabric:9s} {label:11s} ... ", end="")
             sys.stdout.flush()
             name = f"{fabric.replace('+', '_')}-{op}"
@@ -137,11 +134,11 @@ def run(
                 continue
             row = _row(fabric, label, field, docs)
             rows.append(row)
-            say(_line(row, field, unit, digits))
+            say(_line(row, field, unit))
             if row["disagree"]:
                 say(
-                    f"  warning: {fabric} {label}: the {repeat} runs disagree by {row['spread']:.0%} "
-                    f"(more than {DISAGREE:.0%}): something else is using this machine's cores or "
+                    f"  warning: {fabric} {label}: the {repeat} runs disagree by {fmt_pct(row['spread'])} "
+                    f"(more than {fmt_pct(DISAGREE)}): something else is using this machine's cores or "
                     f"its clock changes; trust the median less, or measure longer (--duration)"
                 )
     summary = {

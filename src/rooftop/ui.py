@@ -27,7 +27,7 @@ from rooftop import stages
 from rooftop.campaign import tracking
 
 # Re-exported: cli formats rates through ui (the table is rooftop.units).
-from rooftop.units import fmt_range, fmt_rate  # noqa: F401
+from rooftop.units import fmt_pct, fmt_range, fmt_rate  # noqa: F401
 
 console = Console(stderr=True, highlight=False)
 if not console.is_terminal:
@@ -125,7 +125,7 @@ class Bars:
             console.print(
                 f"  {row['key']}: "
                 + (
-                    f"{row[stages.get(spec.stage).rate]:.4g} {row['unit']}"
+                    fmt_rate(row[stages.get(spec.stage).rate], row["unit"])
                     if row["status"] == "ok"
                     else f"{row['status'].upper()} {row['error'][:200]}"
                 )
@@ -221,7 +221,7 @@ def print_summary(run, samples: list[dict]) -> None:
     if run.overhead is not None:
         console.print(
             f"time: {run.wall_s:.1f} s, of which {run.measured_s:.1f} s measuring; "
-            f"overhead outside windows (warmups, launches, readiness, teardown) {run.overhead:.0%}"
+            f"overhead outside windows (warmups, launches, readiness, teardown) {fmt_pct(run.overhead)}"
         )
     elif run.wall_s > 0:
         console.print(

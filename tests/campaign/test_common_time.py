@@ -95,4 +95,4 @@ def test_link_limits_of_emulated_nodes():
     assert limits.link_limit(nodes, [3], [3]) is None
     assert limits.above_limit(10.2e6, 10e6) == ""  # within 3 %
     msg = limits.above_limit(17.7e6, 10e6)
-    assert msg.startswith("measurement error: 17.70 MB/s is 77% above the 10.00 MB/s")
+    assert msg.startswith("measurement error: 16.9 MiB/s is 77 % above the 9.54 MiB/s")

@@ -213,7 +213,7 @@ def test_more_pairs_where_a_class_is_wide_none_where_narrow_and_the_budget_ends_
     count = Counter(x for p in drawn for x in p)
     narrow = _rates(topo, drawn, {"switch": 0.01, "global": 0.01})
     adds, why = sample.more(topo, drawn, {"bw": narrow}, count, _collect())
-    assert adds == [] and "interval is within +-5%" in why
+    assert adds == [] and "interval is within +-5 %" in why
     # Across groups noisy (+-30 %): pairs across groups only, and none drawn before.
     wide = _rates(topo, drawn, {"switch": 0.01, "global": 0.6})
     adds, why = sample.more(topo, drawn, {"bw": narrow, "rpc": wide}, count, _collect())

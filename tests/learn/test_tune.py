@@ -285,12 +285,12 @@ def test_the_outcome_compares_the_best_with_the_roofline_or_says_it_cannot(tmp_p
         "share": 0.75,
     }
     lines = outcome_lines(out, "ops/s")
-    assert any("server ceiling binds; the best reaches 75% of it" in line for line in lines)
+    assert any("server ceiling binds; the best reaches 75 % of it" in line for line in lines)
     assert any("best / default = 1.00" in line for line in lines)
     bare = summary(steps, "budget", space, None, None, {})
     assert "no ceilings to compare against" in " ".join(outcome_lines(bare, "ops/s"))
     page, md = write(out, "ops/s", "RUN", tmp_path)
-    assert "75%" in page.read_text() and "| 2 | random | clients_per_node=2 |" in md.read_text()
+    assert "75 %" in page.read_text() and "| 2 | random | clients_per_node=2 |" in md.read_text()
 
 
 def test_concurrency_and_handler_threads_reach_the_engine_only_when_set(tmp_path, capsys):

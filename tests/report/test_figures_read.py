@@ -98,8 +98,9 @@ def test_legends_carry_units_and_print_a_single_value_once():
     r = Roofline("rpc", "ops/s", Ceiling(1.04e6, 1.04e6, 1.04e6), Ceiling(500e3, 520e3, 510e3))
     fig = roofline.figure(model.evaluate(r, []), "t")
     labels = _texts(fig.axes[0])
-    assert any(t == "client ceiling 1,040 K ops/s" for t in labels), labels
-    assert any(t == "x · server ceiling 500–520 K ops/s" for t in labels), labels
+    # In the axis' scale (M ops/s from 1 M up), never '1,040 K ops/s' (issue 43).
+    assert any(t == "client ceiling 1.04 M ops/s" for t in labels), labels
+    assert any(t == "x · server ceiling 0.500–0.520 M ops/s" for t in labels), labels
     assert not any("e+" in t for t in labels)
     plt.close(fig)
 
@@ -120,11 +121,13 @@ def test_compare_tcp_and_shm_on_a_log_axis_says_so():
     import math
 
     for _, r in _tcp_shm():
-        assert lo < r.client.lo / 1e3 < r.client.hi / 1e3 < hi
-        assert (math.log(r.client.centre / 1e3) - math.log(lo)) / (math.log(hi) - math.log(lo)) > 0.1
+        assert lo < r.client.lo / 1e6 < r.client.hi / 1e6 < hi
+        assert (math.log(r.client.centre / 1e6) - math.log(lo)) / (math.log(hi) - math.log(lo)) > 0.1
     (view,) = [t for t in ax.texts if t.get_gid() == "view"]
     assert "log y axis" in view.get_text()
-    assert all("K ops/s" in t for t in _texts(ax))
+    assert "M ops/s" in ax.get_ylabel()
+    # Each legend in the axis' scale, or in its own where the axis' would read below 0.1.
+    assert "client 48.0–52.0 K ops/s" in _texts(ax)[0] and "client 0.950–1.05 M ops/s" in _texts(ax)[1]
     plt.close(fig)
 
 
@@ -137,7 +140,7 @@ def test_compare_normalised_puts_every_plateau_at_one():
     (view,) = [t for t in ax.texts if t.get_gid() == "view"]
     assert view.get_text().startswith("normalised")
     # The legends still give each source's real ceilings with units.
-    assert "client 48–52 K ops/s" in _texts(ax)[0] and "client 950–1,050 K ops/s" in _texts(ax)[1]
+    assert "client 48.0–52.0 K ops/s" in _texts(ax)[0] and "client 0.950–1.05 M ops/s" in _texts(ax)[1]
     plt.close(fig)
 
 
@@ -150,7 +153,7 @@ def test_latency_axis_spans_the_data_and_marks_the_tail():
     assert lo <= 20 and 42 <= hi < 200  # not 3 x 10^4 for data under 50 µs
     assert [l.get_gid() for l in ax.lines if (l.get_gid() or "").startswith("tail-")] == ["tail-client_peak"]
     (text,) = _texts(ax)
-    assert "tail to 30 ms (0.10%) beyond the axis" in text
+    assert "tail to 30 ms (0.10 %) beyond the axis" in text
     plt.close(fig)
 
 

@@ -83,9 +83,9 @@ def test_roofline_axis_widens_for_points_beyond_16_and_draws_the_node_ceiling():
     fig = roofline.figure(model.evaluate(r, []), "bw")
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert labels[0] == "1/16" and labels[-1] == "64"  # ridge 6/0.2 .. 7/0.15 needs up to 64
+    assert labels[0] == "1/16" and labels[-1] == "64"  # ridge 6/0.2–7/0.15 needs up to 64
     assert "GiB/s" in ax.get_ylabel()
-    assert any("node full 6–7" in t.get_text() for t in ax.get_legend().get_texts())
+    assert any("node full 6.00–7.00 GiB/s" in t.get_text() for t in ax.get_legend().get_texts())
     plt.close(fig)
 
 

@@ -236,7 +236,7 @@ def test_compare_runs_and_params_on_one_figure(run, tmp_path):
     # (cells wrap: "1.62 GiB/s (node full, derived; alone 20.2–20.5 GiB/s, published)")
     for part in ("1.62 GiB/s (node", "full, derived;", "alone 20.2–20.5", "GiB/s, published)", "(published)"):
         assert part in table, (part, table)
-    assert "1.70-1.80 GiB/s" in table and "(measured)" in table
+    assert "1.70–1.80 GiB/s" in table and "(measured)" in table
     bad = cli("compare", "nosuchrun", "--results", str(res), check=False)
     assert bad.returncode == 2 and "nosuchrun: neither a parameters file nor a run" in bad.stderr
     bad = cli("compare", run_id, "--label", "x", "--label", "y", "--results", str(res), check=False)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rooftop.engine import enginedoc
+from rooftop.units import fmt_pct
 
 #: The verdict of a comparison whose two settings' repeats overlap.
 INDISTINGUISHABLE = "indistinguishable here"
@@ -136,4 +137,4 @@ def summarize(p: Pitfall, measured: dict[str, Measured], where: str = "") -> dic
 
 def pct(ratio: float) -> str:
     """1.4 -> '40 % more', 0.7 -> '30 % less'."""
-    return f"{abs(ratio - 1):.0%} {'more' if ratio >= 1 else 'less'}"
+    return f"{fmt_pct(abs(ratio - 1))} {'more' if ratio >= 1 else 'less'}"

@@ -34,6 +34,7 @@ from rooftop.engine.groups import Group
 from rooftop.launchers.base import LauncherError, core_sets
 from rooftop.launchers.local import LocalLauncher
 from rooftop.numbers import json_text
+from rooftop.units import fmt_rate
 
 
 def config(pitfalls: list[Pitfall], opts: dict, node) -> dict:
@@ -174,7 +175,7 @@ def measure_pitfall(store, run_id: str, p: Pitfall, node, opts: dict, say: Calla
             store.add_sample(**_sample(run_id, p, s, i, raw, opts, doc, error))
             say(
                 f"  {p.name:10s} {s.name:12s} #{i + 1}: "
-                + (f"{m.rates[-1]:,.0f} {p.unit}" if doc else f"not measured: {error}")
+                + (fmt_rate(m.rates[-1], p.unit) if doc else f"not measured: {error}")
             )
     if p.kind == "storage" and not where:
         where = f"{opts['storage_path']}"

@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooftop import files
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_range, fmt_rate
 
 
 def setting_text(s: dict, unit: str) -> str:
-    """'reuse 1.62 GiB/s (1.60-1.70, n=3)', or why it was not measured."""
+    """'reuse 1.62 GiB/s (1.60–1.70 GiB/s, n=3)', or why it was not measured."""
     if not s["n"]:
         return f"{s['setting']}: not measurable here"
-    spread = f" ({fmt_rate(s['min'], unit)} .. {fmt_rate(s['max'], unit)}, n={s['n']})" if s["n"] > 1 else ""
+    spread = f" ({fmt_range(s['min'], s['max'], unit)}, n={s['n']})" if s["n"] > 1 else ""
     return f"{s['setting']} {fmt_rate(s['median'], unit)}{spread}"
 
 

@@ -72,17 +72,13 @@ def _panel(ax, line, interval: float, scale: float, rate_label: str, summary: di
     idle = summary.get("idle_cpu")
     wanted = summary.get("idle_cpu_wanted")
     ax.set_title(
-        f"{line.mode}: burst rate {_fmt(summary.get('burst_rate'))} ops/s, idle CPU "
+        f"{line.mode}: burst rate {units.fmt_rate(summary.get('burst_rate'), 'ops/s')}, idle CPU "
         + ("-" if idle is None else f"{idle:.3f}")
         + " cores"
         + ("" if wanted is None else f" (wanted {wanted:.3f})"),
         fontsize=10,
         loc="left",
     )
-
-
-def _fmt(v) -> str:
-    return "-" if v is None else f"{v:,.0f}"
 
 
 def figure(res: dict):

@@ -21,6 +21,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from rooftop.units import fmt_pct, fmt_rate
+
 
 @dataclass
 class ModeLine:
@@ -138,7 +140,7 @@ def _num(v, fmt: str, unit: str = "") -> str:
 
 HEADER = [
     "mode",
-    "burst ops/s",
+    "burst rate",
     "burst CPU",
     "idle CPU",
     "idle CPU wanted",
@@ -158,7 +160,7 @@ def table_rows(rows: list[dict], neighbour: dict | None = None) -> list[list[str
     return [
         [
             r["mode"],
-            _num(r["burst_rate"], ",.0f"),
+            fmt_rate(r["burst_rate"], "ops/s"),
             _num(r["burst_cpu"], ".2f"),
             _num(r["idle_cpu"], ".3f"),
             _num(r["idle_cpu_wanted"], ".3f"),
@@ -199,7 +201,7 @@ def notes(params: dict, power_note: str, nb: dict | None = None, rows: list[dict
         )
     out.append(
         "CPU in cores (1.0: one core busy); idle: median over the intervals entirely in gaps; time "
-        f"to full rate: to {params['full_rate']:.0%} of the burst rate, resolution one interval "
+        f"to full rate: to {fmt_pct(params['full_rate'])} of the burst rate, resolution one interval "
         f"({params['interval']:g} s)"
     )
     skipped = {r["mode"]: r["power_skipped"] for r in rows if r.get("power_skipped")}

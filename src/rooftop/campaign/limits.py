@@ -10,6 +10,8 @@ timer granularity) is a measurement error, never a sample.
 
 from __future__ import annotations
 
+from rooftop.units import fmt_pct, fmt_rate
+
 #: How far above a link's rate a measured aggregate may be before it is an error.
 TOLERANCE = 0.03
 
@@ -38,6 +40,6 @@ def above_limit(aggregate: float, limit: float | None) -> str:
     if limit is None or aggregate <= limit * (1 + TOLERANCE):
         return ""
     return (
-        f"measurement error: {aggregate / 1e6:.2f} MB/s is {aggregate / limit - 1:.0%} above the "
-        f"{limit / 1e6:.2f} MB/s its links carry (emulated link rates; tolerance {TOLERANCE:.0%})"
+        f"measurement error: {fmt_rate(aggregate, 'bytes/s')} is {fmt_pct(aggregate / limit - 1)} above the "
+        f"{fmt_rate(limit, 'bytes/s')} its links carry (emulated link rates; tolerance {fmt_pct(TOLERANCE)})"
     )

@@ -10,6 +10,7 @@ from rooftop.campaign import limits, windows
 from rooftop.engine.enginedoc import windows_of
 from rooftop.launchers import Node
 from rooftop.stages import Placement, SampleSpec
+from rooftop.units import fmt_pct
 
 
 class RunTime:
@@ -148,8 +149,8 @@ class Rows:
         need = float(self.cfg["engine"].get("min_overlap", 0.95))
         if c.overlap < need:
             return (
-                f"clients measured together for {c.overlap:.0%} of the window (start skew "
-                f"{c.skew_s:.3f} s); engine.min_overlap asks {need:.0%}"
+                f"clients measured together for {fmt_pct(c.overlap)} of the window (start skew "
+                f"{c.skew_s:.3f} s); engine.min_overlap asks {fmt_pct(need)}"
             )
         if not agg > 0:  # a rate is above 0 (rooftop.numbers.rate_problem): the readers take no other
             return "no operation completed in the clients' common window (rate 0)"

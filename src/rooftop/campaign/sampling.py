@@ -17,6 +17,7 @@ from rooftop.keys import ConfigError
 from rooftop.model import outliers
 from rooftop.stages.pairs import sample
 from rooftop.stages.pairs.base import shares_cores
+from rooftop.units import fmt_pct
 
 #: Batches at most (a guard: each batch at least one pair, a budget or the classes end them first).
 MAX_BATCHES = 100
@@ -86,8 +87,8 @@ def describe(cfg: dict) -> list[str]:
         f"topology: {topo.describe()}",
         f"pair sample: {len(rec['pairs'])} of {topo.n * (topo.n - 1) // 2} pairs in {len(rec['batches'])} batch(es) ("
         + ", ".join(f"{topology.CLASSES[k]} {drawn[k]} of {sizes[k]}" for k in sizes)
-        + f"); each node in at least {c['sample_min_pairs']}; more while a class's {c['sample_confidence']:.0%} "
-        f"interval is wider than +-{c['sample_width']:.0%}"
+        + f"); each node in at least {c['sample_min_pairs']}; more while a class's {fmt_pct(c['sample_confidence'])} "
+        f"interval is wider than +-{fmt_pct(c['sample_width'])}"
         + (f" (budget {c['sample_budget']} pairs)" if c["sample_budget"] else ""),
     ]
 

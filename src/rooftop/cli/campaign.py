@@ -25,6 +25,7 @@ from rooftop.cli.common import (
     takes_runs,
 )
 from rooftop.numbers import json_text
+from rooftop.units import fmt_pct
 
 
 def _cmd_collect(args) -> int:
@@ -321,7 +322,7 @@ def _cmd_runs(args) -> int:
             str(len(r.config["nodes"])),
             f"{len(n)}" + (f" ({bad} failed)" if bad else "") + (f" ({invalid} invalid)" if invalid else ""),
             f"{r.wall_s:.0f} s",
-            f"{r.overhead:.0%}" if r.overhead is not None else "-",
+            fmt_pct(r.overhead),
         )
     ui.print_table(ui.Console(highlight=False), t)  # the table is the output: 'rooftop runs > f' keeps it
     return 0

@@ -225,7 +225,7 @@ def _check(args) -> int:
 
 def cmd_history(args) -> int:
     from rooftop.history import check, series
-    from rooftop.units import fmt_rate
+    from rooftop.units import fmt_pct, fmt_range, fmt_rate, fmt_ratio
 
     rule, store = _options(args)
     groups = list(series.history(store).values())
@@ -271,10 +271,10 @@ def cmd_history(args) -> int:
         for r in runs:
             cells = []
             for name, p in r.ceilings.items():
-                ci = f" [{fmt_rate(p.interval[0], r.unit)} .. {fmt_rate(p.interval[1], r.unit)}]" if p.interval else ""
+                ci = f" [{fmt_range(*p.interval, r.unit)}]" if p.interval else ""
                 cells.append(f"{name} {fmt_rate(p.median, r.unit)}{ci}")
-            ratio = f"ratio {r.ratio[0]}:{r.ratio[1]}" if r.ratio else "no ratio (the verdict locates no ridge)"
-            err = f", validation error {r.validation_error:.1f} %" if r.validation_error is not None else ""
+            ratio = f"ratio {fmt_ratio(*r.ratio)}" if r.ratio else "no ratio (the verdict locates no ridge)"
+            err = f", validation error {fmt_pct(r.validation_error / 100, 1)}" if r.validation_error is not None else ""
             print(f"  {r.run} {r.created}: {'; '.join(cells)}; {ratio}{err}")
             if r.run in changed:
                 prev, diff = changed[r.run]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
 from rooftop.numbers import json_text
+from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate, fmt_ratio, fmt_span
 
 
 def _cmd_model(args) -> int:
@@ -134,22 +135,22 @@ def _print_roofline(out, e, a, res) -> None:
     r = e.roofline
     f = lambda v: ui.fmt_rate(v, r.unit)
     v = a.verdict
-    out.print(f"[bold]{r.metric}: {_verdict_headline(v)}[/]")
+    out.print(f"[bold]{r.metric}: {v['text']}[/]")  # a ratio only when the model can tell
     t = Table(title=f"{r.metric} roofline ({r.source})", title_justify="left", show_header=False)
     t.add_column(no_wrap=True)
     t.add_column(overflow="fold")
-    t.add_row("client ceiling (per process)", _ceiling_text(r.client, f))
-    _class_rows(t, res, r.metric, f)
+    t.add_row("client ceiling (per process)", _ceiling_text(r.client, r.unit))
+    _class_rows(t, res, r.metric, r.unit)
     if r.client_node_rejected:
         t.add_row("client ceiling, node full", "not used: " + r.client_node_rejected)
     if r.client_node:
         t.add_row(
             "client ceiling, node full",
-            _ceiling_text(r.client_node, f)
+            _ceiling_text(r.client_node, r.unit)
             + ": "
             + ("lower, the model uses it" if r.node_binds else "not lower, unused"),
         )
-    t.add_row("server ceiling (per process)", _ceiling_text(r.server, f))
+    t.add_row("server ceiling (per process)", _ceiling_text(r.server, r.unit))
     for stages in r.measured_once:
         t.add_row(
             "measured once",
@@ -165,19 +166,15 @@ def _print_roofline(out, e, a, res) -> None:
         ri = g.interval
         t.add_row(
             "ridge x*",
-            f"{g.lo:.3g} .. {g.hi:.3g}  (median {g.centre:.3g}"
-            + (f"; 95 % interval {ri[0]:.3g} .. {ri[1]:.3g})" if ri and r.server.n else ")"),
+            f"{fmt_span(g.lo, g.hi)}  (median {fmt_num(g.centre)}"
+            + (f"; 95 % interval {fmt_span(*ri)})" if ri and r.server.n else ")"),
         )
     else:
         t.add_row("ridge x*", f"not located: {g.reason}")
     t.add_row("verdict", v["text"])
     if a.located and v["ratio"]:
         rec = r.recommended()
-        t.add_row(
-            "recommended",
-            f"x >= {rec['x']:.3g}; in practice {v['ratio'][0]} server process(es) "
-            f"per {v['ratio'][1]} client process(es)",
-        )
+        t.add_row("recommended", f"x >= {fmt_num(rec['x'])}; in practice {fmt_ratio(*v['ratio'])} (servers:clients)")
     pm = res.pairs.get(r.metric) if res else None
     if pm and len(pm.nodes) >= 3:
         t.add_row("outlier nodes", "; ".join(pm.outlier_lines()))
@@ -200,13 +197,13 @@ def _print_roofline(out, e, a, res) -> None:
         wg = answer(w).ridge
         t.add_row(
             "without flagged nodes",
-            f"client {f(w.client.lo)} .. {f(w.client.hi)}, "
-            + (f"ridge {wg.lo:.3g} .. {wg.hi:.3g}" if wg.located else "ridge not located"),
+            f"client {fmt_range(w.client.lo, w.client.hi, r.unit)}, "
+            + (f"ridge {fmt_span(wg.lo, wg.hi)}" if wg.located else "ridge not located"),
         )
     ui.print_table(out, t)
 
 
-def _class_rows(t, res, metric: str, f) -> None:
+def _class_rows(t, res, metric: str, unit: str) -> None:
     """The client ceiling per topology class (a run that recorded its
     topology: collect --pairs sample), and what a deployment would see."""
     from rooftop.model import classes as model_classes
@@ -214,9 +211,9 @@ def _class_rows(t, res, metric: str, f) -> None:
     found = (res.classes if res else {}).get(metric) or []
     if not found:
         return
-    for c, line in zip(found, model_classes.lines(found, f)):
+    for c, line in zip(found, model_classes.lines(found, unit)):
         t.add_row(f"client ceiling, {c.label}", line.split(": ", 1)[1])
-    t.add_row("deployment", model_classes.deployment_text(found, f))
+    t.add_row("deployment", model_classes.deployment_text(found, lambda v: fmt_rate(v, unit)))
     sample = res.run.config.get("pair_sample") or {}
     topo = res.topology
     if sample:
@@ -246,57 +243,53 @@ def _print_validation(out, e, a, run: str | None) -> None:
         v.add_column(c, justify="right", no_wrap=True)
     for c in e.checks:
         v.add_row(
-            f"{c.x:.3g}",
+            fmt_num(c.x),
             f"{c.server_nodes}/{c.client_nodes}",
             "the model" if c.tests_model else "repeatability",
             f(c.measured),
             f(c.predicted),
-            f"{c.error_pct:+.0f}%",
+            fmt_pct(c.error_pct / 100, sign=True),
             c.binding,
-            f"{c.efficiency:.2f}" + (" [red]above roofline[/]" if c.above_roofline else ""),
+            fmt_pct(c.efficiency) + (" [red](above roofline)[/]" if c.above_roofline else ""),
         )
     ui.print_table(out, v)
     out.print(f"accuracy: {a.accuracy.text}", soft_wrap=True)
     for b, (m, n) in sorted(a.accuracy.by_binding.items()):
-        out.print(f"median |error| where {b}s bind: {m:.0f}% over {n} placement(s) that test the model")
+        out.print(f"median |error| where {b}s bind: {fmt_pct(m / 100)} over {n} placement(s) that test the model")
     if e.without_node and a.accuracy.tested:
         a, b = e.median_abs_error(), e.without_node.median_abs_error()
-        out.print(f"median |error| over all samples: {a:.0f}% with the client-node ceiling, {b:.0f}% without it")
+        out.print(
+            f"median |error| over all samples: {fmt_pct(a / 100)} with the client-node ceiling, "
+            f"{fmt_pct(b / 100)} without it"
+        )
     by = e.class_errors()
     if by:
         from rooftop.topology import CLASSES
 
-        each = ", ".join(f"{CLASSES[k]}: {m:.0f}% over {n}" for k, (m, n) in by.items() if k != "all")
+        each = ", ".join(f"{CLASSES[k]}: {fmt_pct(m / 100)} over {n}" for k, (m, n) in by.items() if k != "all")
         out.print(
             f"median |error| against each placement's own topology class (the farthest its servers and clients "
-            f"are apart, with that class's client ceiling): {by['all'][0]:.0f}% ({each})",
+            f"are apart, with that class's client ceiling): {fmt_pct(by['all'][0] / 100)} ({each})",
             soft_wrap=True,
         )
     for line in drift_lines(e.drift, f):
         out.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
 
 
-def _ceiling_text(c, f) -> str:
-    """'a .. b  (median m; 95 % interval of the mean c-d, n samples)'."""
-    text = f"{f(c.lo)} .. {f(c.hi)}  (median {f(c.centre)}"
+def _ceiling_text(c, unit: str) -> str:
+    """'a–b U  (median m; 95 % interval c–d U, n samples)'."""
+    text = f"{fmt_range(c.lo, c.hi, unit)}  (median {fmt_rate(c.centre, unit)}"
     if c.n == 0:
         return text + ")"
     if c.interval is None:
         return text + f"; {c.n} sample, no interval)"
-    return text + f"; 95 % interval {f(c.interval[0])} .. {f(c.interval[1])}, {c.n} samples)"
-
-
-def _verdict_headline(v: dict) -> str:
-    """The one line `model` leads with: a ratio only when the model can tell."""
-    if v["kind"] == "ratio":
-        return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es)"
-    return v["text"]
+    return text + f"; 95 % interval {fmt_range(*c.interval, unit)}, {c.n} samples)"
 
 
 def _verdict_short(v: dict, one_measurement: bool = False) -> str:
-    """'1:3'; '12:1 (11:1-12:1)'; 'not distinguishable (1:2-2:1)'; 'cannot tell'.
+    """'1:3'; '12:1 (11:1–12:1)'; 'not distinguishable (1:2–2:1)'; 'cannot tell'.
     One measurement (one placement for both ceilings) has no span of ratios."""
-    span = "-".join(model_ratio(e) for e in v["range"]) if v["range"] and not one_measurement else ""
+    span = "–".join(model_ratio(e) for e in v["range"]) if v["range"] and not one_measurement else ""
     if v["kind"] == "ratio":
         return model_ratio(v["ratio"])
     if v["kind"] == "range":
@@ -307,15 +300,15 @@ def _verdict_short(v: dict, one_measurement: bool = False) -> str:
 
 
 def _ridge_short(r) -> str:
-    """'0.45-0.5'; 'not located' where the verdict locates no ridge."""
+    """'0.45–0.5'; 'not located' where the verdict locates no ridge."""
     from rooftop.model.answer import answer
 
     g = answer(r).ridge
-    return f"{g.lo:.3g}-{g.hi:.3g}" if g.located else "not located"
+    return fmt_span(g.lo, g.hi) if g.located else "not located"
 
 
 def model_ratio(r) -> str:
-    return "?" if r is None else f"{r[0]}:{r[1]}"
+    return "?" if r is None else fmt_ratio(*r)
 
 
 def _compare_source(text: str, results_dir: str):
@@ -370,11 +363,10 @@ def _cmd_compare(args) -> int:
             t.add_column(c, no_wrap=c in ("metric", "ridge x*"), min_width=16 if c == "source" else None)
         for label, rs in sources:
             for m, r in sorted(rs.items()):
-                shown = units.rate_scale(r.unit, r.client.hi)
                 t.add_row(
                     label,
                     m,
-                    roofline_plot.client_text(r, shown),
+                    roofline_plot.client_text(r, units.rate_scale(r.unit, r.client.hi)),
                     f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
                     _ridge_short(r),
                     _verdict_short(r.verdict(), r.one_measurement),

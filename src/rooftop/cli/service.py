@@ -13,6 +13,7 @@ from rooftop import metrics, session
 from rooftop.cli import service_import
 from rooftop.cli.common import campaign_flags, deprecated, interrupted_rc, restate_arg, results_arg, run_arg
 from rooftop.numbers import json_text
+from rooftop.units import fmt_rate
 
 DESCRIPTION = """\
 Measures a real data service (its own servers and clients, as a service spec
@@ -93,7 +94,11 @@ def _cmd_service(args) -> int:
 
     def on_point(p) -> None:
         counts[p.status] = counts.get(p.status, 0) + 1
-        rate = "" if p.aggregate is None else f" {p.aggregate:,.1f} {p.unit} ({p.per_client:,.1f} per client)"
+        rate = (
+            ""
+            if p.aggregate is None
+            else f" {fmt_rate(p.aggregate, p.unit)} ({fmt_rate(p.per_client, p.unit)} per client)"
+        )
         line = f"{spec.name} {p.key} S={p.server_procs} C={p.client_procs}: {p.status}{rate}"
         if not args.json:
             ui.console.print(line + (f" [dim]{p.error}[/]" if p.error else ""), highlight=False)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from rooftop.history.comparable import machine_differences, machine_note
 from rooftop.history.series import RunCeilings
 from rooftop.model import practical, ratio_text
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_range, fmt_rate
 
 #: A ceiling must move by more than this share of its median (per metric
 #: default; `--threshold METRIC=PCT`) to count.
@@ -211,7 +211,7 @@ def against_window(
         beyond = outside and over
         why = (
             f"{'outside' if outside else 'inside'} median +- {k:g} x 1.4826 x MAD of {len(vals)} runs "
-            f"({fmt_rate(m - half, target.unit)} .. {fmt_rate(m + half, target.unit)}); "
+            f"({fmt_range(m - half, m + half, target.unit)}); "
             f"threshold {threshold * 100:.0f} %" + ("" if over else " not exceeded")
         )
         changes.append(Change(target.metric, name, m, p.median, target.unit, ch, beyond, _direction(ch, beyond), why))
@@ -279,7 +279,7 @@ def against_history(
     window = regime(prior, threshold, k, last)
     if len(window) >= MIN_HISTORY:
         first, final = window[0].run, window[-1].run
-        return against_window(target, window, threshold, k, f"history of {len(window)} runs ({first} .. {final})")
+        return against_window(target, window, threshold, k, f"history of {len(window)} runs ({first} to {final})")
     mc = against_run(target, prior[-1], threshold, f"run {prior[-1].run}")
     mc.notes.append(
         f"only {len(window)} comparable run(s) in the history (the rule needs {MIN_HISTORY}): "

@@ -125,7 +125,7 @@ def extrapolation_split(ds) -> tuple[np.ndarray, np.ndarray, str] | None:
         train,
         test,
         (
-            f"trained on footprints of {sizes[0]:g}..{limit:g} processes (server + client), "
+            f"trained on footprints of {sizes[0]:g}–{limit:g} processes (server + client), "
             f"tested on the largest, {sizes[-1]:g}"
         ),
     )

@@ -125,7 +125,7 @@ def outside(doc: dict, row: dict) -> list[str]:
         v = row[f]
         if isinstance(v, float) and not lo - 1e-9 <= v <= hi + 1e-9:
             shown = (lambda a: f"{2**a:.3g}") if f == "sample.x" else (lambda a: f"{a:g}")
-            out.append(f"{f} = {shown(v)} is outside the measured {shown(lo)}..{shown(hi)}")
+            out.append(f"{f} = {shown(v)} is outside the measured {shown(lo)}–{shown(hi)}")
     return out
 
 

@@ -66,7 +66,7 @@ def _png(fig) -> bytes:
 
 def _rows(models: list[dict]) -> list[list[str]]:
     def spread(v):
-        return "-" if not v else f"{v[0]:.1f}..{v[1]:.1f}"
+        return "-" if not v else f"{v[0]:.1f}–{v[1]:.1f}"
 
     return [
         [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_num, fmt_range, fmt_rate
 
 
 def _console() -> Console:
@@ -17,12 +17,12 @@ def _console() -> Console:
 
 def _spread(s) -> str:
     sp = s.spread(0)
-    return "-" if sp is None else f"{sp[0]:.1f}..{sp[1]:.1f}"
+    return "-" if sp is None else f"{sp[0]:.1f}–{sp[1]:.1f}"
 
 
 def _spread_mean(s) -> str:
     sp = s.spread(1)
-    return "-" if sp is None else f"{sp[0]:.1f}..{sp[1]:.1f}"
+    return "-" if sp is None else f"{sp[0]:.1f}–{sp[1]:.1f}"
 
 
 def scores_table(title: str, scores, best: str | None = None) -> Table:
@@ -91,11 +91,11 @@ def print_prediction(p: dict) -> None:
     out.print(
         f"[bold]{p['metric']}[/]: {p['servers']} server process(es) on {p['server_nodes']:g} "
         f"node(s), {p['clients']} client process(es) on {p['client_nodes']:g} node(s), "
-        f"x = {p['x']:.3g}"
+        f"x = {fmt_num(p['x'])}"
     )
     out.print(
         f"predicted per client process: [bold]{f(p['per_client'])}[/] (90 % interval "
-        f"{f(p['interval'][0])} .. {f(p['interval'][1])}); aggregate {f(p['aggregate'])}"
+        f"{fmt_range(*p['interval'], p['unit'])}); aggregate {f(p['aggregate'])}"
     )
     cap = "capped at the roofline's highest ceilings" if p["capped"] else "below the roofline"
     out.print(

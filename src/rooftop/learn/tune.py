@@ -22,6 +22,7 @@ from rooftop.learn import LearnError
 from rooftop.learn.keys import MIN_CONFIGS
 from rooftop.learn.propose import Observation, Proposer
 from rooftop.learn.space import PLACEMENT_KNOBS, Space
+from rooftop.units import fmt_pct
 
 #: The best predicted rate must improve by more than this (relative)...
 TOLERANCE = 0.02
@@ -206,7 +207,7 @@ def loop(
         steps.append(s)
         on_step(s)
         if stalled([t.best_predicted for t in steps if t.how == "model"]):
-            return steps, (f"the best predicted rate improved by less than {TOLERANCE:.0%} in {PATIENCE} steps")
+            return steps, (f"the best predicted rate improved by less than {fmt_pct(TOLERANCE)} in {PATIENCE} steps")
 
 
 def best_step(steps: list[Step]) -> Step | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooftop import files
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_num, fmt_pct, fmt_rate
 
 #: The trajectory figure's resolution.
 PNG_DPI = 110
@@ -48,8 +48,8 @@ def outcome_lines(out: dict, unit: str) -> list[str]:
     r = out.get("roofline")
     if r:
         lines.append(
-            f"roofline (run {r['run']}): r(x = {r['x']:.3g}) = {_rate(r['rate'], unit)}, "
-            f"{r['binds']} ceiling binds; the best reaches {r['share']:.0%} of it"
+            f"roofline (run {r['run']}): r(x = {fmt_num(r['x'])}) = {_rate(r['rate'], unit)}, "
+            f"{r['binds']} ceiling binds; the best reaches {fmt_pct(r['share'])} of it"
         )
     else:
         lines.append(out.get("roofline_note", ""))

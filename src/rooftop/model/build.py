@@ -13,7 +13,7 @@ from rooftop import metrics, stages
 from rooftop.model.ceilings import SERVER_BOUND, Ceiling, ModelError
 from rooftop.model.exclude import _kid, _rows, exclusions
 from rooftop.model.roofline import Roofline
-from rooftop.units import PARAM_UNITS, fmt_rate
+from rooftop.units import PARAM_UNITS, fmt_num, fmt_rate
 
 
 def from_run(
@@ -86,7 +86,7 @@ def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: 
         )
     elif cn.centre >= SERVER_BOUND * x * r.server.centre:
         r.client_node_rejected = (
-            f"the client-node stage was server-bound: x = {x:.3g} server processes per client "
+            f"the client-node stage was server-bound: x = {fmt_num(x)} server processes per client "
             f"give at most {fmt_rate(x * r.server.centre, r.unit)} per client and each got "
             f"{fmt_rate(cn.centre, r.unit)}; more server nodes are needed to saturate a client node"
         )

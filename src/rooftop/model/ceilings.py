@@ -7,6 +7,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from rooftop.units import fmt_ratio
+
 #: The practical ratio may fall short of the client ceiling by this much.
 PRACTICAL_TOLERANCE = 0.05
 
@@ -134,7 +136,8 @@ def practical(x: float) -> tuple[int, int] | None:
 
 
 def ratio_text(r: tuple[int, int] | None) -> str:
-    return "-" if r is None else f"{r[0]}:{r[1]}"
+    """'1:4' (servers:clients, rooftop.units.fmt_ratio); '-' for none."""
+    return "-" if r is None else fmt_ratio(*r)
 
 
 def _span_text(lo: tuple[int, int] | None, hi: tuple[int, int] | None) -> str:

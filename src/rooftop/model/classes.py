@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooftop.model.ceilings import Ceiling
+from rooftop.units import fmt_pct, fmt_range, fmt_rate
 
 
 @dataclass
@@ -95,14 +96,17 @@ def deployment_text(classes: list[ClassCeiling], fmt) -> str:
     )
 
 
-def lines(classes: list[ClassCeiling], fmt) -> list[str]:
-    """One line per class: 'same switch: a .. b (median m; 95 % interval
-    c .. d, +-w %; n of N pairs)'."""
+def lines(classes: list[ClassCeiling], unit: str) -> list[str]:
+    """One line per class: 'same switch: a–b U (median m; 95 % interval
+    c–d U, +-w %; n of N pairs)'."""
     out = []
     for c in classes:
         e = c.ceiling
         ci = (
-            f"; 95 % interval {fmt(e.ci[0])} .. {fmt(e.ci[1])}, +-{c.width:.1%}" if e.ci and c.width is not None else ""
+            f"; 95 % interval {fmt_range(*e.ci, unit)}, +-{fmt_pct(c.width, 1)}" if e.ci and c.width is not None else ""
         )
-        out.append(f"{c.label}: {fmt(e.lo)} .. {fmt(e.hi)} (median {fmt(e.centre)}{ci}; {c.pairs} of {c.of} pairs)")
+        out.append(
+            f"{c.label}: {fmt_range(e.lo, e.hi, unit)} (median {fmt_rate(e.centre, unit)}{ci}; "
+            f"{c.pairs} of {c.of} pairs)"
+        )
     return out

@@ -17,6 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 from rooftop.model.exclude import _kid, exclusions, ran_beside
+from rooftop.units import fmt_pct
 
 #: Beyond the spread of the samples, a placement must differ by this share
 #: to count as drift (1 - 1/1.1 below, 10 % above): noise on a quiet
@@ -57,7 +58,7 @@ class Drift:
             f"{self.metric}: the platform changed between collect and validate: the same placement "
             f"({self.placement()}) measured {fmt(b)} per client (median of {len(self.before)}) for the "
             f"ceilings and {fmt(a)} (median of {len(self.after)}) in validation, {self.ratio:.2f}x; "
-            f"validation errors up to {abs(self.ratio - 1):.0%} measure the machine, not the model: "
+            f"validation errors up to {fmt_pct(abs(self.ratio - 1))} measure the machine, not the model: "
             "measure again on a quiet machine"
         )
 
@@ -131,6 +132,6 @@ def drift_lines(drifts: list[Drift], fmt=lambda v: f"{v:.4g}") -> list[str]:
         ratios = [d.ratio for d in rest]
         out.append(
             f"{rest[0].metric}: and {len(rest)} more placement(s) measured in both changed "
-            f"({min(ratios):.2f}x .. {max(ratios):.2f}x)"
+            f"({min(ratios):.2f}–{max(ratios):.2f}x)"
         )
     return out

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rooftop.units import fmt_pct
+
 
 def _node_info(nodes) -> dict[int, dict]:
     """Node index -> its description (config dicts or launcher Nodes)."""
@@ -60,7 +62,7 @@ def core_sharing(sample: dict, nodes, beside=()) -> str:
                 s for s in beside if set(comp) & (set(s.get("server_nodes") or []) | set(s.get("client_nodes") or []))
             ]
             at_once = " with pair(s) " + ", ".join(_pair_name(s) for s in others) + " running at once" if others else ""
-            was = f", busy {busy:.0%} of the time (above {SHARED_BUSY_MAX:.0%})" if busy is not None else ""
+            was = f", busy {fmt_pct(busy)} of the time (above {fmt_pct(SHARED_BUSY_MAX)})" if busy is not None else ""
             return (
                 f"nodes {', '.join(f'n{i}' for i in comp)} share core(s) "
                 f"{','.join(map(str, cores))}: {n:g} processes on {len(cores)} core(s){at_once}{was}"

@@ -39,7 +39,7 @@ import tomllib
 from rooftop import metrics
 from rooftop.model.ceilings import Ceiling, ModelError
 from rooftop.model.roofline import Roofline
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_num, fmt_rate
 
 
 class MixError(ModelError):
@@ -196,17 +196,17 @@ class Combined:
             + " per operation"
         ]
         out.append(
-            f"below x = {ridge:.3g} (server/client processes) the servers' {s} binds: "
+            f"below x = {fmt_num(ridge)} (server/client processes) the servers' {s} binds: "
             f"{_ops(r.server.centre)} per server process"
         )
-        out.append(f"above x = {ridge:.3g} the clients' {c} binds: {_ops(r.client.centre)} per client process")
+        out.append(f"above x = {fmt_num(ridge)} the clients' {c} binds: {_ops(r.client.centre)} per client process")
         for m in self.components:
             out.append(
                 f"  {m.metric}: client {_ops(m.client.centre)}, server {_ops(m.server.centre)} per "
                 f"process (its ceilings / {work_text(m.metric, m.demand)})"
             )
         out.append(
-            f"without overlap (one resource after the other) at x = {ridge:.3g}: "
+            f"without overlap (one resource after the other) at x = {fmt_num(ridge)}: "
             f"{_ops(self.serial_rate(ridge))} per client process"
         )
         return out

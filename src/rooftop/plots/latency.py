@@ -15,7 +15,7 @@ import numpy as np
 from rooftop import stages
 from rooftop.plots import style
 from rooftop.results import Latency
-from rooftop.units import fmt_num
+from rooftop.units import fmt_num, fmt_pct
 
 #: The axis ends at this quantile of the slowest stage.
 TAIL_QUANTILE = 0.999
@@ -100,7 +100,7 @@ def figure(lats: list[Latency], metric: str, title: str):
         )
         tail = _tail(lat, right)
         if tail:
-            label += f"; tail to {fmt_us(tail[0])} ({tail[1]:.2%}) beyond the axis ▶"
+            label += f"; tail to {fmt_us(tail[0])} ({fmt_pct(tail[1], 2)}) beyond the axis ▶"
             ax.plot(
                 [right],
                 [0.92 - 0.07 * i],

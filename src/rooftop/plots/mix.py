@@ -45,7 +45,7 @@ def figure(comb: Combined, title: str, yscale: str = "log"):
         lw=3,
         alpha=0.75,
         gid="envelope",
-        label=f"binding: servers' {comb.server_metric} below x = {style.ratio_label(ridge) if ridge >= 1 else f'{ridge:.3g}'}, "
+        label=f"binding: servers' {comb.server_metric} below x = {style.ratio_label(ridge) if ridge >= 1 else units.fmt_num(ridge)}, "
         f"clients' {comb.client_metric} above",
     )
     ax.axvline(ridge, color="black", ls=":", lw=1, gid="ridge")

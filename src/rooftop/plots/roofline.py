@@ -180,16 +180,21 @@ def client_text(r: Roofline, show: tuple[float, str]) -> str:
 
 
 def _range(c, show: tuple[float, str]) -> str:
-    """'148–173 K ops/s'; one value when both ends read the same."""
-    return units.fmt_span(c.lo, c.hi, show[1], show[0])
+    """'148–173 K ops/s'; one value when both ends read the same. In the
+    axis' scale (show: divisor, label) where it reads there from 0.1 to
+    999, else in the scale its value reaches ('1.04 M ops/s' beside a K
+    ops/s axis, never '1,040 K ops/s')."""
+    scale, label = show
+    if not 0.1 <= c.hi / scale < 999.5:
+        label, scale = units.scale_for(c.hi, units.PARAM_UNITS[label][0])
+    return units.fmt_span(c.lo, c.hi, label, scale)
 
 
 def _ridge(r: Roofline) -> str:
     rg = r.ridge
     if abs(rg.hi - rg.lo) < 1e-9:
         return style.ratio_label(rg.centre)
-    a, b = units.fmt_num(rg.lo), units.fmt_num(rg.hi)
-    return a if a == b else f"{a}–{b}"
+    return units.fmt_span(rg.lo, rg.hi)
 
 
 #: A service's points (rooftop.service): marker and colour, one per service.

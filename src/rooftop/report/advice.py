@@ -12,7 +12,7 @@ from rooftop.foreign import FOREIGN_WARN
 from rooftop.model import outliers
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO, Roofline
 from rooftop.results import WIDE_CLIENT_RANGE, RunResults
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_pct, fmt_range, fmt_rate, fmt_ratio
 
 #: Where 3 or more nodes come from when this machine has too few cores.
 MORE_NODES = (
@@ -25,15 +25,13 @@ def todo_of(r: Roofline) -> str:
     """What the metric's verdict asks: the ratio to deploy, or what would give one."""
     v = r.verdict()
     if v["kind"] == "ratio":
-        s, c = v["ratio"]
         return (
-            f"deploy {s} server process{'es' if s != 1 else ''} per {c} client "
-            f"process{'es' if c != 1 else ''}: the predicted rate is then within 5 % of "
+            f"deploy {fmt_ratio(*v['ratio'])} (servers:clients): the predicted rate is then within 5 % of "
             f"the client ceiling ({fmt_rate(r.client_bound.centre, r.unit)} per client)"
         )
     if v["kind"] == "range":
         safe = v["range"][1] if v.get("range") and v["range"][1] else None
-        return f"deploy {v['text']}" + (f"; {safe[0]}:{safe[1]} is the safe side (more servers)" if safe else "")
+        return f"deploy {v['text']}" + (f"; {fmt_ratio(*safe)} is the safe side (more servers)" if safe else "")
     if r.one_measurement:
         return MORE_NODES
     if v["kind"] == "indistinguishable" or r.client.interval is None or r.server.interval is None:
@@ -65,11 +63,7 @@ def pairs(res: RunResults) -> list[tuple[str | None, str]]:
                     + ", ".join(f"n{n}" for n in flagged)
                     + ": its pairs are slow. Check it (NIC, "
                     "link, CPU load) before trusting the client ceiling"
-                    + (
-                        f"; without it the ceiling is {fmt_rate(w.client.lo, w.unit)} .. {fmt_rate(w.client.hi, w.unit)}."
-                        if w
-                        else "."
-                    ),
+                    + (f"; without it the ceiling is {fmt_range(w.client.lo, w.client.hi, w.unit)}." if w else "."),
                 )
             )
         if links:
@@ -121,7 +115,7 @@ def remeasure(res: RunResults) -> list[tuple[str | None, str]]:
             out.append(
                 (
                     metric,
-                    f"the client ceiling spans {c.hi / c.lo - 1:.0%}: measure longer or more "
+                    f"the client ceiling spans {fmt_pct(c.hi / c.lo - 1)}: measure longer or more "
                     f"windows (collect.duration, collect.windows) on a quiet machine.",
                 )
             )

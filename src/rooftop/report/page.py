@@ -34,7 +34,7 @@ from rooftop.report.parts import (
 from rooftop.report.render import figure, render
 from rooftop.results import RunResults
 from rooftop.results.sections import WHERE
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_num, fmt_pct, fmt_rate
 
 NO_WARNING = "none: ceilings are tight, no sample above the roofline, low overhead"
 
@@ -109,15 +109,15 @@ def validation_of(res: RunResults) -> list[dict]:
         rows = [
             {
                 "cells": [
-                    f"{c.x:.3g}",
+                    fmt_num(c.x),
                     f"{c.server_nodes}/{c.client_nodes}",
                     fmt_rate(c.measured, u),
                     fmt_rate(c.predicted, u),
-                    f"{c.error_pct:+.0f} %",
+                    fmt_pct(c.error_pct / 100, sign=True),
                     c.binding,
                     "the model" if c.tests_model else "repeatability",
                 ],
-                "efficiency": f"{c.efficiency:.2f}",
+                "efficiency": fmt_pct(c.efficiency),
                 "above": c.above_roofline,
             }
             for c in ev.checks
@@ -167,7 +167,7 @@ def environment_of(res: RunResults) -> list[list[str]]:
         [
             "run time",
             f"{run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
-            + (f" (overhead {ov:.0%})" if ov is not None else ""),
+            + (f" (overhead {fmt_pct(ov)})" if ov is not None else ""),
         ],
         ["host", str(run.environment.get("host", "?"))],
         ["machine", machine_text(run.environment)],

@@ -19,7 +19,7 @@ from rooftop.plots.run import KINDS, left_out
 from rooftop.report import advice
 from rooftop.report.render import md_text
 from rooftop.results import RunResults
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate, fmt_ratio, fmt_span
 
 #: Caption per figure kind (a figure's name before the first "-"); the
 #: report sections add theirs (captions()).
@@ -80,10 +80,6 @@ def shown(res: RunResults, figures: dict[str, list[Path]]) -> list[tuple[str, Pa
     return out
 
 
-def _fmt_ratio(x: float) -> str:
-    return f"{x:.3g}"
-
-
 def headline(res: RunResults) -> list[dict]:
     out = []
     for metric, r in sorted(res.rooflines.items()):
@@ -126,21 +122,19 @@ def headline(res: RunResults) -> list[dict]:
 
 
 def ridge_text(g) -> str:
-    """'ridge x* = 0.45 .. 0.5 (median 0.47)', or why the verdict locates none."""
+    """'ridge x* = 0.45–0.5 (median 0.47)', or why the verdict locates none."""
     if not g.located:
         return f"ridge not located: {g.reason}"
-    return f"ridge x* = {_fmt_ratio(g.lo)} .. {_fmt_ratio(g.hi)} (median {_fmt_ratio(g.centre)})"
+    return f"ridge x* = {fmt_span(g.lo, g.hi)} (median {fmt_num(g.centre)})"
 
 
 def _verdict_md(h: dict) -> str:
     """The verdict in a line (Markdown): the ratio, or the big line and why."""
     v, rec = h["verdict"], h["recommended"]
     if v["kind"] == "ratio":
-        return (
-            f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es) (x >= {_fmt_ratio(rec['x'])})"
-        )
+        return f"{md_text(v['text'])}, x >= {fmt_num(rec['x'])}"
     if v["kind"] == "range":
-        return f"{v['ratio'][0]} server process(es) per {v['ratio'][1]} client process(es), {md_text(v['text'])}"
+        return md_text(v["text"])
     return f"{_big(v)}: {md_text(h['says'])}"
 
 
@@ -155,18 +149,17 @@ def _ci(ci, unit) -> str:
 def _big(v: dict) -> str:
     """The card's big line: a ratio when the model can tell, else what it says."""
     if v["kind"] in ("ratio", "range"):
-        s, c = v["ratio"]
-        return f"{s} server{'s' if s != 1 else ''} : {c} client{'s' if c != 1 else ''}"
+        return f"{fmt_ratio(*v['ratio'])} (servers:clients)"
     return "not distinguishable" if v["kind"] == "indistinguishable" else "cannot tell"
 
 
 def _rng(vals, unit) -> str:
-    return f"{fmt_rate(vals[0], unit)} .. {fmt_rate(vals[1], unit)}"
+    return fmt_range(vals[0], vals[1], unit)
 
 
 def class_text(h: dict) -> str:
     """The client ceiling per topology class, one phrase per class: 'same
-    switch 2.8 .. 2.9 MB/s (median 2.85 MB/s, 7 pairs); across groups ...'."""
+    switch 2.80–2.90 MiB/s (median 2.85 MB/s, 7 pairs); across groups ...'."""
     u = h["unit"]
     return "; ".join(
         f"{c['label']} {_rng([c['min'], c['max']], u)} (median {fmt_rate(c['median'], u)}, {c['pairs']} pairs)"
@@ -175,7 +168,7 @@ def class_text(h: dict) -> str:
 
 
 def _pct(v) -> str:
-    return "-" if v is None else f"{v:.0f} %"
+    return fmt_pct(None if v is None else v / 100)
 
 
 def verdict_of(r) -> str:

@@ -25,7 +25,7 @@ from rooftop.report.parts import (
 )
 from rooftop.report.render import md_image, md_row, md_text
 from rooftop.results import RunResults
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_num, fmt_pct, fmt_rate
 
 
 def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=(), nic=None) -> str:
@@ -104,14 +104,14 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             lines.append(
                 md_row(
                     [
-                        f"{c.x:.3g}",
+                        fmt_num(c.x),
                         f"{c.server_nodes}/{c.client_nodes}",
                         fmt_rate(c.measured, u),
                         fmt_rate(c.predicted, u),
-                        f"{c.error_pct:+.0f} %",
+                        fmt_pct(c.error_pct / 100, sign=True),
                         c.binding,
                         "the model" if c.tests_model else "repeatability",
-                        f"{c.efficiency:.2f}{' (above roofline)' if c.above_roofline else ''}",
+                        f"{fmt_pct(c.efficiency)}{' (above roofline)' if c.above_roofline else ''}",
                     ]
                 )
             )
@@ -144,7 +144,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         "## Run",
         "",
         f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
-        + (f", overhead {ov:.0%}" if ov is not None else ""),
+        + (f", overhead {fmt_pct(ov)}" if ov is not None else ""),
         f"- launcher {md_text(run.config['launcher']['type'])}, {len(run.config.get('nodes') or [])} nodes, "
         f"binding {md_text(run.config.get('binding'))}",
         f"- engine {md_text(run.environment.get('engine', '?'))}",

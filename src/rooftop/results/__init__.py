@@ -20,7 +20,7 @@ from rooftop.results.sections import Section
 from rooftop.store.damage import DAMAGED, is_damaged
 from rooftop.store.db import Store
 from rooftop.store.records import Run, stands_for
-from rooftop.units import fmt_rate
+from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
 WIDE_CLIENT_RANGE = 0.25
@@ -250,11 +250,7 @@ def _warnings(res: RunResults) -> list[str]:
                 f"{metric}: node n{sc.node} is an outlier (score {sc.z:.1f}): its pairs reach "
                 f"{fmt_rate(sc.median, unit)} (median); slowest: "
                 + ", ".join(f"n{a}-n{b} {fmt_rate(v, unit)}" for (a, b), v in sc.pairs[:3])
-                + (
-                    f"; without it the client ceiling is {fmt_rate(w.client.lo, unit)} .. {fmt_rate(w.client.hi, unit)}"
-                    if w
-                    else ""
-                )
+                + (f"; without it the client ceiling is {fmt_range(w.client.lo, w.client.hi, unit)}" if w else "")
             )
             if sc.node == 0 and any(s["stage"] == stages.of_role("server").name for s in res.samples):
                 out.append(
@@ -276,9 +272,9 @@ def _warnings(res: RunResults) -> list[str]:
                     "samples of n0-n1 (a noisy machine: longer or more samples)"
                 )
             out.append(
-                f"{metric}: the client ceiling ranges {fmt_rate(c.lo, r.unit)} .. "
-                f"{fmt_rate(c.hi, r.unit)} ({spread:.0%} wide, more than "
-                f"{WIDE_CLIENT_RANGE:.0%}): {advice}"
+                f"{metric}: the client ceiling ranges {fmt_range(c.lo, c.hi, r.unit)} "
+                f"({fmt_pct(spread)} wide, more than "
+                f"{fmt_pct(WIDE_CLIENT_RANGE)}): {advice}"
             )
         out += _method_warnings(metric, r)
         if r.client_node_rejected:
@@ -287,7 +283,7 @@ def _warnings(res: RunResults) -> list[str]:
             n = r.client_node
             out.append(
                 f"{metric}: with its node full, each client process gets "
-                f"{fmt_rate(n.centre, r.unit)}, {n.centre / c.centre:.0%} of a lone client: the model "
+                f"{fmt_rate(n.centre, r.unit)}, {fmt_pct(n.centre / c.centre)} of a lone client: the model "
                 f"uses this node-saturated ceiling"
             )
         ev = res.evaluations.get(metric)
@@ -296,7 +292,7 @@ def _warnings(res: RunResults) -> list[str]:
             if above:
                 out.append(
                     f"{metric}: {len(above)} validation sample(s) above the roofline (x = "
-                    + ", ".join(f"{ch.x:.3g}" for ch in above[:5])
+                    + ", ".join(fmt_num(ch.x) for ch in above[:5])
                     + "): a ceiling was under-measured, or the samples are not comparable"
                 )
     late = [
@@ -329,7 +325,7 @@ def _warnings(res: RunResults) -> list[str]:
     ov = res.run.overhead
     if ov is not None and ov > HIGH_OVERHEAD:
         out.append(
-            f"the run spent {ov:.0%} of its time outside measurement windows (launch, "
+            f"the run spent {fmt_pct(ov)} of its time outside measurement windows (launch, "
             f"readiness, warmup): longer samples (collect.duration) amortise it"
         )
     if res.run.status != "complete":
@@ -385,7 +381,7 @@ def sharing_lines(samples: list[dict]) -> list[str]:
         worst = max(loaded, key=lambda s: s["foreign_cpu"])
         out.append(
             f"{len(loaded)} sample(s) shared their cores with other processes (foreign CPU "
-            f"above {FOREIGN_WARN:.0%} of a core; worst {worst['foreign_cpu']:.0%} of a core, "
+            f"above {fmt_pct(FOREIGN_WARN)} of a core; worst {fmt_pct(worst['foreign_cpu'])} of a core, "
             f"{worst['key']}): their rates may be low; measure again on a quiet machine"
         )
     return out

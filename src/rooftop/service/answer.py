@@ -188,7 +188,7 @@ class ServiceAnswer:
         where = "its" if not self.quoted else f"its {rest} other"
         return (
             f"no efficiency at {where} placement(s): the {m} roofline is the platform's measured rate only at "
-            f"x = {x0:.3g}, the one placement its ceilings were measured at, and extrapolated from it "
+            f"x = {units.fmt_num(x0)}, the one placement its ceilings were measured at, and extrapolated from it "
             f"elsewhere; {unknown}"
         )
 
@@ -212,7 +212,7 @@ class ServiceAnswer:
         assert overall is not None
         x0 = self.x0
         at = (
-            f"at x = {x0:.3g} ({len(self.quoted)} placement(s))"
+            f"at x = {units.fmt_num(x0)} ({len(self.quoted)} placement(s))"
             if x0 is not None
             else f"over its {len(self.quoted)} placement(s)"
         )
@@ -229,7 +229,7 @@ class ServiceAnswer:
         elif self.quoted:
             v = self.median()
             assert v is not None
-            eff = f"{pct(v)} of the roofline" + (f" at x = {self.x0:.3g}" if self.x0 is not None else "")
+            eff = f"{pct(v)} of the roofline" + (f" at x = {units.fmt_num(self.x0)}" if self.x0 is not None else "")
         else:
             eff = "no efficiency quoted"
         return f"{self.service} ({n} placement{'s' if n != 1 else ''}: {eff})"
@@ -244,7 +244,7 @@ class ServiceAnswer:
         f = lambda v: units.fmt_rate(v, self.efficiency.unit)  # noqa: E731
         return [
             [
-                f"{p.x:.3g}",
+                units.fmt_num(p.x),
                 f"{p.server_procs} x {p.client_procs}",
                 str(p.samples),
                 f(p.measured),

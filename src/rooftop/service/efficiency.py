@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from rooftop import model
 from rooftop.service.points import ServicePoint
+from rooftop.units import fmt_pct
 
 
 @dataclass
@@ -92,8 +93,8 @@ class ServiceEfficiency:
 
 
 def pct(v: float) -> str:
-    """0.38 -> '38 %'."""
-    return f"{v * 100:.0f} %"
+    """0.38 -> '38 %' (rooftop.units.fmt_pct)."""
+    return fmt_pct(v)
 
 
 def as_sample(p: ServicePoint) -> dict:

@@ -11,8 +11,9 @@ then one line per sample, columns in any order, names case-insensitive:
                    above 0, also in the metric's base unit and for all its
                    clients (1e303 M ops/s, inf in ops/s, is refused); 0 or
                    empty on a line whose status is not ok
-    unit           its unit: ops/s, K ops/s, M ops/s, bytes/s, KiB/s, MiB/s,
-                   GiB/s, MB/s, GB/s (rooftop.units), one that measures the
+    unit           its unit: ops/s, K ops/s, M ops/s, G ops/s, T ops/s,
+                   bytes/s, KiB/s, MiB/s, GiB/s, TiB/s, MB/s, GB/s
+                   (rooftop.units), one that measures the
                    compared metric
     sample         optional: the sample's index at its placement (default:
                    0, 1, ... in file order)

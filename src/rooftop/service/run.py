@@ -38,6 +38,7 @@ from rooftop.launchers import Launch, Node
 from rooftop.service import barrier, points, ready
 from rooftop.service.rates import RateError, Window, final_rate, progress_rate, tail
 from rooftop.service.spec import ServiceSpec, command, partly, seconds_text
+from rooftop.units import fmt_pct
 
 WRAPPER = [sys.executable, "-m", "rooftop.service.barrier"]
 #: The resolved spec (ServiceSpec.resolved), kept in RUN/service/NAME/ beside
@@ -346,8 +347,8 @@ def read_sample(spec: ServiceSpec, sdir: Path, rank_node: dict, need: float, det
 
 def _apart(w: Window, need: float) -> str:
     return (
-        f"clients ran together for {w.overlap:.0%} of their time (start skew {w.skew_s:.3f} s); "
-        f"engine.min_overlap asks {need:.0%}"
+        f"clients ran together for {fmt_pct(w.overlap)} of their time (start skew {w.skew_s:.3f} s); "
+        f"engine.min_overlap asks {fmt_pct(need)}"
     )
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from rooftop import model
 from rooftop.service.answer import ServiceAnswer, quote
 from rooftop.service.efficiency import nearest_efficiency, pct
-from rooftop.units import fmt_range, fmt_rate
+from rooftop.units import fmt_num, fmt_range, fmt_rate
 
 #: Each end of an answer: fewest servers (the ceilings' upper ends), the
 #: median, most servers (lower ends).
@@ -157,7 +157,7 @@ def size(r: model.Roofline, clients: int, target: float | None = None, service: 
     if service is not None:
         out.notes.append(
             f"{service.service}'s measured efficiency scales each rate (at the nearest measured ratios: "
-            + ", ".join(f"x = {p.x:.3g}: {pct(p.efficiency)}" for p in service.quoted[:6])
+            + ", ".join(f"x = {fmt_num(p.x)}: {pct(p.efficiency)}" for p in service.quoted[:6])
             + ")"
         )
     a = service.platform if service is not None else model_answer(r)

@@ -40,6 +40,7 @@ from rooftop.keys import Key
 from rooftop.stages.base import PairRound, Placement
 from rooftop.stages.pairs.base import PairsExpected, PairStrategy, first_fit, known_cores, placements, shared_cores
 from rooftop.topology.base import Topology
+from rooftop.units import fmt_pct
 
 #: Each class gets at least this many pairs (an interval needs a spread).
 MIN_PER_CLASS = 3
@@ -478,7 +479,7 @@ def more(
         return [], f"the pair budget ({budget}) is spent"
     if empty:
         return [], f"no pair left to draw ({', '.join(CLASSES[x] for x in empty)})"
-    return [], f"every class's {conf:.0%} interval is within +-{width:.0%}"
+    return [], f"every class's {fmt_pct(conf)} interval is within +-{fmt_pct(width)}"
 
 
 # --- scheduling ------------------------------------------------------------------
