@@ -214,7 +214,7 @@ def test_efficiency_is_a_percentage_in_every_validation_table(outputs):
     # A service's efficiency, in its table and where it sizes.
     assert (
         re.search(r"│\s+61 % │ server", outputs["model realistic"])
-        and "61 % of the roofline" in outputs["size --service"]
+        and "x = 0.25: 61 %" in outputs["size --service"]
     )
 
 
