@@ -34,6 +34,7 @@ import functools
 import math
 import random
 import statistics
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 from rooftop.keys import Key
@@ -237,6 +238,7 @@ class Drawer:
                 self.in_group.setdefault((g, topo.switch[x]), []).append(i)
         self.reaching: dict[str, list[int]] = {}
         self.reached: dict[tuple[str, str], list[str]] = {}
+        self.views: dict[int, Without] = {}  # a node's partners on its switch
 
     def _count(self, a: int, b: int) -> None:
         c = self.topo.klass(a, b)
@@ -263,7 +265,10 @@ class Drawer:
         """a's partners in class c, in node order (a view, for a switch or a group)."""
         t = self.topo
         if c == "switch":
-            return Without(self.switches[t.switch[a]], [self.on_switch[a]])
+            view = self.views.get(a)
+            if view is None:
+                view = self.views[a] = Without(self.switches[t.switch[a]], [self.on_switch[a]])
+            return view
         if c == "group":
             return Without(self.groups[t.group[a]], self.in_group[(t.group[a], t.switch[a])])
         if c == "all":
@@ -293,10 +298,11 @@ class Drawer:
                 if (sw[b] != swa and gr[b] != gra) if across else topo.klass(a, b) == c:
                     yield b
 
-    def partner(self, a: int, c: str, need: dict[int, int] | None = None) -> int | None:
+    def partner(self, a: int, c: str, need: dict[int, int] | None = None, reached: bool = False) -> int | None:
         """A partner of a in class c (with need: the one with the most
-        pairs still needed among a few random ones); None: none left."""
-        if not self.reaches(a, c):
+        pairs still needed among a few random ones); None: none left.
+        reached: a reaches class c (the caller knows)."""
+        if not reached and not self.reaches(a, c):
             return None
         seen = []
         small = self._candidates(a, c) if c in ("switch", "group") or self.n <= 4 * TRIES else None
@@ -350,9 +356,12 @@ class Drawer:
         where = (self.topo.switch[a], self.topo.group[a])
         if where not in self.reached:  # (the classes are per_class's from the start: none is added)
             self.reached[where] = [c for c in self.per_class if self.reaches(a, c)]
-        order = sorted(self.reached[where], key=lambda c: (self.per_node.get((a, c), 0), self.per_class[c]))
-        for c in order:
-            b = self.partner(a, c, need)
+        classes = self.reached[where]
+        if len(classes) > 1:
+            per_node, per_class = self.per_node, self.per_class
+            classes = sorted(classes, key=lambda c: (per_node.get((a, c), 0), per_class[c]))
+        for c in classes:
+            b = self.partner(a, c, need, reached=True)
             if b is not None:
                 return self.take(a, b)
         return None
@@ -560,9 +569,10 @@ def _classes(cfg: dict, topo: Topology, drawn: list[Pair], cv: float) -> dict[st
     from rooftop.topology import CLASSES
 
     conf = (cfg.get("collect") or {}).get("sample_confidence", 0.95)
+    per_class = Counter(topo.klass(*p) for p in drawn)  # (one pass, not one per class)
     out = {}
     for cls, of in topo.sizes().items():
-        k = sum(1 for p in drawn if topo.klass(*p) == cls)
+        k = per_class[cls]
         width = t_quantile(0.5 + conf / 2, k - 1) * cv / math.sqrt(k) if k >= 2 else None
         out[CLASSES[cls]] = {"pairs": k, "of": of, "width": width}
     return out
