@@ -212,10 +212,7 @@ def test_efficiency_is_a_percentage_in_every_validation_table(outputs):
         assert cells and all(re.fullmatch(r"\d+ %( \(above roofline\))?", c) for c in cells), (name, cells)
     assert "158 % (above roofline)" in outputs["model realistic"]
     # A service's efficiency, in its table and where it sizes.
-    assert (
-        re.search(r"│\s+61 % │ server", outputs["model realistic"])
-        and "x = 0.25: 61 %" in outputs["size --service"]
-    )
+    assert re.search(r"│\s+61 % │ server", outputs["model realistic"]) and "x = 0.25: 61 %" in outputs["size --service"]
 
 
 def test_exports_keep_raw_numbers_in_base_units(outputs):
