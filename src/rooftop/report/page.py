@@ -29,12 +29,13 @@ from rooftop.report.parts import (
     shown,
     todo,
     todo_common,
+    validation_of,
     warnings,
 )
 from rooftop.report.render import figure, render
 from rooftop.results import RunResults
 from rooftop.results.sections import WHERE
-from rooftop.units import fmt_num, fmt_pct, fmt_rate
+from rooftop.units import fmt_pct, fmt_rate
 
 NO_WARNING = "none: ceilings are tight, no sample above the roofline, low overhead"
 
@@ -100,31 +101,6 @@ def figures_of(res: RunResults, figures: dict[str, list[Path]]) -> list[dict]:
         figure(png, name, name, caption) if png is not None else {"id": name, "text": caption}
         for name, png, caption in shown(res, figures)
     ]
-
-
-def validation_of(res: RunResults) -> list[dict]:
-    out = []
-    for metric, ev in sorted(res.evaluations.items()):
-        u = ev.roofline.unit
-        rows = [
-            {
-                "cells": [
-                    fmt_num(c.x),
-                    f"{c.server_nodes}/{c.client_nodes}",
-                    fmt_rate(c.measured, u),
-                    fmt_rate(c.predicted, u),
-                    fmt_pct(c.error_pct / 100, sign=True),
-                    c.binding,
-                    "the model" if c.tests_model else "repeatability",
-                ],
-                "efficiency": fmt_pct(c.efficiency),
-                "above": c.above_roofline,
-            }
-            for c in ev.checks
-        ]
-        head = ["x", "server/client nodes", "measured", "predicted", "error", "binds", "tests", "efficiency"]
-        out.append({"metric": metric, "head": head, "rows": rows, "accuracy": res.answers[metric].accuracy.text})
-    return out
 
 
 def nodes_of(res: RunResults) -> dict | None:

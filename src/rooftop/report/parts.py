@@ -236,3 +236,31 @@ def machine_text(env: dict) -> str:
     if isinstance(env.get(mach.KEY), dict):
         return "not read on any node (the table below says why)"
     return "not recorded (a run before rooftop named machines)"
+
+
+def validation_of(res: RunResults) -> list[dict]:
+    """The validation table per metric, as the HTML page and report.md
+    both show it: each check's cells, its efficiency, whether it sits above
+    the roofline, and what the validation tested (the answer's accuracy)."""
+    out = []
+    for metric, ev in sorted(res.evaluations.items()):
+        u = ev.roofline.unit
+        rows = [
+            {
+                "cells": [
+                    fmt_num(c.x),
+                    f"{c.server_nodes}/{c.client_nodes}",
+                    fmt_rate(c.measured, u),
+                    fmt_rate(c.predicted, u),
+                    fmt_pct(c.error_pct / 100, sign=True),
+                    c.binding,
+                    "the model" if c.tests_model else "repeatability",
+                ],
+                "efficiency": fmt_pct(c.efficiency),
+                "above": c.above_roofline,
+            }
+            for c in ev.checks
+        ]
+        head = ["x", "server/client nodes", "measured", "predicted", "error", "binds", "tests", "efficiency"]
+        out.append({"metric": metric, "head": head, "rows": rows, "accuracy": res.answers[metric].accuracy.text})
+    return out

@@ -21,11 +21,12 @@ from rooftop.report.parts import (
     shown,
     todo,
     todo_common,
+    validation_of,
     warnings,
 )
 from rooftop.report.render import md_image, md_row, md_text
 from rooftop.results import RunResults
-from rooftop.units import fmt_num, fmt_pct, fmt_rate
+from rooftop.units import fmt_pct, fmt_rate
 
 
 def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=(), nic=None) -> str:
@@ -90,32 +91,18 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
     lines += ["## Warnings", ""]
     lines += [f"- {md_text(w)}" for w in warnings(res)] or ["- none"]
     lines += ["", "## Validation", ""]
-    for metric, ev in sorted(res.evaluations.items()):
-        if not ev.checks:
+    for v in validation_of(res):
+        if not v["rows"]:
             continue
-        u = ev.roofline.unit
         lines += [
-            f"### {md_text(metric)}",
+            f"### {md_text(v['metric'])}",
             "",
-            "| x | server/client nodes | measured | predicted | error | binds | tests | efficiency |",
+            "| " + " | ".join(v["head"]) + " |",
             "|---:|---:|---:|---:|---:|---|---|---:|",
         ]
-        for c in ev.checks:
-            lines.append(
-                md_row(
-                    [
-                        fmt_num(c.x),
-                        f"{c.server_nodes}/{c.client_nodes}",
-                        fmt_rate(c.measured, u),
-                        fmt_rate(c.predicted, u),
-                        fmt_pct(c.error_pct / 100, sign=True),
-                        c.binding,
-                        "the model" if c.tests_model else "repeatability",
-                        f"{fmt_pct(c.efficiency)}{' (above roofline)' if c.above_roofline else ''}",
-                    ]
-                )
-            )
-        lines += ["", f"Accuracy: {res.answers[metric].accuracy.text}.", ""]
+        for r in v["rows"]:
+            lines.append(md_row([*r["cells"], r["efficiency"] + (" (above roofline)" if r["above"] else "")]))
+        lines += ["", f"Accuracy: {v['accuracy']}.", ""]
     lines += markdown_of(res, "validation", figures, base)
     counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
     if counted:
