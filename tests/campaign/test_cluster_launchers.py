@@ -47,7 +47,13 @@ def test_srun_command_lines_exactly(tmp_path):
     e = engine_path()
     g = f"{res}/<run>/groups/<group>"
     srun = "srun --nodes=1 --ntasks=4 --nodelist={} --exact --cpus-per-task=1 --cpu-bind=cores --kill-on-bad-exit=1"
+    one = srun.replace("--ntasks=4", "--ntasks=1")
+    machine = f"machine --fabric ofi+tcp --domain hsn0 --output '{res}/<run>/machine/node-{{rank}}.json'"
     assert out.splitlines() == [
+        # The machine read once per node (issue 43), a step each, before the first placement.
+        "# the machine's record, once per node:",
+        f"{one.format('nid001')} {e} {machine} --rank 0 --rank-from-env",
+        f"{one.format('nid002')} {e} {machine} --rank 1 --rank-from-env",
         "# servers on node(s) [0], 4 per node",
         f"{srun.format('nid001')} {e} serve --fabric ofi+tcp --domain hsn0 --group-dir '{g}' "
         f"--token-file '{g}/token' --progress spindown --max-size 4KiB "
