@@ -110,9 +110,9 @@ def test_an_invalid_round_is_measured_again(tmp_path):
     rows = samples(res, run)
     assert len(rows) == 2 and all(r["status"] == "ok" and r["attempt"] == 2 for r in rows), rows
     assert all(r["overlap"] >= 0.95 for r in rows)
-    # The invalid attempt's documents stay on record beside the valid ones.
+    # The invalid attempt's documents and window logs stay on record beside the valid ones.
     kept = sorted(os.listdir(os.path.join(rows[0]["raw_dir"], "attempt-1")))
-    assert kept == ["client-0.json", "client-1.json"]
+    assert kept == ["client-0.json", "client-1.json", "windows-0.jsonl", "windows-1.jsonl"]
 
 
 def test_a_client_that_never_arrives_fails_the_sample_in_time(tmp_path):
