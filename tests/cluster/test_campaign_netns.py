@@ -139,14 +139,22 @@ def test_service_presets_on_the_cluster(netns_run):
         assert not live("redis-server --bind 10.231.") and not live("memcached -u")
     assert (res / run / "service" / "redis" / "s0x1" / "server-0" / "redis.log").exists()
     model = json.loads(rooftop("model", run, "--results", str(res), "--json").stdout)
+    verdict = {m["metric"]: m["verdict"]["kind"] for m in model["metrics"]}
     services = {s["service"]: s for s in model["services"]}
     assert set(services) == {"redis", "memcached"}
     for name, s in services.items():
-        print(s["headline"], [round(p["efficiency"], 3) for p in s["placements"]])
+        print(s["headline"], [p["efficiency"] for p in s["placements"]])
         # 1 server on n0, 1 client on n1 is the one placement whose nodes share no core
         assert [(p["server_procs"], p["client_procs"]) for p in s["placements"]] == [(1, 1)], (name, s)
-        assert all(0 < p["efficiency"] <= 1.05 for p in s["placements"]), (name, s["placements"])
         assert len(s["left_out"]) == 4 and all("share" in x["why"] for x in s["left_out"]), (name, s["left_out"])
+        if verdict[s["metric"]] == "cannot_tell":
+            # Nodes 0 and 2 share a core, so the server ceiling comes only from
+            # samples the model may not use: no efficiency is quoted against
+            # ceilings the verdict does not stand behind (issue 43), and it says why.
+            assert all(p["efficiency"] is None for p in s["placements"]), (name, s["placements"])
+            assert s["efficiency"]["overall"] is None and s["efficiency"]["not_quoted"], (name, s["efficiency"])
+        else:
+            assert all(0 < p["efficiency"] <= 1.05 for p in s["placements"] if p["quoted"]), (name, s["placements"])
 
 
 def iperf3(server_ns: str, server_addr: str, client_ns: str, seconds: float = 2) -> float:
