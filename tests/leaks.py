@@ -116,12 +116,21 @@ def stop(before: set[int], mark: str) -> list[str]:
     return named
 
 
+#: The marker of a test whose processes are meant to outlive it: daemons it
+#: (re)starts for a fixture of wider scope, e.g. `cluster up --slurm` again
+#: restarting the module's Slurm and munge daemons. Named, never implied.
+KEEPS = "keeps_processes"
+
+
 @pytest.fixture(autouse=True)
-def no_leaked_processes():
-    """Fails the test that leaves a process running, naming and killing it."""
+def no_leaked_processes(request):
+    """Fails the test that leaves a process running, naming and killing it
+    (not a test marked KEEPS: its daemons belong to a wider fixture)."""
     mark = os.environ[MARK] = f"{_SESSION}-{next(_tests)}"
     before = listing()
     yield
+    if request.node.get_closest_marker(KEEPS) is not None:
+        return
     named = stop(before, mark)
     if named:
         pytest.fail(f"the test left {len(named)} process(es) running (killed now): " + "; ".join(named), False)

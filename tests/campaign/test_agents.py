@@ -330,7 +330,6 @@ def test_a_removed_agents_folder_is_named_in_the_failed_samples(tmp_path):
     failed = [r for r in samples(res, run) if r["status"] == "failed"]
     assert failed
     for r in failed:
-        assert f"the agents' folder {folder}/" in r["error"] and "was removed or replaced: it is gone" in r["error"], r[
-            "error"
-        ]
+        # Gone, or (the campaign's lease renewal having made the path again) another folder in its place.
+        assert f"the agents' folder {folder}/" in r["error"] and "was removed or replaced: " in r["error"], r["error"]
     assert not engine_processes(str(res))

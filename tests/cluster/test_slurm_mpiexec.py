@@ -281,6 +281,8 @@ def test_hostlist_fallback_expands_as_scontrol_does(slurm3):
     assert expand("n[1-2]-ib") == ["n1-ib", "n2-ib"]
 
 
+# It restarts the module's Slurm and munge daemons: they outlive it, as slurm3's.
+@pytest.mark.keeps_processes
 def test_up_slurm_again_is_safe_and_restarts_a_dead_slurmd(slurm3):
     from rooftop.cluster import slurm
 
