@@ -134,6 +134,29 @@ def test_first_batch_puts_every_node_in_k_pairs_and_every_class_in_three():
     assert (e.pairs, e.rounds, e.by_class) == (499500, 999, {})
 
 
+def test_the_first_batch_matches_most_nodes_at_once_and_pairs_one_by_one_only_the_rest(monkeypatch):
+    """Issue 42: `plan --nodes 100000 --pairs sample` spent two thirds of its
+    time giving each pair's node a partner one by one (the neediest of 8
+    drawn). Each level of need is now one random matching: the one-by-one
+    path gives a partner to under 1 % of the nodes, every node of a flat
+    topology ends with exactly k pairs but a handful, and each class of a
+    topology still gets its share of every node's pairs."""
+    one_by_one = []
+    cover = sample.Drawer.cover
+    monkeypatch.setattr(sample.Drawer, "cover", lambda self, a, need: one_by_one.append(a) or cover(self, a, need))
+    for topo in (Topology.flat(20_000), Topology.even(20_000, 20, switches_per_group=10)):
+        one_by_one.clear()
+        drawn = sample._first_draw(topo, 3)
+        assert len(set(drawn)) == len(drawn)
+        per_node = Counter(x for p in drawn for x in p)
+        assert min(per_node.values()) == 3 and len(per_node) == topo.n
+        assert len(one_by_one) < topo.n // 100, len(one_by_one)
+        assert sum(v > 3 for v in per_node.values()) < topo.n // 50
+        per_class = Counter(topo.klass(*p) for p in drawn)
+        assert set(per_class) == {c for c, k in topo.sizes().items() if k}
+        assert min(per_class.values()) > len(drawn) // 4  # each node's pairs spread over the classes it reaches
+
+
 def test_rounds_share_no_node_no_switch_link_and_no_core():
     topo = Topology.even(24, 2, 2)
     drawn = sample.first_draw(topo, 3)

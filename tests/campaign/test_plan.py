@@ -187,7 +187,7 @@ def test_sample_on_1000_nodes_in_50_groups_plans_far_fewer_pairs_and_an_interval
     text = rooftop(*args).stdout
     line = next(li for li in text.splitlines() if "client peak pairs (sample)" in li)
     assert f"first batch {p['pairs']} pairs in {p['rounds']} rounds" in line
-    assert "wider than +-5.0%" in line and "same switch +-" in line and "across groups +-" in line
+    assert "wider than +-5 %" in line and "same switch +-" in line and "across groups +-" in line
 
 
 def test_bad_input_exits_2_naming_it(tmp_path):
@@ -259,10 +259,10 @@ def test_the_17_node_suite_plans_pairs_sharing_cores_at_once_one_window_each():
     assert (alone.pairs, alone.rounds, alone.most_at_once) == (26, 26, 1)
     cfg["collect"] |= {"pairs_share_cores": True, "pair_windows": 1}
     shared = sample.expected(cfg, topo)
-    # Across groups, one pair per group link at a time: 13 rounds of up to 7 pairs.
-    assert (shared.pairs, shared.rounds) == (26, 13) and shared.most_at_once > 2
+    # Across groups, one pair per group link at a time: 10 rounds of up to 7 pairs.
+    assert (shared.pairs, shared.rounds) == (26, 10) and shared.most_at_once > 2
     placements = sample.plan(cfg)
-    assert len(placements) == 13 and sum(len(p.samples) for p in placements) == 13  # a window each
+    assert len(placements) == 10 and sum(len(p.samples) for p in placements) == 10  # a window each
     assert sum(len(sp.pairs or ()) for p in placements for sp in p.samples) == 26
     assert {sp.index for p in placements for sp in p.samples} == {0}
     bad = rooftop("plan", "--nodes", "4", "--launcher", "local", "--set", "collect.pairs_share_cores=true", check=False)

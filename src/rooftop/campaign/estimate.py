@@ -21,6 +21,7 @@ from rooftop.campaign.costs import LaunchMode, launch_mode
 from rooftop.campaign.plan import client_rounds
 from rooftop.stages import Placement
 from rooftop.stages.pairs import PairsExpected
+from rooftop.units import fmt_pct
 
 
 def round_start_s(cfg: dict, warmup: float, nclients: float = 2) -> float:
@@ -240,10 +241,15 @@ def pairs_line(strategy: str, x: PairsExpected) -> str:
     if x.by_class:
         line += " (" + ", ".join(f"{k}: {v}" for k, v in x.by_class.items()) + ")"
     if x.interval is not None:
-        line += f"; more only where a class's client ceiling interval is wider than +-{x.interval:.1%}"
+        line += f"; more only where a class's client ceiling interval is wider than +-{fmt_pct(x.interval)}"
         if x.widths and x.spread is not None:
-            widths = ", ".join(f"{k} +-{w:.1%}" if w is not None else f"{k} none yet" for k, w in x.widths.items())
-            line += f" (after the first batch, at a {x.spread:.0%} spread of pair rates: {widths})"
+            widths = ", ".join(
+                (f"{k} +-{fmt_pct(w, 1)}" if w >= 0.0005 else f"{k} under +-0.1 %")
+                if w is not None
+                else f"{k} none yet"
+                for k, w in x.widths.items()
+            )
+            line += f" (after the first batch, at a {fmt_pct(x.spread)} spread of pair rates: {widths})"
     return line + "; each round measured by every metric"
 
 

@@ -27,6 +27,7 @@ from rooftop.config.resolve import resolve
 from rooftop.launchers import Node, on_this_machine
 from rooftop.stages import Placement, pairs
 from rooftop.stages.pairs import PairsExpected
+from rooftop.stages.pairs.base import bulk
 from rooftop.topology import Topology, TopologyError, of_config
 from rooftop.topology import file as topology_file
 
@@ -220,7 +221,8 @@ def resolve_planned(
         cores = default_cores(merged["launcher"]["type"], n)
     if cores < 1:
         raise PlanError(f"--cores-per-node {cores}: a node needs at least 1 core")
-    cfg = resolve(merged, planned_nodes(n, cores, hosts, on_this_machine(merged["launcher"]["type"])))
+    with bulk():  # (100,000 nodes described: no cycle among them)
+        cfg = resolve(merged, planned_nodes(n, cores, hosts, on_this_machine(merged["launcher"]["type"])))
     topo = None
     if hosts and where and topology:
         topo = topology_file.of_hosts(where, hosts, topology)
@@ -255,17 +257,18 @@ def forecast(cfg: dict, topo: Topology | None = None, list_rows: int = LIST_ROWS
     """The estimate of collect, then validate, on the config's (planned)
     nodes in this topology (default: the one the config records); a client
     ceiling of more than list_rows rows is counted by its pair strategy."""
-    topo = topo or of_config(cfg)
-    out = Forecast(cfg, topo)
-    x = client_pairs(cfg, topo)
-    rows = x.pairs * len(cfg["metrics"]) * cfg["collect"]["windows"] if x else 0
-    if rows <= list_rows:
-        out.phases["collect"] = of_placements(cfg, plan_collect(cfg), topo)
-    else:
-        out.listed = False
-        out.phases["collect"] = estimate(cfg, _with_pairs(cfg, x), x)
-    out.phases["validate"] = of_placements(cfg, plan_validate(cfg), topo)
-    return out
+    with bulk():  # (100,000 nodes' pairs and placements: no cycle among them)
+        topo = topo or of_config(cfg)
+        out = Forecast(cfg, topo)
+        x = client_pairs(cfg, topo)
+        rows = x.pairs * len(cfg["metrics"]) * cfg["collect"]["windows"] if x else 0
+        if rows <= list_rows:
+            out.phases["collect"] = of_placements(cfg, plan_collect(cfg), topo)
+        else:
+            out.listed = False
+            out.phases["collect"] = estimate(cfg, _with_pairs(cfg, x), x)
+        out.phases["validate"] = of_placements(cfg, plan_validate(cfg), topo)
+        return out
 
 
 def calibration(run) -> LaunchMode:

@@ -133,23 +133,25 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     if cfg["launcher"]["type"] == "local" and cfg["launcher"]["nodes"] is None:
         cfg["launcher"]["nodes"] = n
 
+    have = min(procs_per_node(node, binding) for node in nodes)  # (once: 100,000 nodes are many)
+    fewest_cores = min(len(node.cores) for node in nodes)
+    width = binding_width(binding)
+
     def procs(path: str) -> int:
         want = _get(cfg, path)
-        have = min(procs_per_node(node, binding) for node in nodes)
-        width = binding_width(binding)
         if want is None:
             _set(cfg, path, have)
             return have
         if (
             binding != "none"
-            and want * width > min(len(node.cores) for node in nodes)
+            and want * width > fewest_cores
             and not (
                 cfg["launcher"].get("oversubscribe") and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys
             )
         ):
             raise ConfigError(
                 f"{path}: {want} processes x {width} core(s) do not fit on a node with "
-                f"{min(len(node.cores) for node in nodes)} usable cores "
+                f"{fewest_cores} usable cores "
                 f"(binding '{binding}')"
             )
         return want

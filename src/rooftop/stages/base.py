@@ -98,11 +98,20 @@ class Placement:
         clients_per_node clients on client_nodes."""
         s = cfg[section]
         for m in cfg["metrics"]:
+            # (the key but its window, once: a placement of 100,000 nodes names them all)
+            prefix = sample_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes, clients_per_node, "")
             for i in range(windows or s["windows"]):
-                key = sample_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes, clients_per_node, i)
                 self.samples.append(
                     SampleSpec(
-                        key, stage, m, client_nodes, clients_per_node, i, s["duration"], s["warmup"], pairs=pairs
+                        f"{prefix}{i}",
+                        stage,
+                        m,
+                        client_nodes,
+                        clients_per_node,
+                        i,
+                        s["duration"],
+                        s["warmup"],
+                        pairs=pairs,
                     )
                 )
         return self

@@ -5,7 +5,9 @@ before anything runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+import contextlib
+import gc
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rooftop.keys import Key
@@ -114,6 +116,20 @@ def shares_cores(cfg: dict) -> bool:
     return bool((cfg.get("collect") or {}).get("pairs_share_cores"))
 
 
+@contextlib.contextmanager
+def bulk() -> Iterator[None]:
+    """Builds many small objects that hold no reference cycle (pairs,
+    rounds, counts) without the cyclic garbage collector: on 100,000 nodes
+    its passes over every object already made took a third of the time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def first_fit(pairs: Iterable[tuple[int, int]], uses: Callable[[int, int], Iterable[Hashable]]) -> list[PairRound]:
     """The pairs, in order, each put in the first round none of whose pairs
     uses anything it uses (uses(a, b): its nodes, links, cores...), else in
@@ -124,6 +140,11 @@ def first_fit(pairs: Iterable[tuple[int, int]], uses: Callable[[int, int], Itera
     (find: its lowest free round from i on, with path compression), and the
     pair's round is where those agree, so a pair looks at its own
     resources, not at every round: 100,000 nodes schedule in seconds."""
+    with bulk():
+        return _first_fit(pairs, uses)
+
+
+def _first_fit(pairs: Iterable[tuple[int, int]], uses: Callable[[int, int], Iterable[Hashable]]) -> list[PairRound]:
     rounds: list[PairRound] = []
     after: dict[Hashable, dict[int, int]] = {}  # resource -> its taken rounds -> a later round to try
 

@@ -37,14 +37,26 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+import numpy
+
 from rooftop.keys import Key
 from rooftop.stages.base import PairRound, Placement
-from rooftop.stages.pairs.base import PairsExpected, PairStrategy, first_fit, known_cores, placements, shared_cores
+from rooftop.stages.pairs.base import (
+    PairsExpected,
+    PairStrategy,
+    bulk,
+    first_fit,
+    known_cores,
+    placements,
+    shared_cores,
+)
 from rooftop.topology.base import Topology
 from rooftop.units import fmt_pct
 
 #: Each class gets at least this many pairs (an interval needs a spread).
 MIN_PER_CLASS = 3
+#: Nodes after a node in Drawer.match's shuffled order it may be paired with.
+LOOK_AHEAD = 4
 #: Random partners looked at before the candidates are listed in full.
 TRIES = 48
 
@@ -351,26 +363,91 @@ class Drawer:
                 return self.take(a, b)
         return None
 
-    def cover(self, a: int, need: dict[int, int]) -> Pair | None:
-        """One more pair of node a, in the class a has fewest pairs in."""
+    def reachable(self, a: int) -> list[str]:
+        """The classes node a reaches, in per_class's order."""
         where = (self.topo.switch[a], self.topo.group[a])
         if where not in self.reached:  # (the classes are per_class's from the start: none is added)
             self.reached[where] = [c for c in self.per_class if self.reaches(a, c)]
-        classes = self.reached[where]
+        return self.reached[where]
+
+    def classes(self, a: int) -> list[str]:
+        """The classes node a reaches, the one it has fewest pairs in first
+        (ties: the class with fewest pairs)."""
+        classes = self.reachable(a)
         if len(classes) > 1:
             per_node, per_class = self.per_node, self.per_class
             classes = sorted(classes, key=lambda c: (per_node.get((a, c), 0), per_class[c]))
-        for c in classes:
+        return classes
+
+    def fewest(self, a: int) -> str | None:
+        """classes(a)[0] (None: a reaches none), without sorting them all."""
+        classes = self.reachable(a)
+        if len(classes) < 2:
+            return classes[0] if classes else None
+        per_node, per_class = self.per_node, self.per_class
+        return min(classes, key=lambda c: (per_node.get((a, c), 0), per_class[c]))
+
+    def cover(self, a: int, need: dict[int, int]) -> Pair | None:
+        """One more pair of node a, in the class a has fewest pairs in."""
+        for c in self.classes(a):
             b = self.partner(a, c, need, reached=True)
             if b is not None:
                 return self.take(a, b)
         return None
 
+    def match(self, nodes: list[int]) -> list[Pair]:
+        """One pair more for as many of these nodes as a random matching
+        among them gives: each node goes with the others whose fewest-pairs
+        class (classes()) is the same, on its switch or in its group where
+        that class says so; they are shuffled and paired two by two, each
+        node with the first of the next LOOK_AHEAD that makes a pair in
+        that class, usable and not drawn before. The nodes left over
+        are the caller's (cover() gives them a partner one by one). Linear in
+        the nodes, where cover() draws candidates for each."""
+        t = self.topo
+        buckets: dict[tuple[str, str], list[int]] = {}
+        for a in nodes:
+            c = self.fewest(a)
+            if c is None:
+                continue
+            where = t.switch[a] if c == "switch" else t.group[a] if c == "group" else ""
+            buckets.setdefault((c, where), []).append(a)
+        out: list[Pair] = []
+        klass, chosen, usable = t.klass, self.chosen, self.given
+        shuffle = numpy.random.default_rng(self.rng.getrandbits(64)).permutation
+        start = 0
+        for (c, _), members in buckets.items():
+            order = [members[i] for i in shuffle(len(members)).tolist()]
+            i, last = 0, len(order) - 1
+            while i < last:
+                a = order[i]
+                for j in range(i + 1, min(i + 1 + LOOK_AHEAD, last + 1)):  # the next that fits, moved up
+                    b = order[j]
+                    p = (a, b) if a < b else (b, a)
+                    if p not in chosen and klass(a, b) == c and (usable is None or usable(*p)):
+                        out.append(p)
+                        order[j] = order[i + 1]
+                        i += 2
+                        break
+                else:
+                    i += 1
+            kept = out[start:]  # (this class's pairs: they share no node, so counted after)
+            start = len(out)
+            self.per_class[c] = self.per_class.get(c, 0) + len(kept)
+            per_node = self.per_node
+            for x in (x for p in kept for x in p):
+                per_node[(x, c)] = per_node.get((x, c), 0) + 1
+        chosen.update(out)
+        self.pairs += out
+        return out
+
 
 def first_draw(topo, k: int, usable=None) -> list[Pair]:
     """The first batch: MIN_PER_CLASS pairs of each class, then every node
-    into at least k pairs (fewer where it has fewer usable partners): a node
-    still needing the most pairs, drawn at random, gets its next one.
+    into at least k pairs (fewer where it has fewer usable partners): the
+    nodes needing the most pairs are matched at random two by two
+    (Drawer.match), and each node the matching leaves over, drawn at random,
+    gets its next one (Drawer.cover), until none needs more.
 
     Those nodes are kept by need (a set per count, and the top count's by
     rank, Remaining), not listed again for every pair: drawing grows with
@@ -388,6 +465,13 @@ def _first_draw_of(source: str, switch: tuple[str, ...], group: tuple[str, ...],
 
 
 def _first_draw(topo, k: int, usable=None) -> list[Pair]:
+    with bulk():
+        return _cover_all(topo, k, usable)
+
+
+def _cover_all(topo, k: int, usable=None) -> list[Pair]:
+    """first_draw's pairs: each level of need matched at once (Drawer.match),
+    the nodes it leaves given a partner one by one (Drawer.cover)."""
     d = Drawer(topo, (), usable, "first")
     need = {i: min(k, topo.n - 1) for i in range(topo.n)}
     by_need: dict[int, set[int]] = {}
@@ -422,7 +506,15 @@ def _first_draw(topo, k: int, usable=None) -> list[Pair]:
             counts = [v for v, nodes in by_need.items() if nodes]
             if not counts:
                 break
-            top_need = max(counts)
+            top_need, top = max(counts), None
+            matched = {x for p in d.match(sorted(by_need[top_need])) for x in p}  # most of the level at once
+            if matched:
+                by_need[top_need] -= matched
+                if top_need > 1:
+                    by_need.setdefault(top_need - 1, set()).update(matched)
+                need.update(dict.fromkeys(matched, top_need - 1))
+            if not by_need[top_need]:
+                continue
             top = Remaining(sorted(by_need[top_need]))
         a = d.rng.choice(top)  # (len and [i]: as from the list of those nodes)
         p = d.cover(a, need)
@@ -503,7 +595,9 @@ def schedule(pairs: list[Pair], topo, cores: dict[int, set] | None = None) -> li
 
     def uses(a: int, b: int) -> list:
         cls = topo.klass(a, b)
-        out: list = [a, b, *(("core", c) for c in own.get(a, none) | own.get(b, none))]
+        out: list = [a, b]
+        if own:
+            out += [("core", c) for c in own.get(a, none) | own.get(b, none)]
         if cls in ("group", "global"):
             out += [("switch", topo.switch[a]), ("switch", topo.switch[b])]
         if cls == "global":
