@@ -674,3 +674,29 @@ def test_the_exit_codes_are_documented_as_declared():
     help_text = rooftop_cli("--help").stdout.split("exit status:")[1]
     for code, _ in CODES:
         assert f"\n  {code} " in help_text
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """`rooftop config keys | head -1`: the reader closes the pipe; rooftop
+    stops writing, prints no traceback and exits 141 (128 + SIGPIPE, as a
+    shell reports a Unix tool that signal ends)."""
+    import os
+    import subprocess
+    import sys
+
+    from rooftop import exits
+
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first line
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "rooftop", "config", "keys"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(w)
+    assert p.returncode == exits.PIPE_CLOSED, p.stderr
+    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr

@@ -21,6 +21,9 @@ UNREACHABLE = 3
 CANNOT_TELL = 4
 #: Stopped by Ctrl-C or SIGTERM (128 + SIGINT); after SIGHUP (a closed terminal) 129.
 INTERRUPTED = 130
+#: Its output's reader went away (`rooftop history | head`): 128 + SIGPIPE,
+#: what a shell reports for a Unix tool that signal ends.
+PIPE_CLOSED = 141
 
 #: (code, meaning) as `rooftop --help` and docs/cli.md list them.
 CODES = (
@@ -45,6 +48,7 @@ CODES = (
         "ceiling damaged in the database; the message names what is missing",
     ),
     (INTERRUPTED, "interrupted by Ctrl-C or SIGTERM (129 after SIGHUP); what was measured is kept"),
+    (PIPE_CLOSED, "the reader of its output went away (`rooftop history | head`); nothing else is lost"),
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import io
+import os
 import signal
 import sys
 
@@ -202,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     damage.taken()  # a damaged row is named once per command (main may be called again in one process)
     try:
         resolve_latest(args)
-        return args.func(args)
+        rc = args.func(args)
+        sys.stdout.flush()  # (a closed reader is met here, not after main returned)
+        return rc
     except exits.Unreachable as e:
         print(f"rooftop {args.command}: {e}", file=sys.stderr)
         return exits.UNREACHABLE
@@ -221,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as e:  # a file refused or not writable as one (rooftop.files)
         print(f"rooftop {args.command}: {e}", file=sys.stderr)
         return exits.USAGE
+    except BrokenPipeError:  # the reader left (| head): no traceback, and nothing more written to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return exits.PIPE_CLOSED
     except OSError as e:
         line = _write_error(e)
         if line is None:
