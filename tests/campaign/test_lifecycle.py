@@ -139,15 +139,22 @@ def test_nothing_else_claims_a_run_sets_its_status_or_adds_its_time():
     assert writers == {"campaign/lifecycle.py", "doctor.py", "store/runs.py"}, writers  # the store defines them
 
 
-def test_a_second_collect_or_validate_on_a_live_run_is_refused_naming_its_owner(tmp_path):
-    """Through the commands' real entry points: refused (exit 2) before anything is measured."""
+def test_a_second_command_on_a_live_run_is_refused_naming_its_owner(tmp_path):
+    """Through the real entry points of the commands that take an existing
+    run (collect --resume, validate, service): refused (exit 2) before
+    anything is measured."""
     res = tmp_path / "res"
     store = Store(res)
     run = store.new_run(build(overrides={"results": str(res), "launcher.nodes": 2}), {})
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'name = "s"\nmetric = "rpc"\n[server]\ncommand = "sleep 30"\nbase_port = 23100\n[ready]\nfile = "{dir}"\n'
+        '[client]\ncommand = "echo {server_address}:{server_port} rate=5"\n[rate]\nregex = \'rate=(\\d+)\'\nunit = "ops/s"\n'
+    )
     other = subprocess.Popen(["sleep", "60"])
     try:
         _owned_by(store, run, other.pid, "collect running")
-        for args in (["collect", "--resume", run], ["validate", run]):
+        for args in (["collect", "--resume", run], ["validate", run], ["service", run, str(spec)]):
             p = rooftop(*args, "--results", str(res), check=False)
             assert p.returncode == 2 and f"is being run by another command (pid {other.pid}" in p.stderr, p.stderr
         assert not store.samples(run) and store.get_run(run).status == "running"
