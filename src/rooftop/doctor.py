@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from rooftop.campaign.lifecycle import recover_time, run_status
 from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, store_rows, unstored_rows
 from rooftop.keys import rename_old
 from rooftop.locks import Lock, LockBusy
@@ -35,25 +36,6 @@ from rooftop.store.records import NewerSchema, StoreError, now_iso, utc_stamp
 from rooftop.store.schema import RENAMED_COLUMNS, SCHEMA_VERSION, STUDY_TABLES
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
-
-
-def run_status(store: Store, run_id: str, cfg: dict) -> tuple[str, str]:
-    """complete when every planned sample of every stage asked for so far
-    (cfg["stages"]) is stored; else interrupted, saying what is missing."""
-    from rooftop.campaign.plan import plan_collect, plan_validate
-
-    stored = store.stored_keys(run_id)
-    plans = {"collect": plan_collect, "validate": plan_validate}
-    missing = []
-    for stage in cfg.get("stages") or ["collect"]:
-        if stage not in plans:  # a tune run (rooftop.learn.tune) plans as it goes
-            continue
-        keys = {k for g in plans[stage](cfg) for spec in g.samples for k in spec.row_keys()}
-        left = len(keys - stored)
-        if left:
-            again = f"collect --resume {run_id}" if stage == "collect" else f"validate {run_id}"
-            missing.append(f"{stage}: {left} of {len(keys)} samples missing (rooftop {again})")
-    return ("interrupted", "; ".join(missing)) if missing else ("complete", "")
 
 
 @contextlib.contextmanager
@@ -249,6 +231,10 @@ def recover(results: str | Path) -> list[str]:
             if run.status == "running":  # its campaign is alive and stores its rounds itself
                 said.append(f"run {run.id}: left alone: its campaign (pid {run.owner[0]}) is running")
                 continue
+            if run.status != "unknown":  # its owner is gone: the time it could not add is added (once)
+                lost, why = recover_time(store, run.id)
+                if lost > 0:
+                    said.append(f"run {run.id}: run time: {lost:.1f} s added for an earlier {why}")
             try:
                 rows = recover_run(store, run.id, run.config)
             except (KeyError, TypeError, ValueError) as e:

@@ -76,26 +76,6 @@ def environment(cfg: dict) -> dict:
     return env
 
 
-def claim(store, run_id: str, verb: str, keep_status: bool = False) -> None:
-    """This process runs the run now; refused while another live campaign
-    on this host runs it (one whose owner is gone reads as interrupted).
-    keep_status: the command adds to the run without measuring its samples
-    (rooftop service): should it die without a word, the run reads as it
-    did before, not interrupted."""
-    import os
-    import socket
-
-    from rooftop.store.records import StoreError
-
-    run = store.get_run(run_id)
-    pid, host, _ = run.owner
-    if run.status == "running" and pid and pid != os.getpid() and host == socket.gethostname():
-        raise StoreError(
-            f"run {run_id} is being run by another campaign (pid {pid} on {host}); wait for it or stop it first"
-        )
-    store.claim(run_id, f"{verb} running", (run.status, run.note) if keep_status else None)
-
-
 class PlannedStore:
     """Where a run's files would go, for --dry-run (nothing is created)."""
 

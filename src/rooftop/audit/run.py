@@ -21,12 +21,12 @@ from __future__ import annotations
 import shutil
 import socket
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from rooftop import files
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
+from rooftop.campaign.lifecycle import Hold
 from rooftop.engine import enginedoc
 from rooftop.engine.base import DEFAULT_LEASE, EngineError, engine_path
 from rooftop.engine.commands import run_engine
@@ -188,27 +188,21 @@ def run(store, pitfalls: list[Pitfall], opts: dict, say: Callable[[str], None] =
     node = LocalLauncher(nodes=1).nodes()[0]
     env = {"host": socket.gethostname(), "launcher": "local", "engine": engine_path(), "kind": "audit"}
     run_id = store.new_run(config(pitfalls, opts, node), env)
-    t0 = time.monotonic()
     tmp = None
     if opts["storage_dir"]:
         opts["storage_path"] = Path(opts["storage_dir"])
     else:
         tmp = opts["storage_path"] = store.run_dir(run_id) / "audit-storage"
         tmp.mkdir(parents=True, exist_ok=True)
-    rows, status = [], "failed"
+    rows: list[dict] = []
     try:
-        for p in pitfalls:
-            rows.append(measure_pitfall(store, run_id, p, node, opts, say))
-        files.write(store.run_dir(run_id) / "audit.json", json_text(rows, indent=1))
-        status = "complete"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
+        with Hold(store, run_id, "audit"):  # its status, time and events (campaign.lifecycle)
+            for p in pitfalls:
+                rows.append(measure_pitfall(store, run_id, p, node, opts, say))
+            files.write(store.run_dir(run_id) / "audit.json", json_text(rows, indent=1))
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-        store.add_time(run_id, time.monotonic() - t0)
-        store.set_status(run_id, status, "audit")
     return run_id, rows
 
 

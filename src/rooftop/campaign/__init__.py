@@ -17,7 +17,9 @@ process started, signals), rounds (RoundMeasurer: one client round), rows
 (Rows: stored rows from what clients measured, and their validity),
 windows (aggregates over common time), limits (link rates a sample cannot
 exceed), runner (Runner: the loop over placements, retries, storing),
-tracking (its run's progress: expected run time, window logs followed, the progress log) and
+tracking (its run's progress: expected run time, window logs followed, the progress log),
+lifecycle (Hold: one command's hold on a run, the same for every command
+that stores one: claim, time, events, status, a killed command's time) and
 recover (windows in engine documents but not in the database). Engine
 documents are read through rooftop.engine.enginedoc.
 

@@ -4,7 +4,6 @@ work: the modes, their bursts, the run's summary)."""
 from __future__ import annotations
 
 import sys
-import time
 
 from rooftop import session
 from rooftop.bursts import neighbour
@@ -30,32 +29,25 @@ BURSTS_FLAGS = (
 
 
 def _execute(args, cfg: dict, store, run_id: str) -> int:
-    """Runs the modes; sets the run's status; returns the exit code."""
+    """Runs the modes under the run's lifecycle (campaign.lifecycle: its
+    status, time and events); returns the exit code."""
     from rooftop import ui
     from rooftop.campaign import SampleFailed
+    from rooftop.campaign.lifecycle import Hold, keys_status
 
     say = (lambda m: None) if args.json else (lambda m: ui.console.print(f"[cyan]bursts[/] {m}"))
     log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
-    t0 = time.monotonic()
     try:
-        failed = run_modes(cfg, store, run_id, say, log)
-        status, note, rc = "complete", (f"{failed} windows failed" if failed else ""), 1 if failed else 0
-    except KeyboardInterrupt:
-        status, note, rc = (
-            "interrupted",
-            "bursts interrupted: the intervals measured so far are stored",
-            interrupted_rc(),
-        )
-    except (neighbour.NeighbourFailed, SampleFailed) as e:
-        status, note, rc = "failed", str(e), 1
+        with Hold(store, run_id, "bursts") as hold:
+            failed = run_modes(cfg, store, run_id, say, log)
+            status, note = keys_status(store, run_id, planned_keys(cfg["bursts"]), "bursts", "windows")
+            hold.finish(status, note or (f"{failed} windows failed" if failed else ""))
+            return 1 if failed else 0
+    except KeyboardInterrupt:  # the run reads interrupted, the intervals measured so far stored
+        return interrupted_rc()
+    except (neighbour.NeighbourFailed, SampleFailed) as e:  # the run reads failed
         print(f"rooftop bursts: {e}", file=sys.stderr)
-    finally:
-        store.add_time(run_id, time.monotonic() - t0)
-    missing = len(planned_keys(cfg["bursts"]) - store.stored_keys(run_id))
-    if status == "complete" and missing:
-        status, note = "interrupted", f"{missing} windows missing"
-    store.set_status(run_id, status, note)
-    return rc
+        return 1
 
 
 def cmd(args) -> int:
@@ -75,7 +67,6 @@ def cmd(args) -> int:
         env["power_note"] = power_note()
         run_id = store.new_run(cfg, env)
         locks.name_run(run_id)
-        store.claim(run_id, "bursts running")
         rc = _execute(args, cfg, store, run_id)
     res = results(store, run_id)
     with confined(store.run_dir(run_id)):  # nothing written through a link out of the run's folder

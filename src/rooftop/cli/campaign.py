@@ -126,71 +126,45 @@ def _cmd_validate(args) -> int:
         return _run_stage(args, store, run.id, cfg, groups, "validate")
 
 
-def _quietly(fn, *args) -> None:
-    """A bookkeeping write that must not hide the error being reported."""
-    from rooftop.store.records import StoreError
-
-    try:
-        fn(*args)
-    except StoreError:
-        pass
-
-
 def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
-    import os
-    import time
-
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed, plan_collect, sampling
-    from rooftop.campaign.tracking import PROGRESS_LOG, log_event, unrecorded_time
-    from rooftop.doctor import run_status
+    from rooftop.campaign.lifecycle import Hold, run_status
+    from rooftop.campaign.tracking import PROGRESS_LOG
     from rooftop.launchers import make_launcher
-    from rooftop.store.records import StoreError
 
     launcher = make_launcher(cfg["launcher"])
     log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
     done = store.done_keys(run_id)
     _warn_if_long(cfg, groups, done)
-    t0 = time.monotonic()
     rc = 0
-    session.claim(store, run_id, verb)
-    run_dir = store.run_dir(run_id)
-    # An earlier command that died without a word (SIGKILL) could not add
-    # its time: it is taken from its progress log and its clients' window
-    # logs, so the run's time holds every window it counts as measured.
-    lost, why = unrecorded_time(run_dir)
-    if lost > 0:
-        log_event(run_dir, "end", wall_s=round(lost, 3), recovered=why)  # first: never added twice
-        _quietly(store.add_time, run_id, lost)
-        if not args.json:
-            ui.console.print(f"[dim]run time: {lost:.1f} s added for an earlier {why}[/]")
-    log_event(run_dir, "command", verb=verb, pid=os.getpid())
 
     def measure(groups, done) -> tuple[int, int]:
         with ui.stage_progress(groups, done, cfg, quiet=args.json, log=store.run_dir(run_id) / PROGRESS_LOG) as bars:
             runner = Runner(cfg, store, run_id, launcher, on_sample=bars.on_sample, log=log, on_window=bars.on_window)
             return runner.run_placements(groups, fail_fast=cfg["fail_fast"])
 
+    say = None if args.json else (lambda m: ui.console.print(f"[dim]{m}[/]"))
     try:
-        ok, failed = measure(groups, done)
-        while verb == "collect" and sampling.adaptive(cfg):  # --pairs sample: batches while classes need them
-            adds, why = sampling.extend(cfg, store, run_id)
-            if not adds:
+        with Hold(store, run_id, verb, say=say) as hold:  # claim, time, events, status (campaign.lifecycle)
+            ok, failed = measure(groups, done)
+            while verb == "collect" and sampling.adaptive(cfg):  # --pairs sample: batches while classes need them
+                adds, why = sampling.extend(cfg, store, run_id)
+                if not adds:
+                    if not args.json:
+                        ui.console.print(f"pair sample: no more pairs: {why}")
+                    break
                 if not args.json:
-                    ui.console.print(f"pair sample: no more pairs: {why}")
-                break
-            if not args.json:
-                ui.console.print(f"pair sample: {len(adds)} more pair(s) (batch {len(cfg['pair_sample']['batches'])})")
-            groups = plan_collect(cfg)
-            n_ok, n_failed = measure(groups, store.done_keys(run_id))
-            ok, failed = ok + n_ok, failed + n_failed
-        status, note = run_status(store, run_id, cfg)
-        if failed:
-            note = f"{verb}: {failed} failed samples" + (f"; {note}" if note else "")
-        store.set_status(run_id, status, note)
-        rc = 1 if failed else 0
+                    ui.console.print(
+                        f"pair sample: {len(adds)} more pair(s) (batch {len(cfg['pair_sample']['batches'])})"
+                    )
+                groups = plan_collect(cfg)
+                n_ok, n_failed = measure(groups, store.done_keys(run_id))
+                ok, failed = ok + n_ok, failed + n_failed
+            status, note = run_status(store, run_id, cfg)
+            hold.finish(status, f"{verb}: {failed} failed samples" + (f"; {note}" if note else "") if failed else note)
+            rc = 1 if failed else 0
     except KeyboardInterrupt:
-        _quietly(store.set_status, run_id, "interrupted", f"{verb} interrupted")
         ui.console.print(
             f"[yellow]interrupted[/]: completed samples are saved; continue with "
             f"'rooftop {verb} {'--resume ' if verb == 'collect' else ''}{run_id}"
@@ -198,24 +172,8 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         )
         rc = interrupted_rc()
     except SampleFailed as e:
-        store.set_status(run_id, "failed", str(e))
         ui.console.print(f"[red]stopped (--fail-fast)[/]: {e}")
         rc = 1
-    except StoreError:
-        # The database took no more rows (its message names them): the run
-        # is left for --resume or rooftop doctor --recover, its time kept if it can be.
-        _quietly(
-            store.set_status,
-            run_id,
-            "interrupted",
-            f"{verb} stopped: the results database "
-            f"could not be written; 'rooftop doctor --recover' brings in what was measured",
-        )
-        raise
-    finally:
-        wall = time.monotonic() - t0
-        log_event(run_dir, "end", wall_s=round(wall, 3))  # before the time: never counted twice
-        _quietly(store.add_time, run_id, wall)
     run = store.get_run(run_id)
     samples = store.samples(run_id)
     if args.json:
@@ -457,7 +415,8 @@ def add_doctor(sub) -> None:
         "--recover",
         action="store_true",
         help="store the measured windows the engine documents hold and the database lacks "
-        "(a campaign killed, or stopped by a locked or full database), each once",
+        "(a campaign killed, or stopped by a locked or full database), each once, and add a "
+        "killed command's time to its run",
     )
     json_flag(dr, "the problems found and what was done")
     dr.set_defaults(func=_cmd_doctor)

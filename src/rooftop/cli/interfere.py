@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-import time
 
 from rooftop import session, stages, ui
 from rooftop.cli.common import (
@@ -242,7 +241,6 @@ def _campaign(args, store, cfg, plan, plans, base) -> int:
     say = (lambda m: None) if args.json else (lambda m: ui.console.print(m))
     log = (lambda m: ui.console.print(f"[dim]{m}[/]")) if args.verbose else None
     conds = interfere.conditions(plan, launcher.nodes())
-    current = base
     try:
         say(f"isolated: run {base}")
         _measure(store, base, cfg, launcher, plans, None, plan, log)
@@ -253,8 +251,7 @@ def _campaign(args, store, cfg, plan, plans, base) -> int:
             cond["run"] = current
             cond["result"] = _measure(store, current, ccfg, launcher, plans, cond, plan, log)
             cond["impacts"] = _impacts(store, base, current, plans, cfg, cond["result"]["copies"])
-    except KeyboardInterrupt:
-        store.set_status(current, "interrupted", "interfere interrupted")
+    except KeyboardInterrupt:  # the run being measured reads interrupted (campaign.lifecycle)
         say("[yellow]interrupted[/]: every load and engine was stopped")
         return interrupted_rc()
     except RuntimeError as e:  # a load that died before the stages started
@@ -275,34 +272,20 @@ def _campaign(args, store, cfg, plan, plans, base) -> int:
 def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
     """One run: the stages alone (cond None) or beside cond's loads."""
     from rooftop.campaign import Runner
+    from rooftop.campaign.lifecycle import Hold, keys_status
 
-    t0 = time.monotonic()
-    store.claim(run_id, "interfere running")
-    try:
+    keys = {k for pl in plans for s in pl.samples for k in s.row_keys()}
+    with Hold(store, run_id, "interfere", planned=lambda: keys_status(store, run_id, keys, "interfere")):
         measure = _measure_fn(cfg, store, run_id, log)
         if cond is None:
             ok, failed = measure() if measure else Runner(cfg, store, run_id, launcher, log=log).run_placements(plans)
-            result = {"ok": ok, "failed": failed}
-        else:
-            groups = None
-            if measure is not None:
-                from rooftop.interference import bursts as interfere_bursts
+            return {"ok": ok, "failed": failed}
+        groups = None
+        if measure is not None:
+            from rooftop.interference import bursts as interfere_bursts
 
-                groups = interfere_bursts.mode_intervals(cfg)
-            result = interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log, measure, groups)
-    except RuntimeError as e:
-        store.set_status(run_id, "failed", str(e))
-        raise
-    finally:
-        store.add_time(run_id, time.monotonic() - t0)
-    keys = {k for pl in plans for s in pl.samples for k in s.row_keys()}
-    left = len(keys - store.stored_keys(run_id))
-    store.set_status(
-        run_id,
-        "interrupted" if left else "complete",
-        f"interfere: {left} of {len(keys)} samples missing" if left else "",
-    )
-    return result
+            groups = interfere_bursts.mode_intervals(cfg)
+        return interfere.run_condition(cfg, store, run_id, launcher, plans, cond, plan, log, measure, groups)
 
 
 def print_summary(doc: dict) -> None:

@@ -132,8 +132,7 @@ def _cmd_tune(args) -> int:
 
 
 def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str, roofline_run: str | None) -> int:
-    import time
-
+    from rooftop.campaign.lifecycle import Hold
     from rooftop.learn.tune_report import outcome_lines, step_line
     from rooftop.learn.tune_run import tune
 
@@ -143,25 +142,14 @@ def _tune_run(args, store, run_id: str, proposer, build, settings, unit: str, ro
         f"rooftop tune: run {run_id}, {proposer.space.metric} over {proposer.space.size()} configurations "
         f"({', '.join(proposer.space.knobs)}), budget {settings.budget}"
     )
-    t0 = time.monotonic()
-    session.claim(store, run_id, "tune")
-    try:
+    with Hold(store, run_id, "tune") as hold:  # Ctrl-C: interrupted, its steps so far stored (campaign.lifecycle)
         out = tune(store, run_id, proposer, build, settings, roofline_run, log, lambda s: say(step_line(s, unit)))
-    except KeyboardInterrupt:
-        store.set_status(run_id, "interrupted", "tune interrupted: its steps so far are stored")
-        raise
-    except Exception as e:
-        store.set_status(run_id, "failed", f"tune: {e}")
-        raise
-    finally:
-        store.add_time(run_id, time.monotonic() - t0)
-    best = out["best"]
-    store.set_status(
-        run_id,
-        "complete" if best else "failed",
-        f"tune {out['metric']}: {len(out['steps'])} steps; "
-        + (f"best at step {best['step']}" if best else "nothing measured"),
-    )
+        best = out["best"]
+        hold.finish(
+            "complete" if best else "failed",
+            f"tune {out['metric']}: {len(out['steps'])} steps; "
+            + (f"best at step {best['step']}" if best else "nothing measured"),
+        )
     if args.json:
         print(json_text(dict(out, run=run_id), indent=1, default=str))
     else:

@@ -57,6 +57,7 @@ def _cmd_service(args) -> int:
             )
         return service_import.cmd_import(args)
     from rooftop import emulation, ui
+    from rooftop.campaign.lifecycle import Hold
     from rooftop.config import trust
     from rooftop.keys import ConfigError
     from rooftop.launchers import make_launcher, on_this_machine
@@ -106,14 +107,17 @@ def _cmd_service(args) -> int:
     rc = 0
     with session.campaign_locks(args, store, cfg) as locks:
         locks.name_run(run.id)
-        before = store.get_run(run.id)
-        session.claim(store, run.id, "service", keep_status=True)  # a SIGKILL leaves it as it was
         try:
-            points.save_spec(store, run.id, spec.name, spec.metric, spec.resolved())
-            if not args.json:
-                ui.console.print(f"service {spec.name}: {total} point(s) to measure on run {run.id}")
-            runner.run(placements, done, on_point)
-            rc = 1 if counts["failed"] else 0
+            # Beside the run: claimed, its status kept (on leaving, and after a SIGKILL).
+            with Hold(store, run.id, "service", beside=True):
+                try:
+                    points.save_spec(store, run.id, spec.name, spec.metric, spec.resolved())
+                    if not args.json:
+                        ui.console.print(f"service {spec.name}: {total} point(s) to measure on run {run.id}")
+                    runner.run(placements, done, on_point)
+                    rc = 1 if counts["failed"] else 0
+                finally:
+                    runner.procs.stop_all(3.0)
         except KeyboardInterrupt:
             print(
                 f"\nrooftop service: interrupted; the points measured are stored: continue with "
@@ -122,9 +126,6 @@ def _cmd_service(args) -> int:
                 file=sys.stderr,
             )
             rc = interrupted_rc()
-        finally:
-            runner.procs.stop_all(3.0)
-            store.set_status(run.id, before.status, before.note)
     if args.json:
         print(json_text({"run": run.id, "service": spec.name, **counts}, indent=1))
     elif rc != interrupted_rc():

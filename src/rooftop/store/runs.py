@@ -20,6 +20,16 @@ HELD_AS = "before it:"
 _HELD = re.compile(rf"^.*?; {HELD_AS} (?P<status>\w+)(?: \((?P<note>.*)\))?$", re.DOTALL)
 
 
+def _again(note: str, run_id: str) -> str:
+    """What finishes a run whose command is gone, from its claim's note
+    ("VERB running"): collect and validate measure the rest; another
+    command's rows are kept, and doctor --recover adds its time."""
+    verb = (note or "collect").split(" ", 1)[0]
+    if verb in ("collect", "validate"):
+        return f"finish it with 'rooftop {'validate' if verb == 'validate' else 'collect --resume'} {run_id}'"
+    return f"what its {verb} measured is kept ('rooftop doctor --recover' adds its time)"
+
+
 class RunTables(SampleTables):
     """The runs table (a run's parameters go with its samples: put_params)."""
 
@@ -66,12 +76,8 @@ class RunTables(SampleTables):
             run.status, run.note = held.group("status"), held.group("note") or ""
         elif run.status == "running" and owner_gone(*run.owner):
             # Its campaign died without a word (SIGKILL, a crash, a lost node).
-            again = "validate" if "validate" in row["note"] else "collect --resume"
             run.status = "interrupted"
-            run.note = (
-                f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; finish it with "
-                f"'rooftop {again} {run.id}'"
-            )
+            run.note = f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; {_again(row['note'], run.id)}"
         elif run.status == "running" and owner_elsewhere(*run.owner):
             from rooftop.locks import held_by_anyone
 
@@ -79,12 +85,11 @@ class RunTables(SampleTables):
                 # A campaign running it would hold the results folder's lock:
                 # its owner on another host was most likely killed, but this
                 # host cannot look at that host's processes.
-                again = "validate" if "validate" in row["note"] else "collect --resume"
                 run.status = "unknown"
                 run.note = (
                     f"its campaign (pid {run.owner[0]} on host {run.owner[1]}) holds no lock on "
                     f"{self.dir / '.lock'}: probably killed (check on {run.owner[1]}); if it is "
-                    f"gone, finish it with 'rooftop {again} {run.id}'"
+                    f"gone, {_again(row['note'], run.id)}"
                 )
         return run
 
