@@ -179,3 +179,22 @@ def test_doctor_recover_adds_a_killed_commands_time_once(tmp_path):
         rooftop("doctor", "--recover", "--results", str(tmp_path / "res"), check=False)
     assert abs(store.get_run(run).wall_s - 3.0) < 0.01
     assert lifecycle.recover_time(store, run) == (0.0, "")
+
+
+def test_an_unfinished_runs_warning_names_what_finishes_it_for_its_own_command():
+    """A stopped bursts, tune, interfere or audit run is not finished by
+    `collect --resume`: the warning the run's results carry (and the report
+    and model print) says what its command measured is kept; collect and
+    validate runs are told to resume or validate."""
+    from rooftop.store.runs import finish_hint
+
+    assert finish_hint("collect interrupted: what it measured is stored", "R") == (
+        "finish it with 'rooftop collect --resume R'"
+    )
+    assert finish_hint("validate: a server did not answer", "R") == "finish it with 'rooftop validate R'"
+    assert finish_hint("collect running", "R") == "finish it with 'rooftop collect --resume R'"
+    for verb in ("bursts", "tune", "interfere", "audit"):
+        hint = finish_hint(f"{verb}: 3 of 5 windows missing", "R")
+        assert hint == f"what its {verb} measured is kept ('rooftop doctor --recover' adds its time)", hint
+    source = (Path(package.__file__).parent / "results" / "__init__.py").read_text()
+    assert "finish_hint(res.run.note, res.run.id)" in source and "collect --resume {res.run.id}" not in source

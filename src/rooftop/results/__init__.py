@@ -20,6 +20,7 @@ from rooftop.results.sections import Section
 from rooftop.store.damage import DAMAGED, is_damaged
 from rooftop.store.db import Store
 from rooftop.store.records import Run, stands_for
+from rooftop.store.runs import finish_hint
 from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate
 
 #: A client ceiling range wider than this (max / min - 1) gets a warning.
@@ -329,7 +330,7 @@ def _warnings(res: RunResults) -> list[str]:
             f"readiness, warmup): longer samples (collect.duration) amortise it"
         )
     if res.run.status != "complete":
-        out.append(f"the run is {res.run.status}: finish it with 'rooftop collect --resume {res.run.id}'")
+        out.append(f"the run is {res.run.status}: {finish_hint(res.run.note, res.run.id)}")
     return out
 
 

@@ -20,11 +20,12 @@ HELD_AS = "before it:"
 _HELD = re.compile(rf"^.*?; {HELD_AS} (?P<status>\w+)(?: \((?P<note>.*)\))?$", re.DOTALL)
 
 
-def _again(note: str, run_id: str) -> str:
-    """What finishes a run whose command is gone, from its claim's note
-    ("VERB running"): collect and validate measure the rest; another
-    command's rows are kept, and doctor --recover adds its time."""
-    verb = (note or "collect").split(" ", 1)[0]
+def finish_hint(note: str, run_id: str) -> str:
+    """What finishes a run whose command is gone or stopped, from its note
+    ("VERB running", "VERB: ...", "VERB interrupted: ..."): collect and
+    validate measure the rest; another command's rows are kept, and doctor
+    --recover adds its time."""
+    verb = (note or "collect").split(" ", 1)[0].rstrip(":")
     if verb in ("collect", "validate"):
         return f"finish it with 'rooftop {'validate' if verb == 'validate' else 'collect --resume'} {run_id}'"
     return f"what its {verb} measured is kept ('rooftop doctor --recover' adds its time)"
@@ -77,7 +78,9 @@ class RunTables(SampleTables):
         elif run.status == "running" and owner_gone(*run.owner):
             # Its campaign died without a word (SIGKILL, a crash, a lost node).
             run.status = "interrupted"
-            run.note = f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; {_again(row['note'], run.id)}"
+            run.note = (
+                f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; {finish_hint(row['note'], run.id)}"
+            )
         elif run.status == "running" and owner_elsewhere(*run.owner):
             from rooftop.locks import held_by_anyone
 
@@ -89,7 +92,7 @@ class RunTables(SampleTables):
                 run.note = (
                     f"its campaign (pid {run.owner[0]} on host {run.owner[1]}) holds no lock on "
                     f"{self.dir / '.lock'}: probably killed (check on {run.owner[1]}); if it is "
-                    f"gone, {_again(row['note'], run.id)}"
+                    f"gone, {finish_hint(row['note'], run.id)}"
                 )
         return run
 
