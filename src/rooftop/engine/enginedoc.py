@@ -1,8 +1,7 @@
 """The one reader of engine documents (the JSON each `rooftop-engine`
-command writes with --output): their file names in a round's folder
-(CLIENT_DOCUMENT, SERVER_DOCUMENT, STORAGE_DOCUMENT, WINDOW_LOG: nothing
-else spells them),
-loading one, a client result's windows
+command writes with --output, or prints: parse), and the one place that
+names their files (CLIENT_DOCUMENT, SERVER_DOCUMENT, STORAGE_DOCUMENT,
+WINDOW_LOG; a test keeps it so): loading one, a client result's windows
 (result.windows; engines before the rename wrote result.samples and
 config.samples, still read) and which of them a stopped client measured
 in full, its rate field, and its latency bins merged into a distribution
