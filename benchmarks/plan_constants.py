@@ -50,8 +50,8 @@ except ImportError:  # python3 from a checkout: its src/
 from rooftop.campaign import Runner, client_rounds, plan_collect
 from rooftop.campaign.costs import LAUNCH_MODES, PER_PLACEMENT, Constant, LaunchMode
 from rooftop.campaign.estimate import round_start_s
-from rooftop.campaign.tracking import WINDOW_LOG
 from rooftop.config.resolve import build
+from rooftop.engine import enginedoc
 from rooftop.launchers import make_launcher
 from rooftop.locks import CampaignLocks
 from rooftop.store.db import Store
@@ -74,11 +74,10 @@ def table(mode: LaunchMode) -> dict[str, Constant | None]:
 def window_log(folder: Path) -> tuple[float, list[float]]:
     """(first window's start, each window's end) from rank 0's window log."""
     start, ends = None, []
-    for line in (folder / WINDOW_LOG.format(rank=0)).read_text().splitlines():
-        ev = json.loads(line)
-        if ev.get("event") == "measure":
+    for ev in enginedoc.window_log(enginedoc.window_log_path(folder, 0)):
+        if ev["event"] == "measure":
             start = ev["start_s"]
-        elif ev.get("event") == "window":
+        elif ev["event"] == "window":
             ends.append(ev["end_s"])
     if start is None or not ends:
         raise RuntimeError(f"{folder}: the window log has no measure or window event")

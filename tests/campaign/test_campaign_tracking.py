@@ -18,6 +18,7 @@ from campaign_util import engine_processes, rooftop, samples
 from rooftop.campaign import plan_collect, tracking
 from rooftop.campaign.costs import AGENTS, PER_PLACEMENT
 from rooftop.campaign.tracking import Tracker, WindowFollower, expect, fmt_duration
+from rooftop.engine import enginedoc
 
 # A config without engine.launch (as _cfg builds it): a launch per placement.
 PLACEMENT_S, ROUND_S = PER_PLACEMENT.placement_s, PER_PLACEMENT.round_s
@@ -131,7 +132,8 @@ def test_the_tracker_counts_a_row_once_and_scales_the_eta(tmp_path):
 
 
 def _window_line(rank: int, w: int) -> str:
-    return json.dumps({"event": "window", "rank": rank, "windows": 3, "window": w}) + "\n"
+    ev = {"event": "window", "rank": rank, "windows": 3, "window": w, "end_s": 1.0 + w, "elapsed_s": 1.0, "ops": 5}
+    return json.dumps(ev) + "\n"
 
 
 def test_the_follower_reports_a_window_once_every_client_has_measured_it(tmp_path):
@@ -332,7 +334,7 @@ def test_a_killed_commands_time_is_read_from_its_logs(tmp_path):
     log.write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"t": 1795, "ev')
     lost, why = tracking.unrecorded_time(run)
     assert abs(lost - 4.0) < 1e-6 and "validate (pid 7)" in why, (lost, why)
-    windows = run / "raw" / "r0" / tracking.WINDOW_LOG.format(rank=0)
+    windows = run / "raw" / "r0" / enginedoc.WINDOW_LOG.format(rank=0)
     windows.write_text("{}\n")
     os_utime = __import__("os").utime
     os_utime(windows, (t0 + 9, t0 + 9))  # its client measured on after the campaign died

@@ -345,6 +345,44 @@ def test_latency_of_pairs_and_of_whole_rounds(tmp_path):
     st.close()
 
 
+def test_the_store_takes_the_latency_bins_the_campaign_loaded(tmp_path, monkeypatch):
+    """A campaign's row carries its clients' latency bins, merged from the
+    documents it loaded (Rows.row): the store computes the quantiles from
+    them and does not open the documents again."""
+    import synthetic
+    from rooftop.campaign import Rows, plan_collect
+    from rooftop.engine import enginedoc
+    from rooftop.launchers.base import Node
+
+    cfg = synthetic.config_for(2)
+    st = Store(tmp_path / "res")
+    run = st.new_run(cfg, {})
+    rows = Rows(run, cfg, [Node(n["index"], n["host"], tuple(n["cores"])) for n in cfg["nodes"]])
+    pl = next(p for p in plan_collect(cfg) if p.samples[0].pairs is None)
+    sp = pl.samples[0]
+    part = Rows.parts(pl, sp, 1, 2)[0]
+    bins = {0: [[10.0, 11.0, 100]], 1: [[20.0, 21.0, 50], [40.0, 42.0, 50]]}
+    results = {
+        r: {"measure_start_s": 100.0, "windows": [{"elapsed_s": 1.0, "work_ops": 10.0}], "latency_us": {"bins": b}}
+        for r, b in bins.items()
+    }
+    raw = st.run_dir(run) / "raw" / "r"
+    raw.mkdir(parents=True)
+    for r in bins:  # on disk as well: the store could read them, and must not
+        (raw / f"client-{r}.json").write_text(json.dumps({"result": {"latency_us": {"bins": [[1.0, 2.0, 1]]}}}))
+    row = rows.row(sp, part, 0, results, {}, {0: 0.0, 1: 0.0}, raw)
+    assert row["status"] == "ok" and row["latency_bins"] == [(10.0, 11.0, 100), (20.0, 21.0, 50), (40.0, 42.0, 50)]
+
+    def reopened(path):
+        raise AssertionError(f"the store opened {path} again")
+
+    monkeypatch.setattr(enginedoc, "load", reopened)
+    st.add_sample(**row)
+    got = st.sample_quantities(st.samples(run)[0]["id"])
+    assert [got[n][0] for n in LATENCY_QUANTILES] == [11.0, 42.0, 42.0]
+    st.close()
+
+
 def test_migrations_are_numbered_in_order_with_a_reason():
     assert [m.number for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
     assert all(m.reason and "\n" not in m.reason for m in MIGRATIONS)

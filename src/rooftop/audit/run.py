@@ -75,9 +75,9 @@ def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
             )
         finally:
             server_doc = g.close()[0]
-    (out / "client-0.json").write_text(json_text(doc, indent=1))
+    enginedoc.client_document(out, 0).write_text(json_text(doc, indent=1))
     if server_doc:
-        (out / "server-0.json").write_text(json_text(server_doc, indent=1))
+        (out / enginedoc.SERVER_DOCUMENT.format(rank=0)).write_text(json_text(server_doc, indent=1))
     return doc
 
 
@@ -105,11 +105,11 @@ def measure_storage(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict
             doc = run_engine(args, timeout=opts["duration"] + opts["warmup"] + 60, guard=True)
         except EngineError as e:
             if e.doc:
-                (out / "storage-0.json").write_text(json_text(e.doc, indent=1))
+                (out / enginedoc.STORAGE_DOCUMENT).write_text(json_text(e.doc, indent=1))
             raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    (out / "storage-0.json").write_text(json_text(doc, indent=1))
+    (out / enginedoc.STORAGE_DOCUMENT).write_text(json_text(doc, indent=1))
     return doc
 
 
@@ -235,6 +235,6 @@ def rows_of(store, run_id: str) -> list[dict]:
 
 def _where_from_raw(raw: str) -> str:
     try:
-        return where_of(enginedoc.load(Path(raw) / "storage-0.json"))
+        return where_of(enginedoc.load(Path(raw) / enginedoc.STORAGE_DOCUMENT))
     except (OSError, ValueError):
         return ""

@@ -86,10 +86,10 @@ class Timeline:
         """The client's windows of one burst (every rank's window logs summed
         per window); returns how many."""
         per_window: dict[int, list[float]] = {}
-        for log in sorted(sdir.glob("windows-*.jsonl")):
+        for log in enginedoc.window_logs(sdir):
             for ev in enginedoc.window_log(log):  # (a line cut by a kill is left out)
                 if ev["event"] == "window":
-                    w = per_window.setdefault(int(ev["window"]), [ev["end_s"], ev["elapsed_s"], 0.0])
+                    w = per_window.setdefault(ev["window"], [ev["end_s"], ev["elapsed_s"], 0.0])
                     w[2] += float(ev["ops"])
         with self.lock:
             for _, (end_s, elapsed, ops) in sorted(per_window.items()):

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from rooftop import metrics
-from rooftop.campaign import tracking
 from rooftop.campaign.costs import launch_mode
 from rooftop.campaign.groups import merge_server_args
+from rooftop.engine import enginedoc
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE
 from rooftop.launchers import Launch, Launcher, Node
 from rooftop.nics import policy as nics
@@ -94,7 +94,7 @@ class Commands:
                 *_non_default(self.cfg, "handler_threads", 0),
                 *self.lease_args(gdir),
                 "--output",
-                str(gdir / "server-{rank}.json"),
+                str(gdir / enginedoc.SERVER_DOCUMENT),
             ]
             if node.address:
                 argv += ["--address", ",".join(node.nic_addresses())]
@@ -172,9 +172,9 @@ class Commands:
                 str(e["timeout"]),
                 *self.lease_args(gdir),
                 "--output",
-                str(sdir / "client-{rank}.json"),
+                str(sdir / enginedoc.CLIENT_DOCUMENT),
                 "--window-log",
-                str(sdir / tracking.WINDOW_LOG),
+                str(sdir / enginedoc.WINDOW_LOG),
             ]
             argv += metrics.get(spec.metric).client_args(self.cfg)
             argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx, "client")

@@ -189,7 +189,7 @@ def server_reasons(gdir: Path) -> tuple[list[str], list[str]]:
     documents of those that exited (result.stop_reason) and on stderr (their
     launch logs): (lapsed leases, storage errors)."""
     lapsed, storage = [], []
-    for doc in sorted(gdir.glob("server-*.json")):
+    for doc in enginedoc.server_documents(gdir):
         try:
             why = (enginedoc.load(doc).get("result") or {}).get("stop_reason") or ""
         except (OSError, ValueError, AttributeError):

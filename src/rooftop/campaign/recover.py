@@ -18,7 +18,6 @@ from rooftop import metrics
 from rooftop.campaign import windows
 from rooftop.campaign.plan import client_rounds, plan_collect, plan_validate
 from rooftop.campaign.rows import Rows, RunTime
-from rooftop.campaign.tracking import WINDOW_LOG
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import full_windows, unusable
 from rooftop.keys import ConfigError
@@ -72,7 +71,7 @@ def _client_results(sdir: Path, op_bytes: int | None) -> tuple[dict[int, dict], 
     log holds (logged_result; op_bytes: what its document would say; None:
     unknown, the window logs are not read)."""
     docs, results, early = {}, {}, {}
-    for f in sdir.glob("client-*.json"):
+    for f in enginedoc.client_documents(sdir):
         try:
             rank = enginedoc.rank_of(f)
             docs[rank] = doc = enginedoc.load(f)
@@ -91,7 +90,7 @@ def _client_results(sdir: Path, op_bytes: int | None) -> tuple[dict[int, dict], 
         except (KeyError, TypeError, ValueError):
             continue
         early[rank] = str(doc["result"].get("end") or "; ".join(doc.get("errors") or []) or "stopped")
-    for f in sdir.glob(WINDOW_LOG.format(rank="*")):
+    for f in enginedoc.window_logs(sdir):
         try:
             rank = enginedoc.rank_of(f)
         except ValueError:
@@ -109,7 +108,7 @@ def _client_results(sdir: Path, op_bytes: int | None) -> tuple[dict[int, dict], 
 def logged_result(sdir: Path, rank: int, op_bytes: float) -> dict | None:
     """A client's result from its window log (rooftop.engine.enginedoc.log_result),
     for a client whose document was never written; None when it holds no measured window."""
-    return enginedoc.log_result(enginedoc.window_log(sdir / WINDOW_LOG.format(rank=rank)), op_bytes)
+    return enginedoc.log_result(enginedoc.window_log(enginedoc.window_log_path(sdir, rank)), op_bytes)
 
 
 def _op_bytes(cfg: dict, keys: list[list[str]]) -> int | None:

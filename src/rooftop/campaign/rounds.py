@@ -162,7 +162,7 @@ class RoundMeasurer:
         sdir.mkdir(parents=True, exist_ok=True)
         keep = sdir / f"attempt-{attempt - 1}"
         # (A window log is the record of a client whose document was never written.)
-        earlier = list(sdir.glob("client-*.json")) + list(sdir.glob(tracking.WINDOW_LOG.format(rank="*")))
+        earlier = enginedoc.client_documents(sdir) + enginedoc.window_logs(sdir)
         if earlier and attempt == 1:
             # An earlier session's documents (a resumed run): never overwritten.
             # They were ingested at the start (recover.recover_run); they stay
@@ -253,7 +253,7 @@ class RoundMeasurer:
             if r in errors:
                 continue
             try:
-                docs[r] = enginedoc.load(sdir / f"client-{r}.json")
+                docs[r] = enginedoc.load(enginedoc.client_document(sdir, r))
             except (OSError, json.JSONDecodeError):
                 logged = recover.logged_result(sdir, r, op_bytes)
                 if logged is not None:
@@ -268,7 +268,7 @@ class RoundMeasurer:
                 errors[r] = f"client rank {r}: {why}"
                 continue
             results[r] = docs[r]["result"] if not cut else full_windows(docs[r])["result"]
-        for r, why in nic_check.client_errors(self.r.cfg, launches, sdir).items():
+        for r, why in nic_check.client_errors(self.r.cfg, launches, docs).items():
             if errors.setdefault(r, why) == why:  # measured, but not on what was asked
                 results.pop(r, None)
         if any("start barrier" in m for m in errors.values()):  # name whom it waited for

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rooftop import metrics
 from rooftop.campaign import limits, windows
-from rooftop.engine.enginedoc import windows_of
+from rooftop.engine.enginedoc import merge_bins, result_bins, windows_of
 from rooftop.launchers import Node
 from rooftop.stages import Placement, SampleSpec
 from rooftop.units import fmt_pct
@@ -135,6 +135,8 @@ class Rows:
             overlap=c.overlap,
             late_s=max(float(results[r].get("measure_at_late_s") or 0.0) for r in ranks),
             barrier_s=max(float(results[r].get("barrier", {}).get("wait_s") or 0.0) for r in ranks),
+            # For the store's latency quantities: the bins of the documents already loaded.
+            latency_bins=merge_bins(result_bins(results[r]) for r in ranks),
         )
         row["error"] = self.invalid(sp, snodes, cnodes, agg, c)
         if row["error"]:

@@ -27,7 +27,6 @@ from rooftop.stages import Placement
 __all__ = [
     "LONG_S",
     "PROGRESS_LOG",
-    "WINDOW_LOG",
     "Expected",
     "Tracker",
     "WindowFollower",
@@ -39,8 +38,6 @@ __all__ = [
 
 #: A campaign expected to take longer than this says so before it starts.
 LONG_S = 3600.0
-#: The engine's window log of each client of a round, in the round's folder.
-WINDOW_LOG = "windows-{rank}.jsonl"
 #: The campaign's progress log, in the run's folder.
 PROGRESS_LOG = "progress.jsonl"
 
@@ -268,7 +265,7 @@ def unrecorded_time(run_dir: Path) -> tuple[float, str]:
     run's time, because it died without a word (SIGKILL, a crash): the span
     from its 'command' event, the last in the progress log, to its last
     sign of work -- its last progress event, or the last window its
-    clients logged (raw/<round>/windows-<rank>.jsonl; clients left running
+    clients logged (their window logs under raw/<round>; clients left running
     finish their windows under the lease, and a resumed campaign stores
     those). (0, '') when the last command ended ('end' after it) or the
     log has none. Agents' beats and servers' documents written when their
@@ -293,7 +290,7 @@ def unrecorded_time(run_dir: Path) -> tuple[float, str]:
     if any(name == "end" for _, name, _ in later):
         return 0.0, ""
     last = max([t for t, _, _ in later], default=t0)
-    for log in (run_dir / "raw").glob("*/" + WINDOW_LOG.format(rank="*")):
+    for log in (run_dir / "raw").glob("*/" + enginedoc.WINDOW_LOG.format(rank="*")):
         try:
             mtime = log.stat().st_mtime
         except OSError:
@@ -305,22 +302,21 @@ def unrecorded_time(run_dir: Path) -> tuple[float, str]:
 
 
 class WindowFollower:
-    """Follows the window logs (WINDOW_LOG) of one client round from a
-    thread, and calls on_window(w) once every client has measured window w.
+    """Follows the window logs (rooftop.engine.enginedoc.WindowLog) of one
+    client round from a thread, and calls on_window(w) once every client
+    has measured window w.
 
     Never blocks the campaign or the engines: it reads what the engines have
-    appended so far (files opened non-blocking, from where it last stopped),
-    every period seconds, on a daemon thread; a missing, partial or garbled
-    line only delays the count; an exception in on_window is swallowed (a
-    progress bar is not worth a measurement)."""
+    appended so far, every period seconds, on a daemon thread; a missing,
+    partial or damaged line only delays the count; an exception in
+    on_window is swallowed (a progress bar is not worth a measurement)."""
 
     def __init__(self, folder: Path, ranks: int, windows: int, on_window: Callable[[int], None], period: float = 0.2):
         self.folder, self.ranks, self.windows, self.on_window = folder, ranks, windows, on_window
         self.period = period
         self.seen = [0] * ranks  # windows each rank has logged
         self.reported = 0
-        self._pos = [0] * ranks
-        self._rest = [b""] * ranks
+        self._logs = [enginedoc.WindowLog(enginedoc.window_log_path(folder, r)) for r in range(ranks)]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rooftop-windows", daemon=True)
 
@@ -338,8 +334,10 @@ class WindowFollower:
         self.poll()  # what was written before the round ended
 
     def poll(self) -> None:
-        for r in range(self.ranks):
-            self._read(r)
+        for r, log in enumerate(self._logs):
+            for ev in log.read():
+                if ev["event"] == "window":
+                    self.seen[r] = max(self.seen[r], ev["window"] + 1)
         done = min(self.seen) if self.seen else 0
         while self.reported < min(done, self.windows):
             w, self.reported = self.reported, self.reported + 1
@@ -347,23 +345,3 @@ class WindowFollower:
                 self.on_window(w)
             except Exception:
                 pass
-
-    def _read(self, rank: int) -> None:
-        path = self.folder / WINDOW_LOG.format(rank=rank)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
-            return  # not started measuring yet
-        try:
-            os.lseek(fd, self._pos[rank], os.SEEK_SET)
-            data = os.read(fd, 1 << 20)
-        except OSError:
-            data = b""
-        finally:
-            os.close(fd)
-        self._pos[rank] += len(data)
-        *lines, self._rest[rank] = (self._rest[rank] + data).split(b"\n")
-        for line in lines:
-            ev = enginedoc.window_log_event(line)
-            if ev is not None and ev["event"] == "window" and isinstance(ev.get("window"), int):
-                self.seen[rank] = max(self.seen[rank], ev["window"] + 1)

@@ -3,23 +3,13 @@ their JSON document parsed."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 
+from rooftop.engine import enginedoc
 from rooftop.engine.base import EngineError, engine_path
 from rooftop.engine.processes import signal_proc
-
-
-def parse_doc(text: str) -> dict | None:
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
 
 
 def run_engine(
@@ -43,7 +33,7 @@ def run_engine(
             )
     except subprocess.TimeoutExpired as e:
         raise EngineError(f"'{' '.join(cmd)}' did not finish within {timeout:g} s") from e
-    doc = parse_doc(p.stdout)
+    doc = enginedoc.parse(p.stdout)
     if check and p.returncode != 0:
         errors = (doc or {}).get("errors") or [p.stderr.strip() or "no output"]
         raise EngineError(

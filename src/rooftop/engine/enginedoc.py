@@ -1,22 +1,35 @@
 """The one reader of engine documents (the JSON each `rooftop-engine`
-command writes with --output): loading one, a client result's windows
+command writes with --output, or prints: parse), and the one place that
+names their files (CLIENT_DOCUMENT, SERVER_DOCUMENT, STORAGE_DOCUMENT,
+WINDOW_LOG; a test keeps it so): loading one, a client result's windows
 (result.windows; engines before the rename wrote result.samples and
 config.samples, still read) and which of them a stopped client measured
 in full, its rate field, and its latency bins merged into a distribution
 (Latency). Also the one reader of a client's window log (the JSON lines
-`load --window-log` appends as it measures), and the result rebuilt from
-one when the client's document was never written (log_result).
+`load --window-log` appends as it measures: WindowLog, window_log), and
+the result rebuilt from one when the client's document was never written
+(log_result).
 
-Imports nothing of rooftop: the campaign, the store, the results, probe
-and audit all read documents through it."""
+Imports nothing of rooftop: the campaign, the store, the results, probe,
+audit, bursts, interfere and nics all read documents through it."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+#: A client's document in its round's folder ({rank}: the engine replaces it in --output).
+CLIENT_DOCUMENT = "client-{rank}.json"
+#: A server's document in its group's folder.
+SERVER_DOCUMENT = "server-{rank}.json"
+#: A client's window log (load --window-log) in its round's folder.
+WINDOW_LOG = "windows-{rank}.jsonl"
+#: The document of `rooftop audit`'s one storage command (rooftop-engine storage), in its folder.
+STORAGE_DOCUMENT = "storage-0.json"
 
 
 def load(path: Path) -> dict:
@@ -24,14 +37,46 @@ def load(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def parse(text: str) -> dict | None:
+    """An engine document from its text (a command's standard output, a
+    file read); None when there is none or it is not JSON."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
 def rank_of(path: Path) -> int:
     """The rank of a per-rank document: client-3.json -> 3 (ValueError otherwise)."""
     return int(Path(path).stem.split("-", 1)[1])
 
 
+def client_document(folder: Path, rank: int) -> Path:
+    """The document of client rank in a round's folder (CLIENT_DOCUMENT)."""
+    return Path(folder) / CLIENT_DOCUMENT.format(rank=rank)
+
+
 def client_documents(folder: Path) -> list[Path]:
-    """A round's client documents (client-<rank>.json), by name."""
-    return sorted(Path(folder).glob("client-*.json"))
+    """A round's client documents (CLIENT_DOCUMENT), by name."""
+    return sorted(Path(folder).glob(CLIENT_DOCUMENT.format(rank="*")))
+
+
+def server_documents(folder: Path) -> list[Path]:
+    """A server group's documents (SERVER_DOCUMENT), by name."""
+    return sorted(Path(folder).glob(SERVER_DOCUMENT.format(rank="*")))
+
+
+def window_log_path(folder: Path, rank: int) -> Path:
+    """The window log of client rank in a round's folder (WINDOW_LOG)."""
+    return Path(folder) / WINDOW_LOG.format(rank=rank)
+
+
+def window_logs(folder: Path) -> list[Path]:
+    """A round's window logs (WINDOW_LOG), by name."""
+    return sorted(Path(folder).glob(WINDOW_LOG.format(rank="*")))
 
 
 def rate_field(work: str) -> str:
@@ -94,34 +139,77 @@ def unusable(doc: dict, cut: bool) -> str:
     return ""
 
 
-def window_log_event(line: str | bytes) -> dict | None:
-    """One line of a window log as its event: {"event": "measure" | "window"
-    | "end", "rank", "windows" (asked), ...}; a "window" event (written as
-    the clock leaves the window: it was measured in full) has "window",
-    "end_s", "elapsed_s" and "ops" (operations completed inside it). None
-    for a line cut short by a kill, or garbled."""
-    try:
-        ev = json.loads(line)
-    except ValueError:
-        return None
-    return ev if isinstance(ev, dict) and isinstance(ev.get("event"), str) else None
-
-
-def window_log(path: Path) -> list[dict]:
-    """Every readable event of a window log, in order ([] when it cannot be read)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return []
-    return [ev for ev in map(window_log_event, data.splitlines()) if ev is not None]
-
-
 def _finite(*values) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values)
 
 
+def window_log_event(line: str | bytes) -> dict | None:
+    """One line of a window log as its event: {"event": "measure" | "window"
+    | "end", "rank", "windows" (asked), ...}; a "measure" event has
+    "start_s", a "window" event (written as the clock leaves the window: it
+    was measured in full) "window" (an index from 0), "end_s", "elapsed_s"
+    and "ops" (operations completed inside it). None for a damaged line:
+    cut short by a kill, garbled, or a measure or window event whose
+    numbers are missing, not numbers or not finite (NaN, Infinity)."""
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(ev, dict) or not isinstance(ev.get("event"), str):
+        return None
+    if ev["event"] == "measure" and not _finite(ev.get("start_s")):
+        return None
+    if ev["event"] == "window":
+        w = ev.get("window")
+        if not (_finite(w, ev.get("end_s"), ev.get("elapsed_s"), ev.get("ops")) and isinstance(w, int) and w >= 0):
+            return None
+    return ev
+
+
+class WindowLog:
+    """One client's window log, read as it grows: each read() gives the
+    events of the lines completed since the last. A line counts once its
+    newline is written (the engine appends a line and its newline in one
+    write, and counts a short write as not written): a last line without
+    one is still being written, or was cut short by a kill, and is left
+    out; a damaged line (window_log_event) is skipped. Never blocks the
+    reader or the engine: the file is opened non-blocking (a FIFO too)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._pos = 0
+        self._rest = b""
+
+    def read(self) -> list[dict]:
+        """The events of the lines completed since the last read ([] when
+        the file cannot be read, or does not exist yet)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return []
+        data = b""
+        try:
+            os.lseek(fd, self._pos, os.SEEK_SET)
+            while chunk := os.read(fd, 1 << 20):
+                data += chunk
+        except OSError:
+            pass  # what was read so far counts
+        finally:
+            os.close(fd)
+        self._pos += len(data)
+        *lines, self._rest = (self._rest + data).split(b"\n")
+        return [ev for ev in map(window_log_event, lines) if ev is not None]
+
+
+def window_log(path: Path) -> list[dict]:
+    """Every event of a window log, in order (WindowLog read once; [] when
+    it cannot be read)."""
+    return WindowLog(path).read()
+
+
 def log_result(events: list[dict], op_bytes: float) -> dict | None:
-    """A client's result rebuilt from its window log (window_log), for a
+    """A client's result rebuilt from its window log (the events of
+    window_log, checked there), for a
     client whose document was never written (a full disk, a crash): the
     windows it measured in full, from the first, each with the operations
     completed inside it (work_ops: without the shares of operations
@@ -130,14 +218,13 @@ def log_result(events: list[dict], op_bytes: float) -> dict | None:
     its --size). A window in which no operation completed measured nothing
     (its servers were gone): the windows stop before it. from_window_log
     marks the result; None when the log holds no measured window."""
-    start = next((ev.get("start_s") for ev in events if ev["event"] == "measure"), None)
-    if not _finite(start):
+    start = next((ev["start_s"] for ev in events if ev["event"] == "measure"), None)
+    if start is None:
         return None
-    logged = {}
+    logged: dict[int, dict] = {}
     for ev in events:
-        w = ev.get("window")
-        if ev["event"] == "window" and isinstance(w, int) and w >= 0 and _finite(ev.get("elapsed_s"), ev.get("ops")):
-            logged.setdefault(w, ev)
+        if ev["event"] == "window":
+            logged.setdefault(ev["window"], ev)
     windows: list[dict] = []
     while len(windows) in logged:
         ev = logged[len(windows)]
@@ -166,6 +253,13 @@ def latency_bins(doc: dict) -> list:
     """A client document's latency bins: [low_us, high_us, count] each
     (KeyError, TypeError when it has none)."""
     return doc["result"]["latency_us"]["bins"]
+
+
+def result_bins(result: dict) -> list:
+    """A client result's latency bins ([] when it has none: a result
+    rebuilt from a window log, an engine that kept none)."""
+    latency = result.get("latency_us")
+    return (latency.get("bins") or []) if isinstance(latency, dict) else []
 
 
 def merge_bins(bin_lists: Iterable[list]) -> list[tuple[float, float, int]]:

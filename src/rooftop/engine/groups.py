@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rooftop.engine import enginedoc
 from rooftop.engine.base import (
     DEFAULT_LEASE,
     EngineError,
@@ -20,7 +21,7 @@ from rooftop.engine.base import (
     write_private,
     write_token,
 )
-from rooftop.engine.commands import parse_doc, run_engine
+from rooftop.engine.commands import run_engine
 from rooftop.engine.leases import Leases
 from rooftop.engine.processes import terminate
 
@@ -126,7 +127,7 @@ class Server:
         """SIGTERM, wait (SIGKILL after timeout), and read its document."""
         terminate([self.proc], timeout)
         if self.doc is None and self.output.exists():
-            self.doc = parse_doc(self.output.read_text())
+            self.doc = enginedoc.parse(self.output.read_text())
         return self.doc
 
 
@@ -181,7 +182,7 @@ class Group:
         wait: bool = True,
         timeout: float = 10.0,
     ) -> Server:
-        out = self.directory / f"server-{rank}.json"
+        out = self.directory / enginedoc.SERVER_DOCUMENT.format(rank=rank)
         err = self.directory / f"server-{rank}.stderr"
         args = [
             "serve",

@@ -342,7 +342,7 @@ def measuring(run_dir: Path, pattern: str = "*") -> list[tuple[float, float]]:
     out = []
     for folder in sorted((run_dir / "raw").glob(pattern)):
         starts, ends = [], []
-        for log in folder.glob("windows-*.jsonl"):
+        for log in enginedoc.window_logs(folder):
             for ev in enginedoc.window_log(log):  # (a line cut by an interrupted client is left out)
                 if ev["event"] == "measure":
                     starts.append(ev["start_s"])

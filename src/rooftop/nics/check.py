@@ -21,7 +21,6 @@ an emulated node with several NICs, the address of one of them).
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -100,16 +99,15 @@ def server_errors(cfg: dict, gdir: Path, launches) -> list[str]:
     return errors
 
 
-def client_errors(cfg: dict, launches, sdir: Path) -> dict[int, str]:
-    """Client ranks whose document shows an endpoint other than the one
-    asked for: {rank: message naming rank and node}."""
+def client_errors(cfg: dict, launches, docs: dict[int, dict]) -> dict[int, str]:
+    """Client ranks whose document (docs: rank -> the document the campaign
+    loaded) shows an endpoint other than the one asked for: {rank: message
+    naming rank and node}. A rank without a document is left to the
+    campaign, which reports that already."""
     errors = {}
     for launch in launches:
         for r in launch.ranks:
-            try:
-                engine = json.loads((sdir / f"client-{r}.json").read_text()).get("engine") or {}
-            except (OSError, json.JSONDecodeError):
-                continue  # no document: the campaign reports that already
+            engine = (docs.get(r) or {}).get("engine") or {}
             if not engine.get("provider"):
                 continue  # the endpoint never opened: its own error says why
             why = mismatch(cfg, launch.node, engine)

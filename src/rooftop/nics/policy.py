@@ -16,11 +16,11 @@ attempt of a round, starts from the first NIC, so runs are reproducible.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
 
+from rooftop.engine import enginedoc
 from rooftop.keys import ConfigError
 from rooftop.numbers import json_text
 
@@ -154,7 +154,10 @@ def run(engine: str, fabric: str, topology: str | None, policies: str, bindings:
     if p.returncode != 0:
         why = p.stderr.strip().removeprefix("rooftop-engine nics: ")
         raise ConfigError(why or f"'{' '.join(cmd)}' failed (exit {p.returncode})")
-    return json.loads(p.stdout)["result"]
+    doc = enginedoc.parse(p.stdout)
+    if not isinstance(doc, dict) or not isinstance(doc.get("result"), dict):
+        raise ConfigError(f"'{' '.join(cmd)}' printed no engine document: {p.stdout.strip()[-200:]!r}")
+    return doc["result"]
 
 
 def _where(nic: dict) -> str:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rooftop.engine import enginedoc
+
 
 def flatten(value, key: str = "") -> list[tuple[str, object]]:
     """(dotted key, value) of every leaf of a config: objects by key, lists
@@ -30,7 +32,7 @@ def row_ranks(docs: Path, row: dict) -> list[int] | None:
         windows = json.loads((docs / "round.json").read_text())["keys"]
     except (OSError, ValueError, KeyError, TypeError):
         # A round written before its manifest: all clients when their number matches.
-        return None if len(list(docs.glob("client-*.json"))) == row["client_procs"] else []
+        return None if len(enginedoc.client_documents(docs)) == row["client_procs"] else []
     for keys in windows:
         if row["key"] in keys:
             return None if len(keys) == 1 else [keys.index(row["key"])]

@@ -29,10 +29,12 @@ class SampleTables(StoreBase):
         return {r["key"] for r in self.db.execute("SELECT key FROM samples WHERE run_id = ?", (run_id,))}
 
     @guarded
-    def add_sample(self, run_time_s: float | None = None, **s) -> None:
+    def add_sample(self, run_time_s: float | None = None, latency_bins: list | None = None, **s) -> None:
         """Stores one sample row. run_time_s: what it adds to the run's
         measured time (default its measured_s; rows measured at the same
-        time, such as concurrent pairs, add it once)."""
+        time, such as concurrent pairs, add it once). latency_bins: its
+        clients' latency bins merged, from the documents the caller loaded
+        (the campaign's rows carry them); None: read from its documents."""
         s.setdefault("created", now_iso())
         for name, value in self.marks.items():  # e.g. concurrent = 1 for the whole campaign
             s.setdefault(name, value)
@@ -54,7 +56,7 @@ class SampleTables(StoreBase):
             f"INSERT OR REPLACE INTO samples ({cols}) VALUES ({marks})", [s[c] for c in SAMPLE_COLUMNS]
         )
         assert cur.lastrowid is not None  # an INSERT sets it
-        self.put_quantities(cur.lastrowid, dict(s, raw_dir=given))
+        self.put_quantities(cur.lastrowid, dict(s, raw_dir=given), latency_bins)
         self.db.execute(
             "UPDATE runs SET measured_s = measured_s + ?, updated = ? WHERE id = ?",
             (s["measured_s"] if run_time_s is None else run_time_s, now_iso(), s["run_id"]),
@@ -85,17 +87,19 @@ class SampleTables(StoreBase):
         return out
 
     # quantities and parameters (issue 12) -----------------------------------
-    def put_quantities(self, sample_id: int, row: dict) -> None:
-        """Writes the quantities a sample row measured (in the caller's transaction)."""
+    def put_quantities(self, sample_id: int, row: dict, latency_bins: list | None = None) -> None:
+        """Writes the quantities a sample row measured (in the caller's
+        transaction; latency_bins: as add_sample takes them)."""
         self.db.executemany(
             "INSERT OR REPLACE INTO quantities (sample_id, quantity, value, unit) VALUES (?, ?, ?, ?)",
-            [(sample_id, *q) for q in self.quantities(row)],
+            [(sample_id, *q) for q in self.quantities(row, latency_bins)],
         )
 
-    def quantities(self, row: dict) -> list[tuple[str, float, str]]:
+    def quantities(self, row: dict, latency_bins: list | None = None) -> list[tuple[str, float, str]]:
         """(quantity, value, unit) of everything a sample row measured:
         none when it failed; its columns that hold a value; its latency
-        percentiles when its client documents carry latency bins."""
+        percentiles when its client documents carry latency bins
+        (latency_bins: as add_sample takes them; None: read from them)."""
         if row["status"] == "failed":
             return []
         out = [
@@ -104,7 +108,7 @@ class SampleTables(StoreBase):
             if name not in LATENCY_QUANTILES and row.get(name) is not None
         ]
         try:
-            latency = self._latency(row)
+            latency = self._latency(row, latency_bins)
         except OSError:  # documents unreadable: the sample is stored all the same
             latency = {}
         out += [(name, value, QUANTITIES[name][0]) for name, value in latency.items()]
@@ -166,14 +170,16 @@ class SampleTables(StoreBase):
                 out.append((r["key"], r["raw_dir"]))
         return out
 
-    def _latency(self, row: dict) -> dict[str, float]:
-        """The latency quantities of a sample: its client ranks' bins merged."""
-        docs = self.docs_dir(row)
-        if docs is None:
-            return {}
-        bins = self._round_bins(docs)
-        ranks = row_ranks(docs, row)
-        merged = enginedoc.merge_bins(bins.get(rank, []) for rank in (sorted(bins) if ranks is None else ranks))
+    def _latency(self, row: dict, merged: list | None = None) -> dict[str, float]:
+        """The latency quantities of a sample: its client ranks' bins merged
+        (merged: as the caller loaded them; None: read from its documents)."""
+        if merged is None:
+            docs = self.docs_dir(row)
+            if docs is None:
+                return {}
+            bins = self._round_bins(docs)
+            ranks = row_ranks(docs, row)
+            merged = enginedoc.merge_bins(bins.get(rank, []) for rank in (sorted(bins) if ranks is None else ranks))
         if not merged:
             return {}
         lat = enginedoc.Latency(row["stage"], row["metric"], merged, 0)

@@ -13,7 +13,6 @@ from a group, only near from far. The engines run as a campaign's do
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -21,6 +20,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from rooftop.engine import enginedoc
 from rooftop.topology.base import Context, Topology, Unavailable
 
 NAME = "probe"
@@ -125,7 +125,7 @@ class _Pinger:
         node = self.nodes[lm]
         argv = [self.engine, "serve", *self.fabric, "--group-dir", str(gdir), "--progress", "busy"]
         argv += ["--token-file", str(write_token(gdir, os.urandom(16).hex())), *leases.args(gdir)]
-        argv += ["--output", str(gdir / "server-{rank}.json")]
+        argv += ["--output", str(gdir / enginedoc.SERVER_DOCUMENT)]
         argv += ["--address", ",".join(node.nic_addresses())] if node.address else []
         (launch,) = self.launcher.launches(node, argv, 1, "none", 0)
         log = gdir / "server.log"
@@ -159,7 +159,7 @@ class _Pinger:
             env=dict(os.environ, **launch.env),
             stdin=subprocess.DEVNULL,
         )
-        doc = next((json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")), None)
+        doc = next((enginedoc.parse(line) for line in p.stdout.splitlines() if line.startswith("{")), None)
         if p.returncode != 0 or not doc or "rtt_min_us" not in (doc.get("result") or {}):
             raise Unavailable(f"ping from node {t} failed (exit {p.returncode}): {(p.stderr or p.stdout)[-300:]}")
         return float(doc["result"]["rtt_min_us"])

@@ -56,19 +56,11 @@ class _Tail:
     """Records the client's windows from its window log as they end."""
 
     def __init__(self, log: Path, size: int, record):
-        self.log, self.size, self.record, self.offset, self.windows = log, size, record, 0, 0
+        self.log, self.size, self.record, self.windows = enginedoc.WindowLog(log), size, record, 0
 
     def read(self) -> None:
-        if not self.log.exists():
-            return
-        with open(self.log) as f:
-            f.seek(self.offset)
-            text = f.read()
-        complete = text[: text.rfind("\n") + 1]  # a line still being written waits
-        self.offset += len(complete)
-        for line in complete.splitlines():
-            ev = enginedoc.window_log_event(line)
-            if ev and ev["event"] == "window" and ev["elapsed_s"] > 0 and ev["window"] > 0:  # 0: warm-up
+        for ev in self.log.read():  # (a line still being written waits)
+            if ev["event"] == "window" and ev["elapsed_s"] > 0 and ev["window"] > 0:  # 0: warm-up
                 self.record(ev["end_s"] - ev["elapsed_s"], ev["end_s"], ev["ops"] * self.size / 1e9)
                 self.windows += 1
 
@@ -85,7 +77,7 @@ def run(argv, stopping, record, rank):
     gdir.mkdir(mode=0o700, parents=True, exist_ok=True)
     if serve:
         _start([a.engine, *serve, "--rank", str(rank)], gdir / f"server-{rank}.log")
-    wlog = gdir / f"windows-{rank}.jsonl"
+    wlog = enginedoc.window_log_path(gdir, rank)
     tail = _Tail(wlog, a.size, record)
     if client and _wait_servers(gdir, a.nservers, stopping):
         _start(
@@ -97,7 +89,7 @@ def run(argv, stopping, record, rank):
                 "--window-log",
                 str(wlog),
                 "--output",
-                str(gdir / f"client-{rank}.json"),
+                str(enginedoc.client_document(gdir, rank)),
             ],
             gdir / f"client-{rank}.log",
         )
@@ -157,7 +149,7 @@ def _args(ctx):
             "--progress",
             cfg["engine"]["server_progress"],
             "--output",
-            str(gdir / f"server-{ctx.position}.json"),
+            str(gdir / enginedoc.SERVER_DOCUMENT.format(rank=ctx.position)),
             *metrics.get("bw").server_args(flood_cfg),
         ]  # the flood is bw operations
         if node.address:
