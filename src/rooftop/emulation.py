@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rooftop.launchers import on_this_machine
 from rooftop.launchers.base import LauncherError
 
 #: How the error of a sample measured under another emulation than its run's begins.
@@ -255,7 +256,10 @@ def between(before: dict[str, dict], after: dict[str, dict], nodes) -> list[str]
 
 
 def physical_cores(cfg: dict) -> bool:
-    return (cfg.get("launcher") or {}).get("type") == "netns"
+    """Whether the run's nodes name this machine's cpus (its launcher runs
+    its engines on this machine: netns), not positions on a host (srun,
+    mpiexec on the emulated cluster's hosts)."""
+    return on_this_machine((cfg.get("launcher") or {}).get("type", ""))
 
 
 def preflight(cfg: dict) -> None:

@@ -24,7 +24,7 @@ from rooftop.campaign.estimate import Estimate, Work, count, estimate, fmt_durat
 from rooftop.campaign.plan import plan_collect, plan_validate
 from rooftop.config.files import load_file, merge, set_key
 from rooftop.config.resolve import resolve
-from rooftop.launchers import Node, on_this_machine
+from rooftop.launchers import Node, on_this_machine, spec
 from rooftop.stages import Placement, pairs
 from rooftop.stages.pairs import PairsExpected
 from rooftop.stages.pairs.base import bulk
@@ -73,13 +73,14 @@ def read_topology(path: str) -> tuple[list[str], dict[str, tuple[str, str]]]:
 
 
 def default_cores(launcher: str, n: int) -> int:
-    """Cores per planned node when the config does not say: the local
-    launcher's split of this machine into n nodes, else this machine's
-    cores (what srun and mpiexec assume without better knowledge)."""
+    """Cores per planned node when the config does not say: a split of this
+    machine into n nodes under a launcher of logical nodes (local), else
+    this machine's cores (what srun and mpiexec assume without better
+    knowledge)."""
     from rooftop.launchers.local import usable_cores
 
     cores = len(usable_cores())
-    return max(1, cores // n) if launcher == "local" else cores
+    return max(1, cores // n) if spec(launcher).logical_nodes else cores
 
 
 @dataclass
@@ -204,14 +205,15 @@ def resolve_planned(
     if hosts is not None and n != len(hosts):
         raise PlanError(f"--nodes {n}: the topology file {topology} names {len(hosts)} nodes")
     named = "launcher.type" in overrides or "type" in ((loaded or {}).get("launcher") or {})
-    if not named and merged["launcher"]["type"] == "local":
+    kind = merged["launcher"]["type"]
+    if not named and spec(kind).logical_nodes:
         from rooftop.launchers.local import usable_cores
 
         here = len(usable_cores())
         if n > here:
             raise PlanError(
                 f"--nodes {n}: more nodes than this machine's {here} cores, and no launcher named: the default "
-                f"(local) would plan {n} logical nodes sharing them. Name the launcher of the nodes planned: "
+                f"({kind}) would plan {n} logical nodes sharing them. Name the launcher of the nodes planned: "
                 f"--launcher srun or --launcher mpiexec (with --cores-per-node C), --launcher netns for the "
                 f"emulated cluster, or --launcher local for logical nodes of this machine"
             )

@@ -6,7 +6,7 @@ distinguishable'). `rooftop collect` prints it first, on stderr."""
 
 from __future__ import annotations
 
-from rooftop import stages
+from rooftop import launchers, stages
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO
 from rooftop.stages import Placement
 
@@ -26,7 +26,7 @@ def one_measurement(placements: list[Placement]) -> list[str]:
 def split(cfg: dict) -> str:
     """'2 logical nodes of 1 core each (local launcher)', '4 nodes (srun)'."""
     nodes, kind = cfg.get("nodes") or [], cfg["launcher"]["type"]
-    if kind == "local":
+    if launchers.spec(kind).logical_nodes:
         cores = sorted({len(n.get("cores") or []) for n in nodes})
         each = f" of {cores[0]} core{'s' if cores[0] != 1 else ''} each" if len(cores) == 1 and cores[0] else ""
         return f"{len(nodes)} logical node{'s' if len(nodes) != 1 else ''}{each} (this machine's cores split)"

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
+from rooftop.model.drift import VALIDATION
 from rooftop.numbers import json_text
 from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate, fmt_ratio, fmt_span
 
@@ -33,7 +34,7 @@ def _cmd_model(args) -> int:
         evals = [
             model.evaluate(
                 r,
-                [s for s in samples if s["stage"] == "validate"],
+                [s for s in samples if s["stage"] == VALIDATION],
                 res.run.config.get("nodes") if res else None,
                 samples,
             )

@@ -39,12 +39,13 @@ def _spec(args):
     if bool(args.spec) == bool(args.preset):
         raise ConfigError("give a service spec file or --preset NAME (one of them)")
     if args.preset:
-        return presets.spec(args.preset), presets.get(args.preset).programs
+        preset = presets.get(args.preset)
+        return presets.spec(args.preset), preset.programs, f" ({preset.install})"
     spec = load(args.spec)
     progs = tuple(
         shlex.split(t)[0] for t in (spec.server.command, spec.client.command) if not shlex.split(t)[0].startswith("{")
     )
-    return spec, progs
+    return spec, progs, ""
 
 
 def _cmd_service(args) -> int:
@@ -65,7 +66,7 @@ def _cmd_service(args) -> int:
     from rooftop.service.run import ServiceRun, grid
     from rooftop.store.db import Store
 
-    spec, programs = _spec(args)
+    spec, programs, install = _spec(args)
     store = Store(args.results, create=False)
     run = store.get_run(args.run)
     cfg = json.loads(json.dumps(run.config))
@@ -79,10 +80,7 @@ def _cmd_service(args) -> int:
     if on_this_machine(cfg["launcher"]["type"]):
         missing = [p for p in programs if shutil.which(p) is None]
         if missing:
-            raise ConfigError(
-                f"{spec.source}: {', '.join(missing)} not found on PATH "
-                "(Debian: apt-get install redis-server redis-tools memcached libmemcached-tools)"
-            )
+            raise ConfigError(f"{spec.source}: {', '.join(missing)} not found on PATH{install}")
     emulation.preflight(cfg)
     done = points.done_keys(store, run.id, spec.name)
     if done and not args.resume:

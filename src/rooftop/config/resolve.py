@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any
 
-from rooftop import metrics, stages
+from rooftop import launchers, metrics, stages
 from rooftop.config import resources
 from rooftop.config.catalog import (
     DAY,
@@ -130,7 +130,7 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     n = len(nodes)
     binding = cfg["binding"]
     cfg["nodes"] = [node.describe() for node in nodes]
-    if cfg["launcher"]["type"] == "local" and cfg["launcher"]["nodes"] is None:
+    if launchers.spec(cfg["launcher"]["type"]).logical_nodes and cfg["launcher"]["nodes"] is None:
         cfg["launcher"]["nodes"] = n
 
     have = min(procs_per_node(node, binding) for node in nodes)  # (once: 100,000 nodes are many)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from rooftop import model
 from rooftop.history.comparable import group_key, machine_differences, signature
 from rooftop.model.answer import answer
+from rooftop.model.drift import VALIDATION
 from rooftop.store.damage import DAMAGED, is_damaged
 
 #: The ceilings a run is checked on: the server ceiling, the client ceiling
@@ -105,7 +106,7 @@ def of_run(store, run_id: str, damaged: dict[str, str] | None = None) -> dict[st
         pts = {"server": _point(r.server), "client": _point(r.client)}
         if r.client_node is not None:
             pts["client_node"] = _point(r.client_node)
-        a = answer(r, model.evaluate(r, [s for s in samples if s["stage"] == "validate"], nodes, samples))
+        a = answer(r, model.evaluate(r, [s for s in samples if s["stage"] == VALIDATION], nodes, samples))
         out[metric] = RunCeilings(
             run_id,
             run.created,

@@ -202,7 +202,7 @@ def shared(kind: str, running: list, plans: list, nodes: list) -> str:
     role = lambda i: "server" if i in servers else "client"
     used = {l.node.index for r in running for l in r.launches}
     on = sorted(used & svc)
-    if kind == "net":
+    if get(kind).links:
         if on:
             return "network: the links of " + ", ".join(f"n{i} (a {role(i)} node)" for i in on) + " carry the flood"
         return "network: the flood runs between nodes the service does not use (only shared switches)"
@@ -210,15 +210,8 @@ def shared(kind: str, running: list, plans: list, nodes: list) -> str:
     svc_cores = {c for i in svc for c in nodes[i].cores}
     if load_cores & svc_cores:
         where = ", ".join(f"n{i} ({role(i)})" for i in on) or "the service's nodes"
-        what = {
-            "cpu": "CPU",
-            "mem": "CPU and memory bandwidth",
-            "io": "CPU and storage",
-            "numio": "CPU, memory and storage",
-            "cmd": "CPU",
-        }.get(kind, "CPU")
         return (
-            f"{what}: the load runs on cores {','.join(map(str, sorted(load_cores & svc_cores)))} "
+            f"{get(kind).on_cores}: the load runs on cores {','.join(map(str, sorted(load_cores & svc_cores)))} "
             f"of {where}, which the service uses"
         )
     if on:

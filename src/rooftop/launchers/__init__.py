@@ -5,7 +5,8 @@ emulated cluster of 'rooftop cluster up' (namespaces, shaped links, cgroups); mp
 or MPICH hydra over a host list; srun: inside a Slurm allocation.
 
 Each launcher is one file declaring its class and its SPEC (a LauncherSpec:
-name, help, factory, default node count, the config keys it reads);
+name, help, factory, default node count, the config keys it reads, and
+what the rest of rooftop asks of it instead of testing its name);
 LAUNCHERS lists them, as IOR's available_aiori[] lists its backends. The
 `launcher.type` choices, `--launcher` and their help come from it.
 """
@@ -25,6 +26,7 @@ __all__ = [
     "binding_width",
     "make_launcher",
     "on_this_machine",
+    "spec",
 ]
 
 #: Every launcher, by name, in the order help lists them (local first: the default).
@@ -41,7 +43,18 @@ def make_launcher(cfg: dict) -> Launcher:
     return spec.make(cfg)
 
 
+def spec(name: str) -> LauncherSpec:
+    """The entry of launcher `name`: what the rest of rooftop asks of a
+    launcher instead of testing its name. A name the table lacks (a run
+    stored by a launcher this version does not have) gets an entry with
+    every property off."""
+    return LAUNCHERS.get(name) or LauncherSpec(name, "not a launcher of this version", _unknown, "", ())
+
+
+def _unknown(cfg: dict) -> Launcher:
+    return make_launcher(cfg)  # raises: the name is not in the table
+
+
 def on_this_machine(name: str) -> bool:
     """Whether the launcher `name` runs its engines on this machine's cores."""
-    spec = LAUNCHERS.get(name)
-    return bool(spec and spec.on_this_machine)
+    return spec(name).on_this_machine

@@ -187,8 +187,9 @@ class Launcher(ABC):
 class LauncherSpec:
     """One launcher, as `launcher.type` names it: the entry each launcher
     file declares (SPEC) and rooftop.launchers.LAUNCHERS lists. Config
-    choices, CLI choices and help, the cores lock and the memory and process checks read
-    it; nothing else names a launcher.
+    choices, CLI choices and help, the cores lock, the memory and process
+    checks, the clock, the NIC preflight and policy, plans and summaries read
+    its fields; nothing else names a launcher.
     """
 
     name: str
@@ -212,3 +213,14 @@ class LauncherSpec:
     #: fabric.domain this machine lacks is refused before anything starts
     #: (rooftop.nics.check); otherwise the engine on the node refuses it.
     interfaces_here: bool = False
+    #: Its nodes are logical slices of this machine's cores: launcher.nodes
+    #: then defaults to a split of them (the count used is stored with the
+    #: run), a plan's nodes share this machine's cores, and summaries say
+    #: "N logical nodes" rather than naming hosts.
+    logical_nodes: bool = False
+    #: It starts each engine process with its own command line
+    #: (pinned_argvs), so it can give each its node-local rank
+    #: (--local-rank); the others start several per line and the engine
+    #: reads the rank from the environment (OMPI_COMM_WORLD_LOCAL_RANK,
+    #: MPI_LOCALRANKID, SLURM_LOCALID).
+    per_process: bool = False

@@ -114,4 +114,6 @@ SPEC = LauncherSpec(
     keys=("nodes",),
     on_this_machine=True,
     interfaces_here=True,
+    logical_nodes=True,
+    per_process=True,
 )

@@ -143,4 +143,5 @@ SPEC = LauncherSpec(
     default_nodes="all of the emulated cluster's",
     keys=("nodes", "extra_args", "oversubscribe"),
     on_this_machine=True,
+    per_process=True,
 )

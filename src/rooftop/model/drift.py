@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from rooftop import stages
 from rooftop.model.exclude import _kid, exclusions, ran_beside
 from rooftop.units import fmt_pct
 
@@ -25,7 +26,7 @@ from rooftop.units import fmt_pct
 MARGIN = 0.10
 
 #: The stage whose samples the drift is read against (the others: ceilings).
-VALIDATION = "validate"
+VALIDATION = stages.of_role("validation").name
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from rooftop import stages
 from rooftop.model.ceilings import Ceiling
 from rooftop.model.drift import Drift, platform_drift
 from rooftop.model.exclude import _kid, exclusions
@@ -193,8 +194,9 @@ def evaluate(
     return ev
 
 
-#: The stages whose samples are the ceilings.
-CEILING_STAGES = ("server_peak", "client_peak", "client_node")
+#: The stages whose samples are the ceilings (those playing the server,
+#: client and node roles).
+CEILING_STAGES = tuple(stages.of_role(role).name for role in ("server", "client", "node"))
 
 
 def placement(s: dict) -> tuple[int, int, int, int]:

@@ -22,16 +22,11 @@ from pathlib import Path
 
 from rooftop.engine import enginedoc
 from rooftop.keys import ConfigError
+from rooftop.launchers import spec
 from rooftop.numbers import json_text
 
 BUCKETS = ("all", "package", "numa")
 SELECTIONS = ("byset", "bycore", "random", "roundrobin", "rank")
-#: Launchers that start each process with its own argv (pinned_argvs): they
-#: give the node-local rank with --local-rank; mpiexec and srun set it in
-#: the environment (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID),
-#: except under engine.launch = agents, where every agent starts each
-#: process with its own argv (and removes its own rank variables).
-PER_PROCESS_LAUNCHERS = ("local", "netns")
 
 
 def policy_names() -> list[str]:
@@ -81,7 +76,11 @@ def engine_args(cfg: dict, counters: Path, node_index: int, role: str = "client"
     node_dir = counters / f"node-{node_index}"
     shutil.rmtree(node_dir, ignore_errors=True)
     args = ["--nic-policy", policy, "--nic-counters", str(node_dir)]
-    per_process = cfg["launcher"]["type"] in PER_PROCESS_LAUNCHERS or cfg.get("engine", {}).get("launch") == "agents"
+    # A launcher that starts each process with its own argv (LauncherSpec.per_process)
+    # gives the node-local rank with --local-rank; so does every node agent
+    # (engine.launch = agents: it removes its own rank variables); the others
+    # set it in the environment.
+    per_process = spec(cfg["launcher"]["type"]).per_process or cfg.get("engine", {}).get("launch") == "agents"
     if policy.endswith(":rank") and per_process:
         args += ["--local-rank", "{local_rank}"]
     return args

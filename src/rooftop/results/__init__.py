@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rooftop import metrics, model, stages, topology
+from rooftop import launchers, metrics, model, stages, topology
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.model import outliers
@@ -137,7 +137,7 @@ class RunResults:
         hosts = sorted({n.get("host", "?") for n in nodes})
         launcher = self.run.config.get("launcher", {}).get("type", "?")
         where = env.get("host", "?")
-        if launcher == "local":
+        if launchers.spec(launcher).logical_nodes:
             return f"{where} ({len(nodes)} logical nodes)"
         if hosts and hosts != [where]:
             shown = ", ".join(hosts[:3]) + (", ..." if len(hosts) > 3 else "")
@@ -309,7 +309,7 @@ def _warnings(res: RunResults) -> list[str]:
         )
     cfg = res.run.config
     shared = [n for n in cfg.get("nodes") or [] if (n.get("emulation") or {}).get("shared_with")]
-    local = cfg.get("launcher", {}).get("type") == "local"
+    local = launchers.spec(cfg.get("launcher", {}).get("type", "?")).logical_nodes
     together = any(pm.beside for pm in res.pairs.values())
     if cfg.get("collect", {}).get("pairs") in ("rounds", "sample") and (shared or local) and together:
         out.append(

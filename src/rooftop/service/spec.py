@@ -19,9 +19,7 @@ from typing import Any
 
 from rooftop import units
 from rooftop.keys import ConfigError, short
-
-#: The metrics a service can be compared with, and their base unit.
-METRIC_UNITS = {"rpc": "ops/s", "bw": "bytes/s", "iops": "ops/s", "sbw": "bytes/s", "meta": "ops/s"}
+from rooftop.metrics import METRICS
 
 #: Placeholders each template may use.
 SERVER_FIELDS = ("address", "port", "rank", "node", "cores", "dir")
@@ -106,7 +104,7 @@ class ServiceSpec:
     @property
     def unit(self) -> str:
         """The compared metric's unit (points are stored in it)."""
-        return METRIC_UNITS[self.metric]
+        return METRICS[self.metric].unit
 
     @property
     def op_bytes(self) -> int | None:
@@ -214,8 +212,8 @@ def parse(data: Any, src: str) -> ServiceSpec:
     if not _NAME.match(name):
         raise _err(src, "name", f"{short(name)}: lowercase letters, digits, '-', '_', '.' (it names a folder)")
     metric = _str(data, "metric", "", src)
-    if metric not in METRIC_UNITS:
-        raise _err(src, "metric", f"{short(metric)} is not one of {', '.join(METRIC_UNITS)}")
+    if metric not in METRICS:
+        raise _err(src, "metric", f"{short(metric)} is not one of {', '.join(METRICS)}")
     op = data.get("operation", "request")
     if isinstance(op, int) and not isinstance(op, bool):
         op = str(op)
@@ -272,11 +270,11 @@ def parse(data: Any, src: str) -> ServiceSpec:
         base, _ = units.parse(unit)
     except KeyError:
         raise _err(src, "rate.unit", f"{short(unit)} is not one of {', '.join(units.PARAM_UNITS)}") from None
-    if base != METRIC_UNITS[metric] and op == "request":
+    if base != METRICS[metric].unit and op == "request":
         raise _err(
             src,
             "rate.unit",
-            f"{unit} cannot be compared with {metric} ({METRIC_UNITS[metric]}) unless operation gives "
+            f"{unit} cannot be compared with {metric} ({METRICS[metric].unit}) unless operation gives "
             "the bytes per request",
         )
     regex = _regex(_str(t, "regex", "rate.", src, ""), "rate.regex", src) if t.get("regex") else ""

@@ -1,6 +1,7 @@
 """Source 'slurm': Slurm's switch tree ('scontrol show topology', written
 from topology.conf under TopologyPlugin=topology/tree), when the campaign
-runs under Slurm (an allocation: SLURM_JOB_ID, or the srun launcher)."""
+runs under Slurm (an allocation: SLURM_JOB_ID, or the node list the srun
+launcher reads)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ HELP = "Slurm's switch tree ('scontrol show topology'), under Slurm"
 def find(ctx: Context) -> Topology:
     from rooftop.launchers.srun import scontrol
 
-    if ctx.cfg["launcher"]["type"] != "srun" and not os.environ.get("SLURM_JOB_ID"):
-        raise Unavailable("not under Slurm (no SLURM_JOB_ID, launcher not srun)")
+    if not any(os.environ.get(v) for v in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST")):
+        raise Unavailable("not under Slurm (no SLURM_JOB_ID: not in an allocation)")
     out = scontrol(["show", "topology"], os.environ)
     if not out or "SwitchName=" not in out:
         raise Unavailable("'scontrol show topology' shows no switch (Slurm without TopologyPlugin=topology/tree)")

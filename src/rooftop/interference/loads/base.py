@@ -62,6 +62,12 @@ class Load:
     args: Callable[[Context], list[str]] = field(default=lambda ctx: [])
     #: True: the load needs at least two nodes (net).
     multi_node: bool = False
+    #: What the service shares when the load runs on its cores, in the
+    #: report's words ("CPU and memory bandwidth").
+    on_cores: str = "CPU"
+    #: True: it loads the links between its nodes, not the cores it runs on
+    #: (net): the report names the service's nodes whose links carry it.
+    links: bool = False
 
     def resolve(self, given: dict) -> dict:
         """The knobs (short names) with defaults filled in, each value

@@ -71,4 +71,5 @@ LOAD = Load(
     "MB/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,
     args=_args,
+    on_cores="CPU and storage",
 )

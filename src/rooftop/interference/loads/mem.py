@@ -48,4 +48,5 @@ LOAD = Load(
     "GB/s",
     procs=lambda ctx, cores: ctx.knobs["procs"] or cores,
     args=lambda ctx: ["--size-mib", str(ctx.knobs["size_mib"]), "--copies", str(ctx.knobs["copies"])],
+    on_cores="CPU and memory bandwidth",
 )

@@ -239,4 +239,5 @@ LOAD = Load(
     procs=lambda ctx, cores: 1,
     args=_args,
     multi_node=True,
+    links=True,
 )

@@ -226,4 +226,5 @@ LOAD = Load(
     "jobs/s",
     procs=lambda ctx, cores: 1,
     args=_args,
+    on_cores="CPU, memory and storage",
 )

@@ -1,41 +1,30 @@
-"""Service presets: specs that ship with rooftop, one file per preset, each
-declaring PRESETS (name -> Preset); TABLE lists them all, as the launchers'
-table does. `rooftop service --preset NAME` measures one; each is the
-same table a spec file holds (rooftop.service.spec.parse reads both)."""
+"""Service presets: specs that ship with rooftop, one file per service,
+each declaring PRESETS (a tuple of Preset: rooftop.service.presets.base);
+TABLE lists them all, as the launchers' table does. `rooftop service
+--preset NAME` measures one (its choices come from TABLE); each is the
+same table a spec file holds (rooftop.service.spec.parse reads both).
+Adding one: docs/extending.md."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rooftop.keys import ConfigError
+from rooftop.service.presets import memcached, redis
+from rooftop.service.presets.base import Preset
 
+__all__ = ["TABLE", "Preset", "get", "names", "spec"]
 
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    #: One line: what it measures (help, docs).
-    help: str
-    #: The programs it runs (checked before anything starts).
-    programs: tuple[str, ...]
-    #: The spec's table, as a TOML spec file would hold it.
-    data: dict
-
-
-def _table() -> dict[str, Preset]:
-    from rooftop.service.presets import memcached, redis
-
-    return {p.name: p for mod in (redis, memcached) for p in mod.PRESETS}
+#: Every preset, by name, in the order `--preset` lists them.
+TABLE: dict[str, Preset] = {p.name: p for mod in (redis, memcached) for p in mod.PRESETS}
 
 
 def names() -> list[str]:
-    return list(_table())
+    return list(TABLE)
 
 
 def get(name: str) -> Preset:
-    table = _table()
-    if name not in table:
-        raise ConfigError(f"--preset {name!r}: no such preset (presets: {', '.join(table)})")
-    return table[name]
+    if name not in TABLE:
+        raise ConfigError(f"--preset {name!r}: no such preset (presets: {', '.join(TABLE)})")
+    return TABLE[name]
 
 
 def spec(name: str):

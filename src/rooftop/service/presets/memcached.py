@@ -11,13 +11,14 @@ server runs as the user rooftop runs as ({user} is not a placeholder:
 
 import getpass
 
-from rooftop.service.presets import Preset
+from rooftop.service.presets.base import Preset
 
 PRESETS = (
     Preset(
         "memcached",
         "memcached get/set (90/10, small values), one connection per client (rpc)",
         ("memcached", "memcaslap"),
+        "Debian: apt-get install memcached libmemcached-tools",
         {
             "name": "memcached",
             "metric": "rpc",

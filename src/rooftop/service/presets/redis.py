@@ -11,8 +11,9 @@ redis-set SET of a 3-byte value, against rpc
 redis-bw  GET of a 1 MiB value, against bw (one request = 1 MiB read)
 """
 
-from rooftop.service.presets import Preset
+from rooftop.service.presets.base import Preset
 
+INSTALL = "Debian: apt-get install redis-server redis-tools"
 _SERVER = {
     "command": "redis-server --bind {address} --port {port} --save '' --appendonly no "
     "--dir {dir} --logfile {dir}/redis.log --daemonize no --protected-mode no",
@@ -37,7 +38,7 @@ def _preset(name: str, op: str, size: int, metric: str, help: str) -> Preset:
         },
         "rate": {"progress": rf"{op.upper()}: rps=([0-9.]+)", "unit": "ops/s"},
     }
-    return Preset(name, help, ("redis-server", "redis-cli", "redis-benchmark"), data)
+    return Preset(name, help, ("redis-server", "redis-cli", "redis-benchmark"), INSTALL, data)
 
 
 def _quote(s: str) -> str:
