@@ -37,8 +37,6 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-import numpy
-
 from rooftop.keys import Key
 from rooftop.stages.base import PairRound, Placement
 from rooftop.stages.pairs.base import (
@@ -414,6 +412,8 @@ class Drawer:
             buckets.setdefault((c, where), []).append(a)
         out: list[Pair] = []
         klass, chosen, usable = t.klass, self.chosen, self.given
+        import numpy  # (heavy: only a draw loads it, not the front door)
+
         shuffle = numpy.random.default_rng(self.rng.getrandbits(64)).permutation
         start = 0
         for (c, _), members in buckets.items():
