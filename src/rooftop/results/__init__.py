@@ -151,14 +151,6 @@ class RunResults:
         what = metrics.METRICS[metric].title(self.run.config) if metric in metrics.METRICS else metric
         return f"{what}: {self.host}, {self.provider}, run {self.run.id}"
 
-    def stage_samples(self, stage: str, metric: str | None = None, ok: bool = True) -> list[dict]:
-        """Samples standing for a stage (one measured once counts for each)."""
-        return [
-            s
-            for s in self.samples
-            if stage in stands_for(s) and (metric is None or s["metric"] == metric) and (not ok or s["status"] == "ok")
-        ]
-
     @property
     def metrics(self) -> list[str]:
         return sorted({s["metric"] for s in self.samples})
