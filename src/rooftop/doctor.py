@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from rooftop.campaign.recover import _planned_rounds, recover_run, rows_from_documents, store_rows, unstored_rows
+from rooftop.campaign.recover import planned_rounds, recover_run, rows_from_documents, store_rows, unstored_rows
 from rooftop.keys import rename_old
 from rooftop.locks import Lock, LockBusy
 from rooftop.store import paths
@@ -279,7 +279,7 @@ def _run_config(run_dir: Path, old: dict | None) -> dict:
             continue
         if isinstance(cfg, dict) and isinstance(cfg.get("nodes"), list) and "launcher" in cfg:
             rename_old(cfg)  # written before the keys' renames (store migration 15)
-            _planned_rounds(cfg)  # a config the planner cannot read raises here, not halfway
+            planned_rounds(cfg)  # a config the planner cannot read raises here, not halfway
             return cfg
     raise ValueError("no readable config")
 

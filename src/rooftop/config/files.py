@@ -96,7 +96,8 @@ def set_key(cfg: dict, path: str, value: Any) -> None:
     _set(cfg, path, value)
 
 
-def _get(cfg: dict, path: str) -> Any:
+def get_key(cfg: dict, path: str) -> Any:
+    """The value of one dotted key of a config (e.g. validate.windows)."""
     d = cfg
     for part in path.split("."):
         d = d[part]

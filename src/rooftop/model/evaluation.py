@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from rooftop.model.ceilings import Ceiling
 from rooftop.model.drift import Drift, platform_drift
-from rooftop.model.exclude import _kid, exclusions
+from rooftop.model.exclude import exclusions, row_key
 from rooftop.model.roofline import Roofline, _finite
 from rooftop.store.records import stands_for
 
@@ -185,8 +185,8 @@ def evaluate(
             k = placement_class(s.get("server_nodes") or [], s.get("client_nodes") or [], topology)
             if k in per_class:
                 c.klass, c.class_predicted = k, min(per_class[k], x * roofline.server.centre)
-        if why[_kid(s)]:
-            ev.excluded.append((c, why[_kid(s)]))
+        if why[row_key(s)]:
+            ev.excluded.append((c, why[row_key(s)]))
         else:
             ev.checks.append(c)
     ev.checks.sort(key=lambda c: (c.x, c.measured))

@@ -167,7 +167,7 @@ def pair_matrix(samples: list[dict], metric: str, nodes: int, why: dict[str, str
     rows = [s for s in samples if client in stands_for(s) and s["metric"] == metric and s["status"] == "ok"]
     for s in rows:
         pair = (s["server_nodes"][0], s["client_nodes"][0])
-        reason = (why or {}).get(model._kid(s), "")
+        reason = (why or {}).get(model.row_key(s), "")
         if reason:
             vals, _ = out.setdefault(pair, ([], reason))
             vals.append(s["per_client"])
@@ -177,7 +177,7 @@ def pair_matrix(samples: list[dict], metric: str, nodes: int, why: dict[str, str
         return None
     beside = {}
     for kid, others in model.ran_beside(rows).items():
-        s = next(r for r in rows if model._kid(r) == kid)
+        s = next(r for r in rows if model.row_key(r) == kid)
         beside.setdefault(
             (s["server_nodes"][0], s["client_nodes"][0]),
             sorted({(o["server_nodes"][0], o["client_nodes"][0]) for o in others}),
