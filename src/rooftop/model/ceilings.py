@@ -112,10 +112,6 @@ class Ceiling:
         return self.centre if self.n else None
 
     @property
-    def midpoint(self) -> float:
-        return (self.lo + self.hi) / 2
-
-    @property
     def interval(self) -> tuple[float, float] | None:
         """What the verdict uses: the 95 % interval from samples; a range
         given without samples is its own interval; None from one sample."""

@@ -143,10 +143,6 @@ class RunResults:
             return f"{len(nodes)} nodes ({shown}) via {launcher}"
         return where
 
-    @property
-    def date(self) -> str:
-        return self.run.created.split("T")[0]
-
     def title(self, metric: str) -> str:
         what = metrics.METRICS[metric].title(self.run.config) if metric in metrics.METRICS else metric
         return f"{what}: {self.host}, {self.provider}, run {self.run.id}"
