@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rooftop import metrics, stages
 from rooftop.model.ceilings import SERVER_BOUND, Ceiling, ModelError
-from rooftop.model.exclude import _rows, exclusions, row_key
+from rooftop.model.exclude import exclusions, row_key, stage_rows
 from rooftop.model.roofline import Roofline
 from rooftop.units import PARAM_UNITS, fmt_num, fmt_rate
 
@@ -35,16 +35,16 @@ def from_run(
     spoilt = [s for s in ok if shared[row_key(s)]]
     keep = lambda rows: [s for s in rows if not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
     cs, ss, ns = (stages.of_role(role).name for role in ("client", "server", "node"))
-    client, server = keep(_rows(usable, cs)), _rows(usable, ss)
+    client, server = keep(stage_rows(usable, cs)), stage_rows(usable, ss)
     only: list[str] = []
-    if not client and keep(_rows(spoilt, cs)):
-        client, only = keep(_rows(spoilt, cs)), only + ["client"]
-    if not server and _rows(spoilt, ss):
-        server, only = _rows(spoilt, ss), only + ["server"]
+    if not client and keep(stage_rows(spoilt, cs)):
+        client, only = keep(stage_rows(spoilt, cs)), only + ["client"]
+    if not server and stage_rows(spoilt, ss):
+        server, only = stage_rows(spoilt, ss), only + ["server"]
     if not client or not server:
         stage = cs if not client else ss
         missing = stage.replace("_", " ")
-        left = [s for s in _rows([s for s in samples if s["metric"] == metric], stage) if why[row_key(s)]]
+        left = [s for s in stage_rows([s for s in samples if s["metric"] == metric], stage) if why[row_key(s)]]
         if left:  # measured, but the rule leaves them out: say why
             raise ModelError(
                 f"{metric}: the run has no usable {missing} samples: {len(left)} left out, "
@@ -63,7 +63,7 @@ def from_run(
     r.measured_once = [list(t) for t in sorted({tuple(stands_for(s)) for s in ok if len(stands_for(s)) > 1})]
     r.core_shared = [(st, row_key(s), shared[row_key(s)]) for s in spoilt for st in stands_for(s)]
     r.core_shared_only = only
-    _set_client_node(r, _rows(usable, ns), _rows(spoilt, ns), shared)
+    _set_client_node(r, stage_rows(usable, ns), stage_rows(spoilt, ns), shared)
     return r
 
 

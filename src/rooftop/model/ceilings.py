@@ -136,7 +136,7 @@ def ratio_text(r: tuple[int, int] | None) -> str:
     return "-" if r is None else fmt_ratio(*r)
 
 
-def _span_text(lo: tuple[int, int] | None, hi: tuple[int, int] | None) -> str:
+def span_text(lo: tuple[int, int] | None, hi: tuple[int, int] | None) -> str:
     if lo is None and hi is None:
         return "any ratio"
     if lo is None:

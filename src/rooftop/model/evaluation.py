@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from rooftop.model.ceilings import Ceiling
 from rooftop.model.drift import Drift, platform_drift
 from rooftop.model.exclude import exclusions, row_key
-from rooftop.model.roofline import Roofline, _finite
+from rooftop.model.roofline import Roofline, finite_pair
 from rooftop.store.records import stands_for
 
 
@@ -142,7 +142,7 @@ class Evaluation:
 def _ceiling_dict(c: Ceiling) -> dict:
     """min, median, max; ci95: the interval the verdict uses (None: one
     sample); samples: how many (0: a published range)."""
-    return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
+    return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": finite_pair(c.interval), "samples": c.n}
 
 
 def evaluate(

@@ -153,7 +153,7 @@ def row_key(s: dict) -> str:
     return s.get("key") or f"#{id(s)}"
 
 
-def _rows(samples: list[dict], stage: str) -> list[dict]:
+def stage_rows(samples: list[dict], stage: str) -> list[dict]:
     from rooftop.store.records import stands_for
 
     return [s for s in samples if stage in stands_for(s)]
