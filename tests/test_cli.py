@@ -410,8 +410,10 @@ def test_key_flags_become_config_overrides():
     }
     assert args.results is None  # validate's --results is where the run is, not a config key
     # One spelling per flag: an abbreviation is refused, not taken for the flag it begins.
-    with pytest.raises(SystemExit):
-        p.parse_args(["validate", "r", "--dur", "1"])
+    for abbreviated in (["validate", "r", "--dur", "1"], ["--vers"]):
+        with pytest.raises(SystemExit) as e:
+            p.parse_args(abbreviated)
+        assert e.value.code == 2, abbreviated
 
 
 def test_key_flag_errors_are_usage_errors():
