@@ -136,10 +136,8 @@ def _commands():
 
 
 def test_campaign_commands_keep_their_flags():
-    from rooftop.cli.common import Deprecated
-
     # Flags that set config keys come from the key table; the names stay
-    # what README, docs and scripts use (old spellings, kept for a release, not counted).
+    # what README, docs and scripts use.
     expected = {
         "collect": {
             "--allow-concurrent",
@@ -328,7 +326,7 @@ def test_campaign_commands_keep_their_flags():
     }
     commands = _commands()
     for name, flags in expected.items():
-        shown = {o for a in commands[name]._actions if not isinstance(a, Deprecated) for o in a.option_strings}
+        shown = {o for a in commands[name]._actions for o in a.option_strings}
         assert shown == flags, name
 
 
@@ -384,20 +382,19 @@ def test_key_flags_become_config_overrides():
         "collect.sweep_servers": True,
     }
     assert overrides(p.parse_args(["collect"])) == {}
-    # Abbreviations argparse accepts keep working (README and scripts may use them).
     args = p.parse_args(
         [
             "validate",
             "r",
-            "--server-n",
+            "--server-nodes",
             "1,2",
             "--client-nodes",
             "1",
             "--servers-per-node",
             "2",
-            "--clients-per",
+            "--clients-per-node",
             "3",
-            "--dur",
+            "--duration",
             "1",
             "--windows",
             "2",
@@ -412,6 +409,11 @@ def test_key_flags_become_config_overrides():
         "validate.windows": 2,
     }
     assert args.results is None  # validate's --results is where the run is, not a config key
+    # One spelling per flag: an abbreviation is refused, not taken for the flag it begins.
+    for abbreviated in (["validate", "r", "--dur", "1"], ["--vers"]):
+        with pytest.raises(SystemExit) as e:
+            p.parse_args(abbreviated)
+        assert e.value.code == 2, abbreviated
 
 
 def test_key_flag_errors_are_usage_errors():
@@ -483,7 +485,8 @@ def test_runs_lists_on_stdout_and_a_missing_folder_is_an_error(tmp_path):
     assert p.returncode == 0 and "no runs" in p.stdout and not (empty / "rooftop.db").exists()
 
 
-#: (an old spelling, the same in the new one): each old one kept for one release, with a warning.
+#: (an old spelling, the same in the new one): each renamed before the first release (0.1.0), so
+#: the old one is refused as any flag the command does not have (not taken for a flag it begins).
 RENAMED = [
     (["validate", "--run", "R"], ["validate", "R"]),
     (["service", "s.toml", "--run", "R"], ["service", "R", "s.toml"]),
@@ -516,30 +519,28 @@ RENAMED = [
 
 
 @pytest.mark.parametrize("old,new", RENAMED, ids=[" ".join(o) for o, _ in RENAMED])
-def test_an_old_spelling_parses_as_the_new_one_and_warns_once(old, new, capsys):
+def test_an_old_spelling_is_refused_as_an_unknown_flag(old, new, capsys):
     from rooftop.cli import build_parser
 
     p = build_parser()
-    was = vars(p.parse_args(old))
-    warned = capsys.readouterr().err
-    assert vars(p.parse_args(new)) == was and capsys.readouterr().err == ""
-    assert warned.count("\n") == 1 and warned.startswith("rooftop: warning: ") and "deprecated" in warned, warned
-    flag = next(a for a in old if a.startswith("--") and a.split("=")[0] not in new)
-    assert flag.split("=")[0] in warned
+    p.parse_args(new)  # the new spelling parses
+    assert capsys.readouterr().err == ""
+    with pytest.raises(SystemExit) as e:
+        p.parse_args(old)
+    err = capsys.readouterr().err
+    flag = next(a for a in old if a.startswith("--") and a.split("=")[0] not in new).split("=")[0]
+    refused = f"unrecognized arguments: {flag}" in err or "the following arguments are required: RUN" in err
+    assert e.value.code == 2 and refused, err  # --run=R alone leaves RUN missing
+    assert "deprecated" not in err
 
 
 def test_one_grammar_across_commands():
     """RUN is positional, every command that prints a result has --json,
     and a flag has one meaning wherever it appears."""
-    from rooftop.cli.common import Deprecated
-
     commands = dict(_commands())
     cluster = next(a for a in commands.pop("cluster")._actions if a.dest == "action").choices
     commands.update({f"cluster {k}": v for k, v in cluster.items()})
-    shown = {
-        name: {o for a in sp._actions if not isinstance(a, Deprecated) for o in a.option_strings}
-        for name, sp in commands.items()
-    }
+    shown = {name: {o for a in sp._actions for o in a.option_strings} for name, sp in commands.items()}
     for name, flags in shown.items():
         assert "--json" in flags or name == "engine", f"{name}: no --json"
         assert not flags & {"--run", "--metric", "--repeat", "--sample"}, name  # RUN; --metrics, --repeats, --series
@@ -547,7 +548,7 @@ def test_one_grammar_across_commands():
         assert ("--bursts" in flags) == (name == "bursts"), name  # a count; a bursts run is --bursts-run
         assert "--target" not in flags or name == "size", name  # a rate there; learn's metrics are --metrics
     for name, sp in commands.items():  # --nodes N is a count wherever it appears; no --plot DIR (--out-dir)
-        nodes = [a for a in sp._actions if "--nodes" in a.option_strings and not isinstance(a, Deprecated)]
+        nodes = [a for a in sp._actions if "--nodes" in a.option_strings]
         assert all(a.type is int for a in nodes), name
         assert "--plot" not in shown[name], name
     positional = {

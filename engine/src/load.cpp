@@ -946,7 +946,7 @@ int cmd_load(int argc, char** argv) {
   add({
       {"concurrency", OptKind::Int, "1", "operations outstanding at once (1: sequential, synchronous)", ""},
       {"duration", OptKind::Seconds, "5", "measured time (of each window)", ""},
-      {"windows", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.windows (--samples: its deprecated old name)", ""},
+      {"windows", OptKind::Int, "1", "consecutive measured windows of --duration after one warmup, each reported in result.windows", ""},
       {"warmup", OptKind::Seconds, "1", "time run before measuring (not counted)", ""},
       {"measure-at", OptKind::Str, "", "start measuring at this wall-clock time (seconds since the epoch), warming up until then; replaces --warmup (a clock guess: --barrier is exact)", ""},
       {"barrier", OptKind::Int, "0", "start barrier: after --warmup, let the operations in flight finish, report ready to --barrier-server and wait until it has heard from this many clients; its answer starts the first window of all of them at once (0: no barrier)", ""},
@@ -975,7 +975,6 @@ int cmd_load(int argc, char** argv) {
             "Rates come from the measured time. Prints one JSON document; on\n"
             "SIGINT/SIGTERM the partial result is written with complete=false.",
             opts);
-  o.alias("samples", "windows");
   return run_command(o, "client", argc, argv, [&](Report& rep) {
     watch_lease(o, [](const std::string& why) {
       std::fprintf(stderr, "rooftop-engine: %s\n", why.c_str());

@@ -123,11 +123,6 @@ bool Options::parse(int argc, char** argv) {
       has_value = true;
     }
     if (auto r = retired_.find(name); r != retired_.end()) throw UsageError(r->second);
-    if (auto al = aliases_.find(name); al != aliases_.end()) {
-      std::fprintf(stderr, "rooftop-engine %s: --%s is deprecated: use --%s\n", command_.c_str(), name.c_str(),
-                   al->second.c_str());
-      name = al->second;
-    }
     const OptSpec* s = nullptr;
     for (auto& sp : specs_)
       if (sp.name == name) s = &sp;
@@ -170,11 +165,6 @@ std::string Options::help() const {
 
 void Options::retire(const std::string& name, const std::string& message) {
   retired_[name] = message;
-}
-
-void Options::alias(const std::string& old_name, const std::string& new_name) {
-  spec(new_name);  // a logic error when the new name is not declared
-  aliases_[old_name] = new_name;
 }
 
 void Options::record(const std::string& key, const std::string& value) {

@@ -48,10 +48,6 @@ class Options {
   // An option no longer accepted: giving it, in any form, is a UsageError
   // with this message (its value is never echoed). Not listed in --help.
   void retire(const std::string& name, const std::string& message);
-  // A renamed option's old name: giving --old_name (in any form) sets
-  // --new_name, with one line on stderr naming the new one. Not listed in
-  // --help (the new option's help may mention it).
-  void alias(const std::string& old_name, const std::string& new_name);
   // A derived entry of the "config" section, written after the options.
   void record(const std::string& key, const std::string& value);
 
@@ -63,7 +59,6 @@ class Options {
   std::map<std::string, std::string> values_;
   std::map<std::string, bool> given_;
   std::map<std::string, std::string> retired_;            // name -> message
-  std::map<std::string, std::string> aliases_;            // old name -> new name
   std::vector<std::pair<std::string, std::string>> records_;
 };
 

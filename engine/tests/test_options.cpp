@@ -311,31 +311,3 @@ TEST(Options, HelpFlagPrintsHelpAndStops) {
     EXPECT_EQ(out, o.help());
   }
 }
-
-TEST(Options, AliasSetsTheNewOptionAndWarnsOnce) {
-  for (std::vector<std::string> given : {std::vector<std::string>{"--tally", "7"}, {"--tally=7"}}) {
-    Options o = make();
-    o.alias("tally", "count");
-    Args a(given);
-    testing::internal::CaptureStderr();
-    ASSERT_TRUE(o.parse(a.argc(), a.argv()));
-    std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(o.integer("count"), 7);
-    EXPECT_TRUE(o.given("count"));
-    EXPECT_EQ(err, "rooftop-engine test-cmd: --tally is deprecated: use --count\n");
-  }
-  Options o = make();
-  o.alias("tally", "count");
-  EXPECT_FALSE(contains(o.help(), "--tally")) << o.help();  // not listed
-  testing::internal::CaptureStderr();
-  std::string e;
-  try {
-    Args a({"--tally", "x"});
-    o.parse(a.argc(), a.argv());
-  } catch (const UsageError& u) {
-    e = u.what();
-  }
-  testing::internal::GetCapturedStderr();
-  EXPECT_TRUE(contains(e, "--count x")) << e;  // validated as the new option
-  EXPECT_THROW(o.alias("old", "undeclared"), std::logic_error);
-}

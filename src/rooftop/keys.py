@@ -61,10 +61,11 @@ def short(value: Any) -> str:
 
 #: Keys renamed, old path -> new path: one word per meaning (a "sample" is a
 #: stored row; an engine measurement window is a "window"; a time series
-#: recorded beside the rounds is a "series"). A config file or --set may
-#: still use the old spelling for one release (it warns, naming the new
-#: one); a stored run's config is rewritten to the new one (store migration
-#: 15, and rooftop doctor reading a run's config.json).
+#: recorded beside the rounds is a "series"). Renamed before the first
+#: release, so a config file or --set refuses the old spelling as any
+#: unknown key (the error names the new one); a run stored before the
+#: rename has its config rewritten to the new one (store migration 15,
+#: and rooftop doctor reading a run's config.json).
 RENAMED: dict[str, str] = {
     "collect.samples": "collect.windows",
     "validate.samples": "validate.windows",
@@ -93,8 +94,3 @@ def rename_old(cfg: dict) -> list[tuple[str, str]]:
         target.setdefault(new_leaf, value)
         moved.append((old, new))
     return moved
-
-
-def deprecated_key(old: str, new: str) -> str:
-    """The warning an old spelling of a key gets (as an old flag's does)."""
-    return f"rooftop: warning: config key {old} is deprecated and goes in the next release: use {new}"

@@ -27,12 +27,15 @@ DEFAULT_SIZE = 512
 DEFAULT_ITERATIONS = 400
 
 
-class _Stop:
+class Stop:
+    """Set by a stop signal (or a load ending the stencil): the sweeps end
+    at the next check."""
+
     requested = False
 
 
 def _ask_stop(signum, frame) -> None:
-    _Stop.requested = True
+    Stop.requested = True
 
 
 def sweep(grid, scratch) -> None:
@@ -51,7 +54,7 @@ def run(size: int = DEFAULT_SIZE, iterations: int = DEFAULT_ITERATIONS) -> dict:
     scratch = grid.copy()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     done = 0
-    while done < iterations and not _Stop.requested:
+    while done < iterations and not Stop.requested:
         sweep(grid, scratch)
         grid, scratch = scratch, grid
         done += 1

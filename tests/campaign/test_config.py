@@ -10,7 +10,7 @@ from campaign_util import rooftop
 from rooftop.config.catalog import KEYS
 from rooftop.config.files import merge, parse_override
 from rooftop.config.resolve import build, resolve
-from rooftop.keys import ConfigError
+from rooftop.keys import RENAMED, ConfigError
 
 
 def err(data=None, **overrides):
@@ -77,29 +77,25 @@ def test_file_json_and_toml_and_cli(tmp_path):
     assert "collect.duration" in rooftop("config", "keys").stdout
 
 
-def test_old_key_spellings_still_work_warn_and_resolve_to_the_new(tmp_path):
+@pytest.mark.parametrize("was,now", sorted(RENAMED.items()))
+def test_a_key_renamed_before_the_first_release_is_refused_naming_the_new(was, now):
     """Issue 28 renamed collect.samples/validate.samples (engine windows per
     measurement) to *.windows and sample/sample_interval (the time series)
-    to series/series_interval: the old spellings, in a file, in --set and as
-    --samples, still work for one release, warn naming the new one, and the
-    resolved config records only the new names."""
-    old = tmp_path / "old.json"
-    old.write_text(json.dumps({"metrics": ["rpc"], "collect": {"samples": 2}, "sample": ["cpu"]}))
-    p = rooftop("config", "show", "--config", str(old), "--set", "validate.samples=3", "--set", "sample_interval=0.5")
-    shown = json.loads(p.stdout)
-    assert (shown["collect"]["windows"], shown["validate"]["windows"]) == (2, 3)
-    assert (shown["series"], shown["series_interval"]) == (["cpu"], 0.5)
-    assert "samples" not in shown["collect"] and "samples" not in shown["validate"]
-    assert "sample" not in shown and "sample_interval" not in shown
-    for was, now in (
-        ("collect.samples", "collect.windows"),
-        ("validate.samples", "validate.windows"),
-        ("sample", "series"),
-        ("sample_interval", "series_interval"),
-    ):
-        assert f"config key {was} is deprecated and goes in the next release: use {now}" in p.stderr
-    p = rooftop(
-        "collect", "--dry-run", "--samples", "2", "--metrics", "rpc", "--duration", "1", "--results", str(tmp_path)
-    )
-    assert "--samples is deprecated and goes in the next release: use --windows" in p.stderr
-    assert "2 windows" in p.stdout  # the old flag set collect.windows
+    to series/series_interval, before 0.1.0 was released: in a config file
+    or --set the old spelling is an unknown key, whose error names the new
+    one (a run stored before the rename is still read: store migration 15)."""
+    *parents, leaf = was.split(".")
+    nested: dict = {leaf: 2}
+    for p in reversed(parents):
+        nested = {p: nested}
+    assert err(nested) == f"{was}: unknown key (did you mean {now}?)"
+    with pytest.raises(ConfigError, match=rf"^{was}: unknown key \(did you mean {now}\? see"):
+        parse_override(f"{was}=2")
+
+
+def test_an_old_key_or_flag_spelling_is_refused_on_the_command_line(tmp_path):
+    p = rooftop("config", "show", "--set", "validate.samples=3", check=False)
+    assert p.returncode == 2 and "validate.samples: unknown key (did you mean validate.windows?" in p.stderr
+    assert "deprecated" not in p.stderr and "Traceback" not in p.stderr
+    p = rooftop("collect", "--dry-run", "--samples", "2", "--results", str(tmp_path), check=False)
+    assert p.returncode == 2 and "unrecognized arguments: --samples 2" in p.stderr, p.stderr

@@ -154,9 +154,6 @@ class Estimate:
             return self.nodes if self.stages else 0
         return self.work.launches
 
-    def stage_s(self, stage: str) -> float:
-        return self.stages[stage].total_s(self.mode)
-
     def line(self) -> str:
         """One line: the expected time and how it adds up."""
         w = self.work

@@ -31,7 +31,7 @@ KEY = re.compile(
 )
 
 
-def _planned_rounds(cfg: dict) -> dict[str, list[list[str]]]:
+def planned_rounds(cfg: dict) -> dict[str, list[list[str]]]:
     """Folder name of each client round -> its row keys, window by window."""
     out = {}
     for placement in plan_collect(cfg) + plan_validate(cfg):
@@ -136,7 +136,7 @@ def _round_dirs(run_dir: Path) -> list[Path]:
 
 def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
     """Every measured sample row (ok or invalid) the run's client documents hold."""
-    planned, rows, make = _planned_rounds(cfg), [], _row_maker(run_dir.name, cfg)
+    planned, rows, make = planned_rounds(cfg), [], _row_maker(run_dir.name, cfg)
     hosts = {n["host"] for n in cfg["nodes"]}
     same_clock = on_this_machine(cfg["launcher"]["type"]) or len(hosts) == 1
     seen: set[str] = set()  # a round's newest documents win over its earlier sessions'

@@ -14,7 +14,7 @@ from rooftop.numbers import json_text
 #: The command's own flags, each setting a key of rooftop.bursts.keys.
 BURSTS_FLAGS = (
     KeyFlag("--progress", "bursts.progress", "MODES"),
-    KeyFlag("--metrics", "bursts.metric", old=("--metric",)),
+    KeyFlag("--metrics", "bursts.metric"),
     KeyFlag("--clients", "bursts.clients", "N"),
     KeyFlag("--bursts", "bursts.bursts", "K"),
     KeyFlag("--on", "bursts.on", "S"),

@@ -369,7 +369,7 @@ def add_validate(sub) -> None:
         "sample stores the aggregate rate, the per-client-process rate and x = server "
         "processes / client processes. Re-running continues where it stopped.",
     )
-    run_arg(va, "the run (from 'rooftop collect' or 'rooftop runs')", old="--run")
+    run_arg(va, "the run (from 'rooftop collect' or 'rooftop runs')")
     add_key_flags(va, VALIDATE_FLAGS, "validate")
     va.add_argument(
         "--nic-policy",

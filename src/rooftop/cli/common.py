@@ -1,7 +1,6 @@
 """What the commands share: the flags that set config keys (KeyFlag and its
-tables), the config and campaign flag groups, RUN and 'latest', the old
-spellings kept for one release (Deprecated), argument types, and how a stop
-signal ends a command."""
+tables), the config and campaign flag groups, RUN and 'latest', argument
+types, and how a stop signal ends a command."""
 
 from __future__ import annotations
 
@@ -26,8 +25,6 @@ class KeyFlag:
     #: The config key; "{stage}" is the command's stage (collect or validate).
     key: str
     metavar: str | None = None
-    #: Earlier spellings of the flag, kept for one release (each warns: Deprecated).
-    old: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -49,9 +46,9 @@ CONFIG_FLAGS = (
 STAGE_FLAGS = (
     KeyFlag("--duration", "{stage}.duration", "S"),
     KeyFlag("--warmup", "{stage}.warmup", "S"),
-    KeyFlag("--windows", "{stage}.windows", "K", old=("--samples",)),
+    KeyFlag("--windows", "{stage}.windows", "K"),
     KeyFlag("--fail-fast", "fail_fast"),
-    KeyFlag("--series", "series", "LIST", old=("--sample",)),
+    KeyFlag("--series", "series", "LIST"),
 )
 
 
@@ -125,8 +122,6 @@ def add_key_flags(p: argparse.ArgumentParser, flags, stage: str = "collect") -> 
         if f.metavar and "choices" not in kw and kw.get("action") != "store_true":
             kw["metavar"] = f.metavar
         p.add_argument(f.flag, dest=f.dest, help=key_help(key), **kw)
-        for old in f.old:
-            deprecated(p, old, f.flag, dest=f.dest, **kw)
         mapping[f.dest] = key.path
     p.set_defaults(key_flags=mapping)
 
@@ -209,9 +204,8 @@ def json_flag(p, what: str = "the result") -> None:
 
 def out_dir_arg(p, what: str, default: str | None = None) -> None:
     """--out-dir DIR: the folder a command writes its files into (-o/--output
-    is a file: rooftop export). --output, its spelling before, is kept for one release."""
+    is a file: rooftop export)."""
     p.add_argument("--out-dir", metavar="DIR", default=default, help=what)
-    deprecated(p, "--output", "--out-dir", dest="out_dir", metavar="DIR")
 
 
 #: The results folder when --results (or the config's results) is not given.
@@ -220,35 +214,8 @@ DEFAULT_RESULTS = "./rooftop-results"
 LATEST = "latest"
 
 
-class Deprecated(argparse.Action):
-    """An earlier spelling kept for one release: it stores what the new
-    spelling stores, hidden from --help, and says so in one line on stderr."""
-
-    def __init__(self, option_strings, dest, use: str, **kw):
-        kw["help"] = argparse.SUPPRESS
-        super().__init__(option_strings, dest, **kw)
-        self.use = use
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(
-            f"rooftop: warning: {option_string} is deprecated and goes in the next release: use {self.use}",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
-
-
-def deprecated(p, old: str, use: str, **kw) -> None:
-    """Adds old as a Deprecated spelling of the flag use; kw: dest, type,
-    choices... as the new spelling's."""
-    if kw.pop("action", None) == "store_true":
-        kw.update(nargs=0, const=True)
-    p.add_argument(old, action=Deprecated, use=use, **kw)
-
-
-def run_arg(p, what: str, optional: bool = False, old: str | None = None, resolve: bool = True) -> None:
-    """RUN, positional: a run id or 'latest'. old: the option that named it
-    before (--run), kept for one release (CommandParser moves it to RUN).
-    resolve False: the command resolves 'latest' itself (its results folder
+def run_arg(p, what: str, optional: bool = False, resolve: bool = True) -> None:
+    """RUN, positional: a run id or 'latest'. resolve False: the command resolves 'latest' itself (its results folder
     may come from its config)."""
     p.add_argument(
         "run",
@@ -256,8 +223,6 @@ def run_arg(p, what: str, optional: bool = False, old: str | None = None, resolv
         metavar="RUN",
         help=f"{what}: a run id, or '{LATEST}' (the newest run of the results folder)",
     )
-    if old:
-        p.old_run = old
     if resolve:
         takes_runs(p, "run")
 
@@ -269,34 +234,13 @@ def takes_runs(p, *attrs: str) -> None:
 
 
 class CommandParser(argparse.ArgumentParser):
-    """A command's parser. RUN given the old way (old_run, '--run RUN') is
-    moved to the front of the command's arguments, where RUN is its first
-    positional, with a warning; so 'rooftop service SPEC --run RUN' is
-    'rooftop service RUN SPEC'."""
+    """A command's parser: a flag is given whole, never abbreviated (so a
+    spelling a command does not have, such as --metric for --metrics, is
+    refused rather than taken for the flag it begins)."""
 
-    #: The option that named RUN before it was positional, kept for one release.
-    old_run: str | None = None
-
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
-        if self.old_run and args:
-            runs: list[str] = []
-            rest: list[str] = []
-            items = iter(args)
-            for a in items:
-                if a == self.old_run and (value := next(items, None)) is not None:
-                    runs.append(value)
-                elif a.startswith(self.old_run + "="):
-                    runs.append(a.split("=", 1)[1])
-                else:
-                    rest.append(a)
-            if runs:
-                print(
-                    f"rooftop: warning: {self.old_run} is deprecated and goes in the next release: "
-                    f"give RUN first ({self.prog} RUN)",
-                    file=sys.stderr,
-                )
-                args = runs + rest
-        return super().parse_known_args(args, namespace)
+    def __init__(self, *args, **kw):
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kw)
 
 
 def latest_run(results: str) -> str:

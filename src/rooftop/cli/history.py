@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from rooftop import files
-from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, deprecated
+from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags
 from rooftop.history import keys as _check_keys  # noqa: F401  (registers the check.* config keys)
 from rooftop.numbers import json_text
 
@@ -72,7 +72,6 @@ def add_history(sub) -> None:
         help='JSON on stdout: the rule applied (as check --json\'s "check") and the groups',
     )
     p.add_argument("--out-dir", metavar="DIR", help="also write the history figure of each group (PNG) into DIR")
-    deprecated(p, "--plot", "--out-dir", dest="out_dir", metavar="DIR")  # its spelling before: a folder is --out-dir
     rule_args(p)
     p.set_defaults(func=cmd_history)
 

@@ -14,7 +14,6 @@ from rooftop.cli.common import (
     add_key_flags,
     campaign_args,
     config_args,
-    deprecated,
     interrupted_rc,
     resolve_run,
 )
@@ -83,7 +82,6 @@ def add_parser(sub) -> None:
         help="the service is a bursts run instead of --stages: RUN's modes, bursts and clients, "
         "measured again alone and beside each load (impact per progress mode); 'latest': the newest run",
     )
-    deprecated(p, "--bursts", "--bursts-run", dest="bursts_run", metavar="RUN")
     p.add_argument(
         "--load-set",
         action="append",

@@ -14,7 +14,6 @@ from rooftop.cli.common import (
     KeyFlag,
     add_key_flags,
     campaign_flags,
-    deprecated,
     json_flag,
     key_help,
     resolve_run,
@@ -29,11 +28,11 @@ from rooftop.numbers import json_text
 
 #: The tune's own flags, each setting a key of rooftop.learn.keys.
 TUNE_FLAGS = (
-    KeyFlag("--metrics", "tune.metric", "METRIC", old=("--metric",)),
+    KeyFlag("--metrics", "tune.metric", "METRIC"),
     KeyFlag("--space", "tune.space", "FILE"),
     KeyFlag("--budget", "tune.budget", "N"),
     KeyFlag("--init", "tune.init", "N"),
-    KeyFlag("--repeats", "tune.repeat", "K", old=("--repeat",)),
+    KeyFlag("--repeats", "tune.repeat", "K"),
     KeyFlag("--duration", "tune.duration", "S"),
     KeyFlag("--warmup", "tune.warmup", "S"),
     KeyFlag("--seed", "tune.seed", "N"),
@@ -182,7 +181,6 @@ def add_learn(sub) -> None:
         metavar="LIST",
         help="the metrics to learn, comma-separated (default: every metric the runs validated)",
     )
-    deprecated(le, "--target", "--metrics", dest="metrics", type=str_list, metavar="LIST")
     le.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default: %(default)s)")
     le.add_argument("--seed", type=int, default=0, metavar="N", help="random seed of the models (default: %(default)s)")
     results_arg(le)
@@ -207,7 +205,6 @@ def add_predict(sub) -> None:
     pr.add_argument("--client-nodes", type=int, metavar="N", help="client nodes (default: packed as the training was)")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob's value (repeatable)")
     pr.add_argument("--metrics", metavar="METRIC", help="which learned model, one metric, when the run has several")
-    deprecated(pr, "--metric", "--metrics", dest="metrics", metavar="METRIC")
     pr.add_argument("--model", metavar="FILE", help="a model file (METRIC.model.json) instead of the run's")
     results_arg(pr)
     json_flag(pr, "the prediction")
@@ -226,7 +223,7 @@ def add_tune(sub) -> None:
     )
     from rooftop.config.catalog import KEY_BY_PATH
 
-    run_arg(tu, key_help(KEY_BY_PATH["tune.run"]), optional=True, old="--run", resolve=False)
+    run_arg(tu, key_help(KEY_BY_PATH["tune.run"]), optional=True, resolve=False)
     tu.set_defaults(key_flags={"run": "tune.run"})
     _tune_config_args(tu)
     add_key_flags(tu, TUNE_FLAGS)

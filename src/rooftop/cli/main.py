@@ -138,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rooftop",
         usage="rooftop [-h] [--version] COMMAND ...",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     p.add_argument("--version", action="version", version=f"rooftop {__version__}")
     sub = p.add_subparsers(

@@ -7,16 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rooftop.cli.common import (
-    deprecated,
-    formats,
-    json_flag,
-    out_dir_arg,
-    print_files,
-    results_arg,
-    run_arg,
-    takes_runs,
-)
+from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
 from rooftop.cli.history import rule_args, rule_of
 from rooftop.cli.model import combined_mixes
 from rooftop.numbers import json_text
@@ -234,8 +225,6 @@ def add_export(sub) -> None:
         help="which nodes each sample ran on instead: one row per sample, side and node: sample_id "
         "(the samples' id), side (server, client), node (index)",
     )
-    # --nodes is a count everywhere else (collect, plan, cluster up): this switch was --nodes before.
-    deprecated(ex, "--nodes", "--sample-nodes", dest="sample_nodes", action="store_true")
     results_arg(ex)
     ex.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     ex.set_defaults(func=_cmd_export)

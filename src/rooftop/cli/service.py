@@ -11,7 +11,7 @@ import sys
 
 from rooftop import metrics, session
 from rooftop.cli import service_import
-from rooftop.cli.common import campaign_flags, deprecated, interrupted_rc, restate_arg, results_arg, run_arg
+from rooftop.cli.common import campaign_flags, interrupted_rc, restate_arg, results_arg, run_arg
 from rooftop.numbers import json_text
 from rooftop.units import fmt_rate
 
@@ -142,7 +142,7 @@ def add_parser(sub) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run_arg(p, "the run whose launcher, nodes and grid are used", old="--run")
+    run_arg(p, "the run whose launcher, nodes and grid are used")
     p.add_argument("spec", nargs="?", metavar="SPEC", help="the service spec (TOML; docs/services.md)")
     p.add_argument("--preset", choices=presets.names(), help="a service that ships with rooftop instead of a spec")
     results_arg(p)
@@ -161,5 +161,4 @@ def add_parser(sub) -> None:
         choices=metrics.METRICS,
         help="with --import: the rooftop metric the points are compared with, one (default: rpc)",
     )
-    deprecated(p, "--metric", "--metrics", dest="metrics", choices=metrics.METRICS)
     p.set_defaults(func=_cmd_service)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rooftop.cli.common import deprecated, json_flag, results_arg, takes_runs
+from rooftop.cli.common import json_flag, results_arg, takes_runs
 from rooftop.numbers import json_text
 
 
@@ -121,7 +121,6 @@ def add_size(sub) -> None:
         metavar="METRIC",
         help="the roofline's metric, one (default: the service's, else rpc, else the first)",
     )
-    deprecated(p, "--metric", "--metrics", dest="metrics", metavar="METRIC")
     results_arg(p)
     json_flag(p, "the answer")
     p.set_defaults(func=_cmd_size)

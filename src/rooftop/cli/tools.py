@@ -18,7 +18,7 @@ from rooftop.numbers import json_text
 PROBE_FLAGS = (
     KeyFlag("--fabric", "probe.fabrics", "LIST"),
     KeyFlag("--duration", "probe.duration", "S"),
-    KeyFlag("--repeats", "probe.repeat", "K", old=("--repeat",)),
+    KeyFlag("--repeats", "probe.repeat", "K"),
     KeyFlag("--lease", "engine.lease", "SECONDS"),
 )
 

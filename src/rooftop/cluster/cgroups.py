@@ -98,7 +98,7 @@ def _read(path: Path) -> str:
     return path.read_text().strip()
 
 
-def _cpulist(cores: list[int]) -> str:
+def cpulist(cores: list[int]) -> str:
     return ",".join(map(str, sorted(set(cores))))
 
 
@@ -129,12 +129,12 @@ def create_node(layout: Layout, i: int, cores: list[int], cpu_percent: float | N
     q = quota_us(len(cores), cpu_percent)
     if layout.version == 2:
         d = layout.cpu / GROUP / f"n{i}"
-        _write(d / "cpuset.cpus", _cpulist(cores))
+        _write(d / "cpuset.cpus", cpulist(cores))
         _write(d / "cpuset.mems", _read(layout.cpu / GROUP / "cpuset.mems.effective"))
         _write(d / "cpu.max", f"{q if q is not None else 'max'} {PERIOD_US}")
         return
     cpu, cs = layout.node_dirs(i)
-    _write(cs / "cpuset.cpus", _cpulist(cores))
+    _write(cs / "cpuset.cpus", cpulist(cores))
     _write(cs / "cpuset.mems", _read(layout.cpuset / GROUP / "cpuset.mems"))
     _write(cpu / "cpu.cfs_period_us", str(PERIOD_US))
     _write(cpu / "cpu.cfs_quota_us", str(q if q is not None else -1))

@@ -46,7 +46,7 @@ LOCK = "/run/rooftop-cluster.lock"
 
 
 @contextlib.contextmanager
-def _locked():
+def cluster_lock():
     """One 'up' or 'down' at a time on this machine."""
     with open(LOCK, "a") as f:
         try:
@@ -189,7 +189,7 @@ def up(spec: ClusterSpec, log: Log = lambda m: None, with_slurm: bool = False) -
     """Brings the cluster up (with Slurm). Returns (state, built): built is
     False when the same cluster was already up (and Slurm running, if asked)."""
     require_root("up")
-    with _locked():
+    with cluster_lock():
         st, built = _up(spec, log)
         if with_slurm and (built or not st.get("slurm") or slurm.problems(st)):
             st = _start_slurm(st, built, log)
@@ -197,7 +197,7 @@ def up(spec: ClusterSpec, log: Log = lambda m: None, with_slurm: bool = False) -
         return st, built
 
 
-def _undoing(action: Callable[[], object]) -> None:
+def undoing(action: Callable[[], object]) -> None:
     """Runs a cleanup without letting Ctrl-C interrupt it."""
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -219,7 +219,7 @@ def _start_slurm(st: dict, built: bool, log: Log) -> dict:
         state.save(st)
         return st
     except BaseException:
-        _undoing(lambda: remove_everything(cgroups.detect()) if built else slurm.stop(_node_pids()))
+        undoing(lambda: remove_everything(cgroups.detect()) if built else slurm.stop(_node_pids()))
         raise
 
 
@@ -252,7 +252,7 @@ def _up(spec: ClusterSpec, log: Log) -> tuple[dict, bool]:
     except BaseException:
         # Ctrl-C, SIGTERM (the CLI turns it into KeyboardInterrupt) or a
         # failed step: undo everything, without being interrupted again.
-        _undoing(lambda: remove_everything(layout))
+        undoing(lambda: remove_everything(layout))
         raise
 
 
@@ -273,7 +273,7 @@ def down() -> list[str]:
         layout = cgroups.detect()
     except ClusterError:
         layout = None
-    with _locked():
+    with cluster_lock():
         return remove_everything(layout)
 
 
@@ -362,7 +362,7 @@ def node_status(node: dict, layout: cgroups.Layout | None) -> dict:
     if cg is None:
         problems.append(f"node {i} has no cgroup")
     else:
-        if cg["cpus"] != cgroups._cpulist(node["cores"]) and _expand(cg["cpus"]) != sorted(set(node["cores"])):
+        if cg["cpus"] != cgroups.cpulist(node["cores"]) and _expand(cg["cpus"]) != sorted(set(node["cores"])):
             problems.append(f"node {i} cgroup cpus are {cg['cpus']}, not {node['cores']}")
         if cg["quota_us"] != node["cpu_quota_us"]:
             problems.append(f"node {i} CPU quota is {cg['quota_us']}, not {node['cpu_quota_us']}")

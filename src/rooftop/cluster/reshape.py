@@ -74,7 +74,7 @@ def reshape(link_rate: str | None, node_opts: list[str], log: Callable[[str], No
     (none: it already was so). ClusterError: nothing is up, a bad option,
     a cluster with problems, or a step that failed (undone)."""
     lifecycle.require_root("reshape")
-    with lifecycle._locked():
+    with lifecycle.cluster_lock():
         st = state.load()
         if st is None:
             raise ClusterError(f"no emulated cluster is up (no state at {state.path()}); 'cluster up' builds one")
@@ -98,7 +98,7 @@ def reshape(link_rate: str | None, node_opts: list[str], log: Callable[[str], No
                 _apply(node, layout, key, new)
                 done.append((node, key, old))
         except BaseException:
-            lifecycle._undoing(lambda: [_apply(n, layout, k, old) for n, k, old in reversed(done)])
+            lifecycle.undoing(lambda: [_apply(n, layout, k, old) for n, k, old in reversed(done)])
             raise
         said = []
         for node, key, old, new in todo:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_COMMAND, STUDY_KEYS, section_of
-from rooftop.keys import RENAMED, ConfigError, Key, deprecated_key, rename_old, short
+from rooftop.keys import RENAMED, ConfigError, Key, short
 from rooftop.units import parse_size
 
 
@@ -96,11 +96,22 @@ def set_key(cfg: dict, path: str, value: Any) -> None:
     _set(cfg, path, value)
 
 
-def _get(cfg: dict, path: str) -> Any:
+def get_key(cfg: dict, path: str) -> Any:
+    """The value of one dotted key of a config (e.g. validate.windows)."""
     d = cfg
     for part in path.split("."):
         d = d[part]
     return d
+
+
+def _near(path: str) -> str | None:
+    """The key an unknown path was probably meant to be: the new name of a
+    key renamed before the first release (RENAMED: refused, as any unknown
+    key, but named), else the closest spelling."""
+    if path in RENAMED:
+        return RENAMED[path]
+    near = difflib.get_close_matches(path, list(KEY_BY_PATH), n=1, cutoff=0.75)
+    return near[0] if near else None
 
 
 def _flatten(data: dict, prefix: str = "", where: str = "") -> dict[str, Any]:
@@ -113,8 +124,8 @@ def _flatten(data: dict, prefix: str = "", where: str = "") -> dict[str, Any]:
         elif isinstance(value, dict) and any(k.startswith(path + ".") for k in KEY_BY_PATH):
             flat.update(_flatten(value, path + ".", where))
         else:
-            near = difflib.get_close_matches(path, list(KEY_BY_PATH), n=1, cutoff=0.75)
-            hint = f" (did you mean {near[0]}?)" if near else ""
+            near = _near(path)
+            hint = f" (did you mean {near}?)" if near else ""
             raise ConfigError(f"{path}: unknown key{where}{hint}")
     return flat
 
@@ -157,12 +168,9 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"--set {text}: expected KEY=VALUE (e.g. collect.windows=3)")
     key, raw = text.split("=", 1)
     key = key.strip()
-    if key in RENAMED:
-        print(deprecated_key(key, RENAMED[key]), file=sys.stderr)
-        key = RENAMED[key]
     if key not in KEY_BY_PATH:
-        near = difflib.get_close_matches(key, list(KEY_BY_PATH), n=1, cutoff=0.75)
-        hint = f"did you mean {near[0]}? " if near else ""
+        near = _near(key)
+        hint = f"did you mean {near}? " if near else ""
         raise ConfigError(f"{key}: unknown key ({hint}see 'rooftop config keys')")
     try:
         value = json.loads(raw)
@@ -188,10 +196,7 @@ def merge(file_data: dict | None, overrides: dict[str, Any], sections: tuple[str
     cfg = defaults(sections)
     where = ""
     file_data = copy.deepcopy(file_data or {})
-    for old, new in rename_old(file_data):
-        print(deprecated_key(old, new), file=sys.stderr)
     flat = _flatten(file_data, "", where)
-    overrides = {RENAMED.get(path, path): value for path, value in overrides.items()}
     for path in overrides:
         other = section_of(path)
         if other and other not in sections:

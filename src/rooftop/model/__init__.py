@@ -54,7 +54,7 @@ from rooftop.model.ceilings import (
     t_interval,
 )
 from rooftop.model.evaluation import Check, Evaluation, evaluate
-from rooftop.model.exclude import _kid, core_sharing, exclusion, exclusions, ran_beside, usable
+from rooftop.model.exclude import core_sharing, exclusion, exclusions, ran_beside, row_key, usable
 from rooftop.model.roofline import Roofline
 
 __all__ = [
@@ -67,7 +67,7 @@ __all__ = [
     "Evaluation",
     "ModelError",
     "Roofline",
-    "_kid",
+    "row_key",
     "core_sharing",
     "evaluate",
     "exclusion",

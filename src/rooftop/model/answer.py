@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from rooftop.model.ceilings import Ceiling
 from rooftop.model.evaluation import Evaluation
-from rooftop.model.roofline import Roofline, _finite
+from rooftop.model.roofline import Roofline, finite_pair
 
 #: Verdict kinds that locate the ridge.
 LOCATED = ("ratio", "range")
@@ -56,7 +56,7 @@ class Ridge:
             "min": self.lo,
             "median": self.centre,
             "max": self.hi,
-            "ci95": _finite(self.interval),
+            "ci95": finite_pair(self.interval),
         }
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rooftop import metrics, stages
 from rooftop.model.ceilings import SERVER_BOUND, Ceiling, ModelError
-from rooftop.model.exclude import _kid, _rows, exclusions
+from rooftop.model.exclude import exclusions, row_key, stage_rows
 from rooftop.model.roofline import Roofline
 from rooftop.units import PARAM_UNITS, fmt_num, fmt_rate
 
@@ -30,25 +30,25 @@ def from_run(
     out = set(exclude_nodes)
     ok = [s for s in samples if s["metric"] == metric and s["status"] == "ok"]
     why = exclusions([s for s in samples if s["metric"] == metric], nodes)
-    shared = {_kid(s): why[_kid(s)] for s in ok}
-    usable = [s for s in ok if not shared[_kid(s)]]
-    spoilt = [s for s in ok if shared[_kid(s)]]
+    shared = {row_key(s): why[row_key(s)] for s in ok}
+    usable = [s for s in ok if not shared[row_key(s)]]
+    spoilt = [s for s in ok if shared[row_key(s)]]
     keep = lambda rows: [s for s in rows if not (out and out & set(s["server_nodes"] + s["client_nodes"]))]
     cs, ss, ns = (stages.of_role(role).name for role in ("client", "server", "node"))
-    client, server = keep(_rows(usable, cs)), _rows(usable, ss)
+    client, server = keep(stage_rows(usable, cs)), stage_rows(usable, ss)
     only: list[str] = []
-    if not client and keep(_rows(spoilt, cs)):
-        client, only = keep(_rows(spoilt, cs)), only + ["client"]
-    if not server and _rows(spoilt, ss):
-        server, only = _rows(spoilt, ss), only + ["server"]
+    if not client and keep(stage_rows(spoilt, cs)):
+        client, only = keep(stage_rows(spoilt, cs)), only + ["client"]
+    if not server and stage_rows(spoilt, ss):
+        server, only = stage_rows(spoilt, ss), only + ["server"]
     if not client or not server:
         stage = cs if not client else ss
         missing = stage.replace("_", " ")
-        left = [s for s in _rows([s for s in samples if s["metric"] == metric], stage) if why[_kid(s)]]
+        left = [s for s in stage_rows([s for s in samples if s["metric"] == metric], stage) if why[row_key(s)]]
         if left:  # measured, but the rule leaves them out: say why
             raise ModelError(
                 f"{metric}: the run has no usable {missing} samples: {len(left)} left out, "
-                f"e.g. {_kid(left[0])}: {why[_kid(left[0])]}"
+                f"e.g. {row_key(left[0])}: {why[row_key(left[0])]}"
             )
         raise ModelError(
             f"{metric}: the run has no successful {missing} samples (run 'rooftop collect' with both stages)"
@@ -56,14 +56,14 @@ def from_run(
     r = Roofline(
         metric,
         metrics.get(metric).unit,
-        Ceiling.of([s["per_client"] for s in client], map(_kid, client)),
-        Ceiling.of([s["per_server"] for s in server], map(_kid, server)),
+        Ceiling.of([s["per_client"] for s in client], map(row_key, client)),
+        Ceiling.of([s["per_server"] for s in server], map(row_key, server)),
         source,
     )
     r.measured_once = [list(t) for t in sorted({tuple(stands_for(s)) for s in ok if len(stands_for(s)) > 1})]
-    r.core_shared = [(st, _kid(s), shared[_kid(s)]) for s in spoilt for st in stands_for(s)]
+    r.core_shared = [(st, row_key(s), shared[row_key(s)]) for s in spoilt for st in stands_for(s)]
     r.core_shared_only = only
-    _set_client_node(r, _rows(usable, ns), _rows(spoilt, ns), shared)
+    _set_client_node(r, stage_rows(usable, ns), stage_rows(spoilt, ns), shared)
     return r
 
 
@@ -71,13 +71,13 @@ def _set_client_node(r: Roofline, rows: list[dict], spoilt: list[dict], shared: 
     """The node-full client ceiling, or why it is not used."""
     if not rows:
         if spoilt:
-            r.client_node_rejected = f"no client-node sample may be used ({shared[_kid(spoilt[0])]})"
+            r.client_node_rejected = f"no client-node sample may be used ({shared[row_key(spoilt[0])]})"
         return
     # Only a client-bound measurement is a client ceiling: with too few
     # servers (x * server ceiling near what each client got) the servers
     # were the limit, as on a 2-node machine (x = 1).
     x = statistics.median(s["x"] for s in rows)
-    cn = Ceiling.of([s["per_client"] for s in rows], map(_kid, rows))
+    cn = Ceiling.of([s["per_client"] for s in rows], map(row_key, rows))
     if cn.keys <= r.server.keys:
         r.client_node_rejected = (
             "the client-node stage was server-bound: it was measured once with "

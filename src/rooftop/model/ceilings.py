@@ -112,10 +112,6 @@ class Ceiling:
         return self.centre if self.n else None
 
     @property
-    def midpoint(self) -> float:
-        return (self.lo + self.hi) / 2
-
-    @property
     def interval(self) -> tuple[float, float] | None:
         """What the verdict uses: the 95 % interval from samples; a range
         given without samples is its own interval; None from one sample."""
@@ -140,7 +136,7 @@ def ratio_text(r: tuple[int, int] | None) -> str:
     return "-" if r is None else fmt_ratio(*r)
 
 
-def _span_text(lo: tuple[int, int] | None, hi: tuple[int, int] | None) -> str:
+def span_text(lo: tuple[int, int] | None, hi: tuple[int, int] | None) -> str:
     if lo is None and hi is None:
         return "any ratio"
     if lo is None:

@@ -17,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 from rooftop import stages
-from rooftop.model.exclude import _kid, exclusions, ran_beside
+from rooftop.model.exclude import exclusions, ran_beside, row_key
 from rooftop.units import fmt_pct
 
 #: Beyond the spread of the samples, a placement must differ by this share
@@ -104,7 +104,7 @@ def platform_drift(samples: list[dict], metric: str, nodes=None) -> list[Drift]:
     beside = ran_beside(samples)
     groups: dict[tuple, tuple[list[float], list[float]]] = {}
     for s in samples:
-        if s.get("metric") != metric or s.get("status") != "ok" or why.get(_kid(s)) or _kid(s) in beside:
+        if s.get("metric") != metric or s.get("status") != "ok" or why.get(row_key(s)) or row_key(s) in beside:
             continue
         rate = s.get("per_client")
         if not rate or rate <= 0:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from rooftop import stages
 from rooftop.model.ceilings import Ceiling
 from rooftop.model.drift import Drift, platform_drift
-from rooftop.model.exclude import _kid, exclusions
-from rooftop.model.roofline import Roofline, _finite
+from rooftop.model.exclude import exclusions, row_key
+from rooftop.model.roofline import Roofline, finite_pair
 from rooftop.store.records import stands_for
 
 
@@ -143,7 +143,7 @@ class Evaluation:
 def _ceiling_dict(c: Ceiling) -> dict:
     """min, median, max; ci95: the interval the verdict uses (None: one
     sample); samples: how many (0: a published range)."""
-    return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": _finite(c.interval), "samples": c.n}
+    return {"min": c.lo, "median": c.centre, "max": c.hi, "ci95": finite_pair(c.interval), "samples": c.n}
 
 
 def evaluate(
@@ -186,8 +186,8 @@ def evaluate(
             k = placement_class(s.get("server_nodes") or [], s.get("client_nodes") or [], topology)
             if k in per_class:
                 c.klass, c.class_predicted = k, min(per_class[k], x * roofline.server.centre)
-        if why[_kid(s)]:
-            ev.excluded.append((c, why[_kid(s)]))
+        if why[row_key(s)]:
+            ev.excluded.append((c, why[row_key(s)]))
         else:
             ev.checks.append(c)
     ev.checks.sort(key=lambda c: (c.x, c.measured))

@@ -75,7 +75,7 @@ def _pair_name(s: dict) -> str:
 
 
 def ran_beside(samples: list[dict]) -> dict[str, list[dict]]:
-    """Sample identity (_kid) -> the samples measured at the same time as it:
+    """A sample's row_key -> the samples measured at the same time as it:
     the other pairs of its window in a pair round. The round's record is its
     folder's round.json (window by window, the keys measured at once); rows
     of one folder, metric, window index and attempt are those of one window."""
@@ -92,7 +92,7 @@ def ran_beside(samples: list[dict]) -> dict[str, list[dict]]:
             keys = next((w for w in together if s["key"] in w), ())
             others = [o for o in rows if o is not s and o["key"] in keys]
             if others:
-                out[_kid(s)] = others
+                out[row_key(s)] = others
     return out
 
 
@@ -123,15 +123,15 @@ def exclusion(sample: dict, nodes=None, beside=()) -> str:
 
 
 def exclusions(samples: list[dict], nodes=None) -> dict[str, str]:
-    """exclusion() of every sample, by identity (_kid): '' when usable."""
+    """exclusion() of every sample, by row_key: '' when usable."""
     beside = ran_beside(samples)
-    return {_kid(s): exclusion(s, nodes, beside.get(_kid(s), ())) for s in samples}
+    return {row_key(s): exclusion(s, nodes, beside.get(row_key(s), ())) for s in samples}
 
 
 def usable(samples: list[dict], nodes=None) -> list[dict]:
     """The samples exclusion() lets through."""
     why = exclusions(samples, nodes)
-    return [s for s in samples if not why[_kid(s)]]
+    return [s for s in samples if not why[row_key(s)]]
 
 
 def _sharing_components(used: list[int], info: dict[int, dict]) -> list[list[int]]:
@@ -148,12 +148,12 @@ def _sharing_components(used: list[int], info: dict[int, dict]) -> list[list[int
     return comps
 
 
-def _kid(s: dict) -> str:
+def row_key(s: dict) -> str:
     """A sample's identity: its store key (synthetic rows: the object)."""
     return s.get("key") or f"#{id(s)}"
 
 
-def _rows(samples: list[dict], stage: str) -> list[dict]:
+def stage_rows(samples: list[dict], stage: str) -> list[dict]:
     from rooftop.store.records import stands_for
 
     return [s for s in samples if stage in stands_for(s)]

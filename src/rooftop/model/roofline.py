@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from rooftop.model.ceilings import CONFIDENCE, Ceiling, _span_text, practical, ratio_text
+from rooftop.model.ceilings import CONFIDENCE, Ceiling, practical, ratio_text, span_text
 
 #: What to do when the client and server ceilings are one measurement (the
 #: end of that verdict's text; the report says it once, apart from the verdict).
@@ -138,14 +138,14 @@ class Roofline:
         best = (rec["servers"], rec["clients"])
         doc = {
             "confidence": CONFIDENCE,
-            "ridge_interval": _finite(ri),
+            "ridge_interval": finite_pair(ri),
             "range": [list(e) if e else None for e in ends] if ri else None,
             "ratio": None,
         }
         why = self._cannot_tell(ri)
         if why:
             return dict(doc, kind="cannot_tell", text=f"cannot tell: {why}")
-        span = _span_text(*ends)
+        span = span_text(*ends)
         noise = "within noise" if self.server.n else "within the ranges given"
         if self.one_measurement:
             # No span of ratios either: one placement says nothing of any other.
@@ -183,7 +183,7 @@ class Roofline:
         return ""
 
 
-def _finite(pair):
+def finite_pair(pair):
     return None if pair is None else [v if math.isfinite(v) else None for v in pair]
 
 

@@ -56,7 +56,7 @@ def figure(samples: list[dict], metric: str, title: str, nodes=None):
     kept = model.usable(rows, nodes)
     left = [s for s in rows if not any(s is k for k in kept)]
     if left:
-        source += f"; x: {len(left)} sample(s) not used ({model.exclusions(left, nodes)[model._kid(left[0])]})"
+        source += f"; x: {len(left)} sample(s) not used ({model.exclusions(left, nodes)[model.row_key(left[0])]})"
     if not kept:
         return _marked_only(left, title, source)
     rows = kept

@@ -42,11 +42,6 @@ def todo_of(r: Roofline) -> str:
     return "measure the ceilings with samples the model may use (see the warnings)"
 
 
-def deploy(res: RunResults) -> list[tuple[str | None, str]]:
-    """Per metric: what its verdict asks (todo_of)."""
-    return [(metric, todo_of(r)) for metric, r in sorted(res.rooflines.items())]
-
-
 def pairs(res: RunResults) -> list[tuple[str | None, str]]:
     """Per metric: the outlier nodes and links of the client pair matrix, or none."""
     out: list[tuple[str | None, str]] = []

@@ -16,17 +16,17 @@ from rooftop.engine import machine as mach
 from rooftop.model.answer import answer
 from rooftop.numbers import json_text
 from rooftop.report.parts import (
-    _big,
-    _ci,
-    _pct,
-    _rng,
-    _stages,
+    big_line,
     class_text,
     headline,
+    interval_text,
     machine_text,
     nic_lines,
+    percent_text,
+    range_text,
     ridge_text,
     shown,
+    stages_text,
     todo,
     todo_common,
     validation_of,
@@ -57,23 +57,23 @@ def card(h: dict, common: bool) -> dict:
     """The headline card of one metric (common: what its verdict asks is
     said once for every metric, below the cards)."""
     u = h["unit"]
-    lines = [f"measured once: {_stages(st)} (the same placement)" for st in h["measured_once"]]
+    lines = [f"measured once: {stages_text(st)} (the same placement)" for st in h["measured_once"]]
     lines.append(h["ridge_text"])
-    lines.append(f"client ceiling {_rng(h['client'], u)} per process{_ci(h['client_ci'], u)}")
+    lines.append(f"client ceiling {range_text(h['client'], u)} per process{interval_text(h['client_ci'], u)}")
     if h["client_classes"]:  # a run that recorded its topology
         lines.append(f"per topology class: {class_text(h)}")
     if h["client_node"]:
-        lines.append(f"node full: {_rng(h['client_node'], u)}" + (" (binds)" if h["client_node_binds"] else ""))
-    lines.append(f"server ceiling {_rng(h['server'], u)} per process{_ci(h['server_ci'], u)}")
+        lines.append(f"node full: {range_text(h['client_node'], u)}" + (" (binds)" if h["client_node_binds"] else ""))
+    lines.append(f"server ceiling {range_text(h['server'], u)} per process{interval_text(h['server_ci'], u)}")
     if h["validation"]:
         err = f"validation: {h['accuracy']}"
         if h["error_all_without_client_node"] is not None:
-            err += f" ({_pct(h['error_all_without_client_node'])} without the node ceiling)"
+            err += f" ({percent_text(h['error_all_without_client_node'])} without the node ceiling)"
         lines.append(err)
     lines += [f"warning: {d}" for d in h["drift"]]
     return {
         "metric": h["metric"],
-        "big": _big(h["verdict"]),
+        "big": big_line(h["verdict"]),
         "says": h["says"],
         "todo": "" if common else h["todo"],
         "lines": lines,
@@ -124,7 +124,7 @@ def nodes_of(res: RunResults) -> dict | None:
         w = res.without_flagged.get(metric)
         without = (
             f"without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
-            f"{_rng([w.client.lo, w.client.hi], w.unit)}, {ridge_text(answer(w).ridge)}"
+            f"{range_text([w.client.lo, w.client.hi], w.unit)}, {ridge_text(answer(w).ridge)}"
             if w
             else ""
         )

@@ -128,32 +128,32 @@ def ridge_text(g) -> str:
     return f"ridge x* = {fmt_span(g.lo, g.hi)} (median {fmt_num(g.centre)})"
 
 
-def _verdict_md(h: dict) -> str:
+def verdict_md(h: dict) -> str:
     """The verdict in a line (Markdown): the ratio, or the big line and why."""
     v, rec = h["verdict"], h["recommended"]
     if v["kind"] == "ratio":
         return f"{md_text(v['text'])}, x >= {fmt_num(rec['x'])}"
     if v["kind"] == "range":
         return md_text(v["text"])
-    return f"{_big(v)}: {md_text(h['says'])}"
+    return f"{big_line(v)}: {md_text(h['says'])}"
 
 
-def _stages(stages: list[str]) -> str:
+def stages_text(stages: list[str]) -> str:
     return ", ".join(x.replace("_", " ") for x in stages)
 
 
-def _ci(ci, unit) -> str:
-    return "" if ci is None else f" (95 % interval {_rng(ci, unit)})"
+def interval_text(ci, unit) -> str:
+    return "" if ci is None else f" (95 % interval {range_text(ci, unit)})"
 
 
-def _big(v: dict) -> str:
+def big_line(v: dict) -> str:
     """The card's big line: a ratio when the model can tell, else what it says."""
     if v["kind"] in ("ratio", "range"):
         return f"{fmt_ratio(*v['ratio'])} (servers:clients)"
     return "not distinguishable" if v["kind"] == "indistinguishable" else "cannot tell"
 
 
-def _rng(vals, unit) -> str:
+def range_text(vals, unit) -> str:
     return fmt_range(vals[0], vals[1], unit)
 
 
@@ -162,12 +162,12 @@ def class_text(h: dict) -> str:
     switch 2.80–2.90 MiB/s (median 2.85 MB/s, 7 pairs); across groups ...'."""
     u = h["unit"]
     return "; ".join(
-        f"{c['label']} {_rng([c['min'], c['max']], u)} (median {fmt_rate(c['median'], u)}, {c['pairs']} pairs)"
+        f"{c['label']} {range_text([c['min'], c['max']], u)} (median {fmt_rate(c['median'], u)}, {c['pairs']} pairs)"
         for c in h.get("client_classes") or []
     )
 
 
-def _pct(v) -> str:
+def percent_text(v) -> str:
     return fmt_pct(None if v is None else v / 100)
 
 

@@ -7,21 +7,21 @@ from pathlib import Path
 from rooftop import __version__
 from rooftop.model.answer import answer
 from rooftop.report.parts import (
-    _ci,
-    _pct,
-    _rng,
-    _stages,
-    _verdict_md,
     class_text,
     headline,
+    interval_text,
     machine_text,
     markdown_of,
     nic_lines,
+    percent_text,
+    range_text,
     ridge_text,
     shown,
+    stages_text,
     todo,
     todo_common,
     validation_of,
+    verdict_md,
     warnings,
 )
 from rooftop.report.render import md_image, md_row, md_text
@@ -47,7 +47,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         lines += [
             f"## {md_text(h['metric'])}",
             "",
-            f"- client ceiling (per process): {_rng(h['client'], u)}{_ci(h['client_ci'], u)}"
+            f"- client ceiling (per process): {range_text(h['client'], u)}{interval_text(h['client_ci'], u)}"
             + (
                 f"; per topology class: {md_text(class_text(h))}. {md_text(h['deployment'])}"
                 if h["client_classes"]
@@ -56,18 +56,18 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         ]
         if h["client_node"]:
             lines.append(
-                f"- client ceiling with the client node full: {_rng(h['client_node'], u)}"
+                f"- client ceiling with the client node full: {range_text(h['client_node'], u)}"
                 + (" (lower: the model uses it)" if h["client_node_binds"] else " (not lower)")
             )
         lines += [
-            f"- server ceiling (per process): {_rng(h['server'], u)}{_ci(h['server_ci'], u)}",
+            f"- server ceiling (per process): {range_text(h['server'], u)}{interval_text(h['server_ci'], u)}",
             f"- {h['ridge_text']}",
-            f"- verdict: {_verdict_md(h)}",
+            f"- verdict: {verdict_md(h)}",
             *([] if common else [f"- to do: {md_text(h['todo'])}"]),
-            *[f"- measured once: {_stages(st)}: the same placement" for st in h["measured_once"]],
+            *[f"- measured once: {stages_text(st)}: the same placement" for st in h["measured_once"]],
             f"- validation: {h['validation']} samples; {h['accuracy']}"
             + (
-                f" ({_pct(h['error_all_without_client_node'])} without the client-node ceiling)"
+                f" ({percent_text(h['error_all_without_client_node'])} without the client-node ceiling)"
                 if h["error_all_without_client_node"] is not None
                 else ""
             ),
@@ -122,7 +122,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         for metric, w in sorted(res.without_flagged.items()):
             lines.append(
                 f"\n{md_text(metric)} without n{', n'.join(map(str, res.flagged(metric)))}: client ceiling "
-                f"{_rng([w.client.lo, w.client.hi], w.unit)}, {ridge_text(answer(w).ridge)}"
+                f"{range_text([w.client.lo, w.client.hi], w.unit)}, {ridge_text(answer(w).ridge)}"
             )
         lines.append("")
     lines += markdown_of(res, "nodes", figures, base)

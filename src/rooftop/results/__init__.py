@@ -144,21 +144,9 @@ class RunResults:
             return f"{len(nodes)} nodes ({shown}) via {launcher}"
         return where
 
-    @property
-    def date(self) -> str:
-        return self.run.created.split("T")[0]
-
     def title(self, metric: str) -> str:
         what = metrics.METRICS[metric].title(self.run.config) if metric in metrics.METRICS else metric
         return f"{what}: {self.host}, {self.provider}, run {self.run.id}"
-
-    def stage_samples(self, stage: str, metric: str | None = None, ok: bool = True) -> list[dict]:
-        """Samples standing for a stage (one measured once counts for each)."""
-        return [
-            s
-            for s in self.samples
-            if stage in stands_for(s) and (metric is None or s["metric"] == metric) and (not ok or s["status"] == "ok")
-        ]
 
     @property
     def metrics(self) -> list[str]:
@@ -176,7 +164,7 @@ def pair_matrix(samples: list[dict], metric: str, nodes: int, why: dict[str, str
     rows = [s for s in samples if client in stands_for(s) and s["metric"] == metric and s["status"] == "ok"]
     for s in rows:
         pair = (s["server_nodes"][0], s["client_nodes"][0])
-        reason = (why or {}).get(model._kid(s), "")
+        reason = (why or {}).get(model.row_key(s), "")
         if reason:
             vals, _ = out.setdefault(pair, ([], reason))
             vals.append(s["per_client"])
@@ -186,7 +174,7 @@ def pair_matrix(samples: list[dict], metric: str, nodes: int, why: dict[str, str
         return None
     beside = {}
     for kid, others in model.ran_beside(rows).items():
-        s = next(r for r in rows if model._kid(r) == kid)
+        s = next(r for r in rows if model.row_key(r) == kid)
         beside.setdefault(
             (s["server_nodes"][0], s["client_nodes"][0]),
             sorted({(o["server_nodes"][0], o["client_nodes"][0]) for o in others}),

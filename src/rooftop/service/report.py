@@ -116,12 +116,11 @@ def report_sizings(res) -> list[sizing.Sizing]:
     return out + [service_sizing(s, REPORT_CLIENTS[0]) for s in res.services]
 
 
-def _said_once(sz: list[sizing.Sizing], rooflines: dict | None = None) -> list[tuple[str, str]]:
+def _said_once(sz: list[sizing.Sizing]) -> list[tuple[str, str]]:
     """(what, text) of each sizing ('rpc', or 'redis-get on rpc' for a
     service), each text said once: the very answer `rooftop size RUN
     --clients C [--service NAME]` prints (rooftop.service.sizing.size), so
-    a ridge the verdict does not locate gives no server count here either.
-    rooflines: unused, kept for the section's callers."""
+    a ridge the verdict does not locate gives no server count here either."""
     out: list[tuple[str, str]] = []
     for s in sz:
         if (sizing.line_name(s), s.text) not in out:
@@ -133,14 +132,14 @@ def sizing_markdown(res) -> list[str]:
     sz = report_sizings(res)
     if not sz:
         return []
-    said = _said_once(sz, res.rooflines)
+    said = _said_once(sz)
     return ["## How many servers", "", *[f"- {render.md_text(m)}: {render.md_text(t)}" for m, t in said], ""]
 
 
 def sizing_context(res) -> dict | None:
     """What sections/sizing.html shows; None: no roofline to size from."""
     sz = report_sizings(res)
-    return {"lines": _said_once(sz, res.rooflines)} if sz else None
+    return {"lines": _said_once(sz)} if sz else None
 
 
 def markdown(res, figures: dict, base) -> list[str]:

@@ -91,18 +91,6 @@ class StudyTables(StoreBase):
         self.db.commit()
 
     @guarded
-    def interference(self, run_id: str) -> list[dict]:
-        """The impact factors stored for an isolated run (rooftop interfere)."""
-        return [
-            dict(r) for r in self.db.execute("SELECT * FROM interference WHERE run_id = ? ORDER BY rowid", (run_id,))
-        ]
-
-    @guarded
-    def load_runs(self, run_id: str) -> list[dict]:
-        """The background-load copies stored for an isolated run."""
-        return [dict(r) for r in self.db.execute("SELECT * FROM load_runs WHERE run_id = ? ORDER BY rowid", (run_id,))]
-
-    @guarded
     def add_tune_step(self, run_id: str, step: dict) -> None:
         """One step of a tune run (rooftop.learn.tune), committed at once."""
         self.db.execute(

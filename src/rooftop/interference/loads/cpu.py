@@ -16,7 +16,7 @@ def run(argv, stopping, record, rank):
     p.add_argument("--size", type=int, default=256)
     p.add_argument("--iterations", type=int, default=50)
     a = p.parse_args(argv)
-    stencil._Stop.requested = False
+    stencil.Stop.requested = False
 
     def unit():
         doc = stencil.run(a.size, a.iterations)
@@ -29,7 +29,7 @@ def run(argv, stopping, record, rank):
 
 
 def on_stop() -> None:
-    stencil._Stop.requested = True  # the stencil checks it between sweeps
+    stencil.Stop.requested = True  # the stencil checks it between sweeps
 
 
 def _args(ctx):
