@@ -21,7 +21,7 @@ from pathlib import Path
 from rooftop.config.catalog import register
 from rooftop.engine import enginedoc
 from rooftop.engine.base import DEFAULT_LEASE, EngineError
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 from rooftop.keys import Key
 from rooftop.numbers import json_text
 from rooftop.units import fmt_pct, fmt_range, fmt_rate
