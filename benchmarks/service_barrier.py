@@ -63,7 +63,7 @@ except ImportError:  # python3 from a checkout: its src/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
     import rooftop
 from rooftop.engine.leases import Leases
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 from rooftop.service.run import WRAPPER
 
 RATE = re.compile(r"GET: ([0-9.]+) requests per second")

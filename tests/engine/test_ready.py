@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rooftop.engine.processes import reap, terminate
+from rooftop.engine.reaping import reap, terminate
 from rooftop.engine.servers import NotReady, wait_published
 
 

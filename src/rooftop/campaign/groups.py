@@ -20,7 +20,7 @@ from rooftop.engine import enginedoc
 from rooftop.engine.agents import AGENTS_DIR
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE, EngineError, private_dir, write_private, write_token
 from rooftop.engine.commands import run_engine
-from rooftop.engine.processes import reap
+from rooftop.engine.reaping import reap
 from rooftop.engine.servers import NotReady, wait_published
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement

@@ -11,7 +11,8 @@ servers.Group, the campaign's Runner and benchmarks/ all use these.
 
 The package: base (the binary, its environment and exit codes, EngineError,
 private files), commands (one-shot commands: run_engine), leases (Leases),
-processes (reap, terminate), servers (Server, Group: engine servers started,
+reaping (signal_proc, reap, terminate: ending processes rooftop started),
+servers (Server, Group: engine servers started,
 waited for until ready, stopped; wait_published), agents
 (Agents, AgentProc: one node agent per node that forks a campaign's
 engines, engine.launch = agents); guard

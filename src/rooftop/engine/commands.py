@@ -9,7 +9,7 @@ import signal
 import subprocess
 
 from rooftop.engine.base import EngineError, engine_path
-from rooftop.engine.processes import signal_proc
+from rooftop.engine.reaping import signal_proc
 
 
 def parse_doc(text: str) -> dict | None:

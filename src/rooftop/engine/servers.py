@@ -24,7 +24,7 @@ from rooftop.engine.base import (
 )
 from rooftop.engine.commands import parse_doc, run_engine
 from rooftop.engine.leases import Leases
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 
 
 class NotReady(EngineError):

@@ -114,7 +114,7 @@ class _Pinger:
     def __call__(self, lm: int, targets: list[int]) -> dict[int, float]:
         from rooftop.engine.base import private_dir, write_token
         from rooftop.engine.leases import Leases
-        from rooftop.engine.processes import terminate
+        from rooftop.engine.reaping import terminate
         from rooftop.engine.servers import wait_published
 
         if not targets:

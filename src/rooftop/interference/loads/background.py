@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rooftop.engine.base import LEASE_FILE
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 from rooftop.interference.loads import get
 from rooftop.interference.loads.base import Context
 from rooftop.launchers import Launch
