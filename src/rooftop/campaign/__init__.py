@@ -23,6 +23,13 @@ that stores one: claim, time, events, status, a killed command's time) and
 recover (windows in engine documents but not in the database). Engine
 documents are read through rooftop.engine.enginedoc.
 
+A campaign's time, three modules by role: costs (the prices: measured
+constants, launch modes), estimate (the one estimator: work counted and
+priced) and forecast (`rooftop plan`: a campaign planned on N nodes before
+any allocation, then estimated). Not time: separable (what a campaign can
+tell, said before it measures: whether its client and server ceilings are
+separate measurements).
+
 Shared stages that would run the identical placement are measured once
 (measure_once): on 2 nodes of one core, server peak, client peak and client
 node are all one server against one client. The first planned spec stands
