@@ -1,9 +1,11 @@
 """The layout table (docs/layout.md) matches the tree, one line per folder: every
 folder of src/rooftop has its row, every top-level module is named in the
-row of the shared modules, and every path the table lists exists."""
+row of the shared modules, and every path the table lists exists. Each
+package's own docstring names its modules."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -42,3 +44,23 @@ def test_every_listed_path_exists():
             assert list(ROOT.glob(path)), path
         else:
             assert (ROOT / path).exists(), path
+
+
+def test_every_package_docstring_names_its_modules():
+    """Each package's __init__ docstring names every module and subfolder
+    of the package by its bare name (not only inside a dotted path), so a
+    reader of the package learns what each file is for. The top-level
+    package is docs/layout.md's, checked above."""
+    pkg = ROOT / "src" / "rooftop"
+    unnamed = {}
+    for init in sorted(pkg.rglob("__init__.py")):
+        folder = init.parent
+        if folder == pkg:
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        names = {p.stem for p in folder.glob("*.py") if p.name != "__init__.py"}
+        names |= {p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"}
+        missing = sorted(n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", doc))
+        if missing:
+            unnamed[str(folder.relative_to(pkg))] = missing
+    assert not unnamed, f"package docstrings that do not name these modules: {unnamed}"

@@ -8,6 +8,9 @@ Each launcher is one file declaring its class and its SPEC (a LauncherSpec:
 name, help, factory, default node count, the config keys it reads);
 LAUNCHERS lists them, as IOR's available_aiori[] lists its backends. The
 `launcher.type` choices, `--launcher` and their help come from it.
+
+Beside them: base (what a launcher is: the nodes, and the command lines that
+start engines on one) and hostlist (Slurm host lists expanded).
 """
 
 from rooftop.launchers import local, mpiexec, netns, srun

@@ -10,6 +10,7 @@ or Slurm's topology.conf), emulated (the groups of 'rooftop cluster up
 --groups G') and probe (pings.py: a short latency probe that clusters the
 nodes by their ping times; not `rooftop probe`, the quick answer on one
 machine).
+What a topology is (Topology, Context, the classes): base.
 A source that has nothing to say here raises Unavailable and the next is
 asked; none: one class (the topology is unknown). The topology found is
 recorded in the run's config ("topology": Topology.to_dict()), so the model

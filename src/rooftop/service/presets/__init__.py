@@ -1,7 +1,10 @@
 """Service presets: specs that ship with rooftop, one file per preset, each
 declaring PRESETS (name -> Preset); TABLE lists them all, as the launchers'
 table does. `rooftop service --preset NAME` measures one; each is the
-same table a spec file holds (rooftop.service.spec.parse reads both)."""
+same table a spec file holds (rooftop.service.spec.parse reads both).
+
+The presets: memcached (Debian's memcached against memcaslap) and redis
+(redis-server against redis-benchmark)."""
 
 from __future__ import annotations
 
