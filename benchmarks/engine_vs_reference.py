@@ -39,9 +39,9 @@ try:
     import rooftop  # noqa: F401  (installed: .venv/bin/python)
 except ImportError:  # python3 from a checkout: its src/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-from rooftop.engine.groups import NotReady, wait_published
-from rooftop.engine.processes import reap as rooftop_reap
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import reap as rooftop_reap
+from rooftop.engine.reaping import terminate
+from rooftop.engine.servers import NotReady, wait_published
 from rooftop.keys import ConfigError
 from rooftop.units import parse_size as rooftop_parse_size
 

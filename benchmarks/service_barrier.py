@@ -63,7 +63,7 @@ except ImportError:  # python3 from a checkout: its src/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
     import rooftop
 from rooftop.engine.leases import Leases
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 from rooftop.service.run import WRAPPER
 
 RATE = re.compile(r"GET: ([0-9.]+) requests per second")
@@ -129,7 +129,7 @@ def by_hand(port: int, requests: int, core: int, folder: Path) -> float:
 
 
 def wrapped(port: int, requests: int, core: int, folder: Path, how: str, leases: Leases) -> float:
-    """The client as rooftop.service.run.client_launches starts it (local
+    """The client as rooftop.service.run.ServiceRun.client_launches starts it (local
     launcher: --rank and --cpus appended), released once at the barrier."""
     sdir = Path(tempfile.mkdtemp(prefix="sample-", dir=folder))
     cmd = " ".join(client_argv(port, requests)).replace(f"-p {port}", "-p {server_port}")

@@ -184,13 +184,13 @@ def test_what_a_launcher_is_asked_comes_from_its_entry(monkeypatch, tmp_path):
     """A launcher with local's entry under another name is treated as local
     everywhere that used to test the name "local" or "netns"."""
     from rooftop import emulation, launchers
-    from rooftop.campaign import forecast, outlook
+    from rooftop.campaign import forecast, separable
     from rooftop.nics import policy
 
     twin = dataclasses.replace(launchers.LAUNCHERS["local"], name="twin")
     monkeypatch.setitem(launchers.LAUNCHERS, "twin", twin)
     cfg = {"launcher": {"type": "twin"}, "nodes": [{"cores": [0]}, {"cores": [1]}]}
-    assert outlook.split(cfg).startswith("2 logical nodes of 1 core each")
+    assert separable.split(cfg).startswith("2 logical nodes of 1 core each")
     assert forecast.default_cores("twin", 1) == forecast.default_cores("local", 1)
     assert emulation.physical_cores(cfg)
     cfg |= {"nic": {"policy": "all:rank"}, "fabric": {}, "engine": {"launch": "per-placement"}}

@@ -1,9 +1,14 @@
 """The layout table (docs/layout.md) matches the tree, one line per folder: every
 folder of src/rooftop has its row, every top-level module is named in the
-row of the shared modules, and every path the table lists exists."""
+row of the shared modules, and every path the table lists exists. Each
+package's own docstring names its modules, and every dotted rooftop.x.y
+name written in the code, the docs and the benchmarks still exists."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import importlib
 import re
 from pathlib import Path
 
@@ -42,3 +47,79 @@ def test_every_listed_path_exists():
             assert list(ROOT.glob(path)), path
         else:
             assert (ROOT / path).exists(), path
+
+
+def test_every_package_docstring_names_its_modules():
+    """Each package's __init__ docstring names every module and subfolder
+    of the package by its bare name (not only inside a dotted path), so a
+    reader of the package learns what each file is for. The top-level
+    package is docs/layout.md's, checked above."""
+    pkg = ROOT / "src" / "rooftop"
+    unnamed = {}
+    for init in sorted(pkg.rglob("__init__.py")):
+        folder = init.parent
+        if folder == pkg:
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        names = {p.stem for p in folder.glob("*.py") if p.name != "__init__.py"}
+        names |= {p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"}
+        missing = sorted(n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", doc))
+        if missing:
+            unnamed[str(folder.relative_to(pkg))] = missing
+    assert not unnamed, f"package docstrings that do not name these modules: {unnamed}"
+
+
+#: A dotted name that starts with rooftop.
+DOTTED = re.compile(r"(?<![\w./-])rooftop(?:\.[A-Za-z_]\w*)+")
+#: A file of the package named by its path.
+PATH = re.compile(r"(?<![\w/])(?:src/)?rooftop/[\w/]+\.py\b")
+#: Dotted names that are not Python names, and where they may be written:
+#: the results database's file name, the JUnit class name of a metric's
+#: ceilings (rooftop.METRIC), the old module in docs/cli.md's renamed names.
+NOT_PYTHON = {"rooftop.db": "*", "rooftop.METRIC": "*", "rooftop.samplers": "docs/cli.md"}
+
+
+def resolves(ref: str) -> bool:
+    """Whether ref is a module of rooftop, or an attribute (a class's
+    field included) reached from the longest module it starts with."""
+    parts = ref.split(".")
+    if parts[1] == "__main__":
+        return (ROOT / "src" / "rooftop" / "__main__.py").exists()  # importing it runs rooftop
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[i:]:
+            fields = obj.__dataclass_fields__ if dataclasses.is_dataclass(obj) else {}
+            if hasattr(obj, name):
+                obj = getattr(obj, name)
+            elif name in fields or (isinstance(obj, type) and name in getattr(obj, "__annotations__", {})):
+                return True
+            else:
+                return False
+        return True
+    return False
+
+
+def test_every_dotted_rooftop_name_written_exists():
+    """Docstrings, comments and docs that name rooftop.x.y (or a file,
+    rooftop/x/y.py) name a module, attribute or file that exists: a rename
+    leaves no name behind."""
+    files = [ROOT / "README.md"]
+    for folder in ("src", "benchmarks", "scripts", "docs"):
+        files += sorted(p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md") and p.is_file())
+    stale = []
+    for f in files:
+        rel = str(f.relative_to(ROOT))
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            for ref in DOTTED.findall(line):
+                names = [k for k, where in NOT_PYTHON.items() if ref == k or ref.startswith(k + ".")]
+                if names and NOT_PYTHON[names[0]] in ("*", rel):
+                    continue
+                if not resolves(ref):
+                    stale.append(f"{rel}:{n}: {ref}")
+            for path in PATH.findall(line):
+                if not (ROOT / "src" / path.removeprefix("src/")).exists():
+                    stale.append(f"{rel}:{n}: {path}")
+    assert not stale, "names that no longer exist:\n" + "\n".join(stale)

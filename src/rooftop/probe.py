@@ -7,7 +7,8 @@ streaming buffer. Each test runs `repeat` times (a fresh server each time)
 and reports the median with the spread of the runs; runs that disagree by
 more than DISAGREE (max - min over the median) get a warning, since one
 run on a busy machine can be off by a factor of 3. Every engine document is
-kept in the results folder.
+kept in the results folder. (The latency probe that groups a cluster's
+nodes, the topology source 'probe', is rooftop.topology.pings.)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from rooftop.config.catalog import register
 from rooftop.engine import enginedoc
 from rooftop.engine.base import DEFAULT_LEASE, EngineError
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 from rooftop.keys import Key
 from rooftop.numbers import json_text
 from rooftop.units import fmt_pct, fmt_range, fmt_rate

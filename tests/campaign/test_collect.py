@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from campaign_util import QUICK, engine_processes, rooftop, samples
 
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 
 def test_local_campaign_yields_consistent_ceilings(tmp_path, cores):

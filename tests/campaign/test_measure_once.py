@@ -145,27 +145,27 @@ def test_a_real_collect_on_two_nodes_measures_the_shared_placement_once(tmp_path
 
 
 # --- what a run can tell, said first (issue 30, item 5) ----------------------------
-def test_the_outlook_says_whether_the_ridge_can_be_located():
-    from rooftop.campaign import outlook
+def test_the_separable_line_says_whether_the_ridge_can_be_located():
+    from rooftop.campaign import separable
 
     two = _cfg(2)
     two["launcher"] = {"type": "local"}
     two["nodes"] = [{"index": i, "cores": [i]} for i in range(2)]
-    line = outlook.line(two, plan_collect(two))
+    line = separable.line(two, plan_collect(two))
     assert line.startswith("rooftop collect: 2 logical nodes of 1 core each (this machine's cores split)")
     assert "cannot locate the ridge: the client and server ceilings are one measurement here" in line
     assert "collect on 3 or more nodes or on the emulated cluster" in line
     three = _cfg(3)
     three["launcher"] = {"type": "srun"}
-    assert outlook.one_measurement(plan_collect(three)) == []
-    assert outlook.line(three, plan_collect(three)) == (
+    assert separable.one_measurement(plan_collect(three)) == []
+    assert separable.line(three, plan_collect(three)) == (
         "rooftop collect: 3 nodes (srun launcher), metrics rpc, bw: client and server ceilings are "
         "separate measurements, so the ridge can be located"
     )
     # 2 nodes of 4 cores: server peak and client node are one measurement, the lone pair its own.
     wide = _cfg(2, spn=4, cpn=4)
     wide["launcher"] = {"type": "local"}
-    assert outlook.one_measurement(plan_collect(wide)) == []
+    assert separable.one_measurement(plan_collect(wide)) == []
 
 
 def test_the_local_launcher_makes_3_nodes_where_the_cores_allow():

@@ -18,7 +18,7 @@ from rooftop.model import outliers, t975
 from rooftop.stages import pairs
 from rooftop.stages.pairs import sample
 from rooftop.topology import Topology, TopologyError, tree
-from rooftop.topology.probe import cluster
+from rooftop.topology.pings import cluster
 
 SCONTROL = """\
 SwitchName=rooftop-gb0 Level=0 LinkSpeed=1 Nodes=rooftop-n[0-1]

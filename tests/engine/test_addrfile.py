@@ -13,7 +13,7 @@ import pytest
 
 from rooftop.engine.base import engine_path
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 
 def serve(directory, rank=0, timeout=20):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from rooftop.engine.base import engine_path
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 
 def _load(g: Group, rank: int, cpus, out, *extra: str) -> subprocess.Popen:

@@ -21,7 +21,7 @@ import hugepages
 from mounts import loop_mount
 from rooftop.engine.base import EngineError, engine_path
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 HUGE = hugepages.page_bytes()
 

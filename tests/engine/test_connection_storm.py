@@ -22,7 +22,7 @@ import time
 import pytest
 
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 STORM = 2000
 

@@ -10,7 +10,7 @@ import pytest
 
 from rooftop.engine.base import EngineError, engine_path
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 
 def engine(*args, timeout=30):

@@ -12,7 +12,7 @@ import pytest
 
 from rooftop.engine.base import TOKEN_ENV, EngineError, engine_path, write_token
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 
 def test_client_sigterm_writes_partial_result(tmp_path, cores, validate):

@@ -12,7 +12,7 @@ import pytest
 
 from rooftop.engine.base import engine_path
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 #: TEST-NET-3 (RFC 5737): never assigned to a host.
 FOREIGN_IP = "203.0.113.77"

@@ -15,7 +15,7 @@ import pytest
 
 from rooftop.engine.base import engine_path
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "data" / "topologies"
 

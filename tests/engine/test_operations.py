@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 FABRICS = ["ofi+tcp", "ofi+shm"]
 SIZE = 1 << 20

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 MODES = ["busy", "block", "adaptive", "spindown", "spindown:2", "spindown:0.25"]
 

@@ -1,5 +1,5 @@
 """Server readiness and process reaping: the one implementation
-(rooftop.engine) that engine.Group and the campaign Runner both use."""
+(rooftop.engine) that servers.Group and the campaign Runner both use."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from rooftop.engine.groups import NotReady, wait_published
-from rooftop.engine.processes import reap, terminate
+from rooftop.engine.reaping import reap, terminate
+from rooftop.engine.servers import NotReady, wait_published
 
 
 def py(code: str, log=None, **kw) -> subprocess.Popen:

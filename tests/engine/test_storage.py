@@ -18,7 +18,7 @@ import pytest
 from mounts import loop_mount, tmpfs_mount
 from rooftop.engine.base import EngineError, engine_path
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 
 @pytest.fixture(scope="module")

@@ -148,7 +148,7 @@ def test_an_inline_server_answers_while_the_device_writes():
     client while the throttled device writes (a 1 MiB write: 62 ms). Were
     the write waited for in the loop, a noop would wait for it: half a
     write at the median."""
-    from rooftop.engine.groups import Group
+    from rooftop.engine.servers import Group
 
     per_write = (1 << 20) / THROTTLE * 1e3
     with throttled_ext4() as (mnt, cg), Group() as g:

@@ -9,7 +9,7 @@ import subprocess
 
 from rooftop.engine.base import TOKEN_ENV, engine_path, write_token
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 
 def engine(*args, env=None):

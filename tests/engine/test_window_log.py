@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 
 SCHEMA = Path(__file__).resolve().parents[2] / "engine" / "schema" / "engine-output.schema.json"
 

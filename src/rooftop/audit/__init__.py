@@ -6,6 +6,11 @@ One file per pitfall (the table below is the extension point: a new pitfall
 is a file with a PITFALL and a line here). base.py says what a pitfall is
 and how its repeats become a verdict; run.py measures and stores them as a
 run; show.py renders the table, the report and the figure.
+
+The pitfalls, a file each: completion (2: busy-polling or blocking on the
+completion queue), binding (3: the launcher's core binding), cache (4:
+O_DIRECT and O_SYNC), allocation (5: file space preallocated, appended or
+wrapped) and buffer (buffer pages); keys declares the `audit` config keys.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from rooftop.campaign.lifecycle import Hold
 from rooftop.engine import enginedoc
 from rooftop.engine.base import DEFAULT_LEASE, EngineError, engine_path
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import Group
+from rooftop.engine.servers import Group
 from rooftop.launchers.base import LauncherError, core_sets
 from rooftop.launchers.local import LocalLauncher
 from rooftop.numbers import json_text

@@ -82,7 +82,7 @@ def _panel(ax, line, interval: float, scale: float, rate_label: str, summary: di
 
 
 def figure(res: dict):
-    """res: rooftop.bursts.results(); one panel per mode, in the order run."""
+    """res: rooftop.bursts.run.results(); one panel per mode, in the order run."""
     p, lines = res["params"], res["lines"]
     modes = [m for m in p["progress"] if m in lines]
     if not modes:

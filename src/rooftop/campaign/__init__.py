@@ -19,9 +19,19 @@ windows (aggregates over common time), limits (link rates a sample cannot
 exceed), runner (Runner: the loop over placements, retries, storing),
 tracking (its run's progress: expected run time, window logs followed, the progress log),
 lifecycle (Hold: one command's hold on a run, the same for every command
-that stores one: claim, time, events, status, a killed command's time) and
-recover (windows in engine documents but not in the database). Engine
+that stores one: claim, time, events, status, a killed command's time),
+recover (windows in engine documents but not in the database), machine
+(the machine read once per node, stored with the run) and sampling
+(collect --pairs sample as a campaign runs it: the topology found, the
+batches drawn). Engine
 documents are read through rooftop.engine.enginedoc.
+
+A campaign's time, three modules by role: costs (the prices: measured
+constants, launch modes), estimate (the one estimator: work counted and
+priced) and forecast (`rooftop plan`: a campaign planned on N nodes before
+any allocation, then estimated). Not time: separable (what a campaign can
+tell, said before it measures: whether its client and server ceilings are
+separate measurements).
 
 Shared stages that would run the identical placement are measured once
 (measure_once): on 2 nodes of one core, server peak, client peak and client

@@ -1,4 +1,6 @@
-"""The fixed costs a campaign adds to its warmups and windows: one table of
+"""The prices of a campaign's time (of the three time modules: costs
+prices, estimate counts and prices, forecast plans `rooftop plan`): the
+fixed costs a campaign adds to its warmups and windows, one table of
 measured constants (CONSTANTS), and the launch modes that use them
 (LAUNCH_MODES: how engines are started, and what that costs once per
 campaign, per node, per placement and per client round).

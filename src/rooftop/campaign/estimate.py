@@ -1,7 +1,8 @@
-"""The one estimator of a campaign's time: what its stages measure, counted
-(Work: placements, client rounds, windows, launches), priced with the
-launch mode's constants (rooftop.campaign.costs) into an Estimate per stage
-and in total.
+"""The one estimator of a campaign's time (of the three time modules: costs
+prices, estimate counts and prices, forecast plans `rooftop plan`): what its
+stages measure, counted (Work: placements, client rounds, windows,
+launches), priced with the launch mode's constants (rooftop.campaign.costs)
+into an Estimate per stage and in total.
 
 The dry run counts the placements it is about to run (count); `rooftop
 plan` counts the same plan on N planned nodes, or, where the client

@@ -1,10 +1,11 @@
-"""A campaign planned before any allocation (`rooftop plan`): N planned
-nodes of C cores each, optionally in a topology (rooftop.topology.Topology:
---groups G even groups of one switch each, or --topology FILE read by the
-topology package's file source), the config resolved on them as collect
-resolves it on the launcher's nodes, the topology recorded in it as a run
-records it, and the estimate of each phase (collect, then validate) by
-rooftop.campaign.estimate, the dry run's own.
+"""`rooftop plan`: a campaign planned before any allocation (of the three time
+modules: costs prices, estimate counts and prices, forecast plans `rooftop
+plan`), then estimated. N planned nodes of C cores each, optionally in a
+topology (rooftop.topology.Topology: --groups G even groups of one switch
+each, or --topology FILE read by the topology package's file source), the
+config resolved on them as collect resolves it on the launcher's nodes, the
+topology recorded in it as a run records it, and the estimate of each phase
+(collect, then validate) by rooftop.campaign.estimate, the dry run's own.
 
 The phases are planned as the campaign plans them (rooftop.campaign.plan),
 so a dry run on an allocation of N nodes prints the same figures, except

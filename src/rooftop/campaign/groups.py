@@ -1,6 +1,8 @@
-"""Server groups: which metrics one group of servers can serve (their
-arguments merged), a group's lifecycle (Servers: start, wait until ready,
-stop), the groups a dead campaign left, and the servers' own reasons."""
+"""A campaign's server groups: which metrics one group of servers can serve
+(their arguments merged), a group's lifecycle in a campaign (Servers:
+start through the campaign's launcher and leases, wait until ready, stop),
+the groups a dead campaign left, and the servers' own reasons. The engine
+servers themselves (started, waited for, stopped): rooftop.engine.servers."""
 
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ from rooftop.engine import enginedoc
 from rooftop.engine.agents import AGENTS_DIR
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE, EngineError, private_dir, write_private, write_token
 from rooftop.engine.commands import run_engine
-from rooftop.engine.groups import NotReady, wait_published
-from rooftop.engine.processes import reap
+from rooftop.engine.reaping import reap
+from rooftop.engine.servers import NotReady, wait_published
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement
 

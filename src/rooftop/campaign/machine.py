@@ -23,7 +23,7 @@ from typing import Any
 from rooftop.engine import enginedoc
 from rooftop.engine import machine as mach
 from rooftop.engine.agents import AgentsError
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 from rooftop.launchers import Launch, LauncherError, Node, on_this_machine
 
 #: The folder of a run holding each node's machine document.

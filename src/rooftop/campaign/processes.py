@@ -1,6 +1,7 @@
-"""Every process a campaign starts (Processes), signals deferred while one
-is registered or a round's rows are stored, and how a sample or a round
-ends early (SampleFailed, RoundInterrupted)."""
+"""Every process a campaign starts, registered (Processes), signals
+deferred while one is registered or a round's rows are stored, and how a
+sample or a round ends early (SampleFailed, RoundInterrupted). How a
+process is ended: rooftop.engine.reaping."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rooftop.engine.agents import Agents
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 from rooftop.launchers import Launch
 
 

@@ -17,7 +17,7 @@ from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
 from rooftop.campaign.rows import Rows
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import full_windows, unusable, windows_of
-from rooftop.engine.processes import reap, signal_proc
+from rooftop.engine.reaping import reap, signal_proc
 from rooftop.launchers import on_this_machine
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement, SampleSpec

@@ -12,6 +12,11 @@
   bursts     bursts
   interfere  interfere
   tools      probe, config, engine
+  plan       plan
+  service    service (service_import: its --import options)
+  size       size
+  history    history, check
+  cluster    cluster up, reshape, status, down
 
 Nothing below rooftop.cli imports it: what a study shares with its command
 (config overrides, the environment record, locks) is rooftop.session.

@@ -30,7 +30,7 @@ from rooftop.units import fmt_pct
 
 def _cmd_collect(args) -> int:
     from rooftop import emulation
-    from rooftop.campaign import Runner, outlook, plan_collect
+    from rooftop.campaign import Runner, plan_collect, separable
     from rooftop.config.resolve import build
     from rooftop.keys import ConfigError
     from rooftop.nics import check as nic_check
@@ -69,7 +69,7 @@ def _cmd_collect(args) -> int:
     from rooftop.launchers import make_launcher
 
     if args.dry_run:
-        print(outlook.line(cfg, plan_collect(cfg)), file=sys.stderr)  # what this run can tell
+        print(separable.line(cfg, plan_collect(cfg)), file=sys.stderr)  # what this run can tell
         notes = sampling.prepare(cfg) or sampling.describe(cfg)  # (--pairs sample: the topology, the first batch)
         for line in notes:
             print(f"# {line}")
@@ -85,7 +85,7 @@ def _cmd_collect(args) -> int:
         locks.name_run(run_id)
         # What this run can tell, before measuring anything (stderr); a
         # refused campaign (locked, unwritable folder) prints only its error.
-        print(outlook.line(cfg, plan_collect(cfg)), file=sys.stderr, flush=True)
+        print(separable.line(cfg, plan_collect(cfg)), file=sys.stderr, flush=True)
         return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
 
 

@@ -9,7 +9,8 @@ wrong types and impossible values are errors that name the key.
 The package: catalog (KEYS: the common keys, each metric's and meter's),
 files (values checked, config files, overrides), resolve (resolve, build),
 trust (a stored run's values naming what would run: used again only from a
-folder of the user's own, or given again).
+folder of the user's own, or given again), resources (what a campaign's
+processes need of the machine, checked before any is forked).
 A key's declaration (Key, ConfigError) is rooftop.keys and rates and sizes
 rooftop.units, outside this package: the files that declare keys (metrics,
 stages, NIC policies, topology) import them without importing config.

@@ -7,13 +7,15 @@ loads, and stops everything it started -- also on errors and Ctrl-C.
 The one implementation of server readiness (wait_published), of
 stopping processes (reap, terminate) and of leases (Leases: every engine a
 rooftop command starts stops by itself once that command is gone):
-engine.Group, the campaign's Runner and benchmarks/ all use these.
+servers.Group, the campaign's Runner and benchmarks/ all use these.
 
 The package: base (the binary, its environment and exit codes, EngineError,
 private files), commands (one-shot commands: run_engine), leases (Leases),
-processes (reap, terminate), groups (Server, Group, wait_published), agents
-(Agents, AgentProc: one node agent per node that forks a campaign's
-engines, engine.launch = agents); guard
+reaping (signal_proc, reap, terminate: ending processes rooftop started),
+servers (Server, Group: engine servers started, waited for until ready,
+stopped; wait_published), agents (Agents, AgentProc: one node agent per
+node that forks a campaign's engines, engine.launch = agents), guard
 (kills a helper's session once rooftop is gone: python -m
-rooftop.engine.guard) and enginedoc (the one reader of engine documents).
+rooftop.engine.guard), enginedoc (the one reader of engine documents) and
+machine (the machine a run was measured on: each node's record).
 """

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rooftop.engine.base import EngineError, open_private_dir, private_dir, write_private
 from rooftop.engine.leases import Leases
-from rooftop.engine.processes import reap
+from rooftop.engine.reaping import reap
 from rooftop.launchers.base import TITLE_ROOM, Launch, Launcher, Node
 
 #: A campaign session's agents live in <run>/agents/<HHMMSS>-<pid>-<random>/.

@@ -9,7 +9,7 @@ import subprocess
 
 from rooftop.engine import enginedoc
 from rooftop.engine.base import EngineError, engine_path
-from rooftop.engine.processes import signal_proc
+from rooftop.engine.reaping import signal_proc
 
 
 def run_engine(

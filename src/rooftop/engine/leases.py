@@ -16,7 +16,7 @@ class Leases:
     """Lease files (one per group folder) a thread rewrites every period/5
     s: engines started with --lease (and load workers) stop once theirs is
     removed or left unchanged for the period, so none outlives a killed
-    rooftop command (a campaign's Runner, an engine.Group)."""
+    rooftop command (a campaign's Runner, an engine.servers.Group)."""
 
     def __init__(self, period: float):
         self.period = period

@@ -3,6 +3,9 @@ what makes them comparable (comparable), each ceiling's median and 95 %
 interval per run from the model `rooftop model` uses (series), the rule
 that says whether a ceiling changed beyond noise and which bound moved
 (check), named baselines in the results database (baselines), JUnit XML
-for CI systems (junit), the history figure (figure) and the report's
-"since the last comparable run" section (report). docs/history.md says the
-rule and its keys."""
+for CI systems (junit), the history figure (figure), the report's
+"since the last comparable run" section (report), what `rooftop check`
+does with a run (gate: what it is compared with, the rule per metric),
+ReFrame references written from a baseline (references) and the config
+keys of `check` and `history` (keys). docs/history.md says the rule and
+its keys."""

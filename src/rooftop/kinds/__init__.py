@@ -1,7 +1,12 @@
 """The run kinds table: runs that are not campaigns, each with its own
 report and figure (one file per kind; rooftop.kinds.base documents the
 fields). `report`, `plot` and `model` look a run up here; a run no entry
-recognises is a campaign run with a roofline."""
+recognises is a campaign run with a roofline.
+
+The kinds: audit (`rooftop audit`'s runs), bursts (`rooftop bursts`'s) and
+tune (`rooftop tune`'s); base (what a run kind is: RunKind) and sections
+(the report sections table: what studies add to a campaign run's results,
+report and figures)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ class RunKind:
     name: str
     #: The command that makes runs of this kind: "rooftop audit".
     command: str
-    #: Whether a stored run (rooftop.store.Run) is of this kind.
+    #: Whether a stored run (rooftop.store.records.Run) is of this kind.
     recognises: Callable[[object, object], bool]
     #: Writes its report under out_dir; returns (html page, markdown).
     report: Callable[[object, object, Path], tuple[Path, Path]]

@@ -9,6 +9,9 @@ name, help, factory, default node count, the config keys it reads, and
 what the rest of rooftop asks of it instead of testing its name);
 LAUNCHERS lists them, as IOR's available_aiori[] lists its backends. The
 `launcher.type` choices, `--launcher` and their help come from it.
+
+Beside them: base (what a launcher is: the nodes, and the command lines that
+start engines on one) and hostlist (Slurm host lists expanded).
 """
 
 from rooftop.launchers import local, mpiexec, netns, srun

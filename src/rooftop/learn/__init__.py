@@ -10,6 +10,13 @@ cross-validation grouped by configuration, and by extrapolation to the
 largest footprint (evaluate.py), then saves the best model with the run
 (predict.py). `rooftop predict RUN --servers S --clients C` answers for a
 footprint never measured, with an interval, capped by the roofline.
+
+Beside them: show (what learn and predict print), modelfile (the model file:
+plain JSON, never code), report_section (the report's learned-model section)
+and keys (the `tune` config keys). `rooftop tune`, the adaptive loop: tune
+(the loop), propose (what it measures next), space (its search space),
+tune_run (the loop on the engine, a stored run) and tune_report (what it
+prints, and its report).
 """
 
 

@@ -3,7 +3,7 @@ sbw.py, meta.py; what the storage ones share is in storage.py) and one
 table (METRICS, in the order config keys and outputs list them).
 
 Each entry carries its unit, engine operation and arguments, config keys
-and checks (rooftop.metrics.base.Metric); the campaign, config, model and
+and checks (Metric, in base); the campaign, config, model and
 results look metrics up here and name none. Adding one: docs/extending.md.
 """
 

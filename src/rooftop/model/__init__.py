@@ -34,7 +34,10 @@ The package: ceilings (Ceiling, intervals, practical ratios), roofline
 (Roofline, its verdict), evaluation (a roofline against samples), exclude
 (the samples the ceilings may not use), build (from_run, load_params); and
 what derives from rooflines: outliers (node pairs far from the others), mix
-(a workload mix's combined roofline). What the report advises from a run's
+(a workload mix's combined roofline), classes (the client ceiling per
+topology class), drift (a run's ceilings against its validation: the
+platform changed between them) and answer (one answer per metric,
+computed once). What the report advises from a run's
 results is rooftop.report.advice (it reads rooftop.results, above this). The
 names most code uses are re-exported here (`from rooftop import model`).
 """

@@ -1,7 +1,7 @@
 """Pictures of a run (matplotlib, PNG and SVG), in the style of the CUG 2025 roofline paper's
 figures: the roofline per metric (13-14), the server-process sweep (9-10),
-the client pair matrix, latency distributions, and several rooflines on one
-figure (compare).
+the client pair matrix (pairs), latency distributions, several rooflines on
+one figure (compare) and a workload mix's roofline (mix).
 
 Every figure function returns a matplotlib Figure (tests inspect them);
 save() writes it in each format asked.

@@ -1,8 +1,7 @@
 """The report of a run: one self-contained HTML file (figures inline, no
-network needed; rooftop.report.page, rendered from the Jinja2 templates of
-rooftop/report/templates by rooftop.report.render) and a Markdown summary
-beside it (rooftop.report.summary); what both say in common:
-rooftop.report.parts. Each thing is said once: a metric's verdict in its
+network needed; page, rendered from the Jinja2 templates of
+rooftop/report/templates by render) and a Markdown summary beside it
+(summary); what both say in common: parts. Each thing is said once: a metric's verdict in its
 card, with what it asks (once for all metrics when they ask the same); a
 figure that would carry no information is a sentence saying why.
 

@@ -24,8 +24,8 @@ stays); otherwise it stays the client's parent: SIGINT to the client after
 SAMPLE/progress-R.jsonl with its arrival time, and SAMPLE/end-R.json
 written when the client ends.
 
-Both watch --lease (rooftop.engine.Leases: the campaign rewrites it while
-it lives): once it is removed or left unchanged for --lease-timeout
+Both watch --lease (rooftop.engine.leases.Leases: the campaign rewrites it
+while it lives): once it is removed or left unchanged for --lease-timeout
 seconds, the wrapper's process group (the service process and anything it
 started) gets SIGTERM, then SIGKILL, so no service process outlives a
 killed campaign. SIGTERM to the wrapper stops its service process the same

@@ -33,7 +33,7 @@ from rooftop.campaign.processes import Processes
 from rooftop.config.resolve import resolve_grid
 from rooftop.engine.base import LEASE_FILE
 from rooftop.engine.leases import Leases
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 from rooftop.launchers import Launch, Node
 from rooftop.service import barrier, points, ready
 from rooftop.service.rates import RateError, Window, final_rate, progress_rate, tail

@@ -5,6 +5,11 @@ Each entry carries its label, colour, role in the model, rate column and
 plan (rooftop.stages.base.Stage); the campaign, ui, plots, results, model
 and report iterate this table or ask it for a role, and name no stage.
 Adding one: docs/extending.md.
+
+The stages: server_peak (the server ceiling), client_peak (the client
+ceiling; its pair strategies under pairs), client_node (the node-saturated
+client ceiling), sweep_servers (one server node's aggregate as its processes
+grow) and validate (the validation grid); base says what a stage is (Stage).
 """
 
 from __future__ import annotations

@@ -49,7 +49,8 @@ earlier one.
 The modules: schema (the tables and their numbered migrations), records (Run
 and helpers on rows), connection (opening, waiting, errors), runs, samples and
 studies (the tables' operations), paths (stored paths relative to the results
-folder, so a folder can be moved or copied), db (Store, all of them).
+folder, so a folder can be moved or copied), damage (rows whose stored rate
+is not one, met where rows are read), db (Store, all of them).
 `rooftop doctor`, which checks and repairs a results folder, is rooftop.doctor:
 it replans runs and reads studies' documents, so it sits above the campaign.
 """

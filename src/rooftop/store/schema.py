@@ -137,7 +137,7 @@ RUN_PARAMS_DDL = """CREATE TABLE IF NOT EXISTS run_params (
 SERIES_DDL = """CREATE TABLE IF NOT EXISTS series (
     run_id      TEXT NOT NULL REFERENCES runs(id),
     round       TEXT NOT NULL,          -- the round's raw folder (RUN/raw/ROUND), its attempt
-    sampler     TEXT NOT NULL,          -- a series sampler of rooftop.samplers (cpu, power)
+    sampler     TEXT NOT NULL,          -- its meter (rooftop.meters: cpu, power); source since 16
     t           REAL NOT NULL,          -- seconds since the sampler started (just before the clients)
     quantity    TEXT NOT NULL,          -- cpu_user, cpu_sys, context_switches, interrupts, power, energy
     value       REAL NOT NULL,
@@ -163,7 +163,7 @@ TUNE_STEPS_DDL = """CREATE TABLE IF NOT EXISTS tune_steps (
 INTERFERENCE_DDL = """CREATE TABLE IF NOT EXISTS interference (
     run_id          TEXT NOT NULL REFERENCES runs(id),  -- the isolated run
     loaded_run      TEXT NOT NULL REFERENCES runs(id),  -- the run measured beside the load
-    load            TEXT NOT NULL,      -- a load of rooftop.loads (cpu, mem, net, io, numio, cmd)
+    load            TEXT NOT NULL,      -- a load of rooftop.interference.loads (cpu, mem, net, ...)
     copies          INTEGER NOT NULL,   -- concurrent copies of it (ensemble size)
     stage           TEXT NOT NULL,
     metric          TEXT NOT NULL,
@@ -314,7 +314,7 @@ def _renamed_keys(store: Migrating) -> None:
 #: Columns renamed by migration 16, one word per meaning (issue 28): table ->
 #: (old name, new name). samples.sample was the window's index within its
 #: measurement (a "sample" is a stored row); series.sampler names the series'
-#: source (rooftop.series).
+#: source (a meter of rooftop.meters).
 RENAMED_COLUMNS = {"samples": ("sample", "window"), "series": ("sampler", "source")}
 
 

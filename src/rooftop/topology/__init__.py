@@ -7,7 +7,10 @@ Sources, a file each and one table (SOURCES, in the order collect.topology
 = auto asks them): slurm (Slurm's switch tree, 'scontrol show topology',
 under Slurm), file (collect.topology_file: host switch [group] per line,
 or Slurm's topology.conf), emulated (the groups of 'rooftop cluster up
---groups G') and probe (a short latency probe that clusters the nodes).
+--groups G') and probe (pings.py: a short latency probe that clusters the
+nodes by their ping times; not `rooftop probe`, the quick answer on one
+machine).
+What a topology is (Topology, Context, the classes): base.
 A source that has nothing to say here raises Unavailable and the next is
 asked; none: one class (the topology is unknown). The topology found is
 recorded in the run's config ("topology": Topology.to_dict()), so the model
@@ -17,13 +20,13 @@ classifies its pairs without asking again.
 from __future__ import annotations
 
 from rooftop.keys import Key
-from rooftop.topology import emulated, file, probe, slurm
+from rooftop.topology import emulated, file, pings, slurm
 from rooftop.topology.base import CLASSES, Context, Topology, TopologyError, Unavailable, of_config
 
 __all__ = ["CLASSES", "KEYS", "SOURCES", "Context", "Topology", "TopologyError", "Unavailable", "discover", "of_config"]
 
 #: Every source, in the order auto asks them.
-SOURCES = {s.NAME: s for s in (slurm, file, emulated, probe)}
+SOURCES = {s.NAME: s for s in (slurm, file, emulated, pings)}
 
 KEYS = [
     Key(

@@ -8,6 +8,13 @@ on chosen nodes through the campaign's launcher and stops them;
 `rooftop interfere` (rooftop.interference.run) runs stages beside them.
 
 Adding one: docs/extending.md, "Adding a background load".
+
+The loads: cpu (the Jacobi stencil, a process per core), mem (a memory-
+bandwidth streamer), io (a storage flood), net (a network flood through the
+engine's bulk operations), numio (a numio-like stencil job that writes
+checkpoints) and cmd (any user command); base (what a load is, and the loop
+every load process runs), worker (one load process) and background (a load's
+processes started and stopped).
 """
 
 from rooftop.config.catalog import register

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rooftop.engine.base import LEASE_FILE
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 from rooftop.interference.loads import get
 from rooftop.interference.loads.base import Context
 from rooftop.launchers import Launch
@@ -38,7 +38,7 @@ class Running:
     launches: list[Launch] = field(default_factory=list)
     procs: list = field(default_factory=list)
     marks: list[float] = field(default_factory=list)
-    #: The campaign's leases (rooftop.engine.Leases): this copy's folder
+    #: The campaign's leases (rooftop.engine.leases.Leases): this copy's folder
     #: holds one its workers watch, so none outlives a killed campaign.
     leases: object = None
 

@@ -15,7 +15,7 @@ in its process group, stopped with it.
 
 With --lease FILE it stops as on SIGTERM once FILE is removed or left
 unchanged for --lease-timeout seconds: the campaign rewrites it while it
-lives (rooftop.engine.Leases), so a load outlives no killed campaign
+lives (rooftop.engine.leases.Leases), so a load outlives no killed campaign
 (engines watch theirs the same way).
 """
 

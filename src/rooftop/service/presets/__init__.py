@@ -3,7 +3,11 @@ each declaring PRESETS (a tuple of Preset: rooftop.service.presets.base);
 TABLE lists them all, as the launchers' table does. `rooftop service
 --preset NAME` measures one (its choices come from TABLE); each is the
 same table a spec file holds (rooftop.service.spec.parse reads both).
-Adding one: docs/extending.md."""
+Adding one: docs/extending.md.
+
+The presets: memcached (Debian's memcached against memcaslap) and redis
+(redis-server against redis-benchmark); base says what a preset is
+(Preset)."""
 
 from __future__ import annotations
 

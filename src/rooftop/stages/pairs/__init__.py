@@ -11,7 +11,9 @@ PairsExpected: pairs, rounds, placements, pairs per topology class and, for
 a strategy that stops at an interval width, that width and the width each
 class is expected to reach). `rooftop plan` prices that before any
 allocation, and the dry run prints it. Adding one: a file with its STRATEGY
-(and its keys), and its line in PAIRS."""
+(and its keys), and its line in PAIRS.
+
+base says what a pair strategy is (PairStrategy, PairsExpected)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Stopping processes: the one implementation of reap and terminate."""
+"""Ending processes rooftop started: the one implementation of signalling
+(signal_proc), reaping (reap: wait, then kill what is late) and terminating
+(terminate: SIGTERM, then SIGKILL). Which processes a campaign started, and
+signals deferred while it registers one: rooftop.campaign.processes."""
 
 from __future__ import annotations
 

@@ -1,15 +1,16 @@
-"""Source 'probe': a short latency probe that clusters the nodes, where no
-switch tree is known. A server on one node (a landmark), and from each other
-node one 'rooftop-engine ping' (PINGS noop round trips; the fastest is its
-round-trip time); the times split in two by 1-D 2-means (near and far,
-when the far ones are at least SEPARATION times the near ones). Nodes near
-a landmark join its group; the first landmark's farthest node becomes the
-second landmark when the first sees no split (it may be alone in its
-group); then each node near no landmark yet becomes one, pinging only the
-nodes left, up to MAX_LANDMARKS (the rest: one group). About N pings per
+"""Source 'probe': a short latency probe that clusters the nodes by their ping
+times, where no switch tree is known (not `rooftop probe`, the quick answer
+on one machine: rooftop.probe). A server on one node (a landmark), and from
+each other node one 'rooftop-engine ping' (PINGS noop round trips; the
+fastest is its round-trip time); the times split in two by 1-D 2-means (near
+and far, when the far ones are at least SEPARATION times the near ones).
+Nodes near a landmark join its group; the first landmark's farthest node
+becomes the second landmark when the first sees no split (it may be alone in
+its group); then each node near no landmark yet becomes one, pinging only
+the nodes left, up to MAX_LANDMARKS (the rest: one group). About N pings per
 group. Each group is treated as one switch: the probe cannot tell a switch
-from a group, only near from far. The engines run as a campaign's do
-(the launcher, the fabric, a lease), in a folder under the results folder."""
+from a group, only near from far. The engines run as a campaign's do (the
+launcher, the fabric, a lease), in a folder under the results folder."""
 
 from __future__ import annotations
 
@@ -113,9 +114,9 @@ class _Pinger:
 
     def __call__(self, lm: int, targets: list[int]) -> dict[int, float]:
         from rooftop.engine.base import private_dir, write_token
-        from rooftop.engine.groups import wait_published
         from rooftop.engine.leases import Leases
-        from rooftop.engine.processes import terminate
+        from rooftop.engine.reaping import terminate
+        from rooftop.engine.servers import wait_published
 
         if not targets:
             return {}

@@ -1,8 +1,9 @@
-"""What a campaign can tell, said before it measures: the nodes it splits
-the work over and, per metric, whether the client and server ceilings are
-separate measurements (then the ridge can be located) or one (2 nodes: the
-same placement stands for both, and the verdict will be 'not
-distinguishable'). `rooftop collect` prints it first, on stderr."""
+"""What a campaign can tell (not its time: rooftop.campaign.estimate), said
+before it measures: the nodes it splits the work over and, per metric,
+whether the client and server ceilings are separable -- separate
+measurements (then the ridge can be located) or one (2 nodes: the same
+placement stands for both, and the verdict will be 'not distinguishable').
+`rooftop collect` prints it first, on stderr."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Engine servers and groups: started, waited for until really ready (address
-file published and a successful ping: wait_published), stopped."""
+"""Engine servers (Server) and a group of them (Group): the processes
+started, waited for until really ready (address file published and a
+successful ping: wait_published), stopped. What a campaign's server groups
+serve and how a campaign runs them: rooftop.campaign.groups."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from rooftop.engine.base import (
 )
 from rooftop.engine.commands import run_engine
 from rooftop.engine.leases import Leases
-from rooftop.engine.processes import terminate
+from rooftop.engine.reaping import terminate
 
 
 class NotReady(EngineError):
