@@ -46,12 +46,12 @@ def config(pitfalls: list[Pitfall], opts: dict, node) -> dict:
         "metrics": [],
         "results": opts["results"],
         "engine": {"lease": opts["lease"]},
+        "fabric": {"provider": opts["fabric"]},
         "audit": {
             "pitfalls": {p.name: p.describe() for p in pitfalls},
             "repeats": opts["repeats"],
             "duration": opts["duration"],
             "warmup": opts["warmup"],
-            "fabric": opts["fabric"],
             "storage_dir": opts["storage_dir"] or "",
             "storage_dir_default": "a temporary directory under the run's folder, removed after",
             "order": "settings alternate A B, B A over the repeats",

@@ -12,6 +12,7 @@
   bursts     bursts
   interfere  interfere
   tools      probe, config, engine
+  nics       nics
 
 Nothing below rooftop.cli imports it: what a study shares with its command
 (config overrides, the environment record, locks) is rooftop.session.

@@ -21,7 +21,7 @@ from rooftop.config.catalog import (
     STUDY_KEYS,
     VALIDATE_SERVER_NODES,
 )
-from rooftop.config.files import _get, _set, load_file, merge
+from rooftop.config.files import get_key, load_file, merge, set_key
 from rooftop.exits import Unreachable
 from rooftop.keys import ConfigError
 from rooftop.launchers import LAUNCHERS, Node, binding_width
@@ -29,7 +29,7 @@ from rooftop.nics.policy import check_policy
 
 
 def _positive(cfg: dict, path: str, minimum: float = 0, strict: bool = True) -> None:
-    v = _get(cfg, path)
+    v = get_key(cfg, path)
     if v is None:
         return
     if (strict and v <= minimum) or (not strict and v < minimum):
@@ -40,7 +40,7 @@ def _positive(cfg: dict, path: str, minimum: float = 0, strict: bool = True) -> 
 def _long_enough(cfg: dict, path: str) -> None:
     """A measured window too short to hold a few operations is a mistake,
     not a sample (issue 27)."""
-    v = _get(cfg, path)
+    v = get_key(cfg, path)
     if v < MIN_DURATION_S:
         raise ConfigError(
             f"{path}: {v:g} s is too short for a measured window (at least "
@@ -105,18 +105,18 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     if len(set(cfg["metrics"])) != len(cfg["metrics"]):
         raise ConfigError(f"metrics: {cfg['metrics']} lists a metric twice")
     check_policy(cfg["nic"]["policy"])
-    if cfg["nic"].get("server_policy") is not None:
+    if cfg["nic"]["server_policy"] is not None:
         check_policy(cfg["nic"]["server_policy"], "nic.server_policy")
     prog = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
     for p in ("engine.server_progress", "engine.client_progress"):
-        if not prog.match(_get(cfg, p)):
-            raise ConfigError(f"{p}: '{_get(cfg, p)}' is not busy, block, adaptive or spindown[:MS]")
-    if cfg["collect"].get("pairs_share_cores") and not all(
-        _get(cfg, p) == "block" for p in ("engine.server_progress", "engine.client_progress")
+        if not prog.match(get_key(cfg, p)):
+            raise ConfigError(f"{p}: '{get_key(cfg, p)}' is not busy, block, adaptive or spindown[:MS]")
+    if cfg["collect"]["pairs_share_cores"] and not all(
+        get_key(cfg, p) == "block" for p in ("engine.server_progress", "engine.client_progress")
     ):
         raise ConfigError(
             "collect.pairs_share_cores: needs engine.server_progress = block and engine.client_progress = "
-            f"block (they are {_get(cfg, 'engine.server_progress')} and {_get(cfg, 'engine.client_progress')}): "
+            f"block (they are {get_key(cfg, 'engine.server_progress')} and {get_key(cfg, 'engine.client_progress')}): "
             "a process that polls holds its core, so pairs sharing cores would always time-slice them"
         )
     for m in metrics.METRICS.values():
@@ -138,16 +138,14 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     width = binding_width(binding)
 
     def procs(path: str) -> int:
-        want = _get(cfg, path)
+        want = get_key(cfg, path)
         if want is None:
-            _set(cfg, path, have)
+            set_key(cfg, path, have)
             return have
         if (
             binding != "none"
             and want * width > fewest_cores
-            and not (
-                cfg["launcher"].get("oversubscribe") and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys
-            )
+            and not (cfg["launcher"]["oversubscribe"] and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys)
         ):
             raise ConfigError(
                 f"{path}: {want} processes x {width} core(s) do not fit on a node with "

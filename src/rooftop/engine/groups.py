@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rooftop.engine.base import (
+    DEFAULT_FABRIC,
     DEFAULT_LEASE,
     EngineError,
     EngineUnreachable,
@@ -145,7 +146,7 @@ class Group:
     not in $TMPDIR where nothing would remove it (only without `under`).
     """
 
-    fabric: str = "ofi+tcp"
+    fabric: str = DEFAULT_FABRIC
     directory: Path | None = None
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     servers: list[Server] = field(default_factory=list)

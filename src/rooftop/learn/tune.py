@@ -60,9 +60,9 @@ def overrides_of(params: dict) -> dict:
 
 def default_params(space: Space, cfg: dict) -> dict:
     """The base config's value of every knob of the space."""
-    from rooftop.config.files import _get
+    from rooftop.config.files import get_key
 
-    return {k: _get(cfg, PLACEMENT_KEYS.get(k, k)) for k in space.knobs}
+    return {k: get_key(cfg, PLACEMENT_KEYS.get(k, k)) for k in space.knobs}
 
 
 def check_values(space: Space, build: Callable[[dict], dict]) -> None:

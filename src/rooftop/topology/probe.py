@@ -120,7 +120,7 @@ class _Pinger:
         if not targets:
             return {}
         gdir = private_dir(self.base / f"n{lm}")
-        leases = Leases(float(self.cfg["engine"].get("lease", 10.0)))
+        leases = Leases(float(self.cfg["engine"]["lease"]))
         leases.add(gdir)
         node = self.nodes[lm]
         argv = [self.engine, "serve", *self.fabric, "--group-dir", str(gdir), "--progress", "busy"]
@@ -149,7 +149,7 @@ class _Pinger:
 
     def _ping(self, gdir: Path, t: int) -> float:
         argv = [self.engine, "ping", *self.fabric, "--group-dir", str(gdir), "--count", str(PINGS)]
-        argv += ["--timeout", str(self.cfg["engine"].get("timeout", 10.0)), "--output", "-"]
+        argv += ["--timeout", str(self.cfg["engine"]["timeout"]), "--output", "-"]
         (launch,) = self.launcher.launches(self.nodes[t], argv, 1, "none", 0)
         p = subprocess.run(
             launch.argv,
