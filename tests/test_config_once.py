@@ -141,4 +141,6 @@ def test_a_site_fabric_reaches_audit_probe_and_nics(tmp_path):
 def test_the_fabric_has_one_key():
     for m in STUDY_KEY_MODULES:
         importlib.import_module(m)
-    assert [p for p in KEY_BY_PATH if "fabric" in p and not p.startswith("fabric.")] == []  # audit.fabric, probe.fabrics: gone
+    assert [
+        p for p in KEY_BY_PATH if "fabric" in p and not p.startswith("fabric.")
+    ] == []  # audit.fabric, probe.fabrics: gone
