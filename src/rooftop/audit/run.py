@@ -28,7 +28,7 @@ from pathlib import Path
 from rooftop import files
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
 from rooftop.engine import enginedoc
-from rooftop.engine.base import DEFAULT_LEASE, EngineError, engine_path
+from rooftop.engine.base import EngineError, engine_path
 from rooftop.engine.commands import run_engine
 from rooftop.engine.groups import Group
 from rooftop.launchers.base import LauncherError, core_sets
@@ -67,7 +67,7 @@ def _cpus(node, binding: str, n: int) -> list[str]:
 def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict:
     """One server and one client, fresh: the client's document."""
     server_cpus, client_cpus = _cpus(node, s.binding, 2)
-    with Group(fabric=opts["fabric"], lease=opts.get("lease", DEFAULT_LEASE), under=out) as g:  # not in $TMPDIR
+    with Group(fabric=opts["fabric"], lease=opts["lease"], under=out) as g:  # not in $TMPDIR
         g.start_server(0, cpus=server_cpus, progress=s.progress, extra=list(s.server))
         try:
             doc = g.load(
