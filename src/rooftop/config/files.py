@@ -1,6 +1,7 @@
 """A config's values: each checked against its key, the defaults, a config
 file (JSON or TOML) read and flattened, command-line overrides, the two
-merged."""
+merged; a key read or set by its dotted path (get_key, set_key); a stored
+run's config brought up to date (up_to_date)."""
 
 from __future__ import annotations
 
