@@ -107,9 +107,9 @@ class _Pinger:
         from rooftop.engine.base import engine_path, private_dir
 
         self.cfg, self.launcher, self.nodes, self.base = cfg, launcher, nodes, private_dir(base)
-        self.engine = cfg["engine"].get("path") or engine_path()
+        self.engine = cfg["engine"]["path"] or engine_path()
         fab = cfg["fabric"]
-        self.fabric = ["--fabric", fab["provider"]] + (["--domain", fab["domain"]] if fab.get("domain") else [])
+        self.fabric = ["--fabric", fab["provider"]] + (["--domain", fab["domain"]] if fab["domain"] else [])
 
     def __call__(self, lm: int, targets: list[int]) -> dict[int, float]:
         from rooftop.engine.base import private_dir, write_token
