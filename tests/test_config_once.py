@@ -98,6 +98,39 @@ def test_no_reader_restates_a_key_default():
     assert _restated_defaults() == []
 
 
+def test_a_run_configs_keys_are_indexed_plainly():
+    """cfg["engine"].get("lease") or cfg.get("binding"): a reader that doubts
+    a key is there, where every key is (resolved, or brought up to date)."""
+    for m in STUDY_KEY_MODULES:
+        importlib.import_module(m)
+    doubted = []
+    for f in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                continue
+            on, leaf = node.func.value, node.args[0].value
+            path = None
+            if isinstance(on, ast.Subscript) and isinstance(on.slice, ast.Constant) and _names_a_config(on.value):
+                path = f"{on.slice.value}.{leaf}"
+            elif _names_a_config(on):
+                path = leaf
+            if path in KEY_BY_PATH:
+                doubted.append(f"{f.relative_to(SRC)}:{node.lineno}: {ast.unparse(node)}")
+    assert doubted == []
+
+
+def _names_a_config(node: ast.expr) -> bool:
+    """cfg, config, run.config, self.cfg, ..."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name in ("cfg", "config")
+
+
 def test_the_scan_finds_a_restated_default(tmp_path, monkeypatch):
     bad = tmp_path / "rooftop"
     bad.mkdir()
