@@ -123,7 +123,7 @@ def t_quantile(p: float, df: int) -> float:
     return (lo + hi) / 2
 
 
-def interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+def interval(values: list[float], confidence: float) -> tuple[float, float] | None:
     """(mean, half-width) of the confidence interval of the mean; None for
     fewer than 2 values."""
     if len(values) < 2:
@@ -132,7 +132,7 @@ def interval(values: list[float], confidence: float = 0.95) -> tuple[float, floa
     return statistics.fmean(values), half
 
 
-def narrow(values: list[float], width: float, confidence: float = 0.95) -> bool:
+def narrow(values: list[float], width: float, confidence: float) -> bool:
     """At least MIN_PER_CLASS values, their interval within +-width of the mean."""
     iv = interval(values, confidence) if len(values) >= MIN_PER_CLASS else None
     return iv is not None and iv[1] <= width * abs(iv[0])
