@@ -67,7 +67,7 @@ def test_help_lists_each_command_once_by_group():
 
 
 def test_probe_end_to_end(tmp_path):
-    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.5", "--results", str(tmp_path))
+    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--compare", "", "--duration", "0.5", "--results", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "ops/s" in p.stdout and "GiB/s" in p.stdout
     (folder,) = list(tmp_path.glob("probe-*"))
@@ -80,7 +80,19 @@ def test_probe_end_to_end(tmp_path):
 
 
 def test_probe_repeats_and_reports_median_and_spread(tmp_path):
-    p = rooftop_cli("probe", "--fabric", "ofi+tcp", "--duration", "0.3", "--repeats", "2", "--results", str(tmp_path))
+    p = rooftop_cli(
+        "probe",
+        "--fabric",
+        "ofi+tcp",
+        "--compare",
+        "",
+        "--duration",
+        "0.3",
+        "--repeats",
+        "2",
+        "--results",
+        str(tmp_path),
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("median of 2 (") == 2 and "spread" in p.stdout
     (folder,) = list(tmp_path.glob("probe-*"))
@@ -124,7 +136,7 @@ def test_probe_warns_when_runs_disagree(tmp_path, monkeypatch):
 
 
 def test_probe_bad_fabric_fails_clearly(tmp_path):
-    p = rooftop_cli("probe", "--fabric", "ofi+bogus", "--duration", "0.2", "--results", str(tmp_path))
+    p = rooftop_cli("probe", "--fabric", "ofi+bogus", "--compare", "", "--duration", "0.2", "--results", str(tmp_path))
     assert p.returncode == 1
     assert "unknown or unavailable provider" in p.stdout
 

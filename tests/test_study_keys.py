@@ -167,7 +167,9 @@ def test_set_and_flags_land_in_the_runs_config(bursts_run):
 
 def test_probe_reads_its_keys_from_a_file_and_set(tmp_path):
     f = tmp_path / "c.json"
-    f.write_text(json.dumps({"probe": {"repeat": 1, "fabrics": ["ofi+tcp"]}, "engine": {"lease": 7}}))
+    f.write_text(
+        json.dumps({"probe": {"repeat": 1, "compare": []}, "fabric": {"provider": "ofi+tcp"}, "engine": {"lease": 7}})
+    )
     p = rooftop("probe", "--config", str(f), "--set", "probe.duration=0.2", "--results", str(tmp_path / "r"))
     assert "ofi+tcp; 0.2 s per measurement, 1 run(s) each" in p.stderr  # what it will do: stderr; the table: stdout
     summary = json.loads(next((tmp_path / "r").glob("probe-*/summary.json")).read_text())

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rooftop.campaign.lifecycle import recover_time, run_status
 from rooftop.campaign.recover import planned_rounds, recover_run, rows_from_documents, store_rows, unstored_rows
-from rooftop.keys import rename_old
+from rooftop.config.files import up_to_date
 from rooftop.locks import Lock, LockBusy
 from rooftop.store import paths
 from rooftop.store.db import Store
@@ -264,7 +264,7 @@ def _run_config(run_dir: Path, old: dict | None) -> dict:
         except (OSError, ValueError, TypeError):
             continue
         if isinstance(cfg, dict) and isinstance(cfg.get("nodes"), list) and "launcher" in cfg:
-            rename_old(cfg)  # written before the keys' renames (store migration 15)
+            cfg = up_to_date(cfg)  # as the store loads a run's: renamed keys, keys declared since
             planned_rounds(cfg)  # a config the planner cannot read raises here, not halfway
             return cfg
     raise ValueError("no readable config")

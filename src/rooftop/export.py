@@ -289,7 +289,7 @@ def _topology_json(res) -> dict | None:
         "note": t.note,
         "switches": len(set(t.switch)),
         "groups": len(set(t.group)),
-        "pairs": res.run.config.get("collect", {}).get("pairs"),
+        "pairs": res.run.config["collect"]["pairs"],
         "sampled_pairs": len(sample.get("pairs") or []),
         "batches": sample.get("batches") or [],
         "stop": sample.get("stop") or None,

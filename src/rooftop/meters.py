@@ -178,7 +178,7 @@ KEYS = (
 def start_all(runner, placement, spec) -> dict[str, Any]:
     """Every meter of the round started: column meters always, series
     meters chosen in the config's `series`. Name -> handle."""
-    chosen = set(runner.cfg.get("series") or ())
+    chosen = set(runner.cfg["series"] or ())
     return {s.name: s.start(runner, placement, spec) for s in METERS if s.column or s.name in chosen}
 
 

@@ -27,12 +27,19 @@ from rooftop.keys import Key
 from rooftop.numbers import json_text
 from rooftop.units import fmt_pct, fmt_range, fmt_rate
 
-#: The config keys of `rooftop probe` (section `probe`; its --lease is the
-#: common key engine.lease), registered in the key table: `rooftop config
-#: keys` lists them, --set and a config file's [probe] table set them, and
-#: its flags (--fabric, --duration, --repeats) are KeyFlags of them.
+#: The config keys of `rooftop probe` (section `probe`; its --fabric and
+#: --lease are the common keys fabric.provider and engine.lease: a site
+#: config's fabric is the one probed), registered in the key table: `rooftop
+#: config keys` lists them, --set and a config file's [probe] table set
+#: them, and its flags (--compare, --duration, --repeats) are KeyFlags of them.
 KEYS = [
-    Key("probe.fabrics", "list[str]", ["ofi+tcp", "ofi+shm"], "the fabrics probed, one after the other"),
+    Key(
+        "probe.compare",
+        "list[str]",
+        ["ofi+shm"],
+        "fabrics probed after fabric.provider, one after the other, to compare with it (default the node's "
+        "shared memory; [] or --compare '': fabric.provider alone)",
+    ),
     Key("probe.duration", "float", 3.0, "measured seconds per test", minimum=0.05, maximum=3600),
     Key("probe.repeat", "int", 3, "runs per test; the median is reported", minimum=1, maximum=1000),
 ]

@@ -18,32 +18,36 @@ from campaign_util import engine_processes, rooftop, samples
 from rooftop.campaign import plan_collect, tracking
 from rooftop.campaign.costs import AGENTS, PER_PLACEMENT
 from rooftop.campaign.tracking import Tracker, WindowFollower, expect, fmt_duration
+from rooftop.config.files import up_to_date
 from rooftop.engine import enginedoc
 
-# A config without engine.launch (as _cfg builds it): a launch per placement.
+# A config of engine.launch = per-placement (as _cfg builds it): a launch per placement.
 PLACEMENT_S, ROUND_S = PER_PLACEMENT.placement_s, PER_PLACEMENT.round_s
 
-ENGINE = {"start": "barrier", "settle": 0.1, "start_lead": 0.5}
+ENGINE = {"start": "barrier", "settle": 0.1, "start_lead": 0.5, "launch": "per-placement"}
 
 
 def _cfg(nodes=2, metrics=("rpc", "bw"), samples=3, duration=1.0, warmup=0.5, pairs="serial"):
-    return {
-        "nodes": [{"index": i} for i in range(nodes)],
-        "metrics": list(metrics),
-        "engine": ENGINE,
-        "collect": {
-            "server_peak": True,
-            "client_peak": True,
-            "client_node": True,
-            "sweep_servers": False,
-            "pairs": pairs,
-            "windows": samples,
-            "duration": duration,
-            "warmup": warmup,
-            "servers_per_node": 1,
-            "clients_per_node": 1,
-        },
-    }
+    """Every other key at its default, as a resolved config has it."""
+    return up_to_date(
+        {
+            "nodes": [{"index": i} for i in range(nodes)],
+            "metrics": list(metrics),
+            "engine": ENGINE,
+            "collect": {
+                "server_peak": True,
+                "client_peak": True,
+                "client_node": True,
+                "sweep_servers": False,
+                "pairs": pairs,
+                "windows": samples,
+                "duration": duration,
+                "warmup": warmup,
+                "servers_per_node": 1,
+                "clients_per_node": 1,
+            },
+        }
+    )
 
 
 def test_expected_time_of_a_known_plan():

@@ -50,7 +50,19 @@ def _neighbour(tmp: Path) -> str:
 LONG = ["--duration", "30", "--warmup", "0.2"]
 COMMANDS = {
     "probe": (
-        lambda t: ["probe", "--fabric", "ofi+tcp", "--duration", "30", "--repeats", "1", "--lease", str(LEASE)],
+        lambda t: [
+            "probe",
+            "--fabric",
+            "ofi+tcp",
+            "--compare",
+            "",
+            "--duration",
+            "30",
+            "--repeats",
+            "1",
+            "--lease",
+            str(LEASE),
+        ],
         [],
     ),
     "audit": (

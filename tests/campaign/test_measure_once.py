@@ -11,6 +11,7 @@ import pytest
 from campaign_util import engine_processes, rooftop, samples
 
 from rooftop.campaign import plan_collect
+from rooftop.config.files import up_to_date
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for
 
@@ -29,7 +30,8 @@ def _cfg(n, spn=1, cpn=1, pairs="serial", **stages):
         "clients_per_node": cpn,
     }
     c.update(stages)
-    return {"nodes": [{"index": i} for i in range(n)], "metrics": ["rpc", "bw"], "collect": c}
+    # every other key at its default, as a resolved config has it
+    return up_to_date({"nodes": [{"index": i} for i in range(n)], "metrics": ["rpc", "bw"], "collect": c})
 
 
 def _keys(placements):

@@ -14,6 +14,7 @@ import pytest
 
 from rooftop import stages, topology
 from rooftop.campaign import plan_collect, sampling
+from rooftop.config.files import up_to_date
 from rooftop.model import outliers, t975
 from rooftop.stages import pairs
 from rooftop.stages.pairs import sample
@@ -118,10 +119,10 @@ def test_first_batch_puts_every_node_in_k_pairs_and_every_class_in_three():
         per_class = Counter(topo.klass(*p) for p in drawn)
         assert all(per_class[c] >= min(3, k) for c, k in topo.sizes().items()), (per_class, topo.sizes())
         assert len(drawn) < topo.n * (topo.n - 1) // 2
-        x = pairs.get("sample").expected({}, topo)
+        x = pairs.get("sample").expected(up_to_date({"launcher": {"type": "mpiexec"}, "nodes": []}), topo)
         assert (x.pairs, x.rounds) == (len(drawn), len(sample.schedule(drawn, topo)))
     # rooftop plan's question at scale: 1,000 nodes in 50 groups.
-    cfg = {"nodes": [{"index": i} for i in range(1000)], "collect": {"sample_min_pairs": 3}}
+    cfg = up_to_date({"nodes": [{"index": i} for i in range(1000)]})  # every key: sample_min_pairs 3
     x = pairs.get("sample").expected(cfg, Topology.even(1000, 50))
     assert 1500 <= x.pairs < 2000 and x.rounds < 100 and x.interval == 0.05
     per_class = sample.expected_classes(cfg, Topology.even(1000, 50), cv=0.05)
@@ -254,17 +255,19 @@ def test_more_pairs_where_a_class_is_wide_none_where_narrow_and_the_budget_ends_
 
 
 def test_the_exclusion_rule_keeps_the_draw_off_pairs_sharing_a_core():
-    cfg = {
-        "nodes": [
-            {
-                "index": i,
-                "host": f"n{i}",
-                "cores": [i % 2],
-                "emulation": {"shared_with": [j for j in range(8) if j != i and j % 2 == i % 2]},
-            }
-            for i in range(8)
-        ]
-    }
+    cfg = up_to_date(
+        {
+            "nodes": [
+                {
+                    "index": i,
+                    "host": f"n{i}",
+                    "cores": [i % 2],
+                    "emulation": {"shared_with": [j for j in range(8) if j != i and j % 2 == i % 2]},
+                }
+                for i in range(8)
+            ]
+        }
+    )
     ok = sampling.usable(cfg)
     assert not ok(0, 2) and ok(0, 1)
     drawn = sample.first_draw(Topology.flat(8), 3, ok)
@@ -273,24 +276,26 @@ def test_the_exclusion_rule_keeps_the_draw_off_pairs_sharing_a_core():
 
 def test_the_plan_measures_the_recorded_batches_and_t_quantiles():
     topo = Topology.even(6, 2)
-    cfg = {
-        "nodes": [{"index": i, "host": f"n{i}", "cores": [0, 1]} for i in range(6)],
-        "launcher": {"type": "mpiexec"},
-        "metrics": ["rpc"],
-        "topology": topo.to_dict(),
-        "pair_sample": {"pairs": [[0, 1], [3, 4], [0, 3], [1, 5], [2, 4]], "batches": [3, 2], "stop": ""},
-        "collect": {
-            "server_peak": False,
-            "client_peak": True,
-            "client_node": False,
-            "sweep_servers": False,
-            "pairs": "sample",
-            "windows": 2,
-            "duration": 1.0,
-            "warmup": 0.5,
-            "sample_min_pairs": 3,
-        },
-    }
+    cfg = up_to_date(
+        {
+            "nodes": [{"index": i, "host": f"n{i}", "cores": [0, 1]} for i in range(6)],
+            "launcher": {"type": "mpiexec"},
+            "metrics": ["rpc"],
+            "topology": topo.to_dict(),
+            "pair_sample": {"pairs": [[0, 1], [3, 4], [0, 3], [1, 5], [2, 4]], "batches": [3, 2], "stop": ""},
+            "collect": {
+                "server_peak": False,
+                "client_peak": True,
+                "client_node": False,
+                "sweep_servers": False,
+                "pairs": "sample",
+                "windows": 2,
+                "duration": 1.0,
+                "warmup": 0.5,
+                "sample_min_pairs": 3,
+            },
+        }
+    )
     keys = sorted(k for pl in plan_collect(cfg) for s in pl.samples for k in s.row_keys())
     want = sorted(f"client_peak/rpc/s{a}x1/c{b}x1/{i}" for a, b in cfg["pair_sample"]["pairs"] for i in range(2))
     assert keys == want

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from rooftop.campaign import plan_collect
+from rooftop.config.files import up_to_date
 from rooftop.stages.pairs.rounds import round_robin
 
 
@@ -22,22 +23,25 @@ def test_round_robin_covers_every_pair_once_in_disjoint_rounds(n):
 
 
 def _cfg(n, pairs):
-    return {
-        "nodes": [{"index": i} for i in range(n)],
-        "metrics": ["rpc"],
-        "collect": {
-            "server_peak": False,
-            "client_peak": True,
-            "client_node": False,
-            "sweep_servers": False,
-            "pairs": pairs,
-            "windows": 2,
-            "duration": 1.0,
-            "warmup": 0.5,
-            "servers_per_node": 1,
-            "clients_per_node": 1,
-        },
-    }
+    """Every other key at its default, as a resolved config has it."""
+    return up_to_date(
+        {
+            "nodes": [{"index": i} for i in range(n)],
+            "metrics": ["rpc"],
+            "collect": {
+                "server_peak": False,
+                "client_peak": True,
+                "client_node": False,
+                "sweep_servers": False,
+                "pairs": pairs,
+                "windows": 2,
+                "duration": 1.0,
+                "warmup": 0.5,
+                "servers_per_node": 1,
+                "clients_per_node": 1,
+            },
+        }
+    )
 
 
 def test_rounds_plan_the_same_rows_as_serial_with_fewer_placements():
@@ -64,7 +68,7 @@ def _netns(n, core_of, launcher="netns"):
     cfg["launcher"] = {"type": launcher}
     cfg["engine"] = {"settle": 0.1}
     cfg["nodes"] = [{"index": i, "cores": [core_of(i)]} for i in range(n)]
-    return cfg
+    return up_to_date(cfg)
 
 
 def test_rounds_never_run_pairs_sharing_cores_at_once_where_cores_are_known():
@@ -87,7 +91,7 @@ def test_rounds_never_run_pairs_sharing_cores_at_once_where_cores_are_known():
     assert sorted(len(r) for r in pair_rounds(cfg)) == [1] * 9 + [2] * 3
     # The time estimate counts those rounds (one client round each).
     assert tracking.expect(cfg, rounds).rounds == 12
-    blind = dict(_cfg(6, "rounds"), engine={"settle": 0.1})
+    blind = up_to_date(dict(_cfg(6, "rounds"), engine={"settle": 0.1}))
     assert tracking.expect(blind, plan_collect(blind)).rounds == 5
     # Disjoint cores (one per node): the round-robin rounds as they were.
     assert pair_rounds(_netns(6, lambda i: i)) == round_robin(6)

@@ -28,7 +28,7 @@ from rooftop import files
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
 from rooftop.campaign.lifecycle import Hold
 from rooftop.engine import enginedoc
-from rooftop.engine.base import DEFAULT_LEASE, EngineError, engine_path
+from rooftop.engine.base import EngineError, engine_path
 from rooftop.engine.commands import run_engine
 from rooftop.engine.servers import Group
 from rooftop.launchers.base import LauncherError, core_sets
@@ -46,12 +46,12 @@ def config(pitfalls: list[Pitfall], opts: dict, node) -> dict:
         "metrics": [],
         "results": opts["results"],
         "engine": {"lease": opts["lease"]},
+        "fabric": {"provider": opts["fabric"]},
         "audit": {
             "pitfalls": {p.name: p.describe() for p in pitfalls},
             "repeats": opts["repeats"],
             "duration": opts["duration"],
             "warmup": opts["warmup"],
-            "fabric": opts["fabric"],
             "storage_dir": opts["storage_dir"] or "",
             "storage_dir_default": "a temporary directory under the run's folder, removed after",
             "order": "settings alternate A B, B A over the repeats",
@@ -67,7 +67,7 @@ def _cpus(node, binding: str, n: int) -> list[str]:
 def measure_network(p: Pitfall, s: Setting, node, opts: dict, out: Path) -> dict:
     """One server and one client, fresh: the client's document."""
     server_cpus, client_cpus = _cpus(node, s.binding, 2)
-    with Group(fabric=opts["fabric"], lease=opts.get("lease", DEFAULT_LEASE), under=out) as g:  # not in $TMPDIR
+    with Group(fabric=opts["fabric"], lease=opts["lease"], under=out) as g:  # not in $TMPDIR
         g.start_server(0, cpus=server_cpus, progress=s.progress, extra=list(s.server))
         try:
             doc = g.load(

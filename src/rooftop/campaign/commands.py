@@ -113,7 +113,7 @@ class Commands:
         the end of its warmup, without the barrier's drain, round trip and
         settle (0.1 s and more per round it would spend not measuring)."""
         e = self.cfg["engine"]
-        if e.get("start", "barrier") == "barrier":
+        if e["start"] == "barrier":
             if nclients == 1:
                 return ["--warmup", str(spec.warmup)]
             bid = barrier_id if barrier_id is not None else secrets.randbits(63)
@@ -125,9 +125,9 @@ class Commands:
                 "--barrier-id",
                 str(bid),
                 "--barrier-timeout",
-                str(e.get("barrier_timeout", 60.0)),
+                str(e["barrier_timeout"]),
                 "--settle",
-                str(e.get("settle", 0.0)),
+                str(e["settle"]),
             ]
         if measure_at is None:
             measure_at = f"{time.time() + e['start_lead'] + spec.warmup:.3f}"
@@ -164,7 +164,7 @@ class Commands:
                 str(nwindows),
                 *start,
                 "--slices",
-                str(e.get("slices", 20)),
+                str(e["slices"]),
                 "--progress",
                 e["client_progress"],
                 *_non_default(self.cfg, "concurrency", 1),

@@ -31,8 +31,8 @@ def round_start_s(cfg: dict, warmup: float, nclients: float = 2) -> float:
     which starts without the barrier) or the clock's lead. nclients: the
     round's client processes (on average, for an expected count)."""
     e = cfg["engine"]
-    if e.get("start", "barrier") == "barrier":
-        return warmup + (e.get("settle", 0.0) if nclients > 1 else 0.0)
+    if e["start"] == "barrier":
+        return warmup + (e["settle"] if nclients > 1 else 0.0)
     return warmup + e["start_lead"]
 
 
@@ -253,7 +253,7 @@ def pairs_line(strategy: str, x: PairsExpected) -> str:
 
 def estimate(cfg: dict, stages: dict[str, Work], pairs: PairsExpected | None = None) -> Estimate:
     """The estimate of this work on the config's nodes, under its launch mode."""
-    strategy = cfg.get("collect", {}).get("pairs") if pairs is not None else None
+    strategy = cfg["collect"]["pairs"] if pairs is not None else None
     return Estimate(launch_mode(cfg), len(cfg["nodes"]), stages, pairs, strategy)
 
 

@@ -111,7 +111,7 @@ def _pair_schedule(cfg: dict, placements: list[Placement]) -> list[str]:
     """The dry run's account of pair rounds: how many, and the pairs kept
     apart because their nodes share cores (stages.pairs.rounds.pair_rounds)."""
     rounds = [sp.pairs for pl in placements for sp in pl.samples[:1] if sp.pairs]
-    if not rounds or cfg["collect"].get("pairs") != "rounds":  # (sample: rooftop.campaign.sampling says its own)
+    if not rounds or cfg["collect"]["pairs"] != "rounds":  # (sample: rooftop.campaign.sampling says its own)
         return []
     from rooftop.stages.pairs.rounds import round_robin
 

@@ -98,9 +98,9 @@ class RoundMeasurer:
         limit = (
             spec.duration * len(rnd.specs)
             + spec.warmup
-            + e.get("settle", 0.0)
+            + e["settle"]
             + e["start_lead"]
-            + e.get("barrier_timeout", 60.0)
+            + e["barrier_timeout"]
             + 2 * e["timeout"]
             + 30
         )
@@ -129,7 +129,7 @@ class RoundMeasurer:
         if watch.on:  # before that, the emulated cluster taken down under the campaign
             emulation.name_removal(watch.nodes, errors)
         rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
-        gate = float(r.cfg["engine"].get("foreign_cpu_gate", 0.5))
+        gate = float(r.cfg["engine"]["foreign_cpu_gate"])
         for _, row in rows:  # others took the cores: measured again, then stored invalid
             why = foreign.over_gate(row.get("foreign_cpu"), gate) if row["status"] == "ok" else ""
             if why:  # (an ok row's error says where it was read from: kept)

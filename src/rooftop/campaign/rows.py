@@ -148,7 +148,7 @@ class Rows:
 
     def invalid(self, sp: SampleSpec, snodes, cnodes, agg: float, c) -> str:
         """Why a measured window cannot be used ('' when it can)."""
-        need = float(self.cfg["engine"].get("min_overlap", 0.95))
+        need = float(self.cfg["engine"]["min_overlap"])
         if c.overlap < need:
             return (
                 f"clients measured together for {fmt_pct(c.overlap)} of the window (start skew "

@@ -54,7 +54,7 @@ class Runner:
         #: Lets its holder stop the servers: only ever in 0600 files (TOKEN_FILE).
         self.token = os.urandom(16).hex()
         self.run_dir = store.run_dir(run_id)
-        self.leases = Leases(float(cfg["engine"].get("lease", 10.0)))
+        self.leases = Leases(float(cfg["engine"]["lease"]))
         engine = cfg["engine"]["path"] or engine_path()
         self.commands = Commands(cfg, launcher, self.nodes, engine, self.leases.period)
         #: engine.launch = agents: one agent per node starts every engine,
@@ -82,7 +82,7 @@ class Runner:
         window (clients that did not measure together, an aggregate above a
         link) is measured again, up to engine.retries times; then its rows
         are stored as invalid."""
-        tries = 1 + int(self.cfg["engine"].get("retries", 2))
+        tries = 1 + int(self.cfg["engine"]["retries"])
         for attempt in range(1, tries + 1):
             try:
                 measured = self.measurer.measure(group, rnd, attempt)

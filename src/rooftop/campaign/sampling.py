@@ -25,7 +25,7 @@ MAX_BATCHES = 100
 
 def adaptive(cfg: dict) -> bool:
     """The run samples its pairs as it goes (collect.pairs = sample, client peak on)."""
-    return cfg["collect"].get("pairs") == "sample" and bool(cfg["collect"].get("client_peak", True))
+    return cfg["collect"]["pairs"] == "sample" and bool(cfg["collect"]["client_peak"])
 
 
 def usable(cfg: dict):

@@ -17,6 +17,7 @@
   size       size
   history    history, check
   cluster    cluster up, reshape, status, down
+  nics       nics
 
 Nothing below rooftop.cli imports it: what a study shares with its command
 (config overrides, the environment record, locks) is rooftop.session.

@@ -10,19 +10,19 @@ from rooftop.audit import keys as _audit_keys  # noqa: F401  (registers the audi
 from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, campaign_flags
 from rooftop.numbers import json_text
 
-#: The audit's own flags: keys of rooftop.audit.keys, and engine.lease.
+#: The audit's own flags: keys of rooftop.audit.keys, engine.lease and fabric.provider.
 AUDIT_FLAGS = (
     KeyFlag("--only", "audit.only", "NAMES"),
     KeyFlag("--repeats", "audit.repeats", "N"),
     KeyFlag("--duration", "audit.duration", "SECONDS"),
     KeyFlag("--warmup", "audit.warmup", "SECONDS"),
-    KeyFlag("--fabric", "audit.fabric"),
+    KeyFlag("--fabric", "fabric.provider"),
     KeyFlag("--storage-dir", "audit.storage_dir", "DIR"),
     KeyFlag("--lease", "engine.lease", "SECONDS"),
 )
 
 #: The common keys the audit reads (any other given is refused, not ignored).
-READS = ("engine.lease", "results")
+READS = ("engine.lease", "fabric.provider", "results")
 
 
 def options(config_file: str | None, overrides: dict) -> dict:
@@ -47,7 +47,7 @@ def options(config_file: str | None, overrides: dict) -> dict:
         "repeats": a["repeats"],
         "duration": a["duration"],
         "warmup": a["warmup"],
-        "fabric": a["fabric"],
+        "fabric": cfg["fabric"]["provider"],
         "storage_dir": str(Path(a["storage_dir"]).resolve()) if a["storage_dir"] else "",
         "results": cfg["results"],
         "lease": cfg["engine"]["lease"],

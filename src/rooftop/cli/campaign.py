@@ -11,6 +11,7 @@ from pathlib import Path
 from rooftop import session
 from rooftop.cli.common import (
     COLLECT_FLAGS,
+    DEFAULT_RESULTS,
     RESULTS_FLAG,
     VALIDATE_FLAGS,
     add_key_flags,
@@ -53,7 +54,7 @@ def _cmd_collect(args) -> int:
                 f"--resume {args.resume} measures that run's config, so these would be "
                 f"ignored: {', '.join(ignored)} (start a new run to change them)"
             )
-        store = Store(args.results or "./rooftop-results", create=False)
+        store = Store(args.results or DEFAULT_RESULTS, create=False)
         run = store.get_run(args.resume)
         cfg, run_id = run.config, run.id
         trust.check_reuse(store, run_id, cfg, again, "collect --resume")  # before anything runs
@@ -99,7 +100,7 @@ def _cmd_validate(args) -> int:
     from rooftop.nics import policy as nics
     from rooftop.store.db import Store
 
-    store = Store(args.results or "./rooftop-results", create=False)
+    store = Store(args.results or DEFAULT_RESULTS, create=False)
     run = store.get_run(args.run)
     cfg = json.loads(json.dumps(run.config))  # a copy
     for path, value in key_values(args).items():  # validate.* and fail_fast
@@ -168,7 +169,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         ui.console.print(
             f"[yellow]interrupted[/]: completed samples are saved; continue with "
             f"'rooftop {verb} {'--resume ' if verb == 'collect' else ''}{run_id}"
-            f"{' --results ' + str(store.dir) if str(store.dir) != 'rooftop-results' else ''}'"
+            f"{' --results ' + str(store.dir) if store.dir != Path(DEFAULT_RESULTS) else ''}'"
         )
         rc = interrupted_rc()
     except SampleFailed as e:
@@ -377,7 +378,7 @@ def add_validate(sub) -> None:
         "'rooftop collect --nic-policy A,B' measures one run per policy)",
     )
     va.add_argument(
-        "--results", default=None, help="results folder holding the run's rooftop.db (default: ./rooftop-results)"
+        "--results", default=None, help=f"results folder holding the run's rooftop.db (default: {DEFAULT_RESULTS})"
     )
     restate_arg(va)
     campaign_args(va, "validate")

@@ -10,6 +10,7 @@ import signal
 import sys
 from dataclasses import dataclass
 
+from rooftop.config.catalog import DEFAULT_RESULTS
 from rooftop.numbers import json_text
 from rooftop.session import key_values as key_values  # the key flags' values: config overrides
 
@@ -208,8 +209,6 @@ def out_dir_arg(p, what: str, default: str | None = None) -> None:
     p.add_argument("--out-dir", metavar="DIR", default=default, help=what)
 
 
-#: The results folder when --results (or the config's results) is not given.
-DEFAULT_RESULTS = "./rooftop-results"
 #: The run id that stands for the newest run of the results folder.
 LATEST = "latest"
 

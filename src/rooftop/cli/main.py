@@ -47,7 +47,7 @@ examples:
 
 
 def _add_nics(sub) -> None:
-    from rooftop.nics.policy import add_parser
+    from rooftop.cli.nics import add_parser
 
     add_parser(sub)
 

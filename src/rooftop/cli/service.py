@@ -11,7 +11,7 @@ import sys
 
 from rooftop import metrics, session
 from rooftop.cli import service_import
-from rooftop.cli.common import campaign_flags, interrupted_rc, restate_arg, results_arg, run_arg
+from rooftop.cli.common import DEFAULT_RESULTS, campaign_flags, interrupted_rc, restate_arg, results_arg, run_arg
 from rooftop.numbers import json_text
 from rooftop.units import fmt_rate
 
@@ -120,7 +120,7 @@ def _cmd_service(args) -> int:
             print(
                 f"\nrooftop service: interrupted; the points measured are stored: continue with "
                 f"'rooftop service {run.id} {args.spec or '--preset ' + args.preset} --resume"
-                f"{'' if args.results == './rooftop-results' else ' --results ' + args.results}'",
+                f"{'' if args.results == DEFAULT_RESULTS else ' --results ' + args.results}'",
                 file=sys.stderr,
             )
             rc = interrupted_rc()

@@ -14,38 +14,46 @@ from rooftop import session
 from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags, config_args, json_flag
 from rooftop.numbers import json_text
 
-#: probe's flags: keys of rooftop.probe.KEYS, and engine.lease.
+#: probe's flags: keys of rooftop.probe.KEYS, fabric.provider and engine.lease.
 PROBE_FLAGS = (
-    KeyFlag("--fabric", "probe.fabrics", "LIST"),
+    KeyFlag("--fabric", "fabric.provider"),
+    KeyFlag("--compare", "probe.compare", "LIST"),
     KeyFlag("--duration", "probe.duration", "S"),
     KeyFlag("--repeats", "probe.repeat", "K"),
     KeyFlag("--lease", "engine.lease", "SECONDS"),
 )
 
 
-def _cmd_probe(args) -> int:
-    from rooftop import probe
+def probe_fabrics(config_file: str | None, overrides: dict) -> tuple[list[str], dict]:
+    """The fabrics probed (fabric.provider, then each of probe.compare, each
+    once) and the config (defaults <- file <- overrides) they come from."""
     from rooftop.config.catalog import section_of
     from rooftop.config.files import load_file, merge
     from rooftop.keys import ConfigError
 
-    overrides = session.overrides(args)
-    other = sorted(k for k in overrides if k not in ("engine.lease", "results") and section_of(k) != "probe")
+    reads = ("fabric.provider", "engine.lease", "results")
+    other = sorted(k for k in overrides if k not in reads and section_of(k) != "probe")
     if other:
-        raise ConfigError(f"{other[0]}: not read by rooftop probe (its keys: probe.*, engine.lease, results)")
-    cfg = merge(load_file(args.config) if args.config else None, overrides, ("probe",))
+        raise ConfigError(f"{other[0]}: not read by rooftop probe (its keys: probe.*, {', '.join(reads)})")
+    cfg = merge(load_file(config_file) if config_file else None, overrides, ("probe",))
+    return list(dict.fromkeys([cfg["fabric"]["provider"], *cfg["probe"]["compare"]])), cfg
+
+
+def _cmd_probe(args) -> int:
+    from rooftop import probe
+    from rooftop.keys import ConfigError
+
+    fabrics, cfg = probe_fabrics(args.config, session.overrides(args))
     p, lease = cfg["probe"], cfg["engine"]["lease"]
-    if not p["fabrics"]:
-        raise ConfigError("probe.fabrics: names no fabric")
     if lease <= 0:
         raise ConfigError(f"engine.lease: must be > 0, got {lease}")
     print(
-        f"rooftop probe: {', '.join(p['fabrics'])}; {p['duration']:g} s per measurement, {p['repeat']} run(s) each",
+        f"rooftop probe: {', '.join(fabrics)}; {p['duration']:g} s per measurement, {p['repeat']} run(s) each",
         file=sys.stderr,
     )
     # The table is the result (stdout); with --json the summary is, and the table goes to stderr.
     say = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json else print
-    summary = probe.run(p["fabrics"], p["duration"], Path(cfg["results"]), say, p["repeat"], lease)
+    summary = probe.run(fabrics, p["duration"], Path(cfg["results"]), say, p["repeat"], lease)
     failed = [r for r in summary["rows"] if "error" in r]
     if args.json:
         print(json_text(summary, indent=1))
@@ -121,7 +129,8 @@ def add_probe(sub) -> None:
     pr = sub.add_parser(
         "probe",
         help="one server and one client per fabric here: RPC rate and 4 MiB read bandwidth (the quick answer)",
-        description="One pinned server and one pinned client per fabric: "
+        description="One pinned server and one pinned client per fabric (fabric.provider, --fabric, "
+        "then each of probe.compare, --compare): "
         "sequential noop RPC rate and 4 MiB bulk-read bandwidth "
         "(streaming buffer), each measured --repeats times (a fresh "
         "server each time): the median, the range of the runs and "
@@ -130,7 +139,10 @@ def add_probe(sub) -> None:
     )
     pr.add_argument("--config", help="config file (JSON, or TOML by extension); see 'rooftop config keys'")
     pr.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="a probe key or engine.lease, e.g. --set probe.repeat=5"
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a probe key, fabric.provider or engine.lease, e.g. --set probe.repeat=5",
     )
     add_key_flags(pr, [*PROBE_FLAGS, RESULTS_FLAG])
     json_flag(pr, "the summary (the table then goes to stderr)")

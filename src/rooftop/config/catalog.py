@@ -4,6 +4,7 @@ metric's and meter's gathered in, and the limits the checks use."""
 from __future__ import annotations
 
 from rooftop import meters, metrics, topology
+from rooftop.engine.base import DEFAULT_FABRIC, DEFAULT_LEASE
 from rooftop.keys import Key, by_path
 from rooftop.launchers import BINDINGS, LAUNCHERS
 from rooftop.launchers.mpiexec import FLAVORS
@@ -18,6 +19,8 @@ MAX_MEASUREMENT_S = 30 * DAY
 MIN_DURATION_S = 0.05
 #: The validation grid's server-node counts by default: 1..min(this, N-1).
 VALIDATE_SERVER_NODES = 4
+#: The results folder when neither --results nor the config's results names one.
+DEFAULT_RESULTS = "./rooftop-results"
 
 
 def _launcher_type_help() -> str:
@@ -41,7 +44,13 @@ def _and(names: list[str]) -> str:
 
 
 KEYS: list[Key] = [
-    Key("fabric.provider", "str", "ofi+tcp", "libfabric provider: ofi+tcp, ofi+shm, ofi+verbs, ofi+cxi, ..."),
+    Key(
+        "fabric.provider",
+        "str",
+        DEFAULT_FABRIC,
+        f"libfabric provider: {DEFAULT_FABRIC}, ofi+shm, ofi+verbs, ofi+cxi, ...; every command that starts "
+        "engines uses it (collect, validate, audit, probe, nics, ...)",
+    ),
     Key(
         "fabric.domain",
         "str",
@@ -326,7 +335,7 @@ KEYS: list[Key] = [
     Key(
         "engine.lease",
         "float",
-        10.0,
+        DEFAULT_LEASE,
         "seconds an engine runs on without hearing from its campaign "
         "(a lease file in its group folder, renewed every lease/5 s): engines never outlive a campaign "
         "that was killed",
@@ -344,7 +353,7 @@ KEYS: list[Key] = [
         "docs/measurement.md, 'How a campaign launches'",
         ("agents", "per-placement"),
     ),
-    Key("results", "str", "./rooftop-results", "results folder (SQLite database and raw engine output)"),
+    Key("results", "str", DEFAULT_RESULTS, "results folder (SQLite database and raw engine output)"),
     Key("fail_fast", "bool", False, "stop the campaign at the first failed sample"),
     # The meters' keys (rooftop/meters.py): time series recorded during rounds.
     *meters.KEYS,

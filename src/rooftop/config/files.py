@@ -1,6 +1,7 @@
 """A config's values: each checked against its key, the defaults, a config
 file (JSON or TOML) read and flattened, command-line overrides, the two
-merged."""
+merged; a key read or set by its dotted path (get_key, set_key); a stored
+run's config brought up to date (up_to_date)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_COMMAND, STUDY_KEYS, section_of
-from rooftop.keys import RENAMED, ConfigError, Key, short
+from rooftop.keys import RENAMED, ConfigError, Key, rename_old, short
 from rooftop.units import parse_size
 
 
@@ -78,11 +79,13 @@ def defaults(sections: tuple[str, ...] = ()) -> dict:
     """Every common key's default, and those of the study sections named."""
     cfg: dict = {}
     for k in [*KEYS, *(k for s in sections for k in STUDY_KEYS.get(s, []))]:
-        _set(cfg, k.path, copy.deepcopy(k.default))
+        set_key(cfg, k.path, copy.deepcopy(k.default))
     return cfg
 
 
-def _set(cfg: dict, path: str, value: Any) -> None:
+def set_key(cfg: dict, path: str, value: Any) -> None:
+    """Sets one dotted key of a config (e.g. validate.windows), unchecked:
+    resolve or resolve_grid checks it."""
     parts = path.split(".")
     d = cfg
     for part in parts[:-1]:
@@ -90,14 +93,10 @@ def _set(cfg: dict, path: str, value: Any) -> None:
     d[parts[-1]] = value
 
 
-def set_key(cfg: dict, path: str, value: Any) -> None:
-    """Sets one dotted key of a config (e.g. validate.windows), unchecked:
-    resolve or resolve_grid checks it."""
-    _set(cfg, path, value)
-
-
 def get_key(cfg: dict, path: str) -> Any:
-    """The value of one dotted key of a config (e.g. validate.windows)."""
+    """The value of one dotted key of a config (KeyError where it has none:
+    a config brought up to date, as resolve and up_to_date make it, has
+    every key)."""
     d = cfg
     for part in path.split("."):
         d = d[part]
@@ -112,6 +111,27 @@ def _near(path: str) -> str | None:
         return RENAMED[path]
     near = difflib.get_close_matches(path, list(KEY_BY_PATH), n=1, cutoff=0.75)
     return near[0] if near else None
+
+
+def up_to_date(cfg: dict) -> dict:
+    """A stored run's config as the key table has it today, once, where the
+    run is loaded (rooftop.store's get_run): renamed keys under their new
+    names (rooftop.keys.RENAMED), and every key written since the run was
+    stored at its default, the common ones and those of each study section
+    the config holds whose table is registered (a study's reader imports its
+    keys module). Readers then index it plainly, no default restated. A
+    copy; values the config holds are kept as stored."""
+    cfg = copy.deepcopy(cfg)
+    rename_old(cfg)
+    sections = [s for s in STUDY_KEYS if isinstance(cfg.get(s), dict)]
+    for k in [*KEYS, *(k for s in sections for k in STUDY_KEYS[s])]:
+        *parents, leaf = k.path.split(".")
+        d: Any = cfg
+        for part in parents:
+            d = d.setdefault(part, {}) if isinstance(d, dict) else None
+        if isinstance(d, dict) and leaf not in d:
+            d[leaf] = copy.deepcopy(k.default)
+    return cfg
 
 
 def _flatten(data: dict, prefix: str = "", where: str = "") -> dict[str, Any]:
@@ -208,5 +228,5 @@ def merge(file_data: dict | None, overrides: dict[str, Any], sections: tuple[str
             raise ConfigError(f"{path}: unknown key")
         value = _check(key, value)
         if section_of(path) in (None, *sections):
-            _set(cfg, path, value)
+            set_key(cfg, path, value)
     return cfg

@@ -21,7 +21,7 @@ from rooftop.config.catalog import (
     STUDY_KEYS,
     VALIDATE_SERVER_NODES,
 )
-from rooftop.config.files import _set, get_key, load_file, merge
+from rooftop.config.files import get_key, load_file, merge, set_key
 from rooftop.exits import Unreachable
 from rooftop.keys import ConfigError
 from rooftop.launchers import LAUNCHERS, Node, binding_width
@@ -105,13 +105,13 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     if len(set(cfg["metrics"])) != len(cfg["metrics"]):
         raise ConfigError(f"metrics: {cfg['metrics']} lists a metric twice")
     check_policy(cfg["nic"]["policy"])
-    if cfg["nic"].get("server_policy") is not None:
+    if cfg["nic"]["server_policy"] is not None:
         check_policy(cfg["nic"]["server_policy"], "nic.server_policy")
     prog = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
     for p in ("engine.server_progress", "engine.client_progress"):
         if not prog.match(get_key(cfg, p)):
             raise ConfigError(f"{p}: '{get_key(cfg, p)}' is not busy, block, adaptive or spindown[:MS]")
-    if cfg["collect"].get("pairs_share_cores") and not all(
+    if cfg["collect"]["pairs_share_cores"] and not all(
         get_key(cfg, p) == "block" for p in ("engine.server_progress", "engine.client_progress")
     ):
         raise ConfigError(
@@ -140,14 +140,12 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     def procs(path: str) -> int:
         want = get_key(cfg, path)
         if want is None:
-            _set(cfg, path, have)
+            set_key(cfg, path, have)
             return have
         if (
             binding != "none"
             and want * width > fewest_cores
-            and not (
-                cfg["launcher"].get("oversubscribe") and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys
-            )
+            and not (cfg["launcher"]["oversubscribe"] and "oversubscribe" in LAUNCHERS[cfg["launcher"]["type"]].keys)
         ):
             raise ConfigError(
                 f"{path}: {want} processes x {width} core(s) do not fit on a node with "

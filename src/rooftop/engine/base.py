@@ -21,6 +21,9 @@ TOKEN_FILE = "token"
 LEASE_FILE = "lease"
 #: Seconds an engine runs on after its lease was last renewed (engine.lease).
 DEFAULT_LEASE = 10.0
+#: The libfabric provider when none is given (fabric.provider's default,
+#: an engine group's): the one every machine has.
+DEFAULT_FABRIC = "ofi+tcp"
 
 #: Engine exit codes (see ``rooftop-engine --help``).
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rooftop.engine import enginedoc
 from rooftop.engine.base import (
+    DEFAULT_FABRIC,
     DEFAULT_LEASE,
     EngineError,
     EngineUnreachable,
@@ -148,7 +149,7 @@ class Group:
     not in $TMPDIR where nothing would remove it (only without `under`).
     """
 
-    fabric: str = "ofi+tcp"
+    fabric: str = DEFAULT_FABRIC
     directory: Path | None = None
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     servers: list[Server] = field(default_factory=list)

@@ -20,6 +20,7 @@ measured on different machines and what differs (machine_note).
 from __future__ import annotations
 
 from rooftop.config.catalog import KEYS
+from rooftop.config.files import get_key
 from rooftop.engine import machine
 
 #: Common config keys whose value changes a ceiling: the fabric and NIC
@@ -46,15 +47,6 @@ def metric_keys(metric: str) -> tuple[str, ...]:
     return tuple(sorted(k.path for k in KEYS if k.path.startswith(metric + ".")))
 
 
-def _get(cfg: dict, path: str):
-    v = cfg
-    for part in path.split("."):
-        if not isinstance(v, dict) or part not in v:
-            return None
-        v = v[part]
-    return v
-
-
 def hosts(cfg: dict) -> list[str]:
     """The run's host set: each node's host, in node order."""
     return [str(n.get("host", "")) for n in cfg.get("nodes") or []]
@@ -78,7 +70,7 @@ def signature(cfg: dict, metric: str, environment: dict | None = None) -> dict:
     was measured on (NAMED: environment's, None when it recorded none)."""
     sig: dict = {"metric": metric, "hosts": hosts(cfg)}
     for path in CEILING_KEYS + metric_keys(metric):
-        sig[path] = _get(cfg, path)
+        sig[path] = get_key(cfg, path)
     sig["machine"] = machine_of(environment)
     return sig
 

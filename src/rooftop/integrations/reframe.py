@@ -55,6 +55,8 @@ import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
+from rooftop.config.catalog import DEFAULT_RESULTS
+
 #: ReFrame launcher name -> rooftop launcher.type.
 LAUNCHERS = {"local": "local", "srun": "srun", "mpirun": "mpiexec", "mpiexec": "mpiexec"}
 #: Ceiling statistics reported for each side.
@@ -137,8 +139,8 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
 
     #: Metrics to measure (rooftop --metrics).
     metrics = variable(str, value="rpc,bw")
-    #: libfabric provider (rooftop --fabric).
-    fabric = variable(str, value="ofi+tcp")
+    #: libfabric provider (rooftop --fabric); '' (default): the config's fabric.provider.
+    fabric = variable(str, value="")
     #: Measured seconds per sample (rooftop --duration).
     duration = variable(float, value=2.0)
     #: Engine windows per measurement, a sample each (rooftop --windows; the variable keeps its name).
@@ -156,7 +158,7 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
     #: A baseline saved with `rooftop check --save-baseline NAME`: its ceilings are the references; '' for none.
     baseline = variable(str, value="")
     #: The results folder holding the baseline (relative: to where ReFrame runs).
-    baseline_results = variable(str, value="rooftop-results")
+    baseline_results = variable(str, value=DEFAULT_RESULTS)
     #: More arguments for `rooftop check --write-references`, shell-quoted (e.g. "--config site.toml").
     baseline_args = variable(str, value="")
 
@@ -175,7 +177,8 @@ class rooftop_check(rfm.RunOnlyRegressionTest):
                 f"is not one rooftop can use ({', '.join(LAUNCHERS)})"
             )
         rt, res = shlex.quote(self.rooftop or default_rooftop()), "--results results"
-        common = f"{res} --metrics {shlex.quote(self.metrics)} --fabric {shlex.quote(self.fabric)}"
+        fabric = f" --fabric {shlex.quote(self.fabric)}" if self.fabric else ""
+        common = f"{res} --metrics {shlex.quote(self.metrics)}{fabric}"
         quick = f"--duration {self.duration:g} --windows {self.samples}"
         self.prerun_cmds = [
             f"RUN=$({rt} collect {common} {quick} --launcher {LAUNCHERS[launcher]} {self.collect_args})",

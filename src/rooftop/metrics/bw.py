@@ -19,8 +19,8 @@ KEYS = (
 
 
 def _title(cfg: dict) -> str:
-    bw = cfg.get("bw", {})
-    return "bandwidth (bulk " + bw.get("op", "read") + ", " + str(bw.get("size", "")) + ")"
+    bw = cfg["bw"]
+    return "bandwidth (bulk " + bw["op"] + ", " + str(bw["size"]) + ")"
 
 
 def _client_args(cfg: dict) -> list[str]:

@@ -70,7 +70,7 @@ def gather(runs: list[tuple[str, dict, list[dict]]], metric: str | None = None) 
             for s in samples
             if s["stage"] == server and s["status"] == "ok" and (metric is None or s["metric"] == metric)
         ]
-        key = (cfg.get("binding", "?"), cfg.get("nic", {}).get("policy", "passthrough"))
+        key = (cfg["binding"], cfg["nic"]["policy"])
         bar = bars.setdefault(key, Bar(*key, []))
         bar.values += [s["aggregate"] for s in rows]
         bar.runs.append(run_id)

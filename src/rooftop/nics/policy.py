@@ -1,5 +1,6 @@
 """NIC selection policies: the config key nic.policy, the engine arguments
-a campaign passes, and `rooftop nics`.
+a campaign passes, and what `rooftop nics` shows (run, render; its parser
+is rooftop.cli.nics).
 
 The policies themselves live in the engine (engine/src/nic_policy.cpp, one
 table): a bucket narrows the node's NICs to those near the process (all,
@@ -23,7 +24,6 @@ from pathlib import Path
 from rooftop.engine import enginedoc
 from rooftop.keys import ConfigError
 from rooftop.launchers import spec
-from rooftop.numbers import json_text
 
 BUCKETS = ("all", "package", "numa")
 SELECTIONS = ("byset", "bycore", "random", "roundrobin", "rank")
@@ -192,39 +192,3 @@ def render(result: dict, per_process_up_to: int = 16) -> str:
         if fell:
             lines.append(f"  {'':<{width}}  {'':<6}  {fell} process(es) found no NIC in their bucket and used all")
     return "\n".join(lines)
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "nics",
-        help="the NICs here and the NIC each process would get per policy",
-        description="The NICs --fabric can use on this node (or in an hwloc XML "
-        "topology) with their locality, and the NIC each of N processes would get "
-        "under each NIC policy (nic.policy) and binding. Nothing is started.",
-    )
-    p.add_argument("--fabric", default="ofi+tcp", help="libfabric provider (default: %(default)s)")
-    p.add_argument(
-        "--topology", metavar="FILE.xml", help="an hwloc XML topology (lstopo --of xml) instead of this machine"
-    )
-    p.add_argument(
-        "--binding", default="all", help="core, 2cores, none, comma-separated, or all (default: %(default)s)"
-    )
-    p.add_argument(
-        "--processes", type=int, default=0, metavar="N", help="processes on the node (default: one per usable core)"
-    )
-    p.add_argument("--policy", default="all", help="policies, comma-separated, or all (default)")
-    p.add_argument("--json", action="store_true", help="the engine's JSON result")
-    p.set_defaults(func=_cmd_nics)
-
-
-def _cmd_nics(args) -> int:
-    from rooftop.engine.base import engine_path
-
-    if args.processes < 0:
-        raise ConfigError(f"--processes: must be 0 or more, not {args.processes}")
-    if args.policy != "all":
-        for pol in args.policy.split(","):
-            check_policy(pol, "--policy")
-    result = run(engine_path(), args.fabric, args.topology, args.policy, args.binding, args.processes)
-    print(json_text(result, indent=2) if args.json else render(result))
-    return 0

@@ -44,7 +44,7 @@ def _pairs_text(res: RunResults) -> str:
     """collect.pairs, and for sampled pairs how many of all and where the
     topology came from."""
     cfg = res.run.config
-    text = str(cfg.get("collect", {}).get("pairs", "serial"))
+    text = str(cfg["collect"]["pairs"])
     sample, topo = cfg.get("pair_sample"), res.topology
     if sample and topo is not None:
         text += f": {len(sample['pairs'])} of {topo.n * (topo.n - 1) // 2} pairs, topology: {topo.describe()}" + (
@@ -148,8 +148,8 @@ def environment_of(res: RunResults) -> list[list[str]]:
         ["host", str(run.environment.get("host", "?"))],
         ["machine", machine_text(run.environment)],
         ["launcher", f"{run.config['launcher']['type']}, {len(run.config.get('nodes') or [])} nodes"],
-        ["fabric", f"{res.provider}, domain {run.config.get('fabric', {}).get('domain') or 'default'}"],
-        ["binding", str(run.config.get("binding"))],
+        ["fabric", f"{res.provider}, domain {run.config['fabric']['domain'] or 'default'}"],
+        ["binding", str(run.config["binding"])],
         ["client pairs", _pairs_text(res)],
         ["engine", str(run.environment.get("engine", "?"))],
         ["rooftop", str(run.environment.get("rooftop", __version__))],

@@ -133,7 +133,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
         + (f", overhead {fmt_pct(ov)}" if ov is not None else ""),
         f"- launcher {md_text(run.config['launcher']['type'])}, {len(run.config.get('nodes') or [])} nodes, "
-        f"binding {md_text(run.config.get('binding'))}",
+        f"binding {md_text(run.config['binding'])}",
         f"- engine {md_text(run.environment.get('engine', '?'))}",
         f"- machine {md_text(machine_text(run.environment))}",
         "",

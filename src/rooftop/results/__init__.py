@@ -128,14 +128,14 @@ class RunResults:
     # --- describing the run ------------------------------------------------
     @property
     def provider(self) -> str:
-        return self.run.config.get("fabric", {}).get("provider", "?")
+        return self.run.config["fabric"]["provider"]
 
     @property
     def host(self) -> str:
         env = self.run.environment
         nodes = self.run.config.get("nodes") or []
         hosts = sorted({n.get("host", "?") for n in nodes})
-        launcher = self.run.config.get("launcher", {}).get("type", "?")
+        launcher = self.run.config["launcher"]["type"]
         where = env.get("host", "?")
         if launchers.spec(launcher).logical_nodes:
             return f"{where} ({len(nodes)} logical nodes)"

@@ -102,7 +102,7 @@ def points_from_documents(
     """(the measured points a run's service folders hold, the specs they
     were read with by service name (resolved), what could not be read:
     one line each). stored_specs: the old database's specs, by service."""
-    need = float(cfg.get("engine", {}).get("min_overlap", 0.95))
+    need = float(cfg["engine"]["min_overlap"])
     out: list[ServicePoint] = []
     specs: dict[str, dict] = {}
     lost: list[str] = []

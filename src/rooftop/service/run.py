@@ -108,7 +108,7 @@ class ServiceRun:
         self.samples = int(cfg["collect"]["windows"])
         self.duration = float(cfg["collect"]["duration"])
         self.binding = cfg["binding"]
-        self.lease_s = float(cfg["engine"].get("lease", 10.0))
+        self.lease_s = float(cfg["engine"]["lease"])
         self.leases = Leases(self.lease_s)
         self.procs = Processes()
         self.say = say or (lambda m: print(m, file=sys.stderr, flush=True))
@@ -247,8 +247,8 @@ class ServiceRun:
                     f.rmdir()
 
     def _sample(self, pl: Placement, i: int, gdir: Path, on_point) -> points.ServicePoint:
-        tries = 1 + int(self.cfg["engine"].get("retries", 2))
-        need = float(self.cfg["engine"].get("min_overlap", 0.95))
+        tries = 1 + int(self.cfg["engine"]["retries"])
+        need = float(self.cfg["engine"]["min_overlap"])
         for t in range(tries):
             sdir = gdir / f"{pl.client_label}-{i}" / f"try{t}"
             if sdir.exists():

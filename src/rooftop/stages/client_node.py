@@ -19,7 +19,7 @@ def server_nodes(cfg: dict) -> list[int]:
     client, others = n - 1, list(range(n - 1))
     # A run records its topology with --pairs sample ('rooftop plan'
     # records one for every strategy: only sample's is collect's).
-    topo = of_config(cfg) if cfg["collect"].get("pairs") == "sample" else None
+    topo = of_config(cfg) if cfg["collect"]["pairs"] == "sample" else None
     if topo is None or not others:
         return others
     for near in (("switch",), ("switch", "group")):

@@ -10,6 +10,7 @@ import socket
 import time
 
 from rooftop import files
+from rooftop.config.files import up_to_date
 from rooftop.store.connection import guarded
 from rooftop.store.records import Run, StoreError, now_iso, owner_elsewhere, owner_gone, process_start
 from rooftop.store.samples import SampleTables
@@ -63,7 +64,7 @@ class RunTables(SampleTables):
             row["created"],
             row["updated"],
             row["status"],
-            json.loads(row["config"]),
+            up_to_date(json.loads(row["config"])),  # once, here: its readers index it plainly
             json.loads(row["environment"]),
             row["wall_s"],
             row["measured_s"],

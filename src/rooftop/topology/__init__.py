@@ -56,7 +56,7 @@ def discover(cfg: dict, launcher=None) -> Topology:
     source (auto: the first that knows it; none of them: one class, the
     note saying why). launcher: the probe's (None: a dry run, no probe)."""
     nodes = cfg["nodes"]
-    choice = cfg["collect"].get("topology", "auto")
+    choice = cfg["collect"]["topology"]
     if choice == "none":
         return Topology.flat(len(nodes), "none", "collect.topology = none")
     ctx = Context(cfg, [n["host"] for n in nodes], launcher)

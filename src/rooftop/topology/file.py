@@ -70,7 +70,7 @@ def of_hosts(where: dict[str, tuple[str, str]], hosts: list[str], name: str) -> 
 
 
 def find(ctx: Context) -> Topology:
-    name = ctx.cfg["collect"].get("topology_file")
+    name = ctx.cfg["collect"]["topology_file"]
     if not name:
         raise Unavailable(f"no file ({KEY} is not set)")
     where = read(name)

@@ -108,9 +108,9 @@ class _Pinger:
         from rooftop.engine.base import engine_path, private_dir
 
         self.cfg, self.launcher, self.nodes, self.base = cfg, launcher, nodes, private_dir(base)
-        self.engine = cfg["engine"].get("path") or engine_path()
+        self.engine = cfg["engine"]["path"] or engine_path()
         fab = cfg["fabric"]
-        self.fabric = ["--fabric", fab["provider"]] + (["--domain", fab["domain"]] if fab.get("domain") else [])
+        self.fabric = ["--fabric", fab["provider"]] + (["--domain", fab["domain"]] if fab["domain"] else [])
 
     def __call__(self, lm: int, targets: list[int]) -> dict[int, float]:
         from rooftop.engine.base import private_dir, write_token
@@ -121,7 +121,7 @@ class _Pinger:
         if not targets:
             return {}
         gdir = private_dir(self.base / f"n{lm}")
-        leases = Leases(float(self.cfg["engine"].get("lease", 10.0)))
+        leases = Leases(float(self.cfg["engine"]["lease"]))
         leases.add(gdir)
         node = self.nodes[lm]
         argv = [self.engine, "serve", *self.fabric, "--group-dir", str(gdir), "--progress", "busy"]
@@ -150,7 +150,7 @@ class _Pinger:
 
     def _ping(self, gdir: Path, t: int) -> float:
         argv = [self.engine, "ping", *self.fabric, "--group-dir", str(gdir), "--count", str(PINGS)]
-        argv += ["--timeout", str(self.cfg["engine"].get("timeout", 10.0)), "--output", "-"]
+        argv += ["--timeout", str(self.cfg["engine"]["timeout"]), "--output", "-"]
         (launch,) = self.launcher.launches(self.nodes[t], argv, 1, "none", 0)
         p = subprocess.run(
             launch.argv,

@@ -72,7 +72,7 @@ def launches(
             "--lease",
             str(folder / LEASE_FILE),
             "--lease-timeout",
-            str(cfg["engine"].get("lease", 10.0)),
+            str(cfg["engine"]["lease"]),
             *load.args(ctx),
         ]
         first = pos if load.multi_node else rank

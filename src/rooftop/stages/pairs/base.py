@@ -113,7 +113,7 @@ def shares_cores(cfg: dict) -> bool:
     config checks that: rooftop.config.resolve), so none holds a core while
     it waits; what their cores' busy share was while they ran decides
     whether they time-sliced them (the exclusion rule, rooftop.model.exclude)."""
-    return bool((cfg.get("collect") or {}).get("pairs_share_cores"))
+    return bool(cfg["collect"]["pairs_share_cores"])
 
 
 @contextlib.contextmanager
@@ -191,7 +191,7 @@ def known_cores(cfg: dict) -> dict[int, set] | None:
     shares_cores)."""
     from rooftop.launchers import on_this_machine
 
-    if shares_cores(cfg) or not on_this_machine(cfg.get("launcher", {}).get("type", "")):
+    if shares_cores(cfg) or not on_this_machine(cfg["launcher"]["type"]):
         return None
     cores = {n["index"]: set(n.get("cores") or ()) for n in cfg["nodes"]}
     return cores if all(cores.values()) else None

@@ -121,7 +121,7 @@ def t_quantile(p: float, df: int) -> float:
     return (lo + hi) / 2
 
 
-def interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+def interval(values: list[float], confidence: float) -> tuple[float, float] | None:
     """(mean, half-width) of the confidence interval of the mean; None for
     fewer than 2 values."""
     if len(values) < 2:
@@ -130,7 +130,7 @@ def interval(values: list[float], confidence: float = 0.95) -> tuple[float, floa
     return statistics.fmean(values), half
 
 
-def narrow(values: list[float], width: float, confidence: float = 0.95) -> bool:
+def narrow(values: list[float], width: float, confidence: float) -> bool:
     """At least MIN_PER_CLASS values, their interval within +-width of the mean."""
     iv = interval(values, confidence) if len(values) >= MIN_PER_CLASS else None
     return iv is not None and iv[1] <= width * abs(iv[0])
@@ -619,7 +619,7 @@ def recorded(cfg: dict) -> list[list[Pair]]:
             out.append(pairs[i : i + size])
             i += size
         return out
-    return [first_draw(topology_of(cfg), cfg["collect"].get("sample_min_pairs", 3))]
+    return [first_draw(topology_of(cfg), cfg["collect"]["sample_min_pairs"])]
 
 
 def topology_of(cfg: dict) -> Topology:
@@ -646,7 +646,7 @@ def planned(cfg: dict, topology: Topology | None = None) -> tuple[Topology, list
     topo = topology or topology_of(cfg)
     if cfg.get("pair_sample"):
         return topo, recorded(cfg)[0]
-    return topo, first_draw(topo, (cfg.get("collect") or {}).get("sample_min_pairs", 3))
+    return topo, first_draw(topo, cfg["collect"]["sample_min_pairs"])
 
 
 def expected_classes(cfg: dict, topology: Topology | None = None, cv: float = PLAN_SPREAD) -> dict[str, dict]:
@@ -662,7 +662,7 @@ def expected_classes(cfg: dict, topology: Topology | None = None, cv: float = PL
 def _classes(cfg: dict, topo: Topology, drawn: list[Pair], cv: float) -> dict[str, dict]:
     from rooftop.topology import CLASSES
 
-    conf = (cfg.get("collect") or {}).get("sample_confidence", 0.95)
+    conf = cfg["collect"]["sample_confidence"]
     per_class = Counter(topo.klass(*p) for p in drawn)  # (one pass, not one per class)
     out = {}
     for cls, of in topo.sizes().items():
@@ -688,7 +688,7 @@ def expected(cfg: dict, topology: Topology | None = None) -> PairsExpected:
         placements=rounds,
         server_nodes=len(drawn),
         by_class={c: v["pairs"] for c, v in classes.items()},
-        interval=(cfg.get("collect") or {}).get("sample_width", 0.05),
+        interval=cfg["collect"]["sample_width"],
         spread=PLAN_SPREAD,
         widths={c: v["width"] for c, v in classes.items()},
     )
