@@ -469,59 +469,79 @@ def _first_draw(topo, k: int, usable=None) -> list[Pair]:
         return _cover_all(topo, k, usable)
 
 
+class Needs:
+    """How many pairs each node still needs, kept by need (a set per count;
+    the top count's nodes by rank, Remaining), so the nodes needing the
+    most are never listed again for every pair drawn."""
+
+    def __init__(self, n: int, k: int):
+        self.need = dict.fromkeys(range(n), min(k, n - 1))
+        self.by_need: dict[int, set[int]] = {}
+        for i, v in self.need.items():
+            if v > 0:
+                self.by_need.setdefault(v, set()).add(i)
+        self.top: Remaining | None = None  # the nodes needing the most pairs (most: top_need)
+        self.top_need = 0
+
+    def lower(self, x: int, to: int) -> None:
+        """Node x needs `to` pairs now."""
+        v, self.need[x] = self.need[x], to
+        if v > 0:
+            self.by_need[v].discard(x)
+            if self.top is not None and v == self.top_need:
+                self.top.remove(x)
+        if to > 0:
+            self.by_need.setdefault(to, set()).add(x)
+
+    def took(self, p: Pair) -> None:
+        for x in p:
+            self.lower(x, self.need[x] - 1)
+
+    def next_level(self) -> list[int] | None:
+        """The nodes needing the most pairs, as the level's top (None: no node
+        needs any)."""
+        counts = [v for v, nodes in self.by_need.items() if nodes]
+        if not counts:
+            return None
+        self.top_need, self.top = max(counts), None
+        return sorted(self.by_need[self.top_need])
+
+    def matched(self, nodes: set[int]) -> None:
+        """These nodes of the top level got a pair each, at once."""
+        v = self.top_need
+        self.by_need[v] -= nodes
+        if v > 1:
+            self.by_need.setdefault(v - 1, set()).update(nodes)
+        self.need.update(dict.fromkeys(nodes, v - 1))
+
+    def left(self) -> Remaining | None:
+        """The top level's nodes still needing a pair, by rank (None: none)."""
+        if self.top is None and self.by_need[self.top_need]:
+            self.top = Remaining(sorted(self.by_need[self.top_need]))
+        return self.top if self.top is not None and len(self.top) else None
+
+
 def _cover_all(topo, k: int, usable=None) -> list[Pair]:
     """first_draw's pairs: each level of need matched at once (Drawer.match),
     the nodes it leaves given a partner one by one (Drawer.cover)."""
     d = Drawer(topo, (), usable, "first")
-    need = {i: min(k, topo.n - 1) for i in range(topo.n)}
-    by_need: dict[int, set[int]] = {}
-    for i, v in need.items():
-        if v > 0:
-            by_need.setdefault(v, set()).add(i)
-    top: Remaining | None = None  # the nodes needing the most pairs (most: top_need)
-    top_need = 0
-
-    def lower(x: int, to: int) -> None:
-        v, need[x] = need[x], to
-        if v > 0:
-            by_need[v].discard(x)
-            if top is not None and v == top_need:
-                top.remove(x)
-        if to > 0:
-            by_need.setdefault(to, set()).add(x)
-
-    def took(p):
-        for x in p:
-            lower(x, need[x] - 1)
-
+    needs = Needs(topo.n, k)
     sizes = topo.sizes()
     for c in list(d.per_class):
         for _ in range(min(MIN_PER_CLASS, sizes[c])):
-            p = d.draw(c, need)
+            p = d.draw(c, needs.need)
             if p is None:
                 break
-            took(p)
-    while True:
-        if top is None or not len(top):
-            counts = [v for v, nodes in by_need.items() if nodes]
-            if not counts:
-                break
-            top_need, top = max(counts), None
-            matched = {x for p in d.match(sorted(by_need[top_need])) for x in p}  # most of the level at once
-            if matched:
-                by_need[top_need] -= matched
-                if top_need > 1:
-                    by_need.setdefault(top_need - 1, set()).update(matched)
-                need.update(dict.fromkeys(matched, top_need - 1))
-            if not by_need[top_need]:
-                continue
-            top = Remaining(sorted(by_need[top_need]))
-        a = d.rng.choice(top)  # (len and [i]: as from the list of those nodes)
-        p = d.cover(a, need)
-        if p is None:
-            lower(a, 0)  # no usable partner left: it keeps fewer pairs
-        else:
-            took(p)
+            needs.took(p)
+    while (level := needs.next_level()) is not None:
+        needs.matched({x for p in d.match(level) for x in p})  # most of the level at once
+        while (top := needs.left()) is not None:
+            a = d.rng.choice(top)  # (len and [i]: as from the list of those nodes)
+            p = d.cover(a, needs.need)
+            if p is None:
+                needs.lower(a, 0)  # no usable partner left: it keeps fewer pairs
+            else:
+                needs.took(p)
     return d.pairs
 
 
