@@ -228,6 +228,12 @@ def _method_warnings(metric: str, r: model.Roofline) -> list[str]:
 
 
 def _warnings(res: RunResults) -> list[str]:
+    """What a reader of the run must know, in order: slow nodes, each
+    metric's ceilings, then the run's own measuring."""
+    return _outlier_warnings(res) + _ceiling_warnings(res) + _run_warnings(res)
+
+
+def _outlier_warnings(res: RunResults) -> list[str]:
     out = []
     for metric, scores in sorted(res.scores.items()):
         unit = res.pairs[metric].unit
@@ -246,6 +252,11 @@ def _warnings(res: RunResults) -> list[str]:
                     f"{metric}: the server ceiling was measured on node n0, which is flagged: "
                     f"re-run with another server node first (launcher.hosts order)"
                 )
+    return out
+
+
+def _ceiling_warnings(res: RunResults) -> list[str]:
+    out = []
     for metric, r in res.rooflines.items():
         c = r.client
         spread = c.hi / c.lo - 1 if c.lo > 0 else 0.0
@@ -284,6 +295,11 @@ def _warnings(res: RunResults) -> list[str]:
                     + ", ".join(fmt_num(ch.x) for ch in above[:5])
                     + "): a ceiling was under-measured, or the samples are not comparable"
                 )
+    return out
+
+
+def _run_warnings(res: RunResults) -> list[str]:
+    out = []
     late = [
         s for s in res.samples if s["status"] == "ok" and s.get("late_s", 0) > LATE_SHARE * max(s["measured_s"], 1e-9)
     ]
