@@ -204,7 +204,8 @@ def _regex(text: str, key: str, src: str, group: bool = True) -> str:
 
 
 def parse(data: Any, src: str) -> ServiceSpec:
-    """A spec from its table (TOML's); src names the file in messages."""
+    """A spec from its table (TOML's); src names the file in messages. Its
+    tables are read one by one (_server, _ready, _client, _rate)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{src}: a service spec is a table, not {short(data)}")
     _no_extra(data, ("name", "metric", "operation", "description", "server", "ready", "client", "rate"), "", src)
@@ -221,7 +222,13 @@ def parse(data: Any, src: str) -> ServiceSpec:
         raise _err(src, "operation", f"'request' or bytes per request ('1MiB', 4096), not {short(op)}")
     if op != "request":
         units.parse_size(op, f"{src}: operation")
+    server, ready, client = _server(data, src), _ready(data, src), _client(data, src)  # (errors in table order)
+    rate = _rate(data, metric, op, client, src)
+    desc = _str(data, "description", "", src, "")
+    return ServiceSpec(name, metric, server, ready, client, rate, op, desc, src)
 
+
+def _server(data: dict, src: str) -> Server:
     s = _table(data, "server", src)
     _no_extra(s, ("command", "base_port", "stop", "env", "keep"), "server.", src)
     port = s.get("base_port", 17000)
@@ -230,7 +237,7 @@ def parse(data: Any, src: str) -> ServiceSpec:
     keep = s.get("keep", [])
     if not isinstance(keep, list) or not all(isinstance(k, str) and k and not k.startswith("/") for k in keep):
         raise _err(src, "server.keep", f"a list of globs relative to the server's {{dir}}, not {short(keep)}")
-    server = Server(
+    return Server(
         _template(_str(s, "command", "server.", src), "server.command", SERVER_FIELDS, src),
         port,
         _template(s["stop"], "server.stop", SERVER_FIELDS, src) if s.get("stop") else "",
@@ -238,6 +245,8 @@ def parse(data: Any, src: str) -> ServiceSpec:
         tuple(keep),
     )
 
+
+def _ready(data: dict, src: str) -> Ready:
     r = _table(data, "ready", src)
     _no_extra(r, ("tcp", "file", "command", "timeout"), "ready.", src)
     tcp = _bool(r, "tcp", "ready.", src)
@@ -249,11 +258,13 @@ def parse(data: Any, src: str) -> ServiceSpec:
         _template(file, "ready.file", READY_FIELDS, src)
     if cmd:
         _template(cmd, "ready.command", READY_FIELDS, src)
-    ready = Ready(tcp, file, cmd, _num(r, "timeout", "ready.", src, 30.0))
+    return Ready(tcp, file, cmd, _num(r, "timeout", "ready.", src, 30.0))
 
+
+def _client(data: dict, src: str) -> Client:
     c = _table(data, "client", src)
     _no_extra(c, ("command", "stop_after_duration", "env", "start_timeout", "end_grace"), "client.", src)
-    client = Client(
+    return Client(
         _template(
             _str(c, "command", "client.", src), "client.command", CLIENT_FIELDS, src, ("server_address", "server_port")
         ),
@@ -263,6 +274,8 @@ def parse(data: Any, src: str) -> ServiceSpec:
         _num(c, "end_grace", "client.", src, 15.0),
     )
 
+
+def _rate(data: dict, metric: str, op: str, client: Client, src: str) -> Rate:
     t = _table(data, "rate", src)
     _no_extra(t, ("unit", "regex", "json", "progress"), "rate.", src)
     unit = _str(t, "unit", "rate.", src)
@@ -286,8 +299,7 @@ def parse(data: Any, src: str) -> ServiceSpec:
         raise _err(
             src, "client.stop_after_duration", "a client stopped by a signal prints no final rate: give rate.progress"
         )
-    desc = _str(data, "description", "", src, "")
-    return ServiceSpec(name, metric, server, ready, client, Rate(unit, regex, jpath, progress), op, desc, src)
+    return Rate(unit, regex, jpath, progress)
 
 
 def from_resolved(data: dict, src: str) -> ServiceSpec:
