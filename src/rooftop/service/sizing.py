@@ -146,7 +146,6 @@ def size(r: model.Roofline, clients: int, target: float | None = None, service: 
     answer's quoted efficiencies scale each rate, and a service whose
     answer quotes none cannot be sized (its answer says why)."""
     z = Sizer(r, clients, service)
-    f = lambda v: fmt_rate(v, r.unit)  # noqa: E731
     out = Sizing(r.metric, r.unit, r.source, clients, target, "", "", service=service.service if service else None)
     if service is not None and not service.quoted:
         out.kind = "cannot_tell"
@@ -163,59 +162,68 @@ def size(r: model.Roofline, clients: int, target: float | None = None, service: 
     a = service.platform if service is not None else model_answer(r)
     who = f"{clients} {service.service} client processes" if service else _procs(clients, "client")
     if target is not None:
-        if not target > 0:
-            raise model.ModelError(f"--target: {target} is not a positive rate")
-        ends = {e: z.servers_for(target, e) for e in ENDS}
-        out.servers = ends
-        few, mid, many = ends["hi"], ends["centre"], ends["lo"]
-        top = [z.aggregate(max(1, math.ceil(clients * 1e3)), e) for e in ("lo", "hi")]
-        shown = sorted({s for s in (few and few - 1, few, mid, many) if s})
-        out.rows = [z.row(s) for s in shown]
-        reach = f"{who} reach {f(target)}"
-        if few is None:
-            out.kind = "unreachable"
-            out.text = (
-                f"{who} cannot reach {f(target)}: at most {fmt_range(top[0], top[1], r.unit)} "
-                "however many servers (the clients bind)"
-            )
-        elif many is None:
-            out.kind = "indistinguishable"
-            out.servers = {
-                "hi": few,
-                "centre": None,
-                "lo": None,
-            }  # at least `few`; no median where it may not be reached
-            out.text = (
-                f"not distinguishable: whether {reach} is within the ceilings' intervals (at most "
-                f"{fmt_range(top[0], top[1], r.unit)}); it takes at least {few} server process(es)"
-            )
-        else:
-            out.kind = "servers"
-            out.text = f"{reach} with {_span(few, many, mid)} server processes" + (
-                "" if few == many else f"; {mid} at the median"
-            )
+        _for_target(out, z, target, who)
     else:
-        ends = {e: z.knee(e) for e in ENDS}
-        out.servers = ends
-        few, mid, many = ends["hi"], ends["centre"], ends["lo"]
-        out.kind = "knee"
-        if few is None or many is None or mid is None:
-            out.kind = "cannot_tell"
-            out.servers = {}
-            out.text = "cannot tell: a server ceiling's interval reaches 0"
-        else:
-            shown = sorted({max(1, mid // 4), max(1, mid // 2), few, mid, many, many * 2})
-            out.rows = [z.row(s) for s in shown]
-            agg = z.row(many)
-            out.text = (
-                f"{who} bind (the knee) from {_span(few, many, mid)} server processes"
-                + ("" if few == many else f"; {mid} at the median")
-                + f"; there they reach {fmt_range(*agg['aggregate_range'], r.unit)}"
-                " and more servers add nothing"
-            )
+        _knee(out, z, who)
     if not a.located and (out.kind in ("servers", "knee") or r.one_measurement):
         _unlocated(out, a, z, who)
     return out
+
+
+def _for_target(out: Sizing, z: Sizer, target: float, who: str) -> None:
+    """The servers that reach the target, at each end of the intervals."""
+    r = z.r
+    f = lambda v: fmt_rate(v, r.unit)  # noqa: E731
+    if not target > 0:
+        raise model.ModelError(f"--target: {target} is not a positive rate")
+    ends = {e: z.servers_for(target, e) for e in ENDS}
+    out.servers = ends
+    few, mid, many = ends["hi"], ends["centre"], ends["lo"]
+    top = [z.aggregate(max(1, math.ceil(z.c * 1e3)), e) for e in ("lo", "hi")]
+    shown = sorted({s for s in (few and few - 1, few, mid, many) if s})
+    out.rows = [z.row(s) for s in shown]
+    reach = f"{who} reach {f(target)}"
+    if few is None:
+        out.kind = "unreachable"
+        out.text = (
+            f"{who} cannot reach {f(target)}: at most {fmt_range(top[0], top[1], r.unit)} "
+            "however many servers (the clients bind)"
+        )
+    elif many is None:
+        out.kind = "indistinguishable"
+        out.servers = {"hi": few, "centre": None, "lo": None}  # at least `few`; no median where it may not be reached
+        out.text = (
+            f"not distinguishable: whether {reach} is within the ceilings' intervals (at most "
+            f"{fmt_range(top[0], top[1], r.unit)}); it takes at least {few} server process(es)"
+        )
+    else:
+        out.kind = "servers"
+        out.text = f"{reach} with {_span(few, many, mid)} server processes" + (
+            "" if few == many else f"; {mid} at the median"
+        )
+
+
+def _knee(out: Sizing, z: Sizer, who: str) -> None:
+    """Without a target: where the clients bind (the knee), at each end."""
+    r = z.r
+    ends = {e: z.knee(e) for e in ENDS}
+    out.servers = ends
+    few, mid, many = ends["hi"], ends["centre"], ends["lo"]
+    out.kind = "knee"
+    if few is None or many is None or mid is None:
+        out.kind = "cannot_tell"
+        out.servers = {}
+        out.text = "cannot tell: a server ceiling's interval reaches 0"
+    else:
+        shown = sorted({max(1, mid // 4), max(1, mid // 2), few, mid, many, many * 2})
+        out.rows = [z.row(s) for s in shown]
+        agg = z.row(many)
+        out.text = (
+            f"{who} bind (the knee) from {_span(few, many, mid)} server processes"
+            + ("" if few == many else f"; {mid} at the median")
+            + f"; there they reach {fmt_range(*agg['aggregate_range'], r.unit)}"
+            " and more servers add nothing"
+        )
 
 
 def model_answer(r: model.Roofline):
