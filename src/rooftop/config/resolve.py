@@ -69,17 +69,10 @@ def _check_start(cfg: dict) -> None:
         raise ConfigError(f"engine.slices: {e['slices']} is not 1..1000")
 
 
-def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
-    """Checks values against each other and the machine, and fills in what
-    depends on them (nodes, processes per node, the validation grid).
-
-    nodes: planned nodes instead of the launcher's (`rooftop plan`, before
-    any allocation): the checks against the machine (the launcher's nodes,
-    a fabric.domain their hosts need, each metric's check on the nodes it
-    would run on) are left to the campaign; every other check applies."""
-    from rooftop.launchers.base import procs_per_node
-
-    cfg = copy.deepcopy(cfg)
+def _check_values(cfg: dict) -> None:
+    """The config's values against their kinds and each other, before any
+    node is known: durations, counts, metrics, NIC policies, progress modes,
+    each metric's own checks, the engine's path."""
     for p in ("collect.duration", "validate.duration", "engine.timeout", "engine.barrier_timeout", "engine.lease"):
         _positive(cfg, p)
     for p in ("collect.warmup", "validate.warmup", "engine.start_lead", "engine.settle"):
@@ -123,6 +116,20 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
         m.check(cfg)
     if cfg["engine"]["path"] and not os.access(cfg["engine"]["path"], os.X_OK):
         raise ConfigError(f"engine.path: {cfg['engine']['path']} is not an executable file")
+
+
+def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
+    """Checks values against each other and the machine, and fills in what
+    depends on them (nodes, processes per node, the validation grid).
+
+    nodes: planned nodes instead of the launcher's (`rooftop plan`, before
+    any allocation): the checks against the machine (the launcher's nodes,
+    a fabric.domain their hosts need, each metric's check on the nodes it
+    would run on) are left to the campaign; every other check applies."""
+    from rooftop.launchers.base import procs_per_node
+
+    cfg = copy.deepcopy(cfg)
+    _check_values(cfg)
 
     planned = nodes is not None
     if nodes is None:
