@@ -29,6 +29,59 @@ from rooftop.results import RunResults
 from rooftop.units import fmt_pct, fmt_rate
 
 
+def _metric_md(h: dict, common) -> list[str]:
+    """A metric's section of report.md: its ceilings, ridge, verdict and validation."""
+    lines: list[str] = []
+    u = h["unit"]
+    lines += [
+        f"## {md_text(h['metric'])}",
+        "",
+        f"- client ceiling (per process): {range_text(h['client'], u)}{interval_text(h['client_ci'], u)}"
+        + (
+            f"; per topology class: {md_text(class_text(h))}. {md_text(h['deployment'])}" if h["client_classes"] else ""
+        ),
+    ]
+    if h["client_node"]:
+        lines.append(
+            f"- client ceiling with the client node full: {range_text(h['client_node'], u)}"
+            + (" (lower: the model uses it)" if h["client_node_binds"] else " (not lower)")
+        )
+    lines += [
+        f"- server ceiling (per process): {range_text(h['server'], u)}{interval_text(h['server_ci'], u)}",
+        f"- {h['ridge_text']}",
+        f"- verdict: {verdict_md(h)}",
+        *([] if common else [f"- to do: {md_text(h['todo'])}"]),
+        *[f"- measured once: {stages_text(st)}: the same placement" for st in h["measured_once"]],
+        f"- validation: {h['validation']} samples; {h['accuracy']}"
+        + (
+            f" ({percent_text(h['error_all_without_client_node'])} without the client-node ceiling)"
+            if h["error_all_without_client_node"] is not None
+            else ""
+        ),
+        *[f"- **warning:** {md_text(d)}" for d in h["drift"]],
+        "",
+    ]
+    return lines
+
+
+def _validation_md(res: RunResults) -> list[str]:
+    """Each metric's validation table."""
+    lines: list[str] = []
+    for v in validation_of(res):
+        if not v["rows"]:
+            continue
+        lines += [
+            f"### {md_text(v['metric'])}",
+            "",
+            "| " + " | ".join(v["head"]) + " |",
+            "|---:|---:|---:|---:|---:|---|---|---:|",
+        ]
+        for r in v["rows"]:
+            lines.append(md_row([*r["cells"], r["efficiency"] + (" (above roofline)" if r["above"] else "")]))
+        lines += ["", f"Accuracy: {v['accuracy']}.", ""]
+    return lines
+
+
 def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=(), nic=None) -> str:
     """report.md. Every value that is not the report's own wording (a host
     name, a note, an error, what a section or the advice says) goes in as
@@ -43,37 +96,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
     heads = headline(res)
     common = todo_common(heads)
     for h in heads:
-        u = h["unit"]
-        lines += [
-            f"## {md_text(h['metric'])}",
-            "",
-            f"- client ceiling (per process): {range_text(h['client'], u)}{interval_text(h['client_ci'], u)}"
-            + (
-                f"; per topology class: {md_text(class_text(h))}. {md_text(h['deployment'])}"
-                if h["client_classes"]
-                else ""
-            ),
-        ]
-        if h["client_node"]:
-            lines.append(
-                f"- client ceiling with the client node full: {range_text(h['client_node'], u)}"
-                + (" (lower: the model uses it)" if h["client_node_binds"] else " (not lower)")
-            )
-        lines += [
-            f"- server ceiling (per process): {range_text(h['server'], u)}{interval_text(h['server_ci'], u)}",
-            f"- {h['ridge_text']}",
-            f"- verdict: {verdict_md(h)}",
-            *([] if common else [f"- to do: {md_text(h['todo'])}"]),
-            *[f"- measured once: {stages_text(st)}: the same placement" for st in h["measured_once"]],
-            f"- validation: {h['validation']} samples; {h['accuracy']}"
-            + (
-                f" ({percent_text(h['error_all_without_client_node'])} without the client-node ceiling)"
-                if h["error_all_without_client_node"] is not None
-                else ""
-            ),
-            *[f"- **warning:** {md_text(d)}" for d in h["drift"]],
-            "",
-        ]
+        lines += _metric_md(h, common)
     lines += markdown_of(res, "cards", figures, base)  # a card per service (rooftop.results.sections)
     if common:
         lines += [f"**To do ({md_text(common[0])}):** {md_text(common[1])}", ""]
@@ -91,18 +114,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
     lines += ["## Warnings", ""]
     lines += [f"- {md_text(w)}" for w in warnings(res)] or ["- none"]
     lines += ["", "## Validation", ""]
-    for v in validation_of(res):
-        if not v["rows"]:
-            continue
-        lines += [
-            f"### {md_text(v['metric'])}",
-            "",
-            "| " + " | ".join(v["head"]) + " |",
-            "|---:|---:|---:|---:|---:|---|---|---:|",
-        ]
-        for r in v["rows"]:
-            lines.append(md_row([*r["cells"], r["efficiency"] + (" (above roofline)" if r["above"] else "")]))
-        lines += ["", f"Accuracy: {v['accuracy']}.", ""]
+    lines += _validation_md(res)
     lines += markdown_of(res, "validation", figures, base)
     counted = {m: pm for m, pm in sorted(res.pairs.items()) if len(pm.nodes) >= 3}
     if counted:
