@@ -69,6 +69,19 @@ def _apply(node: dict, layout: cgroups.Layout, key: str, value) -> None:
         cgroups.set_cap(layout, i, len(node["cores"]), value)
 
 
+def _record(st: dict, node: dict, key: str, old, new) -> str:
+    """One change made, in the cluster's state (the node and its spec), and
+    in words."""
+    i = node["index"]
+    spec_node = st["spec"]["nodes"][i]
+    if key == "rate":
+        node["link_rate_bits"] = spec_node["link_rate"] = new
+        return f"node {i}: link {format_rate(old)} -> {format_rate(new)}"
+    node["cpu_percent"] = spec_node["cpu_percent"] = new
+    node["cpu_quota_us"] = cgroups.quota_us(len(node["cores"]), new)
+    return f"node {i}: CPU cap {_cap(old)} -> {_cap(new)}"
+
+
 def reshape(link_rate: str | None, node_opts: list[str], log: Callable[[str], None] = lambda m: None) -> list[str]:
     """Changes the cluster that is up; returns the changes made, in words
     (none: it already was so). ClusterError: nothing is up, a bad option,
@@ -100,18 +113,9 @@ def reshape(link_rate: str | None, node_opts: list[str], log: Callable[[str], No
         except BaseException:
             lifecycle.undoing(lambda: [_apply(n, layout, k, old) for n, k, old in reversed(done)])
             raise
-        said = []
-        for node, key, old, new in todo:
-            i = node["index"]
-            spec_node = st["spec"]["nodes"][i]
-            if key == "rate":
-                node["link_rate_bits"] = spec_node["link_rate"] = new
-                said.append(f"node {i}: link {format_rate(old)} -> {format_rate(new)}")
-            else:
-                node["cpu_percent"] = spec_node["cpu_percent"] = new
-                node["cpu_quota_us"] = cgroups.quota_us(len(node["cores"]), new)
-                said.append(f"node {i}: CPU cap {_cap(old)} -> {_cap(new)}")
-            log(said[-1])
+        said = [_record(st, node, key, old, new) for node, key, old, new in todo]
+        for line in said:
+            log(line)
         if said:
             at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
             st.setdefault("reshaped", []).append({"at": at, "changes": said})
