@@ -51,7 +51,7 @@ STOP_TIMEOUT = 10.0
 @dataclass(frozen=True)
 class Placement:
     """Servers on server_nodes (servers_per_node each), clients on
-    client_nodes (clients_per_node each): one point per sample."""
+    client_nodes (clients_per_node each): one point per window."""
 
     server_nodes: tuple[int, ...]
     servers_per_node: int
@@ -74,8 +74,8 @@ class Placement:
     def client_label(self) -> str:
         return f"c{'-'.join(map(str, self.client_nodes))}x{self.clients_per_node}"
 
-    def key(self, sample: int) -> str:
-        return f"{self.server_label}/{self.client_label}/{sample}"
+    def key(self, window: int) -> str:
+        return f"{self.server_label}/{self.client_label}/{window}"
 
 
 def grid(cfg: dict) -> list[Placement]:
@@ -160,7 +160,7 @@ class ServiceRun:
             lines.append(f"# servers {spl[0]}: {len(self.server_launches(pls[0], gdir))} launch(es)")
             lines += _with_commands(self.server_launches(pls[0], gdir))
             for pl in pls:
-                sdir = gdir / f"{pl.client_label}-<sample>"
+                sdir = gdir / f"{pl.client_label}-<window>"
                 lines.append(
                     f"# clients {pl.client_label}: {self.samples} sample(s) of {pl.clients} client(s) "
                     f"vs {pl.servers} server(s), {seconds_text(self.duration)} s each"
