@@ -293,11 +293,11 @@ def _move_aside(db: Path) -> Path:
 
 def _restore_interference(store: Store, d: Path) -> list[str]:
     """rooftop interfere's tables, from each isolated run's interference.json."""
-    from rooftop.interference.run import load_summary
+    from rooftop.interference.run import read_summary
 
     said = []
     for run_dir in _run_dirs(d):
-        doc = load_summary(run_dir)
+        doc = read_summary(run_dir)
         if doc is not None:
             store.add_interference(doc)
             said.append(f"run {run_dir.name}: interference of {len(doc['conditions'])} loaded run(s) restored")

@@ -105,7 +105,7 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
 
 def json_doc(store: Store, run_id: str) -> dict:
     from rooftop.interference import report as interference_report
-    from rooftop.interference.run import load_summary
+    from rooftop.interference.run import read_summary
     from rooftop.service import points as service_points
 
     run = store.get_run(run_id)
@@ -120,7 +120,7 @@ def json_doc(store: Store, run_id: str) -> dict:
         "measured_s": run.measured_s,
         "overhead": run.overhead,
         "samples": sample_rows(store, run.id),
-        "interference": interference_report.interference_json(load_summary(store.run_dir(run.id))),
+        "interference": interference_report.interference_json(read_summary(store.run_dir(run.id))),
         "service_points": [service_points.as_dict(p) for p in service_points.load(store, run.id)],
         **answers_json(store, run.id),
     }

@@ -115,7 +115,7 @@ def watch_lease(path: str, timeout: float, stop, grace: float = LEASE_GRACE) -> 
 
 def parse(argv: list[str]):
     p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker")
-    p.add_argument("kind")
+    p.add_argument("load")
     p.add_argument("--units", required=True)
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--rank-from-env", action="store_true")
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parse(sys.argv[1:] if argv is None else argv)
     if args.cpus:
         os.sched_setaffinity(0, _cpus(args.cpus))
-    module = importlib.import_module(f"rooftop.interference.loads.{args.kind}")
+    module = importlib.import_module(f"rooftop.interference.loads.{args.load}")
     stopping = threading.Event()
     stop = lambda: (stopping.set(), module.on_stop())
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = module.run(rest, stopping, record, args.rank) or {}
     seconds = (record.last - record.first) if record.units else 0.0
     doc = {
-        "load": args.kind,
+        "load": args.load,
         "rank": args.rank,
         "units": record.units,
         "work": record.work,
