@@ -107,6 +107,7 @@ def test_dry_run_prints_each_process_command(run):
         f"--dir {shlex.quote(f'{folder}/server-0')} --logfile {shlex.quote(f'{folder}/server-0/redis.log')} "
         in r.stdout
     )
+    assert ": 2 window(s) of 2 client(s) vs 1 server(s)" in r.stdout, r.stdout  # collect.windows: one point each
     for rank in (0, 1):  # both clients of the one server
         assert f"#   client rank {rank} on node 1: redis-benchmark -h 127.0.0.1 -p 16379 -c 1 -P 1 " in r.stdout
     assert not folder.exists() or not any(folder.rglob("release"))  # nothing ran
