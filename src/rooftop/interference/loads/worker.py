@@ -1,15 +1,15 @@
-"""One background-load process: `python -m rooftop.interference.loads.worker KIND
---units FILE [KIND's options] --rank R --cpus C` (the launchers append
+"""One background-load process: `python -m rooftop.interference.loads.worker LOAD
+--units FILE [LOAD's options] --rank R --cpus C` (the launchers append
 --rank and --cpus as they do for engines; mpiexec and srun give
 --rank FIRST --rank-from-env).
 
-It pins itself to --cpus, then runs KIND's fixed units of work until
+It pins itself to --cpus, then runs LOAD's fixed units of work until
 SIGTERM or SIGINT, appending one JSON line per finished unit (the
 first, a warm-up, excepted) to FILE
 ({rank} replaced): {"t0", "t1", "work"} (wall-clock seconds, work in the
 load's unit). A unit cut short by the stop is not recorded. At the end it
 prints one JSON document on stdout: {"load", "rank", "units", "work",
-"seconds", "rate", "cpu_affinity", "pid", ...KIND's own fields}.
+"seconds", "rate", "cpu_affinity", "pid", ...LOAD's own fields}.
 Children it starts (net: engines; numio: its ranks; cmd: the command) are
 in its process group, stopped with it.
 
