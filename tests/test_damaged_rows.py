@@ -67,7 +67,7 @@ def folder(tmp_path_factory):
     db.execute("UPDATE samples SET per_client = -5 WHERE id = ?", (damaged["negative"],))
     db.execute("UPDATE samples SET aggregate = 9e999 WHERE id = ?", (damaged["inf"],))  # SQLite's Inf
     db.execute("UPDATE samples SET per_server = 0 WHERE id = ?", (damaged["zero"],))
-    db.execute("UPDATE service_points SET aggregate = 9e999 WHERE run_id = ? AND sample = 1", (bad,))
+    db.execute("UPDATE service_points SET aggregate = 9e999 WHERE run_id = ? AND window = 1", (bad,))
     (ceilings,) = db.execute("SELECT ceilings FROM baselines WHERE name = 'base'").fetchone()
     doc = json.loads(ceilings)
     doc["bw"]["ceilings"]["server"]["median"] = float("nan")
@@ -113,7 +113,7 @@ def test_a_damaged_row_reads_invalid_with_its_reason_and_the_ceilings_leave_it_o
     for sample in damaged.values():
         assert rows[sample]["status"] == "invalid" and rows[sample]["error"].startswith("damaged in the database: ")
     assert rows[damaged["inf"]]["aggregate"] is None and rows[damaged["negative"]]["per_client"] is None
-    point = next(p for p in doc["service_points"] if p["sample"] == 1)
+    point = next(p for p in doc["service_points"] if p["window"] == 1)
     assert point["status"] == "invalid" and point["aggregate"] is None and "aggregate = inf" in point["error"]
     # the model: the same ceilings as the good run's, from the samples left
     _, out, _ = cli(capsys, "model", bad, "--json", *r)

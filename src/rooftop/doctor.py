@@ -33,7 +33,7 @@ from rooftop.locks import Lock, LockBusy
 from rooftop.store import paths
 from rooftop.store.db import Store
 from rooftop.store.records import NewerSchema, StoreError, now_iso, utc_stamp
-from rooftop.store.schema import RENAMED_COLUMNS, SCHEMA_VERSION, STUDY_TABLES
+from rooftop.store.schema import SCHEMA_VERSION, STUDY_TABLES, renamed
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")
 
@@ -211,11 +211,8 @@ def _salvage(db: Path) -> tuple[dict[str, dict], dict[str, list[dict]]]:
             rows = con.execute("SELECT * FROM samples WHERE id BETWEEN ? AND ?", (lo, lo + 49)).fetchall()
         except sqlite3.Error:
             continue
-        was, now = RENAMED_COLUMNS["samples"]
         for r in rows:
-            row = dict(r)
-            if was in row and now not in row:
-                row[now] = row.pop(was)
+            row = renamed("samples", dict(r))
             samples.setdefault(row["run_id"], []).append(row)
     con.close()
     return runs, samples
@@ -296,11 +293,11 @@ def _move_aside(db: Path) -> Path:
 
 def _restore_interference(store: Store, d: Path) -> list[str]:
     """rooftop interfere's tables, from each isolated run's interference.json."""
-    from rooftop.interference.run import load_summary
+    from rooftop.interference.run import read_summary
 
     said = []
     for run_dir in _run_dirs(d):
-        doc = load_summary(run_dir)
+        doc = read_summary(run_dir)
         if doc is not None:
             store.add_interference(doc)
             said.append(f"run {run_dir.name}: interference of {len(doc['conditions'])} loaded run(s) restored")
@@ -395,11 +392,7 @@ def _salvage_table(db: Path, table: str) -> tuple[list[dict], str]:
         lost = lost or f"it could not be read ({e})"
     finally:
         con.close()
-    was, now = RENAMED_COLUMNS.get(table, ("", ""))
-    for row in rows:
-        if was in row and now not in row:
-            row[now] = row.pop(was)
-    return rows, lost
+    return [renamed(table, row) for row in rows], lost
 
 
 def _carry_tables(store: Store, carried: dict[str, tuple[list[dict], str]], restored: dict[str, dict]) -> list[str]:

@@ -52,8 +52,13 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: window's index in its measurement) is `window`, a series point's
 #: `sampler` is `source`; 2.1 the machine a run was measured on (its
 #: environment's `machine`: rooftop.engine.machine); 3.0 each metric's one
-#: answer (a ridge the verdict does not locate has null numbers).
-SCHEMA_VERSION = "3.0"
+#: answer (a ridge the verdict does not locate has null numbers); 4.0
+#: renamed, one word per meaning (issue 44): a service point's `sample`
+#: (its window's index at its placement) is `window` and its `source`
+#: (measured, imported) `origin`, and so are a service placement's
+#: `source` and left-out point's `sample` and a service answer's `source`
+#: (model).
+SCHEMA_VERSION = "4.0"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -100,7 +105,7 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
 
 def json_doc(store: Store, run_id: str) -> dict:
     from rooftop.interference import report as interference_report
-    from rooftop.interference.run import load_summary
+    from rooftop.interference.run import read_summary
     from rooftop.service import points as service_points
 
     run = store.get_run(run_id)
@@ -115,7 +120,7 @@ def json_doc(store: Store, run_id: str) -> dict:
         "measured_s": run.measured_s,
         "overhead": run.overhead,
         "samples": sample_rows(store, run.id),
-        "interference": interference_report.interference_json(load_summary(store.run_dir(run.id))),
+        "interference": interference_report.interference_json(read_summary(store.run_dir(run.id))),
         "service_points": [service_points.as_dict(p) for p in service_points.load(store, run.id)],
         **answers_json(store, run.id),
     }
@@ -191,8 +196,8 @@ def nodes_text(store: Store, run_id: str, fmt: str) -> str:
 
 #: `rooftop export RUN --services` CSV columns: read back by `rooftop service --import`.
 SERVICE_COLUMNS = [
-    "service", "metric", "server_procs", "client_procs", "sample", "per_client", "unit",
-    "status", "aggregate", "x", "source", "key", "error",
+    "service", "metric", "server_procs", "client_procs", "window", "per_client", "unit",
+    "status", "aggregate", "x", "origin", "key", "error",
 ]  # fmt: skip
 
 
@@ -208,7 +213,7 @@ def services_text(store: Store, run_id: str, fmt: str) -> str:
         return json_text({"schema_version": SCHEMA_VERSION, "run": run.id, "service_points": pts}, indent=1)
     return _csv(
         SERVICE_COLUMNS,
-        (dict(p, key=p["key"] or f"s{p['server_procs']}-c{p['client_procs']}-{p['sample']}") for p in pts),
+        (dict(p, key=p["key"] or f"s{p['server_procs']}-c{p['client_procs']}-{p['window']}") for p in pts),
     )
 
 

@@ -93,7 +93,7 @@ def test_old_database_migrates_and_keeps_every_row(name, tmp_path):
     assert [(r["id"], r["status"], r["samples"]) for r in listed] == [(runs[0]["id"], "complete", len(samples))]
     new_runs, new_samples = raw_rows(res, "runs"), raw_rows(res, "samples")
     moved = {"raw_dir", "created", "updated", "config"}
-    named = dict([schema.RENAMED_COLUMNS["samples"]]).get  # sample -> window (migration 16)
+    named = schema.RENAMED_COLUMNS["samples"].get  # sample -> window (migration 16)
     for old, new in zip(runs + samples, new_runs + new_samples, strict=True):
         # Every value as it was, but raw_dir: written absolute (/tmp/store-mig-*/RUN/raw/ROUND),
         # now relative to the results folder (migration 13); the times: written local
@@ -499,19 +499,21 @@ def test_columns_renamed_once_every_value_kept(tmp_path):
             raw_dir="",
         )
     st.add_series(run, "r0", {"cpu": [(0.5, "cpu_user", 0.25, "cores")], "power": [(0.5, "power", 80.0, "W")]})
-    for table, (old, new) in schema.RENAMED_COLUMNS.items():  # as version 15 wrote them
-        st.db.execute(f"ALTER TABLE {table} RENAME COLUMN {new} TO {old}")
+    renamed16 = {t: schema.RENAMED_COLUMNS[t] for t in ("samples", "series")}
+    for table, names in renamed16.items():  # as version 15 wrote them
+        for old, new in names.items():
+            st.db.execute(f"ALTER TABLE {table} RENAME COLUMN {new} TO {old}")
     st.db.execute("PRAGMA user_version = 15")
     st.db.commit()
     st.close()
-    before = {t: raw_rows(tmp_path / "res", t) for t in schema.RENAMED_COLUMNS}
+    before = {t: raw_rows(tmp_path / "res", t) for t in renamed16}
     assert [s["sample"] for s in before["samples"]] == [0, 1]
     st = Store(tmp_path / "res", create=False)  # migrates
     try:
         assert user_version(tmp_path / "res") == SCHEMA_VERSION
-        for table, (old, new) in schema.RENAMED_COLUMNS.items():
+        for table, names in renamed16.items():
             after = raw_rows(tmp_path / "res", table)
-            assert [{new if k == old else k: v for k, v in r.items()} for r in before[table]] == after
+            assert [{names.get(k, k): v for k, v in r.items()} for r in before[table]] == after
         assert [s["window"] for s in st.samples(run)] == [0, 1]
         assert [(p["source"], p["quantity"]) for p in st.series(run)] == [("cpu", "cpu_user"), ("power", "power")]
         doc = export.json_doc(st, run)
@@ -547,7 +549,7 @@ def test_service_points_and_baselines_tables_are_in_the_numbered_migrations(tmp_
     # Version 17 with the tables made on first write: their rows are kept.
     st = Store(tmp_path / "res")
     run = st.new_run({}, {})
-    points.add(st, run, points.ServicePoint("kv", "rpc", "ops/s", 1, 2, 0, "ok", 10.0, source="imported"))
+    points.add(st, run, points.ServicePoint("kv", "rpc", "ops/s", 1, 2, 0, "ok", 10.0, origin="imported"))
     points.save_spec(st, run, "kv", "rpc", {"name": "kv"})
     st.db.execute("INSERT INTO baselines VALUES ('b', ?, '2026-01-01T12:00:00+00:00', '{}')", (run,))
     st.db.execute("PRAGMA user_version = 17")
@@ -562,6 +564,67 @@ def test_service_points_and_baselines_tables_are_in_the_numbered_migrations(tmp_
         assert [n for n, _, _ in baselines.names(st)] == ["b"]
     finally:
         st.close()
+
+
+def columns(res: Path, table: str) -> list[str]:
+    db = sqlite3.connect(res / "rooftop.db")
+    try:
+        return [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
+    finally:
+        db.close()
+
+
+def test_service_points_sample_and_source_renamed_window_and_origin_every_value_kept(tmp_path):
+    """Migration 19 (issue 44): service_points.sample (a window's index at
+    its placement) becomes window and service_points.source (measured,
+    imported) origin, values kept: on a database that made the table on
+    first write (learn-dataset, version 12) and on one that got it from
+    migration 18 (results-2c33362, unnumbered); the store, the export and
+    doctor --rebuild's salvage read them under the new names."""
+    from rooftop.service import points
+
+    res = old_copy("learn-dataset", tmp_path)
+    assert user_version(res) == 12 and {"sample", "source"} <= set(columns(res, "service_points"))
+    run = raw_rows(res, "runs")[0]["id"]
+    db = sqlite3.connect(res / "rooftop.db")
+    for window, origin, agg in ((0, "measured", 10.0), (1, "imported", 12.0)):
+        db.execute(
+            "INSERT INTO service_points (run_id, service, key, metric, unit, server_procs, client_procs, x, sample, "
+            "status, aggregate, per_client, measured_s, error, source, detail, created) "
+            "VALUES (?, 'kv', ?, 'rpc', 'ops/s', 1, 2, 0.5, ?, 'ok', ?, ?, 1.0, '', ?, '{}', '2026-01-01T12:00:00+00:00')",
+            (run, f"s1-c2-{window}", window, agg, agg / 2, origin),
+        )
+    db.commit()
+    db.close()
+    before = raw_rows(res, "service_points")
+    assert schema.renamed("service_points", dict(before[1])) == {
+        {"sample": "window", "source": "origin"}.get(k, k): v for k, v in before[1].items()
+    }
+    st = Store(res, create=False)  # migrates
+    try:
+        assert user_version(res) == SCHEMA_VERSION
+        cols = columns(res, "service_points")
+        assert {"window", "origin"} <= set(cols) and not {"sample", "source"} & set(cols)
+        named = schema.RENAMED_COLUMNS["service_points"]
+        assert raw_rows(res, "service_points") == [{named.get(k, k): v for k, v in r.items()} for r in before]
+        assert [(p.window, p.origin, p.aggregate) for p in points.load(st, run)] == [
+            (0, "measured", 10.0),
+            (1, "imported", 12.0),
+        ]
+        doc = export.json_doc(st, run)
+        assert [(p["window"], p["origin"]) for p in doc["service_points"]] == [(0, "measured"), (1, "imported")]
+        defs = export.schema("export")["$defs"]
+        for p in doc["service_points"]:
+            jsonschema.validate(p, {"$defs": defs, "$ref": "#/$defs/service_point"})
+        header = export.services_text(st, run, "csv").splitlines()[0].split(",")
+        assert "window" in header and "origin" in header and "sample" not in header and "source" not in header
+    finally:
+        st.close()
+    # A database before migration 18: the table it makes gets the new names too.
+    old = old_copy("results-2c33362", tmp_path)
+    Store(old, create=False).close()
+    cols = columns(old, "service_points")
+    assert {"window", "origin"} <= set(cols) and not {"sample", "source"} & set(cols)
 
 
 def test_doctor_says_upgrade_rooftop_for_a_newer_database_and_never_rebuilds_it(tmp_path):

@@ -67,7 +67,7 @@ def processes_mentioning(marker: str) -> list[int]:
 def wait_units(r, n: int, timeout: float = 40.0) -> None:
     end = time.monotonic() + timeout
     while background.units_done(r) < n:
-        assert time.monotonic() < end, f"load {r.kind} finished no {n} units in {timeout} s: " + " ".join(
+        assert time.monotonic() < end, f"load {r.load} finished no {n} units in {timeout} s: " + " ".join(
             p.read_text()[-400:] for p in r.folder.glob("*.log")
         )
         assert all(p.poll() is None for p in r.procs), (r.folder / "worker-0.log").read_text()[-800:]

@@ -64,11 +64,11 @@ def run(tmp_path_factory):
 def test_a_good_file_is_stored_in_the_metrics_unit(run):
     st, run_id, pts, _ = run
     assert [p.service for p in pts] == ["redis-get"] * 4  # the file's stem
-    assert [(p.server_procs, p.client_procs, p.sample) for p in pts] == [(1, 4, 0), (1, 4, 1), (1, 2, 0), (2, 1, 0)]
+    assert [(p.server_procs, p.client_procs, p.window) for p in pts] == [(1, 4, 0), (1, 4, 1), (1, 2, 0), (2, 1, 0)]
     assert [p.per_client for p in pts] == pytest.approx([20e3, 22e3, 40e3, 30e3])
     assert pts[0].aggregate == pytest.approx(80e3) and pts[0].unit == "ops/s"
     stored = points.load(st, run_id, "redis-get")
-    assert len(stored) == 4 and {p.source for p in stored} == {"imported"} and {p.status for p in stored} == {"ok"}
+    assert len(stored) == 4 and {p.origin for p in stored} == {"imported"} and {p.status for p in stored} == {"ok"}
     assert stored[0].detail["line"] == 3
 
 
@@ -155,7 +155,7 @@ def test_a_killed_import_leaves_nothing(tmp_path):
     )
     try:
         with fifo.open("w") as w:
-            w.write("server_procs,client_procs,per_client,unit,sample\n")
+            w.write("server_procs,client_procs,per_client,unit,window\n")
             w.writelines(f"1,2,{5 + i % 7},K ops/s,{i}\n" for i in range(500))
             w.flush()
             deadline = time.monotonic() + 60
@@ -182,9 +182,9 @@ def test_a_killed_import_leaves_nothing(tmp_path):
 # --- efficiency ---------------------------------------------------------------
 
 
-def _pt(sp, cp, per_client, sample=0, status="ok"):
+def _pt(sp, cp, per_client, window=0, status="ok"):
     return ServicePoint(
-        "kv", "rpc", "ops/s", sp, cp, sample, status, None if status != "ok" else per_client * cp, error="boom"
+        "kv", "rpc", "ops/s", sp, cp, window, status, None if status != "ok" else per_client * cp, error="boom"
     )
 
 

@@ -125,7 +125,7 @@ def test_each_service_has_a_card_and_a_sizing_line_that_size_prints_and_its_sect
         )
     # The measured preset's own unit: requests/s of 1 MiB, against bw.
     bw = next(s for s in res.services if s.service == "redis-bw")
-    assert (bw.source, bw.unit.base, bw.unit.note) == ("measured", "ops/s", "1 op = 1 MiB")
+    assert (bw.origin, bw.unit.base, bw.unit.note) == ("measured", "ops/s", "1 op = 1 MiB")
     assert bw.unit.per_metric == pytest.approx(2.0**-20)
 
 

@@ -107,6 +107,7 @@ def test_dry_run_prints_each_process_command(run):
         f"--dir {shlex.quote(f'{folder}/server-0')} --logfile {shlex.quote(f'{folder}/server-0/redis.log')} "
         in r.stdout
     )
+    assert ": 2 window(s) of 2 client(s) vs 1 server(s)" in r.stdout, r.stdout  # collect.windows: one point each
     for rank in (0, 1):  # both clients of the one server
         assert f"#   client rank {rank} on node 1: redis-benchmark -h 127.0.0.1 -p 16379 -c 1 -P 1 " in r.stdout
     assert not folder.exists() or not any(folder.rglob("release"))  # nothing ran
@@ -291,14 +292,14 @@ def test_rebuild_restores_service_points_and_baselines_and_says_what_it_cannot(t
     r = rooftop("service", rid, str(p), "--results", str(res))
     assert r.returncode == 0, r.stdout + r.stderr
     st = Store(str(res), create=False)
-    imported = points.ServicePoint("elsewhere", "rpc", "ops/s", 4, 8, 0, "ok", 80.0, source="imported")
+    imported = points.ServicePoint("elsewhere", "rpc", "ops/s", 4, 8, 0, "ok", 80.0, origin="imported")
     points.add(st, rid, imported)
     st.db.execute("INSERT INTO baselines VALUES ('nightly', ?, '2026-01-01T12:00:00+00:00', '{}')", (rid,))
     st.add_series(rid, "r0", {"cpu": [(0.5, "cpu_user", 0.25, "cores")]})
     st.close()
     carried = ("service_points", "service_specs", "baselines", "series")
     before = {t: _rows(res, t) for t in carried}
-    assert [p["source"] for p in before["service_points"]] == ["imported", "measured", "measured"]
+    assert [p["origin"] for p in before["service_points"]] == ["imported", "measured", "measured"]
     out = rooftop("doctor", "--results", str(res), "--rebuild")
     assert out.returncode == 0 and "service_points: 3 row(s) carried over" in out.stdout, out.stdout
     assert {t: _rows(res, t) for t in carried} == before
@@ -307,8 +308,8 @@ def test_rebuild_restores_service_points_and_baselines_and_says_what_it_cannot(t
         f.unlink()
     out = rooftop("doctor", "--results", str(res), "--rebuild")
     assert out.returncode == 0 and f"run {rid}: 2 service point(s) read again" in out.stdout, out.stdout
-    measured = [p for p in before["service_points"] if p["source"] == "measured"]
-    same = ("service", "key", "metric", "unit", "server_procs", "client_procs", "sample", "status", "aggregate")
+    measured = [p for p in before["service_points"] if p["origin"] == "measured"]
+    same = ("service", "key", "metric", "unit", "server_procs", "client_procs", "window", "status", "aggregate")
     assert [{k: p[k] for k in same} for p in _rows(res, "service_points")] == [
         {k: p[k] for k in same} for p in measured
     ]
@@ -321,4 +322,4 @@ def test_rebuild_restores_service_points_and_baselines_and_says_what_it_cannot(t
     out = rooftop("doctor", "--results", str(res), "--rebuild")
     assert "service_points: NOT all restored" in out.stdout and "imported points" in out.stdout, out.stdout
     assert f"run {rid}: 2 service point(s) read again" in out.stdout, out.stdout
-    assert [p["source"] for p in _rows(res, "service_points")] == ["measured", "measured"]
+    assert [p["origin"] for p in _rows(res, "service_points")] == ["measured", "measured"]

@@ -31,7 +31,7 @@ def meaning(comps: list[dict]) -> str:
 PITFALL = Pitfall(
     name="allocation",
     title="file allocation: preallocate vs append vs wrap",
-    kind="storage",
+    target="storage",
     op="put",
     args=("--size", "4KiB", "--pattern", "seq", "--io-mode", "direct+sync", "--file-size", FILE),
     unit="ops/s",

@@ -36,7 +36,7 @@ class Pitfall:
 
     name: str  # --only takes it
     title: str  # the table's first column
-    kind: str  # network (a server and a client) | storage (the local storage mode)
+    target: str  # what it measures: network (a server and a client) | storage (the local storage mode)
     op: str  # the engine operation
     args: tuple[str, ...]  # the client's (storage: the storage command's) arguments of every setting
     unit: str  # ops/s | bytes/s
@@ -54,7 +54,7 @@ class Pitfall:
         """Every parameter, for the run's config (and so its run_params)."""
         return {
             "title": self.title,
-            "kind": self.kind,
+            "target": self.target,
             "op": self.op,
             "args": list(self.args),
             "unit": self.unit,
@@ -65,7 +65,7 @@ class Pitfall:
                     "server": list(s.server),
                     "client": list(s.client),
                     "binding": s.binding,
-                    **({"progress": s.progress} if self.kind == "network" else {}),
+                    **({"progress": s.progress} if self.target == "network" else {}),
                 }
                 for s in self.settings
             },

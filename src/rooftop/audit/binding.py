@@ -25,7 +25,7 @@ def meaning(comps: list[dict]) -> str:
 PITFALL = Pitfall(
     name="binding",
     title="core binding: core vs none",
-    kind="network",
+    target="network",
     op="noop",
     args=(),
     unit="ops/s",

@@ -25,7 +25,7 @@ def meaning(comps: list[dict]) -> str:
 PITFALL = Pitfall(
     name="buffer",
     title="bulk buffer: reuse vs stream",
-    kind="network",
+    target="network",
     op="read",
     args=("--size", "4MiB"),
     unit="bytes/s",

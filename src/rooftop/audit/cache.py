@@ -33,7 +33,7 @@ def meaning(comps: list[dict]) -> str:
 PITFALL = Pitfall(
     name="cache",
     title="cache mode: buffered vs O_DIRECT, +/- O_SYNC",
-    kind="storage",
+    target="storage",
     op="put",
     args=("--size", "4KiB", "--pattern", "rand", "--allocation", "preallocate", "--file-size", "16MiB"),
     unit="ops/s",

@@ -28,7 +28,7 @@ def meaning(comps: list[dict]) -> str:
 PITFALL = Pitfall(
     name="completion",
     title="server completion: busy vs block",
-    kind="network",
+    target="network",
     op="noop",
     args=(),
     unit="ops/s",

@@ -32,7 +32,7 @@ def meaning(comps: list[dict]) -> str:
 PITFALL = Pitfall(
     name="pages",
     title="buffer pages: huge vs base (O_DIRECT)",
-    kind="storage",
+    target="storage",
     op="put",
     args=("--size", SIZE, "--pattern", "seq", "--io-mode", "direct", "--file-size", "64MiB"),
     unit="bytes/s",

@@ -138,7 +138,7 @@ def _sample(run_id: str, p: Pitfall, s: Setting, i: int, raw: Path, opts: dict, 
         "unit": p.unit,
         "server_nodes": [0],
         "client_nodes": [0],
-        "server_procs": 1 if p.kind == "network" else 0,
+        "server_procs": 1 if p.target == "network" else 0,
         "client_procs": 1,
         "x": 1.0,
         "window": i,
@@ -156,7 +156,7 @@ def measure_pitfall(store, run_id: str, p: Pitfall, node, opts: dict, say: Calla
     """Every repeat of every setting of p, stored as it is measured: its row."""
     measured = {s.name: Measured(s.name) for s in p.settings}
     where = ""
-    how = measure_network if p.kind == "network" else measure_storage
+    how = measure_network if p.target == "network" else measure_storage
     for i in range(opts["repeats"]):
         order = p.settings if i % 2 == 0 else tuple(reversed(p.settings))
         for s in order:
@@ -177,7 +177,7 @@ def measure_pitfall(store, run_id: str, p: Pitfall, node, opts: dict, say: Calla
                 f"  {p.name:10s} {s.name:12s} #{i + 1}: "
                 + (fmt_rate(m.rates[-1], p.unit) if doc else f"not measured: {error}")
             )
-    if p.kind == "storage" and not where:
+    if p.target == "storage" and not where:
         where = f"{opts['storage_path']}"
     return summarize(p, measured, where)
 

@@ -94,8 +94,10 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd)
 
 
-#: The study sections `rooftop interfere` reads: its own keys and the loads' knobs.
-SECTIONS = ("loads", "interference")
+#: The studies whose keys `rooftop interfere` reads (rooftop.config's
+#: STUDY_KEYS): its own and the loads' knobs. Not report sections
+#: (rooftop.kinds.sections.SECTIONS).
+STUDIES = ("loads", "interference")
 
 
 def _config(args) -> tuple[dict, interfere.Plan]:
@@ -108,11 +110,11 @@ def _config(args) -> tuple[dict, interfere.Plan]:
     for k in ("duration", "warmup", "windows"):  # the flags set both phases' keys here
         if f"collect.{k}" in o:
             o.setdefault(f"validate.{k}", o[f"collect.{k}"])
-    cfg = build(args.config, o, SECTIONS)
+    cfg = build(args.config, o, STUDIES)
     try:
         if args.load_set:  # --load-set wins over --set; its loads are those of interference.loads
             o.update(interfere.load_set_overrides(args.load_set, cfg["interference"]["loads"] or []))
-            cfg = build(args.config, o, SECTIONS)
+            cfg = build(args.config, o, STUDIES)
         plan = interfere.plan_of(cfg["interference"], {})  # a drawn seed is recorded in cfg["interference"]
     except ValueError as e:
         raise ConfigError(str(e)) from None
@@ -176,8 +178,8 @@ def _bursts_service(args, plan, cfg: dict) -> tuple[dict, list]:
             "--bursts-run and interference.stages (--stages): the service is either a bursts run or roofline stages"
         )
     # The run's values that name what would run, given again (config.trust).
-    again = {k: v for k, v in given.items() if k.split(".")[0] not in SECTIONS and KEY_BY_PATH[k].executes}
-    ignored = sorted(k for k in given if k != "results" and k.split(".")[0] not in SECTIONS and k not in again) + (
+    again = {k: v for k, v in given.items() if k.split(".")[0] not in STUDIES and KEY_BY_PATH[k].executes}
+    ignored = sorted(k for k in given if k != "results" and k.split(".")[0] not in STUDIES and k not in again) + (
         ["--config"] if args.config else []
     )
     if ignored:

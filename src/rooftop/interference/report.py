@@ -19,9 +19,9 @@ def read(store, res) -> dict | None:
     """The section's data: RUN/interference.json when res is an isolated
     run (None: it is not); fills res.loaded (per metric: [(label, roofline
     of the loaded run)])."""
-    from rooftop.interference.run import load_summary
+    from rooftop.interference.run import read_summary
 
-    doc = load_summary(store.run_dir(res.run.id))
+    doc = read_summary(store.run_dir(res.run.id))
     if doc is None:
         return None
     for c in doc["conditions"]:
@@ -284,14 +284,14 @@ def figure(doc: dict):
 def _ensemble(ax, conds: list[dict]) -> None:
     from rooftop.plots.style import LOADED_COLOURS
 
-    for n, kind in enumerate(sorted({c["load"] for c in conds})):
+    for n, load in enumerate(sorted({c["load"] for c in conds})):
         colour = LOADED_COLOURS[n % len(LOADED_COLOURS)]
-        cs = sorted((c for c in conds if c["load"] == kind), key=lambda c: c["copies"])
+        cs = sorted((c for c in conds if c["load"] == load), key=lambda c: c["copies"])
         ks = [c["copies"] for c in cs]
         svc = [_mean([i["impact_rate"] for i in c["impacts"]]) for c in cs]
         own = [_mean([x.get("normalized") for x in c["loads"]]) for c in cs]
-        ax.plot(ks, own, "o-", color=colour, label=f"{kind}: its normalized slowdown", gid=f"ensemble-{kind}")
-        ax.plot(ks, svc, "s--", color=colour, label=f"{kind}: the service's impact (mean rate)")
+        ax.plot(ks, own, "o-", color=colour, label=f"{load}: its normalized slowdown", gid=f"ensemble-{load}")
+        ax.plot(ks, svc, "s--", color=colour, label=f"{load}: the service's impact (mean rate)")
     ax.axhline(1.0, color="#222", lw=1)
     ax.set(
         xlabel="concurrent copies of the load",

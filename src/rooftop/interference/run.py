@@ -109,31 +109,31 @@ def plan_of(keys: dict, knobs: dict[str, dict]) -> Plan:
     )
 
 
-def load_set_overrides(items: list[str], kinds: list[str]) -> dict:
+def load_set_overrides(items: list[str], loads: list[str]) -> dict:
     """--load-set KIND.KNOB=VALUE as config overrides (loads.KIND.KNOB:
     value), each knob checked against the load's (and against --loads)."""
-    given: dict[str, dict] = {k: {} for k in kinds}
+    given: dict[str, dict] = {k: {} for k in loads}
     for text in items:
         name, eq, value = text.partition("=")
-        kind, dot, knob = name.partition(".")
+        load, dot, knob = name.partition(".")
         if not eq or not dot:
             raise ValueError(f"--load-set '{text}': expected KIND.KNOB=VALUE (e.g. cpu.procs=1)")
-        if kind not in given:
-            raise ValueError(f"--load-set '{text}': load '{kind}' is not in interference.loads (--loads)")
-        given[kind][knob] = value
+        if load not in given:
+            raise ValueError(f"--load-set '{text}': load '{load}' is not in interference.loads (--loads)")
+        given[load][knob] = value
     out = {}
-    for kind, values in given.items():
-        resolved = get(kind).resolve(values)  # names and values checked
-        out.update({f"loads.{kind}.{n}": resolved[n] for n in values})
+    for load, values in given.items():
+        resolved = get(load).resolve(values)  # names and values checked
+        out.update({f"loads.{load}.{n}": resolved[n] for n in values})
     return out
 
 
-def parse_knobs(items: list[str], kinds: list[str]) -> dict[str, dict]:
+def parse_knobs(items: list[str], loads: list[str]) -> dict[str, dict]:
     """--load-set KIND.KNOB=VALUE, checked against each load's knobs; every
     asked load gets all its knobs resolved."""
-    o = load_set_overrides(items, kinds)
+    o = load_set_overrides(items, loads)
     return {
-        k: get(k).resolve({p.rsplit(".", 1)[1]: v for p, v in o.items() if p.startswith(f"loads.{k}.")}) for k in kinds
+        k: get(k).resolve({p.rsplit(".", 1)[1]: v for p, v in o.items() if p.startswith(f"loads.{k}.")}) for k in loads
     }
 
 
@@ -151,13 +151,13 @@ def service_nodes(plans: list) -> tuple[set[int], set[int]]:
     return servers, clients
 
 
-def draw_nodes(plan: Plan, kind: str, nodes: list, rng: random.Random) -> list[int]:
+def draw_nodes(plan: Plan, load: str, nodes: list, rng: random.Random) -> list[int]:
     """A copy's nodes: the given ones, or a seeded random draw."""
-    want = plan.node_count or (2 if get(kind).multi_node else 1)
+    want = plan.node_count or (2 if get(load).multi_node else 1)
     if plan.placement == "random":
         if want > len(nodes):
             raise ValueError(
-                f"interference.load_node_count (--load-node-count): load '{kind}' wants {want} nodes; "
+                f"interference.load_node_count (--load-node-count): load '{load}' wants {want} nodes; "
                 f"there are {len(nodes)}"
             )
         return sorted(rng.sample(range(len(nodes)), want))
@@ -165,23 +165,23 @@ def draw_nodes(plan: Plan, kind: str, nodes: list, rng: random.Random) -> list[i
     bad = [i for i in chosen if not 0 <= i < len(nodes)]
     if bad:
         raise ValueError(f"interference.load_nodes (--load-nodes) {bad[0]}: nodes are 0..{len(nodes) - 1}")
-    if get(kind).multi_node and len(chosen) < 2:
-        raise ValueError(f"load '{kind}' needs at least two nodes (interference.load_nodes, --load-nodes A,B)")
+    if get(load).multi_node and len(chosen) < 2:
+        raise ValueError(f"load '{load}' needs at least two nodes (interference.load_nodes, --load-nodes A,B)")
     return chosen
 
 
 def conditions(plan: Plan, nodes: list) -> list[dict]:
-    """Each loaded condition: load kind, copies and each copy's nodes."""
+    """Each loaded condition: the load, copies and each copy's nodes."""
     rng = random.Random(plan.seed)
     out = []
-    for kind in plan.loads:
+    for load in plan.loads:
         for k in plan.ensemble:
             out.append(
                 {
-                    "load": kind,
+                    "load": load,
                     "copies": k,
-                    "knobs": plan.knobs[kind],
-                    "nodes": [draw_nodes(plan, kind, nodes, rng) for _ in range(k)],
+                    "knobs": plan.knobs[load],
+                    "nodes": [draw_nodes(plan, load, nodes, rng) for _ in range(k)],
                 }
             )
     return out
@@ -195,14 +195,14 @@ def _cpus_of(launch) -> set[int]:
     return {int(c) for c in text.split(",")}
 
 
-def shared(kind: str, running: list, plans: list, nodes: list) -> str:
+def shared(load: str, running: list, plans: list, nodes: list) -> str:
     """Which resource the load shared with the service, in words."""
     servers, clients = service_nodes(plans)
     svc = servers | clients
     role = lambda i: "server" if i in servers else "client"
     used = {l.node.index for r in running for l in r.launches}
     on = sorted(used & svc)
-    if get(kind).links:
+    if get(load).links:
         if on:
             return "network: the links of " + ", ".join(f"n{i} (a {role(i)} node)" for i in on) + " carry the flood"
         return "network: the flood runs between nodes the service does not use (only shared switches)"
@@ -211,16 +211,16 @@ def shared(kind: str, running: list, plans: list, nodes: list) -> str:
     if load_cores & svc_cores:
         where = ", ".join(f"n{i} ({role(i)})" for i in on) or "the service's nodes"
         return (
-            f"{get(kind).on_cores}: the load runs on cores {','.join(map(str, sorted(load_cores & svc_cores)))} "
+            f"{get(load).on_cores}: the load runs on cores {','.join(map(str, sorted(load_cores & svc_cores)))} "
             f"of {where}, which the service uses"
         )
     if on:
         return (
-            f"{get(kind).resource}: the load runs on "
+            f"{get(load).resource}: the load runs on "
             + ", ".join(f"n{i}" for i in on)
             + " but on cores the service does not use (memory, caches and I/O are shared)"
         )
-    return f"{get(kind).resource}: no node of the service runs the load (only machine-wide resources)"
+    return f"{get(load).resource}: no node of the service runs the load (only machine-wide resources)"
 
 
 def _rate_p99(store, run_id: str, stage: str, metric: str) -> tuple[float | None, float | None, str]:
@@ -359,7 +359,7 @@ def _wait_alone(running: list, seconds: float, patience: float = 60.0) -> None:
                 log = r.folder / f"worker-{i}.log"
                 tail = log.read_text()[-600:] if log.exists() else ""
                 raise RuntimeError(
-                    f"load '{r.kind}' exited (code {dead[0].returncode}) before the stages started: {tail.strip()}"
+                    f"load '{r.load}' exited (code {dead[0].returncode}) before the stages started: {tail.strip()}"
                 )
         waited = time.monotonic() - start
         if waited >= seconds and (waited >= seconds + patience or all(background.units_done(r) >= 2 for r in running)):
@@ -430,8 +430,8 @@ def save(store, doc: dict) -> Path:
     return files.write(path, json_text(doc, indent=1))
 
 
-def load_summary(run_dir: Path) -> dict | None:
-    """RUN/interference.json of an isolated run (None: not an interfere run)."""
+def read_summary(run_dir: Path) -> dict | None:
+    """RUN/interference.json of an isolated run, read (None: not an interfere run)."""
     path = Path(run_dir) / "interference.json"
     try:
         return json.loads(path.read_text())

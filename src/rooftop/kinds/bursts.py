@@ -9,11 +9,11 @@ def _report(store, run, out_dir: Path):
     from rooftop.bursts import report as bursts_report
     from rooftop.bursts import run as bursts
     from rooftop.interference import report as interference_report
-    from rooftop.interference.run import load_summary
+    from rooftop.interference.run import read_summary
 
     # Measured with `rooftop interfere --bursts-run`: alone (then the impact
     # factors, RUN/interference.json) or beside a load.
-    doc = load_summary(store.run_dir(run.id))
+    doc = read_summary(store.run_dir(run.id))
     under_load = (interference_report.markdown_of(doc, run), interference_report.html_of(doc, run))
     return bursts_report.write(bursts.results(store, run.id), out_dir, [under_load])
 

@@ -48,8 +48,8 @@ from rooftop.learn import LearnError
 
 #: The model file's format; another one is refused (re-learn).
 FORMAT = 2
-#: What tells a rooftop model file from other JSON.
-KIND = "rooftop learned model"
+#: What tells a rooftop model file from other JSON (its "content").
+CONTENT = "rooftop learned model"
 #: The model file's name: METRIC + SUFFIX (beside METRIC.json, the comparison).
 SUFFIX = ".model.json"
 #: Names of model files of older rooftops (pickles), refused.
@@ -169,7 +169,7 @@ def save_model(path: Path, doc: dict, X: np.ndarray, y: np.ndarray, predictions:
     body["rooflines"] = {run: roofline_json(r) for run, r in doc["rooflines"].items()}
     out = {
         "format": FORMAT,
-        "content": KIND,
+        "content": CONTENT,
         "rooftop": __version__,
         "sklearn": sklearn.__version__,
         "numpy": np.__version__,
@@ -211,7 +211,7 @@ def load_model(path: Path, run_id: str | None = None) -> dict:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise LearnError(f"{path}: not a rooftop model file (not JSON); {relearn_hint(run_id)}") from None
-    if not isinstance(doc, dict) or doc.get("content") != KIND:
+    if not isinstance(doc, dict) or doc.get("content") != CONTENT:
         raise LearnError(f"{path}: not a rooftop model file; {relearn_hint(run_id)}")
     if doc.get("format") != FORMAT:
         raise LearnError(

@@ -9,8 +9,9 @@ from rooftop.plots import compare, latency, pairs, roofline, sweep
 from rooftop.plots.save import FORMATS, save
 from rooftop.results import RunResults
 
-#: The run's own figures, per metric, in the report's order.
-KINDS = ("roofline", "sweep", "pairs", "latency")
+#: The run's own figures, per metric, in the report's order (not run kinds:
+#: rooftop.kinds.KINDS).
+FIGURES = ("roofline", "sweep", "pairs", "latency")
 
 
 def left_out(res: RunResults) -> dict[str, str]:

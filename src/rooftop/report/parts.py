@@ -15,7 +15,7 @@ from rooftop.engine import machine as mach
 from rooftop.model import classes
 from rooftop.model.drift import drift_lines
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO
-from rooftop.plots.run import KINDS, left_out
+from rooftop.plots.run import FIGURES, left_out
 from rooftop.report import advice
 from rooftop.report.render import md_text
 from rooftop.results import RunResults
@@ -65,12 +65,12 @@ def markdown_of(res: RunResults, where: str, figures: dict[str, list[Path]], bas
 def shown(res: RunResults, figures: dict[str, list[Path]]) -> list[tuple[str, Path | None, str]]:
     """The report's Figures in order, (name, PNG, caption) each; a figure
     that would carry no information (rooftop.plots.run.left_out) has no PNG
-    and its caption says why. Per metric the run's own kinds, then the rest
+    and its caption says why. Per metric the run's own figures, then the rest
     (mixes, NIC policies, the sections' figures not shown in their sections)."""
     caps, notes, figs = captions(res), left_out(res), shown_figures(res, figures)
     png = lambda name: next((p for p in figs.get(name, []) if p.suffix == ".png"), None)  # noqa: E731
     out: list[tuple[str, Path | None, str]] = []
-    names = [f"{kind}-{m}" for m in res.metrics for kind in KINDS]
+    names = [f"{fig}-{m}" for m in res.metrics for fig in FIGURES]
     names += [n for n in figs if n not in names]
     for name in names:
         if name in notes:

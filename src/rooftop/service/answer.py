@@ -104,7 +104,7 @@ class ServiceAnswer:
     platform: Answer
     unit: OwnUnit
     #: measured | imported | measured and imported
-    source: str = "measured"
+    origin: str = "measured"
     #: What it measures: the spec's description, and the files it was
     #: imported from ('imported from redis-get.csv').
     description: str = ""
@@ -261,7 +261,7 @@ class ServiceAnswer:
         v = self.median()
         samples = sum(p.samples for p in self.placements)
         lines = [
-            f"on the {self.metric} roofline ({self.roofline.source}): {self.description or self.source}",
+            f"on the {self.metric} roofline ({self.roofline.source}): {self.description or self.origin}",
             f"{len(self.placements)} placement(s), {samples} usable sample(s)"
             + (f"; {len(self.left_out)} left out" if self.left_out else ""),
         ]
@@ -283,7 +283,7 @@ class ServiceAnswer:
             "metric": self.metric,
             "unit": e.unit,
             "roofline_source": self.roofline.source,
-            "source": self.source,
+            "origin": self.origin,
             "description": self.description,
             "own_unit": self.unit.to_dict(),
             "headline": self.headline(),
@@ -314,16 +314,16 @@ def service_answer(
     """A service's answer from its efficiency, the platform's answer of its
     metric, its spec (None: imported) and its points (where they came from)."""
     mine = [p for p in pts if p.service == ev.service and p.metric == ev.metric]
-    sources = sorted({p.source for p in mine}) or ["measured"]
+    origins = sorted({p.origin for p in mine}) or ["measured"]
     files = sorted(
-        {Path(str(p.detail.get("file"))).name for p in mine if p.source == "imported" and p.detail.get("file")}
+        {Path(str(p.detail.get("file"))).name for p in mine if p.origin == "imported" and p.detail.get("file")}
     )
     desc = "; ".join(
         x
         for x in (str((spec or {}).get("description") or ""), "imported from " + ", ".join(files) if files else "")
         if x
     )
-    return ServiceAnswer(ev, platform, own_unit(ev.unit, spec), " and ".join(sources), desc, spec)
+    return ServiceAnswer(ev, platform, own_unit(ev.unit, spec), " and ".join(origins), desc, spec)
 
 
 def answers_of(

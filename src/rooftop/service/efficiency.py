@@ -36,7 +36,7 @@ class Placement:
     predicted_lo: float
     predicted_hi: float
     binding: str  # server | client
-    sources: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()  # its points' (rooftop.service.points.ORIGINS)
 
     @property
     def x(self) -> float:
@@ -58,7 +58,7 @@ class Placement:
             "roofline_range": [self.predicted_lo, self.predicted_hi],
             "efficiency": self.efficiency,
             "binding": self.binding,
-            "source": ",".join(self.sources),
+            "origin": ",".join(self.origins),
         }
 
 
@@ -74,7 +74,7 @@ class ServiceEfficiency:
 
     def left_out_lines(self) -> list[str]:
         return [
-            f"{p.service} {p.server_procs} x {p.client_procs} sample {p.sample} ({p.source}) left out: {why}"
+            f"{p.service} {p.server_procs} x {p.client_procs} window {p.window} ({p.origin}) left out: {why}"
             for p, why in self.left_out
         ]
 
@@ -84,7 +84,7 @@ class ServiceEfficiency:
                 "key": p.the_key(),
                 "server_procs": p.server_procs,
                 "client_procs": p.client_procs,
-                "sample": p.sample,
+                "window": p.window,
                 "status": p.status,
                 "why": why,
             }
@@ -140,7 +140,7 @@ def evaluate(roofline: model.Roofline, pts: list[ServicePoint], nodes=None) -> S
                 roofline.rate(x, "lo"),
                 roofline.rate(x, "hi"),
                 roofline.binding(x),
-                tuple(sorted({p.source for p in group})),
+                tuple(sorted({p.origin for p in group})),
             )
         )
     ev.placements.sort(key=lambda p: (p.x, p.server_procs))

@@ -3,7 +3,7 @@ large machine, another benchmark's output) stored as imported ServicePoints
 in a run, so they sit on that run's roofline like measured ones.
 
 The file (docs/services.md, "Points measured elsewhere"): a header line,
-then one line per sample, columns in any order, names case-insensitive:
+then one line per point, columns in any order, names case-insensitive:
 
     server_procs   server processes of the placement (integer >= 1)
     client_procs   client processes (integer >= 1)
@@ -15,7 +15,7 @@ then one line per sample, columns in any order, names case-insensitive:
                    bytes/s, KiB/s, MiB/s, GiB/s, TiB/s, MB/s, GB/s
                    (rooftop.units), one that measures the
                    compared metric
-    sample         optional: the sample's index at its placement (default:
+    window         optional: the window's index at its placement (default:
                    0, 1, ... in file order)
     service        optional: the service's name on that line (default: the
                    name given to the import)
@@ -24,7 +24,7 @@ then one line per sample, columns in any order, names case-insensitive:
                    efficiencies with its error as the reason
     metric         optional: must be the metric imported against
 
-The columns `rooftop export RUN --services` adds (aggregate, x, source, key)
+The columns `rooftop export RUN --services` adds (aggregate, x, origin, key)
 are ignored (derived again), and the quote it puts before a text cell a
 spreadsheet would run is taken off (rooftop.files.csv_value), so its CSV
 reads back.
@@ -36,7 +36,7 @@ names the file, the line and the column, and nothing is stored: the file is
 read one line at a time into one database transaction (its memory does not
 grow with the file), committed after its last line; an error, Ctrl-C or a
 kill before then leaves nothing of it. Importing a file again replaces the points with the same placement and
-sample (their key), so a corrected file can be imported over a bad one.
+window (their key), so a corrected file can be imported over a bad one.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ from rooftop.units import PARAM_UNITS
 
 #: Columns every line must have, and the optional ones.
 REQUIRED = ("server_procs", "client_procs", "per_client", "unit")
-OPTIONAL = ("sample", "service", "status", "error", "metric")
+OPTIONAL = ("window", "service", "status", "error", "metric")
 #: Columns of `rooftop export --services` derived again on import.
-IGNORED = ("aggregate", "x", "source", "key")
+IGNORED = ("aggregate", "x", "origin", "key")
 #: A service name: what figures, keys and figures of merit may carry.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 
@@ -75,7 +75,7 @@ class Imported:
 
 def import_csv(store, run_id: str, path, name: str | None = None, metric: str = "rpc") -> Imported:
     """Reads FILE.csv (module docstring) and stores its points in the run
-    (source "imported"), all or none: line by line into one transaction
+    (origin "imported"), all or none: line by line into one transaction
     (memory bounded however long the file; a kill before its commit leaves
     nothing). name: the service of lines without a service column
     (default: the file's stem); metric: the rooftop metric they are
@@ -94,8 +94,8 @@ def import_csv(store, run_id: str, path, name: str | None = None, metric: str = 
     except points.DuplicatePoint as e:
         p, line = e.point, e.earlier.get("line")
         raise ConfigError(
-            f"{path} line {p.detail['line']}, column sample: {p.service} {p.server_procs} server x "
-            f"{p.client_procs} client processes, sample {p.sample} is also on line {line}"
+            f"{path} line {p.detail['line']}, column window: {p.service} {p.server_procs} server x "
+            f"{p.client_procs} client processes, window {p.window} is also on line {line}"
         ) from None
     if not count:
         raise ConfigError(f"{path}: a header and no points")
@@ -164,7 +164,7 @@ def _points(path: Path, lines: Iterator[tuple[int, str]], default: str, metric: 
     if first is None:
         raise ConfigError(f"{path}: no header line (expected the columns {', '.join(REQUIRED)})")
     header = _header(path, *first)
-    seen: dict[tuple, int] = {}  # per placement (a few): the next sample index
+    seen: dict[tuple, int] = {}  # per placement (a few): the next window index
     for no, line in lines:
         cells = [csv_value(c.strip()) for c in next(csv.reader([line]))]  # export's quoted text cells as they were
         if len(cells) != len(header):
@@ -191,19 +191,19 @@ def _point(row: dict, path: Path, no: int, default: str, metric: str, base: str,
     if status == "ok" or row["per_client"]:
         rate = _rate(row["per_client"], factor, cp, status == "ok", row["unit"], base)
     place = (service, sp, cp)
-    sample = _count(row["sample"], "sample", least=0) if row.get("sample") else seen.get(place, 0)
-    seen[place] = max(seen.get(place, 0), sample + 1)
+    window = _count(row["window"], "window", least=0) if row.get("window") else seen.get(place, 0)
+    seen[place] = max(seen.get(place, 0), window + 1)
     return ServicePoint(
         service,
         metric,
         base,
         sp,
         cp,
-        sample,
+        window,
         status,
         None if rate is None else rate * factor * cp,
         error=row.get("error") or ("" if status == "ok" else f"{status} where it was measured"),
-        source="imported",
+        origin="imported",
         detail={"file": str(path), "line": no, "per_client": rate, "unit": row["unit"]},
     )
 

@@ -1,13 +1,16 @@
 """A service's points (ServicePoint) and their table in the results database.
 
-One point is one sample of a third-party service at one placement: server
-processes, client processes, and the rate its clients reached, in the unit
-of the rooftop metric it is compared with (rpc: ops/s, bw: bytes/s, …).
+One point is one window of a third-party service at one placement (its
+`window`: 0, 1, ...): server processes, client processes, and the rate its
+clients reached, in the unit of the rooftop metric it is compared with
+(rpc: ops/s, bw: bytes/s, …), measured by rooftop or imported (its
+`origin`: ORIGINS).
 Points are stored beside the run's engine samples, in a table of their own
 (service_points), so that nothing computed from engine samples (ceilings,
 outliers, learned models) ever takes a service point by mistake; and the
 spec of each service in service_specs. Both tables are in the store's
-numbered migrations (rooftop.store.schema, migration 18); before it they
+numbered migrations (rooftop.store.schema, migration 18; migration 19
+renamed the columns sample and source to window and origin); before it they
 were created on first use, and a database a reader finds without them
 (one opened without the store) has no service points.
 
@@ -27,15 +30,15 @@ from dataclasses import asdict, dataclass, field
 from rooftop.store import damage
 from rooftop.store.schema import POINTS_DDL, SPECS_DDL
 
-#: Where a point came from.
-SOURCES = ("measured", "imported")
+#: Where a point came from (its origin).
+ORIGINS = ("measured", "imported")
 
 #: An add_all's points before they are written: the columns of
 #: service_points, a key once per service.
 STAGED_DDL = """CREATE TEMP TABLE staged_points (
     run_id TEXT, service TEXT, key TEXT, metric TEXT, unit TEXT, server_procs INTEGER, client_procs INTEGER,
-    x REAL, sample INTEGER, status TEXT, aggregate REAL, per_client REAL, measured_s REAL, error TEXT,
-    source TEXT, detail TEXT, created TEXT,
+    x REAL, window INTEGER, status TEXT, aggregate REAL, per_client REAL, measured_s REAL, error TEXT,
+    origin TEXT, detail TEXT, created TEXT,
     PRIMARY KEY (service, key)
 )"""
 
@@ -47,12 +50,12 @@ class ServicePoint:
     unit: str
     server_procs: int
     client_procs: int
-    sample: int
+    window: int
     status: str
     aggregate: float | None
     key: str = ""
     error: str = ""
-    source: str = "measured"
+    origin: str = "measured"
     measured_s: float = 0.0
     detail: dict = field(default_factory=dict)
 
@@ -66,7 +69,7 @@ class ServicePoint:
         return None if self.aggregate is None else self.aggregate / self.client_procs
 
     def the_key(self) -> str:
-        return self.key or f"s{self.server_procs}-c{self.client_procs}-{self.sample}"
+        return self.key or f"s{self.server_procs}-c{self.client_procs}-{self.window}"
 
 
 def _ensure(db) -> None:
@@ -104,18 +107,18 @@ def specs(store, run_id: str) -> dict[str, dict]:
 
 #: The columns a point is written to, in _row's order.
 _WRITTEN = (
-    "run_id", "service", "key", "metric", "unit", "server_procs", "client_procs", "x", "sample", "status",
-    "aggregate", "per_client", "measured_s", "error", "source", "detail", "created",
+    "run_id", "service", "key", "metric", "unit", "server_procs", "client_procs", "x", "window", "status",
+    "aggregate", "per_client", "measured_s", "error", "origin", "detail", "created",
 )  # fmt: skip
 
 
 def _row(run_id: str, point: ServicePoint, created: str) -> tuple:
-    if point.source not in SOURCES:
-        raise ValueError(f"point source {point.source!r} is not one of {', '.join(SOURCES)}")
+    if point.origin not in ORIGINS:
+        raise ValueError(f"point origin {point.origin!r} is not one of {', '.join(ORIGINS)}")
     return (
         run_id, point.service, point.the_key(), point.metric, point.unit, point.server_procs,
-        point.client_procs, point.x, point.sample, point.status, point.aggregate, point.per_client,
-        point.measured_s, point.error, point.source, json.dumps(point.detail, sort_keys=True), created,
+        point.client_procs, point.x, point.window, point.status, point.aggregate, point.per_client,
+        point.measured_s, point.error, point.origin, json.dumps(point.detail, sort_keys=True), created,
     )  # fmt: skip
 
 
@@ -194,8 +197,8 @@ def done_keys(store, run_id: str, service: str) -> set[str]:
 
 #: The columns load reads, in ServicePoint's order (detail last).
 _COLUMNS = (
-    "service", "metric", "unit", "server_procs", "client_procs", "sample", "status", "aggregate", "key", "error",
-    "source", "measured_s", "detail",
+    "service", "metric", "unit", "server_procs", "client_procs", "window", "status", "aggregate", "key", "error",
+    "origin", "measured_s", "detail",
 )  # fmt: skip
 
 
@@ -209,7 +212,7 @@ def load(store, run_id: str, service: str | None = None) -> list[ServicePoint]:
     if service is not None:
         sql += " AND service = ?"
         args += (service,)
-    sql += " ORDER BY service, x, server_procs, client_procs, sample"
+    sql += " ORDER BY service, x, server_procs, client_procs, window"
     out = []
     for r in store.db.execute(sql, args):
         p = _checked(run_id, dict(r))

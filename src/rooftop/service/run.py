@@ -51,7 +51,7 @@ STOP_TIMEOUT = 10.0
 @dataclass(frozen=True)
 class Placement:
     """Servers on server_nodes (servers_per_node each), clients on
-    client_nodes (clients_per_node each): one point per sample."""
+    client_nodes (clients_per_node each): one point per window."""
 
     server_nodes: tuple[int, ...]
     servers_per_node: int
@@ -74,8 +74,8 @@ class Placement:
     def client_label(self) -> str:
         return f"c{'-'.join(map(str, self.client_nodes))}x{self.clients_per_node}"
 
-    def key(self, sample: int) -> str:
-        return f"{self.server_label}/{self.client_label}/{sample}"
+    def key(self, window: int) -> str:
+        return f"{self.server_label}/{self.client_label}/{window}"
 
 
 def grid(cfg: dict) -> list[Placement]:
@@ -105,7 +105,7 @@ class ServiceRun:
         # Absolute: an mpiexec or srun process does not start in this directory.
         self.folder = Path(store.run_dir(run_id)).absolute() / "service" / spec.name
         self.nodes = {n.index: n for n in launcher.nodes()}
-        self.samples = int(cfg["collect"]["windows"])
+        self.windows = int(cfg["collect"]["windows"])
         self.duration = float(cfg["collect"]["duration"])
         self.binding = cfg["binding"]
         self.lease_s = float(cfg["engine"]["lease"])
@@ -160,9 +160,9 @@ class ServiceRun:
             lines.append(f"# servers {spl[0]}: {len(self.server_launches(pls[0], gdir))} launch(es)")
             lines += _with_commands(self.server_launches(pls[0], gdir))
             for pl in pls:
-                sdir = gdir / f"{pl.client_label}-<sample>"
+                sdir = gdir / f"{pl.client_label}-<window>"
                 lines.append(
-                    f"# clients {pl.client_label}: {self.samples} sample(s) of {pl.clients} client(s) "
+                    f"# clients {pl.client_label}: {self.windows} window(s) of {pl.clients} client(s) "
                     f"vs {pl.servers} server(s), {seconds_text(self.duration)} s each"
                 )
                 lines += _with_commands(self.client_launches(pl, gdir, sdir))
@@ -177,7 +177,7 @@ class ServiceRun:
         (self.folder / SPEC_FILE).write_text(json.dumps(self.spec.resolved(), indent=1, sort_keys=True))
         try:
             for spl, pls in _by_servers(placements).items():
-                todo = [(pl, i) for pl in pls for i in range(self.samples) if pl.key(i) not in done]
+                todo = [(pl, i) for pl in pls for i in range(self.windows) if pl.key(i) not in done]
                 if todo:
                     stored += self._placement(pls[0], todo, self.folder / spl[0], on_point)
         finally:

@@ -193,8 +193,8 @@ LOAD_RUNS_DDL = """CREATE TABLE IF NOT EXISTS load_runs (
 # rooftop service (rooftop.service.points): a real service's points, beside
 # the engine's samples so that nothing derived from samples takes one, and
 # the resolved spec of each service of a run. Made on first write before
-# migration 18.
-POINTS_DDL = """CREATE TABLE IF NOT EXISTS service_points (
+# migration 18, as POINTS_DDL_V18 (migration 19 renamed two columns).
+POINTS_DDL_V18 = """CREATE TABLE IF NOT EXISTS service_points (
     run_id        TEXT NOT NULL REFERENCES runs(id),
     service       TEXT NOT NULL,        -- the spec's name: redis-get
     key           TEXT NOT NULL,        -- identifies the point within the run and service
@@ -210,6 +210,28 @@ POINTS_DDL = """CREATE TABLE IF NOT EXISTS service_points (
     measured_s    REAL NOT NULL DEFAULT 0,
     error         TEXT NOT NULL DEFAULT '',
     source        TEXT NOT NULL,        -- measured | imported
+    detail        TEXT NOT NULL DEFAULT '{}',  -- JSON: nodes, per-client rates, files kept, import line
+    created       TEXT NOT NULL,
+    PRIMARY KEY (run_id, service, key)
+)"""
+
+#: The table as this code writes it (migration 19: window, origin).
+POINTS_DDL = """CREATE TABLE IF NOT EXISTS service_points (
+    run_id        TEXT NOT NULL REFERENCES runs(id),
+    service       TEXT NOT NULL,        -- the spec's name: redis-get
+    key           TEXT NOT NULL,        -- identifies the point within the run and service
+    metric        TEXT NOT NULL,        -- the rooftop metric it is compared with: rpc | bw | ...
+    unit          TEXT NOT NULL,        -- that metric's unit: ops/s | bytes/s
+    server_procs  INTEGER NOT NULL,
+    client_procs  INTEGER NOT NULL,
+    x             REAL NOT NULL,        -- server processes / client processes
+    window        INTEGER NOT NULL,     -- the window's index at its placement (0, 1, ...)
+    status        TEXT NOT NULL,        -- ok | failed | invalid (measured, unusable: error says why)
+    aggregate     REAL,                 -- sum of the client processes' rates
+    per_client    REAL,                 -- aggregate / client processes
+    measured_s    REAL NOT NULL DEFAULT 0,
+    error         TEXT NOT NULL DEFAULT '',
+    origin        TEXT NOT NULL,        -- measured | imported (ORIGINS)
     detail        TEXT NOT NULL DEFAULT '{}',  -- JSON: nodes, per-client rates, files kept, import line
     created       TEXT NOT NULL,
     PRIMARY KEY (run_id, service, key)
@@ -311,20 +333,41 @@ def _renamed_keys(store: Migrating) -> None:
         )
 
 
-#: Columns renamed by migration 16, one word per meaning (issue 28): table ->
-#: (old name, new name). samples.sample was the window's index within its
+#: Columns renamed, one word per meaning: table -> {old name: new name}.
+#: Migration 16 (issue 28): samples.sample was the window's index within its
 #: measurement (a "sample" is a stored row); series.sampler names the series'
-#: source (a meter of rooftop.meters).
-RENAMED_COLUMNS = {"samples": ("sample", "window"), "series": ("sampler", "source")}
+#: source (a meter of rooftop.meters). Migration 19 (issue 44):
+#: service_points.sample was again a window's index, and
+#: service_points.source a point's origin (measured, imported; ORIGINS in
+#: rooftop.service.points), not a series' source.
+RENAMED_COLUMNS = {
+    "samples": {"sample": "window"},
+    "series": {"sampler": "source"},
+    "service_points": {"sample": "window", "source": "origin"},
+}
 
 
-def _renamed_columns(store: Migrating) -> None:
-    """Migration 16: RENAMED_COLUMNS, every value kept (an unnumbered
-    database that already has the new name is left as it is)."""
-    for table, (old, new) in RENAMED_COLUMNS.items():
-        have = {r[1] for r in store.db.execute(f"PRAGMA table_info({table})")}
-        if old in have and new not in have:
-            store.db.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+def renamed(table: str, row: dict) -> dict:
+    """A row read from a database of any version under its columns' new
+    names (RENAMED_COLUMNS); the same dict."""
+    for old, new in RENAMED_COLUMNS.get(table, {}).items():
+        if old in row and new not in row:
+            row[new] = row.pop(old)
+    return row
+
+
+def _renamed_columns(*tables: str) -> Callable[[Migrating], None]:
+    """RENAMED_COLUMNS of these tables, every value kept (an unnumbered
+    database that already has a new name is left as it is)."""
+
+    def apply(store: Migrating) -> None:
+        for table in tables:
+            have = {r[1] for r in store.db.execute(f"PRAGMA table_info({table})")}
+            for old, new in RENAMED_COLUMNS[table].items():
+                if old in have and new not in have:
+                    store.db.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+
+    return apply
 
 
 class Migrating(Protocol):
@@ -451,7 +494,7 @@ MIGRATIONS = [
         16,
         "columns renamed, one word per meaning: samples.sample -> samples.window (the window's index in its "
         "measurement), series.sampler -> series.source (issue 28)",
-        _renamed_columns,
+        _renamed_columns("samples", "series"),
     ),
     Migration(
         17,
@@ -463,7 +506,13 @@ MIGRATIONS = [
         18,
         "service_points, service_specs, baselines: rooftop service's points and specs and check's named "
         "baselines, made on first write before (a database that made them keeps their rows) (issue 42)",
-        _sql(*STUDY_TABLES.values()),
+        _sql(POINTS_DDL_V18, SPECS_DDL, BASELINES_DDL),
+    ),
+    Migration(
+        19,
+        "columns renamed, one word per meaning: service_points.sample -> service_points.window (the window's "
+        "index at its placement), service_points.source -> service_points.origin (measured, imported) (issue 44)",
+        _renamed_columns("service_points"),
     ),
 ]
 #: The schema version this code writes (and the newest it can read).

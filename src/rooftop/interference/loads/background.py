@@ -30,7 +30,7 @@ from rooftop.launchers import Launch
 class Running:
     """One copy of a load, started."""
 
-    kind: str
+    load: str  # its name (an entry of rooftop.interference.loads.LOADS)
     knobs: dict
     nodes: list
     folder: Path
@@ -44,7 +44,7 @@ class Running:
 
     def describe(self) -> dict:
         return {
-            "load": self.kind,
+            "load": self.load,
             "copy": self.copy,
             "knobs": self.knobs,
             "nodes": [n.index for n in self.nodes],
@@ -54,41 +54,41 @@ class Running:
 
 
 def launches(
-    kind: str, knobs: dict, nodes: list, launcher, cfg: dict, folder: Path, copy: int = 0, binding: str = "core"
+    load: str, knobs: dict, nodes: list, launcher, cfg: dict, folder: Path, copy: int = 0, binding: str = "core"
 ) -> list[Launch]:
     """The command lines of one copy of a load on nodes (nothing started)."""
-    load = get(kind)
+    entry = get(load)
     out, rank = [], 0
     for pos, node in enumerate(nodes):
         ctx = Context(knobs, pos, nodes, str(folder), cfg, copy)
-        n = load.procs(ctx, len(node.cores))
+        n = entry.procs(ctx, len(node.cores))
         argv = [
             sys.executable,
             "-m",
             "rooftop.interference.loads.worker",
-            kind,
+            load,
             "--units",
             str(folder / "units-{rank}.jsonl"),
             "--lease",
             str(folder / LEASE_FILE),
             "--lease-timeout",
             str(cfg["engine"]["lease"]),
-            *load.args(ctx),
+            *entry.args(ctx),
         ]
-        first = pos if load.multi_node else rank
+        first = pos if entry.multi_node else rank
         width = binding if n <= len(node.cores) else "none"
         out += launcher.launches(node, argv, n, width, first)
         rank += n
     return out
 
 
-def start(kind: str, knobs: dict, nodes: list, runner, folder: Path, copy: int = 0) -> Running:
+def start(load: str, knobs: dict, nodes: list, runner, folder: Path, copy: int = 0) -> Running:
     """Starts one copy through runner's launcher; its processes join
     runner.procs, so a campaign stopped by Ctrl-C stops them too."""
     folder.mkdir(parents=True, exist_ok=True)
-    r = Running(kind, knobs, nodes, folder, copy, leases=runner.leases)
+    r = Running(load, knobs, nodes, folder, copy, leases=runner.leases)
     runner.leases.add(folder)
-    r.launches = launches(kind, knobs, nodes, runner.launcher, runner.cfg, folder, copy)
+    r.launches = launches(load, knobs, nodes, runner.launcher, runner.cfg, folder, copy)
     for i, l in enumerate(r.launches):
         r.procs.append(runner.procs.start(l, folder / f"worker-{i}.log"))
     return r

@@ -1,15 +1,15 @@
-"""One background-load process: `python -m rooftop.interference.loads.worker KIND
---units FILE [KIND's options] --rank R --cpus C` (the launchers append
+"""One background-load process: `python -m rooftop.interference.loads.worker LOAD
+--units FILE [LOAD's options] --rank R --cpus C` (the launchers append
 --rank and --cpus as they do for engines; mpiexec and srun give
 --rank FIRST --rank-from-env).
 
-It pins itself to --cpus, then runs KIND's fixed units of work until
+It pins itself to --cpus, then runs LOAD's fixed units of work until
 SIGTERM or SIGINT, appending one JSON line per finished unit (the
 first, a warm-up, excepted) to FILE
 ({rank} replaced): {"t0", "t1", "work"} (wall-clock seconds, work in the
 load's unit). A unit cut short by the stop is not recorded. At the end it
 prints one JSON document on stdout: {"load", "rank", "units", "work",
-"seconds", "rate", "cpu_affinity", "pid", ...KIND's own fields}.
+"seconds", "rate", "cpu_affinity", "pid", ...LOAD's own fields}.
 Children it starts (net: engines; numio: its ranks; cmd: the command) are
 in its process group, stopped with it.
 
@@ -115,7 +115,7 @@ def watch_lease(path: str, timeout: float, stop, grace: float = LEASE_GRACE) -> 
 
 def parse(argv: list[str]):
     p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker")
-    p.add_argument("kind")
+    p.add_argument("load")
     p.add_argument("--units", required=True)
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--rank-from-env", action="store_true")
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parse(sys.argv[1:] if argv is None else argv)
     if args.cpus:
         os.sched_setaffinity(0, _cpus(args.cpus))
-    module = importlib.import_module(f"rooftop.interference.loads.{args.kind}")
+    module = importlib.import_module(f"rooftop.interference.loads.{args.load}")
     stopping = threading.Event()
     stop = lambda: (stopping.set(), module.on_stop())
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = module.run(rest, stopping, record, args.rank) or {}
     seconds = (record.last - record.first) if record.units else 0.0
     doc = {
-        "load": args.kind,
+        "load": args.load,
         "rank": args.rank,
         "units": record.units,
         "work": record.work,
