@@ -123,3 +123,16 @@ def test_every_dotted_rooftop_name_written_exists():
                 if not (ROOT / "src" / path.removeprefix("src/")).exists():
                     stale.append(f"{rel}:{n}: {path}")
     assert not stale, "names that no longer exist:\n" + "\n".join(stale)
+
+
+def test_the_cli_renders_no_verdict():
+    """Verdict text is the report's (rooftop.report.parts): no command module
+    reads a verdict's kind to say it in its own words."""
+    cli = ROOT / "src" / "rooftop" / "cli"
+    own = [
+        f"{p.name}:{n}"
+        for p in sorted(cli.glob("*.py"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"""\[["']kind["']\]""", line)
+    ]
+    assert not own, f"the CLI renders a verdict itself (use rooftop.report.parts): {own}"

@@ -287,31 +287,6 @@ def _ceiling_text(c, unit: str) -> str:
     return text + f"; 95 % interval {fmt_range(*c.interval, unit)}, {c.n} samples)"
 
 
-def _verdict_short(v: dict, one_measurement: bool = False) -> str:
-    """'1:3'; '12:1 (11:1–12:1)'; 'not distinguishable (1:2–2:1)'; 'cannot tell'.
-    One measurement (one placement for both ceilings) has no span of ratios."""
-    span = "–".join(model_ratio(e) for e in v["range"]) if v["range"] and not one_measurement else ""
-    if v["kind"] == "ratio":
-        return model_ratio(v["ratio"])
-    if v["kind"] == "range":
-        return f"{model_ratio(v['ratio'])} ({span})"
-    if v["kind"] == "indistinguishable":
-        return f"not distinguishable ({span})" if span else "not distinguishable"
-    return "cannot tell"
-
-
-def _ridge_short(r) -> str:
-    """'0.45–0.5'; 'not located' where the verdict locates no ridge."""
-    from rooftop.model.answer import answer
-
-    g = answer(r).ridge
-    return fmt_span(g.lo, g.hi) if g.located else "not located"
-
-
-def model_ratio(r) -> str:
-    return "?" if r is None else fmt_ratio(*r)
-
-
 def _compare_source(text: str, results_dir: str):
     """A run id in results_dir, or a parameters file: (label, rooflines,
     the run's services against its rooflines, the machine it was measured
@@ -342,6 +317,7 @@ def _cmd_compare(args) -> int:
     from rooftop import ui, units
     from rooftop.plots import roofline as roofline_plot
     from rooftop.plots.run import plot_compare
+    from rooftop.report.parts import ridge_short, verdict_short
 
     loaded = [_compare_source(s, args.results) for s in args.sources]
     sources = [(label, rs) for label, rs, _, _ in loaded]
@@ -369,8 +345,8 @@ def _cmd_compare(args) -> int:
                     m,
                     roofline_plot.client_text(r, units.rate_scale(r.unit, r.client.hi)),
                     f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
-                    _ridge_short(r),
-                    _verdict_short(r.verdict(), r.one_measurement),
+                    ridge_short(r),
+                    verdict_short(r.verdict(), r.one_measurement),
                 )
         ui.print_table(out, t)
         services = [(label, s) for (label, _), (_, _, found, _) in zip(sources, loaded) for s in found]
