@@ -136,3 +136,30 @@ def test_the_cli_renders_no_verdict():
         if re.search(r"""\[["']kind["']\]""", line)
     ]
     assert not own, f"the CLI renders a verdict itself (use rooftop.report.parts): {own}"
+
+
+def test_only_main_imports_the_command_modules():
+    """The command modules of rooftop.cli do not import each other: what two
+    share is a parsing helper in cli/common.py or belongs to the study or
+    product package below; only cli/main.py (and the package's __init__)
+    imports the command modules. A command's own part, named after it
+    (service_import for service), is the command's."""
+    cli = ROOT / "src" / "rooftop" / "cli"
+    commands = {p.stem for p in cli.glob("*.py")} - {"__init__", "common"}
+    crossing = []
+    for p in sorted(cli.glob("*.py")):
+        if p.stem in ("__init__", "main"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "rooftop.cli":
+                names = {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rooftop.cli."):
+                names = {node.module.removeprefix("rooftop.cli.")}
+            elif isinstance(node, ast.Import):
+                names = {a.name.removeprefix("rooftop.cli.") for a in node.names if a.name.startswith("rooftop.cli.")}
+            else:
+                continue
+            crossing += [f"{p.name}:{node.lineno}: {n}" for n in names & commands if not n.startswith(p.stem + "_")]
+    assert not crossing, (
+        f"a command module imports another (share through cli/common.py or the package below): {crossing}"
+    )

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
+from rooftop.model import mix
 from rooftop.model.drift import VALIDATION
 from rooftop.numbers import json_text
 from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate, fmt_ratio, fmt_span
@@ -48,7 +49,7 @@ def _cmd_model(args) -> int:
             raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
         evals = [res.evaluations[m] for m in sorted(res.rooflines)]
     run_res = res if res and not args.params else None  # outlier scores: the run's own model only
-    mixes = combined_mixes(args.mix, {e.roofline.metric: e.roofline for e in evals})
+    mixes = mix.combine_files(args.mix, {e.roofline.metric: e.roofline for e in evals})
     if res is not None and not args.params:  # the run's own answers (attached once by its section)
         services = (res.services, res.service_notes)
     else:  # the run's points against a parameters file's rooflines
@@ -102,13 +103,6 @@ def _print_services(out, services, notes) -> None:
             out.print(f"[yellow]{line}[/]", soft_wrap=True)
     for line in notes:
         out.print(f"[yellow]{line}[/]", soft_wrap=True)
-
-
-def combined_mixes(files, rooflines) -> list:
-    """The combined roofline of each --mix FILE (rooftop.model.mix)."""
-    from rooftop.model import mix
-
-    return [mix.combine(mix.load_mix(f), rooflines) for f in files or ()]
 
 
 def _model_json(args, evals, samples, res) -> dict:
