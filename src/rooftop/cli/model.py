@@ -7,76 +7,31 @@ import sys
 from pathlib import Path
 
 from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
-from rooftop.model import mix
-from rooftop.model.drift import VALIDATION
 from rooftop.numbers import json_text
 from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate, fmt_ratio, fmt_span
 
 
 def _cmd_model(args) -> int:
-    from rooftop import kinds, model, results, ui
-    from rooftop.kinds.sections import SECTIONS
-    from rooftop.service import report as service_report
-    from rooftop.store.db import Store
+    from rooftop import export, results, ui
 
     if not args.run and not args.params:
         print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
         return 2
-    samples, res = [], None
-    if args.run:
-        store = Store(args.results, create=False)
-        kind = kinds.of(store, store.get_run(args.run))
-        if kind is not None:
-            raise model.ModelError(kind.no_roofline(store.get_run(args.run).id))
-        res = results.load(store, args.run, SECTIONS)
-        samples = res.samples
-    if args.params:
-        rooflines = model.load_params(args.params)
-        evals = [
-            model.evaluate(
-                r,
-                [s for s in samples if s["stage"] == VALIDATION],
-                res.run.config.get("nodes") if res else None,
-                samples,
-            )
-            for _, r in sorted(rooflines.items())
-        ]
-    else:
-        if not res.rooflines:
-            metrics = sorted({s["metric"] for s in samples})
-            if metrics:  # the model's own message names what is missing
-                model.from_run(samples, metrics[0])
-            raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
-        evals = [res.evaluations[m] for m in sorted(res.rooflines)]
-    run_res = res if res and not args.params else None  # outlier scores: the run's own model only
-    mixes = mix.combine_files(args.mix, {e.roofline.metric: e.roofline for e in evals})
-    if res is not None and not args.params:  # the run's own answers (attached once by its section)
-        services = (res.services, res.service_notes)
-    else:  # the run's points against a parameters file's rooflines
-        services = service_report.evaluate(
-            store if args.run else None,
-            args.run,
-            {e.roofline.metric: e.roofline for e in evals},
-            res and res.run.config.get("nodes"),
-        )
+    got = export.model_of(args.results, args.run, args.params, args.mix)
     if args.json:
-        doc = _model_json(args, evals, samples, run_res)
-        doc.update(service_report.model_json(*services))
-        if mixes:
-            doc["mixes"] = [c.to_dict() for c in mixes]
-        print(json_text(doc, indent=1))
+        print(json_text(got.doc(args.run, args.params), indent=1))
         return 0
     out = ui.Console(highlight=False)
     if not out.is_terminal:
         out.width = 110
-    for e in evals:
-        a = answer_of(e, run_res)
-        _print_roofline(out, e, a, run_res)
+    for e in got.evals:
+        a = answer_of(e, got.res)
+        _print_roofline(out, e, a, got.res)
         _print_validation(out, e, a, args.run)
-        for line in results.invalid_lines(samples, e.roofline.metric):
+        for line in results.invalid_lines(got.samples, e.roofline.metric):
             out.print(f"[yellow]{line}[/]")
-    _print_services(out, *services)
-    for comb in mixes:
+    _print_services(out, *got.services)
+    for comb in got.mixes:
         head, *rest = comb.lines()
         out.print(f"[bold]{head}[/]", soft_wrap=True)
         for line in rest:
@@ -103,13 +58,6 @@ def _print_services(out, services, notes) -> None:
             out.print(f"[yellow]{line}[/]", soft_wrap=True)
     for line in notes:
         out.print(f"[yellow]{line}[/]", soft_wrap=True)
-
-
-def _model_json(args, evals, samples, res) -> dict:
-    """`rooftop model --json` (schema: rooftop/schemas/model.schema.json)."""
-    from rooftop import export
-
-    return export.model_doc(args.run, args.params, evals, samples, res)
 
 
 def answer_of(e, res):
