@@ -1,5 +1,6 @@
 """What rooftop hands to other tools: a run's samples as CSV or JSON, its
-figures of merit one per line, and the model as JSON -- each JSON document
+figures of merit one per line, and the model (model_of: what `rooftop
+model` shows) as JSON -- each JSON document
 versioned and described by a JSON Schema shipped in the package
 (`rooftop/schemas/`).
 
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from rooftop.files import csv_cell
-from rooftop.model.answer import answer
+from rooftop.model.answer import answer, answer_of
 from rooftop.numbers import json_text
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
@@ -311,7 +312,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
     docs = []
     for e in evals:
         m = e.roofline.metric
-        a = res.answers[m] if res and res.evaluations.get(m) is e else answer(e.roofline, e)
+        a = answer_of(e, res)
         d = {**e.to_dict(), **a.to_dict()}
         if m in scores:
             d["nodes"] = [sc.to_dict() for sc in scores[m]]

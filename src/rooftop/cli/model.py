@@ -13,6 +13,7 @@ from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate, fmt_ratio, fmt_
 
 def _cmd_model(args) -> int:
     from rooftop import export, results, ui
+    from rooftop.model.answer import answer_of
 
     if not args.run and not args.params:
         print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
@@ -58,15 +59,6 @@ def _print_services(out, services, notes) -> None:
             out.print(f"[yellow]{line}[/]", soft_wrap=True)
     for line in notes:
         out.print(f"[yellow]{line}[/]", soft_wrap=True)
-
-
-def answer_of(e, res):
-    """The metric's one answer: the run's own (res.answers), or, for a
-    parameters file's roofline, the answer of that roofline."""
-    from rooftop.model.answer import answer
-
-    m = e.roofline.metric
-    return res.answers[m] if res is not None and res.evaluations.get(m) is e else answer(e.roofline, e)
 
 
 def _print_roofline(out, e, a, res) -> None:
