@@ -190,34 +190,14 @@ def cmd_history(args) -> int:
     from rooftop.units import fmt_pct, fmt_range, fmt_rate, fmt_ratio
 
     rule, store = _options(args)
-    groups = list(series.history(store).values())
-    out = []
-    for runs in groups:
-        events = check.steps(runs, rule.of(runs[0].metric), rule.k, rule.last)
-        out.append((runs, events))
+    out = check.history(store, rule)
     if args.out_dir:
         from rooftop.history import figure
-        from rooftop.plots.save import save
 
-        with files.confined(Path(args.out_dir)):
-            for i, (runs, events) in enumerate(out):
-                fig = figure.history_figure(runs, events)
-                for path in save(fig, Path(args.out_dir), f"history-{runs[0].metric}-{i + 1}", ("png",), dpi=110):
-                    print(path, file=sys.stderr)
+        for path in figure.write_all(out, Path(args.out_dir)):
+            print(path, file=sys.stderr)
     if args.json:
-        groups_doc = [
-            {
-                "signature": runs[0].signature,
-                "runs": [r.to_dict() for r in runs],
-                "changes": [{"run": e.run, "kind": e.kind, **e.check.to_dict()} for e in events],
-                "machine_changes": [
-                    {"run": r.run, "after": prev.run, "differences": diff}
-                    for prev, r, diff in series.machine_changes(runs)
-                ],
-            }
-            for runs, events in out
-        ]
-        print(json_text({"check": rule.record(), "groups": groups_doc}, indent=2))
+        print(json_text(check.history_doc(rule, out), indent=2))
         return 0
     if not out:
         print(f"no complete run with ceilings in {store.dir}")
