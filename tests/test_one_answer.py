@@ -96,3 +96,18 @@ def test_the_report_and_figures_say_the_same_reason(one_measurement, tmp_path):
     rows = [line for line in compared.splitlines() if "2 logical" in line and line.startswith("│")]
     assert len(rows) == 2 and all("not located" in line for line in rows), compared
     assert "(1:1-" not in compared  # one placement gives no span of ratios
+
+
+def test_a_table_cell_says_the_verdict_the_report_says():
+    """rooftop compare's servers:clients cell is the report's renderer
+    (rooftop.report.parts.verdict_short): a ratio, a ratio and its span, no
+    span for one measurement, and what cannot be told."""
+    from rooftop.report.parts import verdict_short
+
+    assert verdict_short({"kind": "ratio", "ratio": [1, 3], "range": None}) == "1:3"
+    ranged = {"kind": "range", "ratio": [12, 1], "range": [[11, 1], [12, 1]]}
+    assert verdict_short(ranged) == "12:1 (11:1–12:1)"
+    same = {"kind": "indistinguishable", "ratio": None, "range": [[1, 2], None]}
+    assert verdict_short(same) == "not distinguishable (1:2–?)"
+    assert verdict_short(same, one_measurement=True) == "not distinguishable"
+    assert verdict_short({"kind": "unknown", "ratio": None, "range": None}) == "cannot tell"

@@ -1,5 +1,6 @@
 """What rooftop hands to other tools: a run's samples as CSV or JSON, its
-figures of merit one per line, and the model as JSON -- each JSON document
+figures of merit one per line, and the model (model_of: what `rooftop
+model` shows) as JSON -- each JSON document
 versioned and described by a JSON Schema shipped in the package
 (`rooftop/schemas/`).
 
@@ -33,10 +34,11 @@ import io
 import json
 import math
 import os
+from dataclasses import dataclass
 from importlib import resources
 
 from rooftop.files import csv_cell
-from rooftop.model.answer import answer
+from rooftop.model.answer import answer, answer_of
 from rooftop.numbers import json_text
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
@@ -230,6 +232,82 @@ def series_text(store: Store, run_id: str, fmt: str) -> str:
     return _csv(SERIES_COLUMNS, points)
 
 
+@dataclass
+class Modelled:
+    """What `rooftop model` shows (model_of): each metric's evaluation, the
+    run's samples, the run's results where the rooflines are its own (its
+    answers and outlier scores; None for a parameters file's), the
+    services on those rooflines (services, notes) and the combined
+    roofline of each mix."""
+
+    evals: list
+    samples: list[dict]
+    res: object | None
+    services: tuple[list, list[str]]
+    mixes: list
+
+    def doc(self, run: str | None, params: str | None) -> dict:
+        """`rooftop model --json` (schema: rooftop/schemas/model.schema.json)."""
+        from rooftop.service import report as service_report
+
+        out = model_doc(run, params, self.evals, self.samples, self.res)
+        out.update(service_report.model_json(*self.services))
+        if self.mixes:
+            out["mixes"] = [c.to_dict() for c in self.mixes]
+        return out
+
+
+def model_of(results_dir: str, run: str | None, params: str | None, mix_files) -> Modelled:
+    """The rooflines of a run, or of a parameters file (evaluated against
+    the run's validation samples when both are given), with the services
+    and mixes on them: what `rooftop model` shows. A run that is not a
+    campaign run (rooftop.kinds), or has no ceiling samples, raises
+    ModelError."""
+    from rooftop import kinds, model, results
+    from rooftop.kinds.sections import SECTIONS
+    from rooftop.model import mix
+    from rooftop.model.drift import VALIDATION
+    from rooftop.service import report as service_report
+    from rooftop.store.db import Store
+
+    samples, res, store = [], None, None
+    if run:
+        store = Store(results_dir, create=False)
+        kind = kinds.of(store, store.get_run(run))
+        if kind is not None:
+            raise model.ModelError(kind.no_roofline(store.get_run(run).id))
+        res = results.load(store, run, SECTIONS)
+        samples = res.samples
+    if params:
+        rooflines = model.load_params(params)
+        evals = [
+            model.evaluate(
+                r,
+                [s for s in samples if s["stage"] == VALIDATION],
+                res.run.config.get("nodes") if res else None,
+                samples,
+            )
+            for _, r in sorted(rooflines.items())
+        ]
+    else:
+        assert res is not None  # a run or a parameters file (the command's usage)
+        if not res.rooflines:
+            metrics = sorted({s["metric"] for s in samples})
+            if metrics:  # the model's own message names what is missing
+                model.from_run(samples, metrics[0])
+            raise model.ModelError(f"run {run} has no ceiling samples (rooftop collect)")
+        evals = [res.evaluations[m] for m in sorted(res.rooflines)]
+    mixes = mix.combine_files(mix_files, {e.roofline.metric: e.roofline for e in evals})
+    if res is not None and not params:  # the run's own answers (attached once by its section)
+        services = (res.services, res.service_notes)
+    else:  # the run's points against a parameters file's rooflines
+        services = service_report.evaluate(
+            store, run, {e.roofline.metric: e.roofline for e in evals}, res and res.run.config.get("nodes")
+        )
+    # Outlier scores and answers: the run's own model only.
+    return Modelled(evals, samples, res if res and not params else None, services, mixes)
+
+
 def model_doc(run: str | None, params: str | None, evals, samples: list[dict], res) -> dict:
     """`rooftop model --json`: each evaluation, with the run's outlier scores
     (res: the run's results, or None for published parameters)."""
@@ -239,7 +317,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
     docs = []
     for e in evals:
         m = e.roofline.metric
-        a = res.answers[m] if res and res.evaluations.get(m) is e else answer(e.roofline, e)
+        a = answer_of(e, res)
         d = {**e.to_dict(), **a.to_dict()}
         if m in scores:
             d["nodes"] = [sc.to_dict() for sc in scores[m]]

@@ -29,7 +29,7 @@ COMMANDS = {
     "bursts": "cli/bursts.py",
     "interfere": "cli/interfere.py",
     "audit": "audit/run.py",
-    "service": "cli/service.py",  # beside the run: its status kept, its time not the run's
+    "service": "service/run.py",  # beside the run: its status kept, its time not the run's
 }
 SRC = Path(package.__file__).parent
 

@@ -1,5 +1,6 @@
 """What the commands share: the flags that set config keys (KeyFlag and its
-tables), the config and campaign flag groups, RUN and 'latest', argument
+tables), the config and campaign flag groups, the history rule's flags and
+their merge (rule_args, rule_of: history, check, report --judge), RUN and 'latest', argument
 types, and how a stop signal ends a command."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 from dataclasses import dataclass
 
 from rooftop.config.catalog import DEFAULT_RESULTS
+from rooftop.history import keys as _check_keys  # noqa: F401  (registers the check.* config keys)
 from rooftop.numbers import json_text
 from rooftop.session import key_values as key_values  # the key flags' values: config overrides
 
@@ -65,6 +67,10 @@ VALIDATE_FLAGS = (
 
 
 RESULTS_FLAG = KeyFlag("--results", "results", "DIR")
+
+
+#: The rule's flags: keys of rooftop.history.keys (--threshold sets check.threshold or check.METRIC.threshold).
+RULE_FLAGS = (KeyFlag("--last", "check.last", "K"), KeyFlag("--k", "check.k", "K"))
 
 
 def _int_list(text: str) -> list[int] | None:
@@ -192,6 +198,39 @@ def campaign_flags(p, verbose: bool = True, allow_concurrent: bool = True) -> No
             help="run even if another campaign holds the locks; every sample is then marked concurrent "
             "and the report warns",
         )
+
+
+def rule_args(p, results: bool = True) -> None:
+    """The rule's keys as flags: --config (its [check] table), --set
+    check.*, --threshold, --last, --k; results: --results as a key flag
+    too (a command with its own --results passes False)."""
+    p.add_argument(
+        "--config", help="config file (JSON, or TOML by extension) with a [check] table; see 'rooftop config keys'"
+    )
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="a check.* key, e.g. --set check.k=4 (repeatable)"
+    )
+    p.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="[METRIC=]PCT",
+        help="a ceiling must move more than PCT %% of its median to count: every metric's "
+        "(check.threshold, default 10) or METRIC's (check.METRIC.threshold); repeatable",
+    )
+    add_key_flags(p, RULE_FLAGS)
+    if results:
+        add_key_flags(p, [RESULTS_FLAG])
+
+
+def rule_of(args):
+    """(the rule, the merged config) from defaults <- --config <- --set <- the flags (rule_args)."""
+    from rooftop import session
+    from rooftop.history.keys import rule, threshold_overrides
+
+    overrides = session.overrides(args)
+    overrides.update(threshold_overrides(args.threshold))
+    return rule(args.config, overrides)
 
 
 def results_arg(p, what: str = "results folder") -> None:

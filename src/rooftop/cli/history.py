@@ -8,12 +8,8 @@ import sys
 from pathlib import Path
 
 from rooftop import files
-from rooftop.cli.common import RESULTS_FLAG, KeyFlag, add_key_flags
-from rooftop.history import keys as _check_keys  # noqa: F401  (registers the check.* config keys)
+from rooftop.cli.common import rule_args, rule_of
 from rooftop.numbers import json_text
-
-#: The rule's flags: keys of rooftop.history.keys (--threshold sets check.threshold or check.METRIC.threshold).
-RULE_FLAGS = (KeyFlag("--last", "check.last", "K"), KeyFlag("--k", "check.k", "K"))
 
 CHECK_EPILOG = """\
 exit status: 1 when a ceiling fell beyond noise (and only then); 0 when none
@@ -31,29 +27,6 @@ examples:
   rooftop check $RUN2 --against $RUN1 --threshold bw=20 --set check.k=4
   rooftop check --against before-upgrade --write-references refs.json   # for the ReFrame check
 """
-
-
-def rule_args(p, results: bool = True) -> None:
-    """The rule's keys as flags: --config (its [check] table), --set
-    check.*, --threshold, --last, --k; results: --results as a key flag
-    too (a command with its own --results passes False)."""
-    p.add_argument(
-        "--config", help="config file (JSON, or TOML by extension) with a [check] table; see 'rooftop config keys'"
-    )
-    p.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="a check.* key, e.g. --set check.k=4 (repeatable)"
-    )
-    p.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="[METRIC=]PCT",
-        help="a ceiling must move more than PCT %% of its median to count: every metric's "
-        "(check.threshold, default 10) or METRIC's (check.METRIC.threshold); repeatable",
-    )
-    add_key_flags(p, RULE_FLAGS)
-    if results:
-        add_key_flags(p, [RESULTS_FLAG])
 
 
 def add_history(sub) -> None:
@@ -100,16 +73,6 @@ def add_check(sub) -> None:
     )
     rule_args(p)
     p.set_defaults(func=cmd_check)
-
-
-def rule_of(args):
-    """(the rule, the merged config) from defaults <- --config <- --set <- the flags (rule_args)."""
-    from rooftop import session
-    from rooftop.history.keys import rule, threshold_overrides
-
-    overrides = session.overrides(args)
-    overrides.update(threshold_overrides(args.threshold))
-    return rule(args.config, overrides)
 
 
 def _options(args):
@@ -227,34 +190,14 @@ def cmd_history(args) -> int:
     from rooftop.units import fmt_pct, fmt_range, fmt_rate, fmt_ratio
 
     rule, store = _options(args)
-    groups = list(series.history(store).values())
-    out = []
-    for runs in groups:
-        events = check.steps(runs, rule.of(runs[0].metric), rule.k, rule.last)
-        out.append((runs, events))
+    out = check.history(store, rule)
     if args.out_dir:
         from rooftop.history import figure
-        from rooftop.plots.save import save
 
-        with files.confined(Path(args.out_dir)):
-            for i, (runs, events) in enumerate(out):
-                fig = figure.history_figure(runs, events)
-                for path in save(fig, Path(args.out_dir), f"history-{runs[0].metric}-{i + 1}", ("png",), dpi=110):
-                    print(path, file=sys.stderr)
+        for path in figure.write_all(out, Path(args.out_dir)):
+            print(path, file=sys.stderr)
     if args.json:
-        groups_doc = [
-            {
-                "signature": runs[0].signature,
-                "runs": [r.to_dict() for r in runs],
-                "changes": [{"run": e.run, "kind": e.kind, **e.check.to_dict()} for e in events],
-                "machine_changes": [
-                    {"run": r.run, "after": prev.run, "differences": diff}
-                    for prev, r, diff in series.machine_changes(runs)
-                ],
-            }
-            for runs, events in out
-        ]
-        print(json_text({"check": rule.record(), "groups": groups_doc}, indent=2))
+        print(json_text(check.history_doc(rule, out), indent=2))
         return 0
     if not out:
         print(f"no complete run with ceilings in {store.dir}")

@@ -7,75 +7,32 @@ import sys
 from pathlib import Path
 
 from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
-from rooftop.model.drift import VALIDATION
 from rooftop.numbers import json_text
 from rooftop.units import fmt_num, fmt_pct, fmt_range, fmt_rate, fmt_ratio, fmt_span
 
 
 def _cmd_model(args) -> int:
-    from rooftop import kinds, model, results, ui
-    from rooftop.kinds.sections import SECTIONS
-    from rooftop.service import report as service_report
-    from rooftop.store.db import Store
+    from rooftop import export, results, ui
+    from rooftop.model.answer import answer_of
 
     if not args.run and not args.params:
         print("rooftop model: give a RUN, a --params FILE, or both", file=sys.stderr)
         return 2
-    samples, res = [], None
-    if args.run:
-        store = Store(args.results, create=False)
-        kind = kinds.of(store, store.get_run(args.run))
-        if kind is not None:
-            raise model.ModelError(kind.no_roofline(store.get_run(args.run).id))
-        res = results.load(store, args.run, SECTIONS)
-        samples = res.samples
-    if args.params:
-        rooflines = model.load_params(args.params)
-        evals = [
-            model.evaluate(
-                r,
-                [s for s in samples if s["stage"] == VALIDATION],
-                res.run.config.get("nodes") if res else None,
-                samples,
-            )
-            for _, r in sorted(rooflines.items())
-        ]
-    else:
-        if not res.rooflines:
-            metrics = sorted({s["metric"] for s in samples})
-            if metrics:  # the model's own message names what is missing
-                model.from_run(samples, metrics[0])
-            raise model.ModelError(f"run {args.run} has no ceiling samples (rooftop collect)")
-        evals = [res.evaluations[m] for m in sorted(res.rooflines)]
-    run_res = res if res and not args.params else None  # outlier scores: the run's own model only
-    mixes = combined_mixes(args.mix, {e.roofline.metric: e.roofline for e in evals})
-    if res is not None and not args.params:  # the run's own answers (attached once by its section)
-        services = (res.services, res.service_notes)
-    else:  # the run's points against a parameters file's rooflines
-        services = service_report.evaluate(
-            store if args.run else None,
-            args.run,
-            {e.roofline.metric: e.roofline for e in evals},
-            res and res.run.config.get("nodes"),
-        )
+    got = export.model_of(args.results, args.run, args.params, args.mix)
     if args.json:
-        doc = _model_json(args, evals, samples, run_res)
-        doc.update(service_report.model_json(*services))
-        if mixes:
-            doc["mixes"] = [c.to_dict() for c in mixes]
-        print(json_text(doc, indent=1))
+        print(json_text(got.doc(args.run, args.params), indent=1))
         return 0
     out = ui.Console(highlight=False)
     if not out.is_terminal:
         out.width = 110
-    for e in evals:
-        a = answer_of(e, run_res)
-        _print_roofline(out, e, a, run_res)
+    for e in got.evals:
+        a = answer_of(e, got.res)
+        _print_roofline(out, e, a, got.res)
         _print_validation(out, e, a, args.run)
-        for line in results.invalid_lines(samples, e.roofline.metric):
+        for line in results.invalid_lines(got.samples, e.roofline.metric):
             out.print(f"[yellow]{line}[/]")
-    _print_services(out, *services)
-    for comb in mixes:
+    _print_services(out, *got.services)
+    for comb in got.mixes:
         head, *rest = comb.lines()
         out.print(f"[bold]{head}[/]", soft_wrap=True)
         for line in rest:
@@ -102,29 +59,6 @@ def _print_services(out, services, notes) -> None:
             out.print(f"[yellow]{line}[/]", soft_wrap=True)
     for line in notes:
         out.print(f"[yellow]{line}[/]", soft_wrap=True)
-
-
-def combined_mixes(files, rooflines) -> list:
-    """The combined roofline of each --mix FILE (rooftop.model.mix)."""
-    from rooftop.model import mix
-
-    return [mix.combine(mix.load_mix(f), rooflines) for f in files or ()]
-
-
-def _model_json(args, evals, samples, res) -> dict:
-    """`rooftop model --json` (schema: rooftop/schemas/model.schema.json)."""
-    from rooftop import export
-
-    return export.model_doc(args.run, args.params, evals, samples, res)
-
-
-def answer_of(e, res):
-    """The metric's one answer: the run's own (res.answers), or, for a
-    parameters file's roofline, the answer of that roofline."""
-    from rooftop.model.answer import answer
-
-    m = e.roofline.metric
-    return res.answers[m] if res is not None and res.evaluations.get(m) is e else answer(e.roofline, e)
 
 
 def _print_roofline(out, e, a, res) -> None:
@@ -287,31 +221,6 @@ def _ceiling_text(c, unit: str) -> str:
     return text + f"; 95 % interval {fmt_range(*c.interval, unit)}, {c.n} samples)"
 
 
-def _verdict_short(v: dict, one_measurement: bool = False) -> str:
-    """'1:3'; '12:1 (11:1–12:1)'; 'not distinguishable (1:2–2:1)'; 'cannot tell'.
-    One measurement (one placement for both ceilings) has no span of ratios."""
-    span = "–".join(model_ratio(e) for e in v["range"]) if v["range"] and not one_measurement else ""
-    if v["kind"] == "ratio":
-        return model_ratio(v["ratio"])
-    if v["kind"] == "range":
-        return f"{model_ratio(v['ratio'])} ({span})"
-    if v["kind"] == "indistinguishable":
-        return f"not distinguishable ({span})" if span else "not distinguishable"
-    return "cannot tell"
-
-
-def _ridge_short(r) -> str:
-    """'0.45–0.5'; 'not located' where the verdict locates no ridge."""
-    from rooftop.model.answer import answer
-
-    g = answer(r).ridge
-    return fmt_span(g.lo, g.hi) if g.located else "not located"
-
-
-def model_ratio(r) -> str:
-    return "?" if r is None else fmt_ratio(*r)
-
-
 def _compare_source(text: str, results_dir: str):
     """A run id in results_dir, or a parameters file: (label, rooflines,
     the run's services against its rooflines, the machine it was measured
@@ -342,6 +251,7 @@ def _cmd_compare(args) -> int:
     from rooftop import ui, units
     from rooftop.plots import roofline as roofline_plot
     from rooftop.plots.run import plot_compare
+    from rooftop.report.parts import ridge_short, verdict_short
 
     loaded = [_compare_source(s, args.results) for s in args.sources]
     sources = [(label, rs) for label, rs, _, _ in loaded]
@@ -369,8 +279,8 @@ def _cmd_compare(args) -> int:
                     m,
                     roofline_plot.client_text(r, units.rate_scale(r.unit, r.client.hi)),
                     f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
-                    _ridge_short(r),
-                    _verdict_short(r.verdict(), r.one_measurement),
+                    ridge_short(r),
+                    verdict_short(r.verdict(), r.one_measurement),
                 )
         ui.print_table(out, t)
         services = [(label, s) for (label, _), (_, _, found, _) in zip(sources, loaded) for s in found]

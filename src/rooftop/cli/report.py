@@ -7,9 +7,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from rooftop.cli.common import formats, json_flag, out_dir_arg, print_files, results_arg, run_arg, takes_runs
-from rooftop.cli.history import rule_args, rule_of
-from rooftop.cli.model import combined_mixes
+from rooftop.cli.common import (
+    formats,
+    json_flag,
+    out_dir_arg,
+    print_files,
+    results_arg,
+    rule_args,
+    rule_of,
+    run_arg,
+    takes_runs,
+)
+from rooftop.model import mix
 from rooftop.numbers import json_text
 
 
@@ -40,7 +49,7 @@ def _cmd_report(args) -> int:
         raise model.ModelError(f"run {args.run} has no ceiling samples to report (rooftop collect)")
     nic = _nic_comparison(store, res, args.nic_runs) if args.nic_runs else None
     with _confined(args, store, run.id):
-        page, md = report.write(res, out, combined_mixes(args.mix, res.rooflines), nic)
+        page, md = report.write(res, out, mix.combine_files(args.mix, res.rooflines), nic)
     return _report_written(args, res.run.id, page, md, nic.verdict if nic is not None else [], res.warnings)
 
 

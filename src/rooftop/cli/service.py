@@ -4,9 +4,7 @@ grid, its points stored in the run beside the engine's samples."""
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
-import shutil
 import sys
 
 from rooftop import metrics, session
@@ -57,38 +55,18 @@ def _cmd_service(args) -> int:
                 "--import stores points measured elsewhere: no spec, --preset, --resume, --dry-run or --set"
             )
         return service_import.cmd_import(args)
-    from rooftop import emulation, ui
-    from rooftop.campaign.lifecycle import Hold
-    from rooftop.config import trust
-    from rooftop.keys import ConfigError
-    from rooftop.launchers import make_launcher, on_this_machine
-    from rooftop.service import points
-    from rooftop.service.run import ServiceRun, grid
+    from rooftop import ui
+    from rooftop.service.run import measure, prepare
     from rooftop.store.db import Store
 
     spec, programs, install = _spec(args)
     store = Store(args.results, create=False)
-    run = store.get_run(args.run)
-    cfg = json.loads(json.dumps(run.config))
-    trust.check_reuse(store, run.id, cfg, session.restated(args), "service")  # before anything runs, --dry-run too
-    placements = grid(cfg)
-    launcher = make_launcher(cfg["launcher"])
-    runner = ServiceRun(cfg, store, run.id, spec, launcher)
+    # The run's config checked for reuse before anything runs, --dry-run too.
+    _, placements, runner = prepare(store, args.run, spec, session.restated(args))
     if args.dry_run:
         print("\n".join(runner.dry_run(placements)))
         return 0
-    if on_this_machine(cfg["launcher"]["type"]):
-        missing = [p for p in programs if shutil.which(p) is None]
-        if missing:
-            raise ConfigError(f"{spec.source}: {', '.join(missing)} not found on PATH{install}")
-    emulation.preflight(cfg)
-    done = points.done_keys(store, run.id, spec.name)
-    if done and not args.resume:
-        raise ConfigError(
-            f"run {run.id} already has {len(done)} points of service {spec.name}: "
-            f"--resume measures the others (or use another spec name)"
-        )
-    total = sum(1 for pl in placements for i in range(runner.samples) if pl.key(i) not in done)
+
     counts = {"ok": 0, "failed": 0, "invalid": 0}
 
     def on_point(p) -> None:
@@ -102,35 +80,34 @@ def _cmd_service(args) -> int:
         if not args.json:
             ui.console.print(line + (f" [dim]{p.error}[/]" if p.error else ""), highlight=False)
 
+    say = (lambda m: None) if args.json else ui.console.print
     rc = 0
-    with session.campaign_locks(args, store, cfg) as locks:
-        locks.name_run(run.id)
-        try:
-            # Beside the run: claimed, its status kept (on leaving, and after a SIGKILL).
-            with Hold(store, run.id, "service", beside=True):
-                try:
-                    points.save_spec(store, run.id, spec.name, spec.metric, spec.resolved())
-                    if not args.json:
-                        ui.console.print(f"service {spec.name}: {total} point(s) to measure on run {run.id}")
-                    runner.run(placements, done, on_point)
-                    rc = 1 if counts["failed"] else 0
-                finally:
-                    runner.procs.stop_all(3.0)
-        except KeyboardInterrupt:
-            print(
-                f"\nrooftop service: interrupted; the points measured are stored: continue with "
-                f"'rooftop service {run.id} {args.spec or '--preset ' + args.preset} --resume"
-                f"{'' if args.results == DEFAULT_RESULTS else ' --results ' + args.results}'",
-                file=sys.stderr,
-            )
-            rc = interrupted_rc()
+    try:
+        measure(
+            runner,
+            placements,
+            programs,
+            install,
+            args.resume,
+            lambda cfg: session.campaign_locks(args, store, cfg),
+            on_point,
+            say,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"\nrooftop service: interrupted; the points measured are stored: continue with "
+            f"'rooftop service {runner.run_id} {args.spec or '--preset ' + args.preset} --resume"
+            f"{'' if args.results == DEFAULT_RESULTS else ' --results ' + args.results}'",
+            file=sys.stderr,
+        )
+        rc = interrupted_rc()
     if args.json:
-        print(json_text({"run": run.id, "service": spec.name, **counts}, indent=1))
+        print(json_text({"run": runner.run_id, "service": spec.name, **counts}, indent=1))
     elif rc != interrupted_rc():
         ui.console.print(
             f"service {spec.name}: {counts['ok']} ok, {counts['failed']} failed, {counts['invalid']} invalid"
         )
-    return rc
+    return rc or (1 if counts["failed"] else 0)
 
 
 def add_parser(sub) -> None:

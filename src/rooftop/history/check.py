@@ -286,3 +286,32 @@ def against_history(
         f"compared with the last one, {prior[-1].run}, by its intervals"
     )
     return mc
+
+
+def history(store, rule) -> list[tuple[list[RunCeilings], list[Event]]]:
+    """`rooftop history`: each comparable series of the results folder
+    (rooftop.history.series) with the changes the rule finds in it (steps;
+    rule: rooftop.history.keys.Rule)."""
+    from rooftop.history import series
+
+    return [(runs, steps(runs, rule.of(runs[0].metric), rule.k, rule.last)) for runs in series.history(store).values()]
+
+
+def history_doc(rule, found: list[tuple[list[RunCeilings], list[Event]]]) -> dict:
+    """`rooftop history --json`: the rule applied (as check --json's
+    "check") and each series with its changes and the runs measured on a
+    different machine than the run before."""
+    from rooftop.history import series
+
+    groups = [
+        {
+            "signature": runs[0].signature,
+            "runs": [r.to_dict() for r in runs],
+            "changes": [{"run": e.run, "kind": e.kind, **e.check.to_dict()} for e in events],
+            "machine_changes": [
+                {"run": r.run, "after": prev.run, "differences": diff} for prev, r, diff in series.machine_changes(runs)
+            ],
+        }
+        for runs, events in found
+    ]
+    return {"check": rule.record(), "groups": groups}

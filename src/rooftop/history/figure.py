@@ -5,6 +5,8 @@ outlier: a ring)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rooftop.history.check import NAMES, Event
 from rooftop.history.series import RunCeilings
 from rooftop.units import rate_scale
@@ -51,3 +53,17 @@ def history_figure(runs: list[RunCeilings], events: list[Event]):
     low.set_xticks(xs, [r.created[:10] + "\n" + r.run[-4:] for r in runs], fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def write_all(found: list[tuple[list[RunCeilings], list[Event]]], out_dir: Path) -> list[Path]:
+    """The history figure of each series (check.history) as PNG in out_dir
+    (history-METRIC-N.png), nothing written through a link out of it."""
+    from rooftop import files
+    from rooftop.plots.save import save
+
+    paths: list[Path] = []
+    with files.confined(out_dir):
+        for i, (runs, events) in enumerate(found):
+            fig = history_figure(runs, events)
+            paths += save(fig, out_dir, f"history-{runs[0].metric}-{i + 1}", ("png",), dpi=110)
+    return paths

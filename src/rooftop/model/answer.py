@@ -169,3 +169,11 @@ def answer(r: Roofline, ev: Evaluation | None = None) -> Answer:
     """The answer of one roofline (and its validation, when it has one)."""
     v = r.verdict()
     return Answer(r.metric, r.unit, r, v, ridge_of(r, v), accuracy_of(ev))
+
+
+def answer_of(ev: Evaluation, res=None) -> Answer:
+    """A metric's one answer: the run's own (res.answers, res: the run's
+    results, rooftop.results) when ev is the run's evaluation, else the
+    answer of ev's roofline (a parameters file's)."""
+    m = ev.roofline.metric
+    return res.answers[m] if res is not None and res.evaluations.get(m) is ev else answer(ev.roofline, ev)

@@ -259,3 +259,8 @@ def combine(mix: Mix, rooflines: dict[str, Roofline], source: str = "") -> Combi
         f"mix {mix.name}", "ops/s", _lowest([c.client for c in comps]), _lowest([c.server for c in comps]), source
     )
     return Combined(mix, comps, roof)
+
+
+def combine_files(paths, rooflines: dict[str, Roofline]) -> list[Combined]:
+    """The combined roofline of each mix file (rooftop model and report --mix)."""
+    return [combine(load_mix(p), rooflines) for p in paths or ()]

@@ -1,6 +1,7 @@
 """What the report's Markdown and HTML share: the headline per metric with
 its verdict said once (verdict_of) and what it asks (said once for every
-metric that asks the same: todo_common), the 'What to do' parts, the
+metric that asks the same: todo_common), the verdict and ridge in a table
+cell (verdict_short, ridge_short: also rooftop compare's), the 'What to do' parts, the
 warnings the verdicts have not already said, the NIC policy lines, the
 figures with a sentence in place of those that carry no information, the
 report sections of a slot (rooftop.results.sections), the machine in a
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from rooftop.engine import machine as mach
 from rooftop.model import classes
+from rooftop.model.answer import answer
 from rooftop.model.drift import drift_lines
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO
 from rooftop.plots.run import FIGURES, left_out
@@ -151,6 +153,31 @@ def big_line(v: dict) -> str:
     if v["kind"] in ("ratio", "range"):
         return f"{fmt_ratio(*v['ratio'])} (servers:clients)"
     return "not distinguishable" if v["kind"] == "indistinguishable" else "cannot tell"
+
+
+def verdict_short(v: dict, one_measurement: bool = False) -> str:
+    """The verdict in a table cell (rooftop compare): '1:3'; '12:1 (11:1–12:1)';
+    'not distinguishable (1:2–2:1)'; 'cannot tell'. One measurement (one
+    placement for both ceilings) has no span of ratios."""
+    span = "–".join(_ratio(e) for e in v["range"]) if v["range"] and not one_measurement else ""
+    if v["kind"] == "ratio":
+        return _ratio(v["ratio"])
+    if v["kind"] == "range":
+        return f"{_ratio(v['ratio'])} ({span})"
+    if v["kind"] == "indistinguishable":
+        return f"not distinguishable ({span})" if span else "not distinguishable"
+    return "cannot tell"
+
+
+def ridge_short(r) -> str:
+    """The ridge in a table cell (rooftop compare): '0.45–0.5'; 'not located'
+    where the verdict locates no ridge."""
+    g = answer(r).ridge
+    return fmt_span(g.lo, g.hi) if g.located else "not located"
+
+
+def _ratio(r) -> str:
+    return "?" if r is None else fmt_ratio(*r)
 
 
 def range_text(vals, unit) -> str:

@@ -401,3 +401,56 @@ def _wait_ends(procs, launches, timeout: float) -> list[float] | None:
             return None
         time.sleep(0.005)
     return [e for e in ends if e is not None]
+
+
+def prepare(store, run_id: str, spec: ServiceSpec, restated) -> tuple[dict, list[Placement], ServiceRun]:
+    """(the run's config, its validation grid, the service's runner) for
+    `rooftop service`: the config checked for reuse (rooftop.config.trust)
+    before anything runs, --dry-run too."""
+    from rooftop.config import trust
+    from rooftop.launchers import make_launcher
+
+    run = store.get_run(run_id)
+    cfg = json.loads(json.dumps(run.config))
+    trust.check_reuse(store, run.id, cfg, restated, "service")
+    return cfg, grid(cfg), ServiceRun(cfg, store, run.id, spec, make_launcher(cfg["launcher"]))
+
+
+def measure(
+    runner: ServiceRun, placements: list[Placement], programs, install: str, resume: bool, locks, on_point, say
+) -> dict:
+    """Measures the runner's service over placements (prepare) as `rooftop
+    service` does: its programs on PATH (install: the hint said when not),
+    the emulation's preflight, refusing points already there without
+    resume, then under locks(cfg) (the results folder's and the cores') and
+    the run's lifecycle (campaign.lifecycle.Hold beside the run: claimed,
+    its status kept) each point measured and stored, on_point(p) told of
+    each (as it is stored), say(m) of the count to measure. A Ctrl-C
+    propagates, the points measured stored."""
+    from rooftop import emulation
+    from rooftop.campaign.lifecycle import Hold
+    from rooftop.keys import ConfigError
+    from rooftop.launchers import on_this_machine
+
+    cfg, store, run_id, spec = runner.cfg, runner.store, runner.run_id, runner.spec
+    if on_this_machine(cfg["launcher"]["type"]):
+        missing = [p for p in programs if shutil.which(p) is None]
+        if missing:
+            raise ConfigError(f"{spec.source}: {', '.join(missing)} not found on PATH{install}")
+    emulation.preflight(cfg)
+    done = points.done_keys(store, run_id, spec.name)
+    if done and not resume:
+        raise ConfigError(
+            f"run {run_id} already has {len(done)} points of service {spec.name}: "
+            f"--resume measures the others (or use another spec name)"
+        )
+    total = sum(1 for pl in placements for i in range(runner.samples) if pl.key(i) not in done)
+    with locks(cfg) as held:
+        held.name_run(run_id)
+        with Hold(store, run_id, "service", beside=True):
+            try:
+                points.save_spec(store, run_id, spec.name, spec.metric, spec.resolved())
+                say(f"service {spec.name}: {total} point(s) to measure on run {run_id}")
+                runner.run(placements, done, on_point)
+            finally:
+                runner.procs.stop_all(3.0)
