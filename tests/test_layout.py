@@ -165,23 +165,20 @@ def test_only_main_imports_the_command_modules():
     )
 
 
-#: CLI functions still longer than 40 statements, to shrink (issue 44:
-#: the CLI parses and dispatches); a new one is not added here.
-LONG_CLI = {"main.py:main", "cluster.py:_show", "model.py:_print_roofline", "campaign.py:_cmd_collect"}
-LONG_CLI |= {"campaign.py:_run_stage", "model.py:_cmd_compare", "history.py:_check"}
-
-
-def test_cli_functions_parse_call_and_print():
-    """A command's handler parses, calls its study and prints: the work
-    lives in the study's package (service.run.measure, export.model_of,
-    history.check.history), so no function of rooftop.cli grows past 40
-    statements beyond those LONG_CLI names."""
-    cli = ROOT / "src" / "rooftop" / "cli"
-    long = []
-    for p in sorted(cli.glob("*.py")):
-        for node in ast.walk(ast.parse(p.read_text())):
-            if isinstance(node, ast.FunctionDef):
-                count = sum(isinstance(x, ast.stmt) for x in ast.walk(node)) - 1
-                if count > 40 and f"{p.name}:{node.name}" not in LONG_CLI:
-                    long.append(f"{p.name}:{node.name} ({count})")
-    assert not long, f"CLI functions doing a study's work (move it into the study's package): {long}"
+def test_a_long_function_says_why():
+    """Issue 44: no function of the package has more than 40 statements
+    (ruff's PLR0915, pyproject.toml); the few that must carry its noqa and
+    say why in their docstring ("Long: ..."). A command's handler parses,
+    calls its study and prints: the work lives in the study's package
+    (service.run.measure, export.model_of, history.check.history)."""
+    unexplained = []
+    for p in sorted((ROOT / "src" / "rooftop").rglob("*.py")):
+        text = p.read_text()
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "noqa: PLR0915" in lines[node.lineno - 1]:
+                if "Long: " not in (ast.get_docstring(node) or ""):
+                    unexplained.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert not unexplained, f"long functions that do not say why (a 'Long: ...' in the docstring): {unexplained}"
+    config = (ROOT / "pyproject.toml").read_text()
+    assert '"PLR0915"' in config and "max-statements = 40" in config

@@ -303,7 +303,9 @@ def _groups_table(st: dict):
     return t
 
 
-def _show(st: dict, as_json: bool) -> int:
+def _show(st: dict, as_json: bool) -> int:  # noqa: PLR0915
+    """cluster status: the state as JSON, or a table of the nodes and links.
+    Long: one table filled row by row, a statement a column."""
     from rooftop import exits
 
     if as_json:

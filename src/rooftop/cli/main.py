@@ -171,8 +171,11 @@ def _write_error(e: OSError) -> str | None:
     return f"cannot write{where}: {what} ({e.strerror}); make the results folder writable or choose another --results"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Runs one command; returns rooftop's exit code (rooftop.exits)."""
+def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915
+    """Runs one command; returns rooftop's exit code (rooftop.exits).
+    Long: one except clause per family of errors, each with its exit code,
+    so every command's errors leave from this one place; and 11 imports
+    kept inside (the front door loads only what the command runs)."""
     from rooftop import exits
     from rooftop.cluster.spec import ClusterError
     from rooftop.engine.base import EXIT_UNREACHABLE, EngineError

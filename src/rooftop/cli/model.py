@@ -61,8 +61,10 @@ def _print_services(out, services, notes) -> None:
         out.print(f"[yellow]{line}[/]", soft_wrap=True)
 
 
-def _print_roofline(out, e, a, res) -> None:
-    """One metric's verdict and roofline table (a: its answer; res: the run, for outlier nodes)."""
+def _print_roofline(out, e, a, res) -> None:  # noqa: PLR0915
+    """One metric's verdict and roofline table (a: its answer; res: the run,
+    for outlier nodes). Long: one table filled row by row, a statement a
+    row."""
     from rich.table import Table
 
     from rooftop import ui
