@@ -73,7 +73,8 @@ def check(store, run_id: str, against_what: str, rule: Rule) -> tuple[list[Metri
     if not mine:
         why = "; ".join(damaged.values()) or f"see 'rooftop model {run_id}'"
         raise CannotTell(f"run {run_id} has no metric whose ceilings can be built ({why})")
-    checks, skipped = [], {}
+    checks: list = []
+    skipped: dict = {}
     untold = [f"{metric}: run {run_id} has no ceilings: {why}" for metric, why in damaged.items()]
     skipped.update(zip(damaged, untold))
     if against_what == "history":

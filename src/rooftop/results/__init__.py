@@ -172,7 +172,7 @@ def pair_matrix(samples: list[dict], metric: str, nodes: int, why: dict[str, str
             per.setdefault(pair, []).append(s["per_client"])
     if not per and not out:
         return None
-    beside = {}
+    beside: dict = {}
     for kid, others in model.ran_beside(rows).items():
         s = next(r for r in rows if model.row_key(r) == kid)
         beside.setdefault(
@@ -279,8 +279,7 @@ def _ceiling_warnings(res: RunResults) -> list[str]:
         out += _method_warnings(metric, r)
         if r.client_node_rejected:
             out.append(f"{metric}: node-full client ceiling not used: {r.client_node_rejected}")
-        if r.node_binds:
-            n = r.client_node
+        if r.node_binds and (n := r.client_node) is not None:
             out.append(
                 f"{metric}: with its node full, each client process gets "
                 f"{fmt_rate(n.centre, r.unit)}, {fmt_pct(n.centre / c.centre)} of a lone client: the model "

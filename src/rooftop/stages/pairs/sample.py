@@ -573,22 +573,22 @@ def more(
         for _ in range(min(k, topo.n - 1) - usable_pairs.get(a, 0)):
             if len(adds) >= left:
                 break
-            p = d.cover(a, {})
-            if p:
-                adds.append(p)
+            got = d.cover(a, {})
+            if got:
+                adds.append(got)
     want = {}
     for cls in d.per_class:
         per_metric = [[r for p, r in by_pair.items() if topo.klass(*p) == cls] for by_pair in rates.values()]
         want[cls] = max((wanted(v, width, conf) for v in per_metric), default=MIN_PER_CLASS)
-    empty = []
+    empty: list[str] = []
     while any(want.values()) and len(adds) < left:
         for cls in [x for x in want if want[x]]:
-            p = d.draw(cls)
-            if p is None:
+            got = d.draw(cls)
+            if got is None:
                 want[cls] = 0
                 empty.append(cls)
             else:
-                adds.append(p)
+                adds.append(got)
                 want[cls] -= 1
             if len(adds) >= left:
                 break
