@@ -444,7 +444,7 @@ def measure(
             f"run {run_id} already has {len(done)} points of service {spec.name}: "
             f"--resume measures the others (or use another spec name)"
         )
-    total = sum(1 for pl in placements for i in range(runner.samples) if pl.key(i) not in done)
+    total = sum(1 for pl in placements for i in range(runner.windows) if pl.key(i) not in done)
     with locks(cfg) as held:
         held.name_run(run_id)
         with Hold(store, run_id, "service", beside=True):
