@@ -418,7 +418,7 @@ def prepare(store, run_id: str, spec: ServiceSpec, restated) -> tuple[dict, list
 
 def measure(
     runner: ServiceRun, placements: list[Placement], programs, install: str, resume: bool, locks, on_point, say
-) -> dict:
+) -> None:
     """Measures the runner's service over placements (prepare) as `rooftop
     service` does: its programs on PATH (install: the hint said when not),
     the emulation's preflight, refusing points already there without
