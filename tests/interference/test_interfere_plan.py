@@ -171,3 +171,27 @@ def test_net_patterns_are_gpcnets_congestors_with_their_direction(tmp_path):
         assert p.returncode == 0, p.stderr
         (hub, spoke) = [line for line in p.stdout.splitlines() if "rooftop.interference.loads.worker net" in line]
         assert '"serve"' in hub and '"load"' in spoke and f'"--op", "{op}"' in spoke, spoke
+
+
+def test_an_impact_whose_isolated_run_has_no_usable_window_keeps_its_unit():
+    """A progress mode (or stage) with no usable window in the isolated run
+    (every one invalid on a loaded machine) but some beside the load: its
+    impact row still has the metric's unit, so the bursts run's report
+    writes the loaded rate instead of ending in a KeyError."""
+    from rooftop.interference import bursts as interfere_bursts
+    from rooftop.interference.report import table_rows
+
+    class Store:
+        def samples(self, run_id, metric=None):
+            if run_id == "base":
+                return [{"status": "invalid", "key": "bursts/rpc/busy/0", "aggregate": 1.0, "unit": "ops/s", "id": 1}]
+            return [{"status": "ok", "key": "bursts/rpc/busy/0", "aggregate": 900.0, "unit": "ops/s", "id": 2}]
+
+        def sample_quantities(self, sample_id):
+            return {}
+
+    cfg = {"bursts": {"progress": ["busy"], "metric": "rpc"}}
+    (impact,) = interfere_bursts.impacts(Store(), "base", "loaded", cfg)
+    assert impact["unit"] == "ops/s" and impact["rate_isolated"] is None and impact["rate_loaded"] == 900.0
+    doc = {"conditions": [{"copies": 1, "load": "cpu", "loads": [], "impacts": [impact], "shared": "CPU"}]}
+    assert "900 ops/s" in " ".join(table_rows(doc)[0])

@@ -72,12 +72,12 @@ def impacts(store, base: str, loaded: str, cfg: dict) -> list[dict]:
     p, out = cfg["bursts"], []
     for mode in p["progress"]:
         ri, pi, unit = _rate_p99(store, base, p["metric"], mode)
-        rl, pl, _ = _rate_p99(store, loaded, p["metric"], mode)
+        rl, pl, loaded_unit = _rate_p99(store, loaded, p["metric"], mode)
         out.append(
             {
                 "stage": f"bursts/{mode}",
                 "metric": p["metric"],
-                "unit": unit,
+                "unit": unit or loaded_unit,  # (a run with no usable window of the mode has none)
                 "rate_isolated": ri,
                 "rate_loaded": rl,
                 "impact_rate": ri / rl if ri and rl else None,

@@ -249,7 +249,8 @@ def impacts(store, base: str, loaded: str, plans: list, metrics: list[str]) -> l
     for st in chosen:
         for metric in metrics:
             ri, pi, unit = _rate_p99(store, base, st.name, metric)
-            rl, pl_, _ = _rate_p99(store, loaded, st.name, metric)
+            rl, pl_, loaded_unit = _rate_p99(store, loaded, st.name, metric)
+            unit = unit or loaded_unit  # (a run with no usable window of the stage has none)
             out.append(
                 {
                     "stage": st.name,
