@@ -14,7 +14,7 @@ from rooftop.engine import enginedoc
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE
 from rooftop.launchers import Launch, Launcher, Node
 from rooftop.nics import policy as nics
-from rooftop.stages import Placement, SampleSpec
+from rooftop.stages import Measurement, Placement
 
 
 def _non_default(cfg: dict, key: str, default: int) -> list[str]:
@@ -104,7 +104,7 @@ class Commands:
         return launches
 
     def start_args(
-        self, spec: SampleSpec, nclients: int, barrier_id: int | None = None, measure_at: str | None = None
+        self, spec: Measurement, nclients: int, barrier_id: int | None = None, measure_at: str | None = None
     ) -> list[str]:
         """How the clients of a sample start measuring together: a start
         barrier gathered by server rank 0 (default), or a wall-clock instant
@@ -136,7 +136,7 @@ class Commands:
     def client_launches(
         self,
         placement: Placement,
-        spec: SampleSpec,
+        spec: Measurement,
         gdir: Path,
         sdir: Path,
         nwindows: int = 1,
