@@ -6,8 +6,8 @@ far (followed from the engine's `load --window-log` files while a round
 runs) and the progress log (`progress.jsonl` in the run's folder).
 `rooftop.ui` draws the bars.
 
-Names no stage and no metric: it reads the plan (placements, their sample
-specs) and the config's start options."""
+Names no stage and no metric: it reads the plan (placements, their
+measurements) and the config's start options."""
 
 from __future__ import annotations
 
