@@ -99,3 +99,45 @@ def test_servers_and_the_round_measurer_hold_what_they_use_not_the_runner(tmp_pa
     m = plan_collect(cfg)[0].measurements[0]
     sdir = measurer._folder(ClientRound(m, [2]), 1)
     assert json.loads((sdir / "round.json").read_text()) == {"keys": [[f"{m.key}/2"]]}
+
+
+def test_a_resumed_runner_measures_only_the_windows_not_stored(tmp_path, monkeypatch):
+    """Windows 0 and 1 of 3 stored: the Runner asks for one client round of
+    window 2 (servers and clients faked: nothing runs)."""
+    from rooftop.campaign import machine
+
+    cfg = build(overrides={"launcher.type": "local", "metrics": ["rpc"], "collect.windows": 3})
+    cfg["collect"].update(client_peak=False, client_node=False, sweep_servers=False)
+    store = Store(tmp_path, create=True)
+    run_id = store.new_run(cfg, {})
+    runner = Runner(cfg, store, run_id, make_launcher(cfg["launcher"]))
+    placements = plan_collect(cfg)
+    (m,) = placements[0].measurements
+
+    def rows(m, windows):
+        n = len(placements[0].server_nodes) * placements[0].servers_per_node
+        ok = dict(x=1.0, status="ok", error="", raw_dir="", aggregate=1.0, per_server=1.0, per_client=1.0)
+        return [
+            (m, runner.rows.blank(m, w, key, [0], m.client_nodes, n, m.client_procs, measured_s=1.0, **ok))
+            for w in windows
+            for key in m.row_keys(w)
+        ]
+
+    for _, row in rows(m, [0, 1]):
+        store.add_sample(**row)
+    asked = []
+
+    class Measurer:
+        def measure(self, group, rnd, attempt):
+            asked.append((rnd.measurement.key, rnd.windows))
+            return rows(rnd.measurement, rnd.windows)
+
+    class Servers:
+        start = staticmethod(lambda placement: None)
+        stop = staticmethod(lambda group: None)
+
+    monkeypatch.setattr(machine, "record", lambda runner: None)
+    runner.servers, runner.measurer = Servers(), Measurer()
+    assert runner.run_placements(placements) == (1, 0)
+    assert asked == [(m.key, [2])]
+    assert sorted(s["window"] for s in store.samples(run_id)) == [0, 1, 2]
