@@ -77,8 +77,9 @@ def runner(store: Store, launch: str, a: argparse.Namespace) -> tuple[Runner, ob
 def placement_cost(r: Runner, pl, attempt: int) -> float:
     """Seconds of one placement outside its window, warmup and settle (a
     lone client has none: it starts without the barrier)."""
-    (rnd,) = client_rounds(pl.samples)
-    in_windows = sum(s.duration for s in rnd.specs) + round_start_s(r.cfg, rnd.first.warmup, rnd.first.client_procs)
+    (rnd,) = client_rounds(pl.measurements)
+    m = rnd.measurement
+    in_windows = m.duration * len(rnd.windows) + round_start_s(r.cfg, m.warmup, m.client_procs)
     t0 = time.monotonic()
     group = r.servers.start(pl)
     try:

@@ -115,7 +115,7 @@ def one_placement(store: Store, metric: str, args) -> dict[str, list[float]]:
         group = runner.servers.start(placement)
         out["placement start"].append(time.monotonic() - t)
         try:
-            for rnd in client_rounds(placement.samples):
+            for rnd in client_rounds(placement.measurements):
                 launched = time.time()
                 rows = runner.run_round(group, rnd)
                 returned = time.time()

@@ -50,14 +50,14 @@ def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[Store, str]:
     run_id = st.new_run(cfg, {"host": "h"})
     rows = Rows(run_id, cfg, [Node(n["index"], n["host"], tuple(n["cores"])) for n in cfg["nodes"]])
     for pl in plan_collect(cfg) + plan_validate(cfg):
-        for sp in pl.samples:
+        for sp, w in ((m, w) for m in pl.measurements for w in m.windows):
             raw = tmp_path / "raw" / f"{sp.stage}-{sp.metric}"
             parts = Rows.parts(
-                pl, sp, len(pl.server_nodes) * pl.servers_per_node, len(sp.client_nodes) * sp.clients_per_node
+                pl, sp, w, len(pl.server_nodes) * pl.servers_per_node, len(sp.client_nodes) * sp.clients_per_node
             )
             for key, snodes, cnodes, ns, ranks in parts:
                 nc = len(ranks)
-                agg = rate(sp.stage, sp.metric, snodes, cnodes, ns, nc, sp.index)
+                agg = rate(sp.stage, sp.metric, snodes, cnodes, ns, nc, w)
                 if not raw.is_dir():
                     raw.mkdir(parents=True)
                     (raw / "client-0.json").write_text(
@@ -66,6 +66,7 @@ def _store(tmp_path: Path, cfg: dict, rate, latency) -> tuple[Store, str]:
                 st.add_sample(
                     **rows.blank(
                         sp,
+                        w,
                         key,
                         snodes,
                         cnodes,

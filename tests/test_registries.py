@@ -44,7 +44,7 @@ def test_each_model_role_is_played_by_one_stage():
 
 def test_plans_cover_every_enabled_stage():
     cfg = _cfg()
-    planned = {sp.stage for pl in plan_collect(cfg) + plan_validate(cfg) for sp in pl.samples}
+    planned = {m.stage for pl in plan_collect(cfg) + plan_validate(cfg) for m in pl.measurements}
     assert planned == set(stages.STAGES)
 
 

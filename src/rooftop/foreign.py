@@ -205,21 +205,21 @@ class NoMeter:
         return None
 
 
-def busy_meter(runner, placement, spec) -> BusyMeter | NoMeter:
+def busy_meter(campaign, placement, measurement) -> BusyMeter | NoMeter:
     """A BusyMeter of one client round's cores (the start hook of the
     cores_busy meter, rooftop.meters); engines on other hosts: none."""
-    if runner.launcher.name not in ON_THIS_MACHINE:
+    if campaign.launcher.name not in ON_THIS_MACHINE:
         return NoMeter()
-    nodes = set(placement.server_nodes) | set(spec.client_nodes)
-    return BusyMeter({c for n in runner.nodes if n.index in nodes for c in n.cores})
+    nodes = set(placement.server_nodes) | set(measurement.client_nodes)
+    return BusyMeter({c for n in campaign.nodes if n.index in nodes for c in n.cores})
 
 
-def meter(runner, placement, spec) -> Meter | NoMeter:
-    """A meter for one client round of a campaign.Runner (the start hook of
+def meter(campaign, placement, measurement) -> Meter | NoMeter:
+    """A meter for one client round of a campaign (the start hook of
     the foreign_cpu meter, rooftop.meters): the cores of its server and
     client nodes; this process and its descendants (the engines) are the
     campaign's own."""
-    if runner.launcher.name not in ON_THIS_MACHINE:
+    if campaign.launcher.name not in ON_THIS_MACHINE:
         return NoMeter()
-    nodes = set(placement.server_nodes) | set(spec.client_nodes)
-    return Meter({c for n in runner.nodes if n.index in nodes for c in n.cores})
+    nodes = set(placement.server_nodes) | set(measurement.client_nodes)
+    return Meter({c for n in campaign.nodes if n.index in nodes for c in n.cores})

@@ -34,8 +34,10 @@ class Meter:
     #: Unit of its value (column meters) or of its main quantity.
     unit: str
     help: str
-    #: start(runner, placement, spec) -> a handle, just before a round's
-    #: clients start (runner: the campaign.Runner; spec: the round's first).
+    #: start(campaign, placement, measurement) -> a handle, just before a
+    #: round's clients start (campaign: what the round runs on, its .cfg,
+    #: .launcher and .nodes: the campaign.RoundMeasurer; measurement: the
+    #: round's, a stages.Measurement).
     start: Callable[[Any, Any, Any], Any]
     #: stop(handle) -> its value over the round (None: not measurable here;
     #: series meters: None, their rows are the handle's `rows`).
@@ -80,17 +82,17 @@ class Nothing:
         return None
 
 
-def _round_cores(runner, placement, spec) -> set[int]:
-    nodes = set(placement.server_nodes) | set(spec.client_nodes)
-    return {c for n in runner.nodes if n.index in nodes for c in n.cores}
+def _round_cores(campaign, placement, measurement) -> set[int]:
+    nodes = set(placement.server_nodes) | set(measurement.client_nodes)
+    return {c for n in campaign.nodes if n.index in nodes for c in n.cores}
 
 
-def cpu_series(runner, placement, spec):
+def cpu_series(campaign, placement, measurement):
     """CPU of the round's cores (user and system, in cores) and the
     machine's context switches and interrupts per second, from /proc/stat."""
-    if runner.launcher.name not in ON_THIS_MACHINE:
+    if campaign.launcher.name not in ON_THIS_MACHINE:
         return Nothing("engines run on other hosts")
-    cores = _round_cores(runner, placement, spec)
+    cores = _round_cores(campaign, placement, measurement)
     last = [foreign.cpu_times(cores), time.monotonic()]
 
     def probe():
@@ -106,19 +108,21 @@ def cpu_series(runner, placement, spec):
             ("interrupts", (i1 - i0) / dt, "1/s"),
         ]
 
-    return Series(probe, runner.cfg["series_interval"])
+    return Series(probe, campaign.cfg["series_interval"])
 
 
-def power_series(runner, placement, spec):
+def power_series(campaign, placement, measurement):
     """Package power (watts, every package) and energy so far (joules), from
     RAPL; nothing (with the reason) where RAPL is absent or unreadable."""
-    if runner.launcher.name not in ON_THIS_MACHINE:
+    if campaign.launcher.name not in ON_THIS_MACHINE:
         return Nothing("engines run on other hosts")
     try:
         meter = power.PowerMeter(power.package_zones())
     except power.PowerUnavailable as e:
         return Nothing(str(e))
-    return Series(lambda: [("power", meter.watts(), "W"), ("energy", meter.joules, "J")], runner.cfg["series_interval"])
+    return Series(
+        lambda: [("power", meter.watts(), "W"), ("energy", meter.joules, "J")], campaign.cfg["series_interval"]
+    )
 
 
 METERS: tuple[Meter, ...] = (
@@ -175,11 +179,11 @@ KEYS = (
 )
 
 
-def start_all(runner, placement, spec) -> dict[str, Any]:
+def start_all(campaign, placement, measurement) -> dict[str, Any]:
     """Every meter of the round started: column meters always, series
     meters chosen in the config's `series`. Name -> handle."""
-    chosen = set(runner.cfg["series"] or ())
-    return {s.name: s.start(runner, placement, spec) for s in METERS if s.column or s.name in chosen}
+    chosen = set(campaign.cfg["series"] or ())
+    return {s.name: s.start(campaign, placement, measurement) for s in METERS if s.column or s.name in chosen}
 
 
 def stop_all(running: dict[str, Any]) -> dict[str, float | None]:

@@ -106,26 +106,26 @@ class Bars:
             self.progress.advance(self.tasks[None], len(new))
         return new
 
-    def on_window(self, spec) -> None:
-        new = self._advance(spec.row_keys(), "window")
+    def on_window(self, m, window: int) -> None:
+        new = self._advance(m.row_keys(window), "window")
         if new and self.progress is not None and not console.is_terminal:
             n, total = self.tracker.done()
             console.print(
                 f"  {new[0]}: window measured (run {n}/{total}, ETA {tracking.fmt_duration(self.tracker.eta())})"
             )
 
-    def on_sample(self, spec, row) -> None:
+    def on_sample(self, m, row) -> None:
         self._advance([row["key"]], "sample")
         if self.progress is None:
             return
         if row["status"] != "ok":
-            self.nfailed[spec.stage] = self.nfailed.get(spec.stage, 0) + 1
-            self.progress.update(self.tasks[spec.stage], failed=f"[red]{self.nfailed[spec.stage]} not usable")
+            self.nfailed[m.stage] = self.nfailed.get(m.stage, 0) + 1
+            self.progress.update(self.tasks[m.stage], failed=f"[red]{self.nfailed[m.stage]} not usable")
         if not console.is_terminal:
             console.print(
                 f"  {row['key']}: "
                 + (
-                    fmt_rate(row[stages.get(spec.stage).rate], row["unit"])
+                    fmt_rate(row[stages.get(m.stage).rate], row["unit"])
                     if row["status"] == "ok"
                     else f"{row['status'].upper()} {row['error'][:200]}"
                 )

@@ -88,14 +88,14 @@ def test_expected_time_of_a_plan_of_many_placements_and_pairs(pairs):
     cfg = _cfg(nodes=5, pairs=pairs, samples=2)
     plan = plan_collect(cfg)
     x = expect(cfg, plan)
-    rows = [k for pl in plan for s in pl.samples for k in s.row_keys()]
+    rows = [k for pl in plan for k in pl.keys()]
     assert sorted(x.cost) == sorted(rows)
     assert x.placements == len(plan) > 1
     assert x.total_s == pytest.approx(x.measuring_s + x.warmup_s + x.placements * PLACEMENT_S + x.rounds * ROUND_S)
     assert sum(x.cost.values()) == pytest.approx(x.total_s)
     # A pair round measures its pairs at once: one window of time for all.
-    assert x.measuring_s == pytest.approx(sum(s.duration for pl in plan for s in pl.samples))
-    assert {x.stage[k] for k in x.cost} == {s.stage for pl in plan for s in pl.samples}
+    assert x.measuring_s == pytest.approx(sum(m.duration * len(m.windows) for pl in plan for m in pl.measurements))
+    assert {x.stage[k] for k in x.cost} == {m.stage for pl in plan for m in pl.measurements}
 
 
 def test_fmt_duration():

@@ -35,13 +35,14 @@ def test_a_placement_whose_servers_fail_on_a_removed_cluster_says_so():
     fake = SimpleNamespace(
         nodes=[LOCAL, GONE],
         servers=SimpleNamespace(start=lambda pl: (_ for _ in ()).throw(SampleFailed("server rank 0 exited (code 1)"))),
-        rows=SimpleNamespace(failed=lambda pl, spec, error: [{"key": spec, "error": error}]),
+        rows=SimpleNamespace(failed=lambda pl, m, window, error: [{"key": f"{m}/{window}", "error": error}]),
         store=SimpleNamespace(add_sample=lambda **row: stored.append(row)),
-        on_sample=lambda spec, row: None,
+        on_sample=lambda m, row: None,
         procs=SimpleNamespace(stop_all=lambda: None),
     )
     placement = SimpleNamespace(server_nodes=[1])
-    assert Runner._run_placement(fake, placement, ["a", "b"], False) == (0, 2)
+    rounds = [SimpleNamespace(measurement="a", windows=[0, 1])]  # (a ClientRound's)
+    assert Runner._run_placement(fake, placement, rounds, False) == (0, 2)
     assert [r["error"] for r in stored] == [
         f"{emulation.REMOVED}: its namespace(s) rooftop-h6-gone are gone; server rank 0 exited (code 1)"
     ] * 2

@@ -35,17 +35,17 @@ def _cfg(n, spn=1, cpn=1, pairs="serial", **stages):
 
 
 def _keys(placements):
-    return sorted(k for g in placements for s in g.samples for k in s.row_keys())
+    return sorted(k for g in placements for k in g.keys())
 
 
 @pytest.mark.parametrize("pairs", ["serial", "rounds"])
 def test_two_nodes_of_one_core_plan_one_measurement_for_three_stages(pairs):
     placements = plan_collect(_cfg(2, pairs=pairs))
-    # One group (one server on n0), one spec per metric and sample, no other.
+    # One group (one server on n0), one measurement of 3 windows per metric, no other.
     assert len(placements) == 1 and placements[0].server_nodes == [0] and placements[0].servers_per_node == 1
-    specs = placements[0].samples
-    assert len(specs) == 2 * 3
-    for s in specs:
+    measured = placements[0].measurements
+    assert [(m.metric, m.windows) for m in measured] == [("rpc", range(3)), ("bw", range(3))]
+    for s in measured:
         assert (s.stage, s.also) == ("server_peak", ("client_peak", "client_node"))
         assert s.client_nodes == [1] and s.clients_per_node == 1
     assert _keys(placements) == sorted(

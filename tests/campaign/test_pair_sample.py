@@ -296,11 +296,11 @@ def test_the_plan_measures_the_recorded_batches_and_t_quantiles():
             },
         }
     )
-    keys = sorted(k for pl in plan_collect(cfg) for s in pl.samples for k in s.row_keys())
+    keys = sorted(k for pl in plan_collect(cfg) for k in pl.keys())
     want = sorted(f"client_peak/rpc/s{a}x1/c{b}x1/{i}" for a, b in cfg["pair_sample"]["pairs"] for i in range(2))
     assert keys == want
     # The first batch's rounds are its own: the second batch never joins them.
-    first = [set(map(tuple, s.pairs)) for pl in plan_collect(cfg) for s in pl.samples[:1]]
+    first = [set(map(tuple, m.pairs)) for pl in plan_collect(cfg) for m in pl.measurements[:1]]
     assert all(r <= {(0, 1), (3, 4), (0, 3)} or r <= {(1, 5), (2, 4)} for r in first)
     for df in (1, 2, 5, 10, 29, 40):
         assert sample.t_quantile(0.975, df) == pytest.approx(t975(df), abs=2e-3)
@@ -329,7 +329,7 @@ def test_the_client_node_is_saturated_by_servers_of_its_own_switch_under_a_topol
         if topo is not None:
             cfg["topology"] = topo.to_dict()
         [pl] = stages.get("client_node").plan(cfg)
-        assert pl.samples[0].client_nodes == [n - 1] and pl.server_nodes == server_nodes(cfg)
+        assert pl.measurements[0].client_nodes == [n - 1] and pl.server_nodes == server_nodes(cfg)
         return pl.server_nodes
 
     assert servers(Topology.even(12, 3)) == [8, 9, 10]

@@ -47,16 +47,16 @@ def _cfg(n, pairs):
 def test_rounds_plan_the_same_rows_as_serial_with_fewer_placements():
     serial = plan_collect(_cfg(6, "serial"))
     rounds = plan_collect(_cfg(6, "rounds"))
-    keys = lambda placements: sorted(k for g in placements for s in g.samples for k in s.row_keys())
+    keys = lambda placements: sorted(k for g in placements for k in g.keys())
     # The same stored keys, so a run resumed with either gives one matrix.
     assert keys(serial) == keys(rounds) and len(keys(rounds)) == 15 * 2
     assert len(serial) == 5 and len(rounds) == 5
     # Serial: one client launch per pair and sample window group (15 pairs);
     # rounds: 5 rounds of 3 pairs measured at once.
-    assert sum(1 for g in serial for s in g.samples if s.index == 0) == 15
-    assert sum(1 for g in rounds for s in g.samples if s.index == 0) == 5
+    assert sum(len(g.measurements) for g in serial) == 15  # a measurement (client round) each
+    assert sum(len(g.measurements) for g in rounds) == 5
     g = rounds[0]
-    spec = g.samples[0]
+    spec = g.measurements[0]
     # Client i sits on pair i's second node and loads server i (rank % nservers).
     assert [a for a, _ in spec.pairs] == g.server_nodes and [b for _, b in spec.pairs] == spec.client_nodes
     assert g.servers_per_node == 1 and spec.clients_per_node == 1
@@ -80,11 +80,11 @@ def test_rounds_never_run_pairs_sharing_cores_at_once_where_cores_are_known():
 
     cfg = _netns(6, lambda i: i % 2)
     rounds = plan_collect(cfg)
-    keys = lambda placements: sorted(k for g in placements for s in g.samples for k in s.row_keys())
+    keys = lambda placements: sorted(k for g in placements for k in g.keys())
     assert keys(rounds) == keys(plan_collect(_cfg(6, "serial")))
     core = lambda n: {n % 2}
     for g in rounds:
-        pairs = g.samples[0].pairs
+        pairs = g.measurements[0].pairs
         for (a, b), (c, d) in itertools.combinations(pairs, 2):
             assert not (core(a) | core(b)) & (core(c) | core(d)), pairs
     # 9 cross-core pairs alone, the 6 same-core pairs two by two (one per core).

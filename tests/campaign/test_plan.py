@@ -262,9 +262,9 @@ def test_the_17_node_suite_plans_pairs_sharing_cores_at_once_one_window_each():
     # Across groups, one pair per group link at a time: 10 rounds of up to 7 pairs.
     assert (shared.pairs, shared.rounds) == (26, 10) and shared.most_at_once > 2
     placements = sample.plan(cfg)
-    assert len(placements) == 10 and sum(len(p.samples) for p in placements) == 10  # a window each
-    assert sum(len(sp.pairs or ()) for p in placements for sp in p.samples) == 26
-    assert {sp.index for p in placements for sp in p.samples} == {0}
+    assert len(placements) == 10 and sum(len(p.measurements) for p in placements) == 10
+    assert sum(len(m.pairs or ()) for p in placements for m in p.measurements) == 26
+    assert {m.windows for p in placements for m in p.measurements} == {range(1)}  # a window each
     bad = rooftop("plan", "--nodes", "4", "--launcher", "local", "--set", "collect.pairs_share_cores=true", check=False)
     assert bad.returncode == 2 and "collect.pairs_share_cores: needs engine.server_progress = block" in bad.stderr
 

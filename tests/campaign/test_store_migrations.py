@@ -359,9 +359,9 @@ def test_the_store_takes_the_latency_bins_the_campaign_loaded(tmp_path, monkeypa
     st = Store(tmp_path / "res")
     run = st.new_run(cfg, {})
     rows = Rows(run, cfg, [Node(n["index"], n["host"], tuple(n["cores"])) for n in cfg["nodes"]])
-    pl = next(p for p in plan_collect(cfg) if p.samples[0].pairs is None)
-    sp = pl.samples[0]
-    part = Rows.parts(pl, sp, 1, 2)[0]
+    pl = next(p for p in plan_collect(cfg) if p.measurements[0].pairs is None)
+    m = pl.measurements[0]
+    part = Rows.parts(pl, m, 0, 1, 2)[0]
     bins = {0: [[10.0, 11.0, 100]], 1: [[20.0, 21.0, 50], [40.0, 42.0, 50]]}
     results = {
         r: {"measure_start_s": 100.0, "windows": [{"elapsed_s": 1.0, "work_ops": 10.0}], "latency_us": {"bins": b}}
@@ -371,7 +371,7 @@ def test_the_store_takes_the_latency_bins_the_campaign_loaded(tmp_path, monkeypa
     raw.mkdir(parents=True)
     for r in bins:  # on disk as well: the store could read them, and must not
         (raw / f"client-{r}.json").write_text(json.dumps({"result": {"latency_us": {"bins": [[1.0, 2.0, 1]]}}}))
-    row = rows.row(sp, part, 0, results, {}, {0: 0.0, 1: 0.0}, raw)
+    row = rows.row(m, 0, part, 0, results, {}, {0: 0.0, 1: 0.0}, raw)
     assert row["status"] == "ok" and row["latency_bins"] == [(10.0, 11.0, 100), (20.0, 21.0, 50), (40.0, 42.0, 50)]
 
     def reopened(path):

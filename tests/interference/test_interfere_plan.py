@@ -41,7 +41,7 @@ def test_random_placement_is_reproduced_by_its_seed():
 
 def _service(servers: list[int], clients: list[int]) -> list:
     """A plan of one placement: servers on those nodes, clients on these."""
-    return [SimpleNamespace(server_nodes=servers, samples=[SimpleNamespace(client_nodes=clients)])]
+    return [SimpleNamespace(server_nodes=servers, measurements=[SimpleNamespace(client_nodes=clients)])]
 
 
 def _running(kind: str, node, cpus: str, tmp_path):

@@ -26,7 +26,7 @@ import time
 from rooftop.bursts import keys as _keys  # noqa: F401  (registers the bursts.* config keys)
 from rooftop.bursts import neighbour
 from rooftop.bursts import summary as burst_summary
-from rooftop.stages.base import Placement, SampleSpec
+from rooftop.stages.base import Measurement, Placement
 
 MODE = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
 
@@ -119,23 +119,30 @@ def build_config(config_file: str | None, overrides: dict) -> dict:
     return cfg
 
 
-def burst_round(p: dict, mode: str, b: int):
-    """Burst b of a mode: one client round of windows_per_burst windows."""
-    from rooftop.campaign import ClientRound
-
-    n, m = p["windows_per_burst"], p["metric"]
-    return ClientRound(
-        [
-            SampleSpec(
-                f"bursts/{m}/{mode}/b{b}/{i}", "bursts", m, [p["client_node"]], p["clients"], i, p["interval"], 0.0
-            )
-            for i in range(n)
-        ]
+def burst(p: dict, mode: str, b: int) -> Measurement:
+    """Burst b of a mode: one measurement of windows_per_burst windows."""
+    m = p["metric"]
+    return Measurement(
+        f"bursts/{m}/{mode}/b{b}",
+        "bursts",
+        m,
+        [p["client_node"]],
+        p["clients"],
+        range(p["windows_per_burst"]),
+        p["interval"],
+        0.0,
     )
 
 
+def burst_round(p: dict, mode: str, b: int):
+    """Burst b of a mode as one client round (every window)."""
+    from rooftop.campaign import ClientRound
+
+    return ClientRound(burst(p, mode, b))
+
+
 def planned_keys(p: dict) -> set[str]:
-    return {sp.key for mode in p["progress"] for b in range(p["bursts"]) for sp in burst_round(p, mode, b).specs}
+    return {k for mode in p["progress"] for b in range(p["bursts"]) for k in burst(p, mode, b).keys()}
 
 
 def _sleep_gap(seconds: float) -> None:

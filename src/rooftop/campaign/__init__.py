@@ -35,8 +35,8 @@ separate measurements).
 
 Shared stages that would run the identical placement are measured once
 (measure_once): on 2 nodes of one core, server peak, client peak and client
-node are all one server against one client. The first planned spec stands
-for the others; its keys name them all ("server_peak+client_peak+...").
+node are all one server against one client. The first planned measurement
+stands for the others; its keys name them all ("server_peak+client_peak+...").
 """
 
 from __future__ import annotations

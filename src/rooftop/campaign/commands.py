@@ -14,7 +14,7 @@ from rooftop.engine import enginedoc
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE
 from rooftop.launchers import Launch, Launcher, Node
 from rooftop.nics import policy as nics
-from rooftop.stages import Placement, SampleSpec
+from rooftop.stages import Measurement, Placement
 
 
 def _non_default(cfg: dict, key: str, default: int) -> list[str]:
@@ -104,9 +104,9 @@ class Commands:
         return launches
 
     def start_args(
-        self, spec: SampleSpec, nclients: int, barrier_id: int | None = None, measure_at: str | None = None
+        self, m: Measurement, nclients: int, barrier_id: int | None = None, measure_at: str | None = None
     ) -> list[str]:
-        """How the clients of a sample start measuring together: a start
+        """How the clients of a measurement start measuring together: a start
         barrier gathered by server rank 0 (default), or a wall-clock instant
         (engine.start = clock: launch time + start lead + warmup). A lone
         client has no one to start with: under the barrier it measures from
@@ -115,11 +115,11 @@ class Commands:
         e = self.cfg["engine"]
         if e["start"] == "barrier":
             if nclients == 1:
-                return ["--warmup", str(spec.warmup)]
+                return ["--warmup", str(m.warmup)]
             bid = barrier_id if barrier_id is not None else secrets.randbits(63)
             return [
                 "--warmup",
-                str(spec.warmup),
+                str(m.warmup),
                 "--barrier",
                 str(nclients),
                 "--barrier-id",
@@ -130,13 +130,13 @@ class Commands:
                 str(e["settle"]),
             ]
         if measure_at is None:
-            measure_at = f"{time.time() + e['start_lead'] + spec.warmup:.3f}"
+            measure_at = f"{time.time() + e['start_lead'] + m.warmup:.3f}"
         return ["--measure-at", measure_at]
 
     def client_launches(
         self,
         placement: Placement,
-        spec: SampleSpec,
+        m: Measurement,
         gdir: Path,
         sdir: Path,
         nwindows: int = 1,
@@ -145,10 +145,10 @@ class Commands:
         """start: the start options (default: start_args())."""
         nservers = len(placement.server_nodes) * placement.servers_per_node
         if start is None:
-            start = self.start_args(spec, spec.client_procs)
+            start = self.start_args(m, m.client_procs)
         e = self.cfg["engine"]
         launches, rank = [], 0
-        for idx in spec.client_nodes:
+        for idx in m.client_nodes:
             node = self.nodes[idx]
             argv = [
                 self.engine,
@@ -159,7 +159,7 @@ class Commands:
                 "--nservers",
                 str(nservers),
                 "--duration",
-                str(spec.duration),
+                str(m.duration),
                 "--windows",
                 str(nwindows),
                 *start,
@@ -176,8 +176,8 @@ class Commands:
                 "--window-log",
                 str(sdir / enginedoc.WINDOW_LOG),
             ]
-            argv += metrics.get(spec.metric).client_args(self.cfg)
+            argv += metrics.get(m.metric).client_args(self.cfg)
             argv += nics.engine_args(self.cfg, sdir / "nic-counters", idx, "client")
-            launches += self.launches(node, argv, spec.clients_per_node, rank)
-            rank += spec.clients_per_node
+            launches += self.launches(node, argv, m.clients_per_node, rank)
+            rank += m.clients_per_node
         return launches

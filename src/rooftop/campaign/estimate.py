@@ -11,7 +11,7 @@ expected counts (pair_work); both print Estimate.lines(). The progress
 bars' per-row costs (rooftop.campaign.tracking.expect) use the same
 constants.
 
-Names no stage and no metric: it reads placements, their sample specs and
+Names no stage and no metric: it reads placements, their measurements and
 the config's start options."""
 
 from __future__ import annotations
@@ -74,25 +74,25 @@ def count(cfg: dict, placements: list[Placement], done: set[str] | frozenset = f
     server group per placement with something left, then its client rounds."""
     out: dict[str, Work] = {}
     for pl in placements:
-        todo = [s for s in pl.samples if not all(k in done for k in s.row_keys())]
+        todo = client_rounds(pl.measurements, done)
         if not todo:
             continue
-        w = out.setdefault(todo[0].label, Work())
+        w = out.setdefault(todo[0].measurement.label, Work())
         w.placements += 1
         w.launches += len(pl.server_nodes)
         w.processes += len(pl.server_nodes) * pl.servers_per_node
-        for rnd in client_rounds(todo):
-            first = rnd.first
-            r = out.setdefault(first.label, Work())
+        for rnd in todo:
+            m = rnd.measurement
+            r = out.setdefault(m.label, Work())
             r.rounds += 1
-            r.launches += len(first.client_nodes)
-            r.processes += first.client_procs
-            r.warmup_s += round_start_s(cfg, first.warmup, first.client_procs)
-            for sp in rnd.specs:
-                r.windows += 1
-                r.measuring_s += sp.duration
-                # (without done, the rows of a pair round of 500 pairs are not listed one by one)
-                r.rows += sum(k not in done for k in sp.row_keys()) if done else len(sp.pairs or (None,))
+            r.launches += len(m.client_nodes)
+            r.processes += m.client_procs
+            r.warmup_s += round_start_s(cfg, m.warmup, m.client_procs)
+            r.windows += len(rnd.windows)
+            r.measuring_s += m.duration * len(rnd.windows)
+            # (without done, the rows of a pair round of 500 pairs are not listed one by one)
+            per_window = len(m.pairs or (None,))
+            r.rows += sum(k not in done for k in rnd.keys()) if done else per_window * len(rnd.windows)
     return out
 
 

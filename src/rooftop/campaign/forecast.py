@@ -247,7 +247,7 @@ def client_pairs(cfg: dict, topo: Topology | None = None) -> PairsExpected | Non
 
 def _measures_client_ceiling(placements: list[Placement]) -> bool:
     name = stages.of_role("client").name
-    return any(name == sp.stage or name in sp.also for pl in placements for sp in pl.samples)
+    return any(name == m.stage or name in m.also for pl in placements for m in pl.measurements)
 
 
 def of_placements(cfg: dict, placements: list[Placement], topo: Topology | None = None) -> Estimate:

@@ -10,20 +10,26 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rooftop import metrics
-from rooftop.campaign.processes import SampleFailed
+from rooftop.campaign.processes import Processes, SampleFailed
 from rooftop.engine import enginedoc
 from rooftop.engine.agents import AGENTS_DIR
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE, EngineError, private_dir, write_private, write_token
 from rooftop.engine.commands import run_engine
+from rooftop.engine.leases import Leases
 from rooftop.engine.reaping import reap
 from rooftop.engine.servers import NotReady, wait_published
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement
+
+if TYPE_CHECKING:  # (commands merges server arguments with merge_server_args, below)
+    from rooftop.campaign.commands import Commands
 
 #: Server options two metrics may both give with different values: the
 #: servers get the largest (each is the size of a buffer slot).
@@ -115,25 +121,39 @@ class ServerGroup:
 
 class Servers:
     """The server-group lifecycle: start a placement's servers, wait until
-    each is ready, stop them (shutdown RPC, then kill what is left)."""
+    each is ready, stop them (shutdown RPC, then kill what is left).
 
-    def __init__(self, runner):
-        self.r = runner
+    cfg: the run's config; run_dir: its folder (groups/ under it);
+    commands: the campaign's command lines; procs: its live processes;
+    leases: the leases its processes hold; token: what stops its servers
+    (only ever in 0600 files); log: the progress log."""
+
+    def __init__(
+        self,
+        cfg: dict,
+        run_dir: Path,
+        commands: Commands,
+        procs: Processes,
+        leases: Leases,
+        token: str,
+        log: Callable[[str], None],
+    ):
+        self.cfg, self.run_dir, self.commands, self.procs = cfg, run_dir, commands, procs
+        self.leases, self.token, self.log = leases, token, log
 
     def start(self, placement: Placement) -> ServerGroup:
-        r = self.r
         # Private (0700 directories, 0600 files): another user of a shared
         # file system can neither read the token nor find the servers.
-        private_dir(r.run_dir / "groups")
-        gdir = private_dir(r.run_dir / "groups" / f"{placement.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
-        write_token(gdir, r.token)
-        r.leases.add(gdir)
-        launches = r.commands.server_launches(placement, gdir)
+        private_dir(self.run_dir / "groups")
+        gdir = private_dir(self.run_dir / "groups" / f"{placement.label}-{time.strftime('%H%M%S')}-{os.getpid()}")
+        write_token(gdir, self.token)
+        self.leases.add(gdir)
+        launches = self.commands.server_launches(placement, gdir)
         procs = []
         for i, launch in enumerate(launches):
-            r.log("start: " + shlex.join(launch.argv))
+            self.log("start: " + shlex.join(launch.argv))
             log = write_private(gdir / f"launch-{i}.log", "")
-            procs.append(r.procs.start(launch, log))
+            procs.append(self.procs.start(launch, log))
         group = ServerGroup(placement, gdir, procs)
         self._wait_ready(gdir, launches, procs, group.nservers)
         return group
@@ -141,7 +161,7 @@ class Servers:
     def _wait_ready(self, gdir: Path, launches, procs, nservers: int) -> None:
         started = [(p, launch.ranks, gdir / f"launch-{i}.log") for i, (launch, p) in enumerate(zip(launches, procs))]
         try:
-            wait_published(gdir, started, self.r.cfg["engine"]["timeout"] + 10)
+            wait_published(gdir, started, self.cfg["engine"]["timeout"] + 10)
         except NotReady as e:
             if e.index is None:
                 raise SampleFailed(str(e)) from None
@@ -151,7 +171,7 @@ class Servers:
         # hello checks that it answers (a silent one fails the samples,
         # named, within engine.timeout). A ping process would cost a
         # libfabric start-up per group (0.35 s with Debian's build).
-        wrong_nic = nic_check.server_errors(self.r.cfg, gdir, launches)
+        wrong_nic = nic_check.server_errors(self.cfg, gdir, launches)
         if wrong_nic:
             raise SampleFailed("; ".join(wrong_nic[:5]))
 
@@ -163,13 +183,13 @@ class Servers:
         endpoint alone costs more than the rest of the stop; otherwise it
         gets the shutdown command (its token) from here. What is left after
         10 s is killed."""
-        r, gdir = self.r, group.gdir
+        gdir = group.gdir
         live = [k for k in range(group.nservers) if (gdir / f"{k}.addr").exists()]
-        if live and r.commands.agents:
+        if live and self.commands.agents:
             for p in group.procs:
                 p.terminate()
             live = []
-        shutdowns = [r.commands.shutdown_launch(group.placement, gdir, k) for k in live]
+        shutdowns = [self.commands.shutdown_launch(group.placement, gdir, k) for k in live]
 
         def shutdown(launch):
             try:
@@ -181,9 +201,9 @@ class Servers:
             with ThreadPoolExecutor(max_workers=min(8, len(shutdowns))) as pool:
                 list(pool.map(shutdown, shutdowns))
         reap(group.procs, 10)
-        r.leases.drop(gdir)
+        self.leases.drop(gdir)
         (gdir / TOKEN_FILE).unlink(missing_ok=True)  # no secret left on disk once they stopped
-        r.procs.forget_finished()
+        self.procs.forget_finished()
 
 
 def server_reasons(gdir: Path) -> tuple[list[str], list[str]]:

@@ -49,7 +49,7 @@ def run_status(store, run_id: str, cfg: dict) -> tuple[str, str]:
     for stage in cfg.get("stages") or ["collect"]:
         if stage not in plans:  # a tune or bursts run plans as it goes: its command gives the status
             continue
-        keys = {k for g in plans[stage](cfg) for spec in g.samples for k in spec.row_keys()}
+        keys = {k for g in plans[stage](cfg) for k in g.keys()}
         left = len(keys - stored)
         if left:
             again = f"collect --resume {run_id}" if stage == "collect" else f"validate {run_id}"

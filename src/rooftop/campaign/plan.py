@@ -1,56 +1,86 @@
 """The plan of a campaign: its placements (server processes started once,
-then every sample that uses them), shared stages measured once, placements
-split by server group, and the client rounds of a placement."""
+then every measurement made against them, each its windows), shared stages
+measured once, placements split by server group, and the client rounds
+left of a placement (a measurement's windows not yet stored)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from rooftop import stages
 from rooftop.campaign.groups import server_groups
-from rooftop.stages import Placement, SampleSpec, sample_key
+from rooftop.stages import Measurement, Placement, measurement_key
 
 
-def _where(placement: Placement, spec: SampleSpec) -> tuple | None:
-    """What a sample runs, as far as the measurement goes: (metric, index,
-    server nodes, servers per node, client nodes, clients per node, duration,
+def _where(placement: Placement, m: Measurement) -> tuple | None:
+    """What a measurement runs, as far as its windows go: (metric, server
+    nodes, servers per node, client nodes, clients per node, duration,
     warmup); None for pair rounds of several pairs (no other stage runs them)."""
-    if spec.pairs is not None and len(spec.pairs) != 1:
+    if m.pairs is not None and len(m.pairs) != 1:
         return None
     return (
-        spec.metric,
-        spec.index,
+        m.metric,
         tuple(placement.server_nodes),
         placement.servers_per_node,
-        tuple(spec.client_nodes),
-        spec.clients_per_node,
-        spec.duration,
-        spec.warmup,
+        tuple(m.client_nodes),
+        m.clients_per_node,
+        m.duration,
+        m.warmup,
     )
+
+
+def _minus(windows: range, both: range) -> list[range]:
+    """windows but both (a range inside it): what is before it, and after."""
+    return [r for r in (range(windows.start, both.start), range(both.stop, windows.stop)) if r]
 
 
 def measure_once(placements: list[Placement]) -> list[Placement]:
     """Shared stages (Stage.shared) that would run the identical placement
     (2 nodes: one server and one client process for all three) are measured
-    once: the first planned spec stands for the others (SampleSpec.also,
-    named in its keys), the others are dropped, and so are placements left
-    empty."""
-    first: dict[tuple, SampleSpec] = {}
+    once: the first planned measurement stands for the others in the windows
+    both measure (Measurement.also, named in its keys); the others keep
+    only the windows it does not measure (none: dropped), and so do
+    placements left empty. A measurement that stands for another in only
+    some of its windows is split there, each part its own client round
+    (collect.pair_windows other than collect.windows)."""
+    first: dict[tuple, list[Measurement]] = {}  # where -> the measurements kept, in window order
+    home: dict[int, list[Measurement]] = {}  # id(kept) -> the measurements of its placement
+
+    def split(lst: list[Measurement], kept: Measurement, parts: list[Measurement]) -> None:
+        """kept, in lst, becomes kept and parts, in window order."""
+        at = next(i for i, x in enumerate(lst) if x is kept)
+        lst[at : at + 1] = sorted([kept, *parts], key=lambda x: x.windows.start)
+
     for pl in placements:
-        keep = []
-        for spec in pl.samples:
-            where = _where(pl, spec) if stages.get(spec.stage).shared else None
-            if where is None or where not in first:
+        keep: list[Measurement] = []
+        for m in pl.measurements:
+            where = _where(pl, m) if stages.get(m.stage).shared else None
+            left, same = [m.windows], first.get(where, []) if where is not None else []
+            for kept in list(same):  # (the parts split off below share no window with m)
+                for piece in list(left):
+                    both = range(max(piece.start, kept.windows.start), min(piece.stop, kept.windows.stop))
+                    if not both:
+                        continue
+                    left.remove(piece)
+                    left += _minus(piece, both)
+                    if both != kept.windows:  # it stands for m in some of its windows only
+                        parts = [replace(kept, windows=r) for r in _minus(kept.windows, both)]
+                        kept.windows = both
+                        split(home[id(kept)], kept, parts)
+                        split(same, kept, parts)
+                        home.update((id(p), home[id(kept)]) for p in parts)
+                    kept.also += (m.stage,)
+                    kept.key = measurement_key(
+                        kept.label, m.metric, pl.server_nodes, pl.servers_per_node, m.client_nodes, m.clients_per_node
+                    )
+            for piece in sorted(left, key=lambda r: r.start):
+                part = m if piece == m.windows else replace(m, windows=piece)
+                keep.append(part)
+                home[id(part)] = keep
                 if where is not None:
-                    first[where] = spec
-                keep.append(spec)
-                continue
-            kept = first[where]
-            kept.also += (spec.stage,)
-            _, i, snodes, spn, cnodes, cpn, _, _ = where
-            kept.key = sample_key(kept.label, kept.metric, list(snodes), spn, list(cnodes), cpn, i)
-        pl.samples = keep
-    return [pl for pl in placements if pl.samples]
+                    first.setdefault(where, []).append(part)
+        pl.measurements = keep
+    return [pl for pl in placements if pl.measurements]
 
 
 def plan(cfg: dict, phase: str) -> list[Placement]:
@@ -69,7 +99,7 @@ def plan_validate(cfg: dict) -> list[Placement]:
 def split_by_servers(cfg: dict, placements: list[Placement]) -> list[Placement]:
     """A placement whose metrics need servers started differently (two
     storage directories, two I/O modes) becomes one placement per server
-    group (tagged with its metrics), each measuring its metrics' samples."""
+    group (tagged with its metrics), each making its metrics' measurements."""
     out = []
     for pl in placements:
         groups = server_groups(cfg, pl.metrics)
@@ -79,7 +109,7 @@ def split_by_servers(cfg: dict, placements: list[Placement]) -> list[Placement]:
         for g in groups:
             out.append(
                 Placement(
-                    pl.server_nodes, pl.servers_per_node, [s for s in pl.samples if s.metric in g], tag="+".join(g)
+                    pl.server_nodes, pl.servers_per_node, [m for m in pl.measurements if m.metric in g], tag="+".join(g)
                 )
             )
     return out
@@ -88,29 +118,36 @@ def split_by_servers(cfg: dict, placements: list[Placement]) -> list[Placement]:
 @dataclass
 class ClientRound:
     """One set of client processes measuring consecutive windows (engine
-    --windows) after one warmup: one window per spec, one stored sample per
-    window (and pair)."""
+    --windows) after one warmup: the windows of one measurement still to
+    measure, one stored sample per window (and pair). Engine window j is
+    the measurement's window windows[j]."""
 
-    specs: list[SampleSpec]
+    measurement: Measurement
+    #: The measurement's windows it measures, in order (default: all of them).
+    windows: list[int] = field(default_factory=list)
 
-    @property
-    def first(self) -> SampleSpec:
-        return self.specs[0]
+    def __post_init__(self) -> None:
+        if not self.windows:
+            self.windows = list(self.measurement.windows)
 
     @property
     def folder(self) -> str:
         """Its folder under RESULTS/<run>/raw/: the measurement's key."""
-        return self.first.key.rsplit("/", 1)[0].replace("/", "_")
+        return self.measurement.folder
 
     def row_keys(self) -> list[list[str]]:
         """Window by window, the keys of its rows (round.json; rooftop doctor)."""
-        return [sp.row_keys() for sp in self.specs]
+        return [self.measurement.row_keys(w) for w in self.windows]
+
+    def keys(self) -> list[str]:
+        """The keys of its rows."""
+        return [k for w in self.windows for k in self.measurement.row_keys(w)]
 
 
 def _pair_schedule(cfg: dict, placements: list[Placement]) -> list[str]:
     """The dry run's account of pair rounds: how many, and the pairs kept
     apart because their nodes share cores (stages.pairs.rounds.pair_rounds)."""
-    rounds = [sp.pairs for pl in placements for sp in pl.samples[:1] if sp.pairs]
+    rounds = [m.pairs for pl in placements for m in pl.measurements[:1] if m.pairs]
     if not rounds or cfg["collect"]["pairs"] != "rounds":  # (sample: rooftop.campaign.sampling says its own)
         return []
     from rooftop.stages.pairs.rounds import round_robin
@@ -129,13 +166,12 @@ def _pair_schedule(cfg: dict, placements: list[Placement]) -> list[str]:
     return [line]
 
 
-def client_rounds(specs: list[SampleSpec]) -> list[ClientRound]:
-    """Consecutive samples of one measurement share a client round."""
-    out: list[ClientRound] = []
-    same = lambda sp: (sp.stage, sp.metric, tuple(sp.client_nodes), sp.clients_per_node, sp.duration, sp.warmup)
-    for sp in specs:
-        if out and same(out[-1].first) == same(sp):
-            out[-1].specs.append(sp)
-        else:
-            out.append(ClientRound([sp]))
+def client_rounds(measurements: list[Measurement], done: set[str] | frozenset = frozenset()) -> list[ClientRound]:
+    """A client round per measurement with something left: its windows
+    whose rows are not all in done (stored already), in order."""
+    out = []
+    for m in measurements:
+        left = [w for w in m.windows if not all(k in done for k in m.row_keys(w))]
+        if left:
+            out.append(ClientRound(m, left))
     return out

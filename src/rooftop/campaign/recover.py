@@ -35,7 +35,7 @@ def planned_rounds(cfg: dict) -> dict[str, list[list[str]]]:
     """Folder name of each client round -> its row keys, window by window."""
     out = {}
     for placement in plan_collect(cfg) + plan_validate(cfg):
-        for rnd in client_rounds(placement.samples):
+        for rnd in client_rounds(placement.measurements):
             out[rnd.folder] = rnd.row_keys()
     return out
 
@@ -156,9 +156,9 @@ def rows_from_documents(run_dir: Path, cfg: dict) -> list[dict]:
                 nclients = len(cnodes) * int(m["cpn"])
                 ranks = list(range(nclients)) if len(keys) == 1 else [j]  # pairs: rank j, pair j
                 errors = {r: "no complete document" for r in ranks if r not in results}
-                sp = SimpleNamespace(stage=m["stage"].split("+")[0], metric=m["metric"], index=int(m["i"]))
+                sp = SimpleNamespace(stage=m["stage"].split("+")[0], metric=m["metric"])
                 part = (key, snodes, cnodes, len(snodes) * int(m["spn"]), ranks)
-                row = make(sp, part, w, results, errors, offs, sdir)
+                row = make(sp, int(m["i"]), part, w, results, errors, offs, sdir)
                 if row["status"] == "failed":
                     continue
                 ended = sorted({early[r] for r in ranks if r in early})

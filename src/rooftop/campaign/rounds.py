@@ -7,20 +7,23 @@ import json
 import shlex
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rooftop import emulation, foreign, meters, metrics
 from rooftop.campaign import recover, tracking, windows
+from rooftop.campaign.commands import Commands
 from rooftop.campaign.groups import ServerGroup, name_server_reasons
 from rooftop.campaign.plan import ClientRound
-from rooftop.campaign.processes import RoundInterrupted, _signals_deferred
+from rooftop.campaign.processes import Processes, RoundInterrupted, _signals_deferred
 from rooftop.campaign.rows import Rows
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import full_windows, unusable, windows_of
+from rooftop.engine.leases import Leases
 from rooftop.engine.reaping import reap, signal_proc
-from rooftop.launchers import on_this_machine
+from rooftop.launchers import Launcher, Node, on_this_machine
 from rooftop.nics import check as nic_check
-from rooftop.stages import Placement, SampleSpec
+from rooftop.stages import Measurement, Placement
 
 
 class EmulationWatch:
@@ -31,25 +34,26 @@ class EmulationWatch:
     differ from the run's, is invalid with the difference as its reason.
     Off the emulated cluster: nothing read, nothing recorded."""
 
-    def __init__(self, runner, placement: Placement, rnd: ClientRound):
-        used = set(placement.server_nodes) | {c for sp in rnd.specs for c in sp.client_nodes}
-        self.nodes = [runner.nodes[i] for i in sorted(used)]
-        self.cfg_nodes = runner.cfg.get("nodes") or []
-        self.physical = emulation.physical_cores(runner.cfg)
+    def __init__(self, cfg: dict, nodes: list[Node], placement: Placement, rnd: ClientRound):
+        used = set(placement.server_nodes) | set(rnd.measurement.client_nodes)
+        self.nodes = [nodes[i] for i in sorted(used)]
+        self.cfg_nodes = cfg.get("nodes") or []
+        self.physical = emulation.physical_cores(cfg)
         self.on = any((n.emulation or {}).get("netns") for n in self.nodes)
         self.reads: list[dict] = [emulation.read(self.nodes)] if self.on else []
-        self.index = {id(sp): w for w, sp in enumerate(rnd.specs)}
+        #: A row's window -> the engine window (of the round) that measured it.
+        self.index = {window: w for w, window in enumerate(rnd.windows)}
 
     def window_done(self, w: int) -> None:
         if self.on and len(self.reads) == w + 1:
             self.reads.append(emulation.read(self.nodes))
 
-    def mark(self, rows: list[tuple[SampleSpec, dict]]) -> list[tuple[SampleSpec, dict]]:
+    def mark(self, rows: list[tuple[Measurement, dict]]) -> list[tuple[Measurement, dict]]:
         if not self.on:
             return rows
         end = emulation.read(self.nodes)
-        for sp, row in rows:
-            w = self.index.get(id(sp), 0)
+        for _, row in rows:
+            w = self.index.get(row["window"], 0)
             before = self.reads[w] if w < len(self.reads) else self.reads[-1]
             after = self.reads[w + 1] if w + 1 < len(self.reads) else end
             mine = [str(i) for i in (*row["server_nodes"], *row["client_nodes"])]
@@ -79,25 +83,50 @@ class RoundMeasurer:
     """Measures one client round against a running server group: starts its
     clients (with the meters), waits for them, reads their documents and
     makes one row per window (and pair); on Ctrl-C, the rows of the windows
-    measured in full."""
+    measured in full.
 
-    def __init__(self, runner):
-        self.r = runner
+    Given what it uses of the campaign (keywords): cfg, the store and
+    run_id its rows and series go to, the launcher and its nodes, the
+    campaign's command lines (commands), live processes (procs) and leases,
+    the row computation (rows), on_window(measurement, window) once every
+    client has measured a window, log, and said: the notes already shown
+    once (shared with the campaign)."""
 
-    def measure(self, group: ServerGroup, rnd: ClientRound, attempt: int) -> list[tuple[SampleSpec, dict]]:
-        r, spec = self.r, rnd.first
+    def __init__(
+        self,
+        *,
+        cfg: dict,
+        store,
+        run_id: str,
+        launcher: Launcher,
+        nodes: list[Node],
+        commands: Commands,
+        procs: Processes,
+        leases: Leases,
+        rows: Rows,
+        on_window: Callable[[Measurement, int], None],
+        log: Callable[[str], None],
+        said: set[str],
+    ):
+        self.cfg, self.store, self.run_id, self.launcher, self.nodes = cfg, store, run_id, launcher, nodes
+        self.commands, self.procs, self.leases, self.rows = commands, procs, leases, rows
+        self.on_window, self.log, self.said = on_window, log, said
+        self.run_dir = store.run_dir(run_id)
+
+    def measure(self, group: ServerGroup, rnd: ClientRound, attempt: int) -> list[tuple[Measurement, dict]]:
+        m = rnd.measurement
         sdir = self._folder(rnd, attempt)
-        launches = r.commands.client_launches(group.placement, spec, group.gdir, sdir, len(rnd.specs))
-        watch = EmulationWatch(r, group.placement, rnd)  # the emulated cluster, read per window
-        running = meters.start_all(r, group.placement, spec)  # e.g. CPU others use meanwhile
+        launches = self.commands.client_launches(group.placement, m, group.gdir, sdir, len(rnd.windows))
+        watch = EmulationWatch(self.cfg, self.nodes, group.placement, rnd)  # the emulated cluster, read per window
+        running = meters.start_all(self, group.placement, m)  # e.g. CPU others use meanwhile
         procs = []
         for i, launch in enumerate(launches):
-            r.log("start: " + shlex.join(launch.argv))
-            procs.append(r.procs.start(launch, sdir / f"launch-{i}.log"))
-        e = r.cfg["engine"]
+            self.log("start: " + shlex.join(launch.argv))
+            procs.append(self.procs.start(launch, sdir / f"launch-{i}.log"))
+        e = self.cfg["engine"]
         limit = (
-            spec.duration * len(rnd.specs)
-            + spec.warmup
+            m.duration * len(rnd.windows)
+            + m.warmup
             + e["settle"]
             + e["start_lead"]
             + e["barrier_timeout"]
@@ -108,10 +137,10 @@ class RoundMeasurer:
 
         def window_done(w: int) -> None:
             watch.window_done(w)
-            r.on_window(rnd.specs[w])
+            self.on_window(m, rnd.windows[w])
 
         try:  # the bars advance as every client finishes a window (rooftop.campaign.tracking)
-            with tracking.WindowFollower(sdir, nclients, len(rnd.specs), window_done):
+            with tracking.WindowFollower(sdir, nclients, len(rnd.windows), window_done):
                 killed = reap(procs, limit, grace=e["timeout"] + 5)
         except KeyboardInterrupt:
             meters.stop_all(running)
@@ -119,17 +148,17 @@ class RoundMeasurer:
             raise RoundInterrupted(watch.mark(self._cut(group, rnd, launches, procs, sdir, attempt))) from None
         sampled = meters.stop_all(running)
         self._store_series(rnd, running)
-        r.procs.forget_finished()
+        self.procs.forget_finished()
         results, errors = self._read_clients(launches, procs, killed, sdir, limit, self._op_bytes(rnd))
-        name_server_reasons(group.gdir, errors, r.leases.period)
-        gone = r.procs.gone({*group.placement.server_nodes, *(c for sp in rnd.specs for c in sp.client_nodes)})
+        name_server_reasons(group.gdir, errors, self.leases.period)
+        gone = self.procs.gone({*group.placement.server_nodes, *m.client_nodes})
         for k in errors:  # a dead agent took its node's servers or clients with it: named first
             if gone and not any(why in errors[k] for why in gone):
                 errors[k] = f"{'; '.join(gone)}: {errors[k]}"
         if watch.on:  # before that, the emulated cluster taken down under the campaign
             emulation.name_removal(watch.nodes, errors)
         rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, sampled=sampled)
-        gate = float(r.cfg["engine"]["foreign_cpu_gate"])
+        gate = float(self.cfg["engine"]["foreign_cpu_gate"])
         for _, row in rows:  # others took the cores: measured again, then stored invalid
             why = foreign.over_gate(row.get("foreign_cpu"), gate) if row["status"] == "ok" else ""
             if why:  # (an ok row's error says where it was read from: kept)
@@ -144,12 +173,12 @@ class RoundMeasurer:
         rows = meters.series_rows(running)
         if any(rows.values()):
             try:
-                self.r.store.add_series(self.r.run_id, rnd.folder, rows)
+                self.store.add_series(self.run_id, rnd.folder, rows)
             except StoreError as e:  # the round's samples come first: their store says what is lost
                 print(f"rooftop: the time series of round {rnd.folder} were not stored: {e}", file=sys.stderr)
         for note in meters.notes(running):
-            if note not in self.r.said:
-                self.r.said.add(note)
+            if note not in self.said:
+                self.said.add(note)
                 print(f"rooftop: meter {note}", file=sys.stderr)
 
     def _folder(self, rnd: ClientRound, attempt: int) -> Path:
@@ -158,7 +187,7 @@ class RoundMeasurer:
         attempt-N; window logs left would advance the bars before this
         attempt has measured anything), with round.json: which window is
         which sample (for rooftop doctor)."""
-        sdir = self.r.run_dir / "raw" / rnd.folder
+        sdir = self.run_dir / "raw" / rnd.folder
         sdir.mkdir(parents=True, exist_ok=True)
         keep = sdir / f"attempt-{attempt - 1}"
         # (A window log is the record of a client whose document was never written.)
@@ -174,7 +203,7 @@ class RoundMeasurer:
             keep.mkdir(exist_ok=True)
             old.rename(keep / old.name)
         if earlier and attempt == 1:
-            self.r.store.moved_documents(self.r.run_id, sdir, keep)
+            self.store.moved_documents(self.run_id, sdir, keep)
         (sdir / "round.json").write_text(json.dumps({"keys": rnd.row_keys()}))
         return sdir
 
@@ -189,24 +218,24 @@ class RoundMeasurer:
         attempt,
         measured_only: bool = False,
         sampled: dict | None = None,
-    ) -> list[tuple[SampleSpec, dict]]:
+    ) -> list[tuple[Measurement, dict]]:
         """One row per window (and pair). measured_only: only the rows of
         windows every client of the row measured in full. sampled: each
         meter's value over the round (None: not sampled)."""
-        r = self.r
-        same_clock = on_this_machine(r.launcher.name) or len({l.node.host for l in launches}) == 1
+        m = rnd.measurement
+        same_clock = on_this_machine(self.launcher.name) or len({l.node.host for l in launches}) == 1
         starts = {k: res["measure_start_s"] for k, res in results.items()}
         offs = windows.offsets(starts, same_clock)
         nclients = sum(len(l.ranks) for l in launches)
         out = []
-        for w, sp in enumerate(rnd.specs):
-            for part in Rows.parts(group.placement, sp, group.nservers, nclients):
+        for w, window in enumerate(rnd.windows):
+            for part in Rows.parts(group.placement, m, window, group.nservers, nclients):
                 if measured_only and not all(k in results and len(windows_of(results[k])) > w for k in part[4]):
                     continue
-                row = r.rows.row(sp, part, w, results, errors, offs, sdir)
+                row = self.rows.row(m, window, part, w, results, errors, offs, sdir)
                 row["attempt"] = attempt
                 row.update(sampled or {s.name: None for s in meters.METERS})
-                out.append((sp, row))
+                out.append((m, row))
         return out
 
     def _cut(self, group: ServerGroup, rnd: ClientRound, launches, procs, sdir, attempt) -> list:
@@ -219,7 +248,7 @@ class RoundMeasurer:
                 for p in procs:
                     signal_proc(p, signal.SIGTERM)
                 killed = reap(procs, 10)
-                self.r.procs.forget_finished()
+                self.procs.forget_finished()
                 results, errors = self._read_clients(launches, procs, killed, sdir, 10, self._op_bytes(rnd), cut=True)
                 rows = self._rows(group, rnd, launches, results, errors, sdir, attempt, measured_only=True)
         except KeyboardInterrupt:
@@ -228,7 +257,7 @@ class RoundMeasurer:
 
     def _op_bytes(self, rnd: ClientRound) -> int:
         """What the round's client documents say of op_bytes (Metric.op_bytes)."""
-        return metrics.get(rnd.first.metric).op_bytes(self.r.cfg)
+        return metrics.get(rnd.measurement.metric).op_bytes(self.cfg)
 
     def _read_clients(
         self, launches, procs, killed, sdir: Path, limit: float, op_bytes: int, cut: bool = False
@@ -268,7 +297,7 @@ class RoundMeasurer:
                 errors[r] = f"client rank {r}: {why}"
                 continue
             results[r] = docs[r]["result"] if not cut else full_windows(docs[r])["result"]
-        for r, why in nic_check.client_errors(self.r.cfg, launches, docs).items():
+        for r, why in nic_check.client_errors(self.cfg, launches, docs).items():
             if errors.setdefault(r, why) == why:  # measured, but not on what was asked
                 results.pop(r, None)
         if any("start barrier" in m for m in errors.values()):  # name whom it waited for

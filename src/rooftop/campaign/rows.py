@@ -9,7 +9,7 @@ from rooftop import metrics
 from rooftop.campaign import limits, windows
 from rooftop.engine.enginedoc import merge_bins, result_bins, windows_of
 from rooftop.launchers import Node
-from rooftop.stages import Placement, SampleSpec
+from rooftop.stages import Measurement, Placement
 from rooftop.units import fmt_pct
 
 
@@ -50,15 +50,16 @@ class Rows:
     def __init__(self, run_id: str, cfg: dict, nodes: list[Node]):
         self.run_id, self.cfg, self.nodes = run_id, cfg, nodes
 
-    def blank(self, sp: SampleSpec, key: str, snodes, cnodes, ns: int, nc: int, **more) -> dict:
-        """A row with nothing measured yet (more: further or other columns)."""
+    def blank(self, m: Measurement, window: int, key: str, snodes, cnodes, ns: int, nc: int, **more) -> dict:
+        """A row of a measurement's window with nothing measured yet (more:
+        further or other columns)."""
         row = dict(
             run_id=self.run_id,
             key=key,
-            stage=sp.stage,
-            metric=sp.metric,
-            unit=metrics.get(sp.metric).unit,
-            window=sp.index,
+            stage=m.stage,
+            metric=m.metric,
+            unit=metrics.get(m.metric).unit,
+            window=window,
             server_nodes=snodes,
             client_nodes=cnodes,
             server_procs=ns,
@@ -71,38 +72,45 @@ class Rows:
         row.update(more)
         return row
 
-    def failed(self, placement: Placement, spec: SampleSpec, error: str) -> list[dict]:
-        """The rows of a spec whose servers did not start: failed, with their reason."""
-        if spec.pairs is None:
+    def failed(self, placement: Placement, m: Measurement, window: int, error: str) -> list[dict]:
+        """The rows of a measurement's window whose servers did not start:
+        failed, with their reason."""
+        keys = m.row_keys(window)
+        if m.pairs is None:
             parts = [
                 (
-                    spec.key,
+                    keys[0],
                     placement.server_nodes,
-                    spec.client_nodes,
+                    m.client_nodes,
                     len(placement.server_nodes) * placement.servers_per_node,
-                    spec.client_procs,
+                    m.client_procs,
                 )
             ]
         else:
-            parts = [(k, [a], [b], 1, 1) for (a, b), k in zip(spec.pairs, spec.row_keys())]
+            parts = [(k, [a], [b], 1, 1) for (a, b), k in zip(m.pairs, keys)]
         return [
-            self.blank(spec, key, snodes, cnodes, ns, nc, x=0.0, status="failed", error=error, raw_dir="")
+            self.blank(m, window, key, snodes, cnodes, ns, nc, x=0.0, status="failed", error=error, raw_dir="")
             for key, snodes, cnodes, ns, nc in parts
         ]
 
     @staticmethod
-    def parts(placement: Placement, sp: SampleSpec, nservers: int, nclients: int) -> list[tuple]:
-        """(key, server nodes, client nodes, server processes, client ranks) of each row."""
-        if sp.pairs is None:
-            return [(sp.key, placement.server_nodes, sp.client_nodes, nservers, list(range(nclients)))]
+    def parts(placement: Placement, m: Measurement, window: int, nservers: int, nclients: int) -> list[tuple]:
+        """(key, server nodes, client nodes, server processes, client ranks)
+        of each row of a measurement's window."""
+        keys = m.row_keys(window)
+        if m.pairs is None:
+            return [(keys[0], placement.server_nodes, m.client_nodes, nservers, list(range(nclients)))]
         # One row per pair: client rank j loaded server rank j.
-        return [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(sp.pairs, sp.row_keys()))]
+        return [(k, [a], [b], 1, [j]) for j, ((a, b), k) in enumerate(zip(m.pairs, keys))]
 
-    def row(self, sp: SampleSpec, part: tuple, w: int, results: dict, errors: dict, offs: dict, sdir: Path) -> dict:
-        """The row of window w for one part (parts()) of a spec."""
+    def row(self, m, window: int, part: tuple, w: int, results: dict, errors: dict, offs: dict, sdir: Path) -> dict:
+        """The row of one part (parts()) of a measurement's window, which
+        its clients measured as their engine window w (m: its stage and
+        metric)."""
         rkey, snodes, cnodes, ns, ranks = part
         row = self.blank(
-            sp,
+            m,
+            window,
             rkey,
             snodes,
             cnodes,
@@ -124,7 +132,7 @@ class Rows:
                 error=" | ".join(errs[:5]) or f"client rank {short[0]} reported fewer windows than asked",
             )
             return row
-        agg, c = windows.aggregate(results, ranks, w, offs, sp.metric)
+        agg, c = windows.aggregate(results, ranks, w, offs, m.metric)
         row.update(
             status="ok",
             aggregate=agg,
@@ -138,7 +146,7 @@ class Rows:
             # For the store's latency quantities: the bins of the documents already loaded.
             latency_bins=merge_bins(result_bins(results[r]) for r in ranks),
         )
-        row["error"] = self.invalid(sp, snodes, cnodes, agg, c)
+        row["error"] = self.invalid(m, snodes, cnodes, agg, c)
         if row["error"]:
             row["status"] = "invalid"
         logged = [r for r in ranks if results[r].get("from_window_log")]
@@ -146,8 +154,9 @@ class Rows:
             row["error"] = "; ".join(filter(None, [row["error"], from_window_log(logged, w, results)]))
         return row
 
-    def invalid(self, sp: SampleSpec, snodes, cnodes, agg: float, c) -> str:
-        """Why a measured window cannot be used ('' when it can)."""
+    def invalid(self, m, snodes, cnodes, agg: float, c) -> str:
+        """Why a measured window of a measurement (m: its metric) cannot be
+        used ('' when it can)."""
         need = float(self.cfg["engine"]["min_overlap"])
         if c.overlap < need:
             return (
@@ -156,6 +165,6 @@ class Rows:
             )
         if not agg > 0:  # a rate is above 0 (rooftop.numbers.rate_problem): the readers take no other
             return "no operation completed in the clients' common window (rate 0)"
-        if metrics.get(sp.metric).link_bound:
+        if metrics.get(m.metric).link_bound:
             return limits.above_limit(agg, limits.link_limit(self.nodes, snodes, cnodes))
         return ""

@@ -21,7 +21,7 @@ from rooftop.engine.agents import Agents, command_line
 from rooftop.engine.base import TOKEN_FILE, engine_path
 from rooftop.engine.leases import Leases
 from rooftop.launchers import Launcher, Node
-from rooftop.stages import Placement, SampleSpec
+from rooftop.stages import Measurement, Placement
 
 
 class Runner:
@@ -35,19 +35,20 @@ class Runner:
         store,
         run_id: str,
         launcher: Launcher,
-        on_sample: Callable[[SampleSpec, dict], None] | None = None,
+        on_sample: Callable[[Measurement, dict], None] | None = None,
         log: Callable[[str], None] | None = None,
-        on_window: Callable[[SampleSpec], None] | None = None,
+        on_window: Callable[[Measurement, int], None] | None = None,
     ):
         self.cfg = cfg
         self.store = store
         self.run_id = run_id
         self.launcher = launcher
         self.nodes: list[Node] = launcher.nodes()
-        self.on_sample = on_sample or (lambda spec, row: None)
-        #: Called (from a follower thread) once every client of a round has
-        #: measured the window of a spec, before its rows are stored.
-        self.on_window = on_window or (lambda spec: None)
+        self.on_sample = on_sample or (lambda m, row: None)
+        #: on_window(measurement, window): called (from a follower thread)
+        #: once every client of a round has measured one of its windows,
+        #: before its rows are stored.
+        self.on_window = on_window or (lambda m, window: None)
         self.log = log or (lambda msg: None)
         #: Notes already shown once (e.g. a meter with nothing to measure here).
         self.said: set[str] = set()
@@ -73,9 +74,22 @@ class Runner:
             else None
         )
         self.procs = Processes(self.agents)
-        self.servers = Servers(self)
+        self.servers = Servers(cfg, self.run_dir, self.commands, self.procs, self.leases, self.token, self.log)
         self.rows = Rows(run_id, cfg, self.nodes)
-        self.measurer = RoundMeasurer(self)
+        self.measurer = RoundMeasurer(
+            cfg=cfg,
+            store=store,
+            run_id=run_id,
+            launcher=launcher,
+            nodes=self.nodes,
+            commands=self.commands,
+            procs=self.procs,
+            leases=self.leases,
+            rows=self.rows,
+            on_window=self.on_window,
+            log=self.log,
+            said=self.said,
+        )
 
     def run_round(self, group: ServerGroup, rnd: ClientRound) -> list[dict]:
         """One client round: one row per window. A round with an invalid
@@ -101,10 +115,10 @@ class Runner:
                 )
             if not bad or attempt == tries or len(other) == len(bad):  # measuring again would not help
                 break
-            self.log(f"attempt {attempt} of {rnd.first.key} is invalid ({bad[0]['error']}): measuring again")
+            self.log(f"attempt {attempt} of {rnd.measurement.key} is invalid ({bad[0]['error']}): measuring again")
         return self._store(measured)
 
-    def _store(self, measured: list[tuple[SampleSpec, dict]]) -> list[dict]:
+    def _store(self, measured: list[tuple[Measurement, dict]]) -> list[dict]:
         """Commits each row at once (and tells on_sample). A row the database
         does not take (locked past ROOFTOP_DB_WAIT, a full disk) stops the
         campaign naming every measured row not stored: the round's engine
@@ -113,9 +127,9 @@ class Runner:
 
         rows: list[dict] = []
         run_time = RunTime()  # pairs measured at once share one window of run time
-        for i, (sp, row) in enumerate(measured):
+        for i, (m, row) in enumerate(measured):
             try:
-                self.store.add_sample(**row, run_time_s=run_time.add(sp.index, row["measured_s"]))
+                self.store.add_sample(**row, run_time_s=run_time.add(row["window"], row["measured_s"]))
             except StoreError as e:
                 left = [r for _, r in measured[i:] if r["status"] != "failed"]
                 if not left:
@@ -128,7 +142,7 @@ class Runner:
                     f"'rooftop doctor --results {self.store.dir} --recover' brings them in "
                     f"(or 'rooftop collect --resume {self.run_id}' does, then measures the rest)"
                 ) from None
-            self.on_sample(sp, row)
+            self.on_sample(m, row)
             rows.append(row)
         return rows
 
@@ -158,7 +172,7 @@ class Runner:
         ok = failed = 0
         try:
             for placement in placements:
-                todo = [s for s in placement.samples if not all(k in done for k in s.row_keys())]
+                todo = client_rounds(placement.measurements, done)
                 if todo:
                     machine.record(self)  # once per command: the machine it measures on
                     n_ok, n_failed = self._run_placement(placement, todo, fail_fast)
@@ -168,7 +182,7 @@ class Runner:
             self.leases.close()
         return ok, failed
 
-    def _run_placement(self, placement: Placement, todo: list[SampleSpec], fail_fast: bool) -> tuple[int, int]:
+    def _run_placement(self, placement: Placement, todo: list[ClientRound], fail_fast: bool) -> tuple[int, int]:
         ok = failed = 0
         try:
             group = self.servers.start(placement)
@@ -177,17 +191,18 @@ class Runner:
             # (first, the emulated cluster's removal, if it was removed).
             why = {0: str(e)}
             emulation.name_removal([self.nodes[i] for i in placement.server_nodes], why)
-            for spec in todo:
-                for row in self.rows.failed(placement, spec, why[0]):
-                    self.store.add_sample(**row)
-                    self.on_sample(spec, row)
-                    failed += 1
+            for rnd in todo:
+                for window in rnd.windows:
+                    for row in self.rows.failed(placement, rnd.measurement, window, why[0]):
+                        self.store.add_sample(**row)
+                        self.on_sample(rnd.measurement, row)
+                        failed += 1
             self.procs.stop_all()
             if fail_fast:
                 raise
             return ok, failed
         try:
-            for rnd in client_rounds(todo):
+            for rnd in todo:
                 for row in self.run_round(group, rnd):
                     if row["status"] == "ok":
                         ok += 1
@@ -224,28 +239,28 @@ class Runner:
                 + (f", serving {', '.join(pl.metrics)}" if pl.tag else "")
             )
             lines += [shlex.join(l.argv) for l in self.commands.server_launches(pl, gdir)]
-            for rnd in client_rounds(pl.samples):
-                spec = rnd.first
+            for rnd in client_rounds(pl.measurements):
+                m = rnd.measurement
                 sdir = self.run_dir / "raw" / rnd.folder
                 at_once = (
-                    "; pairs measured at once: " + ", ".join(f"n{a}-n{b}" for a, b in spec.pairs)
-                    if spec.pairs and len(spec.pairs) > 1
-                    else f"; pair n{spec.pairs[0][0]}-n{spec.pairs[0][1]} alone"
-                    if spec.pairs
+                    "; pairs measured at once: " + ", ".join(f"n{a}-n{b}" for a, b in m.pairs)
+                    if m.pairs and len(m.pairs) > 1
+                    else f"; pair n{m.pairs[0][0]}-n{m.pairs[0][1]} alone"
+                    if m.pairs
                     else ""
                 )
                 lines.append(
-                    f"# {spec.stage} {spec.metric}: clients on node(s) {spec.client_nodes}, "
-                    f"{len(rnd.specs)} sample(s) in one round{at_once}"
+                    f"# {m.stage} {m.metric}: clients on node(s) {m.client_nodes}, "
+                    f"{len(rnd.windows)} sample(s) in one round{at_once}"
                 )
-                nclients = spec.client_procs
-                at = f"<launch time + {self.cfg['engine']['start_lead']:g} + {spec.warmup:g}>"
-                start = self.commands.start_args(spec, nclients, barrier_id=0, measure_at=at)
+                nclients = m.client_procs
+                at = f"<launch time + {self.cfg['engine']['start_lead']:g} + {m.warmup:g}>"
+                start = self.commands.start_args(m, nclients, barrier_id=0, measure_at=at)
                 if "--barrier-id" in start:
                     start[start.index("--barrier-id") + 1] = "<random>"
                 lines += [
                     shlex.join(l.argv)
-                    for l in self.commands.client_launches(pl, spec, gdir, sdir, len(rnd.specs), start)
+                    for l in self.commands.client_launches(pl, m, gdir, sdir, len(rnd.windows), start)
                 ]
             lines.append(
                 "# then: SIGTERM to each server, from the agent of its node"

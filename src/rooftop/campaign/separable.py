@@ -18,9 +18,9 @@ def one_measurement(placements: list[Placement]) -> list[str]:
     server, client = stages.of_role("server").name, stages.of_role("client").name
     out = []
     for pl in placements:
-        for sp in pl.samples:
-            if {server, client} <= {sp.stage, *sp.also} and sp.metric not in out:
-                out.append(sp.metric)
+        for m in pl.measurements:
+            if {server, client} <= {m.stage, *m.also} and m.metric not in out:
+                out.append(m.metric)
     return out
 
 
@@ -36,7 +36,7 @@ def split(cfg: dict) -> str:
 
 def line(cfg: dict, placements: list[Placement]) -> str:
     """The one line: the split, and whether the run can locate the ridge."""
-    metrics = list(dict.fromkeys(sp.metric for pl in placements for sp in pl.samples))
+    metrics = list(dict.fromkeys(m.metric for pl in placements for m in pl.measurements))
     once = one_measurement(placements)
     head = f"rooftop collect: {split(cfg)}, metrics {', '.join(metrics)}: "
     if not once:

@@ -6,8 +6,8 @@ far (followed from the engine's `load --window-log` files while a round
 runs) and the progress log (`progress.jsonl` in the run's folder).
 `rooftop.ui` draws the bars.
 
-Names no stage and no metric: it reads the plan (placements, their sample
-specs) and the config's start options."""
+Names no stage and no metric: it reads the plan (placements, their
+measurements) and the config's start options."""
 
 from __future__ import annotations
 
@@ -107,17 +107,17 @@ def expect(cfg: dict, placements: list[Placement], done: set[str] | frozenset = 
     mode = x.estimate.mode
     windows: list[tuple[list[str], float]] = []  # (rows left, seconds), in order
     for pl in placements:
-        todo = [s for s in pl.samples if not all(k in done for k in s.row_keys())]
+        todo = client_rounds(pl.measurements, done)
         if not todo:
             continue
         placement = len(windows)
-        for rnd in client_rounds(todo):
-            first = len(windows)
-            for sp in rnd.specs:
-                windows.append(([k for k in sp.row_keys() if k not in done], sp.duration + mode.window.value))
+        for rnd in todo:
+            first, m = len(windows), rnd.measurement
+            for w in rnd.windows:
+                windows.append(([k for k in m.row_keys(w) if k not in done], m.duration + mode.window.value))
                 for k in windows[-1][0]:
-                    x.stage[k] = sp.stage
-            start = mode.round_start.value + round_start_s(cfg, rnd.first.warmup, rnd.first.client_procs)
+                    x.stage[k] = m.stage
+            start = mode.round_start.value + round_start_s(cfg, m.warmup, m.client_procs)
             windows[first] = (windows[first][0], windows[first][1] + start)
             windows[-1] = (windows[-1][0], windows[-1][1] + mode.round_end.value)
         windows[placement] = (windows[placement][0], windows[placement][1] + mode.placement_start.value)

@@ -274,7 +274,7 @@ def _measure(store, run_id, cfg, launcher, plans, cond, plan, log):
     from rooftop.campaign import Runner
     from rooftop.campaign.lifecycle import Hold, keys_status
 
-    keys = {k for pl in plans for s in pl.samples for k in s.row_keys()}
+    keys = {k for pl in plans for k in pl.keys()}
     with Hold(store, run_id, "interfere", planned=lambda: keys_status(store, run_id, keys, "interfere")):
         measure = _measure_fn(cfg, store, run_id, log)
         if cond is None:

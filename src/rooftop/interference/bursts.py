@@ -43,8 +43,8 @@ def placements(cfg: dict) -> list[Placement]:
     """The service as one placement: the server on its node, every burst
     window of every mode (what `shared` and the status check read)."""
     p = cfg["bursts"]
-    specs = [sp for mode in p["progress"] for b in range(p["bursts"]) for sp in bursts.burst_round(p, mode, b).specs]
-    return [Placement([p["server_node"]], 1, specs)]
+    measured = [bursts.burst(p, mode, b) for mode in p["progress"] for b in range(p["bursts"])]
+    return [Placement([p["server_node"]], 1, measured)]
 
 
 def measure(cfg: dict, store, run_id: str, log, say=lambda m: None) -> tuple[int, int]:

@@ -147,7 +147,7 @@ def placements(cfg: dict, chosen: list[str]) -> list:
 def service_nodes(plans: list) -> tuple[set[int], set[int]]:
     """(server nodes, client nodes) of the planned placements."""
     servers = {n for pl in plans for n in pl.server_nodes}
-    clients = {n for pl in plans for s in pl.samples for n in s.client_nodes}
+    clients = {n for pl in plans for m in pl.measurements for n in m.client_nodes}
     return servers, clients
 
 
@@ -244,7 +244,9 @@ def impacts(store, base: str, loaded: str, plans: list, metrics: list[str]) -> l
     """Per stage and metric: both runs' mean rate and p99, and the impact factors."""
     out = []
     chosen = [
-        st for st in stages.STAGES.values() if any(st.name in (s.stage, *s.also) for pl in plans for s in pl.samples)
+        st
+        for st in stages.STAGES.values()
+        if any(st.name in (m.stage, *m.also) for pl in plans for m in pl.measurements)
     ]
     for st in chosen:
         for metric in metrics:

@@ -38,15 +38,13 @@ STAGE = "tune"
 TUNE_FILE = "tune.json"
 
 
-def specs(metric: str, step: int, spn: int, cpn: int, settings: Settings):
-    """The placement of one step: `repeat` windows in one client round."""
-    from rooftop.stages import Placement, SampleSpec
+def step_placement(metric: str, step: int, spn: int, cpn: int, settings: Settings):
+    """The placement of one step: one measurement of `repeat` windows."""
+    from rooftop.stages import Measurement, Placement
 
-    pl = Placement([0], spn)
-    for i in range(settings.repeat):
-        key = f"{STAGE}/{metric}/step{step:03d}/s0x{spn}/c1x{cpn}/{i}"
-        pl.samples.append(SampleSpec(key, STAGE, metric, [1], cpn, i, settings.duration, settings.warmup))
-    return pl
+    key = f"{STAGE}/{metric}/step{step:03d}/s0x{spn}/c1x{cpn}"
+    m = Measurement(key, STAGE, metric, [1], cpn, range(settings.repeat), settings.duration, settings.warmup)
+    return Placement([0], spn, [m])
 
 
 def measurer(
@@ -66,8 +64,10 @@ def measurer(
             return [], [], f"not a valid configuration: {e}"
         if len(cfg["nodes"]) < 2:
             raise LearnError("a tune needs 2 nodes (a server node and a client node); the launcher has 1")
-        pl = specs(metric, step, cfg["validate"]["servers_per_node"], cfg["validate"]["clients_per_node"], settings)
-        keys = [sp.key for sp in pl.samples]
+        pl = step_placement(
+            metric, step, cfg["validate"]["servers_per_node"], cfg["validate"]["clients_per_node"], settings
+        )
+        keys = pl.keys()
         Runner(cfg, store, run_id, make_launcher(cfg["launcher"]), log=log).run_placements([pl])
         rows = [s for s in store.samples(run_id, stage=STAGE, metric=metric) if s["key"] in keys]
         why = model.exclusions(rows, cfg["nodes"])  # the model's one rule: no step from a sample it leaves out

@@ -87,9 +87,9 @@ def grid(cfg: dict) -> list[Placement]:
     resolve_grid(c)
     out = []
     for pl in plan_validate(c):
-        for sp in pl.samples:
+        for m in pl.measurements:
             out.append(
-                Placement(tuple(pl.server_nodes), pl.servers_per_node, tuple(sp.client_nodes), sp.clients_per_node)
+                Placement(tuple(pl.server_nodes), pl.servers_per_node, tuple(m.client_nodes), m.clients_per_node)
             )
     return out
 

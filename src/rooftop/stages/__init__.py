@@ -15,19 +15,20 @@ grow) and validate (the validation grid); base says what a stage is (Stage).
 from __future__ import annotations
 
 from rooftop.stages import client_node, client_peak, server_peak, sweep_servers, validate
-from rooftop.stages.base import ROLES, PairRound, Placement, SampleSpec, Stage, sample_key
+from rooftop.stages.base import ROLES, Measurement, PairRound, Placement, Stage, measurement_key, sample_key
 
 __all__ = [
     "ROLES",
     "STAGES",
+    "Measurement",
     "PairRound",
     "Placement",
-    "SampleSpec",
     "Stage",
     "get",
     "names",
     "of_phase",
     "of_role",
+    "measurement_key",
     "order",
     "sample_key",
 ]

@@ -1,5 +1,5 @@
 """What a stage is (Stage), and what it plans: placements (servers started
-once) and the sample specs measured against them."""
+once) and the measurements made against them (each its K windows)."""
 
 from __future__ import annotations
 
@@ -19,24 +19,34 @@ ROLES = {
 PairRound = list[tuple[int, int]]
 
 
-def sample_key(stage, metric, server_nodes, spn, client_nodes, cpn, i) -> str:
-    """A stored sample's key: 'server_peak/rpc/s0x4/c1-2-3x4/0'."""
+def measurement_key(stage, metric, server_nodes, spn, client_nodes, cpn) -> str:
+    """A measurement's key, its rows' keys but their window: 'server_peak/rpc/s0x4/c1-2-3x4'."""
     s = "-".join(map(str, server_nodes))
     c = "-".join(map(str, client_nodes))
-    return f"{stage}/{metric}/s{s}x{spn}/c{c}x{cpn}/{i}"
+    return f"{stage}/{metric}/s{s}x{spn}/c{c}x{cpn}"
+
+
+def sample_key(stage, metric, server_nodes, spn, client_nodes, cpn, i) -> str:
+    """A stored sample's key: 'server_peak/rpc/s0x4/c1-2-3x4/0' (window i)."""
+    return f"{measurement_key(stage, metric, server_nodes, spn, client_nodes, cpn)}/{i}"
 
 
 @dataclass
-class SampleSpec:
-    """One planned sample: a stored row (one per pair for pair rounds)."""
+class Measurement:
+    """One planned measurement: client processes measuring its windows,
+    consecutive engine windows after one warmup (one client round), each
+    window a stored row (one per pair for pair rounds) keyed
+    '<key>/<window>'."""
 
+    #: Its rows' keys but their window: 'server_peak/rpc/s0x4/c1-2-3x4'.
     key: str
     stage: str
     metric: str
     client_nodes: list[int]
     clients_per_node: int
-    #: Which window of its measurement (0..windows-1; stored as the sample's `sample`).
-    index: int
+    #: The windows it measures (each row's `window`): range(K), K engine
+    #: windows; a later part of one (campaign.plan.measure_once) starts later.
+    windows: range
     duration: float
     warmup: float
     #: A pair round: (server node, client node) measured at once, one row each.
@@ -46,7 +56,7 @@ class SampleSpec:
 
     @property
     def client_procs(self) -> int:
-        """Client processes of the sample: one round of them measures it."""
+        """Client processes of the measurement: one round of them measures it."""
         return len(self.client_nodes) * self.clients_per_node
 
     @property
@@ -54,21 +64,30 @@ class SampleSpec:
         """The stages it stands for, as its keys name them: 'server_peak+client_peak'."""
         return "+".join((self.stage, *self.also))
 
-    def row_keys(self) -> list[str]:
-        """The store keys this spec produces: its own, or one per pair."""
+    @property
+    def folder(self) -> str:
+        """Its client round's folder under RESULTS/<run>/raw/: its key."""
+        return self.key.replace("/", "_")
+
+    def row_keys(self, window: int) -> list[str]:
+        """The store keys of one of its windows: its own, or one per pair."""
         if self.pairs is None:
-            return [self.key]
-        return [sample_key(self.label, self.metric, [a], 1, [b], 1, self.index) for a, b in self.pairs]
+            return [f"{self.key}/{window}"]
+        return [sample_key(self.label, self.metric, [a], 1, [b], 1, window) for a, b in self.pairs]
+
+    def keys(self) -> list[str]:
+        """The store keys of every window, window by window."""
+        return [k for w in self.windows for k in self.row_keys(w)]
 
 
 @dataclass
 class Placement:
     """Server processes a campaign starts once (a server group), and every
-    sample measured against them."""
+    measurement made against them."""
 
     server_nodes: list[int]
     servers_per_node: int
-    samples: list[SampleSpec] = field(default_factory=list)
+    measurements: list[Measurement] = field(default_factory=list)
     #: The metrics of its own server group, when a placement's metrics need
     #: servers started differently (campaign.split_by_servers): "iops+sbw".
     tag: str = ""
@@ -81,7 +100,11 @@ class Placement:
     @property
     def metrics(self) -> list[str]:
         """The metrics measured against its servers, in planned order."""
-        return list(dict.fromkeys(s.metric for s in self.samples))
+        return list(dict.fromkeys(m.metric for m in self.measurements))
+
+    def keys(self) -> list[str]:
+        """The store keys of every window of every measurement."""
+        return [k for m in self.measurements for k in m.keys()]
 
     def measure(
         self,
@@ -93,27 +116,25 @@ class Placement:
         pairs: PairRound | None = None,
         windows: int | None = None,
     ) -> Placement:
-        """Adds one measurement: every metric of cfg, windows (default
-        cfg[section]["windows"]) engine windows each (a sample each), of
+        """Adds one measurement per metric of cfg: windows (default
+        cfg[section]["windows"]) engine windows (a sample each), of
         clients_per_node clients on client_nodes."""
         s = cfg[section]
         for m in cfg["metrics"]:
-            # (the key but its window, once: a placement of 100,000 nodes names them all)
-            prefix = sample_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes, clients_per_node, "")
-            for i in range(windows or s["windows"]):
-                self.samples.append(
-                    SampleSpec(
-                        f"{prefix}{i}",
-                        stage,
-                        m,
-                        client_nodes,
-                        clients_per_node,
-                        i,
-                        s["duration"],
-                        s["warmup"],
-                        pairs=pairs,
-                    )
+            key = measurement_key(stage, m, self.server_nodes, self.servers_per_node, client_nodes, clients_per_node)
+            self.measurements.append(
+                Measurement(
+                    key,
+                    stage,
+                    m,
+                    client_nodes,
+                    clients_per_node,
+                    range(windows or s["windows"]),
+                    s["duration"],
+                    s["warmup"],
+                    pairs=pairs,
                 )
+            )
         return self
 
 

@@ -30,7 +30,7 @@ def plan(cfg: dict) -> list[Placement]:
         for c in v["client_nodes"] or default_client_nodes(n - s):
             if s + c <= n:
                 p.measure("validate", cfg, "validate", list(range(s, s + c)), v["clients_per_node"])
-        if p.samples:
+        if p.measurements:
             out.append(p)
     return out
 
