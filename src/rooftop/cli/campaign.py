@@ -34,7 +34,7 @@ def _cmd_collect(args) -> int:  # noqa: PLR0915
     its statements are imports kept inside, so the front door loads no
     campaign code; without them it is 31."""
     from rooftop import emulation
-    from rooftop.campaign import Runner, plan_collect, separable
+    from rooftop.campaign import plan_collect, separable
     from rooftop.config.resolve import build
     from rooftop.keys import ConfigError
     from rooftop.nics import check as nic_check
@@ -66,18 +66,15 @@ def _cmd_collect(args) -> int:  # noqa: PLR0915
         if not args.dry_run:
             nic_check.preflight(cfg)  # before a run exists or anything starts
         cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
-        # A dry run only prints: it creates no folder and no database.
-        store = session.PlannedStore(cfg["results"]) if args.dry_run else Store(cfg["results"])
+        if args.dry_run:  # it only prints: it creates no folder and no database
+            return _dry_collect(cfg, session.PlannedStore(cfg["results"]))
+        store = Store(cfg["results"])
         run_id = None
     from rooftop.campaign import sampling
     from rooftop.launchers import make_launcher
 
     if args.dry_run:
-        print(separable.line(cfg, plan_collect(cfg)), file=sys.stderr)  # what this run can tell
-        notes = sampling.prepare(cfg) or sampling.describe(cfg)  # (--pairs sample: the topology, the first batch)
-        for line in notes:
-            print(f"# {line}")
-        return _dry_run(Runner(cfg, store, "<run>", make_launcher(cfg["launcher"])), cfg, plan_collect(cfg))
+        return _dry_collect(cfg, store)
     if args.resume:
         nic_check.preflight(cfg)
     emulation.preflight(cfg)  # an emulated cluster not as the run recorded it: refused
@@ -212,6 +209,19 @@ def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
     warning = expect(cfg, groups, done).warning()
     if warning:
         print(f"rooftop: warning: {warning}", file=sys.stderr, flush=True)
+
+
+def _dry_collect(cfg: dict, store) -> int:
+    """collect --dry-run: what the run can tell, the pairs it would sample
+    first, and _dry_run."""
+    from rooftop.campaign import Runner, plan_collect, sampling, separable
+    from rooftop.launchers import make_launcher
+
+    print(separable.line(cfg, plan_collect(cfg)), file=sys.stderr)  # what this run can tell
+    notes = sampling.prepare(cfg) or sampling.describe(cfg)  # (--pairs sample: the topology, the first batch)
+    for line in notes:
+        print(f"# {line}")
+    return _dry_run(Runner(cfg, store, "<run>", make_launcher(cfg["launcher"])), cfg, plan_collect(cfg))
 
 
 def _dry_run(runner, cfg: dict, groups) -> int:

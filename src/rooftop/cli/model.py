@@ -129,13 +129,10 @@ def _print_roofline(out, e, a, res) -> None:  # noqa: PLR0915
             t.add_row(name, text)
     w = res.without_flagged.get(r.metric) if res else None
     if w:
-        from rooftop.model.answer import answer
+        from rooftop.report.parts import ridge_short
 
-        wg = answer(w).ridge
         t.add_row(
-            "without flagged nodes",
-            f"client {fmt_range(w.client.lo, w.client.hi, r.unit)}, "
-            + (f"ridge {fmt_span(wg.lo, wg.hi)}" if wg.located else "ridge not located"),
+            "without flagged nodes", f"client {fmt_range(w.client.lo, w.client.hi, r.unit)}, ridge {ridge_short(w)}"
         )
     ui.print_table(out, t)
 
@@ -220,7 +217,8 @@ def _ceiling_text(c, unit: str) -> str:
         return text + ")"
     if c.interval is None:
         return text + f"; {c.n} sample, no interval)"
-    return text + f"; 95 % interval {fmt_range(*c.interval, unit)}, {c.n} samples)"
+    lo, hi = c.interval
+    return text + f"; 95 % interval {fmt_range(lo, hi, unit)}, {c.n} samples)"
 
 
 def _compare_source(text: str, results_dir: str):
@@ -314,7 +312,9 @@ def machine_lines(labels: list[str], machines: list) -> list[str]:
             f"  {label}: {mach.one_line(m) if m else 'not recorded (a parameters file, or a run before rooftop named machines)'}"
         )
     known = [(label, m) for label, m in zip(labels, machines) if m]
-    first_label, first = known[0] if known else ("", None)
+    if not known:
+        return out
+    first_label, first = known[0]
     for label, m in known[1:]:
         if m["identity"] != first["identity"]:
             diff = "; ".join(mach.differences(first["summary"], m["summary"]))
