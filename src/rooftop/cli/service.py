@@ -117,7 +117,9 @@ def _cmd_import(args) -> int:
     from rooftop.store.db import Store
 
     metric = args.metrics or "rpc"
-    got = importing.import_and_evaluate(Store(args.results, create=False), args.run, args.import_file, args.name, metric)
+    got = importing.import_and_evaluate(
+        Store(args.results, create=False), args.run, args.import_file, args.name, metric
+    )
     if args.json:
         doc = service_report.model_json(got.evaluated, got.notes)
         print(json_text({"run": got.run_id, "imported": got.count, **doc}, indent=1))
