@@ -32,6 +32,33 @@ from rooftop.store.db import Store
 REALISTIC = {"rpc": (110e3, 42e3, None, 0), "bw": (2.5 * 2**30, 2.5 * 2**30, 3.2 * 2**30, 4 * 2**20)}
 
 
+def sample_row(run_id: str, key: str = "server_peak/rpc/s0x1/c1x1/0", **fields) -> dict:
+    """One sample row as Store.add_sample takes it: ok, server_peak rpc,
+    node 0's one server process and node 1's one client, 5 ops/s, measured
+    1 s, no documents; fields: other values (status, aggregate, raw_dir...)."""
+    return {
+        "run_id": run_id,
+        "key": key,
+        "stage": "server_peak",
+        "metric": "rpc",
+        "unit": "ops/s",
+        "server_nodes": [0],
+        "client_nodes": [1],
+        "server_procs": 1,
+        "client_procs": 1,
+        "x": 1.0,
+        "window": 0,
+        "status": "ok",
+        "aggregate": 5.0,
+        "per_server": 5.0,
+        "per_client": 5.0,
+        "measured_s": 1.0,
+        "error": "",
+        "raw_dir": "",
+        **fields,
+    }
+
+
 def config_for(nodes: int = 4, cores: int = 1) -> dict:
     """A resolved config of `nodes` nodes of `cores` cores each, with the
     sweep on, 3 collect and 2 validation samples per measurement."""

@@ -98,6 +98,48 @@ def test_no_reader_restates_a_key_default():
     assert _restated_defaults() == []
 
 
+def _numbers_for_keys() -> list[str]:
+    """Every `.get("leaf", <number>)` in the package whose leaf names a key
+    (of any section), whatever the number: a key the config resolves (those
+    declared without a default, such as validate.servers_per_node, too) is
+    read plainly, and a number there is a second default. A dict that is
+    not a config section (an engine document, a sample row, a cluster
+    state, a service spec's table) reads its own fields, whose names are no
+    key's."""
+    for m in STUDY_KEY_MODULES:
+        importlib.import_module(m)
+    leaves = {path.rsplit(".", 1)[-1] for path in KEY_BY_PATH}
+    found = []
+    for f in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and len(node.args) == 2
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in leaves
+                and isinstance(node.args[1], ast.Constant)
+                and type(node.args[1].value) in (int, float)
+            ):
+                found.append(f"{f.relative_to(SRC)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_reader_gives_a_key_a_number_of_its_own():
+    assert _numbers_for_keys() == []
+
+
+def test_the_scan_finds_a_number_given_to_a_key(tmp_path, monkeypatch):
+    bad = tmp_path / "rooftop"
+    bad.mkdir()
+    (bad / "reader.py").write_text(
+        'def x(params, base):\n    return params.get("servers_per_node", base.get("servers_per_node", 1))\n'
+    )
+    monkeypatch.setattr(__import__(__name__), "SRC", bad)
+    assert _numbers_for_keys() == ["reader.py:2: base.get('servers_per_node', 1)"]
+
+
 def test_a_run_configs_keys_are_indexed_plainly():
     """cfg["engine"].get("lease") or cfg.get("binding"): a reader that doubts
     a key is there, where every key is (resolved, or brought up to date)."""

@@ -60,3 +60,24 @@ def test_every_pitfall_is_described_with_every_parameter():
         assert d["rationale"] and d["settings"] and d["op"]
         names = {s.name for s in p.settings}
         assert all(a in names and b in names for a, b in p.comparisons)
+
+
+def test_an_audit_row_keeps_the_latency_of_the_document_it_measured(tmp_path):
+    """The latency quantities of an audit row come from the client document
+    the audit holds (audit.run._sample), not from reading back the file it
+    wrote: its folder here holds none."""
+    from rooftop.audit import PITFALLS
+    from rooftop.audit.run import _sample
+    from rooftop.store.db import Store
+    from synthetic import config_for
+
+    store = Store(tmp_path / "res")
+    run_id = store.new_run(config_for(2), {"host": "h"})
+    p = next(p for p in PITFALLS.values() if p.target == "network")
+    doc = {"result": {p.field: 1000.0, "elapsed_s": 0.2, "latency_us": {"bins": [[1.0, 2.0, 90], [8.0, 16.0, 10]]}}}
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    store.add_sample(**_sample(run_id, p, p.settings[0], 0, raw, {"duration": 0.2}, doc, ""))
+    (sample_id,) = store.db.execute("SELECT id FROM samples WHERE run_id = ?", (run_id,)).fetchone()
+    got = store.sample_quantities(sample_id)
+    assert {"latency_p50", "latency_p99"} <= got.keys() and got["latency_p99"][0] > got["latency_p50"][0]

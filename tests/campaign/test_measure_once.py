@@ -14,6 +14,7 @@ from rooftop.campaign import plan_collect
 from rooftop.config.files import up_to_date
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for
+from synthetic import sample_row
 
 
 def _cfg(n, spn=1, cpn=1, pairs="serial", **stages):
@@ -81,27 +82,8 @@ def test_without_server_peak_the_pair_stands_for_the_node_stage():
 def test_store_derives_the_ceilings_from_the_key_and_migrates_old_databases(tmp_path):
     st = Store(tmp_path)
     run = st.new_run({}, {})
-    row = dict(
-        run_id=run,
-        stage="server_peak",
-        metric="rpc",
-        unit="ops/s",
-        server_nodes=[0],
-        client_nodes=[1],
-        server_procs=1,
-        client_procs=1,
-        x=1.0,
-        window=0,
-        status="ok",
-        aggregate=5.0,
-        per_server=5.0,
-        per_client=5.0,
-        measured_s=1.0,
-        error="",
-        raw_dir="",
-    )
-    st.add_sample(key="server_peak+client_peak/rpc/s0x1/c1x1/0", **row)
-    st.add_sample(key="server_peak/rpc/s0x1/c1x1/1", **dict(row, window=1))
+    st.add_sample(**sample_row(run, "server_peak+client_peak/rpc/s0x1/c1x1/0"))
+    st.add_sample(**sample_row(run, "server_peak/rpc/s0x1/c1x1/1", window=1))
     a, b = st.samples(run)
     assert stands_for(a) == ["server_peak", "client_peak"] and stands_for(b) == ["server_peak"]
     st.close()

@@ -20,6 +20,7 @@ from rooftop.campaign.lifecycle import Hold
 from rooftop.config.resolve import build
 from rooftop.store.db import Store
 from rooftop.store.records import StoreError, process_start
+from synthetic import sample_row
 
 #: Each command that stores a run: its verb, and the module whose Hold it is.
 COMMANDS = {
@@ -32,29 +33,6 @@ COMMANDS = {
     "service": "service/run.py",  # beside the run: its status kept, its time not the run's
 }
 SRC = Path(package.__file__).parent
-
-
-def _row(run: str, key: str) -> dict:
-    return dict(
-        run_id=run,
-        key=key,
-        stage="server_peak",
-        metric="rpc",
-        unit="ops/s",
-        server_nodes=[0],
-        client_nodes=[1],
-        server_procs=1,
-        client_procs=1,
-        x=1.0,
-        window=0,
-        status="ok",
-        aggregate=5.0,
-        per_server=5.0,
-        per_client=5.0,
-        measured_s=1.0,
-        error="",
-        raw_dir="",
-    )
 
 
 def _owned_by(store: Store, run: str, pid: int, note: str) -> None:
@@ -100,7 +78,7 @@ def test_every_command_keeps_the_same_promises(tmp_path, verb):
     # Ctrl-C: the rows stored so far are kept, the run reads interrupted
     # (beside it: as it read before), its time is counted.
     with pytest.raises(KeyboardInterrupt), Hold(store, run, verb, beside=beside, say=said.append):
-        store.add_sample(**_row(run, "server_peak/rpc/s0x1/c1x1/0"))
+        store.add_sample(**sample_row(run))
         raise KeyboardInterrupt
     after = store.get_run(run)
     assert store.stored_keys(run) == {"server_peak/rpc/s0x1/c1x1/0"}

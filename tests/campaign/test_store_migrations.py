@@ -24,6 +24,7 @@ from rooftop.store import connection, schema
 from rooftop.store.db import Store
 from rooftop.store.records import StoreError, flatten
 from rooftop.store.schema import LATENCY_QUANTILES, MIGRATIONS, QUANTITIES, SCHEMA_VERSION
+from synthetic import sample_row
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 #: results folder -> (schema version as written, samples it holds)
@@ -278,27 +279,10 @@ def test_failed_migration_leaves_the_database_as_it_was(tmp_path, monkeypatch):
 def test_replaced_sample_keeps_no_stale_quantities(tmp_path):
     st = Store(tmp_path / "res")
     run = st.new_run({"metrics": ["rpc"], "nodes": [{"index": 0, "host": "a"}]}, {})
-    row = dict(
-        run_id=run,
-        key="server_peak/rpc/s0x1/c1x1/0",
-        stage="server_peak",
-        metric="rpc",
-        unit="ops/s",
-        server_nodes=[0],
-        client_nodes=[1],
-        server_procs=1,
-        client_procs=1,
-        x=1.0,
-        window=0,
-        raw_dir="",
-        error="",
-    )
-    st.add_sample(
-        **row, status="ok", aggregate=10.0, per_server=10.0, per_client=10.0, measured_s=1.0, foreign_cpu=0.25
-    )
+    st.add_sample(**sample_row(run, aggregate=10.0, per_server=10.0, per_client=10.0, foreign_cpu=0.25))
     first = st.samples(run)[0]["id"]
     assert st.sample_quantities(first)["foreign_cpu"] == (0.25, "cores")
-    st.add_sample(**row, status="failed", aggregate=None, per_server=None, per_client=None, measured_s=0.0)
+    st.add_sample(**sample_row(run, status="failed", aggregate=None, per_server=None, per_client=None, measured_s=0.0))
     assert st.sample_quantities(first) == {}
     assert st.sample_quantities(st.samples(run)[0]["id"]) == {}  # a failed sample measured nothing
     assert st.db.execute("SELECT COUNT(*) FROM quantities").fetchone()[0] == 0
@@ -320,24 +304,16 @@ def test_latency_of_pairs_and_of_whole_rounds(tmp_path):
             (docs / f"client-{rank}.json").write_text(json.dumps({"result": {"latency_us": {"bins": b}}}))
         for key in keys[0]:
             st.add_sample(
-                run_id=run,
-                key=key,
-                stage="client_peak",
-                metric="rpc",
-                unit="ops/s",
-                server_nodes=[0],
-                client_nodes=[1],
-                server_procs=1,
-                client_procs=len(keys) + 1,
-                x=1.0,
-                window=0,
-                status="ok",
-                aggregate=1.0,
-                per_server=1.0,
-                per_client=1.0,
-                measured_s=1.0,
-                error="",
-                raw_dir=str(docs),
+                **sample_row(
+                    run,
+                    key,
+                    stage="client_peak",
+                    client_procs=len(keys) + 1,
+                    aggregate=1.0,
+                    per_server=1.0,
+                    per_client=1.0,
+                    raw_dir=str(docs),
+                )
             )
     lat = {s["key"].split("/")[0] + s["key"].split("/")[2]: st.sample_quantities(s["id"]) for s in st.samples(run)}
     assert [lat["ps0x1"][n][0] for n in LATENCY_QUANTILES] == [11.0, 11.0, 11.0]
@@ -479,24 +455,9 @@ def test_columns_renamed_once_every_value_kept(tmp_path):
     run = st.new_run({"metrics": ["rpc"]}, {})
     for k in (0, 1):
         st.add_sample(
-            run_id=run,
-            key=f"server_peak/rpc/s0x1/c1x1/{k}",
-            stage="server_peak",
-            metric="rpc",
-            unit="ops/s",
-            server_nodes=[0],
-            client_nodes=[1],
-            server_procs=1,
-            client_procs=1,
-            x=1.0,
-            window=k,
-            status="ok",
-            aggregate=10.0 + k,
-            per_server=10.0,
-            per_client=10.0,
-            measured_s=1.0,
-            error="",
-            raw_dir="",
+            **sample_row(
+                run, f"server_peak/rpc/s0x1/c1x1/{k}", window=k, aggregate=10.0 + k, per_server=10.0, per_client=10.0
+            )
         )
     st.add_series(run, "r0", {"cpu": [(0.5, "cpu_user", 0.25, "cores")], "power": [(0.5, "power", 80.0, "W")]})
     renamed16 = {t: schema.RENAMED_COLUMNS[t] for t in ("samples", "series")}

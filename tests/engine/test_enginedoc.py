@@ -137,3 +137,26 @@ def test_an_engine_command_printing_no_document_is_a_clear_error(monkeypatch):
     with pytest.raises(ConfigError, match="printed no engine document: 'not a document'"):
         policy.run("rooftop-engine", "ofi+tcp", None, "auto", "none", 1)
     assert enginedoc.parse("  \n") is None and enginedoc.parse('{"result": {}}\n') == {"result": {}}
+
+
+def test_a_rounds_record_is_read_in_one_place(tmp_path):
+    """round.json (which window measured which rows) is read by
+    enginedoc.round_keys alone; a folder without a readable one has none
+    (None), and every reader falls back as it did. Its one writer is the
+    campaign's round (campaign/rounds.py)."""
+    assert enginedoc.round_keys(tmp_path) is None
+    (tmp_path / enginedoc.ROUND_DOCUMENT).write_text(json.dumps({"keys": [["a", "b"], ["c"]]}))
+    assert enginedoc.round_keys(tmp_path) == [["a", "b"], ["c"]]
+    for garbled in ("{", '{"keys": 3}', '{"keys": ["a"]}', "[]"):
+        (tmp_path / enginedoc.ROUND_DOCUMENT).write_text(garbled)
+        assert enginedoc.round_keys(tmp_path) is None, garbled
+    src = Path(rooftop.__file__).parent
+    allowed = {src / "engine" / "enginedoc.py", src / "campaign" / "rounds.py"}
+    found = [
+        f"{path.relative_to(src)}:{line}"
+        for path in sorted(src.rglob("*.py"))
+        if path not in allowed
+        for line, text in _strings(ast.parse(path.read_text()))
+        if text == enginedoc.ROUND_DOCUMENT
+    ]
+    assert found == [], f"round.json read outside enginedoc.round_keys: {found}"

@@ -149,6 +149,8 @@ def _sample(run_id: str, p: Pitfall, s: Setting, i: int, raw: Path, opts: dict, 
         "measured_s": doc["result"].get("elapsed_s", opts["duration"]) if doc else 0.0,
         "error": error,
         "raw_dir": str(raw),
+        # the document's latency, as measured (the store need not read back the file just written)
+        "latency_bins": enginedoc.merge_bins([enginedoc.result_bins(doc["result"])]) if doc else [],
     }
 
 

@@ -9,7 +9,6 @@ from it, marked so in their rows."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -43,10 +42,9 @@ def planned_rounds(cfg: dict) -> dict[str, list[list[str]]]:
 def _round_keys(sdir: Path, docs: dict[int, dict], planned: dict) -> list[list[str]]:
     """Row keys per window of one round's documents: from round.json, else
     the plan (a resumed round measured the last samples of its measurement)."""
-    try:
-        return json.loads((sdir / "round.json").read_text())["keys"]
-    except (OSError, ValueError, KeyError):
-        pass
+    recorded = enginedoc.round_keys(sdir)
+    if recorded is not None:
+        return recorded
     keys = planned.get(sdir.name, [])
     asked = max((enginedoc.windows_asked(doc) for doc in docs.values()), default=0)
     return keys[len(keys) - asked :] if 0 < asked <= len(keys) else []

@@ -13,7 +13,7 @@
   interfere  interfere
   tools      probe, config, engine
   plan       plan
-  service    service (service_import: its --import options)
+  service    service (and its --import)
   size       size
   history    history, check
   cluster    cluster up, reshape, status, down

@@ -29,55 +29,34 @@ from rooftop.numbers import json_text
 from rooftop.units import fmt_pct
 
 
-def _cmd_collect(args) -> int:  # noqa: PLR0915
-    """collect: resolves the config, plans, prints or measures. Long: 11 of
-    its statements are imports kept inside, so the front door loads no
-    campaign code; without them it is 31."""
+def _cmd_collect(args) -> int:
+    """collect: resolves the config, plans, prints or measures."""
     from rooftop import emulation
-    from rooftop.campaign import Runner, plan_collect, separable
+    from rooftop.campaign import plan_collect, separable
     from rooftop.config.resolve import build
-    from rooftop.keys import ConfigError
     from rooftop.nics import check as nic_check
     from rooftop.nics import policy as nics
     from rooftop.store.db import Store
 
     if args.nic_policy and "," in args.nic_policy:  # one run per policy
         return nics.collect_each(args, _cmd_collect)
+    run_id: str | None
     if args.resume:
-        from rooftop.config import trust
-        from rooftop.config.catalog import KEY_BY_PATH
-
-        # The run's own config is measured again: refuse what would be ignored
-        # (a value naming what would run may be given again: trust).
-        given = session.overrides(args)
-        again = {k: v for k, v in given.items() if KEY_BY_PATH[k].executes}
-        ignored = sorted(k for k in given if k != "results" and k not in again) + (["--config"] if args.config else [])
-        if ignored:
-            raise ConfigError(
-                f"--resume {args.resume} measures that run's config, so these would be "
-                f"ignored: {', '.join(ignored)} (start a new run to change them)"
-            )
-        store = Store(args.results or DEFAULT_RESULTS, create=False)
-        run = store.get_run(args.resume)
-        cfg, run_id = run.config, run.id
-        trust.check_reuse(store, run_id, cfg, again, "collect --resume")  # before anything runs
+        store, cfg, run_id = _resumed(args)
     else:
         cfg = build(args.config, session.overrides(args))
         if not args.dry_run:
             nic_check.preflight(cfg)  # before a run exists or anything starts
         cfg["stages"] = ["collect"]  # stages asked for so far: the run's status covers each
-        # A dry run only prints: it creates no folder and no database.
-        store = session.PlannedStore(cfg["results"]) if args.dry_run else Store(cfg["results"])
+        if args.dry_run:  # it only prints: it creates no folder and no database
+            return _dry_collect(cfg, session.PlannedStore(cfg["results"]))
+        store = Store(cfg["results"])
         run_id = None
     from rooftop.campaign import sampling
     from rooftop.launchers import make_launcher
 
     if args.dry_run:
-        print(separable.line(cfg, plan_collect(cfg)), file=sys.stderr)  # what this run can tell
-        notes = sampling.prepare(cfg) or sampling.describe(cfg)  # (--pairs sample: the topology, the first batch)
-        for line in notes:
-            print(f"# {line}")
-        return _dry_run(Runner(cfg, store, "<run>", make_launcher(cfg["launcher"])), cfg, plan_collect(cfg))
+        return _dry_collect(cfg, store)
     if args.resume:
         nic_check.preflight(cfg)
     emulation.preflight(cfg)  # an emulated cluster not as the run recorded it: refused
@@ -91,6 +70,29 @@ def _cmd_collect(args) -> int:  # noqa: PLR0915
         # refused campaign (locked, unwritable folder) prints only its error.
         print(separable.line(cfg, plan_collect(cfg)), file=sys.stderr, flush=True)
         return _run_stage(args, store, run_id, cfg, plan_collect(cfg), "collect")
+
+
+def _resumed(args) -> tuple:
+    """collect --resume RUN: (its store, its config, its id). The run's own
+    config is measured again: what would be ignored is refused (a value
+    naming what would run may be given again: config.trust)."""
+    from rooftop.config import trust
+    from rooftop.config.catalog import KEY_BY_PATH
+    from rooftop.keys import ConfigError
+    from rooftop.store.db import Store
+
+    given = session.overrides(args)
+    again = {k: v for k, v in given.items() if KEY_BY_PATH[k].executes}
+    ignored = sorted(k for k in given if k != "results" and k not in again) + (["--config"] if args.config else [])
+    if ignored:
+        raise ConfigError(
+            f"--resume {args.resume} measures that run's config, so these would be "
+            f"ignored: {', '.join(ignored)} (start a new run to change them)"
+        )
+    store = Store(args.results or DEFAULT_RESULTS, create=False)
+    run = store.get_run(args.resume)
+    trust.check_reuse(store, run.id, run.config, again, "collect --resume")  # before anything runs
+    return store, run.config, run.id
 
 
 def _cmd_validate(args) -> int:
@@ -130,11 +132,9 @@ def _cmd_validate(args) -> int:
         return _run_stage(args, store, run.id, cfg, groups, "validate")
 
 
-def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:  # noqa: PLR0915
+def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     """Measures one stage of a held run (collect or validate) with its
-    progress and sampling batches, and says how it ended. Long: the steps
-    in the order the user sees them, and 5 imports kept inside (the front
-    door loads no campaign code)."""
+    progress and sampling batches, and says how it ended (_print_end)."""
     from rooftop import ui
     from rooftop.campaign import Runner, SampleFailed, plan_collect, sampling
     from rooftop.campaign.lifecycle import Hold, run_status
@@ -182,9 +182,18 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:  
     except SampleFailed as e:
         ui.console.print(f"[red]stopped (--fail-fast)[/]: {e}")
         rc = 1
+    _print_end(store, run_id, args.json)
+    return rc
+
+
+def _print_end(store, run_id: str, as_json: bool) -> None:
+    """How a stage ended: the run's status, times and a summary of its
+    samples (JSON, or a table, its files and its id)."""
+    from rooftop import ui
+
     run = store.get_run(run_id)
     samples = store.samples(run_id)
-    if args.json:
+    if as_json:
         print(
             json_text(
                 {
@@ -202,7 +211,6 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:  
         ui.print_summary(run, samples)
         ui.console.print(f"results: {store.path} and {store.run_dir(run_id)}/")
         print(run_id)
-    return rc
 
 
 def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
@@ -212,6 +220,19 @@ def _warn_if_long(cfg: dict, groups, done=frozenset()) -> None:
     warning = expect(cfg, groups, done).warning()
     if warning:
         print(f"rooftop: warning: {warning}", file=sys.stderr, flush=True)
+
+
+def _dry_collect(cfg: dict, store) -> int:
+    """collect --dry-run: what the run can tell, the pairs it would sample
+    first, and _dry_run."""
+    from rooftop.campaign import Runner, plan_collect, sampling, separable
+    from rooftop.launchers import make_launcher
+
+    print(separable.line(cfg, plan_collect(cfg)), file=sys.stderr)  # what this run can tell
+    notes = sampling.prepare(cfg) or sampling.describe(cfg)  # (--pairs sample: the topology, the first batch)
+    for line in notes:
+        print(f"# {line}")
+    return _dry_run(Runner(cfg, store, "<run>", make_launcher(cfg["launcher"])), cfg, plan_collect(cfg))
 
 
 def _dry_run(runner, cfg: dict, groups) -> int:

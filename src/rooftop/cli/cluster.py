@@ -347,7 +347,7 @@ def _show(st: dict, as_json: bool) -> int:  # noqa: PLR0915
             "?" if live is None else "[green]yes[/]" if not n["problems"] else "[red]no[/]",
         )
     out.print(t)
-    if st.get("nics_per_node", 1) > 1:
+    if st["nics_per_node"] > 1:
         out.print(_nics_table(st))
     if grouped:
         out.print(_groups_table(st))

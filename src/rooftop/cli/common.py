@@ -10,6 +10,7 @@ import json
 import signal
 import sys
 from dataclasses import dataclass
+from typing import overload
 
 from rooftop.config.catalog import DEFAULT_RESULTS
 from rooftop.history import keys as _check_keys  # noqa: F401  (registers the check.* config keys)
@@ -293,6 +294,10 @@ def latest_run(results: str) -> str:
     return runs[-1].id
 
 
+@overload
+def resolve_run(results: str | None, text: str) -> str: ...
+@overload
+def resolve_run(results: str | None, text: None) -> None: ...
 def resolve_run(results: str | None, text: str | None) -> str | None:
     """text, or the newest run's id when it is 'latest'."""
     return latest_run(results or DEFAULT_RESULTS) if text == LATEST else text

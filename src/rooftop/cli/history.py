@@ -164,25 +164,32 @@ def _check(args) -> int:
         }
         print(json_text(doc, indent=2))
     else:
-        print(f"rule: {rule.text([mc.metric for mc in checks])}")
-        for mc in checks:
-            print(f"{mc.metric}: run {run} against {mc.against}")
-            for c in mc.changes:
-                print(f"  {'FELL' if c.fell else 'ok  '} {c.text()}")
-            print(f"  {mc.bound_moved()}")
-            for note in mc.notes:
-                print(f"  note: {note}")
-        for why in skipped.values():
-            print(f"not compared: {why}")
-        if not checks:  # gate.first_run: nothing older to fall from
-            print(f"run {run} starts the history: no earlier run to check against; the next run is checked against it")
-        else:
-            print(f"{len(fell)} ceiling(s) fell beyond noise" if fell else "no ceiling fell beyond noise")
-        for why in untold:
-            print(f"could not tell: {why}")
+        _print_check(run, rule, checks, skipped, untold)
     if fell:
         return exits.FAILED
     return exits.CANNOT_TELL if untold else exits.OK
+
+
+def _print_check(run: str, rule, checks: list, skipped: dict, untold: list) -> None:
+    """check's text: each metric's ceilings against what they were checked
+    against, what was not compared, whether any fell, what could not be told."""
+    print(f"rule: {rule.text([mc.metric for mc in checks])}")
+    for mc in checks:
+        print(f"{mc.metric}: run {run} against {mc.against}")
+        for c in mc.changes:
+            print(f"  {'FELL' if c.fell else 'ok  '} {c.text()}")
+        print(f"  {mc.bound_moved()}")
+        for note in mc.notes:
+            print(f"  note: {note}")
+    for why in skipped.values():
+        print(f"not compared: {why}")
+    fell = [c for mc in checks for c in mc.fell]
+    if not checks:  # gate.first_run: nothing older to fall from
+        print(f"run {run} starts the history: no earlier run to check against; the next run is checked against it")
+    else:
+        print(f"{len(fell)} ceiling(s) fell beyond noise" if fell else "no ceiling fell beyond noise")
+    for why in untold:
+        print(f"could not tell: {why}")
 
 
 def cmd_history(args) -> int:

@@ -129,13 +129,10 @@ def _print_roofline(out, e, a, res) -> None:  # noqa: PLR0915
             t.add_row(name, text)
     w = res.without_flagged.get(r.metric) if res else None
     if w:
-        from rooftop.model.answer import answer
+        from rooftop.report.parts import ridge_short
 
-        wg = answer(w).ridge
         t.add_row(
-            "without flagged nodes",
-            f"client {fmt_range(w.client.lo, w.client.hi, r.unit)}, "
-            + (f"ridge {fmt_span(wg.lo, wg.hi)}" if wg.located else "ridge not located"),
+            "without flagged nodes", f"client {fmt_range(w.client.lo, w.client.hi, r.unit)}, ridge {ridge_short(w)}"
         )
     ui.print_table(out, t)
 
@@ -220,7 +217,8 @@ def _ceiling_text(c, unit: str) -> str:
         return text + ")"
     if c.interval is None:
         return text + f"; {c.n} sample, no interval)"
-    return text + f"; 95 % interval {fmt_range(*c.interval, unit)}, {c.n} samples)"
+    lo, hi = c.interval
+    return text + f"; 95 % interval {fmt_range(lo, hi, unit)}, {c.n} samples)"
 
 
 def _compare_source(text: str, results_dir: str):
@@ -248,12 +246,7 @@ def _compare_source(text: str, results_dir: str):
 
 
 def _cmd_compare(args) -> int:
-    from rich.table import Table
-
-    from rooftop import ui, units
-    from rooftop.plots import roofline as roofline_plot
     from rooftop.plots.run import plot_compare
-    from rooftop.report.parts import ridge_short, verdict_short
 
     loaded = [_compare_source(s, args.results) for s in args.sources]
     sources = [(label, rs) for label, rs, _, _ in loaded]
@@ -267,39 +260,51 @@ def _cmd_compare(args) -> int:
     with confined(Path(args.out_dir)):  # a link in it leading elsewhere is refused
         files = plot_compare(sources, Path(args.out_dir), args.format, args.yscale, args.normalise)
     if not args.json:
-        out = ui.Console(highlight=False)  # the table is the output: 'rooftop compare … > f' keeps it
-        if not out.is_terminal:
-            out.width = 110
-        t = Table(title="rooflines compared", title_justify="left")
-        heads = ("source", "metric", "client ceiling per process", "server ceiling per process", "ridge x*")
-        for c in (*heads, "servers:clients"):
-            t.add_column(c, no_wrap=c in ("metric", "ridge x*"), min_width=16 if c == "source" else None)
-        for label, rs in sources:
-            for m, r in sorted(rs.items()):
-                t.add_row(
-                    label,
-                    m,
-                    roofline_plot.client_text(r, units.rate_scale(r.unit, r.client.hi)),
-                    f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
-                    ridge_short(r),
-                    verdict_short(r.verdict(), r.one_measurement),
-                )
-        ui.print_table(out, t)
-        services = [(label, s) for (label, _), (_, _, found, _) in zip(sources, loaded) for s in found]
-        if services:
-            st = Table(title="services on those rooflines", title_justify="left")
-            for c in ("source", "service", "metric", "placements", "headline"):
-                st.add_column(c, overflow="fold")
-            for label, s in services:
-                if isinstance(s, str):  # a service whose metric has no roofline in that run
-                    st.add_row(label, "", "", "", s)
-                else:
-                    st.add_row(label, s.service, s.metric, str(len(s.placements)), s.headline())
-            ui.print_table(out, st)
-        for line in machine_lines([label for label, _ in sources], [m for *_, m in loaded]):
-            out.print(line, markup=False, highlight=False, soft_wrap=True)
+        _print_compare(sources, loaded)
     print_files(files, args.json)
     return 0
+
+
+def _print_compare(sources: list, loaded: list) -> None:
+    """compare's tables: the rooflines side by side, the services on them,
+    and the machines they were measured on."""
+    from rich.table import Table
+
+    from rooftop import ui, units
+    from rooftop.plots import roofline as roofline_plot
+    from rooftop.report.parts import ridge_short, verdict_short
+
+    out = ui.Console(highlight=False)  # the table is the output: 'rooftop compare … > f' keeps it
+    if not out.is_terminal:
+        out.width = 110
+    t = Table(title="rooflines compared", title_justify="left")
+    heads = ("source", "metric", "client ceiling per process", "server ceiling per process", "ridge x*")
+    for c in (*heads, "servers:clients"):
+        t.add_column(c, no_wrap=c in ("metric", "ridge x*"), min_width=16 if c == "source" else None)
+    for label, rs in sources:
+        for m, r in sorted(rs.items()):
+            t.add_row(
+                label,
+                m,
+                roofline_plot.client_text(r, units.rate_scale(r.unit, r.client.hi)),
+                f"{ui.fmt_range(r.server.lo, r.server.hi, r.unit)} ({r.provenance('server')})",
+                ridge_short(r),
+                verdict_short(r.verdict(), r.one_measurement),
+            )
+    ui.print_table(out, t)
+    services = [(label, s) for (label, _), (_, _, found, _) in zip(sources, loaded) for s in found]
+    if services:
+        st = Table(title="services on those rooflines", title_justify="left")
+        for c in ("source", "service", "metric", "placements", "headline"):
+            st.add_column(c, overflow="fold")
+        for label, s in services:
+            if isinstance(s, str):  # a service whose metric has no roofline in that run
+                st.add_row(label, "", "", "", s)
+            else:
+                st.add_row(label, s.service, s.metric, str(len(s.placements)), s.headline())
+        ui.print_table(out, st)
+    for line in machine_lines([label for label, _ in sources], [m for *_, m in loaded]):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def machine_lines(labels: list[str], machines: list) -> list[str]:
@@ -314,7 +319,9 @@ def machine_lines(labels: list[str], machines: list) -> list[str]:
             f"  {label}: {mach.one_line(m) if m else 'not recorded (a parameters file, or a run before rooftop named machines)'}"
         )
     known = [(label, m) for label, m in zip(labels, machines) if m]
-    first_label, first = known[0] if known else ("", None)
+    if not known:
+        return out
+    first_label, first = known[0]
     for label, m in known[1:]:
         if m["identity"] != first["identity"]:
             diff = "; ".join(mach.differences(first["summary"], m["summary"]))

@@ -8,7 +8,6 @@ import shlex
 import sys
 
 from rooftop import metrics, session
-from rooftop.cli import service_import
 from rooftop.cli.common import DEFAULT_RESULTS, campaign_flags, interrupted_rc, restate_arg, results_arg, run_arg
 from rooftop.numbers import json_text
 from rooftop.units import fmt_rate
@@ -54,7 +53,7 @@ def _cmd_service(args) -> int:
             raise ConfigError(
                 "--import stores points measured elsewhere: no spec, --preset, --resume, --dry-run or --set"
             )
-        return service_import.cmd_import(args)
+        return _cmd_import(args)
     from rooftop import ui
     from rooftop.service.run import measure, prepare
     from rooftop.store.db import Store
@@ -110,6 +109,32 @@ def _cmd_service(args) -> int:
     return rc or (1 if counts["failed"] else 0)
 
 
+def _cmd_import(args) -> int:
+    """service RUN --import FILE.csv: prints what was stored and, when the
+    run has the metric's roofline, the service's efficiency."""
+    from rooftop.service import importing
+    from rooftop.service import report as service_report
+    from rooftop.store.db import Store
+
+    metric = args.metrics or "rpc"
+    got = importing.import_and_evaluate(
+        Store(args.results, create=False), args.run, args.import_file, args.name, metric
+    )
+    if args.json:
+        doc = service_report.model_json(got.evaluated, got.notes)
+        print(json_text({"run": got.run_id, "imported": got.count, **doc}, indent=1))
+        return 0
+    print(
+        f"imported {got.count} point(s) of {', '.join(got.services)} ({metric}) into run {got.run_id} "
+        f"from {args.import_file}"
+    )
+    for s in got.evaluated:
+        print(s.headline())
+    for n in got.notes:
+        print(n)
+    return 0
+
+
 def add_parser(sub) -> None:
     from rooftop.service import presets
 
@@ -132,7 +157,14 @@ def add_parser(sub) -> None:
         "its placeholders filled in); run nothing",
     )
     campaign_flags(p)
-    service_import.add_import_options(p)
+    p.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE.csv",
+        help="store points measured elsewhere instead of measuring: a CSV with columns server_procs, "
+        "client_procs, per_client, unit (and optional sample, service); docs/services.md",
+    )
+    p.add_argument("--name", help="with --import: the service's name (default: the file's name without .csv)")
     p.add_argument(
         "--metrics",
         choices=metrics.METRICS,

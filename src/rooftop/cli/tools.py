@@ -104,7 +104,6 @@ def cmd_engine(args) -> int:
         print(f"rooftop engine: {e}", file=sys.stderr)
         return exits.UNREACHABLE if isinstance(e, exits.Unreachable) else exits.USAGE
     os.execv(path, [path, *args.engine_args])
-    return 0  # not reached
 
 
 def add_config(sub) -> None:

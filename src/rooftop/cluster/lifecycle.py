@@ -283,9 +283,9 @@ def describe(st: dict) -> str:
     from rooftop.cluster.spec import format_rate
 
     caps = [f"n{n['index']}:cpu={n['cpu_percent']:g}%" for n in s["nodes"] if n["cpu_percent"]]
-    k = s.get("nics_per_node", 1)
+    k = s["nics_per_node"]
     nics = f", {k} NICs each (rails)" if k > 1 else ""
-    g = s.get("groups", 1)
+    g = s.get("groups", 1)  # ClusterSpec.to_dict records no group fields for one group
     groups = f", {g} groups joined by links of {format_rate(s['group_link_rate'])}" if g > 1 else ""
     return (
         f"{len(s['nodes'])} nodes, {s['cores_per_node']} core(s) each{nics}, links "
@@ -462,7 +462,7 @@ def status() -> dict:
         "reshaped": st.get("reshaped") or [],
         "bridge": st["bridge"],
         "rails": st.get("rails") or [],
-        "nics_per_node": st["spec"].get("nics_per_node", 1),
+        "nics_per_node": st["spec"]["nics_per_node"],
         "groups": group_status(st) if root else list(st.get("groups") or []),
         "cgroup": st["cgroup"],
         "machine_cores": st["machine_cores"],

@@ -42,20 +42,8 @@ def _check(key: Key, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"{p}: expected true or false, got {value!r}")
         return value
-    if k == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{p}: expected an integer, got {type(value).__name__} {short(value)}")
-        return _at_most(key, value)
-    if k == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{p}: expected a number, got {type(value).__name__} {short(value)}")
-        try:
-            number = float(value)
-        except OverflowError:
-            raise ConfigError(f"{p}: {short(value)} is not a usable number (too large)") from None
-        if not math.isfinite(number):
-            raise ConfigError(f"{p}: expected a finite number, got {value!r}")
-        return _at_most(key, number)
+    if k in ("int", "float"):
+        return _number(key, value)
     if k == "size":
         parse_size(value, p)
         return value
@@ -64,15 +52,39 @@ def _check(key: Key, value: Any) -> Any:
             raise ConfigError(f"{p}: '{value}' is not one of {', '.join(key.choices)}")
         return value
     if k.startswith("list["):
-        if not isinstance(value, list):
-            raise ConfigError(f"{p}: expected a list, got {type(value).__name__} {value!r}")
-        inner = k[5:-1]
-        out = []
-        for i, v in enumerate(value):
-            sub = Key(f"{p}[{i}]", inner, None, "", key.choices, maximum=key.maximum, minimum=key.minimum)
-            out.append(_check(sub, v))
-        return out
+        return _list(key, value)
     raise AssertionError(k)
+
+
+def _number(key: Key, value: Any) -> int | float:
+    """An int key's value (a bool is not one), or a float key's (an int
+    is one; it must be finite), within the key's bounds."""
+    p = key.path
+    if key.kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{p}: expected an integer, got {type(value).__name__} {short(value)}")
+        return _at_most(key, value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{p}: expected a number, got {type(value).__name__} {short(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ConfigError(f"{p}: {short(value)} is not a usable number (too large)") from None
+    if not math.isfinite(number):
+        raise ConfigError(f"{p}: expected a finite number, got {value!r}")
+    return _at_most(key, number)
+
+
+def _list(key: Key, value: Any) -> list:
+    """A list key's value, each item checked as the key's inner kind."""
+    p = key.path
+    if not isinstance(value, list):
+        raise ConfigError(f"{p}: expected a list, got {type(value).__name__} {value!r}")
+    inner = key.kind[5:-1]
+    return [
+        _check(Key(f"{p}[{i}]", inner, None, "", key.choices, maximum=key.maximum, minimum=key.minimum), v)
+        for i, v in enumerate(value)
+    ]
 
 
 def defaults(sections: tuple[str, ...] = ()) -> dict:

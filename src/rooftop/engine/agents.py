@@ -126,11 +126,11 @@ class AgentProc:
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
+        while (rc := self.poll()) is None:
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
             time.sleep(0.01)
-        return self.returncode  # type: ignore[return-value]
+        return rc
 
     def send_signal(self, sig: int) -> None:
         """sig to the process's group (by its agent); nothing once it ended.
@@ -415,7 +415,7 @@ class Agents:
         for key in keys:
             folder = self._held.get(key)
             why = folder.replaced() if folder else None
-            if why:
+            if folder and why:
                 for node in self.nodes if key is None else [self.nodes[key]]:
                     self.gone.setdefault(node.index, f"the agents' folder {folder.path} was removed or replaced: {why}")
 

@@ -30,6 +30,9 @@ SERVER_DOCUMENT = "server-{rank}.json"
 WINDOW_LOG = "windows-{rank}.jsonl"
 #: The document of `rooftop audit`'s one storage command (rooftop-engine storage), in its folder.
 STORAGE_DOCUMENT = "storage-0.json"
+#: The campaign's record of a round, beside its client documents: window by
+#: window, the keys of the sample rows it measured at once ({"keys": [[key, ...], ...]}).
+ROUND_DOCUMENT = "round.json"
 
 
 def load(path: Path) -> dict:
@@ -62,6 +65,16 @@ def client_document(folder: Path, rank: int) -> Path:
 def client_documents(folder: Path) -> list[Path]:
     """A round's client documents (CLIENT_DOCUMENT), by name."""
     return sorted(Path(folder).glob(CLIENT_DOCUMENT.format(rank="*")))
+
+
+def round_keys(folder: Path) -> list[list[str]] | None:
+    """A round's row keys, window by window (ROUND_DOCUMENT); None when its
+    folder has no readable record (a round measured before there was one)."""
+    try:
+        keys = load(Path(folder) / ROUND_DOCUMENT)["keys"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return keys if isinstance(keys, list) and all(isinstance(k, list) for k in keys) else None
 
 
 def server_documents(folder: Path) -> list[Path]:

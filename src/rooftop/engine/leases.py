@@ -75,9 +75,11 @@ def wait_until_lapsed(path: str | Path, timeout: float) -> None:
     """Returns once the lease file at path is gone or has not changed for
     timeout seconds: what a process that is not an engine (a load worker,
     a service's wrapper) watches, as the engine watches its --lease."""
-    last, since = None, time.monotonic()
+    last: str | None = None
+    since = time.monotonic()
     while True:
         time.sleep(min(0.5, timeout / 4))
+        now: str | None
         try:
             now = Path(path).read_text()
         except FileNotFoundError:

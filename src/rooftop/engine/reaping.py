@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 #: Seconds a process is waited for after SIGKILL: one that has not ended by
 #: then is stuck in the kernel, and no wait of rooftop's is without an end.
@@ -21,7 +22,34 @@ KILL_WAIT = 10.0
 POLL_S = 0.01
 
 
-def signal_proc(p: subprocess.Popen, sig: int) -> None:
+class Proc(Protocol):
+    """A process as reaping uses it: a subprocess.Popen, or a process an
+    agent started (rooftop.engine.agents.AgentProc), which has these as
+    Popen has them."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def args(self) -> object: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+
+P = TypeVar("P", bound=Proc)
+
+
+def command(p: Proc) -> str:
+    """p's command line as one string (Popen's args may be one string)."""
+    args = p.args
+    return " ".join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
+
+
+def signal_proc(p: Proc, sig: int) -> None:
     """Sends sig to p's process group when p leads one (campaigns start
     every engine in its own session, so a launcher's children go too),
     else to p alone. A process an agent started (rooftop.engine.agents.
@@ -38,7 +66,7 @@ def signal_proc(p: subprocess.Popen, sig: int) -> None:
         pass  # already gone (its exit status is still ours to reap)
 
 
-def reap(procs: Sequence[subprocess.Popen], timeout: float, grace: float | None = None) -> list[subprocess.Popen]:
+def reap(procs: Sequence[P], timeout: float, grace: float | None = None) -> list[P]:
     """Waits for procs until timeout, then kills what is left (with its
     process group, if it leads one); returns the processes that had to be
     killed. grace: once one of them has failed, the others get at most this
@@ -50,7 +78,7 @@ def reap(procs: Sequence[subprocess.Popen], timeout: float, grace: float | None 
             if any(p.poll() not in (None, 0) for p in procs):
                 deadline = min(deadline, time.monotonic() + grace)
             time.sleep(POLL_S)
-    killed = []
+    killed: list[P] = []
     for p in procs:
         try:
             p.wait(timeout=max(0.05, deadline - time.monotonic()))
@@ -60,8 +88,7 @@ def reap(procs: Sequence[subprocess.Popen], timeout: float, grace: float | None 
                 p.wait(timeout=KILL_WAIT)
             except subprocess.TimeoutExpired:  # in the kernel (uninterruptible I/O): said, not waited for
                 print(
-                    f"rooftop: warning: process {p.pid} ({' '.join(map(str, p.args))[:120]}) did not end "
-                    f"{KILL_WAIT:g} s after SIGKILL",
+                    f"rooftop: warning: process {p.pid} ({command(p)[:120]}) did not end {KILL_WAIT:g} s after SIGKILL",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -69,7 +96,7 @@ def reap(procs: Sequence[subprocess.Popen], timeout: float, grace: float | None 
     return killed
 
 
-def terminate(procs: Sequence[subprocess.Popen], grace: float = 5.0) -> list[subprocess.Popen]:
+def terminate(procs: Sequence[P], grace: float = 5.0) -> list[P]:
     """SIGTERM to every live one of procs (their process groups, for
     leaders), then reap them: SIGKILL after grace seconds. Returns the
     processes that had to be killed."""

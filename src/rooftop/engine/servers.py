@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rooftop.engine import enginedoc
@@ -134,7 +134,6 @@ class Server:
         return self.doc
 
 
-@dataclass
 class Group:
     """A group of engine servers sharing a group directory.
 
@@ -149,25 +148,27 @@ class Group:
     not in $TMPDIR where nothing would remove it (only without `under`).
     """
 
-    fabric: str = DEFAULT_FABRIC
-    directory: Path | None = None
-    token: str = field(default_factory=lambda: secrets.token_hex(16))
-    servers: list[Server] = field(default_factory=list)
-    token_file: Path | None = field(default=None, init=False)  # 0600, in directory
-    _tmp: tempfile.TemporaryDirectory | None = None
-    lease: float = DEFAULT_LEASE
-    under: Path | None = None
-    leases: Leases | None = None
-    _own_leases: bool = field(default=False, init=False)
-
-    def __post_init__(self):
-        if self.directory is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="rooftop-group-", dir=self.under)
-            self.directory = Path(self._tmp.name)
-        self.directory = private_dir(Path(self.directory))
-        self.token_file = write_token(self.directory, self.token)
-        if self.leases is None:
-            self.leases, self._own_leases = Leases(self.lease), True
+    def __init__(
+        self,
+        fabric: str = DEFAULT_FABRIC,
+        directory: Path | None = None,
+        token: str | None = None,
+        *,
+        lease: float = DEFAULT_LEASE,
+        under: Path | None = None,
+        leases: Leases | None = None,
+    ):
+        self.fabric, self.lease, self.under = fabric, lease, under
+        self.token = token or secrets.token_hex(16)
+        self.servers: list[Server] = []
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        if directory is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="rooftop-group-", dir=under)
+            directory = Path(self._tmp.name)
+        self.directory = private_dir(Path(directory))
+        self.token_file = write_token(self.directory, self.token)  # 0600, in directory
+        self._own_leases = leases is None
+        self.leases = Leases(lease) if leases is None else leases
         self.leases.add(self.directory)
 
     def __enter__(self) -> Group:

@@ -78,40 +78,53 @@ def check(store, run_id: str, against_what: str, rule: Rule) -> tuple[list[Metri
     untold = [f"{metric}: run {run_id} has no ceilings: {why}" for metric, why in damaged.items()]
     skipped.update(zip(damaged, untold))
     if against_what == "history":
-        groups = series.history(store)
-        everyone = [rc for runs in groups.values() for rc in runs]
-        for metric, rc in mine.items():
-            prior = [r for r in groups.get(rc.key, []) if (r.created, r.run) < (rc.created, rc.run)]
-            if not prior:
-                skipped[metric] = _why_not(rc, [r for r in everyone if (r.created, r.run) < (rc.created, rc.run)])
-                continue
-            checks.append(against_history(rc, prior, rule.of(metric), rule.k, rule.last))
+        _against_history(store, mine, rule, checks, skipped)
     else:
-        base_damaged: dict[str, str] = {}
-        base_run, base, label = against(store, against_what, base_damaged)
-        for metric, rc in mine.items():
-            b = base.get(metric)
-            lost = base_damaged.get(metric) or base_damaged.get("")
-            if b is None and lost:
-                skipped[metric] = f"{metric}: {label} has no ceilings: {lost}"
-                untold.append(skipped[metric])
-            elif b is None:
-                skipped[metric] = f"{metric}: {label} did not measure {metric}"
-            elif b.key != rc.key:
-                skipped[metric] = f"{metric}: {label} is not comparable: " + "; ".join(
-                    differences(rc.signature, b.signature)
-                )
-            elif base_run == run_id:
-                skipped[metric] = f"{metric}: {label} is the run itself"
-            else:
-                mc = against_run(rc, b, rule.of(metric), label)
-                for name in rc.ceilings.keys() & b.damaged.keys():
-                    mc.notes.append(f"the {NAMES[name]} was not compared: {label}'s is {b.damaged[name]}")
-                    untold.append(f"{metric} {NAMES[name]}: {label}'s is {b.damaged[name]}")
-                checks.append(mc)
+        _against_baseline(store, run_id, against_what, mine, rule, (checks, skipped, untold))
     if not checks and not (against_what == "history" and first_run(store, run_id)):
         raise CannotTell(f"run {run_id}: nothing comparable to check against ({'; '.join(skipped.values())})")
     return checks, skipped, untold
+
+
+def _against_history(store, mine: dict, rule: Rule, checks: list, skipped: dict) -> None:
+    """check --against history: each metric against the earlier runs of its
+    series (checks), or why it has none (skipped)."""
+    groups = series.history(store)
+    everyone = [rc for runs in groups.values() for rc in runs]
+    for metric, rc in mine.items():
+        prior = [r for r in groups.get(rc.key, []) if (r.created, r.run) < (rc.created, rc.run)]
+        if not prior:
+            skipped[metric] = _why_not(rc, [r for r in everyone if (r.created, r.run) < (rc.created, rc.run)])
+            continue
+        checks.append(against_history(rc, prior, rule.of(metric), rule.k, rule.last))
+
+
+def _against_baseline(store, run_id: str, against_what: str, mine: dict, rule: Rule, out: tuple) -> None:
+    """check --against a baseline or run: each metric against its own there.
+    out: (checks, {metric: why none}, what could not be told), added to."""
+    checks, skipped, untold = out
+    base_damaged: dict[str, str] = {}
+    base_run, base, label = against(store, against_what, base_damaged)
+    for metric, rc in mine.items():
+        b = base.get(metric)
+        lost = base_damaged.get(metric) or base_damaged.get("")
+        if b is None and lost:
+            skipped[metric] = f"{metric}: {label} has no ceilings: {lost}"
+            untold.append(skipped[metric])
+        elif b is None:
+            skipped[metric] = f"{metric}: {label} did not measure {metric}"
+        elif b.key != rc.key:
+            skipped[metric] = f"{metric}: {label} is not comparable: " + "; ".join(
+                differences(rc.signature, b.signature)
+            )
+        elif base_run == run_id:
+            skipped[metric] = f"{metric}: {label} is the run itself"
+        else:
+            mc = against_run(rc, b, rule.of(metric), label)
+            for name in rc.ceilings.keys() & b.damaged.keys():
+                mc.notes.append(f"the {NAMES[name]} was not compared: {label}'s is {b.damaged[name]}")
+                untold.append(f"{metric} {NAMES[name]}: {label}'s is {b.damaged[name]}")
+            checks.append(mc)
 
 
 def first_run(store, run_id: str) -> bool:

@@ -278,7 +278,7 @@ def run_condition(
     groups(run_dir) -> {name: [(start, end)]}: each copy's slowdown also per
     group of rounds (a bursts run's progress modes), as copy["by"][name]."""
     runner = Runner(cfg, store, run_id, launcher, log=log)
-    running = []
+    running: list[background.Running] = []
     try:
         return _loaded(store, run_id, runner, plans, cond, plan, running, measure, groups)
     except BaseException:

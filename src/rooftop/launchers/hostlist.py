@@ -42,7 +42,9 @@ class HostlistError(LauncherError, ValueError):
 
 def _tokens(text: str) -> list[str]:
     """Splits at separators outside brackets; checks bracket balance."""
-    out, cur, depth = [], [], 0
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for i, c in enumerate(text):
         if c == "[":
             if depth:

@@ -284,7 +284,7 @@ class MpiexecLauncher(Launcher):
         groups: dict[str, list[int]] = {}
         for i, h in enumerate(names):
             groups.setdefault(h, []).append(i)
-        nodes: list[Node | None] = [None] * len(names)
+        nodes: dict[int, Node] = {}
         for host, indices in groups.items():
             cores = self._host_cores(host, cpn)
             per = len(cores) // len(indices)
@@ -295,7 +295,7 @@ class MpiexecLauncher(Launcher):
                 )
             for j, i in enumerate(indices):
                 nodes[i] = Node(i, host, tuple(cores[j * per : (j + 1) * per]))
-        return nodes  # type: ignore[return-value]
+        return [nodes[i] for i in range(len(names))]
 
     @property
     def flavor(self) -> str:

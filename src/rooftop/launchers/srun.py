@@ -170,9 +170,9 @@ class SrunLauncher(Launcher):
             raise LauncherError(f"srun launcher: {e}") from None
         nodes = []
         for i, h in enumerate(hosts):
-            e = (emulated or {}).get(h)
-            if e is not None and (info.get(h) or {}).get("addr") == e["address"]:
-                nodes.append(Node(i, h, tuple(range(counts[i])), e["address"], e["emulation"]))
+            em = (emulated or {}).get(h)
+            if em is not None and (info.get(h) or {}).get("addr") == em["address"]:
+                nodes.append(Node(i, h, tuple(range(counts[i])), em["address"], em["emulation"]))
             else:
                 nodes.append(Node(i, h, tuple(range(counts[i]))))
         return nodes

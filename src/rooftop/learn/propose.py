@@ -69,9 +69,12 @@ def feature(key: str, value) -> float | str:
 
 
 def x_of(params: dict, base: dict) -> float:
-    """x = server / client processes of a configuration (one node each)."""
-    spn = params.get("servers_per_node", base.get("servers_per_node", 1))
-    cpn = params.get("clients_per_node", base.get("clients_per_node", 1))
+    """x = server / client processes of a configuration (one node each).
+    params: the configuration's knobs (the space may not name the
+    placement); base: the base config's placement (validate.servers_per_node
+    and clients_per_node, both read from its config)."""
+    spn = params.get("servers_per_node", base["servers_per_node"])
+    cpn = params.get("clients_per_node", base["clients_per_node"])
     return spn / cpn
 
 

@@ -111,8 +111,8 @@ def prior_scores(doc: dict, space: Space, candidates: list[dict], base: dict, ru
         knobs = {k: encode_value(k, v) for k, v in c.items() if k not in PLACEMENT_KNOBS}
         check_params(doc, {**params, **knobs}, run_id)  # a value of the space it never saw, too
         spn, cpn = (
-            c.get("servers_per_node", base.get(PLACEMENT_KEYS["servers_per_node"], 1)),
-            c.get("clients_per_node", base.get(PLACEMENT_KEYS["clients_per_node"], 1)),
+            c.get("servers_per_node", base[PLACEMENT_KEYS["servers_per_node"]]),
+            c.get("clients_per_node", base[PLACEMENT_KEYS["clients_per_node"]]),
         )
         row = {
             **params,

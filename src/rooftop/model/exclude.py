@@ -5,9 +5,9 @@ and which samples ran beside which (issue 27, item 1)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from rooftop.engine import enginedoc
 from rooftop.units import fmt_pct
 
 
@@ -98,11 +98,7 @@ def ran_beside(samples: list[dict]) -> dict[str, list[dict]]:
 
 def _round_windows(raw_dir: str) -> list[set]:
     """The key sets of a round's windows (round.json), [] when unrecorded."""
-    try:
-        doc = json.loads((Path(raw_dir) / "round.json").read_text())
-        return [set(keys) for keys in doc["keys"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+    return [set(keys) for keys in enginedoc.round_keys(Path(raw_dir)) or []]
 
 
 def exclusion(sample: dict, nodes=None, beside=()) -> str:

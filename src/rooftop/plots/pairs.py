@@ -55,19 +55,7 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     ax.set_xlabel("node")
     ax.set_ylabel("node")
     if n <= 12:
-        vmid = np.nanmean(m)
-        for a in range(n):
-            for b in range(n):
-                if not np.isnan(m[a, b]):
-                    ax.text(
-                        b,
-                        a,
-                        units.fmt_num(m[a, b]),
-                        ha="center",
-                        va="center",
-                        fontsize=8,
-                        color="white" if m[a, b] < vmid else "black",
-                    )
+        _write_values(ax, m)
     # Pairs the model may not use (rooftop.model.exclusion): grey, hatched,
     # their rate in grey; never boxed, never scored.
     for (a, b), (v, _) in pm.left_out.items():
@@ -95,6 +83,35 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     for (a, b), _rate in slow:
         for i, j in ((a, b), (b, a)):
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5, gid="slow-pair"))
+    notes = _notes(pm)
+    ax.set_title(
+        f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}" + ("\n" + "; ".join(notes) if notes else ""),
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _write_values(ax, m) -> None:
+    """Each measured cell's value (m: scaled rates, NaN where none), white
+    on the darker half."""
+    vmid = np.nanmean(m)
+    for a, b in zip(*np.nonzero(~np.isnan(m))):
+        ax.text(
+            b,
+            a,
+            units.fmt_num(m[a, b]),
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="white" if m[a, b] < vmid else "black",
+        )
+
+
+def _notes(pm: PairMatrix) -> list[str]:
+    """The title's last line: what the hatched, dotted and grey cells are,
+    for those the figure has."""
+    n = len(pm.nodes)
     notes = []
     if pm.left_out:
         notes.append(f"hatched: {len(pm.left_out)} pair(s) not used ({next(iter(pm.left_out.values()))[1][:70]})")
@@ -103,12 +120,7 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     measured = len(pm.rates) + len(pm.left_out)
     if measured < n * (n - 1) // 2:
         notes.append(f"grey: not measured ({measured} of {n * (n - 1) // 2} pairs sampled)")
-    ax.set_title(
-        f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}" + ("\n" + "; ".join(notes) if notes else ""),
-        fontsize=10,
-    )
-    fig.tight_layout()
-    return fig
+    return notes
 
 
 def _verdict(pm: PairMatrix, slow, named: int, scale: float, unit: str, flagged=()) -> str:

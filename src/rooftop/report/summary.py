@@ -101,13 +101,7 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
     if common:
         lines += [f"**To do ({md_text(common[0])}):** {md_text(common[1])}", ""]
     lines += markdown_of(res, "verdict", figures, base)  # rooftop.results.sections
-    lines += ["## What to do", ""]
-    for title, said in todo(res):
-        lines += [f"**{title}**", "", *[f"- {md_text(x)}" for x in said], ""]
-    for comb in mixes:
-        lines += [f"## Combined roofline: {md_text(comb.mix.name)}", "", *[f"- {md_text(x)}" for x in comb.lines()], ""]
-    if nic is not None:
-        lines += ["## NIC policies", "", *[f"- {md_text(x)}" for x in nic_lines(nic)], ""]
+    lines += _todo_md(res, mixes, nic)
     lines += ["## Figures", ""]
     for name, png, caption in shown(res, figures):
         lines += [md_image(name, _rel(png, base)) if png is not None else f"*{md_text(caption)}*", ""]
@@ -138,8 +132,26 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
             )
         lines.append("")
     lines += markdown_of(res, "nodes", figures, base)
+    lines += _run_md(run)
+    return "\n".join(lines)
+
+
+def _todo_md(res: RunResults, mixes, nic) -> list[str]:
+    """What to do, then each combined roofline and the NIC policies."""
+    lines = ["## What to do", ""]
+    for title, said in todo(res):
+        lines += [f"**{title}**", "", *[f"- {md_text(x)}" for x in said], ""]
+    for comb in mixes:
+        lines += [f"## Combined roofline: {md_text(comb.mix.name)}", "", *[f"- {md_text(x)}" for x in comb.lines()], ""]
+    if nic is not None:
+        lines += ["## NIC policies", "", *[f"- {md_text(x)}" for x in nic_lines(nic)], ""]
+    return lines
+
+
+def _run_md(run) -> list[str]:
+    """The run itself: its time, launcher, engine and machine."""
     ov = run.overhead
-    lines += [
+    return [
         "## Run",
         "",
         f"- time {run.wall_s:.0f} s, measuring {run.measured_s:.0f} s"
@@ -150,7 +162,6 @@ def markdown(res: RunResults, figures: dict[str, list[Path]], base: Path, mixes=
         f"- machine {md_text(machine_text(run.environment))}",
         "",
     ]
-    return "\n".join(lines)
 
 
 def _rel(p: Path, base: Path) -> str:

@@ -209,13 +209,9 @@ def client(a: argparse.Namespace, cores: str) -> int:
     folder = Path(a.folder)
     argv = client_command(a, cores)
     _write_json(folder / f"ready-{a.rank}", {"pid": os.getpid(), "t": time.time()})
-    release = folder / "release"
-    deadline = time.monotonic() + a.release_timeout
-    while not release.exists():
-        if time.monotonic() > deadline:
-            print(f"rooftop.service.barrier: no release within {a.release_timeout:g} s", file=sys.stderr, flush=True)
-            return EXIT_NO_RELEASE
-        time.sleep(0.002)
+    if not _released(folder / "release", a.release_timeout):
+        print(f"rooftop.service.barrier: no release within {a.release_timeout:g} s", file=sys.stderr, flush=True)
+        return EXIT_NO_RELEASE
     out = folder / f"client-{a.rank}.out"
     env = json.loads(a.env)
     _write_json(folder / f"start-{a.rank}.json", {"t": time.time(), "pid": os.getpid(), "argv": argv})
@@ -234,21 +230,37 @@ def client(a: argparse.Namespace, cores: str) -> int:
             timer = threading.Timer(a.stop_after, _stop_client, (child,))
             timer.daemon = True
             timer.start()
-        rx = re.compile(a.progress) if a.progress else None
         assert child.stdout is not None
-        with open(folder / f"progress-{a.rank}.jsonl", "w") as prog:
-            for line in _lines(child.stdout, f):
-                if rx is None:
-                    continue
-                m = rx.search(line)
-                if m:
-                    g = m.group("rate") if "rate" in rx.groupindex else m.group(1)
-                    prog.write(json.dumps({"t": time.time(), "rate": float(g)}) + "\n")
-                    prog.flush()
+        _progress(child.stdout, f, folder / f"progress-{a.rank}.jsonl", a.progress)
         rc = child.wait()
     stopped = _STOPPED_AFTER.is_set()
     _write_json(folder / f"end-{a.rank}.json", {"t": time.time(), "rc": rc, "stopped_after": stopped})
     return _finish(0 if stopped and not _STOPPING.is_set() else rc)
+
+
+def _released(release: Path, timeout: float) -> bool:
+    """Waits for the release file (the campaign's start of every client at
+    once); False when timeout seconds pass without it."""
+    deadline = time.monotonic() + timeout
+    while not release.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+def _progress(stream, out, path: Path, pattern: str | None) -> None:
+    """Copies the client's output to out until it ends; each line matching
+    pattern (its group 'rate', else its first) is a progress record in path,
+    timed as it comes."""
+    rx = re.compile(pattern) if pattern else None
+    with open(path, "w") as prog:
+        for line in _lines(stream, out):
+            m = rx.search(line) if rx is not None else None
+            if m and rx is not None:
+                g = m.group("rate") if "rate" in rx.groupindex else m.group(1)
+                prog.write(json.dumps({"t": time.time(), "rate": float(g)}) + "\n")
+                prog.flush()
 
 
 def _stop_client(child: subprocess.Popen) -> None:

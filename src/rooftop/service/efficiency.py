@@ -119,14 +119,14 @@ def evaluate(roofline: model.Roofline, pts: list[ServicePoint], nodes=None) -> S
         raise ValueError("no points")
     service, metric = pts[0].service, pts[0].metric
     ev = ServiceEfficiency(service, metric, roofline.unit, roofline)
-    groups: dict[tuple[int, int], list[ServicePoint]] = {}
+    groups: dict[tuple[int, int], list[tuple[float, ServicePoint]]] = {}  # (aggregate, point)
     for p in pts:
         why = "" if p.aggregate is not None or p.status != "ok" else "ok but no rate"
         why = why or model.exclusion(as_sample(p), nodes)
-        if why:
+        if why or p.aggregate is None:  # one usable has a rate (exclusion: status ok)
             ev.left_out.append((p, why))
         else:
-            groups.setdefault((p.server_procs, p.client_procs), []).append(p)
+            groups.setdefault((p.server_procs, p.client_procs), []).append((p.aggregate, p))
     for (sp, cp), group in groups.items():
         x = sp / cp
         ev.placements.append(
@@ -134,13 +134,13 @@ def evaluate(roofline: model.Roofline, pts: list[ServicePoint], nodes=None) -> S
                 sp,
                 cp,
                 len(group),
-                statistics.median(p.per_client for p in group),
-                statistics.median(p.aggregate for p in group),
+                statistics.median(a / cp for a, _ in group),
+                statistics.median(a for a, _ in group),
                 roofline.rate(x),
                 roofline.rate(x, "lo"),
                 roofline.rate(x, "hi"),
                 roofline.binding(x),
-                tuple(sorted({p.origin for p in group})),
+                tuple(sorted({p.origin for _, p in group})),
             )
         )
     ev.placements.sort(key=lambda p: (p.x, p.server_procs))

@@ -45,14 +45,14 @@ import csv
 import functools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from rooftop import metrics
+from rooftop import metrics, results
 from rooftop.files import csv_value
 from rooftop.keys import ConfigError
 from rooftop.numbers import rate_problem
-from rooftop.service import points
+from rooftop.service import points, report
 from rooftop.service.points import ServicePoint
 from rooftop.units import PARAM_UNITS
 
@@ -67,10 +67,26 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 
 @dataclass
 class Imported:
-    """What an import stored: how many points, of which services."""
+    """What an import stored: how many points, of which services; with
+    evaluate(), the run's id and, where it has the metric's roofline, those
+    services' efficiency (service.efficiency) and notes."""
 
     count: int
     services: list[str]
+    run_id: str = ""
+    evaluated: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def import_and_evaluate(store, run_id: str, path, name: str | None = None, metric: str = "rpc") -> Imported:
+    """`rooftop service RUN --import FILE.csv`: import_csv, then the
+    imported services as the run's results now evaluate them."""
+    got = import_csv(store, run_id, path, name, metric)
+    res = results.load(store, run_id, [report.SECTION])  # the service section only
+    got.run_id = res.run.id
+    got.evaluated = [s for s in res.services if s.service in got.services]
+    got.notes = [n for n in res.service_notes if n.split(":")[0] in got.services]
+    return got
 
 
 def import_csv(store, run_id: str, path, name: str | None = None, metric: str = "rpc") -> Imported:

@@ -238,7 +238,7 @@ def _checked(run_id: str, r: dict) -> ServicePoint | None:
         damage.note(f"{where}: detail = {str(r['detail'])[:40]!r} (not JSON)")
         detail = {}
     damage.mark(r, ("aggregate",), where)
-    return ServicePoint(*(r[c] for c in _COLUMNS[:12]), detail=detail)
+    return ServicePoint(**{c: r[c] for c in _COLUMNS[:12]}, detail=detail)
 
 
 def as_dict(point: ServicePoint) -> dict:

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rooftop.engine.reaping import Proc
 from rooftop.service.spec import ServiceSpec, command, fill
 
 
@@ -27,7 +28,7 @@ class ServerProc:
     port: int
     dir: Path
     #: The launch (Popen) holding it, and its log.
-    proc: object
+    proc: Proc
     log: Path
 
     def values(self) -> dict:
@@ -65,7 +66,7 @@ def wait(spec: ServiceSpec, servers: list[ServerProc], tail) -> None:
     todo = list(servers)
     while todo:
         for s in list(todo):
-            rc = s.proc.poll()  # type: ignore[attr-defined]
+            rc = s.proc.poll()
             if rc is not None:
                 raise NotReady(
                     f"server rank {s.rank} on node {s.node} exited (code {rc}) before {spec.ready.rule()} "

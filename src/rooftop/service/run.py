@@ -230,7 +230,7 @@ class ServiceRun:
     def _stop_servers(self, servers: list[ready.ServerProc], procs) -> None:
         if self.spec.server.stop:
             for s in servers:
-                if s.proc.poll() is None:  # type: ignore[attr-defined]
+                if s.proc.poll() is None:
                     cmd = command(self.spec.server.stop, s.values())
                     try:
                         subprocess.run(cmd, capture_output=True, timeout=STOP_TIMEOUT)

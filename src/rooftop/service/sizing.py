@@ -198,7 +198,7 @@ def _for_target(out: Sizing, z: Sizer, target: float, who: str) -> None:
         )
     else:
         out.kind = "servers"
-        out.text = f"{reach} with {_span(few, many, mid)} server processes" + (
+        out.text = f"{reach} with {_span(few, many)} server processes" + (
             "" if few == many else f"; {mid} at the median"
         )
 
@@ -217,11 +217,11 @@ def _knee(out: Sizing, z: Sizer, who: str) -> None:
     else:
         shown = sorted({max(1, mid // 4), max(1, mid // 2), few, mid, many, many * 2})
         out.rows = [z.row(s) for s in shown]
-        agg = z.row(many)
+        lo, hi = z.row(many)["aggregate_range"]
         out.text = (
-            f"{who} bind (the knee) from {_span(few, many, mid)} server processes"
+            f"{who} bind (the knee) from {_span(few, many)} server processes"
             + ("" if few == many else f"; {mid} at the median")
-            + f"; there they reach {fmt_range(*agg['aggregate_range'], r.unit)}"
+            + f"; there they reach {fmt_range(lo, hi, r.unit)}"
             " and more servers add nothing"
         )
 
@@ -294,7 +294,7 @@ def _procs(n: int, side: str) -> str:
     return f"{n} {side} process" + ("" if n == 1 else "es")
 
 
-def _span(a: int, b: int, mid: int) -> str:
+def _span(a: int, b: int) -> str:
     return str(a) if a == b else f"{a} to {b}"
 
 

@@ -30,11 +30,15 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 
 
+#: server.base_port when a spec gives none.
+BASE_PORT = 17000
+
+
 @dataclass(frozen=True)
 class Server:
     command: str
     #: Server process of rank r serves on base_port + r.
-    base_port: int = 17000
+    base_port: int = BASE_PORT
     #: Run once per server after the samples (before SIGTERM); optional.
     stop: str = ""
     env: dict[str, str] = field(default_factory=dict)
@@ -231,7 +235,7 @@ def parse(data: Any, src: str) -> ServiceSpec:
 def _server(data: dict, src: str) -> Server:
     s = _table(data, "server", src)
     _no_extra(s, ("command", "base_port", "stop", "env", "keep"), "server.", src)
-    port = s.get("base_port", 17000)
+    port = s.get("base_port", BASE_PORT)  # a spec's table, not a config section
     if isinstance(port, bool) or not isinstance(port, int) or not 1024 <= port <= 65000:
         raise _err(src, "server.base_port", f"a TCP port in 1024..65000, not {short(port)}")
     keep = s.get("keep", [])

@@ -28,10 +28,8 @@ def row_ranks(docs: Path, row: dict) -> list[int] | None:
     """The client ranks a sample row stands for within its round's folder
     (round.json: one window's row keys; several are pairs, rank j is row j);
     None: all of them; [] when unknown."""
-    try:
-        windows = json.loads((docs / "round.json").read_text())["keys"]
-    except (OSError, ValueError, KeyError, TypeError):
-        # A round written before its manifest: all clients when their number matches.
+    windows = enginedoc.round_keys(docs)
+    if windows is None:  # a round written before its record: all clients when their number matches
         return None if len(enginedoc.client_documents(docs)) == row["client_procs"] else []
     for keys in windows:
         if row["key"] in keys:

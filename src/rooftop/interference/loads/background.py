@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rooftop.engine.base import LEASE_FILE
-from rooftop.engine.reaping import terminate
+from rooftop.engine.leases import Leases
+from rooftop.engine.reaping import Proc, terminate
 from rooftop.interference.loads import get
 from rooftop.interference.loads.base import Context
 from rooftop.launchers import Launch
@@ -36,11 +37,11 @@ class Running:
     folder: Path
     copy: int
     launches: list[Launch] = field(default_factory=list)
-    procs: list = field(default_factory=list)
+    procs: list[Proc] = field(default_factory=list)
     marks: list[float] = field(default_factory=list)
-    #: The campaign's leases (rooftop.engine.leases.Leases): this copy's folder
-    #: holds one its workers watch, so none outlives a killed campaign.
-    leases: object = None
+    #: The campaign's leases: this copy's folder holds one its workers
+    #: watch, so none outlives a killed campaign.
+    leases: Leases | None = None
 
     def describe(self) -> dict:
         return {
@@ -135,7 +136,7 @@ def units_done(r: Running) -> int:
 
 
 def _units(folder: Path) -> list[dict]:
-    out = []
+    out: list[dict] = []
     for f in sorted(folder.glob("units-*.jsonl")):
         rank = int(f.stem.split("-", 1)[1])
         out.extend(dict(u, rank=rank) for u in _unit_records(f))

@@ -61,6 +61,10 @@ class Recorder:
         self.first = t0 if self.first is None else self.first
         self.last = t1
 
+    def seconds(self) -> float:
+        """From the first unit's start to the last one's end (0 with none)."""
+        return 0.0 if self.first is None or self.last is None else self.last - self.first
+
 
 def repeat(unit, stopping: threading.Event, record: Recorder) -> None:
     """Runs unit() (returns its work, or None when cut short) until stopped.
@@ -135,7 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, _cpus(args.cpus))
     module = importlib.import_module(f"rooftop.interference.loads.{args.load}")
     stopping = threading.Event()
-    stop = lambda: (stopping.set(), module.on_stop())
+
+    def stop() -> None:
+        stopping.set()
+        module.on_stop()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda n, f: stop())
     if args.lease:
@@ -143,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     record = Recorder(args.units.replace("{rank}", str(args.rank)))
     start = time.time()
     extra = module.run(rest, stopping, record, args.rank) or {}
-    seconds = (record.last - record.first) if record.units else 0.0
+    seconds = record.seconds()
     doc = {
         "load": args.load,
         "rank": args.rank,

@@ -562,20 +562,7 @@ def more(
     width, conf, k, budget = c["sample_width"], c["sample_confidence"], c["sample_min_pairs"], c["sample_budget"]
     left = (budget - len(chosen)) if budget else math.inf
     d = Drawer(topo, chosen, usable, f"batch {batch}")
-    adds: list[Pair] = []
-    drawn = dict.fromkeys(range(topo.n), 0)
-    for p in chosen:
-        for x in p:
-            drawn[x] += 1
-    for a in sorted(range(topo.n), key=lambda i: usable_pairs.get(i, 0)):  # coverage lost to failures
-        if drawn[a] >= 2 * k:  # a node whose pairs keep failing is not chased further
-            continue
-        for _ in range(min(k, topo.n - 1) - usable_pairs.get(a, 0)):
-            if len(adds) >= left:
-                break
-            got = d.cover(a, {})
-            if got:
-                adds.append(got)
+    adds = _recover(topo, d, chosen, usable_pairs, k, left)
     want = {}
     for cls in d.per_class:
         per_metric = [[r for p, r in by_pair.items() if topo.klass(*p) == cls] for by_pair in rates.values()]
@@ -601,6 +588,28 @@ def more(
     if empty:
         return [], f"no pair left to draw ({', '.join(CLASSES[x] for x in empty)})"
     return [], f"every class's {fmt_pct(conf)} interval is within +-{fmt_pct(width)}"
+
+
+def _recover(topo, d: Drawer, chosen: list[Pair], usable_pairs: dict[int, int], k: int, left: float) -> list[Pair]:
+    """Coverage lost to failures: each node with fewer than k usable pairs
+    gets new partners (fewest usable first; at most left pairs), unless it
+    was already drawn 2k times (a node whose pairs keep failing is not
+    chased further)."""
+    adds: list[Pair] = []
+    drawn = dict.fromkeys(range(topo.n), 0)
+    for p in chosen:
+        for x in p:
+            drawn[x] += 1
+    for a in sorted(range(topo.n), key=lambda i: usable_pairs.get(i, 0)):
+        if drawn[a] >= 2 * k:
+            continue
+        for _ in range(min(k, topo.n - 1) - usable_pairs.get(a, 0)):
+            if len(adds) >= left:
+                break
+            got = d.cover(a, {})
+            if got:
+                adds.append(got)
+    return adds
 
 
 # --- scheduling ------------------------------------------------------------------
