@@ -198,13 +198,13 @@ class RoundMeasurer:
             # the record of the rows stored from them, under earlier-N.
             n = 1 + max([int(p.name[8:]) for p in sdir.glob("earlier-*") if p.name[8:].isdigit()] or [0])
             keep = sdir / f"earlier-{n}"
-            earlier += [f for f in (sdir / "round.json",) if f.exists()]
+            earlier += [f for f in (sdir / enginedoc.ROUND_DOCUMENT,) if f.exists()]
         for old in earlier:
             keep.mkdir(exist_ok=True)
             old.rename(keep / old.name)
         if earlier and attempt == 1:
             self.store.moved_documents(self.run_id, sdir, keep)
-        (sdir / "round.json").write_text(json.dumps({"keys": rnd.row_keys()}))
+        (sdir / enginedoc.ROUND_DOCUMENT).write_text(json.dumps({"keys": rnd.row_keys()}))
         return sdir
 
     def _rows(
