@@ -24,6 +24,7 @@ from rooftop.engine.reaping import reap
 from rooftop.engine.servers import NotReady, wait_published
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement
+from rooftop.units import parse_size
 
 #: Server options two metrics may both give with different values: the
 #: servers get the largest (each is the size of a buffer slot).
@@ -47,8 +48,6 @@ def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
     """The server arguments serving every one of several metrics, or None
     when two of them give an option different values (MERGED_BY_MAX aside;
     a flag given as --flag=false differs from --flag=true)."""
-    from rooftop.units import parse_size
-
     merged: dict[str, tuple[str, ...]] = {}
     for args in arg_lists:
         for opt, given in _server_options(args).items():

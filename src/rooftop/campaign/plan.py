@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rooftop import stages
 from rooftop.campaign.groups import server_groups
 from rooftop.stages import Placement, SampleSpec, sample_key
+from rooftop.stages.pairs.rounds import round_robin
 
 
 def _where(placement: Placement, spec: SampleSpec) -> tuple | None:
@@ -113,7 +114,6 @@ def _pair_schedule(cfg: dict, placements: list[Placement]) -> list[str]:
     rounds = [sp.pairs for pl in placements for sp in pl.samples[:1] if sp.pairs]
     if not rounds or cfg["collect"]["pairs"] != "rounds":  # (sample: rooftop.campaign.sampling says its own)
         return []
-    from rooftop.stages.pairs.rounds import round_robin
 
     alone = [r[0] for r in rounds if len(r) == 1]
     planned = len(round_robin(len(cfg["nodes"])))

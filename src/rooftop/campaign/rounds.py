@@ -21,6 +21,7 @@ from rooftop.engine.reaping import reap, signal_proc
 from rooftop.launchers import on_this_machine
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement, SampleSpec
+from rooftop.store.records import StoreError
 
 
 class EmulationWatch:
@@ -139,8 +140,6 @@ class RoundMeasurer:
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
         """The round's time series (series meters), saved at once; a
         meter that recorded nothing says why, once per campaign."""
-        from rooftop.store.records import StoreError
-
         rows = meters.series_rows(running)
         if any(rows.values()):
             try:
