@@ -19,6 +19,7 @@ seeded random draw. Everything is deterministic given the seed.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -165,6 +166,4 @@ class Proposer:
 
 
 def _key(params: dict) -> str:
-    import json
-
     return json.dumps(params, sort_keys=True, default=str)

@@ -17,7 +17,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from rooftop import files
+from rooftop import files, model
+from rooftop.campaign import Runner
+from rooftop.keys import ConfigError
+from rooftop.launchers import make_launcher
 from rooftop.learn import LearnError
 from rooftop.learn.propose import Proposer, x_of
 from rooftop.learn.space import Space
@@ -33,6 +36,8 @@ from rooftop.learn.tune import (
     prior_scores,
 )
 from rooftop.numbers import json_text
+from rooftop.stages import Placement, SampleSpec
+from rooftop.store.records import flatten
 
 STAGE = "tune"
 TUNE_FILE = "tune.json"
@@ -40,8 +45,6 @@ TUNE_FILE = "tune.json"
 
 def specs(metric: str, step: int, spn: int, cpn: int, settings: Settings):
     """The placement of one step: `repeat` windows in one client round."""
-    from rooftop.stages import Placement, SampleSpec
-
     pl = Placement([0], spn)
     for i in range(settings.repeat):
         key = f"{STAGE}/{metric}/step{step:03d}/s0x{spn}/c1x{cpn}/{i}"
@@ -54,10 +57,6 @@ def measurer(
 ):
     """measure(step, params) -> (per-client rates, sample keys, error):
     the rates of the samples rooftop.model.exclusion lets through."""
-    from rooftop import model
-    from rooftop.campaign import Runner
-    from rooftop.keys import ConfigError
-    from rooftop.launchers import make_launcher
 
     def measure(step: int, params: dict):
         try:
@@ -81,7 +80,6 @@ def roofline_of(store, run_id: str | None, metric: str):
     """The roofline of the run tune.run names (RUN; None: no ceilings to compare)."""
     if not run_id:
         return None
-    from rooftop import model
 
     run = store.get_run(run_id)
     try:
@@ -129,8 +127,6 @@ def prepare(
 ) -> Proposer:
     """Everything checked before a run exists: the space's values, the
     roofline run, the model file against the base config's parameters."""
-    from rooftop.store.records import flatten
-
     settings.check()
     check_values(space, build)
     placement = {k: base["validate"][k] for k in PLACEMENT_KEYS}
