@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import platform
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -64,8 +65,6 @@ def environment(cfg: dict) -> dict:
     }
     try:
         path = cfg["engine"]["path"] or engine_path()
-        import subprocess
-
         env["engine"] = subprocess.run([path, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
         env["engine_path"] = path
     except Exception as e:  # recorded, not fatal: the samples record it too

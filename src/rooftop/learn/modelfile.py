@@ -157,7 +157,7 @@ def save_model(path: Path, doc: dict, X: np.ndarray, y: np.ndarray, predictions:
     """Writes the model file atomically (a temporary file renamed over it).
     doc: the plain fields (encoder and rooflines as objects); X, y: the
     training data; predictions: the fitted model's on X."""
-    import sklearn
+    import sklearn  # noqa: PLC0415 (scikit-learn, the optional learn extra: loaded by a save, not with the module)
 
     body = dict(doc)
     body.pop("estimator", None)
@@ -257,10 +257,12 @@ def _renamed_keys(doc: dict) -> None:
 def _refit(doc: dict, path: Path, run_id: str | None):
     """The model the file names, fitted on its training data, if it
     reproduces the stored predictions."""
-    import sklearn
-    from sklearn.base import clone
+    # scikit-learn (the optional learn extra) loads here, for a refit, not
+    # with the module.
+    import sklearn  # noqa: PLC0415
+    from sklearn.base import clone  # noqa: PLC0415
 
-    from rooftop.learn.evaluate import all_models
+    from rooftop.learn.evaluate import all_models  # noqa: PLC0415
 
     seed = doc["seed"]
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
