@@ -29,7 +29,10 @@ from pathlib import Path
 from rooftop.campaign.lifecycle import recover_time, run_status
 from rooftop.campaign.recover import planned_rounds, recover_run, rows_from_documents, store_rows, unstored_rows
 from rooftop.config.files import up_to_date
+from rooftop.interference.run import read_summary
 from rooftop.locks import Lock, LockBusy
+from rooftop.service import points
+from rooftop.service.recover import points_from_documents
 from rooftop.store import paths
 from rooftop.store.db import Store
 from rooftop.store.records import NewerSchema, StoreError, now_iso, utc_stamp
@@ -293,8 +296,6 @@ def _move_aside(db: Path) -> Path:
 
 def _restore_interference(store: Store, d: Path) -> list[str]:
     """rooftop interfere's tables, from each isolated run's interference.json."""
-    from rooftop.interference.run import read_summary
-
     said = []
     for run_dir in _run_dirs(d):
         doc = read_summary(run_dir)
@@ -433,8 +434,6 @@ def _restore_service_points(
 ) -> list[str]:
     """Measured service points the old database did not give, read again
     from each rebuilt run's service folders (rooftop.service.recover)."""
-    from rooftop.service import points
-    from rooftop.service.recover import points_from_documents
 
     said = []
     old_specs: dict[str, dict[str, dict]] = {}

@@ -31,6 +31,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rooftop.cluster import cgroups, lifecycle, net
+from rooftop.cluster import state as cluster_state
+from rooftop.cluster.spec import ClusterError, format_rate
 from rooftop.launchers import on_this_machine
 from rooftop.launchers.base import LauncherError
 
@@ -48,9 +51,6 @@ class EmulationChanged(LauncherError):
 
 
 def _state():
-    from rooftop.cluster import state as cluster_state
-    from rooftop.cluster.spec import ClusterError
-
     try:
         return cluster_state.load()
     except ClusterError:
@@ -58,8 +58,6 @@ def _state():
 
 
 def _layout(st: dict):
-    from rooftop.cluster import cgroups
-
     cg = st.get("cgroup") or {}
     try:
         return cgroups.Layout(int(cg["version"]), Path(cg["cpu"]), Path(cg["cpuset"]))
@@ -87,8 +85,6 @@ def _netns(node) -> str | None:
 
 def read_node(netns: str, st: dict | None, layout=None) -> dict:
     """The live emulation of one node of the emulated cluster (its namespace)."""
-    from rooftop.cluster import cgroups, lifecycle, net
-
     rec: dict = {"netns": netns}
     node = next((n for n in (st or {}).get("nodes", []) if n.get("netns") == netns), None)
     if node is None:
@@ -160,8 +156,6 @@ def expected(node, ncores: int | None = None) -> dict:
     record comparable to a live one. ncores: the node's cores as read live,
     for launchers whose nodes' cores are logical (srun, mpiexec: only the
     netns launcher records the machine's cores, which are then compared)."""
-    from rooftop.cluster import cgroups
-
     if isinstance(node, dict):
         em, cores = node.get("emulation") or {}, list(node.get("cores") or [])
     else:
@@ -184,8 +178,6 @@ def _cpu(v) -> str:
 
 
 def _rate(v) -> str:
-    from rooftop.cluster.spec import format_rate
-
     return format_rate(v)
 
 

@@ -37,9 +37,15 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 
+from rooftop import kinds, model, results
 from rooftop.files import csv_cell
+from rooftop.interference.run import read_summary
+from rooftop.model import mix, outliers
 from rooftop.model.answer import answer, answer_of
+from rooftop.model.drift import VALIDATION
 from rooftop.numbers import json_text
+from rooftop.service import points as service_points
+from rooftop.service import sizing
 from rooftop.store.db import Store
 from rooftop.store.records import stands_for, utc_stamp
 from rooftop.store.schema import SAMPLE_COLUMNS
@@ -107,8 +113,6 @@ def sample_rows(store: Store, run_id: str) -> list[dict]:
 
 def json_doc(store: Store, run_id: str) -> dict:
     from rooftop.interference import report as interference_report
-    from rooftop.interference.run import read_summary
-    from rooftop.service import points as service_points
 
     run = store.get_run(run_id)
     return {
@@ -136,9 +140,7 @@ def answers_json(store: Store, run_id: str) -> dict:
     service_answers: per service its answer (rooftop.service.answer, as
     `model --json` gives it) and how many servers for the report's line, as
     `rooftop size RUN --clients C --service NAME --json` gives it."""
-    from rooftop import results
     from rooftop.service import report as service_report
-    from rooftop.service import sizing
 
     res = results.load(store, run_id, [service_report.SECTION])
     c = service_report.REPORT_CLIENTS
@@ -207,8 +209,6 @@ def services_text(store: Store, run_id: str, fmt: str) -> str:
     """`rooftop export RUN --services`: the run's service points, one per
     row (CSV, whose ok rows `rooftop service --import` reads back) or a list
     (JSON)."""
-    from rooftop.service import points as service_points
-
     run = store.get_run(run_id)
     pts = [service_points.as_dict(p) for p in service_points.load(store, run.id)]
     if fmt == "json":
@@ -263,12 +263,8 @@ def model_of(results_dir: str, run: str | None, params: str | None, mix_files) -
     and mixes on them: what `rooftop model` shows. A run that is not a
     campaign run (rooftop.kinds), or has no ceiling samples, raises
     ModelError."""
-    from rooftop import kinds, model, results
     from rooftop.kinds.sections import SECTIONS
-    from rooftop.model import mix
-    from rooftop.model.drift import VALIDATION
     from rooftop.service import report as service_report
-    from rooftop.store.db import Store
 
     samples, res, store = [], None, None
     if run:
@@ -333,8 +329,6 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
             )
         pm = res.pairs.get(m) if res else None
         if pm:
-            from rooftop.model import outliers
-
             d["outlier_pairs"] = {
                 "used": [list(p) for p in sorted(pm.rates)],
                 "left_out": [{"pair": list(p), "median": v, "why": why} for p, (v, why) in sorted(pm.left_out.items())],
@@ -387,7 +381,6 @@ Better = str | None
 def figures_of_merit(store: Store, run_id: str) -> list[tuple[str, float, str, Better]]:
     """(name, value, unit, better) of a run: per metric its ceilings,
     ridge and validation error (where the run has them), then the run's own."""
-    from rooftop import results
     from rooftop.interference import report as interference_report
     from rooftop.service import report as service_report
 

@@ -30,6 +30,7 @@ import errno
 import fcntl
 import json
 import os
+import pwd
 import socket
 import time
 from collections.abc import Callable
@@ -113,8 +114,6 @@ def _lock_pids(fd: int) -> list[int]:
 
 def _user_of(pid: int) -> str:
     try:
-        import pwd
-
         return pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
     except (OSError, KeyError):
         return "?"

@@ -15,10 +15,17 @@ can a study's own driver.
 
 from __future__ import annotations
 
+import platform
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
 from rooftop import __version__
+from rooftop.config.files import parse_override
+from rooftop.engine.base import engine_path
+from rooftop.launchers import on_this_machine
+from rooftop.locks import CampaignLocks
 
 
 def key_values(args) -> dict:
@@ -33,8 +40,6 @@ def key_values(args) -> dict:
 
 def overrides(args) -> dict:
     """--set KEY=VALUE, then the key flags given (which win)."""
-    from rooftop.config.files import parse_override
-
     o: dict = {}
     for text in getattr(args, "set", None) or []:
         k, v = parse_override(text)
@@ -46,17 +51,10 @@ def overrides(args) -> dict:
 def restated(args) -> dict:
     """--set KEY=VALUE of a command that measures a stored run again: values
     of the run's config given again (rooftop.config.trust.check_reuse)."""
-    from rooftop.config.files import parse_override
-
     return dict(parse_override(text) for text in getattr(args, "set", None) or [])
 
 
 def environment(cfg: dict) -> dict:
-    import platform
-    import socket
-
-    from rooftop.engine.base import engine_path
-
     env = {
         "host": socket.gethostname(),
         "python": platform.python_version(),
@@ -67,8 +65,6 @@ def environment(cfg: dict) -> dict:
     }
     try:
         path = cfg["engine"]["path"] or engine_path()
-        import subprocess
-
         env["engine"] = subprocess.run([path, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
         env["engine_path"] = path
     except Exception as e:  # recorded, not fatal: the samples record it too
@@ -89,9 +85,6 @@ class PlannedStore:
 def campaign_locks(args, store, cfg: dict):
     """The results folder's lock, and this machine's cores' for launchers on
     it (rooftop.locks); --allow-concurrent marks every sample stored."""
-    from rooftop.launchers import on_this_machine
-    from rooftop.locks import CampaignLocks
-
     if args.allow_concurrent:
         store.marks["concurrent"] = 1
     say = lambda m: print(f"rooftop: {m}", file=sys.stderr, flush=True)

@@ -25,6 +25,8 @@ from rich.text import Text
 
 from rooftop import stages
 from rooftop.campaign import tracking
+from rooftop.results import sharing_lines
+from rooftop.store.records import stands_for
 
 # Re-exported: cli formats rates through ui (the table is rooftop.units).
 from rooftop.units import fmt_pct, fmt_range, fmt_rate  # noqa: F401
@@ -159,8 +161,6 @@ def summarize(samples: list[dict]) -> list[dict]:
     """Per stage and metric: samples, failures, min/median/max of its rate.
     A sample measured once for several stages counts for each of them
     ("once_with": the other stages it stands for)."""
-    from rooftop.store.records import stands_for
-
     by: dict[tuple[str, str], list[dict]] = {}
     for s in samples:
         for stage in stands_for(s):
@@ -190,8 +190,6 @@ def summarize(samples: list[dict]) -> list[dict]:
 
 
 def print_summary(run, samples: list[dict]) -> None:
-    from rooftop.store.records import stands_for
-
     t = Table(title=f"run {run.id} ({run.status})", title_justify="left")
     for col in ("stage", "metric", "samples", "min", "median", "max"):
         t.add_column(col, no_wrap=True, justify="right" if col in ("samples", "min", "median", "max") else "left")
@@ -228,8 +226,6 @@ def print_summary(run, samples: list[dict]) -> None:
             f"time: {run.measured_s:.1f} s measuring; the run's time is not known in full "
             f"({run.wall_s:.1f} s recorded: an earlier command was killed before it could record its own)"
         )
-    from rooftop.results import sharing_lines
-
     for line in sharing_lines(samples):
         console.print(f"[yellow]warning[/]: {line}")
     failed = [s for s in samples if s["status"] != "ok"]

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rooftop import files
+from rooftop.audit import PITFALLS
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
 from rooftop.campaign.lifecycle import Hold
 from rooftop.engine import enginedoc
@@ -211,8 +212,6 @@ def run(store, pitfalls: list[Pitfall], opts: dict, say: Callable[[str], None] =
 def rows_of(store, run_id: str) -> list[dict]:
     """The audit rows of a stored run, recomputed from its samples (so a
     copied or rebuilt database gives the same table)."""
-    from rooftop.audit import PITFALLS
-
     run = store.get_run(run_id)
     audit = run.config.get("audit")
     if not audit:

@@ -3,6 +3,7 @@ and a Markdown file, the figure inline) and its figure."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rooftop import files
@@ -105,6 +106,4 @@ def write(run, rows: list[dict], out_dir: Path) -> tuple[Path, Path]:
 
 
 def _params(cfg: dict) -> str:
-    import json
-
     return json.dumps(cfg.get("audit", {}), indent=1)

@@ -23,9 +23,19 @@ import copy
 import re
 import time
 
+from rich.table import Table
+
+from rooftop import power, ui
 from rooftop.bursts import keys as _keys  # noqa: F401  (registers the bursts.* config keys)
 from rooftop.bursts import neighbour
 from rooftop.bursts import summary as burst_summary
+from rooftop.bursts.timeline import Timeline
+from rooftop.campaign import ClientRound, Runner, machine
+from rooftop.config.files import load_file, merge
+from rooftop.config.resolve import resolve
+from rooftop.keys import ConfigError
+from rooftop.launchers import ON_THIS_MACHINE, LauncherError, make_launcher
+from rooftop.launchers.base import core_sets
 from rooftop.stages.base import Measurement, Placement
 
 MODE = re.compile(r"^(busy|block|adaptive|spindown(:\d{1,7}(\.\d{1,3})?)?)$")
@@ -89,12 +99,6 @@ def build_config(config_file: str | None, overrides: dict) -> dict:
     """The resolved campaign config with the run's bursts parameters: the
     common keys and the bursts section (a file, then overrides: --set and
     the command's flags); the metric measured is bursts.metric."""
-    from rooftop.config.files import load_file, merge
-    from rooftop.config.resolve import resolve
-    from rooftop.keys import ConfigError
-    from rooftop.launchers import ON_THIS_MACHINE, LauncherError, make_launcher
-    from rooftop.launchers.base import core_sets
-
     merged = merge(load_file(config_file) if config_file else None, overrides, ("bursts",))
     p = params_of(merged["bursts"])
     merged["metrics"] = [p["metric"]]
@@ -136,7 +140,6 @@ def burst(p: dict, mode: str, b: int) -> Measurement:
 
 def burst_round(p: dict, mode: str, b: int):
     """Burst b of a mode as one client round (every window)."""
-    from rooftop.campaign import ClientRound
 
     return ClientRound(burst(p, mode, b))
 
@@ -166,8 +169,6 @@ class ModeRun:
     """One progress mode: its server group, time line, bursts and neighbour."""
 
     def __init__(self, cfg: dict, store, run_id: str, launcher, mode: str, log):
-        from rooftop.campaign import Runner
-
         self.p, self.mode, self.store, self.run_id = cfg["bursts"], mode, store, run_id
         cfg = copy.deepcopy(cfg)
         cfg["engine"]["server_progress"] = mode
@@ -177,9 +178,6 @@ class ModeRun:
 
     def run(self, say) -> dict | None:
         """Runs it; returns the neighbour's record (None: no neighbour)."""
-        from rooftop.bursts.timeline import Timeline
-        from rooftop.campaign import machine
-
         r, p = self.runner, self.p
         try:
             machine.record(r)  # once per command: the machine it measures on
@@ -237,8 +235,6 @@ class ModeRun:
 
 def power_note() -> str:
     """Why power is not measured here ('' when RAPL is readable)."""
-    from rooftop import power
-
     try:
         power.package_zones()
     except power.PowerUnavailable as e:
@@ -249,8 +245,6 @@ def power_note() -> str:
 def run_modes(cfg: dict, store, run_id: str, say, log=None) -> int:
     """The neighbour alone (if any), then every mode; returns the windows
     that failed. Raises KeyboardInterrupt, NeighbourFailed, SampleFailed."""
-    from rooftop.launchers import make_launcher
-
     p, launcher = cfg["bursts"], make_launcher(cfg["launcher"])
     if p["neighbour_argv"]:
         say(f"neighbour alone on core(s) {p['neighbour_cores']}: {' '.join(p['neighbour_argv'])}")
@@ -313,10 +307,6 @@ def shown_table(res: dict):
 
 def print_summary(res: dict, out=None) -> None:
     """The summary table and its notes (rich table on the console)."""
-    from rich.table import Table
-
-    from rooftop import ui
-
     t = Table(title=f"bursts {res['run'].id}", title_justify="left")
     header, cells = shown_table(res)
     for c in header:

@@ -25,7 +25,9 @@ from rooftop.campaign.estimate import Estimate, Work, count, estimate, fmt_durat
 from rooftop.campaign.plan import plan_collect, plan_validate
 from rooftop.config.files import load_file, merge, set_key
 from rooftop.config.resolve import resolve
+from rooftop.engine import machine
 from rooftop.launchers import Node, on_this_machine, spec
+from rooftop.launchers.local import usable_cores
 from rooftop.stages import Placement, pairs
 from rooftop.stages.pairs import PairsExpected
 from rooftop.stages.pairs.base import bulk
@@ -78,8 +80,6 @@ def default_cores(launcher: str, n: int) -> int:
     machine into n nodes under a launcher of logical nodes (local), else
     this machine's cores (what srun and mpiexec assume without better
     knowledge)."""
-    from rooftop.launchers.local import usable_cores
-
     cores = len(usable_cores())
     return max(1, cores // n) if spec(launcher).logical_nodes else cores
 
@@ -208,8 +208,6 @@ def resolve_planned(
     named = "launcher.type" in overrides or "type" in ((loaded or {}).get("launcher") or {})
     kind = merged["launcher"]["type"]
     if not named and spec(kind).logical_nodes:
-        from rooftop.launchers.local import usable_cores
-
         here = len(usable_cores())
         if n > here:
             raise PlanError(
@@ -279,8 +277,6 @@ def calibration(run) -> LaunchMode:
     constants scaled to the fixed costs that run measured: its time outside
     windows (wall_s less the windows, warmups and settles its plan asks for)
     over what the constants gave for its own plan. `rooftop plan --from RUN`."""
-    from rooftop.engine import machine
-
     if run.status != "complete":
         raise PlanError(f"--from {run.id}: the run is {run.status}; its time is that of a complete run only")
     own = forecast(run.config)

@@ -27,6 +27,7 @@ from rooftop.engine.reaping import reap
 from rooftop.engine.servers import NotReady, wait_published
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement
+from rooftop.units import parse_size
 
 if TYPE_CHECKING:  # (commands merges server arguments with merge_server_args, below)
     from rooftop.campaign.commands import Commands
@@ -53,8 +54,6 @@ def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
     """The server arguments serving every one of several metrics, or None
     when two of them give an option different values (MERGED_BY_MAX aside;
     a flag given as --flag=false differs from --flag=true)."""
-    from rooftop.units import parse_size
-
     merged: dict[str, tuple[str, ...]] = {}
     for args in arg_lists:
         for opt, given in _server_options(args).items():

@@ -25,6 +25,7 @@ from rooftop.engine import machine as mach
 from rooftop.engine.agents import AgentsError
 from rooftop.engine.reaping import terminate
 from rooftop.launchers import Launch, LauncherError, Node, on_this_machine
+from rooftop.store.records import StoreError, now_iso
 
 #: The folder of a run holding each node's machine document.
 FOLDER = "machine"
@@ -97,8 +98,6 @@ def record(runner) -> None:
     """Reads the machine of runner's run (once per command) and stores it
     in the run's environment; a resumed run measured before on another
     machine is said so, on stderr and in the record."""
-    from rooftop.store.records import StoreError, now_iso
-
     if runner.run_id in _read:
         return
     _read.add(runner.run_id)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from rooftop import stages
 from rooftop.campaign.groups import server_groups
 from rooftop.stages import Measurement, Placement, measurement_key
+from rooftop.stages.pairs.rounds import round_robin
 
 
 def _where(placement: Placement, m: Measurement) -> tuple | None:
@@ -150,7 +151,6 @@ def _pair_schedule(cfg: dict, placements: list[Placement]) -> list[str]:
     rounds = [m.pairs for pl in placements for m in pl.measurements[:1] if m.pairs]
     if not rounds or cfg["collect"]["pairs"] != "rounds":  # (sample: rooftop.campaign.sampling says its own)
         return []
-    from rooftop.stages.pairs.rounds import round_robin
 
     alone = [r[0] for r in rounds if len(r) == 1]
     planned = len(round_robin(len(cfg["nodes"])))

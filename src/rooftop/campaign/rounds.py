@@ -24,6 +24,7 @@ from rooftop.engine.reaping import reap, signal_proc
 from rooftop.launchers import Launcher, Node, on_this_machine
 from rooftop.nics import check as nic_check
 from rooftop.stages import Measurement, Placement
+from rooftop.store.records import StoreError
 
 
 class EmulationWatch:
@@ -168,8 +169,6 @@ class RoundMeasurer:
     def _store_series(self, rnd: ClientRound, running: dict) -> None:
         """The round's time series (series meters), saved at once; a
         meter that recorded nothing says why, once per campaign."""
-        from rooftop.store.records import StoreError
-
         rows = meters.series_rows(running)
         if any(rows.values()):
             try:

@@ -22,6 +22,7 @@ from rooftop.engine.base import TOKEN_FILE, engine_path
 from rooftop.engine.leases import Leases
 from rooftop.launchers import Launcher, Node
 from rooftop.stages import Measurement, Placement
+from rooftop.store.records import StoreError
 
 
 class Runner:
@@ -123,8 +124,6 @@ class Runner:
         does not take (locked past ROOFTOP_DB_WAIT, a full disk) stops the
         campaign naming every measured row not stored: the round's engine
         documents hold them, and rooftop doctor --recover brings them in."""
-        from rooftop.store.records import StoreError
-
         rows: list[dict] = []
         run_time = RunTime()  # pairs measured at once share one window of run time
         for i, (m, row) in enumerate(measured):

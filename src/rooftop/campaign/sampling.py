@@ -15,6 +15,7 @@ from __future__ import annotations
 from rooftop import model, topology
 from rooftop.keys import ConfigError
 from rooftop.model import outliers
+from rooftop.results import pair_matrix
 from rooftop.stages.pairs import sample
 from rooftop.stages.pairs.base import shares_cores
 from rooftop.units import fmt_pct
@@ -96,8 +97,6 @@ def describe(cfg: dict) -> list[str]:
 def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
     """(metric -> usable pair -> its median rate, without pairs of nodes
     flagged slow; node -> its pairs usable in every metric)."""
-    from rooftop.results import pair_matrix
-
     topo = topology.of_config(cfg)
     why = model.exclusions(samples, cfg["nodes"])
     rates: dict[str, dict] = {}

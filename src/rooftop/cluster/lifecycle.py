@@ -25,12 +25,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import fcntl
+import json
 import os
 import signal
 from collections.abc import Callable
 
 from rooftop.cluster import cgroups, hosts, mpi, net, slurm, state
-from rooftop.cluster.spec import ClusterError, ClusterSpec
+from rooftop.cluster.spec import ClusterError, ClusterSpec, format_rate
 
 Log = Callable[[str], None]
 
@@ -57,8 +58,6 @@ def cluster_lock():
 
 
 def _spec_key(spec: dict) -> dict:
-    import json
-
     return json.loads(json.dumps(spec))
 
 
@@ -280,8 +279,6 @@ def down() -> list[str]:
 def describe(st: dict) -> str:
     s = st["spec"]
     rates = sorted({n["link_rate"] for n in s["nodes"]}, key=lambda r: (r is None, r or 0))
-    from rooftop.cluster.spec import format_rate
-
     caps = [f"n{n['index']}:cpu={n['cpu_percent']:g}%" for n in s["nodes"] if n["cpu_percent"]]
     k = s["nics_per_node"]
     nics = f", {k} NICs each (rails)" if k > 1 else ""

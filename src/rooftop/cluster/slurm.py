@@ -50,6 +50,7 @@ from pathlib import Path
 
 from rooftop import files
 from rooftop.cluster import net, state
+from rooftop.cluster.cgroups import join_script
 from rooftop.cluster.commands import run
 from rooftop.cluster.spec import ClusterError
 
@@ -174,8 +175,6 @@ def _need(tool: str) -> str:
 def start(st: dict, log: Callable[[str], None]) -> dict:
     """Starts munged, slurmctld and one slurmd per node of the cluster state
     st; waits until every node is idle. Returns the "slurm" state record."""
-    from rooftop.cluster.cgroups import join_script
-
     tools = {t: _need(t) for t in ("munged", "slurmctld", "slurmd", "sinfo", "nsenter")}
     p = paths()
     controller = st["bridge"]["address"].split("/")[0]

@@ -17,6 +17,11 @@ from rooftop.config.catalog import KEY_BY_PATH, KEYS, STUDY_COMMAND, STUDY_KEYS,
 from rooftop.keys import RENAMED, ConfigError, Key, rename_old, short
 from rooftop.units import parse_size
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
+
 
 def _at_most(key: Key, value: float) -> float:
     if key.maximum is not None and value > key.maximum:
@@ -172,10 +177,6 @@ def load_file(path: str | Path) -> dict:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file (expected JSON or TOML)") from None
     if path.suffix == ".toml":
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # Python 3.10
-            import tomli as tomllib
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:

@@ -8,6 +8,7 @@ import copy
 import json
 import os
 import re
+import socket
 from typing import Any
 
 from rooftop import launchers, metrics, stages
@@ -24,7 +25,8 @@ from rooftop.config.catalog import (
 from rooftop.config.files import get_key, load_file, merge, set_key
 from rooftop.exits import Unreachable
 from rooftop.keys import ConfigError
-from rooftop.launchers import LAUNCHERS, Node, binding_width
+from rooftop.launchers import LAUNCHERS, LauncherError, Node, binding_width, make_launcher
+from rooftop.launchers.base import procs_per_node
 from rooftop.nics.policy import check_policy
 
 
@@ -126,8 +128,6 @@ def resolve(cfg: dict, nodes: list[Node] | None = None) -> dict:
     any allocation): the checks against the machine (the launcher's nodes,
     a fabric.domain their hosts need, each metric's check on the nodes it
     would run on) are left to the campaign; every other check applies."""
-    from rooftop.launchers.base import procs_per_node
-
     cfg = copy.deepcopy(cfg)
     _check_values(cfg)
 
@@ -188,10 +188,6 @@ def _launcher_nodes(cfg: dict) -> list[Node]:
     an IP provider needs the interface servers should listen on (servers
     serve on loopback unless told otherwise; nodes that carry their own
     address, as emulated ones do, serve on it)."""
-    import socket
-
-    from rooftop.launchers import LauncherError, make_launcher
-
     try:
         nodes = make_launcher(cfg["launcher"]).nodes()
     except LauncherError as e:

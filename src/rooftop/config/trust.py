@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shlex
 import stat
 from pathlib import Path
@@ -84,10 +85,8 @@ def acting(cfg: dict) -> dict[str, Any]:
 def _name(uid: int) -> str:
     """The user's name, else the number."""
     try:
-        import pwd
-
         return pwd.getpwuid(uid).pw_name
-    except (KeyError, ImportError):
+    except KeyError:
         return str(uid)
 
 

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 
-from rooftop.engine import enginedoc
+from rooftop.engine import enginedoc, guard
 from rooftop.engine.base import EngineError, engine_path
 from rooftop.engine.reaping import signal_proc
 
@@ -52,8 +52,6 @@ def run_engine(
 def _run_guarded(cmd: list[str], timeout: float, env) -> subprocess.CompletedProcess:
     """subprocess.run in a session of its own, under a guard; on any
     exception (a timeout, Ctrl-C) the command is killed, as run() does."""
-    from rooftop.engine import guard
-
     with subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
     ) as p:

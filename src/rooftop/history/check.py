@@ -27,6 +27,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from rooftop.history import series
 from rooftop.history.comparable import machine_differences, machine_note
 from rooftop.history.series import RunCeilings
 from rooftop.model import practical, ratio_text
@@ -292,8 +293,6 @@ def history(store, rule) -> list[tuple[list[RunCeilings], list[Event]]]:
     """`rooftop history`: each comparable series of the results folder
     (rooftop.history.series) with the changes the rule finds in it (steps;
     rule: rooftop.history.keys.Rule)."""
-    from rooftop.history import series
-
     return [(runs, steps(runs, rule.of(runs[0].metric), rule.k, rule.last)) for runs in series.history(store).values()]
 
 
@@ -301,8 +300,6 @@ def history_doc(rule, found: list[tuple[list[RunCeilings], list[Event]]]) -> dic
     """`rooftop history --json`: the rule applied (as check --json's
     "check") and each series with its changes and the runs measured on a
     different machine than the run before."""
-    from rooftop.history import series
-
     groups = [
         {
             "signature": runs[0].signature,

@@ -19,6 +19,8 @@ measured on different machines and what differs (machine_note).
 
 from __future__ import annotations
 
+import json
+
 from rooftop.config.catalog import KEYS
 from rooftop.config.files import get_key
 from rooftop.engine import machine
@@ -78,8 +80,6 @@ def signature(cfg: dict, metric: str, environment: dict | None = None) -> dict:
 def group_key(sig: dict) -> str:
     """A stable text key of a signature (groups of comparable runs): its
     required fields only."""
-    import json
-
     return json.dumps({f: v for f, v in sig.items() if f not in NAMED}, sort_keys=True)
 
 

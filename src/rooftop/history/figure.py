@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rooftop import files
 from rooftop.history.check import NAMES, Event
 from rooftop.history.series import RunCeilings
 from rooftop.units import rate_scale
@@ -58,7 +59,6 @@ def history_figure(runs: list[RunCeilings], events: list[Event]):
 def write_all(found: list[tuple[list[RunCeilings], list[Event]]], out_dir: Path) -> list[Path]:
     """The history figure of each series (check.history) as PNG in out_dir
     (history-METRIC-N.png), nothing written through a link out of it."""
-    from rooftop import files
     from rooftop.plots.save import save
 
     paths: list[Path] = []

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooftop import metrics
-from rooftop.config.catalog import register
+from rooftop.config.catalog import register, section_of
+from rooftop.config.files import load_file, merge
 from rooftop.history.check import DEFAULT_THRESHOLD, K_MAD, LAST, MIN_HISTORY
 from rooftop.keys import ConfigError, Key
 
@@ -97,9 +98,6 @@ def _pct(fraction: float) -> float:
 def rule(config_file: str | None, overrides: dict) -> tuple[Rule, dict]:
     """(the rule, the merged config) from defaults <- the file <- overrides
     (--set and the flags)."""
-    from rooftop.config.catalog import section_of
-    from rooftop.config.files import load_file, merge
-
     other = sorted(k for k in overrides if k not in READS and section_of(k) != "check")
     if other:
         raise ConfigError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rooftop.history import check, series
+from rooftop.history.figure import history_figure
 from rooftop.history.keys import Rule
 from rooftop.report.render import md_text
 from rooftop.results.sections import Section
@@ -75,8 +76,6 @@ def context(res, data, figures) -> dict | None:
 
 
 def figures(res, data) -> dict:
-    from rooftop.history.figure import history_figure
-
     return {
         f"history-{metric}": history_figure(d["runs"], d["events"])
         for metric, d in (data or {}).items()

@@ -20,13 +20,13 @@ from __future__ import annotations
 import copy
 
 from rooftop.bursts import run as bursts
+from rooftop.interference.run import measuring
 from rooftop.stages.base import Placement
+from rooftop.store.records import StoreError
 
 
 def config(store, run_id: str, record: dict) -> dict:
     """RUN's config as the isolated run's (ValueError: not a bursts run)."""
-    from rooftop.store.records import StoreError
-
     try:
         run = store.get_run(run_id)
     except StoreError as e:
@@ -92,8 +92,6 @@ def impacts(store, base: str, loaded: str, cfg: dict) -> list[dict]:
 def mode_intervals(cfg: dict):
     """groups for rooftop.interference.run.run_condition: per progress mode, when
     its bursts measured (its rounds' folders, raw/bursts_METRIC_MODE_bB)."""
-    from rooftop.interference.run import measuring
-
     p = cfg["bursts"]
     return lambda run_dir: {mode: measuring(run_dir, f"bursts_{p['metric']}_{mode}_b*") for mode in p["progress"]}
 

@@ -9,7 +9,11 @@ says what an entry is)."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+
 from rooftop import model
+from rooftop.interference.run import read_summary
+from rooftop.plots.style import LOADED_COLOURS
 from rooftop.report import render
 from rooftop.results.sections import Section
 from rooftop.units import fmt_rate
@@ -19,8 +23,6 @@ def read(store, res) -> dict | None:
     """The section's data: RUN/interference.json when res is an isolated
     run (None: it is not); fills res.loaded (per metric: [(label, roofline
     of the loaded run)])."""
-    from rooftop.interference.run import read_summary
-
     doc = read_summary(store.run_dir(res.run.id))
     if doc is None:
         return None
@@ -246,8 +248,6 @@ def figure(doc: dict):
     stage and metric). Right: against the number of concurrent copies, the
     service's impact (dashed) and the load's normalized slowdown (solid),
     one colour per load kind."""
-    import matplotlib.pyplot as plt
-
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
     conds = doc["conditions"]
     keys = sorted({(i["stage"], i["metric"]) for c in conds for i in c["impacts"]})
@@ -282,8 +282,6 @@ def figure(doc: dict):
 
 
 def _ensemble(ax, conds: list[dict]) -> None:
-    from rooftop.plots.style import LOADED_COLOURS
-
     for n, load in enumerate(sorted({c["load"] for c in conds})):
         colour = LOADED_COLOURS[n % len(LOADED_COLOURS)]
         cs = sorted((c for c in conds if c["load"] == load), key=lambda c: c["copies"])

@@ -40,6 +40,7 @@ from rooftop.engine import enginedoc
 from rooftop.interference import keys as _keys  # registers the interference.* config keys
 from rooftop.interference.loads import background, get
 from rooftop.numbers import json_text
+from rooftop.store.records import stands_for
 
 DEFAULT_STAGES = tuple(_keys.DEFAULT_STAGES)
 
@@ -235,8 +236,6 @@ def _rate_p99(store, run_id: str, stage: str, metric: str) -> tuple[float | None
 
 
 def store_stands_for(row: dict) -> list[str]:
-    from rooftop.store.records import stands_for
-
     return stands_for(row)
 
 

@@ -2,19 +2,17 @@
 
 from pathlib import Path
 
+from rooftop.audit import run as audit_run
+from rooftop.audit import show
 from rooftop.kinds.base import RunKind
 
 
 def _report(store, run, out_dir: Path):
-    from rooftop.audit import run as audit_run
-    from rooftop.audit import show
-
     return show.write(run, audit_run.rows_of(store, run.id), out_dir)
 
 
 def _plot(store, run, out_dir: Path, fmt: str) -> dict:
     from rooftop.audit import figure as audit_plot
-    from rooftop.audit import run as audit_run
     from rooftop.plots.save import save
 
     rows = audit_run.rows_of(store, run.id)

@@ -2,14 +2,15 @@
 
 from pathlib import Path
 
+from rooftop.bursts import run as bursts
+from rooftop.interference.run import read_summary
 from rooftop.kinds.base import RunKind
+from rooftop.model.ceilings import ModelError
 
 
 def _report(store, run, out_dir: Path):
     from rooftop.bursts import report as bursts_report
-    from rooftop.bursts import run as bursts
     from rooftop.interference import report as interference_report
-    from rooftop.interference.run import read_summary
 
     # Measured with `rooftop interfere --bursts-run`: alone (then the impact
     # factors, RUN/interference.json) or beside a load.
@@ -20,8 +21,6 @@ def _report(store, run, out_dir: Path):
 
 def _plot(store, run, out_dir: Path, fmt: str) -> dict:
     from rooftop.bursts import figure as bursts_plot
-    from rooftop.bursts import run as bursts
-    from rooftop.model.ceilings import ModelError
     from rooftop.plots.save import save
 
     res = bursts.results(store, run.id)

@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
+from rooftop import metrics
 from rooftop.kinds.base import RunKind
+from rooftop.learn import tune_report
 
 
 def _outcome(store, run) -> dict:
@@ -13,9 +15,6 @@ def _outcome(store, run) -> dict:
 
 
 def _report(store, run, out_dir: Path):
-    from rooftop import metrics
-    from rooftop.learn import tune_report
-
     out = _outcome(store, run)
     return tune_report.write(out, metrics.get(out["metric"]).unit, run.id, out_dir)
 

@@ -11,6 +11,7 @@ on its cores even with binding 'none' (then each may use all of them).
 from __future__ import annotations
 
 import os
+import resource
 
 from rooftop.launchers.base import Launch, Launcher, LauncherError, LauncherSpec, Node, pinned_argvs
 
@@ -47,8 +48,6 @@ def _read(path: str) -> str | None:
 def task_room() -> list[tuple[str, int]]:
     """How many more tasks (processes and threads) this machine lets this
     user start, per limit that applies: (the limit named, its room left)."""
-    import resource
-
     out = []
     loadavg = _read("/proc/loadavg")  # "... running/total last_pid"
     total = int(loadavg.split()[3].split("/")[1]) if loadavg else 0

@@ -98,6 +98,9 @@ import socket
 import subprocess
 from pathlib import Path
 
+from rooftop.cluster.mpi import mca_args
+from rooftop.cluster.spec import ClusterError
+from rooftop.cluster.state import emulated_nodes
 from rooftop.launchers.base import (
     BINDINGS,
     TITLE_ROOM,
@@ -240,9 +243,6 @@ class MpiexecLauncher(Launcher):
     @staticmethod
     def _emulated_cluster(names: list[str], cpn: int | None) -> dict | None:
         """The emulated cluster's node records when the hosts are its nodes."""
-        from rooftop.cluster.spec import ClusterError
-        from rooftop.cluster.state import emulated_nodes
-
         try:
             emulated = emulated_nodes(names)
         except ClusterError as e:
@@ -268,8 +268,6 @@ class MpiexecLauncher(Launcher):
                 "mpiexec launcher: only Open MPI runs across the emulated cluster's "
                 "nodes (its rsh agent); set launcher.command to Open MPI's mpiexec"
             )
-        from rooftop.cluster.mpi import mca_args
-
         return mca_args(next(iter(self._emulated.values()))["state"])
 
     @staticmethod

@@ -37,6 +37,9 @@ from __future__ import annotations
 import os
 import shutil
 
+from rooftop.cluster import state as cluster_state
+from rooftop.cluster.cgroups import join_script
+from rooftop.cluster.spec import ClusterError
 from rooftop.launchers.base import (
     Launch,
     Launcher,
@@ -55,10 +58,6 @@ class NetnsLauncher(Launcher):
     name = "netns"
 
     def __init__(self, cfg: dict | None = None, state_path=None):
-        from rooftop.cluster import state as cluster_state
-        from rooftop.cluster.cgroups import join_script
-        from rooftop.cluster.spec import ClusterError
-
         cfg = dict(cfg or {})
         for key in ("hosts", "hostfile", "cores_per_node", "command"):
             if cfg.get(key) not in (None, [], ""):

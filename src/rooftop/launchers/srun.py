@@ -62,6 +62,8 @@ import os
 import re
 import subprocess
 
+from rooftop.cluster.spec import ClusterError
+from rooftop.cluster.state import emulated_nodes
 from rooftop.launchers.base import BINDINGS, Launch, Launcher, LauncherError, LauncherSpec, Node, core_sets, first_nodes
 from rooftop.launchers.hostlist import HostlistError, expand, expand_counts
 
@@ -161,9 +163,6 @@ class SrunLauncher(Launcher):
 
     @staticmethod
     def _make_nodes(hosts: list[str], counts: list[int], info: dict[str, dict]) -> list[Node]:
-        from rooftop.cluster.spec import ClusterError
-        from rooftop.cluster.state import emulated_nodes
-
         try:
             emulated = emulated_nodes(hosts) if info else None
         except ClusterError as e:

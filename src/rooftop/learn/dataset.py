@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rooftop import metrics, model
+from rooftop.config.catalog import KEY_BY_PATH
 from rooftop.learn import LearnError
+from rooftop.units import parse_size
 
 #: Parameters that describe how a campaign measured (or where it wrote),
 #: not the service measured: never features, even when they vary.
@@ -76,9 +78,6 @@ def excluded(key: str, metric: str) -> bool:
 def encode_value(key: str, value):
     """A stored parameter value as a feature value: a float, or a string
     (a category)."""
-    from rooftop.config.catalog import KEY_BY_PATH
-    from rooftop.units import parse_size
-
     k = KEY_BY_PATH.get(key)
     if k is not None and k.kind == "size":
         return 0.0 if value is None else math.log2(1 + parse_size(value, key))

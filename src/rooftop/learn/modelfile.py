@@ -44,7 +44,11 @@ from pathlib import Path
 import numpy as np
 
 from rooftop import __version__, files
+from rooftop.keys import RENAMED
 from rooftop.learn import LearnError
+from rooftop.learn.dataset import Encoder
+from rooftop.model.ceilings import Ceiling
+from rooftop.model.roofline import Roofline
 
 #: The model file's format; another one is refused (re-learn).
 FORMAT = 2
@@ -100,8 +104,6 @@ def _ceiling_json(c) -> dict | None:
 
 
 def _ceiling_of(d):
-    from rooftop.model.ceilings import Ceiling
-
     if d is None:
         return None
     ci = d.get("ci")
@@ -117,8 +119,6 @@ def _ceiling_of(d):
 
 def roofline_json(r) -> dict:
     """A rooftop.model.Roofline as JSON: every field, ceilings as numbers."""
-    from rooftop.model.ceilings import Ceiling
-
     out = {}
     for f in dataclasses.fields(r):
         v = getattr(r, f.name)
@@ -128,8 +128,6 @@ def roofline_json(r) -> dict:
 
 def roofline_of(d: dict):
     """roofline_json's inverse (fields this rooftop does not know are ignored)."""
-    from rooftop.model.roofline import Roofline
-
     if not isinstance(d, dict):
         raise TypeError("a roofline is an object")
     known = {f.name for f in dataclasses.fields(Roofline)}
@@ -149,8 +147,6 @@ def encoder_json(e) -> dict:
 
 
 def encoder_of(d: dict):
-    from rooftop.learn.dataset import Encoder
-
     return Encoder([str(f) for f in d["features"]], {str(k): [str(c) for c in v] for k, v in d["categories"].items()})
 
 
@@ -161,7 +157,7 @@ def save_model(path: Path, doc: dict, X: np.ndarray, y: np.ndarray, predictions:
     """Writes the model file atomically (a temporary file renamed over it).
     doc: the plain fields (encoder and rooflines as objects); X, y: the
     training data; predictions: the fitted model's on X."""
-    import sklearn
+    import sklearn  # noqa: PLC0415 (scikit-learn, the optional learn extra: loaded by a save, not with the module)
 
     body = dict(doc)
     body.pop("estimator", None)
@@ -239,7 +235,6 @@ def _renamed_keys(doc: dict) -> None:
     """A model file written before the config keys' renames
     (rooftop.keys.RENAMED) names its parameters as the runs, migrated
     (store migration 15), now do: collect.samples -> collect.windows, ..."""
-    from rooftop.keys import RENAMED
 
     def new(name):
         return RENAMED.get(name, name) if isinstance(name, str) else name
@@ -262,10 +257,12 @@ def _renamed_keys(doc: dict) -> None:
 def _refit(doc: dict, path: Path, run_id: str | None):
     """The model the file names, fitted on its training data, if it
     reproduces the stored predictions."""
-    import sklearn
-    from sklearn.base import clone
+    # scikit-learn (the optional learn extra) loads here, for a refit, not
+    # with the module.
+    import sklearn  # noqa: PLC0415
+    from sklearn.base import clone  # noqa: PLC0415
 
-    from rooftop.learn.evaluate import all_models
+    from rooftop.learn.evaluate import all_models  # noqa: PLC0415
 
     seed = doc["seed"]
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rooftop.config.catalog import KEY_BY_PATH
 from rooftop.learn import LearnError
 from rooftop.learn.dataset import encode_value, excluded
 from rooftop.learn.modelfile import OLD_SUFFIXES, SUFFIX, load_model, metric_of, relearn_hint
@@ -56,8 +57,6 @@ def find_model(store, run_id: str, metric: str | None) -> Path:
 def query_params(store, run_id: str, metric: str, sets: dict) -> tuple[dict, dict]:
     """The run's resolved parameters (run_params), --set overrides applied:
     as stored, and encoded as features are (dataset.encode_value)."""
-    from rooftop.config.catalog import KEY_BY_PATH
-
     params = dict(store.db.execute("SELECT key, value FROM run_params WHERE run_id = ?", (run_id,)))
     for key, value in sets.items():
         if key not in KEY_BY_PATH:

@@ -19,6 +19,7 @@ seeded random draw. Everything is deterministic given the seed.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -124,9 +125,9 @@ class Proposer:
         X = self.encoder.matrix(rows)
         # scikit-learn (the `learn` extra) is imported here, not with the
         # module: the tune config keys and a tune run's report need none.
-        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.exceptions import ConvergenceWarning  # noqa: PLC0415
 
-        from rooftop.learn.zoo import regressor
+        from rooftop.learn.zoo import regressor  # noqa: PLC0415
 
         with warnings.catch_warnings():  # a few noisy rows: bounds reached are expected
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -168,6 +169,4 @@ class Proposer:
 
 
 def _key(params: dict) -> str:
-    import json
-
     return json.dumps(params, sort_keys=True, default=str)

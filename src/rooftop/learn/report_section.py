@@ -12,6 +12,8 @@ import io
 import json
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from rooftop.report import render
 from rooftop.results.sections import Section
 
@@ -37,8 +39,6 @@ PNG_DPI = 110
 def figure(doc: dict):
     """Predicted against measured (per-client rate, log-log), one colour per
     model, the line of perfect prediction."""
-    from matplotlib.figure import Figure
-
     pred = doc["predictions"]
     fig = Figure(figsize=(5.5, 4.5))
     ax = fig.add_subplot()

@@ -26,6 +26,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from rooftop import metrics
+from rooftop.config.catalog import KEY_BY_PATH, section_of
+from rooftop.config.files import load_file
+from rooftop.keys import ConfigError
 from rooftop.learn import LearnError
 
 #: The placement knobs (not config keys): processes on the server node and
@@ -74,7 +78,6 @@ def tunable(key: str, metric: str) -> bool:
     """A knob a space may name: a placement knob, or a config key of the
     service (not a campaign control, not another metric's, not a study's
     own: bursts.*, tune.*, ...)."""
-    from rooftop.config.catalog import KEY_BY_PATH, section_of
     from rooftop.learn.dataset import excluded
 
     return key in PLACEMENT_KNOBS or (
@@ -116,8 +119,6 @@ def _range(key: str, spec: dict) -> list:
 
 
 def _unknown(key: str, metric: str) -> LearnError:
-    from rooftop.config.catalog import KEY_BY_PATH
-
     known = [k for k in KEY_BY_PATH if tunable(k, metric)] + list(PLACEMENT_KNOBS)
     close = difflib.get_close_matches(key, known, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
@@ -129,8 +130,6 @@ def _unknown(key: str, metric: str) -> LearnError:
 
 def parse(data: dict, metric: str | None, source: str) -> Space:
     """A space from a file's data (LearnError names a bad key)."""
-    from rooftop import metrics
-
     data = dict(data)
     metric = data.pop("metric", None) or metric or "rpc"
     if metric not in metrics.METRICS:
@@ -154,9 +153,6 @@ def load(path: str | None, metric: str | None, cfg: dict) -> Space:
     """The space file's, or the metric's default (with the process counts
     this config's nodes allow)."""
     if path:
-        from rooftop.config.files import load_file
-        from rooftop.keys import ConfigError
-
         if not Path(path).is_file():
             raise LearnError(f"no search-space file {path}")
         try:

@@ -18,8 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rooftop.config.catalog import KEY_BY_PATH
+from rooftop.config.files import get_key
+from rooftop.keys import ConfigError
 from rooftop.learn import LearnError
+from rooftop.learn.dataset import encode_value, excluded
 from rooftop.learn.keys import MIN_CONFIGS
+from rooftop.learn.predict import check_params
 from rooftop.learn.propose import Observation, Proposer
 from rooftop.learn.space import PLACEMENT_KNOBS, Space
 from rooftop.units import fmt_pct
@@ -60,16 +65,12 @@ def overrides_of(params: dict) -> dict:
 
 def default_params(space: Space, cfg: dict) -> dict:
     """The base config's value of every knob of the space."""
-    from rooftop.config.files import get_key
-
     return {k: get_key(cfg, PLACEMENT_KEYS.get(k, k)) for k in space.knobs}
 
 
 def check_values(space: Space, build: Callable[[dict], dict]) -> None:
     """Each value of each knob, alone, is a valid config (else the error
     names the knob)."""
-    from rooftop.keys import ConfigError
-
     for key, values in space.knobs.items():
         for v in values:
             try:
@@ -82,9 +83,6 @@ def prior_scores(doc: dict, space: Space, candidates: list[dict], base: dict, ru
     """A learned model file's rate for every configuration; refused when it
     does not match the tune's parameters (learn.predict.check_params) or
     never saw a knob of the space vary."""
-    from rooftop.learn.dataset import encode_value, excluded
-    from rooftop.learn.predict import check_params
-
     if doc["metric"] != space.metric:
         raise LearnError(f"the model file models {doc['metric']}, the tune measures {space.metric}")
     params = {k: encode_value(k, v) for k, v in base.items() if not excluded(k, space.metric)}
@@ -130,8 +128,6 @@ def prior_scores(doc: dict, space: Space, candidates: list[dict], base: dict, ru
 
 def _raw(key: str, value):
     """An encoded constant as a config value (sizes back to bytes)."""
-    from rooftop.config.catalog import KEY_BY_PATH
-
     k = KEY_BY_PATH.get(key)
     if k is not None and k.kind == "size" and isinstance(value, float):
         return f"{round(2**value - 1)} bytes"

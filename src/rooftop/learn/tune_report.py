@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooftop import files
-from rooftop.units import fmt_num, fmt_pct, fmt_rate
+from rooftop.units import fmt_num, fmt_pct, fmt_rate, rate_scale
 
 #: The trajectory figure's resolution.
 PNG_DPI = 110
@@ -59,8 +59,6 @@ def outcome_lines(out: dict, unit: str) -> list[str]:
 def figure(out: dict, unit: str):
     """Measured and predicted rate per step, and the best predicted so far."""
     from matplotlib.figure import Figure
-
-    from rooftop.units import rate_scale
 
     steps = out["steps"]
     values = [v for s in steps for v in (s["measured"], s["predicted"], s["best_predicted"]) if v]

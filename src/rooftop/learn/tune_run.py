@@ -17,7 +17,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from rooftop import files
+from rooftop import files, model
+from rooftop.campaign import Runner
+from rooftop.keys import ConfigError
+from rooftop.launchers import make_launcher
 from rooftop.learn import LearnError
 from rooftop.learn.propose import Proposer, x_of
 from rooftop.learn.space import Space
@@ -33,6 +36,8 @@ from rooftop.learn.tune import (
     prior_scores,
 )
 from rooftop.numbers import json_text
+from rooftop.stages import Measurement, Placement
+from rooftop.store.records import flatten
 
 STAGE = "tune"
 TUNE_FILE = "tune.json"
@@ -40,8 +45,6 @@ TUNE_FILE = "tune.json"
 
 def step_placement(metric: str, step: int, spn: int, cpn: int, settings: Settings):
     """The placement of one step: one measurement of `repeat` windows."""
-    from rooftop.stages import Measurement, Placement
-
     key = f"{STAGE}/{metric}/step{step:03d}/s0x{spn}/c1x{cpn}"
     m = Measurement(key, STAGE, metric, [1], cpn, range(settings.repeat), settings.duration, settings.warmup)
     return Placement([0], spn, [m])
@@ -52,10 +55,6 @@ def measurer(
 ):
     """measure(step, params) -> (per-client rates, sample keys, error):
     the rates of the samples rooftop.model.exclusion lets through."""
-    from rooftop import model
-    from rooftop.campaign import Runner
-    from rooftop.keys import ConfigError
-    from rooftop.launchers import make_launcher
 
     def measure(step: int, params: dict):
         try:
@@ -81,7 +80,6 @@ def roofline_of(store, run_id: str | None, metric: str):
     """The roofline of the run tune.run names (RUN; None: no ceilings to compare)."""
     if not run_id:
         return None
-    from rooftop import model
 
     run = store.get_run(run_id)
     try:
@@ -129,8 +127,6 @@ def prepare(
 ) -> Proposer:
     """Everything checked before a run exists: the space's values, the
     roofline run, the model file against the base config's parameters."""
-    from rooftop.store.records import flatten
-
     settings.check()
     check_values(space, build)
     placement = {k: base["validate"][k] for k in PLACEMENT_KEYS}

@@ -25,7 +25,11 @@ from __future__ import annotations
 import os
 import re
 
+from rooftop.engine.base import EngineError
+from rooftop.engine.commands import run_engine
 from rooftop.keys import ConfigError, Key
+from rooftop.launchers import on_this_machine
+from rooftop.metrics.base import Metric
 from rooftop.units import parse_size
 
 IO_MODES = ("buffered", "direct", "sync", "dsync", "direct+sync", "direct+dsync")
@@ -168,8 +172,6 @@ def key_of(metric: str, section: dict, message: str) -> str:
 
 def check_dir(cfg: dict, metric: str) -> str:
     """The metric's directory, set; on this machine also existing and writable."""
-    from rooftop.launchers import on_this_machine
-
     d = cfg[metric]["dir"]
     if not d:
         raise ConfigError(
@@ -190,10 +192,6 @@ def preflight(cfg: dict, metric: str, op_args: list[str], opts: dict | None = No
     and records its file system facts in cfg["storage_fs"][metric]; a
     refusal is a ConfigError naming the key and the file system. opts: the
     engine's storage options (default: options_of the metric's keys)."""
-    from rooftop.engine.base import EngineError
-    from rooftop.engine.commands import run_engine
-    from rooftop.launchers import on_this_machine
-
     check_dir(cfg, metric)
     if not on_this_machine(cfg["launcher"]["type"]):
         return
@@ -236,7 +234,6 @@ def _size(cfg: dict, metric: str, key: str) -> int:
 def data_metric(name: str, help: str, unit: str, work: str, keys: tuple[Key, ...], title, link_bound: bool = False):
     """The Metric of a put/get metric: its keys map onto `load` (op, size,
     pattern) and `serve` (the data file's knobs, SERVER_OPTIONS)."""
-    from rooftop.metrics.base import Metric
 
     def client_args(cfg: dict) -> list[str]:
         sec = cfg[name]

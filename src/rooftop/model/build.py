@@ -13,6 +13,7 @@ from rooftop import metrics, stages
 from rooftop.model.ceilings import SERVER_BOUND, Ceiling, ModelError
 from rooftop.model.exclude import exclusions, row_key, stage_rows
 from rooftop.model.roofline import Roofline
+from rooftop.store.records import stands_for
 from rooftop.units import PARAM_UNITS, fmt_num, fmt_rate
 
 
@@ -25,8 +26,6 @@ def from_run(
     peak pairs that include these nodes are left out (flagged outlier
     nodes). nodes: the run's nodes (config "nodes"): samples whose nodes
     share cores (core_sharing) are left out of ceilings."""
-    from rooftop.store.records import stands_for
-
     out = set(exclude_nodes)
     ok = [s for s in samples if s["metric"] == metric and s["status"] == "ok"]
     why = exclusions([s for s in samples if s["metric"] == metric], nodes)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooftop.model.ceilings import Ceiling
+from rooftop.topology import CLASSES
 from rooftop.units import fmt_pct, fmt_range, fmt_rate
 
 
@@ -57,8 +58,6 @@ class ClassCeiling:
 
 def class_ceilings(rates: dict[tuple[int, int], float], topo) -> list[ClassCeiling]:
     """Per class present among the pairs (nearest first): its ceiling."""
-    from rooftop.topology import CLASSES
-
     sizes = topo.sizes()
     by: dict[str, list[tuple[tuple[int, int], float]]] = {}
     for p, r in rates.items():
@@ -74,8 +73,6 @@ def placement_class(server_nodes, client_nodes, topo) -> str | None:
     """The farthest class any of a placement's server nodes is from any of
     its client nodes (a client loads every server): the class whose
     ceiling its clients can reach at best. None: no pair to classify."""
-    from rooftop.topology import CLASSES
-
     order = list(CLASSES)  # nearest first
     seen = {topo.klass(a, b) for a in server_nodes for b in client_nodes if a != b}
     return max(seen, key=order.index) if seen else None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from rooftop import stages
 from rooftop.model.ceilings import Ceiling
+from rooftop.model.classes import placement_class
 from rooftop.model.drift import Drift, platform_drift
 from rooftop.model.exclude import exclusions, row_key
 from rooftop.model.roofline import Roofline, finite_pair
@@ -158,8 +159,6 @@ def evaluate(
     and classes (the run's client ceiling per class,
     classes.class_ceilings): each check also gets its placement's class and
     the rate the roofline gives with that class's client ceiling."""
-    from rooftop.model.classes import placement_class
-
     per_class = {c.klass: c.ceiling.centre for c in classes or ()}
     ev = Evaluation(roofline)
     if run_samples:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooftop.engine import enginedoc
+from rooftop.store.records import stands_for
 from rooftop.units import fmt_pct
 
 
@@ -150,6 +151,4 @@ def row_key(s: dict) -> str:
 
 
 def stage_rows(samples: list[dict], stage: str) -> list[dict]:
-    from rooftop.store.records import stands_for
-
     return [s for s in samples if stage in stands_for(s)]

@@ -37,9 +37,10 @@ from pathlib import Path
 import tomllib
 
 from rooftop import metrics
+from rooftop.keys import ConfigError
 from rooftop.model.ceilings import Ceiling, ModelError
 from rooftop.model.roofline import Roofline
-from rooftop.units import fmt_num, fmt_rate
+from rooftop.units import fmt_num, fmt_rate, parse_size
 
 
 class MixError(ModelError):
@@ -57,9 +58,6 @@ class Mix:
 
 
 def _amount(value, metric: str, where: str) -> float:
-    from rooftop.keys import ConfigError
-    from rooftop.units import parse_size
-
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise MixError(f"{where}: {value!r} is not a number or a size")
     if isinstance(value, str):

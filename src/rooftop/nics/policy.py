@@ -17,8 +17,10 @@ attempt of a round, starts from the first NIC, so runs are reproducible.
 
 from __future__ import annotations
 
+import copy
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from rooftop.engine import enginedoc
@@ -103,9 +105,6 @@ def collect_each(args, collect) -> int:
     run each (its config records nic.policy; every engine document records
     the NIC it used), in the order given; then how to compare them. Stops at
     the first run that does not end well and returns its code."""
-    import copy
-    import sys
-
     policies = [p.strip() for p in args.nic_policy.split(",") if p.strip()]
     for p in policies:
         check_policy(p, "--nic-policy")

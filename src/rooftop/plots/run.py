@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rooftop import model, stages
 from rooftop.plots import compare, latency, pairs, roofline, sweep
+from rooftop.plots import mix as mix_plot
 from rooftop.plots.save import FORMATS, save
 from rooftop.results import RunResults
 
@@ -88,8 +89,6 @@ def plot_run(res: RunResults, out_dir: Path, formats=FORMATS, yscale: str = "aut
 
 def plot_mixes(mixes, out_dir: Path, run: str | None = None, formats=FORMATS) -> dict[str, list[Path]]:
     """mix-<name> per combined roofline (rooftop.model.mix.Combined)."""
-    from rooftop.plots import mix as mix_plot
-
     out = {}
     for comb in mixes:
         name = "mix-" + "".join(ch if ch.isalnum() else "_" for ch in comb.mix.name)

@@ -20,7 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooftop import files
+from rooftop.nics import figure as nic_policies
 from rooftop.plots.run import plot_mixes, plot_run
+from rooftop.plots.save import save
 from rooftop.report.page import html_page
 from rooftop.report.parts import CAPTIONS, headline, nic_lines, todo
 from rooftop.report.summary import markdown
@@ -31,9 +33,6 @@ __all__ = ["CAPTIONS", "headline", "html_page", "markdown", "nic_lines", "todo",
 
 def _plot_nic(nic, fig_dir: Path) -> dict:
     """The NIC policy comparison's bar chart."""
-    from rooftop.nics import figure as nic_policies
-    from rooftop.plots.save import save
-
     title = f"NIC policies, {nic.metric}: {len({b.binding for b in nic.bars})} binding(s)"
     return {f"nic_policies-{nic.metric}": save(nic_policies.figure(nic, title), fig_dir, f"nic_policies-{nic.metric}")}
 

@@ -13,6 +13,7 @@ from typing import Any
 from rooftop import launchers, metrics, model, stages, topology
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
+from rooftop.foreign import FOREIGN_WARN, OVER_GATE
 from rooftop.model import outliers
 from rooftop.model.answer import Answer, answer
 from rooftop.model.classes import class_ceilings
@@ -339,8 +340,6 @@ def _run_warnings(res: RunResults) -> list[str]:
 
 def invalid_lines(samples: list[dict], metric: str | None = None) -> list[str]:
     """What was measured but cannot be used, counted by reason."""
-    from rooftop.foreign import OVER_GATE
-
     bad = [s for s in samples if s["status"] == "invalid" and metric in (None, s["metric"])]
     if not bad:
         return []
@@ -370,8 +369,6 @@ def invalid_lines(samples: list[dict], metric: str | None = None) -> list[str]:
 def sharing_lines(samples: list[dict]) -> list[str]:
     """Samples that may not have had the machine to themselves: measured with
     --allow-concurrent, or with other processes using their cores."""
-    from rooftop.foreign import FOREIGN_WARN
-
     out = []
     conc = [s for s in samples if s.get("concurrent")]
     if conc:

@@ -52,7 +52,7 @@ from rooftop import metrics, results
 from rooftop.files import csv_value
 from rooftop.keys import ConfigError
 from rooftop.numbers import rate_problem
-from rooftop.service import points, report
+from rooftop.service import points
 from rooftop.service.points import ServicePoint
 from rooftop.units import PARAM_UNITS
 
@@ -82,6 +82,8 @@ def import_and_evaluate(store, run_id: str, path, name: str | None = None, metri
     """`rooftop service RUN --import FILE.csv`: import_csv, then the
     imported services as the run's results now evaluate them."""
     got = import_csv(store, run_id, path, name, metric)
+    from rooftop.service import report  # loads matplotlib
+
     res = results.load(store, run_id, [report.SECTION])  # the service section only
     got.run_id = res.run.id
     got.evaluated = [s for s in res.services if s.service in got.services]

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from rooftop.store import damage
+from rooftop.store.records import StoreError, now_iso
 from rooftop.store.schema import POINTS_DDL, SPECS_DDL
 
 #: Where a point came from (its origin).
@@ -124,8 +125,6 @@ def _row(run_id: str, point: ServicePoint, created: str) -> tuple:
 
 def add(store, run_id: str, point: ServicePoint) -> None:
     """Stores one point at once (committed: a Ctrl-C after it loses nothing)."""
-    from rooftop.store.records import now_iso
-
     _ensure(store.db)
     store.db.execute(
         f"INSERT OR REPLACE INTO service_points ({', '.join(_WRITTEN)}) VALUES ({', '.join('?' * len(_WRITTEN))})",
@@ -150,8 +149,6 @@ def add_all(store, run_id: str, pts: Iterable[ServicePoint]) -> int:
     twice (DuplicatePoint), then written over the run's points of the same
     keys and committed once. Any error from pts, a duplicate, Ctrl-C or a
     kill before the commit leaves the run's points as they were."""
-    from rooftop.store.records import StoreError, now_iso
-
     created = now_iso()
     db = store.db
     current: list[ServicePoint] = []

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 
 from rooftop.model.answer import answer
+from rooftop.plots import roofline as roofline_plot
+from rooftop.plots.run import measured_x
 from rooftop.report import render
 from rooftop.results.sections import Section
 from rooftop.service import efficiency, points, sizing
@@ -233,9 +235,6 @@ def figure_title(res, s: ServiceAnswer) -> str:
 
 def service_figure(res, s: ServiceAnswer, yscale: str = "auto"):
     """The service's own figure (module docstring)."""
-    from rooftop.plots import roofline as roofline_plot  # matplotlib: only where a figure is drawn
-    from rooftop.plots.run import measured_x
-
     r = s.roofline
     pts = [(p.x, p.measured, pct(p.efficiency) if s.is_quoted(p) else None) for p in s.placements]
     scale, label = s.unit.axis(max([r.client.hi, *(m for _, m, _ in pts)]))

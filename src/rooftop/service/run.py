@@ -28,13 +28,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rooftop import emulation
+from rooftop.campaign.lifecycle import Hold
 from rooftop.campaign.plan import plan_validate
 from rooftop.campaign.processes import Processes
+from rooftop.config import trust
 from rooftop.config.resolve import resolve_grid
 from rooftop.engine.base import LEASE_FILE
 from rooftop.engine.leases import Leases
 from rooftop.engine.reaping import terminate
-from rooftop.launchers import Launch, Node
+from rooftop.keys import ConfigError
+from rooftop.launchers import Launch, Node, make_launcher, on_this_machine
 from rooftop.service import barrier, points, ready
 from rooftop.service.rates import RateError, Window, final_rate, progress_rate, tail
 from rooftop.service.spec import ServiceSpec, command, partly, seconds_text
@@ -407,9 +411,6 @@ def prepare(store, run_id: str, spec: ServiceSpec, restated) -> tuple[dict, list
     """(the run's config, its validation grid, the service's runner) for
     `rooftop service`: the config checked for reuse (rooftop.config.trust)
     before anything runs, --dry-run too."""
-    from rooftop.config import trust
-    from rooftop.launchers import make_launcher
-
     run = store.get_run(run_id)
     cfg = json.loads(json.dumps(run.config))
     trust.check_reuse(store, run.id, cfg, restated, "service")
@@ -427,11 +428,6 @@ def measure(
     its status kept) each point measured and stored, on_point(p) told of
     each (as it is stored), say(m) of the count to measure. A Ctrl-C
     propagates, the points measured stored."""
-    from rooftop import emulation
-    from rooftop.campaign.lifecycle import Hold
-    from rooftop.keys import ConfigError
-    from rooftop.launchers import on_this_machine
-
     cfg, store, run_id, spec = runner.cfg, runner.store, runner.run_id, runner.spec
     if on_this_machine(cfg["launcher"]["type"]):
         missing = [p for p in programs if shutil.which(p) is None]

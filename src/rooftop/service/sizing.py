@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from rooftop import model
+from rooftop.model.answer import answer
 from rooftop.service.answer import ServiceAnswer, quote
 from rooftop.service.efficiency import nearest_efficiency, pct
 from rooftop.units import fmt_num, fmt_range, fmt_rate
@@ -227,8 +228,6 @@ def _knee(out: Sizing, z: Sizer, who: str) -> None:
 
 
 def model_answer(r: model.Roofline):
-    from rooftop.model.answer import answer
-
     return answer(r)
 
 

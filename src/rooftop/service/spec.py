@@ -21,6 +21,11 @@ from rooftop import units
 from rooftop.keys import ConfigError, short
 from rooftop.metrics import METRICS
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
+
 #: Placeholders each template may use.
 SERVER_FIELDS = ("address", "port", "rank", "node", "cores", "dir")
 CLIENT_FIELDS = ("server_address", "server_port", "duration", "rank", "count")
@@ -316,10 +321,6 @@ def from_resolved(data: dict, src: str) -> ServiceSpec:
 
 def load(path: str | Path) -> ServiceSpec:
     """A spec file (TOML)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
     p = Path(path)
     try:
         text = p.read_text()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rooftop import __version__
 from rooftop.engine import enginedoc
 
 
@@ -98,8 +99,6 @@ class NewerSchema(StoreError):
     would drop what only the newer schema holds): upgrade rooftop."""
 
     def __init__(self, path: Path, version: int, known: int):
-        from rooftop import __version__
-
         self.path, self.version, self.known = Path(path), version, known
         super().__init__(
             f"results database {path} has schema version {version}, newer than this rooftop knows "

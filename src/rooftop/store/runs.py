@@ -11,6 +11,7 @@ import time
 
 from rooftop import files
 from rooftop.config.files import up_to_date
+from rooftop.locks import held_by_anyone
 from rooftop.store.connection import guarded
 from rooftop.store.records import Run, StoreError, now_iso, owner_elsewhere, owner_gone, process_start
 from rooftop.store.samples import SampleTables
@@ -83,8 +84,6 @@ class RunTables(SampleTables):
                 f"its campaign (pid {run.owner[0]} on {run.owner[1]}) is gone; {finish_hint(row['note'], run.id)}"
             )
         elif run.status == "running" and owner_elsewhere(*run.owner):
-            from rooftop.locks import held_by_anyone
-
             if not held_by_anyone(self.dir / ".lock"):
                 # A campaign running it would hold the results folder's lock:
                 # its owner on another host was most likely killed, but this

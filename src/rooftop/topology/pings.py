@@ -22,6 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rooftop.engine import enginedoc
+from rooftop.engine.base import engine_path, private_dir, write_token
+from rooftop.engine.leases import Leases
+from rooftop.engine.reaping import terminate
+from rooftop.engine.servers import wait_published
 from rooftop.topology.base import Context, Topology, Unavailable
 
 NAME = "probe"
@@ -105,19 +109,12 @@ class _Pinger:
     targets, each through the campaign's launcher."""
 
     def __init__(self, cfg: dict, launcher, nodes, base: Path):
-        from rooftop.engine.base import engine_path, private_dir
-
         self.cfg, self.launcher, self.nodes, self.base = cfg, launcher, nodes, private_dir(base)
         self.engine = cfg["engine"]["path"] or engine_path()
         fab = cfg["fabric"]
         self.fabric = ["--fabric", fab["provider"]] + (["--domain", fab["domain"]] if fab["domain"] else [])
 
     def __call__(self, lm: int, targets: list[int]) -> dict[int, float]:
-        from rooftop.engine.base import private_dir, write_token
-        from rooftop.engine.leases import Leases
-        from rooftop.engine.reaping import terminate
-        from rooftop.engine.servers import wait_published
-
         if not targets:
             return {}
         gdir = private_dir(self.base / f"n{lm}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from rooftop.launchers.srun import scontrol
 from rooftop.topology import tree
 from rooftop.topology.base import Context, Topology, Unavailable
 
@@ -15,8 +16,6 @@ HELP = "Slurm's switch tree ('scontrol show topology'), under Slurm"
 
 
 def find(ctx: Context) -> Topology:
-    from rooftop.launchers.srun import scontrol
-
     if not any(os.environ.get(v) for v in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST")):
         raise Unavailable("not under Slurm (no SLURM_JOB_ID: not in an allocation)")
     out = scontrol(["show", "topology"], os.environ)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rooftop.config.files import merge, parse_override
 from rooftop.keys import Key
 
 
@@ -73,8 +74,6 @@ class Load:
         """The knobs (short names) with defaults filled in, each value
         checked as its config key is (type, limits, choices); unknown names
         refused."""
-        from rooftop.config.files import merge, parse_override
-
         known = {knob_name(k): k for k in self.knobs}
         overrides = {}
         for name, value in given.items():

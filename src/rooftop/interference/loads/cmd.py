@@ -12,6 +12,7 @@ import shlex
 import subprocess
 
 from rooftop.interference.loads.base import Load, knob
+from rooftop.interference.loads.worker import repeat
 
 
 class _Child:
@@ -19,8 +20,6 @@ class _Child:
 
 
 def run(argv, stopping, record, rank):
-    from rooftop.interference.loads.worker import repeat
-
     p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker cmd")
     p.add_argument("--command", required=True)
     a = p.parse_args(argv)

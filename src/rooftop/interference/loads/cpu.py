@@ -9,6 +9,7 @@ import argparse
 
 from rooftop import stencil
 from rooftop.interference.loads.base import Load, knob
+from rooftop.interference.loads.worker import repeat
 
 
 def run(argv, stopping, record, rank):
@@ -21,8 +22,6 @@ def run(argv, stopping, record, rank):
     def unit():
         doc = stencil.run(a.size, a.iterations)
         return doc["points"] / 1e6 if doc["completed"] else None
-
-    from rooftop.interference.loads.worker import repeat
 
     repeat(unit, stopping, record)
     return {"size": a.size, "iterations": a.iterations}

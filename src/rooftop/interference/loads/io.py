@@ -9,13 +9,12 @@ import argparse
 import os
 
 from rooftop.interference.loads.base import Load, knob
+from rooftop.interference.loads.worker import repeat
 
 CHUNK = 2**20
 
 
 def run(argv, stopping, record, rank):
-    from rooftop.interference.loads.worker import repeat
-
     p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker io")
     p.add_argument("--dir", required=True)
     p.add_argument("--block-mib", type=int, default=8)

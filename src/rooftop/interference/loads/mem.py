@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse
 
 from rooftop.interference.loads.base import Load, knob
+from rooftop.interference.loads.worker import repeat
 
 
 def run(argv, stopping, record, rank):
     import numpy as np
-
-    from rooftop.interference.loads.worker import repeat
 
     p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker mem")
     p.add_argument("--size-mib", type=int, default=64)

@@ -28,8 +28,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from rooftop import metrics
 from rooftop.engine import enginedoc
+from rooftop.engine.base import engine_path
 from rooftop.interference.loads.base import Load, knob
+from rooftop.units import parse_size
 
 
 class _Children:
@@ -123,10 +126,6 @@ def on_stop() -> None:
 
 def _args(ctx):
     """One worker per node: the engine lines it runs, as JSON lists."""
-    from rooftop import metrics
-    from rooftop.engine.base import engine_path
-    from rooftop.units import parse_size
-
     k, cfg = ctx.knobs, ctx.cfg
     if len(ctx.nodes) < 2:
         raise ValueError("load 'net' needs at least two nodes (its flood goes between them)")

@@ -20,11 +20,14 @@ was hidden behind compute; near 1: nearly all)."""
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import os
 import threading
 import time
 
 from rooftop.interference.loads.base import Load, knob
+from rooftop.interference.loads.worker import repeat
+from rooftop.stencil import sweep
 
 MODES = ("sync+imm", "sync", "async")
 
@@ -82,8 +85,6 @@ def rank_job(r: int, a, up, down, out) -> None:
     """One rank: its rows plus two halo rows; returns its times through out."""
     import numpy as np
 
-    from rooftop.stencil import sweep
-
     rows = a.size // a.ranks
     grid = np.zeros((rows + 2, a.size))
     if r == 0:
@@ -109,8 +110,6 @@ def rank_job(r: int, a, up, down, out) -> None:
 
 def job(a) -> dict | None:
     """One whole numio job: its ranks as processes; rank 0's times."""
-    import multiprocessing as mp
-
     ctx = mp.get_context("fork")
     links = [ctx.Pipe() for _ in range(a.ranks - 1)]
     outs = [ctx.Pipe(duplex=False) for _ in range(a.ranks)]
@@ -135,8 +134,6 @@ class _Ranks:
 
 
 def run(argv, stopping, record, rank):
-    from rooftop.interference.loads.worker import repeat
-
     p = argparse.ArgumentParser(prog="rooftop.interference.loads.worker numio")
     p.add_argument("--mode", choices=MODES, default="sync")
     p.add_argument("--dir", required=True)

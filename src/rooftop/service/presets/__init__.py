@@ -14,6 +14,7 @@ from __future__ import annotations
 from rooftop.keys import ConfigError
 from rooftop.service.presets import memcached, redis
 from rooftop.service.presets.base import Preset
+from rooftop.service.spec import parse
 
 __all__ = ["TABLE", "Preset", "get", "names", "spec"]
 
@@ -33,6 +34,4 @@ def get(name: str) -> Preset:
 
 def spec(name: str):
     """The preset's ServiceSpec."""
-    from rooftop.service.spec import parse
-
     return parse(get(name).data, f"preset {name}")

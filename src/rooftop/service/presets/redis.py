@@ -11,6 +11,8 @@ redis-set SET of a 3-byte value, against rpc
 redis-bw  GET of a 1 MiB value, against bw (one request = 1 MiB read)
 """
 
+import shlex
+
 from rooftop.service.presets.base import Preset
 
 INSTALL = "Debian: apt-get install redis-server redis-tools"
@@ -42,8 +44,6 @@ def _preset(name: str, op: str, size: int, metric: str, help: str) -> Preset:
 
 
 def _quote(s: str) -> str:
-    import shlex
-
     return shlex.quote(s)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rooftop.keys import Key
+from rooftop.launchers import on_this_machine
 from rooftop.stages.base import PairRound, Placement
 from rooftop.topology.base import CLASSES, Topology
 
@@ -189,8 +190,6 @@ def known_cores(cfg: dict) -> dict[int, set] | None:
     (local, netns) and every node lists its cores, for pair rounds that
     must not share a core; else None (also under collect.pairs_share_cores:
     shares_cores)."""
-    from rooftop.launchers import on_this_machine
-
     if shares_cores(cfg) or not on_this_machine(cfg["launcher"]["type"]):
         return None
     cores = {n["index"]: set(n.get("cores") or ()) for n in cfg["nodes"]}

@@ -48,6 +48,7 @@ from rooftop.stages.pairs.base import (
     placements,
     shared_cores,
 )
+from rooftop.topology import CLASSES, of_config
 from rooftop.topology.base import Topology
 from rooftop.units import fmt_pct
 
@@ -581,7 +582,6 @@ def more(
                 break
     if adds:
         return adds, ""
-    from rooftop.topology import CLASSES
 
     if budget and len(chosen) >= budget and any(want.values()):
         return [], f"the pair budget ({budget}) is spent"
@@ -653,8 +653,6 @@ def recorded(cfg: dict) -> list[list[Pair]]:
 
 def topology_of(cfg: dict) -> Topology:
     """The run's recorded topology, or one class."""
-    from rooftop.topology import of_config
-
     return of_config(cfg) or Topology.flat(len(cfg["nodes"]))
 
 
@@ -689,8 +687,6 @@ def expected_classes(cfg: dict, topology: Topology | None = None, cv: float = PL
 
 
 def _classes(cfg: dict, topo: Topology, drawn: list[Pair], cv: float) -> dict[str, dict]:
-    from rooftop.topology import CLASSES
-
     conf = cfg["collect"]["sample_confidence"]
     per_class = Counter(topo.klass(*p) for p in drawn)  # (one pass, not one per class)
     out = {}
