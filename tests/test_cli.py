@@ -17,8 +17,32 @@ def rooftop_cli(*args, timeout=120):
 
 
 def test_version():
+    """rooftop's, the engine's and libfabric's versions, and the git revision
+    of the checkout the tests run from (what every run records too)."""
+    from rooftop import session
+
     p = rooftop_cli("--version")
-    assert p.returncode == 0 and p.stdout.strip() == f"rooftop {rooftop.__version__}"
+    v = session.versions()
+    assert p.returncode == 0 and v["engine"] and v["libfabric"], p.stderr
+    assert p.stdout.strip() == f"rooftop {rooftop.__version__} (engine {v['engine']}, libfabric {v['libfabric']}" + (
+        f", git {v['git']})" if v["git"] else ")"
+    )
+    assert v["engine"] == rooftop.__version__  # one version: the engine's CMake reads __version__
+
+
+def test_a_run_records_the_versions():
+    from rooftop import session
+    from rooftop.config.files import defaults
+
+    env = session.environment(dict(defaults(), nodes=[]))
+    v = session.versions()
+    assert (env["rooftop"], env["engine_version"], env["libfabric"], env["git"]) == (
+        v["rooftop"],
+        v["engine"],
+        v["libfabric"],
+        v["git"],
+    )
+    assert env["engine"].startswith("rooftop-engine ")  # the engine's own line, as runs always recorded it
 
 
 def test_engine_passthrough():

@@ -59,8 +59,9 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: (its window's index at its placement) is `window` and its `source`
 #: (measured, imported) `origin`, and so are a service placement's
 #: `source` and left-out point's `sample` and a service answer's `source`
-#: (model).
-SCHEMA_VERSION = "4.0"
+#: (model); 4.1 the versions a run's environment records: the engine's,
+#: libfabric's and the git revision (`engine_version`, `libfabric`, `git`).
+SCHEMA_VERSION = "4.1"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).

@@ -281,6 +281,22 @@ class CommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kw)
 
 
+class ShowVersion(argparse.Action):
+    """--version: rooftop's, the engine's and libfabric's versions and the
+    git revision (rooftop.session.versions), then exit."""
+
+    def __init__(self, option_strings, dest, **kw):
+        kw.update(nargs=0, default=argparse.SUPPRESS)
+        kw.setdefault("help", "show rooftop's, the engine's and libfabric's versions and the git revision, and exit")
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from rooftop.session import version_text, versions
+
+        print(version_text(versions()))
+        parser.exit()
+
+
 def latest_run(results: str) -> str:
     """The newest run of the results folder (StoreError when it has none)."""
     from rooftop.store.db import Store

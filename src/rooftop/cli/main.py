@@ -10,9 +10,8 @@ import os
 import signal
 import sys
 
-from rooftop import __version__
 from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, plan, report, service, size, tools
-from rooftop.cli.common import CommandParser, interrupted_rc, resolve_latest, stop_on_signal
+from rooftop.cli.common import CommandParser, ShowVersion, interrupted_rc, resolve_latest, stop_on_signal
 
 DESCRIPTION = """\
 rooftop: empirical rooflines for distributed data services.
@@ -140,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    p.add_argument("--version", action="version", version=f"rooftop {__version__}")
+    p.add_argument("--version", action=ShowVersion)
     sub = p.add_subparsers(
         dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog="rooftop", parser_class=CommandParser
     )
