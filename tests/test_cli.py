@@ -45,6 +45,21 @@ def test_a_run_records_the_versions():
     assert env["engine"].startswith("rooftop-engine ")  # the engine's own line, as runs always recorded it
 
 
+def test_quiet_leaves_only_the_result(tmp_path):
+    """--quiet, before or after the command: stdout as without it, nothing on
+    stderr; an error is still shown, and so is what a failing command said."""
+    plan = ("collect", "--dry-run", "--results", str(tmp_path))
+    loud = rooftop_cli(*plan)
+    assert loud.returncode == 0 and loud.stderr.strip()  # a note on how it splits this machine
+    for args in ((*plan, "--quiet"), ("-q", *plan)):
+        p = rooftop_cli(*args)
+        assert (p.returncode, p.stdout, p.stderr) == (0, loud.stdout, ""), args
+    p = rooftop_cli("config", "show", "--quiet", "--set", "collect.samples=3")  # an error (exception)
+    assert p.returncode == 2 and "collect.samples: unknown key" in p.stderr
+    p = rooftop_cli("export", "x", "--json", "--format", "csv", "-q", "--results", str(tmp_path))  # said, then rc 2
+    assert p.returncode == 2 and "--json is --format json" in p.stderr
+
+
 def test_engine_passthrough():
     p = rooftop_cli("engine", "version")
     assert p.returncode == 0 and p.stdout.startswith("rooftop-engine ")
@@ -365,7 +380,7 @@ def test_campaign_commands_keep_their_flags():
     commands = _commands()
     for name, flags in expected.items():
         shown = {o for a in commands[name]._actions for o in a.option_strings}
-        assert shown == flags, name
+        assert shown == flags | {"-q", "--quiet"}, name  # --quiet: every command's (cli.common.CommandParser)
 
 
 def test_key_flags_become_config_overrides():
