@@ -129,8 +129,14 @@ def environment(cfg: dict) -> dict:
     env["engine"] = v["engine_text"]
     if "engine_path" in v:
         env["engine_path"] = v["engine_path"]
-    env["engine_version"], env["libfabric"], env["git"] = v["engine"], v["libfabric"], v["git"]
-    return env
+    return dict(env, **recorded(v))
+
+
+def recorded(v: dict) -> dict:
+    """What a run's environment records of versions(): rooftop's, the
+    engine's and libfabric's versions and the git revision (every run, of
+    every kind, records these)."""
+    return {"rooftop": v["rooftop"], "engine_version": v["engine"], "libfabric": v["libfabric"], "git": v["git"]}
 
 
 class PlannedStore:
