@@ -89,4 +89,4 @@ extras=""
 say "building the engine and installing rooftop into .venv (first time: ~1 min)"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q ".${extras}"
-say "ready: $(.venv/bin/rooftop --version), $(.venv/bin/rooftop-engine version)"
+say "ready: $(.venv/bin/rooftop --version)"

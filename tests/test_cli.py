@@ -17,8 +17,47 @@ def rooftop_cli(*args, timeout=120):
 
 
 def test_version():
+    """rooftop's, the engine's and libfabric's versions, and the git revision
+    of the checkout the tests run from (what every run records too)."""
+    from rooftop import session
+
     p = rooftop_cli("--version")
-    assert p.returncode == 0 and p.stdout.strip() == f"rooftop {rooftop.__version__}"
+    v = session.versions()
+    assert p.returncode == 0 and v["engine"] and v["libfabric"], p.stderr
+    assert p.stdout.strip() == f"rooftop {rooftop.__version__} (engine {v['engine']}, libfabric {v['libfabric']}" + (
+        f", git {v['git']})" if v["git"] else ")"
+    )
+    assert v["engine"] == rooftop.__version__  # one version: the engine's CMake reads __version__
+
+
+def test_a_run_records_the_versions():
+    from rooftop import session
+    from rooftop.config.files import defaults
+
+    env = session.environment(dict(defaults(), nodes=[]))
+    v = session.versions()
+    assert (env["rooftop"], env["engine_version"], env["libfabric"], env["git"]) == (
+        v["rooftop"],
+        v["engine"],
+        v["libfabric"],
+        v["git"],
+    )
+    assert env["engine"].startswith("rooftop-engine ")  # the engine's own line, as runs always recorded it
+
+
+def test_quiet_leaves_only_the_result(tmp_path):
+    """--quiet, before or after the command: stdout as without it, nothing on
+    stderr; an error is still shown, and so is what a failing command said."""
+    plan = ("collect", "--dry-run", "--results", str(tmp_path))
+    loud = rooftop_cli(*plan)
+    assert loud.returncode == 0 and loud.stderr.strip()  # a note on how it splits this machine
+    for args in ((*plan, "--quiet"), ("-q", *plan)):
+        p = rooftop_cli(*args)
+        assert (p.returncode, p.stdout, p.stderr) == (0, loud.stdout, ""), args
+    p = rooftop_cli("config", "show", "--quiet", "--set", "collect.samples=3")  # an error (exception)
+    assert p.returncode == 2 and "collect.samples: unknown key" in p.stderr
+    p = rooftop_cli("export", "x", "--json", "--format", "csv", "-q", "--results", str(tmp_path))  # said, then rc 2
+    assert p.returncode == 2 and "--json is --format json" in p.stderr
 
 
 def test_engine_passthrough():
@@ -341,7 +380,7 @@ def test_campaign_commands_keep_their_flags():
     commands = _commands()
     for name, flags in expected.items():
         shown = {o for a in commands[name]._actions for o in a.option_strings}
-        assert shown == flags, name
+        assert shown == flags | {"-q", "--quiet"}, name  # --quiet: every command's (cli.common.CommandParser)
 
 
 def test_key_flags_become_config_overrides():

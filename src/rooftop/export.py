@@ -35,10 +35,13 @@ import json
 import math
 import os
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import resources
 
 from rooftop import kinds, model, results
 from rooftop.files import csv_cell
+from rooftop.history import gate
+from rooftop.history.keys import rule
 from rooftop.interference.run import read_summary
 from rooftop.model import mix, outliers
 from rooftop.model.answer import answer, answer_of
@@ -65,8 +68,9 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: (its window's index at its placement) is `window` and its `source`
 #: (measured, imported) `origin`, and so are a service placement's
 #: `source` and left-out point's `sample` and a service answer's `source`
-#: (model).
-SCHEMA_VERSION = "4.0"
+#: (model); 4.1 the versions a run's environment records: the engine's,
+#: libfabric's and the git revision (`engine_version`, `libfabric`, `git`).
+SCHEMA_VERSION = "4.1"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -78,6 +82,7 @@ FORMATS = {
     "csv": "one row per sample, typed columns (below)",
     "json": "the run (config, environment, timing) and its samples; schema rooftop/schemas/export.schema.json",
     "fom": "one figure of merit per line: 'NAME: VALUE UNIT', then ' (higher|lower is better)' where one is",
+    "openmetrics": "the ceilings, ridge, validation error and check outcome as OpenMetrics (Prometheus) text",
 }
 
 
@@ -422,3 +427,119 @@ def fom_text(store: Store, run_id: str) -> str:
         f"{name}: {value:.6g} {unit}" + (f" ({better} is better)" if better else "") + "\n"
         for name, value, unit, better in figures_of_merit(store, run_id)
     )
+
+
+#: A rate's base unit (rooftop.units.UNITS) as a Prometheus metric name's
+#: unit suffix (the base units' convention: seconds, bytes, ratios).
+PROMETHEUS_UNITS = {"ops/s": "operations_per_second", "bytes/s": "bytes_per_second"}
+#: The sides of a roofline whose ceilings a run measures (figures_of_merit's names).
+CEILING_SIDES = ("client", "server", "client_node")
+
+
+def _om_label(v) -> str:
+    return str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _om_family(name: str, unit: str, help_text: str, samples: list[tuple[dict, float]]) -> list[str]:
+    """One gauge family: # TYPE, # UNIT (when it has one), # HELP, then one
+    line per sample, labels in the order given, values at full precision."""
+    lines = [f"# TYPE {name} gauge"] + ([f"# UNIT {name} {unit}"] if unit else []) + [f"# HELP {name} {help_text}"]
+    for labels, value in samples:
+        inner = ",".join(f'{k}="{_om_label(v)}"' for k, v in labels.items())
+        lines.append(f"{name}{{{inner}}} {float(value)!r}" if inner else f"{name} {float(value)!r}")
+    return lines
+
+
+def _check_outcome(store: Store, run_id: str) -> list[tuple[str, bool, list]]:
+    """(metric, whether a ceiling fell, its changes) of `rooftop check RUN
+    --against history` with the default rule; [] when it cannot tell (the
+    first run, nothing comparable)."""
+    try:
+        checks, _, _ = gate.check(store, run_id, "history", rule(None, {})[0])
+    except gate.CheckError:  # CannotTell too: nothing to plot for this run
+        return []
+    return [(c.metric, bool(c.fell), c.changes) for c in sorted(checks, key=lambda c: c.metric)]
+
+
+def openmetrics_text(store: Store, run_id: str) -> str:
+    """`rooftop export RUN --format openmetrics`: the run's ceilings (one
+    family per unit, `rooftop_ceiling_operations_per_second{metric,
+    ceiling, stat}`), ridges, validation errors, what it ran with
+    (`rooftop_run_info`) and the outcome of checking it against the
+    history, as OpenMetrics text (also read as Prometheus text: # UNIT and
+    # EOF are comments there), for a node exporter's textfile collector or
+    a push gateway. No run id among the ceilings' labels: a dashboard
+    plots one series per ceiling across runs. Same run, same text."""
+    run = store.get_run(run_id)
+    env = run.environment
+    ceilings: dict[str, list] = {}
+    ridge, error, own = [], [], {}
+    for name, value, unit, _ in figures_of_merit(store, run_id):
+        parts = name.split(".")
+        if len(parts) == 3 and parts[1] in CEILING_SIDES:
+            ceilings.setdefault(unit, []).append(({"metric": parts[0], "ceiling": parts[1], "stat": parts[2]}, value))
+        elif parts[1:] == ["ridge", "median"]:
+            ridge.append(({"metric": parts[0]}, value))
+        elif parts[1:] == ["validation", "median_abs_error"]:
+            error.append(({"metric": parts[0]}, value / 100))
+        elif parts[0] == "run":
+            own[parts[1]] = value
+    info = {
+        "run": run.id,
+        "status": run.status,
+        "rooftop_version": env.get("rooftop") or "",
+        "engine_version": env.get("engine_version") or "",
+        "libfabric_version": env.get("libfabric") or "",
+        "git": env.get("git") or "",
+        "fabric": run.config["fabric"]["provider"],
+        "launcher": run.config["launcher"]["type"],
+        "host": env.get("host") or "",
+    }
+    lines = _om_family("rooftop_run_info", "", "The run these values come from and what measured it.", [(info, 1)])
+    created = datetime.fromisoformat(utc_stamp(run.created)).timestamp() if run.created else None
+    if created is not None:
+        lines += _om_family(
+            "rooftop_run_start_time_seconds", "seconds", "When the run started (Unix time).", [({}, created)]
+        )
+    for unit in sorted(ceilings):
+        prom = PROMETHEUS_UNITS[unit]
+        lines += _om_family(
+            f"rooftop_ceiling_{prom}",
+            prom,
+            f"A ceiling per process of the roofline, in {unit}: min, median, max over its windows.",
+            ceilings[unit],
+        )
+    if ridge:
+        lines += _om_family(
+            "rooftop_ridge_servers_per_client", "servers_per_client", "Where the roofline's ridge lies.", ridge
+        )
+    if error:
+        lines += _om_family(
+            "rooftop_validation_error_ratio",
+            "ratio",
+            "Median absolute error of the model on the validation grid.",
+            error,
+        )
+    lines += _om_family(
+        "rooftop_run_samples_not_ok", "", "Samples of the run that are not ok.", [({}, own.get("samples_not_ok", 0))]
+    )
+    if "wall" in own:
+        lines += _om_family("rooftop_run_wall_seconds", "seconds", "The run's wall time.", [({}, own["wall"])])
+        lines += _om_family(
+            "rooftop_run_overhead_ratio", "ratio", "The run's time not spent measuring.", [({}, own["overhead"] / 100)]
+        )
+    checked = _check_outcome(store, run_id)
+    if checked:
+        lines += _om_family(
+            "rooftop_check_fell",
+            "",
+            "1 when a ceiling fell beyond noise against the history (rooftop check RUN --against history), else 0.",
+            [({"metric": m}, int(fell)) for m, fell, _ in checked],
+        )
+        lines += _om_family(
+            "rooftop_check_change_ratio",
+            "ratio",
+            "A ceiling's change against the history: (now - before) / before.",
+            [({"metric": m, "ceiling": c.ceiling}, c.change) for m, _, changes in checked for c in changes],
+        )
+    return "\n".join([*lines, "# EOF", ""])

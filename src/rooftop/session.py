@@ -4,6 +4,7 @@ whichever command it is (collect, validate, tune, bursts, interfere).
   overrides      --set KEY=VALUE and the key flags given -> config overrides
   restated       --set KEY=VALUE of a command measuring a stored run again
                  (rooftop.config.trust.check_reuse)
+  versions       rooftop's, the engine's and libfabric's versions, the git revision
   environment    the run's environment record (host, versions, argv, engine)
   claim          this process runs the run now (refused while another does)
   campaign_locks the results folder's lock and this machine's cores'
@@ -15,7 +16,9 @@ can a study's own driver.
 
 from __future__ import annotations
 
+import json
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -54,7 +57,61 @@ def restated(args) -> dict:
     return dict(parse_override(text) for text in getattr(args, "set", None) or [])
 
 
+def git_revision() -> str | None:
+    """The git revision rooftop runs from: its checkout's (`git describe
+    --always --dirty`) when run from one, else the one the installed package
+    was built from (build_info.json, written by the engine's CMake at
+    install), None when neither is known (built from an sdist)."""
+    here = Path(__file__).resolve().parent
+    top = here.parent.parent  # src/rooftop -> the checkout
+    if (top / ".git").exists() and (top / "pyproject.toml").is_file():
+        try:
+            p = subprocess.run(
+                ["git", "-C", str(top), "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=10
+            )
+        except OSError:  # no git
+            p = None
+        if p is not None and p.returncode == 0 and p.stdout.strip():
+            return p.stdout.strip()
+    try:
+        return json.loads((here / "build_info.json").read_text())["git"] or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def versions(path: str | None = None) -> dict:
+    """{rooftop, engine, libfabric, git, engine_text, engine_path} of this
+    installation (path: the engine to ask; default the one rooftop runs,
+    rooftop.engine.base.engine_path). An engine that cannot be asked is
+    recorded as "unknown (why)", not an error: the samples record it too."""
+
+    out: dict = {"rooftop": __version__, "engine": None, "libfabric": None, "git": git_revision()}
+    try:
+        path = path or engine_path()
+        text = subprocess.run([path, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except Exception as e:  # noqa: BLE001 (any failure is recorded as text)
+        out["engine_text"] = f"unknown ({e})"
+        return out
+    out["engine_text"], out["engine_path"] = text, path
+    m = re.match(r"rooftop-engine (\S+) \(libfabric ([^)]+)\)", text)
+    if m:
+        out["engine"], out["libfabric"] = m.group(1), m.group(2)
+    return out
+
+
+def version_text(v: dict) -> str:
+    """`rooftop --version`: one line, e.g. "rooftop 0.1.0 (engine 0.1.0,
+    libfabric 1.17, git 230c66b)"; what is not known is left out."""
+    parts = [f"engine {v['engine']}" if v["engine"] else f"engine {v.get('engine_text')}"]
+    parts += [f"{k} {v[k]}" for k in ("libfabric", "git") if v[k]]
+    return f"rooftop {v['rooftop']} ({', '.join(parts)})"
+
+
 def environment(cfg: dict) -> dict:
+    """A run's environment record: where and with what it ran (host, Python,
+    versions of rooftop, the engine, libfabric, the git revision), how it
+    was started (argv), its launcher and nodes."""
+
     env = {
         "host": socket.gethostname(),
         "python": platform.python_version(),
@@ -63,13 +120,19 @@ def environment(cfg: dict) -> dict:
         "launcher": cfg["launcher"]["type"],
         "nodes": cfg["nodes"],
     }
-    try:
-        path = cfg["engine"]["path"] or engine_path()
-        env["engine"] = subprocess.run([path, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
-        env["engine_path"] = path
-    except Exception as e:  # recorded, not fatal: the samples record it too
-        env["engine"] = f"unknown ({e})"
-    return env
+    v = versions(cfg["engine"]["path"] or None)
+    # "engine": the engine's own line, as runs have always recorded it.
+    env["engine"] = v["engine_text"]
+    if "engine_path" in v:
+        env["engine_path"] = v["engine_path"]
+    return dict(env, **recorded(v))
+
+
+def recorded(v: dict) -> dict:
+    """What a run's environment records of versions(): rooftop's, the
+    engine's and libfabric's versions and the git revision (every run, of
+    every kind, records these)."""
+    return {"rooftop": v["rooftop"], "engine_version": v["engine"], "libfabric": v["libfabric"], "git": v["git"]}
 
 
 class PlannedStore:

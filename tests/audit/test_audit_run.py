@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import hugepages
+from rooftop import __version__ as rooftop_version
 from rooftop.audit import PITFALLS
 from rooftop.audit.base import INDISTINGUISHABLE
 
@@ -159,6 +160,9 @@ def test_o_direct_on_tmpfs_is_reported_not_measurable(tmp_path):
         "audit/allocation/wrap/0",
     }
     assert all("tmpfs" in e and "O_DIRECT" in e for _, e in failed)
+    (env,) = db.execute("SELECT environment FROM runs WHERE id = ?", (run_id,)).fetchone()
+    env = json.loads(env)  # an audit run records the versions as every run does
+    assert env["rooftop"] == rooftop_version and env["engine_version"] == rooftop_version and env["libfabric"]
     md = (results / run_id / "report" / "report.md").read_text()
     assert "## Not measurable here" in md and "does not honour O_DIRECT" in md
 

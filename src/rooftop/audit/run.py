@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from rooftop import files
+from rooftop import files, session
 from rooftop.audit import PITFALLS
 from rooftop.audit.base import Measured, Pitfall, Setting, summarize
 from rooftop.campaign.lifecycle import Hold
@@ -190,6 +190,7 @@ def run(store, pitfalls: list[Pitfall], opts: dict, say: Callable[[str], None] =
     engine_path()  # fails early, naming where it looked
     node = LocalLauncher(nodes=1).nodes()[0]
     env = {"host": socket.gethostname(), "launcher": "local", "engine": engine_path(), "kind": "audit"}
+    env.update(session.recorded(session.versions()))
     run_id = store.new_run(config(pitfalls, opts, node), env)
     tmp = None
     if opts["storage_dir"]:

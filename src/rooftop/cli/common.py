@@ -6,6 +6,7 @@ types, and how a stop signal ends a command."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import signal
 import sys
@@ -280,6 +281,70 @@ class CommandParser(argparse.ArgumentParser):
     def __init__(self, *args, **kw):
         kw.setdefault("allow_abbrev", False)
         super().__init__(*args, **kw)
+        add_quiet(self)
+
+
+QUIET_HELP = "only the result on stdout: no progress or notes on stderr (errors are still shown)"
+
+
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    """-q/--quiet, on the top parser and every command's (CommandParser):
+    given anywhere, it holds (SUPPRESS: a command's parser does not reset
+    the top's `rooftop --quiet COMMAND`); read it with quiet_of(args)."""
+    p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=QUIET_HELP)
+
+
+def quiet_of(args) -> bool:
+    return bool(getattr(args, "quiet", False))
+
+
+class Quiet:
+    """--quiet while a command runs: what it writes to stderr (notes,
+    warnings, rich's progress) is held back, stdout (the result) is not.
+    A command that fails shows what it held (show()); an exception shows
+    it on the way out, so an error keeps its context."""
+
+    def __init__(self, on: bool):
+        self.on = on
+        self.held = io.StringIO()
+        self.saved: tuple = ()
+
+    def __enter__(self) -> Quiet:
+        if self.on:
+            from rooftop import ui
+
+            self.saved = (sys.stderr, ui.console.quiet)
+            sys.stderr, ui.console.quiet = self.held, True
+        return self
+
+    def __exit__(self, kind, e, tb) -> None:
+        if self.on:
+            from rooftop import ui
+
+            sys.stderr, ui.console.quiet = self.saved
+            if kind is not None:
+                self.show()
+
+    def show(self) -> None:
+        """Writes what was held to stderr (once)."""
+        sys.stderr.write(self.held.getvalue())
+        self.held = io.StringIO()
+
+
+class ShowVersion(argparse.Action):
+    """--version: rooftop's, the engine's and libfabric's versions and the
+    git revision (rooftop.session.versions), then exit."""
+
+    def __init__(self, option_strings, dest, **kw):
+        kw.update(nargs=0, default=argparse.SUPPRESS)
+        kw.setdefault("help", "show rooftop's, the engine's and libfabric's versions and the git revision, and exit")
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from rooftop.session import version_text, versions
+
+        print(version_text(versions()))
+        parser.exit()
 
 
 def latest_run(results: str) -> str:

@@ -10,9 +10,17 @@ import os
 import signal
 import sys
 
-from rooftop import __version__
 from rooftop.cli import audit, bursts, campaign, history, interfere, learn, model, plan, report, service, size, tools
-from rooftop.cli.common import CommandParser, interrupted_rc, resolve_latest, stop_on_signal
+from rooftop.cli.common import (
+    CommandParser,
+    Quiet,
+    ShowVersion,
+    add_quiet,
+    interrupted_rc,
+    quiet_of,
+    resolve_latest,
+    stop_on_signal,
+)
 
 DESCRIPTION = """\
 rooftop: empirical rooflines for distributed data services.
@@ -136,11 +144,12 @@ def _exit_codes() -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rooftop",
-        usage="rooftop [-h] [--version] COMMAND ...",
+        usage="rooftop [-h] [--version] [-q] COMMAND ...",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    p.add_argument("--version", action="version", version=f"rooftop {__version__}")
+    p.add_argument("--version", action=ShowVersion)
+    add_quiet(p)
     sub = p.add_subparsers(
         dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog="rooftop", parser_class=CommandParser
     )
@@ -207,7 +216,10 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915
     damage.taken()  # a damaged row is named once per command (main may be called again in one process)
     try:
         resolve_latest(args)
-        rc = args.func(args)
+        with Quiet(quiet_of(args)) as quiet:
+            rc = args.func(args)
+        if rc:
+            quiet.show()  # a command that failed says why, --quiet or not
         sys.stdout.flush()  # (a closed reader is met here, not after main returned)
         return rc
     except exits.Unreachable as e:

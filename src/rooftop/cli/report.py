@@ -159,17 +159,17 @@ def _cmd_export(args) -> int:
         print("rooftop export: --series, --services and --sample-nodes are separate exports: give one", file=sys.stderr)
         return 2
     if args.sample_nodes:
-        if args.format == "fom":
+        if args.format not in ("csv", "json"):
             print("rooftop export: --sample-nodes is csv or json", file=sys.stderr)
             return 2
         text = export.nodes_text(store, run, args.format)
     elif args.series:
-        if args.format == "fom":
+        if args.format not in ("csv", "json"):
             print("rooftop export: --series is csv or json", file=sys.stderr)
             return 2
         text = export.series_text(store, run, args.format)
     elif args.services:
-        if args.format == "fom":
+        if args.format not in ("csv", "json"):
             print("rooftop export: --services is csv or json", file=sys.stderr)
             return 2
         text = export.services_text(store, run, args.format)
@@ -177,6 +177,8 @@ def _cmd_export(args) -> int:
         text = json_text(export.json_doc(store, run), indent=1)
     elif args.format == "fom":
         text = export.fom_text(store, run)
+    elif args.format == "openmetrics":
+        text = export.openmetrics_text(store, run)
     else:
         text = export.csv_text(store, run)
     if args.output:  # the user's file: whole or not at all, a link there replaced, not followed
@@ -205,7 +207,7 @@ def add_export(sub) -> None:
         help="export a run's samples",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A run's samples for other tools. Formats:\n"
-        + "".join(f"  {k:5} {v}\n" for k, v in FORMATS.items())
+        + "".join(f"  {k:11} {v}\n" for k, v in FORMATS.items())
         + f"\nJSON carries schema_version {SCHEMA_VERSION} (a MINOR release only adds fields). CSV columns "
         "are typed,\nnumbers and text only (no JSON in a cell): server_node_count/client_node_count count "
         "the\nnodes (which ones: --sample-nodes, one row per sample, side and node), ceilings is the stage\n"
@@ -213,7 +215,7 @@ def add_export(sub) -> None:
         "the results folder; emulation is in the JSON only. docs/exports.md shows pandas reading both.",
     )
     run_arg(ex, "the run (see 'rooftop runs')")
-    ex.add_argument("--format", choices=list(FORMATS), help="csv (default), json or fom")
+    ex.add_argument("--format", choices=list(FORMATS), help="csv (default), json, fom or openmetrics")
     ex.add_argument("--json", action="store_true", help="the same as --format json")
     ex.add_argument(
         "--series",

@@ -152,9 +152,14 @@ def environment_of(res: RunResults) -> list[list[str]]:
         ["binding", str(run.config["binding"])],
         ["client pairs", _pairs_text(res)],
         ["engine", str(run.environment.get("engine", "?"))],
-        ["rooftop", str(run.environment.get("rooftop", __version__))],
+        ["rooftop", str(run.environment.get("rooftop", __version__)) + _git(run.environment)],
         ["command", " ".join(run.environment.get("argv") or [])],
     ]
+
+
+def _git(env: dict) -> str:
+    """', git REV' when the run recorded the revision rooftop ran from."""
+    return f", git {env['git']}" if env.get("git") else ""
 
 
 def machine_table(env: dict) -> dict | None:
