@@ -33,7 +33,9 @@ def _cmd_plan(args) -> int:
         print(f"rooftop plan: {e}", file=sys.stderr)
         return 2
     f = forecast(cfg, topo)
+    noise = None
     if args.from_run:
+        from rooftop.campaign.simulate import fit_noise
         from rooftop.store.db import Store
 
         store = Store(args.results, create=False)
@@ -42,6 +44,8 @@ def _cmd_plan(args) -> int:
         except PlanError as e:
             print(f"rooftop plan: {e}", file=sys.stderr)
             return 2
+        noise = fit_noise(store, args.from_run) or None
+    f.quote_power(noise)
     if args.json:
         print(json_text(f.as_dict(), indent=1))
     else:
