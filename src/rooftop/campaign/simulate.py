@@ -209,6 +209,8 @@ class Power:
     runs: dict[str, int]
     found: dict[str, int]
     false_names: int
+    #: Per planted case ("": nothing planted), the false names of its runs.
+    false_by: dict[str, int]
     total_runs: int
     pairs: float
     batches: float
@@ -254,6 +256,9 @@ class Power:
                 for k, f in self.factors.items()
             },
             "false_names_per_run": round(self.false_per_run, 4),
+            "false_names_per_run_by_case": {
+                k or "none": round(v / (self.runs.get(k) or self.total_runs), 4) for k, v in self.false_by.items()
+            },
             "runs": self.total_runs,
             "pairs": round(self.pairs, 1),
             "batches": round(self.batches, 2),
@@ -284,7 +289,7 @@ def power(
         cases.append(("group link", link))
     if not cases:
         cases = [("", None)]
-    out = Power({k: f for k, f in cases if f is not None}, {}, {}, 0, 0, 0.0, 0.0, None, {})
+    out = Power({k: f for k, f in cases if f is not None}, {}, {}, 0, {k: 0 for k, _ in cases}, 0, 0.0, 0.0, None, {})
     times: list[float] = []
     with bulk():
         for kind, f in cases:
@@ -300,6 +305,7 @@ def power(
                     out.runs[kind] = out.runs.get(kind, 0) + 1
                     out.found[kind] = out.found.get(kind, 0) + len(o.found)
                 out.false_names += len(o.false)
+                out.false_by[kind] += len(o.false)
                 out.total_runs += 1
                 out.pairs += o.pairs
                 out.batches += o.batches
