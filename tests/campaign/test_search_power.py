@@ -111,3 +111,14 @@ def test_the_docs_power_table_is_what_plan_quotes():
     table = module.table(plan)
     assert "| 10,000 | 500 |" in table
     assert table in (root / "docs" / "topology.md").read_text(), "run scripts/power_table.py into docs/topology.md"
+
+
+def test_plan_says_it_does_not_simulate_beyond_its_node_limit(monkeypatch):
+    from rooftop.campaign.forecast import forecast, resolve_planned
+
+    monkeypatch.setattr(simulate, "PLAN_MAX_NODES", 10)
+    cfg, topo = resolve_planned(None, {"launcher.nodes": 17, "launcher.type": "srun", "collect.pairs": "sample"}, 3)
+    f = forecast(cfg, topo)
+    f.quote_power()
+    assert f.power is None and f.as_dict()["power"] is None
+    assert "search power: not simulated on more than 10 nodes" in f.lines()[-1] == f.as_dict()["power_note"]

@@ -104,6 +104,8 @@ class Forecast:
     #: --pairs sample: the search's power, simulated on the planned nodes
     #: (quote_power(); None: not asked, or not a sampled client ceiling).
     power: Power | None = None
+    #: Why the power is not quoted where it was asked ("": quoted, or not asked).
+    power_note: str = ""
 
     @property
     def launch(self) -> LaunchMode:
@@ -114,8 +116,15 @@ class Forecast:
         topology (rooftop.campaign.simulate.quote; noise: a stored run's
         per class, default the plan's spread), quoted by lines() and
         as_dict()."""
-        if self.cfg["collect"]["pairs"] == "sample" and stages.of_role("client").enabled(self.cfg):
-            self.power = simulate.quote(self.cfg, self.topology, noise)
+        if self.cfg["collect"]["pairs"] != "sample" or not stages.of_role("client").enabled(self.cfg):
+            return
+        if self.nodes > simulate.PLAN_MAX_NODES:
+            self.power_note = (
+                f"search power: not simulated on more than {simulate.PLAN_MAX_NODES:,} nodes (a simulated run "
+                "takes tens of seconds there; rooftop.campaign.simulate.power runs it)"
+            )
+            return
+        self.power = simulate.quote(self.cfg, self.topology, noise)
 
     def calibrate(self, mode: LaunchMode) -> None:
         """Prices every phase with `mode` (a run's own fixed costs)."""
@@ -167,6 +176,8 @@ class Forecast:
             out.append("the client ceiling's pairs are counted by its pair strategy, not listed one by one")
         if self.power is not None:
             out.append(f"search power: {self.power.line()}")
+        if self.power_note:
+            out.append(self.power_note)
         return out
 
     def as_dict(self) -> dict:
@@ -186,6 +197,7 @@ class Forecast:
             "launches": self.launches,
             "listed": self.listed,
             "power": None if self.power is None else self.power.as_dict(),
+            "power_note": self.power_note,
         }
 
 

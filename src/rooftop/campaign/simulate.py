@@ -60,6 +60,8 @@ RUNS = 100
 #: seconds, not minutes, at 10,000 nodes.
 PLAN_NODE_RUNS = 20_000
 PLAN_RUNS_MIN = 5
+#: `rooftop plan` simulates on at most this many nodes (beyond, a run takes tens of seconds: it says so).
+PLAN_MAX_NODES = 20_000
 
 
 @dataclass
@@ -130,14 +132,19 @@ def name(rates: dict[Pair, float], topo: Topology) -> set[Item]:
     return {("node", str(n)) for n in outliers.flagged(outliers.score_nodes(rates, classes))}
 
 
-def run(platform: Platform, cfg: dict, slow: dict[Item, float] | None = None, seed: int | str = 0) -> Outcome:
+def run(
+    platform: Platform, cfg: dict, slow: dict[Item, float] | None = None, seed: int | str = 0, usable=None
+) -> Outcome:
     """One campaign on the platform (cfg: a resolved config whose collect
     keys the sampling reads; its nodes are the platform's), `slow` planted,
-    the noise drawn from `seed`."""
+    the noise drawn from `seed`. usable: the pairs the exclusion rule lets
+    be drawn, as the campaign passes them (rooftop.campaign.sampling.usable
+    of an emulated cluster's config, whose nodes share cores); None: every
+    pair (nodes that share no core: the same draw)."""
     topo, slow = platform.topology, slow or {}
     rng = random.Random(f"rooftop simulate {seed}")
     cfg = {**cfg, "pair_sample": None}
-    first = first_draw(topo, cfg["collect"]["sample_min_pairs"])
+    first = first_draw(topo, cfg["collect"]["sample_min_pairs"], usable)
     cfg["pair_sample"] = {"pairs": [list(p) for p in first], "batches": [len(first)], "stop": ""}
     measured: dict[Pair, float] = {}
     batch: list[Pair] = first
@@ -146,9 +153,9 @@ def run(platform: Platform, cfg: dict, slow: dict[Item, float] | None = None, se
         for a, b in batch:
             mu = platform.rate(a, b, slow)
             measured[(a, b)] = mu * math.exp(rng.gauss(0.0, platform.sigma(topo.klass(a, b))))
-        rounds += _rounds(batch, topo, batch is first, cfg["collect"]["sample_min_pairs"])
+        rounds += _rounds(batch, topo, batch is first and usable is None, cfg["collect"]["sample_min_pairs"])
         rates, count = sampling.usable_rates({"sim": measured}, topo)
-        adds, why = sampling.next_batch(cfg, topo, rates, count)
+        adds, why = sampling.next_batch(cfg, topo, rates, count, usable)
         sampling.record(cfg, adds, why)
         if not adds:
             break
