@@ -223,6 +223,8 @@ class Power:
     batches: float
     planned_s: float | None
     noise: dict[str, float]
+    #: The platform's rates, as line() says them.
+    rates: str = ""
 
     def power(self, kind: str) -> float:
         return self.found[kind] / self.runs[kind] if self.runs.get(kind) else 0.0
@@ -249,7 +251,7 @@ class Power:
         out += f" (simulated: a run draws {self.pairs:,.0f} pairs in {self.batches:.2g} batch(es)"
         if self.planned_s is not None:
             out += f", planned at most {fmt_duration(self.planned_s)}"
-        return out + f"; noise of log pair rates {noise}; every link as fast as a node)"
+        return out + f"; noise of log pair rates {noise}; {self.rates})"
 
     def as_dict(self) -> dict:
         return {
@@ -322,6 +324,13 @@ def power(
     out.batches /= out.total_runs
     out.planned_s = max(times) if times else None
     out.noise = {c: platform.sigma(c) for c in topo.sizes()}
+    p = platform
+    same = p.node_rate == p.uplink_rate == p.group_rate
+    out.rates = (
+        "every link as fast as a node"
+        if same
+        else f"rates: node {p.node_rate:g}, switch uplink {p.uplink_rate:g}, group link {p.group_rate:g}"
+    )
     return out
 
 
