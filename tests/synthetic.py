@@ -11,6 +11,8 @@ client and server ceilings one measurement).
 realistic_run: rates with noise, a node-full client ceiling for bandwidth,
 an optional slow node and slow pair, and latency histograms with a far
 tail, as a campaign on N nodes would store them.
+sampled_run: a --pairs sample run on nodes in groups whose pairs' rates
+spread log-normally by a given sigma per topology class.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from rooftop.config.files import defaults
 from rooftop.config.resolve import resolve_grid
 from rooftop.launchers.base import Node
 from rooftop.store.db import Store
+from rooftop.topology import Topology
 
 #: Per metric: (a lone server process's rate, a lone client process's rate,
 #: a node's link shared by the processes on it or None) in base units, and
@@ -210,3 +213,37 @@ def _lognormal_bins(centre_us: float, sigma: float, count: int, rnd) -> list[lis
         k = round(math.log(centre_us * 1000 * (1 + j)) / step)
         counts[k] = counts.get(k, 0) + max(1, tail // 4)
     return [[math.exp(k * step), math.exp((k + 1) * step), n] for k, n in sorted(counts.items())]
+
+
+def sampled_run(
+    tmp_path: Path, nodes: int = 24, groups: int = 2, sigma: dict | None = None, seed: int = 1
+) -> tuple[Store, str]:
+    """A collect --pairs sample run (rpc, the client ceiling and one
+    validation point) on `nodes` nodes in `groups` even groups whose
+    recorded sample is every pair, one window each: each pair's client rate is
+    its class's (same switch 40k, across groups 20k ops/s) times
+    exp(sigma[class] * a standard normal drawn for the pair); sigma per
+    class (default 0.1 for each)."""
+    topo = Topology.even(nodes, groups)
+    cfg = config_for(nodes, 1)
+    cfg["metrics"] = ["rpc"]
+    cfg["collect"].update(pairs="sample", sweep_servers=False, server_peak=False, client_node=False, windows=1)
+    cfg["validate"].update(server_nodes=[1], client_nodes=[1], windows=1)
+    cfg["topology"] = topo.to_dict()
+    every = [[a, b] for a in range(nodes) for b in range(a + 1, nodes)]
+    cfg["pair_sample"] = {"pairs": every, "batches": [len(every)], "stop": ""}
+    sigma = sigma or {}
+    rnd = random.Random(seed)
+    noise: dict[tuple[int, int], float] = {}
+    base = {"switch": 40e3, "group": 30e3, "global": 20e3}
+
+    def rate(stage, metric, snodes, cnodes, ns, nc, i):
+        if stage != "client_peak" or len(snodes) != 1 or len(cnodes) != 1:
+            return min(nc * 50e3, ns * 100e3)
+        pair = (min(snodes[0], cnodes[0]), max(snodes[0], cnodes[0]))
+        klass = topo.klass(*pair)
+        if pair not in noise:
+            noise[pair] = math.exp(sigma.get(klass, 0.1) * rnd.gauss(0.0, 1.0))
+        return base[klass] * noise[pair] * nc
+
+    return _store(tmp_path, resolve_grid(cfg), rate, lambda *a: [[10, 11, 5]])

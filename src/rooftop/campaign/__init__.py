@@ -31,7 +31,10 @@ constants, launch modes), estimate (the one estimator: work counted and
 priced) and forecast (`rooftop plan`: a campaign planned on N nodes before
 any allocation, then estimated). Not time: separable (what a campaign can
 tell, said before it measures: whether its client and server ceilings are
-separate measurements).
+separate measurements) and simulate (what its --pairs sample search can
+find: the campaign's own sampling and naming run on a described platform,
+no engine; the power to name a slow node or link and the false names per
+run, which `rooftop plan` quotes).
 
 Shared stages that would run the identical placement are measured once
 (measure_once): on 2 nodes of one core, server peak, client peak and client

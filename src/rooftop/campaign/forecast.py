@@ -20,9 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooftop import stages
+from rooftop.campaign import simulate
 from rooftop.campaign.costs import LaunchMode, calibrated, launch_mode
 from rooftop.campaign.estimate import Estimate, Work, count, estimate, fmt_duration, pair_work
 from rooftop.campaign.plan import plan_collect, plan_validate
+from rooftop.campaign.simulate import Power
 from rooftop.config.files import load_file, merge, set_key
 from rooftop.config.resolve import resolve
 from rooftop.engine import machine
@@ -99,10 +101,30 @@ class Forecast:
     #: The launch mode it prices with (None: the config's, with the
     #: constants measured here; calibrate() puts a run's own in).
     mode: LaunchMode | None = None
+    #: --pairs sample: the search's power, simulated on the planned nodes
+    #: (quote_power(); None: not asked, or not a sampled client ceiling).
+    power: Power | None = None
+    #: Why the power is not quoted where it was asked ("": quoted, or not asked).
+    power_note: str = ""
 
     @property
     def launch(self) -> LaunchMode:
         return self.mode or launch_mode(self.cfg)
+
+    def quote_power(self, noise: dict[str, float] | None = None) -> None:
+        """--pairs sample: the power of its search on these nodes and this
+        topology (rooftop.campaign.simulate.quote; noise: a stored run's
+        per class, default the plan's spread), quoted by lines() and
+        as_dict()."""
+        if self.cfg["collect"]["pairs"] != "sample" or not stages.of_role("client").enabled(self.cfg):
+            return
+        if self.nodes > simulate.PLAN_MAX_NODES:
+            self.power_note = (
+                f"search power: not simulated on more than {simulate.PLAN_MAX_NODES:,} nodes (a simulated run "
+                "takes tens of seconds there; rooftop.campaign.simulate.power runs it)"
+            )
+            return
+        self.power = simulate.quote(self.cfg, self.topology, noise)
 
     def calibrate(self, mode: LaunchMode) -> None:
         """Prices every phase with `mode` (a run's own fixed costs)."""
@@ -152,6 +174,10 @@ class Forecast:
             )
         if not self.listed:
             out.append("the client ceiling's pairs are counted by its pair strategy, not listed one by one")
+        if self.power is not None:
+            out.append(f"search power: {self.power.line()}")
+        if self.power_note:
+            out.append(self.power_note)
         return out
 
     def as_dict(self) -> dict:
@@ -170,6 +196,8 @@ class Forecast:
             "total_s": round(self.total_s, 3),
             "launches": self.launches,
             "listed": self.listed,
+            "power": None if self.power is None else self.power.as_dict(),
+            "power_note": self.power_note,
         }
 
 

@@ -97,17 +97,26 @@ def describe(cfg: dict) -> list[str]:
 def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
     """(metric -> usable pair -> its median rate, without pairs of nodes
     flagged slow; node -> its pairs usable in every metric)."""
-    topo = topology.of_config(cfg)
     why = model.exclusions(samples, cfg["nodes"])
-    rates: dict[str, dict] = {}
-    usable_in: list[set] = []
+    got: dict[str, dict] = {}
     for metric in cfg["metrics"]:
         pm = pair_matrix(samples, metric, len(cfg["nodes"]), why)
-        got: dict[tuple[int, int], float] = {(min(p), max(p)): r for p, r in (pm.rates if pm else {}).items()}
-        classes = {p: topo.klass(*p) for p in got} if topo else None
-        slow = set(outliers.flagged(outliers.score_nodes(got, classes)))
-        rates[metric] = {p: r for p, r in got.items() if not slow & set(p)}
-        usable_in.append(set(got))
+        got[metric] = {(min(p), max(p)): r for p, r in (pm.rates if pm else {}).items()}
+    return usable_rates(got, topology.of_config(cfg))
+
+
+def usable_rates(got: dict[str, dict], topo) -> tuple[dict, dict[int, int]]:
+    """measured() from the pairs' rates (metric -> usable pair -> its
+    rate; topo: the run's topology, None: one class): without the pairs of
+    nodes flagged slow, and node -> its pairs usable in every metric. Pure:
+    the simulator (rooftop.campaign.simulate) calls it as a campaign does."""
+    rates: dict[str, dict] = {}
+    usable_in: list[set] = []
+    for metric, by_pair in got.items():
+        classes = {p: topo.klass(*p) for p in by_pair} if topo else None
+        slow = set(outliers.flagged(outliers.score_nodes(by_pair, classes)))
+        rates[metric] = {p: r for p, r in by_pair.items() if not slow & set(p)}
+        usable_in.append(set(by_pair))
     both = set.intersection(*usable_in) if usable_in else set()
     count: dict[int, int] = {}
     for p in both:
@@ -116,24 +125,39 @@ def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
     return rates, count
 
 
-def extend(cfg: dict, store, run_id: str) -> tuple[list, str]:
-    """After a measured batch: the next one, recorded in cfg and the run's
-    stored config ([] and why none: every class narrow enough, the budget
-    spent, no pair left)."""
+def next_batch(cfg: dict, topo, rates: dict, count: dict[int, int], usable=None) -> tuple[list, str]:
+    """The batch after the ones cfg["pair_sample"] records, from the usable
+    rates so far (usable_rates) and why it is empty when it is; pure (the
+    simulator calls it as extend() does). usable: usable(cfg), or None
+    where no two nodes share a core."""
     rec = cfg["pair_sample"]
-    adds: list[tuple[int, int]] = []
     if len(rec["batches"]) >= MAX_BATCHES:
-        why = f"{MAX_BATCHES} batches drawn"
-    else:
-        topo = topology.of_config(cfg) or topology.Topology.flat(len(cfg["nodes"]))
-        rates, count = measured(cfg, store.samples(run_id))
-        chosen = [(a, b) for a, b in rec["pairs"]]
-        adds, why = sample.more(topo, chosen, rates, count, cfg, usable(cfg), batch=len(rec["batches"]))
+        return [], f"{MAX_BATCHES} batches drawn"
+    chosen = [(a, b) for a, b in rec["pairs"]]
+    return sample.more(topo, chosen, rates, count, cfg, usable, batch=len(rec["batches"]))
+
+
+def record(cfg: dict, adds: list, why: str) -> None:
+    """The batch drawn (or why none) into cfg["pair_sample"]."""
+    rec = cfg["pair_sample"]
     if adds:
         rec["pairs"] += [list(p) for p in adds]
         rec["batches"].append(len(adds))
         rec["stop"] = ""
     else:
         rec["stop"] = why
+
+
+def extend(cfg: dict, store, run_id: str) -> tuple[list, str]:
+    """After a measured batch: the next one, recorded in cfg and the run's
+    stored config ([] and why none: every class narrow enough, the budget
+    spent, no pair left)."""
+    adds: list[tuple[int, int]] = []
+    why = f"{MAX_BATCHES} batches drawn"
+    if len(cfg["pair_sample"]["batches"]) < MAX_BATCHES:
+        topo = topology.of_config(cfg) or topology.Topology.flat(len(cfg["nodes"]))
+        rates, count = measured(cfg, store.samples(run_id))
+        adds, why = next_batch(cfg, topo, rates, count, usable(cfg))
+    record(cfg, adds, why)
     store.update_config(run_id, cfg)
     return adds, why

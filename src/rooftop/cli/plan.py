@@ -1,6 +1,7 @@
 """`rooftop plan`: how long the suite takes on N nodes, before any
 allocation (rooftop.campaign.forecast): per stage and in total, the
-launches, and the client ceiling's pairs."""
+launches, and the client ceiling's pairs; --pairs sample: the power of its
+search (rooftop.campaign.simulate)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def _cmd_plan(args) -> int:
         print(f"rooftop plan: {e}", file=sys.stderr)
         return 2
     f = forecast(cfg, topo)
+    noise = None
     if args.from_run:
+        from rooftop.campaign.simulate import fit_noise
         from rooftop.store.db import Store
 
         store = Store(args.results, create=False)
@@ -42,6 +45,8 @@ def _cmd_plan(args) -> int:
         except PlanError as e:
             print(f"rooftop plan: {e}", file=sys.stderr)
             return 2
+        noise = fit_noise(store, args.from_run) or None
+    f.quote_power(noise)
     if args.json:
         print(json_text(f.as_dict(), indent=1))
     else:
@@ -57,7 +62,9 @@ def add_parser(sub) -> None:
         description="The expected time of 'rooftop collect' and then 'rooftop validate' on N nodes, "
         "per stage and in total,\nwith the engine launches and the client ceiling's pairs and rounds "
         "(per topology class\nwith --groups or --topology; --pairs sample: its first batch and the interval width "
-        "each\nclass is expected to reach), from the config as collect resolves it "
+        "each\nclass is expected to reach, and the power of its search, simulated on the planned nodes: how\n"
+        "often a node at 0.7 x and a group link at 0.5 x are named, and the false names per run; with\n"
+        "--from RUN, at that run's noise), from the config as collect resolves it "
         "and the fixed costs\nmeasured here (rooftop.campaign.costs) of its launch mode, engine.launch: "
         "agents (the default:\none node agent per node for each of collect and validate, so the launches are "
         "N per\ncampaign, and placements and rounds fork their engines) or per-placement (a launch per\nserver "
@@ -116,7 +123,7 @@ def add_parser(sub) -> None:
         metavar="RUN",
         help="price the fixed costs as that complete run measured them (in --results): its time outside windows "
         "over what the constants gave for it scales every constant; best a short run with the launcher and on "
-        "the machine planned",
+        "the machine planned; --pairs sample: the search's power simulated at the noise of that run's pairs",
     )
     takes_runs(p, "from_run")
     results_arg(p)

@@ -100,6 +100,7 @@ KEYS = (
 
 
 # --- intervals -----------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)  # (each takes ms; a simulated campaign asks the same few again and again)
 def t_quantile(p: float, df: int) -> float:
     """Student t's p quantile (0.5 < p < 1) with df degrees of freedom:
     the t whose CDF (0.5 + the density integrated from 0, Simpson's rule)
