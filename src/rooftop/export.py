@@ -341,7 +341,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
                 "beside": [
                     {"pair": list(p), "beside": [list(o) for o in others]} for p, others in sorted(pm.beside.items())
                 ],
-                "cannot_tell": outliers.cannot_tell(pm.rates, pm.nodes) or None,
+                "cannot_tell": outliers.cannot_tell(pm.rates, pm.nodes, pm.classes) or None,
             }
         if res:
             d["under_load"] = interference_report.under_load_json(res, m)

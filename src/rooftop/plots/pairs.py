@@ -132,7 +132,7 @@ def _verdict(pm: PairMatrix, slow, named: int, scale: float, unit: str, flagged=
         )
     if parts:
         return "outliers (boxed): " + "; ".join(parts)
-    why = outliers.cannot_tell(pm.rates, pm.nodes) if len(pm.nodes) >= outliers.MIN_NODES else ""
+    why = outliers.cannot_tell(pm.rates, pm.nodes, pm.classes) if len(pm.nodes) >= outliers.MIN_NODES else ""
     if why.startswith("cannot tell"):
         return why.split(":")[0] + f": {len(pm.rates)} usable pair(s)"
     if len(pm.rates) < outliers.MIN_NODES:

@@ -72,7 +72,7 @@ def pairs(res: RunResults) -> list[tuple[str | None, str]]:
                 )
             )
         if not flagged and not links:
-            why = outliers.cannot_tell(pm.rates, pm.nodes)
+            why = outliers.cannot_tell(pm.rates, pm.nodes, pm.classes)
             if why.startswith("cannot tell") and pm.left_out:
                 out.append(
                     (

@@ -70,7 +70,7 @@ class PairMatrix:
                 f"(pair rounds), e.g. n{'-n'.join(map(str, next(iter(self.beside))))} beside "
                 + ", ".join(f"n{a}-n{b}" for a, b in next(iter(self.beside.values())))
             )
-        why = outliers.cannot_tell(self.rates, self.nodes)
+        why = outliers.cannot_tell(self.rates, self.nodes, self.classes)
         if why:
             out.append(why)
         return out
