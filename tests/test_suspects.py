@@ -8,7 +8,11 @@ import random
 
 import pytest
 
+import synthetic
+from rooftop import export, results
 from rooftop.model import suspects
+from rooftop.plots import pairs as pairs_fig
+from rooftop.report import advice
 from rooftop.stages.pairs import sample
 from rooftop.topology.base import Topology
 
@@ -80,3 +84,27 @@ def test_without_a_topology_nodes_only():
     got = suspects.name(four, None)
     assert got.nodes == [3] and got.links == [] and got.link_scores == []
     assert suspects.name(four, Topology.flat(4)).nodes == [3]
+
+
+def test_a_slow_group_link_is_in_the_results_report_figure_and_model_export(tmp_path, monkeypatch):
+    """12 nodes in 3 groups, every pair out of group 0 at half rate: the
+    link is named (not group 0's nodes), in `rooftop model --json`
+    (`links`), the report's what-to-do (rooftop.report.advice), and the
+    pair matrix figure; its pairs are not the across-groups ceiling."""
+    st, run_id = synthetic.realistic_run(tmp_path, nodes=12, groups=3, slow_group=0)
+    res = results.load(st, run_id)
+    for metric in ("rpc", "bw"):
+        named = res.named[metric]
+        assert [lk.name for lk in named.links] == ["g0"] and named.nodes == [] and not res.flagged(metric)
+        glob = next(c for c in res.classes[metric] if c.klass == "global")
+        assert glob.pairs == 4 * 4  # g1-g2 pairs only
+    doc = export.model_doc(run_id, None, list(res.evaluations.values()), res.samples, res)
+    m = next(d for d in doc["metrics"] if d["metric"] == "rpc")
+    assert [lk["label"] for lk in m["links"]] == ["link of group g0 (to the other groups)"]
+    assert doc["schema_version"] == export.SCHEMA_VERSION == "4.1"
+    said = [text for metric, text in advice.pairs(res) if metric == "rpc"]
+    assert said[0].startswith("the pair matrix points at the link of group g0 (to the other groups)"), said
+    fig = pairs_fig.figure(res.pairs["rpc"], "t", flagged=[])
+    assert sum(p.get_gid() == "slow-link-pair" for p in fig.axes[0].patches) == 2 * 32
+    assert "slow link of group g0" in fig.axes[0].get_title()
+    assert any("slow link: the link of group g0" in line for line in res.pairs["rpc"].outlier_lines())

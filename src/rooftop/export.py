@@ -59,8 +59,9 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: (its window's index at its placement) is `window` and its `source`
 #: (measured, imported) `origin`, and so are a service placement's
 #: `source` and left-out point's `sample` and a service answer's `source`
-#: (model).
-SCHEMA_VERSION = "4.0"
+#: (model); 4.1 each metric's slow links named beside its nodes (model:
+#: `links`, issue 45).
+SCHEMA_VERSION = "4.1"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -341,8 +342,12 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
                 "beside": [
                     {"pair": list(p), "beside": [list(o) for o in others]} for p, others in sorted(pm.beside.items())
                 ],
-                "cannot_tell": outliers.cannot_tell(pm.rates, pm.nodes, pm.classes) or None,
+                "cannot_tell": (
+                    pm.named.cannot_tell if pm.named else outliers.cannot_tell(pm.rates, pm.nodes, pm.classes)
+                )
+                or None,
             }
+            d["links"] = [lk.to_dict() for lk in pm.named.links] if pm.named else []
         if res:
             d["under_load"] = interference_report.under_load_json(res, m)
             if res.topology is not None:

@@ -6,15 +6,15 @@ recorded in the run's config ("topology", "pair_sample"), so every later
 reading of the run -- the plan, resume, doctor, the model -- sees the same
 pairs and classes. After each measured batch, extend() reads the run's
 client peak rows through the one exclusion rule (rooftop.model.exclude),
-leaves out pairs of nodes flagged slow (their pairs are not the class's
-ceiling), and asks the strategy for more; the new batch is recorded in the
+leaves out pairs of nodes and links named slow (rooftop.model.suspects:
+their pairs are not the class's ceiling), and asks the strategy for more; the new batch is recorded in the
 run's config before it is measured."""
 
 from __future__ import annotations
 
 from rooftop import model, topology
 from rooftop.keys import ConfigError
-from rooftop.model import outliers
+from rooftop.model import suspects
 from rooftop.stages.pairs import sample
 from rooftop.stages.pairs.base import shares_cores
 from rooftop.units import fmt_pct
@@ -95,7 +95,8 @@ def describe(cfg: dict) -> list[str]:
 
 def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
     """(metric -> usable pair -> its median rate, without pairs of nodes
-    flagged slow; node -> its pairs usable in every metric)."""
+    named slow or through a link named slow (rooftop.model.suspects): they
+    are not their class's ceiling; node -> its pairs usable in every metric)."""
     from rooftop.results import pair_matrix
 
     topo = topology.of_config(cfg)
@@ -105,9 +106,9 @@ def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
     for metric in cfg["metrics"]:
         pm = pair_matrix(samples, metric, len(cfg["nodes"]), why)
         got: dict[tuple[int, int], float] = {(min(p), max(p)): r for p, r in (pm.rates if pm else {}).items()}
-        classes = {p: topo.klass(*p) for p in got} if topo else None
-        slow = set(outliers.flagged(outliers.score_nodes(got, classes)))
-        rates[metric] = {p: r for p, r in got.items() if not slow & set(p)}
+        named = suspects.name(got, topo)
+        slow = set(named.nodes)
+        rates[metric] = {p: r for p, r in got.items() if not slow & set(p) and not named.through_named(topo, *p)}
         usable_in.append(set(got))
     both = set.intersection(*usable_in) if usable_in else set()
     count: dict[int, int] = {}
