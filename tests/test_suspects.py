@@ -104,6 +104,9 @@ def test_a_slow_group_link_is_in_the_results_report_figure_and_model_export(tmp_
     assert doc["schema_version"] == export.SCHEMA_VERSION == "4.1"
     said = [text for metric, text in advice.pairs(res) if metric == "rpc"]
     assert said[0].startswith("the pair matrix points at the link of group g0 (to the other groups)"), said
+    # Every pair measured once (no --pairs sample follow-up): a suspicion, said so.
+    assert any("link of group g0 (to the other groups): a suspicion (named from pairs measured once" in s for s in said)
+    assert m["suspects"] == [{"suspect": "link of group g0 (to the other groups)", "state": "suspicion", "batch": None}]
     fig = pairs_fig.figure(res.pairs["rpc"], "t", flagged=[])
     assert sum(p.get_gid() == "slow-link-pair" for p in fig.axes[0].patches) == 2 * 32
     assert "slow link of group g0" in fig.axes[0].get_title()

@@ -59,8 +59,9 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: (its window's index at its placement) is `window` and its `source`
 #: (measured, imported) `origin`, and so are a service placement's
 #: `source` and left-out point's `sample` and a service answer's `source`
-#: (model); 4.1 each metric's slow links named beside its nodes (model:
-#: `links`, issue 45).
+#: (model); 4.1 each metric's slow links named beside its nodes and each
+#: suspect's standing after the follow-up batches (model: `links`,
+#: `suspects`, issue 45).
 SCHEMA_VERSION = "4.1"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
@@ -348,6 +349,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
                 or None,
             }
             d["links"] = [lk.to_dict() for lk in pm.named.links] if pm.named else []
+            d["suspects"] = [{"suspect": s, "state": st, "batch": b} for s, (st, b) in pm.states.items()]
         if res:
             d["under_load"] = interference_report.under_load_json(res, m)
             if res.topology is not None:

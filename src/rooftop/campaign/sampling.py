@@ -8,7 +8,12 @@ pairs and classes. After each measured batch, extend() reads the run's
 client peak rows through the one exclusion rule (rooftop.model.exclude),
 leaves out pairs of nodes and links named slow (rooftop.model.suspects:
 their pairs are not the class's ceiling), and asks the strategy for more; the new batch is recorded in the
-run's config before it is measured."""
+run's config before it is measured. A batch that leaves a suspect (a node
+or link named slow, or a link that cannot be told from its nodes) is
+followed by a confirmation batch before anything else: fresh partners
+chosen to separate the suspect's hypotheses (the node or its switch, one
+link or another), recorded as "confirm" beside the batches; the model then
+says which suspects the follow-up confirmed."""
 
 from __future__ import annotations
 
@@ -93,21 +98,26 @@ def describe(cfg: dict) -> list[str]:
     ]
 
 
-def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
+def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int], dict]:
     """(metric -> usable pair -> its median rate, without pairs of nodes
     named slow or through a link named slow (rooftop.model.suspects): they
-    are not their class's ceiling; node -> its pairs usable in every metric)."""
+    are not their class's ceiling; node -> its pairs usable in every metric;
+    the suspects in any metric: label -> node index or Link, named or a
+    link that cannot be told from its nodes)."""
     from rooftop.results import pair_matrix
 
     topo = topology.of_config(cfg)
     why = model.exclusions(samples, cfg["nodes"])
     rates: dict[str, dict] = {}
+    found: dict = {}
     usable_in: list[set] = []
     for metric in cfg["metrics"]:
         pm = pair_matrix(samples, metric, len(cfg["nodes"]), why)
         got: dict[tuple[int, int], float] = {(min(p), max(p)): r for p, r in (pm.rates if pm else {}).items()}
         named = suspects.name(got, topo)
         slow = set(named.nodes)
+        found.update({f"n{n}": n for n in named.nodes})
+        found.update({lk.label: lk for lk in named.links + [x for x in named.link_scores if x.unsure]})
         rates[metric] = {p: r for p, r in got.items() if not slow & set(p) and not named.through_named(topo, *p)}
         usable_in.append(set(got))
     both = set.intersection(*usable_in) if usable_in else set()
@@ -115,22 +125,50 @@ def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
     for p in both:
         for x in p:
             count[x] = count.get(x, 0) + 1
-    return rates, count
+    return rates, count, found
+
+
+def confirm(cfg: dict, topo, chosen: list, found: dict) -> list:
+    """The follow-up batch for suspects not re-measured yet (found: as
+    measured() returns them): fresh partners that separate each suspect's
+    hypotheses (rooftop.stages.pairs.sample.follow_up), recorded in the
+    run's config ("pair_sample" "confirm": each follow-up batch, its
+    suspects and pairs); [] when none is new or no fresh pair is left.
+    collect.sample_budget bounds it as any batch."""
+    rec = cfg["pair_sample"]
+    done = {s for c in rec.get("confirm", []) for s in c["suspects"]}
+    new = {label: x for label, x in found.items() if label not in done}
+    if not new:
+        return []
+    nodes = sorted(x for x in new.values() if isinstance(x, int))
+    links = [(x.kind, x.nodes) for x in new.values() if not isinstance(x, int)]
+    adds = sample.follow_up(topo, chosen, nodes, links, usable(cfg), batch=len(rec["batches"]))
+    budget = cfg["collect"]["sample_budget"]
+    if budget is not None:
+        adds = adds[: max(0, budget - len(chosen))]
+    if adds:
+        rec.setdefault("confirm", []).append(
+            {"batch": len(rec["batches"]), "suspects": sorted(new), "pairs": len(adds)}
+        )
+    return adds
 
 
 def extend(cfg: dict, store, run_id: str) -> tuple[list, str]:
     """After a measured batch: the next one, recorded in cfg and the run's
     stored config ([] and why none: every class narrow enough, the budget
-    spent, no pair left)."""
+    spent, no pair left). Suspects not re-measured yet come first: the next
+    batch is their follow-up (confirm), the classes' the one after."""
     rec = cfg["pair_sample"]
     adds: list[tuple[int, int]] = []
     if len(rec["batches"]) >= MAX_BATCHES:
         why = f"{MAX_BATCHES} batches drawn"
     else:
         topo = topology.of_config(cfg) or topology.Topology.flat(len(cfg["nodes"]))
-        rates, count = measured(cfg, store.samples(run_id))
+        rates, count, found = measured(cfg, store.samples(run_id))
         chosen = [(a, b) for a, b in rec["pairs"]]
-        adds, why = sample.more(topo, chosen, rates, count, cfg, usable(cfg), batch=len(rec["batches"]))
+        adds, why = confirm(cfg, topo, chosen, found), ""
+        if not adds:
+            adds, why = sample.more(topo, chosen, rates, count, cfg, usable(cfg), batch=len(rec["batches"]))
     if adds:
         rec["pairs"] += [list(p) for p in adds]
         rec["batches"].append(len(adds))

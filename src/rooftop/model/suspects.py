@@ -230,3 +230,29 @@ def _link(lk: Link, rates: dict[Pair, float], topo: Topology) -> tuple[float, st
     if fine >= 2:
         return score, "slow"
     return score, "unsure" if unknown and fine + unknown >= 2 else ""
+
+
+def states(named: Named, confirm: list[dict]) -> dict[str, tuple[str, int | None]]:
+    """Each suspect's standing after the run's follow-up batches (confirm:
+    the run's "pair_sample" "confirm" records, each {"batch", "suspects"}):
+    label ('n3', a link's label) -> ('confirmed', batch): named, and
+    re-measured with fresh partners in that batch; ('suspicion', None):
+    named from pairs measured once; ('cleared', batch): a suspect once,
+    not named after its follow-up."""
+    followed = {s: c["batch"] for c in confirm for s in c["suspects"]}
+    out: dict[str, tuple[str, int | None]] = {}
+    for label in [f"n{n}" for n in named.nodes] + [lk.label for lk in named.links]:
+        out[label] = ("confirmed", followed[label]) if label in followed else ("suspicion", None)
+    for label, batch in followed.items():
+        out.setdefault(label, ("cleared", batch))
+    return out
+
+
+def state_text(label: str, state: tuple[str, int | None]) -> str:
+    """How the report says a suspect's standing."""
+    kind, batch = state[0], (state[1] or 0) + 1  # (batches are counted from 1 where said)
+    if kind == "confirmed":
+        return f"{label}: confirmed (re-measured with fresh partners in batch {batch}: still slow)"
+    if kind == "cleared":
+        return f"{label}: cleared (suspected, then re-measured with fresh partners in batch {batch}: not slow)"
+    return f"{label}: a suspicion (named from pairs measured once, not re-measured)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 
 from rooftop.foreign import FOREIGN_WARN
-from rooftop.model import outliers
+from rooftop.model import outliers, suspects
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO, Roofline
 from rooftop.results import WIDE_CLIENT_RANGE, RunResults
 from rooftop.units import fmt_pct, fmt_range, fmt_rate, fmt_ratio
@@ -83,6 +83,10 @@ def pairs(res: RunResults) -> list[tuple[str | None, str]]:
                     + ", ".join(f"n{a}-n{b} ({fmt_rate(v, pm.unit)})" for (a, b), v in links[:3])
                     + ": slow between those nodes only (a cable, a switch port, a route).",
                 )
+            )
+        if pm.states:
+            out.append(
+                (metric, "follow-up: " + "; ".join(suspects.state_text(s, st) for s, st in pm.states.items()) + ".")
             )
         if not flagged and not links and not named:
             why = outliers.cannot_tell(pm.rates, pm.nodes, pm.classes)

@@ -51,6 +51,8 @@ class PairMatrix:
     classes: dict[tuple[int, int], str] = field(default_factory=dict)
     #: The slow nodes and links named from these pairs (rooftop.model.suspects.name).
     named: suspects.Named | None = None
+    #: Each suspect's standing after the follow-up batches (rooftop.model.suspects.states).
+    states: dict[str, tuple[str, int | None]] = field(default_factory=dict)
 
     def outlier_lines(self) -> list[str]:
         """The outlier section's account: how many pairs it used, which it
@@ -78,6 +80,7 @@ class PairMatrix:
                 f"{fmt_rate(statistics.median(r for _, r in lk.pairs), self.unit)} (score {lk.z:.1f}); "
                 f"its nodes' other pairs are not slow"
             )
+        out += [suspects.state_text(label, st) for label, st in self.states.items()]
         why = self.named.cannot_tell if self.named else outliers.cannot_tell(self.rates, self.nodes, self.classes)
         if why:
             out.append(why)
@@ -423,6 +426,7 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
             res.pairs[metric] = pm
             pm.named = res.named[metric] = named = suspects.name(pm.rates, res.topology)
             res.scores[metric] = named.scores
+            pm.states = suspects.states(named, (run.config.get("pair_sample") or {}).get("confirm") or [])
             if res.topology is not None:
                 pm.classes = {p: res.topology.klass(*p) for p in [*pm.rates, *pm.left_out]}
                 # A pair through a slow link is not its class's ceiling.
