@@ -11,6 +11,7 @@ import pytest
 import synthetic
 from rooftop import export, results
 from rooftop.model import suspects
+from rooftop.model.classes import class_ceilings, concurrency
 from rooftop.plots import pairs as pairs_fig
 from rooftop.report import advice
 from rooftop.stages.pairs import sample
@@ -111,3 +112,25 @@ def test_a_slow_group_link_is_in_the_results_report_figure_and_model_export(tmp_
     assert sum(p.get_gid() == "slow-link-pair" for p in fig.axes[0].patches) == 2 * 32
     assert "slow link of group g0" in fig.axes[0].get_title()
     assert any("slow link: the link of group g0" in line for line in res.pairs["rpc"].outlier_lines())
+
+
+def test_each_class_ceiling_says_how_many_pairs_ran_at_once_through_its_links():
+    """Issue 45 item 4: from the rounds (the pairs beside each pair), per
+    class, the most pairs measured at once and how many of them crossed a
+    link the class's pair crossed too."""
+    rates = dict.fromkeys([(0, 1), (4, 5), (0, 4), (1, 8), (5, 9), (2, 3)], 50.0)
+    classes = class_ceilings(rates, TWELVE)
+    # One round: 0-1 and 4-5 (each on its switch) beside 1-8 and 5-9 (across
+    # groups: g0-g2 and g1-g2, both through group 2's link).
+    beside = {(0, 1): [(4, 5), (1, 8), (5, 9)], (1, 8): [(0, 1), (4, 5), (5, 9)], (5, 9): [(0, 1), (4, 5), (1, 8)]}
+    beside[(4, 5)] = [(0, 1), (1, 8), (5, 9)]
+    concurrency(classes, beside, TWELVE)
+    by = {c.klass: c for c in classes}
+    assert (by["switch"].at_once, by["switch"].through_same) == (3, 0)
+    assert (by["global"].at_once, by["global"].through_same) == (3, 1)
+    assert by["global"].concurrency == "up to 3 other pair(s) at once, 1 through the same link"
+    assert by["switch"].to_dict()["through_same_links"] == 0
+    # Without rounds (every pair alone): said so.
+    alone = class_ceilings(rates, TWELVE)
+    concurrency(alone, {}, TWELVE)
+    assert all(c.concurrency == "each pair measured alone" for c in alone)

@@ -15,7 +15,7 @@ from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.model import outliers, suspects
 from rooftop.model.answer import Answer, answer
-from rooftop.model.classes import class_ceilings
+from rooftop.model.classes import class_ceilings, concurrency
 from rooftop.results.sections import Section
 from rooftop.store.damage import DAMAGED, is_damaged
 from rooftop.store.db import Store
@@ -432,6 +432,7 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
                 # A pair through a slow link is not its class's ceiling.
                 ceiling = {p: r for p, r in pm.rates.items() if not named.through_named(res.topology, *p)}
                 res.classes[metric] = class_ceilings(ceiling or pm.rates, res.topology)
+                concurrency(res.classes[metric], pm.beside, res.topology)
             slow = res.flagged(metric)
             if slow:
                 try:
