@@ -55,6 +55,11 @@ from rooftop.topology.base import Topology
 
 Pair = tuple[int, int]
 
+#: A link whose pairs are under 1/SMALL_SHARE of those scored is compared
+#: with every pair's class (its own barely move the median); above, with the
+#: pairs not through it.
+SMALL_SHARE = 20
+
 
 @dataclass
 class Link:
@@ -148,24 +153,32 @@ def name(rates: dict[Pair, float], topology: Topology | None = None) -> Named:
     classes = {p: topo.klass(*p) for p in rates} if topo is not None else None
     named: list[Link] = []
     unsure: list[Link] = []
-    scored: dict[str, Link] = {}
-    while links and topo is not None:
-        rest = {p: r for p, r in rates.items() if not any(lk.carries(topo, *p) for lk in named + unsure)}
+    through: dict[tuple[str, str], list[Pair]] = {}
+    if topo is not None and links:
+        have = {(lk.kind, lk.name) for lk in links}
+        for p in rates:
+            for key in _crossed(topo, *p):
+                if key in have:
+                    through.setdefault(key, []).append(p)
+    out: set[Pair] = set()
+    while links and classes is not None:
+        rest = {p: r for p, r in rates.items() if p not in out}
+        every = _by_class(rest, classes)
         best: Link | None = None
         for lk in links:
             if any(lk is x for x in named + unsure):
                 continue
-            z, verdict = _link(lk, rest, topo)
-            lk.z = z
-            lk.pairs = sorted(((p, r) for p, r in rest.items() if lk.carries(topo, *p)), key=lambda pr: pr[1])
-            scored[lk.kind + lk.name] = lk
+            mine = [p for p in through.get((lk.kind, lk.name), []) if p not in out]
+            lk.pairs = sorted(((p, rest[p]) for p in mine), key=lambda pr: pr[1])
+            lk.z, verdict = _link(lk, mine, rest, classes, every)
             lk.unsure = verdict == "unsure"
-            if verdict in ("slow", "unsure") and (best is None or z < best.z):
+            if verdict in ("slow", "unsure") and (best is None or lk.z < best.z):
                 best = lk
         if best is None:
             break
         (unsure if best.unsure else named).append(best)
-    rest = {p: r for p, r in rates.items() if topo is None or not any(lk.carries(topo, *p) for lk in named + unsure)}
+        out.update(through.get((best.kind, best.name), []))
+    rest = {p: r for p, r in rates.items() if p not in out}
     rest_classes = {p: c for p, c in (classes or {}).items() if p in rest} or None
     scores = score_nodes(rest, rest_classes)
     nodes = flagged(scores)
@@ -183,23 +196,46 @@ def name(rates: dict[Pair, float], topology: Topology | None = None) -> Named:
             for n in nodes
             if len(sw[topo.switch[n]]) == 1 and len(set(topo.switch)) > 1
         ]
-    return Named(nodes, named, scores, list(scored.values()), "; ".join(w for w in why if w))
+    return Named(nodes, named, scores, links, "; ".join(w for w in why if w))
 
 
-def _link(lk: Link, rates: dict[Pair, float], topo: Topology) -> tuple[float, str]:
-    """(the link's score, 'slow', 'unsure' or ''): its pairs against their
-    classes among the pairs not through it."""
-    through = [p for p in rates if lk.carries(topo, *p)]
+def _by_class(rates: dict[Pair, float], classes: dict[Pair, str]) -> dict[str, list[float]]:
+    """Per class, the log rates of its pairs."""
+    by: dict[str, list[float]] = {}
+    for p, r in rates.items():
+        by.setdefault(classes[p], []).append(_log(r))
+    return by
+
+
+def _crossed(topo: Topology, a: int, b: int) -> list[tuple[str, str]]:
+    """The links (kind, name) the pair (a, b) crosses, as links_of names
+    them (a switch's uplink only where links_of has it)."""
+    if topo.switch[a] == topo.switch[b]:
+        return []
+    out = [("switch", topo.switch[a]), ("switch", topo.switch[b])]
+    if topo.group[a] != topo.group[b]:
+        out += [("group", topo.group[a]), ("group", topo.group[b])]
+    return out
+
+
+def _link(
+    lk: Link, through: list[Pair], rates: dict[Pair, float], classes: dict[Pair, str], every: dict[str, list[float]]
+) -> tuple[float, str]:
+    """(the link's score, 'slow', 'unsure' or ''): its pairs (through)
+    against their classes among the pairs not through it (rates: every
+    pair still scored; every: their log rates per class, _by_class). Where
+    its pairs are under 1/SMALL_SHARE of them, against every pair's."""
     if len(through) < 2:
         return 0.0, ""
-    others = {p: r for p, r in rates.items() if p not in set(through)}
-    base: dict[str, float] = {}
-    for c in lk.classes:
-        vals = [_log(r) for p, r in others.items() if topo.klass(*p) == c]
-        if vals:
-            base[c] = statistics.median(vals)
-    resid = {p: _log(rates[p]) - base[topo.klass(*p)] for p in through if topo.klass(*p) in base}
-    ref = [_log(r) - base[topo.klass(*p)] for p, r in others.items() if topo.klass(*p) in base]
+    gone = set(through)
+    if len(through) * SMALL_SHARE < len(rates):  # its pairs barely move the others': every pair's
+        by, others = every, rates
+    else:
+        others = {p: r for p, r in rates.items() if p not in gone}
+        by = _by_class(others, classes)
+    base = {c: statistics.median(v) for c, v in by.items() if c in lk.classes}
+    resid = {p: _log(rates[p]) - base[classes[p]] for p in through if classes[p] in base}
+    ref = [v - base[c] for c, vals in by.items() if c in base for v in vals]
     if len(resid) < 2 or len(ref) < 2:
         return 0.0, ""
     sigma = max(_spread(ref), math.log1p(FLOOR))
@@ -215,14 +251,11 @@ def _link(lk: Link, rates: dict[Pair, float], topo: Topology) -> tuple[float, st
     slow = [n for n, v in behind.items() if z(v) < -THRESHOLD]
     if len(slow) < 2 or 2 * len(slow) < len(behind):
         return score, ""
-    # Their pairs not through it, each against its class among the others' pairs not through it.
+    peers = {c: statistics.median(v) for c, v in by.items()}
+    # Their pairs not through it, each against its class among the pairs not through it.
     fine = unknown = 0
     for n in slow:
-        vals = []
-        for p in (q for q in others if n in q):
-            peers = [_log(r) for q, r in others.items() if topo.klass(*q) == topo.klass(*p) and n not in q]
-            if peers:
-                vals.append(_log(others[p]) - statistics.median(peers))
+        vals = [_log(r) - peers[classes[p]] for p, r in others.items() if n in p and p not in gone]
         if not vals:
             unknown += 1
         elif z(vals) >= -THRESHOLD:
