@@ -158,7 +158,10 @@ def score_nodes(rates: dict[tuple[int, int], float], classes: dict | None = None
     scored against the others without its own pairs, and slow nodes are
     named one at a time (the module's docstring): a named node's pairs are
     left out of its partners' scores."""
-    per_all = {n: [(p, r) for p, r in rates.items() if n in p] for pair in rates for n in pair}
+    per_all: dict[int, list[tuple[tuple[int, int], float]]] = {}
+    for p, r in rates.items():  # (one pass: not one per node)
+        for n in p:
+            per_all.setdefault(n, []).append((p, r))
     nodes = sorted(n for n, prs in per_all.items() if len(prs) >= MIN_PAIRS)
     if len(nodes) < MIN_NODES:
         return []
@@ -194,7 +197,8 @@ def _scores(
     mine = {n: v for n, v in mine.items() if v}
     level = {n: statistics.median(v) for n, v in mine.items()}
     spread = {n: _spread(v) for n, v in mine.items() if len(v) >= 2}
-    z = {n: _z(level[n], level, spread, len(mine[n])) for n in level}
+    every = _base(level, spread)  # (the same for every node: once)
+    z = {n: _z(level[n], every, len(mine[n])) for n in level}
     for n in sorted(level, key=level.__getitem__)[:LOO_NODES]:
         lv = {j: v for j, v in level.items() if j != n}
         sp = {j: v for j, v in spread.items() if j != n}
@@ -208,19 +212,25 @@ def _scores(
             if len(rest) >= 2:
                 sp[j] = _spread(rest)
         if len(lv) >= MIN_NODES:
-            z[n] = min(z[n], _z(level[n], lv, sp, len(mine[n])))
+            z[n] = min(z[n], _z(level[n], _base(lv, sp), len(mine[n])))
     return z
 
 
-def _z(value: float, levels: dict[int, float], spreads: dict[int, float], k: int) -> tuple[float, float]:
-    """A node's level (log median of its k pairs) against the others'
-    levels: its distance from their median in max(1.4826 * MAD of them,
-    log(1 + FLOOR), 1.2533 * sigma / sqrt(k)), sigma the median of the
-    nodes' own spreads (spreads: nodes of two pairs or more); and that
-    distance without the last term (the others' spread alone)."""
+def _base(levels: dict[int, float], spreads: dict[int, float]) -> tuple[float, float, float]:
+    """(median of the levels, max(1.4826 * MAD of them, log(1 + FLOOR)),
+    sigma: the median of the nodes' own spreads (spreads: nodes of two
+    pairs or more; none: the levels')."""
     base = list(levels.values())
     sigma = statistics.median(spreads.values()) if spreads else _spread(base)
-    d, scale = value - statistics.median(base), max(_spread(base), math.log1p(FLOOR))
+    return statistics.median(base), max(_spread(base), math.log1p(FLOOR)), sigma
+
+
+def _z(value: float, base: tuple[float, float, float], k: int) -> tuple[float, float]:
+    """A node's level (log median of its k pairs) against the others'
+    (_base): its distance from their median in max(their spread,
+    1.2533 * sigma / sqrt(k)); and that distance in their spread alone."""
+    m, scale, sigma = base
+    d = value - m
     return d / max(scale, 1.2533 * sigma / k**0.5), d / scale
 
 
