@@ -46,7 +46,9 @@ core, its rpc pairs at 11.9k, 0.05k and 12.4k ops/s against 60-73k for
 every other pair, scored -2.3, and nobody was named). So each node is
 also scored against the others as if it were not there: its partners'
 medians and spreads without their pair with it (leave one out; for the
-LOO_NODES lowest nodes, where at least MIN_NODES others are left), and the
+LOO_NODES lowest nodes, where at least MIN_NODES others are left and its
+partners are a twentieth of the nodes or more: among more nodes they
+barely move the others' median), and the
 lower of the two scores counts. Node 3 above scores -12 so (bw: 20 against
 35 MB/s, -11). The leave-one-out score only ever lowers a score: a node
 that lifts its partners is judged by the plain one.
@@ -86,6 +88,8 @@ MIN_PAIRS = 2
 #: The lowest this many nodes are scored against the others without their own
 #: pairs, one by one; among more nodes one node's pairs barely move the others.
 LOO_NODES = 64
+#: ... and only where its pairs are at least 1/SMALL_SHARE of the nodes.
+SMALL_SHARE = 20
 
 
 @dataclass
@@ -191,8 +195,9 @@ def _scores(
     """Each node's z without the pairs of the nodes in out (the module's
     docstring): against every node, and, for the LOO_NODES lowest, also
     against the other nodes without its own pairs (its partners' levels
-    without their pair with it, where MIN_NODES others are left): the
-    lower of the two. Nodes with no pair left get no score here."""
+    without their pair with it, where MIN_NODES others are left and its
+    partners are 1/SMALL_SHARE of the nodes or more): the lower of the
+    two. Nodes with no pair left get no score here."""
     mine = {n: [logs[p] for p, _ in per[n] if not set(p) & out] for n in nodes}
     mine = {n: v for n, v in mine.items() if v}
     level = {n: statistics.median(v) for n, v in mine.items()}
@@ -200,6 +205,8 @@ def _scores(
     every = _base(level, spread)  # (the same for every node: once)
     z = {n: _z(level[n], every, len(mine[n])) for n in level}
     for n in sorted(level, key=level.__getitem__)[:LOO_NODES]:
+        if len(per[n]) * SMALL_SHARE < len(level):  # its partners' medians barely move the others'
+            continue
         lv = {j: v for j, v in level.items() if j != n}
         sp = {j: v for j, v in spread.items() if j != n}
         for p, _ in per[n]:
