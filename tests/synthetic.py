@@ -172,13 +172,20 @@ def realistic_run(
     slow_pair: tuple[int, int] | None = None,
     noise: float = 0.03,
     seed: int = 1,
+    groups: int = 1,
+    slow_group: int | None = None,
 ) -> tuple[Store, str]:
     """A run on `nodes` nodes whose rates follow REALISTIC with `noise`
     (relative, uniform): bandwidth shares each node's link among its
     processes; clients or servers on slow_node run at 55 %, and the client
-    peak of slow_pair at 60 %."""
+    peak of slow_pair at 60 %. groups: the run records that many even
+    groups of one switch (rooftop.topology); the client peak of a pair
+    with one node in group slow_group (its link to the others) at 50 %."""
     rnd = random.Random(seed)
     cfg = config_for(nodes, cores)
+    topo = Topology.even(nodes, groups)
+    if groups > 1:
+        cfg["topology"] = topo.to_dict()
 
     def rate(stage, metric, snodes, cnodes, ns, nc, i):
         server, client, link, _ = REALISTIC[metric]
@@ -190,6 +197,9 @@ def realistic_run(
             agg *= 0.55
         if slow_pair is not None and len(snodes) == len(cnodes) == nc == 1 and {snodes[0], cnodes[0]} == set(slow_pair):
             agg *= 0.6
+        if slow_group is not None and len(snodes) == len(cnodes) == nc == 1:
+            if (topo.group[snodes[0]] == f"g{slow_group}") != (topo.group[cnodes[0]] == f"g{slow_group}"):
+                agg *= 0.5
         return agg * (1 + rnd.uniform(-noise, noise))
 
     def latency(stage, metric, per_client):

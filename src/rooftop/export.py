@@ -70,7 +70,10 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: `source` and left-out point's `sample` and a service answer's `source`
 #: (model); 4.1 the versions a run's environment records: the engine's,
 #: libfabric's and the git revision (`engine_version`, `libfabric`, `git`).
-SCHEMA_VERSION = "4.1"
+#: 4.2 each metric's slow links named beside its nodes and each
+#: suspect's standing after the follow-up batches (model: `links`,
+#: `suspects`, issue 45).
+SCHEMA_VERSION = "4.2"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -340,8 +343,13 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
                 "beside": [
                     {"pair": list(p), "beside": [list(o) for o in others]} for p, others in sorted(pm.beside.items())
                 ],
-                "cannot_tell": outliers.cannot_tell(pm.rates, pm.nodes) or None,
+                "cannot_tell": (
+                    pm.named.cannot_tell if pm.named else outliers.cannot_tell(pm.rates, pm.nodes, pm.classes)
+                )
+                or None,
             }
+            d["links"] = [lk.to_dict() for lk in pm.named.links] if pm.named else []
+            d["suspects"] = [{"suspect": s, "state": st, "batch": b} for s, (st, b) in pm.states.items()]
         if res:
             d["under_load"] = interference_report.under_load_json(res, m)
             if res.topology is not None:

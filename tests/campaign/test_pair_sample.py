@@ -355,3 +355,38 @@ def test_outlier_scores_compare_each_pair_with_its_class():
     slow = _rates(topo, drawn, {"switch": 0.04, "global": 0.04}, slow=[7])
     assert outliers.flagged(outliers.score_nodes(slow, classes)) == [7]
     assert {x for p, _ in outliers.slow_pairs(slow, [7], classes) for x in p} >= {7}
+
+
+def test_suspects_are_re_measured_with_fresh_partners_that_separate_the_hypotheses():
+    """Issue 45: a suspect node gets fresh partners on its switch (a pair
+    crossing no link: slow there too, it is the node) and across groups; a
+    suspect group link gets pairs of its nodes inside the group (fine
+    there: the link) and through it to two other groups (slow to both: not
+    one far end's link). The follow-up is recorded as a batch of its own
+    and asked once per suspect."""
+    from rooftop.model import suspects
+
+    topo = Topology.even(12, 3)
+    drawn = sample.first_draw(topo, 3)
+    adds = sample.follow_up(topo, drawn, [6], [], batch=1)
+    assert len(adds) == sample.CONFIRM_NODE_PAIRS and all(6 in p for p in adds) and not set(adds) & set(drawn)
+    assert {topo.klass(*p) for p in adds} == {"switch", "global"}
+    link = next(lk for lk in suspects.links_of(topo) if lk.name == "g0")
+    adds = sample.follow_up(topo, drawn, [], [(link.kind, link.nodes)], batch=1)
+    inside = [p for p in adds if not link.carries(topo, *p)]
+    through = [p for p in adds if link.carries(topo, *p)]
+    assert len(inside) == len(through) == 2 and all(set(p) <= {0, 1, 2, 3} for p in inside)
+    assert {topo.group[max(p)] for p in through} == {"g1", "g2"} and not set(adds) & set(drawn)
+    cfg = up_to_date({"nodes": [{"index": i, "host": f"n{i}", "cores": [i]} for i in range(12)]})
+    cfg["pair_sample"] = {"pairs": [list(p) for p in drawn], "batches": [len(drawn)], "stop": ""}
+    found = {"n6": 6, link.label: link}
+    adds = sampling.confirm(cfg, topo, drawn, found)
+    assert len(adds) == sample.CONFIRM_NODE_PAIRS + sample.CONFIRM_LINK_PAIRS
+    assert cfg["pair_sample"]["confirm"] == [{"batch": 1, "suspects": sorted(found), "pairs": len(adds)}]
+    assert sampling.confirm(cfg, topo, drawn + adds, found) == []  # once per suspect
+    # The model then says which suspects the follow-up confirmed.
+    named = suspects.Named(nodes=[6], links=[])
+    states = suspects.states(named, cfg["pair_sample"]["confirm"])
+    assert states == {"n6": ("confirmed", 1), link.label: ("cleared", 1)}
+    assert suspects.states(suspects.Named(nodes=[3], links=[]), []) == {"n3": ("suspicion", None)}
+    assert "confirmed (re-measured with fresh partners in batch 2" in suspects.state_text("n6", states["n6"])

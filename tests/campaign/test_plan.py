@@ -13,6 +13,7 @@ from campaign_util import rooftop
 from rooftop.campaign.costs import AGENTS, LAUNCH_MODES, PER_PLACEMENT
 from rooftop.campaign.forecast import forecast, resolve_planned
 from rooftop.config.catalog import KEYS
+from rooftop.stages.pairs import sample
 from rooftop.topology import Topology
 
 SAME = ["--metrics", "rpc,bw", "--windows", "3", "--duration", "2", "--warmup", "0.5"]
@@ -188,6 +189,9 @@ def test_sample_on_1000_nodes_in_50_groups_plans_far_fewer_pairs_and_an_interval
     line = next(li for li in text.splitlines() if "client peak pairs (sample)" in li)
     assert f"first batch {p['pairs']} pairs in {p['rounds']} rounds" in line
     assert "wider than +-5 %" in line and "same switch +-" in line and "across groups +-" in line
+    # Suspects are re-measured before they are named: the plan counts that follow-up.
+    assert p["follow_up"] == {"node": sample.CONFIRM_NODE_PAIRS, "link": sample.CONFIRM_LINK_PAIRS}
+    assert "an expected 3 pairs per slow node, 4 pairs per slow link" in line
 
 
 def test_bad_input_exits_2_naming_it(tmp_path):

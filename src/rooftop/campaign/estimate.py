@@ -248,6 +248,11 @@ def pairs_line(strategy: str, x: PairsExpected) -> str:
                 for k, w in x.widths.items()
             )
             line += f" (after the first batch, at a {fmt_pct(x.spread)} spread of pair rates: {widths})"
+    if x.follow_up:
+        line += (
+            f"; each suspect adds a follow-up batch before it is named: an expected {_n(x.follow_up['node'], 'pair')} "
+            f"per slow node, {_n(x.follow_up['link'], 'pair')} per slow link (none on a healthy platform)"
+        )
     return line + "; each round measured by every metric"
 
 

@@ -6,15 +6,20 @@ recorded in the run's config ("topology", "pair_sample"), so every later
 reading of the run -- the plan, resume, doctor, the model -- sees the same
 pairs and classes. After each measured batch, extend() reads the run's
 client peak rows through the one exclusion rule (rooftop.model.exclude),
-leaves out pairs of nodes flagged slow (their pairs are not the class's
-ceiling), and asks the strategy for more; the new batch is recorded in the
-run's config before it is measured."""
+leaves out pairs of nodes and links named slow (rooftop.model.suspects:
+their pairs are not the class's ceiling), and asks the strategy for more; the new batch is recorded in the
+run's config before it is measured. A batch that leaves a suspect (a node
+or link named slow, or a link that cannot be told from its nodes) is
+followed by a confirmation batch before anything else: fresh partners
+chosen to separate the suspect's hypotheses (the node or its switch, one
+link or another), recorded as "confirm" beside the batches; the model then
+says which suspects the follow-up confirmed."""
 
 from __future__ import annotations
 
 from rooftop import model, topology
 from rooftop.keys import ConfigError
-from rooftop.model import outliers
+from rooftop.model import suspects
 from rooftop.results import pair_matrix
 from rooftop.stages.pairs import sample
 from rooftop.stages.pairs.base import shares_cores
@@ -94,9 +99,9 @@ def describe(cfg: dict) -> list[str]:
     ]
 
 
-def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
-    """(metric -> usable pair -> its median rate, without pairs of nodes
-    flagged slow; node -> its pairs usable in every metric)."""
+def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int], dict]:
+    """usable_rates of the run's stored samples: each metric's usable pairs
+    (rooftop.model.exclusions) at their median rates."""
     why = model.exclusions(samples, cfg["nodes"])
     got: dict[str, dict] = {}
     for metric in cfg["metrics"]:
@@ -105,35 +110,71 @@ def measured(cfg: dict, samples: list[dict]) -> tuple[dict, dict[int, int]]:
     return usable_rates(got, topology.of_config(cfg))
 
 
-def usable_rates(got: dict[str, dict], topo) -> tuple[dict, dict[int, int]]:
-    """measured() from the pairs' rates (metric -> usable pair -> its
-    rate; topo: the run's topology, None: one class): without the pairs of
-    nodes flagged slow, and node -> its pairs usable in every metric. Pure:
-    the simulator (rooftop.campaign.simulate) calls it as a campaign does."""
+def usable_rates(got: dict[str, dict], topo) -> tuple[dict, dict[int, int], dict]:
+    """From the pairs' rates (metric -> usable pair -> its rate; topo: the
+    run's topology, None: one class): (metric -> usable pair -> its rate,
+    without pairs of nodes named slow or through a link named slow
+    (rooftop.model.suspects): they are not their class's ceiling; node ->
+    its pairs usable in every metric; the suspects in any metric: label ->
+    node index or Link, named or a link that cannot be told from its
+    nodes). Pure: the simulator (rooftop.campaign.simulate) calls it as a
+    campaign does."""
     rates: dict[str, dict] = {}
+    found: dict = {}
     usable_in: list[set] = []
     for metric, by_pair in got.items():
-        classes = {p: topo.klass(*p) for p in by_pair} if topo else None
-        slow = set(outliers.flagged(outliers.score_nodes(by_pair, classes)))
-        rates[metric] = {p: r for p, r in by_pair.items() if not slow & set(p)}
+        named = suspects.name(by_pair, topo)
+        slow = set(named.nodes)
+        found.update({f"n{n}": n for n in named.nodes})
+        found.update({lk.label: lk for lk in named.links + [x for x in named.link_scores if x.unsure]})
+        rates[metric] = {p: r for p, r in by_pair.items() if not slow & set(p) and not named.through_named(topo, *p)}
         usable_in.append(set(by_pair))
     both = set.intersection(*usable_in) if usable_in else set()
     count: dict[int, int] = {}
     for p in both:
         for x in p:
             count[x] = count.get(x, 0) + 1
-    return rates, count
+    return rates, count, found
 
 
-def next_batch(cfg: dict, topo, rates: dict, count: dict[int, int], usable=None) -> tuple[list, str]:
+def confirm(cfg: dict, topo, chosen: list, found: dict, usable=None) -> list:
+    """The follow-up batch for suspects not re-measured yet (found: as
+    usable_rates returns them): fresh partners that separate each suspect's
+    hypotheses (rooftop.stages.pairs.sample.follow_up), recorded in the
+    run's config ("pair_sample" "confirm": each follow-up batch, its
+    suspects and pairs); [] when none is new or no fresh pair is left.
+    collect.sample_budget bounds it as any batch. usable: as next_batch."""
+    rec = cfg["pair_sample"]
+    done = {s for c in rec.get("confirm", []) for s in c["suspects"]}
+    new = {label: x for label, x in found.items() if label not in done}
+    if not new:
+        return []
+    nodes = sorted(x for x in new.values() if isinstance(x, int))
+    links = [(x.kind, x.nodes) for x in new.values() if not isinstance(x, int)]
+    adds = sample.follow_up(topo, chosen, nodes, links, usable, batch=len(rec["batches"]))
+    budget = cfg["collect"]["sample_budget"]
+    if budget is not None:
+        adds = adds[: max(0, budget - len(chosen))]
+    if adds:
+        rec.setdefault("confirm", []).append(
+            {"batch": len(rec["batches"]), "suspects": sorted(new), "pairs": len(adds)}
+        )
+    return adds
+
+
+def next_batch(cfg: dict, topo, rates: dict, count: dict[int, int], found: dict, usable=None) -> tuple[list, str]:
     """The batch after the ones cfg["pair_sample"] records, from the usable
-    rates so far (usable_rates) and why it is empty when it is; pure (the
-    simulator calls it as extend() does). usable: usable(cfg), or None
-    where no two nodes share a core."""
+    rates so far (usable_rates) and why it is empty when it is. Suspects not
+    re-measured yet come first: the next batch is their follow-up (confirm),
+    the classes' the one after. Pure (the simulator calls it as extend()
+    does). usable: usable(cfg), or None where no two nodes share a core."""
     rec = cfg["pair_sample"]
     if len(rec["batches"]) >= MAX_BATCHES:
         return [], f"{MAX_BATCHES} batches drawn"
     chosen = [(a, b) for a, b in rec["pairs"]]
+    adds = confirm(cfg, topo, chosen, found, usable)
+    if adds:
+        return adds, ""
     return sample.more(topo, chosen, rates, count, cfg, usable, batch=len(rec["batches"]))
 
 
@@ -151,13 +192,13 @@ def record(cfg: dict, adds: list, why: str) -> None:
 def extend(cfg: dict, store, run_id: str) -> tuple[list, str]:
     """After a measured batch: the next one, recorded in cfg and the run's
     stored config ([] and why none: every class narrow enough, the budget
-    spent, no pair left)."""
+    spent, no pair left; suspects' follow-up first: next_batch)."""
     adds: list[tuple[int, int]] = []
     why = f"{MAX_BATCHES} batches drawn"
     if len(cfg["pair_sample"]["batches"]) < MAX_BATCHES:
         topo = topology.of_config(cfg) or topology.Topology.flat(len(cfg["nodes"]))
-        rates, count = measured(cfg, store.samples(run_id))
-        adds, why = next_batch(cfg, topo, rates, count, usable(cfg))
+        rates, count, found = measured(cfg, store.samples(run_id))
+        adds, why = next_batch(cfg, topo, rates, count, found, usable(cfg))
     record(cfg, adds, why)
     store.update_config(run_id, cfg)
     return adds, why

@@ -17,7 +17,7 @@ first batch (rooftop.stages.pairs.sample.first_draw), each batch's pairs
 "measured" here, the usable rates and the next batch as
 rooftop.campaign.sampling decides them after a measured batch
 (usable_rates, next_batch, record), until the sampling stops; then the
-naming (name(): the one call of the naming, rooftop.model.outliers). Each
+naming (name(): the one call of the naming, rooftop.model.suspects). Each
 batch is scheduled as the campaign schedules it (sample.schedule) and the
 pairs and rounds priced by the plan's estimator (rooftop.campaign.estimate)
 for the planned time.
@@ -42,7 +42,7 @@ from rooftop import topology
 from rooftop.campaign import sampling
 from rooftop.campaign.costs import launch_mode
 from rooftop.campaign.estimate import fmt_duration, pair_work
-from rooftop.model import outliers
+from rooftop.model import suspects
 from rooftop.stages.pairs.base import PairsExpected, bulk
 from rooftop.stages.pairs.sample import PLAN_SPREAD, first_draw, schedule
 from rooftop.topology.base import CLASSES, Topology
@@ -127,10 +127,10 @@ class Outcome:
 
 def name(rates: dict[Pair, float], topo: Topology) -> set[Item]:
     """What the naming names from one metric's pair rates: THE call of the
-    naming (rooftop.model.outliers: slow nodes, today), so a change of the
-    naming is one change here."""
-    classes = {p: topo.klass(*p) for p in rates}
-    return {("node", str(n)) for n in outliers.flagged(outliers.score_nodes(rates, classes))}
+    naming (rooftop.model.suspects.name: slow links as links, slow nodes as
+    nodes), the one the run's results make."""
+    named = suspects.name(rates, topo)
+    return {("node", str(n)) for n in named.nodes} | {(lk.kind, lk.name) for lk in named.links}
 
 
 def run(
@@ -155,8 +155,8 @@ def run(
             mu = platform.rate(a, b, slow)
             measured[(a, b)] = mu * math.exp(rng.gauss(0.0, platform.sigma(topo.klass(a, b))))
         rounds += _rounds(batch, topo, batch is first and usable is None, cfg["collect"]["sample_min_pairs"])
-        rates, count = sampling.usable_rates({"sim": measured}, topo)
-        adds, why = sampling.next_batch(cfg, topo, rates, count, usable)
+        rates, count, found = sampling.usable_rates({"sim": measured}, topo)
+        adds, why = sampling.next_batch(cfg, topo, rates, count, found, usable)
         sampling.record(cfg, adds, why)
         if not adds:
             break
@@ -361,7 +361,7 @@ def fit_noise(store, run_id: str, metric: str | None = None) -> dict[str, float]
     run = store.get_run(run_id)
     cfg = run.config
     metric = metric or cfg["metrics"][0]
-    rates, _ = sampling.measured({**cfg, "metrics": [metric]}, store.samples(run_id))
+    rates, _, _ = sampling.measured({**cfg, "metrics": [metric]}, store.samples(run_id))
     topo = topology.of_config(cfg)
     by: dict[str, list[float]] = {}
     for (a, b), r in rates[metric].items():

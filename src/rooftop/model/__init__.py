@@ -33,7 +33,8 @@ verdict is "cannot tell".
 The package: ceilings (Ceiling, intervals, practical ratios), roofline
 (Roofline, its verdict), evaluation (a roofline against samples), exclude
 (the samples the ceilings may not use), build (from_run, load_params); and
-what derives from rooflines: outliers (node pairs far from the others), mix
+what derives from rooflines: outliers (node pairs far from the others),
+suspects (the slow nodes and links named from the pairs and the topology), mix
 (a workload mix's combined roofline), classes (the client ceiling per
 topology class), drift (a run's ceilings against its validation: the
 platform changed between them) and answer (one answer per metric,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooftop.model.ceilings import Ceiling
+from rooftop.model.suspects import links_of
 from rooftop.topology import CLASSES
 from rooftop.units import fmt_pct, fmt_range, fmt_rate
 
@@ -27,6 +28,11 @@ class ClassCeiling:
     ceiling: Ceiling
     #: Pairs of the class the topology holds (measured or not).
     of: int
+    #: While its pairs were measured (pair rounds): the most pairs measured
+    #: at once beside one of them, and the most of those crossing a switch
+    #: uplink or group link it crossed too (None: not known).
+    at_once: int | None = None
+    through_same: int | None = None
 
     @property
     def pairs(self) -> int:
@@ -53,7 +59,26 @@ class ClassCeiling:
             "median": c.centre,
             "ci": list(c.ci) if c.ci else None,
             "width": self.width,
+            "at_once": self.at_once,
+            "through_same_links": self.through_same,
         }
+
+    @property
+    def concurrency(self) -> str:
+        return concurrency_text(self.at_once, self.through_same)
+
+
+def concurrency_text(at_once: int | None, through_same: int | None) -> str:
+    """While a class was measured: 'up to 3 other pair(s) at once, none
+    through the same switch uplink or group link' ('' when not known)."""
+    if at_once is None:
+        return ""
+    if not at_once:
+        return "each pair measured alone"
+    shared = (
+        f"{through_same} through the same link" if through_same else "none through the same switch uplink or group link"
+    )
+    return f"up to {at_once} other pair(s) at once, {shared}"
 
 
 def class_ceilings(rates: dict[tuple[int, int], float], topo) -> list[ClassCeiling]:
@@ -67,6 +92,23 @@ def class_ceilings(rates: dict[tuple[int, int], float], topo) -> list[ClassCeili
         for c, label in CLASSES.items()
         if c in by
     ]
+
+
+def concurrency(classes: list[ClassCeiling], beside: dict, topo) -> None:
+    """Fills each class's at_once and through_same from the pairs measured
+    at once (beside: pair -> the pairs beside it, as the rounds recorded
+    them; results.PairMatrix.beside): the classes' ceilings are their
+    own only if no other pair shared their links while they were measured."""
+    links = links_of(topo)
+    for c in classes:
+        at_once = through = 0
+        for p, others in beside.items():
+            if topo.klass(*p) != c.klass:
+                continue
+            mine = [lk for lk in links if lk.carries(topo, *p)]
+            at_once = max(at_once, len(others))
+            through = max(through, sum(any(lk.carries(topo, *q) for lk in mine) for q in others))
+        c.at_once, c.through_same = at_once, through
 
 
 def placement_class(server_nodes, client_nodes, topo) -> str | None:
@@ -104,6 +146,6 @@ def lines(classes: list[ClassCeiling], unit: str) -> list[str]:
         )
         out.append(
             f"{c.label}: {fmt_range(e.lo, e.hi, unit)} (median {fmt_rate(e.centre, unit)}{ci}; "
-            f"{c.pairs} of {c.of} pairs)"
+            f"{c.pairs} of {c.of} pairs" + (f"; {c.concurrency}" if c.concurrency else "") + ")"
         )
     return out

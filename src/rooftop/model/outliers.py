@@ -37,14 +37,31 @@ pair's rate is first divided by the median of its class (normalized): a
 node is slow against pairs of its own classes, not for having more pairs
 across groups than another node. The scores' medians stay rates.
 
-A slow node also lowers each partner's median by one slow pair, which
-with few partners (3 on 6 nodes whose same-core pairs are left out) can
-push a healthy partner past the cut-off too. So slow nodes are named one
-at a time, the lowest score first: once a node is named, the pairs that
-include it say nothing more about its partners, and the other nodes are
-scored again without them (against the typical node of the first pass
-when too few remain to set their own baseline), until no score is below
--THRESHOLD. A partner is named too only when its other pairs are slow.
+A slow node also lowers each partner's median by one slow pair. With 2
+or 3 partners per node (4 nodes, two per core, whose same-core pairs are
+left out) that pair is a third to a half of every partner's pairs: the
+partners' medians fall towards the slow node's, their own spreads widen,
+and the slow node hides among them (issue 45: node 3 capped to 20 % of a
+core, its rpc pairs at 11.9k, 0.05k and 12.4k ops/s against 60-73k for
+every other pair, scored -2.3, and nobody was named). So each node is
+also scored against the others as if it were not there: its partners'
+medians and spreads without their pair with it (leave one out; for the
+LOO_NODES lowest nodes, where at least MIN_NODES others are left and its
+partners are a twentieth of the nodes or more: among more nodes they
+barely move the others' median), and the
+lower of the two scores counts. Node 3 above scores -12 so (bw: 20 against
+35 MB/s, -11). The leave-one-out score only ever lowers a score: a node
+that lifts its partners is judged by the plain one.
+
+Slow nodes are named one at a time, the lowest score first: once a node
+is named, the pairs that include it say nothing more about its partners,
+and the other nodes are scored again without them, until no score is
+below -THRESHOLD. A partner is named too only when its other pairs are
+slow, and at least MIN_PAIRS of them are left.
+
+Where a node sits below the others by more than THRESHOLD of their spread
+but not of what a median of its few pairs wanders by, it is not named and
+cannot_tell says so: too few pairs to tell, never a silent nothing.
 
 Only pairs whose samples may feed a ceiling count (rooftop.model.exclusion:
 not nodes sharing cores, not --allow-concurrent, not invalid): a pair
@@ -68,6 +85,11 @@ MIN_NODES = 3
 #: A node with fewer usable pairs than this gets no score: one pair slow
 #: implicates both of its nodes equally.
 MIN_PAIRS = 2
+#: The lowest this many nodes are scored against the others without their own
+#: pairs, one by one; among more nodes one node's pairs barely move the others.
+LOO_NODES = 64
+#: ... and only where its pairs are at least 1/SMALL_SHARE of the nodes.
+SMALL_SHARE = 20
 
 
 @dataclass
@@ -76,6 +98,9 @@ class NodeScore:
     median: float  # median rate of the pairs that include the node
     z: float
     pairs: list[tuple[tuple[int, int], float]]  # the node's pairs, slowest first
+    #: Below the others by more than THRESHOLD of their spread, but not of
+    #: what a median of its few pairs wanders by: too few pairs to tell.
+    unsure: bool = False
 
     @property
     def flagged(self) -> str | None:
@@ -117,17 +142,6 @@ def robust_z(values: list[float], baseline: list[float] | None = None, least: li
     return [(_log(v) - m) / sc for v, sc in zip(values, scales)]
 
 
-def median_noise(per: dict[int, list[float]]) -> dict[int, float]:
-    """How far each node's median may wander by its pairs' noise alone, in
-    log units: 1.2533 * sigma / sqrt(k) for a node of k pairs, sigma the
-    typical spread of a node's own log pair rates (the median over nodes of
-    1.4826 * MAD: one slow partner among a node's pairs does not move it)."""
-    logs = {n: [_log(v) for v in vs] for n, vs in per.items()}
-    spread = [_spread(vs) for vs in logs.values() if vs]
-    sigma = statistics.median(spread) if spread else 0.0
-    return {n: 1.2533 * sigma / len(vs) ** 0.5 if vs else 0.0 for n, vs in logs.items()}
-
-
 def normalized(rates: dict[tuple[int, int], float], classes: dict | None = None) -> dict[tuple[int, int], float]:
     """Each pair's rate over the median rate of its class (classes: pair ->
     its topology class); the rates themselves with one class or none."""
@@ -144,11 +158,12 @@ def score_nodes(rates: dict[tuple[int, int], float], classes: dict | None = None
     """rates: (node a, node b) -> median client rate of that pair (usable
     pairs only); classes: pair -> its topology class (scored on normalized
     rates). Nodes with fewer than MIN_PAIRS pairs get no score; none at all
-    when fewer than MIN_NODES nodes have enough (cannot_tell). Slow nodes
-    are named one at a time (the module's docstring): a named node's pairs
-    are left out of its partners' scores."""
-    per_all: dict[int, list] = {}
-    for p, r in rates.items():  # (one pass: not one over every pair per node, quadratic at 10,000 nodes)
+    when fewer than MIN_NODES nodes have enough (cannot_tell). Each node is
+    scored against the others without its own pairs, and slow nodes are
+    named one at a time (the module's docstring): a named node's pairs are
+    left out of its partners' scores."""
+    per_all: dict[int, list[tuple[tuple[int, int], float]]] = {}
+    for p, r in rates.items():  # (one pass: not one per node)
         for n in p:
             per_all.setdefault(n, []).append((p, r))
     nodes = sorted(n for n, prs in per_all.items() if len(prs) >= MIN_PAIRS)
@@ -156,30 +171,82 @@ def score_nodes(rates: dict[tuple[int, int], float], classes: dict | None = None
         return []
     norm = normalized(rates, classes)
     per = {n: sorted(per_all[n], key=lambda pr: norm[pr[0]]) for n in nodes}
-    first = {n: statistics.median(norm[p] for p, _ in per[n]) for n in nodes}
-    noise = median_noise({n: [norm[p] for p, _ in per[n]] for n in nodes})
-    z = dict(zip(nodes, robust_z(list(first.values()), least=[noise[n] for n in nodes])))
-    med = {n: statistics.median(r for _, r in per[n]) for n in nodes}
+    logs = {p: _log(v) for p, v in norm.items()}
     slow: list[int] = []
+    z = dict.fromkeys(nodes, (0.0, 0.0))  # (z, z against the others' spread alone)
     while True:
-        worst = min((n for n in nodes if n not in slow), key=lambda n: z[n], default=None)
-        if worst is None or z[worst] >= -THRESHOLD:
+        z.update(_scores([n for n in nodes if n not in slow], per, logs, set(slow)))
+        # A node named after another needs MIN_PAIRS pairs of its own without the named ones.
+        left = [n for n in nodes if n not in slow and sum(not set(p) & set(slow) for p, _ in per[n]) >= MIN_PAIRS]
+        worst = min(left, key=lambda n: z[n][0], default=None)
+        if worst is None or z[worst][0] >= -THRESHOLD:
             break
         slow.append(worst)
-        # The others again, without the pairs of the nodes named so far.
-        rest = {n: [(p, r) for p, r in per[n] if not set(p) & set(slow)] for n in nodes if n not in slow}
-        rest = {n: prs for n, prs in rest.items() if prs}
-        s = {n: statistics.median(norm[p] for p, _ in prs) for n, prs in rest.items()}
-        base = list(s.values()) if len(s) >= MIN_NODES else [first[n] for n in nodes if n not in slow]
-        noise = median_noise({n: [norm[p] for p, _ in prs] for n, prs in rest.items()})
-        z.update(zip(s, robust_z(list(s.values()), base, [noise[n] for n in s])))
-        med.update({n: statistics.median(r for _, r in prs) for n, prs in rest.items()})
-    return [NodeScore(n, med[n], z[n], per[n]) for n in nodes]
+    med = {}
+    for n in nodes:
+        prs = [r for p, r in per[n] if n in slow or not set(p) & set(slow)]
+        med[n] = statistics.median(prs or [r for _, r in per[n]])
+    return [NodeScore(n, med[n], z[n][0], per[n], z[n][0] >= -THRESHOLD > z[n][1]) for n in nodes]
 
 
-def cannot_tell(rates: dict[tuple[int, int], float], nodes=()) -> str:
+def _scores(
+    nodes: list[int], per: dict, logs: dict[tuple[int, int], float], out: set[int]
+) -> dict[int, tuple[float, float]]:
+    """Each node's z without the pairs of the nodes in out (the module's
+    docstring): against every node, and, for the LOO_NODES lowest, also
+    against the other nodes without its own pairs (its partners' levels
+    without their pair with it, where MIN_NODES others are left and its
+    partners are 1/SMALL_SHARE of the nodes or more): the lower of the
+    two. Nodes with no pair left get no score here."""
+    mine = {n: [logs[p] for p, _ in per[n] if not set(p) & out] for n in nodes}
+    mine = {n: v for n, v in mine.items() if v}
+    level = {n: statistics.median(v) for n, v in mine.items()}
+    spread = {n: _spread(v) for n, v in mine.items() if len(v) >= 2}
+    every = _base(level, spread)  # (the same for every node: once)
+    z = {n: _z(level[n], every, len(mine[n])) for n in level}
+    for n in sorted(level, key=level.__getitem__)[:LOO_NODES]:
+        if len(per[n]) * SMALL_SHARE < len(level):  # its partners' medians barely move the others'
+            continue
+        lv = {j: v for j, v in level.items() if j != n}
+        sp = {j: v for j, v in spread.items() if j != n}
+        for p, _ in per[n]:
+            j = p[0] if p[1] == n else p[1]
+            rest = [logs[q] for q, _ in per[j] if not set(q) & (out | {n})] if j in lv else []
+            lv.pop(j, None)
+            sp.pop(j, None)
+            if rest:
+                lv[j] = statistics.median(rest)
+            if len(rest) >= 2:
+                sp[j] = _spread(rest)
+        if len(lv) >= MIN_NODES:
+            z[n] = min(z[n], _z(level[n], _base(lv, sp), len(mine[n])))
+    return z
+
+
+def _base(levels: dict[int, float], spreads: dict[int, float]) -> tuple[float, float, float]:
+    """(median of the levels, max(1.4826 * MAD of them, log(1 + FLOOR)),
+    sigma: the median of the nodes' own spreads (spreads: nodes of two
+    pairs or more; none: the levels')."""
+    base = list(levels.values())
+    sigma = statistics.median(spreads.values()) if spreads else _spread(base)
+    return statistics.median(base), max(_spread(base), math.log1p(FLOOR)), sigma
+
+
+def _z(value: float, base: tuple[float, float, float], k: int) -> tuple[float, float]:
+    """A node's level (log median of its k pairs) against the others'
+    (_base): its distance from their median in max(their spread,
+    1.2533 * sigma / sqrt(k)); and that distance in their spread alone."""
+    m, scale, sigma = base
+    d = value - m
+    return d / max(scale, 1.2533 * sigma / k**0.5), d / scale
+
+
+def cannot_tell(rates: dict[tuple[int, int], float], nodes=(), classes: dict | None = None) -> str:
     """Why the usable pairs cannot tell an outlier node ('' when they can
-    score every node). nodes: every node of the run."""
+    score every node and each score is clear). nodes: every node of the
+    run; classes: as score_nodes. A node below the others by more than
+    THRESHOLD of their spread, left unnamed only because a median of its
+    few pairs may wander that far, is said: too few pairs to tell."""
     count = dict.fromkeys(nodes, 0)
     for pair in rates:
         for n in pair:
@@ -187,7 +254,16 @@ def cannot_tell(rates: dict[tuple[int, int], float], nodes=()) -> str:
     short = sorted(n for n, k in count.items() if k < MIN_PAIRS)
     scored = len(count) - len(short)
     if scored >= MIN_NODES and not short:
-        return ""
+        unsure = [s for s in score_nodes(rates, classes) if s.unsure]
+        return (
+            "cannot tell whether "
+            + ", ".join(f"n{s.node} ({len(s.pairs)} pairs)" for s in unsure)
+            + (" are" if len(unsure) > 1 else " is")
+            + " slow: below the other nodes by more than their spread, but not by more than "
+            "the median of so few pairs may wander where pairs vary as much as here; more pairs would tell"
+            if unsure
+            else ""
+        )
     few = ", ".join(f"n{n} ({count[n]})" for n in short)
     if scored < MIN_NODES:
         return (

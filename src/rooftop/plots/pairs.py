@@ -1,7 +1,9 @@
 """The client pair matrix as a node x node heatmap (the CUG 2025 roofline paper's Polaris
 lesson: slow pairs that share one node). Boxed: only the pairs that are
 outliers by rooftop.model.outliers' rule (the same robust spread that flags
-nodes); a uniform matrix has no box, and its title says so."""
+nodes); a uniform matrix has no box, and its title says so. Pairs through a
+link named slow (rooftop.model.suspects) have a dashed box, and the title
+names the link."""
 
 from __future__ import annotations
 
@@ -79,11 +81,12 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     for a, b in pm.beside:
         for i, j in ((a, b), (b, a)):
             ax.plot(j + 0.32, i - 0.32, marker="o", ms=3, color="white", mec="black", mew=0.5, gid="beside-pair")
-    slow = outliers.slow_pairs(pm.rates, flagged, pm.classes)
+    through, notes = _slow_links(ax, pm)  # (the title's notes start with the slow links)
+    slow = [(p, v) for p, v in outliers.slow_pairs(pm.rates, flagged, pm.classes) if p not in through]
     for (a, b), _rate in slow:
         for i, j in ((a, b), (b, a)):
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5, gid="slow-pair"))
-    notes = _notes(pm)
+    notes += _notes(pm)
     ax.set_title(
         f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}" + ("\n" + "; ".join(notes) if notes else ""),
         fontsize=10,
@@ -123,6 +126,20 @@ def _notes(pm: PairMatrix) -> list[str]:
     return notes
 
 
+def _slow_links(ax, pm: PairMatrix) -> tuple[set, list[str]]:
+    """Pairs through a link named slow (rooftop.model.suspects): dashed
+    boxes; (those pairs, the title's note naming the links)."""
+    links = pm.named.links if pm.named else []
+    through = {p for lk in links for p, _ in lk.pairs}
+    for a, b in through:
+        for i, j in ((a, b), (b, a)):
+            ax.add_patch(
+                Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=1.5, ls="--", gid="slow-link-pair")
+            )
+    note = ["dashed: slow " + ", ".join(f"{lk.label} ({len(lk.pairs)} pairs)" for lk in links)] if links else []
+    return through, note
+
+
 def _verdict(pm: PairMatrix, slow, named: int, scale: float, unit: str, flagged=()) -> str:
     """The title's second line: outlier nodes with how many of their pairs
     are boxed, the other outlier pairs (slowest first), or that there are
@@ -144,7 +161,7 @@ def _verdict(pm: PairMatrix, slow, named: int, scale: float, unit: str, flagged=
         )
     if parts:
         return "outliers (boxed): " + "; ".join(parts)
-    why = outliers.cannot_tell(pm.rates, pm.nodes) if len(pm.nodes) >= outliers.MIN_NODES else ""
+    why = outliers.cannot_tell(pm.rates, pm.nodes, pm.classes) if len(pm.nodes) >= outliers.MIN_NODES else ""
     if why.startswith("cannot tell"):
         return why.split(":")[0] + f": {len(pm.rates)} usable pair(s)"
     if len(pm.rates) < outliers.MIN_NODES:

@@ -8,8 +8,10 @@ report says a sentence shared by several metrics once ("bw, rpc: ...")."""
 
 from __future__ import annotations
 
+import statistics
+
 from rooftop.foreign import FOREIGN_WARN
-from rooftop.model import outliers
+from rooftop.model import outliers, suspects
 from rooftop.model.roofline import ONE_MEASUREMENT_TODO, Roofline
 from rooftop.results import WIDE_CLIENT_RANGE, RunResults
 from rooftop.units import fmt_pct, fmt_range, fmt_rate, fmt_ratio
@@ -47,8 +49,19 @@ def pairs(res: RunResults) -> list[tuple[str | None, str]]:
     out: list[tuple[str | None, str]] = []
     for metric, pm in sorted(res.pairs.items()):
         flagged = res.flagged(metric)
+        named = pm.named.links if pm.named else []
         slow = outliers.slow_pairs(pm.rates, flagged, pm.classes)
-        links = [(p, v) for p, v in slow if not set(p) & set(flagged)]
+        links = [(p, v) for p, v in slow if not set(p) & set(flagged) and not _through(res, pm, p)]
+        for lk in named:
+            out.append(
+                (
+                    metric,
+                    f"the pair matrix points at the {lk.label}: its {len(lk.pairs)} pair(s) are slow "
+                    f"(median {fmt_rate(statistics.median(r for _, r in lk.pairs), pm.unit)}) while its nodes' "
+                    "other pairs are not. Check that link (cable, port, routing); its pairs are left out of "
+                    "the class ceilings.",
+                )
+            )
         if flagged:
             w = res.without_flagged.get(metric)
             out.append(
@@ -71,8 +84,12 @@ def pairs(res: RunResults) -> list[tuple[str | None, str]]:
                     + ": slow between those nodes only (a cable, a switch port, a route).",
                 )
             )
-        if not flagged and not links:
-            why = outliers.cannot_tell(pm.rates, pm.nodes)
+        if pm.states:
+            out.append(
+                (metric, "follow-up: " + "; ".join(suspects.state_text(s, st) for s, st in pm.states.items()) + ".")
+            )
+        if not flagged and not links and not named:
+            why = outliers.cannot_tell(pm.rates, pm.nodes, pm.classes)
             if why.startswith("cannot tell") and pm.left_out:
                 out.append(
                     (
@@ -95,6 +112,11 @@ def pairs(res: RunResults) -> list[tuple[str | None, str]]:
                     (metric, f"the pair matrix points nowhere: no node or link stands out among {len(pm.rates)} pairs.")
                 )
     return out
+
+
+def _through(res: RunResults, pm, p) -> bool:
+    """Whether the pair crosses a link named slow."""
+    return bool(pm.named and pm.named.through_named(res.topology, *p))
 
 
 def remeasure(res: RunResults) -> list[tuple[str | None, str]]:

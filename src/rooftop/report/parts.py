@@ -189,7 +189,13 @@ def class_text(h: dict) -> str:
     switch 2.80–2.90 MiB/s (median 2.85 MB/s, 7 pairs); across groups ...'."""
     u = h["unit"]
     return "; ".join(
-        f"{c['label']} {range_text([c['min'], c['max']], u)} (median {fmt_rate(c['median'], u)}, {c['pairs']} pairs)"
+        f"{c['label']} {range_text([c['min'], c['max']], u)} (median {fmt_rate(c['median'], u)}, {c['pairs']} pairs"
+        + (
+            f", {classes.concurrency_text(c['at_once'], c['through_same_links'])}"
+            if c.get("at_once") is not None
+            else ""
+        )
+        + ")"
         for c in h.get("client_classes") or []
     )
 

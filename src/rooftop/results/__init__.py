@@ -14,9 +14,9 @@ from rooftop import launchers, metrics, model, stages, topology
 from rooftop.engine import enginedoc
 from rooftop.engine.enginedoc import Latency  # noqa: F401  (figures and tests take it from here)
 from rooftop.foreign import FOREIGN_WARN, OVER_GATE
-from rooftop.model import outliers
+from rooftop.model import outliers, suspects
 from rooftop.model.answer import Answer, answer
-from rooftop.model.classes import class_ceilings
+from rooftop.model.classes import class_ceilings, concurrency
 from rooftop.results.sections import Section
 from rooftop.store.damage import DAMAGED, is_damaged
 from rooftop.store.db import Store
@@ -50,6 +50,10 @@ class PairMatrix:
     #: Where the run knows its topology: pair -> its class (rooftop.topology);
     #: outlier scores compare each pair with its class.
     classes: dict[tuple[int, int], str] = field(default_factory=dict)
+    #: The slow nodes and links named from these pairs (rooftop.model.suspects.name).
+    named: suspects.Named | None = None
+    #: Each suspect's standing after the follow-up batches (rooftop.model.suspects.states).
+    states: dict[str, tuple[str, int | None]] = field(default_factory=dict)
 
     def outlier_lines(self) -> list[str]:
         """The outlier section's account: how many pairs it used, which it
@@ -71,7 +75,14 @@ class PairMatrix:
                 f"(pair rounds), e.g. n{'-n'.join(map(str, next(iter(self.beside))))} beside "
                 + ", ".join(f"n{a}-n{b}" for a, b in next(iter(self.beside.values())))
             )
-        why = outliers.cannot_tell(self.rates, self.nodes)
+        for lk in self.named.links if self.named else []:
+            out.append(
+                f"slow link: the {lk.label}, {len(lk.pairs)} pair(s) through it at a median of "
+                f"{fmt_rate(statistics.median(r for _, r in lk.pairs), self.unit)} (score {lk.z:.1f}); "
+                f"its nodes' other pairs are not slow"
+            )
+        out += [suspects.state_text(label, st) for label, st in self.states.items()]
+        why = self.named.cannot_tell if self.named else outliers.cannot_tell(self.rates, self.nodes, self.classes)
         if why:
             out.append(why)
         return out
@@ -97,6 +108,8 @@ class RunResults:
     warnings: list[str] = field(default_factory=list)
     #: Per metric: every node's outlier score (empty with fewer than 3 nodes).
     scores: dict[str, list[outliers.NodeScore]] = field(default_factory=dict)
+    #: Per metric: the slow nodes and links named (rooftop.model.suspects).
+    named: dict[str, suspects.Named] = field(default_factory=dict)
     #: Per metric, when nodes are flagged slow: the roofline without their pairs.
     without_flagged: dict[str, model.Roofline] = field(default_factory=dict)
     #: The topology the run recorded (rooftop.topology.Topology; None: none).
@@ -408,10 +421,15 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
         pm = pair_matrix(samples, metric, nodes, why)
         if pm:
             res.pairs[metric] = pm
+            pm.named = res.named[metric] = named = suspects.name(pm.rates, res.topology)
+            res.scores[metric] = named.scores
+            pm.states = suspects.states(named, (run.config.get("pair_sample") or {}).get("confirm") or [])
             if res.topology is not None:
                 pm.classes = {p: res.topology.klass(*p) for p in [*pm.rates, *pm.left_out]}
-                res.classes[metric] = class_ceilings(pm.rates, res.topology)
-            res.scores[metric] = outliers.score_nodes(pm.rates, pm.classes)
+                # A pair through a slow link is not its class's ceiling.
+                ceiling = {p: r for p, r in pm.rates.items() if not named.through_named(res.topology, *p)}
+                res.classes[metric] = class_ceilings(ceiling or pm.rates, res.topology)
+                concurrency(res.classes[metric], pm.beside, res.topology)
             slow = res.flagged(metric)
             if slow:
                 try:

@@ -47,6 +47,9 @@ class PairsExpected:
     #: The most pairs one of its rounds measures at once, where the strategy
     #: schedules them itself (None: its rounds hold the pairs evenly).
     widest: int | None = None
+    #: The follow-up batch a suspect adds before it is named (a strategy that
+    #: re-measures suspects): pairs per suspect node and per suspect link.
+    follow_up: dict[str, int] = field(default_factory=dict)
 
     @property
     def most_at_once(self) -> int:

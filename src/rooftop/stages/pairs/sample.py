@@ -54,6 +54,12 @@ from rooftop.units import fmt_pct
 
 #: Each class gets at least this many pairs (an interval needs a spread).
 MIN_PER_CLASS = 3
+#: A follow-up batch re-measures each suspect node with this many fresh
+#: partners (one per class it reaches first: its switch, its group, across groups).
+CONFIRM_NODE_PAIRS = 3
+#: ... and each suspect link with this many: pairs of its nodes that do not
+#: cross it, and pairs through it to far ends each behind another link.
+CONFIRM_LINK_PAIRS = 4
 #: Nodes after a node in Drawer.match's shuffled order it may be paired with.
 LOOK_AHEAD = 4
 #: Random partners looked at before the candidates are listed in full.
@@ -637,6 +643,67 @@ def schedule(pairs: list[Pair], topo, cores: dict[int, set] | None = None) -> li
     return first_fit(pairs, uses)
 
 
+def follow_up(
+    topo,
+    chosen: list[Pair],
+    nodes: list[int],
+    links: list[tuple[str, list[int]]],
+    usable: Callable[[int, int], bool] | None = None,
+    batch: int = 1,
+) -> list[Pair]:
+    """The confirmation batch: fresh pairs (never drawn before, usable) that
+    separate each suspect's hypotheses before it is named.
+
+    nodes: suspect nodes; each gets CONFIRM_NODE_PAIRS partners that are no
+    suspect, one per class it reaches first (its switch's pair crosses no
+    link: slow there too, it is the node, not its switch's uplink), then any.
+    links: suspect links as (kind, the nodes behind it): 'switch' (an
+    uplink: its nodes' other path is their switch) or 'group' (a group's
+    link: their group). Each gets CONFIRM_LINK_PAIRS pairs: half between
+    its nodes and partners on its side (not crossing it: fine there, the
+    link is slow, not its nodes), half through it to healthy far ends, each
+    behind a different switch or group (slow to all of them: this link,
+    not one far end's). Reproducible from the batch number."""
+    rng = random.Random(f"rooftop confirm {topo.n} {batch}")
+    taken = {(min(p), max(p)) for p in chosen}
+    suspect = set(nodes) | {x for _, behind in links for x in behind}
+    adds: list[Pair] = []
+
+    def fresh(a: int, cands: list[int]) -> int | None:
+        cands = [b for b in cands if b != a and (min(a, b), max(a, b)) not in taken]
+        cands = [b for b in cands if usable is None or usable(min(a, b), max(a, b))]
+        if not cands:
+            return None
+        b = rng.choice(cands)
+        taken.add((min(a, b), max(a, b)))
+        adds.append((min(a, b), max(a, b)))
+        return b
+
+    healthy = [x for x in range(topo.n) if x not in suspect]
+    for n in nodes:
+        got = 0
+        for c in ("switch", "group", "global", "all"):
+            got += fresh(n, [b for b in healthy if topo.klass(n, b) == c]) is not None
+        while got < CONFIRM_NODE_PAIRS and fresh(n, healthy) is not None:
+            got += 1
+    for kind, behind in links:
+        side = topo.switch if kind == "switch" else topo.group
+        inside = [x for x in range(topo.n) if x not in nodes]
+        got = 0
+        for a in rng.sample(behind, len(behind)):
+            if got >= CONFIRM_LINK_PAIRS // 2:
+                break
+            got += fresh(a, [b for b in inside if side[b] == side[a]]) is not None
+        far: set[str] = set()
+        for a in rng.sample(behind, len(behind)):
+            if len(far) >= CONFIRM_LINK_PAIRS - CONFIRM_LINK_PAIRS // 2:
+                break
+            b = fresh(a, [b for b in healthy if side[b] != side[a] and side[b] not in far])
+            if b is not None:
+                far.add(side[b])
+    return adds
+
+
 def recorded(cfg: dict) -> list[list[Pair]]:
     """The batches of pairs a run recorded ("pair_sample"); without a
     record, the first batch drawn from the run's topology (no exclusion
@@ -717,6 +784,7 @@ def expected(cfg: dict, topology: Topology | None = None) -> PairsExpected:
         interval=cfg["collect"]["sample_width"],
         spread=PLAN_SPREAD,
         widths={c: v["width"] for c, v in classes.items()},
+        follow_up={"node": CONFIRM_NODE_PAIRS, "link": CONFIRM_LINK_PAIRS},
     )
 
 
