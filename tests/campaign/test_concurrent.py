@@ -23,7 +23,11 @@ import pytest
 from campaign_util import rooftop, samples
 
 QUICK = ["--metrics", "rpc", "--duration", "0.5", "--windows", "2", "--warmup", "0.2"]
-LONGER = ["--metrics", "rpc", "--duration", "0.5", "--windows", "8", "--warmup", "0.2"]
+# Long enough (about 13 s) that the first campaign still holds its locks
+# while two refused commands and the waiter start (each a second or so of
+# Python start-up): with 8 windows (5 s) it could end before the waiter
+# asked, and the waiter never waited.
+LONGER = ["--metrics", "rpc", "--duration", "0.5", "--windows", "24", "--warmup", "0.2"]
 
 
 @pytest.fixture

@@ -12,9 +12,12 @@ import json
 
 import pytest
 from cluster_util import cluster_up, needs_root, rooftop
-from test_topology_sample import CAP, CAPPED, R2, SAMPLE
+from test_topology_sample import CAP, CAPPED, R1, R2, SAMPLE
 
+from rooftop import topology
+from rooftop.campaign import sampling, simulate
 from rooftop.cluster import net
+from rooftop.store.db import Store
 
 pytestmark = needs_root
 
@@ -29,11 +32,15 @@ def slow_group_link(tmp_path_factory):
         # Room for the follow-up batches beside the classes' (the budget bounds them as any batch).
         run = rooftop("collect", *SAMPLE, "--set", "collect.sample_budget=48", "--results", str(res), timeout=1800)
         run_id = run.stdout.strip().splitlines()[-1]
-        yield json.loads(rooftop("model", run_id, "--results", str(res), "--json").stdout)
+        yield {
+            "model": json.loads(rooftop("model", run_id, "--results", str(res), "--json").stdout),
+            "res": res,
+            "run": run_id,
+        }
 
 
 def test_the_slow_group_link_is_named_as_a_link_and_the_capped_node_as_a_node(slow_group_link):
-    m = {d["metric"]: d for d in slow_group_link["metrics"]}
+    m = {d["metric"]: d for d in slow_group_link["model"]["metrics"]}
     bw, rpc = m["bw"], m["rpc"]
     got = {
         k: ([lk["nodes"] for lk in v["links"]], [n["node"] for n in v["nodes"] if n["flag"] == "slow"])
@@ -47,3 +54,24 @@ def test_the_slow_group_link_is_named_as_a_link_and_the_capped_node_as_a_node(sl
     # The link was re-measured with fresh partners before it was named.
     states = {s["suspect"]: s["state"] for s in bw["suspects"]}
     assert states[bw["links"][0]["label"]] == "confirmed", bw["suspects"]
+
+
+def test_the_simulator_names_what_the_campaign_named(slow_group_link):
+    """The simulator (rooftop.campaign.simulate) on the platform this cluster
+    was set up as -- node links R1, group links R2, group 0's at half --
+    with the noise fitted to this run's bw pairs and the campaign's own
+    usable pairs (nodes sharing cores), names what the campaign named in
+    bw: group 0's link, and no node (the CPU cap is not a link-bound
+    pair's limit: the campaign may name the capped node beside it)."""
+    store = Store(slow_group_link["res"])
+    run_id = slow_group_link["run"]
+    cfg = store.get_run(run_id).config
+    topo = topology.of_config(cfg)
+    platform = simulate.Platform(
+        topo, node_rate=R1, uplink_rate=R1, group_rate=R2, noise=simulate.fit_noise(store, run_id, "bw")
+    )
+    got = simulate.run(platform, cfg, {("group", topo.group[0]): 0.5}, seed=0, usable=sampling.usable(cfg))
+    bw = next(d for d in slow_group_link["model"]["metrics"] if d["metric"] == "bw")
+    real = {(lk["kind"], lk["name"]) for lk in bw["links"]}
+    real |= {("node", str(n["node"])) for n in bw["nodes"] if n["flag"] == "slow" and n["node"] != CAPPED}
+    assert got.named == real == {("group", topo.group[0])}, (got, real)
