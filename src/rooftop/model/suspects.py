@@ -153,13 +153,7 @@ def name(rates: dict[Pair, float], topology: Topology | None = None) -> Named:
     classes = {p: topo.klass(*p) for p in rates} if topo is not None else None
     named: list[Link] = []
     unsure: list[Link] = []
-    through: dict[tuple[str, str], list[Pair]] = {}
-    if topo is not None and links:
-        have = {(lk.kind, lk.name) for lk in links}
-        for p in rates:
-            for key in _crossed(topo, *p):
-                if key in have:
-                    through.setdefault(key, []).append(p)
+    through = _through(topo, links, rates)
     out: set[Pair] = set()
     while links and classes is not None:
         rest = {p: r for p, r in rates.items() if p not in out}
@@ -197,6 +191,19 @@ def name(rates: dict[Pair, float], topology: Topology | None = None) -> Named:
             if len(sw[topo.switch[n]]) == 1 and len(set(topo.switch)) > 1
         ]
     return Named(nodes, named, scores, links, "; ".join(w for w in why if w))
+
+
+def _through(topo: Topology | None, links: list[Link], rates: dict[Pair, float]) -> dict[tuple[str, str], list[Pair]]:
+    """(kind, name) of each link -> the pairs that cross it (indexed once:
+    one pass over the pairs, not one per link)."""
+    through: dict[tuple[str, str], list[Pair]] = {}
+    if topo is not None and links:
+        have = {(lk.kind, lk.name) for lk in links}
+        for p in rates:
+            for key in _crossed(topo, *p):
+                if key in have:
+                    through.setdefault(key, []).append(p)
+    return through
 
 
 def _by_class(rates: dict[Pair, float], classes: dict[Pair, str]) -> dict[str, list[float]]:

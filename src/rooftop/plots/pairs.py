@@ -58,6 +58,25 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     ax.set_ylabel("node")
     if n <= 12:
         _write_values(ax, m)
+    _left_out_and_beside(ax, pm, scale)
+    through, notes = _slow_links(ax, pm)  # (the title's notes start with the slow links)
+    slow = [(p, v) for p, v in outliers.slow_pairs(pm.rates, flagged, pm.classes) if p not in through]
+    for (a, b), _rate in slow:
+        for i, j in ((a, b), (b, a)):
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5, gid="slow-pair"))
+    notes += _notes(pm)
+    ax.set_title(
+        f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}" + ("\n" + "; ".join(notes) if notes else ""),
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _left_out_and_beside(ax, pm: PairMatrix, scale: float) -> None:
+    """The cells of pairs the model may not use (hatched, their rate in
+    grey) and of pairs measured beside others (a dot)."""
+    n = len(pm.nodes)
     # Pairs the model may not use (rooftop.model.exclusion): grey, hatched,
     # their rate in grey; never boxed, never scored.
     for (a, b), (v, _) in pm.left_out.items():
@@ -81,18 +100,6 @@ def figure(pm: PairMatrix, title: str, slowest: int = 3, flagged: list[int] = ()
     for a, b in pm.beside:
         for i, j in ((a, b), (b, a)):
             ax.plot(j + 0.32, i - 0.32, marker="o", ms=3, color="white", mec="black", mew=0.5, gid="beside-pair")
-    through, notes = _slow_links(ax, pm)  # (the title's notes start with the slow links)
-    slow = [(p, v) for p, v in outliers.slow_pairs(pm.rates, flagged, pm.classes) if p not in through]
-    for (a, b), _rate in slow:
-        for i, j in ((a, b), (b, a)):
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=style.SERVER, lw=2.5, gid="slow-pair"))
-    notes += _notes(pm)
-    ax.set_title(
-        f"{title}\n{_verdict(pm, slow, slowest, scale, unit, flagged)}" + ("\n" + "; ".join(notes) if notes else ""),
-        fontsize=10,
-    )
-    fig.tight_layout()
-    return fig
 
 
 def _write_values(ax, m) -> None:
