@@ -70,3 +70,28 @@ def counting_engine(folder: Path, agent_args: str = "") -> tuple[Path, Path]:
 def execs(log: Path) -> Counter:
     """The engine commands a counting_engine log counted."""
     return Counter(log.read_text().split()) if log.exists() else Counter()
+
+
+def docs_table(script: str) -> str:
+    """The table scripts/<script>.py makes from `rooftop plan --json` now
+    (its table(plan) function), for a test that the docs hold it."""
+    import contextlib
+    import importlib.util
+    import io
+    import json
+
+    from rooftop.cli.main import main
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location(script, root / "scripts" / f"{script}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def plan(argv: list[str]) -> dict:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(argv) == 0
+        return json.loads(out.getvalue())
+
+    return module.table(plan)

@@ -6,9 +6,10 @@ as each pair strategy's formula says, and bad input refused by name."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from campaign_util import rooftop
+from campaign_util import docs_table, rooftop
 
 from rooftop.campaign.costs import AGENTS, LAUNCH_MODES, PER_PLACEMENT
 from rooftop.campaign.forecast import forecast, resolve_planned
@@ -221,26 +222,8 @@ def test_bad_input_exits_2_naming_it(tmp_path):
 def test_the_docs_plan_table_is_what_plan_prints():
     """docs/measurement.md's table for 17, 128 and 1,000 nodes, as
     scripts/plan_table.py makes it from `rooftop plan --json` now."""
-    import contextlib
-    import importlib.util
-    import io
-    from pathlib import Path
-
-    from rooftop.cli.main import main
-
     root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("plan_table", root / "scripts" / "plan_table.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-
-    def plan(argv: list[str]) -> dict:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            assert main(argv) == 0
-        return json.loads(out.getvalue())
-
-    table = module.table(plan)
+    table = docs_table("plan_table")
     assert "| 1,000 | rounds (50 groups) | 499,500 in 999 |" in table
     assert table in (root / "docs" / "measurement.md").read_text(), "run scripts/plan_table.py into docs/measurement.md"
 

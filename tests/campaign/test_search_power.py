@@ -5,8 +5,9 @@ engine; `rooftop plan --pairs sample` quotes what it finds."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from campaign_util import rooftop
+from campaign_util import docs_table, rooftop
 
 from rooftop.campaign import simulate
 from rooftop.config.resolve import resolve_grid
@@ -89,26 +90,8 @@ def test_plan_quotes_the_power_of_its_sample_search():
 def test_the_docs_power_table_is_what_plan_quotes():
     """docs/topology.md's table for 17, 128, 1,000 and 10,000 nodes, as
     scripts/power_table.py makes it from `rooftop plan --json` now."""
-    import contextlib
-    import importlib.util
-    import io
-    from pathlib import Path
-
-    from rooftop.cli.main import main
-
     root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("power_table", root / "scripts" / "power_table.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-
-    def plan(argv: list[str]) -> dict:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            assert main(argv) == 0
-        return json.loads(out.getvalue())
-
-    table = module.table(plan)
+    table = docs_table("power_table")
     assert "| 10,000 | 500 |" in table
     assert table in (root / "docs" / "topology.md").read_text(), "run scripts/power_table.py into docs/topology.md"
 
