@@ -11,8 +11,8 @@ What each stage plans lives in its file under rooftop/stages/ (Carns et al. (CUG
 sections 4.3 and 5); this package runs the plans and names no stage.
 
 The pieces, a module each: plan (placements, shared stages measured once,
-client rounds), groups (server groups: merged arguments, Servers: a group's
-lifecycle), commands (engine command lines, their leases), processes (every
+client rounds), groups (server groups: Servers, a group's
+lifecycle), commands (engine command lines, the merged server arguments, their leases), processes (every
 process started, signals), rounds (RoundMeasurer: one client round), rows
 (Rows: stored rows from what clients measured, and their validity),
 windows (aggregates over common time), limits (link rates a sample cannot
@@ -44,12 +44,10 @@ stands for the others; its keys name them all ("server_peak+client_peak+...").
 
 from __future__ import annotations
 
-from rooftop.campaign.commands import Commands
+from rooftop.campaign.commands import MERGED_BY_MAX, Commands, merge_server_args
 from rooftop.campaign.groups import (
-    MERGED_BY_MAX,
     ServerGroup,
     Servers,
-    merge_server_args,
     name_server_reasons,
     server_groups,
     server_reasons,

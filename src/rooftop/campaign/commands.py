@@ -9,12 +9,44 @@ from pathlib import Path
 
 from rooftop import metrics
 from rooftop.campaign.costs import launch_mode
-from rooftop.campaign.groups import merge_server_args
 from rooftop.engine import enginedoc
 from rooftop.engine.base import LEASE_FILE, TOKEN_FILE
 from rooftop.launchers import Launch, Launcher, Node
 from rooftop.nics import policy as nics
 from rooftop.stages import Measurement, Placement
+from rooftop.units import parse_size
+
+#: Server options two metrics may both give with different values: the
+#: servers get the largest (each is the size of a buffer slot).
+MERGED_BY_MAX = ("--max-size", "--max-msg")
+
+
+def _server_options(args: list[str]) -> dict[str, tuple[str, ...]]:
+    """Engine arguments by option: {"--size": ("--size", "4KiB"), "--fill":
+    ("--fill=false",), "--verbose": ("--verbose",)}."""
+    out: dict[str, tuple[str, ...]] = {}
+    for i, a in enumerate(args):
+        if a.startswith("--") and "=" in a:
+            out[a.split("=", 1)[0]] = (a,)
+        elif a.startswith("--"):
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            out[a] = (a,) if nxt is None or nxt.startswith("--") else (a, nxt)
+    return out
+
+
+def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
+    """The server arguments serving every one of several metrics, or None
+    when two of them give an option different values (MERGED_BY_MAX aside;
+    a flag given as --flag=false differs from --flag=true)."""
+    merged: dict[str, tuple[str, ...]] = {}
+    for args in arg_lists:
+        for opt, given in _server_options(args).items():
+            if opt in merged and merged[opt] != given:
+                if opt not in MERGED_BY_MAX:
+                    return None
+                given = (opt, str(max(parse_size(merged[opt][1], opt), parse_size(given[1], opt))))
+            merged[opt] = given
+    return [a for given in merged.values() for a in given]
 
 
 def _non_default(cfg: dict, key: str, default: int) -> list[str]:

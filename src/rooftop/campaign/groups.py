@@ -14,9 +14,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rooftop import metrics
+from rooftop.campaign.commands import Commands, merge_server_args
 from rooftop.campaign.processes import Processes, SampleFailed
 from rooftop.engine import enginedoc
 from rooftop.engine.agents import AGENTS_DIR
@@ -27,42 +27,6 @@ from rooftop.engine.reaping import reap
 from rooftop.engine.servers import NotReady, wait_published
 from rooftop.nics import check as nic_check
 from rooftop.stages import Placement
-from rooftop.units import parse_size
-
-if TYPE_CHECKING:  # (commands merges server arguments with merge_server_args, below)
-    from rooftop.campaign.commands import Commands
-
-#: Server options two metrics may both give with different values: the
-#: servers get the largest (each is the size of a buffer slot).
-MERGED_BY_MAX = ("--max-size", "--max-msg")
-
-
-def _server_options(args: list[str]) -> dict[str, tuple[str, ...]]:
-    """Engine arguments by option: {"--size": ("--size", "4KiB"), "--fill":
-    ("--fill=false",), "--verbose": ("--verbose",)}."""
-    out: dict[str, tuple[str, ...]] = {}
-    for i, a in enumerate(args):
-        if a.startswith("--") and "=" in a:
-            out[a.split("=", 1)[0]] = (a,)
-        elif a.startswith("--"):
-            nxt = args[i + 1] if i + 1 < len(args) else None
-            out[a] = (a,) if nxt is None or nxt.startswith("--") else (a, nxt)
-    return out
-
-
-def merge_server_args(arg_lists: list[list[str]]) -> list[str] | None:
-    """The server arguments serving every one of several metrics, or None
-    when two of them give an option different values (MERGED_BY_MAX aside;
-    a flag given as --flag=false differs from --flag=true)."""
-    merged: dict[str, tuple[str, ...]] = {}
-    for args in arg_lists:
-        for opt, given in _server_options(args).items():
-            if opt in merged and merged[opt] != given:
-                if opt not in MERGED_BY_MAX:
-                    return None
-                given = (opt, str(max(parse_size(merged[opt][1], opt), parse_size(given[1], opt))))
-            merged[opt] = given
-    return [a for given in merged.values() for a in given]
 
 
 def server_groups(cfg: dict, names: list[str]) -> list[list[str]]:

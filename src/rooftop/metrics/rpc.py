@@ -59,7 +59,7 @@ def _server_args(cfg: dict) -> list[str]:
     (the engine's default, 4 x 16 MiB, made resident up front, costs every
     rpc-only placement ~15 ms of page faults before it serves). A placement
     that also measures bw or storage gets their larger --max-size (the
-    largest is kept: rooftop.campaign.groups.MERGED_BY_MAX)."""
+    largest is kept: rooftop.campaign.commands.MERGED_BY_MAX)."""
     need = max(_sizes(cfg))
     return [*RPC_BULK_ARGS, *(["--max-msg", str(need)] if need > DEFAULT_MAX_MSG else [])]
 
