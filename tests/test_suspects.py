@@ -80,6 +80,34 @@ def test_a_link_whose_nodes_have_no_other_pair_cannot_be_told_from_them():
     assert "link of group g0" in got.cannot_tell and "cannot tell which" in got.cannot_tell
 
 
+def test_two_slow_nodes_of_one_group_are_the_nodes_not_its_link():
+    """Nodes 0 and 1 of group g0 capped, 22 pairs drawn: every pair of
+    theirs is slow, through g0's link or not. Whether they are fine
+    elsewhere is judged against their class without their own pairs (with
+    them, the class median leans towards them, and g0's link was named in
+    this draw instead)."""
+    rnd = random.Random(83)
+    pairs = rnd.sample(EVERY, 22)
+    got = {}
+    for a, b in pairs:
+        r = R1 if TWELVE.klass(a, b) == "switch" else R2
+        got[(a, b)] = (10.0 if {a, b} & {0, 1} else r) * rnd.uniform(0.95, 1.05)
+    named = suspects.name(got, TWELVE)
+    assert named.nodes == [0, 1] and named.links == []
+
+
+def test_two_groups_say_a_slow_group_link_cannot_be_told():
+    """With two groups every pair across them crosses both group links: no
+    pair can tell a slow one from the across-groups ceiling, and the
+    answer says so instead of naming nothing in silence."""
+    topo = Topology.even(16, 2, 2)
+    pairs = [(a, b) for a in range(16) for b in range(a + 1, 16)]
+    got = suspects.name(rates(topo, pairs), topo)
+    assert got.nodes == [] and got.links == []
+    assert got.cannot_tell.startswith("two groups: every pair across them crosses both group links")
+    assert "two groups" not in suspects.name(rates(TWELVE, EVERY), TWELVE).cannot_tell
+
+
 def test_without_a_topology_nodes_only():
     four = {(0, 1): 73.0e3, (1, 2): 60.4e3, (0, 3): 11.9e3, (1, 3): 0.05e3, (2, 3): 12.4e3}
     got = suspects.name(four, None)

@@ -39,8 +39,8 @@ named by rooftop.model.outliers from the pairs through no named or unsure
 link: a node is slow through every path it has left. A node alone on its
 switch has every pair through its uplink: named as the node, its uplink is
 said as the other possibility. With two groups both group links carry the
-same pairs: no pair tells one from the other or from the class itself, and
-neither is scored.
+same pairs: no pair tells one from the other or from the class itself:
+neither is scored, and cannot_tell says so.
 """
 
 from __future__ import annotations
@@ -183,7 +183,12 @@ def name(rates: dict[Pair, float], topology: Topology | None = None) -> Named:
         for lk in unsure
     ]
     if topo is not None:
-        sw, _ = topo.members()
+        sw, gr = topo.members()
+        if len(gr) == 2 and "global" in (rest_classes or {}).values():
+            why.append(
+                "two groups: every pair across them crosses both group links, so a slow group link "
+                "cannot be told from the across-groups ceiling (no pair tells them apart)"
+            )
         why += [
             f"n{n} is alone on switch {topo.switch[n]}: every pair of it crosses the switch's uplink "
             f"(cannot tell the node from that link)"
@@ -212,6 +217,11 @@ def _by_class(rates: dict[Pair, float], classes: dict[Pair, str]) -> dict[str, l
     for p, r in rates.items():
         by.setdefault(classes[p], []).append(_log(r))
     return by
+
+
+def _without(rates: dict[Pair, float], n: int) -> dict[Pair, float]:
+    """The pairs that do not have node n."""
+    return {p: r for p, r in rates.items() if n not in p}
 
 
 def _crossed(topo: Topology, a: int, b: int) -> list[tuple[str, str]]:
@@ -258,11 +268,17 @@ def _link(
     slow = [n for n, v in behind.items() if z(v) < -THRESHOLD]
     if len(slow) < 2 or 2 * len(slow) < len(behind):
         return score, ""
-    peers = {c: statistics.median(v) for c, v in by.items()}
-    # Their pairs not through it, each against its class among the pairs not through it.
+    # Their pairs not through it, each against its class among the pairs
+    # not through it and not of that node (its own would pull the median
+    # towards it: a slow node would look fine elsewhere).
     fine = unknown = 0
     for n in slow:
-        vals = [_log(r) - peers[classes[p]] for p, r in others.items() if n in p and p not in gone]
+        mine = {p: r for p, r in others.items() if n in p and p not in gone}
+        if not mine:
+            unknown += 1
+            continue
+        peers = {c: statistics.median(v) for c, v in _by_class(_without(others, n), classes).items()}
+        vals = [_log(r) - peers[classes[p]] for p, r in mine.items() if classes[p] in peers]
         if not vals:
             unknown += 1
         elif z(vals) >= -THRESHOLD:
