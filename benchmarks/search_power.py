@@ -3,7 +3,7 @@
 through the simulator (rooftop.campaign.simulate: the campaign's own
 sampling and naming on a described platform, no engine).
 
-    python3 benchmarks/search_power.py [--runs 100] [--runs-10k 40]
+    .venv/bin/python benchmarks/search_power.py [--runs 100] [--runs-10k 40]
         [--node 0.7] [--link 0.5] [--sigma S] [--min-pairs K] [--only 1000] [--seed 0] [--json FILE]
 
 Per case -- 1,000 nodes in 50 groups, 10,000 nodes in 500 groups, one
@@ -18,8 +18,10 @@ and per kind), the pairs and batches of a run, the client ceiling's
 planned time (the longest run) and the wall time the simulation took.
 The goal (issue 45): power >= 95 % and <= 0.05 false names per run, the
 search planned within an hour at 10,000 nodes and 30 minutes at 1,000.
-CPU only: run it under nice on a quiet machine. Python 3.10+ and rooftop
-(this checkout's src/ when rooftop is not installed)."""
+CPU only: run it under nice on a quiet machine. Python 3.10+ with numpy
+(the README's setup's .venv) and rooftop (this checkout's src/ when rooftop
+is not installed; PYTHONPATH=src to run this checkout's over an installed
+one)."""
 
 from __future__ import annotations
 
