@@ -241,10 +241,13 @@ def _z(value: float, base: tuple[float, float, float], k: int) -> tuple[float, f
     return d / max(scale, 1.2533 * sigma / k**0.5), d / scale
 
 
-def cannot_tell(rates: dict[tuple[int, int], float], nodes=(), classes: dict | None = None) -> str:
+def cannot_tell(
+    rates: dict[tuple[int, int], float], nodes=(), classes: dict | None = None, scores: list[NodeScore] | None = None
+) -> str:
     """Why the usable pairs cannot tell an outlier node ('' when they can
     score every node and each score is clear). nodes: every node of the
-    run; classes: as score_nodes. A node below the others by more than
+    run; classes: as score_nodes; scores: score_nodes(rates, classes)
+    where the caller has them (else scored here). A node below the others by more than
     THRESHOLD of their spread, left unnamed only because a median of its
     few pairs may wander that far, is said: too few pairs to tell."""
     count = dict.fromkeys(nodes, 0)
@@ -254,7 +257,7 @@ def cannot_tell(rates: dict[tuple[int, int], float], nodes=(), classes: dict | N
     short = sorted(n for n, k in count.items() if k < MIN_PAIRS)
     scored = len(count) - len(short)
     if scored >= MIN_NODES and not short:
-        unsure = [s for s in score_nodes(rates, classes) if s.unsure]
+        unsure = [s for s in (score_nodes(rates, classes) if scores is None else scores) if s.unsure]
         return (
             "cannot tell whether "
             + ", ".join(f"n{s.node} ({len(s.pairs)} pairs)" for s in unsure)

@@ -158,13 +158,14 @@ def name(rates: dict[Pair, float], topology: Topology | None = None) -> Named:
     while links and classes is not None:
         rest = {p: r for p, r in rates.items() if p not in out}
         every = _by_class(rest, classes)
+        memo: dict = {}
         best: Link | None = None
         for lk in links:
             if any(lk is x for x in named + unsure):
                 continue
             mine = [p for p in through.get((lk.kind, lk.name), []) if p not in out]
             lk.pairs = sorted(((p, rest[p]) for p in mine), key=lambda pr: pr[1])
-            lk.z, verdict = _link(lk, mine, rest, classes, every)
+            lk.z, verdict = _link(lk, mine, rest, classes, every, memo)
             lk.unsure = verdict == "unsure"
             if verdict in ("slow", "unsure") and (best is None or lk.z < best.z):
                 best = lk
@@ -176,7 +177,7 @@ def name(rates: dict[Pair, float], topology: Topology | None = None) -> Named:
     rest_classes = {p: c for p, c in (classes or {}).items() if p in rest} or None
     scores = score_nodes(rest, rest_classes)
     nodes = flagged(scores)
-    why = [cannot_tell(rest, sorted({n for p in rates for n in p}), rest_classes)]
+    why = [cannot_tell(rest, sorted({n for p in rates for n in p}), rest_classes, scores)]
     why += [
         f"pairs through the {lk.label} are slow, but its nodes have no pair elsewhere to tell the link from "
         f"them (cannot tell which)"
@@ -235,30 +236,53 @@ def _crossed(topo: Topology, a: int, b: int) -> list[tuple[str, str]]:
     return out
 
 
+def _reference(
+    by: dict[str, list[float]], klasses: tuple[str, ...], memo: dict | None = None
+) -> tuple[dict[str, float], int, float]:
+    """What a link's pairs are scored against (by: log rates per class;
+    klasses: the link's): each class's median, how many pairs, and the
+    robust spread of their distances from their medians. memo: kept per
+    `by` (every link scored against every pair's shares one)."""
+    if memo is not None and klasses in memo:
+        return memo[klasses]
+    base = {c: statistics.median(v) for c, v in by.items() if c in klasses}
+    ref = [v - base[c] for c, vals in by.items() if c in base for v in vals]
+    out = (base, len(ref), _spread(ref) if len(ref) >= 2 else 0.0)
+    if memo is not None:
+        memo[klasses] = out
+    return out
+
+
 def _link(
-    lk: Link, through: list[Pair], rates: dict[Pair, float], classes: dict[Pair, str], every: dict[str, list[float]]
+    lk: Link,
+    through: list[Pair],
+    rates: dict[Pair, float],
+    classes: dict[Pair, str],
+    every: dict[str, list[float]],
+    memo: dict,
 ) -> tuple[float, str]:
     """(the link's score, 'slow', 'unsure' or ''): its pairs (through)
     against their classes among the pairs not through it (rates: every
     pair still scored; every: their log rates per class, _by_class). Where
-    its pairs are under 1/SMALL_SHARE of them, against every pair's."""
+    its pairs are under 1/SMALL_SHARE of them, against every pair's (the
+    same for every link of those classes: kept in memo, one per `every`)."""
     if len(through) < 2:
         return 0.0, ""
     gone = set(through)
     if len(through) * SMALL_SHARE < len(rates):  # its pairs barely move the others': every pair's
         by, others = every, rates
+        base, ref_n, spread = _reference(every, tuple(lk.classes), memo)
     else:
         others = {p: r for p, r in rates.items() if p not in gone}
         by = _by_class(others, classes)
-    base = {c: statistics.median(v) for c, v in by.items() if c in lk.classes}
+        base, ref_n, spread = _reference(by, tuple(lk.classes))
     resid = {p: _log(rates[p]) - base[classes[p]] for p in through if classes[p] in base}
-    ref = [v - base[c] for c, vals in by.items() if c in base for v in vals]
-    if len(resid) < 2 or len(ref) < 2:
+    if len(resid) < 2 or ref_n < 2:
         return 0.0, ""
-    sigma = max(_spread(ref), math.log1p(FLOOR))
+    sigma = max(spread, math.log1p(FLOOR))
 
     def z(vals: list[float]) -> float:
-        return statistics.median(vals) / max(sigma, 1.2533 * _spread(ref) / len(vals) ** 0.5)
+        return statistics.median(vals) / max(sigma, 1.2533 * spread / len(vals) ** 0.5)
 
     score = z(list(resid.values()))
     if score >= -THRESHOLD:
