@@ -130,7 +130,7 @@ def test_a_slow_group_link_is_in_the_results_report_figure_and_model_export(tmp_
     doc = export.model_doc(run_id, None, list(res.evaluations.values()), res.samples, res)
     m = next(d for d in doc["metrics"] if d["metric"] == "rpc")
     assert [lk["label"] for lk in m["links"]] == ["link of group g0 (to the other groups)"]
-    assert doc["schema_version"] == export.SCHEMA_VERSION == "4.2"
+    assert doc["schema_version"] == export.SCHEMA_VERSION == "4.3"
     said = [text for metric, text in advice.pairs(res) if metric == "rpc"]
     assert said[0].startswith("the pair matrix points at the link of group g0 (to the other groups)"), said
     # Every pair measured once (no --pairs sample follow-up): a suspicion, said so.

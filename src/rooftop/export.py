@@ -72,8 +72,9 @@ from rooftop.store.schema import SAMPLE_COLUMNS
 #: libfabric's and the git revision (`engine_version`, `libfabric`, `git`).
 #: 4.2 each metric's slow links named beside its nodes and each
 #: suspect's standing after the follow-up batches (model: `links`,
-#: `suspects`, issue 45).
-SCHEMA_VERSION = "4.2"
+#: `suspects`, issue 45); 4.3 how likely a sampled search was to miss a
+#: slow node or link, at the run's own noise (model: `search_power`).
+SCHEMA_VERSION = "4.3"
 #: Sample columns as exported (JSON), in order.
 COLUMNS = ["id", *SAMPLE_COLUMNS, "server_node_count", "client_node_count"]
 #: The CSV's: no list or object in a cell (the node lists: NODE_COLUMNS).
@@ -350,6 +351,7 @@ def model_doc(run: str | None, params: str | None, evals, samples: list[dict], r
             }
             d["links"] = [lk.to_dict() for lk in pm.named.links] if pm.named else []
             d["suspects"] = [{"suspect": s, "state": st, "batch": b} for s, (st, b) in pm.states.items()]
+            d["search_power"] = pm.power
         if res:
             d["under_load"] = interference_report.under_load_json(res, m)
             if res.topology is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from campaign_util import docs_table, rooftop
 
+import synthetic
 from rooftop.campaign import simulate
 from rooftop.config.resolve import resolve_grid
 from synthetic import config_for, sampled_run
@@ -105,3 +106,48 @@ def test_plan_says_it_does_not_simulate_beyond_its_node_limit(monkeypatch):
     f.quote_power()
     assert f.power is None and f.as_dict()["power"] is None
     assert "search power: not simulated on more than 10 nodes" in f.lines()[-1] == f.as_dict()["power_note"]
+
+
+def test_a_run_records_how_likely_its_own_search_was_to_miss_one(tmp_path, monkeypatch):
+    """When a sampled search ends, collect records its power at the run's
+    own noise (simulate.record_power: once, in the run's config); the
+    model's text, the report's what-to-do and `model --json`
+    (`search_power`, valid against the schema) all say that record. A
+    noisier run says a lower power: the same search on the same 24 nodes
+    at 0.05 and at 0.4 per class. (20 runs of each kind, not 100: seconds.)"""
+    import jsonschema
+
+    monkeypatch.setattr(simulate, "RUNS", 20)
+
+    from rooftop import export, results
+    from rooftop.report import advice
+
+    said = {}
+    for sigma in (0.05, 0.4):
+        store, run_id = sampled_run(
+            tmp_path / str(sigma), nodes=24, groups=2, sigma=dict.fromkeys(("switch", "global"), sigma)
+        )
+        cfg = store.get_run(run_id).config
+        simulate.record_power(cfg, store, run_id)
+        rec = store.get_run(run_id).config["pair_sample"]["power"]["rpc"]
+        assert rec["found"]["node"]["runs"] == simulate.RUNS and rec["line"].startswith("finds a node at 0.7 x")
+        simulate.record_power(cfg, store, run_id)  # once: a resumed run keeps what it recorded
+        assert store.get_run(run_id).config["pair_sample"]["power"]["rpc"] == rec
+        res = results.load(store, run_id)
+        line = f"search power (this search, simulated at this run's noise): {rec['line']}"
+        assert res.pairs["rpc"].power == rec and line in res.pairs["rpc"].outlier_lines()
+        assert (("rpc", line + ".")) in advice.pairs(res)
+        said[sigma] = rec["found"]["node"]["power"]
+    assert said[0.05] > said[0.4], said
+    # model --json on a run with a roofline (every pair measured, its search's power recorded as collect does).
+    store, run_id = synthetic.realistic_run(tmp_path / "roofline", nodes=12, groups=3)
+    cfg = store.get_run(run_id).config
+    every = [[a, b] for a in range(12) for b in range(a + 1, 12)]
+    cfg["pair_sample"] = {"pairs": every, "batches": [len(every)], "stop": ""}
+    simulate.record_power(cfg, store, run_id)
+    res = results.load(store, run_id)
+    doc = export.model_doc(run_id, None, list(res.evaluations.values()), res.samples, res)
+    schema = json.loads((Path(simulate.__file__).parents[1] / "schemas" / "model.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    for m in doc["metrics"]:
+        assert m["search_power"] == cfg["pair_sample"]["power"][m["metric"]] and "line" in m["search_power"]

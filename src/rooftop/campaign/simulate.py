@@ -284,12 +284,13 @@ def power(
     node: float | None = NODE_FACTOR,
     link: float | None = LINK_FACTOR,
     seed: int = 0,
+    usable=None,
 ) -> Power:
     """Over `runs` seeded runs of each planted case -- one node at `node`
     x (None: no such case), one group link at `link` x where the topology
     has groups (None: none) -- the share of planted items named and the
     false names per run; with neither planted, `runs` quiet runs (false
-    names only)."""
+    names only). usable: as run() takes it."""
     topo = platform.topology
     groups = sorted(set(topo.group)) if topo.source != "none" else []
     cases: list[tuple[str, float | None]] = []
@@ -310,7 +311,7 @@ def power(
                     slow[("node", str(pick.randrange(topo.n)))] = f
                 elif kind and f is not None:
                     slow[("group", pick.choice(groups))] = f
-                o = run(platform, cfg, slow, f"{seed} {kind} {i}")
+                o = run(platform, cfg, slow, f"{seed} {kind} {i}", usable)
                 if kind:
                     out.runs[kind] = out.runs.get(kind, 0) + 1
                     out.found[kind] = out.found.get(kind, 0) + len(o.found)
@@ -352,6 +353,35 @@ def quote(cfg: dict, topo: Topology | None, noise: dict[str, float] | None = Non
     return power(Platform(topo, noise=dict(noise or {})), cfg, runs_for(topo.n))
 
 
+def record_power(cfg: dict, store, run_id: str) -> None:
+    """When a run's --pairs sample search has ended: how likely that search
+    was to miss a slow node or link, per metric -- power() on the run's own
+    nodes, topology and usable pairs at the run's own noise (fit_noise),
+    as many runs as `rooftop plan` simulates (runs_for) -- recorded once in
+    its config (pair_sample "power": metric -> Power.as_dict() and its
+    line, or a note why not), which the model, the report and the exports
+    read. A metric without usable pairs has no noise to simulate at: left
+    out. Recorded already (a resumed run): nothing to do."""
+    rec = cfg["pair_sample"]
+    if "power" in rec:
+        return
+    topo = topology.of_config(cfg) or Topology.flat(len(cfg["nodes"]))
+    out: dict[str, dict] = {}
+    for metric in cfg["metrics"]:
+        noise = fit_noise(store, run_id, metric)
+        if not noise:
+            continue
+        if topo.n > PLAN_MAX_NODES:
+            out[metric] = {
+                "note": f"not simulated on more than {PLAN_MAX_NODES:,} nodes (a simulated run takes tens of seconds there)"
+            }
+            continue
+        p = power(Platform(topo, noise=noise), cfg, runs_for(topo.n), usable=sampling.usable(cfg))
+        out[metric] = {**p.as_dict(), "line": p.line()}
+    rec["power"] = out
+    store.update_config(run_id, cfg)
+
+
 def fit_noise(store, run_id: str, metric: str | None = None) -> dict[str, float]:
     """The noise of a stored run: per pair class of its recorded topology
     (one class, "all", without one), the standard deviation of its usable
@@ -375,4 +405,4 @@ def fit_noise(store, run_id: str, metric: str | None = None) -> dict[str, float]
     return out
 
 
-__all__ = ["Outcome", "Platform", "Power", "fit_noise", "name", "power", "quote", "run", "wilson"]
+__all__ = ["Outcome", "Platform", "Power", "fit_noise", "name", "power", "quote", "record_power", "run", "wilson"]

@@ -136,7 +136,7 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     """Measures one stage of a held run (collect or validate) with its
     progress and sampling batches, and says how it ended (_print_end)."""
     from rooftop import ui
-    from rooftop.campaign import Runner, SampleFailed, plan_collect, sampling
+    from rooftop.campaign import Runner, SampleFailed, sampling
     from rooftop.campaign.lifecycle import Hold, run_status
     from rooftop.campaign.tracking import PROGRESS_LOG
     from rooftop.launchers import make_launcher
@@ -156,19 +156,9 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
     try:
         with Hold(store, run_id, verb, say=say) as hold:  # claim, time, events, status (campaign.lifecycle)
             ok, failed = measure(groups, done)
-            while verb == "collect" and sampling.adaptive(cfg):  # --pairs sample: batches while classes need them
-                adds, why = sampling.extend(cfg, store, run_id)
-                if not adds:
-                    if not args.json:
-                        ui.console.print(f"pair sample: no more pairs: {why}")
-                    break
-                if not args.json:
-                    ui.console.print(
-                        f"pair sample: {len(adds)} more pair(s) (batch {len(cfg['pair_sample']['batches'])})"
-                    )
-                groups = plan_collect(cfg)
-                n_ok, n_failed = measure(groups, store.done_keys(run_id))
-                ok, failed = ok + n_ok, failed + n_failed
+            if verb == "collect" and sampling.adaptive(cfg):  # --pairs sample: batches while classes need them
+                more_ok, more_failed = _sample_batches(args, store, run_id, cfg, measure)
+                ok, failed = ok + more_ok, failed + more_failed
             status, note = run_status(store, run_id, cfg)
             hold.finish(status, f"{verb}: {failed} failed samples" + (f"; {note}" if note else "") if failed else note)
             rc = 1 if failed else 0
@@ -184,6 +174,28 @@ def _run_stage(args, store, run_id: str, cfg: dict, groups, verb: str) -> int:
         rc = 1
     _print_end(store, run_id, args.json)
     return rc
+
+
+def _sample_batches(args, store, run_id: str, cfg: dict, measure) -> tuple[int, int]:
+    """--pairs sample: the batches after the first (each drawn from the
+    pairs measured so far, the suspects' follow-up first) until the search
+    ends, then the search's power at the run's own noise recorded in its
+    config. (ok, failed) samples of those batches."""
+    from rooftop import ui
+    from rooftop.campaign import plan_collect, sampling, simulate
+
+    ok = failed = 0
+    while True:
+        adds, why = sampling.extend(cfg, store, run_id)
+        if not adds:
+            if not args.json:
+                ui.console.print(f"pair sample: no more pairs: {why}")
+            simulate.record_power(cfg, store, run_id)  # how likely this search was to miss one
+            return ok, failed
+        if not args.json:
+            ui.console.print(f"pair sample: {len(adds)} more pair(s) (batch {len(cfg['pair_sample']['batches'])})")
+        n_ok, n_failed = measure(plan_collect(cfg), store.done_keys(run_id))
+        ok, failed = ok + n_ok, failed + n_failed
 
 
 def _print_end(store, run_id: str, as_json: bool) -> None:

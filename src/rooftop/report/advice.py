@@ -88,6 +88,8 @@ def pairs(res: RunResults) -> list[tuple[str | None, str]]:
             out.append(
                 (metric, "follow-up: " + "; ".join(suspects.state_text(s, st) for s, st in pm.states.items()) + ".")
             )
+        if pm.power:
+            out.append((metric, pm.power_line() + "."))
         if not flagged and not links and not named:
             why = outliers.cannot_tell(pm.rates, pm.nodes, pm.classes)
             if why.startswith("cannot tell") and pm.left_out:

@@ -54,6 +54,19 @@ class PairMatrix:
     named: suspects.Named | None = None
     #: Each suspect's standing after the follow-up batches (rooftop.model.suspects.states).
     states: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    #: How likely the run's --pairs sample search was to miss a slow node or
+    #: link, at the run's own noise, as collect recorded it (config
+    #: pair_sample "power", rooftop.campaign.simulate.record_power; None: not
+    #: a sampled search, or recorded before it was).
+    power: dict | None = None
+
+    def power_line(self) -> str:
+        """How the model and the report say it ('' when not recorded)."""
+        if not self.power:
+            return ""
+        if "line" not in self.power:
+            return f"search power: {self.power.get('note', '')}"
+        return f"search power (this search, simulated at this run's noise): {self.power['line']}"
 
     def outlier_lines(self) -> list[str]:
         """The outlier section's account: how many pairs it used, which it
@@ -82,6 +95,8 @@ class PairMatrix:
                 f"its nodes' other pairs are not slow"
             )
         out += [suspects.state_text(label, st) for label, st in self.states.items()]
+        if self.power:
+            out.append(self.power_line())
         why = self.named.cannot_tell if self.named else outliers.cannot_tell(self.rates, self.nodes, self.classes)
         if why:
             out.append(why)
@@ -423,7 +438,9 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
             res.pairs[metric] = pm
             pm.named = res.named[metric] = named = suspects.name(pm.rates, res.topology)
             res.scores[metric] = named.scores
-            pm.states = suspects.states(named, (run.config.get("pair_sample") or {}).get("confirm") or [])
+            sampled = run.config.get("pair_sample") or {}
+            pm.states = suspects.states(named, sampled.get("confirm") or [])
+            pm.power = (sampled.get("power") or {}).get(metric)
             if res.topology is not None:
                 pm.classes = {p: res.topology.klass(*p) for p in [*pm.rates, *pm.left_out]}
                 # A pair through a slow link is not its class's ceiling.
