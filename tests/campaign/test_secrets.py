@@ -21,7 +21,14 @@ SLOWER = ["--metrics", "rpc", "--duration", "1", "--windows", "1", "--warmup", "
 
 
 def files_holding(root: Path, needle: str) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+    out = []
+    for p in root.rglob("*"):
+        try:
+            if p.is_file() and needle.encode() in p.read_bytes():
+                out.append(p)
+        except FileNotFoundError:  # a temporary file renamed into place while we looked (an agent's .req-0.tmp)
+            continue
+    return out
 
 
 def modes(root: Path) -> dict[str, int]:

@@ -416,6 +416,25 @@ def sharing_lines(samples: list[dict]) -> list[str]:
     return out
 
 
+def _read_pairs(res: RunResults, metric: str, pm: PairMatrix) -> None:
+    """A metric's client pair matrix into res: the slow nodes and links named
+    from it, each suspect's standing, the search's power as collect recorded
+    it, and, under a topology, the class ceilings without the pairs through
+    a named link."""
+    res.pairs[metric] = pm
+    pm.named = res.named[metric] = named = suspects.name(pm.rates, res.topology)
+    res.scores[metric] = named.scores
+    sampled = res.run.config.get("pair_sample") or {}
+    pm.states = suspects.states(named, sampled.get("confirm") or [])
+    pm.power = (sampled.get("power") or {}).get(metric)
+    if res.topology is not None:
+        pm.classes = {p: res.topology.klass(*p) for p in [*pm.rates, *pm.left_out]}
+        # A pair through a slow link is not its class's ceiling.
+        ceiling = {p: r for p, r in pm.rates.items() if not named.through_named(res.topology, *p)}
+        res.classes[metric] = class_ceilings(ceiling or pm.rates, res.topology)
+        concurrency(res.classes[metric], pm.beside, res.topology)
+
+
 def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResults:
     """A run's results; sections: the studies' report sections whose data
     to read (rooftop.kinds.sections.SECTIONS; none: the campaign's own
@@ -435,18 +454,7 @@ def load(store: Store, run_id: str, sections: Sequence[Section] = ()) -> RunResu
             pass  # no roofline, but the pair matrix and latency may still be there
         pm = pair_matrix(samples, metric, nodes, why)
         if pm:
-            res.pairs[metric] = pm
-            pm.named = res.named[metric] = named = suspects.name(pm.rates, res.topology)
-            res.scores[metric] = named.scores
-            sampled = run.config.get("pair_sample") or {}
-            pm.states = suspects.states(named, sampled.get("confirm") or [])
-            pm.power = (sampled.get("power") or {}).get(metric)
-            if res.topology is not None:
-                pm.classes = {p: res.topology.klass(*p) for p in [*pm.rates, *pm.left_out]}
-                # A pair through a slow link is not its class's ceiling.
-                ceiling = {p: r for p, r in pm.rates.items() if not named.through_named(res.topology, *p)}
-                res.classes[metric] = class_ceilings(ceiling or pm.rates, res.topology)
-                concurrency(res.classes[metric], pm.beside, res.topology)
+            _read_pairs(res, metric, pm)
             slow = res.flagged(metric)
             if slow:
                 try:
