@@ -344,13 +344,13 @@ def runs_for(nodes: int, budget: int = PLAN_NODE_RUNS) -> int:
     return max(PLAN_RUNS_MIN, min(RUNS, budget // max(1, nodes)))
 
 
-def quote(cfg: dict, topo: Topology | None, noise: dict[str, float] | None = None) -> Power:
+def quote(cfg: dict, topo: Topology | None, noise: dict[str, float] | None = None, usable=None) -> Power:
     """What `rooftop plan --pairs sample` quotes: power() on the plan's
     own nodes and topology (None: one class), every link as fast as a
     node, the noise given (a stored run's: fit_noise) or PLAN_SPREAD, as
-    many runs as keep it to seconds (runs_for)."""
+    many runs as keep it to seconds (runs_for). usable: as run() takes it."""
     topo = topo or Topology.flat(len(cfg["nodes"]))
-    return power(Platform(topo, noise=dict(noise or {})), cfg, runs_for(topo.n))
+    return power(Platform(topo, noise=dict(noise or {})), cfg, runs_for(topo.n), usable=usable)
 
 
 def record_power(cfg: dict, store, run_id: str) -> None:
@@ -376,7 +376,7 @@ def record_power(cfg: dict, store, run_id: str) -> None:
                 "note": f"not simulated on more than {PLAN_MAX_NODES:,} nodes (a simulated run takes tens of seconds there)"
             }
             continue
-        p = power(Platform(topo, noise=noise), cfg, runs_for(topo.n), usable=sampling.usable(cfg))
+        p = quote(cfg, topo, noise, sampling.usable(cfg))
         out[metric] = {**p.as_dict(), "line": p.line()}
     rec["power"] = out
     store.update_config(run_id, cfg)
