@@ -14,8 +14,12 @@ way round it.
 One cluster and one campaign for the module (CI's time). 12 nodes on 2
 cores: every node may use both cores (--cores-per-node 2), so a lone pair
 is 2 processes on 2 cores and the exclusion rule keeps it; the links are
-shaped low (90 and 30 Mbit/s) and progress blocks, so no pair is CPU-bound
-but the capped node's RPCs (2 % of its cores)."""
+shaped low (90 and 30 Mbit/s) and progress blocks, so no bw pair is
+CPU-bound. RPCs are, but through group 0's half-rate link (15 Mbit/s), which
+holds them at about 10.0k ops/s (CI, 2026-11-29: every rpc pair through it
+at 9.6k-10.0k, the others across groups 11k-17k): rpc may name that link
+too, as it is slow for rpc by as much as the day's CPU makes the others
+faster; nothing else but the capped node (2 % of its cores)."""
 
 from __future__ import annotations
 
@@ -257,8 +261,8 @@ def test_the_slow_group_link_is_named_as_a_link_and_the_capped_node_as_a_node(gr
     # bw: group 0's link, as a link (its nodes 0-3 are not named); at most the capped node beside it.
     assert [lk["nodes"] for lk in bw["links"]] == [[0, 1, 2, 3]] and bw["links"][0]["kind"] == "group", got
     assert set(got["bw"][1]) <= {CAPPED}, got
-    # rpc (not link-bound): no link, and the capped node as in the first campaign.
-    assert rpc["links"] == [], got
+    # rpc: at most group 0's link (the module's docstring), and the capped node as in the first campaign.
+    assert [lk["nodes"] for lk in rpc["links"]] in ([], [[0, 1, 2, 3]]), got
     assert_capped_node_alone(rpc)
     # The link was re-measured with fresh partners before it was named.
     states = {s["suspect"]: s["state"] for s in bw["suspects"]}
